@@ -1,0 +1,1 @@
+/* placeholder until written */ typedef int amp_placeholder_t;

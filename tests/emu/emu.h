@@ -1,0 +1,117 @@
+/* The CPU device emulator's shared core, exported by the emulated libcuda.so.1
+ * to the runtime, cuBLAS and (later) cuDNN stand-ins. */
+#ifndef EMU_H
+#define EMU_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Everything here is exported from libcuda.so.1 with the emu_ prefix, next
+ * to the driver API. The stand-ins for the other libraries link to it; no
+ * product code ever does.
+ *
+ * Locking: the core has one lock. Every emu_ function takes it itself; the
+ * op callbacks (struct emu_op.run) are called with it held and must not call
+ * driver API or emu_ functions other than emu_dev_at() / emu_op_fail().
+ */
+
+/* ---- GPU model (roofline) ---------------------------------------------- */
+
+/* Precision classes of math work, for the timing model. */
+enum emu_prec {
+    EMU_PREC_NONE = 0,  /* memory-bound work only (copies, casts) */
+    EMU_PREC_FP32,      /* CUDA cores, FP32 FMA */
+    EMU_PREC_TF32,      /* Tensor Cores, TF32 inputs, FP32 accumulate */
+    EMU_PREC_FP16,      /* Tensor Cores, FP16/BF16 inputs, FP32 accumulate */
+};
+
+struct emu_gpu {
+    const char *key;          /* AMPSHIM_EMU_GPU value: "h100", "a100", ... */
+    const char *name;         /* device name the driver reports */
+    int cc_major, cc_minor;   /* compute capability */
+    int sm_count;
+    size_t total_mem;         /* bytes */
+    double fp32_tflops;       /* published dense peaks */
+    double tf32_tflops;
+    double fp16_tflops;       /* FP16/BF16 Tensor Core, FP32 accumulate */
+    double bandwidth_tbs;     /* TB/s */
+    double math_efficiency;   /* achievable share of peak for GEMM-like work */
+    double mem_efficiency;    /* achievable share of bandwidth */
+    double launch_latency_us; /* per kernel or library launch */
+};
+
+/* The modelled GPU, chosen once by AMPSHIM_EMU_GPU (default "h100"). */
+const struct emu_gpu *emu_gpu(void);
+
+/* Modelled duration in nanoseconds of work doing `flops` at `prec` and
+ * moving `bytes`: max(flops / rate, bytes / bandwidth) + launch latency. */
+double emu_model_ns(double flops, enum emu_prec prec, double bytes);
+
+/* ---- Device memory ------------------------------------------------------ */
+
+/* Host alias of the device range [p, p + bytes), for use inside op
+ * callbacks and synchronous copies only. NULL when the range is not
+ * entirely inside one live allocation (the caller then fails with an
+ * illegal-address error). bytes == 0 checks only that p is inside one. */
+void *emu_dev_at(CUdeviceptr p, size_t bytes);
+
+/* 1 if p lies in the emulator's device address range (live or not). */
+int emu_is_device_address(const void *p);
+
+/* ---- Streams and deferred work ----------------------------------------- */
+
+struct emu_op {
+    const char *name;         /* for traces and error messages */
+    /* Runs the work; called once, in stream order, with the core lock
+     * held. Returns CUDA_SUCCESS or the error that becomes sticky for the
+     * context (e.g. CUDA_ERROR_ILLEGAL_ADDRESS from a failed emu_dev_at). */
+    CUresult (*run)(void *arg);
+    void (*release)(void *arg); /* frees arg after run (or on teardown); may be NULL */
+    void *arg;
+    double model_ns;          /* modelled duration (see emu_model_ns) */
+};
+
+/* Queues op on stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a
+ * stream of the current context). Fails with the driver's status for a bad
+ * stream or no current context; on failure op->release is called. */
+CUresult emu_enqueue(CUstream stream, const struct emu_op *op);
+
+/* Runs everything queued on every stream of the current context. */
+CUresult emu_sync_all(void);
+
+/* ---- Contexts ------------------------------------------------------------ */
+
+/* What the CUDA runtime does lazily on first use in a thread: cuInit(0),
+ * and if the thread has no current context, retain device `dev`'s primary
+ * context and make it current. */
+CUresult emu_runtime_bind(int dev);
+
+/* The current context's device, or -1 with no context. */
+int emu_current_device(void);
+
+/* ---- Fault injection ----------------------------------------------------- */
+
+/* Counts one occurrence of `what` (an allocation kind "alloc",
+ * "alloc-async", "module", "launch", "event", or an API name such as
+ * "cublasGemmEx") and tells whether AMPSHIM_EMU_FAIL asks this occurrence
+ * to fail. Returns 0 for no fault, else the status code given in the
+ * variable's entry (`what:N[:status]`), or `default_status` when the entry
+ * names none. Entries: comma-separated; N counts from 1; "what:N+" fails
+ * the Nth and every later occurrence. */
+int emu_fault(const char *what, int default_status);
+
+/* ---- Numerics ------------------------------------------------------------ */
+
+/* Bit-exact IEEE conversions: round to nearest even, subnormals, overflow
+ * to infinity, NaN stays NaN. Written independently of the shim's own
+ * conversions in kernels/amp_math.h, so that one checks the other. */
+uint16_t emu_f32_to_f16(float f);
+float emu_f16_to_f32(uint16_t h);
+uint16_t emu_f32_to_bf16(float f);
+float emu_bf16_to_f32(uint16_t h);
+/* Rounds to TF32 (10 explicit mantissa bits, nearest even), kept in a float. */
+float emu_round_tf32(float f);
+
+#endif
