@@ -1,5 +1,5 @@
 /* The shim's device kernels as the host sees them: names, parameter lists
- * and launch shapes. Plain C; the kernels are in kernels/*.cu, their
+ * and launch shapes. Plain C; the kernels are in the .cu files here, their
  * arithmetic in kernels/amp_math.h. */
 #ifndef AMP_KERNELS_H
 #define AMP_KERNELS_H

@@ -1,1 +1,151 @@
-/* placeholder until written */ typedef int amp_placeholder_t;
+/* Parses the AMPSHIM_* environment variables into struct amp_config. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct amp_name_value {
+    const char *name;
+    int value;
+};
+
+static const struct amp_name_value amp_log_levels[] = {
+    {"off", AMP_LOG_OFF},   {"error", AMP_LOG_ERROR}, {"warn", AMP_LOG_WARN},
+    {"info", AMP_LOG_INFO}, {"debug", AMP_LOG_DEBUG}, {NULL, 0},
+};
+
+static const struct amp_name_value amp_modes[] = {
+    {"fp32", AMP_MODE_FP32},
+    {"fp16", AMP_MODE_FP16},
+    {NULL, 0},
+};
+
+static const struct amp_name_value amp_bools[] = {
+    {"1", 1},     {"0", 0},      {"true", 1}, {"false", 0},
+    {"yes", 1},   {"no", 0},     {"on", 1},   {"off", 0},
+    {NULL, 0},
+};
+
+static void
+amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cfg->nproblems >= AMP_CONFIG_MAX_PROBLEMS)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(cfg->problems[cfg->nproblems++], AMP_CONFIG_PROBLEM_LEN, fmt,
+              ap);
+    va_end(ap);
+}
+
+/* Looks value up in table (case-insensitive); on a miss, records a problem
+ * listing the accepted names and leaves *out alone. */
+static void
+amp_config_enum(struct amp_config *cfg, const char *var, const char *value,
+                const struct amp_name_value *table, int *out)
+{
+    char accepted[AMP_CONFIG_PROBLEM_LEN] = "";
+    const struct amp_name_value *e;
+
+    for (e = table; e->name; e++) {
+        if (strcasecmp(value, e->name) == 0) {
+            *out = e->value;
+            return;
+        }
+    }
+    for (e = table; e->name; e++) {
+        strncat(accepted, e->name, sizeof accepted - strlen(accepted) - 1);
+        if (e[1].name)
+            strncat(accepted, ", ", sizeof accepted - strlen(accepted) - 1);
+    }
+    amp_config_problem(cfg, "%s=\"%.40s\" is not one of: %s; ignored", var,
+                       value, accepted);
+}
+
+/* A byte count: decimal digits with an optional K, M or G (powers of 1024). */
+static void
+amp_config_bytes(struct amp_config *cfg, const char *var, const char *value,
+                 uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long n;
+    unsigned shift = 0;
+
+    errno = 0;
+    if (value[0] < '0' || value[0] > '9')
+        goto bad;
+    n = strtoull(value, &end, 10);
+    if (errno != 0)
+        goto bad;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift != 0)
+        end++;
+    if (*end != '\0' || n > (UINT64_MAX >> shift))
+        goto bad;
+    *out = (uint64_t)n << shift;
+    return;
+bad:
+    amp_config_problem(cfg,
+                       "%s=\"%.40s\" is not a byte count (digits with an "
+                       "optional K, M or G); ignored",
+                       var, value);
+}
+
+void
+amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
+{
+    const char *v;
+    int value;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->mode = AMP_MODE_FP16;
+    cfg->log_level = AMP_LOG_WARN;
+    cfg->summary = 1;
+    cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
+
+    if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
+    if ((v = getenv_fn("AMPSHIM_MODE")) && *v) {
+        value = (int)cfg->mode;
+        amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, &value);
+        cfg->mode = (enum amp_mode)value;
+    }
+    if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v) {
+        value = (int)cfg->log_level;
+        amp_config_enum(cfg, "AMPSHIM_LOG_LEVEL", v, amp_log_levels, &value);
+        cfg->log_level = (enum amp_log_level)value;
+    }
+    if ((v = getenv_fn("AMPSHIM_LOG_FILE")) && *v) {
+        if (strlen(v) >= sizeof cfg->log_file)
+            amp_config_problem(cfg, "AMPSHIM_LOG_FILE is longer than %zu "
+                               "bytes; logging to stderr",
+                               sizeof cfg->log_file - 1);
+        else
+            strcpy(cfg->log_file, v);
+    }
+    if ((v = getenv_fn("AMPSHIM_SUMMARY")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, &cfg->summary);
+    if ((v = getenv_fn("AMPSHIM_SCRATCH_MAX")) && *v)
+        amp_config_bytes(cfg, "AMPSHIM_SCRATCH_MAX", v, &cfg->scratch_max);
+}
+
+const char *
+amp_mode_name(enum amp_mode mode)
+{
+    const struct amp_name_value *e;
+
+    for (e = amp_modes; e->name; e++)
+        if (e->value == (int)mode)
+            return e->name;
+    return "?";
+}

@@ -1,1 +1,248 @@
-/* placeholder until written */ typedef int amp_placeholder_t;
+/* The device layer over the driver API, loaded with dlopen at run time. */
+#include "device.h"
+
+#include "amp_kernels.h"
+#include "log.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#define AMP_STR(x) AMP_STR_(x)
+#define AMP_STR_(x) #x
+
+/* Driver functions the shim calls. The header's macros turn each name into
+ * the exported one (cuMemAlloc -> cuMemAlloc_v2), in the struct and in the
+ * string alike. */
+#define AMP_DRIVER_SYMBOLS(X)                                                \
+    X(cuCtxGetCurrent)                                                       \
+    X(cuCtxGetDevice)                                                        \
+    X(cuDeviceGetAttribute)                                                  \
+    X(cuModuleLoadData)                                                      \
+    X(cuModuleGetFunction)                                                   \
+    X(cuLaunchKernel)                                                        \
+    X(cuMemAllocAsync)                                                       \
+    X(cuMemFreeAsync)                                                        \
+    X(cuMemsetD32Async)                                                      \
+    X(cuStreamIsCapturing)                                                   \
+    X(cuGetErrorName)
+
+static struct {
+#define AMP_DRIVER_MEMBER(sym) __typeof__(&sym) sym;
+    AMP_DRIVER_SYMBOLS(AMP_DRIVER_MEMBER)
+#undef AMP_DRIVER_MEMBER
+} amp_cu;
+
+static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
+    [AMP_KERNEL_ABSMAX_F32] = AMP_K_ABSMAX_F32,
+    [AMP_KERNEL_GEMM_SCALARS] = AMP_K_GEMM_SCALARS,
+    [AMP_KERNEL_CAST_F32_F16] = AMP_K_CAST_F32_F16,
+};
+
+/* Contexts a process uses are few; a full table means FP32 for the rest. */
+#define AMP_DEV_MAX_CONTEXTS 64
+
+struct amp_dev {
+    CUcontext ctx;
+    int usable;
+    CUmodule module;
+    CUfunction kernels[AMP_KERNEL_COUNT];
+};
+
+static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
+static enum amp_status amp_dev_init_status = AMP_ERR_UNAVAILABLE;
+static pthread_mutex_t amp_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
+static int amp_ndevs;
+static _Thread_local struct amp_dev *amp_dev_last;
+
+static const char *
+amp_cu_error(CUresult r)
+{
+    const char *name = NULL;
+
+    if (!amp_cu.cuGetErrorName || amp_cu.cuGetErrorName(r, &name) != 0 ||
+        !name)
+        return "unknown CUDA error";
+    return name;
+}
+
+static void
+amp_dev_load_driver(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int missing = 0;
+
+    if (!lib) {
+        amp_log(AMP_LOG_INFO, "no CUDA driver (libcuda.so.1): %s; "
+                "every call stays FP32", dlerror());
+        return;
+    }
+#define AMP_DRIVER_LOAD(sym)                                                 \
+    *(void **)&amp_cu.sym = dlsym(lib, AMP_STR(sym));                        \
+    if (!amp_cu.sym) {                                                       \
+        amp_log(AMP_LOG_WARN, "libcuda.so.1 has no %s; every call stays "    \
+                "FP32", AMP_STR(sym));                                       \
+        missing++;                                                           \
+    }
+    AMP_DRIVER_SYMBOLS(AMP_DRIVER_LOAD)
+#undef AMP_DRIVER_LOAD
+    /* The library stays loaded for the life of the process. */
+    amp_dev_init_status = missing ? AMP_ERR_UNAVAILABLE : AMP_OK;
+}
+
+enum amp_status
+amp_dev_init(void)
+{
+    pthread_once(&amp_dev_once, amp_dev_load_driver);
+    return amp_dev_init_status;
+}
+
+/* Loads the kernels into dev->ctx, which is current. */
+static void
+amp_dev_setup(struct amp_dev *dev)
+{
+    CUdevice device;
+    int pools = 0;
+    CUresult r;
+    int k;
+
+    r = amp_cu.cuCtxGetDevice(&device);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuDeviceGetAttribute(
+            &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device);
+    if (r != CUDA_SUCCESS || !pools) {
+        amp_log(AMP_LOG_WARN, "device has no stream-ordered allocator (%s); "
+                "calls in this context stay FP32",
+                r == CUDA_SUCCESS ? "memory pools unsupported"
+                                  : amp_cu_error(r));
+        return;
+    }
+    r = amp_cu.cuModuleLoadData(&dev->module, amp_kernels_fatbin);
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_WARN, "cannot load the shim's kernels (%s); calls "
+                "in this context stay FP32", amp_cu_error(r));
+        return;
+    }
+    for (k = 0; k < AMP_KERNEL_COUNT; k++) {
+        r = amp_cu.cuModuleGetFunction(&dev->kernels[k], dev->module,
+                                       amp_kernel_names[k]);
+        if (r != CUDA_SUCCESS) {
+            amp_log(AMP_LOG_WARN, "kernel %s missing (%s); calls in this "
+                    "context stay FP32", amp_kernel_names[k],
+                    amp_cu_error(r));
+            return;
+        }
+    }
+    dev->usable = 1;
+}
+
+struct amp_dev *
+amp_dev_current(void)
+{
+    struct amp_dev *dev = NULL;
+    CUcontext ctx = NULL;
+    int i;
+
+    if (amp_dev_init() != AMP_OK)
+        return NULL;
+    if (amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return NULL;
+    if (amp_dev_last && amp_dev_last->ctx == ctx)
+        return amp_dev_last->usable ? amp_dev_last : NULL;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs; i++)
+        if (amp_devs[i].ctx == ctx)
+            dev = &amp_devs[i];
+    if (!dev && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
+        dev = &amp_devs[amp_ndevs++];
+        dev->ctx = ctx;
+        amp_dev_setup(dev);
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (!dev)
+        return NULL;
+    amp_dev_last = dev;
+    return dev->usable ? dev : NULL;
+}
+
+int
+amp_dev_stream_capturing(amp_stream stream)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuStreamIsCapturing((CUstream)stream, &status) !=
+            CUDA_SUCCESS)
+        return -1;
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+enum amp_status
+amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
+                    amp_devptr *ptr)
+{
+    CUdeviceptr p = 0;
+    CUresult r = amp_cu.cuMemAllocAsync(&p, bytes, (CUstream)stream);
+
+    (void)dev;
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "scratch of %zu bytes refused: %s", bytes,
+                amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    *ptr = p;
+    return AMP_OK;
+}
+
+void
+amp_dev_free_async(amp_devptr ptr, amp_stream stream)
+{
+    CUresult r = amp_cu.cuMemFreeAsync((CUdeviceptr)ptr, (CUstream)stream);
+
+    if (r != CUDA_SUCCESS)
+        amp_log(AMP_LOG_WARN, "scratch free failed: %s", amp_cu_error(r));
+}
+
+enum amp_status
+amp_dev_memset32_async(amp_devptr ptr, uint32_t value, size_t count,
+                       amp_stream stream)
+{
+    CUresult r = amp_cu.cuMemsetD32Async((CUdeviceptr)ptr, value, count,
+                                         (CUstream)stream);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "memset failed: %s", amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+enum amp_status
+amp_dev_launch(struct amp_dev *dev, enum amp_kernel k, unsigned grid,
+               unsigned block, amp_stream stream, void **params)
+{
+    CUresult r = amp_cu.cuLaunchKernel(dev->kernels[k], grid, 1, 1, block,
+                                       1, 1, 0, (CUstream)stream, params,
+                                       NULL);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "launch of %s failed: %s", amp_kernel_names[k],
+                amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+void
+amp_dev_forget(void)
+{
+    /* After fork the child has no contexts of its own yet; the lock may
+     * have been held by a thread that does not exist in the child. */
+    pthread_mutex_init(&amp_dev_lock, NULL);
+    memset(amp_devs, 0, sizeof amp_devs);
+    amp_ndevs = 0;
+    amp_dev_last = NULL;
+}

@@ -1,1 +1,68 @@
-/* placeholder until written */ typedef int amp_placeholder_t;
+/* Per-API call counters: lock-free counting, a list of APIs seen. */
+#include "stats.h"
+
+#include "log.h"
+
+#include <pthread.h>
+
+static pthread_mutex_t amp_stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_api_stats *amp_stats_list;
+
+/* Puts api on the list the first time it is counted. */
+static void
+amp_stats_list_add(struct amp_api_stats *api)
+{
+    struct amp_api_stats **tail;
+
+    pthread_mutex_lock(&amp_stats_lock);
+    if (!atomic_load(&api->listed)) {
+        for (tail = &amp_stats_list; *tail; tail = &(*tail)->next)
+            ;
+        api->next = NULL;
+        *tail = api;
+        atomic_store(&api->listed, 1);
+    }
+    pthread_mutex_unlock(&amp_stats_lock);
+}
+
+void
+amp_stats_count(struct amp_api_stats *api, enum amp_outcome outcome)
+{
+    if (!atomic_load_explicit(&api->listed, memory_order_acquire))
+        amp_stats_list_add(api);
+    atomic_fetch_add_explicit(&api->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&api->outcomes[outcome], 1,
+                              memory_order_relaxed);
+}
+
+void
+amp_stats_summary(void)
+{
+    struct amp_api_stats *api;
+
+    pthread_mutex_lock(&amp_stats_lock);
+    for (api = amp_stats_list; api; api = api->next)
+        amp_log_line("summary %s calls=%llu converted=%llu fp32=%llu "
+                     "fallback=%llu",
+                     api->name, atomic_load(&api->calls),
+                     atomic_load(&api->outcomes[AMP_OUTCOME_CONVERTED]),
+                     atomic_load(&api->outcomes[AMP_OUTCOME_FP32]),
+                     atomic_load(&api->outcomes[AMP_OUTCOME_FALLBACK]));
+    pthread_mutex_unlock(&amp_stats_lock);
+}
+
+void
+amp_stats_reset(void)
+{
+    struct amp_api_stats *api;
+    int i;
+
+    /* Only in a forked child: the lock may have been held by a thread that
+     * does not exist here. */
+    pthread_mutex_init(&amp_stats_lock, NULL);
+    for (api = amp_stats_list; api; api = api->next) {
+        atomic_store(&api->calls, 0);
+        for (i = 0; i < AMP_OUTCOME_COUNT; i++)
+            atomic_store(&api->outcomes[i], 0);
+    }
+}

@@ -1,0 +1,48 @@
+/* Configuration from the AMPSHIM_* environment variables, read once. */
+#ifndef AMP_CONFIG_H
+#define AMP_CONFIG_H
+
+#include <stdint.h>
+
+enum amp_log_level {
+    AMP_LOG_OFF = 0,
+    AMP_LOG_ERROR,
+    AMP_LOG_WARN,
+    AMP_LOG_INFO,
+    AMP_LOG_DEBUG,
+};
+
+/* Precision modes of DESIGN.md that this build implements. */
+enum amp_mode {
+    AMP_MODE_FP32 = 0,
+    AMP_MODE_FP16,
+};
+
+#define AMP_CONFIG_MAX_PROBLEMS 8
+#define AMP_CONFIG_PROBLEM_LEN 200
+#define AMP_CONFIG_PATH_LEN 4096
+
+struct amp_config {
+    int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
+    enum amp_mode mode;           /* AMPSHIM_MODE */
+    enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL */
+    char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
+    int summary;                  /* AMPSHIM_SUMMARY */
+    uint64_t scratch_max;         /* AMPSHIM_SCRATCH_MAX, bytes per call */
+    /* Bad values, kept until the log is open (it depends on this). */
+    int nproblems;
+    char problems[AMP_CONFIG_MAX_PROBLEMS][AMP_CONFIG_PROBLEM_LEN];
+};
+
+#define AMP_SCRATCH_MAX_DEFAULT (1ull << 30)
+
+/* Where values come from: secure_getenv in the shim, a table in tests. */
+typedef const char *(*amp_getenv_fn)(const char *name);
+
+/* Fills cfg from the variables; a bad value keeps the default and adds a
+ * problem naming the variable and the accepted values. Never fails. */
+void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
+
+const char *amp_mode_name(enum amp_mode mode);
+
+#endif

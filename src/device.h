@@ -1,0 +1,57 @@
+/* The device layer: the driver API (dlopen'd, never linked), the shim's
+ * kernels per context, stream-ordered scratch and kernel launches. */
+#ifndef AMP_DEVICE_H
+#define AMP_DEVICE_H
+
+#include "status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A device address, as the driver's CUdeviceptr. */
+typedef uint64_t amp_devptr;
+/* A stream, as the driver's CUstream (NULL: the legacy default stream). */
+typedef void *amp_stream;
+
+enum amp_kernel {
+    AMP_KERNEL_ABSMAX_F32 = 0,
+    AMP_KERNEL_GEMM_SCALARS,
+    AMP_KERNEL_CAST_F32_F16,
+    AMP_KERNEL_COUNT,
+};
+
+/* The shim's state for one context. */
+struct amp_dev;
+
+/* Loads libcuda.so.1 and the driver functions the shim uses. Fails with
+ * AMP_ERR_UNAVAILABLE (and stays failed) when either is missing. */
+enum amp_status amp_dev_init(void);
+
+/* The state for the calling thread's current context, loading the kernels
+ * into it on first use. NULL when there is no current context, or the
+ * kernels cannot be used in it (remembered for that context). */
+struct amp_dev *amp_dev_current(void);
+
+/* 1 while `stream` is being captured into a graph, 0 when not, -1 when the
+ * driver cannot tell. */
+int amp_dev_stream_capturing(amp_stream stream);
+
+/* Stream-ordered scratch: usable by work queued on `stream` after the call;
+ * freed when `stream` reaches the free. */
+enum amp_status amp_dev_alloc_async(struct amp_dev *dev, size_t bytes,
+                                    amp_stream stream, amp_devptr *ptr);
+void amp_dev_free_async(amp_devptr ptr, amp_stream stream);
+
+enum amp_status amp_dev_memset32_async(amp_devptr ptr, uint32_t value,
+                                       size_t count, amp_stream stream);
+
+/* Queues kernel k on `stream` with a 1-D grid; params as for
+ * cuLaunchKernel. */
+enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,
+                               unsigned grid, unsigned block,
+                               amp_stream stream, void **params);
+
+/* Forgets every context (a forked child starts clean). */
+void amp_dev_forget(void);
+
+#endif

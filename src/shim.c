@@ -1,0 +1,95 @@
+/* Start-up, re-entrancy guard, fork and exit handling of the shim. */
+#include "shim.h"
+
+#include "device.h"
+#include "log.h"
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static struct amp_config amp_shim_cfg;
+static pthread_once_t amp_shim_once = PTHREAD_ONCE_INIT;
+static pthread_once_t amp_shim_exit_once = PTHREAD_ONCE_INIT;
+static _Thread_local int amp_shim_depth;
+static atomic_uint amp_shim_gen;
+
+static void
+amp_shim_at_exit(void)
+{
+    if (amp_shim_cfg.summary)
+        amp_stats_summary();
+}
+
+/* The exit handler is registered on the first converted-or-not call, i.e.
+ * after the program has brought CUDA up, so it runs before CUDA's own. */
+static void
+amp_shim_register_exit(void)
+{
+    if (atexit(amp_shim_at_exit) != 0)
+        amp_log(AMP_LOG_WARN, "cannot register the exit summary");
+}
+
+static void
+amp_shim_fork_child(void)
+{
+    amp_stats_reset();
+    amp_dev_forget();
+    atomic_fetch_add(&amp_shim_gen, 1);
+}
+
+/* Set-uid programs get no configuration from their environment. */
+static const char *
+amp_shim_getenv(const char *name)
+{
+    return secure_getenv(name);
+}
+
+static void
+amp_shim_start(void)
+{
+    int i;
+
+    amp_config_load(&amp_shim_cfg, amp_shim_getenv);
+    if (amp_shim_cfg.disabled) {
+        amp_log_open(AMP_LOG_OFF, NULL); /* pure passthrough says nothing */
+        return;
+    }
+    amp_log_open(amp_shim_cfg.log_level, amp_shim_cfg.log_file);
+    for (i = 0; i < amp_shim_cfg.nproblems; i++)
+        amp_log(AMP_LOG_WARN, "%s", amp_shim_cfg.problems[i]);
+    pthread_atfork(NULL, NULL, amp_shim_fork_child);
+    amp_log(AMP_LOG_DEBUG, "started: mode %s, scratch cap %llu bytes",
+            amp_mode_name(amp_shim_cfg.mode),
+            (unsigned long long)amp_shim_cfg.scratch_max);
+}
+
+const struct amp_config *
+amp_shim_config(void)
+{
+    pthread_once(&amp_shim_once, amp_shim_start);
+    return &amp_shim_cfg;
+}
+
+int
+amp_shim_enter(void)
+{
+    if (amp_shim_config()->disabled || amp_shim_depth > 0)
+        return 0;
+    amp_shim_depth++;
+    pthread_once(&amp_shim_exit_once, amp_shim_register_exit);
+    return 1;
+}
+
+void
+amp_shim_leave(void)
+{
+    amp_shim_depth--;
+}
+
+unsigned
+amp_shim_generation(void)
+{
+    return atomic_load_explicit(&amp_shim_gen, memory_order_relaxed);
+}
