@@ -636,6 +636,9 @@ main(int argc, char **argv)
     cublas_failed("cublasDestroy_v2", cublasDestroy_v2(handle));
     printf("result: %zu cases, %zu passed, %u failed, %u errors\n", N_CASES,
            N_CASES - failed - errors, failed, errors);
+    /* Before exit: atexit handlers (a tool's report) run before stdio is
+     * flushed, and the result line belongs before them. */
+    fflush(stdout);
     if (errors)
         rc = EXIT_CUDA_ERROR;
     else if (failed)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ampshim needs to build and test (as root, or
+# through sudo), and checks that the CUDA 13 toolkit is present.
+set -euo pipefail
+
+packages=(meson ninja-build pkg-config gcc clang libcmocka-dev libelf-dev
+          python3 binutils)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+            grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]]; then
+        as_root=()
+    elif command -v sudo >/dev/null 2>&1; then
+        as_root=(sudo)
+    else
+        echo "setup: missing packages: ${missing[*]}" >&2
+        echo "setup: run as root (or install sudo) to install them" >&2
+        exit 1
+    fi
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    install=("${as_root[@]}" apt-get install -y --no-install-recommends
+             "${missing[@]}")
+    # The package lists may be stale or absent: update only if needed.
+    if ! "${install[@]}"; then
+        "${as_root[@]}" apt-get update
+        "${install[@]}"
+    fi
+fi
+
+# The CUDA 13 toolkit: nvcc for the kernels, headers and libraries for
+# the examples. It is not a Debian package; NVIDIA's installer puts it in
+# /usr/local/cuda.
+nvcc=$(command -v nvcc || true)
+if [[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]]; then
+    nvcc=/usr/local/cuda/bin/nvcc
+fi
+if [[ -z $nvcc ]]; then
+    echo "setup: the CUDA 13 toolkit is missing: no nvcc on PATH or in" \
+         "/usr/local/cuda/bin" >&2
+    echo "setup: install it from https://developer.nvidia.com/cuda-downloads" \
+         "(cuda-toolkit-13-0 or later)" >&2
+    exit 1
+fi
+release=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p')
+if [[ -z $release || $release -lt 13 ]]; then
+    echo "setup: $nvcc is CUDA ${release:-of unknown version}; ampshim" \
+         "needs CUDA 13 or later" >&2
+    exit 1
+fi
+cuda_root=$(cd "$(dirname "$nvcc")/.." && pwd)
+for f in include/cublas_v2.h include/cuda_runtime_api.h include/cuda.h; do
+    if [[ ! -e $cuda_root/$f ]]; then
+        echo "setup: the CUDA toolkit in $cuda_root lacks $f" >&2
+        exit 1
+    fi
+done
+if ! compgen -G "$cuda_root/lib*/libcublas.so*" >/dev/null &&
+   ! compgen -G "$cuda_root/targets/*/lib/libcublas.so*" >/dev/null; then
+    echo "setup: the CUDA toolkit in $cuda_root lacks libcublas" \
+         "(install the cuBLAS package of CUDA 13)" >&2
+    exit 1
+fi
+echo "setup: build tools present; CUDA $release toolkit in $cuda_root"

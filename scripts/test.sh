@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: gcc build in build/ (every suite but long), then a
+# clang build in build-clang/ (unit, emu and abi suites). Both -Werror.
+# JOBS=N limits parallel build jobs and tests.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ -n ${JOBS:-} ]]; then
+    export MESON_TESTTHREADS=$JOBS
+fi
+
+"$root/scripts/setup.sh"
+
+echo "== gcc build (build/)"
+"$root/scripts/build.sh" "$root/build" gcc
+meson test -C "$root/build" --print-errorlogs --no-suite long
+
+echo "== clang build (build-clang/)"
+"$root/scripts/build.sh" "$root/build-clang" clang
+meson test -C "$root/build-clang" --print-errorlogs \
+    --suite unit --suite emu --suite abi
+
+echo "== all tests passed"
