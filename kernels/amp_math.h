@@ -140,8 +140,8 @@ amp_f16_scale_exp(float absmax)
         return 0;
     if (bits >= 0x800000u) {
         log2_floor = (int)(bits >> 23) - 127;
-    } else { /* subnormal */
-        log2_floor = -127;
+    } else { /* subnormal: bits * 2^-149 */
+        log2_floor = -126;
         while (!(bits & 0x800000u)) {
             bits <<= 1;
             log2_floor--;

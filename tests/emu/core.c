@@ -1,1 +1,1334 @@
-/* placeholder until written */ typedef int amp_placeholder_t;
+/* The emulated device's core: device memory the host cannot touch, contexts,
+ * per-stream queues of deferred work with a modelled clock, and fault
+ * injection. Exported to the other stand-ins through emu.h. */
+#include "core_state.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Device address space reserved up front; halved until the kernel gives it. */
+#define CORE_SPAN_MAX ((size_t)1 << 38)
+#define CORE_SPAN_MIN ((size_t)1 << 30)
+
+struct core_alloc_rec {
+    CUdeviceptr base;
+    size_t size;                /* bytes asked for */
+    size_t span;                /* bytes reserved (aligned) */
+    int dev;
+    int is_host;                /* page-locked host memory (cuMemAllocHost) */
+    int async;                  /* from cuMemAllocAsync */
+    int freeing;                /* a stream-ordered free is queued */
+    struct CUctx_st *ctx;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    int initialised;
+    int ndev;
+    struct CUctx_st *primary[CORE_MAX_DEVICES];
+    struct CUctx_st *ctxs;      /* every live context, primaries first */
+    size_t used[CORE_MAX_DEVICES];
+    unsigned char *dev_base;    /* PROT_NONE: the addresses handed out */
+    unsigned char *rw_base;     /* read-write alias at the same offsets */
+    size_t span;
+    size_t cursor;              /* next-fit start, delays address reuse */
+    struct core_alloc_rec *allocs;  /* sorted by base */
+    size_t nallocs, cap;
+} g;
+
+static pthread_once_t core_lock_once = PTHREAD_ONCE_INIT;
+
+static __thread struct CUctx_st *tls_stack[CORE_CTX_STACK];
+static __thread int tls_depth;
+
+static void
+core_lock_init(void)
+{
+    pthread_mutexattr_t attr;
+
+    pthread_mutexattr_init(&attr);
+    /* Recursive: op callbacks and synchronous copies call emu_dev_at()
+     * with the lock already held. */
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g.lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+void
+core_lock(void)
+{
+    pthread_once(&core_lock_once, core_lock_init);
+    pthread_mutex_lock(&g.lock);
+}
+
+void
+core_unlock(void)
+{
+    pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- Initialisation ------------------------------------------------------ */
+
+static int
+core_read_device_count(void)
+{
+    const char *s = secure_getenv("AMPSHIM_EMU_DEVICES");
+    char *end;
+    long n;
+
+    if (!s || !*s)
+        return 1;
+    errno = 0;
+    n = strtol(s, &end, 10);
+    if (errno || *end || n < 1 || n > CORE_MAX_DEVICES) {
+        fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_DEVICES=%s is not a device "
+                "count (accepted: 1 to %d); using 1\n", s, CORE_MAX_DEVICES);
+        return 1;
+    }
+    return (int)n;
+}
+
+static int
+core_map_span(void)
+{
+    size_t span;
+
+    for (span = CORE_SPAN_MAX; span >= CORE_SPAN_MIN; span /= 2) {
+        void *dev = mmap(NULL, span, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *rw;
+
+        if (dev == MAP_FAILED)
+            continue;
+        rw = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (rw == MAP_FAILED) {
+            munmap(dev, span);
+            continue;
+        }
+        g.dev_base = dev;
+        g.rw_base = rw;
+        g.span = span;
+        return 0;
+    }
+    return -1;
+}
+
+static struct CUctx_st *
+core_ctx_new(int dev, int primary)
+{
+    struct CUctx_st *ctx = calloc(1, sizeof(*ctx));
+    struct CUctx_st **tail;
+
+    if (!ctx)
+        return NULL;
+    ctx->dev = dev;
+    ctx->primary = primary;
+    for (tail = &g.ctxs; *tail; tail = &(*tail)->next)
+        ;
+    *tail = ctx;
+    return ctx;
+}
+
+/* Caller holds the lock. */
+CUresult
+core_init(void)
+{
+    int i;
+
+    if (g.initialised)
+        return CUDA_SUCCESS;
+    (void)core_gpu_spec();
+    if (core_map_span() != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g.ndev = core_read_device_count();
+    for (i = 0; i < g.ndev; i++) {
+        g.primary[i] = core_ctx_new(i, 1);
+        if (!g.primary[i])
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g.initialised = 1;
+    return CUDA_SUCCESS;
+}
+
+int
+core_initialised(void)
+{
+    return g.initialised;
+}
+
+int
+core_device_count(void)
+{
+    return g.ndev;
+}
+
+/* ---- Current context ------------------------------------------------------ */
+
+struct CUctx_st *
+core_tls_current(void)
+{
+    return tls_depth > 0 ? tls_stack[tls_depth - 1] : NULL;
+}
+
+CUresult
+core_tls_set_current(struct CUctx_st *ctx)
+{
+    /* Replaces the top of the stack; NULL pops it. */
+    if (tls_depth == 0) {
+        if (ctx)
+            tls_stack[tls_depth++] = ctx;
+    } else if (!ctx) {
+        tls_depth--;
+    } else {
+        tls_stack[tls_depth - 1] = ctx;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_tls_push(struct CUctx_st *ctx)
+{
+    if (tls_depth == CORE_CTX_STACK)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_stack[tls_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+struct CUctx_st *
+core_tls_pop(void)
+{
+    return tls_depth > 0 ? tls_stack[--tls_depth] : NULL;
+}
+
+int
+core_ctx_valid(struct CUctx_st *ctx)
+{
+    struct CUctx_st *c;
+
+    for (c = g.ctxs; c; c = c->next)
+        if (c == ctx)
+            return 1;
+    return 0;
+}
+
+CUresult
+core_enter(struct CUctx_st **out, int sticky)
+{
+    struct CUctx_st *ctx;
+
+    if (!g.initialised)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    ctx = core_tls_current();
+    if (!ctx || !core_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx->active)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (sticky && ctx->sticky != CUDA_SUCCESS)
+        return ctx->sticky;
+    *out = ctx;
+    return CUDA_SUCCESS;
+}
+
+struct CUctx_st *
+core_primary(int dev)
+{
+    if (dev < 0 || dev >= g.ndev)
+        return NULL;
+    return g.primary[dev];
+}
+
+static CUresult
+core_ctx_activate(struct CUctx_st *ctx, unsigned flags)
+{
+    struct CUstream_st *legacy = calloc(1, sizeof(*legacy));
+
+    if (!legacy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    legacy->ctx = ctx;
+    legacy->kind = CORE_STREAM_LEGACY;
+    ctx->legacy = legacy;
+    ctx->streams = legacy;
+    ctx->flags = flags;
+    ctx->sticky = CUDA_SUCCESS;
+    ctx->active = 1;
+    return CUDA_SUCCESS;
+}
+
+static void
+core_alloc_remove(size_t i)
+{
+    struct core_alloc_rec *r = &g.allocs[i];
+
+    if (r->is_host) {
+        free((void *)(uintptr_t)r->base);
+    } else {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t off = (size_t)(r->base - (uintptr_t)g.dev_base);
+        size_t lo = (off + page - 1) / page * page;
+        size_t hi = (off + r->span) / page * page;
+
+        /* Return whole pages; partial ones are refilled on reuse. */
+        if (hi > lo)
+            madvise(g.rw_base + lo, hi - lo, MADV_DONTNEED);
+        g.used[r->dev] -= r->span;
+    }
+    memmove(&g.allocs[i], &g.allocs[i + 1],
+            (g.nallocs - i - 1) * sizeof(g.allocs[0]));
+    g.nallocs--;
+}
+
+/* Runs what is queued, then frees everything the context owns. */
+static void
+core_ctx_teardown(struct CUctx_st *ctx)
+{
+    size_t i;
+
+    if (!ctx->active)
+        return;
+    core_sync_ctx(ctx);
+    while (ctx->streams) {
+        struct CUstream_st *s = ctx->streams;
+
+        ctx->streams = s->next;
+        core_mark_put(s->last);
+        free(s);
+    }
+    while (ctx->events) {
+        struct CUevent_st *e = ctx->events;
+
+        ctx->events = e->next;
+        core_mark_put(e->mark);
+        free(e);
+    }
+    while (ctx->modules) {
+        struct CUmod_st *m = ctx->modules;
+
+        ctx->modules = m->next;
+        while (m->funcs) {
+            struct CUfunc_st *f = m->funcs;
+
+            m->funcs = f->next;
+            free(f);
+        }
+        free(m);
+    }
+    while (ctx->graphs) {
+        struct CUgraph_st *gr = ctx->graphs;
+
+        ctx->graphs = gr->next;
+        core_oplist_put(gr->list);
+        free(gr);
+    }
+    while (ctx->execs) {
+        struct CUgraphExec_st *x = ctx->execs;
+
+        ctx->execs = x->next;
+        core_oplist_put(x->list);
+        free(x);
+    }
+    for (i = g.nallocs; i-- > 0;)
+        if (g.allocs[i].ctx == ctx)
+            core_alloc_remove(i);
+    ctx->legacy = NULL;
+    ctx->active = 0;
+    ctx->sticky = CUDA_SUCCESS;
+}
+
+CUresult
+core_primary_retain(int dev, struct CUctx_st **out)
+{
+    struct CUctx_st *ctx = core_primary(dev);
+    CUresult rc;
+
+    if (!ctx)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!ctx->active) {
+        rc = core_ctx_activate(ctx, ctx->flags);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    ctx->refs++;
+    *out = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_primary_release(int dev)
+{
+    struct CUctx_st *ctx = core_primary(dev);
+
+    if (!ctx)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (ctx->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (--ctx->refs == 0)
+        core_ctx_teardown(ctx);
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_primary_reset(int dev)
+{
+    struct CUctx_st *ctx = core_primary(dev);
+
+    if (!ctx)
+        return CUDA_ERROR_INVALID_DEVICE;
+    core_ctx_teardown(ctx);
+    ctx->refs = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_ctx_create(int dev, unsigned flags, struct CUctx_st **out)
+{
+    struct CUctx_st *ctx;
+    CUresult rc;
+
+    if (dev < 0 || dev >= g.ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    ctx = core_ctx_new(dev, 0);
+    if (!ctx)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = core_ctx_activate(ctx, flags);
+    if (rc != CUDA_SUCCESS) {
+        core_ctx_destroy(ctx);
+        return rc;
+    }
+    ctx->refs = 1;
+    *out = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_ctx_destroy(struct CUctx_st *ctx)
+{
+    struct CUctx_st **pp;
+    int i;
+
+    if (!core_ctx_valid(ctx) || ctx->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    core_ctx_teardown(ctx);
+    for (pp = &g.ctxs; *pp; pp = &(*pp)->next) {
+        if (*pp == ctx) {
+            *pp = ctx->next;
+            break;
+        }
+    }
+    /* The calling thread's stack forgets it; other threads find it gone. */
+    for (i = 0; i < tls_depth; i++)
+        if (tls_stack[i] == ctx)
+            tls_stack[i] = NULL;
+    free(ctx);
+    return CUDA_SUCCESS;
+}
+
+/* ---- Memory ---------------------------------------------------------------- */
+
+/* Index of the allocation containing p, or -1. */
+static long
+core_find_index(CUdeviceptr p)
+{
+    size_t lo = 0, hi = g.nallocs;
+
+    /* Last allocation with base <= p. */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (g.allocs[mid].base <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    lo--;
+    if (p - g.allocs[lo].base < g.allocs[lo].size)
+        return (long)lo;
+    return -1;
+}
+
+int
+core_find(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *dev,
+          int *is_host, struct CUctx_st **ctx)
+{
+    long i = core_find_index(p);
+
+    if (i < 0)
+        return 0;
+    if (base)
+        *base = g.allocs[i].base;
+    if (size)
+        *size = g.allocs[i].size;
+    if (dev)
+        *dev = g.allocs[i].dev;
+    if (is_host)
+        *is_host = g.allocs[i].is_host;
+    if (ctx)
+        *ctx = g.allocs[i].ctx;
+    return 1;
+}
+
+static int
+core_insert(const struct core_alloc_rec *rec)
+{
+    size_t i = 0;
+
+    if (g.nallocs == g.cap) {
+        size_t cap = g.cap ? g.cap * 2 : 64;
+        struct core_alloc_rec *a = realloc(g.allocs, cap * sizeof(*a));
+
+        if (!a)
+            return -1;
+        g.allocs = a;
+        g.cap = cap;
+    }
+    while (i < g.nallocs && g.allocs[i].base < rec->base)
+        i++;
+    memmove(&g.allocs[i + 1], &g.allocs[i],
+            (g.nallocs - i) * sizeof(g.allocs[0]));
+    g.allocs[i] = *rec;
+    g.nallocs++;
+    return 0;
+}
+
+/* A free gap of `need` bytes in the device span at or after `from`. */
+static int
+core_find_gap(size_t need, size_t from, size_t *off)
+{
+    uintptr_t dev0 = (uintptr_t)g.dev_base;
+    size_t pos = from, i;
+
+    for (i = 0; i < g.nallocs; i++) {
+        const struct core_alloc_rec *r = &g.allocs[i];
+        size_t b, e;
+
+        if (r->is_host || r->base < dev0 || r->base >= dev0 + g.span)
+            continue;
+        b = (size_t)(r->base - dev0);
+        e = b + r->span;
+        if (e <= pos)
+            continue;
+        if (b >= pos && b - pos >= need) {
+            *off = pos;
+            return 0;
+        }
+        pos = e;
+    }
+    if (pos <= g.span && g.span - pos >= need) {
+        *off = pos;
+        return 0;
+    }
+    return -1;
+}
+
+CUresult
+core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
+{
+    struct core_alloc_rec rec = { 0 };
+    size_t span, off;
+
+    if (bytes > g.span)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    span = (bytes + CORE_ALIGN - 1) / CORE_ALIGN * CORE_ALIGN;
+    if (g.used[ctx->dev] + span > emu_gpu()->total_mem)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (core_find_gap(span, g.cursor, &off) != 0 &&
+        core_find_gap(span, 0, &off) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rec.base = (CUdeviceptr)(uintptr_t)(g.dev_base + off);
+    rec.size = bytes;
+    rec.span = span;
+    rec.dev = ctx->dev;
+    rec.async = async;
+    rec.ctx = ctx;
+    if (core_insert(&rec) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Fresh device memory reads as NaN, so a read of memory nobody wrote
+     * shows up in results. */
+    memset(g.rw_base + off, 0xff, bytes);
+    g.used[ctx->dev] += span;
+    g.cursor = off + span;
+    *out = rec.base;
+    return CUDA_SUCCESS;
+}
+
+static long
+core_find_start(CUdeviceptr p, int is_host)
+{
+    long i = core_find_index(p);
+
+    if (i < 0 || g.allocs[i].base != p || g.allocs[i].is_host != is_host)
+        return -1;
+    return i;
+}
+
+CUresult
+core_free(CUdeviceptr p)
+{
+    long i = core_find_start(p, 0);
+
+    if (i < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    core_alloc_remove((size_t)i);
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_free_begin(CUdeviceptr p, int *async)
+{
+    long i = core_find_start(p, 0);
+
+    if (i < 0 || g.allocs[i].freeing)
+        return CUDA_ERROR_INVALID_VALUE;
+    g.allocs[i].freeing = 1;
+    if (async)
+        *async = g.allocs[i].async;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_host_alloc(struct CUctx_st *ctx, size_t bytes, void **out)
+{
+    struct core_alloc_rec rec = { 0 };
+    void *p = NULL;
+
+    if (posix_memalign(&p, 4096, bytes) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rec.base = (CUdeviceptr)(uintptr_t)p;
+    rec.size = bytes;
+    rec.span = bytes;
+    rec.dev = ctx->dev;
+    rec.is_host = 1;
+    rec.ctx = ctx;
+    if (core_insert(&rec) != 0) {
+        free(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_host_free(void *p)
+{
+    long i = core_find_start((CUdeviceptr)(uintptr_t)p, 1);
+
+    if (i < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    core_alloc_remove((size_t)i);
+    return CUDA_SUCCESS;
+}
+
+size_t
+core_mem_used(int dev)
+{
+    return g.used[dev];
+}
+
+void *
+emu_dev_at(CUdeviceptr p, size_t bytes)
+{
+    void *at = NULL;
+    long i;
+
+    core_lock();
+    i = core_find_index(p);
+    if (i >= 0) {
+        const struct core_alloc_rec *r = &g.allocs[i];
+
+        if (bytes <= r->size - (size_t)(p - r->base))
+            at = r->is_host ? (void *)(uintptr_t)p
+                            : g.rw_base + (p - (uintptr_t)g.dev_base);
+    }
+    core_unlock();
+    return at;
+}
+
+int
+emu_is_device_address(const void *p)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)g.dev_base;
+
+    return g.dev_base && a >= b && a - b < g.span;
+}
+
+/* ---- Streams and queued work ----------------------------------------------- */
+
+void
+core_mark_put(struct core_mark *m)
+{
+    if (m && --m->refs == 0)
+        free(m);
+}
+
+static void
+core_qop_free(struct core_qop *q)
+{
+    int i;
+
+    if (q->op.release)
+        q->op.release(q->op.arg);
+    for (i = 0; i < q->ndeps; i++)
+        core_mark_put(q->deps[i]);
+    free(q->deps);
+    core_mark_put(q->mark);
+    free(q);
+}
+
+static int
+core_stream_blocking(const struct CUstream_st *s)
+{
+    return s->kind == CORE_STREAM_PER_THREAD ||
+           (s->kind == CORE_STREAM_USER && !(s->flags & CU_STREAM_NON_BLOCKING));
+}
+
+static int
+core_add_dep(struct core_qop *q, struct core_mark *m)
+{
+    struct core_mark **d;
+
+    if (!m || m->done)
+        return 0;
+    d = realloc(q->deps, (size_t)(q->ndeps + 1) * sizeof(*d));
+    if (!d)
+        return -1;
+    q->deps = d;
+    m->refs++;
+    q->deps[q->ndeps++] = m;
+    return 0;
+}
+
+/* The legacy default stream waits for all earlier work in blocking streams,
+ * and blocking streams wait for earlier work in the legacy stream. */
+static int
+core_implicit_deps(struct CUstream_st *s, struct core_qop *q)
+{
+    struct CUstream_st *t;
+
+    if (s->kind == CORE_STREAM_LEGACY) {
+        for (t = s->ctx->streams; t; t = t->next)
+            if (t != s && core_stream_blocking(t) && core_add_dep(q, t->last))
+                return -1;
+    } else if (core_stream_blocking(s) && s->ctx->legacy) {
+        if (core_add_dep(q, s->ctx->legacy->last))
+            return -1;
+    }
+    return 0;
+}
+
+static int
+core_oplist_add(struct core_oplist *list, const struct emu_op *op)
+{
+    if (list->n == list->cap) {
+        int cap = list->cap ? list->cap * 2 : 16;
+        struct emu_op *ops = realloc(list->ops, (size_t)cap * sizeof(*ops));
+
+        if (!ops)
+            return -1;
+        list->ops = ops;
+        list->cap = cap;
+    }
+    list->ops[list->n++] = *op;
+    return 0;
+}
+
+void
+core_oplist_put(struct core_oplist *list)
+{
+    int i;
+
+    if (!list || --list->refs > 0)
+        return;
+    /* A captured op may be replayed by every launch of the graph, so its
+     * argument is released only when the last graph using it goes. */
+    for (i = 0; i < list->n; i++)
+        if (list->ops[i].release)
+            list->ops[i].release(list->ops[i].arg);
+    for (i = 0; i < list->nallocs; i++)
+        core_free(list->allocs[i]);
+    free(list->ops);
+    free(list->allocs);
+    free(list);
+}
+
+static void
+core_capture_invalidate(struct CUctx_st *ctx, uint64_t id)
+{
+    struct CUstream_st *t;
+
+    for (t = ctx->streams; t; t = t->next)
+        if (t->capture_id == id && t->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            t->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+}
+
+static void
+core_release_op(const struct emu_op *op)
+{
+    if (op->release)
+        op->release(op->arg);
+}
+
+CUresult
+core_enqueue(struct CUstream_st *s, const struct emu_op *op,
+             struct core_mark *dep, struct core_mark **mark_out)
+{
+    struct core_qop *q = NULL;
+    struct core_mark *m = NULL;
+    struct CUstream_st *t;
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+
+    if (mark_out)
+        *mark_out = NULL;
+    if (s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        goto fail;
+    }
+    if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        if (core_oplist_add(s->graph->list, op) != 0)
+            goto fail;
+        return CUDA_SUCCESS;
+    }
+    if (s->kind == CORE_STREAM_LEGACY) {
+        /* Work on the legacy stream would join a capturing blocking
+         * stream's work: illegal, and the capture is lost. */
+        for (t = s->ctx->streams; t; t = t->next) {
+            if (t->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+                core_stream_blocking(t)) {
+                core_capture_invalidate(s->ctx, t->capture_id);
+                rc = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+            }
+        }
+        if (rc == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+            goto fail;
+    }
+    q = calloc(1, sizeof(*q));
+    m = calloc(1, sizeof(*m));
+    if (!q || !m)
+        goto fail;
+    q->op = *op;
+    q->seq = ++s->next_seq;
+    q->floor_ns = s->ctx->floor_ns;
+    q->mark = m;
+    m->refs = 2;                /* the op and the stream's `last` */
+    m->stream = s;
+    m->seq = q->seq;
+    if (core_implicit_deps(s, q) != 0 || core_add_dep(q, dep) != 0) {
+        s->next_seq--;
+        q->op.release = NULL;
+        m->refs = 1;
+        core_qop_free(q);
+        q = NULL;
+        m = NULL;
+        goto fail;
+    }
+    core_mark_put(s->last);
+    s->last = m;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
+    s->tail = q;
+    if (mark_out) {
+        m->refs++;
+        *mark_out = m;
+    }
+    return CUDA_SUCCESS;
+fail:
+    free(q);
+    free(m);
+    core_release_op(op);
+    return rc;
+}
+
+/* Runs the head op of s once its dependencies have run. */
+static void
+core_run_one(struct CUstream_st *s)
+{
+    struct core_qop *q = s->head;
+    struct CUctx_st *ctx = s->ctx;
+    double start = s->clock_ns > q->floor_ns ? s->clock_ns : q->floor_ns;
+    int i;
+
+    /* Dependencies were enqueued before q, so they never lead back to s's
+     * unfinished ops: the recursion ends. */
+    for (i = 0; i < q->ndeps; i++) {
+        struct core_mark *d = q->deps[i];
+
+        if (!d->done)
+            core_run_until(d->stream, d->seq);
+        if (d->end_ns > start)
+            start = d->end_ns;
+    }
+    s->head = q->next;
+    if (!s->head)
+        s->tail = NULL;
+    /* After a failed op the context is unusable, as on a GPU: later work
+     * is dropped. */
+    if (q->op.run && ctx->sticky == CUDA_SUCCESS) {
+        CUresult rc = q->op.run(q->op.arg);
+
+        if (rc != CUDA_SUCCESS)
+            ctx->sticky = rc;
+    }
+    s->clock_ns = start + q->op.model_ns;
+    s->done_seq = q->seq;
+    q->mark->done = 1;
+    q->mark->end_ns = s->clock_ns;
+    q->mark->stream = NULL;
+    core_qop_free(q);
+}
+
+void
+core_run_until(struct CUstream_st *s, uint64_t seq)
+{
+    while (s->head && s->done_seq < seq)
+        core_run_one(s);
+}
+
+int
+core_stream_pending(struct CUstream_st *s)
+{
+    return s->head != NULL;
+}
+
+static void
+core_raise_floor(struct CUctx_st *ctx, double t)
+{
+    if (t > ctx->floor_ns)
+        ctx->floor_ns = t;
+}
+
+void
+core_reap(struct CUctx_st *ctx)
+{
+    struct CUstream_st **pp = &ctx->streams;
+
+    while (*pp) {
+        struct CUstream_st *s = *pp;
+
+        if (s->destroyed && !s->head) {
+            *pp = s->next;
+            core_mark_put(s->last);
+            free(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+}
+
+CUresult
+core_sync_stream(struct CUstream_st *s)
+{
+    struct CUctx_st *ctx = s->ctx;
+
+    if (s->kind == CORE_STREAM_LEGACY) {
+        /* Waiting for the legacy stream also waits for earlier work in the
+         * blocking streams: a barrier op carries those dependencies. */
+        struct emu_op barrier = { "sync", NULL, NULL, NULL, 0.0 };
+
+        if (core_enqueue(s, &barrier, NULL, NULL) != CUDA_SUCCESS)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    core_run_until(s, s->next_seq);
+    core_raise_floor(ctx, s->clock_ns);
+    core_reap(ctx);
+    return ctx->sticky;
+}
+
+CUresult
+core_sync_mark(struct CUctx_st *ctx, struct core_mark *m)
+{
+    if (m) {
+        if (!m->done)
+            core_run_until(m->stream, m->seq);
+        core_raise_floor(ctx, m->end_ns);
+    }
+    core_reap(ctx);
+    return ctx->sticky;
+}
+
+CUresult
+core_sync_ctx(struct CUctx_st *ctx)
+{
+    struct CUstream_st *s;
+
+    for (s = ctx->streams; s; s = s->next) {
+        core_run_until(s, s->next_seq);
+        core_raise_floor(ctx, s->clock_ns);
+    }
+    core_reap(ctx);
+    return ctx->sticky;
+}
+
+static struct CUstream_st *
+core_stream_alloc(struct CUctx_st *ctx, enum core_stream_kind kind,
+                  unsigned flags, int priority)
+{
+    struct CUstream_st *s = calloc(1, sizeof(*s));
+    struct CUstream_st **tail;
+
+    if (!s)
+        return NULL;
+    s->ctx = ctx;
+    s->kind = kind;
+    s->flags = flags;
+    s->priority = priority;
+    /* A new stream starts idle at the device's present time. */
+    s->clock_ns = ctx->floor_ns;
+    for (tail = &ctx->streams; *tail; tail = &(*tail)->next)
+        ;
+    *tail = s;
+    return s;
+}
+
+CUresult
+core_stream_new(struct CUctx_st *ctx, unsigned flags, int priority,
+                struct CUstream_st **out)
+{
+    struct CUstream_st *s = core_stream_alloc(ctx, CORE_STREAM_USER, flags,
+                                              priority);
+
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+void
+core_stream_destroy(struct CUstream_st *s)
+{
+    /* Pending work still completes; the stream goes once it has. */
+    s->destroyed = 1;
+    core_reap(s->ctx);
+}
+
+struct CUstream_st *
+core_stream_lookup(CUstream h)
+{
+    struct CUctx_st *c;
+    struct CUstream_st *s;
+
+    for (c = g.ctxs; c; c = c->next)
+        for (s = c->streams; s; s = s->next)
+            if (s == h && !s->destroyed && s->kind == CORE_STREAM_USER)
+                return s;
+    return NULL;
+}
+
+CUresult
+core_stream_resolve(struct CUctx_st *ctx, CUstream h, struct CUstream_st **out)
+{
+    struct CUstream_st *s;
+
+    if (h == NULL || h == CU_STREAM_LEGACY) {
+        *out = ctx->legacy;
+        return CUDA_SUCCESS;
+    }
+    if (h == CU_STREAM_PER_THREAD) {
+        pthread_t self = pthread_self();
+
+        for (s = ctx->streams; s; s = s->next) {
+            if (s->kind == CORE_STREAM_PER_THREAD &&
+                pthread_equal(s->owner, self)) {
+                *out = s;
+                return CUDA_SUCCESS;
+            }
+        }
+        s = core_stream_alloc(ctx, CORE_STREAM_PER_THREAD, 0, 0);
+        if (!s)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        s->owner = self;
+        *out = s;
+        return CUDA_SUCCESS;
+    }
+    s = core_stream_lookup(h);
+    if (!s || s->ctx != ctx)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_capture_guard(struct CUctx_st *ctx)
+{
+    pthread_t self = pthread_self();
+    struct CUstream_st *s;
+    CUresult rc = CUDA_SUCCESS;
+
+    for (s = ctx->streams; s; s = s->next) {
+        if (s->capture != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            continue;
+        if (s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+            (s->capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+             pthread_equal(s->capture_thread, self))) {
+            core_capture_invalidate(ctx, s->capture_id);
+            rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    return rc;
+}
+
+struct CUevent_st *
+core_event_lookup(CUevent h)
+{
+    struct CUctx_st *c;
+    struct CUevent_st *e;
+
+    if (!h)
+        return NULL;
+    for (c = g.ctxs; c; c = c->next)
+        for (e = c->events; e; e = e->next)
+            if (e == h)
+                return e;
+    return NULL;
+}
+
+struct CUmod_st *
+core_module_lookup(struct CUctx_st *ctx, CUmodule h)
+{
+    struct CUmod_st *m;
+
+    for (m = ctx->modules; m; m = m->next)
+        if (m == h)
+            return m;
+    return NULL;
+}
+
+struct CUfunc_st *
+core_func_lookup(struct CUctx_st *ctx, CUfunction h)
+{
+    struct CUmod_st *m;
+    struct CUfunc_st *f;
+
+    if (!h)
+        return NULL;
+    for (m = ctx->modules; m; m = m->next)
+        for (f = m->funcs; f; f = f->next)
+            if (f == h)
+                return f;
+    return NULL;
+}
+
+/* ---- emu.h: queues and contexts for the other stand-ins ------------------- */
+
+CUresult
+emu_enqueue(CUstream stream, const struct emu_op *op)
+{
+    struct CUctx_st *ctx;
+    struct CUstream_st *s;
+    CUresult rc;
+
+    core_lock();
+    rc = core_enter(&ctx, 1);
+    if (rc == CUDA_SUCCESS)
+        rc = core_stream_resolve(ctx, stream, &s);
+    if (rc == CUDA_SUCCESS)
+        rc = core_enqueue(s, op, NULL, NULL);   /* releases op on failure */
+    else
+        core_release_op(op);
+    core_unlock();
+    return rc;
+}
+
+CUresult
+emu_sync_all(void)
+{
+    struct CUctx_st *ctx;
+    CUresult rc;
+
+    core_lock();
+    rc = core_enter(&ctx, 1);
+    if (rc == CUDA_SUCCESS)
+        rc = core_capture_guard(ctx);
+    if (rc == CUDA_SUCCESS)
+        rc = core_sync_ctx(ctx);
+    core_unlock();
+    return rc;
+}
+
+CUresult
+emu_runtime_bind(int dev)
+{
+    struct CUctx_st *cur, *ctx;
+    CUresult rc;
+
+    core_lock();
+    rc = core_init();
+    if (rc != CUDA_SUCCESS)
+        goto out;
+    if (dev < 0 || dev >= g.ndev) {
+        rc = CUDA_ERROR_INVALID_DEVICE;
+        goto out;
+    }
+    cur = core_tls_current();
+    /* A primary context released or reset under the runtime is brought
+     * back, as the runtime does after cudaDeviceReset. */
+    if (cur && core_ctx_valid(cur) && cur->active)
+        goto out;
+    rc = core_primary_retain(dev, &ctx);
+    if (rc == CUDA_SUCCESS)
+        core_tls_set_current(ctx);
+out:
+    core_unlock();
+    return rc;
+}
+
+int
+emu_current_device(void)
+{
+    struct CUctx_st *cur;
+    int dev = -1;
+
+    core_lock();
+    cur = core_tls_current();
+    if (g.initialised && cur && core_ctx_valid(cur) && cur->active)
+        dev = cur->dev;
+    core_unlock();
+    return dev;
+}
+
+CUresult
+emu_op_fail(CUresult status, const char *op, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "ampshim-emu: %s failed (%d): ", op ? op : "op",
+            (int)status);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return status;
+}
+
+/* ---- Fault injection --------------------------------------------------------- */
+
+#define FAULT_MAX 32
+#define FAULT_NAME 64
+
+struct core_fault {
+    char what[FAULT_NAME];
+    unsigned long nth;
+    int from_nth;               /* "N+": the Nth and every later one */
+    int status;                 /* 0: the caller's default */
+};
+
+static struct {
+    pthread_once_t once;
+    struct core_fault entries[FAULT_MAX];
+    int n;
+    char names[FAULT_MAX][FAULT_NAME];  /* one counter per distinct name */
+    unsigned long counts[FAULT_MAX];
+    int nnames;
+} faults = { .once = PTHREAD_ONCE_INIT };
+
+/* Parses one "what:N[+][:status]" entry; -1 if malformed. */
+static int
+core_fault_parse_one(const char *s, size_t len, struct core_fault *f)
+{
+    char buf[128], *colon, *end;
+    unsigned long n;
+    long status = 0;
+
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    colon = strchr(buf, ':');
+    if (!colon || colon == buf || (size_t)(colon - buf) >= FAULT_NAME)
+        return -1;
+    *colon = '\0';
+    if (colon[1] < '0' || colon[1] > '9')
+        return -1;
+    errno = 0;
+    n = strtoul(colon + 1, &end, 10);
+    if (errno || n == 0)
+        return -1;
+    f->from_nth = 0;
+    if (*end == '+') {
+        f->from_nth = 1;
+        end++;
+    }
+    if (*end == ':') {
+        char *send;
+
+        if (end[1] < '0' || end[1] > '9')
+            return -1;
+        status = strtol(end + 1, &send, 10);
+        if (*send || status <= 0 || status > INT_MAX)
+            return -1;
+    } else if (*end) {
+        return -1;
+    }
+    snprintf(f->what, sizeof(f->what), "%s", buf);
+    f->nth = n;
+    f->status = (int)status;
+    return 0;
+}
+
+static void
+core_fault_load(void)
+{
+    const char *env = secure_getenv("AMPSHIM_EMU_FAIL");
+    const char *p = env;
+    int bad = 0;
+
+    while (p && *p && faults.n < FAULT_MAX) {
+        size_t len = strcspn(p, ",");
+
+        if (core_fault_parse_one(p, len, &faults.entries[faults.n]) == 0)
+            faults.n++;
+        else
+            bad = 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (bad)
+        fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_FAIL=%s has a malformed "
+                "entry (expected what:N[+][:status], comma-separated, N from "
+                "1); malformed entries are ignored\n", env);
+}
+
+int
+emu_fault(const char *what, int default_status)
+{
+    int i, counter = -1, status = 0;
+    unsigned long count;
+
+    pthread_once(&faults.once, core_fault_load);
+    if (faults.n == 0 || !what)
+        return 0;
+    core_lock();
+    for (i = 0; i < faults.nnames; i++)
+        if (strcmp(faults.names[i], what) == 0)
+            counter = i;
+    if (counter < 0) {
+        for (i = 0; i < faults.n; i++)
+            if (strcmp(faults.entries[i].what, what) == 0)
+                break;
+        if (i == faults.n || faults.nnames == FAULT_MAX)
+            goto out;   /* nothing asks for this name: no need to count */
+        counter = faults.nnames++;
+        snprintf(faults.names[counter], FAULT_NAME, "%s", what);
+    }
+    count = ++faults.counts[counter];
+    for (i = 0; i < faults.n && !status; i++) {
+        const struct core_fault *f = &faults.entries[i];
+
+        if (strcmp(f->what, what) != 0)
+            continue;
+        if (count == f->nth || (f->from_nth && count > f->nth))
+            status = f->status ? f->status : default_status;
+    }
+out:
+    core_unlock();
+    return status;
+}

@@ -1,1 +1,129 @@
-/* placeholder until written */ typedef int amp_placeholder_t;
+/* Bit-exact FP16, BF16 and TF32 conversions for the emulator, computed by
+ * rounding the scaled significand in double precision. */
+#include "emu.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t
+num_bits(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static float
+num_float(uint32_t u)
+{
+    float f;
+
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/*
+ * Rounds |x| (finite, as a double) to a format with `digits` significant
+ * bits and smallest normal exponent `emin` (value 2^emin), nearest even.
+ * Below 2^emin the spacing is fixed at 2^(emin - digits + 1), which gives
+ * gradual underflow. The quotient |x| / ulp is below 2^(digits + 1), so
+ * it and the product back are exact in double; rint rounds to even in the
+ * default rounding mode.
+ */
+static double
+num_round(double ax, int digits, int emin)
+{
+    int e;
+    double ulp;
+
+    if (ax == 0.0)
+        return 0.0;
+    (void)frexp(ax, &e);            /* ax = m * 2^e, m in [0.5, 1) */
+    e -= 1;                         /* ax = m' * 2^e, m' in [1, 2) */
+    if (e < emin)
+        e = emin;
+    ulp = ldexp(1.0, e - digits + 1);
+    return rint(ax / ulp) * ulp;
+}
+
+uint16_t
+emu_f32_to_f16(float f)
+{
+    uint32_t u = num_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    double r;
+    int e;
+    uint16_t mant, expo;
+
+    if (isnan(f))   /* quiet NaN, sign and top payload bits kept */
+        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x03ffu));
+    if (isinf(f))
+        return (uint16_t)(sign | 0x7c00u);
+    r = num_round(fabs((double)f), 11, -14);
+    if (r >= 65536.0)               /* rounded past 65504: overflow */
+        return (uint16_t)(sign | 0x7c00u);
+    if (r < ldexp(1.0, -14))        /* subnormal: count of 2^-24 steps */
+        return (uint16_t)(sign | (uint16_t)ldexp(r, 24));
+    (void)frexp(r, &e);
+    expo = (uint16_t)(e - 1 + 15);
+    mant = (uint16_t)(ldexp(r, 11 - e) - 1024.0);
+    return (uint16_t)(sign | (uint16_t)(expo << 10) | mant);
+}
+
+float
+emu_f16_to_f32(uint16_t h)
+{
+    int expo = (h >> 10) & 0x1f;
+    int mant = h & 0x3ff;
+    float mag;
+
+    if (expo == 31) {
+        if (mant == 0)
+            mag = INFINITY;
+        else    /* quiet NaN with the payload moved to the top */
+            return num_float(((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u |
+                             ((uint32_t)mant << 13));
+    } else if (expo == 0) {
+        mag = ldexpf((float)mant, -24);
+    } else {
+        mag = ldexpf((float)(mant + 1024), expo - 25);
+    }
+    return (h & 0x8000u) ? -mag : mag;
+}
+
+uint16_t
+emu_f32_to_bf16(float f)
+{
+    uint32_t u = num_bits(f);
+    double r;
+
+    if (isnan(f))
+        return (uint16_t)((u >> 16) | 0x0040u);
+    if (isinf(f))
+        return (uint16_t)(u >> 16);
+    r = num_round(fabs((double)f), 8, -126);
+    if (r >= ldexp(1.0, 128))
+        return (uint16_t)(((u >> 16) & 0x8000u) | 0x7f80u);
+    /* r has at most 8 significant bits inside float's range: exact. */
+    return (uint16_t)(((u >> 16) & 0x8000u) | (num_bits((float)r) >> 16));
+}
+
+float
+emu_bf16_to_f32(uint16_t h)
+{
+    return num_float((uint32_t)h << 16);
+}
+
+float
+emu_round_tf32(float f)
+{
+    double r;
+
+    if (isnan(f) || isinf(f))
+        return f;
+    r = num_round(fabs((double)f), 11, -126);
+    if (r >= ldexp(1.0, 128))
+        r = INFINITY;
+    return signbit(f) ? -(float)r : (float)r;
+}

@@ -1,0 +1,212 @@
+/* Internal state of the emulated device, shared by core.c (memory, queues,
+ * contexts) and driver.c (the driver API on top); never exported. */
+#ifndef EMU_CORE_STATE_H
+#define EMU_CORE_STATE_H
+
+#include "emu.h"
+#include "emu_kernels.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define CORE_MAX_DEVICES 16
+#define CORE_ALIGN 256
+#define CORE_CTX_STACK 32
+
+/* The modelled GPU: the public roofline entry plus the limits that
+ * cuDeviceGetAttribute reports. */
+struct core_gpu_spec {
+    struct emu_gpu pub;
+    int clock_khz;
+    int mem_clock_khz;
+    int bus_width;
+    int l2_bytes;
+    int max_threads_per_sm;
+    int max_blocks_per_sm;
+    int smem_per_sm;
+    int smem_per_block_optin;
+    int pci_bus;
+};
+
+const struct core_gpu_spec *core_gpu_spec(void);
+
+/* Completion of one queued op, shared by the op, the stream (its last op),
+ * events recorded after it and ops that depend on it. */
+struct core_mark {
+    int refs;
+    int done;
+    double end_ns;
+    struct CUstream_st *stream; /* valid while !done */
+    uint64_t seq;
+};
+
+struct core_qop {
+    struct emu_op op;
+    uint64_t seq;
+    double floor_ns;            /* host-sync floor when it was enqueued */
+    struct core_mark *mark;
+    struct core_mark **deps;
+    int ndeps;
+    struct core_qop *next;
+};
+
+enum core_stream_kind {
+    CORE_STREAM_USER = 0,
+    CORE_STREAM_LEGACY,
+    CORE_STREAM_PER_THREAD,
+};
+
+/* Ops recorded by stream capture, shared by a graph and its executables. */
+struct core_oplist {
+    int refs;
+    struct emu_op *ops;
+    int n, cap;
+    CUdeviceptr *allocs;        /* stream-ordered allocations made in it */
+    int nallocs, acap;
+};
+
+struct CUgraph_st {
+    struct CUctx_st *ctx;
+    struct core_oplist *list;
+    struct CUgraph_st *next;
+};
+
+struct CUgraphExec_st {
+    struct CUctx_st *ctx;
+    struct core_oplist *list;
+    struct CUgraphExec_st *next;
+};
+
+struct CUstream_st {
+    struct CUctx_st *ctx;
+    unsigned flags;
+    int priority;
+    enum core_stream_kind kind;
+    pthread_t owner;            /* CORE_STREAM_PER_THREAD only */
+    struct core_qop *head, *tail;
+    uint64_t next_seq;          /* seq of the last op enqueued */
+    uint64_t done_seq;          /* seq of the last op run */
+    struct core_mark *last;     /* mark of the last op enqueued, or NULL */
+    double clock_ns;
+    int destroyed;
+    CUstreamCaptureStatus capture;
+    CUstreamCaptureMode capture_mode;
+    uint64_t capture_id;
+    pthread_t capture_thread;
+    struct CUgraph_st *graph;   /* being captured into */
+    struct CUstream_st *next;
+};
+
+struct CUevent_st {
+    struct CUctx_st *ctx;
+    unsigned flags;
+    struct core_mark *mark;     /* latest record, NULL if never recorded */
+    uint64_t capture_id;        /* nonzero: last recorded in a capture */
+    struct CUevent_st *next;
+};
+
+struct CUfunc_st {
+    struct CUmod_st *mod;
+    const struct emu_kernel *kernel;
+    int max_dynamic_smem;       /* opt-in limit set by cuFuncSetAttribute */
+    struct CUfunc_st *next;
+};
+
+struct CUmod_st {
+    struct CUctx_st *ctx;
+    struct CUfunc_st *funcs;
+    struct CUmod_st *next;
+};
+
+struct CUctx_st {
+    int dev;
+    int primary;
+    int refs;                   /* primary: retain count */
+    int active;
+    unsigned flags;
+    CUresult sticky;            /* first error of a failed op */
+    double floor_ns;            /* device time the host has waited for */
+    struct CUstream_st *legacy;
+    struct CUstream_st *streams;    /* every stream, legacy included */
+    struct CUevent_st *events;
+    struct CUmod_st *modules;
+    struct CUgraph_st *graphs;
+    struct CUgraphExec_st *execs;
+    struct CUctx_st *next;
+};
+
+/* The core lock (recursive). */
+void core_lock(void);
+void core_unlock(void);
+
+int core_initialised(void);
+CUresult core_init(void);
+int core_device_count(void);
+
+/* The calling thread's current context (NULL if none) and its stack. */
+struct CUctx_st *core_tls_current(void);
+CUresult core_tls_set_current(struct CUctx_st *ctx);
+CUresult core_tls_push(struct CUctx_st *ctx);
+struct CUctx_st *core_tls_pop(void);
+
+/* Current context, checked: NOT_INITIALIZED, INVALID_CONTEXT,
+ * CONTEXT_IS_DESTROYED. With `sticky`, also the context's sticky error. */
+CUresult core_enter(struct CUctx_st **ctx, int sticky);
+/* 1 if ctx is a live context handle. */
+int core_ctx_valid(struct CUctx_st *ctx);
+struct CUctx_st *core_primary(int dev);
+CUresult core_primary_retain(int dev, struct CUctx_st **out);
+CUresult core_primary_release(int dev);
+CUresult core_primary_reset(int dev);
+CUresult core_ctx_create(int dev, unsigned flags, struct CUctx_st **out);
+CUresult core_ctx_destroy(struct CUctx_st *ctx);
+
+/* Memory. core_alloc fails with OUT_OF_MEMORY; core_free with
+ * INVALID_VALUE for a pointer that is not the start of a live allocation. */
+CUresult core_alloc(struct CUctx_st *ctx, size_t bytes, int async,
+                    CUdeviceptr *out);
+CUresult core_free(CUdeviceptr p);
+/* Marks an allocation as being freed by a queued op (INVALID_VALUE if it is
+ * not a live allocation or is already being freed). */
+CUresult core_free_begin(CUdeviceptr p, int *async);
+CUresult core_host_alloc(struct CUctx_st *ctx, size_t bytes, void **out);
+CUresult core_host_free(void *p);
+/* The allocation containing p: 1 and its fields, else 0. */
+int core_find(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *dev,
+              int *is_host, struct CUctx_st **ctx);
+size_t core_mem_used(int dev);
+
+/* Streams. */
+CUresult core_stream_resolve(struct CUctx_st *ctx, CUstream h,
+                             struct CUstream_st **out);
+struct CUstream_st *core_stream_lookup(CUstream h);
+CUresult core_stream_new(struct CUctx_st *ctx, unsigned flags, int priority,
+                         struct CUstream_st **out);
+void core_stream_destroy(struct CUstream_st *s);
+/* Queues op on s; with mark_out, returns a reference to its mark. Extra
+ * dependency `dep` may be NULL. On failure op->release has been called. */
+CUresult core_enqueue(struct CUstream_st *s, const struct emu_op *op,
+                      struct core_mark *dep, struct core_mark **mark_out);
+void core_mark_put(struct core_mark *m);
+/* Runs s up to and including its op `seq`. */
+void core_run_until(struct CUstream_st *s, uint64_t seq);
+/* Host waits: run, move the host floor, return the sticky error. */
+CUresult core_sync_stream(struct CUstream_st *s);
+CUresult core_sync_mark(struct CUctx_st *ctx, struct core_mark *m);
+CUresult core_sync_ctx(struct CUctx_st *ctx);
+int core_stream_pending(struct CUstream_st *s);
+/* Frees destroyed streams whose work is done. */
+void core_reap(struct CUctx_st *ctx);
+
+/* Capture: a call that would synchronise with the device while a capture
+ * forbids it invalidates that capture and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; else CUDA_SUCCESS. */
+CUresult core_capture_guard(struct CUctx_st *ctx);
+void core_oplist_put(struct core_oplist *list);
+
+/* Events and modules by handle. */
+struct CUevent_st *core_event_lookup(CUevent h);
+struct CUmod_st *core_module_lookup(struct CUctx_st *ctx, CUmodule h);
+struct CUfunc_st *core_func_lookup(struct CUctx_st *ctx, CUfunction h);
+
+#endif
