@@ -1,5 +1,4 @@
 /* The CUDA runtime stand-in (libcudart.so.13): runtime semantics mapped onto the emulated driver. */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
