@@ -1267,7 +1267,8 @@ core_fault_parse_one(const char *s, size_t len, struct core_fault *f)
     } else if (*end) {
         return -1;
     }
-    snprintf(f->what, sizeof(f->what), "%s", buf);
+    /* The name (ended at the colon) was checked to fit. */
+    memcpy(f->what, buf, (size_t)(colon - buf) + 1);
     f->nth = n;
     f->status = (int)status;
     return 0;

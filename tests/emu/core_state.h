@@ -114,6 +114,9 @@ struct CUfunc_st {
 
 struct CUmod_st {
     struct CUctx_st *ctx;
+    const void *image;          /* the caller's image, which must stay valid */
+    size_t image_size;          /* 0 when the format does not say */
+    int image_compressed;       /* kernel names cannot be searched for */
     struct CUfunc_st *funcs;
     struct CUmod_st *next;
 };

@@ -91,6 +91,11 @@ CUresult emu_runtime_bind(int dev);
 /* The current context's device, or -1 with no context. */
 int emu_current_device(void);
 
+/* Reports on stderr why a queued op failed and returns `status`, the error
+ * that becomes sticky; for op callbacks. */
+CUresult emu_op_fail(CUresult status, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- Fault injection ----------------------------------------------------- */
 
 /* Counts one occurrence of `what` (an allocation kind "alloc",
