@@ -1,6 +1,5 @@
 /* Test harness: controlled child processes and the parsers for what
  * sgemm_check and the shim print. */
-#define _GNU_SOURCE
 #include "harness.h"
 
 #include <errno.h>

@@ -4,7 +4,6 @@
  *
  * usage: test_abi exports LIBAMPSHIM NM READELF
  *        test_abi quiet LIBAMPSHIM */
-#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

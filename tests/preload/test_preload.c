@@ -5,7 +5,6 @@
  *
  * usage: test_preload GROUP SGEMM_CHECK LIBAMPSHIM EMU_DIR
  * GROUP: converted | disable | faults | env | real */
-#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

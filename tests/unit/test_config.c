@@ -1,0 +1,179 @@
+/* Unit tests of the AMPSHIM_* variable parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+#include <string.h>
+
+/* The environment of one test: name=value pairs. */
+static const char *const *test_env;
+
+static const char *
+table_getenv(const char *name)
+{
+    const char *const *e;
+
+    for (e = test_env; e && e[0]; e += 2)
+        if (strcmp(e[0], name) == 0)
+            return e[1];
+    return NULL;
+}
+
+static void
+load(struct amp_config *cfg, const char *const *env)
+{
+    test_env = env;
+    amp_config_load(cfg, table_getenv);
+}
+
+static void
+test_defaults(void **state)
+{
+    struct amp_config cfg;
+
+    load(&cfg, NULL);
+    assert_int_equal(cfg.disabled, 0);
+    assert_int_equal(cfg.mode, AMP_MODE_FP16);
+    assert_int_equal(cfg.log_level, AMP_LOG_WARN);
+    assert_string_equal(cfg.log_file, "");
+    assert_int_equal(cfg.summary, 1);
+    assert_true(cfg.scratch_max == AMP_SCRATCH_MAX_DEFAULT);
+    assert_int_equal(cfg.nproblems, 0);
+}
+
+static void
+test_good_values(void **state)
+{
+    static const char *const env[] = {
+        "AMPSHIM_DISABLE", "yes",         "AMPSHIM_MODE",     "FP32",
+        "AMPSHIM_LOG_LEVEL", "debug",     "AMPSHIM_LOG_FILE", "/tmp/a-%p.log",
+        "AMPSHIM_SUMMARY", "off",         "AMPSHIM_SCRATCH_MAX", "64M",
+        NULL,
+    };
+    struct amp_config cfg;
+
+    load(&cfg, env);
+    assert_int_equal(cfg.disabled, 1);
+    assert_int_equal(cfg.mode, AMP_MODE_FP32);
+    assert_int_equal(cfg.log_level, AMP_LOG_DEBUG);
+    assert_string_equal(cfg.log_file, "/tmp/a-%p.log");
+    assert_int_equal(cfg.summary, 0);
+    assert_true(cfg.scratch_max == 64ull << 20);
+    assert_int_equal(cfg.nproblems, 0);
+}
+
+static void
+test_byte_counts(void **state)
+{
+    static const char *const plain[] = {"AMPSHIM_SCRATCH_MAX", "4096", NULL};
+    static const char *const kilo[] = {"AMPSHIM_SCRATCH_MAX", "3k", NULL};
+    static const char *const giga[] = {"AMPSHIM_SCRATCH_MAX", "2G", NULL};
+    struct amp_config cfg;
+
+    load(&cfg, plain);
+    assert_true(cfg.scratch_max == 4096);
+    load(&cfg, kilo);
+    assert_true(cfg.scratch_max == 3072);
+    load(&cfg, giga);
+    assert_true(cfg.scratch_max == 2ull << 30);
+}
+
+/* Each bad value keeps the default and names the variable. */
+static void
+test_bad_values(void **state)
+{
+    static const char *const cases[][2] = {
+        {"AMPSHIM_MODE", "fp8"},
+        {"AMPSHIM_LOG_LEVEL", "loud"},
+        {"AMPSHIM_DISABLE", "maybe"},
+        {"AMPSHIM_SUMMARY", "2"},
+        {"AMPSHIM_SCRATCH_MAX", "-1"},
+        {"AMPSHIM_SCRATCH_MAX", "12Q"},
+        {"AMPSHIM_SCRATCH_MAX", "99999999999999999999999"},
+        {"AMPSHIM_SCRATCH_MAX", "17179869184G"},
+    };
+    struct amp_config cfg, defaults;
+    const char *env[3] = {NULL, NULL, NULL};
+    size_t i;
+
+    load(&defaults, NULL);
+    for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+        env[0] = cases[i][0];
+        env[1] = cases[i][1];
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 1);
+        assert_non_null(strstr(cfg.problems[0], cases[i][0]));
+        assert_int_equal(cfg.mode, defaults.mode);
+        assert_int_equal(cfg.log_level, defaults.log_level);
+        assert_int_equal(cfg.disabled, defaults.disabled);
+        assert_int_equal(cfg.summary, defaults.summary);
+        assert_true(cfg.scratch_max == defaults.scratch_max);
+    }
+}
+
+static void
+test_problem_lists_accepted_values(void **state)
+{
+    static const char *const env[] = {"AMPSHIM_LOG_LEVEL", "verbose", NULL};
+    struct amp_config cfg;
+
+    load(&cfg, env);
+    assert_int_equal(cfg.nproblems, 1);
+    assert_non_null(strstr(cfg.problems[0], "\"verbose\""));
+    assert_non_null(strstr(cfg.problems[0], "off, error, warn, info, debug"));
+}
+
+static void
+test_empty_values_are_unset(void **state)
+{
+    static const char *const env[] = {
+        "AMPSHIM_MODE", "", "AMPSHIM_DISABLE", "", "AMPSHIM_SCRATCH_MAX", "",
+        NULL,
+    };
+    struct amp_config cfg;
+
+    load(&cfg, env);
+    assert_int_equal(cfg.nproblems, 0);
+    assert_int_equal(cfg.mode, AMP_MODE_FP16);
+    assert_int_equal(cfg.disabled, 0);
+}
+
+static void
+test_overlong_log_file(void **state)
+{
+    static char path[AMP_CONFIG_PATH_LEN + 10];
+    const char *env[] = {"AMPSHIM_LOG_FILE", path, NULL};
+    struct amp_config cfg;
+
+    memset(path, 'x', sizeof path - 1);
+    load(&cfg, env);
+    assert_int_equal(cfg.nproblems, 1);
+    assert_string_equal(cfg.log_file, "");
+}
+
+static void
+test_mode_names(void **state)
+{
+    assert_string_equal(amp_mode_name(AMP_MODE_FP32), "fp32");
+    assert_string_equal(amp_mode_name(AMP_MODE_FP16), "fp16");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_good_values),
+        cmocka_unit_test(test_byte_counts),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_problem_lists_accepted_values),
+        cmocka_unit_test(test_empty_values_are_unset),
+        cmocka_unit_test(test_overlong_log_file),
+        cmocka_unit_test(test_mode_names),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

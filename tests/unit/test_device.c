@@ -1,0 +1,144 @@
+/* Unit tests of the device layer on the emulated driver. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "amp_kernels.h"
+#include "amp_math.h"
+#include "device.h"
+#include "emu_child.h"
+
+#include <cuda.h>
+#include <string.h>
+
+static CUcontext primary;
+
+/* Before the program brings CUDA up there is no context: no state. */
+static void
+test_no_context(void **state)
+{
+    assert_int_equal(amp_dev_init(), AMP_OK);
+    assert_null(amp_dev_current());
+}
+
+static int
+bring_up(void)
+{
+    CUdevice dev;
+
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxRetain(&primary, dev) != CUDA_SUCCESS ||
+        cuCtxSetCurrent(primary) != CUDA_SUCCESS)
+        return -1;
+    return 0;
+}
+
+static void
+test_context_state_is_cached(void **state)
+{
+    struct amp_dev *dev;
+
+    assert_int_equal(bring_up(), 0);
+    dev = amp_dev_current();
+    assert_non_null(dev);
+    assert_ptr_equal(amp_dev_current(), dev);
+    assert_int_equal(amp_dev_stream_capturing(NULL), 0);
+}
+
+/* Scratch, memset and a kernel launch, queued on a stream, give the bytes
+ * the kernel's math implies once the stream is synchronised. */
+static void
+test_scratch_and_launch(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    const float host[6] = {1.0f, -3.0f, 0.25f, 70000.0f, 5.0f, -6.0f};
+    uint16_t out[8];
+    float scale = 0.5f;
+    CUdeviceptr src;
+    amp_devptr dst, sc;
+    CUstream stream;
+    int64_t ld_src = 3, ld_dst = 4, rows = 3, cols = 2;
+    void *params[] = {&src, &ld_src, &dst, &ld_dst, &rows, &cols, &sc};
+    int i;
+
+    assert_non_null(dev);
+    assert_int_equal(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&src, sizeof host), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(src, host, sizeof host), CUDA_SUCCESS);
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst), AMP_OK);
+    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc), AMP_OK);
+    assert_int_equal(dst % 256, 0);
+    assert_int_equal(amp_dev_memset32_async(dst, 0x7e007e00u, 4, stream),
+                     AMP_OK);
+    assert_int_equal(cuMemcpyHtoDAsync(sc, &scale, 4, stream), CUDA_SUCCESS);
+    assert_int_equal(amp_dev_launch(dev, AMP_KERNEL_CAST_F32_F16, 1, 32,
+                                    stream, params),
+                     AMP_OK);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(out, dst, sizeof out), CUDA_SUCCESS);
+    for (i = 0; i < 6; i++)
+        assert_int_equal(out[(i / 3) * 4 + i % 3],
+                         amp_f32_to_f16(host[i] * 0.5f));
+    assert_int_equal(out[3], 0x7e00); /* padding keeps the memset value */
+    assert_int_equal(out[7], 0x7e00);
+    amp_dev_free_async(dst, stream);
+    amp_dev_free_async(sc, stream);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    cuMemFree(src);
+    cuStreamDestroy(stream);
+}
+
+/* Child scenarios: each exits 0 when the layer behaved. */
+static int
+child(const char *scenario)
+{
+    struct amp_dev *dev;
+    amp_devptr p = 0;
+    int64_t n = 1;
+    void *params[] = {&p, &n, &n, &n, &p};
+
+    if (bring_up() != 0)
+        return 10;
+    dev = amp_dev_current();
+    if (strcmp(scenario, "module") == 0)
+        /* A context whose kernels fail to load stays without them. */
+        return dev == NULL && amp_dev_current() == NULL ? 0 : 1;
+    if (!dev)
+        return 2;
+    if (strcmp(scenario, "alloc") == 0)
+        return amp_dev_alloc_async(dev, 64, NULL, &p) == AMP_ERR_DRIVER &&
+                       amp_dev_alloc_async(dev, 64, NULL, &p) == AMP_OK
+                   ? 0
+                   : 3;
+    if (strcmp(scenario, "launch") == 0)
+        return amp_dev_launch(dev, AMP_KERNEL_ABSMAX_F32, 1, 1, NULL,
+                              params) == AMP_ERR_DRIVER
+                   ? 0
+                   : 4;
+    return 5;
+}
+
+static void
+test_faults(void **state)
+{
+    assert_int_equal(amp_test_run_child("module", "module:1"), 0);
+    assert_int_equal(amp_test_run_child("alloc", "alloc-async:1"), 0);
+    assert_int_equal(amp_test_run_child("launch", "launch:1"), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_context),
+        cmocka_unit_test(test_context_state_is_cached),
+        cmocka_unit_test(test_scratch_and_launch),
+        cmocka_unit_test(test_faults),
+    };
+
+    if (argc == 3 && strcmp(argv[1], "--child") == 0)
+        return child(argv[2]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

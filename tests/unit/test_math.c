@@ -1,0 +1,252 @@
+/* Unit tests of the kernels' element-wise math (kernels/amp_math.h), on
+ * the host, against the emulator's independent conversions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "amp_math.h"
+#include "emu.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static float
+from_bits(uint32_t u)
+{
+    return amp_bits_f32(u);
+}
+
+/* A half NaN: exponent all ones, mantissa not zero. */
+static int
+f16_is_nan(uint16_t h)
+{
+    return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+}
+
+/* Every non-NaN half survives the round trip through float bit for bit
+ * and agrees with the emulator. NaN payloads and signs are left open by
+ * the hardware conversions, so a NaN need only come back as a NaN. */
+static void
+test_f16_round_trip_exhaustive(void **state)
+{
+    uint32_t h;
+
+    for (h = 0; h <= 0xffff; h++) {
+        float f = amp_f16_to_f32((uint16_t)h);
+
+        if (f16_is_nan((uint16_t)h)) {
+            assert_true(isnan(f));
+            assert_true(isnan(emu_f16_to_f32((uint16_t)h)));
+            assert_true(f16_is_nan(amp_f32_to_f16(f)));
+            continue;
+        }
+        assert_int_equal(amp_f32_bits(f), amp_f32_bits(emu_f16_to_f32(
+                                              (uint16_t)h)));
+        assert_int_equal(amp_f32_to_f16(f), h);
+    }
+}
+
+/* The shim's and the emulator's FP32 to FP16 agree: bit for bit, or both
+ * NaN. */
+static void
+assert_f16_agree(uint32_t x)
+{
+    uint16_t mine = amp_f32_to_f16(from_bits(x));
+    uint16_t theirs = emu_f32_to_f16(from_bits(x));
+
+    if (f16_is_nan(mine) || f16_is_nan(theirs)) {
+        assert_true(f16_is_nan(mine) && f16_is_nan(theirs));
+        return;
+    }
+    assert_int_equal(mine, theirs);
+}
+
+/* FP32 to FP16 agrees with the emulator on every 97th bit pattern (44
+ * million values covering every exponent) and around every half. */
+static void
+test_f16_matches_emulator(void **state)
+{
+    uint64_t u;
+    uint32_t h;
+
+    for (u = 0; u <= 0xffffffffull; u += 97)
+        assert_f16_agree((uint32_t)u);
+    for (h = 0; h < 0x7c00; h++) {
+        uint32_t x = amp_f32_bits(amp_f16_to_f32((uint16_t)h));
+        int d;
+        for (d = -3; d <= 3; d++) {
+            uint32_t y = x + (uint32_t)d + 0x1000u; /* near the midpoint up */
+            assert_f16_agree(y);
+            assert_f16_agree(y | 0x80000000u);
+        }
+    }
+}
+
+static void
+test_f16_edges(void **state)
+{
+    assert_int_equal(amp_f32_to_f16(65504.0f), 0x7bff);
+    assert_int_equal(amp_f32_to_f16(65519.99f), 0x7bff);
+    assert_int_equal(amp_f32_to_f16(65520.0f), 0x7c00);
+    assert_int_equal(amp_f32_to_f16(-1e10f), 0xfc00);
+    assert_int_equal(amp_f32_to_f16(ldexpf(1.0f, -24)), 0x0001);
+    assert_int_equal(amp_f32_to_f16(ldexpf(1.0f, -25)), 0x0000);
+    assert_int_equal(amp_f32_to_f16(ldexpf(1.5f, -25)), 0x0001);
+    assert_int_equal(amp_f32_to_f16(ldexpf(1.0f, -14)), 0x0400);
+    assert_int_equal(amp_f32_to_f16(-0.0f), 0x8000);
+    assert_int_equal(amp_f32_to_f16(INFINITY), 0x7c00);
+    assert_true((amp_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
+    assert_int_equal(amp_f32_to_f16(1.0f + ldexpf(1.0f, -11)), 0x3c00);
+    assert_int_equal(amp_f32_to_f16(1.0f + 3 * ldexpf(1.0f, -11)), 0x3c02);
+}
+
+static void
+test_bf16_matches_emulator(void **state)
+{
+    uint64_t u;
+
+    for (u = 0; u <= 0xffffffffull; u += 101)
+        assert_int_equal(amp_f32_to_bf16(from_bits((uint32_t)u)),
+                         emu_f32_to_bf16(from_bits((uint32_t)u)));
+}
+
+static void
+test_scale_exponent(void **state)
+{
+    assert_int_equal(amp_f16_scale_exp(0.0f), 0);
+    assert_int_equal(amp_f16_scale_exp(INFINITY), 0);
+    assert_int_equal(amp_f16_scale_exp(NAN), 0);
+    assert_int_equal(amp_f16_scale_exp(1.0f), 14);
+    assert_int_equal(amp_f16_scale_exp(1.999f), 14);
+    assert_int_equal(amp_f16_scale_exp(2.0f), 13);
+    assert_int_equal(amp_f16_scale_exp(1e6f), 14 - 19);
+    assert_int_equal(amp_f16_scale_exp(3.0e38f), -113);
+    assert_int_equal(amp_f16_scale_exp(ldexpf(1.0f, -149)), 127);
+    assert_int_equal(amp_f16_scale_exp(ldexpf(1.0f, -130)), 127);
+    assert_int_equal(amp_f16_scale_exp(ldexpf(1.0f, -100)), 114);
+}
+
+/* Any finite maximum from 2^-113 up lands in [2^14, 2^15) after scaling
+ * (below that the scale is clamped at 2^127). */
+static void
+test_scaled_maximum_fits(void **state)
+{
+    int e;
+
+    for (e = -113; e <= 120; e++) {
+        float absmax = ldexpf(1.37f, e);
+        float scaled = absmax * amp_pow2f(amp_f16_scale_exp(absmax));
+        assert_true(scaled >= 16384.0f && scaled < 32768.0f);
+        assert_true(amp_f32_to_f16(scaled) < 0x7c00);
+    }
+}
+
+static struct amp_gemm_scalars
+scalars(float absmax_a, float absmax_b, float alpha, float beta)
+{
+    struct amp_gemm_scalars s = {.absmax_a = amp_f32_bits(absmax_a),
+                                 .absmax_b = amp_f32_bits(absmax_b)};
+
+    amp_gemm_scalars_finish(&s, alpha, beta);
+    return s;
+}
+
+/* alpha' * 2^eA * 2^eB == alpha exactly. */
+static void
+test_alpha_compensation_exact(void **state)
+{
+    struct amp_gemm_scalars s = scalars(1000.0f, 0.001f, 0.7f, -2.5f);
+
+    assert_int_equal(s.exp_a, 14 - 9);
+    assert_int_equal(s.exp_b, 14 + 10);
+    assert_true(s.scale_a == 32.0f);
+    assert_true(s.scale_b == ldexpf(1.0f, 24));
+    assert_true(s.alpha * s.scale_a * s.scale_b == 0.7f);
+    assert_true(s.alpha == ldexpf(0.7f, -29));
+    assert_true(s.beta == -2.5f);
+}
+
+/* Where the compensated alpha would leave the normal range, scaling is
+ * dropped so that nothing is rounded. */
+static void
+test_alpha_compensation_never_inexact(void **state)
+{
+    struct amp_gemm_scalars tiny = scalars(1e-30f, 1e-30f, 1e-30f, 0.0f);
+    struct amp_gemm_scalars huge = scalars(1e30f, 1e30f, 1e30f, 0.0f);
+    struct amp_gemm_scalars zero = scalars(1e-30f, 1e-30f, 0.0f, 1.0f);
+    struct amp_gemm_scalars nan = scalars(1.0f, 1.0f, NAN, 1.0f);
+
+    /* 1e-30 * 2^-(113+113): far below FLT_MIN. */
+    assert_int_equal(tiny.exp_a, 0);
+    assert_int_equal(tiny.exp_b, 0);
+    assert_true(tiny.alpha == 1e-30f);
+    /* 1e30 * 2^(85+85): beyond FLT_MAX. */
+    assert_int_equal(huge.exp_a, 0);
+    assert_true(huge.alpha == 1e30f);
+    /* A zero alpha keeps the scales: the product is zero anyway. */
+    assert_int_equal(zero.exp_a, 14 + 100);
+    assert_true(zero.alpha == 0.0f);
+    assert_true(isnan(nan.alpha));
+    assert_int_equal(nan.exp_a, 14);
+}
+
+/* The maximum ignores NaN and Inf; split over threads it reduces to the
+ * same value. */
+static void
+test_absmax_threads(void **state)
+{
+    /* 3 x 2 matrix in a leading dimension of 4; row 3 is padding. */
+    const float m[] = {1.0f, -7.5f, NAN, 1e30f, 2.0f, -INFINITY, 3.0f, 1e9f};
+    uint32_t one = amp_absmax_thread(m, 4, 3, 2, 0, 1);
+    uint32_t best = 0;
+    int t;
+
+    assert_true(amp_bits_f32(one) == 7.5f);
+    for (t = 0; t < 4; t++) {
+        uint32_t part = amp_absmax_thread(m, 4, 3, 2, t, 4);
+        if (part > best)
+            best = part;
+    }
+    assert_int_equal(best, one);
+}
+
+static void
+test_cast_threads(void **state)
+{
+    const float src[] = {1.0f, -2.0f, 0.5f, 9.0f, INFINITY, NAN};
+    uint16_t dst[8];
+    int t;
+
+    memset(dst, 0xab, sizeof dst);
+    for (t = 0; t < 3; t++) /* 2 x 3 into leading dimension 3 */
+        amp_cast_f16_thread(src, 2, dst, 3, 2, 3, 4.0f, t, 3);
+    assert_int_equal(dst[0], amp_f32_to_f16(4.0f));
+    assert_int_equal(dst[1], amp_f32_to_f16(-8.0f));
+    assert_int_equal(dst[2], 0xabab); /* padding untouched */
+    assert_int_equal(dst[3], amp_f32_to_f16(2.0f));
+    assert_int_equal(dst[4], amp_f32_to_f16(36.0f));
+    assert_int_equal(dst[5], 0xabab);
+    assert_int_equal(dst[6], 0x7c00);
+    assert_true((dst[7] & 0x7fff) > 0x7c00);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_round_trip_exhaustive),
+        cmocka_unit_test(test_f16_matches_emulator),
+        cmocka_unit_test(test_f16_edges),
+        cmocka_unit_test(test_bf16_matches_emulator),
+        cmocka_unit_test(test_scale_exponent),
+        cmocka_unit_test(test_scaled_maximum_fits),
+        cmocka_unit_test(test_alpha_compensation_exact),
+        cmocka_unit_test(test_alpha_compensation_never_inexact),
+        cmocka_unit_test(test_absmax_threads),
+        cmocka_unit_test(test_cast_threads),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
