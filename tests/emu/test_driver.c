@@ -1,1 +1,813 @@
-int main(void) { return 77; }
+/* The emulated driver API against naive references: devices, contexts,
+ * memory the host cannot touch, deferred per-stream execution, events and
+ * modelled time, capture, modules and launches, fault injection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "emu.h"
+#include "amp_kernels.h"
+#include "amp_math.h"
+
+#include <cuda.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(call) assert_int_equal((call), CUDA_SUCCESS)
+
+/* A module image in the fatbin container format: the 16-byte header
+ * (magic, version, header size, payload size) and a payload that names
+ * the one kernel it holds. */
+static unsigned char fake_fatbin[16 + 64];
+
+static void
+make_fatbin(const char *kernel)
+{
+    uint32_t magic = 0xBA55ED50u;
+    uint16_t version = 1, header = 16;
+    uint64_t payload = 64;
+
+    memset(fake_fatbin, 0, sizeof(fake_fatbin));
+    memcpy(fake_fatbin, &magic, 4);
+    memcpy(fake_fatbin + 4, &version, 2);
+    memcpy(fake_fatbin + 6, &header, 2);
+    memcpy(fake_fatbin + 8, &payload, 8);
+    snprintf((char *)fake_fatbin + 16, 64, "code for %s", kernel);
+}
+
+/* Runs this binary again as `self --child scenario` with one environment
+ * variable set; returns its exit status, or 128 + signal when killed. */
+static int
+run_child(const char *scenario, const char *var, const char *value)
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid == 0) {
+        if (var)
+            setenv(var, value, 1);
+        execl("/proc/self/exe", "child", "--child", scenario, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+static CUcontext primary;
+
+/* Runs first: nothing works before cuInit. */
+static void
+test_not_initialised(void **state)
+{
+    int n;
+    CUdeviceptr p;
+    CUcontext c;
+
+    assert_int_equal(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+    assert_int_equal(cuCtxGetCurrent(&c), CUDA_ERROR_NOT_INITIALIZED);
+    assert_int_equal(cuMemAlloc(&p, 16), CUDA_ERROR_NOT_INITIALIZED);
+    assert_int_equal(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuInit(0));
+    /* Initialised, but no context is current yet. */
+    assert_int_equal(cuMemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void
+test_devices(void **state)
+{
+    const struct emu_gpu *gpu = emu_gpu();
+    char name[256];
+    int n, v, version;
+    size_t total;
+    CUdevice d;
+
+    CHECK(cuDriverGetVersion(&version));
+    assert_int_equal(version, 13000);
+    CHECK(cuDeviceGetCount(&n));
+    assert_int_equal(n, 1);
+    CHECK(cuDeviceGet(&d, 0));
+    assert_int_equal(cuDeviceGet(&d, 1), CUDA_ERROR_INVALID_DEVICE);
+    assert_int_equal(cuDeviceGet(&d, -1), CUDA_ERROR_INVALID_DEVICE);
+    CHECK(cuDeviceGetName(name, sizeof(name), 0));
+    assert_string_equal(name, gpu->name);
+    CHECK(cuDeviceTotalMem(&total, 0));
+    assert_true(total == gpu->total_mem);
+    CHECK(cuDeviceGetAttribute(
+        &v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+    assert_int_equal(v, gpu->cc_major);
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               0));
+    assert_int_equal(v, gpu->sm_count);
+    CHECK(cuDeviceGetAttribute(
+        &v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+    assert_int_equal(v, 1);
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0));
+    assert_int_equal(v, 32);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuDeviceGetAttribute(
+                         &v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 3),
+                     CUDA_ERROR_INVALID_DEVICE);
+}
+
+static void
+test_contexts(void **state)
+{
+    CUcontext c, own, popped;
+    CUdevice d;
+    unsigned flags;
+    int active;
+
+    CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    assert_int_equal(active, 0);
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    assert_int_equal(active, 1);
+    /* Retaining does not make it current. */
+    CHECK(cuCtxGetCurrent(&c));
+    assert_null(c);
+    CHECK(cuCtxSetCurrent(primary));
+    CHECK(cuCtxGetCurrent(&c));
+    assert_ptr_equal(c, primary);
+    CHECK(cuCtxGetDevice(&d));
+    assert_int_equal(d, 0);
+
+    /* A created context is pushed; popping returns to the primary. */
+    CHECK(cuCtxCreate(&own, NULL, 0, 0));
+    CHECK(cuCtxGetCurrent(&c));
+    assert_ptr_equal(c, own);
+    CHECK(cuCtxPopCurrent(&popped));
+    assert_ptr_equal(popped, own);
+    CHECK(cuCtxGetCurrent(&c));
+    assert_ptr_equal(c, primary);
+    CHECK(cuCtxDestroy(own));
+    assert_int_equal(cuCtxDestroy(own), CUDA_ERROR_INVALID_CONTEXT);
+    assert_int_equal(cuCtxPushCurrent(own), CUDA_ERROR_INVALID_CONTEXT);
+    assert_int_equal(cuCtxDestroy(primary), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void
+test_memory_round_trip(void **state)
+{
+    float host[1000], back[1000];
+    unsigned char raw[64];
+    size_t free0, free1, total;
+    CUdeviceptr a, b;
+    int i;
+
+    for (i = 0; i < 1000; i++)
+        host[i] = (float)i * 0.5f - 7.0f;
+    assert_int_equal(cuMemAlloc(&a, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemGetInfo(&free0, &total));
+    CHECK(cuMemAlloc(&a, sizeof(host)));
+    CHECK(cuMemAlloc(&b, sizeof(host)));
+    CHECK(cuMemGetInfo(&free1, &total));
+    assert_true(free0 - free1 >= 2 * sizeof(host));
+    assert_int_equal(a % 256, 0);
+
+    /* Fresh memory is not zero: it reads as all-ones bytes (NaN). */
+    CHECK(cuMemcpyDtoH(raw, a, sizeof(raw)));
+    for (i = 0; i < 64; i++)
+        assert_int_equal(raw[i], 0xff);
+
+    CHECK(cuMemcpyHtoD(a, host, sizeof(host)));
+    CHECK(cuMemcpyDtoD(b, a, sizeof(host)));
+    memset(back, 0, sizeof(back));
+    CHECK(cuMemcpyDtoH(back, b, sizeof(host)));
+    assert_memory_equal(back, host, sizeof(host));
+
+    /* Unified cuMemcpy tells the sides apart by address. */
+    memset(back, 0, sizeof(back));
+    CHECK(cuMemcpy((CUdeviceptr)(uintptr_t)back, a, 40));
+    assert_memory_equal(back, host, 40);
+
+    /* A copy that runs past the allocation is refused and touches
+     * nothing. */
+    assert_int_equal(cuMemcpyHtoD(a + 4, host, sizeof(host)),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemcpyDtoH(back, a, sizeof(host) + 1),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemcpyDtoH(back, a, sizeof(host)));
+    assert_memory_equal(back, host, sizeof(host));
+
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+    assert_int_equal(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemcpyDtoH(back, a, 4), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void
+test_memcpy_2d(void **state)
+{
+    float host[6][5], back[4][3];
+    CUDA_MEMCPY2D p;
+    CUdeviceptr d;
+    int r, c;
+
+    for (r = 0; r < 6; r++)
+        for (c = 0; c < 5; c++)
+            host[r][c] = (float)(10 * r + c);
+    CHECK(cuMemAlloc(&d, 4 * 8 * sizeof(float)));
+    /* Rows 1..4, columns 2..4 of the host array into a pitched buffer. */
+    memset(&p, 0, sizeof(p));
+    p.srcMemoryType = CU_MEMORYTYPE_HOST;
+    p.srcHost = host;
+    p.srcPitch = 5 * sizeof(float);
+    p.srcXInBytes = 2 * sizeof(float);
+    p.srcY = 1;
+    p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.dstDevice = d;
+    p.dstPitch = 8 * sizeof(float);
+    p.WidthInBytes = 3 * sizeof(float);
+    p.Height = 4;
+    CHECK(cuMemcpy2D(&p));
+    memset(&p, 0, sizeof(p));
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.srcDevice = d;
+    p.srcPitch = 8 * sizeof(float);
+    p.dstMemoryType = CU_MEMORYTYPE_HOST;
+    p.dstHost = back;
+    p.dstPitch = 3 * sizeof(float);
+    p.WidthInBytes = 3 * sizeof(float);
+    p.Height = 4;
+    CHECK(cuMemcpy2D(&p));
+    for (r = 0; r < 4; r++)
+        for (c = 0; c < 3; c++)
+            assert_true(back[r][c] == host[r + 1][c + 2]);
+    /* A pitch narrower than the row is an error. */
+    p.srcPitch = 2 * sizeof(float);
+    assert_int_equal(cuMemcpy2D(&p), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemFree(d));
+}
+
+static void
+test_memsets(void **state)
+{
+    uint32_t words[16];
+    uint16_t halves[16];
+    unsigned char bytes[16];
+    CUdeviceptr d;
+    int i;
+
+    CHECK(cuMemAlloc(&d, 64));
+    CHECK(cuMemsetD32(d, 0xdeadbeefu, 16));
+    CHECK(cuMemcpyDtoH(words, d, 64));
+    for (i = 0; i < 16; i++)
+        assert_int_equal(words[i], 0xdeadbeefu);
+    CHECK(cuMemsetD16(d + 2, 0x1234, 3));
+    CHECK(cuMemcpyDtoH(halves, d, 32));
+    assert_int_equal(halves[0], 0xbeef);
+    for (i = 1; i <= 3; i++)
+        assert_int_equal(halves[i], 0x1234);
+    assert_int_equal(halves[4], 0xbeef);
+    CHECK(cuMemsetD8(d, 0x5a, 5));
+    CHECK(cuMemcpyDtoH(bytes, d, 16));
+    for (i = 0; i < 5; i++)
+        assert_int_equal(bytes[i], 0x5a);
+    assert_int_equal(bytes[5], 0x12);
+    /* Misaligned 32-bit memset and one past the end are refused. */
+    assert_int_equal(cuMemsetD32(d + 2, 0, 1), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemsetD32(d, 0, 17), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemFree(d));
+}
+
+/* Work queued on a stream has not happened until something waits for it:
+ * a read ordered only after it on another stream sees the old bytes. */
+static void
+test_unsynchronised_read_is_stale(void **state)
+{
+    CUstream writer, reader;
+    uint32_t seen[8];
+    CUdeviceptr d;
+    int i;
+
+    CHECK(cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&reader, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, sizeof(seen)));
+    CHECK(cuMemsetD32(d, 1, 8));
+    CHECK(cuCtxSynchronize());
+
+    CHECK(cuMemsetD32Async(d, 2, 8, writer));
+    CHECK(cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader));
+    CHECK(cuStreamSynchronize(reader));
+    for (i = 0; i < 8; i++)
+        assert_int_equal(seen[i], 1);
+
+    /* Ordered by an event, the reader sees the write. */
+    {
+        CUevent written;
+
+        CHECK(cuEventCreate(&written, CU_EVENT_DISABLE_TIMING));
+        CHECK(cuEventRecord(written, writer));
+        CHECK(cuStreamWaitEvent(reader, written, 0));
+        CHECK(cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader));
+        CHECK(cuStreamSynchronize(reader));
+        for (i = 0; i < 8; i++)
+            assert_int_equal(seen[i], 2);
+        CHECK(cuEventDestroy(written));
+    }
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(writer));
+    CHECK(cuStreamDestroy(reader));
+    assert_int_equal(cuStreamDestroy(reader), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* A pageable source is staged at the call; the caller may reuse it. */
+static void
+test_async_copy_stages_pageable_source(void **state)
+{
+    float src[4] = {1, 2, 3, 4}, back[4];
+    CUstream s;
+    CUdeviceptr d;
+
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc(&d, sizeof(src)));
+    CHECK(cuMemcpyHtoDAsync(d, src, sizeof(src), s));
+    src[0] = 99.0f;
+    CHECK(cuMemcpyDtoHAsync(back, d, sizeof(back), s));
+    CHECK(cuStreamSynchronize(s));
+    assert_true(back[0] == 1.0f && back[3] == 4.0f);
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
+static void
+test_stream_query_and_flags(void **state)
+{
+    CUstream s;
+    unsigned flags;
+    int prio, least, greatest;
+    CUdeviceptr d;
+
+    assert_int_equal(cuStreamCreate(&s, 0x8), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuCtxGetStreamPriorityRange(&least, &greatest));
+    assert_true(greatest < least);
+    CHECK(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -100));
+    CHECK(cuStreamGetFlags(s, &flags));
+    assert_int_equal(flags, CU_STREAM_NON_BLOCKING);
+    CHECK(cuStreamGetPriority(s, &prio));
+    assert_int_equal(prio, greatest);  /* clamped */
+    CHECK(cuStreamQuery(s));
+    CHECK(cuMemAlloc(&d, 1 << 20));
+    CHECK(cuMemsetD8Async(d, 0, 1 << 20, s));
+    /* Queued work is unfinished to the first query; polling ends. */
+    assert_int_equal(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+    CHECK(cuStreamQuery(s));
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
+static void
+test_stream_ordered_allocation(void **state)
+{
+    unsigned type;
+    CUstream s;
+    CUdeviceptr d;
+    uint32_t v;
+
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    assert_int_equal(cuMemAllocAsync(&d, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemAllocAsync(&d, 1024, s));
+    CHECK(cuMemsetD32Async(d, 7, 256, s));
+    CHECK(cuMemcpyDtoHAsync(&v, d + 1020, 4, s));
+    CHECK(cuMemFreeAsync(d, s));
+    /* A second free of the same allocation is refused. */
+    assert_int_equal(cuMemFreeAsync(d, s), CUDA_ERROR_INVALID_VALUE);
+    /* Until the stream reaches the free, the memory is still there. */
+    CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+    CHECK(cuStreamSynchronize(s));
+    assert_int_equal(v, 7);
+    assert_int_equal(cuPointerGetAttribute(&type,
+                                           CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemAllocAsync(&d, 16, (CUstream)&v),
+                     CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuStreamDestroy(s));
+}
+
+static void
+test_pointer_attributes(void **state)
+{
+    CUdeviceptr d, start;
+    size_t size;
+    unsigned type;
+    int ordinal;
+    CUcontext owner;
+    void *pinned;
+    int local;
+
+    CHECK(cuMemAlloc(&d, 1000));
+    CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                d + 10));
+    assert_int_equal(type, CU_MEMORYTYPE_DEVICE);
+    CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                d + 10));
+    assert_true(start == d);
+    CHECK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d));
+    assert_int_equal(size, 1000);
+    CHECK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                d));
+    assert_int_equal(ordinal, 0);
+    CHECK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, d));
+    assert_ptr_equal(owner, primary);
+    /* Host memory the driver never saw. */
+    assert_int_equal(cuPointerGetAttribute(
+                         &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                         (CUdeviceptr)(uintptr_t)&local),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemAllocHost(&pinned, 64));
+    CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                (CUdeviceptr)(uintptr_t)pinned));
+    assert_int_equal(type, CU_MEMORYTYPE_HOST);
+    CHECK(cuMemFreeHost(pinned));
+    CHECK(cuMemFree(d));
+}
+
+/* Events: the elapsed time between two records is the modelled duration
+ * of the work between them. */
+static void
+test_events_time_the_model(void **state)
+{
+    const size_t bytes = 64u << 20;
+    CUevent a, b, untimed, never;
+    CUdeviceptr d;
+    CUstream s;
+    float ms;
+    double want;
+
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, bytes));
+    CHECK(cuEventCreate(&a, 0));
+    CHECK(cuEventCreate(&b, 0));
+    CHECK(cuEventCreate(&untimed, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&never, 0));
+    assert_int_equal(cuEventCreate(&never, 0x80), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuEventRecord(a, s));
+    CHECK(cuMemsetD8Async(d, 0, bytes, s));
+    CHECK(cuMemsetD8Async(d, 1, bytes, s));
+    CHECK(cuEventRecord(b, s));
+    CHECK(cuEventRecord(untimed, s));
+    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
+    assert_int_equal(cuEventQuery(b), CUDA_ERROR_NOT_READY);
+    CHECK(cuEventQuery(b));
+    CHECK(cuEventSynchronize(b));
+    CHECK(cuEventElapsedTime(&ms, a, b));
+    want = 2.0 * emu_model_ns(0.0, EMU_PREC_NONE, (double)bytes) / 1e6;
+    assert_true(fabs(ms - want) <= 1e-3 * want);
+    /* Bytes over bandwidth, at the table's achievable share. */
+    assert_true(want > 2.0 * (double)bytes /
+                           (emu_gpu()->bandwidth_tbs * 1e12) * 1e3);
+    assert_int_equal(cuEventElapsedTime(&ms, a, untimed),
+                     CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuEventElapsedTime(&ms, a, never),
+                     CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuEventQuery(never));     /* never recorded: complete */
+    CHECK(cuEventDestroy(a));
+    CHECK(cuEventDestroy(b));
+    CHECK(cuEventDestroy(untimed));
+    CHECK(cuEventDestroy(never));
+    assert_int_equal(cuEventDestroy(a), CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
+/* The legacy stream waits for blocking streams and they wait for it;
+ * non-blocking streams are independent of it. */
+static void
+test_legacy_stream_ordering(void **state)
+{
+    CUstream blocking;
+    uint32_t v;
+    CUdeviceptr d;
+
+    CHECK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    CHECK(cuMemAlloc(&d, 4));
+    CHECK(cuMemsetD32Async(d, 5, 1, blocking));
+    /* The synchronous copy runs on the legacy stream, after the memset. */
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 5);
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(blocking));
+}
+
+static void
+test_capture(void **state)
+{
+    CUstreamCaptureStatus st;
+    CUgraphExec exec;
+    CUgraph graph;
+    cuuint64_t id;
+    CUdeviceptr d, extra;
+    CUstream s;
+    uint32_t v = 0;
+
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, 4));
+    CHECK(cuMemsetD32(d, 1, 1));
+    assert_int_equal(cuStreamBeginCapture(CU_STREAM_LEGACY,
+                                          CU_STREAM_CAPTURE_MODE_GLOBAL),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                     CUDA_ERROR_ILLEGAL_STATE);
+    CHECK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK(cuStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
+    assert_true(id != 0);
+    CHECK(cuMemsetD32Async(d, 9, 1, s));
+    CHECK(cuStreamEndCapture(s, &graph));
+    CHECK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    /* Captured work did not run. */
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 1);
+    CHECK(cuGraphInstantiate(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 9);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+
+    /* A synchronous allocation during a global capture is illegal and
+     * invalidates the capture. */
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    assert_int_equal(cuMemAlloc(&extra, 16),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    assert_int_equal(cuMemsetD32Async(d, 3, 1, s),
+                     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    assert_int_equal(cuStreamEndCapture(s, &graph),
+                     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    assert_null(graph);
+    /* In relaxed mode the same allocation is allowed. */
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuMemAlloc(&extra, 16));
+    CHECK(cuStreamEndCapture(s, &graph));
+    CHECK(cuGraphDestroy(graph));
+    CHECK(cuMemFree(extra));
+    assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_ERROR_ILLEGAL_STATE);
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
+static void
+test_errors(void **state)
+{
+    const char *s;
+
+    CHECK(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &s));
+    assert_string_equal(s, "CUDA_ERROR_INVALID_VALUE");
+    CHECK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, "out of memory");
+    assert_int_equal(cuGetErrorName((CUresult)9999, &s),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_null(s);
+}
+
+/* The shim's absmax kernel, launched by name through a module, against a
+ * host loop. */
+static void
+test_module_and_launch(void **state)
+{
+    float host[300];
+    uint32_t got, want = 0;
+    int64_t ld = 20, rows = 15, cols = 15;
+    CUdeviceptr src, absmax;
+    CUfunction f, other;
+    CUmodule m;
+    void *params[] = {&src, &ld, &rows, &cols, &absmax};
+    int i, j;
+
+    assert_int_equal(cuModuleLoadData(&m, "not an image"),
+                     CUDA_ERROR_INVALID_IMAGE);
+    make_fatbin(AMP_K_ABSMAX_F32);
+    CHECK(cuModuleLoadData(&m, fake_fatbin));
+    CHECK(cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32));
+    /* Known to the emulator, but not in this image. */
+    assert_int_equal(cuModuleGetFunction(&other, m, AMP_K_CAST_F32_F16),
+                     CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(cuModuleGetFunction(&other, m, "no_such_kernel"),
+                     CUDA_ERROR_NOT_FOUND);
+
+    for (i = 0; i < 300; i++)
+        host[i] = sinf((float)i) * (float)i;
+    host[299] = -1e6f;   /* outside the 15x15 window of ld 20: ignored */
+    for (j = 0; j < cols; j++)
+        for (i = 0; i < rows; i++) {
+            uint32_t bits = amp_f32_bits(fabsf(host[j * ld + i]));
+
+            if (bits > want)
+                want = bits;
+        }
+    CHECK(cuMemAlloc(&src, sizeof(host)));
+    CHECK(cuMemAlloc(&absmax, 4));
+    CHECK(cuMemcpyHtoD(src, host, sizeof(host)));
+    CHECK(cuMemsetD32(absmax, 0, 1));
+    assert_int_equal(cuLaunchKernel(f, 4, 1, 1, 2048, 1, 1, 0, NULL, params,
+                                    NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuLaunchKernel(f, 0, 1, 1, 256, 1, 1, 0, NULL, params,
+                                    NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 1 << 20, NULL,
+                                    params, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuMemcpyDtoH(&got, absmax, 4));
+    assert_int_equal(got, want);
+    CHECK(cuModuleUnload(m));
+    assert_int_equal(cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params,
+                                    NULL),
+                     CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuMemFree(src));
+    CHECK(cuMemFree(absmax));
+}
+
+/* ---- Scenarios run in a fresh child process -------------------------------- */
+
+static CUcontext
+child_bring_up(void)
+{
+    CUcontext c = NULL;
+
+    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&c, 0) ||
+        cuCtxSetCurrent(c))
+        exit(10);
+    return c;
+}
+
+/* The host dereferences a device pointer: SIGSEGV, as on a GPU system. */
+static int
+child_host_read(void)
+{
+    volatile float *p;
+    CUdeviceptr d;
+
+    child_bring_up();
+    if (cuMemAlloc(&d, 64))
+        return 11;
+    p = (volatile float *)(uintptr_t)d;
+    return p[0] == 0.0f ? 12 : 13;  /* never reached */
+}
+
+/* AMPSHIM_EMU_FAIL=alloc:2,alloc-async:1,module:1,launch:2,event:1 */
+static int
+child_faults(void)
+{
+    CUdeviceptr a, b;
+    CUmodule m;
+    CUfunction f;
+    CUevent e;
+    int64_t one = 1;
+    void *params[] = {&a, &one, &one, &one, &b};
+
+    child_bring_up();
+    if (cuMemAlloc(&a, 64) != CUDA_SUCCESS)
+        return 20;
+    if (cuMemAlloc(&b, 64) != CUDA_ERROR_OUT_OF_MEMORY)
+        return 21;
+    if (cuMemAlloc(&b, 64) != CUDA_SUCCESS)
+        return 22;
+    if (cuMemAllocAsync(&b, 64, NULL) != CUDA_ERROR_OUT_OF_MEMORY)
+        return 23;
+    make_fatbin(AMP_K_ABSMAX_F32);
+    if (cuModuleLoadData(&m, fake_fatbin) != CUDA_ERROR_NO_BINARY_FOR_GPU)
+        return 24;
+    if (cuModuleLoadData(&m, fake_fatbin) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32) != CUDA_SUCCESS)
+        return 25;
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) !=
+        CUDA_SUCCESS)
+        return 26;
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) !=
+        CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+        return 27;
+    if (cuEventCreate(&e, 0) != CUDA_ERROR_OUT_OF_MEMORY ||
+        cuEventCreate(&e, 0) != CUDA_SUCCESS)
+        return 28;
+    /* An injected launch failure is not sticky: the context still works. */
+    if (cuCtxSynchronize() != CUDA_SUCCESS)
+        return 29;
+    return 0;
+}
+
+/* A kernel that reads outside its allocation makes the context's error
+ * sticky: later calls return it. */
+static int
+child_sticky(void)
+{
+    CUdeviceptr a, b;
+    CUmodule m;
+    CUfunction f;
+    int64_t ld = 1000, rows = 1000, cols = 1;
+    void *params[] = {&a, &ld, &rows, &cols, &b};
+
+    child_bring_up();
+    make_fatbin(AMP_K_ABSMAX_F32);
+    if (cuMemAlloc(&a, 64) || cuMemAlloc(&b, 4) ||
+        cuModuleLoadData(&m, fake_fatbin) ||
+        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+        return 30;
+    /* The launch is accepted: the fault happens on the device. */
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL))
+        return 31;
+    if (cuCtxSynchronize() != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 32;
+    if (cuMemAlloc(&a, 64) != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 33;
+    return 0;
+}
+
+static void
+test_host_read_of_device_memory_faults(void **state)
+{
+    assert_int_equal(run_child("host-read", NULL, NULL), 128 + SIGSEGV);
+}
+
+static void
+test_fault_injection(void **state)
+{
+    assert_int_equal(run_child("faults", "AMPSHIM_EMU_FAIL",
+                               "alloc:2,alloc-async:1,module:1,launch:2,"
+                               "event:1"),
+                     0);
+}
+
+static void
+test_sticky_error(void **state)
+{
+    assert_int_equal(run_child("sticky", NULL, NULL), 0);
+}
+
+static int
+child_model(void)
+{
+    char name[256];
+    int cc;
+
+    if (cuInit(0) || cuDeviceGetName(name, sizeof(name), 0) ||
+        cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                             0))
+        return 40;
+    return strcmp(name, "NVIDIA A100 SXM 80GB (emulated)") == 0 && cc == 8
+               ? 0
+               : 41;
+}
+
+static void
+test_gpu_choice(void **state)
+{
+    assert_int_equal(run_child("model", "AMPSHIM_EMU_GPU", "a100"), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_not_initialised),
+        cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_memory_round_trip),
+        cmocka_unit_test(test_memcpy_2d),
+        cmocka_unit_test(test_memsets),
+        cmocka_unit_test(test_unsynchronised_read_is_stale),
+        cmocka_unit_test(test_async_copy_stages_pageable_source),
+        cmocka_unit_test(test_stream_query_and_flags),
+        cmocka_unit_test(test_stream_ordered_allocation),
+        cmocka_unit_test(test_pointer_attributes),
+        cmocka_unit_test(test_events_time_the_model),
+        cmocka_unit_test(test_legacy_stream_ordering),
+        cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_module_and_launch),
+        cmocka_unit_test(test_host_read_of_device_memory_faults),
+        cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_sticky_error),
+        cmocka_unit_test(test_gpu_choice),
+    };
+
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        if (strcmp(argv[2], "host-read") == 0)
+            return child_host_read();
+        if (strcmp(argv[2], "faults") == 0)
+            return child_faults();
+        if (strcmp(argv[2], "sticky") == 0)
+            return child_sticky();
+        if (strcmp(argv[2], "model") == 0)
+            return child_model();
+        return 99;
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
