@@ -30,6 +30,9 @@ static const struct amp_name_value amp_bools[] = {
     {NULL, 0},
 };
 
+static void amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
 {

@@ -84,6 +84,9 @@ amp_log_enabled(enum amp_log_level level)
     return level != AMP_LOG_OFF && level <= amp_log_level_now;
 }
 
+static void amp_log_vwrite(const char *tag, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 amp_log_vwrite(const char *tag, const char *fmt, va_list ap)
 {
