@@ -1,1 +1,1547 @@
-int main(void) { return 77; }
+/* Tests for the emulated libcublas.so.13: each routine against a
+ * double-precision CPU reference, the documented statuses, deferred
+ * execution on streams, fault injection and the modelled timing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+#define GUARD 1234.5f   /* fills the padding rows that must stay untouched */
+
+/* ---- Host data and references ------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-1, 1) with up to 24 significant bits: exact in FP32, and
+ * most values need their full mantissa, so any operand rounding shows. */
+static float
+rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 40) / 8388608.0 - 1.0);
+}
+
+static float *
+host_floats(size_t n)
+{
+    float *p = malloc(n * sizeof(float));
+
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = rnd();
+    return p;
+}
+
+/* Rounds x to a binary format with `mant` explicit mantissa bits, minimum
+ * normal exponent `emin` and largest finite value `maxv`: nearest even,
+ * gradual underflow, overflow to infinity. Written from the definition,
+ * independently of the emulator's bit manipulation. */
+static double
+ref_round(double x, int mant, int emin, double maxv)
+{
+    double q, r;
+    int e;
+
+    if (isnan(x) || isinf(x) || x == 0.0)
+        return x;
+    (void)frexp(x, &e);         /* |x| in [2^(e-1), 2^e) */
+    e = e - 1 < emin ? emin : e - 1;
+    q = ldexp(1.0, e - mant);
+    r = nearbyint(x / q) * q;   /* default rounding: ties to even */
+    return fabs(r) > maxv ? copysign(INFINITY, x) : r;
+}
+
+enum ref_rounding { RND_NONE, RND_F16, RND_BF16, RND_TF32 };
+
+static float
+round_as(float v, enum ref_rounding r)
+{
+    switch (r) {
+    case RND_F16:
+        return (float)ref_round(v, 10, -14, 65504.0);
+    case RND_BF16:
+        return (float)ref_round(v, 7, -126, 0x1.fep127);
+    case RND_TF32:
+        return (float)ref_round(v, 10, -126, 0x1.ffcp127);
+    default:
+        return v;
+    }
+}
+
+/* Binary16 bits of a value already representable in binary16. */
+static uint16_t
+f16_bits(float v)
+{
+    uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    double a = fabs((double)v);
+    int e;
+
+    if (isnan(v))
+        return 0x7e00u;
+    if (isinf(v))
+        return sign | 0x7c00u;
+    if (a < 0x1p-14)
+        return sign | (uint16_t)(a * 0x1p24);
+    (void)frexp(a, &e);
+    e -= 1;
+    return sign | (uint16_t)((e + 15) << 10) |
+           (uint16_t)((a / ldexp(1.0, e) - 1.0) * 1024.0);
+}
+
+static float
+f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v;
+
+    if (e == 31)
+        v = m ? NAN : INFINITY;
+    else if (e == 0)
+        v = ldexp(m, -24);
+    else
+        v = ldexp(1024 + m, e - 25);
+    return (float)((h & 0x8000u) ? -v : v);
+}
+
+static uint16_t
+bf16_bits(float v)
+{
+    uint32_t u;
+
+    memcpy(&u, &v, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static float
+bf16_value(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float v;
+
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+static size_t
+type_bytes(cudaDataType t)
+{
+    return t == CUDA_R_32F ? 4 : 2;
+}
+
+/* Elements of type t from float values representable in t. */
+static void *
+encode(cudaDataType t, const float *val, size_t n)
+{
+    char *out = malloc(n * type_bytes(t));
+
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = t == CUDA_R_16F ? f16_bits(val[i]) : bf16_bits(val[i]);
+        if (t == CUDA_R_32F)
+            memcpy(out + 4 * i, &val[i], 4);
+        else
+            memcpy(out + 2 * i, &h, 2);
+    }
+    return out;
+}
+
+static void
+decode(cudaDataType t, const void *in, size_t n, float *val)
+{
+    const char *p = in;
+    uint16_t h;
+
+    for (size_t i = 0; i < n; i++) {
+        if (t == CUDA_R_32F) {
+            memcpy(&val[i], p + 4 * i, 4);
+            continue;
+        }
+        memcpy(&h, p + 2 * i, 2);
+        val[i] = t == CUDA_R_16F ? f16_value(h) : bf16_value(h);
+    }
+}
+
+/* ---- Device helpers -------------------------------------------------------- */
+
+static void *
+dev_upload(const void *host, size_t bytes)
+{
+    void *d = NULL;
+
+    assert_int_equal(cudaMalloc(&d, bytes), cudaSuccess);
+    assert_int_equal(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    return d;
+}
+
+static void
+dev_download(void *host, const void *dev, size_t bytes)
+{
+    assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+}
+
+static void
+dev_free(void *d)
+{
+    assert_int_equal(cudaFree(d), cudaSuccess);
+}
+
+/* After everything queued has run, dev still holds exactly `expect`. */
+static void
+assert_dev_equals(const void *dev, const void *expect, size_t bytes)
+{
+    void *now = malloc(bytes);
+
+    assert_non_null(now);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(now, dev, bytes);
+    assert_memory_equal(now, expect, bytes);
+    free(now);
+}
+
+static cublasHandle_t
+handle_new(void)
+{
+    cublasHandle_t h = NULL;
+
+    assert_int_equal(cublasCreate_v2(&h), CUBLAS_STATUS_SUCCESS);
+    assert_non_null(h);
+    return h;
+}
+
+/* ---- GEMM reference ------------------------------------------------------- */
+
+struct gemm_case {
+    cublasOperation_t ta, tb;
+    int m, n, k;
+    int lda, ldb, ldc;
+    float alpha, beta;
+};
+
+/* if_n for CUBLAS_OP_N, else if_t: a row or column count of op(X). */
+static int
+by_op(cublasOperation_t t, int if_n, int if_t)
+{
+    return t == CUBLAS_OP_N ? if_n : if_t;
+}
+
+/* op(X)[i][p] of a column-major X with leading dimension ld. */
+static double
+op_at(const float *x, cublasOperation_t t, int ld, int i, int p)
+{
+    return t == CUBLAS_OP_N ? x[(size_t)i + (size_t)p * (size_t)ld]
+                            : x[(size_t)p + (size_t)i * (size_t)ld];
+}
+
+/* ref = alpha op(A) op(B) + beta C in double, C not read when beta == 0;
+ * mag = the same sum of magnitudes, for the error bound. m x n, ld m. */
+static void
+ref_gemm(const struct gemm_case *g, const float *a, const float *b,
+         const float *c, double *ref, double *mag)
+{
+    for (int j = 0; j < g->n; j++) {
+        for (int i = 0; i < g->m; i++) {
+            double s = 0.0, abs_sum = 0.0, cv = 0.0;
+            size_t at = (size_t)i + (size_t)j * (size_t)g->m;
+            for (int p = 0; p < g->k; p++) {
+                double prod = op_at(a, g->ta, g->lda, i, p) *
+                              op_at(b, g->tb, g->ldb, p, j);
+                s += prod;
+                abs_sum += fabs(prod);
+            }
+            if (g->beta != 0.0f)
+                cv = (double)g->beta * c[(size_t)i + (size_t)j * g->ldc];
+            ref[at] = (double)g->alpha * s + cv;
+            mag[at] = fabs((double)g->alpha) * abs_sum + fabs(cv);
+        }
+    }
+}
+
+/* got (ld ldc) against ref within (k + 4) u32 |terms| plus `rel_out` of
+ * the result for a rounded output format. */
+static void
+check_gemm_result(const struct gemm_case *g, const float *got,
+                  const double *ref, const double *mag, double rel_out)
+{
+    double u = (g->k + 4) * 0x1p-24;
+
+    for (int j = 0; j < g->n; j++) {
+        for (int i = 0; i < g->m; i++) {
+            size_t at = (size_t)i + (size_t)j * (size_t)g->m;
+            double v = got[(size_t)i + (size_t)j * (size_t)g->ldc];
+            double tol = u * mag[at] + rel_out * fabs(ref[at]) + 0x1p-100;
+            if (!(fabs(v - ref[at]) <= tol))
+                fail_msg("C(%d,%d) = %.9g, reference %.9g, error %.3g > %.3g",
+                         i, j, v, ref[at], fabs(v - ref[at]), tol);
+        }
+    }
+}
+
+/* Rows m..ldc-1 of every column keep their guard value. */
+static void
+check_padding(const struct gemm_case *g, const float *got)
+{
+    for (int j = 0; j < g->n; j++)
+        for (int i = g->m; i < g->ldc; i++)
+            assert_true(got[(size_t)i + (size_t)j * (size_t)g->ldc] == GUARD);
+}
+
+/* A C matrix: `fill` in rows 0..m-1 (NAN or random when fill is 0), GUARD
+ * in the padding. */
+static float *
+host_c(const struct gemm_case *g, float fill)
+{
+    size_t n = (size_t)g->ldc * (size_t)g->n;
+    float *c = malloc(n * sizeof(float));
+
+    assert_non_null(c);
+    for (size_t idx = 0; idx < n; idx++) {
+        int row = (int)(idx % (size_t)g->ldc);
+        c[idx] = row >= g->m ? GUARD : fill != 0.0f ? fill : rnd();
+    }
+    return c;
+}
+
+static size_t
+a_count(const struct gemm_case *g)
+{
+    return (size_t)g->lda * (size_t)by_op(g->ta, g->k, g->m);
+}
+
+static size_t
+b_count(const struct gemm_case *g)
+{
+    return (size_t)g->ldb * (size_t)by_op(g->tb, g->n, g->k);
+}
+
+/* Runs cublasSgemm_v2 on host scalars and checks it against ref_gemm of
+ * operands rounded as `r` (what the handle's math mode allows). */
+static void
+run_sgemm_rounded(cublasHandle_t h, const struct gemm_case *g, float c_fill,
+                  enum ref_rounding r)
+{
+    size_t na = a_count(g), nb = b_count(g), nc = (size_t)g->ldc * g->n;
+    size_t mn = (size_t)g->m * (size_t)g->n;
+    float *a = host_floats(na), *b = host_floats(nb), *c = host_c(g, c_fill);
+    float *ar = malloc(na * sizeof(float)), *br = malloc(nb * sizeof(float));
+    double *ref = calloc(mn + 1, sizeof(double));
+    double *mag = calloc(mn + 1, sizeof(double));
+    float *da, *db, *dc;
+
+    assert_true(ar && br && ref && mag);
+    for (size_t i = 0; i < na; i++)
+        ar[i] = round_as(a[i], r);
+    for (size_t i = 0; i < nb; i++)
+        br[i] = round_as(b[i], r);
+    ref_gemm(g, ar, br, c, ref, mag);
+    da = dev_upload(a, na * sizeof(float));
+    db = dev_upload(b, nb * sizeof(float));
+    dc = dev_upload(c, nc * sizeof(float));
+    assert_int_equal(cublasSgemm_v2(h, g->ta, g->tb, g->m, g->n, g->k,
+                                    &g->alpha, da, g->lda, db, g->ldb,
+                                    &g->beta, dc, g->ldc),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(c, dc, nc * sizeof(float));
+    check_gemm_result(g, c, ref, mag, 0.0);
+    check_padding(g, c);
+    dev_free(da);
+    dev_free(db);
+    dev_free(dc);
+    free(a), free(b), free(c), free(ar), free(br), free(ref), free(mag);
+}
+
+static void
+run_sgemm(cublasHandle_t h, const struct gemm_case *g, float c_fill)
+{
+    run_sgemm_rounded(h, g, c_fill, RND_NONE);
+}
+
+/* ---- Handles and settings --------------------------------------------- */
+
+static void
+test_handle_lifecycle(void **state)
+{
+    cublasHandle_t h;
+    int version = 0, major = 0, minor = -1;
+
+    (void)state;
+    assert_int_equal(cublasCreate_v2(NULL), CUBLAS_STATUS_INVALID_VALUE);
+    h = handle_new();
+    assert_int_equal(cublasGetVersion_v2(h, &version), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(version, 130100);      /* cuBLAS 13.1.0 */
+    assert_int_equal(cublasGetVersion_v2(h, NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGetProperty(MAJOR_VERSION, &major),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetProperty(MINOR_VERSION, &minor),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(major, 13);
+    assert_int_equal(minor, 1);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasDestroy_v2(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+}
+
+static void
+test_handle_stream(void **state)
+{
+    cublasHandle_t h = handle_new();
+    cudaStream_t s, got = (cudaStream_t)1;
+
+    (void)state;
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cublasGetStream_v2(h, &got), CUBLAS_STATUS_SUCCESS);
+    assert_null(got);                       /* the default stream */
+    assert_int_equal(cublasSetStream_v2(h, s), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetStream_v2(h, &got), CUBLAS_STATUS_SUCCESS);
+    assert_ptr_equal(got, s);
+    assert_int_equal(cublasSetStream_v2(h, NULL), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetStream_v2(h, &got), CUBLAS_STATUS_SUCCESS);
+    assert_null(got);
+    assert_int_equal(cublasGetStream_v2(h, NULL), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSetStream_v2(NULL, s),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasGetStream_v2(NULL, &got),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+static void
+test_handle_pointer_mode(void **state)
+{
+    cublasHandle_t h = handle_new();
+    cublasPointerMode_t mode = CUBLAS_POINTER_MODE_DEVICE;
+
+    (void)state;
+    assert_int_equal(cublasGetPointerMode_v2(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_POINTER_MODE_HOST);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetPointerMode_v2(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_POINTER_MODE_DEVICE);
+    assert_int_equal(cublasSetPointerMode_v2(h, (cublasPointerMode_t)7),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGetPointerMode_v2(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_POINTER_MODE_DEVICE);
+    assert_int_equal(cublasGetPointerMode_v2(h, NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSetPointerMode_v2(NULL, CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasGetPointerMode_v2(NULL, &mode),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+static void
+test_handle_math_mode(void **state)
+{
+    cublasHandle_t h = handle_new();
+    cublasMath_t want = (cublasMath_t)(CUBLAS_TF32_TENSOR_OP_MATH |
+        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    cublasMath_t mode = CUBLAS_PEDANTIC_MATH;
+
+    (void)state;
+    assert_int_equal(cublasGetMathMode(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_DEFAULT_MATH);
+    assert_int_equal(cublasSetMathMode(h, want), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetMathMode(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, want);
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetMathMode(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_PEDANTIC_MATH);
+    assert_int_equal(cublasSetMathMode(h, (cublasMath_t)0x40),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGetMathMode(h, &mode), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(mode, CUBLAS_PEDANTIC_MATH);
+    assert_int_equal(cublasGetMathMode(h, NULL), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSetMathMode(NULL, CUBLAS_DEFAULT_MATH),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasGetMathMode(NULL, &mode),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+static void
+test_status_names(void **state)
+{
+    static const struct {
+        cublasStatus_t status;
+        const char *name;
+    } all[] = {
+        { CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS" },
+        { CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED" },
+        { CUBLAS_STATUS_ALLOC_FAILED, "CUBLAS_STATUS_ALLOC_FAILED" },
+        { CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE" },
+        { CUBLAS_STATUS_ARCH_MISMATCH, "CUBLAS_STATUS_ARCH_MISMATCH" },
+        { CUBLAS_STATUS_MAPPING_ERROR, "CUBLAS_STATUS_MAPPING_ERROR" },
+        { CUBLAS_STATUS_EXECUTION_FAILED, "CUBLAS_STATUS_EXECUTION_FAILED" },
+        { CUBLAS_STATUS_INTERNAL_ERROR, "CUBLAS_STATUS_INTERNAL_ERROR" },
+        { CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED" },
+        { CUBLAS_STATUS_LICENSE_ERROR, "CUBLAS_STATUS_LICENSE_ERROR" },
+    };
+    size_t n = sizeof(all) / sizeof(all[0]);
+
+    (void)state;
+    for (size_t i = 0; i < n; i++) {
+        const char *text = cublasGetStatusString(all[i].status);
+        assert_string_equal(cublasGetStatusName(all[i].status), all[i].name);
+        assert_non_null(text);
+        assert_true(strlen(text) > 4);
+        assert_string_not_equal(text, all[i].name);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(text,
+                                    cublasGetStatusString(all[j].status));
+    }
+    assert_non_null(cublasGetStatusName((cublasStatus_t)9999));
+    assert_non_null(cublasGetStatusString((cublasStatus_t)9999));
+}
+
+/* ---- cublasSgemm_v2 ----------------------------------------------------- */
+
+static const cublasOperation_t ops[] = { CUBLAS_OP_N, CUBLAS_OP_T,
+                                         CUBLAS_OP_C };
+
+static void
+test_sgemm_transposes(void **state)
+{
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (int x = 0; x < 3; x++) {
+        for (int y = 0; y < 3; y++) {
+            struct gemm_case g = { ops[x], ops[y], 13, 11, 17, 0, 0, 16,
+                                   0.75f, -1.25f };
+            g.lda = by_op(g.ta, g.m, g.k) + 3;
+            g.ldb = by_op(g.tb, g.k, g.n) + 5;
+            run_sgemm(h, &g, 0.0f);
+        }
+    }
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* Sizes past the host kernel's blocks and not multiples of its tiles. */
+static void
+test_sgemm_blocked_sizes(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g1 = { CUBLAS_OP_T, CUBLAS_OP_N, 70, 261, 33, 33, 33,
+                            71, 1.0f, 0.5f };
+    struct gemm_case g2 = { CUBLAS_OP_N, CUBLAS_OP_T, 131, 257, 5, 131, 260,
+                            133, -2.0f, 0.0f };
+
+    (void)state;
+    run_sgemm(h, &g1, 0.0f);
+    run_sgemm(h, &g2, NAN);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* beta == 0 (and -0): C is never read, so NaN there cannot leak. */
+static void
+test_sgemm_beta_zero_ignores_c(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_N, 9, 7, 12, 9, 12, 10,
+                           1.5f, 0.0f };
+
+    (void)state;
+    run_sgemm(h, &g, NAN);
+    g.beta = -0.0f;
+    g.ta = CUBLAS_OP_T;
+    g.lda = 12;
+    run_sgemm(h, &g, INFINITY);
+    g.k = 0;                    /* C = alpha * 0 + 0 * C: zeros */
+    run_sgemm(h, &g, NAN);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* alpha == 0 or k == 0: C = beta C, exactly. */
+static void
+test_sgemm_alpha_zero_and_k_zero(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_N, 6, 5, 4, 6, 4, 8,
+                           0.0f, 2.0f };
+    float *c = host_c(&g, 0.0f), *want = malloc(8 * 5 * sizeof(float));
+    float *a = host_floats(6 * 4), *b = host_floats(4 * 5);
+    float *da = dev_upload(a, 6 * 4 * sizeof(float));
+    float *db = dev_upload(b, 4 * 5 * sizeof(float));
+    float *dc = dev_upload(c, 8 * 5 * sizeof(float));
+
+    (void)state;
+    assert_non_null(want);
+    for (int i = 0; i < 8 * 5; i++)
+        want[i] = i % 8 < 6 ? 2.0f * c[i] : GUARD;
+    assert_int_equal(cublasSgemm_v2(h, g.ta, g.tb, 6, 5, 4, &g.alpha, da, 6,
+                                    db, 4, &g.beta, dc, 8),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(dc, want, 8 * 5 * sizeof(float));
+    g.alpha = 1.0f;
+    g.beta = 0.5f;              /* k == 0: 0.5 * (2 c) */
+    assert_int_equal(cublasSgemm_v2(h, g.ta, g.tb, 6, 5, 0, &g.alpha, da, 6,
+                                    db, 1, &g.beta, dc, 8),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(dc, c, 8 * 5 * sizeof(float));
+    g.beta = 1.0f;              /* quick return: C untouched */
+    assert_int_equal(cublasSgemm_v2(h, g.ta, g.tb, 6, 5, 0, &g.alpha, da, 6,
+                                    db, 1, &g.beta, dc, 8),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(dc, c, 8 * 5 * sizeof(float));
+    dev_free(da), dev_free(db), dev_free(dc);
+    free(a), free(b), free(c), free(want);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* m == 0 or n == 0: success and nothing written. */
+static void
+test_sgemm_empty(void **state)
+{
+    cublasHandle_t h = handle_new();
+    float host[16], alpha = 1.0f, beta = 0.0f;
+    float *d;
+
+    (void)state;
+    for (int i = 0; i < 16; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 0, 4, 4,
+                                    &alpha, d, 1, d, 4, &beta, d, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 0, 4,
+                                    &alpha, d, 4, d, 4, &beta, d, 4),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_T, 0, 0, 0,
+                                    &alpha, d, 1, d, 1, &beta, d, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* alpha and beta in device memory (CUBLAS_POINTER_MODE_DEVICE), read when
+ * the work runs, in stream order. */
+static void
+test_sgemm_device_scalars(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_T, CUBLAS_OP_N, 10, 12, 9, 9, 9, 11,
+                           -0.5f, 3.0f };
+    float scalars[2] = { g.alpha, g.beta }, later[2] = { 100.0f, 100.0f };
+    size_t na = a_count(&g), nb = b_count(&g), nc = 11 * 12;
+    float *a = host_floats(na), *b = host_floats(nb), *c = host_c(&g, 0.0f);
+    double ref[120], mag[120];
+    float *da, *db, *dc, *ds;
+    cudaStream_t s;
+
+    (void)state;
+    ref_gemm(&g, a, b, c, ref, mag);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    da = dev_upload(a, na * sizeof(float));
+    db = dev_upload(b, nb * sizeof(float));
+    dc = dev_upload(c, nc * sizeof(float));
+    ds = dev_upload(scalars, sizeof(scalars));
+    assert_int_equal(cublasSetStream_v2(h, s), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, g.ta, g.tb, g.m, g.n, g.k, &ds[0], da,
+                                    g.lda, db, g.ldb, &ds[1], dc, g.ldc),
+                     CUBLAS_STATUS_SUCCESS);
+    /* Queued after the GEMM on its stream: must not change its scalars. */
+    assert_int_equal(cudaMemcpyAsync(ds, later, sizeof(later),
+                                     cudaMemcpyHostToDevice, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    dev_download(c, dc, nc * sizeof(float));
+    check_gemm_result(&g, c, ref, mag, 0.0);
+    check_padding(&g, c);
+    dev_free(da), dev_free(db), dev_free(dc), dev_free(ds);
+    free(a), free(b), free(c);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+/* The documented argument checks: exact status, nothing written. */
+static void
+test_sgemm_argument_checks(void **state)
+{
+    cublasHandle_t h = handle_new();
+    const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+    const cublasOperation_t bad = (cublasOperation_t)7;
+    const cublasStatus_t inval = CUBLAS_STATUS_INVALID_VALUE;
+    float host[64], alpha = 1.0f, beta = 0.0f;
+    float *d;
+
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    /* m = 4, n = 3, k = 2 with lda 4 (N) / 2 (T), ldb 2 (N) / 3 (T). */
+    assert_int_equal(cublasSgemm_v2(NULL, N, N, 4, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasSgemm_v2(h, N, N, -1, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);
+    assert_int_equal(cublasSgemm_v2(h, N, N, 4, -1, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);
+    assert_int_equal(cublasSgemm_v2(h, N, N, 4, 3, -1, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);
+    assert_int_equal(cublasSgemm_v2(h, bad, N, 4, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);
+    assert_int_equal(cublasSgemm_v2(h, N, bad, 4, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);
+    assert_int_equal(cublasSgemm_v2(h, N, N, 4, 3, 2, &alpha, d, 3, d, 2,
+                                    &beta, d, 4), inval);   /* lda < m */
+    assert_int_equal(cublasSgemm_v2(h, T, N, 4, 3, 2, &alpha, d, 1, d, 2,
+                                    &beta, d, 4), inval);   /* lda < k */
+    assert_int_equal(cublasSgemm_v2(h, N, N, 4, 3, 2, &alpha, d, 4, d, 1,
+                                    &beta, d, 4), inval);   /* ldb < k */
+    assert_int_equal(cublasSgemm_v2(h, N, T, 4, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 4), inval);   /* ldb < n */
+    assert_int_equal(cublasSgemm_v2(h, N, N, 4, 3, 2, &alpha, d, 4, d, 2,
+                                    &beta, d, 3), inval);   /* ldc < m */
+    assert_int_equal(cublasSgemm_v2(h, N, N, 0, 3, 2, &alpha, d, 0, d, 2,
+                                    &beta, d, 1), inval);   /* lda < 1 */
+    assert_int_equal(cublasSgemm_v2(h, N, N, 0, 3, 2, &alpha, d, 1, d, 2,
+                                    &beta, d, 0), inval);   /* ldc < 1 */
+    assert_int_equal(cublasSgemm_v2(h, T, T, 4, 3, 0, &alpha, d, 0, d, 3,
+                                    &beta, d, 4), inval);   /* lda < 1 */
+    assert_dev_equals(d, host, sizeof(host));
+    /* The same shapes with the smallest legal leading dimensions pass. */
+    assert_int_equal(cublasSgemm_v2(h, T, T, 4, 3, 2, &alpha, d, 2, d, 3,
+                                    &beta, d + 32, 4), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+static int
+tf32_allowed(void)
+{
+    const char *v = getenv("NVIDIA_TF32_OVERRIDE");
+
+    return !(v != NULL && strcmp(v, "0") == 0);
+}
+
+/* The handle's math mode decides what FP32 GEMMs may do to operands. */
+static void
+test_sgemm_math_modes(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_T, 16, 12, 40, 16, 12, 16,
+                           1.0f, 0.25f };
+
+    (void)state;
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    run_sgemm_rounded(h, &g, 0.0f, tf32_allowed() ? RND_TF32 : RND_NONE);
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_TENSOR_OP_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    run_sgemm_rounded(h, &g, 0.0f, RND_F16);
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    run_sgemm(h, &g, 0.0f);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- cublasGemmEx -------------------------------------------------------- */
+
+struct ex_case {
+    cudaDataType ab, c;
+    cublasComputeType_t compute;
+    enum ref_rounding round;    /* what the library does to FP32 operands */
+    cublasOperation_t ta, tb;
+};
+
+/* Operands in the given type: random values made representable in it. */
+static float *
+typed_floats(cudaDataType t, size_t n)
+{
+    float *v = host_floats(n);
+    enum ref_rounding r = t == CUDA_R_16F ? RND_F16
+                        : t == CUDA_R_16BF ? RND_BF16 : RND_NONE;
+
+    for (size_t i = 0; i < n; i++)
+        v[i] = round_as(v[i], r);
+    return v;
+}
+
+static double
+out_rounding(cudaDataType t)
+{
+    return t == CUDA_R_16F ? 0x1p-11 : t == CUDA_R_16BF ? 0x1p-8 : 0.0;
+}
+
+/* Largest |rounded reference - plain reference| over its tolerance: > 1
+ * means the check can tell a missing operand rounding. */
+static double
+rounding_visible(const struct gemm_case *g, const float *a, const float *b,
+                 const float *c, const double *ref, const double *mag)
+{
+    size_t mn = (size_t)g->m * (size_t)g->n;
+    double *plain = calloc(mn, sizeof(double));
+    double *pmag = calloc(mn, sizeof(double)), worst = 0.0;
+
+    assert_true(plain && pmag);
+    ref_gemm(g, a, b, c, plain, pmag);
+    for (size_t i = 0; i < mn; i++) {
+        double q = fabs(plain[i] - ref[i]) / ((g->k + 4) * 0x1p-24 * mag[i]);
+        worst = q > worst ? q : worst;
+    }
+    free(plain);
+    free(pmag);
+    return worst;
+}
+
+static void
+run_gemm_ex(cublasHandle_t h, const struct ex_case *e)
+{
+    struct gemm_case g = { e->ta, e->tb, 24, 20, 64, 0, 0, 27, 1.5f, -0.5f };
+    size_t na, nb, nc = (size_t)g.ldc * (size_t)g.n, mn = 24 * 20;
+    float *a, *b, *c, *ar, *br;
+    double *ref = calloc(mn, sizeof(double)), *mag = calloc(mn, sizeof(double));
+    void *ea, *eb, *ec, *da, *db, *dc;
+
+    g.lda = by_op(g.ta, g.m, g.k) + 1;
+    g.ldb = by_op(g.tb, g.k, g.n) + 2;
+    na = a_count(&g);
+    nb = b_count(&g);
+    a = typed_floats(e->ab, na);
+    b = typed_floats(e->ab, nb);
+    c = typed_floats(e->c, nc);
+    ar = malloc(na * sizeof(float));
+    br = malloc(nb * sizeof(float));
+    assert_true(ref && mag && ar && br);
+    for (size_t i = 0; i < na; i++)
+        ar[i] = round_as(a[i], e->round);
+    for (size_t i = 0; i < nb; i++)
+        br[i] = round_as(b[i], e->round);
+    ref_gemm(&g, ar, br, c, ref, mag);
+    if (e->round != RND_NONE)
+        assert_true(rounding_visible(&g, a, b, c, ref, mag) > 4.0);
+    ea = encode(e->ab, a, na);
+    eb = encode(e->ab, b, nb);
+    ec = encode(e->c, c, nc);
+    da = dev_upload(ea, na * type_bytes(e->ab));
+    db = dev_upload(eb, nb * type_bytes(e->ab));
+    dc = dev_upload(ec, nc * type_bytes(e->c));
+    assert_int_equal(cublasGemmEx(h, g.ta, g.tb, g.m, g.n, g.k, &g.alpha,
+                                  da, e->ab, g.lda, db, e->ab, g.ldb, &g.beta,
+                                  dc, e->c, g.ldc, e->compute,
+                                  CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(ec, dc, nc * type_bytes(e->c));
+    decode(e->c, ec, nc, c);
+    check_gemm_result(&g, c, ref, mag, out_rounding(e->c));
+    dev_free(da), dev_free(db), dev_free(dc);
+    free(a), free(b), free(c), free(ar), free(br), free(ref), free(mag);
+    free(ea), free(eb), free(ec);
+}
+
+/* FP32 operands: the compute type says how they are rounded. */
+static void
+test_gemm_ex_fp32_compute_types(void **state)
+{
+    const enum ref_rounding tf32 = tf32_allowed() ? RND_TF32 : RND_NONE;
+    const struct ex_case cases[] = {
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, RND_NONE,
+          CUBLAS_OP_N, CUBLAS_OP_N },
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, RND_NONE,
+          CUBLAS_OP_T, CUBLAS_OP_N },
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F, RND_F16,
+          CUBLAS_OP_N, CUBLAS_OP_T },
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF, RND_BF16,
+          CUBLAS_OP_T, CUBLAS_OP_T },
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, tf32,
+          CUBLAS_OP_C, CUBLAS_OP_N },
+    };
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_gemm_ex(h, &cases[i]);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* FP16 and BF16 operands, FP32 accumulation, FP32 or same-type output. */
+static void
+test_gemm_ex_half_operands(void **state)
+{
+    const struct ex_case cases[] = {
+        { CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, RND_NONE,
+          CUBLAS_OP_N, CUBLAS_OP_N },
+        { CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, RND_NONE,
+          CUBLAS_OP_T, CUBLAS_OP_N },
+        { CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F, RND_NONE,
+          CUBLAS_OP_N, CUBLAS_OP_T },
+        { CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, RND_NONE,
+          CUBLAS_OP_C, CUBLAS_OP_C },
+        { CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, RND_NONE,
+          CUBLAS_OP_T, CUBLAS_OP_T },
+        { CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, RND_NONE,
+          CUBLAS_OP_N, CUBLAS_OP_N },
+    };
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_gemm_ex(h, &cases[i]);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* Combinations outside the documented table: NOT_SUPPORTED, no work. */
+static void
+test_gemm_ex_unsupported(void **state)
+{
+    static const struct {
+        cudaDataType a, b, c;
+        cublasComputeType_t compute;
+    } bad[] = {
+        { CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F },
+        { CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32 },
+        { CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF },
+        { CUDA_R_16F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F },
+        { CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F },
+        { CUDA_R_16F, CUDA_R_16F, CUDA_R_16BF, CUBLAS_COMPUTE_32F },
+        { CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16F, CUBLAS_COMPUTE_32F },
+        { CUDA_R_32F, CUDA_R_32F, CUDA_R_16F, CUBLAS_COMPUTE_32F },
+        { CUDA_R_32F, CUDA_R_32F, CUDA_R_16F, CUBLAS_COMPUTE_32F_FAST_16F },
+        { CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_64F },
+        { CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_32F },
+    };
+    cublasHandle_t h = handle_new();
+    double host[64];
+    float alpha = 1.0f, beta = 0.0f;
+    void *d;
+
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        host[i] = i + 0.5;
+    d = dev_upload(host, sizeof(host));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                         &alpha, d, bad[i].a, 4, d, bad[i].b,
+                                         4, &beta, d, bad[i].c, 4,
+                                         bad[i].compute, CUBLAS_GEMM_DEFAULT);
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED)
+            fail_msg("case %zu: status %d, want NOT_SUPPORTED", i, (int)st);
+    }
+    /* Shape checks still come with INVALID_VALUE. */
+    assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 4, 4,
+                                  &alpha, d, CUDA_R_16F, 4, d, CUDA_R_16F, 4,
+                                  &beta, d, CUDA_R_32F, 4, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGemmEx(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                  &alpha, d, CUDA_R_16F, 4, d, CUDA_R_16F, 4,
+                                  &beta, d, CUDA_R_32F, 4, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- Matrix and vector copies ------------------------------------------- */
+
+/* A rows x cols matrix of elem-byte elements through the device and back,
+ * with three different leading dimensions; the device padding stays. */
+static void
+round_trip_matrix(int rows, int cols, int elem, int async)
+{
+    int lda = rows + 2, ldb = rows + 3, ldc = rows + 1;
+    size_t sa = (size_t)lda * cols * elem, sb = (size_t)ldb * cols * elem;
+    size_t sc = (size_t)ldc * cols * elem;
+    unsigned char *a = malloc(sa), *b = malloc(sb), *c = calloc(1, sc);
+    unsigned char *dev;
+    cudaStream_t s = NULL;
+
+    assert_true(a && b && c);
+    for (size_t i = 0; i < sa; i++)
+        a[i] = (unsigned char)(rnd() * 127.0f + 128.0f);
+    memset(b, 0xa5, sb);
+    dev = dev_upload(b, sb);
+    if (async) {
+        assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+        assert_int_equal(cublasSetMatrixAsync(rows, cols, elem, a, lda, dev,
+                                              ldb, s), CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cublasGetMatrixAsync(rows, cols, elem, dev, ldb, c,
+                                              ldc, s), CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    } else {
+        assert_int_equal(cublasSetMatrix(rows, cols, elem, a, lda, dev, ldb),
+                         CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cublasGetMatrix(rows, cols, elem, dev, ldb, c, ldc),
+                         CUBLAS_STATUS_SUCCESS);
+    }
+    for (int j = 0; j < cols; j++) {
+        assert_memory_equal(c + (size_t)j * ldc * elem,
+                            a + (size_t)j * lda * elem, (size_t)rows * elem);
+        memcpy(b + (size_t)j * ldb * elem, a + (size_t)j * lda * elem,
+               (size_t)rows * elem);
+    }
+    assert_dev_equals(dev, b, sb);  /* rows..ldb-1 keep 0xa5 */
+    dev_free(dev);
+    free(a), free(b), free(c);
+}
+
+static void
+test_matrix_round_trip(void **state)
+{
+    (void)state;
+    round_trip_matrix(7, 5, 4, 0);
+    round_trip_matrix(13, 3, 2, 0);
+    round_trip_matrix(4, 9, 8, 1);
+    round_trip_matrix(1, 1, 4, 1);
+}
+
+static void
+round_trip_vector(int n, int elem, int incx, int incy, int async)
+{
+    size_t sx = (size_t)n * incx * elem, sy = (size_t)n * incy * elem;
+    unsigned char *x = malloc(sx), *y = malloc(sy), *back = calloc(1, sx);
+    unsigned char *dev;
+    cudaStream_t s = NULL;
+
+    assert_true(x && y && back);
+    for (size_t i = 0; i < sx; i++)
+        x[i] = (unsigned char)(rnd() * 127.0f + 128.0f);
+    memset(y, 0x3c, sy);
+    dev = dev_upload(y, sy);
+    if (async) {
+        assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+        assert_int_equal(cublasSetVectorAsync(n, elem, x, incx, dev, incy, s),
+                         CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cublasGetVectorAsync(n, elem, dev, incy, back, incx,
+                                              s), CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    } else {
+        assert_int_equal(cublasSetVector(n, elem, x, incx, dev, incy),
+                         CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cublasGetVector(n, elem, dev, incy, back, incx),
+                         CUBLAS_STATUS_SUCCESS);
+    }
+    for (int i = 0; i < n; i++) {
+        size_t at_x = (size_t)i * incx * elem, at_y = (size_t)i * incy * elem;
+        assert_memory_equal(back + at_x, x + at_x, (size_t)elem);
+        memcpy(y + at_y, x + at_x, (size_t)elem);
+    }
+    for (size_t i = 0; i < sx; i++)     /* the gaps of back stay zero */
+        if ((i / (size_t)elem) % (size_t)incx != 0)
+            assert_int_equal(back[i], 0);
+    assert_dev_equals(dev, y, sy);
+    dev_free(dev);
+    free(x), free(y), free(back);
+}
+
+static void
+test_vector_round_trip(void **state)
+{
+    (void)state;
+    round_trip_vector(17, 4, 1, 1, 0);
+    round_trip_vector(17, 4, 2, 3, 0);
+    round_trip_vector(9, 8, 3, 1, 1);
+    round_trip_vector(5, 2, 1, 4, 1);
+}
+
+static void
+test_copy_argument_checks(void **state)
+{
+    const cublasStatus_t inval = CUBLAS_STATUS_INVALID_VALUE;
+    float host[32], out[32];
+    float *d;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        host[i] = (float)i, out[i] = -1.0f;
+    d = dev_upload(host, sizeof(host));
+    /* Documented: rows, cols < 0 or elemSize, lda, ldb <= 0. */
+    assert_int_equal(cublasSetMatrix(-1, 2, 4, out, 4, d, 4), inval);
+    assert_int_equal(cublasSetMatrix(2, -1, 4, out, 4, d, 4), inval);
+    assert_int_equal(cublasSetMatrix(2, 2, 0, out, 4, d, 4), inval);
+    assert_int_equal(cublasSetMatrix(2, 2, 4, out, 0, d, 4), inval);
+    assert_int_equal(cublasSetMatrix(2, 2, 4, out, 4, d, -4), inval);
+    assert_int_equal(cublasSetMatrixAsync(2, 2, -4, out, 4, d, 4, NULL),
+                     inval);
+    assert_int_equal(cublasGetMatrix(2, -3, 4, d, 4, out, 4), inval);
+    assert_int_equal(cublasGetMatrixAsync(2, 2, 4, d, 0, out, 4, NULL), inval);
+    /* A leading dimension below the row count is refused by the strided
+     * copy underneath: a mapping error, and nothing is copied. */
+    assert_int_equal(cublasSetMatrix(4, 2, 4, out, 3, d, 4),
+                     CUBLAS_STATUS_MAPPING_ERROR);
+    assert_int_equal(cublasGetMatrix(4, 2, 4, d, 4, out, 2),
+                     CUBLAS_STATUS_MAPPING_ERROR);
+    /* Documented for vectors: incx, incy, elemSize <= 0. */
+    assert_int_equal(cublasSetVector(4, 4, out, 0, d, 1), inval);
+    assert_int_equal(cublasSetVector(4, 4, out, 1, d, -1), inval);
+    assert_int_equal(cublasSetVector(4, 0, out, 1, d, 1), inval);
+    assert_int_equal(cublasGetVector(4, 4, d, 1, out, 0), inval);
+    assert_int_equal(cublasSetVectorAsync(4, 4, out, -2, d, 1, NULL), inval);
+    assert_int_equal(cublasGetVectorAsync(4, -1, d, 1, out, 1, NULL), inval);
+    /* Empty copies succeed and copy nothing. */
+    assert_int_equal(cublasSetMatrix(0, 3, 4, out, 1, d, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSetVector(0, 4, out, 1, d, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(d, host, sizeof(host));
+    for (int i = 0; i < 32; i++)
+        assert_true(out[i] == -1.0f);
+    dev_free(d);
+}
+
+/* ---- Level 1 and 2 ------------------------------------------------------ */
+
+/* Element i of a BLAS vector of len elements: a negative increment walks
+ * it from the end (the pointer is its lowest address). */
+static size_t
+vec_at(int i, int len, int inc)
+{
+    return inc >= 0 ? (size_t)i * (size_t)inc
+                    : (size_t)(len - 1 - i) * (size_t)(-inc);
+}
+
+static size_t
+vec_span(int len, int inc)
+{
+    return (size_t)(len - 1) * (size_t)abs(inc) + 1;
+}
+
+static void
+run_saxpy(cublasHandle_t h, int n, float alpha, int incx, int incy,
+          int device_alpha)
+{
+    size_t sx = vec_span(n, incx), sy = vec_span(n, incy);
+    float *x = host_floats(sx), *y = host_floats(sy), *want = malloc(sy * 4);
+    double *mag = calloc(sy, sizeof(double));
+    float *dx, *dy, *da;
+
+    assert_true(want && mag);
+    memcpy(want, y, sy * 4);
+    for (int i = 0; i < n; i++) {
+        size_t yi = vec_at(i, n, incy);
+        double ax = (double)alpha * x[vec_at(i, n, incx)];
+        want[yi] = (float)(ax + y[yi]);
+        mag[yi] = fabs(ax) + fabs((double)y[yi]);
+    }
+    dx = dev_upload(x, sx * 4);
+    dy = dev_upload(y, sy * 4);
+    da = dev_upload(&alpha, 4);
+    assert_int_equal(cublasSetPointerMode_v2(h, device_alpha
+                                             ? CUBLAS_POINTER_MODE_DEVICE
+                                             : CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSaxpy_v2(h, n, device_alpha ? da : &alpha, dx,
+                                    incx, dy, incy), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(y, dy, sy * 4);
+    /* Two roundings there and one in want: within 3 u32 of the terms;
+     * the gaps (mag 0) stay exact. */
+    for (size_t i = 0; i < sy; i++)
+        if (!(fabs((double)y[i] - want[i]) <= 0x1p-22 * mag[i]))
+            fail_msg("y[%zu] = %.9g, want %.9g", i, y[i], want[i]);
+    dev_free(dx), dev_free(dy), dev_free(da);
+    free(x), free(y), free(want), free(mag);
+}
+
+static void
+test_saxpy(void **state)
+{
+    cublasHandle_t h = handle_new();
+    float host[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, alpha = 2.0f;
+    float *d;
+
+    (void)state;
+    run_saxpy(h, 100, 0.75f, 1, 1, 0);
+    run_saxpy(h, 37, -1.5f, 2, 3, 0);
+    run_saxpy(h, 37, 3.0f, -2, 1, 0);
+    run_saxpy(h, 21, 0.5f, 1, -3, 0);
+    run_saxpy(h, 21, -0.25f, -1, -2, 1);
+    run_saxpy(h, 10, 0.0f, 1, 1, 0);            /* y unchanged */
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_SUCCESS);
+    d = dev_upload(host, sizeof(host));
+    assert_int_equal(cublasSaxpy_v2(h, 0, &alpha, d, 1, d + 4, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSaxpy_v2(h, -3, &alpha, d, 1, d + 4, 1),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSaxpy_v2(NULL, 4, &alpha, d, 1, d + 4, 1),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+struct gemv_case {
+    cublasOperation_t trans;
+    int m, n, lda, incx, incy;
+    float alpha, beta;
+};
+
+static void
+run_sgemv(cublasHandle_t h, const struct gemv_case *v, float y_fill)
+{
+    int lenx = v->trans == CUBLAS_OP_N ? v->n : v->m;
+    int leny = v->trans == CUBLAS_OP_N ? v->m : v->n;
+    size_t na = (size_t)v->lda * v->n;
+    size_t sx = vec_span(lenx, v->incx), sy = vec_span(leny, v->incy);
+    float *a = host_floats(na), *x = host_floats(sx), *y = host_floats(sy);
+    float *got = malloc(sy * 4);
+    float *da, *dx, *dy;
+
+    assert_non_null(got);
+    for (int i = 0; i < leny && y_fill != 0.0f; i++)
+        y[vec_at(i, leny, v->incy)] = y_fill;
+    da = dev_upload(a, na * 4);
+    dx = dev_upload(x, sx * 4);
+    dy = dev_upload(y, sy * 4);
+    assert_int_equal(cublasSgemv_v2(h, v->trans, v->m, v->n, &v->alpha, da,
+                                    v->lda, dx, v->incx, &v->beta, dy,
+                                    v->incy), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(got, dy, sy * 4);
+    for (int i = 0; i < leny; i++) {
+        double s = 0.0, mag = 0.0, want, cv = 0.0;
+        size_t yi = vec_at(i, leny, v->incy);
+        for (int p = 0; p < lenx; p++) {
+            double av = v->trans == CUBLAS_OP_N
+                            ? a[(size_t)i + (size_t)p * v->lda]
+                            : a[(size_t)p + (size_t)i * v->lda];
+            double prod = av * x[vec_at(p, lenx, v->incx)];
+            s += prod;
+            mag += fabs(prod);
+        }
+        if (v->beta != 0.0f)
+            cv = (double)v->beta * y[yi];
+        want = v->alpha * s + cv;
+        mag = fabs((double)v->alpha) * mag + fabs(cv);
+        if (!(fabs(got[yi] - want) <= (lenx + 4) * 0x1p-24 * mag + 0x1p-100))
+            fail_msg("y(%d) = %.9g, reference %.9g", i, got[yi], want);
+        y[yi] = got[yi];
+    }
+    assert_memory_equal(got, y, sy * 4);    /* the gaps are untouched */
+    dev_free(da), dev_free(dx), dev_free(dy);
+    free(a), free(x), free(y), free(got);
+}
+
+static void
+test_sgemv(void **state)
+{
+    const struct gemv_case cases[] = {
+        { CUBLAS_OP_N, 37, 23, 40, 1, 1, 1.25f, -0.5f },
+        { CUBLAS_OP_T, 37, 23, 37, 1, 1, -0.75f, 2.0f },
+        { CUBLAS_OP_N, 19, 30, 21, 2, 3, 0.5f, 1.0f },
+        { CUBLAS_OP_C, 19, 30, 19, 3, 2, 1.0f, 0.25f },
+        { CUBLAS_OP_N, 16, 11, 16, -2, -3, 1.5f, 0.5f },
+        { CUBLAS_OP_T, 16, 11, 17, -1, 2, 2.0f, -1.0f },
+    };
+    const struct gemv_case nan_y = { CUBLAS_OP_T, 12, 9, 14, 1, -2, 1.0f,
+                                     0.0f };
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_sgemv(h, &cases[i], 0.0f);
+    run_sgemv(h, &nan_y, NAN);              /* beta == 0: y not read */
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+static void
+test_sgemv_argument_checks(void **state)
+{
+    cublasHandle_t h = handle_new();
+    const cublasOperation_t N = CUBLAS_OP_N;
+    const cublasStatus_t inval = CUBLAS_STATUS_INVALID_VALUE;
+    float host[32], alpha = 1.0f, beta = 0.0f;
+    float *d;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    assert_int_equal(cublasSgemv_v2(NULL, N, 4, 2, &alpha, d, 4, d, 1, &beta,
+                                    d + 8, 1), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasSgemv_v2(h, (cublasOperation_t)9, 4, 2, &alpha, d,
+                                    4, d, 1, &beta, d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, N, -1, 2, &alpha, d, 4, d, 1, &beta,
+                                    d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, N, 4, -2, &alpha, d, 4, d, 1, &beta,
+                                    d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, N, 4, 2, &alpha, d, 3, d, 1, &beta,
+                                    d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, CUBLAS_OP_T, 0, 2, &alpha, d, 0, d, 1,
+                                    &beta, d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, N, 4, 2, &alpha, d, 4, d, 0, &beta,
+                                    d + 8, 1), inval);
+    assert_int_equal(cublasSgemv_v2(h, N, 4, 2, &alpha, d, 4, d, 1, &beta,
+                                    d + 8, 0), inval);
+    /* Empty: success, nothing written. */
+    assert_int_equal(cublasSgemv_v2(h, N, 0, 2, &alpha, d, 1, d, 1, &beta,
+                                    d + 8, 1), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemv_v2(h, N, 4, 0, &alpha, d, 4, d, 1, &beta,
+                                    d + 8, 1), CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- Deferred execution -------------------------------------------------- */
+
+/* Work on a non-blocking stream changes device memory only once that
+ * stream has run; host scalars are taken at the call. A blocking stream's
+ * work is ordered before later legacy-stream copies. */
+static void
+test_deferred_execution(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, 8, 8, 8,
+                           1.0f, 0.0f };
+    float *a = host_floats(64), *b = host_floats(64), *c = host_c(&g, 0.0f);
+    float got[64], alpha = 1.0f, beta = 0.0f;
+    double ref[64], mag[64];
+    float *da = dev_upload(a, 256), *db = dev_upload(b, 256);
+    float *dc = dev_upload(c, 256);
+    cudaStream_t quiet, blocking;
+
+    (void)state;
+    ref_gemm(&g, a, b, c, ref, mag);
+    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cudaStreamCreate(&blocking), cudaSuccess);
+    assert_int_equal(cublasSetStream_v2(h, quiet), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8,
+                                    &alpha, da, 8, db, 8, &beta, dc, 8),
+                     CUBLAS_STATUS_SUCCESS);
+    alpha = 1000.0f;    /* host scalars were read at the call */
+    dev_download(got, dc, 256);
+    assert_memory_equal(got, c, 256);       /* not run yet */
+    assert_int_equal(cudaStreamSynchronize(quiet), cudaSuccess);
+    dev_download(got, dc, 256);
+    check_gemm_result(&g, got, ref, mag, 0.0);
+
+    /* A blocking stream: the legacy-stream copy waits for it. */
+    g.alpha = -2.0f;
+    alpha = -2.0f;
+    ref_gemm(&g, a, b, c, ref, mag);
+    assert_int_equal(cublasSetStream_v2(h, blocking), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8,
+                                    &alpha, da, 8, db, 8, &beta, dc, 8),
+                     CUBLAS_STATUS_SUCCESS);
+    dev_download(got, dc, 256);
+    check_gemm_result(&g, got, ref, mag, 0.0);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(blocking), cudaSuccess);
+    dev_free(da), dev_free(db), dev_free(dc);
+    free(a), free(b), free(c);
+}
+
+/* ---- Modelled timing ---------------------------------------------------- */
+
+/* Modelled milliseconds of one GEMM between an event pair on stream s. */
+static float
+timed_gemm(cublasHandle_t h, cudaStream_t s, cudaDataType ab, void *a,
+           void *b, float *c, int n)
+{
+    cudaEvent_t start, stop;
+    float alpha = 1.0f, beta = 0.0f, ms = -1.0f;
+
+    assert_int_equal(cudaEventCreate(&start), cudaSuccess);
+    assert_int_equal(cudaEventCreate(&stop), cudaSuccess);
+    assert_int_equal(cublasSetStream_v2(h, s), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaEventRecord(start, s), cudaSuccess);
+    if (ab == CUDA_R_32F)
+        assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n,
+                                        &alpha, a, n, b, n, &beta, c, n),
+                         CUBLAS_STATUS_SUCCESS);
+    else
+        assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n,
+                                      &alpha, a, ab, n, b, ab, n, &beta, c,
+                                      CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaEventRecord(stop, s), cudaSuccess);
+    assert_int_equal(cudaEventSynchronize(stop), cudaSuccess);
+    assert_int_equal(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+    assert_int_equal(cudaEventDestroy(start), cudaSuccess);
+    assert_int_equal(cudaEventDestroy(stop), cudaSuccess);
+    return ms;
+}
+
+/* Roofline milliseconds of an n^3 GEMM, C written once, not read. */
+static double
+roofline_ms(int n, double tflops, size_t ab_bytes)
+{
+    const struct emu_gpu *gpu = emu_gpu();
+    double nn = (double)n * n;
+    double math = 2.0 * nn * n / (tflops * 1e12 * gpu->math_efficiency);
+    double bytes = nn * (2.0 * (double)ab_bytes + 4.0);
+    double mem = bytes / (gpu->bandwidth_tbs * 1e12 * gpu->mem_efficiency);
+
+    return ((math > mem ? math : mem) + gpu->launch_latency_us * 1e-6) * 1e3;
+}
+
+static void
+test_modelled_timing(void **state)
+{
+    const struct emu_gpu *gpu = emu_gpu();
+    const int n = 1024;
+    size_t nn = (size_t)n * n;
+    cublasHandle_t h = handle_new();
+    uint16_t *half = malloc(nn * 2);
+    float *ones = malloc(nn * 4), *got = malloc(nn * 4);
+    void *da, *db, *ha, *hb;
+    float *dc;
+    double want32 = roofline_ms(n, gpu->fp32_tflops, 4);
+    double want16 = roofline_ms(n, gpu->fp16_tflops, 2);
+    float ms32, ms16;
+    cudaStream_t s;
+
+    (void)state;
+    assert_true(half && ones && got);
+    for (size_t i = 0; i < nn; i++)
+        ones[i] = 1.0f, half[i] = 0x3c00u;  /* 1.0 in binary16 */
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    da = dev_upload(ones, nn * 4);
+    db = dev_upload(ones, nn * 4);
+    ha = dev_upload(half, nn * 2);
+    hb = dev_upload(half, nn * 2);
+    assert_int_equal(cudaMalloc((void **)&dc, nn * 4), cudaSuccess);
+    ms32 = timed_gemm(h, s, CUDA_R_32F, da, db, dc, n);
+    dev_download(got, dc, nn * 4);
+    assert_true(got[0] == 1024.0f && got[nn - 1] == 1024.0f);
+    ms16 = timed_gemm(h, s, CUDA_R_16F, ha, hb, dc, n);
+    dev_download(got, dc, nn * 4);
+    assert_true(got[0] == 1024.0f && got[nn / 2 + 7] == 1024.0f);
+    print_message("emulated %s: 1024^3 FP32 %.4f ms (model %.4f), "
+                  "FP16 %.4f ms (model %.4f)\n", gpu->name, ms32, want32,
+                  ms16, want16);
+    assert_true(fabs(ms32 - want32) <= 0.02 * want32);
+    assert_true(fabs(ms16 - want16) <= 0.02 * want16);
+    assert_true(ms16 * 3.0f < ms32);
+    dev_free(da), dev_free(db), dev_free(ha), dev_free(hb), dev_free(dc);
+    free(half), free(ones), free(got);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- Fault injection (in a child with AMPSHIM_EMU_FAIL set) ------------ */
+
+#define FAULT_ARG "--fault-child"
+#define FAULT_SPEC "cublasGemmEx:1,cublasCreate_v2:1"
+
+/* Runs in the child: the first create and the first GemmEx fail with the
+ * stand-in's documented statuses, the next ones work. */
+static void
+test_fault_child(void **state)
+{
+    cublasHandle_t h = (cublasHandle_t)0x1;
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, 4, 4, 4,
+                           1.0f, 0.0f };
+    float a[16], b[16], c[16], got[16];
+    double ref[16], mag[16];
+    float *da, *db, *dc;
+
+    (void)state;
+    for (int i = 0; i < 16; i++)
+        a[i] = rnd(), b[i] = rnd(), c[i] = 7.0f;
+    ref_gemm(&g, a, b, c, ref, mag);
+    assert_int_equal(cublasCreate_v2(&h), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_ptr_equal(h, (cublasHandle_t)0x1);
+    h = handle_new();
+    da = dev_upload(a, 64), db = dev_upload(b, 64), dc = dev_upload(c, 64);
+    assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                  &g.alpha, da, CUDA_R_32F, 4, db, CUDA_R_32F,
+                                  4, &g.beta, dc, CUDA_R_32F, 4,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_EXECUTION_FAILED);
+    assert_dev_equals(dc, c, 64);           /* the failed call did nothing */
+    assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                  &g.alpha, da, CUDA_R_32F, 4, db, CUDA_R_32F,
+                                  4, &g.beta, dc, CUDA_R_32F, 4,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(got, dc, 64);
+    check_gemm_result(&g, got, ref, mag, 0.0);
+    dev_free(da), dev_free(db), dev_free(dc);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* The variable is read once per process: run the checks in a fresh one. */
+static void
+test_fault_injection(void **state)
+{
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("AMPSHIM_EMU_FAIL", FAULT_SPEC, 1);
+        execl("/proc/self/exe", "test_emu_cublas", FAULT_ARG, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest fault_tests[] = {
+        cmocka_unit_test(test_fault_child),
+    };
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handle_lifecycle),
+        cmocka_unit_test(test_handle_stream),
+        cmocka_unit_test(test_handle_pointer_mode),
+        cmocka_unit_test(test_handle_math_mode),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_sgemm_transposes),
+        cmocka_unit_test(test_sgemm_blocked_sizes),
+        cmocka_unit_test(test_sgemm_beta_zero_ignores_c),
+        cmocka_unit_test(test_sgemm_alpha_zero_and_k_zero),
+        cmocka_unit_test(test_sgemm_empty),
+        cmocka_unit_test(test_sgemm_device_scalars),
+        cmocka_unit_test(test_sgemm_argument_checks),
+        cmocka_unit_test(test_sgemm_math_modes),
+        cmocka_unit_test(test_gemm_ex_fp32_compute_types),
+        cmocka_unit_test(test_gemm_ex_half_operands),
+        cmocka_unit_test(test_gemm_ex_unsupported),
+        cmocka_unit_test(test_matrix_round_trip),
+        cmocka_unit_test(test_vector_round_trip),
+        cmocka_unit_test(test_copy_argument_checks),
+        cmocka_unit_test(test_saxpy),
+        cmocka_unit_test(test_sgemv),
+        cmocka_unit_test(test_sgemv_argument_checks),
+        cmocka_unit_test(test_deferred_execution),
+        cmocka_unit_test(test_modelled_timing),
+        cmocka_unit_test(test_fault_injection),
+    };
+
+    if (argc > 1 && strcmp(argv[1], FAULT_ARG) == 0)
+        return cmocka_run_group_tests_name("emu_cublas_faults", fault_tests,
+                                           NULL, NULL);
+    /* Faults only where a test asks for them, in its own process. */
+    unsetenv("AMPSHIM_EMU_FAIL");
+    return cmocka_run_group_tests_name("emu_cublas", tests, NULL, NULL);
+}
