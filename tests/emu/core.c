@@ -284,6 +284,18 @@ core_alloc_remove(size_t i)
     g.nallocs--;
 }
 
+void
+core_module_free(struct CUmod_st *m)
+{
+    while (m->funcs) {
+        struct CUfunc_st *f = m->funcs;
+
+        m->funcs = f->next;
+        free(f);
+    }
+    free(m);
+}
+
 /* Runs what is queued, then frees everything the context owns. */
 static void
 core_ctx_teardown(struct CUctx_st *ctx)
@@ -311,13 +323,7 @@ core_ctx_teardown(struct CUctx_st *ctx)
         struct CUmod_st *m = ctx->modules;
 
         ctx->modules = m->next;
-        while (m->funcs) {
-            struct CUfunc_st *f = m->funcs;
-
-            m->funcs = f->next;
-            free(f);
-        }
-        free(m);
+        core_module_free(m);
     }
     while (ctx->graphs) {
         struct CUgraph_st *gr = ctx->graphs;

@@ -207,6 +207,9 @@ void core_reap(struct CUctx_st *ctx);
 CUresult core_capture_guard(struct CUctx_st *ctx);
 void core_oplist_put(struct core_oplist *list);
 
+/* Frees a module and its functions (already unlinked from its context). */
+void core_module_free(struct CUmod_st *m);
+
 /* Events and modules by handle. */
 struct CUevent_st *core_event_lookup(CUevent h);
 struct CUmod_st *core_module_lookup(struct CUctx_st *ctx, CUmodule h);

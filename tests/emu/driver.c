@@ -1907,13 +1907,7 @@ cuModuleUnload(CUmodule hmod)
     /* Queued launches of its functions run before it goes. */
     core_sync_ctx(ctx);
     *pp = m->next;
-    while (m->funcs) {
-        struct CUfunc_st *f = m->funcs;
-
-        m->funcs = f->next;
-        free(f);
-    }
-    free(m);
+    core_module_free(m);
     return drv_leave(CUDA_SUCCESS);
 }
 
