@@ -1164,6 +1164,44 @@ cudaStreamDestroy(cudaStream_t stream)
 }
 
 cudaError_t
+cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+    cudaError_t e;
+
+    if (flags == NULL)
+        return rt_ret(cudaErrorInvalidValue);
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuStreamGetFlags(hStream, flags));
+}
+
+cudaError_t
+cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+    cudaError_t e;
+
+    if (priority == NULL)
+        return rt_ret(cudaErrorInvalidValue);
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuStreamGetPriority(hStream, priority));
+}
+
+cudaError_t
+cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    /* Either pointer may be NULL. */
+    return rt_cu(cuCtxGetStreamPriorityRange(leastPriority,
+                                             greatestPriority));
+}
+
+cudaError_t
 cudaStreamSynchronize(cudaStream_t stream)
 {
     cudaError_t e = rt_bind();
