@@ -810,48 +810,16 @@ cudaMemGetInfo(size_t *free, size_t *total)
 
 /* ---- Host memory ----------------------------------------------------------- */
 
-/* Page-locked host memory is plain host memory here, but the runtime still
- * knows which blocks it handed out: cudaFreeHost refuses others and
- * cudaPointerGetAttributes reports these as cudaMemoryTypeHost. */
-struct rt_host_block {
-    void *base;
-    size_t size;
-    unsigned flags;
-    int device;
-    struct rt_host_block *next;
-};
-
-static pthread_mutex_t rt_host_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rt_host_block *rt_host_blocks;
-
-static const struct rt_host_block *
-rt_host_find(const void *p, struct rt_host_block *out)
-{
-    const struct rt_host_block *found = NULL;
-    uintptr_t a = (uintptr_t)p;
-
-    pthread_mutex_lock(&rt_host_lock);
-    for (struct rt_host_block *b = rt_host_blocks; b != NULL; b = b->next) {
-        uintptr_t lo = (uintptr_t)b->base;
-
-        if (a >= lo && a < lo + (b->size ? b->size : 1)) {
-            *out = *b;
-            found = out;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&rt_host_lock);
-    return found;
-}
-
+/* Page-locked host memory comes from the driver (cuMemAllocHost), so the
+ * driver knows it as such: asynchronous copies read it when they run, not
+ * at the call, and freeing it waits for the work that may still use it, as
+ * with the real runtime. */
 cudaError_t
 cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     const unsigned known = cudaHostAllocPortable | cudaHostAllocMapped |
                            cudaHostAllocWriteCombined;
-    struct rt_host_block *b;
     cudaError_t e;
-    void *p = NULL;
 
     if (pHost == NULL || (flags & ~known) != 0)
         return rt_ret(cudaErrorInvalidValue);
@@ -862,21 +830,7 @@ cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
         *pHost = NULL;
         return cudaSuccess;
     }
-    b = calloc(1, sizeof(*b));
-    if (b == NULL || posix_memalign(&p, 4096, size) != 0) {
-        free(b);
-        return rt_ret(cudaErrorMemoryAllocation);
-    }
-    b->base = p;
-    b->size = size;
-    b->flags = flags;
-    b->device = rt_thread_device();
-    pthread_mutex_lock(&rt_host_lock);
-    b->next = rt_host_blocks;
-    rt_host_blocks = b;
-    pthread_mutex_unlock(&rt_host_lock);
-    *pHost = p;
-    return cudaSuccess;
+    return rt_cu(cuMemAllocHost(pHost, size));
 }
 
 cudaError_t
@@ -888,31 +842,20 @@ cudaMallocHost(void **ptr, size_t size)
 cudaError_t
 cudaFreeHost(void *ptr)
 {
-    struct rt_host_block **link, *b = NULL;
+    cudaError_t e;
 
     if (ptr == NULL)
         return cudaSuccess;
-    pthread_mutex_lock(&rt_host_lock);
-    for (link = &rt_host_blocks; *link != NULL; link = &(*link)->next) {
-        if ((*link)->base == ptr) {
-            b = *link;
-            *link = b->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&rt_host_lock);
-    if (b == NULL)
-        return rt_ret(cudaErrorInvalidValue);
-    free(b->base);
-    free(b);
-    return cudaSuccess;
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuMemFreeHost(ptr));
 }
 
 cudaError_t
 cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                          const void *ptr)
 {
-    struct rt_host_block hb;
     CUdeviceptr dp = (CUdeviceptr)(uintptr_t)ptr;
     unsigned int type = 0;
     int ordinal = 0;
@@ -924,24 +867,23 @@ cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
     if (e != cudaSuccess)
         return rt_ret(e);
     memset(attributes, 0, sizeof(*attributes));
-    if (rt_host_find(ptr, &hb) != NULL) {
-        attributes->type = cudaMemoryTypeHost;
-        attributes->device = hb.device;
-        attributes->hostPointer = (void *)ptr;
-        attributes->devicePointer = (void *)ptr;
-        return cudaSuccess;
-    }
     if (ptr != NULL &&
         cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) ==
             CUDA_SUCCESS &&
-        type == CU_MEMORYTYPE_DEVICE) {
+        (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_HOST)) {
         if (cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                   dp) != CUDA_SUCCESS)
             ordinal = rt_thread_device();
-        attributes->type = cudaMemoryTypeDevice;
         attributes->device = ordinal;
         attributes->devicePointer = (void *)ptr;
-        attributes->hostPointer = NULL;
+        if (type == CU_MEMORYTYPE_HOST) {
+            /* Mapped: one address for host and device (UVA). */
+            attributes->type = cudaMemoryTypeHost;
+            attributes->hostPointer = (void *)ptr;
+        } else {
+            attributes->type = cudaMemoryTypeDevice;
+            attributes->hostPointer = NULL;
+        }
         return cudaSuccess;
     }
     /* Since CUDA 11 memory CUDA does not know is not an error. */
@@ -1073,19 +1015,46 @@ cudaError_t
 cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
              size_t width, size_t height, enum cudaMemcpyKind kind)
 {
-    cudaError_t e;
+    enum cudaMemcpyKind dir;
+    CUDA_MEMCPY2D p;
+    cudaError_t e = rt_copy_direction(dst, src, kind, &dir);
 
-    if (height == 0 || width == 0)
-        return cudaSuccess;
+    if (e != cudaSuccess)
+        return rt_ret(e);
     if (width > dpitch || width > spitch)
         return rt_ret(cudaErrorInvalidPitchValue);
-    for (size_t row = 0; row < height; row++) {
-        e = rt_memcpy((char *)dst + row * dpitch,
-                      (const char *)src + row * spitch, width, kind, 0, NULL);
-        if (e != cudaSuccess)
-            return e;
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    if (height == 0 || width == 0)
+        return cudaSuccess;
+    if (dir == cudaMemcpyHostToHost) {
+        for (size_t row = 0; row < height; row++)
+            memmove((char *)dst + row * dpitch,
+                    (const char *)src + row * spitch, width);
+        return cudaSuccess;
     }
-    return cudaSuccess;
+    /* One driver copy: the whole range is checked before a byte moves. */
+    memset(&p, 0, sizeof(p));
+    if (dir == cudaMemcpyDeviceToHost || dir == cudaMemcpyDeviceToDevice) {
+        p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = (CUdeviceptr)(uintptr_t)src;
+    } else {
+        p.srcMemoryType = CU_MEMORYTYPE_HOST;
+        p.srcHost = src;
+    }
+    if (dir == cudaMemcpyHostToDevice || dir == cudaMemcpyDeviceToDevice) {
+        p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+    } else {
+        p.dstMemoryType = CU_MEMORYTYPE_HOST;
+        p.dstHost = dst;
+    }
+    p.srcPitch = spitch;
+    p.dstPitch = dpitch;
+    p.WidthInBytes = width;
+    p.Height = height;
+    return rt_cu(cuMemcpy2D(&p));
 }
 
 cudaError_t
