@@ -335,6 +335,7 @@ test_pointer_attributes(void **state)
     assert_int_equal(a.type, cudaMemoryTypeHost);
     assert_int_equal(a.device, 0);
     assert_ptr_equal(a.hostPointer, h);
+    assert_ptr_equal(a.devicePointer, h);       /* mapped, one address */
 
     /* Since CUDA 11 unregistered host memory is no error. */
     memset(&a, 0x7f, sizeof(a));
@@ -353,6 +354,28 @@ test_pointer_attributes(void **state)
     assert_int_equal(cudaFreeHost(h), cudaSuccess);
     free(heap);
     (void)cudaGetLastError();
+}
+
+/* Freeing page-locked memory waits for the work that may still use it. */
+static void
+test_free_host_waits_for_pending_copies(void **state)
+{
+    cudaStream_t s = NULL;
+    unsigned char *h = NULL;
+    void *d = NULL;
+
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc(&d, 8 * MIB), cudaSuccess);
+    assert_int_equal(cudaMallocHost((void **)&h, 8 * MIB), cudaSuccess);
+    assert_int_equal(cudaMemsetAsync(d, 4, 8 * MIB, s), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(h, d, 8 * MIB, cudaMemcpyDeviceToHost,
+                                     s),
+                     cudaSuccess);
+    assert_int_equal(cudaFreeHost(h), cudaSuccess);
+    assert_int_equal(cudaStreamQuery(s), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    assert_int_equal(cudaFree(d), cudaSuccess);
 }
 
 /* ---- Copies ------------------------------------------------------------------ */
@@ -469,6 +492,18 @@ test_memcpy_async(void **state)
                                      cudaMemcpyDeviceToHost, s),
                      cudaErrorInvalidValue);
 
+    /* A page-locked source is read when the copy runs: changing it before
+     * the stream is waited for changes what arrives. */
+    fill(pinned, n, 5);
+    assert_int_equal(cudaMemcpyAsync(d, pinned, n, cudaMemcpyHostToDevice, s),
+                     cudaSuccess);
+    memset(pinned, 0x99, n);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    memset(src, 0, n);
+    assert_int_equal(cudaMemcpy(src, d, n, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    assert_true(all_bytes(src, n, 0x99));
+
     assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
     assert_int_equal(cudaFreeHost(pinned), cudaSuccess);
     assert_int_equal(cudaFree(d), cudaSuccess);
@@ -513,10 +548,21 @@ test_memcpy_2d(void **state)
     assert_int_equal(cudaMemcpy2D(back, SP, d, W - 1, W, H,
                                   cudaMemcpyDeviceToHost),
                      cudaErrorInvalidPitchValue);
-    /* The last row would run past the allocation. */
+    /* The last row would run past the allocation: nothing is copied. */
     assert_int_equal(cudaMemcpy2D(d, DP, src, SP, W, H + 1,
                                   cudaMemcpyHostToDevice),
                      cudaErrorInvalidValue);
+    {
+        unsigned char *big = malloc(DP * (H + 1));
+
+        assert_non_null(big);
+        memset(big, 0xcd, DP * (H + 1));
+        assert_int_equal(cudaMemcpy2D(big, DP, d, DP, W, H + 1,
+                                      cudaMemcpyDeviceToHost),
+                         cudaErrorInvalidValue);
+        assert_true(all_bytes(big, DP * (H + 1), 0xcd));
+        free(big);
+    }
     assert_int_equal(cudaFree(d), cudaSuccess);
     free(src);
     free(back);
@@ -1126,6 +1172,8 @@ main(int argc, char **argv)
         cmocka_unit_test_setup(test_malloc_free, setup_clean),
         cmocka_unit_test_setup(test_malloc_host, setup_clean),
         cmocka_unit_test_setup(test_pointer_attributes, setup_clean),
+        cmocka_unit_test_setup(test_free_host_waits_for_pending_copies,
+                               setup_clean),
         cmocka_unit_test_setup(test_memcpy_all_kinds, setup_clean),
         cmocka_unit_test_setup(test_memcpy_async, setup_clean),
         cmocka_unit_test_setup(test_memcpy_2d, setup_clean),
