@@ -8,8 +8,10 @@
 #include <cmocka.h>
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,26 @@ handle_new(void)
     return h;
 }
 
+/* alpha and beta where the handle's pointer mode wants them: the host
+ * values, or copies in device memory (*dev, to free after the work). */
+static void
+scalar_ptrs(cublasHandle_t h, const float *alpha, const float *beta,
+            const float **pa, const float **pb, float **dev)
+{
+    cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
+    float both[2] = { *alpha, *beta };
+
+    assert_int_equal(cublasGetPointerMode_v2(h, &mode), CUBLAS_STATUS_SUCCESS);
+    *dev = NULL;
+    *pa = alpha;
+    *pb = beta;
+    if (mode == CUBLAS_POINTER_MODE_DEVICE) {
+        *dev = dev_upload(both, sizeof(both));
+        *pa = *dev;
+        *pb = *dev + 1;
+    }
+}
+
 /* ---- GEMM reference ------------------------------------------------------- */
 
 struct gemm_case {
@@ -339,9 +361,11 @@ run_sgemm_rounded(cublasHandle_t h, const struct gemm_case *g, float c_fill,
     float *ar = malloc(na * sizeof(float)), *br = malloc(nb * sizeof(float));
     double *ref = calloc(mn + 1, sizeof(double));
     double *mag = calloc(mn + 1, sizeof(double));
-    float *da, *db, *dc;
+    float *da, *db, *dc, *ds;
+    const float *pa, *pb;
 
     assert_true(ar && br && ref && mag);
+    scalar_ptrs(h, &g->alpha, &g->beta, &pa, &pb, &ds);
     for (size_t i = 0; i < na; i++)
         ar[i] = round_as(a[i], r);
     for (size_t i = 0; i < nb; i++)
@@ -350,9 +374,8 @@ run_sgemm_rounded(cublasHandle_t h, const struct gemm_case *g, float c_fill,
     da = dev_upload(a, na * sizeof(float));
     db = dev_upload(b, nb * sizeof(float));
     dc = dev_upload(c, nc * sizeof(float));
-    assert_int_equal(cublasSgemm_v2(h, g->ta, g->tb, g->m, g->n, g->k,
-                                    &g->alpha, da, g->lda, db, g->ldb,
-                                    &g->beta, dc, g->ldc),
+    assert_int_equal(cublasSgemm_v2(h, g->ta, g->tb, g->m, g->n, g->k, pa,
+                                    da, g->lda, db, g->ldb, pb, dc, g->ldc),
                      CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     dev_download(c, dc, nc * sizeof(float));
@@ -361,6 +384,8 @@ run_sgemm_rounded(cublasHandle_t h, const struct gemm_case *g, float c_fill,
     dev_free(da);
     dev_free(db);
     dev_free(dc);
+    if (ds != NULL)
+        dev_free(ds);
     free(a), free(b), free(c), free(ar), free(br), free(ref), free(mag);
 }
 
@@ -565,6 +590,12 @@ test_sgemm_beta_zero_ignores_c(void **state)
     g.lda = 12;
     run_sgemm(h, &g, INFINITY);
     g.k = 0;                    /* C = alpha * 0 + 0 * C: zeros */
+    run_sgemm(h, &g, NAN);
+    /* The same with beta read from device memory when the work runs. */
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    run_sgemm(h, &g, NAN);
+    g.k = 12;
     run_sgemm(h, &g, NAN);
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
@@ -814,7 +845,10 @@ run_gemm_ex(cublasHandle_t h, const struct ex_case *e)
     float *a, *b, *c, *ar, *br;
     double *ref = calloc(mn, sizeof(double)), *mag = calloc(mn, sizeof(double));
     void *ea, *eb, *ec, *da, *db, *dc;
+    const float *pa, *pb;
+    float *ds;
 
+    scalar_ptrs(h, &g.alpha, &g.beta, &pa, &pb, &ds);
     g.lda = by_op(g.ta, g.m, g.k) + 1;
     g.ldb = by_op(g.tb, g.k, g.n) + 2;
     na = a_count(&g);
@@ -838,9 +872,9 @@ run_gemm_ex(cublasHandle_t h, const struct ex_case *e)
     da = dev_upload(ea, na * type_bytes(e->ab));
     db = dev_upload(eb, nb * type_bytes(e->ab));
     dc = dev_upload(ec, nc * type_bytes(e->c));
-    assert_int_equal(cublasGemmEx(h, g.ta, g.tb, g.m, g.n, g.k, &g.alpha,
-                                  da, e->ab, g.lda, db, e->ab, g.ldb, &g.beta,
-                                  dc, e->c, g.ldc, e->compute,
+    assert_int_equal(cublasGemmEx(h, g.ta, g.tb, g.m, g.n, g.k, pa, da,
+                                  e->ab, g.lda, db, e->ab, g.ldb, pb, dc,
+                                  e->c, g.ldc, e->compute,
                                   CUBLAS_GEMM_DEFAULT),
                      CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
@@ -848,6 +882,8 @@ run_gemm_ex(cublasHandle_t h, const struct ex_case *e)
     decode(e->c, ec, nc, c);
     check_gemm_result(&g, c, ref, mag, out_rounding(e->c));
     dev_free(da), dev_free(db), dev_free(dc);
+    if (ds != NULL)
+        dev_free(ds);
     free(a), free(b), free(c), free(ar), free(br), free(ref), free(mag);
     free(ea), free(eb), free(ec);
 }
@@ -1202,17 +1238,19 @@ run_sgemv(cublasHandle_t h, const struct gemv_case *v, float y_fill)
     size_t sx = vec_span(lenx, v->incx), sy = vec_span(leny, v->incy);
     float *a = host_floats(na), *x = host_floats(sx), *y = host_floats(sy);
     float *got = malloc(sy * 4);
-    float *da, *dx, *dy;
+    float *da, *dx, *dy, *ds;
+    const float *pa, *pb;
 
     assert_non_null(got);
+    scalar_ptrs(h, &v->alpha, &v->beta, &pa, &pb, &ds);
     for (int i = 0; i < leny && y_fill != 0.0f; i++)
         y[vec_at(i, leny, v->incy)] = y_fill;
     da = dev_upload(a, na * 4);
     dx = dev_upload(x, sx * 4);
     dy = dev_upload(y, sy * 4);
-    assert_int_equal(cublasSgemv_v2(h, v->trans, v->m, v->n, &v->alpha, da,
-                                    v->lda, dx, v->incx, &v->beta, dy,
-                                    v->incy), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemv_v2(h, v->trans, v->m, v->n, pa, da, v->lda,
+                                    dx, v->incx, pb, dy, v->incy),
+                     CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     dev_download(got, dy, sy * 4);
     for (int i = 0; i < leny; i++) {
@@ -1236,6 +1274,8 @@ run_sgemv(cublasHandle_t h, const struct gemv_case *v, float y_fill)
     }
     assert_memory_equal(got, y, sy * 4);    /* the gaps are untouched */
     dev_free(da), dev_free(dx), dev_free(dy);
+    if (ds != NULL)
+        dev_free(ds);
     free(a), free(x), free(y), free(got);
 }
 
@@ -1300,6 +1340,169 @@ test_sgemv_argument_checks(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+/* ---- Non-finite values and threads ------------------------------------- */
+
+/* NaN and Inf in the operands come out where FP32 arithmetic puts them;
+ * the rest of C stays finite and correct. */
+static void
+test_sgemm_nan_inf_propagate(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_N, 5, 6, 7, 5, 7, 5,
+                           1.0f, 0.0f };
+    float *a = host_floats(35), *b = host_floats(42), c[30], got[30];
+    double ref[30], mag[30];
+    float *da, *db, *dc;
+
+    (void)state;
+    for (int i = 0; i < 42; i++)
+        b[i] = fabsf(b[i]) + 0.125f;        /* no Inf * 0, no sign mix */
+    a[1 + 2 * 5] = NAN;                     /* row 1 of C: NaN */
+    a[3 + 4 * 5] = INFINITY;                /* row 3 of C: +Inf */
+    b[6 + 2 * 7] = -INFINITY;               /* column 2: +-Inf or NaN */
+    for (int i = 0; i < 30; i++)
+        c[i] = NAN;
+    ref_gemm(&g, a, b, c, ref, mag);
+    da = dev_upload(a, 35 * 4), db = dev_upload(b, 42 * 4);
+    dc = dev_upload(c, 30 * 4);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 5, 6, 7,
+                                    &g.alpha, da, 5, db, 7, &g.beta, dc, 5),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(got, dc, 30 * 4);
+    for (int i = 0; i < 30; i++) {
+        int row = i % 5, col = i / 5;
+        if (row == 1)
+            assert_true(isnan(ref[i]));
+        else if (row == 3 || col == 2)
+            assert_false(isfinite(ref[i]));
+        if (isnan(ref[i]))
+            assert_true(isnan(got[i]));
+        else if (isinf(ref[i]))
+            assert_true(got[i] == ref[i]);
+        else
+            assert_true(fabs(got[i] - ref[i]) <= 11 * 0x1p-24 * mag[i]);
+    }
+    dev_free(da), dev_free(db), dev_free(dc);
+    free(a), free(b);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* A binary16 C overflows to infinity exactly where the FP32 sum passes
+ * the largest half (65504), and holds 65280 = 255 * 16 * 16 exactly. */
+static void
+test_gemm_ex_half_output_overflow(void **state)
+{
+    enum { K = 256 };
+    cublasHandle_t h = handle_new();
+    uint16_t a[2 * K], b[K * 2], c[4];
+    float alpha = 1.0f, beta = 0.0f;
+    void *da, *db, *dc;
+
+    (void)state;
+    for (int i = 0; i < 2 * K; i++)
+        a[i] = 0x4c00u, b[i] = 0x4c00u;     /* 16.0 */
+    for (int p = 0; p < K; p++)             /* row 0 of A: one term short */
+        a[2 * p] = p == K - 1 ? 0 : 0x4c00u;
+    da = dev_upload(a, sizeof(a)), db = dev_upload(b, sizeof(b));
+    assert_int_equal(cudaMalloc(&dc, sizeof(c)), cudaSuccess);
+    assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, K,
+                                  &alpha, da, CUDA_R_16F, 2, db, CUDA_R_16F,
+                                  K, &beta, dc, CUDA_R_16F, 2,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(c, dc, sizeof(c));
+    assert_int_equal(c[0], 0x7bf8u);        /* 65280 */
+    assert_int_equal(c[2], 0x7bf8u);
+    assert_int_equal(c[1], 0x7c00u);        /* 65536: +Inf */
+    assert_int_equal(c[3], 0x7c00u);
+    dev_free(da), dev_free(db), dev_free(dc);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* Sgemv and GemmEx with alpha and beta in device memory. */
+static void
+test_device_scalars_gemv_gemm_ex(void **state)
+{
+    const struct gemv_case v = { CUBLAS_OP_T, 20, 15, 22, 2, -1, 0.5f,
+                                 -1.5f };
+    const struct ex_case e = { CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F,
+                               RND_NONE, CUBLAS_OP_N, CUBLAS_OP_T };
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    run_sgemv(h, &v, 0.0f);
+    run_gemm_ex(h, &e);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+struct worker {
+    cublasHandle_t handle;
+    int seed, bad;
+};
+
+/* One thread's GEMMs on the shared handle, checked without cmocka (its
+ * asserts must not jump across threads). */
+static void *
+worker_run(void *arg)
+{
+    struct worker *w = arg;
+    float a[64], b[64], c[64], alpha = 1.0f, beta = 0.0f;
+    float *da = NULL, *db = NULL, *dc = NULL;
+
+    for (int i = 0; i < 64; i++)
+        a[i] = (float)((i + w->seed) % 7), b[i] = (float)(i % 5);
+    if (cudaMalloc((void **)&da, 256) || cudaMalloc((void **)&db, 256) ||
+        cudaMalloc((void **)&dc, 256) ||
+        cudaMemcpy(da, a, 256, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(db, b, 256, cudaMemcpyHostToDevice)) {
+        w->bad = -1;
+        goto out;
+    }
+    for (int round = 0; round < 50 && !w->bad; round++) {
+        if (cublasSgemm_v2(w->handle, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8,
+                           &alpha, da, 8, db, 8, &beta, dc, 8) ||
+            cudaMemcpy(c, dc, 256, cudaMemcpyDeviceToHost)) {
+            w->bad = -1;
+            break;
+        }
+        for (int i = 0; i < 8; i++) {
+            for (int j = 0; j < 8; j++) {
+                float s = 0.0f;     /* small integers: exact */
+                for (int p = 0; p < 8; p++)
+                    s += a[i + 8 * p] * b[p + 8 * j];
+                w->bad += c[i + 8 * j] != s;
+            }
+        }
+    }
+out:
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    return NULL;
+}
+
+/* cuBLAS routines are thread-safe on one handle. */
+static void
+test_shared_handle_threads(void **state)
+{
+    struct worker w[4];
+    pthread_t t[4];
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        w[i].handle = h, w[i].seed = i, w[i].bad = 0;
+        assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(w[i].bad, 0);
+    }
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
 /* ---- Deferred execution -------------------------------------------------- */
 
 /* Work on a non-blocking stream changes device memory only once that
@@ -1347,6 +1550,54 @@ test_deferred_execution(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
     assert_int_equal(cudaStreamDestroy(blocking), cudaSuccess);
+    dev_free(da), dev_free(db), dev_free(dc);
+    free(a), free(b), free(c);
+}
+
+/* A GEMM captured into a graph runs only when the graph is launched, and
+ * each launch runs it again with the scalars of the captured call. */
+static void
+test_graph_capture_replay(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct gemm_case g = { CUBLAS_OP_N, CUBLAS_OP_T, 6, 5, 9, 6, 5, 6,
+                           0.5f, 1.0f };
+    float *a = host_floats(54), *b = host_floats(45), *c = host_c(&g, 0.0f);
+    float c1[30], got[30];
+    double ref1[30], ref2[30], mag1[30], mag2[30];
+    float *da = dev_upload(a, 54 * 4), *db = dev_upload(b, 45 * 4);
+    float *dc = dev_upload(c, 30 * 4);
+    cudaStream_t s;
+    CUgraph graph;
+    CUgraphExec exec;
+
+    (void)state;
+    ref_gemm(&g, a, b, c, ref1, mag1);
+    for (int i = 0; i < 30; i++)
+        c1[i] = (float)ref1[i];
+    ref_gemm(&g, a, b, c1, ref2, mag2);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cublasSetStream_v2(h, s), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                     CUDA_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, g.ta, g.tb, 6, 5, 9, &g.alpha, da, 6,
+                                    db, 5, &g.beta, dc, 6),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+    assert_int_equal(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    assert_dev_equals(dc, c, 30 * 4);       /* captured, not run */
+    assert_int_equal(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+    assert_int_equal(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    dev_download(got, dc, 30 * 4);
+    for (int i = 0; i < 30; i++)
+        mag2[i] += mag1[i];
+    check_gemm_result(&g, got, ref2, mag2, 0.0);
+    assert_int_equal(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
     dev_free(da), dev_free(db), dev_free(dc);
     free(a), free(b), free(c);
 }
@@ -1533,7 +1784,12 @@ main(int argc, char **argv)
         cmocka_unit_test(test_saxpy),
         cmocka_unit_test(test_sgemv),
         cmocka_unit_test(test_sgemv_argument_checks),
+        cmocka_unit_test(test_sgemm_nan_inf_propagate),
+        cmocka_unit_test(test_gemm_ex_half_output_overflow),
+        cmocka_unit_test(test_device_scalars_gemv_gemm_ex),
+        cmocka_unit_test(test_shared_handle_threads),
         cmocka_unit_test(test_deferred_execution),
+        cmocka_unit_test(test_graph_capture_replay),
         cmocka_unit_test(test_modelled_timing),
         cmocka_unit_test(test_fault_injection),
     };
