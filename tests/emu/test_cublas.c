@@ -175,7 +175,7 @@ decode(cudaDataType t, const void *in, size_t n, float *val)
     }
 }
 
-/* ---- Device helpers -------------------------------------------------------- */
+/* ---- Device helpers ---------------------------------------------------- */
 
 static void *
 dev_upload(const void *host, size_t bytes)
@@ -244,7 +244,7 @@ scalar_ptrs(cublasHandle_t h, const float *alpha, const float *beta,
     }
 }
 
-/* ---- GEMM reference ------------------------------------------------------- */
+/* ---- GEMM reference ---------------------------------------------------- */
 
 struct gemm_case {
     cublasOperation_t ta, tb;
@@ -1684,7 +1684,10 @@ test_modelled_timing(void **state)
                   ms16, want16);
     assert_true(fabs(ms32 - want32) <= 0.02 * want32);
     assert_true(fabs(ms16 - want16) <= 0.02 * want16);
-    assert_true(ms16 * 3.0f < ms32);
+    /* Faster by what the GPU's rates say: ~7x on an H100, ~2x on an RTX
+     * 4090 (FP32-accumulate Tensor Core rate). */
+    assert_true(ms16 < ms32);
+    assert_true(fabs(ms32 / ms16 - want32 / want16) <= 0.05 * want32 / want16);
     dev_free(da), dev_free(db), dev_free(ha), dev_free(hb), dev_free(dc);
     free(half), free(ones), free(got);
     assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
