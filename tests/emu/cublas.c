@@ -70,19 +70,11 @@ emu_blas_enqueue(const struct emu_blas_config *config,
 /* ---- Handles ------------------------------------------------------------- */
 
 cublasStatus_t
-cublasCreate_v2(cublasHandle_t *handle)
+emu_blas_create(cublasHandle_t *handle)
 {
     struct cublasContext *ctx;
-    int fault, dev;
+    int dev = emu_current_device();
 
-    if (handle == NULL)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    /* A failed creation is reported as the library failing to initialise
-     * its runtime, the status the real one gives without a usable GPU. */
-    fault = emu_fault("cublasCreate_v2", CUBLAS_STATUS_NOT_INITIALIZED);
-    if (fault != 0)
-        return (cublasStatus_t)fault;
-    dev = emu_current_device();
     if (emu_runtime_bind(dev < 0 ? 0 : dev) != CUDA_SUCCESS)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     dev = emu_current_device();
@@ -102,6 +94,32 @@ cublasCreate_v2(cublasHandle_t *handle)
     return CUBLAS_STATUS_SUCCESS;
 }
 
+void
+emu_blas_destroy(cublasHandle_t handle)
+{
+    /* The library documents an implicit device synchronisation here. */
+    if (emu_runtime_bind(handle->device) == CUDA_SUCCESS)
+        (void)cuCtxSynchronize();
+    handle->magic = 0;
+    pthread_mutex_destroy(&handle->lock);
+    free(handle);
+}
+
+cublasStatus_t
+cublasCreate_v2(cublasHandle_t *handle)
+{
+    int fault;
+
+    if (handle == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    /* A failed creation is reported as the library failing to initialise
+     * its runtime, the status the real one gives without a usable GPU. */
+    fault = emu_fault("cublasCreate_v2", CUBLAS_STATUS_NOT_INITIALIZED);
+    if (fault != 0)
+        return (cublasStatus_t)fault;
+    return emu_blas_create(handle);
+}
+
 cublasStatus_t
 cublasDestroy_v2(cublasHandle_t handle)
 {
@@ -112,12 +130,7 @@ cublasDestroy_v2(cublasHandle_t handle)
     fault = emu_fault("cublasDestroy_v2", CUBLAS_STATUS_EXECUTION_FAILED);
     if (fault != 0)
         return (cublasStatus_t)fault;
-    /* The library documents an implicit device synchronisation here. */
-    if (emu_runtime_bind(handle->device) == CUDA_SUCCESS)
-        (void)cuCtxSynchronize();
-    handle->magic = 0;
-    pthread_mutex_destroy(&handle->lock);
-    free(handle);
+    emu_blas_destroy(handle);
     return CUBLAS_STATUS_SUCCESS;
 }
 

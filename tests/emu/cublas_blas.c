@@ -1,7 +1,7 @@
-/* The emulated cuBLAS routines (cublasSgemm_v2, cublasGemmEx,
- * cublasSgemv_v2, cublasSaxpy_v2): checked at call time like the real
- * library, then queued on the handle's stream and run by the emulator core
- * in stream order. */
+/* The emulated cuBLAS routines (every FP32 GEMM entry point: plain, _64,
+ * Ex, SgemmEx, batched, strided and grouped; cublasSgemv_v2,
+ * cublasSaxpy_v2): checked at call time like the real library, then queued
+ * on the handle's stream and run by the emulator core in stream order. */
 #include <cublas_v2.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,7 +68,14 @@ enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32 };
 static size_t
 type_size(cudaDataType t)
 {
-    return t == CUDA_R_32F ? 4 : 2;
+    switch (t) {
+    case CUDA_R_32F:
+        return 4;
+    case CUDA_R_8I:
+        return 1;
+    default:
+        return 2;
+    }
 }
 
 static float
@@ -78,6 +85,8 @@ load(const void *base, size_t idx, cudaDataType t)
     float f;
 
     switch (t) {
+    case CUDA_R_8I:
+        return (float)((const int8_t *)base)[idx];
     case CUDA_R_16F:
         memcpy(&h, (const char *)base + idx * 2, 2);
         return emu_f16_to_f32(h);
@@ -127,7 +136,7 @@ round_operand(float v, enum operand_round r)
 
 /* Bytes spanned by a column-major rows x cols matrix (both >= 1). */
 static size_t
-matrix_bytes(int rows, int cols, int ld, size_t elem)
+matrix_bytes(int64_t rows, int64_t cols, int64_t ld, size_t elem)
 {
     return ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * elem;
 }
@@ -156,13 +165,28 @@ op_valid(cublasOperation_t op)
     return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
 }
 
-static int
-max1(int v)
+static int64_t
+max1(int64_t v)
 {
     return v > 1 ? v : 1;
 }
 
 /* ---- GEMM ---------------------------------------------------------------- */
+
+/*
+ * Every GEMM entry point (plain, _64, Ex, SgemmEx, batched, strided,
+ * grouped, and the legacy cublasSgemm) becomes one gemm_call: a list of
+ * groups, each a shape and scalars shared by `count` problems, and where
+ * the problems' matrices are (a base and strides, or device arrays of
+ * device pointers). One checked call becomes one queued op.
+ */
+
+/* Which table decides types and operand rounding. */
+enum gemm_api {
+    GEMM_API_SGEMM,     /* FP32 only; the handle's math mode applies */
+    GEMM_API_SGEMM_EX,  /* float scalars, the SgemmEx type table */
+    GEMM_API_EX,        /* GemmEx: compute type and algorithm apply */
+};
 
 /* What the compute type and math mode make of the arithmetic. */
 struct gemm_kind {
@@ -170,28 +194,52 @@ struct gemm_kind {
     enum emu_prec prec;
 };
 
+/* One group of problems that share shape and scalars. */
+struct gemm_group {
+    cublasOperation_t transa, transb;
+    int64_t m, n, k;
+    int64_t lda, ldb, ldc;
+    const void *alpha, *beta;       /* as given: host or device addresses */
+    int64_t count;                  /* problems in the group */
+};
+
 struct gemm_call {
     const char *name;
-    cublasOperation_t transa, transb;
-    int m, n, k;
-    const void *alpha, *beta;
+    enum gemm_api api;
+    cudaDataType atype, btype, ctype;
+    cublasComputeType_t compute;    /* GEMM_API_EX */
+    cublasGemmAlgo_t algo;          /* GEMM_API_EX */
+    int by_array;                   /* a, b, c: device arrays of pointers */
+    int host_scalars_only;          /* grouped: device pointer mode refused */
     const void *a, *b;
     void *c;
+    int64_t stride_a, stride_b, stride_c;   /* elements, strided batches */
+    int64_t ngroups;
+    const struct gemm_group *groups;
+};
+
+/* One problem as the host kernel sees it. */
+struct gemm_problem {
+    cublasOperation_t transa, transb;
+    int64_t m, n, k;
+    int64_t lda, ldb, ldc;
     cudaDataType atype, btype, ctype;
-    int lda, ldb, ldc;
-    int is_ex;                      /* GemmEx: compute and algo apply */
-    cublasComputeType_t compute;
-    cublasGemmAlgo_t algo;
+    enum operand_round round;
+};
+
+struct gemm_job_group {
+    struct gemm_problem p;
+    struct scalars s;
+    int64_t count;
 };
 
 struct gemm_job {
-    cublasOperation_t transa, transb;
-    int m, n, k;
+    int by_array;
     CUdeviceptr a, b, c;
-    cudaDataType atype, btype, ctype;
-    int lda, ldb, ldc;
-    enum operand_round round;
-    struct scalars s;
+    int64_t stride_a, stride_b, stride_c;
+    int64_t kmax;                   /* largest k, for the packing buffers */
+    int64_t ngroups;
+    struct gemm_job_group groups[];
 };
 
 /* Blocking of the host kernel: op(A) is packed MB rows at a time and op(B)
@@ -206,15 +254,15 @@ struct gemm_job {
 typedef float v4f __attribute__((vector_size(16)));
 
 static void
-pack_a(const struct gemm_job *j, const void *a, int i0, int rows,
+pack_a(const struct gemm_problem *j, const void *a, int64_t i0, int64_t rows,
        float *pack)
 {
     size_t k = (size_t)j->k;
 
-    for (int g = 0; g < rows; g += MR) {
+    for (int64_t g = 0; g < rows; g += MR) {
         float *dst = pack + (size_t)g * k;
         for (int r = 0; r < MR; r++) {
-            int i = i0 + g + r;
+            int64_t i = i0 + g + r;
             for (size_t p = 0; p < k; p++) {
                 float v = 0.0f;
                 if (g + r < rows) {
@@ -230,15 +278,15 @@ pack_a(const struct gemm_job *j, const void *a, int i0, int rows,
 }
 
 static void
-pack_b(const struct gemm_job *j, const void *b, int j0, int cols,
+pack_b(const struct gemm_problem *j, const void *b, int64_t j0, int64_t cols,
        float *pack)
 {
     size_t k = (size_t)j->k;
 
-    for (int h = 0; h < cols; h += NR) {
+    for (int64_t h = 0; h < cols; h += NR) {
         float *dst = pack + (size_t)h * k;
         for (int c = 0; c < NR; c++) {
-            int col = j0 + h + c;
+            int64_t col = j0 + h + c;
             for (size_t p = 0; p < k; p++) {
                 float v = 0.0f;
                 if (h + c < cols) {
@@ -272,7 +320,7 @@ micro_kernel(const float *ap, const float *bp, size_t k, float out[NR][MR])
 }
 
 static void
-store_c(const struct gemm_job *j, void *c, size_t idx, float alpha,
+store_c(const struct gemm_problem *j, void *c, size_t idx, float alpha,
         float beta, float acc)
 {
     float v = alpha * acc;
@@ -285,10 +333,10 @@ store_c(const struct gemm_job *j, void *c, size_t idx, float alpha,
 
 /* C = beta * C, or zeros when beta == 0 (alpha == 0 or k == 0). */
 static void
-scale_c(const struct gemm_job *j, void *c, float beta)
+scale_c(const struct gemm_problem *j, void *c, float beta)
 {
-    for (int col = 0; col < j->n; col++) {
-        for (int i = 0; i < j->m; i++) {
+    for (int64_t col = 0; col < j->n; col++) {
+        for (int64_t i = 0; i < j->m; i++) {
             size_t idx = (size_t)i + (size_t)col * (size_t)j->ldc;
             float v = beta == 0.0f ? 0.0f : beta * load(c, idx, j->ctype);
             store(c, idx, j->ctype, v);
@@ -297,20 +345,20 @@ scale_c(const struct gemm_job *j, void *c, float beta)
 }
 
 static void
-multiply(const struct gemm_job *j, const void *a, const void *b, void *c,
+multiply(const struct gemm_problem *j, const void *a, const void *b, void *c,
          float alpha, float beta, float *apack, float *bpack)
 {
     size_t k = (size_t)j->k;
     float out[NR][MR];
 
-    for (int j0 = 0; j0 < j->n; j0 += NB) {
-        int cols = j->n - j0 < NB ? j->n - j0 : NB;
+    for (int64_t j0 = 0; j0 < j->n; j0 += NB) {
+        int64_t cols = j->n - j0 < NB ? j->n - j0 : NB;
         pack_b(j, b, j0, cols, bpack);
-        for (int i0 = 0; i0 < j->m; i0 += MB) {
-            int rows = j->m - i0 < MB ? j->m - i0 : MB;
+        for (int64_t i0 = 0; i0 < j->m; i0 += MB) {
+            int64_t rows = j->m - i0 < MB ? j->m - i0 : MB;
             pack_a(j, a, i0, rows, apack);
-            for (int h = 0; h < cols; h += NR) {
-                for (int g = 0; g < rows; g += MR) {
+            for (int64_t h = 0; h < cols; h += NR) {
+                for (int64_t g = 0; g < rows; g += MR) {
                     micro_kernel(apack + (size_t)g * k, bpack + (size_t)h * k,
                                  k, out);
                     for (int cc = 0; cc < NR && h + cc < cols; cc++) {
@@ -327,59 +375,116 @@ multiply(const struct gemm_job *j, const void *a, const void *b, void *c,
     }
 }
 
+/* One problem with its scalars already read; apack and bpack hold MB and
+ * NB rows of k floats. */
 static CUresult
-gemm_run(void *arg)
+run_problem(const struct gemm_problem *j, CUdeviceptr da, CUdeviceptr db,
+            CUdeviceptr dc, float alpha, float beta, float *apack,
+            float *bpack)
 {
-    const struct gemm_job *j = arg;
-    int arows = j->transa == CUBLAS_OP_N ? j->m : j->k;
-    int brows = j->transb == CUBLAS_OP_N ? j->k : j->n;
-    float alpha, beta, *apack, *bpack;
+    int64_t acols = j->transa == CUBLAS_OP_N ? j->k : j->m;
+    int64_t bcols = j->transb == CUBLAS_OP_N ? j->n : j->k;
+    int64_t arows = j->transa == CUBLAS_OP_N ? j->m : j->k;
+    int64_t brows = j->transb == CUBLAS_OP_N ? j->k : j->n;
     void *a, *b, *c;
-    size_t k = (size_t)j->k;
 
-    if (read_scalars(&j->s, &alpha, &beta) != 0)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    if ((alpha == 0.0f || j->k == 0) && beta == 1.0f)
-        return CUDA_SUCCESS;
-    c = emu_dev_at(j->c, matrix_bytes(j->m, j->n, j->ldc,
-                                      type_size(j->ctype)));
+    c = emu_dev_at(dc, matrix_bytes(j->m, j->n, j->ldc, type_size(j->ctype)));
     if (c == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     if (alpha == 0.0f || j->k == 0) {
         scale_c(j, c, beta);
         return CUDA_SUCCESS;
     }
-    a = emu_dev_at(j->a, matrix_bytes(arows, j->transa == CUBLAS_OP_N
-                                                 ? j->k : j->m,
-                                      j->lda, type_size(j->atype)));
-    b = emu_dev_at(j->b, matrix_bytes(brows, j->transb == CUBLAS_OP_N
-                                                 ? j->n : j->k,
-                                      j->ldb, type_size(j->btype)));
+    a = emu_dev_at(da, matrix_bytes(arows, acols, j->lda,
+                                    type_size(j->atype)));
+    b = emu_dev_at(db, matrix_bytes(brows, bcols, j->ldb,
+                                    type_size(j->btype)));
     if (a == NULL || b == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-
-    apack = malloc(MB * k * sizeof(float));
-    bpack = malloc(NB * k * sizeof(float));
-    if (apack == NULL || bpack == NULL) {
-        free(apack);
-        free(bpack);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     multiply(j, a, b, c, alpha, beta, apack, bpack);
-    free(apack);
-    free(bpack);
     return CUDA_SUCCESS;
 }
 
-static cublasStatus_t
-gemm_check(const struct gemm_call *g)
+/* Problem `idx`'s matrix: read from the device pointer array at `base`,
+ * or `idx` strides of `elem`-byte elements past `base`. */
+static CUresult
+operand_at(const struct gemm_job *j, CUdeviceptr base, int64_t stride,
+           size_t elem, int64_t idx, CUdeviceptr *out)
 {
-    int arows = g->transa == CUBLAS_OP_N ? g->m : g->k;
-    int brows = g->transb == CUBLAS_OP_N ? g->k : g->n;
+    const void *slot;
+
+    if (!j->by_array) {
+        *out = base + (CUdeviceptr)(idx * stride * (int64_t)elem);
+        return CUDA_SUCCESS;
+    }
+    slot = emu_dev_at(base + (CUdeviceptr)idx * sizeof(CUdeviceptr),
+                      sizeof(CUdeviceptr));
+    if (slot == NULL)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    memcpy(out, slot, sizeof(*out));
+    return CUDA_SUCCESS;
+}
+
+static CUresult
+run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
+        float alpha, float beta, float *apack, float *bpack)
+{
+    CUdeviceptr a = 0, b = 0, c = 0;
+    CUresult rc;
+
+    rc = operand_at(j, j->c, j->stride_c, type_size(p->ctype), idx, &c);
+    if (rc == CUDA_SUCCESS && alpha != 0.0f && p->k != 0)
+        rc = operand_at(j, j->a, j->stride_a, type_size(p->atype), idx, &a);
+    if (rc == CUDA_SUCCESS && alpha != 0.0f && p->k != 0)
+        rc = operand_at(j, j->b, j->stride_b, type_size(p->btype), idx, &b);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return run_problem(p, a, b, c, alpha, beta, apack, bpack);
+}
+
+static CUresult
+gemm_run(void *arg)
+{
+    const struct gemm_job *j = arg;
+    size_t k = (size_t)(j->kmax > 0 ? j->kmax : 1);
+    float *apack = malloc(MB * k * sizeof(float));
+    float *bpack = malloc(NB * k * sizeof(float));
+    CUresult rc = CUDA_SUCCESS;
+    int64_t idx = 0;
+
+    if (apack == NULL || bpack == NULL)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    for (int64_t g = 0; rc == CUDA_SUCCESS && g < j->ngroups; g++) {
+        const struct gemm_job_group *grp = &j->groups[g];
+        float alpha, beta;
+        int idle;
+
+        if (read_scalars(&grp->s, &alpha, &beta) != 0) {
+            rc = CUDA_ERROR_ILLEGAL_ADDRESS;
+            break;
+        }
+        /* An empty problem or C = 1 * C reads and writes nothing. */
+        idle = grp->p.m == 0 || grp->p.n == 0 ||
+               ((alpha == 0.0f || grp->p.k == 0) && beta == 1.0f);
+        for (int64_t i = 0; !idle && rc == CUDA_SUCCESS && i < grp->count;
+             i++)
+            rc = run_one(j, &grp->p, idx + i, alpha, beta, apack, bpack);
+        idx += grp->count;
+    }
+    free(apack);
+    free(bpack);
+    return rc;
+}
+
+static cublasStatus_t
+group_check(const struct gemm_group *g)
+{
+    int64_t arows = g->transa == CUBLAS_OP_N ? g->m : g->k;
+    int64_t brows = g->transb == CUBLAS_OP_N ? g->k : g->n;
 
     if (!op_valid(g->transa) || !op_valid(g->transb))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (g->m < 0 || g->n < 0 || g->k < 0)
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->count < 0)
         return CUBLAS_STATUS_INVALID_VALUE;
     if (g->lda < max1(arows) || g->ldb < max1(brows) || g->ldc < max1(g->m))
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -484,23 +589,141 @@ gemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
     }
 }
 
-static double
-gemm_model_ns(const struct gemm_call *g, const struct gemm_kind *kind,
-              const struct scalars *s)
+/* The cublasSgemmEx table (A and B of one type): 32F, 16F, 16BF or 8I
+ * operands with a 32F C, or 16F/16BF operands with a C of their own type.
+ * Arithmetic is FP32; FP32 operands follow the math mode as in
+ * cublasSgemm_v2, half operands use Tensor Cores unless the handle is
+ * pedantic. */
+static cublasStatus_t
+sgemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
+              struct gemm_kind *kind)
 {
-    double m = g->m, n = g->n, k = g->k;
-    double c_bytes = m * n * (double)type_size(g->ctype);
-    double bytes = c_bytes; /* C written */
+    int pedantic = ((unsigned)math & 0xfu) == CUBLAS_PEDANTIC_MATH;
 
-    if (s->on_device || s->beta != 0.0f)
-        bytes += c_bytes;
-    if (!s->on_device && (s->alpha == 0.0f || g->k == 0))
-        return emu_model_ns(0.0, EMU_PREC_NONE, bytes);
-    bytes += m * k * (double)type_size(g->atype);
-    bytes += k * n * (double)type_size(g->btype);
-    return emu_model_ns(2.0 * m * n * k, kind->prec, bytes);
+    if (g->atype != g->btype)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    kind->round = ROUND_NONE;
+    kind->prec = EMU_PREC_FP32;
+    switch (g->atype) {
+    case CUDA_R_32F:
+        if (g->ctype != CUDA_R_32F)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        *kind = fp32_kind(math);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUDA_R_8I:
+        return g->ctype == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS
+                                      : CUBLAS_STATUS_NOT_SUPPORTED;
+    case CUDA_R_16F:
+    case CUDA_R_16BF:
+        if (g->ctype != CUDA_R_32F && g->ctype != g->atype)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        kind->prec = pedantic ? EMU_PREC_FP32 : EMU_PREC_FP16;
+        return CUBLAS_STATUS_SUCCESS;
+    default:
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
 }
 
+static cublasStatus_t
+gemm_kind_of(const struct gemm_call *g, cublasMath_t math,
+             struct gemm_kind *kind)
+{
+    switch (g->api) {
+    case GEMM_API_EX:
+        return gemm_ex_kind(g, math, kind);
+    case GEMM_API_SGEMM_EX:
+        return sgemm_ex_kind(g, math, kind);
+    default:
+        *kind = fp32_kind(math);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+}
+
+/* With host scalars known at call time: 1 when the group reads and writes
+ * nothing (an empty problem, or C = 1 * C). */
+static int
+group_idle(const struct gemm_job_group *grp)
+{
+    if (grp->count == 0 || grp->p.m == 0 || grp->p.n == 0)
+        return 1;
+    return !grp->s.on_device &&
+           (grp->s.alpha == 0.0f || grp->p.k == 0) && grp->s.beta == 1.0f;
+}
+
+/* Modelled time of the whole call, one launch: its flops at the
+ * precision used and the bytes its problems move. */
+static double
+gemm_model_ns(const struct gemm_job *j, const struct gemm_kind *kind)
+{
+    double flops = 0.0, bytes = 0.0;
+
+    for (int64_t g = 0; g < j->ngroups; g++) {
+        const struct gemm_job_group *grp = &j->groups[g];
+        const struct gemm_problem *p = &grp->p;
+        double m = (double)p->m, n = (double)p->n, k = (double)p->k;
+        double c_bytes = m * n * (double)type_size(p->ctype);
+        double one = c_bytes; /* C written */
+
+        if (group_idle(grp))
+            continue;
+        if (grp->s.on_device || grp->s.beta != 0.0f)
+            one += c_bytes;
+        if (grp->s.on_device || (grp->s.alpha != 0.0f && p->k != 0)) {
+            one += m * k * (double)type_size(p->atype);
+            one += k * n * (double)type_size(p->btype);
+            flops += 2.0 * m * n * k * (double)grp->count;
+        }
+        bytes += one * (double)grp->count;
+    }
+    return emu_model_ns(flops, flops > 0.0 ? kind->prec : EMU_PREC_NONE,
+                        bytes);
+}
+
+/* The job for a checked call; NULL when out of memory. *idle is set when
+ * no group has anything to do. */
+static struct gemm_job *
+gemm_job_new(const struct gemm_call *g, const struct emu_blas_config *cfg,
+             const struct gemm_kind *kind, int *idle)
+{
+    struct gemm_job *job;
+
+    job = calloc(1, sizeof(*job) +
+                        (size_t)g->ngroups * sizeof(struct gemm_job_group));
+    if (job == NULL)
+        return NULL;
+    job->by_array = g->by_array;
+    job->a = (CUdeviceptr)(uintptr_t)g->a;
+    job->b = (CUdeviceptr)(uintptr_t)g->b;
+    job->c = (CUdeviceptr)(uintptr_t)g->c;
+    job->stride_a = g->stride_a;
+    job->stride_b = g->stride_b;
+    job->stride_c = g->stride_c;
+    job->ngroups = g->ngroups;
+    *idle = 1;
+    for (int64_t i = 0; i < g->ngroups; i++) {
+        const struct gemm_group *src = &g->groups[i];
+        struct gemm_job_group *dst = &job->groups[i];
+        struct gemm_problem p = {
+            .transa = src->transa, .transb = src->transb,
+            .m = src->m, .n = src->n, .k = src->k,
+            .lda = src->lda, .ldb = src->ldb, .ldc = src->ldc,
+            .atype = g->atype, .btype = g->btype, .ctype = g->ctype,
+            .round = kind->round,
+        };
+
+        dst->p = p;
+        dst->count = src->count;
+        take_scalars(&dst->s, cfg->pointer_mode, src->alpha, src->beta);
+        if (src->k > job->kmax)
+            job->kmax = src->k;
+        if (!group_idle(dst))
+            *idle = 0;
+    }
+    return job;
+}
+
+/* Checks a call as the library does (handle, then arguments, then types
+ * and modes), then queues it on the handle's stream. */
 static cublasStatus_t
 gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
 {
@@ -509,98 +732,365 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
     struct gemm_job *job;
     struct emu_op op;
     cublasStatus_t st;
-    int fault;
+    int fault, idle;
 
     st = emu_blas_config(handle, &cfg);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
-    st = gemm_check(g);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        return st;
-    if (g->is_ex) {
-        st = gemm_ex_kind(g, cfg.math_mode, &kind);
+    for (int64_t i = 0; i < g->ngroups; i++) {
+        st = group_check(&g->groups[i]);
         if (st != CUBLAS_STATUS_SUCCESS)
             return st;
-    } else {
-        kind = fp32_kind(cfg.math_mode);
     }
+    if (g->host_scalars_only && cfg.pointer_mode != CUBLAS_POINTER_MODE_HOST)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    st = gemm_kind_of(g, cfg.math_mode, &kind);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     fault = emu_fault(g->name, CUBLAS_STATUS_EXECUTION_FAILED);
     if (fault != 0)
         return (cublasStatus_t)fault;
-    if (g->m == 0 || g->n == 0)
-        return CUBLAS_STATUS_SUCCESS;
 
-    job = calloc(1, sizeof(*job));
+    job = gemm_job_new(g, &cfg, &kind, &idle);
     if (job == NULL)
         return CUBLAS_STATUS_ALLOC_FAILED;
-    take_scalars(&job->s, cfg.pointer_mode, g->alpha, g->beta);
-    if (!job->s.on_device && (job->s.alpha == 0.0f || g->k == 0) &&
-        job->s.beta == 1.0f) {
+    if (idle) {
         free(job);
         return CUBLAS_STATUS_SUCCESS;
     }
-    job->transa = g->transa;
-    job->transb = g->transb;
-    job->m = g->m;
-    job->n = g->n;
-    job->k = g->k;
-    job->a = (CUdeviceptr)(uintptr_t)g->a;
-    job->b = (CUdeviceptr)(uintptr_t)g->b;
-    job->c = (CUdeviceptr)(uintptr_t)g->c;
-    job->atype = g->atype;
-    job->btype = g->btype;
-    job->ctype = g->ctype;
-    job->lda = g->lda;
-    job->ldb = g->ldb;
-    job->ldc = g->ldc;
-    job->round = kind.round;
-
     op.name = g->name;
     op.run = gemm_run;
     op.release = free;
     op.arg = job;
-    op.model_ns = gemm_model_ns(g, &kind, &job->s);
+    op.model_ns = gemm_model_ns(job, &kind);
     return emu_blas_enqueue(&cfg, &op);
 }
 
-cublasStatus_t
-cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
-               cublasOperation_t transb, int m, int n, int k,
-               const float *alpha, const float *A, int lda, const float *B,
-               int ldb, const float *beta, float *C, int ldc)
+/* ---- GEMM entry points --------------------------------------------------- */
+
+/* What the non-grouped entry points share: one group of `count` problems,
+ * their matrices at A/B/C plus strides, or in device pointer arrays. */
+struct gemm_uniform {
+    cublasOperation_t transa, transb;
+    int64_t m, n, k;
+    const void *alpha, *beta;
+    const void *a, *b;
+    void *c;
+    cudaDataType atype, btype, ctype;
+    int64_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+    int64_t count;
+};
+
+static cublasStatus_t
+gemm_uniform(cublasHandle_t handle, const char *name, enum gemm_api api,
+             int by_array, const struct gemm_uniform *u,
+             cublasComputeType_t compute, cublasGemmAlgo_t algo)
 {
+    struct gemm_group grp = {
+        .transa = u->transa, .transb = u->transb,
+        .m = u->m, .n = u->n, .k = u->k,
+        .lda = u->lda, .ldb = u->ldb, .ldc = u->ldc,
+        .alpha = u->alpha, .beta = u->beta, .count = u->count,
+    };
     struct gemm_call g = {
-        .name = "cublasSgemm_v2",
+        .name = name, .api = api,
+        .atype = u->atype, .btype = u->btype, .ctype = u->ctype,
+        .compute = compute, .algo = algo, .by_array = by_array,
+        .a = u->a, .b = u->b, .c = u->c,
+        .stride_a = u->stride_a, .stride_b = u->stride_b,
+        .stride_c = u->stride_c, .ngroups = 1, .groups = &grp,
+    };
+
+    return gemm_submit(handle, &g);
+}
+
+cublasStatus_t
+emu_blas_sgemm(cublasHandle_t handle, const char *name,
+               cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+               int64_t n, int64_t k, const float *alpha, const float *A,
+               int64_t lda, const float *B, int64_t ldb, const float *beta,
+               float *C, int64_t ldc)
+{
+    struct gemm_uniform u = {
         .transa = transa, .transb = transb, .m = m, .n = n, .k = k,
         .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,
         .atype = CUDA_R_32F, .btype = CUDA_R_32F, .ctype = CUDA_R_32F,
-        .lda = lda, .ldb = ldb, .ldc = ldc,
-        .is_ex = 0, .compute = CUBLAS_COMPUTE_32F,
-        .algo = CUBLAS_GEMM_DEFAULT,
+        .lda = lda, .ldb = ldb, .ldc = ldc, .count = 1,
     };
 
-    return gemm_submit(handle, &g);
+    return gemm_uniform(handle, name, GEMM_API_SGEMM, 0, &u,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-cublasStatus_t
-cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
-             cublasOperation_t transb, int m, int n, int k,
-             const void *alpha, const void *A, cudaDataType Atype, int lda,
-             const void *B, cudaDataType Btype, int ldb, const void *beta,
-             void *C, cudaDataType Ctype, int ldc,
-             cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+/*
+ * Each entry point exists with int sizes and as _64 with int64_t sizes;
+ * one macro defines both from one parameter list, so that the two differ
+ * only in the size type, as in the header. The header's prototype checks
+ * each definition.
+ */
+#define DEFINE_SGEMM(fn, I)                                                  \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const float *alpha, const float *A, I lda,             \
+                      const float *B, I ldb, const float *beta, float *C,    \
+                      I ldc)                                                 \
+    {                                                                        \
+        return emu_blas_sgemm(handle, #fn, transa, transb, m, n, k, alpha,   \
+                              A, lda, B, ldb, beta, C, ldc);                 \
+    }
+DEFINE_SGEMM(cublasSgemm_v2, int)
+DEFINE_SGEMM(cublasSgemm_v2_64, int64_t)
+
+#define DEFINE_GEMM_EX(fn, I)                                                \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, cudaDataType Atype,  \
+                      I lda, const void *B, cudaDataType Btype, I ldb,       \
+                      const void *beta, void *C, cudaDataType Ctype, I ldc,  \
+                      cublasComputeType_t computeType,                       \
+                      cublasGemmAlgo_t algo)                                 \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .count = 1,                  \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_EX, 0, &u, computeType,    \
+                            algo);                                           \
+    }
+DEFINE_GEMM_EX(cublasGemmEx, int)
+DEFINE_GEMM_EX(cublasGemmEx_64, int64_t)
+
+#define DEFINE_SGEMM_EX(fn, I)                                               \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const float *alpha, const void *A, cudaDataType Atype, \
+                      I lda, const void *B, cudaDataType Btype, I ldb,       \
+                      const float *beta, void *C, cudaDataType Ctype, I ldc) \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .count = 1,                  \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_SGEMM_EX, 0, &u,           \
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_SGEMM_EX(cublasSgemmEx, int)
+DEFINE_SGEMM_EX(cublasSgemmEx_64, int64_t)
+
+#define DEFINE_SGEMM_BATCHED(fn, I)                                          \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const float *alpha, const float *const Aarray[],       \
+                      I lda, const float *const Barray[], I ldb,             \
+                      const float *beta, float *const Carray[], I ldc,       \
+                      I batchCount)                                          \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta,                                    \
+            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+            .atype = CUDA_R_32F, .btype = CUDA_R_32F, .ctype = CUDA_R_32F,   \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .count = batchCount,         \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_SGEMM, 1, &u,              \
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_SGEMM_BATCHED(cublasSgemmBatched, int)
+DEFINE_SGEMM_BATCHED(cublasSgemmBatched_64, int64_t)
+
+#define DEFINE_SGEMM_STRIDED(fn, I)                                          \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const float *alpha, const float *A, I lda,             \
+                      long long int strideA, const float *B, I ldb,          \
+                      long long int strideB, const float *beta, float *C,    \
+                      I ldc, long long int strideC, I batchCount)            \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            .atype = CUDA_R_32F, .btype = CUDA_R_32F, .ctype = CUDA_R_32F,   \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = strideA,         \
+            .stride_b = strideB, .stride_c = strideC, .count = batchCount,   \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_SGEMM, 0, &u,              \
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_SGEMM_STRIDED(cublasSgemmStridedBatched, int)
+DEFINE_SGEMM_STRIDED(cublasSgemmStridedBatched_64, int64_t)
+
+#define DEFINE_GEMM_BATCHED_EX(fn, I)                                        \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *const Aarray[],         \
+                      cudaDataType Atype, I lda, const void *const Barray[], \
+                      cudaDataType Btype, I ldb, const void *beta,           \
+                      void *const Carray[], cudaDataType Ctype, I ldc,       \
+                      I batchCount, cublasComputeType_t computeType,         \
+                      cublasGemmAlgo_t algo)                                 \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta,                                    \
+            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+            .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .count = batchCount,         \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_EX, 1, &u, computeType,    \
+                            algo);                                           \
+    }
+DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx, int)
+DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
+
+#define DEFINE_GEMM_STRIDED_EX(fn, I)                                        \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, cudaDataType Atype,  \
+                      I lda, long long int strideA, const void *B,           \
+                      cudaDataType Btype, I ldb, long long int strideB,      \
+                      const void *beta, void *C, cudaDataType Ctype, I ldc,  \
+                      long long int strideC, I batchCount,                   \
+                      cublasComputeType_t computeType,                       \
+                      cublasGemmAlgo_t algo)                                 \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
+            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
+            .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = strideA,         \
+            .stride_b = strideB, .stride_c = strideC, .count = batchCount,   \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_EX, 0, &u, computeType,    \
+                            algo);                                           \
+    }
+DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, int)
+DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
+
+/* ---- Grouped GEMM -------------------------------------------------------- */
+
+/* The per-group host arrays of a grouped call; sizes are int or int64_t
+ * (`wide`). Scalars are host floats: the grouped functions support only
+ * CUBLAS_POINTER_MODE_HOST. */
+struct grouped_args {
+    const cublasOperation_t *transa, *transb;
+    const void *m, *n, *k, *lda, *ldb, *ldc, *size;
+    const float *alpha, *beta;
+    int wide;
+};
+
+static int64_t
+size_at(const void *array, int wide, int64_t i)
 {
-    struct gemm_call g = {
-        .name = "cublasGemmEx",
-        .transa = transa, .transb = transb, .m = m, .n = n, .k = k,
-        .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,
-        .atype = Atype, .btype = Btype, .ctype = Ctype,
-        .lda = lda, .ldb = ldb, .ldc = ldc,
-        .is_ex = 1, .compute = computeType, .algo = algo,
-    };
-
-    return gemm_submit(handle, &g);
+    return wide ? ((const int64_t *)array)[i] : ((const int *)array)[i];
 }
+
+static cublasStatus_t
+gemm_grouped(cublasHandle_t handle, struct gemm_call *g,
+             const struct grouped_args *ga, int64_t group_count)
+{
+    struct emu_blas_config cfg;
+    struct gemm_group *groups;
+    cublasStatus_t st;
+
+    st = emu_blas_config(handle, &cfg);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (group_count < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (group_count == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    if (ga->transa == NULL || ga->transb == NULL || ga->m == NULL ||
+        ga->n == NULL || ga->k == NULL || ga->lda == NULL ||
+        ga->ldb == NULL || ga->ldc == NULL || ga->size == NULL ||
+        ga->alpha == NULL || ga->beta == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    groups = calloc((size_t)group_count, sizeof(*groups));
+    if (groups == NULL)
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    for (int64_t i = 0; i < group_count; i++) {
+        groups[i].transa = ga->transa[i];
+        groups[i].transb = ga->transb[i];
+        groups[i].m = size_at(ga->m, ga->wide, i);
+        groups[i].n = size_at(ga->n, ga->wide, i);
+        groups[i].k = size_at(ga->k, ga->wide, i);
+        groups[i].lda = size_at(ga->lda, ga->wide, i);
+        groups[i].ldb = size_at(ga->ldb, ga->wide, i);
+        groups[i].ldc = size_at(ga->ldc, ga->wide, i);
+        groups[i].count = size_at(ga->size, ga->wide, i);
+        groups[i].alpha = &ga->alpha[i];
+        groups[i].beta = &ga->beta[i];
+    }
+    g->by_array = 1;
+    g->host_scalars_only = 1;
+    g->ngroups = group_count;
+    g->groups = groups;
+    st = gemm_submit(handle, g);
+    free(groups);
+    return st;
+}
+
+#define DEFINE_SGEMM_GROUPED(fn, I)                                          \
+    cublasStatus_t fn(cublasHandle_t handle,                                 \
+                      const cublasOperation_t transa_array[],                \
+                      const cublasOperation_t transb_array[],                \
+                      const I m_array[], const I n_array[],                  \
+                      const I k_array[], const float alpha_array[],          \
+                      const float *const Aarray[], const I lda_array[],      \
+                      const float *const Barray[], const I ldb_array[],      \
+                      const float beta_array[], float *const Carray[],       \
+                      const I ldc_array[], I group_count,                    \
+                      const I group_size[])                                  \
+    {                                                                        \
+        struct grouped_args ga = {                                           \
+            transa_array, transb_array, m_array, n_array, k_array,           \
+            lda_array, ldb_array, ldc_array, group_size, alpha_array,        \
+            beta_array, sizeof(I) == sizeof(int64_t),                        \
+        };                                                                   \
+        struct gemm_call g = {                                               \
+            .name = #fn, .api = GEMM_API_SGEMM, .atype = CUDA_R_32F,         \
+            .btype = CUDA_R_32F, .ctype = CUDA_R_32F,                        \
+            .compute = CUBLAS_COMPUTE_32F, .algo = CUBLAS_GEMM_DEFAULT,      \
+            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+        };                                                                   \
+        return gemm_grouped(handle, &g, &ga, group_count);                   \
+    }
+DEFINE_SGEMM_GROUPED(cublasSgemmGroupedBatched, int)
+DEFINE_SGEMM_GROUPED(cublasSgemmGroupedBatched_64, int64_t)
+
+#define DEFINE_GEMM_GROUPED_EX(fn, I)                                        \
+    cublasStatus_t fn(cublasHandle_t handle,                                 \
+                      const cublasOperation_t transa_array[],                \
+                      const cublasOperation_t transb_array[],                \
+                      const I m_array[], const I n_array[],                  \
+                      const I k_array[], const void *alpha_array,            \
+                      const void *const Aarray[], cudaDataType_t Atype,      \
+                      const I lda_array[], const void *const Barray[],       \
+                      cudaDataType_t Btype, const I ldb_array[],             \
+                      const void *beta_array, void *const Carray[],          \
+                      cudaDataType_t Ctype, const I ldc_array[],             \
+                      I group_count, const I group_size[],                   \
+                      cublasComputeType_t computeType)                       \
+    {                                                                        \
+        struct grouped_args ga = {                                           \
+            transa_array, transb_array, m_array, n_array, k_array,           \
+            lda_array, ldb_array, ldc_array, group_size, alpha_array,        \
+            beta_array, sizeof(I) == sizeof(int64_t),                        \
+        };                                                                   \
+        struct gemm_call g = {                                               \
+            .name = #fn, .api = GEMM_API_EX, .atype = Atype,                 \
+            .btype = Btype, .ctype = Ctype, .compute = computeType,          \
+            .algo = CUBLAS_GEMM_DEFAULT,                                     \
+            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+        };                                                                   \
+        return gemm_grouped(handle, &g, &ga, group_count);                   \
+    }
+DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx, int)
+DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, int64_t)
 
 /* ---- GEMV ---------------------------------------------------------------- */
 

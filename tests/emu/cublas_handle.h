@@ -1,8 +1,10 @@
-/* The emulated cuBLAS handle and the helpers its entry points share. */
+/* The emulated cuBLAS handle and the helpers its entry points share, for
+ * the v2 sources and the legacy one (cublas_api.h is common to cublas.h
+ * and cublas_v2.h, which refuse to meet in one translation unit). */
 #ifndef EMU_CUBLAS_HANDLE_H
 #define EMU_CUBLAS_HANDLE_H
 
-#include <cublas_v2.h>
+#include <cublas_api.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -42,6 +44,23 @@ cublasStatus_t emu_blas_config(cublasHandle_t handle,
  * called). */
 cublasStatus_t emu_blas_enqueue(const struct emu_blas_config *config,
                                 const struct emu_op *op);
+
+/* Creates a handle on the calling thread's device (binding the primary
+ * context as the runtime would). Fails with NOT_INITIALIZED when no device
+ * can be bound, ALLOC_FAILED without memory. No fault injection. */
+cublasStatus_t emu_blas_create(cublasHandle_t *handle);
+
+/* Waits for the handle's device and frees a valid handle. */
+void emu_blas_destroy(cublasHandle_t handle);
+
+/* The whole cublasSgemm_v2 contract (checks, pointer and math modes,
+ * queueing) under the entry point name `name`, with 64-bit sizes. */
+cublasStatus_t emu_blas_sgemm(cublasHandle_t handle, const char *name,
+                              cublasOperation_t transa,
+                              cublasOperation_t transb, int64_t m, int64_t n,
+                              int64_t k, const float *alpha, const float *A,
+                              int64_t lda, const float *B, int64_t ldb,
+                              const float *beta, float *C, int64_t ldc);
 
 /* 1 when NVIDIA_TF32_OVERRIDE=0 forbids TF32 everywhere (read once). */
 int emu_blas_tf32_disabled(void);
