@@ -992,6 +992,818 @@ test_gemm_ex_unsupported(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+/* ---- Batched, strided, _64 and SgemmEx entry points ---------------------- */
+
+enum batch_api {
+    API_SGEMM_64, API_GEMM_EX_64, API_SGEMM_EX, API_SGEMM_EX_64,
+    API_SGEMM_STRIDED, API_SGEMM_STRIDED_64, API_SGEMM_BATCHED,
+    API_SGEMM_BATCHED_64, API_EX_STRIDED, API_EX_STRIDED_64, API_EX_BATCHED,
+    API_EX_BATCHED_64,
+};
+
+/* `count` problems of one shape laid out `gap` elements apart in one
+ * buffer per operand; pointer-array APIs get device arrays pointing into
+ * those buffers. */
+struct batch_run {
+    enum batch_api api;
+    cudaDataType ab, c;
+    cublasComputeType_t compute;
+    enum ref_rounding round;    /* what the library does to the operands */
+    struct gemm_case g;
+    int count;
+    int share_a;                /* stride 0 (or one pointer) for A */
+    int reverse_c;              /* Carray[i] points at problem count-1-i
+                                 * (pointer-array APIs only) */
+};
+
+static int
+is_pointer_api(enum batch_api api)
+{
+    return api == API_SGEMM_BATCHED || api == API_SGEMM_BATCHED_64 ||
+           api == API_EX_BATCHED || api == API_EX_BATCHED_64;
+}
+
+/* Device array of `count` pointers base + slot(i) * stride elements. */
+static void *
+pointer_array(cudaStream_t s, char *base, size_t stride_bytes, int count,
+              int reverse, void **host_copy)
+{
+    void **host = calloc((size_t)count + 1, sizeof(void *));
+    void *dev = NULL;
+
+    assert_non_null(host);
+    for (int i = 0; i < count; i++)
+        host[i] = base + (size_t)(reverse ? count - 1 - i : i) * stride_bytes;
+    assert_int_equal(cudaMalloc(&dev, ((size_t)count + 1) * sizeof(void *)),
+                     cudaSuccess);
+    /* Queued on the work's stream, not synchronised: the GEMM must read
+     * the array when it runs, not when it is called. */
+    assert_int_equal(cudaMemcpyAsync(dev, host, (size_t)count * sizeof(void *),
+                                     cudaMemcpyHostToDevice, s),
+                     cudaSuccess);
+    *host_copy = host;
+    return dev;
+}
+
+static cublasStatus_t
+call_batch(cublasHandle_t h, const struct batch_run *r, const float *pa,
+           const float *pb, void *da, void *db, void *dc, long long sa,
+           long long sb, long long sc)
+{
+    const struct gemm_case *g = &r->g;
+    const int64_t m = g->m, n = g->n, k = g->k;
+    const int64_t lda = g->lda, ldb = g->ldb, ldc = g->ldc, cnt = r->count;
+
+    switch (r->api) {
+    case API_SGEMM_64:
+        return cublasSgemm_v2_64(h, g->ta, g->tb, m, n, k, pa, da, lda, db,
+                                 ldb, pb, dc, ldc);
+    case API_GEMM_EX_64:
+        return cublasGemmEx_64(h, g->ta, g->tb, m, n, k, pa, da, r->ab, lda,
+                               db, r->ab, ldb, pb, dc, r->c, ldc, r->compute,
+                               CUBLAS_GEMM_DEFAULT);
+    case API_SGEMM_EX:
+        return cublasSgemmEx(h, g->ta, g->tb, g->m, g->n, g->k, pa, da, r->ab,
+                             g->lda, db, r->ab, g->ldb, pb, dc, r->c, g->ldc);
+    case API_SGEMM_EX_64:
+        return cublasSgemmEx_64(h, g->ta, g->tb, m, n, k, pa, da, r->ab, lda,
+                                db, r->ab, ldb, pb, dc, r->c, ldc);
+    case API_SGEMM_STRIDED:
+        return cublasSgemmStridedBatched(h, g->ta, g->tb, g->m, g->n, g->k,
+                                         pa, da, g->lda, sa, db, g->ldb, sb,
+                                         pb, dc, g->ldc, sc, r->count);
+    case API_SGEMM_STRIDED_64:
+        return cublasSgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, pa, da,
+                                            lda, sa, db, ldb, sb, pb, dc, ldc,
+                                            sc, cnt);
+    case API_SGEMM_BATCHED:
+        return cublasSgemmBatched(h, g->ta, g->tb, g->m, g->n, g->k, pa, da,
+                                  g->lda, db, g->ldb, pb, dc, g->ldc,
+                                  r->count);
+    case API_SGEMM_BATCHED_64:
+        return cublasSgemmBatched_64(h, g->ta, g->tb, m, n, k, pa, da, lda,
+                                     db, ldb, pb, dc, ldc, cnt);
+    case API_EX_STRIDED:
+        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, g->m, g->n, g->k,
+                                          pa, da, r->ab, g->lda, sa, db,
+                                          r->ab, g->ldb, sb, pb, dc, r->c,
+                                          g->ldc, sc, r->count, r->compute,
+                                          CUBLAS_GEMM_DEFAULT);
+    case API_EX_STRIDED_64:
+        return cublasGemmStridedBatchedEx_64(h, g->ta, g->tb, m, n, k, pa, da,
+                                             r->ab, lda, sa, db, r->ab, ldb,
+                                             sb, pb, dc, r->c, ldc, sc, cnt,
+                                             r->compute, CUBLAS_GEMM_DEFAULT);
+    case API_EX_BATCHED:
+        return cublasGemmBatchedEx(h, g->ta, g->tb, g->m, g->n, g->k, pa, da,
+                                   r->ab, g->lda, db, r->ab, g->ldb, pb, dc,
+                                   r->c, g->ldc, r->count, r->compute,
+                                   CUBLAS_GEMM_DEFAULT);
+    default:
+        return cublasGemmBatchedEx_64(h, g->ta, g->tb, m, n, k, pa, da, r->ab,
+                                      lda, db, r->ab, ldb, pb, dc, r->c, ldc,
+                                      cnt, r->compute, CUBLAS_GEMM_DEFAULT);
+    }
+}
+
+/* Problem i of C (element offset `at`) against its reference; every C
+ * element outside the m x n results keeps its value. */
+static void
+check_batch_c(const struct batch_run *r, const float *got, const float *orig,
+              size_t total, size_t stride, const double *ref,
+              const double *mag)
+{
+    const struct gemm_case *g = &r->g;
+    size_t mn = (size_t)g->m * (size_t)g->n;
+    float *one = malloc((size_t)g->ldc * (size_t)g->n * sizeof(float) + 4);
+
+    assert_non_null(one);
+    for (int i = 0; i < r->count; i++) {
+        int slot = r->reverse_c ? r->count - 1 - i : i;
+        memcpy(one, got + (size_t)slot * stride,
+               (size_t)g->ldc * (size_t)g->n * sizeof(float));
+        check_gemm_result(g, one, ref + (size_t)i * mn, mag + (size_t)i * mn,
+                          out_rounding(r->c));
+    }
+    for (size_t idx = 0; idx < total; idx++) {
+        size_t in = idx % stride, row = in % (size_t)g->ldc;
+        int inside = idx / stride < (size_t)r->count && row < (size_t)g->m &&
+                     in < (size_t)g->ldc * (size_t)g->n;
+        if (!inside && got[idx] != orig[idx])
+            fail_msg("C element %zu outside the results changed", idx);
+    }
+    free(one);
+}
+
+/* Runs r on stream s and checks every problem against ref_gemm of its
+ * rounded operands. With `deferred`, s must be non-blocking: nothing may
+ * have run before s is synchronised. */
+static void
+run_batch(cublasHandle_t h, cudaStream_t s, const struct batch_run *run,
+          int deferred)
+{
+    struct batch_run rr = *run;
+    const struct batch_run *r = &rr;
+    const struct gemm_case *g = &r->g;
+    size_t sta = a_count(g) + 3, stb = b_count(g) + 5;
+    size_t stc = (size_t)g->ldc * (size_t)g->n + 2, cnt = (size_t)r->count;
+    size_t mn = (size_t)g->m * (size_t)g->n;
+    float *a = typed_floats(r->ab, sta * cnt), *b = typed_floats(r->ab, stb * cnt);
+    float *c = typed_floats(r->c, stc * cnt), *got = malloc(stc * cnt * 4);
+    double *ref = calloc(mn * cnt + 1, sizeof(double));
+    double *mag = calloc(mn * cnt + 1, sizeof(double));
+    float *ar = malloc(sta * cnt * 4), *br = malloc(stb * cnt * 4);
+    void *ea, *eb, *ec, *da, *db, *dc, *pa_arr = NULL, *pb_arr = NULL;
+    void *pc_arr = NULL, *ha = NULL, *hb = NULL, *hc = NULL;
+    const float *pa, *pb;
+    float *ds;
+    cublasStatus_t st;
+
+    assert_true(got && ref && mag && ar && br);
+    rr.reverse_c = rr.reverse_c && is_pointer_api(rr.api);
+    assert_int_equal(cublasSetStream_v2(h, s), CUBLAS_STATUS_SUCCESS);
+    scalar_ptrs(h, &g->alpha, &g->beta, &pa, &pb, &ds);
+    for (size_t i = 0; i < sta * cnt; i++)
+        ar[i] = round_as(a[r->share_a ? i % sta : i], r->round);
+    for (size_t i = 0; i < stb * cnt; i++)
+        br[i] = round_as(b[i], r->round);
+    for (size_t i = 0; i < cnt; i++) {
+        size_t slot = r->reverse_c ? cnt - 1 - i : i;
+        ref_gemm(g, ar + i * sta, br + i * stb, c + slot * stc, ref + i * mn,
+                 mag + i * mn);
+    }
+    ea = encode(r->ab, a, sta * cnt);
+    eb = encode(r->ab, b, stb * cnt);
+    ec = encode(r->c, c, stc * cnt);
+    da = dev_upload(ea, sta * cnt * type_bytes(r->ab));
+    db = dev_upload(eb, stb * cnt * type_bytes(r->ab));
+    dc = dev_upload(ec, stc * cnt * type_bytes(r->c));
+    if (is_pointer_api(r->api)) {
+        pa_arr = pointer_array(s, da, r->share_a ? 0 : sta * type_bytes(r->ab),
+                               r->count, 0, &ha);
+        pb_arr = pointer_array(s, db, stb * type_bytes(r->ab), r->count, 0,
+                               &hb);
+        pc_arr = pointer_array(s, dc, stc * type_bytes(r->c), r->count,
+                               r->reverse_c, &hc);
+        st = call_batch(h, r, pa, pb, pa_arr, pb_arr, pc_arr, 0, 0, 0);
+    } else {
+        st = call_batch(h, r, pa, pb, da, db, dc,
+                        r->share_a ? 0 : (long long)sta, (long long)stb,
+                        (long long)stc);
+    }
+    assert_int_equal(st, CUBLAS_STATUS_SUCCESS);
+    if (deferred) {
+        dev_download(got, dc, stc * cnt * type_bytes(r->c));
+        assert_memory_equal(got, ec, stc * cnt * type_bytes(r->c));
+    }
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    dev_download(ec, dc, stc * cnt * type_bytes(r->c));
+    decode(r->c, ec, stc * cnt, got);
+    check_batch_c(r, got, c, stc * cnt, stc, ref, mag);
+    dev_free(da), dev_free(db), dev_free(dc);
+    if (pa_arr != NULL)
+        dev_free(pa_arr), dev_free(pb_arr), dev_free(pc_arr);
+    if (ds != NULL)
+        dev_free(ds);
+    free(ha), free(hb), free(hc), free(ea), free(eb), free(ec);
+    free(a), free(b), free(c), free(got), free(ref), free(mag), free(ar);
+    free(br);
+    assert_int_equal(cublasSetStream_v2(h, NULL), CUBLAS_STATUS_SUCCESS);
+}
+
+static const struct gemm_case batch_shape = {
+    CUBLAS_OP_T, CUBLAS_OP_N, 19, 13, 30, 31, 33, 21, 0.75f, -0.5f
+};
+
+/* cublasSgemm_v2_64 and cublasGemmEx_64: the same contract with 64-bit
+ * sizes. */
+static void
+test_gemm_64_entry_points(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct batch_run r = { API_SGEMM_64, CUDA_R_32F, CUDA_R_32F,
+                           CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 1, 0,
+                           0 };
+    float host[64], alpha = 1.0f, beta = 0.0f, *d;
+
+    (void)state;
+    run_batch(h, NULL, &r, 0);
+    r.g.ta = CUBLAS_OP_N, r.g.tb = CUBLAS_OP_C, r.g.lda = 20, r.g.ldb = 14;
+    run_batch(h, NULL, &r, 0);
+    r.api = API_GEMM_EX_64, r.ab = CUDA_R_16F;
+    run_batch(h, NULL, &r, 0);
+    r.ab = CUDA_R_32F, r.compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+    r.round = RND_BF16;
+    run_batch(h, NULL, &r, 0);
+
+    for (int i = 0; i < 64; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    assert_int_equal(cublasSgemm_v2_64(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 4, 3,
+                                       2, &alpha, d, 4, d, 2, &beta, d, 4),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasSgemm_v2_64(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 3, 2,
+                                       &alpha, d, 4, d, 2, &beta, d, 4),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSgemm_v2_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 3, 2,
+                                       &alpha, d, 3, d, 2, &beta, d, 4),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 3, 2,
+                                     &alpha, d, CUDA_R_16F, 4, d, CUDA_R_16F,
+                                     2, &beta, d, CUDA_R_16BF, 4,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* Strided batches: each problem at its strides, stride 0 shares A, the
+ * handle's math mode and pointer mode apply, and nothing runs before the
+ * stream is synchronised. */
+static void
+test_sgemm_strided_batched(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct batch_run r = { API_SGEMM_STRIDED, CUDA_R_32F, CUDA_R_32F,
+                           CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 4, 0,
+                           0 };
+    cudaStream_t quiet;
+
+    (void)state;
+    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
+                     cudaSuccess);
+    run_batch(h, quiet, &r, 1);
+    r.share_a = 1;
+    run_batch(h, quiet, &r, 1);
+    r.api = API_SGEMM_STRIDED_64, r.share_a = 0, r.count = 3;
+    run_batch(h, quiet, &r, 1);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    run_batch(h, quiet, &r, 1);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_TENSOR_OP_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    r.round = RND_F16;
+    run_batch(h, quiet, &r, 1);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
+}
+
+/* Aarray, Barray and Carray are device arrays of device pointers, read
+ * when the work runs (uploaded asynchronously just before the call). */
+static void
+test_sgemm_batched_pointer_arrays(void **state)
+{
+    cublasHandle_t h = handle_new();
+    struct batch_run r = { API_SGEMM_BATCHED, CUDA_R_32F, CUDA_R_32F,
+                           CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 3, 0,
+                           1 };
+    cudaStream_t quiet;
+
+    (void)state;
+    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
+                     cudaSuccess);
+    run_batch(h, quiet, &r, 1);
+    r.api = API_SGEMM_BATCHED_64, r.share_a = 1, r.g.ta = CUBLAS_OP_N;
+    r.g.lda = 19;
+    run_batch(h, quiet, &r, 1);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    run_batch(h, quiet, &r, 1);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
+}
+
+/* GemmBatchedEx and GemmStridedBatchedEx follow the GemmEx type table. */
+static void
+test_gemm_batched_ex(void **state)
+{
+    static const struct {
+        enum batch_api api;
+        cudaDataType ab, c;
+        cublasComputeType_t compute;
+        enum ref_rounding round;
+    } cases[] = {
+        { API_EX_BATCHED, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F,
+          RND_NONE },
+        { API_EX_BATCHED_64, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F,
+          RND_NONE },
+        { API_EX_BATCHED, CUDA_R_32F, CUDA_R_32F,
+          CUBLAS_COMPUTE_32F_FAST_16F, RND_F16 },
+        { API_EX_STRIDED, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F,
+          RND_NONE },
+        { API_EX_STRIDED_64, CUDA_R_32F, CUDA_R_32F,
+          CUBLAS_COMPUTE_32F_FAST_16BF, RND_BF16 },
+        { API_EX_STRIDED, CUDA_R_16BF, CUDA_R_32F,
+          CUBLAS_COMPUTE_32F_PEDANTIC, RND_NONE },
+    };
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct batch_run r = { cases[i].api, cases[i].ab, cases[i].c,
+                               cases[i].compute, cases[i].round, batch_shape,
+                               3, (int)(i % 2), (int)(i % 2) };
+        run_batch(h, NULL, &r, 0);
+    }
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* The documented checks of the batched forms: exact status, nothing
+ * queued, nothing written; batch 0 and empty shapes succeed untouched. */
+static void
+test_batched_argument_checks(void **state)
+{
+    const cublasOperation_t N = CUBLAS_OP_N;
+    const cublasStatus_t inval = CUBLAS_STATUS_INVALID_VALUE;
+    const cublasStatus_t unsup = CUBLAS_STATUS_NOT_SUPPORTED;
+    cublasHandle_t h = handle_new();
+    float host[64], alpha = 1.0f, beta = 0.0f;
+    float *d;
+    void **arr;
+
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    arr = (void **)d;   /* a device "array" that is never read */
+    assert_int_equal(cublasSgemmBatched(NULL, N, N, 4, 4, 4, &alpha,
+                                        (const float **)arr, 4,
+                                        (const float **)arr, 4, &beta,
+                                        (float **)arr, 4, 1),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasSgemmBatched(h, N, N, 4, 4, 4, &alpha,
+                                        (const float **)arr, 4,
+                                        (const float **)arr, 4, &beta,
+                                        (float **)arr, 4, -1), inval);
+    assert_int_equal(cublasSgemmBatched_64(h, N, N, 4, 4, 4, &alpha,
+                                           (const float **)arr, 3,
+                                           (const float **)arr, 4, &beta,
+                                           (float **)arr, 4, 2), inval);
+    assert_int_equal(cublasSgemmStridedBatched(h, N, N, 4, 4, 4, &alpha, d, 4,
+                                               16, d, 4, 16, &beta, d, 4, 16,
+                                               -1), inval);
+    assert_int_equal(cublasSgemmStridedBatched_64(h, N, N, 4, -4, 4, &alpha,
+                                                  d, 4, 16, d, 4, 16, &beta,
+                                                  d, 4, 16, 2), inval);
+    assert_int_equal(cublasSgemmStridedBatched(h, N, N, 4, 4, 4, NULL, d, 4,
+                                               16, d, 4, 16, &beta, d, 4, 16,
+                                               2), inval);
+    assert_int_equal(cublasGemmBatchedEx(h, N, N, 4, 4, 4, &alpha,
+                                         (const void **)arr, CUDA_R_16F, 4,
+                                         (const void **)arr, CUDA_R_16F, 4,
+                                         &beta, arr, CUDA_R_32F, 4, -2,
+                                         CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT), inval);
+    assert_int_equal(cublasGemmBatchedEx_64(h, N, N, 4, 4, 4, &alpha,
+                                            (const void **)arr, CUDA_R_16F, 4,
+                                            (const void **)arr, CUDA_R_32F, 4,
+                                            &beta, arr, CUDA_R_32F, 4, 2,
+                                            CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT), unsup);
+    assert_int_equal(cublasGemmStridedBatchedEx(h, N, N, 4, 4, 4, &alpha, d,
+                                                CUDA_R_32F, 4, 16, d,
+                                                CUDA_R_32F, 4, 16, &beta, d,
+                                                CUDA_R_32F, 4, 16, 2,
+                                                CUBLAS_COMPUTE_64F,
+                                                CUBLAS_GEMM_DEFAULT), unsup);
+    assert_int_equal(cublasGemmStridedBatchedEx_64(h, N, N, 4, 4, 4, &alpha,
+                                                   d, CUDA_R_16F, 4, 16, d,
+                                                   CUDA_R_16F, 4, 16, &beta,
+                                                   d, CUDA_R_16F, 4, 16, -1,
+                                                   CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT),
+                     inval);
+    /* Nothing to do: batch 0 (with NULL arrays), m == 0, C = 1 * C. */
+    assert_int_equal(cublasSgemmBatched(h, N, N, 4, 4, 4, &alpha, NULL, 4,
+                                        NULL, 4, &beta, NULL, 4, 0),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemmStridedBatched_64(h, N, N, 4, 4, 4, &alpha, d,
+                                                  4, 16, d, 4, 16, &beta, d,
+                                                  4, 16, 0),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGemmStridedBatchedEx(h, N, N, 0, 4, 4, &alpha, d,
+                                                CUDA_R_32F, 1, 16, d,
+                                                CUDA_R_32F, 4, 16, &beta, d,
+                                                CUDA_R_32F, 1, 16, 3,
+                                                CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    beta = 1.0f, alpha = 0.0f;
+    assert_int_equal(cublasSgemmBatched_64(h, N, N, 4, 4, 4, &alpha, NULL, 4,
+                                           NULL, 4, &beta, NULL, 4, 5),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* cublasSgemmEx: float scalars and its own type table. */
+static void
+test_sgemm_ex(void **state)
+{
+    static const struct {
+        cudaDataType ab, c;
+    } ok[] = {
+        { CUDA_R_32F, CUDA_R_32F }, { CUDA_R_16F, CUDA_R_32F },
+        { CUDA_R_16F, CUDA_R_16F }, { CUDA_R_16BF, CUDA_R_32F },
+        { CUDA_R_16BF, CUDA_R_16BF },
+    };
+    static const struct {
+        cudaDataType a, b, c;
+    } bad[] = {
+        { CUDA_R_32F, CUDA_R_32F, CUDA_R_16F },
+        { CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F },
+        { CUDA_R_16F, CUDA_R_16F, CUDA_R_16BF },
+        { CUDA_R_8I, CUDA_R_8I, CUDA_R_16F },
+        { CUDA_R_8I, CUDA_R_8I, CUDA_R_32I },
+        { CUDA_R_64F, CUDA_R_64F, CUDA_R_64F },
+    };
+    cublasHandle_t h = handle_new();
+    float alpha = 1.0f, beta = 0.0f;
+    double host[32];
+    void *d;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        struct batch_run r = { i % 2 ? API_SGEMM_EX_64 : API_SGEMM_EX,
+                               ok[i].ab, ok[i].c, CUBLAS_COMPUTE_32F,
+                               RND_NONE, batch_shape, 1, 0, 0 };
+        run_batch(h, NULL, &r, 0);
+    }
+    /* FP32 operands follow the math mode, as in cublasSgemm_v2. */
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_TENSOR_OP_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    {
+        struct batch_run r = { API_SGEMM_EX, CUDA_R_32F, CUDA_R_32F,
+                               CUBLAS_COMPUTE_32F, RND_F16, batch_shape, 1,
+                               0, 0 };
+        run_batch(h, NULL, &r, 0);
+    }
+    for (int i = 0; i < 32; i++)
+        host[i] = i;
+    d = dev_upload(host, sizeof(host));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cublasStatus_t st = cublasSgemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2,
+                                          2, &alpha, d, bad[i].a, 2, d,
+                                          bad[i].b, 2, &beta, d, bad[i].c, 2);
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED)
+            fail_msg("case %zu: status %d, want NOT_SUPPORTED", i, (int)st);
+    }
+    assert_int_equal(cublasSgemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, -2,
+                                      &alpha, d, CUDA_R_8I, 2, d, CUDA_R_8I,
+                                      2, &beta, d, CUDA_R_32F, 2),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSgemmEx(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2,
+                                   &alpha, d, CUDA_R_64F, 2, d, CUDA_R_64F, 2,
+                                   &beta, d, CUDA_R_64F, 2),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* INT8 operands of SgemmEx convert exactly: small integer products and
+ * sums are exact in FP32, so the result equals the integer reference. */
+static void
+test_sgemm_ex_int8(void **state)
+{
+    enum { M = 7, N = 5, K = 9 };
+    int8_t a[K * M], b[K * N];
+    float c[M * N], alpha = 2.0f, beta = -1.0f;
+    cublasHandle_t h = handle_new();
+    void *da, *db, *dc;
+
+    (void)state;
+    for (int i = 0; i < K * M; i++)
+        a[i] = (int8_t)((i * 37) % 255 - 127);
+    for (int i = 0; i < K * N; i++)
+        b[i] = (int8_t)((i * 53) % 251 - 125);
+    for (int i = 0; i < M * N; i++)
+        c[i] = (float)(i - 17);
+    da = dev_upload(a, sizeof(a));
+    db = dev_upload(b, sizeof(b));
+    dc = dev_upload(c, sizeof(c));
+    /* op(A) = A^T (A is K x M, lda K), op(B) = B (K x N, ldb K). */
+    assert_int_equal(cublasSgemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K,
+                                   &alpha, da, CUDA_R_8I, K, db, CUDA_R_8I, K,
+                                   &beta, dc, CUDA_R_32F, M),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    {
+        float got[M * N];
+        dev_download(got, dc, sizeof(got));
+        for (int j = 0; j < N; j++) {
+            for (int i = 0; i < M; i++) {
+                long s = 0;
+                for (int p = 0; p < K; p++)
+                    s += (long)a[p + i * K] * b[p + j * K];
+                assert_true(got[i + j * M] ==
+                            (float)(2 * s - (i + j * M - 17)));
+            }
+        }
+    }
+    dev_free(da), dev_free(db), dev_free(dc);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- Grouped GEMM -------------------------------------------------------- */
+
+#define GROUPS 3
+#define PROBLEMS 3  /* 2 in group 0, 1 in group 1, 0 in group 2 */
+
+struct grouped_data {
+    cublasOperation_t ta[GROUPS], tb[GROUPS];
+    int m[GROUPS], n[GROUPS], k[GROUPS], lda[GROUPS], ldb[GROUPS];
+    int ldc[GROUPS], size[GROUPS];
+    float alpha[GROUPS], beta[GROUPS];
+};
+
+static const struct grouped_data grouped_base = {
+    { CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_N },
+    { CUBLAS_OP_T, CUBLAS_OP_N, CUBLAS_OP_N },
+    { 9, 5, 4 }, { 7, 6, 4 }, { 11, 13, 4 }, { 10, 14, 4 }, { 8, 15, 4 },
+    { 12, 5, 4 }, { 2, 1, 0 }, { 1.25f, -1.0f, 3.0f }, { 0.5f, 0.0f, 2.0f },
+};
+
+static struct gemm_case
+group_case(const struct grouped_data *gd, int g)
+{
+    struct gemm_case c = { gd->ta[g], gd->tb[g], gd->m[g], gd->n[g],
+                           gd->k[g], gd->lda[g], gd->ldb[g], gd->ldc[g],
+                           gd->alpha[g], gd->beta[g] };
+    return c;
+}
+
+static int
+group_of(int problem)
+{
+    return problem < 2 ? 0 : 1;
+}
+
+static cublasStatus_t
+call_grouped(cublasHandle_t h, int api, const struct grouped_data *gd,
+             cudaDataType ab, int group_count, void **pa, void **pb,
+             void **pc)
+{
+    int64_t m[GROUPS], n[GROUPS], k[GROUPS], lda[GROUPS], ldb[GROUPS];
+    int64_t ldc[GROUPS], size[GROUPS];
+
+    for (int g = 0; g < GROUPS; g++) {
+        m[g] = gd->m[g], n[g] = gd->n[g], k[g] = gd->k[g];
+        lda[g] = gd->lda[g], ldb[g] = gd->ldb[g], ldc[g] = gd->ldc[g];
+        size[g] = gd->size[g];
+    }
+    switch (api) {
+    case 0:
+        return cublasSgemmGroupedBatched(
+            h, gd->ta, gd->tb, gd->m, gd->n, gd->k, gd->alpha,
+            (const float **)pa, gd->lda, (const float **)pb, gd->ldb,
+            gd->beta, (float **)pc, gd->ldc, group_count, gd->size);
+    case 1:
+        return cublasSgemmGroupedBatched_64(
+            h, gd->ta, gd->tb, m, n, k, gd->alpha, (const float **)pa, lda,
+            (const float **)pb, ldb, gd->beta, (float **)pc, ldc,
+            group_count, size);
+    case 2:
+        return cublasGemmGroupedBatchedEx(
+            h, gd->ta, gd->tb, gd->m, gd->n, gd->k, gd->alpha,
+            (const void **)pa, ab, gd->lda, (const void **)pb, ab, gd->ldb,
+            gd->beta, pc, CUDA_R_32F, gd->ldc, group_count, gd->size,
+            CUBLAS_COMPUTE_32F);
+    default:
+        return cublasGemmGroupedBatchedEx_64(
+            h, gd->ta, gd->tb, m, n, k, gd->alpha, (const void **)pa, ab,
+            lda, (const void **)pb, ab, ldb, gd->beta, pc, CUDA_R_32F, ldc,
+            group_count, size, CUBLAS_COMPUTE_32F);
+    }
+}
+
+/* Each group with its own shape, transposes and scalars; problems in
+ * device pointer arrays; beta == 0 in group 1 with NaN in its C. */
+static void
+run_grouped(cublasHandle_t h, int api, cudaDataType ab)
+{
+    const struct grouped_data *gd = &grouped_base;
+    void *hp[3][PROBLEMS], *dp[3], *dev[3][PROBLEMS];
+    float *host[3][PROBLEMS];
+    double ref[PROBLEMS][12 * 7], mag[PROBLEMS][12 * 7];
+
+    for (int p = 0; p < PROBLEMS; p++) {
+        struct gemm_case g = group_case(gd, group_of(p));
+        size_t counts[3] = { a_count(&g), b_count(&g),
+                             (size_t)g.ldc * (size_t)g.n };
+        for (int o = 0; o < 3; o++) {
+            void *enc;
+            host[o][p] = typed_floats(o < 2 ? ab : CUDA_R_32F, counts[o]);
+            if (o == 2 && g.beta == 0.0f)
+                for (size_t i = 0; i < counts[2]; i++)
+                    host[2][p][i] = NAN;
+            enc = encode(o < 2 ? ab : CUDA_R_32F, host[o][p], counts[o]);
+            dev[o][p] = dev_upload(enc, counts[o] *
+                                            type_bytes(o < 2 ? ab
+                                                             : CUDA_R_32F));
+            hp[o][p] = dev[o][p];
+            free(enc);
+        }
+        ref_gemm(&g, host[0][p], host[1][p], host[2][p], ref[p], mag[p]);
+    }
+    for (int o = 0; o < 3; o++)
+        dp[o] = dev_upload(hp[o], sizeof(hp[o]));
+    assert_int_equal(call_grouped(h, api, gd, ab, GROUPS, dp[0], dp[1],
+                                  dp[2]),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    for (int p = 0; p < PROBLEMS; p++) {
+        struct gemm_case g = group_case(gd, group_of(p));
+        size_t nc = (size_t)g.ldc * (size_t)g.n;
+        float *got = malloc(nc * sizeof(float));
+
+        assert_non_null(got);
+        dev_download(got, dev[2][p], nc * sizeof(float));
+        check_gemm_result(&g, got, ref[p], mag[p], 0.0);
+        for (int j = 0; j < g.n; j++)
+            for (int i = g.m; i < g.ldc; i++) {
+                size_t at = (size_t)i + (size_t)j * (size_t)g.ldc;
+                assert_memory_equal(&got[at], &host[2][p][at], 4);
+            }
+        free(got);
+        for (int o = 0; o < 3; o++)
+            dev_free(dev[o][p]), free(host[o][p]);
+    }
+    for (int o = 0; o < 3; o++)
+        dev_free(dp[o]);
+}
+
+static void
+test_grouped_batched(void **state)
+{
+    cublasHandle_t h = handle_new();
+
+    (void)state;
+    run_grouped(h, 0, CUDA_R_32F);
+    run_grouped(h, 1, CUDA_R_32F);
+    run_grouped(h, 2, CUDA_R_16F);
+    run_grouped(h, 3, CUDA_R_16BF);
+    run_grouped(h, 2, CUDA_R_32F);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* Grouped checks: per-group sizes, group counts, host scalars only. */
+static void
+test_grouped_argument_checks(void **state)
+{
+    const cublasStatus_t inval = CUBLAS_STATUS_INVALID_VALUE;
+    cublasHandle_t h = handle_new();
+    struct grouped_data gd = grouped_base;
+    float host[64];
+    void **d;
+
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        host[i] = (float)i;
+    d = dev_upload(host, sizeof(host));
+    assert_int_equal(call_grouped(NULL, 0, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(call_grouped(h, 0, &gd, CUDA_R_32F, -1, d, d, d), inval);
+    assert_int_equal(call_grouped(h, 1, &gd, CUDA_R_32F, -1, d, d, d), inval);
+    gd.size[1] = -1;
+    assert_int_equal(call_grouped(h, 0, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     inval);
+    gd = grouped_base, gd.m[2] = -1;
+    assert_int_equal(call_grouped(h, 1, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     inval);
+    gd = grouped_base, gd.lda[1] = 12;       /* op(A) is k x m: lda >= 13 */
+    assert_int_equal(call_grouped(h, 2, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     inval);
+    gd = grouped_base, gd.ldc[0] = 8;
+    assert_int_equal(call_grouped(h, 3, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     inval);
+    gd = grouped_base, gd.tb[2] = (cublasOperation_t)9;
+    assert_int_equal(call_grouped(h, 0, &gd, CUDA_R_32F, GROUPS, d, d, d),
+                     inval);
+    assert_int_equal(cublasSgemmGroupedBatched(
+                         h, grouped_base.ta, grouped_base.tb, grouped_base.m,
+                         grouped_base.n, grouped_base.k, NULL,
+                         (const float **)d, grouped_base.lda,
+                         (const float **)d, grouped_base.ldb,
+                         grouped_base.beta, (float **)d, grouped_base.ldc,
+                         GROUPS, grouped_base.size), inval);
+    assert_int_equal(call_grouped(h, 2, &grouped_base, CUDA_R_64F, GROUPS, d,
+                                  d, d), CUBLAS_STATUS_NOT_SUPPORTED);
+    /* alpha_array and beta_array are host arrays: device mode refused. */
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(call_grouped(h, 0, &grouped_base, CUDA_R_32F, GROUPS, d,
+                                  d, d), CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(call_grouped(h, 3, &grouped_base, CUDA_R_16F, GROUPS, d,
+                                  d, d), CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_SUCCESS);
+    /* No groups, or only empty ones: success, nothing read or written. */
+    assert_int_equal(call_grouped(h, 0, &grouped_base, CUDA_R_32F, 0, NULL,
+                                  NULL, NULL), CUBLAS_STATUS_SUCCESS);
+    gd = grouped_base, gd.size[0] = 0, gd.size[1] = 0;
+    assert_int_equal(call_grouped(h, 1, &gd, CUDA_R_32F, GROUPS, NULL, NULL,
+                                  NULL), CUBLAS_STATUS_SUCCESS);
+    assert_dev_equals(d, host, sizeof(host));
+    dev_free(d);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* A batch is one launch whose modelled time counts every problem's flops
+ * at the precision used. */
+static void
+test_batched_modelled_time(void **state)
+{
+    enum { S = 256, B = 6 };
+    size_t nn = (size_t)S * S;
+    cublasHandle_t h = handle_new();
+    float alpha = 1.0f, beta = 0.0f, ms32, ms16;
+    void *da, *dc;
+    cudaEvent_t e0, e1;
+    double flops = 2.0 * S * S * S * B;
+    double want32 = emu_model_ns(flops, EMU_PREC_FP32, 12.0 * nn * B) / 1e6;
+    double want16 = emu_model_ns(flops, EMU_PREC_FP16, 8.0 * nn * B) / 1e6;
+
+    (void)state;
+    assert_int_equal(cudaMalloc(&da, nn * 4), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dc, nn * 4 * B), cudaSuccess);
+    assert_int_equal(cudaMemset(da, 0, nn * 4), cudaSuccess);
+    assert_int_equal(cudaEventCreate(&e0), cudaSuccess);
+    assert_int_equal(cudaEventCreate(&e1), cudaSuccess);
+    assert_int_equal(cudaEventRecord(e0, NULL), cudaSuccess);
+    assert_int_equal(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N,
+                                               S, S, S, &alpha, da, S, 0, da,
+                                               S, 0, &beta, dc, S,
+                                               (long long)nn, B),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaEventRecord(e1, NULL), cudaSuccess);
+    assert_int_equal(cudaEventSynchronize(e1), cudaSuccess);
+    assert_int_equal(cudaEventElapsedTime(&ms32, e0, e1), cudaSuccess);
+    assert_int_equal(cudaEventRecord(e0, NULL), cudaSuccess);
+    assert_int_equal(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N,
+                                                S, S, S, &alpha, da,
+                                                CUDA_R_16F, S, 0, da,
+                                                CUDA_R_16F, S, 0, &beta, dc,
+                                                CUDA_R_32F, S, (long long)nn,
+                                                B, CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaEventRecord(e1, NULL), cudaSuccess);
+    assert_int_equal(cudaEventSynchronize(e1), cudaSuccess);
+    assert_int_equal(cudaEventElapsedTime(&ms16, e0, e1), cudaSuccess);
+    assert_true(fabs(ms32 - want32) <= 0.01 * want32 + 1e-4);
+    assert_true(fabs(ms16 - want16) <= 0.01 * want16 + 1e-4);
+    assert_true(ms16 < ms32);
+    assert_int_equal(cudaEventDestroy(e0), cudaSuccess);
+    assert_int_equal(cudaEventDestroy(e1), cudaSuccess);
+    dev_free(da), dev_free(dc);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
 /* ---- Matrix and vector copies ------------------------------------------- */
 
 /* A rows x cols matrix of elem-byte elements through the device and back,
@@ -1781,6 +2593,16 @@ main(int argc, char **argv)
         cmocka_unit_test(test_gemm_ex_fp32_compute_types),
         cmocka_unit_test(test_gemm_ex_half_operands),
         cmocka_unit_test(test_gemm_ex_unsupported),
+        cmocka_unit_test(test_gemm_64_entry_points),
+        cmocka_unit_test(test_sgemm_strided_batched),
+        cmocka_unit_test(test_sgemm_batched_pointer_arrays),
+        cmocka_unit_test(test_gemm_batched_ex),
+        cmocka_unit_test(test_batched_argument_checks),
+        cmocka_unit_test(test_sgemm_ex),
+        cmocka_unit_test(test_sgemm_ex_int8),
+        cmocka_unit_test(test_grouped_batched),
+        cmocka_unit_test(test_grouped_argument_checks),
+        cmocka_unit_test(test_batched_modelled_time),
         cmocka_unit_test(test_matrix_round_trip),
         cmocka_unit_test(test_vector_round_trip),
         cmocka_unit_test(test_copy_argument_checks),
