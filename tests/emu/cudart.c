@@ -1250,6 +1250,79 @@ cudaStreamGetCaptureInfo(cudaStream_t stream,
     return cudaSuccess;
 }
 
+/* Capture and graphs pass through to the driver, whose codes keep their
+ * numbers in the runtime (ILLEGAL_STATE 401, STREAM_CAPTURE_* 900-908). */
+cudaError_t
+cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuStreamBeginCapture(stream, (CUstreamCaptureMode)mode));
+}
+
+cudaError_t
+cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    cudaError_t e;
+
+    if (pGraph == NULL)
+        return rt_ret(cudaErrorInvalidValue);
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuStreamEndCapture(stream, pGraph));
+}
+
+cudaError_t
+cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                     unsigned long long flags)
+{
+    const unsigned long long known =
+        cudaGraphInstantiateFlagAutoFreeOnLaunch |
+        cudaGraphInstantiateFlagUpload | cudaGraphInstantiateFlagDeviceLaunch |
+        cudaGraphInstantiateFlagUseNodePriority;
+    cudaError_t e;
+
+    if (pGraphExec == NULL || graph == NULL || (flags & ~known) != 0)
+        return rt_ret(cudaErrorInvalidValue);
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuGraphInstantiate(pGraphExec, graph, flags));
+}
+
+cudaError_t
+cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuGraphLaunch(graphExec, stream));
+}
+
+cudaError_t
+cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuGraphExecDestroy(graphExec));
+}
+
+cudaError_t
+cudaGraphDestroy(cudaGraph_t graph)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(cuGraphDestroy(graph));
+}
+
 /* ---- Events ----------------------------------------------------------------- */
 
 cudaError_t

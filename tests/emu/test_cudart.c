@@ -1056,6 +1056,102 @@ test_fatbin_registration_and_launch(void **state)
 
 /* ---- Sticky errors and reset ------------------------------------------------------ */
 
+/* Stream capture records copies and memsets into a graph instead of
+ * running them; every launch of the instantiated graph runs them again,
+ * reading memory as it is then. Misuse gets the runtime's codes. */
+static void
+test_capture_and_graphs(void **state)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusInvalidated;
+    int src[64], got[64], zero[64] = { 0 };
+    unsigned long long id = 0;
+    cudaGraph_t graph = NULL, live = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaStream_t s;
+    int *dsrc = NULL, *ddst = NULL;
+
+    (void)state;
+    for (int i = 0; i < 64; i++)
+        src[i] = i * 3 + 1;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&dsrc, sizeof(src)), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&ddst, sizeof(src)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dsrc, src, sizeof(src),
+                                cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cudaMemset(ddst, 0, sizeof(src)), cudaSuccess);
+    assert_int_equal(cudaStreamIsCapturing(s, &cs), cudaSuccess);
+    assert_int_equal(cs, cudaStreamCaptureStatusNone);
+
+    /* The legacy stream cannot capture; a bad mode; nothing to end. */
+    assert_int_equal(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal),
+                     cudaErrorStreamCaptureUnsupported);
+    assert_int_equal(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+    assert_int_equal(cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)7),
+                     cudaErrorInvalidValue);
+    assert_int_equal(cudaStreamEndCapture(s, &graph), cudaErrorIllegalState);
+
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+                     cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+                     cudaErrorIllegalState);
+    assert_int_equal(cudaStreamIsCapturing(s, &cs), cudaSuccess);
+    assert_int_equal(cs, cudaStreamCaptureStatusActive);
+    assert_int_equal(cudaStreamGetCaptureInfo(s, &cs, &id, &live, NULL, NULL,
+                                              NULL), cudaSuccess);
+    assert_int_equal(cs, cudaStreamCaptureStatusActive);
+    assert_true(id != 0);
+    assert_non_null(live);
+    assert_int_equal(cudaMemcpyAsync(ddst, dsrc, sizeof(src),
+                                     cudaMemcpyDeviceToDevice, s),
+                     cudaSuccess);
+    assert_int_equal(cudaMemsetAsync(ddst, 0xff, sizeof(int), s),
+                     cudaSuccess);
+    assert_int_equal(cudaStreamEndCapture(s, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    assert_ptr_equal(graph, live);
+    assert_int_equal(cudaStreamIsCapturing(s, &cs), cudaSuccess);
+    assert_int_equal(cs, cudaStreamCaptureStatusNone);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(cudaMemcpy(got, ddst, sizeof(got),
+                                cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_memory_equal(got, zero, sizeof(got));    /* captured, not run */
+
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0x100),
+                     cudaErrorInvalidValue);
+    assert_int_equal(cudaGraphInstantiate(&exec, NULL, 0),
+                     cudaErrorInvalidValue);
+    assert_int_equal(cudaGraphInstantiate(NULL, graph, 0),
+                     cudaErrorInvalidValue);
+    assert_int_equal(
+        cudaGraphInstantiate(&exec, graph,
+                             cudaGraphInstantiateFlagAutoFreeOnLaunch),
+        cudaSuccess);
+    for (int round = 1; round <= 2; round++) {
+        assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        assert_int_equal(cudaMemcpy(got, ddst, sizeof(got),
+                                    cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_int_equal(got[0], -1);
+        assert_memory_equal(got + 1, src + 1, sizeof(got) - sizeof(int));
+        /* The next launch copies what the source holds then. */
+        for (int i = 0; i < 64; i++)
+            src[i] = -5 * i - round;
+        assert_int_equal(cudaMemcpy(dsrc, src, sizeof(src),
+                                    cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    assert_int_equal(cudaGraphLaunch(NULL, s), cudaErrorInvalidValue);
+    assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy(graph), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy(NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaGraphExecDestroy(NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaFree(dsrc), cudaSuccess);
+    assert_int_equal(cudaFree(ddst), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
 /*
  * A use-after-free race: the memory is freed in stream order on one stream
  * while another stream's memset of it is still queued. The memset then hits
@@ -1192,6 +1288,7 @@ main(int argc, char **argv)
                                setup_clean),
         cmocka_unit_test_setup(test_properties_follow_modelled_gpu,
                                setup_clean),
+        cmocka_unit_test_setup(test_capture_and_graphs, setup_clean),
         cmocka_unit_test_setup(test_sticky_error_and_reset, setup_clean),
     };
 
