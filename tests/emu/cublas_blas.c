@@ -536,6 +536,19 @@ algo_valid(cublasGemmAlgo_t algo)
            v == CUBLAS_GEMM_AUTOTUNE;
 }
 
+/* FP16 or BF16 operands (exact in FP32) with an FP32 C or one of their
+ * own type; `standard` (pedantic) arithmetic keeps off the Tensor Cores. */
+static cublasStatus_t
+half_kind(cudaDataType atype, cudaDataType ctype, int standard,
+          struct gemm_kind *kind)
+{
+    if (ctype != CUDA_R_32F && ctype != atype)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    kind->round = ROUND_NONE;
+    kind->prec = standard ? EMU_PREC_FP32 : EMU_PREC_FP16;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* The cublasGemmEx combinations with a 32F compute type and real
  * operands, from the documented table; anything else is NOT_SUPPORTED. */
 static cublasStatus_t
@@ -579,11 +592,9 @@ gemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
         }
     case CUDA_R_16F:
     case CUDA_R_16BF:
-        if (!plain || (g->ctype != CUDA_R_32F && g->ctype != g->atype))
+        if (!plain)
             return CUBLAS_STATUS_NOT_SUPPORTED;
-        /* Pedantic asks for standard arithmetic: no Tensor Cores. */
-        kind->prec = pedantic ? EMU_PREC_FP32 : EMU_PREC_FP16;
-        return CUBLAS_STATUS_SUCCESS;
+        return half_kind(g->atype, g->ctype, pedantic, kind);
     default:
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
@@ -602,26 +613,22 @@ sgemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
 
     if (g->atype != g->btype)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    kind->round = ROUND_NONE;
-    kind->prec = EMU_PREC_FP32;
     switch (g->atype) {
-    case CUDA_R_32F:
-        if (g->ctype != CUDA_R_32F)
-            return CUBLAS_STATUS_NOT_SUPPORTED;
-        *kind = fp32_kind(math);
-        return CUBLAS_STATUS_SUCCESS;
-    case CUDA_R_8I:
-        return g->ctype == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS
-                                      : CUBLAS_STATUS_NOT_SUPPORTED;
     case CUDA_R_16F:
     case CUDA_R_16BF:
-        if (g->ctype != CUDA_R_32F && g->ctype != g->atype)
-            return CUBLAS_STATUS_NOT_SUPPORTED;
-        kind->prec = pedantic ? EMU_PREC_FP32 : EMU_PREC_FP16;
-        return CUBLAS_STATUS_SUCCESS;
+        return half_kind(g->atype, g->ctype, pedantic, kind);
+    case CUDA_R_8I:
+        kind->round = ROUND_NONE;
+        kind->prec = EMU_PREC_FP32;
+        break;
+    case CUDA_R_32F:
+        *kind = fp32_kind(math);
+        break;
     default:
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
+    return g->ctype == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS
+                                  : CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 static cublasStatus_t
@@ -823,6 +830,13 @@ emu_blas_sgemm(cublasHandle_t handle, const char *name,
                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+/* The fields every uniform entry point fills from its own parameters. */
+#define UNIFORM_ARGS(A_, B_, C_, count_)                                     \
+    .transa = transa, .transb = transb, .m = m, .n = n, .k = k,              \
+    .alpha = alpha, .beta = beta, .a = A_, .b = B_,                          \
+    .c = (void *)(uintptr_t)(C_), .lda = lda, .ldb = ldb, .ldc = ldc,        \
+    .count = count_
+
 /*
  * Each entry point exists with int sizes and as _64 with int64_t sizes;
  * one macro defines both from one parameter list, so that the two differ
@@ -852,10 +866,8 @@ DEFINE_SGEMM(cublasSgemm_v2_64, int64_t)
                       cublasGemmAlgo_t algo)                                 \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            UNIFORM_ARGS(A, B, C, 1),                                        \
             .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .count = 1,                  \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_EX, 0, &u, computeType,    \
                             algo);                                           \
@@ -871,10 +883,8 @@ DEFINE_GEMM_EX(cublasGemmEx_64, int64_t)
                       const float *beta, void *C, cudaDataType Ctype, I ldc) \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            UNIFORM_ARGS(A, B, C, 1),                                        \
             .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .count = 1,                  \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_SGEMM_EX, 0, &u,           \
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
@@ -891,11 +901,8 @@ DEFINE_SGEMM_EX(cublasSgemmEx_64, int64_t)
                       I batchCount)                                          \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta,                                    \
-            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+            UNIFORM_ARGS(Aarray, Barray, Carray, batchCount),                \
             .atype = CUDA_R_32F, .btype = CUDA_R_32F, .ctype = CUDA_R_32F,   \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .count = batchCount,         \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_SGEMM, 1, &u,              \
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
@@ -912,11 +919,9 @@ DEFINE_SGEMM_BATCHED(cublasSgemmBatched_64, int64_t)
                       I ldc, long long int strideC, I batchCount)            \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            UNIFORM_ARGS(A, B, C, batchCount),                               \
             .atype = CUDA_R_32F, .btype = CUDA_R_32F, .ctype = CUDA_R_32F,   \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = strideA,         \
-            .stride_b = strideB, .stride_c = strideC, .count = batchCount,   \
+            .stride_a = strideA, .stride_b = strideB, .stride_c = strideC,   \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_SGEMM, 0, &u,              \
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);        \
@@ -935,11 +940,8 @@ DEFINE_SGEMM_STRIDED(cublasSgemmStridedBatched_64, int64_t)
                       cublasGemmAlgo_t algo)                                 \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta,                                    \
-            .a = Aarray, .b = Barray, .c = (void *)(uintptr_t)Carray,        \
+            UNIFORM_ARGS(Aarray, Barray, Carray, batchCount),                \
             .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .count = batchCount,         \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_EX, 1, &u, computeType,    \
                             algo);                                           \
@@ -959,11 +961,9 @@ DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
                       cublasGemmAlgo_t algo)                                 \
     {                                                                        \
         struct gemm_uniform u = {                                            \
-            .transa = transa, .transb = transb, .m = m, .n = n, .k = k,      \
-            .alpha = alpha, .beta = beta, .a = A, .b = B, .c = C,            \
+            UNIFORM_ARGS(A, B, C, batchCount),                               \
             .atype = Atype, .btype = Btype, .ctype = Ctype,                  \
-            .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = strideA,         \
-            .stride_b = strideB, .stride_c = strideC, .count = batchCount,   \
+            .stride_a = strideA, .stride_b = strideB, .stride_c = strideC,   \
         };                                                                   \
         return gemm_uniform(handle, #fn, GEMM_API_EX, 0, &u, computeType,    \
                             algo);                                           \

@@ -1258,60 +1258,47 @@ test_gemm_64_entry_points(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
-/* Strided batches: each problem at its strides, stride 0 shares A, the
- * handle's math mode and pointer mode apply, and nothing runs before the
- * stream is synchronised. */
+/* Strided batches (stride 0 shares A) and pointer-array batches
+ * (Aarray, Barray, Carray in device memory, uploaded asynchronously just
+ * before the call, so they must be read when the work runs; Carray
+ * reversed): every problem right, in both pointer modes and under a
+ * Tensor Core math mode, and nothing run before the stream is
+ * synchronised. */
 static void
-test_sgemm_strided_batched(void **state)
+test_sgemm_batched_and_strided(void **state)
 {
+    static const enum batch_api apis[][2] = {
+        { API_SGEMM_STRIDED, API_SGEMM_STRIDED_64 },
+        { API_SGEMM_BATCHED, API_SGEMM_BATCHED_64 },
+    };
     cublasHandle_t h = handle_new();
-    struct batch_run r = { API_SGEMM_STRIDED, CUDA_R_32F, CUDA_R_32F,
-                           CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 4, 0,
-                           0 };
     cudaStream_t quiet;
 
     (void)state;
     assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
                      cudaSuccess);
-    run_batch(h, quiet, &r, 1);
-    r.share_a = 1;
-    run_batch(h, quiet, &r, 1);
-    r.api = API_SGEMM_STRIDED_64, r.share_a = 0, r.count = 3;
-    run_batch(h, quiet, &r, 1);
-    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
-                     CUBLAS_STATUS_SUCCESS);
-    run_batch(h, quiet, &r, 1);
-    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST),
-                     CUBLAS_STATUS_SUCCESS);
-    assert_int_equal(cublasSetMathMode(h, CUBLAS_TENSOR_OP_MATH),
-                     CUBLAS_STATUS_SUCCESS);
-    r.round = RND_F16;
-    run_batch(h, quiet, &r, 1);
-    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
-    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
-}
-
-/* Aarray, Barray and Carray are device arrays of device pointers, read
- * when the work runs (uploaded asynchronously just before the call). */
-static void
-test_sgemm_batched_pointer_arrays(void **state)
-{
-    cublasHandle_t h = handle_new();
-    struct batch_run r = { API_SGEMM_BATCHED, CUDA_R_32F, CUDA_R_32F,
-                           CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 3, 0,
-                           1 };
-    cudaStream_t quiet;
-
-    (void)state;
-    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
-                     cudaSuccess);
-    run_batch(h, quiet, &r, 1);
-    r.api = API_SGEMM_BATCHED_64, r.share_a = 1, r.g.ta = CUBLAS_OP_N;
-    r.g.lda = 19;
-    run_batch(h, quiet, &r, 1);
-    assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE),
-                     CUBLAS_STATUS_SUCCESS);
-    run_batch(h, quiet, &r, 1);
+    for (int v = 0; v < 2; v++) {
+        struct batch_run r = { apis[v][0], CUDA_R_32F, CUDA_R_32F,
+                               CUBLAS_COMPUTE_32F, RND_NONE, batch_shape, 4,
+                               0, 1 };
+        run_batch(h, quiet, &r, 1);
+        r.share_a = 1, r.g.ta = CUBLAS_OP_N, r.g.lda = 19;
+        run_batch(h, quiet, &r, 1);
+        r.api = apis[v][1], r.share_a = 0, r.count = 3;
+        run_batch(h, quiet, &r, 1);
+        assert_int_equal(cublasSetPointerMode_v2(h,
+                                                 CUBLAS_POINTER_MODE_DEVICE),
+                         CUBLAS_STATUS_SUCCESS);
+        run_batch(h, quiet, &r, 1);
+        assert_int_equal(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST),
+                         CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cublasSetMathMode(h, CUBLAS_TENSOR_OP_MATH),
+                         CUBLAS_STATUS_SUCCESS);
+        r.round = RND_F16;
+        run_batch(h, quiet, &r, 1);
+        assert_int_equal(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH),
+                         CUBLAS_STATUS_SUCCESS);
+    }
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
 }
@@ -2594,8 +2581,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_gemm_ex_half_operands),
         cmocka_unit_test(test_gemm_ex_unsupported),
         cmocka_unit_test(test_gemm_64_entry_points),
-        cmocka_unit_test(test_sgemm_strided_batched),
-        cmocka_unit_test(test_sgemm_batched_pointer_arrays),
+        cmocka_unit_test(test_sgemm_batched_and_strided),
         cmocka_unit_test(test_gemm_batched_ex),
         cmocka_unit_test(test_batched_argument_checks),
         cmocka_unit_test(test_sgemm_ex),
