@@ -35,10 +35,73 @@ extern const size_t amp_kernels_fatbin_size;
  *                    int64_t ld_dst, int64_t rows, int64_t cols,
  *                    const float *scale)
  *     dst = fp16(src * *scale), element by element.
+ *
+ * The batched kernels take a batch of FP32 matrices as (base, array,
+ * stride, batch): matrix i at base + i * stride (elements) when array is
+ * NULL, else at array[i] (a device array of device pointers).
+ *
+ * amp_k_absmax_batch(const float *base, const float *const *array,
+ *                    int64_t stride, int64_t batch, int64_t ld,
+ *                    int64_t rows, int64_t cols, uint32_t *absmax)
+ *     as amp_k_absmax_f32, over every matrix of the batch.
+ *
+ * amp_k_cast_batch(const float *base, const float *const *array,
+ *                  int64_t stride, int64_t batch, int64_t ld_src,
+ *                  int64_t rows, int64_t cols, uint16_t *dst,
+ *                  int64_t ld_dst, int64_t stride_dst, const float *scale,
+ *                  int32_t format)
+ *     matrix i of dst (at dst + i * stride_dst) = half(src_i * *scale),
+ *     half being FP16 (format AMP_FORMAT_F16) or BF16 (AMP_FORMAT_BF16);
+ *     scale NULL means 1.
+ *
+ * amp_k_split_batch(const float *base, const float *const *array,
+ *                   int64_t stride, int64_t batch, int64_t ld_src,
+ *                   int64_t rows, int64_t cols, uint16_t *hi,
+ *                   uint16_t *lo, int64_t ld_dst, int64_t stride_dst,
+ *                   const float *scale)
+ *     the fp16x3 split of src_i * *scale (amp_split_f16x3) into hi and lo,
+ *     both laid out as ld_dst, stride_dst.
+ *
+ * amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
+ *                 int64_t batch)
+ *     ptrs[i] = base + i * stride_bytes: device pointer arrays for batched
+ *     GEMMs on strided scratch.
+ *
+ * amp_k_gather_batch(const float *base, const float *const *array,
+ *                    int64_t stride, int64_t batch, int64_t ld_src,
+ *                    int64_t rows, int64_t cols, float *dst,
+ *                    int64_t ld_dst, int64_t stride_dst)
+ *     copies the batch into dst (matrix i at dst + i * stride_dst).
+ *
+ * amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
+ *                   int64_t stride_r, float *c, float *const *c_array,
+ *                   int64_t ldc, int64_t stride_c, int64_t batch,
+ *                   int64_t rows, int64_t cols,
+ *                   const struct amp_gemm_scalars *s)
+ *     C_i = s->alpha * R_i + s->beta * C_i, C not read when s->beta is 0;
+ *     R_i = amp_f16x3_sum(r_i, r_lo_i) when r_lo is not NULL, else r_i;
+ *     C_i at c + i * stride_c, or c_array[i] when c_array is not NULL.
+ *
+ * amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
+ *                    const float *c, const float *const *c_array,
+ *                    int64_t ldc, int64_t stride_c, int64_t batch,
+ *                    int64_t rows, int64_t cols,
+ *                    struct amp_shadow_accum *accum,
+ *                    struct amp_shadow_error *slot)
+ *     the errors of the candidate against C (amp_shadow_element), reduced
+ *     in *accum (zeroed first); the last block to finish writes the total
+ *     to *slot (page-locked host memory mapped for the device).
  */
 #define AMP_K_ABSMAX_F32 "amp_k_absmax_f32"
 #define AMP_K_GEMM_SCALARS "amp_k_gemm_scalars"
 #define AMP_K_CAST_F32_F16 "amp_k_cast_f32_f16"
+#define AMP_K_ABSMAX_BATCH "amp_k_absmax_batch"
+#define AMP_K_CAST_BATCH "amp_k_cast_batch"
+#define AMP_K_SPLIT_BATCH "amp_k_split_batch"
+#define AMP_K_FILL_PTRS "amp_k_fill_ptrs"
+#define AMP_K_GATHER_BATCH "amp_k_gather_batch"
+#define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"
+#define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
 
 /* Blocks for a grid-stride kernel over n elements. */
 static inline unsigned

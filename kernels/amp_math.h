@@ -211,41 +211,307 @@ amp_cm_offset(int64_t i, int64_t rows, int64_t ld)
     return (i / rows) * ld + i % rows;
 }
 
+/* ---- Batches of matrices ------------------------------------------------ */
+
+/* A batch of `batch` column-major matrices is given either as a base
+ * pointer with a stride in elements between matrices (array == NULL) or as
+ * an array of one pointer per matrix. Every per-thread function below
+ * covers the whole batch as one index space of batch * rows * cols
+ * elements: elements tid, tid + nthreads, ... */
+AMP_HD const float *
+amp_batch_f32(const float *base, const float *const *array, int64_t stride,
+              int64_t b)
+{
+    return array ? array[b] : base + b * stride;
+}
+
+/* Matrix b and the offset of element i of the flattened batch index g. */
+AMP_HD int64_t
+amp_batch_split(int64_t g, int64_t rows, int64_t cols, int64_t ld,
+                int64_t *b)
+{
+    int64_t per = rows * cols;
+
+    *b = g / per;
+    return amp_cm_offset(g - *b * per, rows, ld);
+}
+
 /* One thread's share of the absolute maximum of the finite elements of a
- * rows x cols column-major matrix: elements tid, tid + nthreads, ...
- * Returned as FP32 bits (see struct amp_gemm_scalars). */
+ * batch, as FP32 bits (see struct amp_gemm_scalars). */
 AMP_HD uint32_t
-amp_absmax_thread(const float *src, int64_t ld, int64_t rows, int64_t cols,
-                  int64_t tid, int64_t nthreads)
+amp_absmax_batch_thread(const float *base, const float *const *array,
+                        int64_t stride, int64_t batch, int64_t ld,
+                        int64_t rows, int64_t cols, int64_t tid,
+                        int64_t nthreads)
 {
     uint32_t best = 0;
-    int64_t n = rows * cols;
-    int64_t i;
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off;
 
-    for (i = tid; i < n; i += nthreads) {
-        uint32_t mag = amp_f32_bits(src[amp_cm_offset(i, rows, ld)]) &
-                       0x7fffffffu;
+    for (g = tid; g < n; g += nthreads) {
+        uint32_t mag;
+
+        off = amp_batch_split(g, rows, cols, ld, &b);
+        mag = amp_f32_bits(amp_batch_f32(base, array, stride, b)[off]) &
+              0x7fffffffu;
         if (mag < 0x7f800000u && mag > best)
             best = mag;
     }
     return best;
 }
 
-/* One thread's share of casting a rows x cols column-major FP32 matrix
- * (leading dimension ld_src) times `scale` into FP16 (leading dimension
- * ld_dst). scale is a power of two, so the product is exact unless it
- * leaves FP32's normal range; NaN and Inf keep their class. */
+/* The same over one matrix. */
+AMP_HD uint32_t
+amp_absmax_thread(const float *src, int64_t ld, int64_t rows, int64_t cols,
+                  int64_t tid, int64_t nthreads)
+{
+    return amp_absmax_batch_thread(src, (const float *const *)0, 0, 1, ld,
+                                   rows, cols, tid, nthreads);
+}
+
+/* Half-precision formats of the casts. */
+#define AMP_FORMAT_F16 0
+#define AMP_FORMAT_BF16 1
+
+/* One thread's share of casting a batch times `scale` (a power of two, so
+ * the product is exact unless it leaves FP32's normal range; NaN and Inf
+ * keep their class) into FP16 or BF16: matrix b of dst at
+ * dst + b * stride_dst, leading dimension ld_dst. */
+AMP_HD void
+amp_cast_batch_thread(const float *base, const float *const *array,
+                      int64_t stride, int64_t batch, int64_t ld_src,
+                      int64_t rows, int64_t cols, uint16_t *dst,
+                      int64_t ld_dst, int64_t stride_dst, float scale,
+                      int32_t format, int64_t tid, int64_t nthreads)
+{
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off;
+
+    for (g = tid; g < n; g += nthreads) {
+        float x;
+
+        off = amp_batch_split(g, rows, cols, ld_src, &b);
+        x = amp_batch_f32(base, array, stride, b)[off] * scale;
+        off = amp_batch_split(g, rows, cols, ld_dst, &b);
+        dst[b * stride_dst + off] = format == AMP_FORMAT_BF16
+                                        ? amp_f32_to_bf16(x)
+                                        : amp_f32_to_f16(x);
+    }
+}
+
+/* The same over one matrix, into FP16. */
 AMP_HD void
 amp_cast_f16_thread(const float *src, int64_t ld_src, uint16_t *dst,
                     int64_t ld_dst, int64_t rows, int64_t cols, float scale,
                     int64_t tid, int64_t nthreads)
 {
-    int64_t n = rows * cols;
-    int64_t i;
+    amp_cast_batch_thread(src, (const float *const *)0, 0, 1, ld_src, rows,
+                          cols, dst, ld_dst, 0, scale, AMP_FORMAT_F16, tid,
+                          nthreads);
+}
 
-    for (i = tid; i < n; i += nthreads)
-        dst[amp_cm_offset(i, rows, ld_dst)] =
-            amp_f32_to_f16(src[amp_cm_offset(i, rows, ld_src)] * scale);
+/* ---- fp16x3: x = (hi + lo * 2^-AMP_F16X3_LO_EXP) / scale ------------------ */
+
+#define AMP_F16X3_LO_EXP 11
+
+/* Splits an already scaled value: hi = fp16(x), lo = fp16((x - hi) * 2^11)
+ * (Ootomo & Yokota 2022). x - hi is exact in FP32. A non-finite x (or one
+ * whose hi overflows) keeps its class in hi and has lo 0, so NaN and Inf
+ * reach the product through the hi * hi term. */
+AMP_HD void
+amp_split_f16x3(float x, uint16_t *hi, uint16_t *lo)
+{
+    uint16_t h = amp_f32_to_f16(x);
+    float rest;
+
+    *hi = h;
+    if ((h & 0x7c00u) == 0x7c00u) {
+        *lo = 0;
+        return;
+    }
+    rest = (x - amp_f16_to_f32(h)) * amp_pow2f(AMP_F16X3_LO_EXP);
+    *lo = amp_f32_to_f16(rest);
+}
+
+/* One thread's share of splitting a batch times `scale` into hi and lo
+ * FP16 batches with the same layout (leading dimension ld_dst, stride
+ * stride_dst). */
+AMP_HD void
+amp_split_batch_thread(const float *base, const float *const *array,
+                       int64_t stride, int64_t batch, int64_t ld_src,
+                       int64_t rows, int64_t cols, uint16_t *hi,
+                       uint16_t *lo, int64_t ld_dst, int64_t stride_dst,
+                       float scale, int64_t tid, int64_t nthreads)
+{
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off;
+
+    for (g = tid; g < n; g += nthreads) {
+        float x;
+
+        off = amp_batch_split(g, rows, cols, ld_src, &b);
+        x = amp_batch_f32(base, array, stride, b)[off] * scale;
+        off = amp_batch_split(g, rows, cols, ld_dst, &b);
+        off += b * stride_dst;
+        amp_split_f16x3(x, &hi[off], &lo[off]);
+    }
+}
+
+/* ---- Pointer arrays and FP32 results -------------------------------------- */
+
+/* One thread's share of ptrs[b] = base + b * stride_bytes. */
+AMP_HD void
+amp_fill_ptrs_thread(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
+                     int64_t batch, int64_t tid, int64_t nthreads)
+{
+    int64_t b;
+
+    for (b = tid; b < batch; b += nthreads)
+        ptrs[b] = base + (uint64_t)(b * stride_bytes);
+}
+
+/* One thread's share of copying a batch of FP32 matrices into dst
+ * (leading dimension ld_dst, stride stride_dst). */
+AMP_HD void
+amp_gather_batch_thread(const float *base, const float *const *array,
+                        int64_t stride, int64_t batch, int64_t ld_src,
+                        int64_t rows, int64_t cols, float *dst,
+                        int64_t ld_dst, int64_t stride_dst, int64_t tid,
+                        int64_t nthreads)
+{
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off;
+
+    for (g = tid; g < n; g += nthreads) {
+        float x;
+
+        off = amp_batch_split(g, rows, cols, ld_src, &b);
+        x = amp_batch_f32(base, array, stride, b)[off];
+        off = amp_batch_split(g, rows, cols, ld_dst, &b);
+        dst[b * stride_dst + off] = x;
+    }
+}
+
+/* alpha * r + beta * c, where c is not read when beta is 0 (BLAS: NaN in
+ * C must not leak). */
+AMP_HD float
+amp_axpby(float alpha, float r, float beta, float c)
+{
+    return beta == 0.0f ? alpha * r : alpha * r + beta * c;
+}
+
+/* The fp16x3 product from its hi * hi part and the sum of its two lo
+ * parts. Where hi * hi is not finite it is the answer: an Inf operand
+ * element meets the other operand's lo parts with the wrong sign or a 0
+ * (NaN), while hi * hi carries Inf and NaN where FP32 puts them. */
+AMP_HD float
+amp_f16x3_sum(float hi, float lo)
+{
+    return amp_is_finite(hi) ? hi + lo : hi;
+}
+
+/* One thread's share of C = alpha * R + beta * C over a batch: R compact
+ * (ld_r, stride_r) and, for fp16x3, R = amp_f16x3_sum(r, r_lo) with r_lo
+ * laid out as r (NULL otherwise); C the caller's (base c with stride_c, or
+ * array). */
+AMP_HD void
+amp_axpby_batch_thread(const float *r, const float *r_lo, int64_t ld_r,
+                       int64_t stride_r, float *c, float *const *c_array,
+                       int64_t ldc, int64_t stride_c, int64_t batch,
+                       int64_t rows, int64_t cols, float alpha, float beta,
+                       int64_t tid, int64_t nthreads)
+{
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off_r, off_c;
+
+    for (g = tid; g < n; g += nthreads) {
+        float *cm;
+
+        off_r = amp_batch_split(g, rows, cols, ld_r, &b);
+        off_c = amp_batch_split(g, rows, cols, ldc, &b);
+        cm = c_array ? c_array[b] : c + b * stride_c;
+        off_r += b * stride_r;
+        cm[off_c] = amp_axpby(alpha,
+                              r_lo ? amp_f16x3_sum(r[off_r], r_lo[off_r])
+                                   : r[off_r],
+                              beta, cm[off_c]);
+    }
+}
+
+/* ---- Shadow errors ---------------------------------------------------------- */
+
+/* Errors of a candidate against the FP32 result; the maxima are FP32 bits
+ * of non-negative numbers, so atomicMax reduces them. */
+struct amp_shadow_error {
+    uint32_t max_abs;
+    uint32_t max_rel;
+    unsigned long long nonfinite;
+};
+
+/* The reduction state in device scratch (zeroed before the kernel), and
+ * the per-call slot in page-locked host memory that the last block of the
+ * error kernel writes. */
+struct amp_shadow_accum {
+    struct amp_shadow_error error;
+    uint32_t blocks_done;
+    uint32_t pad;
+};
+
+AMP_HD void
+amp_shadow_merge(struct amp_shadow_error *into,
+                 const struct amp_shadow_error *e)
+{
+    if (e->max_abs > into->max_abs)
+        into->max_abs = e->max_abs;
+    if (e->max_rel > into->max_rel)
+        into->max_rel = e->max_rel;
+    into->nonfinite += e->nonfinite;
+}
+
+/* Adds one element: ref is the FP32 result, cand the candidate's. Only
+ * elements finite in FP32 count; a candidate that is not finite there is
+ * counted, not measured. */
+AMP_HD void
+amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
+{
+    float diff, rel;
+
+    if (!amp_is_finite(ref))
+        return;
+    if (!amp_is_finite(cand)) {
+        e->nonfinite++;
+        return;
+    }
+    diff = cand > ref ? cand - ref : ref - cand;
+    if (amp_f32_bits(diff) > e->max_abs)
+        e->max_abs = amp_f32_bits(diff);
+    if (ref != 0.0f) {
+        rel = diff / (ref > 0.0f ? ref : -ref);
+        if (amp_f32_bits(rel) > e->max_rel)
+            e->max_rel = amp_f32_bits(rel);
+    }
+}
+
+/* One thread's share of the errors of a compact candidate batch (ld_r,
+ * stride_r) against the caller's C (base with stride_c, or array). */
+AMP_HD struct amp_shadow_error
+amp_shadow_error_thread(const float *cand, int64_t ld_r, int64_t stride_r,
+                        const float *c, const float *const *c_array,
+                        int64_t ldc, int64_t stride_c, int64_t batch,
+                        int64_t rows, int64_t cols, int64_t tid,
+                        int64_t nthreads)
+{
+    struct amp_shadow_error e = {0, 0, 0};
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off_r, off_c;
+
+    for (g = tid; g < n; g += nthreads) {
+        off_r = amp_batch_split(g, rows, cols, ld_r, &b);
+        off_c = amp_batch_split(g, rows, cols, ldc, &b);
+        amp_shadow_element(&e, cand[b * stride_r + off_r],
+                           amp_batch_f32(c, c_array, stride_c, b)[off_c]);
+    }
+    return e;
 }
 
 #endif

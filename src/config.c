@@ -18,9 +18,26 @@ static const struct amp_name_value amp_log_levels[] = {
     {"info", AMP_LOG_INFO}, {"debug", AMP_LOG_DEBUG}, {NULL, 0},
 };
 
+static const char *const amp_mode_names[AMP_MODE_COUNT] = {
+    [AMP_MODE_FP32] = "fp32",     [AMP_MODE_FP16] = "fp16",
+    [AMP_MODE_BF16] = "bf16",     [AMP_MODE_TF32] = "tf32",
+    [AMP_MODE_FP16X3] = "fp16x3", [AMP_MODE_SHADOW] = "shadow",
+};
+
+/* AMPSHIM_MODE values: mode + AMP_MODE_COUNT * shadow candidate. */
+#define AMP_MODE_VALUE(mode, candidate) ((mode) + AMP_MODE_COUNT * (candidate))
+
 static const struct amp_name_value amp_modes[] = {
-    {"fp32", AMP_MODE_FP32},
-    {"fp16", AMP_MODE_FP16},
+    {"fp32", AMP_MODE_VALUE(AMP_MODE_FP32, AMP_MODE_FP16)},
+    {"fp16", AMP_MODE_VALUE(AMP_MODE_FP16, AMP_MODE_FP16)},
+    {"bf16", AMP_MODE_VALUE(AMP_MODE_BF16, AMP_MODE_FP16)},
+    {"tf32", AMP_MODE_VALUE(AMP_MODE_TF32, AMP_MODE_FP16)},
+    {"fp16x3", AMP_MODE_VALUE(AMP_MODE_FP16X3, AMP_MODE_FP16)},
+    {"shadow", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
+    {"shadow:fp16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
+    {"shadow:bf16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_BF16)},
+    {"shadow:tf32", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_TF32)},
+    {"shadow:fp16x3", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16X3)},
     {NULL, 0},
 };
 
@@ -112,6 +129,7 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
 
     memset(cfg, 0, sizeof *cfg);
     cfg->mode = AMP_MODE_FP16;
+    cfg->shadow_candidate = AMP_MODE_FP16;
     cfg->log_level = AMP_LOG_WARN;
     cfg->summary = 1;
     cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
@@ -119,9 +137,10 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
     if ((v = getenv_fn("AMPSHIM_MODE")) && *v) {
-        value = (int)cfg->mode;
+        value = AMP_MODE_VALUE(cfg->mode, cfg->shadow_candidate);
         amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, &value);
-        cfg->mode = (enum amp_mode)value;
+        cfg->mode = (enum amp_mode)(value % AMP_MODE_COUNT);
+        cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
     }
     if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v) {
         value = (int)cfg->log_level;
@@ -145,10 +164,7 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
 const char *
 amp_mode_name(enum amp_mode mode)
 {
-    const struct amp_name_value *e;
-
-    for (e = amp_modes; e->name; e++)
-        if (e->value == (int)mode)
-            return e->name;
-    return "?";
+    if ((unsigned)mode >= AMP_MODE_COUNT)
+        return "?";
+    return amp_mode_names[mode];
 }

@@ -12,10 +12,15 @@ enum amp_log_level {
     AMP_LOG_DEBUG,
 };
 
-/* Precision modes of DESIGN.md that this build implements. */
+/* Precision modes of DESIGN.md. */
 enum amp_mode {
-    AMP_MODE_FP32 = 0,
-    AMP_MODE_FP16,
+    AMP_MODE_FP32 = 0, /* the original call */
+    AMP_MODE_FP16,     /* scaled FP16 operands, FP32 accumulation */
+    AMP_MODE_BF16,     /* BF16 operands, FP32 accumulation */
+    AMP_MODE_TF32,     /* FP32 operands, CUBLAS_COMPUTE_32F_FAST_TF32 */
+    AMP_MODE_FP16X3,   /* hi + lo FP16 split, three FP16 GEMMs */
+    AMP_MODE_SHADOW,   /* FP32 result; the candidate mode measured beside */
+    AMP_MODE_COUNT,
 };
 
 #define AMP_CONFIG_MAX_PROBLEMS 8
@@ -25,6 +30,9 @@ enum amp_mode {
 struct amp_config {
     int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
     enum amp_mode mode;           /* AMPSHIM_MODE */
+    /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
+     * shadow:bf16, shadow:tf32 and shadow:fp16x3 choose another. */
+    enum amp_mode shadow_candidate;
     enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL */
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
     int summary;                  /* AMPSHIM_SUMMARY */

@@ -26,6 +26,13 @@
     X(cuMemFreeAsync)                                                        \
     X(cuMemsetD32Async)                                                      \
     X(cuStreamIsCapturing)                                                   \
+    X(cuMemAllocHost)                                                        \
+    X(cuEventCreate)                                                         \
+    X(cuEventRecord)                                                         \
+    X(cuEventQuery)                                                          \
+    X(cuEventSynchronize)                                                    \
+    X(cuCtxPushCurrent)                                                      \
+    X(cuCtxPopCurrent)                                                       \
     X(cuGetErrorName)
 
 static struct {
@@ -38,6 +45,13 @@ static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
     [AMP_KERNEL_ABSMAX_F32] = AMP_K_ABSMAX_F32,
     [AMP_KERNEL_GEMM_SCALARS] = AMP_K_GEMM_SCALARS,
     [AMP_KERNEL_CAST_F32_F16] = AMP_K_CAST_F32_F16,
+    [AMP_KERNEL_ABSMAX_BATCH] = AMP_K_ABSMAX_BATCH,
+    [AMP_KERNEL_CAST_BATCH] = AMP_K_CAST_BATCH,
+    [AMP_KERNEL_SPLIT_BATCH] = AMP_K_SPLIT_BATCH,
+    [AMP_KERNEL_FILL_PTRS] = AMP_K_FILL_PTRS,
+    [AMP_KERNEL_GATHER_BATCH] = AMP_K_GATHER_BATCH,
+    [AMP_KERNEL_AXPBY_BATCH] = AMP_K_AXPBY_BATCH,
+    [AMP_KERNEL_SHADOW_ERROR] = AMP_K_SHADOW_ERROR,
 };
 
 /* Contexts a process uses are few; a full table means FP32 for the rest. */
@@ -48,6 +62,11 @@ struct amp_dev {
     int usable;
     CUmodule module;
     CUfunction kernels[AMP_KERNEL_COUNT];
+    /* Slots, under amp_dev_lock; made on first use. */
+    int slots_state;           /* 0 not yet, 1 made, -1 cannot be made */
+    char *slots;
+    CUevent slot_events[AMP_DEV_SLOTS];
+    uint64_t slots_taken;      /* bit i: slot i is taken */
 };
 
 static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
@@ -234,6 +253,99 @@ amp_dev_launch(struct amp_dev *dev, enum amp_kernel k, unsigned grid,
         return AMP_ERR_DRIVER;
     }
     return AMP_OK;
+}
+
+/* Makes dev's slots: page-locked memory the device reaches at the same
+ * address (unified addressing), and one event per slot. Lock held. */
+static void
+amp_dev_slots_make(struct amp_dev *dev)
+{
+    CUdevice device;
+    void *host = NULL;
+    int unified = 0;
+    CUresult r;
+    int i;
+
+    dev->slots_state = -1;
+    r = amp_cu.cuCtxGetDevice(&device);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuDeviceGetAttribute(
+            &unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device);
+    if (r == CUDA_SUCCESS && unified)
+        r = amp_cu.cuMemAllocHost(&host, AMP_DEV_SLOTS * AMP_DEV_SLOT_BYTES);
+    for (i = 0; r == CUDA_SUCCESS && unified && i < AMP_DEV_SLOTS; i++)
+        r = amp_cu.cuEventCreate(&dev->slot_events[i],
+                                 CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS || !unified) {
+        /* What was made stays: a few events and pinned bytes, once. */
+        amp_log(AMP_LOG_WARN, "no page-locked memory for shadow results "
+                "(%s); shadow calls in this context stay FP32",
+                unified ? amp_cu_error(r) : "no unified addressing");
+        return;
+    }
+    dev->slots = host;
+    dev->slots_state = 1;
+}
+
+enum amp_status
+amp_dev_slot_take(struct amp_dev *dev, int *slot, amp_devptr *at)
+{
+    enum amp_status st = AMP_ERR_UNAVAILABLE;
+    int i;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->slots_state == 0)
+        amp_dev_slots_make(dev);
+    if (dev->slots_state < 0)
+        st = AMP_ERR_DRIVER;
+    for (i = 0; st == AMP_ERR_UNAVAILABLE && i < AMP_DEV_SLOTS; i++) {
+        if (!(dev->slots_taken & (1ull << i))) {
+            dev->slots_taken |= 1ull << i;
+            *slot = i;
+            *at = (amp_devptr)(uintptr_t)(dev->slots +
+                                          i * AMP_DEV_SLOT_BYTES);
+            st = AMP_OK;
+        }
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    return st;
+}
+
+enum amp_status
+amp_dev_slot_record(struct amp_dev *dev, int slot, amp_stream stream)
+{
+    CUresult r = amp_cu.cuEventRecord(dev->slot_events[slot],
+                                      (CUstream)stream);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "event record failed: %s", amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+int
+amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
+{
+    CUevent e = dev->slot_events[slot];
+    CUcontext popped;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return -1;
+    r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_cu.cuCtxPopCurrent(&popped);
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return r == CUDA_SUCCESS ? 1 : -1;
+}
+
+void
+amp_dev_slot_release(struct amp_dev *dev, int slot)
+{
+    pthread_mutex_lock(&amp_dev_lock);
+    dev->slots_taken &= ~(1ull << slot);
+    pthread_mutex_unlock(&amp_dev_lock);
 }
 
 void

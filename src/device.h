@@ -17,6 +17,13 @@ enum amp_kernel {
     AMP_KERNEL_ABSMAX_F32 = 0,
     AMP_KERNEL_GEMM_SCALARS,
     AMP_KERNEL_CAST_F32_F16,
+    AMP_KERNEL_ABSMAX_BATCH,
+    AMP_KERNEL_CAST_BATCH,
+    AMP_KERNEL_SPLIT_BATCH,
+    AMP_KERNEL_FILL_PTRS,
+    AMP_KERNEL_GATHER_BATCH,
+    AMP_KERNEL_AXPBY_BATCH,
+    AMP_KERNEL_SHADOW_ERROR,
     AMP_KERNEL_COUNT,
 };
 
@@ -50,6 +57,32 @@ enum amp_status amp_dev_memset32_async(amp_devptr ptr, uint32_t value,
 enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,
                                unsigned grid, unsigned block,
                                amp_stream stream, void **params);
+
+/* ---- Slots: page-locked host memory that device work writes ------------ */
+
+/* Slots per context, and bytes per slot. */
+#define AMP_DEV_SLOTS 64
+#define AMP_DEV_SLOT_BYTES 64
+
+/* Takes a free slot of dev: *at is its address, the same on the host and
+ * the device (unified addressing). The slots' memory and events are made
+ * on first use, in dev's context, which is current. Fails with
+ * AMP_ERR_UNAVAILABLE when every slot is taken, or AMP_ERR_DRIVER when the
+ * memory or events cannot be had (remembered: no further attempts). */
+enum amp_status amp_dev_slot_take(struct amp_dev *dev, int *slot,
+                                  amp_devptr *at);
+
+/* Records the slot's event on `stream`, after the work that writes it. */
+enum amp_status amp_dev_slot_record(struct amp_dev *dev, int slot,
+                                    amp_stream stream);
+
+/* 1 when the work before the slot's record has finished (with `wait`,
+ * after waiting for it), 0 when not yet, -1 when it failed. Works from any
+ * thread: dev's context is made current for the query. */
+int amp_dev_slot_done(struct amp_dev *dev, int slot, int wait);
+
+/* Gives the slot back. */
+void amp_dev_slot_release(struct amp_dev *dev, int slot);
 
 /* Forgets every context (a forked child starts clean). */
 void amp_dev_forget(void);

@@ -1,13 +1,19 @@
-/* The GEMM path: decision and FP16 preparation on the caller's stream. */
+/* The GEMM path: the decision, and each precision mode's preparation on
+ * the caller's stream as scratch work plus vendor GEMM steps. */
 #include "gemm.h"
 
 #include "amp_kernels.h"
 #include "amp_math.h"
+#include "log.h"
 
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 #define AMP_SCRATCH_ALIGN 256
 #define AMP_F16_LD_MULTIPLE 8
+/* Shadow calls measured but not yet harvested, over all contexts. */
+#define AMP_GEMM_MAX_PENDING 256
 
 static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_CONVERT] = "converted",
@@ -17,9 +23,15 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
 };
 
+/* Host scalars of the fp16x3 steps: they live as long as the process. */
+static const float amp_one = 1.0f, amp_zero = 0.0f;
+static const float amp_lo_weight = 1.0f / (float)(1 << AMP_F16X3_LO_EXP);
+
 const char *
 amp_gemm_skip_reason(enum amp_gemm_skip skip)
 {
+    if ((unsigned)skip >= AMP_GEMM_SKIP_COUNT)
+        return "?";
     return amp_gemm_skip_reasons[skip];
 }
 
@@ -35,6 +47,13 @@ amp_round_up(int64_t v, int64_t multiple)
     return (v + multiple - 1) / multiple * multiple;
 }
 
+/* Problems in the call: a single GEMM is one, whatever batch says. */
+static int64_t
+amp_gemm_batch(const struct amp_gemm_desc *d)
+{
+    return d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
+}
+
 int
 amp_gemm_args_valid(const struct amp_gemm_desc *d)
 {
@@ -42,8 +61,8 @@ amp_gemm_args_valid(const struct amp_gemm_desc *d)
     int64_t rows_b = d->transb == AMP_OP_N ? d->k : d->n;
 
     return d->ops_valid && d->m >= 0 && d->n >= 0 && d->k >= 0 &&
-           d->lda >= amp_max1(rows_a) && d->ldb >= amp_max1(rows_b) &&
-           d->ldc >= amp_max1(d->m);
+           amp_gemm_batch(d) >= 0 && d->lda >= amp_max1(rows_a) &&
+           d->ldb >= amp_max1(rows_b) && d->ldc >= amp_max1(d->m);
 }
 
 enum amp_gemm_skip
@@ -55,68 +74,218 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
         return AMP_GEMM_SKIP_MODE;
     if (d->pedantic)
         return AMP_GEMM_SKIP_PEDANTIC;
-    if (d->m == 0 || d->n == 0 || d->k == 0 ||
+    if (d->m == 0 || d->n == 0 || d->k == 0 || amp_gemm_batch(d) == 0 ||
         (!d->scalars_on_device && *d->alpha == 0.0f))
         return AMP_GEMM_SKIP_EMPTY;
     return AMP_GEMM_CONVERT;
 }
 
-void
-amp_gemm_plan(const struct amp_gemm_desc *d, struct amp_gemm_plan *p)
-{
-    size_t a_bytes, b_bytes;
+/* ---- Scratch layout ---------------------------------------------------------- */
 
-    p->rows_a = d->transa == AMP_OP_N ? d->m : d->k;
-    p->cols_a = d->transa == AMP_OP_N ? d->k : d->m;
-    p->rows_b = d->transb == AMP_OP_N ? d->k : d->n;
-    p->cols_b = d->transb == AMP_OP_N ? d->n : d->k;
-    p->ld_a16 = amp_round_up(p->rows_a, AMP_F16_LD_MULTIPLE);
-    p->ld_b16 = amp_round_up(p->rows_b, AMP_F16_LD_MULTIPLE);
-    a_bytes = (size_t)(p->ld_a16 * p->cols_a) * sizeof(uint16_t);
-    b_bytes = (size_t)(p->ld_b16 * p->cols_b) * sizeof(uint16_t);
-    p->off_a = (size_t)amp_round_up(sizeof(struct amp_gemm_scalars),
-                                    AMP_SCRATCH_ALIGN);
-    p->off_b = p->off_a + (size_t)amp_round_up((int64_t)a_bytes,
-                                               AMP_SCRATCH_ALIGN);
-    p->bytes = p->off_b + (size_t)amp_round_up((int64_t)b_bytes,
-                                               AMP_SCRATCH_ALIGN);
+/* Where each part of a converted call lives in its one scratch allocation.
+ * Offsets are 256-byte aligned; an absent part is AMP_ABSENT. Half-precision
+ * operands have leading dimensions padded to multiples of 8 elements, so
+ * every matrix of a batch starts 16-byte aligned. */
+struct amp_gemm_layout {
+    int64_t batch;
+    int64_t rows_a, cols_a, ld_a16, stride_a16;
+    int64_t rows_b, cols_b, ld_b16, stride_b16;
+    int64_t stride_r;            /* m * n: compact FP32 results */
+    size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
+        hi, result;
+    size_t bytes;                /* SIZE_MAX when it does not fit */
+};
+
+#define AMP_ABSENT SIZE_MAX
+
+/* The device address of a part, 0 when it is absent. */
+static amp_devptr
+amp_at(amp_devptr scratch, size_t part)
+{
+    return part == AMP_ABSENT ? 0 : scratch + part;
 }
 
-/* Queues the absolute maximum of one operand into *absmax. */
-static enum amp_status
-amp_gemm_absmax(struct amp_dev *dev, amp_devptr src, int64_t ld,
-                int64_t rows, int64_t cols, amp_devptr absmax,
-                amp_stream stream)
+/* count * elem bytes, SIZE_MAX on overflow. */
+static size_t
+amp_bytes(int64_t count, size_t elem)
 {
-    void *params[] = {&src, &ld, &rows, &cols, &absmax};
+    size_t n;
 
-    return amp_dev_launch(dev, AMP_KERNEL_ABSMAX_F32,
-                          amp_kernel_grid(rows * cols), AMP_KERNEL_BLOCK,
+    if (count < 0 || __builtin_mul_overflow((size_t)count, elem, &n))
+        return SIZE_MAX;
+    return n;
+}
+
+/* Places a part of `bytes` bytes and returns its offset. */
+static size_t
+amp_part(struct amp_gemm_layout *l, size_t bytes)
+{
+    size_t at = l->bytes, padded;
+
+    if (l->bytes == SIZE_MAX)
+        return 0;
+    if (bytes > SIZE_MAX - AMP_SCRATCH_ALIGN ||
+        __builtin_add_overflow(at, (bytes + AMP_SCRATCH_ALIGN - 1) /
+                                       AMP_SCRATCH_ALIGN * AMP_SCRATCH_ALIGN,
+                               &padded)) {
+        l->bytes = SIZE_MAX;
+        return 0;
+    }
+    l->bytes = padded;
+    return at;
+}
+
+/* Elements of `batch` matrices of rows x cols, each `stride` apart. */
+static int64_t
+amp_batch_elems(int64_t batch, int64_t stride)
+{
+    int64_t n;
+
+    if (__builtin_mul_overflow(batch, stride, &n))
+        return -1;
+    return n;
+}
+
+static void
+amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
+                int shadow, struct amp_gemm_layout *l)
+{
+    int half = work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
+               work == AMP_MODE_FP16X3;
+    int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
+    int split = work == AMP_MODE_FP16X3;
+    int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
+    size_t a16, b16, r32;
+
+    memset(l, 0, sizeof *l);
+    l->batch = amp_gemm_batch(d);
+    l->rows_a = d->transa == AMP_OP_N ? d->m : d->k;
+    l->cols_a = d->transa == AMP_OP_N ? d->k : d->m;
+    l->rows_b = d->transb == AMP_OP_N ? d->k : d->n;
+    l->cols_b = d->transb == AMP_OP_N ? d->n : d->k;
+    l->ld_a16 = amp_round_up(l->rows_a, AMP_F16_LD_MULTIPLE);
+    l->ld_b16 = amp_round_up(l->rows_b, AMP_F16_LD_MULTIPLE);
+    l->stride_a16 = l->ld_a16 * l->cols_a;
+    l->stride_b16 = l->ld_b16 * l->cols_b;
+    l->stride_r = d->m * d->n;
+    a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), 2);
+    b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), 2);
+    r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
+
+    l->scalars = scaled ? amp_part(l, sizeof(struct amp_gemm_scalars))
+                        : AMP_ABSENT;
+    l->accum = shadow ? amp_part(l, sizeof(struct amp_shadow_accum))
+                      : AMP_ABSENT;
+    l->a = half ? amp_part(l, a16) : AMP_ABSENT;
+    l->a_lo = split ? amp_part(l, a16) : AMP_ABSENT;
+    l->b = half ? amp_part(l, b16) : AMP_ABSENT;
+    l->b_lo = split ? amp_part(l, b16) : AMP_ABSENT;
+    arrays_ab = arrays && half && !shadow && !split;
+    l->ptrs_a = arrays_ab ? amp_part(l, amp_bytes(l->batch, 8)) : AMP_ABSENT;
+    l->ptrs_b = arrays_ab ? amp_part(l, amp_bytes(l->batch, 8)) : AMP_ABSENT;
+    l->ptrs_r = arrays && shadow && work == AMP_MODE_TF32
+                    ? amp_part(l, amp_bytes(l->batch, 8))
+                    : AMP_ABSENT;
+    l->sum = split ? amp_part(l, r32) : AMP_ABSENT;
+    l->hi = split ? amp_part(l, r32) : AMP_ABSENT;
+    l->result = shadow ? amp_part(l, r32) : AMP_ABSENT;
+}
+
+/* ---- Queued work ------------------------------------------------------------- */
+
+/* A batch of FP32 matrices as the batched kernels take it. */
+struct amp_batch_src {
+    amp_devptr base, array;
+    int64_t stride, batch, ld, rows, cols;
+};
+
+static struct amp_batch_src
+amp_operand(const struct amp_gemm_desc *d, amp_devptr p, int64_t stride,
+            int64_t ld, int64_t rows, int64_t cols)
+{
+    struct amp_batch_src s = {
+        .base = d->batch_kind == AMP_BATCH_ARRAY ? 0 : p,
+        .array = d->batch_kind == AMP_BATCH_ARRAY ? p : 0,
+        .stride = d->batch_kind == AMP_BATCH_STRIDED ? stride : 0,
+        .batch = amp_gemm_batch(d), .ld = ld, .rows = rows, .cols = cols,
+    };
+    return s;
+}
+
+static enum amp_status
+amp_launch(struct amp_dev *dev, enum amp_kernel k, int64_t elems,
+           amp_stream stream, void **params)
+{
+    return amp_dev_launch(dev, k, amp_kernel_grid(elems), AMP_KERNEL_BLOCK,
                           stream, params);
 }
 
-/* Queues the scaled FP16 cast of one operand. */
 static enum amp_status
-amp_gemm_cast(struct amp_dev *dev, amp_devptr src, int64_t ld_src,
-              amp_devptr dst, int64_t ld_dst, int64_t rows, int64_t cols,
-              amp_devptr scale, amp_stream stream)
+amp_queue_absmax(struct amp_gemm_run *run, struct amp_batch_src s,
+                 amp_devptr absmax)
 {
-    void *params[] = {&src, &ld_src, &dst, &ld_dst, &rows, &cols, &scale};
+    void *params[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
+                      &s.rows, &s.cols, &absmax};
 
-    return amp_dev_launch(dev, AMP_KERNEL_CAST_F32_F16,
-                          amp_kernel_grid(rows * cols), AMP_KERNEL_BLOCK,
-                          stream, params);
+    return amp_launch(run->dev, AMP_KERNEL_ABSMAX_BATCH,
+                      s.batch * s.rows * s.cols, run->stream, params);
 }
 
-/* Queues the kernel that turns the maxima into scales and compensates
- * alpha; in device pointer mode it reads alpha and beta on the device. */
+/* The FP16 or BF16 cast, or with `lo` the fp16x3 split, of one operand
+ * into a strided scratch batch; scale 0 means 1. */
 static enum amp_status
-amp_gemm_scalars(struct amp_dev *dev, const struct amp_gemm_desc *d,
-                 amp_devptr scalars)
+amp_queue_cast(struct amp_gemm_run *run, struct amp_batch_src s,
+               amp_devptr dst, amp_devptr lo, int64_t ld_dst,
+               int64_t stride_dst, amp_devptr scale, int32_t format)
 {
+    void *cast[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld, &s.rows,
+                    &s.cols, &dst, &ld_dst, &stride_dst, &scale, &format};
+    void *split[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
+                     &s.rows, &s.cols, &dst, &lo, &ld_dst, &stride_dst,
+                     &scale};
+
+    return amp_launch(run->dev, lo ? AMP_KERNEL_SPLIT_BATCH
+                                   : AMP_KERNEL_CAST_BATCH,
+                      s.batch * s.rows * s.cols, run->stream,
+                      lo ? split : cast);
+}
+
+static enum amp_status
+amp_queue_fill_ptrs(struct amp_gemm_run *run, amp_devptr ptrs,
+                    amp_devptr base, int64_t stride_elems, size_t elem)
+{
+    int64_t stride_bytes = stride_elems * (int64_t)elem;
+    int64_t batch = run->desc.batch;
+    void *params[] = {&ptrs, &base, &stride_bytes, &batch};
+
+    return amp_launch(run->dev, AMP_KERNEL_FILL_PTRS, batch, run->stream,
+                      params);
+}
+
+/* Copies the caller's C into the compact result (shadow). */
+static enum amp_status
+amp_queue_copy_c(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_batch_src s = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
+                                         d->n);
+    void *params[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
+                      &s.rows, &s.cols, &run->result, &run->ld_result,
+                      &run->stride_result};
+
+    return amp_launch(run->dev, AMP_KERNEL_GATHER_BATCH,
+                      s.batch * s.rows * s.cols, run->stream, params);
+}
+
+/* The kernel that turns the maxima into scales and compensates alpha; in
+ * device pointer mode it reads alpha and beta on the device. */
+static enum amp_status
+amp_queue_scalars(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
     amp_devptr alpha_dev = 0, beta_dev = 0;
     float alpha = 0.0f, beta = 0.0f;
-    void *params[] = {&scalars, &alpha_dev, &beta_dev, &alpha, &beta};
+    void *params[] = {&run->scalars, &alpha_dev, &beta_dev, &alpha, &beta};
 
     if (d->scalars_on_device) {
         alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
@@ -125,64 +294,391 @@ amp_gemm_scalars(struct amp_dev *dev, const struct amp_gemm_desc *d,
         alpha = *d->alpha;
         beta = *d->beta;
     }
-    return amp_dev_launch(dev, AMP_KERNEL_GEMM_SCALARS, 1, 1, d->stream,
-                          params);
+    return amp_dev_launch(run->dev, AMP_KERNEL_GEMM_SCALARS, 1, 1,
+                          run->stream, params);
+}
+
+/* Maxima, scales and scalars, then the casts (or splits) of A and B. */
+static enum amp_status
+amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_batch_src a = amp_operand(d, d->a, d->stride_a, d->lda,
+                                         l->rows_a, l->cols_a);
+    struct amp_batch_src b = amp_operand(d, d->b, d->stride_b, d->ldb,
+                                         l->rows_b, l->cols_b);
+    amp_devptr s = run->scalars, scale_a = 0, scale_b = 0;
+    amp_devptr base = run->scratch;
+    int32_t format = run->candidate == AMP_MODE_BF16 ? AMP_FORMAT_BF16
+                                                     : AMP_FORMAT_F16;
+    enum amp_status st = AMP_OK;
+
+    if (s) {
+        scale_a = s + offsetof(struct amp_gemm_scalars, scale_a);
+        scale_b = s + offsetof(struct amp_gemm_scalars, scale_b);
+        /* absmax_a and absmax_b are the first two words of the scalars. */
+        st = amp_dev_memset32_async(s, 0, 2, run->stream);
+        if (st == AMP_OK)
+            st = amp_queue_absmax(run, a, s + offsetof(struct amp_gemm_scalars,
+                                                       absmax_a));
+        if (st == AMP_OK)
+            st = amp_queue_absmax(run, b, s + offsetof(struct amp_gemm_scalars,
+                                                       absmax_b));
+        if (st == AMP_OK)
+            st = amp_queue_scalars(run);
+    }
+    if (st == AMP_OK)
+        st = amp_queue_cast(run, a, base + l->a, amp_at(base, l->a_lo),
+                            l->ld_a16, l->stride_a16, scale_a, format);
+    if (st == AMP_OK)
+        st = amp_queue_cast(run, b, base + l->b, amp_at(base, l->b_lo),
+                            l->ld_b16, l->stride_b16, scale_b, format);
+    if (st == AMP_OK && l->ptrs_a != AMP_ABSENT)
+        st = amp_queue_fill_ptrs(run, base + l->ptrs_a, base + l->a,
+                                 l->stride_a16, 2);
+    if (st == AMP_OK && l->ptrs_b != AMP_ABSENT)
+        st = amp_queue_fill_ptrs(run, base + l->ptrs_b, base + l->b,
+                                 l->stride_b16, 2);
+    return st;
+}
+
+/* ---- Steps ------------------------------------------------------------------- */
+
+/* A step on the caller's own operands with its scalars (tf32, bf16). */
+static struct amp_gemm_step
+amp_step_caller(const struct amp_gemm_desc *d)
+{
+    struct amp_gemm_step t = {
+        .type_ab = AMP_DTYPE_F32, .type_c = AMP_DTYPE_F32,
+        .compute = AMP_COMPUTE_32F, .batch_kind = d->batch_kind,
+        .batch = amp_gemm_batch(d), .a = d->a, .b = d->b, .c = d->c,
+        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .stride_a = d->stride_a, .stride_b = d->stride_b,
+        .stride_c = d->stride_c, .alpha = d->alpha, .beta = d->beta,
+        .scalars_on_device = d->scalars_on_device,
+    };
+    return t;
+}
+
+/* Points the step's output at the compact FP32 batch `r`: strided (or
+ * single) for scratch operands, a pointer array when A and B are the
+ * caller's pointer arrays. */
+static void
+amp_step_into(struct amp_gemm_step *t, const struct amp_gemm_run *run,
+              amp_devptr r, amp_devptr r_ptrs)
+{
+    t->c = r_ptrs ? r_ptrs : r;
+    t->ldc = run->ld_result;
+    t->stride_c = run->stride_result;
+}
+
+/* The steps of the candidate (or only) mode. */
+static void
+amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int shadow = run->mode == AMP_MODE_SHADOW;
+    amp_devptr base = run->scratch;
+    struct amp_gemm_step t = amp_step_caller(d);
+    int i;
+
+    if (run->candidate == AMP_MODE_TF32) {
+        t.compute = AMP_COMPUTE_32F_FAST_TF32;
+        if (shadow)
+            amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
+        t.writes_caller_c = !shadow;
+        run->steps[run->nsteps++] = t;
+        return;
+    }
+    t.type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
+                                                : AMP_DTYPE_F16;
+    t.a = base + l->a;
+    t.b = base + l->b;
+    t.lda = l->ld_a16;
+    t.ldb = l->ld_b16;
+    t.stride_a = l->stride_a16;
+    t.stride_b = l->stride_b16;
+    if (d->batch_kind == AMP_BATCH_ARRAY) {
+        /* Scratch operands are strided; only a step that writes the
+         * caller's pointer array C needs arrays for A and B too. */
+        t.batch_kind = l->ptrs_a != AMP_ABSENT ? AMP_BATCH_ARRAY
+                                               : AMP_BATCH_STRIDED;
+        if (l->ptrs_a != AMP_ABSENT) {
+            t.a = base + l->ptrs_a;
+            t.b = base + l->ptrs_b;
+        }
+    }
+    if (run->candidate == AMP_MODE_FP16) {
+        t.alpha = (const float *)(uintptr_t)(
+            run->scalars + offsetof(struct amp_gemm_scalars, alpha));
+        t.beta = (const float *)(uintptr_t)(
+            run->scalars + offsetof(struct amp_gemm_scalars, beta));
+        t.scalars_on_device = 1;
+    }
+    if (run->candidate != AMP_MODE_FP16X3) {
+        if (shadow)
+            amp_step_into(&t, run, run->result, 0);
+        t.writes_caller_c = !shadow;
+        run->steps[run->nsteps++] = t;
+        return;
+    }
+    /* fp16x3: sum = 2^-11 hi_A lo_B + 2^-11 lo_A hi_B, the smaller terms
+     * first, and hi = hi_A hi_B apart, in FP32 scratch: the final kernel
+     * adds them where hi is finite (amp_f16x3_sum). */
+    amp_step_into(&t, run, run->sum, 0);
+    t.scalars_on_device = 0;
+    for (i = 0; i < 3; i++)
+        run->steps[i] = t;
+    run->steps[0].b = base + l->b_lo;
+    run->steps[0].alpha = &amp_lo_weight;
+    run->steps[0].beta = &amp_zero;
+    run->steps[1].a = base + l->a_lo;
+    run->steps[1].alpha = &amp_lo_weight;
+    run->steps[1].beta = &amp_one;
+    run->steps[2].c = run->hi;
+    run->steps[2].alpha = &amp_one;
+    run->steps[2].beta = &amp_zero;
+    run->nsteps = 3;
+}
+
+/* ---- Prepare, finish, abandon ------------------------------------------------ */
+
+static int
+amp_mode_converts(enum amp_mode mode)
+{
+    return mode == AMP_MODE_FP16 || mode == AMP_MODE_BF16 ||
+           mode == AMP_MODE_TF32 || mode == AMP_MODE_FP16X3;
+}
+
+/* Queues the scratch free and gives an unused slot back. */
+static void
+amp_gemm_release(struct amp_gemm_run *run)
+{
+    if (run->scratch)
+        amp_dev_free_async(run->scratch, run->stream);
+    run->scratch = 0;
+    if (run->slot >= 0)
+        amp_dev_slot_release(run->dev, run->slot);
+    run->slot = -1;
+}
+
+/* Mode checks, the shadow slot and the scratch allocation. */
+static enum amp_status
+amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
+                 uint64_t scratch_max)
+{
+    enum amp_status st;
+
+    if (l->bytes == SIZE_MAX || l->bytes > scratch_max)
+        return AMP_ERR_TOO_BIG;
+    if (run->mode == AMP_MODE_SHADOW) {
+        st = amp_dev_slot_take(run->dev, &run->slot, &run->slot_at);
+        if (st != AMP_OK)
+            return st;
+    }
+    if (l->bytes == 0)
+        return AMP_OK;
+    return amp_dev_alloc_async(run->dev, l->bytes, run->stream,
+                               &run->scratch);
 }
 
 enum amp_status
-amp_gemm_prepare_f16(struct amp_dev *dev, const struct amp_gemm_desc *d,
-                     uint64_t scratch_max, struct amp_gemm_f16 *out)
+amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
+                 enum amp_mode mode, enum amp_mode candidate,
+                 uint64_t scratch_max, struct amp_gemm_run *run)
 {
-    struct amp_gemm_plan p;
-    amp_devptr s;
+    int shadow = mode == AMP_MODE_SHADOW;
+    struct amp_gemm_layout l;
     enum amp_status st;
 
-    amp_gemm_plan(d, &p);
-    if (p.bytes > scratch_max)
-        return AMP_ERR_TOO_BIG;
-    st = amp_dev_alloc_async(dev, p.bytes, d->stream, &out->scratch);
-    if (st != AMP_OK)
-        return st;
-    out->stream = d->stream;
-    s = out->scratch;
-    out->a16 = s + p.off_a;
-    out->b16 = s + p.off_b;
-    out->lda16 = p.ld_a16;
-    out->ldb16 = p.ld_b16;
-    out->alpha = s + offsetof(struct amp_gemm_scalars, alpha);
-    out->beta = s + offsetof(struct amp_gemm_scalars, beta);
+    memset(run, 0, sizeof *run);
+    run->mode = mode;
+    run->candidate = shadow ? candidate : mode;
+    run->stream = d->stream;
+    run->dev = dev;
+    run->desc = *d;
+    run->desc.batch = amp_gemm_batch(d);
+    run->slot = -1;
+    if (!amp_mode_converts(run->candidate))
+        return AMP_ERR_UNAVAILABLE;
+    /* Shadow work is never captured into a graph: the caller runs FP32. */
+    if (shadow && amp_dev_stream_capturing(d->stream) != 0)
+        return AMP_ERR_UNAVAILABLE;
+    if (shadow)
+        amp_gemm_shadow_harvest(0); /* frees the slots of finished calls */
 
-    /* absmax_a and absmax_b are the first two words of the scalars. */
-    st = amp_dev_memset32_async(s, 0, 2, d->stream);
+    amp_gemm_layout(d, run->candidate, shadow, &l);
+    st = amp_gemm_acquire(run, &l, scratch_max);
+    if (st != AMP_OK) {
+        amp_gemm_release(run);
+        return st;
+    }
+    run->scratch_bytes = l.bytes;
+    run->needs_original = shadow;
+    run->ld_result = d->m;
+    run->stride_result = l.stride_r;
+    run->scalars = amp_at(run->scratch, l.scalars);
+    run->accum = amp_at(run->scratch, l.accum);
+    run->sum = amp_at(run->scratch, l.sum);
+    run->hi = amp_at(run->scratch, l.hi);
+    run->result = shadow ? amp_at(run->scratch, l.result) : run->hi;
+
+    if (run->candidate != AMP_MODE_TF32)
+        st = amp_queue_operands(run, &l);
+    if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
+        st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
+                                 l.stride_r, 4);
+    /* The candidate starts from C unless beta is a host zero. */
+    if (st == AMP_OK && shadow && (d->scalars_on_device || *d->beta != 0.0f))
+        st = amp_queue_copy_c(run);
+    if (st != AMP_OK) {
+        amp_gemm_release(run);
+        return st;
+    }
+    amp_gemm_steps(run, &l);
+    return AMP_OK;
+}
+
+/* C = alpha' * (hi + sum) + beta * C for fp16x3, into the caller's C or,
+ * in a shadow run, into the candidate's copy of C. */
+static enum amp_status
+amp_queue_axpby(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int shadow = run->mode == AMP_MODE_SHADOW;
+    amp_devptr c = shadow ? run->result : d->c, c_array = 0;
+    int64_t ldc = shadow ? run->ld_result : d->ldc;
+    int64_t stride_c = shadow ? run->stride_result : d->stride_c;
+    int64_t batch = d->batch, rows = d->m, cols = d->n;
+    void *params[] = {&run->hi, &run->sum, &run->ld_result,
+                      &run->stride_result, &c, &c_array, &ldc, &stride_c,
+                      &batch, &rows, &cols, &run->scalars};
+
+    if (!shadow && d->batch_kind == AMP_BATCH_ARRAY) {
+        c_array = c;
+        c = 0;
+    }
+    if (!shadow && d->batch_kind == AMP_BATCH_NONE)
+        stride_c = 0;
+    return amp_launch(run->dev, AMP_KERNEL_AXPBY_BATCH, batch * rows * cols,
+                      run->stream, params);
+}
+
+static enum amp_status amp_gemm_shadow_pend(struct amp_gemm_run *run);
+
+/* The error kernel of a shadow run: candidate against the caller's C. */
+static enum amp_status
+amp_queue_shadow_error(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_batch_src c = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
+                                         d->n);
+    void *params[] = {&run->result, &run->ld_result, &run->stride_result,
+                      &c.base, &c.array, &c.ld, &c.stride, &c.batch,
+                      &c.rows, &c.cols, &run->accum, &run->slot_at};
+    enum amp_status st;
+
+    st = amp_dev_memset32_async(run->accum, 0,
+                                sizeof(struct amp_shadow_accum) / 4,
+                                run->stream);
     if (st == AMP_OK)
-        st = amp_gemm_absmax(dev, d->a, d->lda, p.rows_a, p.cols_a,
-                             s + offsetof(struct amp_gemm_scalars, absmax_a),
-                             d->stream);
+        st = amp_launch(run->dev, AMP_KERNEL_SHADOW_ERROR,
+                        c.batch * c.rows * c.cols, run->stream, params);
     if (st == AMP_OK)
-        st = amp_gemm_absmax(dev, d->b, d->ldb, p.rows_b, p.cols_b,
-                             s + offsetof(struct amp_gemm_scalars, absmax_b),
-                             d->stream);
+        st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
-        st = amp_gemm_scalars(dev, d, s);
-    if (st == AMP_OK)
-        st = amp_gemm_cast(dev, d->a, d->lda, out->a16, p.ld_a16, p.rows_a,
-                           p.cols_a,
-                           s + offsetof(struct amp_gemm_scalars, scale_a),
-                           d->stream);
-    if (st == AMP_OK)
-        st = amp_gemm_cast(dev, d->b, d->ldb, out->b16, p.ld_b16, p.rows_b,
-                           p.cols_b,
-                           s + offsetof(struct amp_gemm_scalars, scale_b),
-                           d->stream);
-    if (st != AMP_OK)
-        amp_gemm_release_f16(out);
+        st = amp_gemm_shadow_pend(run);
+    return st;
+}
+
+enum amp_status
+amp_gemm_finish(struct amp_gemm_run *run)
+{
+    enum amp_status st = AMP_OK;
+
+    if (run->candidate == AMP_MODE_FP16X3)
+        st = amp_queue_axpby(run);
+    if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
+        st = amp_queue_shadow_error(run);
+    amp_gemm_release(run);
     return st;
 }
 
 void
-amp_gemm_release_f16(struct amp_gemm_f16 *f16)
+amp_gemm_abandon(struct amp_gemm_run *run)
 {
-    if (f16->scratch)
-        amp_dev_free_async(f16->scratch, f16->stream);
-    f16->scratch = 0;
+    amp_gemm_release(run);
+}
+
+/* ---- Shadow measurements ---------------------------------------------------- */
+
+struct amp_gemm_pending {
+    struct amp_dev *dev;
+    int slot;
+    amp_devptr slot_at;
+    struct amp_api_stats *stats;
+};
+
+static pthread_mutex_t amp_pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_gemm_pending amp_pending[AMP_GEMM_MAX_PENDING];
+static int amp_npending;
+
+/* Hands the run's slot to the harvest: it is no longer the run's. */
+static enum amp_status
+amp_gemm_shadow_pend(struct amp_gemm_run *run)
+{
+    enum amp_status st = AMP_ERR_UNAVAILABLE;
+
+    pthread_mutex_lock(&amp_pending_lock);
+    if (amp_npending < AMP_GEMM_MAX_PENDING) {
+        amp_pending[amp_npending].dev = run->dev;
+        amp_pending[amp_npending].slot = run->slot;
+        amp_pending[amp_npending].slot_at = run->slot_at;
+        amp_pending[amp_npending].stats = run->desc.stats;
+        amp_npending++;
+        run->slot = -1;
+        st = AMP_OK;
+    }
+    pthread_mutex_unlock(&amp_pending_lock);
+    return st;
+}
+
+uint64_t
+amp_gemm_shadow_harvest(int wait)
+{
+    uint64_t harvested = 0;
+    int i = 0;
+
+    pthread_mutex_lock(&amp_pending_lock);
+    while (i < amp_npending) {
+        struct amp_gemm_pending *p = &amp_pending[i];
+        int done = amp_dev_slot_done(p->dev, p->slot, wait);
+        struct amp_shadow_error bits;
+        struct amp_gemm_error e;
+
+        if (done == 0) {
+            i++;
+            continue;
+        }
+        if (done > 0) {
+            memcpy(&bits, (const void *)(uintptr_t)p->slot_at, sizeof bits);
+            e.max_abs = amp_bits_f32(bits.max_abs);
+            e.max_rel = amp_bits_f32(bits.max_rel);
+            e.nonfinite = bits.nonfinite;
+            if (p->stats)
+                amp_stats_shadow(p->stats, &e);
+            harvested++;
+        }
+        amp_dev_slot_release(p->dev, p->slot);
+        *p = amp_pending[--amp_npending];
+    }
+    pthread_mutex_unlock(&amp_pending_lock);
+    return harvested;
+}
+
+void
+amp_gemm_shadow_forget(void)
+{
+    pthread_mutex_init(&amp_pending_lock, NULL);
+    amp_npending = 0;
 }

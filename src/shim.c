@@ -2,6 +2,7 @@
 #include "shim.h"
 
 #include "device.h"
+#include "gemm.h"
 #include "log.h"
 #include "stats.h"
 
@@ -18,6 +19,8 @@ static atomic_uint amp_shim_gen;
 static void
 amp_shim_at_exit(void)
 {
+    /* Shadow calls still in flight: their errors belong in the summary. */
+    amp_gemm_shadow_harvest(1);
     if (amp_shim_cfg.summary)
         amp_stats_summary();
 }
@@ -35,6 +38,7 @@ static void
 amp_shim_fork_child(void)
 {
     amp_stats_reset();
+    amp_gemm_shadow_forget();
     amp_dev_forget();
     atomic_fetch_add(&amp_shim_gen, 1);
 }

@@ -10,6 +10,8 @@ enum amp_outcome {
     AMP_OUTCOME_CONVERTED = 0, /* ran on the converted path */
     AMP_OUTCOME_FP32,          /* FP32 by decision (mode, arguments, size) */
     AMP_OUTCOME_FALLBACK,      /* conversion tried, failed, FP32 ran */
+    AMP_OUTCOME_PASSTHROUGH,   /* not an FP32 GEMM (half, mixed or complex
+                                  types): the original call, untouched */
     AMP_OUTCOME_COUNT,
 };
 
@@ -21,6 +23,19 @@ struct amp_api_stats {
     atomic_ullong outcomes[AMP_OUTCOME_COUNT];
     atomic_int listed;
     struct amp_api_stats *next;
+    /* Shadow measurements, under the stats lock. */
+    unsigned long long shadow_calls;
+    double shadow_max_abs, shadow_max_rel;
+    unsigned long long shadow_nonfinite;
+};
+
+/* Errors of a candidate mode against the FP32 result over one call. */
+struct amp_gemm_error {
+    double max_abs;            /* max |candidate - fp32| */
+    double max_rel;            /* max |candidate - fp32| / |fp32|, over
+                                  elements where fp32 != 0 */
+    unsigned long long nonfinite; /* elements finite in FP32 but not in the
+                                     candidate */
 };
 
 #define AMP_API_STATS_INIT(api_name) {.name = (api_name)}
@@ -28,8 +43,13 @@ struct amp_api_stats {
 /* Counts one call and its outcome. */
 void amp_stats_count(struct amp_api_stats *api, enum amp_outcome outcome);
 
+/* Adds one shadow call's errors to api's maxima and counts. */
+void amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e);
+
 /* Writes one summary line per API that saw a call:
- * "ampshim[pid]: summary <api> calls=N converted=N fp32=N fallback=N". */
+ * "ampshim[pid]: summary <api> calls=N converted=N fp32=N fallback=N
+ * passthrough=N", and when shadow calls were measured
+ * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N". */
 void amp_stats_summary(void);
 
 /* Zeroes every counter; only in a forked child, which starts clean. */

@@ -7,6 +7,7 @@
 #include "emu.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Parameter i of the launch, read as type T. */
@@ -124,12 +125,372 @@ emu_bytes_cast_f16(const struct emu_launch *l)
     return (double)EMU_PARAM(l, 4, int64_t) * EMU_PARAM(l, 5, int64_t) * 6.0;
 }
 
+/* ---- Batched kernels --------------------------------------------------- */
+
+/* Host aliases of the `batch` matrices of (base, array, stride), each
+ * spanning `span` bytes of elements of `elem` bytes: an array of host
+ * pointers the caller frees, or NULL when a matrix (or the pointer array)
+ * is outside its allocation. The per-thread functions then run in array
+ * form, as on the device. */
+static void **
+emu_batch_at(CUdeviceptr base, CUdeviceptr array, int64_t stride,
+             int64_t batch, size_t span, size_t elem)
+{
+    const CUdeviceptr *ptrs = NULL;
+    void **at;
+    int64_t b;
+
+    if (batch <= 0)
+        return calloc(1, sizeof(void *));
+    if (array && !(ptrs = emu_dev_at(array, (size_t)batch * 8)))
+        return NULL;
+    at = calloc((size_t)batch, sizeof *at);
+    if (!at)
+        return NULL;
+    for (b = 0; b < batch; b++) {
+        CUdeviceptr p = ptrs ? ptrs[b]
+                             : base + (CUdeviceptr)(b * stride * (int64_t)elem);
+        if (!(at[b] = emu_dev_at(p, span))) {
+            free(at);
+            return NULL;
+        }
+    }
+    return at;
+}
+
+/* The host alias of a strided destination batch, checked whole. */
+static void *
+emu_strided_at(CUdeviceptr p, int64_t batch, int64_t stride, size_t span,
+               size_t elem)
+{
+    if (batch <= 0)
+        return emu_dev_at(p, 0);
+    return emu_dev_at(p, (size_t)((batch - 1) * stride) * elem + span);
+}
+
+/* amp_k_absmax_batch(base, array, stride, batch, ld, rows, cols, absmax) */
+static CUresult
+emu_run_absmax_batch(const struct emu_launch *l)
+{
+    int64_t batch = EMU_PARAM(l, 3, int64_t);
+    int64_t ld = EMU_PARAM(l, 4, int64_t);
+    int64_t rows = EMU_PARAM(l, 5, int64_t);
+    int64_t cols = EMU_PARAM(l, 6, int64_t);
+    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
+                              EMU_PARAM(l, 1, CUdeviceptr),
+                              EMU_PARAM(l, 2, int64_t), batch,
+                              emu_matrix_span(rows, cols, ld, 4), 4);
+    uint32_t *absmax = emu_dev_at(EMU_PARAM(l, 7, CUdeviceptr), 4);
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!src || !absmax) {
+        free(src);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    for (tid = 0; tid < nthreads; tid++) {
+        uint32_t local = amp_absmax_batch_thread(
+            NULL, (const float *const *)src, 0, batch, ld, rows, cols, tid,
+            nthreads);
+        if (local > *absmax) /* atomicMax */
+            *absmax = local;
+    }
+    free(src);
+    return CUDA_SUCCESS;
+}
+
+/* Elements of the batch of a kernel whose batch, rows and cols are
+ * parameters bi, bi + 2 and bi + 3 (a leading dimension in between). */
+static double
+emu_batch_elems(const struct emu_launch *l, int bi)
+{
+    return (double)EMU_PARAM(l, bi, int64_t) *
+           (double)EMU_PARAM(l, bi + 2, int64_t) *
+           (double)EMU_PARAM(l, bi + 3, int64_t);
+}
+
+static double
+emu_bytes_absmax_batch(const struct emu_launch *l)
+{
+    return emu_batch_elems(l, 3) * 4.0;
+}
+
+/* amp_k_cast_batch(base, array, stride, batch, ld_src, rows, cols, dst,
+ *                  ld_dst, stride_dst, scale, format) and
+ * amp_k_split_batch(base, array, stride, batch, ld_src, rows, cols, hi,
+ *                   lo, ld_dst, stride_dst, scale): one runner, `split`
+ * tells which. */
+static CUresult
+emu_run_cast_or_split(const struct emu_launch *l, int split)
+{
+    int64_t batch = EMU_PARAM(l, 3, int64_t);
+    int64_t ld_src = EMU_PARAM(l, 4, int64_t);
+    int64_t rows = EMU_PARAM(l, 5, int64_t);
+    int64_t cols = EMU_PARAM(l, 6, int64_t);
+    int64_t ld_dst = EMU_PARAM(l, 8 + split, int64_t);
+    int64_t stride_dst = EMU_PARAM(l, 9 + split, int64_t);
+    CUdeviceptr scale_at = EMU_PARAM(l, 10 + split, CUdeviceptr);
+    size_t dst_span = emu_matrix_span(rows, cols, ld_dst, 2);
+    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
+                              EMU_PARAM(l, 1, CUdeviceptr),
+                              EMU_PARAM(l, 2, int64_t), batch,
+                              emu_matrix_span(rows, cols, ld_src, 4), 4);
+    uint16_t *dst = emu_strided_at(EMU_PARAM(l, 7, CUdeviceptr), batch,
+                                   stride_dst, dst_span, 2);
+    uint16_t *lo = split ? emu_strided_at(EMU_PARAM(l, 8, CUdeviceptr),
+                                          batch, stride_dst, dst_span, 2)
+                         : dst;
+    const float *scale = scale_at ? emu_dev_at(scale_at, 4) : NULL;
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!src || !dst || !lo || (scale_at && !scale) || (split && !scale)) {
+        free(src);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    for (tid = 0; tid < nthreads; tid++) {
+        if (split)
+            amp_split_batch_thread(NULL, (const float *const *)src, 0, batch,
+                                   ld_src, rows, cols, dst, lo, ld_dst,
+                                   stride_dst, *scale, tid, nthreads);
+        else
+            amp_cast_batch_thread(NULL, (const float *const *)src, 0, batch,
+                                  ld_src, rows, cols, dst, ld_dst, stride_dst,
+                                  scale ? *scale : 1.0f,
+                                  EMU_PARAM(l, 11, int32_t), tid, nthreads);
+    }
+    free(src);
+    return CUDA_SUCCESS;
+}
+
+static CUresult
+emu_run_cast_batch(const struct emu_launch *l)
+{
+    return emu_run_cast_or_split(l, 0);
+}
+
+static CUresult
+emu_run_split_batch(const struct emu_launch *l)
+{
+    return emu_run_cast_or_split(l, 1);
+}
+
+static double
+emu_bytes_cast_batch(const struct emu_launch *l)
+{
+    return emu_batch_elems(l, 3) * 6.0;
+}
+
+static double
+emu_bytes_split_batch(const struct emu_launch *l)
+{
+    return emu_batch_elems(l, 3) * 8.0;
+}
+
+/* amp_k_fill_ptrs(ptrs, base, stride_bytes, batch) */
+static CUresult
+emu_run_fill_ptrs(const struct emu_launch *l)
+{
+    int64_t batch = EMU_PARAM(l, 3, int64_t);
+    uint64_t *ptrs = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                                batch > 0 ? (size_t)batch * 8 : 0);
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!ptrs)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (tid = 0; tid < nthreads; tid++)
+        amp_fill_ptrs_thread(ptrs, EMU_PARAM(l, 1, uint64_t),
+                             EMU_PARAM(l, 2, int64_t), batch, tid, nthreads);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_fill_ptrs(const struct emu_launch *l)
+{
+    return (double)EMU_PARAM(l, 3, int64_t) * 8.0;
+}
+
+/* amp_k_gather_batch(base, array, stride, batch, ld_src, rows, cols, dst,
+ *                    ld_dst, stride_dst) */
+static CUresult
+emu_run_gather_batch(const struct emu_launch *l)
+{
+    int64_t batch = EMU_PARAM(l, 3, int64_t);
+    int64_t ld_src = EMU_PARAM(l, 4, int64_t);
+    int64_t rows = EMU_PARAM(l, 5, int64_t);
+    int64_t cols = EMU_PARAM(l, 6, int64_t);
+    int64_t ld_dst = EMU_PARAM(l, 8, int64_t);
+    int64_t stride_dst = EMU_PARAM(l, 9, int64_t);
+    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
+                              EMU_PARAM(l, 1, CUdeviceptr),
+                              EMU_PARAM(l, 2, int64_t), batch,
+                              emu_matrix_span(rows, cols, ld_src, 4), 4);
+    float *dst = emu_strided_at(EMU_PARAM(l, 7, CUdeviceptr), batch,
+                                stride_dst,
+                                emu_matrix_span(rows, cols, ld_dst, 4), 4);
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!src || !dst) {
+        free(src);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    for (tid = 0; tid < nthreads; tid++)
+        amp_gather_batch_thread(NULL, (const float *const *)src, 0, batch,
+                                ld_src, rows, cols, dst, ld_dst, stride_dst,
+                                tid, nthreads);
+    free(src);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_gather_batch(const struct emu_launch *l)
+{
+    return emu_batch_elems(l, 3) * 8.0;
+}
+
+/* The caller's C of the axpby and error kernels: (c, c_array, ldc,
+ * stride_c) at parameters ci..ci+3, with batch, rows, cols after them. */
+static void **
+emu_c_at(const struct emu_launch *l, int ci)
+{
+    int64_t batch = EMU_PARAM(l, ci + 4, int64_t);
+    int64_t rows = EMU_PARAM(l, ci + 5, int64_t);
+    int64_t cols = EMU_PARAM(l, ci + 6, int64_t);
+
+    return emu_batch_at(EMU_PARAM(l, ci, CUdeviceptr),
+                        EMU_PARAM(l, ci + 1, CUdeviceptr),
+                        EMU_PARAM(l, ci + 3, int64_t), batch,
+                        emu_matrix_span(rows, cols,
+                                        EMU_PARAM(l, ci + 2, int64_t), 4),
+                        4);
+}
+
+/* A compact FP32 batch at parameter ri of the axpby and error kernels,
+ * laid out as (ld_r, stride_r) at li, li + 1, with batch, rows and cols at
+ * bi, bi + 1, bi + 2. NULL for a NULL pointer too. */
+static float *
+emu_r_at(const struct emu_launch *l, int ri, int li, int bi)
+{
+    int64_t batch = EMU_PARAM(l, bi, int64_t);
+    int64_t rows = EMU_PARAM(l, bi + 1, int64_t);
+    int64_t cols = EMU_PARAM(l, bi + 2, int64_t);
+
+    return emu_strided_at(EMU_PARAM(l, ri, CUdeviceptr), batch,
+                          EMU_PARAM(l, li + 1, int64_t),
+                          emu_matrix_span(rows, cols,
+                                          EMU_PARAM(l, li, int64_t), 4),
+                          4);
+}
+
+/* Elements of a batch whose batch, rows and cols are parameters bi, bi + 1
+ * and bi + 2. */
+static double
+emu_r_elems(const struct emu_launch *l, int bi)
+{
+    return (double)EMU_PARAM(l, bi, int64_t) *
+           (double)EMU_PARAM(l, bi + 1, int64_t) *
+           (double)EMU_PARAM(l, bi + 2, int64_t);
+}
+
+/* amp_k_axpby_batch(r, r_lo, ld_r, stride_r, c, c_array, ldc, stride_c,
+ *                   batch, rows, cols, s) */
+static CUresult
+emu_run_axpby_batch(const struct emu_launch *l)
+{
+    const float *r = emu_r_at(l, 0, 2, 8);
+    int has_lo = EMU_PARAM(l, 1, CUdeviceptr) != 0;
+    const float *r_lo = has_lo ? emu_r_at(l, 1, 2, 8) : NULL;
+    void **c = emu_c_at(l, 4);
+    const struct amp_gemm_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 11, CUdeviceptr), sizeof *s);
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!r || (has_lo && !r_lo) || !c || !s) {
+        free(c);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    for (tid = 0; tid < nthreads; tid++)
+        amp_axpby_batch_thread(r, r_lo, EMU_PARAM(l, 2, int64_t),
+                               EMU_PARAM(l, 3, int64_t), NULL,
+                               (float *const *)c, EMU_PARAM(l, 6, int64_t),
+                               0, EMU_PARAM(l, 8, int64_t),
+                               EMU_PARAM(l, 9, int64_t),
+                               EMU_PARAM(l, 10, int64_t), s->alpha, s->beta,
+                               tid, nthreads);
+    free(c);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_axpby_batch(const struct emu_launch *l)
+{
+    return emu_r_elems(l, 8) * 16.0;
+}
+
+/* amp_k_shadow_error(cand, ld_r, stride_r, c, c_array, ldc, stride_c,
+ *                    batch, rows, cols, accum, slot) */
+static CUresult
+emu_run_shadow_error(const struct emu_launch *l)
+{
+    const float *cand = emu_r_at(l, 0, 1, 7);
+    void **c = emu_c_at(l, 3);
+    struct amp_shadow_accum *accum =
+        emu_dev_at(EMU_PARAM(l, 10, CUdeviceptr), sizeof *accum);
+    struct amp_shadow_error *slot =
+        emu_dev_at(EMU_PARAM(l, 11, CUdeviceptr), sizeof *slot);
+    struct amp_shadow_error e;
+    int64_t nthreads = emu_threads(l);
+    int64_t tid;
+
+    if (!cand || !c || !accum || !slot) {
+        free(c);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    for (tid = 0; tid < nthreads; tid++) {
+        e = amp_shadow_error_thread(cand, EMU_PARAM(l, 1, int64_t),
+                                    EMU_PARAM(l, 2, int64_t), NULL,
+                                    (const float *const *)c,
+                                    EMU_PARAM(l, 5, int64_t), 0,
+                                    EMU_PARAM(l, 7, int64_t),
+                                    EMU_PARAM(l, 8, int64_t),
+                                    EMU_PARAM(l, 9, int64_t), tid, nthreads);
+        amp_shadow_merge(&accum->error, &e);
+    }
+    accum->blocks_done = l->grid[0];
+    *slot = accum->error;
+    free(c);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_shadow_error(const struct emu_launch *l)
+{
+    return emu_r_elems(l, 7) * 8.0;
+}
+
 const struct emu_kernel emu_kernels[] = {
     {AMP_K_ABSMAX_F32, 5, {8, 8, 8, 8, 8}, emu_run_absmax, emu_bytes_absmax},
     {AMP_K_GEMM_SCALARS, 5, {8, 8, 8, 4, 4}, emu_run_gemm_scalars,
      emu_bytes_gemm_scalars},
     {AMP_K_CAST_F32_F16, 7, {8, 8, 8, 8, 8, 8, 8}, emu_run_cast_f16,
      emu_bytes_cast_f16},
+    {AMP_K_ABSMAX_BATCH, 8, {8, 8, 8, 8, 8, 8, 8, 8}, emu_run_absmax_batch,
+     emu_bytes_absmax_batch},
+    {AMP_K_CAST_BATCH, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4},
+     emu_run_cast_batch, emu_bytes_cast_batch},
+    {AMP_K_SPLIT_BATCH, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
+     emu_run_split_batch, emu_bytes_split_batch},
+    {AMP_K_FILL_PTRS, 4, {8, 8, 8, 8}, emu_run_fill_ptrs,
+     emu_bytes_fill_ptrs},
+    {AMP_K_GATHER_BATCH, 10, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
+     emu_run_gather_batch, emu_bytes_gather_batch},
+    {AMP_K_AXPBY_BATCH, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
+     emu_run_axpby_batch, emu_bytes_axpby_batch},
+    {AMP_K_SHADOW_ERROR, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
+     emu_run_shadow_error, emu_bytes_shadow_error},
     {NULL, 0, {0}, NULL, NULL},
 };
 

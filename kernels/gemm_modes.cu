@@ -1,0 +1,123 @@
+// Kernels of the batched GEMM modes: maxima, FP16/BF16 casts, the fp16x3
+// split and final sum, pointer arrays, and the shadow error reduction.
+// The arithmetic lives in amp_math.h, shared with the emulator's host build.
+#include "amp_kernels.h"
+#include "amp_math.h"
+
+#define AMP_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define AMP_NTHREADS ((int64_t)gridDim.x * blockDim.x)
+
+// Largest value over the block, left in slots[0].
+static __device__ void
+amp_block_max(uint32_t *slots)
+{
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half && slots[threadIdx.x + half] > slots[threadIdx.x])
+            slots[threadIdx.x] = slots[threadIdx.x + half];
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void
+amp_k_absmax_batch(const float *base, const float *const *array,
+                   int64_t stride, int64_t batch, int64_t ld, int64_t rows,
+                   int64_t cols, uint32_t *absmax)
+{
+    __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
+
+    block_max[threadIdx.x] = amp_absmax_batch_thread(
+        base, array, stride, batch, ld, rows, cols, AMP_TID, AMP_NTHREADS);
+    amp_block_max(block_max);
+    if (threadIdx.x == 0)
+        atomicMax(absmax, block_max[0]);
+}
+
+extern "C" __global__ void
+amp_k_cast_batch(const float *base, const float *const *array,
+                 int64_t stride, int64_t batch, int64_t ld_src, int64_t rows,
+                 int64_t cols, uint16_t *dst, int64_t ld_dst,
+                 int64_t stride_dst, const float *scale, int32_t format)
+{
+    amp_cast_batch_thread(base, array, stride, batch, ld_src, rows, cols,
+                          dst, ld_dst, stride_dst, scale ? *scale : 1.0f,
+                          format, AMP_TID, AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_split_batch(const float *base, const float *const *array,
+                  int64_t stride, int64_t batch, int64_t ld_src,
+                  int64_t rows, int64_t cols, uint16_t *hi, uint16_t *lo,
+                  int64_t ld_dst, int64_t stride_dst, const float *scale)
+{
+    amp_split_batch_thread(base, array, stride, batch, ld_src, rows, cols,
+                           hi, lo, ld_dst, stride_dst, *scale, AMP_TID,
+                           AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
+                int64_t batch)
+{
+    amp_fill_ptrs_thread(ptrs, base, stride_bytes, batch, AMP_TID,
+                         AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_gather_batch(const float *base, const float *const *array,
+                   int64_t stride, int64_t batch, int64_t ld_src,
+                   int64_t rows, int64_t cols, float *dst, int64_t ld_dst,
+                   int64_t stride_dst)
+{
+    amp_gather_batch_thread(base, array, stride, batch, ld_src, rows, cols,
+                            dst, ld_dst, stride_dst, AMP_TID, AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
+                  int64_t stride_r, float *c, float *const *c_array,
+                  int64_t ldc, int64_t stride_c, int64_t batch, int64_t rows,
+                  int64_t cols, const struct amp_gemm_scalars *s)
+{
+    amp_axpby_batch_thread(r, r_lo, ld_r, stride_r, c, c_array, ldc, stride_c,
+                           batch, rows, cols, s->alpha, s->beta, AMP_TID,
+                           AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
+                   const float *c, const float *const *c_array, int64_t ldc,
+                   int64_t stride_c, int64_t batch, int64_t rows,
+                   int64_t cols, struct amp_shadow_accum *accum,
+                   struct amp_shadow_error *slot)
+{
+    __shared__ uint32_t abs_max[AMP_KERNEL_BLOCK];
+    __shared__ uint32_t rel_max[AMP_KERNEL_BLOCK];
+    __shared__ unsigned long long nonfinite;
+    struct amp_shadow_error e = amp_shadow_error_thread(
+        cand, ld_r, stride_r, c, c_array, ldc, stride_c, batch, rows, cols,
+        AMP_TID, AMP_NTHREADS);
+
+    if (threadIdx.x == 0)
+        nonfinite = 0;
+    abs_max[threadIdx.x] = e.max_abs;
+    rel_max[threadIdx.x] = e.max_rel;
+    __syncthreads();
+    if (e.nonfinite)
+        atomicAdd(&nonfinite, e.nonfinite);
+    amp_block_max(abs_max);
+    amp_block_max(rel_max);
+    if (threadIdx.x != 0)
+        return;
+    atomicMax(&accum->error.max_abs, abs_max[0]);
+    atomicMax(&accum->error.max_rel, rel_max[0]);
+    atomicAdd(&accum->error.nonfinite, nonfinite);
+    __threadfence();
+    if (atomicAdd(&accum->blocks_done, 1u) != gridDim.x - 1)
+        return;
+    // The last block: every other block's atomics are visible.
+    slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
+    slot->max_rel = atomicMax(&accum->error.max_rel, 0u);
+    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
+    __threadfence_system();
+}
