@@ -159,6 +159,67 @@ test_mode_names(void **state)
 {
     assert_string_equal(amp_mode_name(AMP_MODE_FP32), "fp32");
     assert_string_equal(amp_mode_name(AMP_MODE_FP16), "fp16");
+    assert_string_equal(amp_mode_name(AMP_MODE_BF16), "bf16");
+    assert_string_equal(amp_mode_name(AMP_MODE_TF32), "tf32");
+    assert_string_equal(amp_mode_name(AMP_MODE_FP16X3), "fp16x3");
+    assert_string_equal(amp_mode_name(AMP_MODE_SHADOW), "shadow");
+    assert_string_equal(amp_mode_name(AMP_MODE_COUNT), "?");
+}
+
+/* Every mode and shadow candidate; "shadow" alone measures fp16. */
+static void
+test_modes(void **state)
+{
+    static const struct {
+        const char *value;
+        enum amp_mode mode, candidate;
+    } cases[] = {
+        {"fp32", AMP_MODE_FP32, AMP_MODE_FP16},
+        {"bf16", AMP_MODE_BF16, AMP_MODE_FP16},
+        {"TF32", AMP_MODE_TF32, AMP_MODE_FP16},
+        {"fp16x3", AMP_MODE_FP16X3, AMP_MODE_FP16},
+        {"shadow", AMP_MODE_SHADOW, AMP_MODE_FP16},
+        {"shadow:fp16", AMP_MODE_SHADOW, AMP_MODE_FP16},
+        {"shadow:bf16", AMP_MODE_SHADOW, AMP_MODE_BF16},
+        {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
+        {"Shadow:FP16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
+    };
+    const char *env[3] = {"AMPSHIM_MODE", NULL, NULL};
+    struct amp_config cfg;
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+        env[1] = cases[i].value;
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 0);
+        assert_int_equal(cfg.mode, cases[i].mode);
+        assert_int_equal(cfg.shadow_candidate, cases[i].candidate);
+    }
+}
+
+/* A bad mode is one problem naming the variable and every accepted value;
+ * shadow's candidate cannot be fp32 or shadow. */
+static void
+test_bad_modes(void **state)
+{
+    static const char *const bad[] = {"shadow:fp32", "shadow:shadow",
+                                      "shadow:", "fp16 ", "fp16x2"};
+    const char *env[3] = {"AMPSHIM_MODE", NULL, NULL};
+    struct amp_config cfg;
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        env[1] = bad[i];
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 1);
+        assert_int_equal(cfg.mode, AMP_MODE_FP16);
+        assert_int_equal(cfg.shadow_candidate, AMP_MODE_FP16);
+        assert_non_null(strstr(cfg.problems[0], "AMPSHIM_MODE"));
+        assert_non_null(strstr(cfg.problems[0],
+                               "fp32, fp16, bf16, tf32, fp16x3, shadow, "
+                               "shadow:fp16, shadow:bf16, shadow:tf32, "
+                               "shadow:fp16x3"));
+    }
 }
 
 int
@@ -173,6 +234,8 @@ main(void)
         cmocka_unit_test(test_empty_values_are_unset),
         cmocka_unit_test(test_overlong_log_file),
         cmocka_unit_test(test_mode_names),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_bad_modes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
-/* Unit tests of the FP16 preparation of a GEMM on the emulated driver:
- * the scratch holds the scales, compensated scalars and casts the math
- * implies, on the caller's stream, and failures leave nothing behind. */
+/* Unit tests of the converted GEMM path on the emulated driver and cuBLAS:
+ * each mode's prepare, steps (issued here as the hook issues them) and
+ * finish, for single, strided and pointer-array calls, against a double
+ * reference; failures leave C untouched and nothing allocated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,223 +11,780 @@
 #include "emu_child.h"
 #include "gemm.h"
 
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define M 5
-#define N 3
-#define K 7
-#define LDA 9 /* A is op T: stored K x M in LDA */
-#define LDB 7 /* B is op N: stored K x N */
+/* op(A) = A^T with A stored K x M, op(B) = B stored K x N: odd sizes and
+ * leading dimensions that are not multiples of 8. */
+#define M 37
+#define N 29
+#define K 53
+#define LDA (K + 3)
+#define LDB (K + 1)
+#define LDC (M + 2)
+#define BATCH 3
+/* Host strides between a batch's matrices, with a gap. */
+#define SA (LDA * M + 5)
+#define SB (LDB * N + 7)
+#define SC (LDC * N + 3)
 
-static float host_a[LDA * M], host_b[LDB * N];
-static CUdeviceptr dev_a, dev_b, dev_scalars;
+#define U16 0x1p-11
+#define UBF16 0x1p-8
+#define UTF32 0x1p-11
+#define U32 0x1p-24
+
 static CUstream stream;
+static cublasHandle_t blas;
+static struct amp_dev *dev;
+static struct amp_api_stats stats = AMP_API_STATS_INIT("test_gemm");
+
+/* One problem: host data and its device copies. */
+struct problem {
+    enum amp_batch kind;
+    int batch;
+    float a[BATCH * SA], b[BATCH * SB], c0[BATCH * SC];
+    CUdeviceptr da, db, dc, pa, pb, pc, scalars;
+};
+
+static struct problem prob;
+
+static unsigned rng_state = 12345;
+
+static float
+uniform(void)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (float)((rng_state >> 8) & 0xffff) / 65536.0f;
+}
+
+/* Values of magnitude about `scale`, both signs. */
+static void
+fill(float *x, int n, float scale)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        x[i] = (uniform() * 2.0f - 1.0f) * scale;
+}
+
+static void
+upload(struct problem *p)
+{
+    CUdeviceptr ptrs[3][BATCH];
+    int i;
+
+    for (i = 0; i < BATCH; i++) {
+        ptrs[0][i] = p->da + (CUdeviceptr)i * SA * 4;
+        ptrs[1][i] = p->db + (CUdeviceptr)i * SB * 4;
+        ptrs[2][i] = p->dc + (CUdeviceptr)i * SC * 4;
+    }
+    assert_int_equal(cuMemcpyHtoD(p->da, p->a, sizeof p->a), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(p->db, p->b, sizeof p->b), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(p->dc, p->c0, sizeof p->c0), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(p->pa, ptrs[0], sizeof ptrs[0]),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(p->pb, ptrs[1], sizeof ptrs[1]),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(p->pc, ptrs[2], sizeof ptrs[2]),
+                     CUDA_SUCCESS);
+}
+
+/* Moderate-range data: A about 1, B about 100, C about 10. */
+static void
+problem_default(struct problem *p, enum amp_batch kind)
+{
+    p->kind = kind;
+    p->batch = kind == AMP_BATCH_NONE ? 1 : BATCH;
+    rng_state = 12345;
+    fill(p->a, BATCH * SA, 1.0f);
+    fill(p->b, BATCH * SB, 100.0f);
+    fill(p->c0, BATCH * SC, 10.0f);
+    upload(p);
+}
 
 static int
 setup(void **state)
 {
     CUcontext ctx;
-    CUdevice dev;
-    int i;
+    CUdevice d;
 
-    for (i = 0; i < LDA * M; i++)
-        host_a[i] = (float)((i * 37) % 23 - 11) * 1e-3f; /* max 0.011 */
-    for (i = 0; i < LDB * N; i++)
-        host_b[i] = (float)((i * 11) % 19 - 9) * 300.0f; /* max 2700 */
-    host_a[2] = -0.5f; /* the maximum sits in a used element */
-    if (cuInit(0) || cuDeviceGet(&dev, 0) ||
-        cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx) ||
+    if (cuInit(0) || cuDeviceGet(&d, 0) ||
+        cuDevicePrimaryCtxRetain(&ctx, d) || cuCtxSetCurrent(ctx) ||
         cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) ||
-        cuMemAlloc(&dev_a, sizeof host_a) || cuMemAlloc(&dev_b, sizeof host_b) ||
-        cuMemAlloc(&dev_scalars, 2 * sizeof(float)) ||
-        cuMemcpyHtoD(dev_a, host_a, sizeof host_a) ||
-        cuMemcpyHtoD(dev_b, host_b, sizeof host_b))
+        cuMemAlloc(&prob.da, sizeof prob.a) ||
+        cuMemAlloc(&prob.db, sizeof prob.b) ||
+        cuMemAlloc(&prob.dc, sizeof prob.c0) ||
+        cuMemAlloc(&prob.pa, BATCH * 8) || cuMemAlloc(&prob.pb, BATCH * 8) ||
+        cuMemAlloc(&prob.pc, BATCH * 8) ||
+        cuMemAlloc(&prob.scalars, 2 * sizeof(float)))
         return -1;
-    return 0;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(blas, (cudaStream_t)stream) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    dev = amp_dev_current();
+    return dev ? 0 : -1;
 }
 
 static struct amp_gemm_desc
-desc(const float *alpha, const float *beta, int on_device)
+desc(const struct problem *p, const float *alpha, const float *beta,
+     int on_device)
 {
+    int arrays = p->kind == AMP_BATCH_ARRAY;
     struct amp_gemm_desc d = {
+        .api = "test", .stats = &stats,
         .transa = AMP_OP_T, .transb = AMP_OP_N, .ops_valid = 1,
-        .m = M, .n = N, .k = K, .lda = LDA, .ldb = LDB, .ldc = M,
-        .a = dev_a, .b = dev_b, .alpha = alpha, .beta = beta,
-        .scalars_on_device = on_device, .stream = stream,
+        .m = M, .n = N, .k = K, .lda = LDA, .ldb = LDB, .ldc = LDC,
+        .batch_kind = p->kind, .batch = p->batch,
+        .stride_a = SA, .stride_b = SB, .stride_c = SC,
+        .a = arrays ? p->pa : p->da, .b = arrays ? p->pb : p->db,
+        .c = arrays ? p->pc : p->dc,
+        .alpha = alpha, .beta = beta, .scalars_on_device = on_device,
+        .stream = stream,
     };
     return d;
 }
 
-/* Largest |x| over the used K x cols part of a matrix. */
-static float
-absmax(const float *x, int ld, int rows, int cols)
+static cudaDataType
+dtype(enum amp_dtype t)
 {
-    float best = 0.0f;
-    int r, c;
-
-    for (c = 0; c < cols; c++)
-        for (r = 0; r < rows; r++)
-            if (fabsf(x[c * ld + r]) > best)
-                best = fabsf(x[c * ld + r]);
-    return best;
+    return t == AMP_DTYPE_F16 ? CUDA_R_16F
+                              : t == AMP_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-static void
-check_prepared(const struct amp_gemm_f16 *f16, float alpha, float beta)
+/* Issues one step as the hook does, on the test's handle. */
+static cublasStatus_t
+issue(const struct amp_gemm_step *s)
 {
-    struct amp_gemm_scalars s;
-    uint16_t a16[8 * M], b16[8 * N];
-    float dev_alpha, dev_beta;
-    int ea = 14 - (int)floorf(log2f(absmax(host_a, LDA, K, M)));
-    int eb = 14 - (int)floorf(log2f(absmax(host_b, LDB, K, N)));
-    int r, c;
+    cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
+                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+    cublasStatus_t st = cublasSetPointerMode(
+        blas, s->scalars_on_device ? CUBLAS_POINTER_MODE_DEVICE
+                                   : CUBLAS_POINTER_MODE_HOST);
+    const void *a = (const void *)(uintptr_t)s->a;
+    const void *b = (const void *)(uintptr_t)s->b;
+    void *c = (void *)(uintptr_t)s->c;
 
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    switch (s->batch_kind) {
+    case AMP_BATCH_NONE:
+        return cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K,
+                            s->alpha, a, dtype(s->type_ab), (int)s->lda, b,
+                            dtype(s->type_ab), (int)s->ldb, s->beta, c,
+                            dtype(s->type_c), (int)s->ldc, compute,
+                            CUBLAS_GEMM_DEFAULT);
+    case AMP_BATCH_STRIDED:
+        return cublasGemmStridedBatchedEx(
+            blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, s->alpha, a,
+            dtype(s->type_ab), (int)s->lda, s->stride_a, b, dtype(s->type_ab),
+            (int)s->ldb, s->stride_b, s->beta, c, dtype(s->type_c),
+            (int)s->ldc, s->stride_c, (int)s->batch, compute,
+            CUBLAS_GEMM_DEFAULT);
+    default:
+        return cublasGemmBatchedEx(
+            blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, s->alpha,
+            (const void *const *)a, dtype(s->type_ab), (int)s->lda,
+            (const void *const *)b, dtype(s->type_ab), (int)s->ldb, s->beta,
+            (void *const *)c, dtype(s->type_c), (int)s->ldc, (int)s->batch,
+            compute, CUBLAS_GEMM_DEFAULT);
+    }
+}
+
+/* The original FP32 call of a descriptor, as a step. */
+static cublasStatus_t
+original(const struct amp_gemm_desc *d)
+{
+    struct amp_gemm_step s = {
+        .type_ab = AMP_DTYPE_F32, .type_c = AMP_DTYPE_F32,
+        .compute = AMP_COMPUTE_32F, .batch_kind = d->batch_kind,
+        .batch = d->batch, .a = d->a, .b = d->b, .c = d->c, .lda = d->lda,
+        .ldb = d->ldb, .ldc = d->ldc, .stride_a = d->stride_a,
+        .stride_b = d->stride_b, .stride_c = d->stride_c,
+        .alpha = d->alpha, .beta = d->beta,
+        .scalars_on_device = d->scalars_on_device,
+    };
+    return issue(&s);
+}
+
+/* Runs one call in `mode` as the hook would: prepare, steps, the original
+ * for shadow, finish. Returns the first failure's status (AMP_OK). */
+static enum amp_status
+convert(const struct amp_gemm_desc *d, enum amp_mode mode,
+        enum amp_mode candidate, struct amp_gemm_run *run)
+{
+    enum amp_status st;
+    int i;
+
+    if (mode == AMP_MODE_FP32)
+        return original(d) == CUBLAS_STATUS_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
+    st = amp_gemm_prepare(dev, d, mode, candidate, 1 << 24, run);
+    if (st != AMP_OK)
+        return st;
+    for (i = 0; i < run->nsteps; i++) {
+        if (issue(&run->steps[i]) != CUBLAS_STATUS_SUCCESS) {
+            amp_gemm_abandon(run);
+            return AMP_ERR_DRIVER;
+        }
+    }
+    if (run->needs_original && original(d) != CUBLAS_STATUS_SUCCESS) {
+        amp_gemm_abandon(run);
+        return AMP_ERR_DRIVER;
+    }
+    return amp_gemm_finish(run);
+}
+
+/* Runs the problem in `mode` from C0 and downloads C. */
+static void
+run_mode(struct problem *p, enum amp_mode mode, enum amp_mode candidate,
+         const float *alpha, const float *beta, int on_device, float *c)
+{
+    struct amp_gemm_desc d = desc(p, alpha, beta, on_device);
+    struct amp_gemm_run run;
+
+    assert_int_equal(cuMemcpyHtoD(p->dc, p->c0, sizeof p->c0), CUDA_SUCCESS);
+    assert_int_equal(convert(&d, mode, candidate, &run), AMP_OK);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
-    assert_int_equal(cuMemcpyDtoH(&s, f16->scratch, sizeof s), CUDA_SUCCESS);
-    assert_int_equal(cuMemcpyDtoH(a16, f16->a16, sizeof a16), CUDA_SUCCESS);
-    assert_int_equal(cuMemcpyDtoH(b16, f16->b16, sizeof b16), CUDA_SUCCESS);
-    assert_int_equal(cuMemcpyDtoH(&dev_alpha, f16->alpha, 4), CUDA_SUCCESS);
-    assert_int_equal(cuMemcpyDtoH(&dev_beta, f16->beta, 4), CUDA_SUCCESS);
-
-    assert_int_equal(f16->lda16, 8);
-    assert_int_equal(f16->ldb16, 8);
-    assert_int_equal(f16->a16 % 16, 0);
-    assert_int_equal(f16->b16 % 16, 0);
-    assert_int_equal(s.exp_a, ea);
-    assert_int_equal(s.exp_b, eb);
-    assert_true(dev_alpha == ldexpf(alpha, -(ea + eb)));
-    assert_true(dev_beta == beta);
-    for (c = 0; c < M; c++)
-        for (r = 0; r < K; r++)
-            assert_int_equal(a16[c * 8 + r],
-                             amp_f32_to_f16(ldexpf(host_a[c * LDA + r], ea)));
-    for (c = 0; c < N; c++)
-        for (r = 0; r < K; r++)
-            assert_int_equal(b16[c * 8 + r],
-                             amp_f32_to_f16(ldexpf(host_b[c * LDB + r], eb)));
+    assert_int_equal(cuMemcpyDtoH(c, p->dc, sizeof p->c0), CUDA_SUCCESS);
 }
 
+/* Element (i, j) of matrix b: the reference and the bound's magnitude
+ * |alpha| |op(A)| |op(B)| + |beta| |C0|. */
 static void
-test_host_scalars(void **state)
+reference(const struct problem *p, int b, int i, int j, float alpha,
+          float beta, double *ref, double *mag)
 {
-    const float alpha = 1.5f, beta = -0.25f;
-    struct amp_gemm_desc d = desc(&alpha, &beta, 0);
-    struct amp_gemm_f16 f16 = {0};
-    struct amp_dev *dev = amp_dev_current();
+    const float *a = p->a + b * SA, *bm = p->b + b * SB;
+    double c0 = p->c0[b * SC + j * LDC + i];
+    double sum = 0.0, abs_sum = 0.0;
+    int q;
 
-    assert_non_null(dev);
-    assert_int_equal(amp_gemm_prepare_f16(dev, &d, 1 << 20, &f16), AMP_OK);
-    check_prepared(&f16, alpha, beta);
-    amp_gemm_release_f16(&f16);
-    assert_true(f16.scratch == 0);
-    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    for (q = 0; q < K; q++) {
+        double t = (double)a[i * LDA + q] * (double)bm[j * LDB + q];
+        sum += t;
+        abs_sum += fabs(t);
+    }
+    *ref = alpha * sum;
+    *mag = fabs(alpha) * abs_sum;
+    if (beta != 0.0f) { /* C is not read when beta is 0 */
+        *ref += beta * c0;
+        *mag += fabs(beta) * fabs(c0);
+    }
 }
 
-/* Device pointer mode: alpha and beta are read on the device by the
- * queued work; the host never dereferences them (it would fault). */
+/* Largest |C - ref| / ((2u + 2k u32) mag) over the problem, and the
+ * largest |C - ref| in *max_err. */
+static double
+bound_ratio(const struct problem *p, const float *c, float alpha, float beta,
+            double u, double *max_err)
+{
+    double worst = 0.0, bound_factor = 2.0 * u + 2.0 * K * U32;
+    int b, i, j;
+
+    *max_err = 0.0;
+    for (b = 0; b < p->batch; b++)
+        for (j = 0; j < N; j++)
+            for (i = 0; i < M; i++) {
+                double ref, mag, err;
+
+                reference(p, b, i, j, alpha, beta, &ref, &mag);
+                err = fabs((double)c[b * SC + j * LDC + i] - ref);
+                assert_true(isfinite(err));
+                if (err > *max_err)
+                    *max_err = err;
+                if (err / (bound_factor * mag) > worst)
+                    worst = err / (bound_factor * mag);
+            }
+    return worst;
+}
+
+/* Gaps between a batch's matrices and rows beyond M are never written. */
 static void
-test_device_scalars(void **state)
+assert_outside_untouched(const struct problem *p, const float *c)
 {
-    const float values[2] = {-3.0f, 0.0f};
-    const float *alpha = (const float *)(uintptr_t)dev_scalars;
-    const float *beta = (const float *)(uintptr_t)(dev_scalars + 4);
-    struct amp_gemm_desc d = desc(alpha, beta, 1);
-    struct amp_gemm_f16 f16 = {0};
-    struct amp_dev *dev = amp_dev_current();
+    int b, i, j;
 
-    assert_int_equal(cuMemcpyHtoD(dev_scalars, values, sizeof values),
-                     CUDA_SUCCESS);
-    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_FP16), AMP_GEMM_CONVERT);
-    assert_int_equal(amp_gemm_prepare_f16(dev, &d, 1 << 20, &f16), AMP_OK);
-    check_prepared(&f16, values[0], values[1]);
-    amp_gemm_release_f16(&f16);
-    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    for (b = 0; b < BATCH; b++)
+        for (j = 0; j < N; j++)
+            for (i = M; i < LDC; i++)
+                assert_true(c[b * SC + j * LDC + i] ==
+                            p->c0[b * SC + j * LDC + i]);
+    for (b = p->batch; b < BATCH; b++)
+        assert_memory_equal(c + b * SC, p->c0 + b * SC, SC * 4);
 }
 
-/* Work is queued, not done: before the stream is synchronised the
- * scratch does not hold the casts yet. */
+static const char *const kind_names[] = {"none", "strided", "array"};
+
+/* Every layout in fp16, bf16 and tf32 stays within its element-wise
+ * bound; fp16x3 within 4x the error of FP32 on the same inputs. */
 static void
-test_work_is_stream_ordered(void **state)
+test_modes_within_bounds(void **state)
 {
-    const float alpha = 1.0f, beta = 0.0f;
-    struct amp_gemm_desc d = desc(&alpha, &beta, 0);
-    struct amp_gemm_f16 f16 = {0};
-    uint16_t first;
+    static const struct {
+        enum amp_mode mode;
+        double u;
+    } modes[] = {
+        {AMP_MODE_FP16, U16}, {AMP_MODE_BF16, UBF16}, {AMP_MODE_TF32, UTF32},
+    };
+    static float c[BATCH * SC];
+    const float alpha = 1.5f, beta = -0.75f;
+    double ratio, err, err32, err_x3;
+    int kind, i;
 
-    assert_int_equal(amp_gemm_prepare_f16(amp_dev_current(), &d, 1 << 20,
-                                          &f16),
-                     AMP_OK);
-    assert_int_equal(cuMemcpyDtoH(&first, f16.a16, 2), CUDA_SUCCESS);
-    assert_int_not_equal(first, amp_f32_to_f16(ldexpf(host_a[0], 14 + 1)));
-    check_prepared(&f16, alpha, beta);
-    amp_gemm_release_f16(&f16);
-    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    for (kind = AMP_BATCH_NONE; kind <= AMP_BATCH_ARRAY; kind++) {
+        problem_default(&prob, (enum amp_batch)kind);
+        for (i = 0; i < 3; i++) {
+            run_mode(&prob, modes[i].mode, AMP_MODE_FP16, &alpha, &beta, 0,
+                     c);
+            ratio = bound_ratio(&prob, c, alpha, beta, modes[i].u, &err);
+            print_message("%s %s: error/bound %.3f (max abs error %.3g)\n",
+                          amp_mode_name(modes[i].mode), kind_names[kind],
+                          ratio, err);
+            assert_true(ratio <= 1.0);
+            assert_true(ratio > 0.0);
+            assert_outside_untouched(&prob, c);
+        }
+        run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c);
+        bound_ratio(&prob, c, alpha, beta, 0.0, &err32);
+        run_mode(&prob, AMP_MODE_FP16X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+        ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err_x3);
+        print_message("fp16x3 %s: max abs error %.3g, FP32 %.3g (x%.2f)\n",
+                      kind_names[kind], err_x3, err32, err_x3 / err32);
+        assert_true(err32 > 0.0);
+        assert_true(err_x3 <= 4.0 * err32);
+        assert_outside_untouched(&prob, c);
+    }
 }
 
+/* The step layout the hook gets: padded leading dimensions, aligned FP16
+ * parts, the caller's C for fp16 and tf32, scratch for fp16x3. */
 static void
-test_scratch_cap(void **state)
-{
-    const float alpha = 1.0f, beta = 0.0f;
-    struct amp_gemm_desc d = desc(&alpha, &beta, 0);
-    struct amp_gemm_plan p;
-    struct amp_gemm_f16 f16 = {0};
-
-    amp_gemm_plan(&d, &p);
-    assert_int_equal(amp_gemm_prepare_f16(amp_dev_current(), &d,
-                                          p.bytes - 1, &f16),
-                     AMP_ERR_TOO_BIG);
-    assert_true(f16.scratch == 0);
-}
-
-/* A failure at any step frees the scratch: free memory is back where it
- * was once the stream has run. Exits 0 when it held. */
-static int
-child(const char *scenario)
+test_step_layout(void **state)
 {
     const float alpha = 1.0f, beta = 0.0f;
     struct amp_gemm_desc d;
-    struct amp_gemm_f16 f16 = {0};
-    size_t free_before, free_after, total;
+    struct amp_gemm_run run;
 
-    if (setup(NULL) != 0)
+    problem_default(&prob, AMP_BATCH_STRIDED);
+    d = desc(&prob, &alpha, &beta, 0);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
+                                      1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(run.nsteps, 1);
+    assert_int_equal(run.needs_original, 0);
+    assert_int_equal(run.steps[0].type_ab, AMP_DTYPE_F16);
+    assert_int_equal(run.steps[0].type_c, AMP_DTYPE_F32);
+    assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_STRIDED);
+    assert_int_equal(run.steps[0].lda, 56);  /* K = 53 -> 56 */
+    assert_int_equal(run.steps[0].ldb, 56);
+    assert_int_equal(run.steps[0].stride_a, 56 * M);
+    assert_int_equal(run.steps[0].a % 256, 0);
+    assert_int_equal(run.steps[0].b % 256, 0);
+    assert_true(run.steps[0].c == prob.dc);
+    assert_int_equal(run.steps[0].ldc, LDC);
+    assert_int_equal(run.steps[0].stride_c, SC);
+    assert_int_equal(run.steps[0].scalars_on_device, 1);
+    assert_int_equal(run.steps[0].writes_caller_c, 1);
+    /* Scalars, then A and B: 3 * 56 * 37 and 3 * 56 * 29 halves. */
+    assert_int_equal(run.scratch_bytes, 256 + 12544 + 9984);
+    amp_gemm_abandon(&run);
+
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32, AMP_MODE_FP16,
+                                      1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(run.scratch_bytes, 0);
+    assert_int_equal(run.nsteps, 1);
+    assert_int_equal(run.steps[0].compute, AMP_COMPUTE_32F_FAST_TF32);
+    assert_true(run.steps[0].a == prob.da && run.steps[0].c == prob.dc);
+    assert_true(run.steps[0].alpha == &alpha);
+    assert_int_equal(run.steps[0].writes_caller_c, 1);
+    assert_int_equal(amp_gemm_finish(&run), AMP_OK);
+
+    prob.kind = AMP_BATCH_ARRAY;
+    d = desc(&prob, &alpha, &beta, 0);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
+                                      AMP_MODE_FP16, 1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(run.nsteps, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(run.steps[i].batch_kind, AMP_BATCH_STRIDED);
+        assert_int_equal(run.steps[i].writes_caller_c, 0);
+        assert_true(run.steps[i].c != prob.pc);
+        assert_true(*run.steps[i].beta == (i == 1 ? 1.0f : 0.0f));
+    }
+    assert_true(*run.steps[0].alpha == 0x1p-11f);
+    assert_true(*run.steps[1].alpha == 0x1p-11f);
+    assert_true(*run.steps[2].alpha == 1.0f);
+    assert_true(run.steps[2].c != run.steps[0].c);
+    assert_true(run.steps[1].c == run.steps[0].c);
+    amp_gemm_abandon(&run);
+
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_BF16, AMP_MODE_FP16,
+                                      1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_ARRAY);
+    assert_int_equal(run.steps[0].type_ab, AMP_DTYPE_BF16);
+    assert_true(run.steps[0].c == prob.pc);
+    assert_int_equal(run.steps[0].scalars_on_device, 0);
+    amp_gemm_abandon(&run);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+}
+
+/* Scaling moves FP16's window: A near 1e6 (beyond 65504) and B near 1e-9
+ * (below 2^-24) still meet the FP16 bound, and fp16x3 the FP32 one. */
+static void
+test_range_beyond_fp16(void **state)
+{
+    static float c[BATCH * SC];
+    const float alpha = 1.0f, beta = 0.5f;
+    double ratio, err;
+    int i;
+
+    problem_default(&prob, AMP_BATCH_NONE);
+    for (i = 0; i < SA; i++)
+        prob.a[i] *= 1e6f;
+    for (i = 0; i < SB; i++)
+        prob.b[i] *= 1e-11f;
+    fill(prob.c0, SC, 1e-3f);
+    upload(&prob);
+    run_mode(&prob, AMP_MODE_FP16, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    ratio = bound_ratio(&prob, c, alpha, beta, U16, &err);
+    print_message("fp16 out of range: error/bound %.3f\n", ratio);
+    assert_true(ratio <= 1.0);
+    run_mode(&prob, AMP_MODE_FP16X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err);
+    print_message("fp16x3 out of range: error/(2k u32) %.3f\n", ratio);
+    assert_true(ratio <= 4.0);
+}
+
+/* NaN and Inf in A or B come out where FP32 puts them. */
+static void
+test_nan_inf_positions(void **state)
+{
+    static const enum amp_mode modes[] = {
+        AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
+    };
+    static float c32[BATCH * SC], c[BATCH * SC];
+    const float alpha = 1.0f, beta = 1.0f;
+    int i, m;
+
+    problem_default(&prob, AMP_BATCH_STRIDED);
+    prob.a[3 * LDA + 4] = NAN;          /* row 3 of C */
+    prob.b[SB + 5 * LDB + 9] = INFINITY; /* column 5 of C_1 */
+    prob.a[2 * SA + 7 * LDA + 1] = -INFINITY;
+    upload(&prob);
+    run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c32);
+    for (m = 0; m < 4; m++) {
+        int nan_count = 0;
+
+        run_mode(&prob, modes[m], AMP_MODE_FP16, &alpha, &beta, 0, c);
+        for (i = 0; i < BATCH * SC; i++) {
+            assert_int_equal(isnan(c[i]) != 0, isnan(c32[i]) != 0);
+            assert_int_equal(isinf(c[i]) != 0, isinf(c32[i]) != 0);
+            if (isinf(c32[i]))
+                assert_int_equal(signbit(c[i]), signbit(c32[i]));
+            nan_count += isnan(c32[i]) != 0;
+        }
+        assert_true(nan_count >= N);
+    }
+}
+
+/* beta == 0: NaN in C does not leak, with host or device scalars. */
+static void
+test_beta_zero_ignores_c(void **state)
+{
+    static const enum amp_mode modes[] = {
+        AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
+        AMP_MODE_SHADOW,
+    };
+    static float c[BATCH * SC];
+    const float alpha = 2.0f, beta = 0.0f, values[2] = {2.0f, 0.0f};
+    const float *dev_alpha = (const float *)(uintptr_t)prob.scalars;
+    const float *dev_beta = (const float *)(uintptr_t)(prob.scalars + 4);
+    double err;
+    int i, m, on_device;
+
+    problem_default(&prob, AMP_BATCH_ARRAY);
+    for (i = 0; i < BATCH * SC; i++)
+        prob.c0[i] = NAN;
+    upload(&prob);
+    assert_int_equal(cuMemcpyHtoD(prob.scalars, values, sizeof values),
+                     CUDA_SUCCESS);
+    for (on_device = 0; on_device < 2; on_device++)
+        for (m = 0; m < 5; m++) {
+            run_mode(&prob, modes[m], AMP_MODE_FP16X3,
+                     on_device ? dev_alpha : &alpha,
+                     on_device ? dev_beta : &beta, on_device, c);
+            assert_true(bound_ratio(&prob, c, alpha, beta, UBF16, &err) <=
+                        1.0);
+        }
+    amp_gemm_shadow_harvest(1);
+}
+
+/* Device pointer mode: alpha and beta are read on the device by the
+ * queued work (a host read would fault); the results meet the bounds. */
+static void
+test_device_scalars(void **state)
+{
+    static float c[BATCH * SC];
+    const float values[2] = {-3.0f, 0.25f};
+    const float *alpha = (const float *)(uintptr_t)prob.scalars;
+    const float *beta = (const float *)(uintptr_t)(prob.scalars + 4);
+    double err, err32;
+
+    problem_default(&prob, AMP_BATCH_STRIDED);
+    assert_int_equal(cuMemcpyHtoD(prob.scalars, values, sizeof values),
+                     CUDA_SUCCESS);
+    run_mode(&prob, AMP_MODE_FP16, AMP_MODE_FP16, alpha, beta, 1, c);
+    assert_true(bound_ratio(&prob, c, values[0], values[1], U16, &err) <=
+                1.0);
+    run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, alpha, beta, 1, c);
+    bound_ratio(&prob, c, values[0], values[1], 0.0, &err32);
+    run_mode(&prob, AMP_MODE_FP16X3, AMP_MODE_FP16, alpha, beta, 1, c);
+    bound_ratio(&prob, c, values[0], values[1], 0.0, &err);
+    assert_true(err <= 4.0 * err32);
+}
+
+/* Shadow: C holds exactly the FP32 result, and the harvest reports the
+ * candidate's errors against it, as measured here from a candidate run. */
+static void
+test_shadow(void **state)
+{
+    static const enum amp_mode candidates[] = {
+        AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
+    };
+    static float c32[BATCH * SC], c[BATCH * SC], cand[BATCH * SC];
+    const float alpha = 0.5f, beta = 2.0f;
+    int kind, m, i;
+
+    for (kind = AMP_BATCH_NONE; kind <= AMP_BATCH_ARRAY; kind++) {
+        problem_default(&prob, (enum amp_batch)kind);
+        run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c32);
+        for (m = 0; m < 4; m++) {
+            float max_abs = 0.0f, max_rel = 0.0f;
+
+            run_mode(&prob, candidates[m], AMP_MODE_FP16, &alpha, &beta, 0,
+                     cand);
+            for (i = 0; i < BATCH * SC; i++) {
+                float e = fabsf(cand[i] - c32[i]);
+
+                if (e > max_abs)
+                    max_abs = e;
+                if (c32[i] != 0.0f && e / fabsf(c32[i]) > max_rel)
+                    max_rel = e / fabsf(c32[i]);
+            }
+            amp_stats_reset();
+            run_mode(&prob, AMP_MODE_SHADOW, candidates[m], &alpha, &beta, 0,
+                     c);
+            assert_memory_equal(c, c32, sizeof c);
+            assert_int_equal(amp_gemm_shadow_harvest(1), 1);
+            assert_int_equal(amp_gemm_shadow_harvest(1), 0);
+            assert_int_equal(stats.shadow_calls, 1);
+            print_message("shadow:%s %s: max abs %.3g, max rel %.3g\n",
+                          amp_mode_name(candidates[m]), kind_names[kind],
+                          stats.shadow_max_abs, stats.shadow_max_rel);
+            assert_true(stats.shadow_max_abs == max_abs);
+            assert_true(stats.shadow_max_rel == max_rel);
+            assert_int_equal(stats.shadow_nonfinite, 0);
+            if (candidates[m] != AMP_MODE_FP16X3)
+                assert_true(max_abs > 0.0);
+        }
+    }
+}
+
+/* Shadow counts candidates that are not finite where FP32 is. */
+static void
+test_shadow_nonfinite(void **state)
+{
+    static float c[BATCH * SC];
+    const float alpha = 1.0f, beta = 0.0f;
+
+    /* 3.4e38 is finite in FP32 and rounds to Inf in BF16: C(0, 0) is
+     * 1.7e38 in FP32 and Inf in the candidate. */
+    problem_default(&prob, AMP_BATCH_NONE);
+    memset(prob.a, 0, sizeof prob.a);
+    memset(prob.b, 0, sizeof prob.b);
+    prob.a[0] = 3.4e38f;  /* A(0, 0) = op(A)(0, 0) */
+    prob.b[0] = 0.5f;     /* B(0, 0) */
+    upload(&prob);
+    amp_stats_reset();
+    run_mode(&prob, AMP_MODE_SHADOW, AMP_MODE_BF16, &alpha, &beta, 0, c);
+    assert_true(c[0] == prob.a[0] * 0.5f);
+    assert_int_equal(amp_gemm_shadow_harvest(1), 1);
+    /* C(0, j) for j > 0 is 3.4e38 * 0: 0 in FP32, Inf * 0 = NaN in BF16. */
+    assert_int_equal(stats.shadow_nonfinite, N);
+}
+
+/* During stream capture shadow is unavailable (the caller runs FP32),
+ * while fp16x3 captures whole and replays correctly. */
+static void
+test_capture(void **state)
+{
+    static float c[BATCH * SC], c_before[BATCH * SC];
+    const float alpha = 1.0f, beta = 1.0f;
+    struct amp_gemm_desc d;
+    struct amp_gemm_run run;
+    CUgraph graph;
+    CUgraphExec exec;
+    double err, err32;
+
+    problem_default(&prob, AMP_BATCH_STRIDED);
+    run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    bound_ratio(&prob, c, alpha, beta, 0.0, &err32);
+    assert_int_equal(cuMemcpyHtoD(prob.dc, prob.c0, sizeof prob.c0),
+                     CUDA_SUCCESS);
+    d = desc(&prob, &alpha, &beta, 0);
+    assert_int_equal(
+        cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+        CUDA_SUCCESS);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_SHADOW,
+                                      AMP_MODE_FP16, 1 << 24, &run),
+                     AMP_ERR_UNAVAILABLE);
+    assert_int_equal(convert(&d, AMP_MODE_FP16X3, AMP_MODE_FP16, &run),
+                     AMP_OK);
+    assert_int_equal(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(c_before, prob.dc, sizeof c_before),
+                     CUDA_SUCCESS);
+    assert_memory_equal(c_before, prob.c0, sizeof c_before);
+    assert_int_equal(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    assert_int_equal(cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(c, prob.dc, sizeof c), CUDA_SUCCESS);
+    bound_ratio(&prob, c, alpha, beta, 0.0, &err);
+    assert_true(err <= 4.0 * err32);
+    assert_int_equal(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
+}
+
+static void
+test_scratch_cap_and_modes(void **state)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    struct amp_gemm_desc d;
+    struct amp_gemm_run run;
+    size_t bytes;
+
+    problem_default(&prob, AMP_BATCH_ARRAY);
+    d = desc(&prob, &alpha, &beta, 0);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
+                                      AMP_MODE_FP16, 1 << 24, &run),
+                     AMP_OK);
+    bytes = run.scratch_bytes;
+    amp_gemm_abandon(&run);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
+                                      AMP_MODE_FP16, bytes - 1, &run),
+                     AMP_ERR_TOO_BIG);
+    assert_true(run.scratch == 0);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP32, AMP_MODE_FP16,
+                                      1 << 24, &run),
+                     AMP_ERR_UNAVAILABLE);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_SHADOW,
+                                      AMP_MODE_SHADOW, 1 << 24, &run),
+                     AMP_ERR_UNAVAILABLE);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+}
+
+/* ---- Failures, in a fresh child per injected fault ------------------------- */
+
+/* Runs scenario "mode/candidate/kind" once with the injected fault. Exits
+ * 0 when a failure happened and held (C untouched unless shadow, free
+ * memory back, no slot held), 1 when no fault fired, higher when a rule
+ * broke. */
+static int
+child(const char *scenario)
+{
+    static float c[BATCH * SC];
+    int mode, candidate, kind;
+    const float alpha = 1.25f, beta = 0.5f;
+    struct amp_gemm_desc d;
+    struct amp_gemm_run run;
+    size_t free_before, free_after, total;
+    enum amp_status st;
+
+    if (sscanf(scenario, "%d/%d/%d", &mode, &candidate, &kind) != 3 ||
+        setup(NULL) != 0)
         return 10;
-    d = desc(&alpha, &beta, 0);
+    problem_default(&prob, (enum amp_batch)kind);
+    d = desc(&prob, &alpha, &beta, 0);
     if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_before, &total))
         return 11;
-    if (amp_gemm_prepare_f16(amp_dev_current(), &d, 1 << 20, &f16) !=
-        AMP_ERR_DRIVER)
-        return 1;
-    if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_after, &total))
+    st = convert(&d, (enum amp_mode)mode, (enum amp_mode)candidate, &run);
+    if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_after, &total) ||
+        cuMemcpyDtoH(c, prob.dc, sizeof c))
         return 12;
-    (void)scenario;
-    return free_after == free_before ? 0 : 2;
+    if (free_after != free_before)
+        return 2;
+    amp_gemm_shadow_harvest(1);
+    if (st == AMP_OK)
+        return 1;
+    if (mode != AMP_MODE_SHADOW && memcmp(c, prob.c0, sizeof c) != 0)
+        return 3;
+    return 0;
+}
+
+/* Fails every launch, the allocation and every vendor step in turn. */
+static void
+check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
+               const char *step_api)
+{
+    char scenario[32], fault[64];
+    int n, rc;
+
+    snprintf(scenario, sizeof scenario, "%d/%d/%d", mode, candidate, kind);
+    assert_int_equal(amp_test_run_child(scenario, "alloc-async:1"),
+                     mode == AMP_MODE_TF32 ? 1 : 0);
+    for (n = 1; n < 20; n++) {
+        snprintf(fault, sizeof fault, "launch:%d", n);
+        rc = amp_test_run_child(scenario, fault);
+        if (rc == 1)
+            break;
+        assert_int_equal(rc, 0);
+    }
+    assert_true(n < 20);
+    snprintf(fault, sizeof fault, "%s:1", step_api);
+    assert_int_equal(amp_test_run_child(scenario, fault), 0);
+    snprintf(fault, sizeof fault, "%s:3", step_api);
+    assert_int_equal(amp_test_run_child(scenario, fault),
+                     mode == AMP_MODE_FP16X3 ? 0 : 1);
 }
 
 static void
 test_failures_leave_nothing(void **state)
 {
-    static const char *const faults[] = {
-        "alloc-async:1", "launch:1", "launch:2", "launch:3", "launch:4",
-        "launch:5",
-    };
-    size_t i;
-
-    for (i = 0; i < sizeof faults / sizeof *faults; i++)
-        assert_int_equal(amp_test_run_child("fault", faults[i]), 0);
-    /* Five launches per call: a sixth fault never fires. */
-    assert_int_equal(amp_test_run_child("fault", "launch:6"), 1);
+    check_failures(AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE,
+                   "cublasGemmEx");
+    check_failures(AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE,
+                   "cublasGemmEx");
+    check_failures(AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
+                   "cublasGemmStridedBatchedEx");
+    check_failures(AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY,
+                   "cublasGemmBatchedEx");
+    check_failures(AMP_MODE_TF32, AMP_MODE_FP16, AMP_BATCH_STRIDED,
+                   "cublasGemmStridedBatchedEx");
+    check_failures(AMP_MODE_SHADOW, AMP_MODE_FP16, AMP_BATCH_STRIDED,
+                   "cublasGemmStridedBatchedEx");
+    check_failures(AMP_MODE_SHADOW, AMP_MODE_TF32, AMP_BATCH_ARRAY,
+                   "cublasGemmBatchedEx");
 }
 
 int
 main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_host_scalars),
+        cmocka_unit_test(test_modes_within_bounds),
+        cmocka_unit_test(test_step_layout),
+        cmocka_unit_test(test_range_beyond_fp16),
+        cmocka_unit_test(test_nan_inf_positions),
+        cmocka_unit_test(test_beta_zero_ignores_c),
         cmocka_unit_test(test_device_scalars),
-        cmocka_unit_test(test_work_is_stream_ordered),
-        cmocka_unit_test(test_scratch_cap),
+        cmocka_unit_test(test_shadow),
+        cmocka_unit_test(test_shadow_nonfinite),
+        cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_scratch_cap_and_modes),
         cmocka_unit_test(test_failures_leave_nothing),
     };
 

@@ -79,32 +79,40 @@ test_decision(void **state)
                         "invalid arguments");
 }
 
-/* Leading dimensions padded to multiples of 8, parts 256-byte aligned. */
+/* Batched descriptors: cuBLAS refuses a negative batch count, and a batch
+ * of 0 is an empty call; a single GEMM is one problem whatever its batch
+ * field says. */
 static void
-test_plan(void **state)
+test_batched_decision(void **state)
 {
-    struct amp_gemm_desc d = desc(AMP_OP_T, AMP_OP_N, 30, 17, 13, 13, 20, 30);
-    struct amp_gemm_plan p;
+    struct amp_gemm_desc d = desc(AMP_OP_N, AMP_OP_T, 16, 8, 4, 16, 8, 16);
 
-    amp_gemm_plan(&d, &p);
-    assert_int_equal(p.rows_a, 13);
-    assert_int_equal(p.cols_a, 30);
-    assert_int_equal(p.ld_a16, 16);
-    assert_int_equal(p.rows_b, 13);
-    assert_int_equal(p.cols_b, 17);
-    assert_int_equal(p.ld_b16, 16);
-    assert_int_equal(p.off_a, 256);
-    assert_int_equal(p.off_a % 256, 0);
-    /* A: 16 * 30 halves = 960 bytes -> 1024. */
-    assert_int_equal(p.off_b, 256 + 1024);
-    /* B: 16 * 17 halves = 544 bytes -> 768. */
-    assert_int_equal(p.bytes, 256 + 1024 + 768);
-
-    d = desc(AMP_OP_N, AMP_OP_T, 8, 8, 8, 8, 8, 8);
-    amp_gemm_plan(&d, &p);
-    assert_int_equal(p.ld_a16, 8);
-    assert_int_equal(p.ld_b16, 8);
-    assert_int_equal(p.bytes, 256 + 256 + 256);
+    d.batch_kind = AMP_BATCH_STRIDED;
+    d.batch = 3;
+    d.stride_a = 64;
+    assert_true(amp_gemm_args_valid(&d));
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_FP16X3), AMP_GEMM_CONVERT);
+    d.batch = 0;
+    assert_true(amp_gemm_args_valid(&d));
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_BF16), AMP_GEMM_SKIP_EMPTY);
+    d.batch = -1;
+    assert_false(amp_gemm_args_valid(&d));
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_FP16),
+                     AMP_GEMM_SKIP_INVALID);
+    d.batch_kind = AMP_BATCH_ARRAY;
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_TF32),
+                     AMP_GEMM_SKIP_INVALID);
+    d.batch = 2;
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_SHADOW), AMP_GEMM_CONVERT);
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_FP32), AMP_GEMM_SKIP_MODE);
+    d.batch_kind = AMP_BATCH_NONE;
+    d.batch = 0;
+    assert_int_equal(amp_gemm_decide(&d, AMP_MODE_FP16), AMP_GEMM_CONVERT);
+    d.batch = -5;
+    assert_true(amp_gemm_args_valid(&d));
+    assert_string_equal(amp_gemm_skip_reason(AMP_GEMM_SKIP_EMPTY),
+                        "empty product");
+    assert_string_equal(amp_gemm_skip_reason(AMP_GEMM_SKIP_COUNT), "?");
 }
 
 int
@@ -113,7 +121,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_argument_rules),
         cmocka_unit_test(test_decision),
-        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_batched_decision),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

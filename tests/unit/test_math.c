@@ -232,6 +232,102 @@ test_cast_threads(void **state)
     assert_true((dst[7] & 0x7fff) > 0x7c00);
 }
 
+/* hi + lo * 2^-11 holds x to about 2^-22 relative; Inf and NaN stay in
+ * hi with lo 0. */
+static void
+test_f16x3_split(void **state)
+{
+    const float xs[] = {1.0f / 3.0f, 20000.5f, -3.14159265f, 1e-3f};
+    uint16_t hi, lo;
+    size_t i;
+
+    for (i = 0; i < sizeof xs / sizeof *xs; i++) {
+        float back;
+
+        amp_split_f16x3(xs[i], &hi, &lo);
+        back = amp_f16_to_f32(hi) + ldexpf(amp_f16_to_f32(lo), -11);
+        assert_true(fabsf(back - xs[i]) <= ldexpf(fabsf(xs[i]), -21));
+        assert_true(fabsf(back - xs[i]) < fabsf(amp_f16_to_f32(hi) - xs[i]) ||
+                    amp_f16_to_f32(hi) == xs[i]);
+    }
+    amp_split_f16x3(-INFINITY, &hi, &lo);
+    assert_int_equal(hi, 0xfc00);
+    assert_int_equal(lo, 0);
+    amp_split_f16x3(NAN, &hi, &lo);
+    assert_true((hi & 0x7fff) > 0x7c00);
+    assert_int_equal(lo, 0);
+    /* The sum keeps a non-finite hi product whatever the lo terms say. */
+    assert_true(isinf(amp_f16x3_sum(-INFINITY, NAN)));
+    assert_true(amp_f16x3_sum(2.0f, 0.5f) == 2.5f);
+    /* beta 0 never reads C. */
+    assert_true(amp_axpby(2.0f, 3.0f, 0.0f, NAN) == 6.0f);
+    assert_true(isnan(amp_axpby(2.0f, 3.0f, 1.0f, NAN)));
+}
+
+/* Shadow errors: only elements finite in FP32 count; a non-finite
+ * candidate there is counted; relative error only where FP32 != 0. */
+static void
+test_shadow_element(void **state)
+{
+    struct amp_shadow_error e = {0, 0, 0}, f = {0, 0, 0};
+
+    amp_shadow_element(&e, 1.5f, 1.0f);
+    amp_shadow_element(&e, 0.25f, 0.0f);
+    amp_shadow_element(&e, NAN, 2.0f);
+    amp_shadow_element(&e, INFINITY, 2.0f);
+    amp_shadow_element(&e, 1.0f, NAN);
+    amp_shadow_element(&e, 1.0f, -INFINITY);
+    assert_true(amp_bits_f32(e.max_abs) == 0.5f);
+    assert_true(amp_bits_f32(e.max_rel) == 0.5f);
+    assert_int_equal(e.nonfinite, 2);
+    amp_shadow_element(&f, -4.0f, -1.0f);
+    amp_shadow_merge(&e, &f);
+    assert_true(amp_bits_f32(e.max_abs) == 3.0f);
+    assert_true(amp_bits_f32(e.max_rel) == 3.0f);
+    assert_int_equal(e.nonfinite, 2);
+}
+
+/* The batch forms split the index space over matrices given by stride or
+ * by pointer array alike. */
+static void
+test_batch_threads(void **state)
+{
+    /* Two 2 x 2 matrices with ld 3, 7 elements apart. */
+    const float base[] = {1, -2, 99, 3, 4, 99, 99, 5, 6, 99, -80, 7, 99, 99};
+    const float *const array[] = {base + 7, base};
+    uint16_t dst[2 * 8], hi[8], lo[8];
+    uint32_t best = 0;
+    float gathered[8];
+    int t;
+
+    for (t = 0; t < 3; t++) {
+        uint32_t part = amp_absmax_batch_thread(base, NULL, 7, 2, 3, 2, 2, t,
+                                                3);
+        if (part > best)
+            best = part;
+    }
+    assert_true(amp_bits_f32(best) == 80.0f);
+    assert_true(amp_bits_f32(amp_absmax_batch_thread(NULL, array, 0, 1, 3, 2,
+                                                     2, 0, 1)) == 80.0f);
+    memset(dst, 0, sizeof dst);
+    for (t = 0; t < 2; t++)
+        amp_cast_batch_thread(NULL, array, 0, 2, 3, 2, 2, dst, 2, 8, 0.5f,
+                              AMP_FORMAT_BF16, t, 2);
+    assert_int_equal(dst[0], amp_f32_to_bf16(2.5f));
+    assert_int_equal(dst[3], amp_f32_to_bf16(3.5f));
+    assert_int_equal(dst[8], amp_f32_to_bf16(0.5f));
+    assert_int_equal(dst[11], amp_f32_to_bf16(2.0f));
+    for (t = 0; t < 4; t++)
+        amp_gather_batch_thread(base, NULL, 7, 2, 3, 2, 2, gathered, 2, 4, t,
+                                4);
+    assert_true(gathered[2] == 3.0f && gathered[4] == 5.0f &&
+                gathered[7] == 7.0f);
+    amp_split_batch_thread(base, NULL, 7, 1, 3, 2, 2, hi, lo, 2, 4, 1.0f, 0,
+                           1);
+    assert_int_equal(hi[1], amp_f32_to_f16(-2.0f));
+    assert_int_equal(lo[1], 0);
+}
+
 int
 main(void)
 {
@@ -246,6 +342,9 @@ main(void)
         cmocka_unit_test(test_alpha_compensation_never_inexact),
         cmocka_unit_test(test_absmax_threads),
         cmocka_unit_test(test_cast_threads),
+        cmocka_unit_test(test_f16x3_split),
+        cmocka_unit_test(test_shadow_element),
+        cmocka_unit_test(test_batch_threads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

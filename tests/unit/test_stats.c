@@ -63,9 +63,9 @@ test_counts_and_summary(void **state)
     /* 40000 calls: i % 3 gives 3334, 3333, 3333 per thread. */
     snprintf(expect, sizeof expect,
              "ampshim[%ld]: summary gemmA calls=40000 converted=13336 "
-             "fp32=13332 fallback=13332\n"
+             "fp32=13332 fallback=13332 passthrough=0\n"
              "ampshim[%ld]: summary convB calls=1 converted=0 fp32=0 "
-             "fallback=1\n",
+             "fallback=1 passthrough=0\n",
              (long)getpid(), (long)getpid());
     assert_string_equal(text, expect);
     assert_null(strstr(text, "never"));
@@ -87,12 +87,41 @@ test_reset(void **state)
                                  "fallback=0"));
 }
 
+/* Passthrough calls and shadow errors: maxima over calls, summed counts,
+ * and the shadow fields only for APIs that measured something. */
+static void
+test_passthrough_and_shadow(void **state)
+{
+    static struct amp_api_stats lt = AMP_API_STATS_INIT("ltC");
+    const struct amp_gemm_error e1 = {0.5, 1e-3, 2}, e2 = {0.25, 4e-3, 1};
+    char text[1024], expect[256];
+
+    amp_stats_reset();
+    amp_stats_count(&lt, AMP_OUTCOME_PASSTHROUGH);
+    amp_stats_count(&lt, AMP_OUTCOME_CONVERTED);
+    amp_stats_shadow(&lt, &e1);
+    amp_stats_shadow(&lt, &e2);
+    summary_text(text, sizeof text);
+    snprintf(expect, sizeof expect,
+             "ampshim[%ld]: summary ltC calls=2 converted=1 fp32=0 "
+             "fallback=0 passthrough=1 shadow=2 max_abs_err=0.5 "
+             "max_rel_err=0.004 nonfinite=3\n",
+             (long)getpid());
+    assert_non_null(strstr(text, expect));
+    assert_non_null(strstr(text, "summary gemmA calls=0 converted=0 fp32=0 "
+                                 "fallback=0 passthrough=0\n"));
+    amp_stats_reset();
+    assert_int_equal(lt.shadow_calls, 0);
+    assert_true(lt.shadow_max_abs == 0.0);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_summary),
         cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_passthrough_and_shadow),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
