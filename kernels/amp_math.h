@@ -236,6 +236,22 @@ amp_batch_split(int64_t g, int64_t rows, int64_t cols, int64_t ld,
     return amp_cm_offset(g - *b * per, rows, ld);
 }
 
+/* Element g of the flattened batch, and in *dst_off where it goes in a
+ * strided batch with leading dimension ld_dst and stride stride_dst. */
+AMP_HD float
+amp_batch_element(const float *base, const float *const *array,
+                  int64_t stride, int64_t ld_src, int64_t rows, int64_t cols,
+                  int64_t ld_dst, int64_t stride_dst, int64_t g,
+                  int64_t *dst_off)
+{
+    int64_t b;
+    int64_t off = amp_batch_split(g, rows, cols, ld_dst, &b);
+
+    *dst_off = b * stride_dst + off;
+    off = amp_batch_split(g, rows, cols, ld_src, &b);
+    return amp_batch_f32(base, array, stride, b)[off];
+}
+
 /* One thread's share of the absolute maximum of the finite elements of a
  * batch, as FP32 bits (see struct amp_gemm_scalars). */
 AMP_HD uint32_t
@@ -285,17 +301,15 @@ amp_cast_batch_thread(const float *base, const float *const *array,
                       int32_t format, int64_t tid, int64_t nthreads)
 {
     int64_t n = batch * rows * cols;
-    int64_t g, b, off;
+    int64_t g, off;
 
     for (g = tid; g < n; g += nthreads) {
-        float x;
+        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
+                                    ld_dst, stride_dst, g, &off) *
+                  scale;
 
-        off = amp_batch_split(g, rows, cols, ld_src, &b);
-        x = amp_batch_f32(base, array, stride, b)[off] * scale;
-        off = amp_batch_split(g, rows, cols, ld_dst, &b);
-        dst[b * stride_dst + off] = format == AMP_FORMAT_BF16
-                                        ? amp_f32_to_bf16(x)
-                                        : amp_f32_to_f16(x);
+        dst[off] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
+                                             : amp_f32_to_f16(x);
     }
 }
 
@@ -344,15 +358,13 @@ amp_split_batch_thread(const float *base, const float *const *array,
                        float scale, int64_t tid, int64_t nthreads)
 {
     int64_t n = batch * rows * cols;
-    int64_t g, b, off;
+    int64_t g, off;
 
     for (g = tid; g < n; g += nthreads) {
-        float x;
+        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
+                                    ld_dst, stride_dst, g, &off) *
+                  scale;
 
-        off = amp_batch_split(g, rows, cols, ld_src, &b);
-        x = amp_batch_f32(base, array, stride, b)[off] * scale;
-        off = amp_batch_split(g, rows, cols, ld_dst, &b);
-        off += b * stride_dst;
         amp_split_f16x3(x, &hi[off], &lo[off]);
     }
 }
@@ -380,15 +392,13 @@ amp_gather_batch_thread(const float *base, const float *const *array,
                         int64_t nthreads)
 {
     int64_t n = batch * rows * cols;
-    int64_t g, b, off;
+    int64_t g, off;
 
     for (g = tid; g < n; g += nthreads) {
-        float x;
+        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
+                                    ld_dst, stride_dst, g, &off);
 
-        off = amp_batch_split(g, rows, cols, ld_src, &b);
-        x = amp_batch_f32(base, array, stride, b)[off];
-        off = amp_batch_split(g, rows, cols, ld_dst, &b);
-        dst[b * stride_dst + off] = x;
+        dst[off] = x;
     }
 }
 

@@ -168,6 +168,20 @@ emu_strided_at(CUdeviceptr p, int64_t batch, int64_t stride, size_t span,
     return emu_dev_at(p, (size_t)((batch - 1) * stride) * elem + span);
 }
 
+/* Host aliases of the source batch (base, array, stride, batch, ld, rows,
+ * cols) at parameters 0 to 6 of every batched kernel that reads one. */
+static void **
+emu_src_at(const struct emu_launch *l)
+{
+    return emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
+                        EMU_PARAM(l, 1, CUdeviceptr),
+                        EMU_PARAM(l, 2, int64_t), EMU_PARAM(l, 3, int64_t),
+                        emu_matrix_span(EMU_PARAM(l, 5, int64_t),
+                                        EMU_PARAM(l, 6, int64_t),
+                                        EMU_PARAM(l, 4, int64_t), 4),
+                        4);
+}
+
 /* amp_k_absmax_batch(base, array, stride, batch, ld, rows, cols, absmax) */
 static CUresult
 emu_run_absmax_batch(const struct emu_launch *l)
@@ -176,10 +190,7 @@ emu_run_absmax_batch(const struct emu_launch *l)
     int64_t ld = EMU_PARAM(l, 4, int64_t);
     int64_t rows = EMU_PARAM(l, 5, int64_t);
     int64_t cols = EMU_PARAM(l, 6, int64_t);
-    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
-                              EMU_PARAM(l, 1, CUdeviceptr),
-                              EMU_PARAM(l, 2, int64_t), batch,
-                              emu_matrix_span(rows, cols, ld, 4), 4);
+    void **src = emu_src_at(l);
     uint32_t *absmax = emu_dev_at(EMU_PARAM(l, 7, CUdeviceptr), 4);
     int64_t nthreads = emu_threads(l);
     int64_t tid;
@@ -231,10 +242,7 @@ emu_run_cast_or_split(const struct emu_launch *l, int split)
     int64_t stride_dst = EMU_PARAM(l, 9 + split, int64_t);
     CUdeviceptr scale_at = EMU_PARAM(l, 10 + split, CUdeviceptr);
     size_t dst_span = emu_matrix_span(rows, cols, ld_dst, 2);
-    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
-                              EMU_PARAM(l, 1, CUdeviceptr),
-                              EMU_PARAM(l, 2, int64_t), batch,
-                              emu_matrix_span(rows, cols, ld_src, 4), 4);
+    void **src = emu_src_at(l);
     uint16_t *dst = emu_strided_at(EMU_PARAM(l, 7, CUdeviceptr), batch,
                                    stride_dst, dst_span, 2);
     uint16_t *lo = split ? emu_strided_at(EMU_PARAM(l, 8, CUdeviceptr),
@@ -322,10 +330,7 @@ emu_run_gather_batch(const struct emu_launch *l)
     int64_t cols = EMU_PARAM(l, 6, int64_t);
     int64_t ld_dst = EMU_PARAM(l, 8, int64_t);
     int64_t stride_dst = EMU_PARAM(l, 9, int64_t);
-    void **src = emu_batch_at(EMU_PARAM(l, 0, CUdeviceptr),
-                              EMU_PARAM(l, 1, CUdeviceptr),
-                              EMU_PARAM(l, 2, int64_t), batch,
-                              emu_matrix_span(rows, cols, ld_src, 4), 4);
+    void **src = emu_src_at(l);
     float *dst = emu_strided_at(EMU_PARAM(l, 7, CUdeviceptr), batch,
                                 stride_dst,
                                 emu_matrix_span(rows, cols, ld_dst, 4), 4);

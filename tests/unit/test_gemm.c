@@ -755,20 +755,28 @@ check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
 static void
 test_failures_leave_nothing(void **state)
 {
-    check_failures(AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE,
-                   "cublasGemmEx");
-    check_failures(AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE,
-                   "cublasGemmEx");
-    check_failures(AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
-                   "cublasGemmStridedBatchedEx");
-    check_failures(AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY,
-                   "cublasGemmBatchedEx");
-    check_failures(AMP_MODE_TF32, AMP_MODE_FP16, AMP_BATCH_STRIDED,
-                   "cublasGemmStridedBatchedEx");
-    check_failures(AMP_MODE_SHADOW, AMP_MODE_FP16, AMP_BATCH_STRIDED,
-                   "cublasGemmStridedBatchedEx");
-    check_failures(AMP_MODE_SHADOW, AMP_MODE_TF32, AMP_BATCH_ARRAY,
-                   "cublasGemmBatchedEx");
+    static const struct {
+        enum amp_mode mode, candidate;
+        enum amp_batch kind;
+        const char *step_api;
+    } cases[] = {
+        {AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx"},
+        {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx"},
+        {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
+         "cublasGemmStridedBatchedEx"},
+        {AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY, "cublasGemmBatchedEx"},
+        {AMP_MODE_TF32, AMP_MODE_FP16, AMP_BATCH_STRIDED,
+         "cublasGemmStridedBatchedEx"},
+        {AMP_MODE_SHADOW, AMP_MODE_FP16, AMP_BATCH_STRIDED,
+         "cublasGemmStridedBatchedEx"},
+        {AMP_MODE_SHADOW, AMP_MODE_TF32, AMP_BATCH_ARRAY,
+         "cublasGemmBatchedEx"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof *cases; i++)
+        check_failures(cases[i].mode, cases[i].candidate, cases[i].kind,
+                       cases[i].step_api);
 }
 
 int
