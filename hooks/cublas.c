@@ -1,7 +1,9 @@
-/* cuBLAS hooks: FP32 GEMMs run as FP16 Tensor Core GEMMs with FP32
- * accumulation when the decision allows, the original call otherwise. */
+/* cuBLAS hooks: every FP32 GEMM entry point of cublas_v2.h becomes one
+ * descriptor per problem set, runs on the converted path the mode asks for
+ * when the decision allows, and as the original call otherwise. */
 #include "cublas_symbols.h"
 
+#include "cublas_hook.h"
 #include "device.h"
 #include "gemm.h"
 #include "log.h"
@@ -12,6 +14,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUBLAS_SONAME "libcublas.so.13"
@@ -46,6 +49,23 @@ amp_cublas_resolve(void)
                     (int)(sizeof amp_cublas_names / sizeof *amp_cublas_names));
 }
 
+/* ---- One set of counters per hooked API ----------------------------------- */
+
+/* The hooked APIs in list order: they index the counters and, since the
+ * hooked list comes first, the real functions' slots. */
+enum amp_cublas_api {
+#define AMP_API_ENUM(ret, name, params) AMP_API_##name,
+    AMP_CUBLAS_HOOKED(AMP_API_ENUM)
+#undef AMP_API_ENUM
+    AMP_API_COUNT
+};
+
+static struct amp_api_stats amp_cublas_stats[AMP_API_COUNT] = {
+#define AMP_API_STATS(ret, name, params) AMP_API_STATS_INIT(#name),
+    AMP_CUBLAS_HOOKED(AMP_API_STATS)
+#undef AMP_API_STATS
+};
+
 /* ---- The shim's own handles: one per thread and context ------------------- */
 
 #define AMP_OWN_HANDLES 8
@@ -61,8 +81,8 @@ static _Thread_local struct {
     struct amp_own_handle slot[AMP_OWN_HANDLES];
 } amp_own;
 
-/* The calling thread's handle for dev's context, in device pointer mode.
- * NULL when one cannot be made (then calls in that context stay FP32). */
+/* The calling thread's handle for dev's context. NULL when one cannot be
+ * made (then calls in that context stay FP32). */
 static cublasHandle_t
 amp_own_handle(struct amp_dev *dev)
 {
@@ -85,6 +105,7 @@ amp_own_handle(struct amp_dev *dev)
     own->dev = dev;
     s = amp_real.cublasCreate_v2(&own->handle);
     if (s == CUBLAS_STATUS_SUCCESS) {
+        /* A handle that takes a setting is one the steps can use. */
         s = amp_real.cublasSetPointerMode_v2(own->handle,
                                              CUBLAS_POINTER_MODE_DEVICE);
         if (s != CUBLAS_STATUS_SUCCESS)
@@ -98,31 +119,259 @@ amp_own_handle(struct amp_dev *dev)
     return own->handle;
 }
 
-/* ---- cublasSgemm_v2 ---------------------------------------------------------- */
+/* ---- The steps of a converted call ------------------------------------------ */
 
-static struct amp_api_stats amp_sgemm_stats =
-    AMP_API_STATS_INIT("cublasSgemm_v2");
+static cudaDataType
+amp_cuda_type(enum amp_dtype t)
+{
+    if (t == AMP_DTYPE_F16)
+        return CUDA_R_16F;
+    if (t == AMP_DTYPE_BF16)
+        return CUDA_R_16BF;
+    return CUDA_R_32F;
+}
 
-struct amp_sgemm_call {
+static cublasOperation_t
+amp_cublas_op(enum amp_op op)
+{
+    return op == AMP_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
+
+/* Issues one step with the Ex GEMM of its batch kind on own. The sizes fit
+ * int: amp_gemm_try checked the descriptor. */
+static cublasStatus_t
+amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
+               const struct amp_gemm_step *s)
+{
+    cublasOperation_t ta = amp_cublas_op(d->transa);
+    cublasOperation_t tb = amp_cublas_op(d->transb);
+    cudaDataType tab = amp_cuda_type(s->type_ab), tc = amp_cuda_type(s->type_c);
+    cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
+                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+    const void *a = (const void *)(uintptr_t)s->a;
+    const void *b = (const void *)(uintptr_t)s->b;
+    void *c = (void *)(uintptr_t)s->c;
+    int m = (int)d->m, n = (int)d->n, k = (int)d->k;
+    cublasStatus_t st;
+
+    st = amp_real.cublasSetPointerMode_v2(
+        own, s->scalars_on_device ? CUBLAS_POINTER_MODE_DEVICE
+                                  : CUBLAS_POINTER_MODE_HOST);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    switch (s->batch_kind) {
+    case AMP_BATCH_STRIDED:
+        return amp_real.cublasGemmStridedBatchedEx(
+            own, ta, tb, m, n, k, s->alpha, a, tab, (int)s->lda, s->stride_a,
+            b, tab, (int)s->ldb, s->stride_b, s->beta, c, tc, (int)s->ldc,
+            s->stride_c, (int)s->batch, compute, CUBLAS_GEMM_DEFAULT);
+    case AMP_BATCH_ARRAY:
+        return amp_real.cublasGemmBatchedEx(
+            own, ta, tb, m, n, k, s->alpha, (const void *const *)a, tab,
+            (int)s->lda, (const void *const *)b, tab, (int)s->ldb, s->beta,
+            (void *const *)c, tc, (int)s->ldc, (int)s->batch, compute,
+            CUBLAS_GEMM_DEFAULT);
+    case AMP_BATCH_NONE:
+        break;
+    }
+    return amp_real.cublasGemmEx(own, ta, tb, m, n, k, s->alpha, a, tab,
+                                 (int)s->lda, b, tab, (int)s->ldb, s->beta, c,
+                                 tc, (int)s->ldc, compute,
+                                 CUBLAS_GEMM_DEFAULT);
+}
+
+/* Issues every step of run on own set to the call's stream. */
+static enum amp_status
+amp_steps_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
+                const struct amp_gemm_run *run)
+{
+    cublasStatus_t s;
+    int i;
+
+    s = amp_real.cublasSetStream_v2(own, (cudaStream_t)run->stream);
+    for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++)
+        s = amp_step_issue(own, d, &run->steps[i]);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return AMP_OK;
+    amp_log(AMP_LOG_INFO, "%s: a %s step returned cuBLAS status %d", d->api,
+            amp_mode_name(run->mode), (int)s);
+    return AMP_ERR_DRIVER;
+}
+
+/* The step functions take int sizes. */
+static int
+amp_desc_fits_int(const struct amp_gemm_desc *d)
+{
+    return d->m <= INT_MAX && d->n <= INT_MAX && d->k <= INT_MAX &&
+           d->lda <= INT_MAX && d->ldb <= INT_MAX && d->ldc <= INT_MAX &&
+           d->batch <= INT_MAX;
+}
+
+/* How a prepare failure is counted: a mode that cannot run this call
+ * (shadow during capture) keeps it FP32 by decision; anything else,
+ * AMPSHIM_SCRATCH_MAX included, is a conversion that fell back. */
+static enum amp_outcome
+amp_prepare_outcome(enum amp_status st)
+{
+    return st == AMP_ERR_UNAVAILABLE ? AMP_OUTCOME_FP32
+                                     : AMP_OUTCOME_FALLBACK;
+}
+
+/* Decides d and runs its converted path without counting it: fills
+ * h->outcome and h->shadow. AMP_HOOK_DONE when the caller's C holds the
+ * result; otherwise the original call must run (then, for a shadow run,
+ * amp_hook_end finishes it). */
+static enum amp_hook_next
+amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *d)
+{
+    const struct amp_config *cfg = amp_shim_config();
+    enum amp_gemm_skip skip = amp_gemm_decide(d, cfg->mode);
+    struct amp_dev *dev;
+    cublasHandle_t own;
+    enum amp_status st;
+
+    h->shadow = 0;
+    h->outcome = AMP_OUTCOME_FP32;
+    if (skip == AMP_GEMM_CONVERT && !amp_desc_fits_int(d))
+        skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
+    if (skip != AMP_GEMM_CONVERT) {
+        amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
+                (long long)d->m, (long long)d->n, (long long)d->k,
+                amp_gemm_skip_reason(skip));
+        return AMP_HOOK_ORIGINAL;
+    }
+    h->outcome = AMP_OUTCOME_FALLBACK;
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    dev = amp_dev_current();
+    own = dev ? amp_own_handle(dev) : NULL;
+    if (!own || !amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
+        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx)
+        return AMP_HOOK_ORIGINAL;
+    st = amp_gemm_prepare(dev, d, cfg->mode, cfg->shadow_candidate,
+                          cfg->scratch_max, &h->run);
+    if (st != AMP_OK) {
+        h->outcome = amp_prepare_outcome(st);
+        amp_log(AMP_LOG_DEBUG, "%s: %s path not prepared (%d): FP32",
+                d->api, amp_mode_name(cfg->mode), (int)st);
+        return AMP_HOOK_ORIGINAL;
+    }
+    if (amp_steps_issue(own, d, &h->run) != AMP_OK) {
+        amp_gemm_abandon(&h->run);
+        return AMP_HOOK_ORIGINAL;
+    }
+    h->outcome = AMP_OUTCOME_CONVERTED;
+    if (h->run.needs_original) {
+        h->shadow = 1;
+        return AMP_HOOK_ORIGINAL;
+    }
+    if (amp_gemm_finish(&h->run) != AMP_OK) {
+        h->outcome = AMP_OUTCOME_FALLBACK;
+        return AMP_HOOK_ORIGINAL;
+    }
+    amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: %s", d->api, (long long)d->m,
+            (long long)d->n, (long long)d->k, amp_mode_name(h->run.mode));
+    return AMP_HOOK_DONE;
+}
+
+/* A shadow run after its original call. */
+static void
+amp_shadow_complete(struct amp_hook *h, int original_ok)
+{
+    if (!h->shadow)
+        return;
+    h->shadow = 0;
+    if (!original_ok) {
+        amp_gemm_abandon(&h->run);
+        return;
+    }
+    if (amp_gemm_finish(&h->run) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
+                h->stats->name);
+}
+
+/* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */
+
+int
+amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
+{
+    h->stats = stats;
+    h->shadow = 0;
+    h->outcome = AMP_OUTCOME_FP32;
+    h->entered = amp_shim_enter();
+    return h->entered;
+}
+
+enum amp_hook_next
+amp_hook_gemm(struct amp_hook *h, const struct amp_gemm_desc *d)
+{
+    if (amp_gemm_try(h, d) == AMP_HOOK_ORIGINAL)
+        return AMP_HOOK_ORIGINAL;
+    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_shim_leave();
+    return AMP_HOOK_DONE;
+}
+
+void
+amp_hook_end(struct amp_hook *h, int original_ok)
+{
+    if (!h->entered)
+        return;
+    amp_shadow_complete(h, original_ok);
+    amp_stats_count(h->stats, h->outcome);
+    amp_shim_leave();
+}
+
+/* ---- A call as the application made it ----------------------------------- */
+
+/* Every argument of the non-grouped entry points; the FP32-typed ones have
+ * CUDA_R_32F types and CUBLAS_COMPUTE_32F. */
+struct amp_call {
+    enum amp_cublas_api api;
     cublasHandle_t handle;
     cublasOperation_t transa, transb;
-    int m, n, k;
-    const float *alpha;
-    const float *A;
-    int lda;
-    const float *B;
-    int ldb;
-    const float *beta;
-    float *C;
-    int ldc;
+    int64_t m, n, k;
+    const void *alpha;
+    const void *a;
+    int64_t lda;
+    const void *b;
+    int64_t ldb;
+    const void *beta;
+    void *c;
+    int64_t ldc;
+    enum amp_batch batch_kind;
+    int64_t batch;
+    long long stride_a, stride_b, stride_c;
+    cudaDataType type_a, type_b, type_c;
+    cublasComputeType_t compute;
 };
 
-static cublasStatus_t
-amp_sgemm_fp32(const struct amp_sgemm_call *c)
+#define AMP_FP32_TYPES                                                       \
+    .type_a = CUDA_R_32F, .type_b = CUDA_R_32F, .type_c = CUDA_R_32F,        \
+    .compute = CUBLAS_COMPUTE_32F
+
+/* 1 when the call is an FP32 GEMM (*pedantic: one the program asked to
+ * keep strictly FP32); 0 for half, mixed, complex or integer ones. */
+static int
+amp_call_fp32(cudaDataType ta, cudaDataType tb, cudaDataType tc,
+              cublasComputeType_t compute, int *pedantic)
 {
-    return amp_real.cublasSgemm_v2(c->handle, c->transa, c->transb, c->m,
-                                   c->n, c->k, c->alpha, c->A, c->lda, c->B,
-                                   c->ldb, c->beta, c->C, c->ldc);
+    *pedantic = 0;
+    if (ta != CUDA_R_32F || tb != CUDA_R_32F || tc != CUDA_R_32F)
+        return 0;
+    switch (compute) {
+    case CUBLAS_COMPUTE_32F:
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+        return 1;
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+        *pedantic = 1; /* the program chose its FP32 method */
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 static int
@@ -132,104 +381,312 @@ amp_op_parse(cublasOperation_t op, enum amp_op *out)
     return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
 }
 
-/* The call as a descriptor; the handle's settings are read, never changed.
- * A handle cuBLAS refuses makes the arguments invalid. */
-static void
-amp_sgemm_describe(const struct amp_sgemm_call *c, struct amp_gemm_desc *d)
+/* The handle's settings into d, read and never changed; 0 when cuBLAS
+ * refuses the handle (the arguments are then invalid). */
+static int
+amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
 {
     cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
     cudaStream_t stream = NULL;
-    int ops_a = amp_op_parse(c->transa, &d->transa);
-    int ops_b = amp_op_parse(c->transb, &d->transb);
+    int ok = handle &&
+             amp_real.cublasGetPointerMode_v2(handle, &pointer_mode) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             amp_real.cublasGetStream_v2(handle, &stream) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             amp_real.cublasGetMathMode(handle, &math) ==
+                 CUBLAS_STATUS_SUCCESS;
 
-    d->ops_valid =
-        ops_a && ops_b && c->handle &&
-        amp_real.cublasGetPointerMode_v2(c->handle, &pointer_mode) ==
-            CUBLAS_STATUS_SUCCESS &&
-        amp_real.cublasGetStream_v2(c->handle, &stream) ==
-            CUBLAS_STATUS_SUCCESS &&
-        amp_real.cublasGetMathMode(c->handle, &math) == CUBLAS_STATUS_SUCCESS;
+    d->scalars_on_device = pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+    d->pedantic |= (math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) ==
+                   CUBLAS_PEDANTIC_MATH;
+    d->stream = (amp_stream)stream;
+    return ok;
+}
+
+/* One problem set's shape into d (the rest is the caller's). */
+static void
+amp_desc_shape(struct amp_gemm_desc *d, enum amp_cublas_api api,
+               cublasOperation_t transa, cublasOperation_t transb,
+               int handle_ok)
+{
+    int ops_a = amp_op_parse(transa, &d->transa);
+    int ops_b = amp_op_parse(transb, &d->transb);
+
+    d->api = amp_cublas_stats[api].name;
+    d->stats = &amp_cublas_stats[api];
+    d->ops_valid = ops_a && ops_b && handle_ok;
+}
+
+static void
+amp_call_describe(const struct amp_call *c, int pedantic,
+                  struct amp_gemm_desc *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->pedantic = pedantic;
+    amp_desc_shape(d, c->api, c->transa, c->transb,
+                   amp_handle_settings(c->handle, d));
     d->m = c->m;
     d->n = c->n;
     d->k = c->k;
     d->lda = c->lda;
     d->ldb = c->ldb;
     d->ldc = c->ldc;
-    d->a = (amp_devptr)(uintptr_t)c->A;
-    d->b = (amp_devptr)(uintptr_t)c->B;
-    d->c = (amp_devptr)(uintptr_t)c->C;
+    d->batch_kind = c->batch_kind;
+    d->batch = c->batch;
+    d->stride_a = c->stride_a;
+    d->stride_b = c->stride_b;
+    d->stride_c = c->stride_c;
+    d->a = (amp_devptr)(uintptr_t)c->a;
+    d->b = (amp_devptr)(uintptr_t)c->b;
+    d->c = (amp_devptr)(uintptr_t)c->c;
     d->alpha = c->alpha;
     d->beta = c->beta;
-    d->scalars_on_device = pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
-    d->pedantic = (math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) ==
-                  CUBLAS_PEDANTIC_MATH;
-    d->stream = (amp_stream)stream;
 }
 
-/* Runs the call as an FP16 GEMM into the caller's C. Everything that can
- * fail happens before C is written; on failure C is untouched. */
-static enum amp_status
-amp_sgemm_f16(const struct amp_sgemm_call *c, const struct amp_gemm_desc *d)
-{
-    struct amp_gemm_f16 f16 = {0};
-    struct amp_dev *dev = amp_dev_current();
-    cublasHandle_t own;
-    cublasStatus_t s;
-    enum amp_status st;
-
-    if (!dev)
-        return AMP_ERR_UNAVAILABLE;
-    if (amp_dev_stream_capturing(d->stream) != 0) {
-        amp_log(AMP_LOG_INFO, "cublasSgemm_v2 during stream capture: FP32");
-        return AMP_ERR_UNAVAILABLE;
-    }
-    own = amp_own_handle(dev);
-    if (!own)
-        return AMP_ERR_UNAVAILABLE;
-    st = amp_gemm_prepare_f16(dev, d, amp_shim_config()->scratch_max, &f16);
-    if (st != AMP_OK)
-        return st;
-    s = amp_real.cublasSetStream_v2(own, (cudaStream_t)d->stream);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = amp_real.cublasGemmEx(
-            own, c->transa, c->transb, c->m, c->n, c->k,
-            (const void *)(uintptr_t)f16.alpha,
-            (const void *)(uintptr_t)f16.a16, CUDA_R_16F, (int)f16.lda16,
-            (const void *)(uintptr_t)f16.b16, CUDA_R_16F, (int)f16.ldb16,
-            (const void *)(uintptr_t)f16.beta, c->C, CUDA_R_32F, c->ldc,
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    amp_gemm_release_f16(&f16);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        amp_log(AMP_LOG_INFO, "FP16 cublasGemmEx returned status %d", (int)s);
-        return AMP_ERR_DRIVER;
-    }
-    return AMP_OK;
-}
-
-static cublasStatus_t
-amp_sgemm(const struct amp_sgemm_call *c)
+/* Guard, descriptor, decision and converted path of a non-grouped call.
+ * AMP_HOOK_DONE: the hook returns *status (success once converted;
+ * CUBLAS_STATUS_NOT_INITIALIZED when the real function is missing).
+ * AMP_HOOK_ORIGINAL: the hook runs the original call, then amp_call_end. */
+static enum amp_hook_next
+amp_call_begin(struct amp_hook *h, const struct amp_call *c,
+               cublasStatus_t *status)
 {
     struct amp_gemm_desc d;
-    enum amp_gemm_skip skip;
+    int pedantic;
 
-    amp_sgemm_describe(c, &d);
-    skip = amp_gemm_decide(&d, amp_shim_config()->mode);
-    if (skip != AMP_GEMM_CONVERT) {
-        amp_log(AMP_LOG_DEBUG, "cublasSgemm_v2 %dx%dx%d: FP32 (%s)", c->m,
-                c->n, c->k, amp_gemm_skip_reason(skip));
-        amp_stats_count(&amp_sgemm_stats, AMP_OUTCOME_FP32);
-        return amp_sgemm_fp32(c);
+    amp_shim_config(); /* the log is open before resolution reports */
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    h->entered = 0;
+    *status = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (*amp_cublas_slots[c->api] == NULL)
+        return AMP_HOOK_DONE;
+    *status = CUBLAS_STATUS_SUCCESS;
+    if (!amp_hook_enter(h, &amp_cublas_stats[c->api]))
+        return AMP_HOOK_ORIGINAL;
+    if (!amp_call_fp32(c->type_a, c->type_b, c->type_c, c->compute,
+                       &pedantic)) {
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        return AMP_HOOK_ORIGINAL;
     }
-    if (amp_sgemm_f16(c, &d) == AMP_OK) {
-        amp_log(AMP_LOG_DEBUG, "cublasSgemm_v2 %dx%dx%d: fp16", c->m, c->n,
-                c->k);
-        amp_stats_count(&amp_sgemm_stats, AMP_OUTCOME_CONVERTED);
-        return CUBLAS_STATUS_SUCCESS;
-    }
-    amp_stats_count(&amp_sgemm_stats, AMP_OUTCOME_FALLBACK);
-    return amp_sgemm_fp32(c);
+    amp_call_describe(c, pedantic, &d);
+    return amp_hook_gemm(h, &d);
 }
+
+/* After the original call: records it and returns its status. */
+static cublasStatus_t
+amp_call_end(struct amp_hook *h, cublasStatus_t status)
+{
+    amp_hook_end(h, status == CUBLAS_STATUS_SUCCESS);
+    return status;
+}
+
+/* ---- Grouped calls: one descriptor per group -------------------------------- */
+
+/* A host array of int or int64_t, as the two grouped ABIs pass them. */
+struct amp_ints {
+    const int *i32;
+    const int64_t *i64;
+};
+
+static int64_t
+amp_ints_at(struct amp_ints v, int64_t i)
+{
+    return v.i64 ? v.i64[i] : (int64_t)v.i32[i];
+}
+
+static int
+amp_ints_null(struct amp_ints v)
+{
+    return !v.i64 && !v.i32;
+}
+
+struct amp_grouped_call {
+    enum amp_cublas_api api;
+    int ex;                   /* GemmGroupedBatchedEx: falls back to
+                                 cublasGemmBatchedEx_64, else to
+                                 cublasSgemmBatched_64 */
+    cublasHandle_t handle;
+    const cublasOperation_t *transa, *transb;
+    struct amp_ints m, n, k, lda, ldb, ldc, group_size;
+    const float *alpha, *beta;
+    const void *const *a, *const *b;
+    void *const *c;
+    int64_t group_count;
+    cudaDataType type_a, type_b, type_c;
+    cublasComputeType_t compute;
+};
+
+/* Group g, whose problems start at `first` in the pointer arrays, as a
+ * batched descriptor over its slice. */
+static void
+amp_grouped_desc(const struct amp_grouped_call *g,
+                 const struct amp_gemm_desc *base, int64_t group,
+                 int64_t first, struct amp_gemm_desc *d)
+{
+    *d = *base;
+    amp_desc_shape(d, g->api, g->transa[group], g->transb[group],
+                   base->ops_valid);
+    d->m = amp_ints_at(g->m, group);
+    d->n = amp_ints_at(g->n, group);
+    d->k = amp_ints_at(g->k, group);
+    d->lda = amp_ints_at(g->lda, group);
+    d->ldb = amp_ints_at(g->ldb, group);
+    d->ldc = amp_ints_at(g->ldc, group);
+    d->batch_kind = AMP_BATCH_ARRAY;
+    d->batch = amp_ints_at(g->group_size, group);
+    d->a = (amp_devptr)(uintptr_t)(g->a + first);
+    d->b = (amp_devptr)(uintptr_t)(g->b + first);
+    d->c = (amp_devptr)(uintptr_t)(g->c + first);
+    d->alpha = g->alpha + group;
+    d->beta = g->beta + group;
+}
+
+/* 1 when every group is valid and at least one is to be converted; 0 when
+ * the whole call stays the original one (invalid arguments get cuBLAS's
+ * own status from it). */
+static int
+amp_grouped_converts(const struct amp_grouped_call *g,
+                     const struct amp_gemm_desc *base, enum amp_mode mode)
+{
+    struct amp_gemm_desc d;
+    int64_t group, first = 0;
+    int converts = 0;
+
+    if (g->group_count < 0)
+        return 0;
+    if (g->group_count > 0 &&
+        (!g->transa || !g->transb || amp_ints_null(g->m) ||
+         amp_ints_null(g->n) || amp_ints_null(g->k) ||
+         amp_ints_null(g->lda) || amp_ints_null(g->ldb) ||
+         amp_ints_null(g->ldc) || amp_ints_null(g->group_size) ||
+         !g->alpha || !g->beta))
+        return 0;
+    for (group = 0; group < g->group_count; group++) {
+        enum amp_gemm_skip skip;
+
+        amp_grouped_desc(g, base, group, first, &d);
+        if (d.batch < 0 || !amp_gemm_args_valid(&d))
+            return 0;
+        first += d.batch;
+        skip = amp_gemm_decide(&d, mode);
+        converts |= skip == AMP_GEMM_CONVERT && amp_desc_fits_int(&d);
+    }
+    return converts;
+}
+
+/* The original FP32 GEMMs of one group: the batched call over its slice. */
+static cublasStatus_t
+amp_grouped_fp32(const struct amp_grouped_call *g,
+                 const struct amp_gemm_desc *d, int64_t group)
+{
+    const void *const *a = (const void *const *)(uintptr_t)d->a;
+    const void *const *b = (const void *const *)(uintptr_t)d->b;
+    void *const *c = (void *const *)(uintptr_t)d->c;
+
+    if (g->ex)
+        return amp_real.cublasGemmBatchedEx_64(
+            g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
+            d->alpha, a, g->type_a, d->lda, b, g->type_b, d->ldb, d->beta, c,
+            g->type_c, d->ldc, d->batch, g->compute, CUBLAS_GEMM_DEFAULT);
+    return amp_real.cublasSgemmBatched_64(
+        g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
+        d->alpha, (const float *const *)a, d->lda, (const float *const *)b,
+        d->ldb, d->beta, (float *const *)c, d->ldc, d->batch);
+}
+
+/* Which outcome a call with several groups reports: any fallback, else
+ * any conversion, else FP32. */
+static enum amp_outcome
+amp_outcome_merge(enum amp_outcome a, enum amp_outcome b)
+{
+    if (a == AMP_OUTCOME_FALLBACK || b == AMP_OUTCOME_FALLBACK)
+        return AMP_OUTCOME_FALLBACK;
+    if (a == AMP_OUTCOME_CONVERTED || b == AMP_OUTCOME_CONVERTED)
+        return AMP_OUTCOME_CONVERTED;
+    return AMP_OUTCOME_FP32;
+}
+
+/* Runs each group converted, or as its own FP32 batched call when its
+ * conversion is not decided or fails: groups already written stay
+ * correct. Returns the first failing status, as FP32 would. */
+static cublasStatus_t
+amp_grouped_run(struct amp_hook *h, const struct amp_grouped_call *g,
+                const struct amp_gemm_desc *base)
+{
+    enum amp_outcome outcome = AMP_OUTCOME_FP32;
+    cublasStatus_t status = CUBLAS_STATUS_SUCCESS, s;
+    struct amp_gemm_desc d;
+    int64_t group, first = 0;
+
+    for (group = 0; group < g->group_count; group++) {
+        amp_grouped_desc(g, base, group, first, &d);
+        first += d.batch;
+        if (d.batch == 0)
+            continue;
+        if (amp_gemm_try(h, &d) == AMP_HOOK_ORIGINAL) {
+            s = amp_grouped_fp32(g, &d, group);
+            amp_shadow_complete(h, s == CUBLAS_STATUS_SUCCESS);
+            if (status == CUBLAS_STATUS_SUCCESS)
+                status = s;
+        }
+        outcome = amp_outcome_merge(outcome, h->outcome);
+    }
+    h->outcome = outcome;
+    return status;
+}
+
+/* As amp_call_begin, for a grouped call. */
+static enum amp_hook_next
+amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
+                  cublasStatus_t *status)
+{
+    struct amp_gemm_desc base;
+    int pedantic;
+
+    amp_shim_config();
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    h->entered = 0;
+    *status = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (*amp_cublas_slots[g->api] == NULL)
+        return AMP_HOOK_DONE;
+    *status = CUBLAS_STATUS_SUCCESS;
+    if (!amp_hook_enter(h, &amp_cublas_stats[g->api]))
+        return AMP_HOOK_ORIGINAL;
+    if (!amp_call_fp32(g->type_a, g->type_b, g->type_c, g->compute,
+                       &pedantic)) {
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        return AMP_HOOK_ORIGINAL;
+    }
+    memset(&base, 0, sizeof(base));
+    base.pedantic = pedantic;
+    base.ops_valid = amp_handle_settings(g->handle, &base);
+    if (!amp_grouped_converts(g, &base, amp_shim_config()->mode) ||
+        (g->ex ? !amp_real.cublasGemmBatchedEx_64
+               : !amp_real.cublasSgemmBatched_64))
+        return AMP_HOOK_ORIGINAL;
+    *status = amp_grouped_run(h, g, &base);
+    amp_stats_count(h->stats, h->outcome);
+    amp_shim_leave();
+    return AMP_HOOK_DONE;
+}
+
+/* ---- The exported hooks ------------------------------------------------------ */
+
+/* The arguments that every non-grouped entry point names alike. */
+#define AMP_CALL_COMMON(name)                                                \
+    .api = AMP_API_##name, .handle = handle, .transa = transa,               \
+    .transb = transb, .m = m, .n = n, .k = k, .alpha = alpha, .lda = lda,    \
+    .ldb = ldb, .beta = beta, .ldc = ldc
+#define AMP_CALL_ONE .batch_kind = AMP_BATCH_NONE, .batch = 1
+#define AMP_CALL_STRIDED(count)                                              \
+    .batch_kind = AMP_BATCH_STRIDED, .batch = (count),                       \
+    .stride_a = strideA, .stride_b = strideB, .stride_c = strideC
+#define AMP_CALL_ARRAY(count)                                                \
+    .batch_kind = AMP_BATCH_ARRAY, .batch = (count), .a = Aarray,            \
+    .b = Barray, .c = (void *)(uintptr_t)Carray
+#define AMP_CALL_TYPES                                                       \
+    .type_a = Atype, .type_b = Btype, .type_c = Ctype
 
 AMP_EXPORT cublasStatus_t
 cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
@@ -237,17 +694,433 @@ cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                const float *alpha, const float *A, int lda, const float *B,
                int ldb, const float *beta, float *C, int ldc)
 {
-    struct amp_sgemm_call call = {handle, transa, transb, m,   n,    k,  alpha,
-                                  A,      lda,    B,      ldb, beta, C, ldc};
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemm_v2), AMP_CALL_ONE,
+                               .a = A, .b = B, .c = C, AMP_FP32_TYPES};
+    struct amp_hook h;
     cublasStatus_t status;
 
-    amp_shim_config(); /* the log is open before resolution reports */
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    if (!amp_real.cublasSgemm_v2)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!amp_shim_enter())
-        return amp_sgemm_fp32(&call);
-    status = amp_sgemm(&call);
-    amp_shim_leave();
-    return status;
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemm_v2(handle, transa, transb,
+                                                    m, n, k, alpha, A, lda,
+                                                    B, ldb, beta, C, ldc));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa,
+                  cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                  const float *alpha, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, const float *beta, float *C,
+                  int64_t ldc)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemm_v2_64),
+                               AMP_CALL_ONE, .a = A, .b = B, .c = C,
+                               AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemm_v2_64(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                lda, B, ldb, beta, C, ldc));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int m, int n, int k,
+                   const float *alpha, const float *const Aarray[], int lda,
+                   const float *const Barray[], int ldb, const float *beta,
+                   float *const Carray[], int ldc, int batchCount)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmBatched),
+                               AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmBatched(
+                                handle, transa, transb, m, n, k, alpha,
+                                Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                                batchCount));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmBatched_64(cublasHandle_t handle, cublasOperation_t transa,
+                      cublasOperation_t transb, int64_t m, int64_t n,
+                      int64_t k, const float *alpha,
+                      const float *const Aarray[], int64_t lda,
+                      const float *const Barray[], int64_t ldb,
+                      const float *beta, float *const Carray[], int64_t ldc,
+                      int64_t batchCount)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmBatched_64),
+                               AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmBatched_64(
+                                handle, transa, transb, m, n, k, alpha,
+                                Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                                batchCount));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                          cublasOperation_t transb, int m, int n, int k,
+                          const float *alpha, const float *A, int lda,
+                          long long int strideA, const float *B, int ldb,
+                          long long int strideB, const float *beta, float *C,
+                          int ldc, long long int strideC, int batchCount)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmStridedBatched),
+                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
+                               .c = C, AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmStridedBatched(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                lda, strideA, B, ldb, strideB, beta, C, ldc,
+                                strideC, batchCount));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa,
+                             cublasOperation_t transb, int64_t m, int64_t n,
+                             int64_t k, const float *alpha, const float *A,
+                             int64_t lda, long long int strideA,
+                             const float *B, int64_t ldb,
+                             long long int strideB, const float *beta,
+                             float *C, int64_t ldc, long long int strideC,
+                             int64_t batchCount)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmStridedBatched_64),
+                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
+                               .c = C, AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmStridedBatched_64(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                lda, strideA, B, ldb, strideB, beta, C, ldc,
+                                strideC, batchCount));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa,
+              cublasOperation_t transb, int m, int n, int k,
+              const float *alpha, const void *A, cudaDataType Atype, int lda,
+              const void *B, cudaDataType Btype, int ldb, const float *beta,
+              void *C, cudaDataType Ctype, int ldc)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmEx), AMP_CALL_ONE,
+                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
+                               .compute = CUBLAS_COMPUTE_32F};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmEx(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                                ldc));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                 cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                 const float *alpha, const void *A, cudaDataType Atype,
+                 int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,
+                 const float *beta, void *C, cudaDataType Ctype, int64_t ldc)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmEx_64),
+                               AMP_CALL_ONE, .a = A, .b = B, .c = C,
+                               AMP_CALL_TYPES, .compute = CUBLAS_COMPUTE_32F};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmEx_64(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                                ldc));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+             cublasOperation_t transb, int m, int n, int k, const void *alpha,
+             const void *A, cudaDataType Atype, int lda, const void *B,
+             cudaDataType Btype, int ldb, const void *beta, void *C,
+             cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+             cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmEx), AMP_CALL_ONE,
+                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmEx(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                                ldc, computeType, algo));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                const void *alpha, const void *A, cudaDataType Atype,
+                int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,
+                const void *beta, void *C, cudaDataType Ctype, int64_t ldc,
+                cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmEx_64), AMP_CALL_ONE,
+                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmEx_64(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                                ldc, computeType, algo));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                    cublasOperation_t transb, int m, int n, int k,
+                    const void *alpha, const void *const Aarray[],
+                    cudaDataType Atype, int lda, const void *const Barray[],
+                    cudaDataType Btype, int ldb, const void *beta,
+                    void *const Carray[], cudaDataType Ctype, int ldc,
+                    int batchCount, cublasComputeType_t computeType,
+                    cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmBatchedEx),
+                               AMP_CALL_ARRAY(batchCount), AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmBatchedEx(
+                                handle, transa, transb, m, n, k, alpha,
+                                Aarray, Atype, lda, Barray, Btype, ldb, beta,
+                                Carray, Ctype, ldc, batchCount, computeType,
+                                algo));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                       cublasOperation_t transb, int64_t m, int64_t n,
+                       int64_t k, const void *alpha,
+                       const void *const Aarray[], cudaDataType Atype,
+                       int64_t lda, const void *const Barray[],
+                       cudaDataType Btype, int64_t ldb, const void *beta,
+                       void *const Carray[], cudaDataType Ctype, int64_t ldc,
+                       int64_t batchCount, cublasComputeType_t computeType,
+                       cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmBatchedEx_64),
+                               AMP_CALL_ARRAY(batchCount), AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmBatchedEx_64(
+                                handle, transa, transb, m, n, k, alpha,
+                                Aarray, Atype, lda, Barray, Btype, ldb, beta,
+                                Carray, Ctype, ldc, batchCount, computeType,
+                                algo));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const void *alpha, const void *A,
+                           cudaDataType Atype, int lda, long long int strideA,
+                           const void *B, cudaDataType Btype, int ldb,
+                           long long int strideB, const void *beta, void *C,
+                           cudaDataType Ctype, int ldc, long long int strideC,
+                           int batchCount, cublasComputeType_t computeType,
+                           cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmStridedBatchedEx),
+                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
+                               .c = C, AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmStridedBatchedEx(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, strideA, B, Btype, ldb, strideB,
+                                beta, C, Ctype, ldc, strideC, batchCount,
+                                computeType, algo));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmStridedBatchedEx_64(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
+    cudaDataType Atype, int64_t lda, long long int strideA, const void *B,
+    cudaDataType Btype, int64_t ldb, long long int strideB, const void *beta,
+    void *C, cudaDataType Ctype, int64_t ldc, long long int strideC,
+    int64_t batchCount, cublasComputeType_t computeType,
+    cublasGemmAlgo_t algo)
+{
+    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmStridedBatchedEx_64),
+                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
+                               .c = C, AMP_CALL_TYPES,
+                               .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmStridedBatchedEx_64(
+                                handle, transa, transb, m, n, k, alpha, A,
+                                Atype, lda, strideA, B, Btype, ldb, strideB,
+                                beta, C, Ctype, ldc, strideC, batchCount,
+                                computeType, algo));
+}
+
+/* The grouped arguments that all four grouped entry points name alike. */
+#define AMP_GROUPED_COMMON(name)                                             \
+    .api = AMP_API_##name, .handle = handle, .transa = transa_array,         \
+    .transb = transb_array, .a = (const void *const *)Aarray,                \
+    .b = (const void *const *)Barray, .c = (void *const *)Carray,            \
+    .group_count = group_count
+#define AMP_GROUPED_INTS(field)                                              \
+    .m = {.field = m_array}, .n = {.field = n_array},                        \
+    .k = {.field = k_array}, .lda = {.field = lda_array},                    \
+    .ldb = {.field = ldb_array}, .ldc = {.field = ldc_array},                \
+    .group_size = {.field = group_size}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmGroupedBatched(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[],
+    const int n_array[], const int k_array[], const float alpha_array[],
+    const float *const Aarray[], const int lda_array[],
+    const float *const Barray[], const int ldb_array[],
+    const float beta_array[], float *const Carray[], const int ldc_array[],
+    int group_count, const int group_size[])
+{
+    const struct amp_grouped_call g = {
+        AMP_GROUPED_COMMON(cublasSgemmGroupedBatched), AMP_GROUPED_INTS(i32),
+        .alpha = alpha_array, .beta = beta_array, AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmGroupedBatched(
+                                handle, transa_array, transb_array, m_array,
+                                n_array, k_array, alpha_array, Aarray,
+                                lda_array, Barray, ldb_array, beta_array,
+                                Carray, ldc_array, group_count, group_size));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasSgemmGroupedBatched_64(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int64_t m_array[],
+    const int64_t n_array[], const int64_t k_array[],
+    const float alpha_array[], const float *const Aarray[],
+    const int64_t lda_array[], const float *const Barray[],
+    const int64_t ldb_array[], const float beta_array[],
+    float *const Carray[], const int64_t ldc_array[], int64_t group_count,
+    const int64_t group_size[])
+{
+    const struct amp_grouped_call g = {
+        AMP_GROUPED_COMMON(cublasSgemmGroupedBatched_64),
+        AMP_GROUPED_INTS(i64), .alpha = alpha_array, .beta = beta_array,
+        AMP_FP32_TYPES};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasSgemmGroupedBatched_64(
+                                handle, transa_array, transb_array, m_array,
+                                n_array, k_array, alpha_array, Aarray,
+                                lda_array, Barray, ldb_array, beta_array,
+                                Carray, ldc_array, group_count, group_size));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmGroupedBatchedEx(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[],
+    const int n_array[], const int k_array[], const void *alpha_array,
+    const void *const Aarray[], cudaDataType_t Atype, const int lda_array[],
+    const void *const Barray[], cudaDataType_t Btype, const int ldb_array[],
+    const void *beta_array, void *const Carray[], cudaDataType_t Ctype,
+    const int ldc_array[], int group_count, const int group_size[],
+    cublasComputeType_t computeType)
+{
+    const struct amp_grouped_call g = {
+        AMP_GROUPED_COMMON(cublasGemmGroupedBatchedEx), AMP_GROUPED_INTS(i32),
+        .ex = 1, .alpha = alpha_array, .beta = beta_array, AMP_CALL_TYPES,
+        .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmGroupedBatchedEx(
+                                handle, transa_array, transb_array, m_array,
+                                n_array, k_array, alpha_array, Aarray, Atype,
+                                lda_array, Barray, Btype, ldb_array,
+                                beta_array, Carray, Ctype, ldc_array,
+                                group_count, group_size, computeType));
+}
+
+AMP_EXPORT cublasStatus_t
+cublasGemmGroupedBatchedEx_64(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int64_t m_array[],
+    const int64_t n_array[], const int64_t k_array[],
+    const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype,
+    const int64_t lda_array[], const void *const Barray[],
+    cudaDataType_t Btype, const int64_t ldb_array[], const void *beta_array,
+    void *const Carray[], cudaDataType_t Ctype, const int64_t ldc_array[],
+    int64_t group_count, const int64_t group_size[],
+    cublasComputeType_t computeType)
+{
+    const struct amp_grouped_call g = {
+        AMP_GROUPED_COMMON(cublasGemmGroupedBatchedEx_64),
+        AMP_GROUPED_INTS(i64), .ex = 1, .alpha = alpha_array,
+        .beta = beta_array, AMP_CALL_TYPES, .compute = computeType};
+    struct amp_hook h;
+    cublasStatus_t status;
+
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
+        return status;
+    return amp_call_end(&h, amp_real.cublasGemmGroupedBatchedEx_64(
+                                handle, transa_array, transb_array, m_array,
+                                n_array, k_array, alpha_array, Aarray, Atype,
+                                lda_array, Barray, Btype, ldb_array,
+                                beta_array, Carray, Ctype, ldc_array,
+                                group_count, group_size, computeType));
 }

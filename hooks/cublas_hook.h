@@ -1,0 +1,39 @@
+/* What every cuBLAS GEMM hook shares: the guard, the converted path on the
+ * shim's own handle and the record. No vendor types, so that the legacy
+ * hooks (cublas.h) and the v2 hooks (cublas_v2.h) can both use it. */
+#ifndef AMP_CUBLAS_HOOK_H
+#define AMP_CUBLAS_HOOK_H
+
+#include "gemm.h"
+#include "stats.h"
+
+/* One hooked call in flight. */
+struct amp_hook {
+    struct amp_api_stats *stats;
+    int entered;              /* amp_shim_enter() succeeded */
+    int shadow;               /* run waits for the original call */
+    enum amp_outcome outcome;
+    struct amp_gemm_run run;
+};
+
+enum amp_hook_next {
+    AMP_HOOK_ORIGINAL = 0,    /* run the original call, then amp_hook_end */
+    AMP_HOOK_DONE,            /* the hook returns now (converted: success) */
+};
+
+/* The guard: 1 when the shim acts on this call (counted by the
+ * amp_hook_gemm or amp_hook_end that must follow), 0 to pass it through
+ * uncounted (disabled, or re-entered from inside the shim). */
+int amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats);
+
+/* Decides d and runs its converted path: AMP_HOOK_DONE when the caller's C
+ * holds the result. Otherwise nothing of the caller's was written and the
+ * hook runs the original call with its unchanged arguments. */
+enum amp_hook_next amp_hook_gemm(struct amp_hook *h,
+                                 const struct amp_gemm_desc *d);
+
+/* After the original call, whose success original_ok says: completes a
+ * shadow run, counts the call and leaves the guard. */
+void amp_hook_end(struct amp_hook *h, int original_ok);
+
+#endif
