@@ -206,11 +206,13 @@ amp_test_run_dump(const char *what, const struct amp_test_run *run)
 
 /* ---- sgemm_check's output ------------------------------------------------ */
 
-/* Parses one "case" line into c; returns 0 or -1. */
+/* Parses one "case" line into c; returns 0 or -1. The api= and class=
+ * fields after the verdict are optional. */
 static int
 parse_case_line(const char *line, struct amp_test_case *c)
 {
     char ratio[32], verdict[16];
+    const char *field;
     int n;
 
     memset(c, 0, sizeof(*c));
@@ -222,6 +224,13 @@ parse_case_line(const char *line, struct amp_test_case *c)
     if (n != 9)
         return -1;
     c->ok = strcmp(verdict, "ok") == 0;
+    c->ratio = strcmp(ratio, "-") == 0 ? -1.0 : strtod(ratio, NULL);
+    field = strstr(line, " api=");
+    if (field && sscanf(field, " api=%63s", c->api) != 1)
+        return -1;
+    field = strstr(line, " class=");
+    if (field && sscanf(field, " class=%15s", c->cls) != 1)
+        return -1;
     return 0;
 }
 
@@ -312,12 +321,24 @@ amp_test_parse_summary(const char *text, struct amp_test_summary *sum)
         memset(&l, 0, sizeof(l));
         if (sscanf(buf,
                    "ampshim[%d]: summary %63s calls=%ld converted=%ld "
-                   "fp32=%ld fallback=%ld%n",
+                   "fp32=%ld fallback=%ld passthrough=%ld%n",
                    &l.pid, l.api, &l.calls, &l.converted, &l.fp32,
-                   &l.fallback, &end) != 6 ||
-            end != (int)len) {
+                   &l.fallback, &l.passthrough, &end) != 7) {
             sum->malformed++;
             continue;
+        }
+        if (end != (int)len) {
+            int more = -1;
+
+            l.has_shadow = sscanf(buf + end,
+                                  " shadow=%ld max_abs_err=%lf "
+                                  "max_rel_err=%lf nonfinite=%ld%n",
+                                  &l.shadow, &l.max_abs_err, &l.max_rel_err,
+                                  &l.nonfinite, &more) == 4;
+            if (!l.has_shadow || end + more != (int)len) {
+                sum->malformed++;
+                continue;
+            }
         }
         summary_add(sum, &l);
     }

@@ -1,6 +1,7 @@
 /* Test harness for the preload and ABI tests: runs a program in a
- * controlled environment, captures its output, and parses what
- * sgemm_check and the shim's exit summary print. */
+ * controlled environment, captures its output, and parses what the
+ * example programs (sgemm_check, gemm_suite, legacy_sgemm) and the shim's
+ * exit summary print. */
 #ifndef AMP_TEST_HARNESS_H
 #define AMP_TEST_HARNESS_H
 
@@ -50,7 +51,7 @@ void amp_test_run_free(struct amp_test_run *run);
 /* Prints what a run gave, for a failing test's log. */
 void amp_test_run_dump(const char *what, const struct amp_test_run *run);
 
-/* ---- sgemm_check's output ------------------------------------------------ */
+/* ---- The example programs' output ---------------------------------------- */
 
 #define AMP_TEST_MAX_CASES 64
 
@@ -59,8 +60,12 @@ struct amp_test_case {
     int m, n, k;
     char ops[3];
     int status;       /* the cublasStatus_t number */
-    int ok;           /* the line ends with "ok" */
+    double ratio;     /* max error / bound; -1 for "-" */
+    int ok;           /* the verdict is "ok" */
     char hash[17];    /* 16 hex digits, or "-" */
+    char api[64];     /* gemm_suite, legacy_sgemm: "api=" (else "") */
+    char cls[16];     /* and "class=": gemm, trivial, invalid, pedantic,
+                         typed */
 };
 
 struct amp_test_check {
@@ -79,12 +84,16 @@ int amp_test_count_eligible(const struct amp_test_check *check);
 
 /* ---- The shim's exit summary --------------------------------------------- */
 
-#define AMP_TEST_MAX_APIS 16
+#define AMP_TEST_MAX_APIS 32
 
 struct amp_test_summary_line {
     char api[64];
     int pid;
-    long calls, converted, fp32, fallback;
+    long calls, converted, fp32, fallback, passthrough;
+    /* Shadow measurements, when the line has them. */
+    int has_shadow;
+    long shadow, nonfinite;
+    double max_abs_err, max_rel_err;
     int seen;         /* how many lines named this api */
 };
 
@@ -96,7 +105,8 @@ struct amp_test_summary {
 };
 
 /* Collects every "ampshim[<pid>]: summary <api> calls=<n> converted=<n>
- * fp32=<n> fallback=<n>" line of text. */
+ * fp32=<n> fallback=<n> passthrough=<n>" line of text, with its optional
+ * " shadow=<n> max_abs_err=<x> max_rel_err=<x> nonfinite=<n>". */
 void amp_test_parse_summary(const char *text, struct amp_test_summary *sum);
 
 /* The line for api, or NULL. */

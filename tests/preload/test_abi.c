@@ -1,4 +1,5 @@
-/* ABI tests of libampshim.so: it exports exactly the hooked cuBLAS symbols,
+/* ABI tests of libampshim.so: it exports exactly the hooked cuBLAS symbols
+ * (both lists: cublas_v2.h's and the legacy cublas.h's),
  * needs no CUDA library, and leaves no trace in a process that never calls
  * a hooked function.
  *
@@ -16,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Names only: cublas.h and cublas_v2.h refuse to meet in one file. */
+#define AMP_SYMBOL_NAMES_ONLY
+#include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
 #include "harness.h"
 
@@ -26,7 +30,9 @@ static const char *nm_path;
 static const char *readelf_path;
 
 #define HOOKED_NAME(ret, name, params) #name,
-static const char *const hooked[] = { AMP_CUBLAS_HOOKED(HOOKED_NAME) };
+static const char *const hooked[] = {
+    AMP_CUBLAS_HOOKED(HOOKED_NAME) AMP_CUBLAS_LEGACY_HOOKED(HOOKED_NAME)
+};
 #define N_HOOKED ((int)(sizeof(hooked) / sizeof(hooked[0])))
 
 /* Runs a tool on the library and returns its stdout (exit 0 required). */
@@ -116,6 +122,9 @@ test_exports_are_the_hooked_list(void **state)
     for (int i = 0; i < N_HOOKED; i++)
         assert_int_equal(found[i], 1);
     assert_int_equal(extra, 0);
+    /* Every GEMM entry point of both APIs: 18 of cublas_v2.h, and the
+     * legacy cublasSgemm with the three context calls it depends on. */
+    assert_int_equal(N_HOOKED, 22);
     amp_test_run_free(&run);
 }
 

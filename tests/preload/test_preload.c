@@ -1,21 +1,28 @@
-/* Preload tests: the unmodified FP32 program sgemm_check under
- * LD_PRELOAD=libampshim.so, on the CPU device emulator and on the real
- * NVIDIA libraries, judged by its results, hashes and the shim's exit
- * summary.
+/* Preload tests: the unmodified FP32 programs sgemm_check (cublasSgemm_v2),
+ * gemm_suite (every GEMM entry point of cublas_v2.h) and legacy_sgemm
+ * (cublas.h) under LD_PRELOAD=libampshim.so, on the CPU device emulator
+ * and on the real NVIDIA libraries, judged by their results, statuses,
+ * hashes and the shim's exit summary.
  *
- * usage: test_preload GROUP SGEMM_CHECK LIBAMPSHIM EMU_DIR
- * GROUP: converted | disable | faults | env | real */
+ * usage: test_preload GROUP SGEMM_CHECK GEMM_SUITE LEGACY_SGEMM LIBAMPSHIM
+ *        EMU_DIR
+ * GROUP: converted | disable | faults | env | real | suite | suite_faults
+ *        | legacy */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Names only: cublas.h and cublas_v2.h refuse to meet in one file. */
+#define AMP_SYMBOL_NAMES_ONLY
+#include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
 #include "harness.h"
 
@@ -26,6 +33,8 @@
 #define SGEMM_API "cublasSgemm_v2"
 
 static const char *sgemm_check_path;
+static const char *gemm_suite_path;
+static const char *legacy_sgemm_path;
 static const char *libampshim_path;
 static const char *emu_dir;
 
@@ -35,7 +44,9 @@ static struct amp_test_run plain_run;
 static struct amp_test_check plain;
 
 #define HOOKED_NAME(ret, name, params) #name,
-static const char *const hooked_apis[] = { AMP_CUBLAS_HOOKED(HOOKED_NAME) };
+static const char *const hooked_apis[] = {
+    AMP_CUBLAS_HOOKED(HOOKED_NAME) AMP_CUBLAS_LEGACY_HOOKED(HOOKED_NAME)
+};
 #define N_HOOKED ((int)(sizeof(hooked_apis) / sizeof(hooked_apis[0])))
 
 struct setting {
@@ -47,14 +58,17 @@ enum where {
     ON_REAL_LIBS,     /* whatever the loader finds: NVIDIA's libraries */
 };
 
-/* Runs sgemm_check --tol tol, with the shim preloaded if preload, plus the
- * given settings (terminated by a NULL name). */
+/* Runs program --tol tol (gemm_suite with --capture too), with the shim
+ * preloaded if preload, plus the given settings (terminated by a NULL
+ * name). */
 static void
-run_sgemm_check(const char *tol, int preload, enum where where,
-                const struct setting *extra, struct amp_test_run *run)
+run_program(const char *program, const char *tol, int preload,
+            enum where where, const struct setting *extra,
+            struct amp_test_run *run)
 {
-    char *argv[] = { (char *)sgemm_check_path, (char *)"--tol",
-                     (char *)tol, NULL };
+    char *argv[] = { (char *)program, (char *)"--tol", (char *)tol,
+                     program == gemm_suite_path ? (char *)"--capture" : NULL,
+                     NULL };
     struct amp_test_env env;
 
     amp_test_env_init(&env);
@@ -65,9 +79,15 @@ run_sgemm_check(const char *tol, int preload, enum where where,
     for (; extra && extra->name; extra++)
         amp_test_env_set(&env, extra->name, extra->value);
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
-        fail_msg("cannot start %s: %s", sgemm_check_path,
-                 strerror(errno));
+        fail_msg("cannot start %s: %s", program, strerror(errno));
     amp_test_env_free(&env);
+}
+
+static void
+run_sgemm_check(const char *tol, int preload, enum where where,
+                const struct setting *extra, struct amp_test_run *run)
+{
+    run_program(sgemm_check_path, tol, preload, where, extra, run);
 }
 
 /* ---- Assertions with the child's output in the log on failure ---------- */
@@ -143,8 +163,8 @@ expect_plain_stdout(const struct amp_test_run *run, const char *what)
 }
 
 /* The summary in text (stderr or a log file) of the process run: one line
- * per hooked API, all naming run's pid, SGEMM_API with these counters and
- * every other hooked API with none. */
+ * per API that saw a call, all naming run's pid: here SGEMM_API alone,
+ * with these counters. */
 static void
 expect_summary_in(const char *text, const struct amp_test_run *run,
                   long calls, long converted, long fp32, long fallback,
@@ -154,31 +174,23 @@ expect_summary_in(const char *text, const struct amp_test_run *run,
     const struct amp_test_summary_line *l;
 
     amp_test_parse_summary(text, &sum);
-    if (sum.malformed != 0 || sum.count != N_HOOKED) {
+    l = amp_test_summary_find(&sum, SGEMM_API);
+    if (sum.malformed != 0 || sum.count != 1 || !l || l->seen != 1 ||
+        l->pid != (int)run->pid) {
         amp_test_run_dump(what, run);
         fail_msg("%s: %d malformed summary lines, %d APIs summarised, "
-                 "%d hooked", what, sum.malformed, sum.count, N_HOOKED);
+                 "expected one line of pid %d for %s", what, sum.malformed,
+                 sum.count, (int)run->pid, SGEMM_API);
     }
-    for (int i = 0; i < N_HOOKED; i++) {
-        l = amp_test_summary_find(&sum, hooked_apis[i]);
-        if (!l || l->seen != 1 || l->pid != (int)run->pid) {
-            amp_test_run_dump(what, run);
-            fail_msg("%s: no single summary line of pid %d for %s", what,
-                     (int)run->pid, hooked_apis[i]);
-        }
-        if (strcmp(hooked_apis[i], SGEMM_API) == 0)
-            continue;
-        assert_int_equal(l->calls, 0);
-    }
-    l = amp_test_summary_find(&sum, SGEMM_API);
     if (l->calls == calls && l->converted == converted && l->fp32 == fp32 &&
-        l->fallback == fallback)
+        l->fallback == fallback && l->passthrough == 0)
         return;
     amp_test_run_dump(what, run);
-    fail_msg("%s: summary calls=%ld converted=%ld fp32=%ld fallback=%ld, "
-             "expected calls=%ld converted=%ld fp32=%ld fallback=%ld", what,
-             l->calls, l->converted, l->fp32, l->fallback, calls, converted,
-             fp32, fallback);
+    fail_msg("%s: summary calls=%ld converted=%ld fp32=%ld fallback=%ld "
+             "passthrough=%ld, expected calls=%ld converted=%ld fp32=%ld "
+             "fallback=%ld passthrough=0", what, l->calls, l->converted,
+             l->fp32, l->fallback, l->passthrough, calls, converted, fp32,
+             fallback);
 }
 
 static void
@@ -539,6 +551,499 @@ out:
     amp_test_run_free(&shim);
 }
 
+/* ---- gemm_suite and legacy_sgemm: every entry point ---------------------- */
+
+/* The plain FP32 run of the program under test (gemm_suite or
+ * legacy_sgemm), set up per group. */
+static const char *program_path;
+static struct amp_test_run program_plain_run;
+static struct amp_test_check program_plain;
+
+static int
+program_setup(void **state)
+{
+    run_program(program_path, "fp32", 0, ON_EMULATOR, NULL,
+                &program_plain_run);
+    if (!program_plain_run.exited || program_plain_run.code != 0 ||
+        amp_test_parse_check(program_plain_run.out, &program_plain) != 0 ||
+        program_plain.count == 0) {
+        amp_test_run_dump("plain FP32 run on the emulator",
+                          &program_plain_run);
+        fprintf(stderr, "%s does not pass on the emulator without the "
+                "shim: nothing to compare with\n", program_path);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+program_teardown(void **state)
+{
+    amp_test_run_free(&program_plain_run);
+    return 0;
+}
+
+/* What the shim is expected to do with every call of a run. */
+enum expect_mode {
+    EXPECT_CONVERT,   /* fp16, bf16, tf32, fp16x3 */
+    EXPECT_SHADOW,    /* FP32 result, candidate measured; not in a graph */
+    EXPECT_FP32,      /* mode fp32 */
+};
+
+/* The Ex GEMM a converted call of this API issues its steps with. */
+static const char *
+step_function(const char *api)
+{
+    if (strstr(api, "Strided"))
+        return "cublasGemmStridedBatchedEx";
+    if (strstr(api, "Batched"))
+        return "cublasGemmBatchedEx"; /* batched and grouped */
+    return "cublasGemmEx";
+}
+
+/* The summary counter a call lands in. */
+enum expect_outcome {
+    OUT_CONVERTED, OUT_FP32, OUT_FALLBACK, OUT_PASSTHROUGH,
+};
+
+/* The outcome of one case; a conversion whose step function fails by
+ * injection (failing_step: a name, "*" for all, or NULL) falls back. */
+static enum expect_outcome
+expected_outcome(const struct amp_test_case *c, enum expect_mode mode,
+                 const char *failing_step)
+{
+    if (strcmp(c->cls, "typed") == 0)
+        return OUT_PASSTHROUGH;
+    if (strcmp(c->cls, "gemm") != 0 || mode == EXPECT_FP32)
+        return OUT_FP32;
+    if (mode == EXPECT_SHADOW && strncmp(c->name, "capture_", 8) == 0)
+        return OUT_FP32; /* no shadow work inside a graph */
+    if (failing_step && (strcmp(failing_step, "*") == 0 ||
+                         strcmp(failing_step, step_function(c->api)) == 0))
+        return OUT_FALLBACK;
+    return OUT_CONVERTED;
+}
+
+/* Calls that configure the legacy context: passed through, counted. */
+static int
+is_context_call(const char *api)
+{
+    return strcmp(api, "cublasInit") == 0 ||
+           strcmp(api, "cublasShutdown") == 0 ||
+           strcmp(api, "cublasSetKernelStream") == 0;
+}
+
+static int
+is_hooked(const char *api)
+{
+    for (int i = 0; i < N_HOOKED; i++)
+        if (strcmp(hooked_apis[i], api) == 0)
+            return 1;
+    return 0;
+}
+
+/* The exit summary of run agrees call for call with what the plain run's
+ * cases predict in mode: one line per API with its counters, nothing
+ * for APIs the program never called, context calls as passthrough.
+ * Returns the number of converted calls. */
+static long
+expect_counters(const struct amp_test_run *run, enum expect_mode mode,
+                const char *failing_step, const char *what)
+{
+    struct amp_test_summary sum;
+    long total_converted = 0;
+
+    amp_test_parse_summary(run->err, &sum);
+    if (sum.malformed != 0) {
+        amp_test_run_dump(what, run);
+        fail_msg("%s: %d malformed summary lines", what, sum.malformed);
+    }
+    for (int i = 0; i < sum.count; i++) {
+        const struct amp_test_summary_line *l = &sum.lines[i];
+        long want[4] = { 0, 0, 0, 0 }, calls = 0;
+
+        if (!is_hooked(l->api) || l->seen != 1 || l->pid != (int)run->pid) {
+            amp_test_run_dump(what, run);
+            fail_msg("%s: summary line for %s: not one hooked API of pid "
+                     "%d", what, l->api, (int)run->pid);
+        }
+        for (int j = 0; j < program_plain.count; j++) {
+            const struct amp_test_case *c = &program_plain.cases[j];
+
+            if (strcmp(c->api, l->api) != 0)
+                continue;
+            want[expected_outcome(c, mode, failing_step)]++;
+            calls++;
+        }
+        if (is_context_call(l->api)) {
+            want[OUT_PASSTHROUGH] = calls = l->calls;
+            assert_true(calls >= 1);
+        }
+        if (calls == 0 || l->calls != calls ||
+            l->converted != want[OUT_CONVERTED] ||
+            l->fp32 != want[OUT_FP32] || l->fallback != want[OUT_FALLBACK] ||
+            l->passthrough != want[OUT_PASSTHROUGH]) {
+            amp_test_run_dump(what, run);
+            fail_msg("%s: %s calls=%ld converted=%ld fp32=%ld fallback=%ld "
+                     "passthrough=%ld, expected calls=%ld converted=%ld "
+                     "fp32=%ld fallback=%ld passthrough=%ld", what, l->api,
+                     l->calls, l->converted, l->fp32, l->fallback,
+                     l->passthrough, calls, want[OUT_CONVERTED],
+                     want[OUT_FP32], want[OUT_FALLBACK],
+                     want[OUT_PASSTHROUGH]);
+        }
+        total_converted += l->converted;
+    }
+    /* Every API the program called has its line. */
+    for (int j = 0; j < program_plain.count; j++)
+        if (!amp_test_summary_find(&sum, program_plain.cases[j].api))
+            fail_msg("%s: no summary line for %s", what,
+                     program_plain.cases[j].api);
+    return total_converted;
+}
+
+/* Same cases as the plain run, with the same statuses. */
+static void
+expect_same_statuses(const struct amp_test_run *run,
+                     const struct amp_test_check *check, const char *what)
+{
+    if (check->count != program_plain.count) {
+        amp_test_run_dump(what, run);
+        fail_msg("%s: %d cases, the plain run has %d", what, check->count,
+                 program_plain.count);
+    }
+    for (int i = 0; i < check->count; i++) {
+        const struct amp_test_case *a = &check->cases[i];
+        const struct amp_test_case *b = &program_plain.cases[i];
+
+        if (strcmp(a->name, b->name) == 0 && a->status == b->status)
+            continue;
+        amp_test_run_dump(what, run);
+        fail_msg("%s: case %d is %s with status %d, plain run has %s with "
+                 "status %d", what, i, a->name, a->status, b->name,
+                 b->status);
+    }
+}
+
+static void
+expect_stdout_equal(const struct amp_test_run *run,
+                    const struct amp_test_run *base, const char *what)
+{
+    if (run->out_len == base->out_len &&
+        memcmp(run->out, base->out, run->out_len) == 0)
+        return;
+    amp_test_run_dump("baseline", base);
+    amp_test_run_dump(what, run);
+    fail_msg("%s: output differs from the baseline run", what);
+}
+
+/* The plain run itself: every case passes the FP32 bound, and there is
+ * at least one case of every kind. */
+static void
+test_program_plain_passes(void **state)
+{
+    static const char *const classes[] = { "gemm", "trivial", "invalid" };
+
+    for (size_t k = 0; k < sizeof(classes) / sizeof(classes[0]); k++) {
+        int n = 0;
+
+        for (int i = 0; i < program_plain.count; i++)
+            n += strcmp(program_plain.cases[i].cls, classes[k]) == 0;
+        if (n == 0)
+            fail_msg("no case of class %s", classes[k]);
+    }
+    for (int i = 0; i < program_plain.count; i++) {
+        const struct amp_test_case *c = &program_plain.cases[i];
+
+        assert_true(c->ok);
+        assert_true(is_hooked(c->api));
+        if (strcmp(c->cls, "invalid") == 0)
+            assert_int_not_equal(c->status, 0);
+        else
+            assert_int_equal(c->status, 0);
+    }
+}
+
+/* A converting mode: every case within the mode's bound (tol), statuses
+ * as without the shim, every call that is not an FP32 GEMM with work
+ * bit-identical to FP32, the converted ones not all, and the counters
+ * call for call. */
+static void
+test_program_mode(void **state)
+{
+    const char *const *mode = *state; /* { mode, tol } */
+    const struct setting setting[] = {
+        { "AMPSHIM_MODE", mode[0] }, { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_check check;
+    double worst = 0.0;
+    int differ = 0, gemm = 0;
+    char what[96];
+
+    snprintf(what, sizeof(what), "AMPSHIM_MODE=%s, --tol %s", mode[0],
+             mode[1]);
+    run_program(program_path, mode[1], 1, ON_EMULATOR, setting, &run);
+    expect_exit(&run, 0, what);
+    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
+    expect_same_statuses(&run, &check, what);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        const struct amp_test_case *p = &program_plain.cases[i];
+
+        assert_true(c->ok);
+        if (strcmp(c->cls, "gemm") != 0) {
+            if (strcmp(c->hash, p->hash) != 0) {
+                amp_test_run_dump(what, &run);
+                fail_msg("%s: %s (%s) is not bit-identical to FP32", what,
+                         c->name, c->cls);
+            }
+            continue;
+        }
+        gemm++;
+        differ += strcmp(c->hash, p->hash) != 0;
+        if (c->ratio > worst)
+            worst = c->ratio;
+    }
+    /* fp16x3 may reproduce FP32 exactly; the others cannot. */
+    if (strcmp(mode[0], "fp16x3") != 0)
+        assert_true(differ >= gemm / 2);
+    printf("# %s: %d converted cases, max err/bound %.3e, %d differ from "
+           "FP32\n", what, gemm, worst, differ);
+    assert_int_equal(expect_counters(&run, EXPECT_CONVERT, NULL, what),
+                     gemm);
+    expect_only_shim_lines(&run, 1, what);
+    amp_test_run_free(&run);
+}
+
+/* Shadow: the output is the FP32 run's byte for byte, converted calls
+ * are measured (one measurement per descriptor: a grouped call has one
+ * per group), and calls inside a graph stay FP32 with no shadow work. */
+static void
+test_program_shadow(void **state)
+{
+    const char *mode = *(const char *const *)*state;
+    const struct setting setting[] = {
+        { "AMPSHIM_MODE", mode }, { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_summary sum;
+    long shadow = 0, converted;
+    char what[96];
+
+    snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", mode);
+    run_program(program_path, "fp32", 1, ON_EMULATOR, setting, &run);
+    expect_exit(&run, 0, what);
+    expect_stdout_equal(&run, &program_plain_run, what);
+    converted = expect_counters(&run, EXPECT_SHADOW, NULL, what);
+    amp_test_parse_summary(run.err, &sum);
+    for (int i = 0; i < sum.count; i++) {
+        const struct amp_test_summary_line *l = &sum.lines[i];
+
+        if (l->converted == 0) {
+            assert_false(l->has_shadow);
+            continue;
+        }
+        if (!l->has_shadow || l->shadow < l->converted ||
+            l->nonfinite != 0 || !(l->max_abs_err > 0.0)) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: %s: %ld converted, shadow=%ld nonfinite=%ld "
+                     "max_abs_err=%g", what, l->api, l->converted, l->shadow,
+                     l->nonfinite, l->max_abs_err);
+        }
+        /* Grouped calls measure each group. */
+        if (!strstr(l->api, "Grouped"))
+            assert_int_equal(l->shadow, l->converted);
+        shadow += l->shadow;
+        printf("# %s: %s shadow=%ld max_abs_err=%g max_rel_err=%g\n", what,
+               l->api, l->shadow, l->max_abs_err, l->max_rel_err);
+    }
+    assert_true(converted >= 1);
+    assert_true(shadow >= converted);
+    amp_test_run_free(&run);
+}
+
+/* A setting under which the output is the plain FP32 run's byte for byte:
+ * the counters then follow expect (with failing_step for fallbacks). */
+struct exact_setting {
+    const char *name, *value;
+    enum expect_mode expect;
+    const char *failing_step;
+};
+
+static void
+test_program_exact(void **state)
+{
+    const struct exact_setting *x = *state;
+    const struct setting setting[] = {
+        { x->name, x->value }, { NULL, NULL } };
+    struct amp_test_run run;
+    char what[96];
+
+    snprintf(what, sizeof(what), "%s=%s", x->name, x->value);
+    run_program(program_path, "fp32", 1, ON_EMULATOR, setting, &run);
+    expect_exit(&run, 0, what);
+    expect_stdout_equal(&run, &program_plain_run, what);
+    if (strcmp(x->name, "AMPSHIM_DISABLE") == 0) {
+        if (run.err_len != 0) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s printed on stderr", what);
+        }
+    } else {
+        expect_counters(&run, x->expect, x->failing_step, what);
+    }
+    amp_test_run_free(&run);
+}
+
+/* An injected fault that fails every conversion through one function
+ * (or all, "*"): each call has the status it has under the same fault
+ * without the shim (the program's own calls of that function fail there
+ * too), every affected call falls back to a result bit-identical to that
+ * run's, the others stay converted within the FP16 bound, and the
+ * counters say which fell back. */
+static void
+test_program_fault(void **state)
+{
+    const struct exact_setting *x = *state;
+    const struct setting setting[] = {
+        { "AMPSHIM_EMU_FAIL", x->value }, { NULL, NULL } };
+    struct amp_test_run run, base;
+    struct amp_test_check check, base_check;
+    char what[96];
+
+    snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", x->value);
+    run_program(program_path, "fp16", 0, ON_EMULATOR, setting, &base);
+    run_program(program_path, "fp16", 1, ON_EMULATOR, setting, &run);
+    if (!run.exited || !base.exited || run.code != base.code ||
+        amp_test_parse_check(run.out, &check) != 0 ||
+        amp_test_parse_check(base.out, &base_check) != 0 ||
+        check.count != program_plain.count ||
+        base_check.count != program_plain.count) {
+        amp_test_run_dump("fault without the shim", &base);
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: exit status or cases differ from the run without "
+                 "the shim", what);
+    }
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        const struct amp_test_case *b = &base_check.cases[i];
+        int converted = expected_outcome(&program_plain.cases[i],
+                                         EXPECT_CONVERT, x->failing_step) ==
+                        OUT_CONVERTED;
+
+        if (c->status == b->status &&
+            (converted ? c->ok : strcmp(c->hash, b->hash) == 0))
+            continue;
+        amp_test_run_dump("fault without the shim", &base);
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: case %s: status %d (without the shim %d), %s", what,
+                 c->name, c->status, b->status,
+                 converted ? "outside the FP16 bound"
+                           : "not bit-identical to the run without the shim");
+    }
+    expect_counters(&run, EXPECT_CONVERT, x->failing_step, what);
+    amp_test_run_free(&base);
+    amp_test_run_free(&run);
+}
+
+/* The second group of the first grouped call fails: that group alone runs
+ * its FP32 batched call, the first group stays converted, and the call
+ * still succeeds within the FP16 bound. */
+static void
+test_grouped_group_fallback(void **state)
+{
+    static const struct setting fp16[] = {
+        { "AMPSHIM_MODE", "fp16" }, { NULL, NULL } };
+    struct amp_test_run run, conv;
+    struct amp_test_check check, conv_check;
+    struct amp_test_summary sum;
+    const struct amp_test_summary_line *l;
+    char fault[64];
+    int before = 0, first = -1;
+
+    /* In fp16 every converted call is one step; batched calls before the
+     * first grouped one each issue one cublasGemmBatchedEx. */
+    for (int i = 0; i < program_plain.count && first < 0; i++) {
+        const struct amp_test_case *c = &program_plain.cases[i];
+
+        if (strcmp(c->cls, "gemm") != 0 ||
+            strcmp(step_function(c->api), "cublasGemmBatchedEx") != 0)
+            continue;
+        if (strstr(c->api, "Grouped"))
+            first = i;
+        else
+            before++;
+    }
+    assert_true(first >= 0);
+    snprintf(fault, sizeof(fault), "cublasGemmBatchedEx:%d", before + 2);
+    {
+        const struct setting setting[] = {
+            { "AMPSHIM_EMU_FAIL", fault }, { NULL, NULL } };
+
+        run_program(program_path, "fp16", 1, ON_EMULATOR, setting, &run);
+    }
+    run_program(program_path, "fp16", 1, ON_EMULATOR, fp16, &conv);
+    expect_exit(&run, 0, fault);
+    expect_exit(&conv, 0, "fp16");
+    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
+    assert_int_equal(amp_test_parse_check(conv.out, &conv_check), 0);
+    expect_same_statuses(&run, &check, fault);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+
+        assert_true(c->ok);
+        if (i == first) {
+            /* Neither all FP32 nor all FP16. */
+            assert_string_not_equal(c->hash, program_plain.cases[i].hash);
+            assert_string_not_equal(c->hash, conv_check.cases[i].hash);
+        } else {
+            assert_string_equal(c->hash, conv_check.cases[i].hash);
+        }
+    }
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, check.cases[first].api);
+    assert_non_null(l);
+    assert_int_equal(l->fallback, 1);
+    amp_test_run_free(&run);
+    amp_test_run_free(&conv);
+}
+
+/* ---- (d) the real NVIDIA libraries, every program ------------------------ */
+
+/* Same exit status and, without a GPU, the same output (the statuses of
+ * every entry point on the NULL handle, or the failed cublasInit); with a
+ * GPU the same statuses. */
+static void
+test_real_program(void **state)
+{
+    const char *program = *state;
+    struct amp_test_run bare, shim;
+    struct amp_test_check a, b;
+
+    run_program(program, "fp16", 0, ON_REAL_LIBS, NULL, &bare);
+    run_program(program, "fp16", 1, ON_REAL_LIBS, NULL, &shim);
+    if (!bare.exited || !shim.exited || bare.code != shim.code) {
+        amp_test_run_dump("real libraries, no shim", &bare);
+        amp_test_run_dump("real libraries, shim", &shim);
+        fail_msg("exit statuses differ, or a run was killed");
+    }
+    assert_int_equal(amp_test_parse_check(bare.out, &a), 0);
+    assert_int_equal(amp_test_parse_check(shim.out, &b), 0);
+    assert_int_equal(a.count, b.count);
+    for (int i = 0; i < a.count; i++)
+        assert_int_equal(a.cases[i].status, b.cases[i].status);
+    if (bare.code != 0 && (bare.out_len != shim.out_len ||
+                           memcmp(bare.out, shim.out, bare.out_len) != 0)) {
+        amp_test_run_dump("real libraries, no shim", &bare);
+        amp_test_run_dump("real libraries, shim", &shim);
+        fail_msg("stdout differs with the shim");
+    }
+    if (program == gemm_suite_path && bare.code != 0)
+        assert_int_equal(amp_test_count_lines_with(bare.out,
+                                                   " handle=NULL status="),
+                         18);
+    amp_test_run_free(&bare);
+    amp_test_run_free(&shim);
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 #define N_FATAL (sizeof(fatal_faults) / sizeof(fatal_faults[0]))
@@ -572,6 +1077,104 @@ run_faults(void)
                                    plain_teardown);
 }
 
+/* One test per setting, with the setting as its state. */
+static int
+run_settings(const char *group, const char *prefix,
+             CMUnitTestFunction func, const void *settings, size_t size,
+             size_t count, const char *(*label)(const void *))
+{
+    struct CMUnitTest tests[16];
+    char names[16][96];
+
+    assert_true(count <= 16);
+    for (size_t i = 0; i < count; i++) {
+        const void *setting = (const char *)settings + i * size;
+
+        snprintf(names[i], sizeof(names[i]), "%s %s", prefix,
+                 label(setting));
+        tests[i] = (struct CMUnitTest){
+            .name = names[i], .test_func = func,
+            .initial_state = (void *)(uintptr_t)setting,
+        };
+    }
+    return _cmocka_run_group_tests(group, tests, count, program_setup,
+                                   program_teardown);
+}
+
+static const char *
+mode_label(const void *setting)
+{
+    return *(const char *const *)setting;
+}
+
+static const char *
+exact_label(const void *setting)
+{
+    return ((const struct exact_setting *)setting)->value;
+}
+
+static const char *const suite_modes[][2] = {
+    { "fp16", "fp16" }, { "bf16", "bf16" }, { "tf32", "tf32" },
+    { "fp16x3", "fp32" },
+};
+static const char *const shadow_modes[] = { "shadow", "shadow:bf16" };
+static const struct exact_setting exact_settings[] = {
+    { "AMPSHIM_MODE", "fp32", EXPECT_FP32, NULL },
+    { "AMPSHIM_DISABLE", "1", EXPECT_FP32, NULL },
+    { "AMPSHIM_SCRATCH_MAX", "1K", EXPECT_CONVERT, "*" },
+};
+static const struct exact_setting program_faults[] = {
+    { "AMPSHIM_EMU_FAIL", "alloc-async:1+", EXPECT_CONVERT, "*" },
+    { "AMPSHIM_EMU_FAIL", "launch:1+", EXPECT_CONVERT, "*" },
+    { "AMPSHIM_EMU_FAIL", "cublasGemmEx:1+", EXPECT_CONVERT,
+      "cublasGemmEx" },
+    { "AMPSHIM_EMU_FAIL", "cublasGemmStridedBatchedEx:1+", EXPECT_CONVERT,
+      "cublasGemmStridedBatchedEx" },
+    { "AMPSHIM_EMU_FAIL", "cublasGemmBatchedEx:1+", EXPECT_CONVERT,
+      "cublasGemmBatchedEx" },
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* gemm_suite (suite) or legacy_sgemm (legacy): plain, every mode, shadow,
+ * the bit-exact settings; suite_faults: injected faults. */
+static int
+run_program_groups(const char *group)
+{
+    const struct CMUnitTest plain_tests[] = {
+        cmocka_unit_test(test_program_plain_passes),
+    };
+    const struct CMUnitTest grouped[] = {
+        cmocka_unit_test(test_grouped_group_fallback),
+    };
+    int failed = 0;
+
+    if (strcmp(group, "suite_faults") == 0) {
+        failed += run_settings("faults", "fault", test_program_fault,
+                               program_faults, sizeof(program_faults[0]),
+                               COUNT(program_faults), exact_label);
+        return failed + _cmocka_run_group_tests("grouped", grouped, 1,
+                                                program_setup,
+                                                program_teardown);
+    }
+    failed += _cmocka_run_group_tests("plain", plain_tests, 1, program_setup,
+                                      program_teardown);
+    failed += run_settings("modes", "mode", test_program_mode, suite_modes,
+                           sizeof(suite_modes[0]), COUNT(suite_modes),
+                           mode_label);
+    failed += run_settings("shadow", "mode", test_program_shadow,
+                           shadow_modes, sizeof(shadow_modes[0]),
+                           COUNT(shadow_modes), mode_label);
+    failed += run_settings("exact", "setting", test_program_exact,
+                           exact_settings, sizeof(exact_settings[0]),
+                           COUNT(exact_settings), exact_label);
+    if (strcmp(group, "legacy") == 0)
+        failed += run_settings("faults", "fault", test_program_fault,
+                               program_faults + 2, sizeof(program_faults[0]),
+                               1, exact_label);
+    return failed;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -592,21 +1195,29 @@ main(int argc, char **argv)
     };
     const struct CMUnitTest real[] = {
         cmocka_unit_test(test_real_libraries_same_status),
+        cmocka_unit_test_prestate(test_real_program, NULL),
+        cmocka_unit_test_prestate(test_real_program, NULL),
     };
+    struct CMUnitTest real_tests[COUNT(real)];
     const char *group;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s converted|disable|faults|env|real "
-                "SGEMM_CHECK LIBAMPSHIM EMU_DIR\n", argv[0]);
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s converted|disable|faults|env|real|suite|"
+                "suite_faults|legacy SGEMM_CHECK GEMM_SUITE LEGACY_SGEMM "
+                "LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     group = argv[1];
     sgemm_check_path = argv[2];
-    libampshim_path = argv[3];
-    emu_dir = argv[4];
+    gemm_suite_path = argv[3];
+    legacy_sgemm_path = argv[4];
+    libampshim_path = argv[5];
+    emu_dir = argv[6];
     if (access(sgemm_check_path, X_OK) != 0 ||
+        access(gemm_suite_path, X_OK) != 0 ||
+        access(legacy_sgemm_path, X_OK) != 0 ||
         access(libampshim_path, R_OK) != 0) {
-        fprintf(stderr, "%s: missing %s or %s\n", argv[0], sgemm_check_path,
+        fprintf(stderr, "%s: missing a program or %s\n", argv[0],
                 libampshim_path);
         return 1;
     }
@@ -621,8 +1232,22 @@ main(int argc, char **argv)
     if (strcmp(group, "env") == 0)
         return cmocka_run_group_tests_name("env", env, plain_setup,
                                            plain_teardown);
-    if (strcmp(group, "real") == 0)
-        return cmocka_run_group_tests_name("real", real, NULL, NULL);
-    fprintf(stderr, "%s: unknown group '%s'\n", argv[0], group);
-    return 2;
+    if (strcmp(group, "real") == 0) {
+        memcpy(real_tests, real, sizeof(real));
+        real_tests[1].name = "test_real_program gemm_suite";
+        real_tests[1].initial_state = (void *)gemm_suite_path;
+        real_tests[2].name = "test_real_program legacy_sgemm";
+        real_tests[2].initial_state = (void *)legacy_sgemm_path;
+        return _cmocka_run_group_tests("real", real_tests, COUNT(real),
+                                       NULL, NULL);
+    }
+    if (strcmp(group, "suite") == 0 || strcmp(group, "suite_faults") == 0)
+        program_path = gemm_suite_path;
+    else if (strcmp(group, "legacy") == 0)
+        program_path = legacy_sgemm_path;
+    else {
+        fprintf(stderr, "%s: unknown group '%s'\n", argv[0], group);
+        return 2;
+    }
+    return run_program_groups(group);
 }
