@@ -1,0 +1,1079 @@
+/* The emulated cuDNN legacy convolutions: forward, backward data, backward
+ * filter and backward bias, the algorithm queries and workspace sizes.
+ * One strided N-d convolution core serves all three directions; the
+ * algorithms differ only in what they support, the workspace they ask for
+ * and their modelled time. */
+#include <cudnn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn_emu.h"
+#include "emu.h"
+
+#define BAD(...) emu_dnn_error(CUDNN_STATUS_BAD_PARAM, __VA_ARGS__)
+#define UNSUPPORTED(...) emu_dnn_error(CUDNN_STATUS_NOT_SUPPORTED, __VA_ARGS__)
+
+/* Which tensor a call writes: y (forward), x (backward data: dx) or the
+ * filter (backward filter: dw). */
+enum conv_dir { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER, DIR_COUNT };
+
+static const char *const dir_api[DIR_COUNT] = {
+    "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+    "cudnnConvolutionBackwardFilter",
+};
+
+static const int dir_algo_count[DIR_COUNT] = {
+    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+};
+
+/* How inputs are rounded before the products. */
+enum operand_round { ROUND_NONE, ROUND_F16, ROUND_TF32 };
+
+/* A convolution as the descriptors describe it, checked. */
+struct conv_problem {
+    int nsp;                        /* spatial dimensions */
+    int n, c, k, groups, cg, kg;    /* cg, kg: channels per group */
+    int in[EMU_DNN_MAX_SPATIAL], out[EMU_DNN_MAX_SPATIAL];
+    int filt[EMU_DNN_MAX_SPATIAL], pad[EMU_DNN_MAX_SPATIAL];
+    int stride[EMU_DNN_MAX_SPATIAL], dil[EMU_DNN_MAX_SPATIAL];
+    int flip;                       /* CUDNN_CONVOLUTION: filter reversed */
+    int nchw_packed;                /* x and y packed NCHW */
+    cudnnDataType_t type;           /* of x, w and y */
+    cudnnMathType_t math;
+    enum operand_round round;
+    enum emu_prec prec;             /* of the Tensor Core or FMA math */
+};
+
+/* ---- Data-type configurations and math ----------------------------------- */
+
+static int
+tf32_available(void)
+{
+    return !emu_dnn_tf32_disabled() && emu_gpu()->cc_major >= 8;
+}
+
+/*
+ * The configurations: FLOAT (float data and compute), PSEUDO_HALF (half
+ * data, float compute) and BFLOAT16 (bfloat16 data, float compute).
+ * TRUE_HALF (half compute) is refused as NOT_SUPPORTED, as GPUs without
+ * half arithmetic do; DOUBLE and the integer types are not emulated.
+ * Half and bfloat16 products are exact in FP32; FLOAT data follows the
+ * math type: DEFAULT allows TF32 on Ampere and later, TENSOR_OP_MATH and
+ * FMA keep FP32, ALLOW_CONVERSION rounds the inputs to FP16 first.
+ */
+static cudnnStatus_t
+conv_config(struct conv_problem *p, cudnnDataType_t compute, const char *api)
+{
+    p->round = ROUND_NONE;
+    p->prec = EMU_PREC_FP32;
+    if (compute != CUDNN_DATA_FLOAT)
+        return UNSUPPORTED("%s: data type %d with compute type %d", api,
+                           (int)p->type, (int)compute);
+    switch (p->type) {
+    case CUDNN_DATA_FLOAT:
+        if (p->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+            p->round = ROUND_F16;
+            p->prec = EMU_PREC_FP16;
+        } else if (p->math == CUDNN_DEFAULT_MATH && tf32_available()) {
+            p->round = ROUND_TF32;
+            p->prec = EMU_PREC_TF32;
+        }
+        return CUDNN_STATUS_SUCCESS;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        if (p->math != CUDNN_FMA_MATH)
+            p->prec = EMU_PREC_FP16;
+        return CUDNN_STATUS_SUCCESS;
+    default:
+        return UNSUPPORTED("%s: data type %d", api, (int)p->type);
+    }
+}
+
+static int
+packed_nchw(cudnnTensorDescriptor_t t)
+{
+    int64_t s = 1;
+
+    for (int i = t->nb_dims - 1; i >= 0; i--) {
+        if (t->stride[i] != s)
+            return 0;
+        s *= t->dim[i];
+    }
+    return 1;
+}
+
+/* Checks x, w, y against the convolution in the order the real library
+ * reports: NULL and mismatched descriptors (BAD_PARAM), then what it does
+ * not implement (NOT_SUPPORTED). For the backward directions x is dx and
+ * y is dy. */
+static cudnnStatus_t
+conv_setup(struct conv_problem *p, cudnnTensorDescriptor_t x,
+           cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+           cudnnTensorDescriptor_t y, const char *api)
+{
+    int out[CUDNN_DIM_MAX];
+    cudnnStatus_t st;
+
+    memset(p, 0, sizeof(*p));
+    if (!emu_dnn_tensor_ok(y))
+        return BAD("%s: invalid or unset descriptor", api);
+    st = emu_dnn_conv_output_dims(conv, x, w, out);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (y->nb_dims != x->nb_dims || y->dim[0] != out[0] ||
+        y->dim[1] != out[1])
+        return BAD("%s: y is not N x K x ...", api);
+    if (x->type != w->type || y->type != w->type)
+        return BAD("%s: x, w and y differ in data type", api);
+    if (x->nb_dims != 4 && x->nb_dims != 5)
+        return UNSUPPORTED("%s: %d dimensions", api, x->nb_dims);
+    if (memcmp(y->dim + 2, out + 2, (size_t)(x->nb_dims - 2) * sizeof(int)))
+        return UNSUPPORTED("%s: y's spatial sizes are not the output's", api);
+
+    p->nsp = conv->nb_spatial;
+    p->n = x->dim[0];
+    p->c = x->dim[1];
+    p->k = w->dim[0];
+    p->groups = conv->groups;
+    p->cg = w->dim[1];
+    p->kg = p->k / p->groups;
+    for (int i = 0; i < p->nsp; i++) {
+        p->in[i] = x->dim[2 + i];
+        p->out[i] = y->dim[2 + i];
+        p->filt[i] = w->dim[2 + i];
+        p->pad[i] = conv->pad[i];
+        p->stride[i] = conv->stride[i];
+        p->dil[i] = conv->dilation[i];
+    }
+    p->flip = conv->mode == CUDNN_CONVOLUTION;
+    p->nchw_packed = packed_nchw(x) && packed_nchw(y) &&
+                     w->format == CUDNN_TENSOR_NCHW;
+    p->type = x->type;
+    p->math = conv->math;
+    return conv_config(p, conv->compute, api);
+}
+
+/* ---- Algorithms ---------------------------------------------------------- */
+
+enum algo_kind {
+    KIND_NONE,          /* listed by the header, not implemented */
+    KIND_IMPLICIT,      /* implicit GEMM, no workspace */
+    KIND_PRECOMP,       /* implicit GEMM with precomputed indices */
+    KIND_GEMM,          /* explicit im2col + GEMM */
+    KIND_FFT,
+    KIND_FFT_TILING,
+    KIND_WINOGRAD,      /* fused 3x3 */
+    KIND_WINOGRAD_NONFUSED,
+};
+
+struct algo_info {
+    enum algo_kind kind;
+    int deterministic;
+};
+
+/* Indexed by the algorithm enumerants of each direction. */
+static const struct algo_info fwd_algos[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {
+    { KIND_IMPLICIT, 1 }, { KIND_PRECOMP, 1 }, { KIND_GEMM, 1 },
+    { KIND_NONE, 1 }, { KIND_FFT, 1 }, { KIND_FFT_TILING, 1 },
+    { KIND_WINOGRAD, 1 }, { KIND_WINOGRAD_NONFUSED, 1 },
+};
+static const struct algo_info
+    bwd_data_algos[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT] = {
+    { KIND_IMPLICIT, 0 }, { KIND_PRECOMP, 1 }, { KIND_FFT, 1 },
+    { KIND_FFT_TILING, 1 }, { KIND_WINOGRAD, 1 },
+    { KIND_WINOGRAD_NONFUSED, 1 },
+};
+static const struct algo_info
+    bwd_filter_algos[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT] = {
+    { KIND_IMPLICIT, 0 }, { KIND_PRECOMP, 1 }, { KIND_FFT, 1 },
+    { KIND_GEMM, 0 }, { KIND_NONE, 1 }, { KIND_WINOGRAD_NONFUSED, 1 },
+    { KIND_FFT_TILING, 1 },
+};
+
+static const struct algo_info *const dir_algos[DIR_COUNT] = {
+    fwd_algos, bwd_data_algos, bwd_filter_algos,
+};
+
+static int
+all_equal(const int *v, int n, int want)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i] != want)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether the algorithm supports the problem, after the documented
+ * per-algorithm tables: the GEMM variants take any geometry (explicit
+ * GEMM only FLOAT); FFT and Winograd take 2-d, unit-stride, undilated
+ * FLOAT or PSEUDO_HALF problems with further shape limits. */
+static int
+algo_supports(enum algo_kind kind, const struct conv_problem *p)
+{
+    int simple = p->nsp == 2 && all_equal(p->stride, 2, 1) &&
+                 all_equal(p->dil, 2, 1) && p->type != CUDNN_DATA_BFLOAT16;
+    int filter_over_pad = p->filt[0] > p->pad[0] && p->filt[1] > p->pad[1];
+
+    switch (kind) {
+    case KIND_IMPLICIT:
+    case KIND_PRECOMP:
+        return 1;
+    case KIND_GEMM:
+        return p->type == CUDNN_DATA_FLOAT;
+    case KIND_FFT:
+        return simple && p->nchw_packed && filter_over_pad &&
+               p->in[0] + 2 * p->pad[0] <= 256 &&
+               p->in[1] + 2 * p->pad[1] <= 256;
+    case KIND_FFT_TILING:
+        return simple && p->nchw_packed && filter_over_pad;
+    case KIND_WINOGRAD:
+        return simple && p->nchw_packed && all_equal(p->filt, 2, 3);
+    case KIND_WINOGRAD_NONFUSED:
+        return simple && (all_equal(p->filt, 2, 3) || all_equal(p->filt, 2, 5));
+    default:
+        return 0;
+    }
+}
+
+static double
+prod(const int *v, int n)
+{
+    double r = 1.0;
+
+    for (int i = 0; i < n; i++)
+        r *= v[i];
+    return r;
+}
+
+static double
+ceil_div(double a, double b)
+{
+    return ceil(a / b);
+}
+
+/* Winograd tiles: F(4x4, 3x3) or F(2x2, 5x5), both 6x6 transforms. */
+static double
+winograd_tiles(const struct conv_problem *p)
+{
+    double step = p->filt[0] == 3 ? 4.0 : 2.0;
+
+    return ceil_div(p->out[0], step) * ceil_div(p->out[1], step);
+}
+
+/* FFT planes: every input, filter and output feature map once. */
+static double
+fft_planes(const struct conv_problem *p)
+{
+    return (double)p->n * p->c + (double)p->k * p->cg + (double)p->n * p->k;
+}
+
+/* Modelled workspace in bytes, a multiple of 256 (0 for the algorithms
+ * that need none). */
+static size_t
+algo_workspace(enum algo_kind kind, const struct conv_problem *p)
+{
+    double esize = (double)emu_dnn_type_size(p->type), bytes = 0.0;
+    double hp = p->in[0] + 2.0 * p->pad[0], wp = p->in[1] + 2.0 * p->pad[1];
+
+    switch (kind) {
+    case KIND_PRECOMP:
+        bytes = 8.0 * p->cg * prod(p->filt, p->nsp);
+        break;
+    case KIND_GEMM:
+        bytes = esize * p->c * prod(p->filt, p->nsp) * prod(p->out, p->nsp);
+        break;
+    case KIND_FFT:
+        bytes = 8.0 * fft_planes(p) * hp * (floor(wp / 2.0) + 1.0);
+        break;
+    case KIND_FFT_TILING:
+        bytes = 8.0 * fft_planes(p) * ceil_div(hp, 32) * ceil_div(wp, 32) *
+                32.0 * 17.0;
+        break;
+    case KIND_WINOGRAD_NONFUSED:
+        bytes = 4.0 * 36.0 *
+                (((double)p->n * p->c + (double)p->n * p->k) *
+                     winograd_tiles(p) + (double)p->k * p->cg);
+        break;
+    default:
+        return 0;
+    }
+    return (size_t)(ceil(bytes / 256.0) * 256.0);
+}
+
+/* The direct method's flops: 2 N K (C / groups) R S P Q. */
+static double
+direct_flops(const struct conv_problem *p)
+{
+    return 2.0 * p->n * p->k * p->cg * prod(p->filt, p->nsp) *
+           prod(p->out, p->nsp);
+}
+
+static double
+tensor_bytes(const struct conv_problem *p)
+{
+    double e = (double)emu_dnn_type_size(p->type);
+
+    return e * ((double)p->n * p->c * prod(p->in, p->nsp) +
+                (double)p->k * p->cg * prod(p->filt, p->nsp) +
+                (double)p->n * p->k * prod(p->out, p->nsp));
+}
+
+/* Modelled nanoseconds of one run: the FFT and fused Winograd kernels run
+ * on the FP32 cores; the rest at the precision of the configuration. */
+static double
+algo_model_ns(enum algo_kind kind, const struct conv_problem *p)
+{
+    double flops = direct_flops(p), bytes = tensor_bytes(p);
+    double ws = (double)algo_workspace(kind, p);
+    double hp = p->in[0] + 2.0 * p->pad[0], wp = p->in[1] + 2.0 * p->pad[1];
+    enum emu_prec prec = p->prec;
+
+    switch (kind) {
+    case KIND_IMPLICIT:
+        flops *= 1.15;  /* recomputes its indices */
+        break;
+    case KIND_GEMM:
+    case KIND_WINOGRAD_NONFUSED:
+        if (kind == KIND_WINOGRAD_NONFUSED)
+            flops *= p->filt[0] == 3 ? 36.0 / 144.0 : 36.0 / 100.0;
+        bytes += 2.0 * ws;
+        break;
+    case KIND_FFT:
+    case KIND_FFT_TILING:
+        if (kind == KIND_FFT_TILING)
+            hp = wp = 32.0;
+        flops = 8.0 * p->n * p->k * p->cg * hp * (wp / 2.0 + 1.0) +
+                5.0 * fft_planes(p) * hp * wp * log2(hp * wp);
+        bytes += 2.0 * ws;
+        prec = EMU_PREC_FP32;
+        break;
+    case KIND_WINOGRAD:
+        flops *= 16.0 / 36.0;
+        prec = EMU_PREC_FP32;
+        break;
+    default:
+        break;
+    }
+    return emu_model_ns(flops, prec, bytes);
+}
+
+/* The support, workspace and time of algorithm `algo` in direction
+ * `dir`; BAD_PARAM for an enumerant out of range. */
+struct algo_eval {
+    int algo;
+    cudnnStatus_t status;
+    size_t workspace;
+    double model_ns;
+    int deterministic;
+};
+
+static cudnnStatus_t
+algo_evaluate(enum conv_dir dir, int algo, const struct conv_problem *p,
+              struct algo_eval *e)
+{
+    const struct algo_info *info;
+
+    if (algo < 0 || algo >= dir_algo_count[dir])
+        return BAD("%s: algorithm %d out of range", dir_api[dir], algo);
+    info = &dir_algos[dir][algo];
+    e->algo = algo;
+    e->deterministic = info->deterministic;
+    e->workspace = 0;
+    e->model_ns = 0.0;
+    e->status = CUDNN_STATUS_SUCCESS;
+    if (!algo_supports(info->kind, p)) {
+        e->status = CUDNN_STATUS_NOT_SUPPORTED;
+        return CUDNN_STATUS_SUCCESS;
+    }
+    e->workspace = algo_workspace(info->kind, p);
+    e->model_ns = algo_model_ns(info->kind, p);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- The convolution core ------------------------------------------------ */
+
+struct conv_job {
+    enum conv_dir dir;
+    struct conv_problem p;
+    struct emu_dnn_view x, w, y;    /* x or dx; w or dw; y or dy */
+    CUdeviceptr workspace;
+    size_t workspace_size;
+    float alpha, beta;
+};
+
+static float
+round_operand(float v, enum operand_round r)
+{
+    if (r == ROUND_F16)
+        return emu_f16_to_f32(emu_f32_to_f16(v));
+    if (r == ROUND_TF32)
+        return emu_round_tf32(v);
+    return v;
+}
+
+/* For one spatial dimension d: the input position i, output position o
+ * and filter tap r of a product, from the destination coordinate `dst`
+ * and the reduction coordinate `free` (forward: dst o, free r; backward
+ * data: dst i, free r; backward filter: dst r, free o). 0 when that
+ * product does not exist (outside the input or between strides). */
+static int
+conv_tap(const struct conv_job *j, int d, int dst, int free, int *i, int *o,
+         int *r)
+{
+    const struct conv_problem *p = &j->p;
+    int t;
+
+    switch (j->dir) {
+    case DIR_FWD:
+        *o = dst, *r = free;
+        *i = dst * p->stride[d] - p->pad[d] + free * p->dil[d];
+        return *i >= 0 && *i < p->in[d];
+    case DIR_BWD_DATA:
+        *i = dst, *r = free;
+        t = dst + p->pad[d] - free * p->dil[d];
+        if (t < 0 || t % p->stride[d] != 0)
+            return 0;
+        *o = t / p->stride[d];
+        return *o < p->out[d];
+    default:
+        *r = dst, *o = free;
+        *i = free * p->stride[d] - p->pad[d] + dst * p->dil[d];
+        return *i >= 0 && *i < p->in[d];
+    }
+}
+
+/*
+ * One destination element: the sum, in FP32, of the products of the two
+ * other tensors over everything the destination does not fix. dst[] are
+ * the destination's coordinates (N, C or K, spatial... for x and y; K,
+ * C/groups, spatial... for the filter). The reduction runs over a channel
+ * index (C/groups, K/groups or N) and a spatial box (the filter, or the
+ * output for backward filter), in row-major order.
+ */
+static float
+conv_element(const struct conv_job *j, const void *xa, const void *wa,
+             const void *ya, const int *dst)
+{
+    const struct conv_problem *p = &j->p;
+    const int *box = j->dir == DIR_BWD_FILTER ? p->out : p->filt;
+    int nfree = j->dir == DIR_FWD ? p->cg
+                : j->dir == DIR_BWD_DATA ? p->kg : p->n;
+    int64_t boxn = (int64_t)prod(box, p->nsp);
+    float acc = 0.0f;
+
+    for (int f = 0; f < nfree; f++) {
+        int n, c, k, cl;
+
+        if (j->dir == DIR_FWD)
+            n = dst[0], k = dst[1], cl = f, c = (k / p->kg) * p->cg + f;
+        else if (j->dir == DIR_BWD_DATA)
+            n = dst[0], c = dst[1], cl = c % p->cg, k = (c / p->cg) * p->kg + f;
+        else
+            k = dst[0], cl = dst[1], n = f, c = (k / p->kg) * p->cg + cl;
+        for (int64_t b = 0; b < boxn; b++) {
+            int64_t xo = (int64_t)n * j->x.stride[0] + (int64_t)c * j->x.stride[1];
+            int64_t wo = (int64_t)k * j->w.stride[0] + (int64_t)cl * j->w.stride[1];
+            int64_t yo = (int64_t)n * j->y.stride[0] + (int64_t)k * j->y.stride[1];
+            int64_t rest = b;
+            int ok = 1;
+
+            for (int d = p->nsp - 1; d >= 0 && ok; d--) {
+                int free = (int)(rest % box[d]), at = dst[2 + d];
+                int i = 0, o = 0, r = 0;
+
+                rest /= box[d];
+                /* A flipped filter is stored reversed: tap r lives at
+                 * filt - 1 - r. */
+                if (p->flip && j->dir == DIR_BWD_FILTER)
+                    at = p->filt[d] - 1 - at;
+                ok = conv_tap(j, d, at, free, &i, &o, &r);
+                if (p->flip)
+                    r = p->filt[d] - 1 - r;
+                xo += (int64_t)i * j->x.stride[2 + d];
+                wo += (int64_t)r * j->w.stride[2 + d];
+                yo += (int64_t)o * j->y.stride[2 + d];
+            }
+            if (!ok)
+                continue;
+            float a = j->dir == DIR_BWD_DATA
+                          ? emu_dnn_load(ya, yo, j->y.type)
+                          : emu_dnn_load(xa, xo, j->x.type);
+            float bv = j->dir == DIR_BWD_FILTER
+                           ? emu_dnn_load(ya, yo, j->y.type)
+                           : emu_dnn_load(wa, wo, j->w.type);
+            acc = acc + round_operand(a, p->round) * round_operand(bv, p->round);
+        }
+    }
+    return acc;
+}
+
+static CUresult
+conv_run(void *arg)
+{
+    const struct conv_job *j = arg;
+    const struct emu_dnn_view *dst = j->dir == DIR_FWD ? &j->y
+                                     : j->dir == DIR_BWD_DATA ? &j->x : &j->w;
+    void *xa = emu_dnn_view_at(&j->x), *wa = emu_dnn_view_at(&j->w);
+    void *ya = emu_dnn_view_at(&j->y), *da;
+    size_t count = emu_dnn_view_count(dst);
+    void *ws = NULL;
+
+    if (j->workspace_size > 0)
+        ws = emu_dev_at(j->workspace, j->workspace_size);
+    if (xa == NULL || wa == NULL || ya == NULL ||
+        (j->workspace_size > 0 && ws == NULL))
+        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, dir_api[j->dir],
+                           "a tensor or the workspace is not in device "
+                           "memory");
+    /* The algorithm leaves its scratch data behind. */
+    if (ws != NULL)
+        memset(ws, 0xa5, j->workspace_size);
+    da = j->dir == DIR_FWD ? ya : j->dir == DIR_BWD_DATA ? xa : wa;
+    for (size_t lin = 0; lin < count; lin++) {
+        int coord[CUDNN_DIM_MAX];
+        size_t rest = lin;
+
+        for (int d = dst->nb_dims - 1; d >= 0; d--) {
+            coord[d] = (int)(rest % (size_t)dst->dim[d]);
+            rest /= (size_t)dst->dim[d];
+        }
+        emu_dnn_blend(da, emu_dnn_view_offset(dst, lin), dst->type, j->alpha,
+                      j->beta, conv_element(j, xa, wa, ya, coord));
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- Entry points -------------------------------------------------------- */
+
+/* One call of a convolution, in the descriptors' roles. */
+struct conv_call {
+    enum conv_dir dir;
+    cudnnHandle_t handle;
+    const void *alpha, *beta;
+    cudnnTensorDescriptor_t x_desc, y_desc;
+    cudnnFilterDescriptor_t w_desc;
+    cudnnConvolutionDescriptor_t conv;
+    const void *x, *w, *y;
+    int algo;
+    void *workspace;
+    size_t workspace_size;
+};
+
+static cudnnStatus_t
+conv_submit(const struct conv_call *call)
+{
+    const char *api = dir_api[call->dir];
+    struct emu_dnn_config cfg;
+    struct conv_problem p;
+    struct algo_eval e;
+    struct conv_job *job;
+    struct emu_op op;
+    cudnnStatus_t st;
+
+    st = emu_dnn_config(call->handle, &cfg);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (call->alpha == NULL || call->beta == NULL || call->x == NULL ||
+        call->w == NULL || call->y == NULL)
+        return BAD("%s: NULL data or scaling pointer", api);
+    st = conv_setup(&p, call->x_desc, call->w_desc, call->conv, call->y_desc,
+                    api);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = algo_evaluate(call->dir, call->algo, &p, &e);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (e.status != CUDNN_STATUS_SUCCESS)
+        return UNSUPPORTED("%s: algorithm %d does not support these "
+                           "parameters", api, call->algo);
+    if (call->workspace_size < e.workspace ||
+        (call->workspace == NULL && call->workspace_size > 0))
+        return BAD("%s: algorithm %d needs %zu bytes of workspace, %zu "
+                   "given", api, call->algo, e.workspace,
+                   call->workspace == NULL ? (size_t)0
+                                           : call->workspace_size);
+    st = emu_dnn_fault(api);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+
+    job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+                             "out of host memory");
+    job->dir = call->dir;
+    job->p = p;
+    emu_dnn_view_tensor(&job->x, call->x_desc, call->x);
+    emu_dnn_view_filter(&job->w, call->w_desc, call->w);
+    emu_dnn_view_tensor(&job->y, call->y_desc, call->y);
+    job->workspace = (CUdeviceptr)(uintptr_t)call->workspace;
+    job->workspace_size = e.workspace;
+    memcpy(&job->alpha, call->alpha, sizeof(float));
+    memcpy(&job->beta, call->beta, sizeof(float));
+    op.name = api;
+    op.run = conv_run;
+    op.release = free;
+    op.arg = job;
+    op.model_ns = e.model_ns;
+    return emu_dnn_enqueue(&cfg, &op);
+}
+
+cudnnStatus_t
+cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
+                        const cudnnTensorDescriptor_t xDesc, const void *x,
+                        const cudnnFilterDescriptor_t wDesc, const void *w,
+                        const cudnnConvolutionDescriptor_t convDesc,
+                        cudnnConvolutionFwdAlgo_t algo, void *workSpace,
+                        size_t workSpaceSizeInBytes, const void *beta,
+                        const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    struct conv_call c = {
+        DIR_FWD, handle, alpha, beta, xDesc, yDesc, wDesc, convDesc,
+        x, w, y, (int)algo, workSpace, workSpaceSizeInBytes,
+    };
+
+    return conv_submit(&c);
+}
+
+cudnnStatus_t
+cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
+                             const cudnnFilterDescriptor_t wDesc,
+                             const void *w,
+                             const cudnnTensorDescriptor_t dyDesc,
+                             const void *dy,
+                             const cudnnConvolutionDescriptor_t convDesc,
+                             cudnnConvolutionBwdDataAlgo_t algo,
+                             void *workSpace, size_t workSpaceSizeInBytes,
+                             const void *beta,
+                             const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    struct conv_call c = {
+        DIR_BWD_DATA, handle, alpha, beta, dxDesc, dyDesc, wDesc, convDesc,
+        dx, w, dy, (int)algo, workSpace, workSpaceSizeInBytes,
+    };
+
+    return conv_submit(&c);
+}
+
+cudnnStatus_t
+cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
+                               const cudnnTensorDescriptor_t xDesc,
+                               const void *x,
+                               const cudnnTensorDescriptor_t dyDesc,
+                               const void *dy,
+                               const cudnnConvolutionDescriptor_t convDesc,
+                               cudnnConvolutionBwdFilterAlgo_t algo,
+                               void *workSpace, size_t workSpaceSizeInBytes,
+                               const void *beta,
+                               const cudnnFilterDescriptor_t dwDesc, void *dw)
+{
+    struct conv_call c = {
+        DIR_BWD_FILTER, handle, alpha, beta, xDesc, dyDesc, dwDesc, convDesc,
+        x, dw, dy, (int)algo, workSpace, workSpaceSizeInBytes,
+    };
+
+    return conv_submit(&c);
+}
+
+/* ---- Backward bias ------------------------------------------------------- */
+
+static CUresult
+bias_run(void *arg)
+{
+    const struct conv_job *j = arg;     /* y: dy, x: db */
+    void *dy = emu_dnn_view_at(&j->y), *db = emu_dnn_view_at(&j->x);
+    size_t per_k = emu_dnn_view_count(&j->y) / (size_t)j->y.dim[1];
+    size_t spatial = per_k / (size_t)j->y.dim[0];
+
+    if (dy == NULL || db == NULL)
+        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS,
+                           "cudnnConvolutionBackwardBias",
+                           "dy or db is not in device memory");
+    for (int k = 0; k < j->y.dim[1]; k++) {
+        float acc = 0.0f;
+
+        for (size_t i = 0; i < per_k; i++) {
+            size_t n = i / spatial, s = i % spatial;
+            size_t lin = (n * (size_t)j->y.dim[1] + (size_t)k) * spatial + s;
+            acc += emu_dnn_load(dy, emu_dnn_view_offset(&j->y, lin),
+                                j->y.type);
+        }
+        emu_dnn_blend(db, (int64_t)k * j->x.stride[1], j->x.type, j->alpha,
+                      j->beta, acc);
+    }
+    return CUDA_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
+                             const cudnnTensorDescriptor_t dyDesc,
+                             const void *dy, const void *beta,
+                             const cudnnTensorDescriptor_t dbDesc, void *db)
+{
+    const char *api = "cudnnConvolutionBackwardBias";
+    struct emu_dnn_config cfg;
+    struct conv_job *job;
+    struct emu_op op;
+    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (!emu_dnn_tensor_ok(dyDesc) || !emu_dnn_tensor_ok(dbDesc) ||
+        dy == NULL || db == NULL || alpha == NULL || beta == NULL)
+        return BAD("%s: invalid descriptor or NULL pointer", api);
+    if (dbDesc->nb_dims != dyDesc->nb_dims || dbDesc->type != dyDesc->type ||
+        dbDesc->dim[1] != dyDesc->dim[1])
+        return BAD("%s: db is not 1 x K x 1 ... of dy's type", api);
+    for (int d = 0; d < dbDesc->nb_dims; d++) {
+        if (d != 1 && dbDesc->dim[d] != 1)
+            return BAD("%s: db dimension %d is %d", api, d, dbDesc->dim[d]);
+    }
+    if (dyDesc->type != CUDNN_DATA_FLOAT && dyDesc->type != CUDNN_DATA_HALF &&
+        dyDesc->type != CUDNN_DATA_BFLOAT16)
+        return UNSUPPORTED("%s: data type %d", api, (int)dyDesc->type);
+    st = emu_dnn_fault(api);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+                             "out of host memory");
+    emu_dnn_view_tensor(&job->y, dyDesc, dy);
+    emu_dnn_view_tensor(&job->x, dbDesc, db);
+    memcpy(&job->alpha, alpha, sizeof(float));
+    memcpy(&job->beta, beta, sizeof(float));
+    op.name = api;
+    op.run = bias_run;
+    op.release = free;
+    op.arg = job;
+    op.model_ns = emu_model_ns((double)emu_dnn_view_count(&job->y),
+                               EMU_PREC_FP32, emu_dnn_view_bytes(&job->y));
+    return emu_dnn_enqueue(&cfg, &op);
+}
+
+/* ---- Algorithm queries --------------------------------------------------- */
+
+/* The fields every perf struct has, in the same order (cudnn_cnn.h). */
+struct perf_fields {
+    int algo;
+    cudnnStatus_t status;
+    float time;
+    size_t memory;
+    cudnnDeterminism_t determinism;
+    cudnnMathType_t mathType;
+    int reserved[3];
+};
+
+_Static_assert(sizeof(struct perf_fields) ==
+                   sizeof(cudnnConvolutionFwdAlgoPerf_t) &&
+               sizeof(struct perf_fields) ==
+                   sizeof(cudnnConvolutionBwdDataAlgoPerf_t) &&
+               sizeof(struct perf_fields) ==
+                   sizeof(cudnnConvolutionBwdFilterAlgoPerf_t),
+               "perf structs share one layout");
+
+/* Working results first, fastest first, then failures in enumerant
+ * order; ties keep enumerant order. */
+static int
+eval_cmp(const void *pa, const void *pb)
+{
+    const struct algo_eval *a = pa, *b = pb;
+    int fa = a->status != CUDNN_STATUS_SUCCESS;
+    int fb = b->status != CUDNN_STATUS_SUCCESS;
+
+    if (fa != fb)
+        return fa - fb;
+    if (!fa && a->model_ns != b->model_ns)
+        return a->model_ns < b->model_ns ? -1 : 1;
+    return a->algo - b->algo;
+}
+
+/* One query: x, w, y in their roles, and for Find...Ex the workspace the
+ * caller offers (has_limit). */
+struct conv_query {
+    enum conv_dir dir;
+    cudnnHandle_t handle;
+    cudnnTensorDescriptor_t x_desc, y_desc;
+    cudnnFilterDescriptor_t w_desc;
+    cudnnConvolutionDescriptor_t conv;
+    int requested;
+    int *returned;
+    void *results;
+    int has_limit;
+    size_t limit;
+};
+
+static cudnnStatus_t
+conv_query_run(const struct conv_query *q)
+{
+    struct algo_eval e[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    struct perf_fields *out = q->results;
+    struct emu_dnn_config cfg;
+    struct conv_problem p;
+    int count = dir_algo_count[q->dir];
+    cudnnStatus_t st;
+
+    st = emu_dnn_config(q->handle, &cfg);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (q->requested <= 0 || q->returned == NULL || q->results == NULL)
+        return BAD("%s query: requestedAlgoCount %d or NULL output",
+                   dir_api[q->dir], q->requested);
+    st = conv_setup(&p, q->x_desc, q->w_desc, q->conv, q->y_desc,
+                    dir_api[q->dir]);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    for (int a = 0; a < count; a++) {
+        (void)algo_evaluate(q->dir, a, &p, &e[a]);
+        /* Find...Ex cannot run what does not fit the workspace given. */
+        if (q->has_limit && e[a].status == CUDNN_STATUS_SUCCESS &&
+            e[a].workspace > q->limit)
+            e[a].status = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+    }
+    qsort(e, (size_t)count, sizeof(e[0]), eval_cmp);
+    *q->returned = q->requested < count ? q->requested : count;
+    for (int i = 0; i < *q->returned; i++) {
+        int ok = e[i].status == CUDNN_STATUS_SUCCESS;
+
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].algo = e[i].algo;
+        out[i].status = e[i].status;
+        out[i].time = ok ? (float)(e[i].model_ns * 1e-6) : -1.0f;
+        out[i].memory = e[i].workspace;
+        out[i].determinism = e[i].deterministic ? CUDNN_DETERMINISTIC
+                                                : CUDNN_NON_DETERMINISTIC;
+        out[i].mathType = p.math;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static cudnnStatus_t
+max_count(cudnnHandle_t handle, enum conv_dir dir, int *count)
+{
+    struct emu_dnn_config cfg;
+    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (count == NULL)
+        return BAD("count is NULL");
+    *count = dir_algo_count[dir];
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static cudnnStatus_t
+workspace_size(cudnnHandle_t handle, enum conv_dir dir,
+               cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+               cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y,
+               int algo, size_t *size)
+{
+    struct emu_dnn_config cfg;
+    struct conv_problem p;
+    struct algo_eval e;
+    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (size == NULL)
+        return BAD("sizeInBytes is NULL");
+    st = conv_setup(&p, x, w, conv, y, dir_api[dir]);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = algo_evaluate(dir, algo, &p, &e);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (e.status != CUDNN_STATUS_SUCCESS)
+        return UNSUPPORTED("%s: algorithm %d does not support these "
+                           "parameters", dir_api[dir], algo);
+    *size = e.workspace;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int *count)
+{
+    return max_count(handle, DIR_FWD, count);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle,
+                                                 int *count)
+{
+    return max_count(handle, DIR_BWD_DATA, count);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle,
+                                                   int *count)
+{
+    return max_count(handle, DIR_BWD_FILTER, count);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionForwardWorkspaceSize(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
+    const cudnnFilterDescriptor_t wDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo,
+    size_t *sizeInBytes)
+{
+    return workspace_size(handle, DIR_FWD, xDesc, wDesc, convDesc, yDesc,
+                          (int)algo, sizeInBytes);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardDataWorkspaceSize(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc,
+    const cudnnTensorDescriptor_t dyDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo,
+    size_t *sizeInBytes)
+{
+    return workspace_size(handle, DIR_BWD_DATA, dxDesc, wDesc, convDesc,
+                          dyDesc, (int)algo, sizeInBytes);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardFilterWorkspaceSize(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
+    const cudnnTensorDescriptor_t dyDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t gradDesc,
+    cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes)
+{
+    return workspace_size(handle, DIR_BWD_FILTER, xDesc, gradDesc, convDesc,
+                          dyDesc, (int)algo, sizeInBytes);
+}
+
+/* The heuristic (_v7) and the Find variants answer from the same model:
+ * the emulator's "measurement" is the modelled time, so Find runs
+ * nothing; Find...Ex also refuses algorithms whose workspace exceeds the
+ * one given (ALLOC_FAILED, as documented for the perf status). */
+#define QUERY(dir_, h, xd, wd, cd, yd, req, ret, res, lim, has)          \
+    conv_query_run(&(struct conv_query){ dir_, h, xd, yd, wd, cd, req, ret, \
+                                          res, has, lim })
+
+cudnnStatus_t
+cudnnGetConvolutionForwardAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
+    const cudnnFilterDescriptor_t filterDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_FWD, handle, srcDesc, filterDesc, convDesc, destDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults, 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionForwardAlgorithm(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
+    const cudnnFilterDescriptor_t wDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_FWD, handle, xDesc, wDesc, convDesc, yDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults, 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults,
+    void *workSpace, size_t workSpaceSizeInBytes)
+{
+    if (x == NULL || w == NULL || y == NULL)
+        return BAD("cudnnFindConvolutionForwardAlgorithmEx: NULL data");
+    return QUERY(DIR_FWD, handle, xDesc, wDesc, convDesc, yDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults,
+                 workSpace == NULL ? 0 : workSpaceSizeInBytes, 1);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc,
+    const cudnnTensorDescriptor_t diffDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_BWD_DATA, handle, gradDesc, filterDesc, convDesc,
+                 diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults,
+                 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionBackwardDataAlgorithm(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc,
+    const cudnnTensorDescriptor_t dyDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_BWD_DATA, handle, dxDesc, wDesc, convDesc, dyDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults, 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t dxDesc, void *dx,
+    const int requestedAlgoCount, int *returnedAlgoCount,
+    cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace,
+    size_t workSpaceSizeInBytes)
+{
+    if (w == NULL || dy == NULL || dx == NULL)
+        return BAD("cudnnFindConvolutionBackwardDataAlgorithmEx: NULL data");
+    return QUERY(DIR_BWD_DATA, handle, dxDesc, wDesc, convDesc, dyDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults,
+                 workSpace == NULL ? 0 : workSpaceSizeInBytes, 1);
+}
+
+cudnnStatus_t
+cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
+    const cudnnTensorDescriptor_t diffDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_BWD_FILTER, handle, srcDesc, gradDesc, convDesc,
+                 diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults,
+                 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionBackwardFilterAlgorithm(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
+    const cudnnTensorDescriptor_t dyDesc,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults)
+{
+    return QUERY(DIR_BWD_FILTER, handle, xDesc, dwDesc, convDesc, dyDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults, 0, 0);
+}
+
+cudnnStatus_t
+cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnTensorDescriptor_t dyDesc, const void *y,
+    const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t dwDesc, void *dw,
+    const int requestedAlgoCount, int *returnedAlgoCount,
+    cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace,
+    size_t workSpaceSizeInBytes)
+{
+    if (x == NULL || y == NULL || dw == NULL)
+        return BAD("cudnnFindConvolutionBackwardFilterAlgorithmEx: NULL "
+                   "data");
+    return QUERY(DIR_BWD_FILTER, handle, xDesc, dwDesc, convDesc, dyDesc,
+                 requestedAlgoCount, returnedAlgoCount, perfResults,
+                 workSpace == NULL ? 0 : workSpaceSizeInBytes, 1);
+}

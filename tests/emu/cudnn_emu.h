@@ -1,0 +1,173 @@
+/* The emulated cuDNN's descriptors, handle and the helpers its entry points
+ * share (cudnn.c, cudnn_desc.c, cudnn_conv.c, cudnn_ops.c). */
+#ifndef EMU_CUDNN_EMU_H
+#define EMU_CUDNN_EMU_H
+
+#include <cudnn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+#define EMU_DNN_MAGIC_HANDLE 0x444e4e48u /* "DNNH" while the object lives */
+#define EMU_DNN_MAGIC_TENSOR 0x444e4e54u
+#define EMU_DNN_MAGIC_FILTER 0x444e4e46u
+#define EMU_DNN_MAGIC_CONV 0x444e4e43u
+#define EMU_DNN_MAGIC_ACT 0x444e4e41u
+#define EMU_DNN_MAGIC_POOL 0x444e4e50u
+
+#define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
+
+/* cudnn_graph.h declares the handle struct and leaves it to the library.
+ * One handle is used by one thread at a time (documented), but the stream
+ * is read under `lock` so that a racing cudnnSetStream stays defined. */
+struct cudnnContext {
+    uint32_t magic;
+    pthread_mutex_t lock;
+    int device;         /* bound at creation */
+    CUstream stream;    /* NULL: the legacy default stream */
+};
+
+/* A tensor: `nb_dims` sizes and element strides, outermost (N) first. */
+struct cudnnTensorStruct {
+    uint32_t magic;
+    int is_set;
+    cudnnDataType_t type;
+    int nb_dims;
+    int dim[CUDNN_DIM_MAX];
+    int stride[CUDNN_DIM_MAX];
+};
+
+/* A filter: dim[] is always K, C, spatial... whatever the format; the
+ * format says where C lies in memory (KCRS: after K; KRSC: innermost). */
+struct cudnnFilterStruct {
+    uint32_t magic;
+    int is_set;
+    cudnnDataType_t type;
+    cudnnTensorFormat_t format;
+    int nb_dims;
+    int dim[CUDNN_DIM_MAX];
+};
+
+struct cudnnConvolutionStruct {
+    uint32_t magic;
+    int nb_spatial;     /* the array length: tensor dimensions - 2 */
+    int pad[EMU_DNN_MAX_SPATIAL];
+    int stride[EMU_DNN_MAX_SPATIAL];
+    int dilation[EMU_DNN_MAX_SPATIAL];
+    cudnnConvolutionMode_t mode;
+    cudnnDataType_t compute;
+    int groups;
+    cudnnMathType_t math;
+    cudnnReorderType_t reorder;
+};
+
+struct cudnnActivationStruct {
+    uint32_t magic;
+    cudnnActivationMode_t mode;
+    cudnnNanPropagation_t nan_opt;
+    double coef;
+    double swish_beta;
+};
+
+struct cudnnPoolingStruct {
+    uint32_t magic;
+    cudnnPoolingMode_t mode;
+    cudnnNanPropagation_t nan_opt;
+    int nb_spatial;
+    int window[EMU_DNN_MAX_SPATIAL];
+    int pad[EMU_DNN_MAX_SPATIAL];
+    int stride[EMU_DNN_MAX_SPATIAL];
+};
+
+/* ---- Status and last error (cudnn.c) ------------------------------------ */
+
+/* Records `status` with a message for cudnnGetLastErrorString in the
+ * calling thread and returns it. */
+cudnnStatus_t emu_dnn_error(cudnnStatus_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* 1 when NVIDIA_TF32_OVERRIDE=0 forbids TF32 everywhere (read once). */
+int emu_dnn_tf32_disabled(void);
+
+/* ---- Handle and deferred work (cudnn.c) --------------------------------- */
+
+/* The handle's settings, copied once per call. */
+struct emu_dnn_config {
+    int device;
+    CUstream stream;
+};
+
+/* Copies the settings of `handle`; BAD_PARAM for a NULL or destroyed
+ * handle, as the real library answers without a GPU. */
+cudnnStatus_t emu_dnn_config(cudnnHandle_t handle,
+                             struct emu_dnn_config *config);
+
+/* Counts one call of `api` for fault injection and, when
+ * AMPSHIM_EMU_FAIL asks for it, returns EXECUTION_FAILED (or the status
+ * the variable names); else SUCCESS. */
+cudnnStatus_t emu_dnn_fault(const char *api);
+
+/* Queues `op` on the handle's stream, after binding the thread to the
+ * handle's device; EXECUTION_FAILED when it cannot be queued (op->release
+ * is then called). */
+cudnnStatus_t emu_dnn_enqueue(const struct emu_dnn_config *config,
+                              const struct emu_op *op);
+
+/* ---- Descriptors (cudnn_desc.c) ----------------------------------------- */
+
+int emu_dnn_tensor_ok(cudnnTensorDescriptor_t t);
+int emu_dnn_filter_ok(cudnnFilterDescriptor_t f);
+int emu_dnn_conv_ok(cudnnConvolutionDescriptor_t c);
+
+/* Bytes of one element of `type`, 0 for types the emulator cannot hold. */
+size_t emu_dnn_type_size(cudnnDataType_t type);
+
+/* Element strides of a filter in K, C, spatial order, from its format. */
+void emu_dnn_filter_strides(cudnnFilterDescriptor_t f,
+                            int64_t stride[CUDNN_DIM_MAX]);
+
+/* The output sizes (N, K, spatial...) of a convolution; BAD_PARAM (with a
+ * message) when the descriptors do not fit together. */
+cudnnStatus_t emu_dnn_conv_output_dims(cudnnConvolutionDescriptor_t conv,
+                                       cudnnTensorDescriptor_t x,
+                                       cudnnFilterDescriptor_t w,
+                                       int out[CUDNN_DIM_MAX]);
+
+/* ---- Device tensors and elements (cudnn_ops.c) --------------------------- */
+
+/* A tensor in device memory as an op sees it. */
+struct emu_dnn_view {
+    CUdeviceptr ptr;
+    cudnnDataType_t type;
+    int nb_dims;
+    int dim[CUDNN_DIM_MAX];
+    int64_t stride[CUDNN_DIM_MAX];
+};
+
+void emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,
+                         const void *ptr);
+void emu_dnn_view_filter(struct emu_dnn_view *v, cudnnFilterDescriptor_t f,
+                         const void *ptr);
+
+/* Elements in the view, and the element offset of the lin-th one counted
+ * in row-major order of dim[]. */
+size_t emu_dnn_view_count(const struct emu_dnn_view *v);
+int64_t emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin);
+
+/* Inside an op: the host alias of the whole view, or NULL when it is not
+ * in device memory. */
+void *emu_dnn_view_at(const struct emu_dnn_view *v);
+
+float emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type);
+void emu_dnn_store(void *base, int64_t idx, cudnnDataType_t type, float v);
+
+/* dst = alpha * value + beta * dst; dst is not read when beta == 0. */
+void emu_dnn_blend(void *base, int64_t idx, cudnnDataType_t type,
+                   float alpha, float beta, float value);
+
+/* Bytes the whole view moves once, for the timing model. */
+double emu_dnn_view_bytes(const struct emu_dnn_view *v);
+
+#endif

@@ -1,0 +1,58 @@
+/* Helpers shared by the emulated cuDNN tests (test_cudnn*.c): random data,
+ * reference roundings written from the definitions, device copies and
+ * descriptors. */
+#ifndef EMU_CUDNN_TEST_H
+#define EMU_CUDNN_TEST_H
+
+#include <cudnn.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNN_OK(call) assert_int_equal((call), CUDNN_STATUS_SUCCESS)
+
+/* Uniform in [-1, 1) with 24 significant bits: exact in FP32. */
+float rnd(void);
+/* Multiples of 1/64 in [-2, 2): exact in half and bfloat16, and sums of
+ * their products stay exact in FP32. */
+float rnd_grid(void);
+
+/* x rounded to `mant` mantissa bits, minimum normal exponent `emin`,
+ * overflow above `maxv` to infinity: nearest even, gradual underflow. */
+double ref_round(double x, int mant, int emin, double maxv);
+double ref_f16(double x);
+double ref_bf16(double x);
+double ref_tf32(double x);
+
+/* Element bits of a value already representable in the type. */
+uint16_t f16_bits(float v);
+uint16_t bf16_bits(float v);
+
+/* Elements of a FLOAT, HALF or BFLOAT16 buffer as floats, and back (the
+ * values must be representable). */
+void *encode(cudnnDataType_t t, const float *val, size_t n);
+void decode(cudnnDataType_t t, const void *in, size_t n, float *val);
+size_t elem_size(cudnnDataType_t t);
+
+void *dev_upload(const void *host, size_t bytes);
+void *dev_alloc(size_t bytes);
+void dev_download(void *host, const void *dev, size_t bytes);
+void dev_free(void *d);
+
+cudnnHandle_t handle_new(void);
+
+/* A 4-d or N-d tensor descriptor, packed in `format`. */
+cudnnTensorDescriptor_t tensor_new(cudnnTensorFormat_t format,
+                                   cudnnDataType_t type, int nb,
+                                   const int *dim);
+/* Element offset of row-major (N, C, spatial...) index `lin`. */
+int64_t tensor_offset(cudnnTensorDescriptor_t t, size_t lin);
+/* Elements the tensor spans in memory. */
+size_t tensor_span(cudnnTensorDescriptor_t t);
+
+/* Host values (row-major N, C, spatial) placed where the descriptor puts
+ * them, `fill` elsewhere, uploaded as the descriptor's type. */
+void *tensor_upload(cudnnTensorDescriptor_t t, const float *val, float fill);
+/* The device tensor back as row-major floats. */
+void tensor_download(cudnnTensorDescriptor_t t, const void *dev, float *val);
+
+#endif

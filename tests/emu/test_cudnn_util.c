@@ -1,0 +1,297 @@
+/* Helpers shared by the emulated cuDNN tests. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn_test.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return rng_state >> 40;     /* 24 bits */
+}
+
+float
+rnd(void)
+{
+    return (float)((double)rng_next() / 8388608.0 - 1.0);
+}
+
+float
+rnd_grid(void)
+{
+    return (float)((double)(rng_next() % 256) / 64.0 - 2.0);
+}
+
+double
+ref_round(double x, int mant, int emin, double maxv)
+{
+    double q, r;
+    int e;
+
+    if (isnan(x) || isinf(x) || x == 0.0)
+        return x;
+    (void)frexp(x, &e);         /* |x| in [2^(e-1), 2^e) */
+    e = e - 1 < emin ? emin : e - 1;
+    q = ldexp(1.0, e - mant);
+    r = nearbyint(x / q) * q;   /* default rounding: ties to even */
+    return fabs(r) > maxv ? copysign(INFINITY, x) : r;
+}
+
+double
+ref_f16(double x)
+{
+    return ref_round(x, 10, -14, 65504.0);
+}
+
+double
+ref_bf16(double x)
+{
+    return ref_round(x, 7, -126, 0x1.fep127);
+}
+
+double
+ref_tf32(double x)
+{
+    return ref_round(x, 10, -126, 0x1.ffcp127);
+}
+
+uint16_t
+f16_bits(float v)
+{
+    uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    double a = fabs((double)v);
+    int e;
+
+    if (isnan(v))
+        return 0x7e00u;
+    if (isinf(v))
+        return sign | 0x7c00u;
+    if (a < 0x1p-14)
+        return sign | (uint16_t)(a * 0x1p24);
+    (void)frexp(a, &e);
+    e -= 1;
+    return sign | (uint16_t)((e + 15) << 10) |
+           (uint16_t)((a / ldexp(1.0, e) - 1.0) * 1024.0);
+}
+
+uint16_t
+bf16_bits(float v)
+{
+    uint32_t u;
+
+    memcpy(&u, &v, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static float
+f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v;
+
+    if (e == 31)
+        v = m ? NAN : INFINITY;
+    else if (e == 0)
+        v = ldexp(m, -24);
+    else
+        v = ldexp(1024 + m, e - 25);
+    return (float)((h & 0x8000u) ? -v : v);
+}
+
+size_t
+elem_size(cudnnDataType_t t)
+{
+    return t == CUDNN_DATA_FLOAT ? 4 : 2;
+}
+
+void *
+encode(cudnnDataType_t t, const float *val, size_t n)
+{
+    char *out = malloc(n * elem_size(t) + 1);
+
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = t == CUDNN_DATA_HALF ? f16_bits(val[i])
+                                          : bf16_bits(val[i]);
+        if (t == CUDNN_DATA_FLOAT)
+            memcpy(out + 4 * i, &val[i], 4);
+        else
+            memcpy(out + 2 * i, &h, 2);
+    }
+    return out;
+}
+
+void
+decode(cudnnDataType_t t, const void *in, size_t n, float *val)
+{
+    const char *p = in;
+    uint32_t u;
+    uint16_t h;
+
+    for (size_t i = 0; i < n; i++) {
+        if (t == CUDNN_DATA_FLOAT) {
+            memcpy(&val[i], p + 4 * i, 4);
+            continue;
+        }
+        memcpy(&h, p + 2 * i, 2);
+        u = (uint32_t)h << 16;
+        if (t == CUDNN_DATA_HALF)
+            val[i] = f16_value(h);
+        else
+            memcpy(&val[i], &u, 4);
+    }
+}
+
+void *
+dev_alloc(size_t bytes)
+{
+    void *d = NULL;
+
+    assert_int_equal(cudaMalloc(&d, bytes), cudaSuccess);
+    return d;
+}
+
+void *
+dev_upload(const void *host, size_t bytes)
+{
+    void *d = dev_alloc(bytes);
+
+    assert_int_equal(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    return d;
+}
+
+void
+dev_download(void *host, const void *dev, size_t bytes)
+{
+    assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+}
+
+void
+dev_free(void *d)
+{
+    assert_int_equal(cudaFree(d), cudaSuccess);
+}
+
+cudnnHandle_t
+handle_new(void)
+{
+    cudnnHandle_t h = NULL;
+
+    DNN_OK(cudnnCreate(&h));
+    assert_non_null(h);
+    return h;
+}
+
+cudnnTensorDescriptor_t
+tensor_new(cudnnTensorFormat_t format, cudnnDataType_t type, int nb,
+           const int *dim)
+{
+    cudnnTensorDescriptor_t t;
+
+    DNN_OK(cudnnCreateTensorDescriptor(&t));
+    DNN_OK(cudnnSetTensorNdDescriptorEx(t, format, type, nb, dim));
+    return t;
+}
+
+static void
+tensor_shape(cudnnTensorDescriptor_t t, cudnnDataType_t *type, int *nb,
+             int dim[CUDNN_DIM_MAX], int stride[CUDNN_DIM_MAX])
+{
+    DNN_OK(cudnnGetTensorNdDescriptor(t, CUDNN_DIM_MAX, type, nb, dim,
+                                      stride));
+}
+
+int64_t
+tensor_offset(cudnnTensorDescriptor_t t, size_t lin)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    int64_t off = 0;
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    for (int i = nb - 1; i >= 0; i--) {
+        off += (int64_t)(lin % (size_t)dim[i]) * stride[i];
+        lin /= (size_t)dim[i];
+    }
+    return off;
+}
+
+size_t
+tensor_span(cudnnTensorDescriptor_t t)
+{
+    size_t bytes;
+    cudnnDataType_t type;
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    DNN_OK(cudnnGetTensorSizeInBytes(t, &bytes));
+    return bytes / elem_size(type);
+}
+
+static size_t
+tensor_count(cudnnTensorDescriptor_t t)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    size_t n = 1;
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    for (int i = 0; i < nb; i++)
+        n *= (size_t)dim[i];
+    return n;
+}
+
+void *
+tensor_upload(cudnnTensorDescriptor_t t, const float *val, float fill)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    size_t span = tensor_span(t), n = tensor_count(t);
+    float *host = malloc(span * sizeof(float));
+    void *enc, *d;
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    assert_non_null(host);
+    for (size_t i = 0; i < span; i++)
+        host[i] = fill;
+    for (size_t i = 0; i < n; i++)
+        host[tensor_offset(t, i)] = val[i];
+    enc = encode(type, host, span);
+    d = dev_upload(enc, span * elem_size(type));
+    free(enc);
+    free(host);
+    return d;
+}
+
+void
+tensor_download(cudnnTensorDescriptor_t t, const void *dev, float *val)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    size_t span = tensor_span(t), n = tensor_count(t);
+    void *enc;
+    float *host = malloc(span * sizeof(float));
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    enc = malloc(span * elem_size(type));
+    assert_true(host != NULL && enc != NULL);
+    dev_download(enc, dev, span * elem_size(type));
+    decode(type, enc, span, host);
+    for (size_t i = 0; i < n; i++)
+        val[i] = host[tensor_offset(t, i)];
+    free(enc);
+    free(host);
+}
