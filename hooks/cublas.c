@@ -324,8 +324,17 @@ amp_hook_end(struct amp_hook *h, int original_ok)
 
 /* ---- A call as the application made it ----------------------------------- */
 
-/* Every argument of the non-grouped entry points; the FP32-typed ones have
- * CUDA_R_32F types and CUBLAS_COMPUTE_32F. */
+/* The element and compute types of a call; the FP32-typed entry points
+ * have CUDA_R_32F and CUBLAS_COMPUTE_32F. */
+struct amp_types {
+    cudaDataType a, b, c;
+    cublasComputeType_t compute;
+};
+
+#define AMP_FP32_TYPES                                                       \
+    .types = {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F}
+
+/* Every argument of the non-grouped entry points. */
 struct amp_call {
     enum amp_cublas_api api;
     cublasHandle_t handle;
@@ -342,24 +351,18 @@ struct amp_call {
     enum amp_batch batch_kind;
     int64_t batch;
     long long stride_a, stride_b, stride_c;
-    cudaDataType type_a, type_b, type_c;
-    cublasComputeType_t compute;
+    struct amp_types types;
 };
-
-#define AMP_FP32_TYPES                                                       \
-    .type_a = CUDA_R_32F, .type_b = CUDA_R_32F, .type_c = CUDA_R_32F,        \
-    .compute = CUBLAS_COMPUTE_32F
 
 /* 1 when the call is an FP32 GEMM (*pedantic: one the program asked to
  * keep strictly FP32); 0 for half, mixed, complex or integer ones. */
 static int
-amp_call_fp32(cudaDataType ta, cudaDataType tb, cudaDataType tc,
-              cublasComputeType_t compute, int *pedantic)
+amp_call_fp32(const struct amp_types *t, int *pedantic)
 {
     *pedantic = 0;
-    if (ta != CUDA_R_32F || tb != CUDA_R_32F || tc != CUDA_R_32F)
+    if (t->a != CUDA_R_32F || t->b != CUDA_R_32F || t->c != CUDA_R_32F)
         return 0;
-    switch (compute) {
+    switch (t->compute) {
     case CUBLAS_COMPUTE_32F:
     case CUBLAS_COMPUTE_32F_FAST_16F:
     case CUBLAS_COMPUTE_32F_FAST_16BF:
@@ -444,6 +447,35 @@ amp_call_describe(const struct amp_call *c, int pedantic,
     d->beta = c->beta;
 }
 
+/* What the guard of a hook lets through. */
+enum amp_guard_next {
+    AMP_GUARD_RETURN,      /* the real function is missing: return *status */
+    AMP_GUARD_ORIGINAL,    /* pass through: disabled, re-entered, or not an
+                              FP32 GEMM (counted as passthrough) */
+    AMP_GUARD_FP32_GEMM,   /* describe and decide (*pedantic is set) */
+};
+
+static enum amp_guard_next
+amp_guard(struct amp_hook *h, enum amp_cublas_api api,
+          const struct amp_types *types, int *pedantic,
+          cublasStatus_t *status)
+{
+    amp_shim_config(); /* the log is open before resolution reports */
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    h->entered = 0;
+    *status = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (*amp_cublas_slots[api] == NULL)
+        return AMP_GUARD_RETURN;
+    *status = CUBLAS_STATUS_SUCCESS;
+    if (!amp_hook_enter(h, &amp_cublas_stats[api]))
+        return AMP_GUARD_ORIGINAL;
+    if (!amp_call_fp32(types, pedantic)) {
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        return AMP_GUARD_ORIGINAL;
+    }
+    return AMP_GUARD_FP32_GEMM;
+}
+
 /* Guard, descriptor, decision and converted path of a non-grouped call.
  * AMP_HOOK_DONE: the hook returns *status (success once converted;
  * CUBLAS_STATUS_NOT_INITIALIZED when the real function is missing).
@@ -453,22 +485,12 @@ amp_call_begin(struct amp_hook *h, const struct amp_call *c,
                cublasStatus_t *status)
 {
     struct amp_gemm_desc d;
+    enum amp_guard_next next;
     int pedantic;
 
-    amp_shim_config(); /* the log is open before resolution reports */
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    h->entered = 0;
-    *status = CUBLAS_STATUS_NOT_INITIALIZED;
-    if (*amp_cublas_slots[c->api] == NULL)
-        return AMP_HOOK_DONE;
-    *status = CUBLAS_STATUS_SUCCESS;
-    if (!amp_hook_enter(h, &amp_cublas_stats[c->api]))
-        return AMP_HOOK_ORIGINAL;
-    if (!amp_call_fp32(c->type_a, c->type_b, c->type_c, c->compute,
-                       &pedantic)) {
-        h->outcome = AMP_OUTCOME_PASSTHROUGH;
-        return AMP_HOOK_ORIGINAL;
-    }
+    next = amp_guard(h, c->api, &c->types, &pedantic, status);
+    if (next != AMP_GUARD_FP32_GEMM)
+        return next == AMP_GUARD_RETURN ? AMP_HOOK_DONE : AMP_HOOK_ORIGINAL;
     amp_call_describe(c, pedantic, &d);
     return amp_hook_gemm(h, &d);
 }
@@ -513,8 +535,7 @@ struct amp_grouped_call {
     const void *const *a, *const *b;
     void *const *c;
     int64_t group_count;
-    cudaDataType type_a, type_b, type_c;
-    cublasComputeType_t compute;
+    struct amp_types types;
 };
 
 /* Group g, whose problems start at `first` in the pointer arrays, as a
@@ -587,8 +608,9 @@ amp_grouped_fp32(const struct amp_grouped_call *g,
     if (g->ex)
         return amp_real.cublasGemmBatchedEx_64(
             g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
-            d->alpha, a, g->type_a, d->lda, b, g->type_b, d->ldb, d->beta, c,
-            g->type_c, d->ldc, d->batch, g->compute, CUBLAS_GEMM_DEFAULT);
+            d->alpha, a, g->types.a, d->lda, b, g->types.b, d->ldb, d->beta,
+            c, g->types.c, d->ldc, d->batch, g->types.compute,
+            CUBLAS_GEMM_DEFAULT);
     return amp_real.cublasSgemmBatched_64(
         g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
         d->alpha, (const float *const *)a, d->lda, (const float *const *)b,
@@ -642,22 +664,12 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
                   cublasStatus_t *status)
 {
     struct amp_gemm_desc base;
+    enum amp_guard_next next;
     int pedantic;
 
-    amp_shim_config();
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    h->entered = 0;
-    *status = CUBLAS_STATUS_NOT_INITIALIZED;
-    if (*amp_cublas_slots[g->api] == NULL)
-        return AMP_HOOK_DONE;
-    *status = CUBLAS_STATUS_SUCCESS;
-    if (!amp_hook_enter(h, &amp_cublas_stats[g->api]))
-        return AMP_HOOK_ORIGINAL;
-    if (!amp_call_fp32(g->type_a, g->type_b, g->type_c, g->compute,
-                       &pedantic)) {
-        h->outcome = AMP_OUTCOME_PASSTHROUGH;
-        return AMP_HOOK_ORIGINAL;
-    }
+    next = amp_guard(h, g->api, &g->types, &pedantic, status);
+    if (next != AMP_GUARD_FP32_GEMM)
+        return next == AMP_GUARD_RETURN ? AMP_HOOK_DONE : AMP_HOOK_ORIGINAL;
     memset(&base, 0, sizeof(base));
     base.pedantic = pedantic;
     base.ops_valid = amp_handle_settings(g->handle, &base);
@@ -685,442 +697,254 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
 #define AMP_CALL_ARRAY(count)                                                \
     .batch_kind = AMP_BATCH_ARRAY, .batch = (count), .a = Aarray,            \
     .b = Barray, .c = (void *)(uintptr_t)Carray
-#define AMP_CALL_TYPES                                                       \
-    .type_a = Atype, .type_b = Btype, .type_c = Ctype
+#define AMP_CALL_TYPES(compute_type)                                         \
+    .types = {Atype, Btype, Ctype, (compute_type)}
 
-AMP_EXPORT cublasStatus_t
-cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
-               cublasOperation_t transb, int m, int n, int k,
-               const float *alpha, const float *A, int lda, const float *B,
-               int ldb, const float *beta, float *C, int ldc)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemm_v2), AMP_CALL_ONE,
-                               .a = A, .b = B, .c = C, AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
+/* Every entry point has an int and an int64_t (_64) ABI with one body:
+ * each definition below makes both. The prototypes are checked against
+ * cublas_api.h's declarations. */
 
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemm_v2(handle, transa, transb,
-                                                    m, n, k, alpha, A, lda,
-                                                    B, ldb, beta, C, ldc));
+#define AMP_DEFINE_SGEMM(name, int_t)                                        \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const float *alpha, const float *A, int_t lda, const float *B,          \
+     int_t ldb, const float *beta, float *C, int_t ldc)                      \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
+        AMP_FP32_TYPES                                                       \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,     \
+        ldc));                                                               \
 }
+AMP_DEFINE_SGEMM(cublasSgemm_v2, int)
+AMP_DEFINE_SGEMM(cublasSgemm_v2_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa,
-                  cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
-                  const float *alpha, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, const float *beta, float *C,
-                  int64_t ldc)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemm_v2_64),
-                               AMP_CALL_ONE, .a = A, .b = B, .c = C,
-                               AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemm_v2_64(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                lda, B, ldb, beta, C, ldc));
+#define AMP_DEFINE_SGEMM_BATCHED(name, int_t)                                \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const float *alpha, const float *const Aarray[], int_t lda,             \
+     const float *const Barray[], int_t ldb, const float *beta,              \
+     float *const Carray[], int_t ldc, int_t batchCount)                     \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES    \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb,    \
+        beta, Carray, ldc, batchCount));                                     \
 }
+AMP_DEFINE_SGEMM_BATCHED(cublasSgemmBatched, int)
+AMP_DEFINE_SGEMM_BATCHED(cublasSgemmBatched_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int m, int n, int k,
-                   const float *alpha, const float *const Aarray[], int lda,
-                   const float *const Barray[], int ldb, const float *beta,
-                   float *const Carray[], int ldc, int batchCount)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmBatched),
-                               AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmBatched(
-                                handle, transa, transb, m, n, k, alpha,
-                                Aarray, lda, Barray, ldb, beta, Carray, ldc,
-                                batchCount));
+#define AMP_DEFINE_SGEMM_STRIDED(name, int_t)                                \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const float *alpha, const float *A, int_t lda,                          \
+     long long int strideA, const float *B, int_t ldb,                       \
+     long long int strideB, const float *beta, float *C, int_t ldc,          \
+     long long int strideC, int_t batchCount)                                \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,         \
+        .b = B, .c = C, AMP_FP32_TYPES                                       \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb,     \
+        strideB, beta, C, ldc, strideC, batchCount));                        \
 }
+AMP_DEFINE_SGEMM_STRIDED(cublasSgemmStridedBatched, int)
+AMP_DEFINE_SGEMM_STRIDED(cublasSgemmStridedBatched_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmBatched_64(cublasHandle_t handle, cublasOperation_t transa,
-                      cublasOperation_t transb, int64_t m, int64_t n,
-                      int64_t k, const float *alpha,
-                      const float *const Aarray[], int64_t lda,
-                      const float *const Barray[], int64_t ldb,
-                      const float *beta, float *const Carray[], int64_t ldc,
-                      int64_t batchCount)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmBatched_64),
-                               AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmBatched_64(
-                                handle, transa, transb, m, n, k, alpha,
-                                Aarray, lda, Barray, ldb, beta, Carray, ldc,
-                                batchCount));
+#define AMP_DEFINE_SGEMM_EX(name, int_t)                                     \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const float *alpha, const void *A, cudaDataType Atype, int_t lda,       \
+     const void *B, cudaDataType Btype, int_t ldb, const float *beta,        \
+     void *C, cudaDataType Ctype, int_t ldc)                                 \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
+        AMP_CALL_TYPES(CUBLAS_COMPUTE_32F)                                   \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
+        ldb, beta, C, Ctype, ldc));                                          \
 }
+AMP_DEFINE_SGEMM_EX(cublasSgemmEx, int)
+AMP_DEFINE_SGEMM_EX(cublasSgemmEx_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
-                          cublasOperation_t transb, int m, int n, int k,
-                          const float *alpha, const float *A, int lda,
-                          long long int strideA, const float *B, int ldb,
-                          long long int strideB, const float *beta, float *C,
-                          int ldc, long long int strideC, int batchCount)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmStridedBatched),
-                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
-                               .c = C, AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmStridedBatched(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                lda, strideA, B, ldb, strideB, beta, C, ldc,
-                                strideC, batchCount));
+#define AMP_DEFINE_GEMM_EX(name, int_t)                                      \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const void *alpha, const void *A, cudaDataType Atype, int_t lda,        \
+     const void *B, cudaDataType Btype, int_t ldb, const void *beta,         \
+     void *C, cudaDataType Ctype, int_t ldc,                                 \
+     cublasComputeType_t computeType, cublasGemmAlgo_t algo)                 \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
+        AMP_CALL_TYPES(computeType)                                          \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
+        ldb, beta, C, Ctype, ldc, computeType, algo));                       \
 }
+AMP_DEFINE_GEMM_EX(cublasGemmEx, int)
+AMP_DEFINE_GEMM_EX(cublasGemmEx_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa,
-                             cublasOperation_t transb, int64_t m, int64_t n,
-                             int64_t k, const float *alpha, const float *A,
-                             int64_t lda, long long int strideA,
-                             const float *B, int64_t ldb,
-                             long long int strideB, const float *beta,
-                             float *C, int64_t ldc, long long int strideC,
-                             int64_t batchCount)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmStridedBatched_64),
-                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
-                               .c = C, AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmStridedBatched_64(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                lda, strideA, B, ldb, strideB, beta, C, ldc,
-                                strideC, batchCount));
+#define AMP_DEFINE_GEMM_BATCHED_EX(name, int_t)                              \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const void *alpha, const void *const Aarray[], cudaDataType Atype,      \
+     int_t lda, const void *const Barray[], cudaDataType Btype,              \
+     int_t ldb, const void *beta, void *const Carray[],                      \
+     cudaDataType Ctype, int_t ldc, int_t batchCount,                        \
+     cublasComputeType_t computeType, cublasGemmAlgo_t algo)                 \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount),                   \
+        AMP_CALL_TYPES(computeType)                                          \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,          \
+        Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount,            \
+        computeType, algo));                                                 \
 }
+AMP_DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx, int)
+AMP_DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa,
-              cublasOperation_t transb, int m, int n, int k,
-              const float *alpha, const void *A, cudaDataType Atype, int lda,
-              const void *B, cudaDataType Btype, int ldb, const float *beta,
-              void *C, cudaDataType Ctype, int ldc)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmEx), AMP_CALL_ONE,
-                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
-                               .compute = CUBLAS_COMPUTE_32F};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmEx(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                                ldc));
+#define AMP_DEFINE_GEMM_STRIDED_EX(name, int_t)                              \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, int_t m, int_t n, int_t k,                    \
+     const void *alpha, const void *A, cudaDataType Atype, int_t lda,        \
+     long long int strideA, const void *B, cudaDataType Btype,               \
+     int_t ldb, long long int strideB, const void *beta, void *C,            \
+     cudaDataType Ctype, int_t ldc, long long int strideC,                   \
+     int_t batchCount, cublasComputeType_t computeType,                      \
+     cublasGemmAlgo_t algo)                                                  \
+{                                                                            \
+    const struct amp_call c = {                                              \
+        AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,         \
+        .b = B, .c = C, AMP_CALL_TYPES(computeType)                          \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,   \
+        Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,       \
+        computeType, algo));                                                 \
 }
-
-AMP_EXPORT cublasStatus_t
-cublasSgemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
-                 cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
-                 const float *alpha, const void *A, cudaDataType Atype,
-                 int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,
-                 const float *beta, void *C, cudaDataType Ctype, int64_t ldc)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasSgemmEx_64),
-                               AMP_CALL_ONE, .a = A, .b = B, .c = C,
-                               AMP_CALL_TYPES, .compute = CUBLAS_COMPUTE_32F};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmEx_64(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                                ldc));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
-             cublasOperation_t transb, int m, int n, int k, const void *alpha,
-             const void *A, cudaDataType Atype, int lda, const void *B,
-             cudaDataType Btype, int ldb, const void *beta, void *C,
-             cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
-             cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmEx), AMP_CALL_ONE,
-                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmEx(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                                ldc, computeType, algo));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
-                cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
-                const void *alpha, const void *A, cudaDataType Atype,
-                int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,
-                const void *beta, void *C, cudaDataType Ctype, int64_t ldc,
-                cublasComputeType_t computeType, cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmEx_64), AMP_CALL_ONE,
-                               .a = A, .b = B, .c = C, AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmEx_64(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                                ldc, computeType, algo));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
-                    cublasOperation_t transb, int m, int n, int k,
-                    const void *alpha, const void *const Aarray[],
-                    cudaDataType Atype, int lda, const void *const Barray[],
-                    cudaDataType Btype, int ldb, const void *beta,
-                    void *const Carray[], cudaDataType Ctype, int ldc,
-                    int batchCount, cublasComputeType_t computeType,
-                    cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmBatchedEx),
-                               AMP_CALL_ARRAY(batchCount), AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmBatchedEx(
-                                handle, transa, transb, m, n, k, alpha,
-                                Aarray, Atype, lda, Barray, Btype, ldb, beta,
-                                Carray, Ctype, ldc, batchCount, computeType,
-                                algo));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
-                       cublasOperation_t transb, int64_t m, int64_t n,
-                       int64_t k, const void *alpha,
-                       const void *const Aarray[], cudaDataType Atype,
-                       int64_t lda, const void *const Barray[],
-                       cudaDataType Btype, int64_t ldb, const void *beta,
-                       void *const Carray[], cudaDataType Ctype, int64_t ldc,
-                       int64_t batchCount, cublasComputeType_t computeType,
-                       cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmBatchedEx_64),
-                               AMP_CALL_ARRAY(batchCount), AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmBatchedEx_64(
-                                handle, transa, transb, m, n, k, alpha,
-                                Aarray, Atype, lda, Barray, Btype, ldb, beta,
-                                Carray, Ctype, ldc, batchCount, computeType,
-                                algo));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
-                           cublasOperation_t transb, int m, int n, int k,
-                           const void *alpha, const void *A,
-                           cudaDataType Atype, int lda, long long int strideA,
-                           const void *B, cudaDataType Btype, int ldb,
-                           long long int strideB, const void *beta, void *C,
-                           cudaDataType Ctype, int ldc, long long int strideC,
-                           int batchCount, cublasComputeType_t computeType,
-                           cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmStridedBatchedEx),
-                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
-                               .c = C, AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmStridedBatchedEx(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, strideA, B, Btype, ldb, strideB,
-                                beta, C, Ctype, ldc, strideC, batchCount,
-                                computeType, algo));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmStridedBatchedEx_64(
-    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-    int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
-    cudaDataType Atype, int64_t lda, long long int strideA, const void *B,
-    cudaDataType Btype, int64_t ldb, long long int strideB, const void *beta,
-    void *C, cudaDataType Ctype, int64_t ldc, long long int strideC,
-    int64_t batchCount, cublasComputeType_t computeType,
-    cublasGemmAlgo_t algo)
-{
-    const struct amp_call c = {AMP_CALL_COMMON(cublasGemmStridedBatchedEx_64),
-                               AMP_CALL_STRIDED(batchCount), .a = A, .b = B,
-                               .c = C, AMP_CALL_TYPES,
-                               .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmStridedBatchedEx_64(
-                                handle, transa, transb, m, n, k, alpha, A,
-                                Atype, lda, strideA, B, Btype, ldb, strideB,
-                                beta, C, Ctype, ldc, strideC, batchCount,
-                                computeType, algo));
-}
+AMP_DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, int)
+AMP_DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
 
 /* The grouped arguments that all four grouped entry points name alike. */
 #define AMP_GROUPED_COMMON(name)                                             \
     .api = AMP_API_##name, .handle = handle, .transa = transa_array,         \
     .transb = transb_array, .a = (const void *const *)Aarray,                \
     .b = (const void *const *)Barray, .c = (void *const *)Carray,            \
-    .group_count = group_count
+    .group_count = group_count, .alpha = alpha_array, .beta = beta_array
 #define AMP_GROUPED_INTS(field)                                              \
     .m = {.field = m_array}, .n = {.field = n_array},                        \
     .k = {.field = k_array}, .lda = {.field = lda_array},                    \
     .ldb = {.field = ldb_array}, .ldc = {.field = ldc_array},                \
     .group_size = {.field = group_size}
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmGroupedBatched(
-    cublasHandle_t handle, const cublasOperation_t transa_array[],
-    const cublasOperation_t transb_array[], const int m_array[],
-    const int n_array[], const int k_array[], const float alpha_array[],
-    const float *const Aarray[], const int lda_array[],
-    const float *const Barray[], const int ldb_array[],
-    const float beta_array[], float *const Carray[], const int ldc_array[],
-    int group_count, const int group_size[])
-{
-    const struct amp_grouped_call g = {
-        AMP_GROUPED_COMMON(cublasSgemmGroupedBatched), AMP_GROUPED_INTS(i32),
-        .alpha = alpha_array, .beta = beta_array, AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmGroupedBatched(
-                                handle, transa_array, transb_array, m_array,
-                                n_array, k_array, alpha_array, Aarray,
-                                lda_array, Barray, ldb_array, beta_array,
-                                Carray, ldc_array, group_count, group_size));
+#define AMP_DEFINE_SGEMM_GROUPED(name, int_t, field)                         \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
+     const cublasOperation_t transb_array[], const int_t m_array[],          \
+     const int_t n_array[], const int_t k_array[],                           \
+     const float alpha_array[], const float *const Aarray[],                 \
+     const int_t lda_array[], const float *const Barray[],                   \
+     const int_t ldb_array[], const float beta_array[],                      \
+     float *const Carray[], const int_t ldc_array[], int_t group_count,      \
+     const int_t group_size[])                                               \
+{                                                                            \
+    const struct amp_grouped_call g = {                                      \
+        AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), AMP_FP32_TYPES    \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)                 \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa_array, transb_array, m_array, n_array, k_array,       \
+        alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array,       \
+        Carray, ldc_array, group_count, group_size));                        \
 }
+AMP_DEFINE_SGEMM_GROUPED(cublasSgemmGroupedBatched, int, i32)
+AMP_DEFINE_SGEMM_GROUPED(cublasSgemmGroupedBatched_64, int64_t, i64)
 
-AMP_EXPORT cublasStatus_t
-cublasSgemmGroupedBatched_64(
-    cublasHandle_t handle, const cublasOperation_t transa_array[],
-    const cublasOperation_t transb_array[], const int64_t m_array[],
-    const int64_t n_array[], const int64_t k_array[],
-    const float alpha_array[], const float *const Aarray[],
-    const int64_t lda_array[], const float *const Barray[],
-    const int64_t ldb_array[], const float beta_array[],
-    float *const Carray[], const int64_t ldc_array[], int64_t group_count,
-    const int64_t group_size[])
-{
-    const struct amp_grouped_call g = {
-        AMP_GROUPED_COMMON(cublasSgemmGroupedBatched_64),
-        AMP_GROUPED_INTS(i64), .alpha = alpha_array, .beta = beta_array,
-        AMP_FP32_TYPES};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasSgemmGroupedBatched_64(
-                                handle, transa_array, transb_array, m_array,
-                                n_array, k_array, alpha_array, Aarray,
-                                lda_array, Barray, ldb_array, beta_array,
-                                Carray, ldc_array, group_count, group_size));
+#define AMP_DEFINE_GEMM_GROUPED_EX(name, int_t, field)                       \
+AMP_EXPORT cublasStatus_t                                                    \
+name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
+     const cublasOperation_t transb_array[], const int_t m_array[],          \
+     const int_t n_array[], const int_t k_array[],                           \
+     const void *alpha_array, const void *const Aarray[],                    \
+     cudaDataType_t Atype, const int_t lda_array[],                          \
+     const void *const Barray[], cudaDataType_t Btype,                       \
+     const int_t ldb_array[], const void *beta_array,                        \
+     void *const Carray[], cudaDataType_t Ctype,                             \
+     const int_t ldc_array[], int_t group_count,                             \
+     const int_t group_size[], cublasComputeType_t computeType)              \
+{                                                                            \
+    const struct amp_grouped_call g = {                                      \
+        AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), .ex = 1,          \
+        AMP_CALL_TYPES(computeType)                                          \
+    };                                                                       \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)                 \
+        return status;                                                       \
+    return amp_call_end(&h, amp_real.name(                                   \
+        handle, transa_array, transb_array, m_array, n_array, k_array,       \
+        alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array,     \
+        beta_array, Carray, Ctype, ldc_array, group_count, group_size,       \
+        computeType));                                                       \
 }
-
-AMP_EXPORT cublasStatus_t
-cublasGemmGroupedBatchedEx(
-    cublasHandle_t handle, const cublasOperation_t transa_array[],
-    const cublasOperation_t transb_array[], const int m_array[],
-    const int n_array[], const int k_array[], const void *alpha_array,
-    const void *const Aarray[], cudaDataType_t Atype, const int lda_array[],
-    const void *const Barray[], cudaDataType_t Btype, const int ldb_array[],
-    const void *beta_array, void *const Carray[], cudaDataType_t Ctype,
-    const int ldc_array[], int group_count, const int group_size[],
-    cublasComputeType_t computeType)
-{
-    const struct amp_grouped_call g = {
-        AMP_GROUPED_COMMON(cublasGemmGroupedBatchedEx), AMP_GROUPED_INTS(i32),
-        .ex = 1, .alpha = alpha_array, .beta = beta_array, AMP_CALL_TYPES,
-        .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmGroupedBatchedEx(
-                                handle, transa_array, transb_array, m_array,
-                                n_array, k_array, alpha_array, Aarray, Atype,
-                                lda_array, Barray, Btype, ldb_array,
-                                beta_array, Carray, Ctype, ldc_array,
-                                group_count, group_size, computeType));
-}
-
-AMP_EXPORT cublasStatus_t
-cublasGemmGroupedBatchedEx_64(
-    cublasHandle_t handle, const cublasOperation_t transa_array[],
-    const cublasOperation_t transb_array[], const int64_t m_array[],
-    const int64_t n_array[], const int64_t k_array[],
-    const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype,
-    const int64_t lda_array[], const void *const Barray[],
-    cudaDataType_t Btype, const int64_t ldb_array[], const void *beta_array,
-    void *const Carray[], cudaDataType_t Ctype, const int64_t ldc_array[],
-    int64_t group_count, const int64_t group_size[],
-    cublasComputeType_t computeType)
-{
-    const struct amp_grouped_call g = {
-        AMP_GROUPED_COMMON(cublasGemmGroupedBatchedEx_64),
-        AMP_GROUPED_INTS(i64), .ex = 1, .alpha = alpha_array,
-        .beta = beta_array, AMP_CALL_TYPES, .compute = computeType};
-    struct amp_hook h;
-    cublasStatus_t status;
-
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)
-        return status;
-    return amp_call_end(&h, amp_real.cublasGemmGroupedBatchedEx_64(
-                                handle, transa_array, transb_array, m_array,
-                                n_array, k_array, alpha_array, Aarray, Atype,
-                                lda_array, Barray, Btype, ldb_array,
-                                beta_array, Carray, Ctype, ldc_array,
-                                group_count, group_size, computeType));
-}
+AMP_DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx, int, i32)
+AMP_DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, int64_t, i64)
