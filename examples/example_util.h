@@ -179,4 +179,43 @@ element_ratio(double got, double ref, double bound)
     return err / bound;
 }
 
+/* One stored column-major operand as the GEMM reads it: op(X)(r, c). */
+struct operand_view {
+    const float *x;
+    int ld;
+    int transposed;            /* OP_T or OP_C (real data) */
+};
+
+static inline double
+operand_at(const struct operand_view *v, int r, int c)
+{
+    return v->transposed ? v->x[(size_t)r * v->ld + c]
+                         : v->x[(size_t)c * v->ld + r];
+}
+
+/* error / bound of C(i, j) = got against the double-precision
+ * alpha op(A) op(B) + beta c0 (C0 not read when beta is 0), with the
+ * bound tol (|alpha| |op(A)| |op(B)| + |beta| |c0|). */
+static inline double
+gemm_element_ratio(const struct operand_view *a, const struct operand_view *b,
+                   int i, int j, int k, float alpha, float beta, float c0,
+                   float got, double tol)
+{
+    double sum = 0.0, mag = 0.0, ref, bound;
+
+    for (int l = 0; l < k; l++) {
+        double x = operand_at(a, i, l) * operand_at(b, l, j);
+
+        sum += x;
+        mag += fabs(x);
+    }
+    ref = (double)alpha * sum;
+    bound = fabs((double)alpha) * mag;
+    if (beta != 0.0f) {
+        ref += (double)beta * c0;
+        bound += fabs((double)beta) * fabs((double)c0);
+    }
+    return element_ratio(got, ref, bound * tol);
+}
+
 #endif

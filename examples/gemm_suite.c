@@ -437,39 +437,22 @@ operands_make(const struct gcase *tc, const struct layout *l, uint64_t seed,
 
 /* ---- the reference ------------------------------------------------------ */
 
-static double
-op_at(const float *x, size_t off, int ld, cublasOperation_t op, int r,
-      int c)
-{
-    return op == CUBLAS_OP_N ? x[off + (size_t)c * ld + r]
-                             : x[off + (size_t)r * ld + c];
-}
-
 /* Max error / bound over one problem. */
 static double
 check_problem(const struct problem *p, const struct operands *o, double tol)
 {
+    const struct operand_view a = { o->a + p->off_a, p->lda,
+                                    p->ta != CUBLAS_OP_N };
+    const struct operand_view b = { o->b + p->off_b, p->ldb,
+                                    p->tb != CUBLAS_OP_N };
     double worst = 0.0;
 
     for (int j = 0; j < p->n; j++) {
         for (int i = 0; i < p->m; i++) {
             size_t at = p->off_c + (size_t)j * p->ldc + i;
-            double sum = 0.0, mag = 0.0, ref, bound, r;
+            double r = gemm_element_ratio(&a, &b, i, j, p->k, p->alpha,
+                                          p->beta, o->c0[at], o->c[at], tol);
 
-            for (int l = 0; l < p->k; l++) {
-                double x = op_at(o->a, p->off_a, p->lda, p->ta, i, l) *
-                           op_at(o->b, p->off_b, p->ldb, p->tb, l, j);
-
-                sum += x;
-                mag += fabs(x);
-            }
-            ref = (double)p->alpha * sum;
-            bound = fabs((double)p->alpha) * mag;
-            if (p->beta != 0.0f) {
-                ref += (double)p->beta * o->c0[at];
-                bound += fabs((double)p->beta) * fabs((double)o->c0[at]);
-            }
-            r = element_ratio(o->c[at], ref, bound * tol);
             if (r > worst)
                 worst = r;
         }

@@ -90,42 +90,26 @@ host_free(struct host *h)
     free(h->c);
 }
 
-static double
-op_at(const float *x, int ld, char op, int r, int c)
-{
-    return is_n(op) ? x[(size_t)c * ld + r] : x[(size_t)r * ld + c];
-}
-
 /* Max error / bound; -1 when padding changed. */
 static double
 check(const struct lcase *tc, const struct host *h, double tol)
 {
+    const struct operand_view a = { h->a, h->lda, !is_n(tc->transa) };
+    const struct operand_view b = { h->b, h->ldb, !is_n(tc->transb) };
     double worst = 0.0;
 
     for (int j = 0; j < tc->n; j++) {
         for (int i = 0; i < h->ldc; i++) {
             size_t at = (size_t)j * h->ldc + i;
-            double sum = 0.0, mag = 0.0, ref, bound, r;
+            double r;
 
             if (i >= tc->m) {
                 if (memcmp(&h->c[at], &h->c0[at], 4) != 0)
                     return -1.0;
                 continue;
             }
-            for (int l = 0; l < tc->k; l++) {
-                double x = op_at(h->a, h->lda, tc->transa, i, l) *
-                           op_at(h->b, h->ldb, tc->transb, l, j);
-
-                sum += x;
-                mag += fabs(x);
-            }
-            ref = (double)tc->alpha * sum;
-            bound = fabs((double)tc->alpha) * mag;
-            if (tc->beta != 0.0f) {
-                ref += (double)tc->beta * h->c0[at];
-                bound += fabs((double)tc->beta) * fabs((double)h->c0[at]);
-            }
-            r = element_ratio(h->c[at], ref, bound * tol);
+            r = gemm_element_ratio(&a, &b, i, j, tc->k, tc->alpha, tc->beta,
+                                   h->c0[at], h->c[at], tol);
             if (r > worst)
                 worst = r;
         }

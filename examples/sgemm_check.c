@@ -2,37 +2,14 @@
  * set of cases and checks every element against a double-precision CPU
  * reference with a tolerance given on the command line. */
 #include <cublas_v2.h>
-#include <cuda_runtime_api.h>
 
-#include <errno.h>
+#define EXAMPLE_PROG "sgemm_check"
+#include "example_util.h"
+
 #include <inttypes.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* Exit statuses. */
-#define EXIT_ALL_PASS 0
-#define EXIT_CHECK_FAILED 1
-#define EXIT_USAGE 2
-#define EXIT_CUDA_ERROR 3
-
-/* Padding values. A and B padding is huge but finite, so a reader of the
- * padding (say, a max-abs reduction over ld x cols) gets visibly wrong
- * results; C padding must come back bit-for-bit unchanged. */
-#define PAD_INPUT 1.0e30f
-#define PAD_OUTPUT -777.25f
-
-enum tol_kind {
-    TOL_FIXED,  /* the number given */
-    TOL_FP16,   /* 2^-10 + k * 2^-23: FP16 inputs, FP32 accumulation */
-    TOL_FP32,   /* k * 2^-23: FP32 throughout */
-};
 
 struct options {
-    enum tol_kind tol_kind;
-    double tol;
+    struct tolerance tol;
     uint64_t seed;
 };
 
@@ -88,103 +65,6 @@ struct case_result {
 };
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static const char *
-cublas_status_name(cublasStatus_t s)
-{
-    switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-        return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    }
-    return "CUBLAS_STATUS_UNKNOWN";
-}
-
-/* Reports a failed CUDA runtime call; returns 1 when it failed. */
-static int
-cuda_failed(const char *what, cudaError_t err)
-{
-    const char *name;
-
-    if (err == cudaSuccess)
-        return 0;
-    name = cudaGetErrorName(err);
-    printf("%s status=%s(%d)\n", what, name ? name : "cudaErrorUnknown",
-           (int)err);
-    fprintf(stderr, "sgemm_check: %s failed: %s (%d)\n", what,
-            name ? name : "unknown error", (int)err);
-    return 1;
-}
-
-/* Reports a failed cuBLAS call other than the GEMM; returns 1 if failed. */
-static int
-cublas_failed(const char *what, cublasStatus_t s)
-{
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return 0;
-    printf("%s status=%s(%d)\n", what, cublas_status_name(s), (int)s);
-    fprintf(stderr, "sgemm_check: %s failed: %s (%d)\n", what,
-            cublas_status_name(s), (int)s);
-    return 1;
-}
-
-/* splitmix64: deterministic across platforms, good enough for test data. */
-static uint64_t
-rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [-scale, scale), from 24 random bits (exact in float). */
-static float
-rng_float(uint64_t *state, float scale)
-{
-    int32_t bits = (int32_t)(rng_next(state) >> 40) - (1 << 23);
-
-    return (float)bits * 0x1p-23f * scale;
-}
-
-static uint64_t
-fnv1a64(const void *data, size_t len, uint64_t h)
-{
-    const unsigned char *p = data;
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-/* The per-element tolerance factor for a case with inner dimension k. */
-static double
-case_tol(const struct options *opt, int k)
-{
-    /* k == 0 still rounds beta * C0 once: budget one term. */
-    double terms = k > 0 ? (double)k : 1.0;
-
-    switch (opt->tol_kind) {
-    case TOL_FP16:
-        return 0x1p-10 + terms * 0x1p-23;
-    case TOL_FP32:
-        return terms * 0x1p-23;
-    case TOL_FIXED:
-        break;
-    }
-    return opt->tol;
-}
 
 /* ---- one case ---------------------------------------------------------- */
 
@@ -460,7 +340,7 @@ run_case(cublasHandle_t handle, const struct options *opt, size_t index)
         operands_free(&o);
         return EXIT_CUDA_ERROR;
     }
-    check_result(tc, &o, case_tol(opt, tc->k), &r);
+    check_result(tc, &o, tol_factor(&opt->tol, tc->k), &r);
     pass = r.max_ratio <= 1.0 && !r.padding_changed;
     printf(" err/bound=%.3e hash=%016" PRIx64 " %s%s\n", r.max_ratio,
            r.hash, pass ? "ok" : "FAIL",
@@ -496,8 +376,9 @@ usage(FILE *f)
         "  |C - Cref| <= tol * (|alpha| |op(A)| |op(B)| + |beta| |C0|)\n"
         "\n"
         "  --tol TOL   a positive number, or\n"
-        "              fp16: 2^-10 + k 2^-23 (FP16 inputs, FP32 "
+        "              fp16 or tf32: 2^-10 + k 2^-23 (FP16 inputs, FP32 "
         "accumulation)\n"
+        "              bf16: 2^-7 + k 2^-23\n"
         "              fp32: k 2^-23 (the default)\n"
         "  --seed N    seed of the pseudo-random inputs (default 1)\n"
         "\n"
@@ -505,30 +386,6 @@ usage(FILE *f)
         "FNV-1a 64 hash of the result. Exit status: 0 all pass, 1 a check\n"
         "failed, 2 bad usage, 3 a CUDA or cuBLAS call failed.\n",
         N_CASES);
-}
-
-/* Parses a --tol value; returns 0 or -1. */
-static int
-parse_tol(const char *s, struct options *opt)
-{
-    char *end;
-    double v;
-
-    if (strcmp(s, "fp16") == 0) {
-        opt->tol_kind = TOL_FP16;
-        return 0;
-    }
-    if (strcmp(s, "fp32") == 0) {
-        opt->tol_kind = TOL_FP32;
-        return 0;
-    }
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v > 0.0) || !isfinite(v))
-        return -1;
-    opt->tol_kind = TOL_FIXED;
-    opt->tol = v;
-    return 0;
 }
 
 static int
@@ -576,9 +433,9 @@ parse_args(int argc, char **argv, struct options *opt)
             fprintf(stderr, "sgemm_check: %s needs a value\n", arg);
             goto bad;
         }
-        if (len == 5 && parse_tol(value, opt) != 0) {
+        if (len == 5 && tol_parse(value, &opt->tol) != 0) {
             fprintf(stderr, "sgemm_check: bad --tol '%s': a positive "
-                    "number, fp16 or fp32\n", value);
+                    "number, fp16, bf16, tf32 or fp32\n", value);
             goto bad;
         }
         if (len == 6 && parse_seed(value, opt) != 0) {
@@ -596,18 +453,20 @@ bad:
 static const char *
 tol_label(const struct options *opt, char *buf, size_t size)
 {
-    if (opt->tol_kind == TOL_FP16)
+    if (opt->tol.kind == TOL_FP16)
         return "fp16";
-    if (opt->tol_kind == TOL_FP32)
+    if (opt->tol.kind == TOL_FP32)
         return "fp32";
-    snprintf(buf, size, "%.6g", opt->tol);
+    if (opt->tol.kind != TOL_FIXED)
+        return opt->tol.kind == TOL_BF16 ? "bf16" : "tf32";
+    snprintf(buf, size, "%.6g", opt->tol.fixed);
     return buf;
 }
 
 int
 main(int argc, char **argv)
 {
-    struct options opt = { TOL_FP32, 0.0, 1 };
+    struct options opt = { { TOL_FP32, 0.0 }, 1 };
     cublasHandle_t handle = NULL;
     cublasStatus_t s;
     char tol_buf[32];
