@@ -1126,6 +1126,7 @@ static const struct exact_setting exact_settings[] = {
 static const struct exact_setting program_faults[] = {
     { "AMPSHIM_EMU_FAIL", "alloc-async:1+", EXPECT_CONVERT, "*" },
     { "AMPSHIM_EMU_FAIL", "launch:1+", EXPECT_CONVERT, "*" },
+    { "AMPSHIM_EMU_FAIL", "module:1+", EXPECT_CONVERT, "*" },
     { "AMPSHIM_EMU_FAIL", "cublasGemmEx:1+", EXPECT_CONVERT,
       "cublasGemmEx" },
     { "AMPSHIM_EMU_FAIL", "cublasGemmStridedBatchedEx:1+", EXPECT_CONVERT,
@@ -1170,7 +1171,7 @@ run_program_groups(const char *group)
                            COUNT(exact_settings), exact_label);
     if (strcmp(group, "legacy") == 0)
         failed += run_settings("faults", "fault", test_program_fault,
-                               program_faults + 2, sizeof(program_faults[0]),
+                               program_faults + 3, sizeof(program_faults[0]),
                                1, exact_label);
     return failed;
 }
