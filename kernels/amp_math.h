@@ -451,10 +451,12 @@ amp_axpby_batch_thread(const float *r, const float *r_lo, int64_t ld_r,
 /* ---- Shadow errors ---------------------------------------------------------- */
 
 /* Errors of a candidate against the FP32 result; the maxima are FP32 bits
- * of non-negative numbers, so atomicMax reduces them. */
+ * of non-negative numbers, so atomicMax reduces them. The relative error
+ * is max_abs / max_ref (in the max norm): element-wise ratios are
+ * meaningless where the FP32 result cancels to near zero. */
 struct amp_shadow_error {
-    uint32_t max_abs;
-    uint32_t max_rel;
+    uint32_t max_abs;          /* max |candidate - fp32| */
+    uint32_t max_ref;          /* max |fp32| over its finite elements */
     unsigned long long nonfinite;
 };
 
@@ -473,9 +475,19 @@ amp_shadow_merge(struct amp_shadow_error *into,
 {
     if (e->max_abs > into->max_abs)
         into->max_abs = e->max_abs;
-    if (e->max_rel > into->max_rel)
-        into->max_rel = e->max_rel;
+    if (e->max_ref > into->max_ref)
+        into->max_ref = e->max_ref;
     into->nonfinite += e->nonfinite;
+}
+
+/* The relative error of a measurement, max_abs / max_ref: 0 when nothing
+ * differs, infinite when only a zero result differs. */
+AMP_HD double
+amp_shadow_relative(float max_abs, float max_ref)
+{
+    if (max_abs == 0.0f)
+        return 0.0;
+    return (double)max_abs / (double)max_ref;
 }
 
 /* Adds one element: ref is the FP32 result, cand the candidate's. Only
@@ -484,10 +496,15 @@ amp_shadow_merge(struct amp_shadow_error *into,
 AMP_HD void
 amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
 {
-    float diff, rel;
+    float diff;
+    uint32_t mag;
 
     if (!amp_is_finite(ref))
         return;
+    /* |ref| by its bits: -0.0 must not compare above every positive. */
+    mag = amp_f32_bits(ref) & 0x7fffffffu;
+    if (mag > e->max_ref)
+        e->max_ref = mag;
     if (!amp_is_finite(cand)) {
         e->nonfinite++;
         return;
@@ -495,11 +512,6 @@ amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
     diff = cand > ref ? cand - ref : ref - cand;
     if (amp_f32_bits(diff) > e->max_abs)
         e->max_abs = amp_f32_bits(diff);
-    if (ref != 0.0f) {
-        rel = diff / (ref > 0.0f ? ref : -ref);
-        if (amp_f32_bits(rel) > e->max_rel)
-            e->max_rel = amp_f32_bits(rel);
-    }
 }
 
 /* One thread's share of the errors of a compact candidate batch (ld_r,

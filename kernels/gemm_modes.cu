@@ -92,7 +92,7 @@ amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
                    struct amp_shadow_error *slot)
 {
     __shared__ uint32_t abs_max[AMP_KERNEL_BLOCK];
-    __shared__ uint32_t rel_max[AMP_KERNEL_BLOCK];
+    __shared__ uint32_t ref_max[AMP_KERNEL_BLOCK];
     __shared__ unsigned long long nonfinite;
     struct amp_shadow_error e = amp_shadow_error_thread(
         cand, ld_r, stride_r, c, c_array, ldc, stride_c, batch, rows, cols,
@@ -101,23 +101,23 @@ amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
     if (threadIdx.x == 0)
         nonfinite = 0;
     abs_max[threadIdx.x] = e.max_abs;
-    rel_max[threadIdx.x] = e.max_rel;
+    ref_max[threadIdx.x] = e.max_ref;
     __syncthreads();
     if (e.nonfinite)
         atomicAdd(&nonfinite, e.nonfinite);
     amp_block_max(abs_max);
-    amp_block_max(rel_max);
+    amp_block_max(ref_max);
     if (threadIdx.x != 0)
         return;
     atomicMax(&accum->error.max_abs, abs_max[0]);
-    atomicMax(&accum->error.max_rel, rel_max[0]);
+    atomicMax(&accum->error.max_ref, ref_max[0]);
     atomicAdd(&accum->error.nonfinite, nonfinite);
     __threadfence();
     if (atomicAdd(&accum->blocks_done, 1u) != gridDim.x - 1)
         return;
     // The last block: every other block's atomics are visible.
     slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
-    slot->max_rel = atomicMax(&accum->error.max_rel, 0u);
+    slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
     slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
     __threadfence_system();
 }

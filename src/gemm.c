@@ -663,7 +663,8 @@ amp_gemm_shadow_harvest(int wait)
         if (done > 0) {
             memcpy(&bits, (const void *)(uintptr_t)p->slot_at, sizeof bits);
             e.max_abs = amp_bits_f32(bits.max_abs);
-            e.max_rel = amp_bits_f32(bits.max_rel);
+            e.max_rel = amp_shadow_relative(amp_bits_f32(bits.max_abs),
+                                            amp_bits_f32(bits.max_ref));
             e.nonfinite = bits.nonfinite;
             if (p->stats)
                 amp_stats_shadow(p->stats, &e);

@@ -32,8 +32,8 @@ struct amp_api_stats {
 /* Errors of a candidate mode against the FP32 result over one call. */
 struct amp_gemm_error {
     double max_abs;            /* max |candidate - fp32| */
-    double max_rel;            /* max |candidate - fp32| / |fp32|, over
-                                  elements where fp32 != 0 */
+    double max_rel;            /* max |candidate - fp32| / max |fp32|:
+                                  relative error in the max norm */
     unsigned long long nonfinite; /* elements finite in FP32 but not in the
                                      candidate */
 };

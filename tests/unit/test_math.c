@@ -278,12 +278,17 @@ test_shadow_element(void **state)
     amp_shadow_element(&e, 1.0f, NAN);
     amp_shadow_element(&e, 1.0f, -INFINITY);
     assert_true(amp_bits_f32(e.max_abs) == 0.5f);
-    assert_true(amp_bits_f32(e.max_rel) == 0.5f);
+    /* Every finite FP32 element counts for the norm, even one whose
+     * candidate is not finite. */
+    assert_true(amp_bits_f32(e.max_ref) == 2.0f);
     assert_int_equal(e.nonfinite, 2);
     amp_shadow_element(&f, -4.0f, -1.0f);
     amp_shadow_merge(&e, &f);
     assert_true(amp_bits_f32(e.max_abs) == 3.0f);
-    assert_true(amp_bits_f32(e.max_rel) == 3.0f);
+    assert_true(amp_bits_f32(e.max_ref) == 2.0f);
+    assert_true(amp_shadow_relative(3.0f, 2.0f) == 1.5);
+    assert_true(amp_shadow_relative(0.0f, 0.0f) == 0.0);
+    assert_true(isinf(amp_shadow_relative(1.0f, 0.0f)));
     assert_int_equal(e.nonfinite, 2);
 }
 
