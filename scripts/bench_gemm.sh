@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# GEMM benchmark: builds, then runs examples/gemm_bench (plain FP32
+# cublasSgemm_v2 timed with CUDA events) without the shim and under
+# LD_PRELOAD=libampshim.so in every mode, and prints one table: GPU, shape,
+# mode, time per call, speed-up over FP32 without the shim, max relative
+# error of a sample of C against a double reference. Then the shim's host
+# cost per call of an 8x8x8 SGEMM. It prints numbers and asserts nothing.
+#
+# usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]
+#
+# On a GPU (nvidia-smi lists one) times are measured, on that GPU. Without
+# one the program runs on the CPU device emulator (build/tests/emu) once per
+# modelled GPU (h100 a100 l4 rtx4090; BENCH_GPUS overrides), and the times
+# are the emulator's modelled times. The emulator computes every product on
+# one CPU core (about 0.2 s per 1024^3 call), so its default shapes stop at
+# 1024^3 and 2048x2048x256-sized skinny shapes, with 1 warm-up and 1 timed
+# call (modelled times are deterministic): about two minutes in all.
+# --full runs 256^3 to 8192^3 and the 8192/256 skinny shapes (the default
+# on a GPU; hours on the emulator).
+# JOBS=N limits the build's parallel jobs.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build
+
+small=256x256x256,1024x1024x1024,2048x2048x256,2048x256x2048,256x2048x2048
+full=256x256x256,1024x1024x1024,4096x4096x4096,8192x8192x8192
+full+=,8192x8192x256,8192x256x8192,256x8192x8192
+shapes=
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --full) shapes=$full; shift ;;
+    --shapes) shapes=${2:?--shapes needs MxNxK,...}; shift 2 ;;
+    *) echo "usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]" >&2
+       exit 2 ;;
+    esac
+done
+
+"$root/scripts/build.sh" "$build" gcc >/dev/null
+
+shim=$build/hooks/libampshim.so
+prog=$build/examples/gemm_bench
+emu=$build/tests/emu
+for f in "$shim" "$prog"; do
+    [[ -e $f ]] || { echo "bench_gemm: $f was not built" >&2; exit 1; }
+done
+
+# The shim's settings come from here, not from the caller's shell.
+unset AMPSHIM_DISABLE AMPSHIM_LOG_FILE AMPSHIM_MODE AMPSHIM_EMU_FAIL \
+      AMPSHIM_SCRATCH_MAX
+export AMPSHIM_SUMMARY=1 AMPSHIM_LOG_LEVEL=warn
+
+if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n $gpus ]]; then
+    kind=measured
+    gpu_list=(gpu)
+    env_run=(env)
+    bench_args=(--warmup 3 --reps 10)
+    shapes=${shapes:-$full}
+else
+    kind=modelled
+    read -r -a gpu_list <<<"${BENCH_GPUS:-h100 a100 l4 rtx4090}"
+    env_run=(env "LD_LIBRARY_PATH=$emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    bench_args=(--warmup 1 --reps 1)
+    shapes=${shapes:-$small}
+fi
+# The counts of the shim's summary line, as \1 (calls) and \2 (converted).
+count='calls=\([0-9]*\) converted=\([0-9]*\).*'
+modes=(none fp32 fp16 bf16 tf32 fp16x3 shadow)
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run GPU MODE ARGS...: the program's stdout in $tmp/out, stderr in
+# $tmp/err; MODE "none" runs without the shim, "disable" passes through.
+run() {
+    local gpu=$1 mode=$2
+    local -a env_mode=()
+    shift 2
+    [[ $gpu == gpu ]] || env_mode+=("AMPSHIM_EMU_GPU=$gpu")
+    case $mode in
+    none) ;;
+    disable) env_mode+=("LD_PRELOAD=$shim" AMPSHIM_DISABLE=1) ;;
+    *) env_mode+=("LD_PRELOAD=$shim" "AMPSHIM_MODE=$mode") ;;
+    esac
+    if ! "${env_run[@]}" "${env_mode[@]}" "$prog" "$@" \
+            >"$tmp/out" 2>"$tmp/err"; then
+        echo "bench_gemm: $gpu $mode: gemm_bench failed:" >&2
+        cat "$tmp/out" "$tmp/err" >&2
+        exit 1
+    fi
+}
+
+# field NAME FILE...: the values of NAME= on the lines of the files.
+field() {
+    local name=$1
+    shift
+    sed -n "s/.*[[:space:]]$name=\([^[:space:]]*\).*/\1/p" "$@"
+}
+
+echo "GEMM benchmark: cublasSgemm_v2, C = A B (N, N), A and B uniform in" \
+     "[0, 1); time per call $kind"
+echo "with CUDA events; error: max |C - C_ref| / |C_ref| over a 16 x 16" \
+     "sample of C, C_ref in double."
+printf '%-8s %-16s %-7s %14s %8s %12s  %s\n' GPU shape mode \
+    "ms ($kind)" speedup max_rel_err converted
+for gpu in "${gpu_list[@]}"; do
+    for mode in "${modes[@]}"; do
+        run "$gpu" "$mode" --shapes "$shapes" "${bench_args[@]}"
+        name=$(sed -n 's/^device name="\(.*\)" .*/\1/p' "$tmp/out")
+        # converted/calls from the shim's exit summary: proof it ran.
+        summary=$(sed -n "s/^ampshim\[[0-9]*\]: summary cublasSgemm_v2 $count/\2\/\1/p" \
+                      "$tmp/err")
+        paste -d' ' <(field m "$tmp/out") <(field n "$tmp/out") \
+                    <(field k "$tmp/out") <(field ms "$tmp/out") \
+                    <(field max_rel_err "$tmp/out") >"$tmp/$gpu.$mode"
+        while read -r m n k ms err; do
+            base=$(awk -v m="$m" -v n="$n" -v k="$k" \
+                       '$1 == m && $2 == n && $3 == k { print $4 }' \
+                       "$tmp/$gpu.none")
+            speedup=$(awk -v a="$base" -v b="$ms" \
+                          'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+            printf '%-8s %-16s %-7s %14.4f %8s %12s  %s\n' "$gpu" \
+                "${m}x${n}x${k}" "$mode" "$ms" "$speedup" "$err" \
+                "${summary:--}"
+        done <"$tmp/$gpu.$mode"
+    done
+    echo "  ($gpu: $name)"
+done
+
+# The shim's host cost: wall-clock per call of a tiny GEMM, the same loop
+# with and without the shim.
+calls=20000
+echo
+echo "Host cost per call: 8x8x8 cublasSgemm_v2 issued $calls times in a" \
+     "tight loop, then"
+echo "synchronised; best of 3 runs, minus the time without the shim."
+if [[ $kind == modelled ]]; then
+    echo "On the emulator every figure includes the emulator's own host" \
+         "work (queueing"
+    echo "and running each op on the CPU): emulator + shim host cost, not" \
+         "a GPU's."
+fi
+printf '%-9s %14s %14s\n' setting "us/call" "shim us/call"
+gpu=${gpu_list[0]}
+base=
+for mode in none disable fp32 fp16; do
+    best=
+    for _ in 1 2 3; do
+        run "$gpu" "$mode" --overhead "$calls"
+        us=$(field us_per_call "$tmp/out")
+        best=$(awk -v a="${best:-$us}" -v b="$us" \
+                   'BEGIN { print (b < a ? b : a) }')
+    done
+    base=${base:-$best}
+    case $mode in
+    none) label="no shim" ;;
+    disable) label="DISABLE=1" ;;
+    *) label="MODE=$mode" ;;
+    esac
+    printf '%-9s %14.3f %14.3f\n' "$label" "$best" \
+        "$(awk -v a="$best" -v b="$base" 'BEGIN { print a - b }')"
+done
