@@ -20,18 +20,22 @@ enum amp_mode {
     AMP_MODE_TF32,     /* FP32 operands, CUBLAS_COMPUTE_32F_FAST_TF32 */
     AMP_MODE_FP16X3,   /* hi + lo FP16 split, three FP16 GEMMs */
     AMP_MODE_SHADOW,   /* FP32 result; the candidate mode measured beside */
+    /* Convolutions: FP32 data, cuDNN's CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+     * on the shim's copy of the descriptor. GEMMs run it as fp16. */
+    AMP_MODE_ALLOW_CONVERSION,
     AMP_MODE_COUNT,
 };
 
 #define AMP_CONFIG_MAX_PROBLEMS 8
-#define AMP_CONFIG_PROBLEM_LEN 200
+#define AMP_CONFIG_PROBLEM_LEN 320
 #define AMP_CONFIG_PATH_LEN 4096
 
 struct amp_config {
     int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
     enum amp_mode mode;           /* AMPSHIM_MODE */
     /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
-     * shadow:bf16, shadow:tf32 and shadow:fp16x3 choose another. */
+     * shadow:bf16, shadow:tf32, shadow:fp16x3 and shadow:allow-conversion
+     * choose another. */
     enum amp_mode shadow_candidate;
     enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL */
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */

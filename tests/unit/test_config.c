@@ -163,6 +163,8 @@ test_mode_names(void **state)
     assert_string_equal(amp_mode_name(AMP_MODE_TF32), "tf32");
     assert_string_equal(amp_mode_name(AMP_MODE_FP16X3), "fp16x3");
     assert_string_equal(amp_mode_name(AMP_MODE_SHADOW), "shadow");
+    assert_string_equal(amp_mode_name(AMP_MODE_ALLOW_CONVERSION),
+                        "allow-conversion");
     assert_string_equal(amp_mode_name(AMP_MODE_COUNT), "?");
 }
 
@@ -183,6 +185,9 @@ test_modes(void **state)
         {"shadow:bf16", AMP_MODE_SHADOW, AMP_MODE_BF16},
         {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
         {"Shadow:FP16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
+        {"allow-conversion", AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16},
+        {"shadow:allow-conversion", AMP_MODE_SHADOW,
+         AMP_MODE_ALLOW_CONVERSION},
     };
     const char *env[3] = {"AMPSHIM_MODE", NULL, NULL};
     struct amp_config cfg;
@@ -218,7 +223,8 @@ test_bad_modes(void **state)
         assert_non_null(strstr(cfg.problems[0],
                                "fp32, fp16, bf16, tf32, fp16x3, shadow, "
                                "shadow:fp16, shadow:bf16, shadow:tf32, "
-                               "shadow:fp16x3"));
+                               "shadow:fp16x3, allow-conversion, "
+                               "shadow:allow-conversion; ignored"));
     }
 }
 
