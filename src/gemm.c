@@ -4,16 +4,14 @@
 
 #include "amp_kernels.h"
 #include "amp_math.h"
+#include "harvest.h"
 #include "log.h"
 
-#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
 #define AMP_SCRATCH_ALIGN 256
 #define AMP_F16_LD_MULTIPLE 8
-/* Shadow calls measured but not yet harvested, over all contexts. */
-#define AMP_GEMM_MAX_PENDING 256
 
 static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_CONVERT] = "converted",
@@ -494,6 +492,9 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     memset(run, 0, sizeof *run);
     run->mode = mode;
     run->candidate = shadow ? candidate : mode;
+    /* A convolution mode; for GEMMs the nearest one. */
+    if (run->candidate == AMP_MODE_ALLOW_CONVERSION)
+        run->candidate = AMP_MODE_FP16;
     run->stream = d->stream;
     run->dev = dev;
     run->desc = *d;
@@ -505,7 +506,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     if (shadow && amp_dev_stream_capturing(d->stream) != 0)
         return AMP_ERR_UNAVAILABLE;
     if (shadow)
-        amp_gemm_shadow_harvest(0); /* frees the slots of finished calls */
+        amp_harvest(0); /* frees the slots of finished calls */
 
     amp_gemm_layout(d, run->candidate, shadow, &l);
     st = amp_gemm_acquire(run, &l, scratch_max);
@@ -564,8 +565,6 @@ amp_queue_axpby(struct amp_gemm_run *run)
                       run->stream, params);
 }
 
-static enum amp_status amp_gemm_shadow_pend(struct amp_gemm_run *run);
-
 /* The error kernel of a shadow run: candidate against the caller's C. */
 static enum amp_status
 amp_queue_shadow_error(struct amp_gemm_run *run)
@@ -587,7 +586,10 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
     if (st == AMP_OK)
         st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
-        st = amp_gemm_shadow_pend(run);
+        st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
+                              run->desc.stats, NULL);
+    if (st == AMP_OK)
+        run->slot = -1; /* the harvest's now */
     return st;
 }
 
@@ -608,78 +610,4 @@ void
 amp_gemm_abandon(struct amp_gemm_run *run)
 {
     amp_gemm_release(run);
-}
-
-/* ---- Shadow measurements ---------------------------------------------------- */
-
-struct amp_gemm_pending {
-    struct amp_dev *dev;
-    int slot;
-    amp_devptr slot_at;
-    struct amp_api_stats *stats;
-};
-
-static pthread_mutex_t amp_pending_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct amp_gemm_pending amp_pending[AMP_GEMM_MAX_PENDING];
-static int amp_npending;
-
-/* Hands the run's slot to the harvest: it is no longer the run's. */
-static enum amp_status
-amp_gemm_shadow_pend(struct amp_gemm_run *run)
-{
-    enum amp_status st = AMP_ERR_UNAVAILABLE;
-
-    pthread_mutex_lock(&amp_pending_lock);
-    if (amp_npending < AMP_GEMM_MAX_PENDING) {
-        amp_pending[amp_npending].dev = run->dev;
-        amp_pending[amp_npending].slot = run->slot;
-        amp_pending[amp_npending].slot_at = run->slot_at;
-        amp_pending[amp_npending].stats = run->desc.stats;
-        amp_npending++;
-        run->slot = -1;
-        st = AMP_OK;
-    }
-    pthread_mutex_unlock(&amp_pending_lock);
-    return st;
-}
-
-uint64_t
-amp_gemm_shadow_harvest(int wait)
-{
-    uint64_t harvested = 0;
-    int i = 0;
-
-    pthread_mutex_lock(&amp_pending_lock);
-    while (i < amp_npending) {
-        struct amp_gemm_pending *p = &amp_pending[i];
-        int done = amp_dev_slot_done(p->dev, p->slot, wait);
-        struct amp_shadow_error bits;
-        struct amp_gemm_error e;
-
-        if (done == 0) {
-            i++;
-            continue;
-        }
-        if (done > 0) {
-            memcpy(&bits, (const void *)(uintptr_t)p->slot_at, sizeof bits);
-            e.max_abs = amp_bits_f32(bits.max_abs);
-            e.max_rel = amp_shadow_relative(amp_bits_f32(bits.max_abs),
-                                            amp_bits_f32(bits.max_ref));
-            e.nonfinite = bits.nonfinite;
-            if (p->stats)
-                amp_stats_shadow(p->stats, &e);
-            harvested++;
-        }
-        amp_dev_slot_release(p->dev, p->slot);
-        *p = amp_pending[--amp_npending];
-    }
-    pthread_mutex_unlock(&amp_pending_lock);
-    return harvested;
-}
-
-void
-amp_gemm_shadow_forget(void)
-{
-    pthread_mutex_init(&amp_pending_lock, NULL);
-    amp_npending = 0;
 }

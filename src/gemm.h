@@ -163,15 +163,4 @@ enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
 /* After a step failed: queues the scratch free. */
 void amp_gemm_abandon(struct amp_gemm_run *run);
 
-/* ---- Shadow measurements ---------------------------------------------------- */
-
-/* Hands the errors of every finished shadow call so far to
- * amp_stats_shadow() of its descriptor's stats, and returns how many calls
- * that was. Never blocks: calls whose error kernels have not finished stay
- * for a later harvest. With `wait` (only at exit), waits for them first. */
-uint64_t amp_gemm_shadow_harvest(int wait);
-
-/* Forgets unharvested shadow calls (a forked child starts clean). */
-void amp_gemm_shadow_forget(void);
-
 #endif

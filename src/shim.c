@@ -2,8 +2,9 @@
 #include "shim.h"
 
 #include "device.h"
-#include "gemm.h"
+#include "harvest.h"
 #include "log.h"
+#include "site.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -20,7 +21,7 @@ static void
 amp_shim_at_exit(void)
 {
     /* Shadow calls still in flight: their errors belong in the summary. */
-    amp_gemm_shadow_harvest(1);
+    amp_harvest(1);
     if (amp_shim_cfg.summary)
         amp_stats_summary();
 }
@@ -38,7 +39,8 @@ static void
 amp_shim_fork_child(void)
 {
     amp_stats_reset();
-    amp_gemm_shadow_forget();
+    amp_harvest_forget();
+    amp_site_forget();
     amp_dev_forget();
     atomic_fetch_add(&amp_shim_gen, 1);
 }

@@ -10,6 +10,7 @@
 #include "amp_math.h"
 #include "emu_child.h"
 #include "gemm.h"
+#include "harvest.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -522,7 +523,7 @@ test_beta_zero_ignores_c(void **state)
             assert_true(bound_ratio(&prob, c, alpha, beta, UBF16, &err) <=
                         1.0);
         }
-    amp_gemm_shadow_harvest(1);
+    amp_harvest(1);
 }
 
 /* Device pointer mode: alpha and beta are read on the device by the
@@ -581,8 +582,8 @@ test_shadow(void **state)
             run_mode(&prob, AMP_MODE_SHADOW, candidates[m], &alpha, &beta, 0,
                      c);
             assert_memory_equal(c, c32, sizeof c);
-            assert_int_equal(amp_gemm_shadow_harvest(1), 1);
-            assert_int_equal(amp_gemm_shadow_harvest(1), 0);
+            assert_int_equal(amp_harvest(1), 1);
+            assert_int_equal(amp_harvest(1), 0);
             assert_int_equal(stats.shadow_calls, 1);
             print_message("shadow:%s %s: max abs %.3g, max rel %.3g\n",
                           amp_mode_name(candidates[m]), kind_names[kind],
@@ -614,7 +615,7 @@ test_shadow_nonfinite(void **state)
     amp_stats_reset();
     run_mode(&prob, AMP_MODE_SHADOW, AMP_MODE_BF16, &alpha, &beta, 0, c);
     assert_true(c[0] == prob.a[0] * 0.5f);
-    assert_int_equal(amp_gemm_shadow_harvest(1), 1);
+    assert_int_equal(amp_harvest(1), 1);
     /* C(0, j) for j > 0 is 3.4e38 * 0: 0 in FP32, Inf * 0 = NaN in BF16. */
     assert_int_equal(stats.shadow_nonfinite, N);
 }
@@ -718,7 +719,7 @@ child(const char *scenario)
         return 12;
     if (free_after != free_before)
         return 2;
-    amp_gemm_shadow_harvest(1);
+    amp_harvest(1);
     if (st == AMP_OK)
         return 1;
     if (mode != AMP_MODE_SHADOW && memcmp(c, prob.c0, sizeof c) != 0)
