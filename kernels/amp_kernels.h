@@ -91,6 +91,46 @@ extern const size_t amp_kernels_fatbin_size;
  *     the errors of the candidate against C (amp_shadow_element), reduced
  *     in *accum (zeroed first); the last block to finish writes the total
  *     to *slot (page-locked host memory mapped for the device).
+ *
+ * The convolution kernels take tensors as struct amp_conv_layout (by
+ * value; see amp_math.h) and cover them as grid-stride loops:
+ *
+ * amp_k_conv_absmax(const float *src, struct amp_conv_layout l,
+ *                   uint32_t *absmax, uint32_t *nonfinite)
+ *     raises *absmax to the largest finite |src| (FP32 bits) and sets
+ *     *nonfinite to 1 when src holds Inf or NaN; both zeroed first.
+ *
+ * amp_k_conv_scalars(struct amp_conv_scalars *s, int32_t log2_len,
+ *                    int32_t format)
+ *     one thread: amp_conv_scalars_finish().
+ *
+ * amp_k_conv_cast(const float *src, struct amp_conv_layout l,
+ *                 uint16_t *dst, const float *scale, int32_t format)
+ *     the packed copy of src times *scale in FP16 or BF16, padding zeroed.
+ *
+ * amp_k_conv_output(const void *r, int32_t format,
+ *                   struct amp_conv_layout lr, float *dst,
+ *                   struct amp_conv_layout ld, const float *old,
+ *                   struct amp_conv_layout lo,
+ *                   const struct amp_conv_scalars *s, float alpha,
+ *                   float beta)
+ *     dst = alpha * unscaled r + beta * old (old not read when beta is 0):
+ *     r packed by lr's sizes and padding, dst and old by their strides.
+ *
+ * amp_k_conv_check(const void *r, int64_t n, int32_t format,
+ *                  const struct amp_conv_scalars *s,
+ *                  struct amp_shadow_accum *accum,
+ *                  struct amp_shadow_error *slot)
+ *     counts the non-finite elements of the n packed results into
+ *     slot->nonfinite (0 when s->nonfinite_in), reduced as
+ *     amp_k_shadow_error.
+ *
+ * amp_k_conv_error(const float *cand, struct amp_conv_layout lc,
+ *                  const float *ref, struct amp_conv_layout lref,
+ *                  struct amp_shadow_accum *accum,
+ *                  struct amp_shadow_error *slot)
+ *     the errors of a shadow candidate against the FP32 result, as
+ *     amp_k_shadow_error.
  */
 #define AMP_K_ABSMAX_F32 "amp_k_absmax_f32"
 #define AMP_K_GEMM_SCALARS "amp_k_gemm_scalars"
@@ -102,6 +142,12 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"
 #define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"
 #define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
+#define AMP_K_CONV_ABSMAX "amp_k_conv_absmax"
+#define AMP_K_CONV_SCALARS "amp_k_conv_scalars"
+#define AMP_K_CONV_CAST "amp_k_conv_cast"
+#define AMP_K_CONV_OUTPUT "amp_k_conv_output"
+#define AMP_K_CONV_CHECK "amp_k_conv_check"
+#define AMP_K_CONV_ERROR "amp_k_conv_error"
 
 /* Blocks for a grid-stride kernel over n elements. */
 static inline unsigned

@@ -125,6 +125,29 @@ amp_is_finite(float f)
     return (amp_f32_bits(f) & 0x7f800000u) != 0x7f800000u;
 }
 
+/* floor(log2 |f|) of a finite non-zero f, subnormals included. */
+AMP_HD int
+amp_log2_floor(float f)
+{
+    uint32_t bits = amp_f32_bits(f) & 0x7fffffffu;
+    int log2_floor = -126;
+
+    if (bits >= 0x800000u)
+        return (int)(bits >> 23) - 127;
+    while (!(bits & 0x800000u)) { /* subnormal: bits * 2^-149 */
+        bits <<= 1;
+        log2_floor--;
+    }
+    return log2_floor;
+}
+
+/* 2^e is a normal float for e in [-126, 127]. */
+AMP_HD int
+amp_clamp_exp(int e)
+{
+    return e > 127 ? 127 : e < -126 ? -126 : e;
+}
+
 /* The power-of-two exponent e that brings a tensor whose largest finite
  * magnitude is `absmax` into FP16's window: absmax * 2^e lies in
  * [2^14, 2^15). 0 when absmax is 0 or not finite; clamped so that 2^e is a
@@ -133,26 +156,10 @@ AMP_HD int
 amp_f16_scale_exp(float absmax)
 {
     uint32_t bits = amp_f32_bits(absmax) & 0x7fffffffu;
-    int log2_floor;
-    int e;
 
     if (bits == 0 || bits >= 0x7f800000u)
         return 0;
-    if (bits >= 0x800000u) {
-        log2_floor = (int)(bits >> 23) - 127;
-    } else { /* subnormal: bits * 2^-149 */
-        log2_floor = -126;
-        while (!(bits & 0x800000u)) {
-            bits <<= 1;
-            log2_floor--;
-        }
-    }
-    e = AMP_F16_TARGET_EXP - log2_floor;
-    if (e > 127)
-        e = 127;
-    if (e < -126)
-        e = -126;
-    return e;
+    return amp_clamp_exp(AMP_F16_TARGET_EXP - amp_log2_floor(absmax));
 }
 
 /* Scalars of one converted GEMM, in the scratch buffer on the device. The
@@ -532,6 +539,266 @@ amp_shadow_error_thread(const float *cand, int64_t ld_r, int64_t stride_r,
         off_c = amp_batch_split(g, rows, cols, ldc, &b);
         amp_shadow_element(&e, cand[b * stride_r + off_r],
                            amp_batch_f32(c, c_array, stride_c, b)[off_c]);
+    }
+    return e;
+}
+
+/* ---- Convolutions: N-d tensors, packed copies with padded channels -------- */
+
+#define AMP_CONV_MAX_DIMS 5
+
+/* A tensor as the caller stores it: sizes in logical order (N, C, spatial
+ * for activations; K, C per group, spatial for filters) with element
+ * strides. Its packed copy in scratch is channels last (dim 1 innermost,
+ * then the spatial dims, dim 0 outermost, no gaps) with dims 0 and 1
+ * padded per group: index i of dim d < 2 is at i / per[d] * per_pad[d] +
+ * i % per[d], and the padding holds zeros. */
+struct amp_conv_layout {
+    int64_t nb_dims;
+    int64_t dim[AMP_CONV_MAX_DIMS];
+    int64_t stride[AMP_CONV_MAX_DIMS];
+    int64_t per[2];
+    int64_t per_pad[2];
+};
+
+/* Size of dim d in the packed copy. */
+AMP_HD int64_t
+amp_conv_packed_dim(const struct amp_conv_layout *l, int d)
+{
+    return d < 2 ? l->dim[d] / l->per[d] * l->per_pad[d] : l->dim[d];
+}
+
+/* Elements of the tensor, or with `packed` of its packed copy. */
+AMP_HD int64_t
+amp_conv_count(const struct amp_conv_layout *l, int packed)
+{
+    int64_t n = 1;
+    int d;
+
+    for (d = 0; d < l->nb_dims; d++)
+        n *= packed ? amp_conv_packed_dim(l, d) : l->dim[d];
+    return n;
+}
+
+/* Coordinates of element g counted channels last over sizes `dim` (the
+ * tensor's or, with `packed`, its packed copy's). */
+AMP_HD void
+amp_conv_coords(const struct amp_conv_layout *l, int packed, int64_t g,
+                int64_t *at)
+{
+    int64_t channels = packed ? amp_conv_packed_dim(l, 1) : l->dim[1];
+    int d;
+
+    at[1] = g % channels;
+    g /= channels;
+    for (d = (int)l->nb_dims - 1; d >= 2; d--) {
+        at[d] = g % l->dim[d];
+        g /= l->dim[d];
+    }
+    at[0] = g;
+}
+
+/* Offset of a (real) element in the caller's tensor. */
+AMP_HD int64_t
+amp_conv_offset(const struct amp_conv_layout *l, const int64_t *at)
+{
+    int64_t off = 0;
+    int d;
+
+    for (d = 0; d < l->nb_dims; d++)
+        off += at[d] * l->stride[d];
+    return off;
+}
+
+/* Offset of a real element in the packed copy. */
+AMP_HD int64_t
+amp_conv_packed_offset(const struct amp_conv_layout *l, const int64_t *at)
+{
+    int64_t off = at[0] / l->per[0] * l->per_pad[0] + at[0] % l->per[0];
+    int d;
+
+    for (d = 2; d < l->nb_dims; d++)
+        off = off * l->dim[d] + at[d];
+    return off * amp_conv_packed_dim(l, 1) + at[1] / l->per[1] * l->per_pad[1] +
+           at[1] % l->per[1];
+}
+
+/* Turns packed coordinates into real ones in place; 0 when they are
+ * padding. */
+AMP_HD int
+amp_conv_unpad(const struct amp_conv_layout *l, int64_t *at)
+{
+    int d;
+
+    for (d = 0; d < 2; d++) {
+        int64_t r = at[d] % l->per_pad[d];
+
+        if (r >= l->per[d])
+            return 0;
+        at[d] = at[d] / l->per_pad[d] * l->per[d] + r;
+    }
+    return 1;
+}
+
+/* One thread's share of the absolute maximum of the finite elements (FP32
+ * bits); *nonfinite becomes 1 when an element is Inf or NaN. */
+AMP_HD uint32_t
+amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
+                       uint32_t *nonfinite, int64_t tid, int64_t nthreads)
+{
+    int64_t at[AMP_CONV_MAX_DIMS];
+    int64_t n = amp_conv_count(l, 0), g;
+    uint32_t best = 0;
+
+    for (g = tid; g < n; g += nthreads) {
+        uint32_t mag;
+
+        amp_conv_coords(l, 0, g, at);
+        mag = amp_f32_bits(src[amp_conv_offset(l, at)]) & 0x7fffffffu;
+        if (mag >= 0x7f800000u)
+            *nonfinite = 1;
+        else if (mag > best)
+            best = mag;
+    }
+    return best;
+}
+
+/* One thread's share of the packed copy: dst[g] = half(src * scale), zero
+ * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). */
+AMP_HD void
+amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
+                     uint16_t *dst, float scale, int32_t format, int64_t tid,
+                     int64_t nthreads)
+{
+    int64_t at[AMP_CONV_MAX_DIMS];
+    int64_t n = amp_conv_count(l, 1), g;
+
+    for (g = tid; g < n; g += nthreads) {
+        float x = 0.0f;
+
+        amp_conv_coords(l, 1, g, at);
+        if (amp_conv_unpad(l, at))
+            x = src[amp_conv_offset(l, at)] * scale;
+        dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
+                                           : amp_f32_to_f16(x);
+    }
+}
+
+/* The packed result element at `off` as FP32: FP16, BF16 or FP32
+ * (AMP_FORMAT_F32). */
+#define AMP_FORMAT_F32 2
+
+AMP_HD float
+amp_conv_result(const void *r, int64_t off, int32_t format)
+{
+    if (format == AMP_FORMAT_F32)
+        return ((const float *)r)[off];
+    if (format == AMP_FORMAT_BF16)
+        return amp_bits_f32((uint32_t)((const uint16_t *)r)[off] << 16);
+    return amp_f16_to_f32(((const uint16_t *)r)[off]);
+}
+
+/* Scalars of one converted convolution, in scratch on the device: the
+ * inputs' maxima (FP32 bits, so that atomicMax reduces them), whether an
+ * input holds Inf or NaN, and the scales. */
+struct amp_conv_scalars {
+    uint32_t absmax_a;
+    uint32_t absmax_b;
+    uint32_t nonfinite_in;
+    int32_t exp_a;
+    int32_t exp_b;
+    float scale_a;    /* 2^exp_a */
+    float scale_b;
+    float unscale_a;  /* 2^-exp_a */
+    float unscale_b;
+};
+
+/* FP16 output bound: both scaled inputs' maxima below 2^(p+1) and 2^(q+1)
+ * with p + q + 2 + ceil(log2(reduction length)) <= AMP_CONV_F16_OUT_EXP
+ * keep every output below 2^15, half of FP16's largest finite 65504. */
+#define AMP_CONV_F16_OUT_EXP 15
+
+/* The scales of a convolution's two inputs for `format`: for FP16, powers
+ * of two chosen from the maxima so that |output| <= scaled max_a * scaled
+ * max_b * 2^log2_len < 2^15 cannot overflow (`log2_len` is
+ * ceil(log2(reduction length))); BF16 and FP32 keep FP32's range and are
+ * not scaled. */
+AMP_HD void
+amp_conv_scalars_finish(struct amp_conv_scalars *s, int32_t log2_len,
+                        int32_t format)
+{
+    float a = amp_bits_f32(s->absmax_a), b = amp_bits_f32(s->absmax_b);
+    int budget = AMP_CONV_F16_OUT_EXP - 2 - log2_len;
+    int p = budget >= 0 ? budget / 2 : -((1 - budget) / 2);
+    int q = budget - p;
+
+    s->exp_a = 0;
+    s->exp_b = 0;
+    if (format == AMP_FORMAT_F16 && s->absmax_a != 0 && s->absmax_b != 0) {
+        s->exp_a = amp_clamp_exp((p > 14 ? 14 : p) - amp_log2_floor(a));
+        s->exp_b = amp_clamp_exp((q > 14 ? 14 : q) - amp_log2_floor(b));
+    }
+    s->scale_a = amp_pow2f(s->exp_a);
+    s->scale_b = amp_pow2f(s->exp_b);
+    s->unscale_a = amp_pow2f(amp_clamp_exp(-s->exp_a));
+    s->unscale_b = amp_pow2f(amp_clamp_exp(-s->exp_b));
+}
+
+/* One thread's share of the output: dst = alpha * r / (scale_a scale_b) +
+ * beta * old for every real element, where r is the packed result (laid
+ * out by `lr`'s sizes and padding), dst and old are laid out by their
+ * strides, and old is not read when beta is 0. */
+AMP_HD void
+amp_conv_output_thread(const void *r, int32_t format,
+                       const struct amp_conv_layout *lr, float *dst,
+                       const struct amp_conv_layout *ld, const float *old,
+                       const struct amp_conv_layout *lo,
+                       const struct amp_conv_scalars *s, float alpha,
+                       float beta, int64_t tid, int64_t nthreads)
+{
+    int64_t at[AMP_CONV_MAX_DIMS];
+    int64_t n = amp_conv_count(lr, 0), g;
+
+    for (g = tid; g < n; g += nthreads) {
+        float v;
+
+        amp_conv_coords(lr, 0, g, at);
+        v = amp_conv_result(r, amp_conv_packed_offset(lr, at), format) *
+            s->unscale_a * s->unscale_b;
+        dst[amp_conv_offset(ld, at)] =
+            amp_axpby(alpha, v, beta,
+                      beta == 0.0f ? 0.0f : old[amp_conv_offset(lo, at)]);
+    }
+}
+
+/* One thread's count of non-finite elements among n packed results. */
+AMP_HD unsigned long long
+amp_conv_nonfinite_thread(const void *r, int64_t n, int32_t format,
+                          int64_t tid, int64_t nthreads)
+{
+    unsigned long long count = 0;
+    int64_t g;
+
+    for (g = tid; g < n; g += nthreads)
+        count += !amp_is_finite(amp_conv_result(r, g, format));
+    return count;
+}
+
+/* One thread's share of a shadow candidate's errors: cand and ref are the
+ * same tensor laid out by their own strides. */
+AMP_HD struct amp_shadow_error
+amp_conv_error_thread(const float *cand, const struct amp_conv_layout *lc,
+                      const float *ref, const struct amp_conv_layout *lref,
+                      int64_t tid, int64_t nthreads)
+{
+    struct amp_shadow_error e = {0, 0, 0};
+    int64_t at[AMP_CONV_MAX_DIMS];
+    int64_t n = amp_conv_count(lc, 0), g;
+
+    for (g = tid; g < n; g += nthreads) {
+        amp_conv_coords(lc, 0, g, at);
+        amp_shadow_element(&e, cand[amp_conv_offset(lc, at)],
+                           ref[amp_conv_offset(lref, at)]);
     }
     return e;
 }

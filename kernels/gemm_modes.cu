@@ -3,21 +3,7 @@
 // The arithmetic lives in amp_math.h, shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
-
-#define AMP_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
-#define AMP_NTHREADS ((int64_t)gridDim.x * blockDim.x)
-
-// Largest value over the block, left in slots[0].
-static __device__ void
-amp_block_max(uint32_t *slots)
-{
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half && slots[threadIdx.x + half] > slots[threadIdx.x])
-            slots[threadIdx.x] = slots[threadIdx.x + half];
-        __syncthreads();
-    }
-}
+#include "amp_reduce.cuh"
 
 extern "C" __global__ void
 amp_k_absmax_batch(const float *base, const float *const *array,
@@ -91,33 +77,8 @@ amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
                    int64_t cols, struct amp_shadow_accum *accum,
                    struct amp_shadow_error *slot)
 {
-    __shared__ uint32_t abs_max[AMP_KERNEL_BLOCK];
-    __shared__ uint32_t ref_max[AMP_KERNEL_BLOCK];
-    __shared__ unsigned long long nonfinite;
-    struct amp_shadow_error e = amp_shadow_error_thread(
-        cand, ld_r, stride_r, c, c_array, ldc, stride_c, batch, rows, cols,
-        AMP_TID, AMP_NTHREADS);
-
-    if (threadIdx.x == 0)
-        nonfinite = 0;
-    abs_max[threadIdx.x] = e.max_abs;
-    ref_max[threadIdx.x] = e.max_ref;
-    __syncthreads();
-    if (e.nonfinite)
-        atomicAdd(&nonfinite, e.nonfinite);
-    amp_block_max(abs_max);
-    amp_block_max(ref_max);
-    if (threadIdx.x != 0)
-        return;
-    atomicMax(&accum->error.max_abs, abs_max[0]);
-    atomicMax(&accum->error.max_ref, ref_max[0]);
-    atomicAdd(&accum->error.nonfinite, nonfinite);
-    __threadfence();
-    if (atomicAdd(&accum->blocks_done, 1u) != gridDim.x - 1)
-        return;
-    // The last block: every other block's atomics are visible.
-    slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
-    slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
-    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
-    __threadfence_system();
+    amp_shadow_reduce(amp_shadow_error_thread(cand, ld_r, stride_r, c, c_array,
+                                              ldc, stride_c, batch, rows,
+                                              cols, AMP_TID, AMP_NTHREADS),
+                      accum, slot);
 }

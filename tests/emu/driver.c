@@ -1960,7 +1960,8 @@ cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 struct drv_launch {
     const struct emu_kernel *kernel;
     struct emu_launch launch;
-    unsigned char params[EMU_KERNEL_MAX_PARAMS * 8];
+    /* By-value parameters, each 8-byte aligned: CUDA takes up to 4 KB. */
+    _Alignas(8) unsigned char params[4096];
 };
 
 static CUresult
@@ -2040,9 +2041,13 @@ cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     for (i = 0; i < fn->kernel->nparams; i++) {
         size_t n = fn->kernel->param_size[i];
 
+        if (off + n > sizeof(l->params)) {
+            free(l);
+            return drv_leave(CUDA_ERROR_INVALID_VALUE);
+        }
         memcpy(l->params + off, params[i], n);
         l->launch.params[i] = l->params + off;
-        off += 8;
+        off += (n + 7) & ~(size_t)7;
     }
     op.name = fn->kernel->name;
     op.arg = l;

@@ -476,6 +476,217 @@ emu_bytes_shadow_error(const struct emu_launch *l)
     return emu_r_elems(l, 7) * 8.0;
 }
 
+/* ---- Convolution kernels ------------------------------------------------ */
+
+#define EMU_LAYOUT sizeof(struct amp_conv_layout)
+
+/* Bytes a tensor of `l` spans in the caller's layout, elements of `elem`
+ * bytes (non-negative strides, as cuDNN's). */
+static size_t
+emu_conv_span(const struct amp_conv_layout *l, size_t elem)
+{
+    int64_t last = 0;
+
+    for (int d = 0; d < l->nb_dims; d++) {
+        if (l->dim[d] <= 0)
+            return 0;
+        last += (l->dim[d] - 1) * l->stride[d];
+    }
+    return (size_t)(last + 1) * elem;
+}
+
+static size_t
+emu_conv_packed_bytes(const struct amp_conv_layout *l, size_t elem)
+{
+    return (size_t)amp_conv_count(l, 1) * elem;
+}
+
+static size_t
+emu_format_size(int32_t format)
+{
+    return format == AMP_FORMAT_F32 ? 4 : 2;
+}
+
+/* amp_k_conv_absmax(src, l, absmax, nonfinite) */
+static CUresult
+emu_run_conv_absmax(const struct emu_launch *l)
+{
+    const struct amp_conv_layout *t = l->params[1];
+    const float *src = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                                  emu_conv_span(t, 4));
+    uint32_t *absmax = emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr), 4);
+    uint32_t *nonfinite = emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), 4);
+    int64_t nthreads = emu_threads(l);
+
+    if (!src || !absmax || !nonfinite)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (int64_t tid = 0; tid < nthreads; tid++) {
+        uint32_t bad = 0;
+        uint32_t local = amp_conv_absmax_thread(src, t, &bad, tid, nthreads);
+
+        if (local > *absmax) /* atomicMax */
+            *absmax = local;
+        if (bad)
+            *nonfinite = 1;
+    }
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_absmax(const struct emu_launch *l)
+{
+    return (double)amp_conv_count(l->params[1], 0) * 4.0;
+}
+
+/* amp_k_conv_scalars(s, log2_len, format) */
+static CUresult
+emu_run_conv_scalars(const struct emu_launch *l)
+{
+    struct amp_conv_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr), sizeof *s);
+
+    if (!s)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    amp_conv_scalars_finish(s, EMU_PARAM(l, 1, int32_t),
+                            EMU_PARAM(l, 2, int32_t));
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_scalars(const struct emu_launch *l)
+{
+    (void)l;
+    return (double)sizeof(struct amp_conv_scalars);
+}
+
+/* amp_k_conv_cast(src, l, dst, scale, format) */
+static CUresult
+emu_run_conv_cast(const struct emu_launch *l)
+{
+    const struct amp_conv_layout *t = l->params[1];
+    const float *src = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                                  emu_conv_span(t, 4));
+    uint16_t *dst = emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr),
+                               emu_conv_packed_bytes(t, 2));
+    const float *scale = emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), 4);
+    int64_t nthreads = emu_threads(l);
+
+    if (!src || !dst || !scale)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (int64_t tid = 0; tid < nthreads; tid++)
+        amp_conv_cast_thread(src, t, dst, *scale, EMU_PARAM(l, 4, int32_t),
+                             tid, nthreads);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_cast(const struct emu_launch *l)
+{
+    return (double)amp_conv_count(l->params[1], 1) * 6.0;
+}
+
+/* amp_k_conv_output(r, format, lr, dst, ld, old, lo, s, alpha, beta) */
+static CUresult
+emu_run_conv_output(const struct emu_launch *l)
+{
+    int32_t format = EMU_PARAM(l, 1, int32_t);
+    const struct amp_conv_layout *lr = l->params[2];
+    const struct amp_conv_layout *ld = l->params[4];
+    const struct amp_conv_layout *lo = l->params[6];
+    float beta = EMU_PARAM(l, 9, float);
+    const void *r = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                               emu_conv_packed_bytes(lr, emu_format_size(format)));
+    float *dst = emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), emu_conv_span(ld, 4));
+    const float *old = beta == 0.0f
+                           ? NULL
+                           : emu_dev_at(EMU_PARAM(l, 5, CUdeviceptr),
+                                        emu_conv_span(lo, 4));
+    const struct amp_conv_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 7, CUdeviceptr), sizeof *s);
+    int64_t nthreads = emu_threads(l);
+
+    if (!r || !dst || (beta != 0.0f && !old) || !s)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (int64_t tid = 0; tid < nthreads; tid++)
+        amp_conv_output_thread(r, format, lr, dst, ld, old, lo, s,
+                               EMU_PARAM(l, 8, float), beta, tid, nthreads);
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_output(const struct emu_launch *l)
+{
+    return (double)amp_conv_count(l->params[2], 0) * 10.0;
+}
+
+/* amp_k_conv_check(r, n, format, s, accum, slot) */
+static CUresult
+emu_run_conv_check(const struct emu_launch *l)
+{
+    int64_t n = EMU_PARAM(l, 1, int64_t);
+    int32_t format = EMU_PARAM(l, 2, int32_t);
+    const void *r = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                               (size_t)n * emu_format_size(format));
+    const struct amp_conv_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), sizeof *s);
+    struct amp_shadow_accum *accum =
+        emu_dev_at(EMU_PARAM(l, 4, CUdeviceptr), sizeof *accum);
+    struct amp_shadow_error *slot =
+        emu_dev_at(EMU_PARAM(l, 5, CUdeviceptr), sizeof *slot);
+    int64_t nthreads = emu_threads(l);
+
+    if (!r || !s || !accum || !slot)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (int64_t tid = 0; tid < nthreads && !s->nonfinite_in; tid++)
+        accum->error.nonfinite +=
+            amp_conv_nonfinite_thread(r, n, format, tid, nthreads);
+    accum->blocks_done = l->grid[0];
+    *slot = accum->error;
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_check(const struct emu_launch *l)
+{
+    return (double)EMU_PARAM(l, 1, int64_t) *
+           (double)emu_format_size(EMU_PARAM(l, 2, int32_t));
+}
+
+/* amp_k_conv_error(cand, lc, ref, lref, accum, slot) */
+static CUresult
+emu_run_conv_error(const struct emu_launch *l)
+{
+    const struct amp_conv_layout *lc = l->params[1];
+    const struct amp_conv_layout *lref = l->params[3];
+    const float *cand = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
+                                   emu_conv_span(lc, 4));
+    const float *ref = emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr),
+                                  emu_conv_span(lref, 4));
+    struct amp_shadow_accum *accum =
+        emu_dev_at(EMU_PARAM(l, 4, CUdeviceptr), sizeof *accum);
+    struct amp_shadow_error *slot =
+        emu_dev_at(EMU_PARAM(l, 5, CUdeviceptr), sizeof *slot);
+    int64_t nthreads = emu_threads(l);
+
+    if (!cand || !ref || !accum || !slot)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    for (int64_t tid = 0; tid < nthreads; tid++) {
+        struct amp_shadow_error e =
+            amp_conv_error_thread(cand, lc, ref, lref, tid, nthreads);
+
+        amp_shadow_merge(&accum->error, &e);
+    }
+    accum->blocks_done = l->grid[0];
+    *slot = accum->error;
+    return CUDA_SUCCESS;
+}
+
+static double
+emu_bytes_conv_error(const struct emu_launch *l)
+{
+    return (double)amp_conv_count(l->params[1], 0) * 8.0;
+}
+
 const struct emu_kernel emu_kernels[] = {
     {AMP_K_ABSMAX_F32, 5, {8, 8, 8, 8, 8}, emu_run_absmax, emu_bytes_absmax},
     {AMP_K_GEMM_SCALARS, 5, {8, 8, 8, 4, 4}, emu_run_gemm_scalars,
@@ -496,6 +707,19 @@ const struct emu_kernel emu_kernels[] = {
      emu_run_axpby_batch, emu_bytes_axpby_batch},
     {AMP_K_SHADOW_ERROR, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
      emu_run_shadow_error, emu_bytes_shadow_error},
+    {AMP_K_CONV_ABSMAX, 4, {8, EMU_LAYOUT, 8, 8}, emu_run_conv_absmax,
+     emu_bytes_conv_absmax},
+    {AMP_K_CONV_SCALARS, 3, {8, 4, 4}, emu_run_conv_scalars,
+     emu_bytes_conv_scalars},
+    {AMP_K_CONV_CAST, 5, {8, EMU_LAYOUT, 8, 8, 4}, emu_run_conv_cast,
+     emu_bytes_conv_cast},
+    {AMP_K_CONV_OUTPUT, 10,
+     {8, 4, EMU_LAYOUT, 8, EMU_LAYOUT, 8, EMU_LAYOUT, 8, 4, 4},
+     emu_run_conv_output, emu_bytes_conv_output},
+    {AMP_K_CONV_CHECK, 6, {8, 8, 4, 8, 8, 8}, emu_run_conv_check,
+     emu_bytes_conv_check},
+    {AMP_K_CONV_ERROR, 6, {8, EMU_LAYOUT, 8, EMU_LAYOUT, 8, 8},
+     emu_run_conv_error, emu_bytes_conv_error},
     {NULL, 0, {0}, NULL, NULL},
 };
 

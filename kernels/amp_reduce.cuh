@@ -1,0 +1,59 @@
+// Block and grid reductions the kernels share (device code only).
+#ifndef AMP_REDUCE_CUH
+#define AMP_REDUCE_CUH
+
+#include "amp_kernels.h"
+#include "amp_math.h"
+
+// A grid-stride kernel's thread index and thread count.
+#define AMP_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define AMP_NTHREADS ((int64_t)gridDim.x * blockDim.x)
+
+// Largest value over the block, left in slots[0].
+static __device__ void
+amp_block_max(uint32_t *slots)
+{
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half && slots[threadIdx.x + half] > slots[threadIdx.x])
+            slots[threadIdx.x] = slots[threadIdx.x + half];
+        __syncthreads();
+    }
+}
+
+// Reduces every thread's errors e into *accum (zeroed before the kernel);
+// the last block to finish writes the total to *slot (page-locked host
+// memory mapped for the device). Every thread of the block calls it.
+static __device__ void
+amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
+                  struct amp_shadow_error *slot)
+{
+    __shared__ uint32_t abs_max[AMP_KERNEL_BLOCK];
+    __shared__ uint32_t ref_max[AMP_KERNEL_BLOCK];
+    __shared__ unsigned long long nonfinite;
+
+    if (threadIdx.x == 0)
+        nonfinite = 0;
+    abs_max[threadIdx.x] = e.max_abs;
+    ref_max[threadIdx.x] = e.max_ref;
+    __syncthreads();
+    if (e.nonfinite)
+        atomicAdd(&nonfinite, e.nonfinite);
+    amp_block_max(abs_max);
+    amp_block_max(ref_max);
+    if (threadIdx.x != 0)
+        return;
+    atomicMax(&accum->error.max_abs, abs_max[0]);
+    atomicMax(&accum->error.max_ref, ref_max[0]);
+    atomicAdd(&accum->error.nonfinite, nonfinite);
+    __threadfence();
+    if (atomicAdd(&accum->blocks_done, 1u) != gridDim.x - 1)
+        return;
+    // The last block: every other block's atomics are visible.
+    slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
+    slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
+    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
+    __threadfence_system();
+}
+
+#endif

@@ -1,0 +1,74 @@
+// Kernels of the converted convolution path: maxima and scales of the two
+// inputs, their half-precision packed copies with padded channels, the
+// output cast with alpha and beta, the non-finite check and the shadow
+// errors. The arithmetic lives in amp_math.h, shared with the emulator's
+// host build.
+#include "amp_kernels.h"
+#include "amp_math.h"
+#include "amp_reduce.cuh"
+
+extern "C" __global__ void
+amp_k_conv_absmax(const float *src, struct amp_conv_layout l,
+                  uint32_t *absmax, uint32_t *nonfinite)
+{
+    __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
+    uint32_t bad = 0;
+
+    block_max[threadIdx.x] = amp_conv_absmax_thread(src, &l, &bad, AMP_TID,
+                                                    AMP_NTHREADS);
+    if (bad)
+        atomicOr(nonfinite, 1u);
+    amp_block_max(block_max);
+    if (threadIdx.x == 0)
+        atomicMax(absmax, block_max[0]);
+}
+
+extern "C" __global__ void
+amp_k_conv_scalars(struct amp_conv_scalars *s, int32_t log2_len,
+                   int32_t format)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        amp_conv_scalars_finish(s, log2_len, format);
+}
+
+extern "C" __global__ void
+amp_k_conv_cast(const float *src, struct amp_conv_layout l, uint16_t *dst,
+                const float *scale, int32_t format)
+{
+    amp_conv_cast_thread(src, &l, dst, *scale, format, AMP_TID,
+                         AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_conv_output(const void *r, int32_t format, struct amp_conv_layout lr,
+                  float *dst, struct amp_conv_layout ld, const float *old,
+                  struct amp_conv_layout lo, const struct amp_conv_scalars *s,
+                  float alpha, float beta)
+{
+    amp_conv_output_thread(r, format, &lr, dst, &ld, old, &lo, s, alpha, beta,
+                           AMP_TID, AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_conv_check(const void *r, int64_t n, int32_t format,
+                 const struct amp_conv_scalars *s,
+                 struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
+{
+    struct amp_shadow_error e = {0, 0, 0};
+
+    // Non-finite inputs may rightly make non-finite outputs.
+    if (!s->nonfinite_in)
+        e.nonfinite = amp_conv_nonfinite_thread(r, n, format, AMP_TID,
+                                                AMP_NTHREADS);
+    amp_shadow_reduce(e, accum, slot);
+}
+
+extern "C" __global__ void
+amp_k_conv_error(const float *cand, struct amp_conv_layout lc,
+                 const float *ref, struct amp_conv_layout lref,
+                 struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
+{
+    amp_shadow_reduce(amp_conv_error_thread(cand, &lc, ref, &lref, AMP_TID,
+                                            AMP_NTHREADS),
+                      accum, slot);
+}
