@@ -45,6 +45,14 @@ random_scale(uint64_t *rng, int range)
                             range);
 }
 
+/* x[0], x[step], ..., x[(count - 1) step] times s. */
+static void
+scale_strided(float *x, int count, int step, float s)
+{
+    for (int i = 0; i < count; i++)
+        x[(size_t)i * step] *= s;
+}
+
 /* x := (I - 2 v v^T / v^T v) x for each of `count` vectors of length n,
  * `stride` apart, element step `step`. */
 static void
@@ -100,21 +108,19 @@ fill(struct problem *p, enum matrix_class cls, uint64_t *rng)
         p->c0[i] = rng_float(rng, 1.0f);
     switch (cls) {
     case CLASS_ROWS_14: case CLASS_ROWS_20:
+        /* Row i of op(A) and C0 by one scale, column j of B and C0 by
+         * another: C(i, j) keeps its relative size. */
         for (int i = 0; i < M; i++) {
             float s = random_scale(rng, range);
 
-            for (int l = 0; l < K; l++)
-                p->a[i * K + l] *= s;
-            for (int j = 0; j < N; j++)
-                p->c0[j * M + i] *= s;
+            scale_strided(p->a + (size_t)i * K, K, 1, s);
+            scale_strided(p->c0 + i, N, M, s);
         }
         for (int j = 0; j < N; j++) {
             float s = random_scale(rng, range);
 
-            for (int l = 0; l < K; l++)
-                p->b[j * K + l] *= s;
-            for (int i = 0; i < M; i++)
-                p->c0[j * M + i] *= s;
+            scale_strided(p->b + (size_t)j * K, K, 1, s);
+            scale_strided(p->c0 + (size_t)j * M, M, 1, s);
         }
         break;
     case CLASS_ELEMENTS_20:

@@ -207,8 +207,9 @@ test_soak_no_growth(void **state)
     char *args[] = { (char *)"--calls", calls, (char *)"--tol",
                      (char *)"fp16", NULL };
     struct amp_test_run run;
-    long n, warmup, sync_every, device_growth, heap_growth, rss_growth;
-    size_t device, heap, rss;
+    long n = 0, warmup = 0, sync_every = 0;
+    long device_growth = 0, heap_growth = 0, rss_growth = 0;
+    size_t device = 0, heap = 0, rss = 0;
     const char *line;
 
     (void)state;
