@@ -1,0 +1,724 @@
+/* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
+ * become a descriptor, are decided, and run on the converted path on the
+ * shim's own handle and descriptors; everything else is the original call
+ * with the caller's unchanged arguments. */
+#include "cudnn_symbols.h"
+
+#include "conv.h"
+#include "device.h"
+#include "harvest.h"
+#include "log.h"
+#include "resolve.h"
+#include "shim.h"
+#include "site.h"
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AMP_EXPORT __attribute__((visibility("default")))
+#define AMP_CUDNN_SONAME "libcudnn.so.9"
+
+/* ---- The real functions --------------------------------------------------- */
+
+#define AMP_PFN_TYPE(ret, name, params) typedef ret(*amp_pfn_##name) params;
+AMP_CUDNN_SYMBOLS(AMP_PFN_TYPE)
+#undef AMP_PFN_TYPE
+
+static struct {
+#define AMP_REAL_MEMBER(ret, name, params) amp_pfn_##name name;
+    AMP_CUDNN_SYMBOLS(AMP_REAL_MEMBER)
+#undef AMP_REAL_MEMBER
+} amp_real;
+
+#define AMP_NAME_STRING(ret, name, params) #name,
+static const char *const amp_cudnn_names[] = {
+    AMP_CUDNN_SYMBOLS(AMP_NAME_STRING)};
+#undef AMP_NAME_STRING
+
+#define AMP_REAL_SLOT(ret, name, params) (void **)&amp_real.name,
+static void **const amp_cudnn_slots[] = {AMP_CUDNN_SYMBOLS(AMP_REAL_SLOT)};
+#undef AMP_REAL_SLOT
+
+#define AMP_CUDNN_NSYMBOLS                                                   \
+    ((int)(sizeof amp_cudnn_names / sizeof *amp_cudnn_names))
+
+static pthread_once_t amp_cudnn_once = PTHREAD_ONCE_INIT;
+/* Every called function was found: the converted path can run. */
+static int amp_cudnn_complete;
+
+static void
+amp_cudnn_resolve(void)
+{
+    amp_cudnn_complete = amp_resolve_all(AMP_CUDNN_SONAME, amp_cudnn_names,
+                                         amp_cudnn_slots,
+                                         AMP_CUDNN_NSYMBOLS) == 0;
+}
+
+/* ---- One set of counters per hooked API ----------------------------------- */
+
+enum amp_cudnn_api {
+#define AMP_API_ENUM(ret, name, params) AMP_API_##name,
+    AMP_CUDNN_HOOKED(AMP_API_ENUM)
+#undef AMP_API_ENUM
+    AMP_API_COUNT
+};
+
+static struct amp_api_stats amp_cudnn_stats[AMP_API_COUNT] = {
+#define AMP_API_STATS(ret, name, params) AMP_API_STATS_INIT(#name),
+    AMP_CUDNN_HOOKED(AMP_API_STATS)
+#undef AMP_API_STATS
+};
+
+/* ---- The shim's own handle and descriptors: per thread and context --------- */
+
+#define AMP_OWN_HANDLES 8
+
+struct amp_own {
+    struct amp_dev *dev;
+    cudnnHandle_t handle;      /* NULL: creation failed, stays failed */
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+};
+
+static _Thread_local struct {
+    unsigned generation;
+    int count;
+    struct amp_own slot[AMP_OWN_HANDLES];
+} amp_owns;
+
+/* The calling thread's handle and descriptors for dev's context; NULL when
+ * they cannot be made (then calls in that context stay FP32). The
+ * descriptors are never destroyed: a handful per thread. */
+static struct amp_own *
+amp_own_get(struct amp_dev *dev)
+{
+    struct amp_own *own;
+    int i;
+
+    if (amp_owns.generation != amp_shim_generation()) {
+        amp_owns.count = 0; /* forked child: the parent's are not ours */
+        amp_owns.generation = amp_shim_generation();
+    }
+    for (i = 0; i < amp_owns.count; i++)
+        if (amp_owns.slot[i].dev == dev)
+            return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
+    if (amp_owns.count == AMP_OWN_HANDLES)
+        return NULL;
+    own = &amp_owns.slot[amp_owns.count++];
+    memset(own, 0, sizeof *own);
+    own->dev = dev;
+    if (amp_real.cudnnCreate(&own->handle) != CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnCreateTensorDescriptor(&own->x) !=
+            CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnCreateTensorDescriptor(&own->y) !=
+            CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnCreateFilterDescriptor(&own->w) !=
+            CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnCreateConvolutionDescriptor(&own->conv) !=
+            CUDNN_STATUS_SUCCESS) {
+        amp_log(AMP_LOG_WARN, "cannot create the shim's cuDNN handle or "
+                "descriptors; this thread's convolutions stay FP32");
+        own->handle = NULL;
+        return NULL;
+    }
+    return own;
+}
+
+/* ---- A call as the application made it ------------------------------------ */
+
+/* Every argument of a convolution, x, w and y in their forward roles. */
+struct amp_cudnn_call {
+    enum amp_cudnn_api api;
+    enum amp_conv_dir dir;
+    cudnnHandle_t handle;
+    const void *alpha, *beta;
+    cudnnTensorDescriptor_t x_desc, y_desc;
+    cudnnFilterDescriptor_t w_desc;
+    cudnnConvolutionDescriptor_t conv;
+    const void *x, *w, *y;
+    int algo;
+    void *workspace;
+    size_t workspace_bytes;
+    const void *caller;        /* the hook's return address */
+};
+
+/* The convolution's geometry, read from the caller's descriptor. */
+struct amp_geometry {
+    int nsp;
+    int pad[AMP_CONV_MAX_DIMS], stride[AMP_CONV_MAX_DIMS];
+    int dilation[AMP_CONV_MAX_DIMS];
+    cudnnConvolutionMode_t mode;
+    int groups;
+};
+
+/* What a call is, before any decision. */
+enum amp_kind {
+    AMP_KIND_FP32 = 0,         /* FP32 data and compute, default math */
+    AMP_KIND_STRICT,           /* FP32 with CUDNN_FMA_MATH */
+    AMP_KIND_OTHER,            /* half, mixed or other types, or the
+                                  program's own Tensor Core math */
+    AMP_KIND_INVALID,          /* a descriptor cuDNN cannot read */
+};
+
+static int
+amp_tensor_read(cudnnTensorDescriptor_t t, cudnnDataType_t *type,
+                struct amp_conv_layout *l)
+{
+    int dim[AMP_CONV_MAX_DIMS], stride[AMP_CONV_MAX_DIMS], n = 0, d;
+
+    if (!t || amp_real.cudnnGetTensorNdDescriptor(t, AMP_CONV_MAX_DIMS, type,
+                                                  &n, dim, stride) !=
+                  CUDNN_STATUS_SUCCESS ||
+        n < 3 || n > AMP_CONV_MAX_DIMS)
+        return 0;
+    memset(l, 0, sizeof *l);
+    l->nb_dims = n;
+    for (d = 0; d < n; d++) {
+        l->dim[d] = dim[d];
+        l->stride[d] = stride[d];
+    }
+    return 1;
+}
+
+/* A filter's sizes (K, C per group, spatial) and its element strides from
+ * its format: NCHW is packed KCRS, NHWC packed KRSC. */
+static int
+amp_filter_read(cudnnFilterDescriptor_t f, cudnnDataType_t *type,
+                int *format_ok, struct amp_conv_layout *l)
+{
+    int dim[AMP_CONV_MAX_DIMS], n = 0, d;
+    cudnnTensorFormat_t format;
+    int64_t stride = 1;
+
+    if (!f || amp_real.cudnnGetFilterNdDescriptor(f, AMP_CONV_MAX_DIMS, type,
+                                                  &format, &n, dim) !=
+                  CUDNN_STATUS_SUCCESS ||
+        n < 3 || n > AMP_CONV_MAX_DIMS)
+        return 0;
+    memset(l, 0, sizeof *l);
+    l->nb_dims = n;
+    for (d = 0; d < n; d++)
+        l->dim[d] = dim[d];
+    *format_ok = format == CUDNN_TENSOR_NCHW || format == CUDNN_TENSOR_NHWC;
+    if (format == CUDNN_TENSOR_NHWC) {
+        l->stride[1] = 1;
+        stride = dim[1];
+    }
+    for (d = n - 1; d >= 0; d--) {
+        if (d == 1 && format == CUDNN_TENSOR_NHWC)
+            continue;
+        l->stride[d] = stride;
+        stride *= dim[d];
+    }
+    return 1;
+}
+
+static enum amp_kind
+amp_call_read(const struct amp_cudnn_call *c, struct amp_conv_desc *d,
+              struct amp_geometry *g)
+{
+    cudnnDataType_t tx, ty, tw, compute;
+    cudnnMathType_t math;
+    int format_ok = 0, n = 0;
+
+    if (!amp_tensor_read(c->x_desc, &tx, &d->x) ||
+        !amp_tensor_read(c->y_desc, &ty, &d->y) ||
+        !amp_filter_read(c->w_desc, &tw, &format_ok, &d->w) || !c->conv ||
+        amp_real.cudnnGetConvolutionNdDescriptor(
+            c->conv, AMP_CONV_MAX_DIMS - 2, &n, g->pad, g->stride,
+            g->dilation, &g->mode, &compute) != CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnGetConvolutionGroupCount(c->conv, &g->groups) !=
+            CUDNN_STATUS_SUCCESS ||
+        amp_real.cudnnGetConvolutionMathType(c->conv, &math) !=
+            CUDNN_STATUS_SUCCESS)
+        return AMP_KIND_INVALID;
+    g->nsp = n;
+    d->groups = g->groups;
+    if (tx != CUDNN_DATA_FLOAT || ty != CUDNN_DATA_FLOAT ||
+        tw != CUDNN_DATA_FLOAT || compute != CUDNN_DATA_FLOAT || !format_ok)
+        return AMP_KIND_OTHER;
+    if (math == CUDNN_FMA_MATH)
+        return AMP_KIND_STRICT;
+    return math == CUDNN_DEFAULT_MATH ? AMP_KIND_FP32 : AMP_KIND_OTHER;
+}
+
+/* The workspace cuDNN wants for the caller's algorithm; 0 when it refuses
+ * the algorithm or the descriptors. */
+static int
+amp_caller_workspace(const struct amp_cudnn_call *c, size_t *bytes)
+{
+    cudnnStatus_t s;
+
+    switch (c->dir) {
+    case AMP_CONV_BWD_DATA:
+        s = amp_real.cudnnGetConvolutionBackwardDataWorkspaceSize(
+            c->handle, c->w_desc, c->y_desc, c->conv, c->x_desc,
+            (cudnnConvolutionBwdDataAlgo_t)c->algo, bytes);
+        break;
+    case AMP_CONV_BWD_FILTER:
+        s = amp_real.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            c->handle, c->x_desc, c->y_desc, c->conv, c->w_desc,
+            (cudnnConvolutionBwdFilterAlgo_t)c->algo, bytes);
+        break;
+    default:
+        s = amp_real.cudnnGetConvolutionForwardWorkspaceSize(
+            c->handle, c->x_desc, c->w_desc, c->conv, c->y_desc,
+            (cudnnConvolutionFwdAlgo_t)c->algo, bytes);
+        break;
+    }
+    return s == CUDNN_STATUS_SUCCESS;
+}
+
+/* 1 when cuDNN accepts the call as the caller made it: every pointer,
+ * matching descriptors, the caller's algorithm and a workspace that fits
+ * it. Host queries only; the stream goes into d. */
+static int
+amp_call_valid(const struct amp_cudnn_call *c, struct amp_conv_desc *d)
+{
+    int out[AMP_CONV_MAX_DIMS];
+    cudaStream_t stream = NULL;
+    size_t need = 0;
+    int i;
+
+    if (!c->handle ||
+        amp_real.cudnnGetStream(c->handle, &stream) != CUDNN_STATUS_SUCCESS ||
+        !c->alpha || !c->beta || !c->x || !c->w || !c->y ||
+        d->x.nb_dims != d->y.nb_dims || d->x.nb_dims != d->w.nb_dims ||
+        d->groups < 1 || d->w.dim[0] % d->groups != 0 ||
+        amp_real.cudnnGetConvolutionNdForwardOutputDim(
+            c->conv, c->x_desc, c->w_desc, (int)d->x.nb_dims, out) !=
+            CUDNN_STATUS_SUCCESS)
+        return 0;
+    d->stream = (amp_stream)stream;
+    for (i = 0; i < d->y.nb_dims; i++)
+        if (out[i] != d->y.dim[i])
+            return 0;
+    return amp_caller_workspace(c, &need) && c->workspace_bytes >= need &&
+           (c->workspace || c->workspace_bytes == 0);
+}
+
+/* ---- The shim's vendor call ------------------------------------------------- */
+
+static cudnnDataType_t
+amp_cudnn_type(enum amp_conv_type t)
+{
+    return t == AMP_CONV_F16 ? CUDNN_DATA_HALF
+           : t == AMP_CONV_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+static cudnnMathType_t
+amp_cudnn_math(enum amp_conv_math m)
+{
+    return m == AMP_CONV_MATH_TENSOR_OP ? CUDNN_TENSOR_OP_MATH
+           : m == AMP_CONV_MATH_DEFAULT ? CUDNN_DEFAULT_MATH
+                                        : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/* The descriptors of the vendor call: the shim's for its own tensors, the
+ * caller's for the others, and always the shim's copy of the convolution. */
+struct amp_vendor_descs {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+};
+
+static int
+amp_vendor_descs(struct amp_own *own, const struct amp_cudnn_call *c,
+                 const struct amp_geometry *g, const struct amp_conv_plan *p,
+                 struct amp_vendor_descs *v)
+{
+    cudnnDataType_t type = amp_cudnn_type(p->type);
+    const struct amp_conv_tensor *t = p->tensor;
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+
+    v->x = p->own[AMP_CONV_X] ? own->x : c->x_desc;
+    v->y = p->own[AMP_CONV_Y] ? own->y : c->y_desc;
+    v->w = p->own[AMP_CONV_W] ? own->w : c->w_desc;
+    v->conv = own->conv;
+    if (p->own[AMP_CONV_X])
+        s = amp_real.cudnnSetTensorNdDescriptor(
+            own->x, type, t[AMP_CONV_X].nb_dims, t[AMP_CONV_X].dim,
+            t[AMP_CONV_X].stride);
+    if (s == CUDNN_STATUS_SUCCESS && p->own[AMP_CONV_Y])
+        s = amp_real.cudnnSetTensorNdDescriptor(
+            own->y, type, t[AMP_CONV_Y].nb_dims, t[AMP_CONV_Y].dim,
+            t[AMP_CONV_Y].stride);
+    if (s == CUDNN_STATUS_SUCCESS && p->own[AMP_CONV_W])
+        s = amp_real.cudnnSetFilterNdDescriptor(
+            own->w, type, CUDNN_TENSOR_NHWC, t[AMP_CONV_W].nb_dims,
+            t[AMP_CONV_W].dim);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = amp_real.cudnnSetConvolutionNdDescriptor(
+            own->conv, g->nsp, g->pad, g->stride, g->dilation, g->mode,
+            CUDNN_DATA_FLOAT);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = amp_real.cudnnSetConvolutionGroupCount(own->conv, g->groups);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = amp_real.cudnnSetConvolutionMathType(own->conv,
+                                                 amp_cudnn_math(p->math));
+    return s == CUDNN_STATUS_SUCCESS;
+}
+
+/* The perf structs of the three directions share one layout. */
+#define AMP_MAX_ALGOS 8
+
+/* The heuristic's first working algorithm for the vendor descriptors, and
+ * its workspace; 0 when none works. */
+static int
+amp_vendor_algo(struct amp_own *own, enum amp_conv_dir dir,
+                const struct amp_vendor_descs *v, int *algo, size_t *bytes)
+{
+    cudnnConvolutionFwdAlgoPerf_t fwd[AMP_MAX_ALGOS];
+    cudnnConvolutionBwdDataAlgoPerf_t data[AMP_MAX_ALGOS];
+    cudnnConvolutionBwdFilterAlgoPerf_t filter[AMP_MAX_ALGOS];
+    cudnnStatus_t s;
+    int n = 0, i;
+
+    if (dir == AMP_CONV_FWD) {
+        s = amp_real.cudnnGetConvolutionForwardAlgorithm_v7(
+            own->handle, v->x, v->w, v->conv, v->y, AMP_MAX_ALGOS, &n, fwd);
+        for (i = 0; s == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (fwd[i].status == CUDNN_STATUS_SUCCESS) {
+                *algo = (int)fwd[i].algo;
+                *bytes = fwd[i].memory;
+                return 1;
+            }
+    } else if (dir == AMP_CONV_BWD_DATA) {
+        s = amp_real.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            own->handle, v->w, v->y, v->conv, v->x, AMP_MAX_ALGOS, &n, data);
+        for (i = 0; s == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (data[i].status == CUDNN_STATUS_SUCCESS) {
+                *algo = (int)data[i].algo;
+                *bytes = data[i].memory;
+                return 1;
+            }
+    } else {
+        s = amp_real.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            own->handle, v->x, v->y, v->conv, v->w, AMP_MAX_ALGOS, &n,
+            filter);
+        for (i = 0; s == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (filter[i].status == CUDNN_STATUS_SUCCESS) {
+                *algo = (int)filter[i].algo;
+                *bytes = filter[i].memory;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* Algorithms by shape: the heuristic is host work, but not free. */
+#define AMP_ALGO_CACHE 64
+
+struct amp_algo_key {
+    int dir, type, math, nsp, groups, mode;
+    int own[3];
+    int pad[AMP_CONV_MAX_DIMS], stride[AMP_CONV_MAX_DIMS];
+    int dilation[AMP_CONV_MAX_DIMS];
+    struct amp_conv_layout x, w, y;
+};
+
+static pthread_mutex_t amp_algo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    struct amp_algo_key key;
+    int algo;
+    size_t bytes;
+} amp_algo_cache[AMP_ALGO_CACHE];
+static int amp_algo_count, amp_algo_next;
+
+static void
+amp_algo_key(const struct amp_conv_desc *d, const struct amp_geometry *g,
+             const struct amp_conv_plan *p, struct amp_algo_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->dir = d->dir;
+    k->type = p->type;
+    k->math = p->math;
+    k->nsp = g->nsp;
+    k->groups = g->groups;
+    k->mode = g->mode;
+    memcpy(k->own, p->own, sizeof k->own);
+    memcpy(k->pad, g->pad, sizeof k->pad);
+    memcpy(k->stride, g->stride, sizeof k->stride);
+    memcpy(k->dilation, g->dilation, sizeof k->dilation);
+    k->x = p->x;
+    k->w = p->w;
+    k->y = p->y;
+}
+
+static int
+amp_algo_cached(const struct amp_algo_key *k, int *algo, size_t *bytes,
+                int store)
+{
+    int i, found = 0;
+
+    pthread_mutex_lock(&amp_algo_lock);
+    for (i = 0; i < amp_algo_count && !found; i++) {
+        if (memcmp(&amp_algo_cache[i].key, k, sizeof *k) == 0) {
+            found = 1;
+            if (!store) {
+                *algo = amp_algo_cache[i].algo;
+                *bytes = amp_algo_cache[i].bytes;
+            }
+        }
+    }
+    if (store && !found) {
+        i = amp_algo_count < AMP_ALGO_CACHE ? amp_algo_count++
+                                            : amp_algo_next++ % AMP_ALGO_CACHE;
+        amp_algo_cache[i].key = *k;
+        amp_algo_cache[i].algo = *algo;
+        amp_algo_cache[i].bytes = *bytes;
+    }
+    pthread_mutex_unlock(&amp_algo_lock);
+    return found;
+}
+
+static cudnnStatus_t
+amp_vendor_run(struct amp_own *own, enum amp_conv_dir dir,
+               const struct amp_vendor_descs *v, int algo,
+               const struct amp_conv_run *run)
+{
+    void *ws = (void *)(uintptr_t)run->workspace;
+    const void *x = (const void *)(uintptr_t)run->x;
+    const void *w = (const void *)(uintptr_t)run->w;
+    const void *y = (const void *)(uintptr_t)run->y;
+    cudnnStatus_t s = amp_real.cudnnSetStream(own->handle,
+                                              (cudaStream_t)run->stream);
+
+    if (s != CUDNN_STATUS_SUCCESS)
+        return s;
+    if (dir == AMP_CONV_BWD_DATA)
+        return amp_real.cudnnConvolutionBackwardData(
+            own->handle, run->alpha, v->w, w, v->y, y, v->conv,
+            (cudnnConvolutionBwdDataAlgo_t)algo, ws, run->workspace_bytes,
+            run->beta, v->x, (void *)(uintptr_t)run->x);
+    if (dir == AMP_CONV_BWD_FILTER)
+        return amp_real.cudnnConvolutionBackwardFilter(
+            own->handle, run->alpha, v->x, x, v->y, y, v->conv,
+            (cudnnConvolutionBwdFilterAlgo_t)algo, ws, run->workspace_bytes,
+            run->beta, v->w, (void *)(uintptr_t)run->w);
+    return amp_real.cudnnConvolutionForward(
+        own->handle, run->alpha, v->x, x, v->w, w, v->conv,
+        (cudnnConvolutionFwdAlgo_t)algo, ws, run->workspace_bytes, run->beta,
+        v->y, (void *)(uintptr_t)run->y);
+}
+
+/* ---- One hooked call ------------------------------------------------------- */
+
+struct amp_cudnn_hook {
+    int entered;
+    int shadow;
+    enum amp_outcome outcome;
+    struct amp_api_stats *stats;
+    struct amp_conv_run run;
+};
+
+/* Plans, prepares and issues the converted call: 1 when the caller's
+ * result is (or for shadow, will be) the shim's doing, 0 when the original
+ * call must run with nothing of the caller's written. */
+static int
+amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
+                  const struct amp_conv_desc *d, const struct amp_geometry *g)
+{
+    const struct amp_config *cfg = amp_shim_config();
+    struct amp_vendor_descs v;
+    struct amp_conv_plan plan;
+    struct amp_algo_key key;
+    struct amp_own *own;
+    struct amp_dev *dev;
+    size_t bytes = 0;
+    int algo = 0;
+    enum amp_status st;
+    cudnnStatus_t s;
+
+    st = amp_conv_plan(d, cfg->mode, cfg->shadow_candidate, &plan);
+    if (st == AMP_ERR_UNAVAILABLE)
+        return 0; /* a mode with no convolution candidate: FP32 */
+    h->outcome = AMP_OUTCOME_FALLBACK;
+    dev = amp_dev_current();
+    own = dev && amp_cudnn_complete ? amp_own_get(dev) : NULL;
+    if (st != AMP_OK || !own || !amp_vendor_descs(own, c, g, &plan, &v))
+        return 0;
+    amp_algo_key(d, g, &plan, &key);
+    if (!amp_algo_cached(&key, &algo, &bytes, 0)) {
+        if (!amp_vendor_algo(own, d->dir, &v, &algo, &bytes))
+            return 0;
+        amp_algo_cached(&key, &algo, &bytes, 1);
+    }
+    st = amp_conv_prepare(dev, d, &plan, bytes, cfg->scratch_max, &h->run);
+    if (st != AMP_OK) {
+        h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
+                         ? AMP_OUTCOME_FP32
+                         : AMP_OUTCOME_FALLBACK;
+        return 0;
+    }
+    s = amp_vendor_run(own, d->dir, &v, algo, &h->run);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "
+                "FP32", d->api, amp_mode_name(plan.candidate), (int)s);
+        amp_conv_abandon(&h->run);
+        return 0;
+    }
+    if (amp_conv_finish(&h->run) != AMP_OK)
+        return 0;
+    h->outcome = AMP_OUTCOME_CONVERTED;
+    h->shadow = h->run.needs_original;
+    return !h->shadow;
+}
+
+/* Guard, descriptor, decision and converted path. 1: the hook returns
+ * *status; 0: it runs the original call, then amp_cudnn_end. */
+static int
+amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
+                cudnnStatus_t *status)
+{
+    struct amp_conv_desc d;
+    struct amp_geometry g;
+    enum amp_conv_skip skip;
+    enum amp_kind kind;
+
+    amp_shim_config(); /* the log is open before resolution reports */
+    pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
+    h->entered = 0;
+    h->shadow = 0;
+    h->stats = &amp_cudnn_stats[c->api];
+    *status = CUDNN_STATUS_NOT_INITIALIZED;
+    if (*amp_cudnn_slots[c->api] == NULL)
+        return 1;
+    h->entered = amp_shim_enter();
+    if (!h->entered)
+        return 0;
+    h->outcome = AMP_OUTCOME_FP32;
+    memset(&d, 0, sizeof d);
+    memset(&g, 0, sizeof g);
+    kind = amp_cudnn_complete ? amp_call_read(c, &d, &g) : AMP_KIND_INVALID;
+    if (kind == AMP_KIND_OTHER) {
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        return 0;
+    }
+    d.api = h->stats->name;
+    d.stats = h->stats;
+    d.dir = c->dir;
+    d.valid = kind != AMP_KIND_INVALID && amp_call_valid(c, &d);
+    d.strict = kind == AMP_KIND_STRICT;
+    if (d.valid) {
+        memcpy(&d.alpha, c->alpha, sizeof d.alpha);
+        memcpy(&d.beta, c->beta, sizeof d.beta);
+        d.xp = (amp_devptr)(uintptr_t)c->x;
+        d.wp = (amp_devptr)(uintptr_t)c->w;
+        d.yp = (amp_devptr)(uintptr_t)c->y;
+        d.site = amp_site_get(d.api, c->caller);
+    }
+    amp_harvest(0); /* demotions of earlier calls, never blocking */
+    skip = amp_conv_decide(&d, amp_shim_config()->mode);
+    if (skip != AMP_CONV_CONVERT) {
+        amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d.api,
+                amp_conv_skip_reason(skip));
+        return 0;
+    }
+    if (!amp_cudnn_convert(h, c, &d, &g))
+        return 0;
+    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_shim_leave();
+    *status = CUDNN_STATUS_SUCCESS;
+    return 1;
+}
+
+/* After the original call: completes a shadow run, counts, returns its
+ * status. */
+static cudnnStatus_t
+amp_cudnn_end(struct amp_cudnn_hook *h, cudnnStatus_t status)
+{
+    if (!h->entered)
+        return status;
+    if (h->shadow &&
+        amp_conv_shadow_finish(&h->run, status == CUDNN_STATUS_SUCCESS) !=
+            AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
+                h->stats->name);
+    amp_stats_count(h->stats, h->outcome);
+    amp_shim_leave();
+    return status;
+}
+
+/* ---- The exported hooks ------------------------------------------------------ */
+
+AMP_EXPORT cudnnStatus_t
+cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
+                        const cudnnTensorDescriptor_t xDesc, const void *x,
+                        const cudnnFilterDescriptor_t wDesc, const void *w,
+                        const cudnnConvolutionDescriptor_t convDesc,
+                        cudnnConvolutionFwdAlgo_t algo, void *workSpace,
+                        size_t workSpaceSizeInBytes, const void *beta,
+                        const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    const struct amp_cudnn_call c = {
+        AMP_API_cudnnConvolutionForward, AMP_CONV_FWD, handle, alpha, beta,
+        xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
+        workSpaceSizeInBytes, __builtin_return_address(0),
+    };
+    struct amp_cudnn_hook h;
+    cudnnStatus_t status;
+
+    if (amp_cudnn_begin(&h, &c, &status))
+        return status;
+    return amp_cudnn_end(&h, amp_real.cudnnConvolutionForward(
+        handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+        workSpaceSizeInBytes, beta, yDesc, y));
+}
+
+AMP_EXPORT cudnnStatus_t
+cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
+                             const cudnnFilterDescriptor_t wDesc,
+                             const void *w,
+                             const cudnnTensorDescriptor_t dyDesc,
+                             const void *dy,
+                             const cudnnConvolutionDescriptor_t convDesc,
+                             cudnnConvolutionBwdDataAlgo_t algo,
+                             void *workSpace, size_t workSpaceSizeInBytes,
+                             const void *beta,
+                             const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    const struct amp_cudnn_call c = {
+        AMP_API_cudnnConvolutionBackwardData, AMP_CONV_BWD_DATA, handle,
+        alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
+    };
+    struct amp_cudnn_hook h;
+    cudnnStatus_t status;
+
+    if (amp_cudnn_begin(&h, &c, &status))
+        return status;
+    return amp_cudnn_end(&h, amp_real.cudnnConvolutionBackwardData(
+        handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
+        workSpaceSizeInBytes, beta, dxDesc, dx));
+}
+
+AMP_EXPORT cudnnStatus_t
+cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
+                               const cudnnTensorDescriptor_t xDesc,
+                               const void *x,
+                               const cudnnTensorDescriptor_t dyDesc,
+                               const void *dy,
+                               const cudnnConvolutionDescriptor_t convDesc,
+                               cudnnConvolutionBwdFilterAlgo_t algo,
+                               void *workSpace, size_t workSpaceSizeInBytes,
+                               const void *beta,
+                               const cudnnFilterDescriptor_t dwDesc, void *dw)
+{
+    const struct amp_cudnn_call c = {
+        AMP_API_cudnnConvolutionBackwardFilter, AMP_CONV_BWD_FILTER, handle,
+        alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
+    };
+    struct amp_cudnn_hook h;
+    cudnnStatus_t status;
+
+    if (amp_cudnn_begin(&h, &c, &status))
+        return status;
+    return amp_cudnn_end(&h, amp_real.cudnnConvolutionBackwardFilter(
+        handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
+        workSpaceSizeInBytes, beta, dwDesc, dw));
+}
