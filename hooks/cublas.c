@@ -223,10 +223,12 @@ amp_prepare_outcome(enum amp_status st)
  * result; otherwise the original call must run (then, for a shadow run,
  * amp_hook_end finishes it). */
 static enum amp_hook_next
-amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *d)
+amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
 {
-    const struct amp_config *cfg = amp_shim_config();
-    enum amp_gemm_skip skip = amp_gemm_decide(d, cfg->mode);
+    /* Eligibility first (a converting mode), then the policy's mode. */
+    enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
+    struct amp_gemm_desc desc = *call, *d = &desc;
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_dev *dev;
     cublasHandle_t own;
     enum amp_status st;
@@ -235,6 +237,11 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *d)
     h->outcome = AMP_OUTCOME_FP32;
     if (skip == AMP_GEMM_CONVERT && !amp_desc_fits_int(d))
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
+    if (skip == AMP_GEMM_CONVERT) {
+        amp_gemm_policy(d, &dec);
+        if (dec.mode == AMP_MODE_FP32)
+            skip = AMP_GEMM_SKIP_MODE;
+    }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
                 (long long)d->m, (long long)d->n, (long long)d->k,
@@ -248,12 +255,12 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *d)
     if (!own || !amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
         !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx)
         return AMP_HOOK_ORIGINAL;
-    st = amp_gemm_prepare(dev, d, cfg->mode, cfg->shadow_candidate,
-                          cfg->scratch_max, &h->run);
+    st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
+                          &h->run);
     if (st != AMP_OK) {
         h->outcome = amp_prepare_outcome(st);
         amp_log(AMP_LOG_DEBUG, "%s: %s path not prepared (%d): FP32",
-                d->api, amp_mode_name(cfg->mode), (int)st);
+                d->api, amp_mode_name(dec.mode), (int)st);
         return AMP_HOOK_ORIGINAL;
     }
     if (amp_steps_issue(own, d, &h->run) != AMP_OK) {
@@ -337,6 +344,7 @@ struct amp_types {
 /* Every argument of the non-grouped entry points. */
 struct amp_call {
     enum amp_cublas_api api;
+    const void *caller;       /* the exported hook's return address */
     cublasHandle_t handle;
     cublasOperation_t transa, transb;
     int64_t m, n, k;
@@ -445,6 +453,7 @@ amp_call_describe(const struct amp_call *c, int pedantic,
     d->c = (amp_devptr)(uintptr_t)c->c;
     d->alpha = c->alpha;
     d->beta = c->beta;
+    d->caller = c->caller;
 }
 
 /* What the guard of a hook lets through. */
@@ -525,6 +534,7 @@ amp_ints_null(struct amp_ints v)
 
 struct amp_grouped_call {
     enum amp_cublas_api api;
+    const void *caller;       /* the exported hook's return address */
     int ex;                   /* GemmGroupedBatchedEx: falls back to
                                  cublasGemmBatchedEx_64, else to
                                  cublasSgemmBatched_64 */
@@ -673,7 +683,8 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     memset(&base, 0, sizeof(base));
     base.pedantic = pedantic;
     base.ops_valid = amp_handle_settings(g->handle, &base);
-    if (!amp_grouped_converts(g, &base, amp_shim_config()->mode) ||
+    base.caller = g->caller;
+    if (!amp_grouped_converts(g, &base, amp_policy_may_convert()) ||
         (g->ex ? !amp_real.cublasGemmBatchedEx_64
                : !amp_real.cublasSgemmBatched_64))
         return AMP_HOOK_ORIGINAL;
@@ -687,9 +698,10 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
 
 /* The arguments that every non-grouped entry point names alike. */
 #define AMP_CALL_COMMON(name)                                                \
-    .api = AMP_API_##name, .handle = handle, .transa = transa,               \
-    .transb = transb, .m = m, .n = n, .k = k, .alpha = alpha, .lda = lda,    \
-    .ldb = ldb, .beta = beta, .ldc = ldc
+    .api = AMP_API_##name, .caller = __builtin_return_address(0),            \
+    .handle = handle, .transa = transa, .transb = transb, .m = m,            \
+    .n = n, .k = k, .alpha = alpha, .lda = lda, .ldb = ldb, .beta = beta,   \
+    .ldc = ldc
 #define AMP_CALL_ONE .batch_kind = AMP_BATCH_NONE, .batch = 1
 #define AMP_CALL_STRIDED(count)                                              \
     .batch_kind = AMP_BATCH_STRIDED, .batch = (count),                       \
@@ -881,8 +893,9 @@ AMP_DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
 
 /* The grouped arguments that all four grouped entry points name alike. */
 #define AMP_GROUPED_COMMON(name)                                             \
-    .api = AMP_API_##name, .handle = handle, .transa = transa_array,         \
-    .transb = transb_array, .a = (const void *const *)Aarray,                \
+    .api = AMP_API_##name, .caller = __builtin_return_address(0),            \
+    .handle = handle, .transa = transa_array, .transb = transb_array,        \
+    .a = (const void *const *)Aarray,                                        \
     .b = (const void *const *)Barray, .c = (void *const *)Carray,            \
     .group_count = group_count, .alpha = alpha_array, .beta = beta_array
 #define AMP_GROUPED_INTS(field)                                              \

@@ -130,6 +130,7 @@ cublasSgemm(char transa, char transb, int m, int n, int k, float alpha,
     if (amp_hook_enter(&h, &amp_legacy_stats[AMP_LEGACY_cublasSgemm])) {
         amp_legacy_describe(&d, transa, transb, m, n, k, &alpha, A, lda, B,
                             ldb, &beta, C, ldc);
+        d.caller = __builtin_return_address(0);
         if (amp_hook_gemm(&h, &d) == AMP_HOOK_DONE)
             return;
     }

@@ -142,10 +142,13 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
     if ((v = getenv_fn("AMPSHIM_MODE")) && *v) {
-        value = AMP_MODE_VALUE(cfg->mode, cfg->shadow_candidate);
+        value = -1; /* stays -1 for a bad value: the policy decides */
         amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, &value);
-        cfg->mode = (enum amp_mode)(value % AMP_MODE_COUNT);
-        cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
+        if (value >= 0) {
+            cfg->mode_set = 1;
+            cfg->mode = (enum amp_mode)(value % AMP_MODE_COUNT);
+            cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
+        }
     }
     if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v) {
         value = (int)cfg->log_level;

@@ -33,6 +33,8 @@ enum amp_mode {
 struct amp_config {
     int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
     enum amp_mode mode;           /* AMPSHIM_MODE */
+    int mode_set;                 /* AMPSHIM_MODE was set (and valid): it
+                                     overrides the policy */
     /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
      * shadow:bf16, shadow:tf32, shadow:fp16x3 and shadow:allow-conversion
      * choose another. */

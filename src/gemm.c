@@ -78,6 +78,23 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
     return AMP_GEMM_CONVERT;
 }
 
+void
+amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
+{
+    struct amp_policy_call call = {.family = AMP_FAMILY_GEMM,
+                                   .symbol = d->api};
+
+    d->site = amp_site_get(d->api, d->caller);
+    call.site = d->site;
+    amp_policy_call_set(&call, AMP_FIELD_M, d->m);
+    amp_policy_call_set(&call, AMP_FIELD_N, d->n);
+    amp_policy_call_set(&call, AMP_FIELD_K, d->k);
+    amp_policy_call_set(&call, AMP_FIELD_BATCH, amp_gemm_batch(d));
+    amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
+    amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
+    amp_policy_decide(&call, out);
+}
+
 /* ---- Scratch layout ---------------------------------------------------------- */
 
 /* Where each part of a converted call lives in its one scratch allocation.
@@ -587,7 +604,7 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
         st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
-                              run->desc.stats, NULL);
+                              run->desc.stats, run->desc.site);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */
     return st;

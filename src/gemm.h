@@ -7,6 +7,8 @@
 
 #include "config.h"
 #include "device.h"
+#include "policy.h"
+#include "site.h"
 #include "stats.h"
 #include "status.h"
 
@@ -45,6 +47,8 @@ struct amp_gemm_desc {
     int scalars_on_device;     /* ...CUBLAS_POINTER_MODE_DEVICE */
     int pedantic;              /* the handle asked for strict FP32 */
     amp_stream stream;         /* the application handle's stream */
+    const void *caller;        /* return address of the exported hook */
+    struct amp_site *site;     /* set by amp_gemm_policy */
 };
 
 /* Why a call stays FP32 by decision. */
@@ -67,6 +71,10 @@ int amp_gemm_args_valid(const struct amp_gemm_desc *d);
  * device one. */
 enum amp_gemm_skip amp_gemm_decide(const struct amp_gemm_desc *d,
                                    enum amp_mode mode);
+
+/* The policy's decision for d, an eligible call (amp_gemm_decide gave
+ * AMP_GEMM_CONVERT in a converting mode); sets d->site. */
+void amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out);
 
 /* ---- A converted call ----------------------------------------------------- */
 

@@ -2,6 +2,7 @@
 #include "harvest.h"
 
 #include "amp_math.h"
+#include "policy.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -53,6 +54,8 @@ amp_harvest_one(const struct amp_pending *p)
     e.nonfinite = bits.nonfinite;
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);
+    if (p->shadow && p->site)
+        amp_site_shadow(p->site, &e, amp_policy_tolerance());
     if (e.nonfinite && p->site)
         amp_site_demote(p->site, "a converted call made a non-finite "
                         "result from finite inputs");

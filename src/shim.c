@@ -4,6 +4,7 @@
 #include "device.h"
 #include "harvest.h"
 #include "log.h"
+#include "policy.h"
 #include "site.h"
 #include "stats.h"
 
@@ -22,8 +23,10 @@ amp_shim_at_exit(void)
 {
     /* Shadow calls still in flight: their errors belong in the summary. */
     amp_harvest(1);
-    if (amp_shim_cfg.summary)
+    if (amp_shim_cfg.summary) {
         amp_stats_summary();
+        amp_site_summary();
+    }
 }
 
 /* The exit handler is registered on the first converted-or-not call, i.e.
@@ -66,8 +69,10 @@ amp_shim_start(void)
     for (i = 0; i < amp_shim_cfg.nproblems; i++)
         amp_log(AMP_LOG_WARN, "%s", amp_shim_cfg.problems[i]);
     pthread_atfork(NULL, NULL, amp_shim_fork_child);
+    amp_policy_start(&amp_shim_cfg);
     amp_log(AMP_LOG_DEBUG, "started: mode %s, scratch cap %llu bytes",
-            amp_mode_name(amp_shim_cfg.mode),
+            amp_shim_cfg.mode_set ? amp_mode_name(amp_shim_cfg.mode)
+                                  : "(the policy's)",
             (unsigned long long)amp_shim_cfg.scratch_max);
 }
 

@@ -74,8 +74,12 @@ run_program(const char *program, const char *tol, int preload,
     amp_test_env_init(&env);
     if (where == ON_EMULATOR)
         amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
-    if (preload)
+    if (preload) {
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        /* These tests are about the modes: one for every call, not the
+         * built-in policy's choice (test_policy tests that). */
+        amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+    }
     for (; extra && extra->name; extra++)
         amp_test_env_set(&env, extra->name, extra->value);
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
