@@ -261,6 +261,46 @@ core_ctx_activate(struct CUctx_st *ctx, unsigned flags)
     return CUDA_SUCCESS;
 }
 
+/* Offset in the device span of the nearest device allocation before
+ * (dir -1: its end) or after (dir +1: its start) index i; -1 when none. */
+static long long
+core_neighbour_edge(size_t i, int dir)
+{
+    size_t j = i;
+
+    while (dir < 0 ? j-- > 0 : ++j < g.nallocs) {
+        const struct core_alloc_rec *n = &g.allocs[j];
+
+        if (n->is_host)
+            continue;
+        return (long long)(n->base - (uintptr_t)g.dev_base) +
+               (dir < 0 ? (long long)n->span : 0);
+    }
+    return -1;
+}
+
+/* Gives the pages of a freed device allocation back to the kernel, all of
+ * them but those it shares with a live neighbour, so that a long run of
+ * allocations at fresh addresses does not keep growing the process. */
+static void
+core_release_pages(size_t i)
+{
+    const struct core_alloc_rec *r = &g.allocs[i];
+    long long page = (long long)sysconf(_SC_PAGESIZE);
+    long long off = (long long)(r->base - (uintptr_t)g.dev_base);
+    long long lo = off / page * page;
+    long long hi = (off + (long long)r->span + page - 1) / page * page;
+    long long before = core_neighbour_edge(i, -1);
+    long long after = core_neighbour_edge(i, +1);
+
+    if (before > lo)
+        lo += page;
+    if (after >= 0 && after < hi)
+        hi -= page;
+    if (hi > lo)
+        madvise(g.rw_base + lo, (size_t)(hi - lo), MADV_DONTNEED);
+}
+
 static void
 core_alloc_remove(size_t i)
 {
@@ -269,14 +309,7 @@ core_alloc_remove(size_t i)
     if (r->is_host) {
         free((void *)(uintptr_t)r->base);
     } else {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        size_t off = (size_t)(r->base - (uintptr_t)g.dev_base);
-        size_t lo = (off + page - 1) / page * page;
-        size_t hi = (off + r->span) / page * page;
-
-        /* Return whole pages; partial ones are refilled on reuse. */
-        if (hi > lo)
-            madvise(g.rw_base + lo, hi - lo, MADV_DONTNEED);
+        core_release_pages(i);
         g.used[r->dev] -= r->span;
     }
     memmove(&g.allocs[i], &g.allocs[i + 1],
