@@ -520,9 +520,9 @@ struct amp_cudnn_hook {
  * call must run with nothing of the caller's written. */
 static int
 amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
-                  const struct amp_conv_desc *d, const struct amp_geometry *g)
+                  const struct amp_conv_desc *d, const struct amp_geometry *g,
+                  const struct amp_decision *dec)
 {
-    const struct amp_config *cfg = amp_shim_config();
     struct amp_vendor_descs v;
     struct amp_conv_plan plan;
     struct amp_algo_key key;
@@ -533,7 +533,7 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     enum amp_status st;
     cudnnStatus_t s;
 
-    st = amp_conv_plan(d, cfg->mode, cfg->shadow_candidate, &plan);
+    st = amp_conv_plan(d, dec->mode, dec->candidate, &plan);
     if (st == AMP_ERR_UNAVAILABLE)
         return 0; /* a mode with no convolution candidate: FP32 */
     h->outcome = AMP_OUTCOME_FALLBACK;
@@ -547,7 +547,7 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
             return 0;
         amp_algo_cached(&key, &algo, &bytes, 1);
     }
-    st = amp_conv_prepare(dev, d, &plan, bytes, cfg->scratch_max, &h->run);
+    st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max, &h->run);
     if (st != AMP_OK) {
         h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
                          ? AMP_OUTCOME_FP32
@@ -577,6 +577,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     struct amp_conv_desc d;
     struct amp_geometry g;
     enum amp_conv_skip skip;
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
     enum amp_kind kind;
 
     amp_shim_config(); /* the log is open before resolution reports */
@@ -612,13 +613,19 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         d.site = amp_site_get(d.api, c->caller);
     }
     amp_harvest(0); /* demotions of earlier calls, never blocking */
-    skip = amp_conv_decide(&d, amp_shim_config()->mode);
+    /* Eligibility first (a converting mode), then the policy's mode. */
+    skip = amp_conv_decide(&d, AMP_MODE_FP16);
+    if (skip == AMP_CONV_CONVERT) {
+        amp_conv_policy(&d, &dec);
+        if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
+            skip = AMP_CONV_SKIP_MODE;
+    }
     if (skip != AMP_CONV_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d.api,
                 amp_conv_skip_reason(skip));
         return 0;
     }
-    if (!amp_cudnn_convert(h, c, &d, &g))
+    if (!amp_cudnn_convert(h, c, &d, &g, &dec))
         return 0;
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
     amp_shim_leave();

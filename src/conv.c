@@ -81,6 +81,32 @@ amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
     return AMP_CONV_CONVERT;
 }
 
+void
+amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
+{
+    struct amp_policy_call call = {.family = AMP_FAMILY_CONV,
+                                   .symbol = d->api, .site = d->site};
+    const struct amp_conv_layout *x = &d->x, *w = &d->w;
+
+    amp_policy_call_set(&call, AMP_FIELD_CONV_N, x->dim[0]);
+    amp_policy_call_set(&call, AMP_FIELD_CONV_C, x->dim[1]);
+    amp_policy_call_set(&call, AMP_FIELD_CONV_K, w->dim[0]);
+    amp_policy_call_set(&call, AMP_FIELD_GROUPS, d->groups);
+    if (x->nb_dims >= 3) {
+        amp_policy_call_set(&call, AMP_FIELD_CONV_H, x->dim[2]);
+        amp_policy_call_set(&call, AMP_FIELD_CONV_R, w->dim[2]);
+        /* Channels innermost: NHWC. */
+        amp_policy_call_set(&call, AMP_FIELD_LAYOUT,
+                            x->stride[1] == 1 ? AMP_LAYOUT_NHWC
+                                              : AMP_LAYOUT_NCHW);
+    }
+    if (x->nb_dims >= 4) {
+        amp_policy_call_set(&call, AMP_FIELD_CONV_W, x->dim[3]);
+        amp_policy_call_set(&call, AMP_FIELD_CONV_S, w->dim[3]);
+    }
+    amp_policy_decide(&call, out);
+}
+
 /* ---- Plan ------------------------------------------------------------------- */
 
 static int64_t
@@ -425,7 +451,7 @@ amp_conv_pend(struct amp_conv_run *run, int shadow)
 
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, shadow,
-                              run->desc.stats, shadow ? NULL : run->desc.site);
+                              run->desc.stats, run->desc.site);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */
     return st;

@@ -9,6 +9,7 @@
 #include "amp_math.h"
 #include "config.h"
 #include "device.h"
+#include "policy.h"
 #include "site.h"
 #include "stats.h"
 #include "status.h"
@@ -60,6 +61,10 @@ enum amp_mode amp_conv_mode(enum amp_mode mode);
 
 enum amp_conv_skip amp_conv_decide(const struct amp_conv_desc *d,
                                    enum amp_mode mode);
+
+/* The policy's decision for d, an eligible call (amp_conv_decide gave
+ * AMP_CONV_CONVERT in a converting mode). */
+void amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out);
 
 /* Reduction length of one output element: C/groups R S (forward),
  * K/groups R S (backward data), N P Q (backward filter). */

@@ -56,7 +56,7 @@ amp_harvest_one(const struct amp_pending *p)
         amp_stats_shadow(p->stats, &e);
     if (p->shadow && p->site)
         amp_site_shadow(p->site, &e, amp_policy_tolerance());
-    if (e.nonfinite && p->site)
+    if (e.nonfinite && p->site && !p->shadow)
         amp_site_demote(p->site, "a converted call made a non-finite "
                         "result from finite inputs");
 }

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "symbolize.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,11 +135,18 @@ amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
         site->shadow_max_rel = e->max_rel;
     site->shadow_nonfinite += e->nonfinite;
     pthread_mutex_unlock(&amp_site_lock);
+    /* No tolerance (AMPSHIM_MODE decides): measured, never demoted. */
+    if (tolerance == HUGE_VAL)
+        return;
     over = !(e->max_rel <= tolerance);
-    if (!over || e->nonfinite)
-        return; /* the harvest demotes non-finite results itself */
-    snprintf(reason, sizeof reason, "shadow max_rel_err=%.3g exceeds the "
-             "policy's tolerance %.3g", e->max_rel, tolerance);
+    if (!over && !e->nonfinite)
+        return;
+    if (e->nonfinite)
+        snprintf(reason, sizeof reason, "a shadow call's candidate made %llu "
+                 "non-finite elements where FP32 did not", e->nonfinite);
+    else
+        snprintf(reason, sizeof reason, "shadow max_rel_err=%.3g exceeds "
+                 "the policy's tolerance %.3g", e->max_rel, tolerance);
     amp_site_demote(site, reason);
 }
 

@@ -56,7 +56,8 @@ uint64_t amp_site_count(struct amp_site *site);
 void amp_site_symbolize(struct amp_site *site);
 
 /* Adds one shadow call's errors to the site's; a relative error above
- * `tolerance` (or a non-finite element) demotes the site. */
+ * `tolerance` (or a non-finite element) demotes the site; HUGE_VAL
+ * (AMPSHIM_MODE decides) only measures. */
 void amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
                      double tolerance);
 
