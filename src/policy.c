@@ -16,27 +16,6 @@
 
 /* ---- Condition nodes ---------------------------------------------------- */
 
-enum amp_node_kind {
-    AMP_NODE_AND = 0,
-    AMP_NODE_OR,
-    AMP_NODE_NOT,
-    AMP_NODE_FAMILY,             /* value: enum amp_family */
-    AMP_NODE_SYMBOL,             /* text: glob */
-    AMP_NODE_CALLER,
-    AMP_NODE_MODULE,
-    AMP_NODE_COMPARE,            /* field op value */
-    AMP_NODE_DIVIDES,            /* field % modulus op value */
-};
-
-enum amp_cmp {
-    AMP_CMP_LT = 0,
-    AMP_CMP_LE,
-    AMP_CMP_EQ,
-    AMP_CMP_NE,
-    AMP_CMP_GE,
-    AMP_CMP_GT,
-};
-
 static const char *const amp_cmp_names[] = {"<", "<=", "==", "!=", ">=", ">"};
 
 /* Field names are case-sensitive: k is the GEMM's inner dimension, K a

@@ -83,10 +83,32 @@ struct amp_policy_action {
                                     as shadow:mode */
 };
 
+/* A condition is a tree of nodes. */
+enum amp_node_kind {
+    AMP_NODE_AND = 0,
+    AMP_NODE_OR,
+    AMP_NODE_NOT,
+    AMP_NODE_FAMILY,             /* value: enum amp_family */
+    AMP_NODE_SYMBOL,             /* text: glob */
+    AMP_NODE_CALLER,
+    AMP_NODE_MODULE,
+    AMP_NODE_COMPARE,            /* field op value */
+    AMP_NODE_DIVIDES,            /* field % modulus op value */
+};
+
+enum amp_cmp {
+    AMP_CMP_LT = 0,
+    AMP_CMP_LE,
+    AMP_CMP_EQ,
+    AMP_CMP_NE,
+    AMP_CMP_GE,
+    AMP_CMP_GT,
+};
+
 struct amp_policy_node {
-    uint8_t kind;                /* private: enum in policy.c */
-    uint8_t op;
-    uint8_t field;
+    uint8_t kind;                /* enum amp_node_kind */
+    uint8_t op;                  /* enum amp_cmp */
+    uint8_t field;               /* enum amp_field */
     int16_t left, right;         /* operands of and, or, not */
     int64_t value, modulus;
     uint32_t text;               /* offset of a glob in strings */
