@@ -2,10 +2,11 @@
  * gemm_suite (every GEMM entry point of cublas_v2.h) and legacy_sgemm
  * (cublas.h) under LD_PRELOAD=libampshim.so, on the CPU device emulator
  * and on the real NVIDIA libraries, judged by their results, statuses,
- * hashes and the shim's exit summary.
+ * hashes and the shim's exit summary; conv_check (cuDNN) on the real
+ * libraries (test_conv.c runs it on the emulator).
  *
- * usage: test_preload GROUP SGEMM_CHECK GEMM_SUITE LEGACY_SGEMM LIBAMPSHIM
- *        EMU_DIR
+ * usage: test_preload GROUP SGEMM_CHECK GEMM_SUITE LEGACY_SGEMM CONV_CHECK
+ *        LIBAMPSHIM EMU_DIR
  * GROUP: converted | disable | faults | env | real | suite | suite_faults
  *        | legacy */
 #include <stdarg.h>
@@ -35,6 +36,7 @@
 static const char *sgemm_check_path;
 static const char *gemm_suite_path;
 static const char *legacy_sgemm_path;
+static const char *conv_check_path;
 static const char *libampshim_path;
 static const char *emu_dir;
 
@@ -1044,6 +1046,16 @@ test_real_program(void **state)
         assert_int_equal(amp_test_count_lines_with(bare.out,
                                                    " handle=NULL status="),
                          18);
+    /* The three convolutions on a NULL handle, after the failed
+     * cudnnCreate. */
+    if (program == conv_check_path && bare.code != 0) {
+        assert_int_equal(amp_test_count_lines_with(bare.out,
+                                                   " handle=NULL status="),
+                         3);
+        assert_int_equal(amp_test_count_lines_with(bare.out,
+                                                   "cudnnCreate status="),
+                         1);
+    }
     amp_test_run_free(&bare);
     amp_test_run_free(&shim);
 }
@@ -1202,25 +1214,28 @@ main(int argc, char **argv)
         cmocka_unit_test(test_real_libraries_same_status),
         cmocka_unit_test_prestate(test_real_program, NULL),
         cmocka_unit_test_prestate(test_real_program, NULL),
+        cmocka_unit_test_prestate(test_real_program, NULL),
     };
     struct CMUnitTest real_tests[COUNT(real)];
     const char *group;
 
-    if (argc != 7) {
+    if (argc != 8) {
         fprintf(stderr, "usage: %s converted|disable|faults|env|real|suite|"
                 "suite_faults|legacy SGEMM_CHECK GEMM_SUITE LEGACY_SGEMM "
-                "LIBAMPSHIM EMU_DIR\n", argv[0]);
+                "CONV_CHECK LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     group = argv[1];
     sgemm_check_path = argv[2];
     gemm_suite_path = argv[3];
     legacy_sgemm_path = argv[4];
-    libampshim_path = argv[5];
-    emu_dir = argv[6];
+    conv_check_path = argv[5];
+    libampshim_path = argv[6];
+    emu_dir = argv[7];
     if (access(sgemm_check_path, X_OK) != 0 ||
         access(gemm_suite_path, X_OK) != 0 ||
         access(legacy_sgemm_path, X_OK) != 0 ||
+        access(conv_check_path, X_OK) != 0 ||
         access(libampshim_path, R_OK) != 0) {
         fprintf(stderr, "%s: missing a program or %s\n", argv[0],
                 libampshim_path);
@@ -1243,6 +1258,8 @@ main(int argc, char **argv)
         real_tests[1].initial_state = (void *)gemm_suite_path;
         real_tests[2].name = "test_real_program legacy_sgemm";
         real_tests[2].initial_state = (void *)legacy_sgemm_path;
+        real_tests[3].name = "test_real_program conv_check";
+        real_tests[3].initial_state = (void *)conv_check_path;
         return _cmocka_run_group_tests("real", real_tests, COUNT(real),
                                        NULL, NULL);
     }
