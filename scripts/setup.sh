@@ -3,8 +3,10 @@
 # through sudo), and checks that the CUDA 13 toolkit is present.
 set -euo pipefail
 
-packages=(meson ninja-build pkg-config gcc clang libcmocka-dev libelf-dev
-          python3 binutils)
+# libclang-rt-dev: libFuzzer for the parser's fuzz target (clang builds).
+packages=(meson ninja-build pkg-config gcc clang libclang-rt-dev
+          libcmocka-dev libelf-dev
+          python3 binutils zlib1g-dev dataset-fashion-mnist)
 
 missing=()
 for p in "${packages[@]}"; do
