@@ -58,12 +58,13 @@ be32(const unsigned char *b)
            (uint32_t)b[3];
 }
 
-/* Reads the header (magic, then `ndims` big-endian sizes) and checks it:
- * the first size is the number of items, the others must be `side`. */
+/* Reads the header (magic, then as many big-endian sizes as its last
+ * byte says) and checks it: the first size is the number of items, the
+ * others must be IMAGE_SIDE. */
 static int
-idx_header(gzFile f, const char *path, uint32_t magic, int ndims, int side,
-           int want)
+idx_header(gzFile f, const char *path, uint32_t magic, int want)
 {
+    int ndims = (int)(magic & 0xff);
     unsigned char b[16];
     uint32_t items;
 
@@ -75,84 +76,52 @@ idx_header(gzFile f, const char *path, uint32_t magic, int ndims, int side,
         return EXIT_USAGE;
     }
     for (int d = 1; d < ndims; d++) {
-        if (be32(b + 4 + 4 * d) != (uint32_t)side) {
+        if (be32(b + 4 + 4 * d) != IMAGE_SIDE) {
             fprintf(stderr, EXAMPLE_PROG ": %s: images are not %dx%d\n", path,
-                    side, side);
+                    IMAGE_SIDE, IMAGE_SIDE);
             return EXIT_USAGE;
         }
     }
     items = be32(b + 4);
     if (items < (uint32_t)want) {
-        fprintf(stderr, EXAMPLE_PROG ": %s holds %u images, %d asked for\n",
+        fprintf(stderr, EXAMPLE_PROG ": %s holds %u items, %d asked for\n",
                 path, items, want);
         return EXIT_USAGE;
     }
     return 0;
 }
 
+/* The first `count` items of DIR/SPLIT-KIND-idx?-ubyte(.gz), `item`
+ * bytes each, into *bytes (malloc'd). 0, EXIT_NO_DATA or EXIT_USAGE. */
 static int
-load_images(const char *dir, const char *split, struct dataset *set)
+idx_load(const char *dir, const char *split, const char *kind,
+         uint32_t magic, int count, size_t item, unsigned char **bytes)
 {
-    char name[64], path[4096];
-    size_t n = (size_t)set->count * IMAGE_PIXELS;
-    unsigned char *pixels = NULL;
-    gzFile f;
-    int rc;
-
-    snprintf(name, sizeof(name), "%s-images-idx3-ubyte", split);
-    f = idx_open(dir, name, path, sizeof(path));
-    if (f == NULL)
-        return EXIT_NO_DATA;
-    rc = idx_header(f, path, IDX_IMAGES_MAGIC, 3, IMAGE_SIDE, set->count);
-    if (rc != 0)
-        goto out;
-    rc = EXIT_USAGE;
-    pixels = malloc(n);
-    set->images = malloc(n * sizeof(float));
-    if (pixels == NULL || set->images == NULL) {
-        fprintf(stderr, EXAMPLE_PROG ": out of memory for %d images\n",
-                set->count);
-        goto out;
-    }
-    if (idx_read(f, path, pixels, n) != 0)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        set->images[i] = ((float)pixels[i] / 255.0f - FMNIST_MEAN) /
-                         FMNIST_STD;
-    rc = 0;
-out:
-    free(pixels);
-    gzclose(f);
-    return rc;
-}
-
-static int
-load_labels(const char *dir, const char *split, struct dataset *set)
-{
+    int ndims = (int)(magic & 0xff);
     char name[64], path[4096];
     gzFile f;
     int rc;
 
-    snprintf(name, sizeof(name), "%s-labels-idx1-ubyte", split);
+    snprintf(name, sizeof(name), "%s-%s-idx%d-ubyte", split, kind, ndims);
     f = idx_open(dir, name, path, sizeof(path));
     if (f == NULL)
         return EXIT_NO_DATA;
-    rc = idx_header(f, path, IDX_LABELS_MAGIC, 1, 0, set->count);
+    rc = idx_header(f, path, magic, count);
     if (rc != 0)
         goto out;
     rc = EXIT_USAGE;
-    set->labels = malloc((size_t)set->count);
-    if (set->labels == NULL) {
-        fprintf(stderr, EXAMPLE_PROG ": out of memory for %d labels\n",
-                set->count);
+    *bytes = malloc((size_t)count * item);
+    if (*bytes == NULL) {
+        fprintf(stderr, EXAMPLE_PROG ": out of memory for %d %s\n", count,
+                kind);
         goto out;
     }
-    if (idx_read(f, path, set->labels, (size_t)set->count) != 0)
+    if (idx_read(f, path, *bytes, (size_t)count * item) != 0)
         goto out;
-    for (int i = 0; i < set->count; i++) {
-        if (set->labels[i] >= CLASSES) {
-            fprintf(stderr, EXAMPLE_PROG ": %s: label %d of item %d\n", path,
-                    set->labels[i], i);
+    for (int i = 0; item == 1 && i < count; i++) {
+        if ((*bytes)[i] >= CLASSES) {
+            fprintf(stderr, EXAMPLE_PROG ": %s: label %d of item %d\n",
+                    path, (*bytes)[i], i);
             goto out;
         }
     }
@@ -166,13 +135,29 @@ int
 dataset_load(const char *dir, const char *split, int count,
              struct dataset *set)
 {
+    size_t n = (size_t)count * IMAGE_PIXELS;
+    unsigned char *pixels = NULL;
     int rc;
 
     memset(set, 0, sizeof(*set));
     set->count = count;
-    rc = load_images(dir, split, set);
+    rc = idx_load(dir, split, "images", IDX_IMAGES_MAGIC, count,
+                  IMAGE_PIXELS, &pixels);
     if (rc == 0)
-        rc = load_labels(dir, split, set);
+        rc = idx_load(dir, split, "labels", IDX_LABELS_MAGIC, count, 1,
+                      &set->labels);
+    if (rc == 0) {
+        set->images = malloc(n * sizeof(float));
+        if (set->images == NULL) {
+            fprintf(stderr, EXAMPLE_PROG ": out of memory for %d images\n",
+                    count);
+            rc = EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        set->images[i] = ((float)pixels[i] / 255.0f - FMNIST_MEAN) /
+                         FMNIST_STD;
+    free(pixels);
     if (rc != 0)
         dataset_free(set);
     return rc;

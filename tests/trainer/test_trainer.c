@@ -379,7 +379,7 @@ test_damaged_and_plain_data(void **state)
     args[1] = "33";
     run_trainer(args, &run);
     expect_exit("too few images", &run, 2);
-    assert_non_null(strstr(run.err, "holds 32 images, 33 asked for"));
+    assert_non_null(strstr(run.err, "holds 32 items, 33 asked for"));
     amp_test_run_free(&run);
 
     args[1] = "32";
