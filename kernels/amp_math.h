@@ -735,8 +735,18 @@ amp_conv_scalars_finish(struct amp_conv_scalars *s, int32_t log2_len,
     s->exp_a = 0;
     s->exp_b = 0;
     if (format == AMP_FORMAT_F16 && s->absmax_a != 0 && s->absmax_b != 0) {
-        s->exp_a = amp_clamp_exp((p > 14 ? 14 : p) - amp_log2_floor(a));
-        s->exp_b = amp_clamp_exp((q > 14 ? 14 : q) - amp_log2_floor(b));
+        int ea = (p > 14 ? 14 : p) - amp_log2_floor(a), eb;
+
+        /* A scale clamped to FP32's exponent range leaves its input larger
+         * (near FLT_MAX) or smaller than planned: the other input's
+         * budget takes the difference, and back if that one is clamped
+         * too (both clamped large: the FP32 output overflows as well). */
+        s->exp_a = amp_clamp_exp(ea);
+        q -= s->exp_a - ea;
+        eb = (q > 14 ? 14 : q) - amp_log2_floor(b);
+        s->exp_b = amp_clamp_exp(eb);
+        if (s->exp_b > eb)
+            s->exp_a = amp_clamp_exp(s->exp_a - (s->exp_b - eb));
     }
     s->scale_a = amp_pow2f(s->exp_a);
     s->scale_b = amp_pow2f(s->exp_b);
