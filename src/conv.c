@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#define AMP_SCRATCH_ALIGN 256
 /* Tensor Cores want channels in multiples of 8 (per group). */
 #define AMP_CONV_CHANNEL_MULTIPLE 8
 
@@ -214,24 +213,6 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
 
 /* ---- Scratch -------------------------------------------------------------- */
 
-/* Places `bytes` at the end of *total, 256-byte aligned; the offset, or
- * SIZE_MAX (and *total SIZE_MAX) on overflow. */
-static size_t
-amp_conv_part(size_t *total, size_t bytes)
-{
-    size_t at = *total, padded;
-
-    if (at == SIZE_MAX || bytes > SIZE_MAX - AMP_SCRATCH_ALIGN ||
-        __builtin_add_overflow(at, (bytes + AMP_SCRATCH_ALIGN - 1) /
-                                       AMP_SCRATCH_ALIGN * AMP_SCRATCH_ALIGN,
-                               &padded)) {
-        *total = SIZE_MAX;
-        return SIZE_MAX;
-    }
-    *total = padded;
-    return at;
-}
-
 static size_t
 amp_conv_elem(enum amp_conv_type t)
 {
@@ -353,22 +334,23 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
     size_t total = 0;
     int i;
 
-    parts[3] = direct ? SIZE_MAX : amp_conv_part(&total,
-                                                 sizeof(struct amp_conv_scalars));
-    parts[4] = direct ? SIZE_MAX : amp_conv_part(&total,
-                                                 sizeof(struct amp_shadow_accum));
-    for (i = 0; i < 3; i++)
-        parts[i] = p->own[i]
-                       ? amp_conv_part(&total,
-                                       (size_t)amp_conv_count(
-                                           amp_plan_layout(p, i), 1) *
-                                           amp_conv_elem(p->type))
-                       : SIZE_MAX;
-    parts[5] = shadow ? amp_conv_part(&total,
-                                      (size_t)amp_conv_count(
-                                          amp_plan_layout(p, out), 0) * 4)
+    parts[3] = direct ? SIZE_MAX
+                      : amp_scratch_part(&total,
+                                         sizeof(struct amp_conv_scalars));
+    parts[4] = direct ? SIZE_MAX
+                      : amp_scratch_part(&total,
+                                         sizeof(struct amp_shadow_accum));
+    for (i = 0; i < 3; i++) {
+        size_t bytes = (size_t)amp_conv_count(amp_plan_layout(p, i), 1) *
+                       amp_conv_elem(p->type);
+
+        parts[i] = p->own[i] ? amp_scratch_part(&total, bytes) : SIZE_MAX;
+    }
+    parts[5] = shadow ? amp_scratch_part(&total,
+                                         (size_t)amp_conv_count(
+                                             amp_plan_layout(p, out), 0) * 4)
                       : SIZE_MAX;
-    parts[6] = workspace_bytes ? amp_conv_part(&total, workspace_bytes)
+    parts[6] = workspace_bytes ? amp_scratch_part(&total, workspace_bytes)
                                : SIZE_MAX;
     if (total == SIZE_MAX || total > scratch_max)
         return AMP_ERR_TOO_BIG;

@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#define AMP_SCRATCH_ALIGN 256
 #define AMP_F16_LD_MULTIPLE 8
 
 static const char *const amp_gemm_skip_reasons[] = {
@@ -131,25 +130,6 @@ amp_bytes(int64_t count, size_t elem)
     return n;
 }
 
-/* Places a part of `bytes` bytes and returns its offset. */
-static size_t
-amp_part(struct amp_gemm_layout *l, size_t bytes)
-{
-    size_t at = l->bytes, padded;
-
-    if (l->bytes == SIZE_MAX)
-        return 0;
-    if (bytes > SIZE_MAX - AMP_SCRATCH_ALIGN ||
-        __builtin_add_overflow(at, (bytes + AMP_SCRATCH_ALIGN - 1) /
-                                       AMP_SCRATCH_ALIGN * AMP_SCRATCH_ALIGN,
-                               &padded)) {
-        l->bytes = SIZE_MAX;
-        return 0;
-    }
-    l->bytes = padded;
-    return at;
-}
-
 /* Elements of `batch` matrices of rows x cols, each `stride` apart. */
 static int64_t
 amp_batch_elems(int64_t batch, int64_t stride)
@@ -170,7 +150,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
     int split = work == AMP_MODE_FP16X3;
     int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
-    size_t a16, b16, r32;
+    size_t a16, b16, r32, ptrs, *total = &l->bytes;
 
     memset(l, 0, sizeof *l);
     l->batch = amp_gemm_batch(d);
@@ -186,24 +166,27 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), 2);
     b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), 2);
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
+    ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled ? amp_part(l, sizeof(struct amp_gemm_scalars))
+    l->scalars = scaled ? amp_scratch_part(total,
+                                           sizeof(struct amp_gemm_scalars))
                         : AMP_ABSENT;
-    l->accum = shadow ? amp_part(l, sizeof(struct amp_shadow_accum))
+    l->accum = shadow ? amp_scratch_part(total,
+                                         sizeof(struct amp_shadow_accum))
                       : AMP_ABSENT;
-    l->a = half ? amp_part(l, a16) : AMP_ABSENT;
-    l->a_lo = split ? amp_part(l, a16) : AMP_ABSENT;
-    l->b = half ? amp_part(l, b16) : AMP_ABSENT;
-    l->b_lo = split ? amp_part(l, b16) : AMP_ABSENT;
+    l->a = half ? amp_scratch_part(total, a16) : AMP_ABSENT;
+    l->a_lo = split ? amp_scratch_part(total, a16) : AMP_ABSENT;
+    l->b = half ? amp_scratch_part(total, b16) : AMP_ABSENT;
+    l->b_lo = split ? amp_scratch_part(total, b16) : AMP_ABSENT;
     arrays_ab = arrays && half && !shadow && !split;
-    l->ptrs_a = arrays_ab ? amp_part(l, amp_bytes(l->batch, 8)) : AMP_ABSENT;
-    l->ptrs_b = arrays_ab ? amp_part(l, amp_bytes(l->batch, 8)) : AMP_ABSENT;
+    l->ptrs_a = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
+    l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     l->ptrs_r = arrays && shadow && work == AMP_MODE_TF32
-                    ? amp_part(l, amp_bytes(l->batch, 8))
+                    ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
-    l->sum = split ? amp_part(l, r32) : AMP_ABSENT;
-    l->hi = split ? amp_part(l, r32) : AMP_ABSENT;
-    l->result = shadow ? amp_part(l, r32) : AMP_ABSENT;
+    l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->hi = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->result = shadow ? amp_scratch_part(total, r32) : AMP_ABSENT;
 }
 
 /* ---- Queued work ------------------------------------------------------------- */
