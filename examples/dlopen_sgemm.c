@@ -1,0 +1,122 @@
+/* dlopen_sgemm: an FP32 program that links no CUDA library. It opens the
+ * runtime and cuBLAS with dlopen and calls them through pointers from
+ * dlsym: either in a local scope, looked up on the library's handle
+ * (--scope local, as plugin loaders do), or in the global scope, looked up
+ * with RTLD_DEFAULT (--scope global). Prints the hash of one SGEMM's
+ * result. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 256
+
+struct api {
+    cudaError_t (*malloc_)(void **, size_t);
+    cudaError_t (*memcpy_)(void *, const void *, size_t, enum cudaMemcpyKind);
+    cudaError_t (*free_)(void *);
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t,
+                            cublasOperation_t, int, int, int, const float *,
+                            const float *, int, const float *, int,
+                            const float *, float *, int);
+};
+
+static void *
+lookup(void *lib, int global, const char *name)
+{
+    void *fn = dlsym(global ? RTLD_DEFAULT : lib, name);
+
+    if (!fn)
+        fprintf(stderr, "dlopen_sgemm: %s not found: %s\n", name, dlerror());
+    return fn;
+}
+
+static int
+load(int global, struct api *api)
+{
+    int scope = global ? RTLD_GLOBAL : RTLD_LOCAL;
+    void *rt = dlopen("libcudart.so.13", RTLD_NOW | scope);
+    void *blas = dlopen("libcublas.so.13", RTLD_NOW | scope);
+
+    if (!rt || !blas) {
+        fprintf(stderr, "dlopen_sgemm: %s\n", dlerror());
+        return -1;
+    }
+    *(void **)&api->malloc_ = lookup(rt, global, "cudaMalloc");
+    *(void **)&api->memcpy_ = lookup(rt, global, "cudaMemcpy");
+    *(void **)&api->free_ = lookup(rt, global, "cudaFree");
+    *(void **)&api->create = lookup(blas, global, "cublasCreate_v2");
+    *(void **)&api->destroy = lookup(blas, global, "cublasDestroy_v2");
+    *(void **)&api->sgemm = lookup(blas, global, "cublasSgemm_v2");
+    return api->malloc_ && api->memcpy_ && api->free_ && api->create &&
+                   api->destroy && api->sgemm
+               ? 0
+               : -1;
+}
+
+/* FNV-1a 64 over the result's bytes. */
+static uint64_t
+hash(const float *v, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+
+    for (i = 0; i < n * sizeof(*v); i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int
+main(int argc, char **argv)
+{
+    static float a[N * N], b[N * N], c[N * N];
+    const float alpha = 1.0f, beta = 0.0f;
+    float *da = NULL, *db = NULL, *dc = NULL;
+    cublasHandle_t handle;
+    cublasStatus_t status;
+    struct api api;
+    int global, i;
+
+    if (argc != 3 || strcmp(argv[1], "--scope") != 0 ||
+        (strcmp(argv[2], "local") != 0 && strcmp(argv[2], "global") != 0)) {
+        fprintf(stderr, "usage: dlopen_sgemm --scope local|global\n");
+        return 2;
+    }
+    global = strcmp(argv[2], "global") == 0;
+    if (load(global, &api) != 0)
+        return 3;
+    for (i = 0; i < N * N; i++) {
+        a[i] = (float)((i * 7919ll) % 1000) / 1000.0f - 0.5f;
+        b[i] = (float)((i * 104729ll) % 1000) / 1000.0f - 0.5f;
+    }
+    if (api.malloc_((void **)&da, sizeof a) || api.malloc_((void **)&db,
+                                                           sizeof b) ||
+        api.malloc_((void **)&dc, sizeof c) ||
+        api.memcpy_(da, a, sizeof a, cudaMemcpyHostToDevice) ||
+        api.memcpy_(db, b, sizeof b, cudaMemcpyHostToDevice) ||
+        api.create(&handle) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "dlopen_sgemm: CUDA set-up failed\n");
+        return 3;
+    }
+    status = api.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, da,
+                       N, db, N, &beta, dc, N);
+    if (api.memcpy_(c, dc, sizeof c, cudaMemcpyDeviceToHost)) {
+        fprintf(stderr, "dlopen_sgemm: copy back failed\n");
+        return 3;
+    }
+    printf("scope=%s status=%d hash=%016" PRIx64 "\n", argv[2], (int)status,
+           hash(c, N * N));
+    api.destroy(handle);
+    api.free_(da);
+    api.free_(db);
+    api.free_(dc);
+    return status == CUBLAS_STATUS_SUCCESS ? 0 : 1;
+}
