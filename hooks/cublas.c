@@ -81,6 +81,36 @@ static _Thread_local struct {
     struct amp_own_handle slot[AMP_OWN_HANDLES];
 } amp_own;
 
+/* A thread that made handles destroys them when it exits (a program that
+ * starts a thread per task would otherwise leak a handle per task). */
+static pthread_key_t amp_own_key;
+static pthread_once_t amp_own_key_once = PTHREAD_ONCE_INIT;
+
+static void
+amp_own_release(void *unused)
+{
+    int i;
+
+    if (amp_own.generation != amp_shim_generation())
+        return; /* a forked child's copy of its parent's handles */
+    for (i = 0; i < amp_own.count; i++) {
+        if (!amp_own.slot[i].handle)
+            continue;
+        /* Off the program's stream first: it may be gone already. */
+        amp_real.cublasSetStream_v2(amp_own.slot[i].handle, NULL);
+        amp_real.cublasDestroy_v2(amp_own.slot[i].handle);
+    }
+    amp_own.count = 0;
+}
+
+static void
+amp_own_key_make(void)
+{
+    if (pthread_key_create(&amp_own_key, amp_own_release) != 0)
+        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
+                "the shim's cuBLAS handles outlive their threads");
+}
+
 /* The calling thread's handle for dev's context. NULL when one cannot be
  * made (then calls in that context stay FP32). */
 static cublasHandle_t
@@ -99,8 +129,11 @@ amp_own_handle(struct amp_dev *dev)
         if (amp_own.slot[i].dev == dev)
             return amp_own.slot[i].handle;
     if (amp_own.count == AMP_OWN_HANDLES || !amp_real.cublasCreate_v2 ||
-        !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2)
+        !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2 ||
+        !amp_real.cublasSetStream_v2)
         return NULL;
+    pthread_once(&amp_own_key_once, amp_own_key_make);
+    pthread_setspecific(amp_own_key, &amp_own);
     own = &amp_own.slot[amp_own.count++];
     own->dev = dev;
     s = amp_real.cublasCreate_v2(&own->handle);

@@ -89,9 +89,46 @@ static _Thread_local struct {
     struct amp_own slot[AMP_OWN_HANDLES];
 } amp_owns;
 
+/* A thread that made a handle destroys it and its descriptors when it
+ * exits (a program that starts a thread per task would otherwise leak
+ * them per task). */
+static pthread_key_t amp_own_key;
+static pthread_once_t amp_own_key_once = PTHREAD_ONCE_INIT;
+
+static void
+amp_own_release(void *unused)
+{
+    int i;
+
+    if (amp_owns.generation != amp_shim_generation())
+        return; /* a forked child's copy of its parent's handles */
+    for (i = 0; i < amp_owns.count; i++) {
+        struct amp_own *own = &amp_owns.slot[i];
+
+        if (!own->handle)
+            continue;
+        amp_real.cudnnDestroyTensorDescriptor(own->x);
+        amp_real.cudnnDestroyTensorDescriptor(own->y);
+        amp_real.cudnnDestroyFilterDescriptor(own->w);
+        amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
+        /* Off the program's stream first: it may be gone already. */
+        amp_real.cudnnSetStream(own->handle, NULL);
+        amp_real.cudnnDestroy(own->handle);
+    }
+    amp_owns.count = 0;
+}
+
+static void
+amp_own_key_make(void)
+{
+    if (pthread_key_create(&amp_own_key, amp_own_release) != 0)
+        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
+                "the shim's cuDNN handles outlive their threads");
+}
+
 /* The calling thread's handle and descriptors for dev's context; NULL when
- * they cannot be made (then calls in that context stay FP32). The
- * descriptors are never destroyed: a handful per thread. */
+ * they cannot be made (then calls in that context stay FP32). They live
+ * until the thread exits. */
 static struct amp_own *
 amp_own_get(struct amp_dev *dev)
 {
@@ -107,6 +144,8 @@ amp_own_get(struct amp_dev *dev)
             return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
     if (amp_owns.count == AMP_OWN_HANDLES)
         return NULL;
+    pthread_once(&amp_own_key_once, amp_own_key_make);
+    pthread_setspecific(amp_own_key, &amp_owns);
     own = &amp_owns.slot[amp_owns.count++];
     memset(own, 0, sizeof *own);
     own->dev = dev;

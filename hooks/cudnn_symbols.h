@@ -40,6 +40,13 @@
  * shim's own handle and descriptors, and the algorithm queries. */
 #define AMP_CUDNN_CALLED(X)                                                  \
     X(cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle))                  \
+    X(cudnnStatus_t, cudnnDestroy, (cudnnHandle_t handle))                   \
+    X(cudnnStatus_t, cudnnDestroyTensorDescriptor,                           \
+      (cudnnTensorDescriptor_t tensorDesc))                                  \
+    X(cudnnStatus_t, cudnnDestroyFilterDescriptor,                           \
+      (cudnnFilterDescriptor_t filterDesc))                                  \
+    X(cudnnStatus_t, cudnnDestroyConvolutionDescriptor,                      \
+      (cudnnConvolutionDescriptor_t convDesc))                               \
     X(cudnnStatus_t, cudnnSetStream,                                         \
       (cudnnHandle_t handle, cudaStream_t streamId))                         \
     X(cudnnStatus_t, cudnnGetStream,                                         \
