@@ -18,7 +18,7 @@
 /* Inherited from the test runner: where programs are, and sanitizer
  * settings of an instrumented build. */
 static const char *const inherited[] = {
-    "PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+    "PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
 };
 
 void
@@ -39,12 +39,20 @@ void
 amp_test_env_set(struct amp_test_env *env, const char *name,
                  const char *value)
 {
+    /* A sanitized build's shim needs the sanitizer runtime loaded before
+     * it: the test setup of such a build names the runtime here. */
+    const char *first = getenv("AMP_TEST_PRELOAD_FIRST");
     size_t len = strlen(name);
     char *var;
     int i;
 
-    if (asprintf(&var, "%s=%s", name, value) < 0)
+    if (strcmp(name, "LD_PRELOAD") == 0 && first && *first &&
+        strncmp(value, first, strlen(first)) != 0) {
+        if (asprintf(&var, "%s=%s %s", name, first, value) < 0)
+            abort();
+    } else if (asprintf(&var, "%s=%s", name, value) < 0) {
         abort();
+    }
     for (i = 0; i < env->count; i++) {
         if (strncmp(env->vars[i], name, len) == 0 &&
             env->vars[i][len] == '=') {

@@ -21,7 +21,9 @@ struct amp_test_env {
 };
 
 void amp_test_env_init(struct amp_test_env *env);
-/* Sets NAME=value, replacing an earlier NAME. */
+/* Sets NAME=value, replacing an earlier NAME. LD_PRELOAD gets the
+ * sanitizer runtime named by AMP_TEST_PRELOAD_FIRST (a sanitized build's
+ * test setup) in front of value. */
 void amp_test_env_set(struct amp_test_env *env, const char *name,
                       const char *value);
 void amp_test_env_free(struct amp_test_env *env);
