@@ -262,6 +262,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
     struct amp_gemm_desc desc = *call, *d = &desc;
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
     struct amp_dev *dev;
     cublasHandle_t own;
     enum amp_status st;
@@ -272,8 +273,11 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
-        if (dec.mode == AMP_MODE_FP32)
+        amp_prof_gemm(&what, d, &dec);
+        if (dec.mode == AMP_MODE_FP32) {
             skip = AMP_GEMM_SKIP_MODE;
+            amp_prof_fp32(&what);
+        }
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
@@ -286,29 +290,39 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     dev = amp_dev_current();
     own = dev ? amp_own_handle(dev) : NULL;
     if (!own || !amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
-        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx)
+        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx) {
+        amp_prof_fallback(&what, AMP_FALLBACK_NO_DEVICE);
         return AMP_HOOK_ORIGINAL;
+    }
+    amp_prof_begin(&h->prof, dev, &what);
     st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
                           &h->run);
     if (st != AMP_OK) {
         h->outcome = amp_prepare_outcome(st);
+        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
         amp_log(AMP_LOG_DEBUG, "%s: %s path not prepared (%d): FP32",
                 d->api, amp_mode_name(dec.mode), (int)st);
         return AMP_HOOK_ORIGINAL;
     }
     if (amp_steps_issue(own, d, &h->run) != AMP_OK) {
         amp_gemm_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
         return AMP_HOOK_ORIGINAL;
     }
     h->outcome = AMP_OUTCOME_CONVERTED;
     if (h->run.needs_original) {
         h->shadow = 1;
+        amp_prof_split(&h->prof);
         return AMP_HOOK_ORIGINAL;
     }
     if (amp_gemm_finish(&h->run) != AMP_OK) {
         h->outcome = AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
         return AMP_HOOK_ORIGINAL;
     }
+    amp_prof_stop(&h->prof);
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
     amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: %s", d->api, (long long)d->m,
             (long long)d->n, (long long)d->k, amp_mode_name(h->run.mode));
     return AMP_HOOK_DONE;
@@ -323,11 +337,15 @@ amp_shadow_complete(struct amp_hook *h, int original_ok)
     h->shadow = 0;
     if (!original_ok) {
         amp_gemm_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE, 0);
         return;
     }
+    amp_prof_stop(&h->prof); /* the FP32 original's end */
     if (amp_gemm_finish(&h->run) != AMP_OK)
         amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
                 h->stats->name);
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
 }
 
 /* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */
@@ -338,6 +356,7 @@ amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
     h->stats = stats;
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
+    h->prof.open = 0;
     h->entered = amp_shim_enter();
     return h->entered;
 }

@@ -5,6 +5,7 @@
 #define AMP_CUBLAS_HOOK_H
 
 #include "gemm.h"
+#include "prof.h"
 #include "stats.h"
 
 /* One hooked call in flight. */
@@ -14,6 +15,7 @@ struct amp_hook {
     int shadow;               /* run waits for the original call */
     enum amp_outcome outcome;
     struct amp_gemm_run run;
+    struct amp_prof_span prof; /* the converted call's measurement */
 };
 
 enum amp_hook_next {

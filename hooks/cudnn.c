@@ -8,6 +8,7 @@
 #include "device.h"
 #include "harvest.h"
 #include "log.h"
+#include "prof.h"
 #include "resolve.h"
 #include "shim.h"
 #include "site.h"
@@ -552,6 +553,7 @@ struct amp_cudnn_hook {
     enum amp_outcome outcome;
     struct amp_api_stats *stats;
     struct amp_conv_run run;
+    struct amp_prof_span prof;  /* the converted call's measurement */
 };
 
 /* Plans, prepares and issues the converted call: 1 when the caller's
@@ -560,7 +562,8 @@ struct amp_cudnn_hook {
 static int
 amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
                   const struct amp_conv_desc *d, const struct amp_geometry *g,
-                  const struct amp_decision *dec)
+                  const struct amp_decision *dec,
+                  const struct amp_prof_what *what)
 {
     struct amp_vendor_descs v;
     struct amp_conv_plan plan;
@@ -573,24 +576,34 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     cudnnStatus_t s;
 
     st = amp_conv_plan(d, dec->mode, dec->candidate, &plan);
-    if (st == AMP_ERR_UNAVAILABLE)
+    if (st == AMP_ERR_UNAVAILABLE) {
+        amp_prof_fp32(what);
         return 0; /* a mode with no convolution candidate: FP32 */
+    }
     h->outcome = AMP_OUTCOME_FALLBACK;
     dev = amp_dev_current();
     own = dev && amp_cudnn_complete ? amp_own_get(dev) : NULL;
-    if (st != AMP_OK || !own || !amp_vendor_descs(own, c, g, &plan, &v))
+    if (st != AMP_OK || !own || !amp_vendor_descs(own, c, g, &plan, &v)) {
+        amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)
+                                : !own ? AMP_FALLBACK_NO_DEVICE
+                                       : AMP_FALLBACK_NO_ALGORITHM);
         return 0;
+    }
     amp_algo_key(d, g, &plan, &key);
     if (!amp_algo_cached(&key, &algo, &bytes, 0)) {
-        if (!amp_vendor_algo(own, d->dir, &v, &algo, &bytes))
+        if (!amp_vendor_algo(own, d->dir, &v, &algo, &bytes)) {
+            amp_prof_fallback(what, AMP_FALLBACK_NO_ALGORITHM);
             return 0;
+        }
         amp_algo_cached(&key, &algo, &bytes, 1);
     }
+    amp_prof_begin(&h->prof, dev, what);
     st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max, &h->run);
     if (st != AMP_OK) {
         h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
                          ? AMP_OUTCOME_FP32
                          : AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
         return 0;
     }
     s = amp_vendor_run(own, d->dir, &v, algo, &h->run);
@@ -598,13 +611,23 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "
                 "FP32", d->api, amp_mode_name(plan.candidate), (int)s);
         amp_conv_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
         return 0;
     }
-    if (amp_conv_finish(&h->run) != AMP_OK)
+    if (amp_conv_finish(&h->run) != AMP_OK) {
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
         return 0;
+    }
     h->outcome = AMP_OUTCOME_CONVERTED;
     h->shadow = h->run.needs_original;
-    return !h->shadow;
+    if (h->shadow) {
+        amp_prof_split(&h->prof);
+        return 0;
+    }
+    amp_prof_stop(&h->prof);
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
+    return 1;
 }
 
 /* Guard, descriptor, decision and converted path. 1: the hook returns
@@ -617,12 +640,14 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     struct amp_geometry g;
     enum amp_conv_skip skip;
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
     enum amp_kind kind;
 
     amp_shim_config(); /* the log is open before resolution reports */
     pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
     h->entered = 0;
     h->shadow = 0;
+    h->prof.open = 0;
     h->stats = &amp_cudnn_stats[c->api];
     *status = CUDNN_STATUS_NOT_INITIALIZED;
     if (*amp_cudnn_slots[c->api] == NULL)
@@ -659,12 +684,18 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
             skip = AMP_CONV_SKIP_MODE;
     }
+    /* Valid calls only: an invalid one may have no groups. */
+    if (skip == AMP_CONV_CONVERT || skip == AMP_CONV_SKIP_MODE ||
+        skip == AMP_CONV_SKIP_DEMOTED)
+        amp_prof_conv(&what, &d, &dec);
+    if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
+        amp_prof_fp32(&what); /* decided FP32 at its site */
     if (skip != AMP_CONV_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d.api,
                 amp_conv_skip_reason(skip));
         return 0;
     }
-    if (!amp_cudnn_convert(h, c, &d, &g, &dec))
+    if (!amp_cudnn_convert(h, c, &d, &g, &dec, &what))
         return 0;
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
     amp_shim_leave();
@@ -679,11 +710,16 @@ amp_cudnn_end(struct amp_cudnn_hook *h, cudnnStatus_t status)
 {
     if (!h->entered)
         return status;
+    if (h->shadow && status == CUDNN_STATUS_SUCCESS)
+        amp_prof_stop(&h->prof); /* the FP32 original's end */
     if (h->shadow &&
         amp_conv_shadow_finish(&h->run, status == CUDNN_STATUS_SUCCESS) !=
             AMP_OK)
         amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
                 h->stats->name);
+    if (h->prof.open) /* a shadow run: prepared, so run is set */
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                     h->run.scratch_bytes);
     amp_stats_count(h->stats, h->outcome);
     amp_shim_leave();
     return status;

@@ -52,6 +52,11 @@ static const struct amp_name_value amp_bools[] = {
     {NULL, 0},
 };
 
+const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV] = {
+    "NVIDIA_TF32_OVERRIDE", "CUBLAS_EMULATE_SINGLE_PRECISION",
+    "CUBLAS_EMULATION_STRATEGY", "CUBLAS_WORKSPACE_CONFIG",
+};
+
 static void amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -126,11 +131,25 @@ bad:
                        var, value);
 }
 
+/* A path into out (AMP_CONFIG_PATH_LEN bytes); a longer one is a
+ * problem and leaves out empty. */
+static void
+amp_config_path(struct amp_config *cfg, const char *var, const char *value,
+                char *out)
+{
+    if (strlen(value) >= AMP_CONFIG_PATH_LEN) {
+        amp_config_problem(cfg, "%s is longer than %d bytes; ignored", var,
+                           AMP_CONFIG_PATH_LEN - 1);
+        return;
+    }
+    strcpy(out, value);
+}
+
 void
 amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
 {
     const char *v;
-    int value;
+    int value, i;
 
     memset(cfg, 0, sizeof *cfg);
     cfg->mode = AMP_MODE_FP16;
@@ -167,6 +186,23 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
         amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, &cfg->summary);
     if ((v = getenv_fn("AMPSHIM_SCRATCH_MAX")) && *v)
         amp_config_bytes(cfg, "AMPSHIM_SCRATCH_MAX", v, &cfg->scratch_max);
+    if ((v = getenv_fn("AMPSHIM_CALL_LOG")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_CALL_LOG", v, amp_bools,
+                        &cfg->call_log);
+    if (cfg->log_level >= AMP_LOG_INFO)
+        cfg->call_log = 1;
+    if ((v = getenv_fn("AMPSHIM_REPORT")) && *v) {
+        if (strcasecmp(v, "off") == 0)
+            cfg->report_off = 1;
+        else
+            amp_config_path(cfg, "AMPSHIM_REPORT", v, cfg->report);
+    }
+    if ((v = getenv_fn("AMPSHIM_TRACE")) && *v)
+        amp_config_path(cfg, "AMPSHIM_TRACE", v, cfg->trace);
+    for (i = 0; i < AMP_CONFIG_FP32_ENV; i++)
+        if ((v = getenv_fn(amp_config_fp32_env_names[i])))
+            snprintf(cfg->fp32_env[cfg->nfp32_env++], AMP_CONFIG_PROBLEM_LEN,
+                     "%s=%.200s", amp_config_fp32_env_names[i], v);
 }
 
 const char *

@@ -29,6 +29,7 @@ enum amp_mode {
 #define AMP_CONFIG_MAX_PROBLEMS 8
 #define AMP_CONFIG_PROBLEM_LEN 320
 #define AMP_CONFIG_PATH_LEN 4096
+#define AMP_CONFIG_FP32_ENV 4
 
 struct amp_config {
     int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
@@ -43,6 +44,16 @@ struct amp_config {
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
     int summary;                  /* AMPSHIM_SUMMARY */
     uint64_t scratch_max;         /* AMPSHIM_SCRATCH_MAX, bytes per call */
+    int call_log;                 /* AMPSHIM_CALL_LOG, or log level info:
+                                     one line per harvested call */
+    int report_off;               /* AMPSHIM_REPORT=off */
+    char report[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_REPORT, "" = the default
+                                         ampshim-<program>-<pid>.json */
+    char trace[AMP_CONFIG_PATH_LEN];  /* AMPSHIM_TRACE, "" = none */
+    /* The variables that change what FP32 means before the shim acts
+     * (amp_config_fp32_env_names), as "NAME=value", for the report. */
+    int nfp32_env;
+    char fp32_env[AMP_CONFIG_FP32_ENV][AMP_CONFIG_PROBLEM_LEN];
     /* Bad values, kept until the log is open (it depends on this). */
     int nproblems;
     char problems[AMP_CONFIG_MAX_PROBLEMS][AMP_CONFIG_PROBLEM_LEN];
@@ -58,5 +69,9 @@ typedef const char *(*amp_getenv_fn)(const char *name);
 void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
 
 const char *amp_mode_name(enum amp_mode mode);
+
+/* NVIDIA_TF32_OVERRIDE and the CUBLAS_* variables that change FP32
+ * results (REFERENCE.md): AMP_CONFIG_FP32_ENV names. */
+extern const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV];
 
 #endif

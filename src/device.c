@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #define AMP_STR(x) AMP_STR_(x)
@@ -31,6 +32,8 @@
     X(cuEventRecord)                                                         \
     X(cuEventQuery)                                                          \
     X(cuEventSynchronize)                                                    \
+    X(cuEventElapsedTime)                                                    \
+    X(cuDeviceGetName)                                                       \
     X(cuCtxPushCurrent)                                                      \
     X(cuCtxPopCurrent)                                                       \
     X(cuGetErrorName)
@@ -73,6 +76,15 @@ struct amp_dev {
     char *slots;
     CUevent slot_events[AMP_DEV_SLOTS];
     uint64_t slots_taken;      /* bit i: slot i is taken */
+    /* Timing events, under amp_dev_lock: made when none is free, kept
+     * for the life of the context, recycled after harvest. */
+    CUevent events[AMP_DEV_EVENTS];
+    int nevents;               /* made */
+    int free_events[AMP_DEV_EVENTS];
+    int nfree;                 /* of those, free (the stack's depth) */
+    int events_failed;         /* cuEventCreate failed once: no more */
+    int epoch;                 /* the trace's time origin, -1 not yet */
+    char name[128];            /* the device's name */
 };
 
 static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
@@ -160,6 +172,10 @@ amp_dev_setup(struct amp_dev *dev)
             return;
         }
     }
+    if (amp_cu.cuDeviceGetName(dev->name, (int)sizeof dev->name, device) !=
+        CUDA_SUCCESS)
+        snprintf(dev->name, sizeof dev->name, "device %d", (int)device);
+    dev->epoch = -1;
     dev->usable = 1;
 }
 
@@ -368,6 +384,144 @@ amp_dev_slot_release(struct amp_dev *dev, int slot)
     pthread_mutex_lock(&amp_dev_lock);
     dev->slots_taken &= ~(1ull << slot);
     pthread_mutex_unlock(&amp_dev_lock);
+}
+
+/* ---- Timing events ------------------------------------------------------ */
+
+enum amp_status
+amp_dev_event_take(struct amp_dev *dev, int *event)
+{
+    enum amp_status st = AMP_OK;
+    CUevent e;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->nfree > 0) {
+        *event = dev->free_events[--dev->nfree];
+    } else if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed &&
+               amp_cu.cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+        /* dev's context is current: the caller is about to record. */
+        dev->events[dev->nevents] = e;
+        *event = dev->nevents++;
+    } else {
+        if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed) {
+            dev->events_failed = 1;
+            amp_log(AMP_LOG_INFO, "cannot create timing events; calls in "
+                    "this context go unmeasured");
+        }
+        st = AMP_ERR_UNAVAILABLE;
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    return st;
+}
+
+enum amp_status
+amp_dev_event_record(struct amp_dev *dev, int event, amp_stream stream)
+{
+    CUresult r = amp_cu.cuEventRecord(dev->events[event], (CUstream)stream);
+
+    return r == CUDA_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
+}
+
+int
+amp_dev_event_done(struct amp_dev *dev, int event, int wait)
+{
+    CUevent e = dev->events[event];
+    CUcontext popped;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return -1;
+    r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_cu.cuCtxPopCurrent(&popped);
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return r == CUDA_SUCCESS ? 1 : -1;
+}
+
+enum amp_status
+amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
+{
+    CUcontext popped;
+    float elapsed = 0.0f;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return AMP_ERR_DRIVER;
+    r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
+                                  dev->events[to]);
+    amp_cu.cuCtxPopCurrent(&popped);
+    *ms = elapsed;
+    return r == CUDA_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
+}
+
+void
+amp_dev_event_release(struct amp_dev *dev, int event)
+{
+    pthread_mutex_lock(&amp_dev_lock);
+    dev->free_events[dev->nfree++] = event;
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+int
+amp_dev_epoch(struct amp_dev *dev, amp_stream stream)
+{
+    int event = -1, now;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    now = dev->epoch;
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (now >= 0)
+        return now;
+    if (amp_dev_event_take(dev, &event) != AMP_OK)
+        return -1;
+    if (amp_dev_event_record(dev, event, stream) != AMP_OK) {
+        amp_dev_event_release(dev, event);
+        return -1;
+    }
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->epoch < 0) {
+        dev->epoch = event;
+        event = -1;
+    }
+    now = dev->epoch;
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (event >= 0)
+        amp_dev_event_release(dev, event); /* another thread was first */
+    return now;
+}
+
+const char *
+amp_dev_name(const struct amp_dev *dev)
+{
+    return dev->name;
+}
+
+enum amp_status
+amp_dev_current_name(char *name, size_t cap)
+{
+    CUcontext ctx = NULL;
+    CUdevice device;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+        amp_cu.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+        amp_cu.cuDeviceGetName(name, (int)cap, device) != CUDA_SUCCESS)
+        return AMP_ERR_UNAVAILABLE;
+    return AMP_OK;
+}
+
+const struct amp_dev *
+amp_dev_first(void)
+{
+    const struct amp_dev *dev = NULL;
+    int i;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs && !dev; i++)
+        if (amp_devs[i].usable)
+            dev = &amp_devs[i];
+    pthread_mutex_unlock(&amp_dev_lock);
+    return dev;
 }
 
 void

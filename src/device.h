@@ -97,6 +97,46 @@ int amp_dev_slot_done(struct amp_dev *dev, int slot, int wait);
 /* Gives the slot back. */
 void amp_dev_slot_release(struct amp_dev *dev, int slot);
 
+/* ---- Timing events: a pool per context ------------------------------------ */
+
+/* Timing events per context at most. */
+#define AMP_DEV_EVENTS 2048
+
+/* Takes a free timing event of dev (an index), creating one only when none
+ * is free: in steady state the pool recycles. dev's context is current.
+ * Fails with AMP_ERR_UNAVAILABLE when the pool is exhausted or events
+ * cannot be made. */
+enum amp_status amp_dev_event_take(struct amp_dev *dev, int *event);
+
+/* Records the event on `stream`. */
+enum amp_status amp_dev_event_record(struct amp_dev *dev, int event,
+                                     amp_stream stream);
+
+/* As amp_dev_slot_done, for a timing event. */
+int amp_dev_event_done(struct amp_dev *dev, int event, int wait);
+
+/* Milliseconds from event `from` to event `to`, both finished. */
+enum amp_status amp_dev_event_elapsed(struct amp_dev *dev, int from, int to,
+                                      double *ms);
+
+/* Gives the event back to the pool. */
+void amp_dev_event_release(struct amp_dev *dev, int event);
+
+/* The context's time origin for traces: an event recorded on `stream` the
+ * first time this is asked (dev's context current); -1 when none can be
+ * had. */
+int amp_dev_epoch(struct amp_dev *dev, amp_stream stream);
+
+/* The device's name (cuDeviceGetName), e.g. "NVIDIA H100 SXM (emulated)". */
+const char *amp_dev_name(const struct amp_dev *dev);
+
+/* The name of the calling thread's current context's device, without
+ * setting anything up in it; AMP_ERR_UNAVAILABLE with no context. */
+enum amp_status amp_dev_current_name(char *name, size_t cap);
+
+/* The first context the shim used, or NULL. */
+const struct amp_dev *amp_dev_first(void);
+
 /* Forgets every context (a forked child starts clean). */
 void amp_dev_forget(void);
 

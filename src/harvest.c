@@ -3,6 +3,7 @@
 
 #include "amp_math.h"
 #include "policy.h"
+#include "prof.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -14,6 +15,7 @@ struct amp_pending {
     int shadow;
     struct amp_api_stats *stats;
     struct amp_site *site;
+    struct amp_prof_call *call; /* the profiler's record, or NULL */
 };
 
 static pthread_mutex_t amp_pending_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,8 +33,9 @@ amp_harvest_pend(struct amp_dev *dev, int slot, amp_devptr slot_at,
     if (amp_npending < AMP_HARVEST_MAX_PENDING) {
         amp_pending[amp_npending] = (struct amp_pending){
             .dev = dev, .slot = slot, .slot_at = slot_at, .shadow = shadow,
-            .stats = stats, .site = site,
+            .stats = stats, .site = site, .call = amp_prof_current(),
         };
+        amp_prof_expect_error(amp_pending[amp_npending].call);
         amp_npending++;
         st = AMP_OK;
     }
@@ -52,6 +55,7 @@ amp_harvest_one(const struct amp_pending *p)
     e.max_rel = amp_shadow_relative(amp_bits_f32(bits.max_abs),
                                     amp_bits_f32(bits.max_ref));
     e.nonfinite = bits.nonfinite;
+    amp_prof_error(p->call, &e);
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);
     if (p->shadow && p->site)
@@ -79,12 +83,15 @@ amp_harvest(int wait)
         if (done > 0) {
             amp_harvest_one(p);
             harvested++;
+        } else {
+            amp_prof_error(p->call, NULL);
         }
         amp_dev_slot_release(p->dev, p->slot);
         *p = amp_pending[--amp_npending];
     }
     pthread_mutex_unlock(&amp_pending_lock);
-    return harvested;
+    /* The profiler's records after the slots: their errors are in. */
+    return harvested + amp_prof_harvest(wait);
 }
 
 void

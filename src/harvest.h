@@ -18,7 +18,9 @@
 /* Hands a slot whose struct amp_shadow_error is written by work queued
  * before its event record (amp_dev_slot_record) to the harvest, which
  * gives it back. With `shadow` the errors go to amp_stats_shadow(stats);
- * a non-zero non-finite count demotes `site` (when not NULL). Fails with
+ * a non-zero non-finite count demotes `site` (when not NULL). The
+ * profiler's record of the call open on this thread (amp_prof_current)
+ * gets the errors too. Fails with
  * AMP_ERR_UNAVAILABLE when too many are pending (the slot stays the
  * caller's). */
 enum amp_status amp_harvest_pend(struct amp_dev *dev, int slot,
@@ -26,7 +28,8 @@ enum amp_status amp_harvest_pend(struct amp_dev *dev, int slot,
                                  struct amp_api_stats *stats,
                                  struct amp_site *site);
 
-/* Collects every finished slot so far and returns how many that was.
+/* Collects every finished slot so far, then the profiler's finished
+ * records (amp_prof_harvest), and returns how many that was.
  * Never blocks: slots whose work has not finished stay for a later
  * harvest. With `wait` (only at exit), waits for them first. */
 uint64_t amp_harvest(int wait);

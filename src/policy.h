@@ -303,4 +303,18 @@ enum amp_mode amp_policy_may_convert(void);
 /* The active policy's tolerance; a huge value when none applies. */
 double amp_policy_tolerance(void);
 
+/* Which policy decides this process's calls, for the report. */
+struct amp_policy_info {
+    const char *source;          /* "AMPSHIM_MODE", "AMPSHIM_POLICY",
+                                    "user", "system", "built-in", or
+                                    "none" before start-up */
+    const char *path;            /* the file; NULL for none */
+    const char *why;             /* one line: how it was chosen */
+    int broken;                  /* it has an error: nothing converts */
+    enum amp_mode mode;          /* AMPSHIM_MODE's, when source says so */
+    enum amp_mode candidate;
+};
+
+void amp_policy_info(struct amp_policy_info *out);
+
 #endif

@@ -148,3 +148,30 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     if (amp_log_enabled(AMP_LOG_DEBUG))
         amp_policy_log(&call, count, out);
 }
+
+void
+amp_policy_info(struct amp_policy_info *out)
+{
+    static const char *const sources[] = {
+        [AMP_SOURCE_BUILTIN] = "built-in", [AMP_SOURCE_ENV] = "AMPSHIM_POLICY",
+        [AMP_SOURCE_USER] = "user", [AMP_SOURCE_SYSTEM] = "system",
+    };
+
+    memset(out, 0, sizeof *out);
+    out->source = "none";
+    out->why = "no hooked call started the shim";
+    if (amp_state == AMP_STATE_ENV) {
+        out->source = "AMPSHIM_MODE";
+        out->why = "AMPSHIM_MODE overrides any policy";
+        out->mode = amp_cfg->mode;
+        out->candidate = amp_cfg->shadow_candidate;
+        return;
+    }
+    if (amp_state == AMP_STATE_NONE)
+        return;
+    out->source = (unsigned)amp_found.source < 4 ? sources[amp_found.source]
+                                                 : "?";
+    out->path = amp_found.path[0] ? amp_found.path : NULL;
+    out->why = amp_found.broken ? amp_found.error.text : amp_found.why;
+    out->broken = amp_found.broken;
+}

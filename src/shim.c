@@ -5,6 +5,8 @@
 #include "harvest.h"
 #include "log.h"
 #include "policy.h"
+#include "prof.h"
+#include "report.h"
 #include "site.h"
 #include "stats.h"
 
@@ -21,16 +23,20 @@ static atomic_uint amp_shim_gen;
 static void
 amp_shim_at_exit(void)
 {
-    /* Shadow calls still in flight: their errors belong in the summary. */
+    /* Calls still in flight: their errors and times belong in the
+     * summary and the report. */
     amp_harvest(1);
     if (amp_shim_cfg.summary) {
         amp_stats_summary();
         amp_site_summary();
     }
+    amp_report_exit(&amp_shim_cfg);
 }
 
 /* The exit handler is registered on the first converted-or-not call, i.e.
- * after the program has brought CUDA up, so it runs before CUDA's own. */
+ * after the program has brought CUDA up, so it runs before CUDA's own
+ * teardown (atexit handlers run in reverse order), whichever thread calls
+ * exit(). */
 static void
 amp_shim_register_exit(void)
 {
@@ -43,6 +49,7 @@ amp_shim_fork_child(void)
 {
     amp_stats_reset();
     amp_harvest_forget();
+    amp_prof_forget();
     amp_site_forget();
     amp_dev_forget();
     atomic_fetch_add(&amp_shim_gen, 1);

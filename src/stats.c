@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 static pthread_mutex_t amp_stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct amp_api_stats *amp_stats_list;
+static struct amp_api_stats *amp_stats_list_head;
 
 /* Puts api on the list the first time it is counted. */
 static void
@@ -17,7 +17,7 @@ amp_stats_list_add(struct amp_api_stats *api)
 
     pthread_mutex_lock(&amp_stats_lock);
     if (!atomic_load(&api->listed)) {
-        for (tail = &amp_stats_list; *tail; tail = &(*tail)->next)
+        for (tail = &amp_stats_list_head; *tail; tail = &(*tail)->next)
             ;
         api->next = NULL;
         *tail = api;
@@ -58,7 +58,7 @@ amp_stats_summary(void)
     char shadow[160];
 
     pthread_mutex_lock(&amp_stats_lock);
-    for (api = amp_stats_list; api; api = api->next) {
+    for (api = amp_stats_list_head; api; api = api->next) {
         shadow[0] = '\0';
         if (api->shadow_calls)
             snprintf(shadow, sizeof shadow,
@@ -78,6 +78,17 @@ amp_stats_summary(void)
     pthread_mutex_unlock(&amp_stats_lock);
 }
 
+const struct amp_api_stats *
+amp_stats_list(void)
+{
+    const struct amp_api_stats *head;
+
+    pthread_mutex_lock(&amp_stats_lock);
+    head = amp_stats_list_head;
+    pthread_mutex_unlock(&amp_stats_lock);
+    return head;
+}
+
 void
 amp_stats_reset(void)
 {
@@ -87,7 +98,7 @@ amp_stats_reset(void)
     /* Only in a forked child: the lock may have been held by a thread that
      * does not exist here. */
     pthread_mutex_init(&amp_stats_lock, NULL);
-    for (api = amp_stats_list; api; api = api->next) {
+    for (api = amp_stats_list_head; api; api = api->next) {
         atomic_store(&api->calls, 0);
         for (i = 0; i < AMP_OUTCOME_COUNT; i++)
             atomic_store(&api->outcomes[i], 0);

@@ -52,6 +52,10 @@ void amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e)
  * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N". */
 void amp_stats_summary(void);
 
+/* The APIs counted so far, in first-call order (->next); the list only
+ * grows. */
+const struct amp_api_stats *amp_stats_list(void);
+
 /* Zeroes every counter; only in a forked child, which starts clean. */
 void amp_stats_reset(void);
 

@@ -33,6 +33,9 @@ amp_test_env_init(struct amp_test_env *env)
     }
     if (!getenv("PATH"))
         amp_test_env_set(env, "PATH", "/usr/bin:/bin");
+    /* No report file in the test's directory unless a test asks for one
+     * (amp_test_env_set replaces this). */
+    amp_test_env_set(env, "AMPSHIM_REPORT", "off");
 }
 
 void
