@@ -1,7 +1,8 @@
-/* The `ampshim` command-line tool: one table of subcommands (policy check
- * today; run, report and calibrate to come), each with its own --help. */
+/* The `ampshim` command-line tool: one table of subcommands (policy check,
+ * run, report), each with its own --help. */
 #include "policy.h"
 #include "policy_check.h"
+#include "tool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@ struct amp_command {
     const char *summary;
     int (*run)(int argc, char **argv);
     const char *help;
+    int own_help;             /* parses its own --help: the arguments
+                                 after its options are a program's */
 };
 
 static const char amp_check_help[] =
@@ -159,8 +162,8 @@ amp_policy_check(int argc, char **argv)
 
 static const struct amp_command amp_policy_commands[] = {
     {"check", "validate and explain policy files", amp_policy_check,
-     amp_check_help},
-    {NULL, NULL, NULL, NULL},
+     amp_check_help, 0},
+    {NULL, NULL, NULL, NULL, 0},
 };
 
 static void
@@ -192,7 +195,7 @@ amp_dispatch(int argc, char **argv, const struct amp_command *cmds,
     for (c = cmds; c->name; c++) {
         if (strcmp(argv[0], c->name) != 0)
             continue;
-        for (i = 1; i < argc; i++) {
+        for (i = 1; i < argc && !c->own_help; i++) {
             if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                 printf("%s", c->help);
                 return 0;
@@ -219,8 +222,12 @@ static const char amp_policy_help[] =
     "  ampshim policy check FILE...   validate and explain policy files\n";
 
 static const struct amp_command amp_commands[] = {
-    {"policy", "policy files (check)", amp_policy_main, amp_policy_help},
-    {NULL, NULL, NULL, NULL},
+    {"policy", "policy files (check)", amp_policy_main, amp_policy_help, 0},
+    {"run", "run a program under the shim", amp_tool_run, amp_tool_run_help,
+     1},
+    {"report", "a report as a table, HTML and CSV", amp_tool_report,
+     amp_tool_report_help, 0},
+    {NULL, NULL, NULL, NULL, 0},
 };
 
 int
