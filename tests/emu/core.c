@@ -671,6 +671,29 @@ core_mem_used(int dev)
     return g.used[dev];
 }
 
+/* AMPSHIM_EMU_MEMCHECK=1: the device memory still allocated at exit (a
+ * queued stream-ordered free counts as given back) on stderr, for the
+ * leak checks of the preload tests. */
+__attribute__((destructor)) static void
+core_memcheck(void)
+{
+    const char *s = secure_getenv("AMPSHIM_EMU_MEMCHECK");
+    size_t bytes = 0, n = 0;
+
+    if (!s || strcmp(s, "1") != 0)
+        return;
+    core_lock();
+    for (size_t i = 0; i < g.nallocs; i++) {
+        if (g.allocs[i].is_host || g.allocs[i].freeing)
+            continue;
+        bytes += g.allocs[i].size;
+        n++;
+    }
+    core_unlock();
+    fprintf(stderr, "ampshim-emu: device memory at exit: %zu bytes in %zu "
+            "allocations\n", bytes, n);
+}
+
 void *
 emu_dev_at(CUdeviceptr p, size_t bytes)
 {

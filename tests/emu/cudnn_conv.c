@@ -917,6 +917,10 @@ cudnnGetConvolutionForwardWorkspaceSize(
     const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo,
     size_t *sizeInBytes)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return workspace_size(handle, DIR_FWD, xDesc, wDesc, convDesc, yDesc,
                           (int)algo, sizeInBytes);
 }
@@ -929,6 +933,10 @@ cudnnGetConvolutionBackwardDataWorkspaceSize(
     const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo,
     size_t *sizeInBytes)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return workspace_size(handle, DIR_BWD_DATA, dxDesc, wDesc, convDesc,
                           dyDesc, (int)algo, sizeInBytes);
 }
@@ -941,6 +949,10 @@ cudnnGetConvolutionBackwardFilterWorkspaceSize(
     const cudnnFilterDescriptor_t gradDesc,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return workspace_size(handle, DIR_BWD_FILTER, xDesc, gradDesc, convDesc,
                           dyDesc, (int)algo, sizeInBytes);
 }
@@ -961,6 +973,10 @@ cudnnGetConvolutionForwardAlgorithm_v7(
     const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount,
     int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return QUERY(DIR_FWD, handle, srcDesc, filterDesc, convDesc, destDesc,
                  requestedAlgoCount, returnedAlgoCount, perfResults, 0, 0);
 }
@@ -1001,6 +1017,10 @@ cudnnGetConvolutionBackwardDataAlgorithm_v7(
     const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount,
     int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return QUERY(DIR_BWD_DATA, handle, gradDesc, filterDesc, convDesc,
                  diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults,
                  0, 0);
@@ -1043,6 +1063,10 @@ cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount,
     int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults)
 {
+    cudnnStatus_t st = emu_dnn_fault(__func__); /* injected faults */
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return QUERY(DIR_BWD_FILTER, handle, srcDesc, gradDesc, convDesc,
                  diffDesc, requestedAlgoCount, returnedAlgoCount, perfResults,
                  0, 0);

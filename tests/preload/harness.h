@@ -55,7 +55,7 @@ void amp_test_run_dump(const char *what, const struct amp_test_run *run);
 
 /* ---- The example programs' output ---------------------------------------- */
 
-#define AMP_TEST_MAX_CASES 64
+#define AMP_TEST_MAX_CASES 256
 
 struct amp_test_case {
     char name[64];
