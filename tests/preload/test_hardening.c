@@ -1,0 +1,758 @@
+/* Hardening tests: the fault matrix (every hooked API the example programs
+ * call x every fault the emulator can inject on its converted path gives
+ * the FP32 call's bytes and status, and leaves no device memory behind),
+ * concurrency (thread_check: many threads, own and shared handles, fork,
+ * exit under running threads, no CUDA at all) and bad input (every
+ * AMPSHIM_* variable with bad values, broken policy files).
+ *
+ * usage: test_hardening matrix LIBAMPSHIM EMU_DIR GEMM_SUITE LEGACY_SGEMM
+ *                              CONV_CHECK
+ *        test_hardening threads|fork|exit|nocuda LIBAMPSHIM EMU_DIR
+ *                              THREAD_CHECK
+ *        test_hardening env|policy LIBAMPSHIM EMU_DIR SGEMM_CHECK */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Generous: a sanitized build on one shared core. */
+#define RUN_TIMEOUT_S 300
+
+static const char *libampshim_path, *emu_dir;
+static const char *programs[3];
+static int nprograms;
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Runs argv on the emulator, with the shim if preload (AMPSHIM_MODE=mode
+ * unless mode is NULL), plus NAME, VALUE pairs (NULL-terminated). */
+static void
+run_argv(char *const argv[], int preload, const char *mode,
+         struct amp_test_run *run, ...)
+{
+    struct amp_test_env env;
+    const char *name;
+    va_list ap;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    if (preload) {
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        if (mode)
+            amp_test_env_set(&env, "AMPSHIM_MODE", mode);
+    }
+    va_start(ap, run);
+    while ((name = va_arg(ap, const char *)) != NULL)
+        amp_test_env_set(&env, name, va_arg(ap, const char *));
+    va_end(ap);
+    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
+        fail_msg("cannot start %s: %s", argv[0], strerror(errno));
+    amp_test_env_free(&env);
+}
+
+static void
+expect_exit(const struct amp_test_run *run, int code, const char *what)
+{
+    if (run->exited && run->code == code && !run->timed_out)
+        return;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: expected exit status %d", what, code);
+}
+
+static void
+parse_cases(const struct amp_test_run *run, struct amp_test_check *check,
+            const char *what)
+{
+    if (amp_test_parse_check(run->out, check) == 0 && check->count > 0 &&
+        check->have_result)
+        return;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: the program's output does not parse", what);
+}
+
+/* The summary lines of process pid alone. */
+static void
+summary_of(const char *text, int pid, struct amp_test_summary *sum)
+{
+    char prefix[32], *mine = calloc(1, strlen(text) + 1);
+    const char *line = text;
+    size_t used = 0;
+
+    assert_non_null(mine);
+    snprintf(prefix, sizeof(prefix), "ampshim[%d]: ", pid);
+    while (line && *line) {
+        const char *next = strchr(line, '\n');
+        size_t len = next ? (size_t)(next - line) + 1 : strlen(line);
+
+        if (strncmp(line, prefix, strlen(prefix)) == 0) {
+            memcpy(mine + used, line, len);
+            used += len;
+        }
+        line = next ? next + 1 : NULL;
+    }
+    amp_test_parse_summary(mine, sum);
+    free(mine);
+}
+
+/* ---- The fault matrix ------------------------------------------------------ */
+
+/* A fault, and the converted paths it reaches: every one of them must then
+ * fall back ("*": every API; a prefix of the API's step function), or
+ * NULL: the path may survive it (a timing event), in which case the call
+ * counts as converted and stays within the FP16 bound. */
+struct fault {
+    const char *spec;
+    const char *library; /* "cublas", "cudnn" or NULL for every program */
+    const char *falls_back;
+};
+
+static const struct fault faults[] = {
+    { "alloc-async:1+", NULL, "*" },
+    { "module:1+", NULL, "*" },
+    { "launch:1+", NULL, "*" },
+    { "launch:2+", NULL, "*" },
+    { "event:1+", NULL, NULL },
+    { "cublasCreate_v2:2+", "cublas", NULL },
+    { "cublasGemmEx:1+", "cublas", "cublasGemmEx" },
+    { "cublasGemmEx:1+:15", "cublas", "cublasGemmEx" },
+    { "cublasGemmStridedBatchedEx:1+", "cublas",
+      "cublasGemmStridedBatchedEx" },
+    { "cublasGemmStridedBatchedEx:1+:15", "cublas",
+      "cublasGemmStridedBatchedEx" },
+    { "cublasGemmBatchedEx:1+", "cublas", "cublasGemmBatchedEx" },
+    { "cublasGemmBatchedEx:1+:15", "cublas", "cublasGemmBatchedEx" },
+    { "cudnnCreate:2+", "cudnn", NULL },
+    { "cudnnConvolutionForward:1+", "cudnn", "cudnnConvolutionForward" },
+    { "cudnnConvolutionForward:1+:3000", "cudnn",
+      "cudnnConvolutionForward" },
+    { "cudnnConvolutionBackwardData:1+", "cudnn",
+      "cudnnConvolutionBackwardData" },
+    { "cudnnConvolutionBackwardData:1+:3000", "cudnn",
+      "cudnnConvolutionBackwardData" },
+    { "cudnnConvolutionBackwardFilter:1+", "cudnn",
+      "cudnnConvolutionBackwardFilter" },
+    { "cudnnConvolutionBackwardFilter:1+:3000", "cudnn",
+      "cudnnConvolutionBackwardFilter" },
+    /* The algorithm and workspace of the shim's own descriptors. */
+    { "cudnnGetConvolutionForwardAlgorithm_v7:1+", "cudnn",
+      "cudnnConvolutionForward" },
+    { "cudnnGetConvolutionBackwardDataAlgorithm_v7:1+", "cudnn",
+      "cudnnConvolutionBackwardData" },
+    { "cudnnGetConvolutionBackwardFilterAlgorithm_v7:1+", "cudnn",
+      "cudnnConvolutionBackwardFilter" },
+    { "cudnnGetConvolutionForwardWorkspaceSize:1+", "cudnn",
+      "cudnnConvolutionForward" },
+    { "cudnnGetConvolutionBackwardDataWorkspaceSize:1+", "cudnn",
+      "cudnnConvolutionBackwardData" },
+    { "cudnnGetConvolutionBackwardFilterWorkspaceSize:1+", "cudnn",
+      "cudnnConvolutionBackwardFilter" },
+};
+
+/* The Ex GEMM (or the convolution) a converted call of api issues. */
+static const char *
+step_function(const char *api)
+{
+    if (strncmp(api, "cudnn", 5) == 0)
+        return api;
+    if (strstr(api, "Strided"))
+        return "cublasGemmStridedBatchedEx";
+    if (strstr(api, "Batched"))
+        return "cublasGemmBatchedEx";
+    return "cublasGemmEx";
+}
+
+static int
+must_fall_back(const struct fault *f, const char *api)
+{
+    return f->falls_back && (strcmp(f->falls_back, "*") == 0 ||
+                             strcmp(f->falls_back, step_function(api)) == 0);
+}
+
+/* "ampshim-emu: device memory at exit: N bytes": N, or -1. */
+static long
+device_at_exit(const struct amp_test_run *run)
+{
+    const char *line = strstr(run->err, "device memory at exit: ");
+    long bytes = -1;
+
+    if (line)
+        sscanf(line, "device memory at exit: %ld bytes", &bytes);
+    return bytes;
+}
+
+struct matrix_count {
+    int cells, held;
+};
+
+/* Every API of the program's converted cases under one fault: one cell
+ * each. Judged against the program without the shim under the same fault
+ * (the program's own calls of a faulted function fail there too). */
+static void
+matrix_program(const char *program, const struct fault *f,
+               struct matrix_count *count)
+{
+    char *argv[] = { (char *)program, (char *)"--tol", (char *)"fp16", NULL };
+    struct amp_test_run base, run;
+    struct amp_test_check bc, rc;
+    struct amp_test_summary sum;
+    char apis[AMP_TEST_MAX_CASES][64];
+    int napis = 0;
+    long base_dev, run_dev;
+
+    run_argv(argv, 0, NULL, &base, "AMPSHIM_EMU_FAIL", f->spec,
+             "AMPSHIM_EMU_MEMCHECK", "1", NULL);
+    run_argv(argv, 1, "fp16", &run, "AMPSHIM_EMU_FAIL", f->spec,
+             "AMPSHIM_EMU_MEMCHECK", "1", NULL);
+    assert_int_equal(amp_test_parse_check(base.out, &bc), 0);
+    assert_int_equal(amp_test_parse_check(run.out, &rc), 0);
+    summary_of(run.err, (int)run.pid, &sum);
+    base_dev = device_at_exit(&base);
+    run_dev = device_at_exit(&run);
+    for (int i = 0; i < bc.count; i++) {
+        int seen = 0;
+
+        if (strcmp(bc.cases[i].cls, "gemm") != 0 &&
+            strcmp(bc.cases[i].cls, "conv") != 0)
+            continue;
+        for (int j = 0; j < napis; j++)
+            seen |= strcmp(apis[j], bc.cases[i].api) == 0;
+        if (!seen)
+            snprintf(apis[napis++], sizeof(apis[0]), "%s", bc.cases[i].api);
+    }
+    for (int j = 0; j < napis; j++) {
+        const struct amp_test_summary_line *l =
+            amp_test_summary_find(&sum, apis[j]);
+        int fall = must_fall_back(f, apis[j]);
+        int converted = l ? (int)l->converted : -1;
+        const char *why = NULL;
+
+        count->cells++;
+        if (!run.exited || !base.exited || run.code != base.code ||
+            run.timed_out)
+            why = "exit status differs from the run without the shim";
+        else if (rc.count != bc.count)
+            why = "not the same cases";
+        else if (base_dev < 0 || run_dev != base_dev)
+            why = "device memory at exit differs";
+        else if (fall && converted != 0)
+            why = "calls counted converted under the fault";
+        for (int i = 0; !why && i < bc.count; i++) {
+            const struct amp_test_case *b = &bc.cases[i], *c = &rc.cases[i];
+
+            if (strcmp(b->api, apis[j]) != 0)
+                continue;
+            if (strcmp(b->name, c->name) != 0 || b->status != c->status)
+                why = "a case's status differs";
+            else if (strcmp(b->hash, c->hash) != 0 &&
+                     (fall || converted <= 0 || !c->ok))
+                why = "a case is not the FP32 call's bytes";
+        }
+        if (!why) {
+            count->held++;
+            continue;
+        }
+        printf("cell %s x %s: %s\n", apis[j], f->spec, why);
+        amp_test_run_dump("without the shim", &base);
+        amp_test_run_dump("with the shim", &run);
+    }
+    amp_test_run_free(&base);
+    amp_test_run_free(&run);
+}
+
+static void
+test_fault_matrix(void **state)
+{
+    static const char *const library[] = { "cublas", "cublas", "cudnn" };
+    struct matrix_count count = { 0, 0 };
+
+    for (size_t i = 0; i < COUNT(faults); i++)
+        for (int p = 0; p < nprograms; p++)
+            if (!faults[i].library ||
+                strcmp(faults[i].library, library[p]) == 0)
+                matrix_program(programs[p], &faults[i], &count);
+    printf("fault matrix: %d cells (hooked API x injected fault), %d held\n",
+           count.cells, count.held);
+    /* 18 gemm_suite APIs, legacy cublasSgemm, 3 convolutions. */
+    assert_true(count.cells >= 22 * 5);
+    assert_int_equal(count.held, count.cells);
+}
+
+/* ---- Concurrency ---------------------------------------------------------- */
+
+/* thread_check's case lines, in thread order, are the same in a threaded
+ * and a serial run of the same mode; shadow and no shim give the FP32
+ * bytes. */
+static void
+run_thread_check(const char *mode, const char *tol, int serial,
+                 struct amp_test_run *run)
+{
+    char *argv[] = { (char *)programs[0], (char *)"--tol", (char *)tol,
+                     (char *)"--threads", (char *)"8",
+                     serial ? (char *)"--serial" : NULL, NULL };
+
+    run_argv(argv, mode != NULL, mode, run, NULL);
+}
+
+static void
+expect_same_hashes(const struct amp_test_check *a,
+                   const struct amp_test_check *b, const char *what)
+{
+    assert_int_equal(a->count, b->count);
+    for (int i = 0; i < a->count; i++) {
+        if (strcmp(a->cases[i].name, b->cases[i].name) == 0 &&
+            strcmp(a->cases[i].hash, b->cases[i].hash) == 0)
+            continue;
+        fail_msg("%s: %s has hash %s, the reference run %s", what,
+                 a->cases[i].name, a->cases[i].hash, b->cases[i].hash);
+    }
+}
+
+/* 8 threads x (own handles and stream, the shared handles) x 10 entry
+ * points at once, converted (fp16) and shadow: every result within its
+ * bound against its thread's double reference, bytes equal to the same
+ * work done serially, every call counted. */
+static void
+test_threads(void **state)
+{
+    static const char *const modes[][2] = { { "fp16", "fp16" },
+                                            { "shadow", "tf32" } };
+    struct amp_test_run plain, run, serial;
+    struct amp_test_check pc, rc, sc;
+
+    /* FP32 convolutions with default math are TF32 on the emulated
+     * Ampere-or-later GPU, as on a real one. */
+    run_thread_check(NULL, "tf32", 0, &plain);
+    expect_exit(&plain, 0, "thread_check without the shim");
+    parse_cases(&plain, &pc, "thread_check without the shim");
+    assert_int_equal(pc.count, 8 * 2 * 10);
+    for (size_t m = 0; m < COUNT(modes); m++) {
+        struct amp_test_summary sum;
+        int converted = strcmp(modes[m][0], "fp16") == 0;
+
+        run_thread_check(modes[m][0], modes[m][1], 0, &run);
+        run_thread_check(modes[m][0], modes[m][1], 1, &serial);
+        expect_exit(&run, 0, modes[m][0]);
+        expect_exit(&serial, 0, modes[m][0]);
+        parse_cases(&run, &rc, modes[m][0]);
+        parse_cases(&serial, &sc, modes[m][0]);
+        expect_same_hashes(&rc, &sc, modes[m][0]);
+        if (!converted)
+            expect_same_hashes(&rc, &pc, "shadow against no shim");
+        else
+            for (int i = 0; i < rc.count; i++)
+                assert_string_not_equal(rc.cases[i].hash, pc.cases[i].hash);
+        amp_test_parse_summary(run.err, &sum);
+        assert_int_equal(sum.malformed, 0);
+        assert_int_equal(sum.count, 10);
+        for (int i = 0; i < sum.count; i++) {
+            const struct amp_test_summary_line *l = &sum.lines[i];
+
+            /* 16 workers x 2 rounds each. */
+            assert_int_equal(l->calls, 32);
+            /* A shadowed call counts as converted (its candidate ran). */
+            assert_int_equal(l->converted, 32);
+            assert_int_equal(l->fallback, 0);
+            if (!converted)
+                assert_int_equal(l->shadow, 32);
+        }
+        amp_test_run_free(&run);
+        amp_test_run_free(&serial);
+    }
+    amp_test_run_free(&plain);
+}
+
+/* A fork after the first converted round: the child goes on converting
+ * and its summary has its own pid and its own calls (one round); the
+ * parent's counts its two rounds, not the child's. */
+static void
+test_fork(void **state)
+{
+    char *argv[] = { (char *)programs[0], (char *)"--tol", (char *)"fp16",
+                     (char *)"--fork", NULL };
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_test_summary parent, child;
+    const char *line;
+    int child_pid = 0;
+
+    run_argv(argv, 1, "fp16", &run, NULL);
+    expect_exit(&run, 0, "thread_check --fork");
+    parse_cases(&run, &check, "thread_check --fork");
+    assert_int_equal(check.count, 3 * 2 * 10);
+    for (int i = 0; i < check.count; i++)
+        assert_true(check.cases[i].ok);
+    line = strstr(run.out, "child pid=");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "child pid=%d", &child_pid), 1);
+    assert_int_not_equal(child_pid, (int)run.pid);
+    assert_non_null(strstr(run.out, "child exit=0"));
+    summary_of(run.err, (int)run.pid, &parent);
+    summary_of(run.err, child_pid, &child);
+    assert_int_equal(parent.count, 10);
+    assert_int_equal(child.count, 10);
+    for (int i = 0; i < 10; i++) {
+        /* One worker with own handles, one on the shared ones. */
+        assert_int_equal(parent.lines[i].calls, 4);
+        assert_int_equal(parent.lines[i].converted, 4);
+        assert_int_equal(child.lines[i].calls, 2);
+        assert_int_equal(child.lines[i].converted, 2);
+    }
+    amp_test_run_free(&run);
+}
+
+/* main exits while 8 threads are inside hooks: no signal, no hang, the
+ * program's own exit status. */
+static void
+test_exit_under_threads(void **state)
+{
+    char *argv[] = { (char *)programs[0], (char *)"--tol", (char *)"fp16",
+                     (char *)"--exit-early", NULL };
+    static const char *const modes[] = { "fp16", "shadow" };
+
+    for (size_t m = 0; m < COUNT(modes); m++) {
+        struct amp_test_run run;
+
+        run_argv(argv, 1, modes[m], &run, NULL);
+        expect_exit(&run, 0, modes[m]);
+        assert_non_null(strstr(run.out, "exiting with 8 threads running"));
+        amp_test_run_free(&run);
+    }
+}
+
+/* A program that never calls CUDA, and a shell: nothing on stdout or
+ * stderr, no file anywhere the shim could write one (the working
+ * directory, a log file directory). */
+static void
+test_no_cuda(void **state)
+{
+    char dir[] = "/tmp/amp-nocuda-XXXXXX";
+    char *script, *logs;
+    char *sh_argv[] = { (char *)"/bin/sh", (char *)"-c", NULL, NULL };
+    struct amp_test_run run;
+    DIR *d;
+    struct dirent *de;
+    int entries = 0;
+
+    assert_non_null(mkdtemp(dir));
+    assert_true(asprintf(&logs, "%s/log-%%p.txt", dir) > 0);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            assert_true(asprintf(&script, "cd %s && exec %s --no-cuda", dir,
+                                 programs[0]) > 0);
+        else
+            assert_true(asprintf(&script, "cd %s && /bin/true", dir) > 0);
+        sh_argv[2] = script;
+        run_argv(sh_argv, 1, "fp16", &run, "AMPSHIM_LOG_LEVEL", "debug",
+                 "AMPSHIM_LOG_FILE", logs, NULL);
+        expect_exit(&run, 0, script);
+        if (run.out_len != 0 || run.err_len != 0) {
+            amp_test_run_dump(script, &run);
+            fail_msg("%s printed something", script);
+        }
+        amp_test_run_free(&run);
+        free(script);
+    }
+    d = opendir(dir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            printf("left behind: %s/%s\n", dir, de->d_name);
+            entries++;
+        }
+    closedir(d);
+    assert_int_equal(entries, 0);
+    rmdir(dir);
+    free(logs);
+}
+
+/* ---- Bad input ----------------------------------------------------------- */
+
+static struct amp_test_run sgemm_plain;   /* shim, fp16, nothing else */
+static struct amp_test_run sgemm_policy;  /* shim, no AMPSHIM_MODE */
+static struct amp_test_run sgemm_fp32;    /* no shim */
+
+static void
+run_sgemm(int preload, const char *mode, struct amp_test_run *run,
+          const char *name, const char *value)
+{
+    char *argv[] = { (char *)programs[0], (char *)"--tol", (char *)"fp16",
+                     NULL };
+
+    run_argv(argv, preload, mode, run, name, value, NULL);
+}
+
+static int
+sgemm_setup(void **state)
+{
+    run_sgemm(1, "fp16", &sgemm_plain, NULL, NULL);
+    run_sgemm(1, NULL, &sgemm_policy, NULL, NULL);
+    run_sgemm(0, NULL, &sgemm_fp32, NULL, NULL);
+    return sgemm_plain.exited && sgemm_plain.code == 0 &&
+                   sgemm_policy.exited && sgemm_policy.code == 0 &&
+                   sgemm_fp32.exited && sgemm_fp32.code == 0
+               ? 0
+               : -1;
+}
+
+static int
+sgemm_teardown(void **state)
+{
+    amp_test_run_free(&sgemm_plain);
+    amp_test_run_free(&sgemm_policy);
+    amp_test_run_free(&sgemm_fp32);
+    return 0;
+}
+
+static void
+expect_stdout_of(const struct amp_test_run *run,
+                 const struct amp_test_run *base, const char *what)
+{
+    if (run->out_len == base->out_len &&
+        memcmp(run->out, base->out, run->out_len) == 0)
+        return;
+    amp_test_run_dump("reference", base);
+    amp_test_run_dump(what, run);
+    fail_msg("%s: results differ from the run without the variable", what);
+}
+
+/* A value of 100,000 characters; non-printing bytes and format
+ * directives. */
+static char huge_value[100001];
+static const char garbage_value[] = "\x01\x7f%n%s%99999999d\xff\xfe";
+
+/* Every variable the shim reads (src/config.c, src/policy_find.c,
+ * src/log.c), the accepted values its warning must list (NULL: the value
+ * is a path, tested with the policy files), and whether every bad value
+ * leaves the results of the run without it. */
+struct variable {
+    const char *name;
+    const char *accepted; /* a word the warning must contain */
+};
+
+static const struct variable variables[] = {
+    { "AMPSHIM_DISABLE", "true" },
+    { "AMPSHIM_MODE", "shadow:bf16" },
+    { "AMPSHIM_LOG_LEVEL", "debug" },
+    { "AMPSHIM_SUMMARY", "false" },
+    { "AMPSHIM_SCRATCH_MAX", "K, M or G" },
+};
+
+static void
+test_bad_variables(void **state)
+{
+    const char *values[] = { "", huge_value, "-1", "12abc", garbage_value,
+                             "99999999999999999999999" };
+
+    memset(huge_value, '7', sizeof(huge_value) - 1);
+    for (size_t v = 0; v < COUNT(variables); v++) {
+        for (size_t i = 0; i < COUNT(values); i++) {
+            const struct variable *x = &variables[v];
+            /* AMPSHIM_MODE ignored: the built-in policy decides. */
+            int mode = strcmp(x->name, "AMPSHIM_MODE") == 0;
+            struct amp_test_run run;
+            char what[128];
+            int warnings, named;
+
+            snprintf(what, sizeof(what), "%s=<%s>", x->name,
+                     values[i] == huge_value ? "100000 digits"
+                     : values[i] == garbage_value ? "garbage" : values[i]);
+            run_sgemm(1, mode ? NULL : "fp16", &run, x->name, values[i]);
+            expect_exit(&run, 0, what);
+            expect_stdout_of(&run, mode ? &sgemm_policy : &sgemm_plain,
+                             what);
+            /* One warning naming the variable and what it accepts; an
+             * empty value is unset: nothing. */
+            warnings = amp_test_count_lines_with(run.err, x->name);
+            named = amp_test_count_lines_with(run.err, x->accepted);
+            if (*values[i] == '\0' ? warnings == 0
+                                   : warnings == 1 && named == 1)
+                goto next;
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: %d lines name the variable, %d list '%s'", what,
+                     warnings, named, x->accepted);
+next:
+            amp_test_run_free(&run);
+        }
+    }
+}
+
+/* AMPSHIM_LOG_FILE: too long, or a directory that does not exist: one
+ * warning on stderr naming the variable, results untouched. */
+static void
+test_bad_log_file(void **state)
+{
+    const char *values[] = { huge_value, "/nonexistent/dir/%p.log",
+                             "/proc/self/nonexistent" };
+
+    memset(huge_value, 'x', sizeof(huge_value) - 1);
+    huge_value[0] = '/';
+    for (size_t i = 0; i < COUNT(values); i++) {
+        struct amp_test_run run;
+
+        run_sgemm(1, "fp16", &run, "AMPSHIM_LOG_FILE", values[i]);
+        expect_exit(&run, 0, values[i] == huge_value ? "huge" : values[i]);
+        expect_stdout_of(&run, &sgemm_plain, "AMPSHIM_LOG_FILE");
+        if (amp_test_count_lines_with(run.err, "AMPSHIM_LOG_FILE") != 1) {
+            amp_test_run_dump("AMPSHIM_LOG_FILE", &run);
+            fail_msg("expected one warning naming AMPSHIM_LOG_FILE");
+        }
+        amp_test_run_free(&run);
+    }
+}
+
+/* A policy file that is empty, binary, 100 MB, nested 10,000 deep or has
+ * a line of a megabyte: one message with file:line:col, and nothing
+ * converted (FP32 bytes). */
+struct bad_policy {
+    const char *label;
+    const char *where;  /* ":LINE:COL: " the message must carry */
+};
+
+static const struct bad_policy bad_policies[] = {
+    { "empty", ":1:1: " },
+    { "binary", ":1:" },
+    { "huge", ":0:0: " },
+    { "nested", ":1:" },
+    { "long_line", ":1:1025: " },
+};
+
+static void
+write_bad_policy(const char *label, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    static char block[1 << 20];
+
+    assert_non_null(f);
+    if (strcmp(label, "binary") == 0) {
+        for (size_t i = 0; i < 4096; i++)
+            fputc((int)((i * 2654435761u) >> 13) & 0xff, f);
+    } else if (strcmp(label, "huge") == 0) {
+        memset(block, '#', sizeof(block));
+        for (size_t i = 0; i < sizeof(block); i += 64)
+            block[i] = '\n';
+        for (int i = 0; i < 100; i++)
+            fwrite(block, 1, sizeof(block), f);
+    } else if (strcmp(label, "nested") == 0) {
+        fputs("rule fp16 when ", f);
+        for (int i = 0; i < 10000; i++)
+            fputc('(', f);
+        fputs("m > 1", f);
+        for (int i = 0; i < 10000; i++)
+            fputc(')', f);
+        fputs("\ndefault fp32\n", f);
+    } else if (strcmp(label, "long_line") == 0) {
+        memset(block, 'a', sizeof(block));
+        fputs("# ", f);
+        fwrite(block, 1, sizeof(block), f);
+        fputs("\ndefault fp16\n", f);
+    }
+    fclose(f);
+}
+
+static void
+test_bad_policies(void **state)
+{
+    char dir[] = "/tmp/amp-policy-XXXXXX";
+
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < COUNT(bad_policies); i++) {
+        const struct bad_policy *b = &bad_policies[i];
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+        const struct amp_test_summary_line *l;
+        char path[128], where[192];
+
+        snprintf(path, sizeof(path), "%s/%s.policy", dir, b->label);
+        snprintf(where, sizeof(where), "%s%s", path, b->where);
+        write_bad_policy(b->label, path);
+        run_sgemm(1, NULL, &run, "AMPSHIM_POLICY", path);
+        expect_exit(&run, 0, b->label);
+        expect_stdout_of(&run, &sgemm_fp32, b->label);
+        amp_test_parse_summary(run.err, &sum);
+        l = amp_test_summary_find(&sum, "cublasSgemm_v2");
+        assert_non_null(l);
+        assert_int_equal(l->converted, 0);
+        if (amp_test_count_lines_with(run.err, where) != 1) {
+            amp_test_run_dump(b->label, &run);
+            fail_msg("%s: expected one message with '%s'", b->label, where);
+        }
+        unlink(path);
+        amp_test_run_free(&run);
+    }
+    rmdir(dir);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest matrix[] = {
+        cmocka_unit_test(test_fault_matrix),
+    };
+    const struct CMUnitTest threads[] = { cmocka_unit_test(test_threads) };
+    const struct CMUnitTest fork_tests[] = { cmocka_unit_test(test_fork) };
+    const struct CMUnitTest exit_tests[] = {
+        cmocka_unit_test(test_exit_under_threads),
+    };
+    const struct CMUnitTest nocuda[] = { cmocka_unit_test(test_no_cuda) };
+    const struct CMUnitTest env[] = {
+        cmocka_unit_test(test_bad_variables),
+        cmocka_unit_test(test_bad_log_file),
+    };
+    const struct CMUnitTest policy[] = {
+        cmocka_unit_test(test_bad_policies),
+    };
+    const char *group;
+
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s GROUP LIBAMPSHIM EMU_DIR PROGRAM...\n",
+                argv[0]);
+        return 2;
+    }
+    group = argv[1];
+    libampshim_path = realpath(argv[2], NULL);
+    if (!libampshim_path) {
+        fprintf(stderr, "%s: no %s\n", argv[0], argv[2]);
+        return 1;
+    }
+    emu_dir = argv[3];
+    for (int i = 4; i < argc && nprograms < (int)COUNT(programs); i++) {
+        /* Absolute: some runs change directory first. */
+        programs[nprograms] = realpath(argv[i], NULL);
+        if (!programs[nprograms++]) {
+            fprintf(stderr, "%s: no program %s\n", argv[0], argv[i]);
+            return 1;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (strcmp(group, "matrix") == 0 && nprograms == 3)
+        return cmocka_run_group_tests_name("matrix", matrix, NULL, NULL);
+    if (strcmp(group, "threads") == 0)
+        return cmocka_run_group_tests_name("threads", threads, NULL, NULL);
+    if (strcmp(group, "fork") == 0)
+        return cmocka_run_group_tests_name("fork", fork_tests, NULL, NULL);
+    if (strcmp(group, "exit") == 0)
+        return cmocka_run_group_tests_name("exit", exit_tests, NULL, NULL);
+    if (strcmp(group, "nocuda") == 0)
+        return cmocka_run_group_tests_name("nocuda", nocuda, NULL, NULL);
+    if (strcmp(group, "env") == 0)
+        return cmocka_run_group_tests_name("env", env, sgemm_setup,
+                                           sgemm_teardown);
+    if (strcmp(group, "policy") == 0)
+        return cmocka_run_group_tests_name("policy", policy, sgemm_setup,
+                                           sgemm_teardown);
+    fprintf(stderr, "%s: unknown group '%s' or wrong programs\n", argv[0],
+            group);
+    return 2;
+}
