@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Checks an ampshim report against docs/report-schema.md (version 1):
+every documented key present with its documented type. Exit 0 when it
+conforms, 1 with one line per problem."""
+import json
+import sys
+
+INT, NUM, STR, BOOL, OBJ, ARR = "int", "num", "str", "bool", "obj", "arr"
+NULL = "null"
+
+
+def kind(v):
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, float):
+        return NUM
+    if isinstance(v, str):
+        return STR
+    if isinstance(v, dict):
+        return OBJ
+    return ARR
+
+
+def fits(v, want):
+    k = kind(v)
+    return k in want or (k == INT and NUM in want)
+
+
+PROGRAM = {"name": {STR}, "path": {STR}, "build_id": {STR, NULL},
+           "pid": {INT}}
+DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
+          "modelled_gpu": {STR, NULL}, "timing": {STR}}
+POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
+          "broken": {BOOL}, "mode": {STR, NULL}, "tolerance": {NUM, NULL}}
+API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
+                          "passthrough")}
+API["api"] = {STR}
+TIME = {k: {NUM} for k in ("converted_ms", "shadow_fp32_ms",
+                           "shadow_candidate_ms", "fp32_ms",
+                           "fp32_measured_ms", "fp32_estimated_ms",
+                           "actual_ms", "saved_ms")}
+TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
+                                      "candidate_speedup")})
+TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
+                                "calls_fp32_estimated",
+                                "calls_fp32_unknown")})
+ERRORS = {"shadow_calls": {INT}, "max_rel": {NUM, NULL},
+          "mean_rel": {NUM, NULL}, "max_abs": {NUM, NULL},
+          "nonfinite": {INT}, "tolerance": {NUM, NULL},
+          "over_tolerance": {INT}}
+COMMON = {"calls": {INT}, "converted": {INT}, "fp32": {INT},
+          "fallback": {INT}, "unmeasured": {INT}, "modes": {OBJ},
+          "shadow_candidate": {STR, NULL}, "time": {OBJ}, "errors": {OBJ},
+          "fallbacks": {OBJ}, "scratch_bytes": {OBJ}, "flops": {OBJ}}
+SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
+            module={STR, NULL}, offset={NUM, NULL}, demoted={BOOL},
+            demoted_reason={STR, NULL}, shapes={ARR})
+SHAPE = dict(COMMON, shape={STR}, dims={OBJ}, fp32_baseline_ms={NUM, NULL})
+TOTALS = {k: {INT} for k in ("sites", "calls", "converted", "shadow", "fp32",
+                             "fallback", "unmeasured", "dropped")}
+TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
+                                  "flops_fp32", "flops_converted")})
+TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL}})
+REASONS = {"no-device", "scratch-cap", "busy", "device-error",
+           "vendor-error", "no-algorithm"}
+MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
+         "allow-conversion"}
+
+problems = []
+
+
+def check(obj, spec, where):
+    if not isinstance(obj, dict):
+        problems.append(f"{where}: not an object")
+        return
+    for key, want in spec.items():
+        if key not in obj:
+            problems.append(f"{where}.{key}: missing")
+        elif not fits(obj[key], want):
+            problems.append(f"{where}.{key}: {kind(obj[key])}, expected "
+                            f"{'/'.join(sorted(want))}")
+
+
+def check_entry(e, where):
+    check(e["time"], TIME, where + ".time")
+    check(e["errors"], ERRORS, where + ".errors")
+    check(e["scratch_bytes"], {"max": {INT}, "mean": {NUM, NULL}},
+          where + ".scratch_bytes")
+    check(e["flops"], {"total": {NUM}, "converted": {NUM}}, where + ".flops")
+    for reason, n in e["fallbacks"].items():
+        if reason not in REASONS or kind(n) != INT:
+            problems.append(f"{where}.fallbacks.{reason}: unknown or not int")
+    for mode, n in e["modes"].items():
+        if mode not in MODES or kind(n) != INT:
+            problems.append(f"{where}.modes.{mode}: unknown or not int")
+
+
+def main(path):
+    with open(path, encoding="utf-8") as f:
+        r = json.load(f)
+    check(r, {"schema": {STR}, "version": {INT}, "ampshim_version": {STR},
+              "generated": {STR}, "program": {OBJ}, "device": {OBJ, NULL},
+              "policy": {OBJ}, "environment": {OBJ}, "apis": {ARR},
+              "sites": {ARR}, "totals": {OBJ}}, "report")
+    if problems:
+        return
+    if r["schema"] != "ampshim-report" or r["version"] != 1:
+        problems.append("report: not schema ampshim-report version 1")
+    check(r["program"], PROGRAM, "program")
+    if r["device"] is not None:
+        check(r["device"], DEVICE, "device")
+    check(r["policy"], POLICY, "policy")
+    for name, value in r["environment"].items():
+        if kind(value) != STR:
+            problems.append(f"environment.{name}: not a string")
+    for i, a in enumerate(r["apis"]):
+        check(a, API, f"apis[{i}]")
+    for i, s in enumerate(r["sites"]):
+        where = f"sites[{i}]"
+        check(s, SITE, where)
+        if problems:
+            return
+        if s["family"] not in ("gemm", "conv"):
+            problems.append(f"{where}.family: {s['family']}")
+        check_entry(s, where)
+        for j, e in enumerate(s["shapes"]):
+            check(e, SHAPE, f"{where}.shapes[{j}]")
+            if not problems:
+                check_entry(e, f"{where}.shapes[{j}]")
+    check(r["totals"], TOTALS, "totals")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+    for p in problems:
+        print(p)
+    sys.exit(1 if problems else 0)

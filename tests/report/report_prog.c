@@ -1,0 +1,89 @@
+/* report_prog: an ordinary FP32 cuBLAS program for the report tests. It
+ * makes --calls calls of cublasSgemm_v2 (M x N x K, beta 0) from one call
+ * site, round-robin over --streams streams, then exits with --exit STATUS,
+ * from main or, with --exit-thread, from a worker thread while main waits
+ * in pthread_join. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STREAMS 8
+
+static int exit_status;
+
+static void *
+exit_from_thread(void *arg)
+{
+    (void)arg;
+    exit(exit_status);
+}
+
+static int
+option(int argc, char **argv, const char *name, int dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return atoi(argv[i + 1]);
+    return dflt;
+}
+
+static int
+flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    int m = option(argc, argv, "--m", 256), n = option(argc, argv, "--n", 256);
+    int k = option(argc, argv, "--k", 256);
+    int calls = option(argc, argv, "--calls", 4);
+    int nstreams = option(argc, argv, "--streams", 1);
+    cudaStream_t streams[MAX_STREAMS];
+    float *a, *b, *c, *host, alpha = 1.0f, beta = 0.0f;
+    cublasHandle_t handle;
+    pthread_t worker;
+    size_t big = (size_t)(m > n ? m : n) * (size_t)(k > n ? k : n);
+
+    exit_status = option(argc, argv, "--exit", 0);
+    if (nstreams < 1 || nstreams > MAX_STREAMS)
+        return 2;
+    host = malloc(big * sizeof *host);
+    for (size_t i = 0; i < big; i++)
+        host[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    if (cudaMalloc((void **)&a, big * 4) != cudaSuccess ||
+        cudaMalloc((void **)&b, big * 4) != cudaSuccess ||
+        cudaMalloc((void **)&c, big * 4) != cudaSuccess ||
+        cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "report_prog: no device\n");
+        return 3;
+    }
+    cudaMemcpy(a, host, big * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(b, host, big * 4, cudaMemcpyHostToDevice);
+    for (int s = 0; s < nstreams; s++)
+        cudaStreamCreate(&streams[s]);
+    for (int i = 0; i < calls; i++) {
+        cublasSetStream(handle, streams[i % nstreams]);
+        if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a,
+                        m, b, k, &beta, c, m) != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "report_prog: cublasSgemm failed\n");
+            return 4;
+        }
+    }
+    cudaDeviceSynchronize();
+    cudaMemcpy(host, c, (size_t)m * n * 4, cudaMemcpyDeviceToHost);
+    printf("report_prog calls=%d c0=%g\n", calls, host[0]);
+    fflush(stdout);
+    if (flag(argc, argv, "--exit-thread")) {
+        pthread_create(&worker, NULL, exit_from_thread, NULL);
+        pthread_join(worker, NULL);
+    }
+    return exit_status;
+}

@@ -1,0 +1,558 @@
+/* The report, the call log, the exit table, the trace and the tool, with
+ * report_prog under the shim on the emulator, whose modelled times the
+ * test computes from the emulator's own roofline (emu_model_ns). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "emu.h"
+#include "harness.h"
+#include "json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *prog, *shim, *emu_dir, *tool, *python, *schema;
+static char dir[] = "/tmp/ampshim-report-XXXXXX";
+static char policy[256];
+
+#define M 256
+#define N 128
+#define K 512
+#define CALLS 5
+
+/* Modelled milliseconds of report_prog's GEMM at `prec` (beta 0: A, B
+ * read, C written). */
+static double
+gemm_ms(enum emu_prec prec)
+{
+    double bytes = 4.0 * ((double)M * K + (double)K * N + (double)M * N);
+
+    return emu_model_ns(2.0 * M * N * K, prec, bytes) / 1e6;
+}
+
+static void
+env_for(struct amp_test_env *env, const char *report)
+{
+    amp_test_env_init(env);
+    amp_test_env_set(env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(env, "LD_PRELOAD", shim);
+    amp_test_env_set(env, "AMPSHIM_POLICY", policy);
+    if (report)
+        amp_test_env_set(env, "AMPSHIM_REPORT", report);
+}
+
+/* Runs report_prog with env and extra arguments (NULL-terminated). */
+static void
+run_prog(struct amp_test_env *env, struct amp_test_run *r, ...)
+{
+    char m[16], n[16], k[16], calls[16];
+    char *argv[32] = {(char *)prog, "--m", m, "--n", n, "--k", k, "--calls",
+                      calls};
+    int argc = 9;
+    const char *arg;
+    va_list ap;
+
+    snprintf(m, sizeof m, "%d", M);
+    snprintf(n, sizeof n, "%d", N);
+    snprintf(k, sizeof k, "%d", K);
+    snprintf(calls, sizeof calls, "%d", CALLS);
+    va_start(ap, r);
+    while ((arg = va_arg(ap, const char *)) && argc < 31)
+        argv[argc++] = (char *)arg;
+    va_end(ap);
+    argv[argc] = NULL;
+    assert_int_equal(amp_test_run(argv, env, 120, r), 0);
+}
+
+static struct amp_json *
+load(const char *path)
+{
+    char *text = amp_test_read_file(path), err[128];
+    struct amp_json *v;
+
+    if (!text)
+        fail_msg("no file %s", path);
+    v = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!v)
+        fail_msg("%s: %s", path, err);
+    free(text);
+    return v;
+}
+
+/* Member by a dotted path: "sites.0.time.saved_ms". */
+static const struct amp_json *
+at(const struct amp_json *v, const char *path)
+{
+    char buf[128], *save = NULL, *part;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (part = strtok_r(buf, ".", &save); part && v;
+         part = strtok_r(NULL, ".", &save)) {
+        if (v->type == AMP_JSON_ARRAY) {
+            size_t i = strtoul(part, NULL, 10);
+
+            v = i < v->count ? &v->items[i] : NULL;
+        } else {
+            v = amp_json_get(v, part);
+        }
+    }
+    if (!v)
+        fail_msg("report has no %s", path);
+    return v;
+}
+
+static double
+num(const struct amp_json *v, const char *path)
+{
+    const struct amp_json *x = at(v, path);
+
+    if (x->type != AMP_JSON_NUMBER)
+        fail_msg("%s is not a number", path);
+    return x->number;
+}
+
+static const char *
+str(const struct amp_json *v, const char *path)
+{
+    const char *s = amp_json_str(at(v, path));
+
+    if (!s)
+        fail_msg("%s is not a string", path);
+    return s;
+}
+
+static void
+assert_close(double got, double want, const char *what)
+{
+    if (!(fabs(got - want) <= 1e-5 * fabs(want) + 1e-9))
+        fail_msg("%s: %.9g, the model implies %.9g", what, got, want);
+}
+
+static void
+expect_schema(const char *path)
+{
+    char *argv[] = {(char *)python, (char *)schema, (char *)path, NULL};
+    struct amp_test_env env;
+    struct amp_test_run r;
+
+    amp_test_env_init(&env);
+    assert_int_equal(amp_test_run(argv, &env, 60, &r), 0);
+    if (!r.exited || r.code != 0) {
+        amp_test_run_dump("schema check", &r);
+        fail_msg("%s does not follow docs/report-schema.md", path);
+    }
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* ---- The report's numbers ------------------------------------------------ */
+
+/* `rule tf32 verify 1`: the site's first call runs in shadow (FP32
+ * measured, TF32 candidate beside it), the others in TF32 with the FP32
+ * time estimated from that baseline. */
+static void
+test_report_numbers(void **state)
+{
+    double f = gemm_ms(EMU_PREC_FP32), t = gemm_ms(EMU_PREC_TF32);
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/numbers.json", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "NVIDIA_TF32_OVERRIDE", "1");
+    run_prog(&env, &r, NULL);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 0);
+    expect_schema(path);
+    rep = load(path);
+    assert_string_equal(str(rep, "program.name"), "report_prog");
+    assert_int_equal((int)num(rep, "program.pid"), (int)r.pid);
+    assert_string_equal(str(rep, "device.name"), "emulated");
+    assert_string_equal(str(rep, "device.modelled_gpu"), "NVIDIA H100 SXM");
+    assert_string_equal(str(rep, "device.timing"), "modelled");
+    assert_string_equal(str(rep, "policy.source"), "AMPSHIM_POLICY");
+    assert_string_equal(str(rep, "policy.path"), policy);
+    assert_string_equal(str(rep, "environment.NVIDIA_TF32_OVERRIDE"), "1");
+    assert_int_equal((int)num(rep, "totals.sites"), 1);
+    assert_string_equal(str(rep, "sites.0.api"), "cublasSgemm_v2");
+    assert_string_equal(str(rep, "sites.0.function"), "main");
+    assert_int_equal((int)num(rep, "sites.0.calls"), CALLS);
+    assert_int_equal((int)num(rep, "sites.0.converted"), CALLS);
+    assert_int_equal((int)num(rep, "sites.0.modes.shadow"), 1);
+    assert_int_equal((int)num(rep, "sites.0.modes.tf32"), CALLS - 1);
+    assert_string_equal(str(rep, "sites.0.shadow_candidate"), "tf32");
+    assert_string_equal(str(rep, "sites.0.shapes.0.shape"), "256x128x512 NN");
+    assert_close(num(rep, "sites.0.shapes.0.fp32_baseline_ms"), f,
+                 "baseline");
+    assert_close(num(rep, "sites.0.time.shadow_fp32_ms"), f, "shadow FP32");
+    assert_close(num(rep, "sites.0.time.shadow_candidate_ms"), t,
+                 "shadow candidate");
+    assert_close(num(rep, "sites.0.time.converted_ms"), (CALLS - 1) * t,
+                 "converted");
+    assert_close(num(rep, "sites.0.time.fp32_ms"), CALLS * f, "fp32");
+    assert_close(num(rep, "sites.0.time.fp32_estimated_ms"), (CALLS - 1) * f,
+                 "estimated");
+    assert_close(num(rep, "sites.0.time.actual_ms"), f + CALLS * t, "actual");
+    assert_close(num(rep, "totals.saved_ms"), CALLS * f - f - CALLS * t,
+                 "saved");
+    assert_close(num(rep, "totals.speedup"), CALLS * f / (f + CALLS * t),
+                 "speedup");
+    assert_close(num(rep, "sites.0.time.converted_speedup"), f / t,
+                 "converted speedup");
+    assert_int_equal((int)num(rep, "sites.0.time.calls_fp32_measured"), 1);
+    assert_int_equal((int)num(rep, "sites.0.time.calls_fp32_estimated"),
+                     CALLS - 1);
+    assert_close(num(rep, "totals.flops_fp32"), CALLS * 2.0 * M * N * K,
+                 "FLOPs");
+    assert_close(num(rep, "totals.converted_share"),
+                 (double)(CALLS - 1) / CALLS, "converted share");
+    assert_int_equal((int)num(rep, "sites.0.errors.shadow_calls"), 1);
+    assert_true(num(rep, "sites.0.errors.max_rel") > 0.0);
+    assert_true(num(rep, "sites.0.errors.max_rel") < 1e-2);
+    assert_int_equal((int)num(rep, "sites.0.errors.over_tolerance"), 0);
+    assert_close(num(rep, "sites.0.errors.tolerance"), 0.01, "tolerance");
+    /* The table on stderr names the site and its totals. */
+    assert_int_equal(amp_test_count_lines_with(r.err, "]: | main (report_prog"),
+                     1);
+    assert_int_equal(amp_test_count_lines_with(r.err, "]: | total "), 1);
+    assert_int_equal(amp_test_count_lines_with(r.err, "times modelled on "
+                                               "NVIDIA H100 SXM (emulated)"),
+                     1);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* One log line per harvested call, FP32 measured once and estimated for
+ * the rest. */
+static void
+test_call_log(void **state)
+{
+    struct amp_test_env env;
+    struct amp_test_run r;
+    char want[160];
+
+    (void)state;
+    env_for(&env, "off");
+    amp_test_env_set(&env, "AMPSHIM_CALL_LOG", "1");
+    run_prog(&env, &r, NULL);
+    assert_int_equal(r.code, 0);
+    assert_int_equal(amp_test_count_lines_with(r.err, "]: call cublasSgemm_v2 "
+                                               "site=main shape=256x128x512 NN"),
+                     CALLS);
+    snprintf(want, sizeof want, "mode=shadow:tf32 converted=%.6fms "
+             "fp32=%.6fms(measured)", gemm_ms(EMU_PREC_TF32),
+             gemm_ms(EMU_PREC_FP32));
+    assert_int_equal(amp_test_count_lines_with(r.err, want), 1);
+    snprintf(want, sizeof want, "mode=tf32 converted=%.6fms "
+             "fp32=%.6fms(estimated)", gemm_ms(EMU_PREC_TF32),
+             gemm_ms(EMU_PREC_FP32));
+    assert_int_equal(amp_test_count_lines_with(r.err, want), CALLS - 1);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* ---- Where the report goes ---------------------------------------------- */
+
+static void
+test_exit_from_thread(void **state)
+{
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/thread.json", dir);
+    env_for(&env, path);
+    run_prog(&env, &r, "--exit-thread", "--exit", "3", NULL);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 3);
+    rep = load(path);
+    assert_int_equal((int)num(rep, "sites.0.calls"), CALLS);
+    assert_int_equal((int)num(rep, "sites.0.time.calls_timed"), CALLS);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* Exactly one warning, and the program's own exit status. */
+static void
+expect_refused(const char *report, const char *why)
+{
+    struct amp_test_env env;
+    struct amp_test_run r;
+
+    env_for(&env, report);
+    run_prog(&env, &r, "--exit", "4", NULL);
+    if (!r.exited || r.code != 4 ||
+        amp_test_count_lines_with(r.err, "cannot write the report") != 1 ||
+        amp_test_count_lines_with(r.err, "warn") != 1 ||
+        amp_test_count_lines_with(r.err, why) != 1) {
+        amp_test_run_dump(report, &r);
+        fail_msg("%s: expected exit 4 and one warning saying '%s'", report,
+                 why);
+    }
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+static void
+test_unwritable_path(void **state)
+{
+    char path[300];
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/no-such-dir/r.json", dir);
+    expect_refused(path, "No such file or directory");
+}
+
+static void
+test_never_overwrites(void **state)
+{
+    char path[300], *text;
+    FILE *f;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/existing.json", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("keep me\n", f);
+    fclose(f);
+    expect_refused(path, "an existing file is never replaced");
+    text = amp_test_read_file(path);
+    assert_string_equal(text, "keep me\n");
+    free(text);
+}
+
+static void
+test_refuses_symlink(void **state)
+{
+    char link[300], target[300];
+    struct stat st;
+
+    (void)state;
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    snprintf(target, sizeof target, "%s/target.json", dir);
+    assert_int_equal(symlink(target, link), 0);
+    expect_refused(link, "cannot write the report to");
+    assert_int_not_equal(stat(target, &st), 0);
+}
+
+static void
+test_default_name(void **state)
+{
+    char path[300], cwd[4096];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    env_for(&env, ""); /* empty: the default name */
+    run_prog(&env, &r, NULL);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(r.code, 0);
+    snprintf(path, sizeof path, "%s/ampshim-report_prog-%d.json", dir,
+             (int)r.pid);
+    assert_int_equal(stat(path, &st), 0);
+    expect_schema(path);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* ---- The trace -------------------------------------------------------------- */
+
+static void
+test_trace_tracks(void **state)
+{
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *trace;
+    const struct amp_json *ev;
+    int complete = 0, shadow = 0, names = 0, tids[8] = {0};
+    size_t i;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    env_for(&env, "off");
+    amp_test_env_set(&env, "AMPSHIM_MODE", "shadow:tf32");
+    amp_test_env_set(&env, "AMPSHIM_TRACE", path);
+    run_prog(&env, &r, "--streams", "2", NULL);
+    assert_int_equal(r.code, 0);
+    trace = load(path);
+    ev = at(trace, "traceEvents");
+    for (i = 0; i < ev->count; i++) {
+        const char *ph = amp_json_str(amp_json_get(&ev->items[i], "ph"));
+        int tid = (int)amp_json_num(amp_json_get(&ev->items[i], "tid"), -1);
+
+        if (strcmp(ph, "M") == 0 &&
+            strcmp(str(&ev->items[i], "name"), "thread_name") == 0)
+            names++;
+        if (strcmp(ph, "X") != 0)
+            continue;
+        complete++;
+        assert_true(tid >= 1 && tid < 8);
+        tids[tid] = 1;
+        shadow += strcmp(str(&ev->items[i], "cat"), "shadow") == 0;
+        assert_string_equal(str(&ev->items[i], "args.api"),
+                            "cublasSgemm_v2");
+        assert_close(num(&ev->items[i], "dur") / 1e3,
+                     strcmp(str(&ev->items[i], "cat"), "shadow") == 0
+                         ? gemm_ms(EMU_PREC_FP32) : gemm_ms(EMU_PREC_TF32),
+                     "event duration");
+    }
+    assert_int_equal(complete, 2 * CALLS); /* candidate and original */
+    assert_int_equal(shadow, CALLS);
+    assert_int_equal(names, 2);
+    assert_true(tids[1] && tids[2] && !tids[3]);
+    amp_json_free(trace);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* ---- The tool ------------------------------------------------------------------ */
+
+static void
+run_tool(char **argv, struct amp_test_run *r)
+{
+    struct amp_test_env env;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "AMPSHIM_LIBRARY", shim);
+    assert_int_equal(amp_test_run(argv, &env, 120, r), 0);
+    amp_test_env_free(&env);
+}
+
+static void
+test_tool_run(void **state)
+{
+    char path[300];
+    char *argv[] = {(char *)tool, "run", "--mode", "fp32", "--report", path,
+                    "--", (char *)prog, "--calls", "2", "--exit", "6", NULL};
+    char *help[] = {(char *)tool, "run", "--help", NULL};
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    run_tool(argv, &r);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 6);
+    rep = load(path);
+    assert_string_equal(str(rep, "policy.source"), "AMPSHIM_MODE");
+    assert_string_equal(str(rep, "policy.mode"), "fp32");
+    assert_int_equal((int)num(rep, "totals.converted"), 0);
+    assert_int_equal((int)num(rep, "totals.fp32"), 2);
+    assert_close(num(rep, "totals.converted_share"), 0.0, "share");
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    run_tool(help, &r);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "usage: ampshim run"));
+    amp_test_run_free(&r);
+}
+
+static void
+test_tool_report(void **state)
+{
+    char report[300], html[300], csv[300], want[64];
+    char *argv[] = {(char *)tool, "report", report, "--html", html, "--csv",
+                    csv, NULL};
+    char *text;
+    struct amp_test_run r;
+
+    (void)state;
+    snprintf(report, sizeof report, "%s/numbers.json", dir);
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    run_tool(argv, &r);
+    if (!r.exited || r.code != 0)
+        amp_test_run_dump("ampshim report", &r);
+    assert_int_equal(r.code, 0);
+    assert_int_equal(amp_test_count_lines_with(r.out, "main (report_prog)"),
+                     1);
+    snprintf(want, sizeof want, "saved %.3f ms",
+             CALLS * gemm_ms(EMU_PREC_FP32) - gemm_ms(EMU_PREC_FP32) -
+                 CALLS * gemm_ms(EMU_PREC_TF32));
+    assert_int_equal(amp_test_count_lines_with(r.out, want), 1);
+    text = amp_test_read_file(csv);
+    assert_non_null(text);
+    assert_int_equal(amp_test_count_lines_with(text, "\n"), 0);
+    assert_int_equal(amp_test_count_lines_with(text, "cublasSgemm_v2,main,"),
+                     1);
+    assert_non_null(strstr(text, ",5,5,0,0,tf32+shadow:tf32,"));
+    free(text);
+    text = amp_test_read_file(html);
+    assert_non_null(text);
+    assert_null(strstr(text, "http://"));
+    assert_null(strstr(text, "https://"));
+    assert_null(strstr(text, "<script"));
+    assert_int_equal(amp_test_count_lines_with(text, "<svg class=\"chart\""),
+                     4);
+    assert_non_null(strstr(text, "main (report_prog)"));
+    free(text);
+    amp_test_run_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_numbers),
+        cmocka_unit_test(test_call_log),
+        cmocka_unit_test(test_exit_from_thread),
+        cmocka_unit_test(test_unwritable_path),
+        cmocka_unit_test(test_never_overwrites),
+        cmocka_unit_test(test_refuses_symlink),
+        cmocka_unit_test(test_default_name),
+        cmocka_unit_test(test_trace_tracks),
+        cmocka_unit_test(test_tool_run),
+        cmocka_unit_test(test_tool_report),
+    };
+    char cmd[400];
+    FILE *f;
+    int rc;
+
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM "
+                "PYTHON3 CHECK_SCHEMA\n", argv[0]);
+        return 2;
+    }
+    /* Absolute: a test runs the program from another directory. */
+    prog = realpath(argv[1], NULL);
+    shim = realpath(argv[2], NULL);
+    emu_dir = argv[3];
+    tool = realpath(argv[4], NULL);
+    python = argv[5];
+    schema = realpath(argv[6], NULL);
+    if (!prog || !shim || !tool || !schema)
+        return 1;
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(policy, sizeof policy, "%s/p.policy", dir);
+    f = fopen(policy, "w");
+    if (!f)
+        return 1;
+    fputs("set tolerance 1e-2\nrule tf32 verify 1 when gemm\ndefault fp32\n",
+          f);
+    fclose(f);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (rc == 0 && system(cmd) != 0)
+        rc = 1;
+    return rc;
+}
