@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Configures (or reconfigures) and builds ampshim with warnings as errors.
-# usage: scripts/build.sh [BUILD_DIR [gcc|clang]]   (default: build gcc)
+# usage: scripts/build.sh [BUILD_DIR [gcc|clang [SANITIZERS]]]
+#        (default: build gcc; SANITIZERS: address,undefined or thread, a
+#        sanitized variant, without -Werror: gcc warns falsely under
+#        -fsanitize, and the plain builds hold the warnings)
 # JOBS=N limits the parallel jobs.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 compiler=${2:-gcc}
+options=(-Dwerror=true)
+if [[ -n ${3:-} ]]; then
+    options=(-Dwerror=false "-Db_sanitize=$3" -Db_lundef=false)
+fi
 
 # Meson finds the toolkit through nvcc.
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
@@ -14,8 +21,8 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 
 if [[ -f $build/build.ninja ]]; then
-    meson setup --reconfigure -Dwerror=true "$build" "$root" >/dev/null
+    meson setup --reconfigure "${options[@]}" "$build" "$root" >/dev/null
 else
-    CC=$compiler meson setup -Dwerror=true "$build" "$root"
+    CC=$compiler meson setup "${options[@]}" "$build" "$root"
 fi
 ninja -C "$build" ${JOBS:+-j "$JOBS"}

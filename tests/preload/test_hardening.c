@@ -242,6 +242,8 @@ matrix_program(const char *program, const struct fault *f,
             why = "exit status differs from the run without the shim";
         else if (rc.count != bc.count)
             why = "not the same cases";
+        else if (strstr(run.err, "Sanitizer"))
+            why = "a sanitizer's report (a leak, an invalid access)";
         else if (base_dev < 0 || run_dev != base_dev)
             why = "device memory at exit differs";
         else if (fall && converted != 0)
@@ -545,6 +547,7 @@ static const struct variable variables[] = {
     { "AMPSHIM_LOG_LEVEL", "debug" },
     { "AMPSHIM_SUMMARY", "false" },
     { "AMPSHIM_SCRATCH_MAX", "K, M or G" },
+    { "AMPSHIM_CALL_LOG", "true" },
 };
 
 static void
