@@ -27,7 +27,7 @@ const char amp_tool_run_help[] =
     "usage: ampshim run [--policy FILE] [--mode MODE] [--report FILE]\n"
     "                   [--trace FILE] [--] PROGRAM [ARGS...]\n"
     "\n"
-    "Runs PROGRAM with libampshim.so preloaded (LD_PRELOAD, before any\n"
+    "Runs PROGRAM with libampshim.so preloaded (LD_PRELOAD, after any\n"
     "library already preloaded) and exits with its status (128 + N when\n"
     "signal N killed it, as a shell reports it).\n"
     "\n"
@@ -142,8 +142,10 @@ amp_run_environment(const struct amp_run_options *o, const char *library)
     char *value;
     int rc = 0;
 
+    /* After the libraries already preloaded: a sanitizer's runtime must
+     * stay first. */
     if (preload && *preload) {
-        if (asprintf(&value, "%s %s", library, preload) < 0)
+        if (asprintf(&value, "%s %s", preload, library) < 0)
             return -1;
     } else if (!(value = strdup(library))) {
         return -1;

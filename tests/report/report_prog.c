@@ -13,6 +13,8 @@
 #define MAX_STREAMS 8
 
 static int exit_status;
+/* Global: still reachable when a thread exits the process. */
+static float *host;
 
 static void *
 exit_from_thread(void *arg)
@@ -47,7 +49,7 @@ main(int argc, char **argv)
     int calls = option(argc, argv, "--calls", 4);
     int nstreams = option(argc, argv, "--streams", 1);
     cudaStream_t streams[MAX_STREAMS];
-    float *a, *b, *c, *host, alpha = 1.0f, beta = 0.0f;
+    float *a, *b, *c, alpha = 1.0f, beta = 0.0f;
     cublasHandle_t handle;
     pthread_t worker;
     size_t big = (size_t)(m > n ? m : n) * (size_t)(k > n ? k : n);
@@ -82,8 +84,10 @@ main(int argc, char **argv)
     printf("report_prog calls=%d c0=%g\n", calls, host[0]);
     fflush(stdout);
     if (flag(argc, argv, "--exit-thread")) {
+        /* exit() from the worker while main waits here. */
         pthread_create(&worker, NULL, exit_from_thread, NULL);
         pthread_join(worker, NULL);
     }
+    free(host);
     return exit_status;
 }

@@ -155,14 +155,16 @@ test_depth(void **state)
 {
     char deep[200];
     char err[128];
+    struct amp_json *v;
 
     (void)state;
     memset(deep, '[', 100);
     memset(deep + 100, ']', 100);
     assert_null(amp_json_parse(deep, sizeof deep, err, sizeof err));
     assert_non_null(strstr(err, "nested too deeply"));
-    assert_non_null(amp_json_parse(deep + 40, 120, err, sizeof err) ? (void *)1
-                                                                   : NULL);
+    v = amp_json_parse(deep + 40, 120, err, sizeof err); /* 60 deep */
+    assert_non_null(v);
+    amp_json_free(v);
 }
 
 int
