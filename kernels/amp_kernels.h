@@ -10,8 +10,8 @@
 extern const unsigned char amp_kernels_fatbin[];
 extern const size_t amp_kernels_fatbin_size;
 
-/* Threads per block of every element-wise kernel; the block reduction of
- * amp_k_absmax_f32 relies on it. */
+/* Threads per block of every element-wise kernel; the block reductions
+ * (shared arrays of this size) rely on it. */
 #define AMP_KERNEL_BLOCK 256
 /* Upper bound on blocks of a grid-stride kernel. */
 #define AMP_KERNEL_MAX_GRID 1024
@@ -23,44 +23,39 @@ extern const size_t amp_kernels_fatbin_size;
  * amp_k_absmax_f32(const float *src, int64_t ld, int64_t rows,
  *                  int64_t cols, uint32_t *absmax)
  *     atomically raises *absmax to the largest finite |src| (FP32 bits);
- *     *absmax must be zeroed first.
- *
- * amp_k_gemm_scalars(struct amp_gemm_scalars *s, const float *alpha_dev,
- *                    const float *beta_dev, float alpha, float beta)
- *     one thread: reads alpha/beta from the device pointers when they are
- *     not NULL (device pointer mode), else uses the values, and calls
- *     amp_gemm_scalars_finish().
+ *     *absmax must be zeroed first. (The device layer's own tests.)
  *
  * amp_k_cast_f32_f16(const float *src, int64_t ld_src, uint16_t *dst,
  *                    int64_t ld_dst, int64_t rows, int64_t cols,
  *                    const float *scale)
- *     dst = fp16(src * *scale), element by element.
+ *     dst = fp16(src * *scale), element by element. (The device layer's
+ *     own tests.)
  *
- * The batched kernels take a batch of FP32 matrices as (base, array,
+ * The converted GEMM path takes its two operands in one launch each, as
+ * struct amp_gemm_operand by value (see amp_math.h): blocks [0, a.blocks)
+ * of the grid cover A, the next b.blocks cover B (amp_grid_part).
+ *
+ * amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
+ *                   struct amp_gemm_scalars *s, const float *alpha_dev,
+ *                   const float *beta_dev, float alpha, float beta)
+ *     raises s->absmax_a and s->absmax_b to the largest finite |A| and |B|
+ *     (FP32 bits); the last block to finish (counted in s->blocks_done)
+ *     calls amp_gemm_scalars_finish() with alpha and beta read from the
+ *     device pointers when they are not NULL (device pointer mode), else
+ *     the values. absmax_a, absmax_b and blocks_done must be zeroed first.
+ *
+ * amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
+ *                 const struct amp_gemm_scalars *s, int32_t format)
+ *     for each operand: matrix i of dst = half(src_i * scale), half being
+ *     FP16 (format AMP_FORMAT_F16) or BF16 (AMP_FORMAT_BF16), or with
+ *     dst_lo the fp16x3 split (amp_split_f16x3) into dst and dst_lo; scale
+ *     is s->scale_a or s->scale_b, 1 when s is NULL; and when ptrs is not
+ *     0, ptrs[i] = dst + i * stride_dst * 2 (device pointer arrays for a
+ *     batched GEMM on the strided copies).
+ *
+ * The other batched kernels take a batch of FP32 matrices as (base, array,
  * stride, batch): matrix i at base + i * stride (elements) when array is
  * NULL, else at array[i] (a device array of device pointers).
- *
- * amp_k_absmax_batch(const float *base, const float *const *array,
- *                    int64_t stride, int64_t batch, int64_t ld,
- *                    int64_t rows, int64_t cols, uint32_t *absmax)
- *     as amp_k_absmax_f32, over every matrix of the batch.
- *
- * amp_k_cast_batch(const float *base, const float *const *array,
- *                  int64_t stride, int64_t batch, int64_t ld_src,
- *                  int64_t rows, int64_t cols, uint16_t *dst,
- *                  int64_t ld_dst, int64_t stride_dst, const float *scale,
- *                  int32_t format)
- *     matrix i of dst (at dst + i * stride_dst) = half(src_i * *scale),
- *     half being FP16 (format AMP_FORMAT_F16) or BF16 (AMP_FORMAT_BF16);
- *     scale NULL means 1.
- *
- * amp_k_split_batch(const float *base, const float *const *array,
- *                   int64_t stride, int64_t batch, int64_t ld_src,
- *                   int64_t rows, int64_t cols, uint16_t *hi,
- *                   uint16_t *lo, int64_t ld_dst, int64_t stride_dst,
- *                   const float *scale)
- *     the fp16x3 split of src_i * *scale (amp_split_f16x3) into hi and lo,
- *     both laid out as ld_dst, stride_dst.
  *
  * amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
  *                 int64_t batch)
@@ -95,18 +90,23 @@ extern const size_t amp_kernels_fatbin_size;
  * The convolution kernels take tensors as struct amp_conv_layout (by
  * value; see amp_math.h) and cover them as grid-stride loops:
  *
- * amp_k_conv_absmax(const float *src, struct amp_conv_layout l,
- *                   uint32_t *absmax, uint32_t *nonfinite)
- *     raises *absmax to the largest finite |src| (FP32 bits) and sets
- *     *nonfinite to 1 when src holds Inf or NaN; both zeroed first.
+ * amp_k_conv_scales(const float *a, struct amp_conv_layout la,
+ *                   const float *b, struct amp_conv_layout lb,
+ *                   int64_t blocks_a, struct amp_conv_scalars *s,
+ *                   int32_t log2_len, int32_t format)
+ *     blocks [0, blocks_a) raise s->absmax_a to the largest finite |a|, the
+ *     rest s->absmax_b to that of |b| (FP32 bits); s->nonfinite_in becomes
+ *     1 when an input holds Inf or NaN; the last block to finish (counted
+ *     in s->blocks_done) calls amp_conv_scalars_finish(). The struct must
+ *     be zeroed first.
  *
- * amp_k_conv_scalars(struct amp_conv_scalars *s, int32_t log2_len,
- *                    int32_t format)
- *     one thread: amp_conv_scalars_finish().
- *
- * amp_k_conv_cast(const float *src, struct amp_conv_layout l,
- *                 uint16_t *dst, const float *scale, int32_t format)
- *     the packed copy of src times *scale in FP16 or BF16, padding zeroed.
+ * amp_k_conv_cast(const float *a, struct amp_conv_layout la,
+ *                 uint16_t *dst_a, const float *b,
+ *                 struct amp_conv_layout lb, uint16_t *dst_b,
+ *                 int64_t blocks_a, const struct amp_conv_scalars *s,
+ *                 int32_t format)
+ *     the packed copies of a times s->scale_a (blocks [0, blocks_a)) and
+ *     of b times s->scale_b (the rest) in FP16 or BF16, padding zeroed.
  *
  * amp_k_conv_output(const void *r, int32_t format,
  *                   struct amp_conv_layout lr, float *dst,
@@ -133,17 +133,14 @@ extern const size_t amp_kernels_fatbin_size;
  *     amp_k_shadow_error.
  */
 #define AMP_K_ABSMAX_F32 "amp_k_absmax_f32"
-#define AMP_K_GEMM_SCALARS "amp_k_gemm_scalars"
 #define AMP_K_CAST_F32_F16 "amp_k_cast_f32_f16"
-#define AMP_K_ABSMAX_BATCH "amp_k_absmax_batch"
-#define AMP_K_CAST_BATCH "amp_k_cast_batch"
-#define AMP_K_SPLIT_BATCH "amp_k_split_batch"
+#define AMP_K_GEMM_SCALES "amp_k_gemm_scales"
+#define AMP_K_GEMM_CAST "amp_k_gemm_cast"
 #define AMP_K_FILL_PTRS "amp_k_fill_ptrs"
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"
 #define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"
 #define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
-#define AMP_K_CONV_ABSMAX "amp_k_conv_absmax"
-#define AMP_K_CONV_SCALARS "amp_k_conv_scalars"
+#define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_CHECK "amp_k_conv_check"

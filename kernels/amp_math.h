@@ -168,6 +168,7 @@ amp_f16_scale_exp(float absmax)
 struct amp_gemm_scalars {
     uint32_t absmax_a;
     uint32_t absmax_b;
+    uint32_t blocks_done; /* blocks of the maxima kernel that finished */
     float scale_a;   /* 2^e_A */
     float scale_b;   /* 2^e_B */
     float alpha;     /* alpha * 2^-(e_A + e_B): what the FP16 GEMM gets */
@@ -388,6 +389,43 @@ amp_fill_ptrs_thread(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
     for (b = tid; b < batch; b += nthreads)
         ptrs[b] = base + (uint64_t)(b * stride_bytes);
 }
+
+/* ---- Two operands in one launch ------------------------------------------- */
+
+/* The fused kernels cover both operands of a call with one grid: blocks
+ * [0, blocks_a) the first operand, the rest the second, each part as a
+ * grid-stride loop of its own. Thread tid of a grid of nthreads threads in
+ * blocks of `block`: returns its part (0 or 1) and sets its index and the
+ * part's thread count. */
+AMP_HD int
+amp_grid_part(int64_t tid, int64_t nthreads, int64_t block, int64_t blocks_a,
+              int64_t *part_tid, int64_t *part_threads)
+{
+    int64_t first = blocks_a * block;
+
+    if (tid < first) {
+        *part_tid = tid;
+        *part_threads = first;
+        return 0;
+    }
+    *part_tid = tid - first;
+    *part_threads = nthreads - first;
+    return 1;
+}
+
+/* One GEMM operand as the fused kernels take it (by value): the caller's
+ * FP32 batch (matrix i at base + i * stride elements, or at array[i] when
+ * array is not 0), its half-precision copy in scratch (matrix i at dst +
+ * i * stride_dst; with dst_lo, the fp16x3 lo parts laid out alike), the
+ * pointer array to fill with the copy's matrices (ptrs, or 0), and the
+ * blocks of the grid that cover it. Addresses are device addresses. */
+struct amp_gemm_operand {
+    uint64_t base, array;
+    int64_t stride, batch, ld, rows, cols;
+    uint64_t dst, dst_lo, ptrs;
+    int64_t ld_dst, stride_dst;
+    int64_t blocks;
+};
 
 /* One thread's share of copying a batch of FP32 matrices into dst
  * (leading dimension ld_dst, stride stride_dst). */
@@ -705,6 +743,7 @@ struct amp_conv_scalars {
     uint32_t absmax_a;
     uint32_t absmax_b;
     uint32_t nonfinite_in;
+    uint32_t blocks_done; /* blocks of the maxima kernel that finished */
     int32_t exp_a;
     int32_t exp_b;
     float scale_a;    /* 2^exp_a */

@@ -21,6 +21,16 @@ amp_block_max(uint32_t *slots)
     }
 }
 
+// Called by one thread of each block after its block's atomics on device
+// memory: true in the last block of the grid to get here, where every other
+// block's atomics are visible. *done must be zeroed before the kernel.
+static __device__ int
+amp_last_block(uint32_t *done)
+{
+    __threadfence();
+    return atomicAdd(done, 1u) == gridDim.x - 1;
+}
+
 // Reduces every thread's errors e into *accum (zeroed before the kernel);
 // the last block to finish writes the total to *slot (page-locked host
 // memory mapped for the device). Every thread of the block calls it.
@@ -46,10 +56,8 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     atomicMax(&accum->error.max_abs, abs_max[0]);
     atomicMax(&accum->error.max_ref, ref_max[0]);
     atomicAdd(&accum->error.nonfinite, nonfinite);
-    __threadfence();
-    if (atomicAdd(&accum->blocks_done, 1u) != gridDim.x - 1)
+    if (!amp_last_block(&accum->blocks_done))
         return;
-    // The last block: every other block's atomics are visible.
     slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
     slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
     slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);

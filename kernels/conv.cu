@@ -1,42 +1,55 @@
 // Kernels of the converted convolution path: maxima and scales of the two
-// inputs, their half-precision packed copies with padded channels, the
-// output cast with alpha and beta, the non-finite check and the shadow
-// errors. The arithmetic lives in amp_math.h, shared with the emulator's
-// host build.
+// inputs (one launch), their half-precision packed copies with padded
+// channels (one launch), the output cast with alpha and beta, the
+// non-finite check and the shadow errors. The arithmetic lives in
+// amp_math.h, shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"
 
 extern "C" __global__ void
-amp_k_conv_absmax(const float *src, struct amp_conv_layout l,
-                  uint32_t *absmax, uint32_t *nonfinite)
+amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
+                  struct amp_conv_layout lb, int64_t blocks_a,
+                  struct amp_conv_scalars *s, int32_t log2_len,
+                  int32_t format)
 {
     __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
     uint32_t bad = 0;
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
+                             &tid, &nthreads);
 
-    block_max[threadIdx.x] = amp_conv_absmax_thread(src, &l, &bad, AMP_TID,
-                                                    AMP_NTHREADS);
-    if (bad)
-        atomicOr(nonfinite, 1u);
+    block_max[threadIdx.x] = amp_conv_absmax_thread(
+        part ? b : a, part ? &lb : &la, &bad, tid, nthreads);
+    bad = __syncthreads_or(bad);
     amp_block_max(block_max);
-    if (threadIdx.x == 0)
-        atomicMax(absmax, block_max[0]);
+    if (threadIdx.x != 0)
+        return;
+    if (bad)
+        atomicOr(&s->nonfinite_in, 1u);
+    atomicMax(part ? &s->absmax_b : &s->absmax_a, block_max[0]);
+    if (!amp_last_block(&s->blocks_done))
+        return;
+    s->absmax_a = atomicMax(&s->absmax_a, 0u);
+    s->absmax_b = atomicMax(&s->absmax_b, 0u);
+    s->nonfinite_in = atomicOr(&s->nonfinite_in, 0u);
+    amp_conv_scalars_finish(s, log2_len, format);
 }
 
 extern "C" __global__ void
-amp_k_conv_scalars(struct amp_conv_scalars *s, int32_t log2_len,
-                   int32_t format)
+amp_k_conv_cast(const float *a, struct amp_conv_layout la, uint16_t *dst_a,
+                const float *b, struct amp_conv_layout lb, uint16_t *dst_b,
+                int64_t blocks_a, const struct amp_conv_scalars *s,
+                int32_t format)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        amp_conv_scalars_finish(s, log2_len, format);
-}
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
+                             &tid, &nthreads);
 
-extern "C" __global__ void
-amp_k_conv_cast(const float *src, struct amp_conv_layout l, uint16_t *dst,
-                const float *scale, int32_t format)
-{
-    amp_conv_cast_thread(src, &l, dst, *scale, format, AMP_TID,
-                         AMP_NTHREADS);
+    amp_conv_cast_thread(part ? b : a, part ? &lb : &la,
+                         part ? dst_b : dst_a,
+                         part ? s->scale_b : s->scale_a, format, tid,
+                         nthreads);
 }
 
 extern "C" __global__ void

@@ -1,37 +1,23 @@
-// Kernels of the converted GEMM path: absolute maxima, scales, FP16 casts.
-// The arithmetic lives in amp_math.h, shared with the emulator's host build.
+// Kernels of the converted GEMM path: the maxima and scales of both
+// operands in one launch, then their FP16/BF16 copies (or fp16x3 splits)
+// and pointer arrays in another; and the single-matrix maximum and cast
+// the device layer's tests launch. The arithmetic lives in amp_math.h,
+// shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
+#include "amp_reduce.cuh"
 
 extern "C" __global__ void
 amp_k_absmax_f32(const float *src, int64_t ld, int64_t rows, int64_t cols,
                  uint32_t *absmax)
 {
     __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
-    int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
 
-    block_max[threadIdx.x] = amp_absmax_thread(src, ld, rows, cols, tid,
-                                               nthreads);
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half && block_max[threadIdx.x + half] >
-                                      block_max[threadIdx.x])
-            block_max[threadIdx.x] = block_max[threadIdx.x + half];
-        __syncthreads();
-    }
+    block_max[threadIdx.x] = amp_absmax_thread(src, ld, rows, cols, AMP_TID,
+                                               AMP_NTHREADS);
+    amp_block_max(block_max);
     if (threadIdx.x == 0)
         atomicMax(absmax, block_max[0]);
-}
-
-extern "C" __global__ void
-amp_k_gemm_scalars(struct amp_gemm_scalars *s, const float *alpha_dev,
-                   const float *beta_dev, float alpha, float beta)
-{
-    if (blockIdx.x != 0 || threadIdx.x != 0)
-        return;
-    amp_gemm_scalars_finish(s, alpha_dev ? *alpha_dev : alpha,
-                            beta_dev ? *beta_dev : beta);
 }
 
 extern "C" __global__ void
@@ -39,9 +25,58 @@ amp_k_cast_f32_f16(const float *src, int64_t ld_src, uint16_t *dst,
                    int64_t ld_dst, int64_t rows, int64_t cols,
                    const float *scale)
 {
-    int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
+    amp_cast_f16_thread(src, ld_src, dst, ld_dst, rows, cols, *scale, AMP_TID,
+                        AMP_NTHREADS);
+}
 
-    amp_cast_f16_thread(src, ld_src, dst, ld_dst, rows, cols, *scale, tid,
-                        nthreads);
+extern "C" __global__ void
+amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
+                  struct amp_gemm_scalars *s, const float *alpha_dev,
+                  const float *beta_dev, float alpha, float beta)
+{
+    __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, a.blocks,
+                             &tid, &nthreads);
+    const struct amp_gemm_operand o = part ? b : a;
+
+    block_max[threadIdx.x] = amp_absmax_batch_thread(
+        (const float *)o.base, (const float *const *)o.array, o.stride,
+        o.batch, o.ld, o.rows, o.cols, tid, nthreads);
+    amp_block_max(block_max);
+    if (threadIdx.x != 0)
+        return;
+    atomicMax(part ? &s->absmax_b : &s->absmax_a, block_max[0]);
+    if (!amp_last_block(&s->blocks_done))
+        return;
+    s->absmax_a = atomicMax(&s->absmax_a, 0u);
+    s->absmax_b = atomicMax(&s->absmax_b, 0u);
+    amp_gemm_scalars_finish(s, alpha_dev ? *alpha_dev : alpha,
+                            beta_dev ? *beta_dev : beta);
+}
+
+extern "C" __global__ void
+amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
+                const struct amp_gemm_scalars *s, int32_t format)
+{
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, a.blocks,
+                             &tid, &nthreads);
+    const struct amp_gemm_operand o = part ? b : a;
+    const float *base = (const float *)o.base;
+    const float *const *array = (const float *const *)o.array;
+    float scale = s ? (part ? s->scale_b : s->scale_a) : 1.0f;
+
+    if (o.ptrs)
+        amp_fill_ptrs_thread((uint64_t *)o.ptrs, o.dst, o.stride_dst * 2,
+                             o.batch, tid, nthreads);
+    if (o.dst_lo)
+        amp_split_batch_thread(base, array, o.stride, o.batch, o.ld, o.rows,
+                               o.cols, (uint16_t *)o.dst,
+                               (uint16_t *)o.dst_lo, o.ld_dst, o.stride_dst,
+                               scale, tid, nthreads);
+    else
+        amp_cast_batch_thread(base, array, o.stride, o.batch, o.ld, o.rows,
+                              o.cols, (uint16_t *)o.dst, o.ld_dst,
+                              o.stride_dst, scale, format, tid, nthreads);
 }

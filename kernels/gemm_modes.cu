@@ -1,45 +1,9 @@
-// Kernels of the batched GEMM modes: maxima, FP16/BF16 casts, the fp16x3
-// split and final sum, pointer arrays, and the shadow error reduction.
+// Kernels of the batched GEMM modes: pointer arrays, the copy of C, the
+// fp16x3 final sum, and the shadow error reduction.
 // The arithmetic lives in amp_math.h, shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"
-
-extern "C" __global__ void
-amp_k_absmax_batch(const float *base, const float *const *array,
-                   int64_t stride, int64_t batch, int64_t ld, int64_t rows,
-                   int64_t cols, uint32_t *absmax)
-{
-    __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
-
-    block_max[threadIdx.x] = amp_absmax_batch_thread(
-        base, array, stride, batch, ld, rows, cols, AMP_TID, AMP_NTHREADS);
-    amp_block_max(block_max);
-    if (threadIdx.x == 0)
-        atomicMax(absmax, block_max[0]);
-}
-
-extern "C" __global__ void
-amp_k_cast_batch(const float *base, const float *const *array,
-                 int64_t stride, int64_t batch, int64_t ld_src, int64_t rows,
-                 int64_t cols, uint16_t *dst, int64_t ld_dst,
-                 int64_t stride_dst, const float *scale, int32_t format)
-{
-    amp_cast_batch_thread(base, array, stride, batch, ld_src, rows, cols,
-                          dst, ld_dst, stride_dst, scale ? *scale : 1.0f,
-                          format, AMP_TID, AMP_NTHREADS);
-}
-
-extern "C" __global__ void
-amp_k_split_batch(const float *base, const float *const *array,
-                  int64_t stride, int64_t batch, int64_t ld_src,
-                  int64_t rows, int64_t cols, uint16_t *hi, uint16_t *lo,
-                  int64_t ld_dst, int64_t stride_dst, const float *scale)
-{
-    amp_split_batch_thread(base, array, stride, batch, ld_src, rows, cols,
-                           hi, lo, ld_dst, stride_dst, *scale, AMP_TID,
-                           AMP_NTHREADS);
-}
 
 extern "C" __global__ void
 amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,

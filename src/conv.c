@@ -275,7 +275,10 @@ amp_ceil_log2(int64_t n)
     return l;
 }
 
-/* Maxima and scales of both inputs, then their half copies. */
+/* Zeroes the scalars and the error accumulator after them (parts 3 and
+ * 4, adjacent: the check or the shadow errors need it zeroed later), then
+ * one launch reduces both inputs' maxima and its last block sets the
+ * scales, and one more makes both half copies. */
 static enum amp_status
 amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
 {
@@ -283,43 +286,37 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     int32_t format = amp_conv_format(p->type);
     int32_t log2_len = amp_ceil_log2(amp_conv_reduction(&run->desc));
     amp_devptr s = run->scalars;
-    amp_devptr nonfinite = s + offsetof(struct amp_conv_scalars, nonfinite_in);
+    size_t words = (size_t)(run->accum - s) / 4 +
+                   sizeof(struct amp_shadow_accum) / 4;
     int in[2], i;
+    amp_devptr src[2], dst[2];
+    struct amp_conv_layout l[2];
+    int64_t blocks_a;
+    unsigned grid;
+    void *scales[] = {&src[0], &l[0], &src[1], &l[1], &blocks_a, &s,
+                      &log2_len, &format};
+    void *casts[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
+                     &blocks_a, &s, &format};
     enum amp_status st;
 
     amp_conv_inputs(run->desc.dir, &in[0], &in[1]);
-    st = amp_dev_memset32_async(s, 0, sizeof(struct amp_conv_scalars) / 4,
-                                run->stream);
-    for (i = 0; i < 2 && st == AMP_OK; i++) {
-        amp_devptr src = amp_desc_ptr(&run->desc, in[i]);
-        struct amp_conv_layout l = *amp_plan_layout(p, in[i]);
-        amp_devptr absmax = s + (i ? offsetof(struct amp_conv_scalars,
-                                              absmax_b)
-                                   : offsetof(struct amp_conv_scalars,
-                                              absmax_a));
-        void *params[] = {&src, &l, &absmax, &nonfinite};
-
-        st = amp_conv_launch(run, AMP_KERNEL_CONV_ABSMAX, amp_conv_count(&l, 0),
-                             params);
+    for (i = 0; i < 2; i++) {
+        src[i] = amp_desc_ptr(&run->desc, in[i]);
+        dst[i] = copies[in[i]];
+        l[i] = *amp_plan_layout(p, in[i]);
     }
-    if (st == AMP_OK) {
-        void *params[] = {&s, &log2_len, &format};
-
-        st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALARS, 1, 1,
-                            run->stream, params);
-    }
-    for (i = 0; i < 2 && st == AMP_OK && p->type != AMP_CONV_F32; i++) {
-        amp_devptr src = amp_desc_ptr(&run->desc, in[i]);
-        struct amp_conv_layout l = *amp_plan_layout(p, in[i]);
-        amp_devptr scale = s + (i ? offsetof(struct amp_conv_scalars, scale_b)
-                                  : offsetof(struct amp_conv_scalars,
-                                             scale_a));
-        void *params[] = {&src, &l, &copies[in[i]], &scale, &format};
-
-        st = amp_conv_launch(run, AMP_KERNEL_CONV_CAST, amp_conv_count(&l, 1),
-                             params);
-    }
-    return st;
+    st = amp_dev_memset32_async(s, 0, words, run->stream);
+    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
+    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
+    if (st == AMP_OK)
+        st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
+                            AMP_KERNEL_BLOCK, run->stream, scales);
+    if (st != AMP_OK || p->type == AMP_CONV_F32)
+        return st;
+    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 1));
+    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 1));
+    return amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST, grid,
+                          AMP_KERNEL_BLOCK, run->stream, casts);
 }
 
 /* Scratch parts, then the slot of the check or the shadow errors. */
@@ -451,11 +448,8 @@ amp_conv_queue_check(struct amp_conv_run *run)
                       &run->slot_at};
     enum amp_status st;
 
-    st = amp_dev_memset32_async(run->accum, 0,
-                                sizeof(struct amp_shadow_accum) / 4,
-                                run->stream);
-    if (st == AMP_OK)
-        st = amp_conv_launch(run, AMP_KERNEL_CONV_CHECK, n, params);
+    /* run->accum was zeroed with the scalars. */
+    st = amp_conv_launch(run, AMP_KERNEL_CONV_CHECK, n, params);
     if (st == AMP_OK)
         st = amp_conv_pend(run, 0);
     return st;
@@ -526,10 +520,7 @@ amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
                       &run->slot_at};
     enum amp_status st = original_ok ? AMP_OK : AMP_ERR_DRIVER;
 
-    if (st == AMP_OK)
-        st = amp_dev_memset32_async(run->accum, 0,
-                                    sizeof(struct amp_shadow_accum) / 4,
-                                    run->stream);
+    /* run->accum was zeroed with the scalars. */
     if (st == AMP_OK)
         st = amp_conv_launch(run, AMP_KERNEL_CONV_ERROR,
                              amp_conv_count(&lc, 0), params);

@@ -219,36 +219,6 @@ amp_launch(struct amp_dev *dev, enum amp_kernel k, int64_t elems,
 }
 
 static enum amp_status
-amp_queue_absmax(struct amp_gemm_run *run, struct amp_batch_src s,
-                 amp_devptr absmax)
-{
-    void *params[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
-                      &s.rows, &s.cols, &absmax};
-
-    return amp_launch(run->dev, AMP_KERNEL_ABSMAX_BATCH,
-                      s.batch * s.rows * s.cols, run->stream, params);
-}
-
-/* The FP16 or BF16 cast, or with `lo` the fp16x3 split, of one operand
- * into a strided scratch batch; scale 0 means 1. */
-static enum amp_status
-amp_queue_cast(struct amp_gemm_run *run, struct amp_batch_src s,
-               amp_devptr dst, amp_devptr lo, int64_t ld_dst,
-               int64_t stride_dst, amp_devptr scale, int32_t format)
-{
-    void *cast[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld, &s.rows,
-                    &s.cols, &dst, &ld_dst, &stride_dst, &scale, &format};
-    void *split[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
-                     &s.rows, &s.cols, &dst, &lo, &ld_dst, &stride_dst,
-                     &scale};
-
-    return amp_launch(run->dev, lo ? AMP_KERNEL_SPLIT_BATCH
-                                   : AMP_KERNEL_CAST_BATCH,
-                      s.batch * s.rows * s.cols, run->stream,
-                      lo ? split : cast);
-}
-
-static enum amp_status
 amp_queue_fill_ptrs(struct amp_gemm_run *run, amp_devptr ptrs,
                     amp_devptr base, int64_t stride_elems, size_t elem)
 {
@@ -275,15 +245,48 @@ amp_queue_copy_c(struct amp_gemm_run *run)
                       s.batch * s.rows * s.cols, run->stream, params);
 }
 
-/* The kernel that turns the maxima into scales and compensates alpha; in
- * device pointer mode it reads alpha and beta on the device. */
+/* An operand as the fused kernels take it: the caller's batch, its half
+ * copy at dst (with lo, the fp16x3 split), the pointer array to fill with
+ * the copy's matrices (0: none), and the blocks of the grid that cover
+ * it. */
+static struct amp_gemm_operand
+amp_fused_operand(struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
+                  amp_devptr ptrs, int64_t ld_dst, int64_t stride_dst)
+{
+    struct amp_gemm_operand o = {
+        .base = s.base, .array = s.array, .stride = s.stride,
+        .batch = s.batch, .ld = s.ld, .rows = s.rows, .cols = s.cols,
+        .dst = dst, .dst_lo = lo, .ptrs = ptrs, .ld_dst = ld_dst,
+        .stride_dst = stride_dst,
+        .blocks = amp_kernel_grid(s.batch * s.rows * s.cols),
+    };
+    return o;
+}
+
+/* One launch over both operands' blocks. */
 static enum amp_status
-amp_queue_scalars(struct amp_gemm_run *run)
+amp_launch_fused(struct amp_gemm_run *run, enum amp_kernel k,
+                 const struct amp_gemm_operand *a,
+                 const struct amp_gemm_operand *b, void **params)
+{
+    return amp_dev_launch(run->dev, k, (unsigned)(a->blocks + b->blocks),
+                          AMP_KERNEL_BLOCK, run->stream, params);
+}
+
+/* Zeroes the maxima and the block counter (the first words of the
+ * scalars), then one kernel reduces both maxima and its last block turns
+ * them into scales and compensates alpha; in device pointer mode it reads
+ * alpha and beta on the device. */
+static enum amp_status
+amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
+                 struct amp_gemm_operand *b)
 {
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr alpha_dev = 0, beta_dev = 0;
     float alpha = 0.0f, beta = 0.0f;
-    void *params[] = {&run->scalars, &alpha_dev, &beta_dev, &alpha, &beta};
+    void *params[] = {a, b, &run->scalars, &alpha_dev, &beta_dev, &alpha,
+                      &beta};
+    enum amp_status st;
 
     if (d->scalars_on_device) {
         alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
@@ -292,51 +295,39 @@ amp_queue_scalars(struct amp_gemm_run *run)
         alpha = *d->alpha;
         beta = *d->beta;
     }
-    return amp_dev_launch(run->dev, AMP_KERNEL_GEMM_SCALARS, 1, 1,
-                          run->stream, params);
+    st = amp_dev_memset32_async(
+        run->scalars, 0,
+        offsetof(struct amp_gemm_scalars, blocks_done) / 4 + 1, run->stream);
+    if (st == AMP_OK)
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_SCALES, a, b, params);
+    return st;
 }
 
-/* Maxima, scales and scalars, then the casts (or splits) of A and B. */
+/* Maxima, scales and scalars in one launch, then the casts (or splits) of
+ * A and B and their pointer arrays in another. */
 static enum amp_status
 amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    struct amp_batch_src a = amp_operand(d, d->a, d->stride_a, d->lda,
-                                         l->rows_a, l->cols_a);
-    struct amp_batch_src b = amp_operand(d, d->b, d->stride_b, d->ldb,
-                                         l->rows_b, l->cols_b);
-    amp_devptr s = run->scalars, scale_a = 0, scale_b = 0;
     amp_devptr base = run->scratch;
+    struct amp_gemm_operand a = amp_fused_operand(
+        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
+        base + l->a, amp_at(base, l->a_lo), amp_at(base, l->ptrs_a),
+        l->ld_a16, l->stride_a16);
+    struct amp_gemm_operand b = amp_fused_operand(
+        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
+        base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
+        l->ld_b16, l->stride_b16);
     int32_t format = run->candidate == AMP_MODE_BF16 ? AMP_FORMAT_BF16
                                                      : AMP_FORMAT_F16;
+    void *params[] = {&a, &b, &run->scalars, &format};
     enum amp_status st = AMP_OK;
 
-    if (s) {
-        scale_a = s + offsetof(struct amp_gemm_scalars, scale_a);
-        scale_b = s + offsetof(struct amp_gemm_scalars, scale_b);
-        /* absmax_a and absmax_b are the first two words of the scalars. */
-        st = amp_dev_memset32_async(s, 0, 2, run->stream);
-        if (st == AMP_OK)
-            st = amp_queue_absmax(run, a, s + offsetof(struct amp_gemm_scalars,
-                                                       absmax_a));
-        if (st == AMP_OK)
-            st = amp_queue_absmax(run, b, s + offsetof(struct amp_gemm_scalars,
-                                                       absmax_b));
-        if (st == AMP_OK)
-            st = amp_queue_scalars(run);
-    }
+    /* Unscaled (bf16) casts have no scalars: the kernel's scale is 1. */
+    if (run->scalars)
+        st = amp_queue_scales(run, &a, &b);
     if (st == AMP_OK)
-        st = amp_queue_cast(run, a, base + l->a, amp_at(base, l->a_lo),
-                            l->ld_a16, l->stride_a16, scale_a, format);
-    if (st == AMP_OK)
-        st = amp_queue_cast(run, b, base + l->b, amp_at(base, l->b_lo),
-                            l->ld_b16, l->stride_b16, scale_b, format);
-    if (st == AMP_OK && l->ptrs_a != AMP_ABSENT)
-        st = amp_queue_fill_ptrs(run, base + l->ptrs_a, base + l->a,
-                                 l->stride_a16, 2);
-    if (st == AMP_OK && l->ptrs_b != AMP_ABSENT)
-        st = amp_queue_fill_ptrs(run, base + l->ptrs_b, base + l->b,
-                                 l->stride_b16, 2);
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
     return st;
 }
 

@@ -60,41 +60,6 @@ emu_bytes_absmax(const struct emu_launch *l)
     return (double)EMU_PARAM(l, 2, int64_t) * EMU_PARAM(l, 3, int64_t) * 4.0;
 }
 
-/* amp_k_gemm_scalars(s, alpha_dev, beta_dev, alpha, beta) */
-static CUresult
-emu_run_gemm_scalars(const struct emu_launch *l)
-{
-    struct amp_gemm_scalars *s =
-        emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr), sizeof *s);
-    CUdeviceptr alpha_dev = EMU_PARAM(l, 1, CUdeviceptr);
-    CUdeviceptr beta_dev = EMU_PARAM(l, 2, CUdeviceptr);
-    float alpha = EMU_PARAM(l, 3, float);
-    float beta = EMU_PARAM(l, 4, float);
-    const float *p;
-
-    if (!s)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    if (alpha_dev) {
-        if (!(p = emu_dev_at(alpha_dev, sizeof *p)))
-            return CUDA_ERROR_ILLEGAL_ADDRESS;
-        alpha = *p;
-    }
-    if (beta_dev) {
-        if (!(p = emu_dev_at(beta_dev, sizeof *p)))
-            return CUDA_ERROR_ILLEGAL_ADDRESS;
-        beta = *p;
-    }
-    amp_gemm_scalars_finish(s, alpha, beta);
-    return CUDA_SUCCESS;
-}
-
-static double
-emu_bytes_gemm_scalars(const struct emu_launch *l)
-{
-    (void)l;
-    return (double)sizeof(struct amp_gemm_scalars);
-}
-
 /* amp_k_cast_f32_f16(src, ld_src, dst, ld_dst, rows, cols, scale) */
 static CUresult
 emu_run_cast_f16(const struct emu_launch *l)
@@ -182,34 +147,6 @@ emu_src_at(const struct emu_launch *l)
                         4);
 }
 
-/* amp_k_absmax_batch(base, array, stride, batch, ld, rows, cols, absmax) */
-static CUresult
-emu_run_absmax_batch(const struct emu_launch *l)
-{
-    int64_t batch = EMU_PARAM(l, 3, int64_t);
-    int64_t ld = EMU_PARAM(l, 4, int64_t);
-    int64_t rows = EMU_PARAM(l, 5, int64_t);
-    int64_t cols = EMU_PARAM(l, 6, int64_t);
-    void **src = emu_src_at(l);
-    uint32_t *absmax = emu_dev_at(EMU_PARAM(l, 7, CUdeviceptr), 4);
-    int64_t nthreads = emu_threads(l);
-    int64_t tid;
-
-    if (!src || !absmax) {
-        free(src);
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    }
-    for (tid = 0; tid < nthreads; tid++) {
-        uint32_t local = amp_absmax_batch_thread(
-            NULL, (const float *const *)src, 0, batch, ld, rows, cols, tid,
-            nthreads);
-        if (local > *absmax) /* atomicMax */
-            *absmax = local;
-    }
-    free(src);
-    return CUDA_SUCCESS;
-}
-
 /* Elements of the batch of a kernel whose batch, rows and cols are
  * parameters bi, bi + 2 and bi + 3 (a leading dimension in between). */
 static double
@@ -220,79 +157,169 @@ emu_batch_elems(const struct emu_launch *l, int bi)
            (double)EMU_PARAM(l, bi + 3, int64_t);
 }
 
-static double
-emu_bytes_absmax_batch(const struct emu_launch *l)
+/* ---- The fused GEMM kernels: two operands, one grid ---------------------- */
+
+#define EMU_OPERAND sizeof(struct amp_gemm_operand)
+
+/* Thread tid of a launch whose grid is split between two operands at
+ * blocks_a (amp_grid_part). */
+static int
+emu_part(const struct emu_launch *l, int64_t blocks_a, int64_t tid,
+         int64_t nthreads, int64_t *part_tid, int64_t *part_threads)
 {
-    return emu_batch_elems(l, 3) * 4.0;
+    return amp_grid_part(tid, nthreads, l->block[0], blocks_a, part_tid,
+                         part_threads);
 }
 
-/* amp_k_cast_batch(base, array, stride, batch, ld_src, rows, cols, dst,
- *                  ld_dst, stride_dst, scale, format) and
- * amp_k_split_batch(base, array, stride, batch, ld_src, rows, cols, hi,
- *                   lo, ld_dst, stride_dst, scale): one runner, `split`
- * tells which. */
-static CUresult
-emu_run_cast_or_split(const struct emu_launch *l, int split)
+/* The last block of a fused kernel: every block adds 1 to *done, and the
+ * one that takes it to the grid's size from a zeroed counter finishes.
+ * Returns whether the counter was zeroed (else no block would finish). */
+static int
+emu_last_block(const struct emu_launch *l, uint32_t *done)
 {
-    int64_t batch = EMU_PARAM(l, 3, int64_t);
-    int64_t ld_src = EMU_PARAM(l, 4, int64_t);
-    int64_t rows = EMU_PARAM(l, 5, int64_t);
-    int64_t cols = EMU_PARAM(l, 6, int64_t);
-    int64_t ld_dst = EMU_PARAM(l, 8 + split, int64_t);
-    int64_t stride_dst = EMU_PARAM(l, 9 + split, int64_t);
-    CUdeviceptr scale_at = EMU_PARAM(l, 10 + split, CUdeviceptr);
-    size_t dst_span = emu_matrix_span(rows, cols, ld_dst, 2);
-    void **src = emu_src_at(l);
-    uint16_t *dst = emu_strided_at(EMU_PARAM(l, 7, CUdeviceptr), batch,
-                                   stride_dst, dst_span, 2);
-    uint16_t *lo = split ? emu_strided_at(EMU_PARAM(l, 8, CUdeviceptr),
-                                          batch, stride_dst, dst_span, 2)
-                         : dst;
-    const float *scale = scale_at ? emu_dev_at(scale_at, 4) : NULL;
-    int64_t nthreads = emu_threads(l);
-    int64_t tid;
+    uint32_t start = *done;
 
-    if (!src || !dst || !lo || (scale_at && !scale) || (split && !scale)) {
+    *done = start + l->grid[0];
+    return start == 0;
+}
+
+/* Host aliases of an operand's FP32 source batch. */
+static void **
+emu_operand_src(const struct amp_gemm_operand *o)
+{
+    return emu_batch_at(o->base, o->array, o->stride, o->batch,
+                        emu_matrix_span(o->rows, o->cols, o->ld, 4), 4);
+}
+
+static double
+emu_operand_elems(const struct amp_gemm_operand *o)
+{
+    return (double)o->batch * (double)o->rows * (double)o->cols;
+}
+
+/* amp_k_gemm_scales(a, b, s, alpha_dev, beta_dev, alpha, beta) */
+static CUresult
+emu_run_gemm_scales(const struct emu_launch *l)
+{
+    const struct amp_gemm_operand *op[2] = {l->params[0], l->params[1]};
+    struct amp_gemm_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr), sizeof *s);
+    CUdeviceptr alpha_dev = EMU_PARAM(l, 3, CUdeviceptr);
+    CUdeviceptr beta_dev = EMU_PARAM(l, 4, CUdeviceptr);
+    float alpha = EMU_PARAM(l, 5, float), beta = EMU_PARAM(l, 6, float);
+    const float *pa = alpha_dev ? emu_dev_at(alpha_dev, 4) : &alpha;
+    const float *pb = beta_dev ? emu_dev_at(beta_dev, 4) : &beta;
+    void **src[2] = {emu_operand_src(op[0]), emu_operand_src(op[1])};
+    int64_t nthreads = emu_threads(l), tid, t, n;
+    CUresult rc = CUDA_SUCCESS;
+
+    if (!s || !pa || !pb || !src[0] || !src[1]) {
+        rc = CUDA_ERROR_ILLEGAL_ADDRESS;
+        goto out;
+    }
+    for (tid = 0; tid < nthreads; tid++) {
+        int part = emu_part(l, op[0]->blocks, tid, nthreads, &t, &n);
+        const struct amp_gemm_operand *o = op[part];
+        uint32_t *absmax = part ? &s->absmax_b : &s->absmax_a;
+        uint32_t local = amp_absmax_batch_thread(
+            NULL, (const float *const *)src[part], 0, o->batch, o->ld,
+            o->rows, o->cols, t, n);
+
+        if (local > *absmax) /* atomicMax */
+            *absmax = local;
+    }
+    if (emu_last_block(l, &s->blocks_done))
+        amp_gemm_scalars_finish(s, *pa, *pb);
+out:
+    free(src[0]);
+    free(src[1]);
+    return rc;
+}
+
+static double
+emu_bytes_gemm_scales(const struct emu_launch *l)
+{
+    return (emu_operand_elems(l->params[0]) +
+            emu_operand_elems(l->params[1])) * 4.0 +
+           (double)sizeof(struct amp_gemm_scalars);
+}
+
+/* One operand's share of amp_k_gemm_cast, every thread of its part. */
+static CUresult
+emu_gemm_cast_operand(const struct emu_launch *l,
+                      const struct amp_gemm_operand *o, int part,
+                      const float *scale, int32_t format)
+{
+    size_t span = emu_matrix_span(o->rows, o->cols, o->ld_dst, 2);
+    void **src = emu_operand_src(o);
+    uint16_t *dst = emu_strided_at(o->dst, o->batch, o->stride_dst, span, 2);
+    uint16_t *lo = o->dst_lo ? emu_strided_at(o->dst_lo, o->batch,
+                                              o->stride_dst, span, 2)
+                             : NULL;
+    uint64_t *ptrs = o->ptrs ? emu_dev_at(o->ptrs, (size_t)o->batch * 8)
+                             : NULL;
+    const struct amp_gemm_operand *a = l->params[0];
+    int64_t nthreads = emu_threads(l), tid, t, n;
+
+    if (!src || !dst || (o->dst_lo && !lo) || (o->ptrs && !ptrs)) {
         free(src);
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
     for (tid = 0; tid < nthreads; tid++) {
-        if (split)
-            amp_split_batch_thread(NULL, (const float *const *)src, 0, batch,
-                                   ld_src, rows, cols, dst, lo, ld_dst,
-                                   stride_dst, *scale, tid, nthreads);
+        if (emu_part(l, a->blocks, tid, nthreads, &t, &n) != part)
+            continue;
+        if (ptrs)
+            amp_fill_ptrs_thread(ptrs, o->dst, o->stride_dst * 2, o->batch,
+                                 t, n);
+        if (lo)
+            amp_split_batch_thread(NULL, (const float *const *)src, 0,
+                                   o->batch, o->ld, o->rows, o->cols, dst,
+                                   lo, o->ld_dst, o->stride_dst,
+                                   scale ? *scale : 1.0f, t, n);
         else
-            amp_cast_batch_thread(NULL, (const float *const *)src, 0, batch,
-                                  ld_src, rows, cols, dst, ld_dst, stride_dst,
-                                  scale ? *scale : 1.0f,
-                                  EMU_PARAM(l, 11, int32_t), tid, nthreads);
+            amp_cast_batch_thread(NULL, (const float *const *)src, 0,
+                                  o->batch, o->ld, o->rows, o->cols, dst,
+                                  o->ld_dst, o->stride_dst,
+                                  scale ? *scale : 1.0f, format, t, n);
     }
     free(src);
     return CUDA_SUCCESS;
 }
 
+/* amp_k_gemm_cast(a, b, s, format) */
 static CUresult
-emu_run_cast_batch(const struct emu_launch *l)
+emu_run_gemm_cast(const struct emu_launch *l)
 {
-    return emu_run_cast_or_split(l, 0);
+    CUdeviceptr s_at = EMU_PARAM(l, 2, CUdeviceptr);
+    const struct amp_gemm_scalars *s =
+        s_at ? emu_dev_at(s_at, sizeof *s) : NULL;
+    int32_t format = EMU_PARAM(l, 3, int32_t);
+    CUresult rc;
+
+    if (s_at && !s)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    rc = emu_gemm_cast_operand(l, l->params[0], 0, s ? &s->scale_a : NULL,
+                               format);
+    if (rc == CUDA_SUCCESS)
+        rc = emu_gemm_cast_operand(l, l->params[1], 1,
+                                   s ? &s->scale_b : NULL, format);
+    return rc;
 }
 
-static CUresult
-emu_run_split_batch(const struct emu_launch *l)
+/* Bytes of one operand's cast: FP32 in, one or two halves out, and the
+ * pointer array. */
+static double
+emu_bytes_gemm_operand(const struct amp_gemm_operand *o)
 {
-    return emu_run_cast_or_split(l, 1);
+    return emu_operand_elems(o) * (o->dst_lo ? 8.0 : 6.0) +
+           (o->ptrs ? (double)o->batch * 8.0 : 0.0);
 }
 
 static double
-emu_bytes_cast_batch(const struct emu_launch *l)
+emu_bytes_gemm_cast(const struct emu_launch *l)
 {
-    return emu_batch_elems(l, 3) * 6.0;
-}
-
-static double
-emu_bytes_split_batch(const struct emu_launch *l)
-{
-    return emu_batch_elems(l, 3) * 8.0;
+    return emu_bytes_gemm_operand(l->params[0]) +
+           emu_bytes_gemm_operand(l->params[1]);
 }
 
 /* amp_k_fill_ptrs(ptrs, base, stride_bytes, batch) */
@@ -507,82 +534,85 @@ emu_format_size(int32_t format)
     return format == AMP_FORMAT_F32 ? 4 : 2;
 }
 
-/* amp_k_conv_absmax(src, l, absmax, nonfinite) */
+/* amp_k_conv_scales(a, la, b, lb, blocks_a, s, log2_len, format) */
 static CUresult
-emu_run_conv_absmax(const struct emu_launch *l)
+emu_run_conv_scales(const struct emu_launch *l)
 {
-    const struct amp_conv_layout *t = l->params[1];
-    const float *src = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
-                                  emu_conv_span(t, 4));
-    uint32_t *absmax = emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr), 4);
-    uint32_t *nonfinite = emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), 4);
-    int64_t nthreads = emu_threads(l);
+    const struct amp_conv_layout *t[2] = {l->params[1], l->params[3]};
+    const float *src[2] = {
+        emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr), emu_conv_span(t[0], 4)),
+        emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr), emu_conv_span(t[1], 4)),
+    };
+    int64_t blocks_a = EMU_PARAM(l, 4, int64_t);
+    struct amp_conv_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 5, CUdeviceptr), sizeof *s);
+    int64_t nthreads = emu_threads(l), tid, pt, n;
 
-    if (!src || !absmax || !nonfinite)
+    if (!src[0] || !src[1] || !s)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-    for (int64_t tid = 0; tid < nthreads; tid++) {
+    for (tid = 0; tid < nthreads; tid++) {
+        int part = emu_part(l, blocks_a, tid, nthreads, &pt, &n);
+        uint32_t *absmax = part ? &s->absmax_b : &s->absmax_a;
         uint32_t bad = 0;
-        uint32_t local = amp_conv_absmax_thread(src, t, &bad, tid, nthreads);
+        uint32_t local = amp_conv_absmax_thread(src[part], t[part], &bad, pt,
+                                                n);
 
         if (local > *absmax) /* atomicMax */
             *absmax = local;
         if (bad)
-            *nonfinite = 1;
+            s->nonfinite_in |= 1u;
     }
+    if (emu_last_block(l, &s->blocks_done))
+        amp_conv_scalars_finish(s, EMU_PARAM(l, 6, int32_t),
+                                EMU_PARAM(l, 7, int32_t));
     return CUDA_SUCCESS;
 }
 
 static double
-emu_bytes_conv_absmax(const struct emu_launch *l)
+emu_bytes_conv_scales(const struct emu_launch *l)
 {
-    return (double)amp_conv_count(l->params[1], 0) * 4.0;
+    return ((double)amp_conv_count(l->params[1], 0) +
+            (double)amp_conv_count(l->params[3], 0)) * 4.0 +
+           (double)sizeof(struct amp_conv_scalars);
 }
 
-/* amp_k_conv_scalars(s, log2_len, format) */
-static CUresult
-emu_run_conv_scalars(const struct emu_launch *l)
-{
-    struct amp_conv_scalars *s =
-        emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr), sizeof *s);
-
-    if (!s)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    amp_conv_scalars_finish(s, EMU_PARAM(l, 1, int32_t),
-                            EMU_PARAM(l, 2, int32_t));
-    return CUDA_SUCCESS;
-}
-
-static double
-emu_bytes_conv_scalars(const struct emu_launch *l)
-{
-    (void)l;
-    return (double)sizeof(struct amp_conv_scalars);
-}
-
-/* amp_k_conv_cast(src, l, dst, scale, format) */
+/* amp_k_conv_cast(a, la, dst_a, b, lb, dst_b, blocks_a, s, format) */
 static CUresult
 emu_run_conv_cast(const struct emu_launch *l)
 {
-    const struct amp_conv_layout *t = l->params[1];
-    const float *src = emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr),
-                                  emu_conv_span(t, 4));
-    uint16_t *dst = emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr),
-                               emu_conv_packed_bytes(t, 2));
-    const float *scale = emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), 4);
-    int64_t nthreads = emu_threads(l);
+    const struct amp_conv_layout *t[2] = {l->params[1], l->params[4]};
+    const float *src[2] = {
+        emu_dev_at(EMU_PARAM(l, 0, CUdeviceptr), emu_conv_span(t[0], 4)),
+        emu_dev_at(EMU_PARAM(l, 3, CUdeviceptr), emu_conv_span(t[1], 4)),
+    };
+    uint16_t *dst[2] = {
+        emu_dev_at(EMU_PARAM(l, 2, CUdeviceptr),
+                   emu_conv_packed_bytes(t[0], 2)),
+        emu_dev_at(EMU_PARAM(l, 5, CUdeviceptr),
+                   emu_conv_packed_bytes(t[1], 2)),
+    };
+    int64_t blocks_a = EMU_PARAM(l, 6, int64_t);
+    const struct amp_conv_scalars *s =
+        emu_dev_at(EMU_PARAM(l, 7, CUdeviceptr), sizeof *s);
+    int32_t format = EMU_PARAM(l, 8, int32_t);
+    int64_t nthreads = emu_threads(l), tid, pt, n;
 
-    if (!src || !dst || !scale)
+    if (!src[0] || !src[1] || !dst[0] || !dst[1] || !s)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-    for (int64_t tid = 0; tid < nthreads; tid++)
-        amp_conv_cast_thread(src, t, dst, *scale, EMU_PARAM(l, 4, int32_t),
-                             tid, nthreads);
+    for (tid = 0; tid < nthreads; tid++) {
+        int part = emu_part(l, blocks_a, tid, nthreads, &pt, &n);
+
+        amp_conv_cast_thread(src[part], t[part], dst[part],
+                             part ? s->scale_b : s->scale_a, format, pt, n);
+    }
     return CUDA_SUCCESS;
 }
 
 static double
 emu_bytes_conv_cast(const struct emu_launch *l)
 {
-    return (double)amp_conv_count(l->params[1], 1) * 6.0;
+    return ((double)amp_conv_count(l->params[1], 1) +
+            (double)amp_conv_count(l->params[4], 1)) * 6.0;
 }
 
 /* amp_k_conv_output(r, format, lr, dst, ld, old, lo, s, alpha, beta) */
@@ -689,16 +719,12 @@ emu_bytes_conv_error(const struct emu_launch *l)
 
 const struct emu_kernel emu_kernels[] = {
     {AMP_K_ABSMAX_F32, 5, {8, 8, 8, 8, 8}, emu_run_absmax, emu_bytes_absmax},
-    {AMP_K_GEMM_SCALARS, 5, {8, 8, 8, 4, 4}, emu_run_gemm_scalars,
-     emu_bytes_gemm_scalars},
     {AMP_K_CAST_F32_F16, 7, {8, 8, 8, 8, 8, 8, 8}, emu_run_cast_f16,
      emu_bytes_cast_f16},
-    {AMP_K_ABSMAX_BATCH, 8, {8, 8, 8, 8, 8, 8, 8, 8}, emu_run_absmax_batch,
-     emu_bytes_absmax_batch},
-    {AMP_K_CAST_BATCH, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4},
-     emu_run_cast_batch, emu_bytes_cast_batch},
-    {AMP_K_SPLIT_BATCH, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
-     emu_run_split_batch, emu_bytes_split_batch},
+    {AMP_K_GEMM_SCALES, 7, {EMU_OPERAND, EMU_OPERAND, 8, 8, 8, 4, 4},
+     emu_run_gemm_scales, emu_bytes_gemm_scales},
+    {AMP_K_GEMM_CAST, 4, {EMU_OPERAND, EMU_OPERAND, 8, 4}, emu_run_gemm_cast,
+     emu_bytes_gemm_cast},
     {AMP_K_FILL_PTRS, 4, {8, 8, 8, 8}, emu_run_fill_ptrs,
      emu_bytes_fill_ptrs},
     {AMP_K_GATHER_BATCH, 10, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
@@ -707,12 +733,10 @@ const struct emu_kernel emu_kernels[] = {
      emu_run_axpby_batch, emu_bytes_axpby_batch},
     {AMP_K_SHADOW_ERROR, 12, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
      emu_run_shadow_error, emu_bytes_shadow_error},
-    {AMP_K_CONV_ABSMAX, 4, {8, EMU_LAYOUT, 8, 8}, emu_run_conv_absmax,
-     emu_bytes_conv_absmax},
-    {AMP_K_CONV_SCALARS, 3, {8, 4, 4}, emu_run_conv_scalars,
-     emu_bytes_conv_scalars},
-    {AMP_K_CONV_CAST, 5, {8, EMU_LAYOUT, 8, 8, 4}, emu_run_conv_cast,
-     emu_bytes_conv_cast},
+    {AMP_K_CONV_SCALES, 8, {8, EMU_LAYOUT, 8, EMU_LAYOUT, 8, 8, 4, 4},
+     emu_run_conv_scales, emu_bytes_conv_scales},
+    {AMP_K_CONV_CAST, 9, {8, EMU_LAYOUT, 8, 8, EMU_LAYOUT, 8, 8, 8, 4},
+     emu_run_conv_cast, emu_bytes_conv_cast},
     {AMP_K_CONV_OUTPUT, 10,
      {8, 4, EMU_LAYOUT, 8, EMU_LAYOUT, 8, EMU_LAYOUT, 8, 4, 4},
      emu_run_conv_output, emu_bytes_conv_output},

@@ -727,10 +727,11 @@ child(const char *scenario)
     return 0;
 }
 
-/* Fails every launch, the allocation and every vendor step in turn. */
+/* Fails every launch, the allocation and every vendor step in turn; the
+ * call makes `launches` kernel launches. */
 static void
 check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
-               const char *step_api)
+               const char *step_api, int launches)
 {
     char scenario[32], fault[64];
     int n, rc;
@@ -746,6 +747,7 @@ check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
         assert_int_equal(rc, 0);
     }
     assert_true(n < 20);
+    assert_int_equal(n - 1, launches);
     snprintf(fault, sizeof fault, "%s:1", step_api);
     assert_int_equal(amp_test_run_child(scenario, fault), 0);
     snprintf(fault, sizeof fault, "%s:3", step_api);
@@ -760,24 +762,31 @@ test_failures_leave_nothing(void **state)
         enum amp_mode mode, candidate;
         enum amp_batch kind;
         const char *step_api;
+        int launches;
     } cases[] = {
-        {AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx"},
-        {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx"},
+        /* maxima and scales, casts */
+        {AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 2},
+        /* maxima and scales, splits, final sum */
+        {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 3},
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
-         "cublasGemmStridedBatchedEx"},
-        {AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY, "cublasGemmBatchedEx"},
+         "cublasGemmStridedBatchedEx", 3},
+        /* casts with the pointer arrays */
+        {AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY, "cublasGemmBatchedEx",
+         1},
         {AMP_MODE_TF32, AMP_MODE_FP16, AMP_BATCH_STRIDED,
-         "cublasGemmStridedBatchedEx"},
+         "cublasGemmStridedBatchedEx", 0},
+        /* maxima and scales, casts, copy of C, errors */
         {AMP_MODE_SHADOW, AMP_MODE_FP16, AMP_BATCH_STRIDED,
-         "cublasGemmStridedBatchedEx"},
+         "cublasGemmStridedBatchedEx", 4},
+        /* result pointer array, copy of C, errors */
         {AMP_MODE_SHADOW, AMP_MODE_TF32, AMP_BATCH_ARRAY,
-         "cublasGemmBatchedEx"},
+         "cublasGemmBatchedEx", 3},
     };
     size_t i;
 
     for (i = 0; i < sizeof cases / sizeof *cases; i++)
         check_failures(cases[i].mode, cases[i].candidate, cases[i].kind,
-                       cases[i].step_api);
+                       cases[i].step_api, cases[i].launches);
 }
 
 int
