@@ -416,7 +416,7 @@ test_builtin_default(void **state)
 {
     size_t len;
     const char *text = amp_policy_builtin(&len);
-    struct amp_policy_call c = gemm_call(512, 256, 1024, 0, 1);
+    struct amp_policy_call c = gemm_call(1024, 512, 1024, 0, 1);
     struct amp_decision d;
 
     assert_int_equal(amp_policy_parse(text, len, "<built-in>", &pol, &perr),
@@ -428,16 +428,23 @@ test_builtin_default(void **state)
     assert_int_equal(d.candidate, AMP_MODE_FP16);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP16);
-    /* Not Tensor Core friendly, or small: FP32. */
-    c = gemm_call(512, 256, 1020, 0, 1);
+    /* Not Tensor Core friendly, or too small to gain on the modelled
+     * H100 (policy/README.md): FP32. */
+    c = gemm_call(1024, 512, 1020, 0, 1);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    c = gemm_call(512, 256, 1024, 0, 1);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     c = gemm_call(48, 4096, 4096, 0, 0);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
-    c = conv_call(64, 64, AMP_LAYOUT_NCHW);
+    c = conv_call(128, 128, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    c = conv_call(64, 64, AMP_LAYOUT_NCHW);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
     c = conv_call(3, 64, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
