@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -42,12 +43,25 @@ static void **const amp_cublas_slots[] = {AMP_CUBLAS_SYMBOLS(AMP_REAL_SLOT)};
 
 static pthread_once_t amp_cublas_once = PTHREAD_ONCE_INIT;
 
+/* 1 once the real functions are resolved and the shim is disabled: the
+ * hooks call them before building anything (AMPSHIM_DISABLE costs a load
+ * and a branch). Set after the resolution, so that a thread that sees it
+ * sees the real functions. */
+static atomic_int amp_cublas_bypass;
+
 static void
 amp_cublas_resolve(void)
 {
     amp_resolve_all(AMP_CUBLAS_SONAME, amp_cublas_names, amp_cublas_slots,
                     (int)(sizeof amp_cublas_names / sizeof *amp_cublas_names));
+    atomic_store_explicit(&amp_cublas_bypass, amp_shim_config()->disabled,
+                          memory_order_release);
 }
+
+/* The hook of `fn` may call it straight away. */
+#define AMP_BYPASS(fn)                                                       \
+    (atomic_load_explicit(&amp_cublas_bypass, memory_order_acquire) &&       \
+     amp_real.fn != NULL)
 
 /* ---- One set of counters per hooked API ----------------------------------- */
 
@@ -83,11 +97,8 @@ static _Thread_local struct {
 
 /* A thread that made handles destroys them when it exits (a program that
  * starts a thread per task would otherwise leak a handle per task). */
-static pthread_key_t amp_own_key;
-static pthread_once_t amp_own_key_once = PTHREAD_ONCE_INIT;
-
 static void
-amp_own_release(void *unused)
+amp_own_release(void)
 {
     int i;
 
@@ -103,14 +114,6 @@ amp_own_release(void *unused)
     amp_own.count = 0;
 }
 
-static void
-amp_own_key_make(void)
-{
-    if (pthread_key_create(&amp_own_key, amp_own_release) != 0)
-        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
-                "the shim's cuBLAS handles outlive their threads");
-}
-
 /* The calling thread's handle for dev's context. NULL when one cannot be
  * made (then calls in that context stay FP32). */
 static cublasHandle_t
@@ -120,11 +123,8 @@ amp_own_handle(struct amp_dev *dev)
     cublasStatus_t s;
     int i;
 
-    if (amp_own.generation != amp_shim_generation()) {
-        /* Forked child: the parent's handles are not ours to use. */
-        amp_own.count = 0;
-        amp_own.generation = amp_shim_generation();
-    }
+    if (amp_shim_thread_stale(&amp_own.generation))
+        amp_own.count = 0; /* forked child: the parent's are not ours */
     for (i = 0; i < amp_own.count; i++)
         if (amp_own.slot[i].dev == dev)
             return amp_own.slot[i].handle;
@@ -132,8 +132,7 @@ amp_own_handle(struct amp_dev *dev)
         !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2 ||
         !amp_real.cublasSetStream_v2)
         return NULL;
-    pthread_once(&amp_own_key_once, amp_own_key_make);
-    pthread_setspecific(amp_own_key, &amp_own);
+    amp_shim_at_thread_exit(amp_own_release);
     own = &amp_own.slot[amp_own.count++];
     own->dev = dev;
     s = amp_real.cublasCreate_v2(&own->handle);
@@ -775,15 +774,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      const float *alpha, const float *A, int_t lda, const float *B,          \
      int_t ldb, const float *beta, float *C, int_t ldc)                      \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
-        AMP_FP32_TYPES                                                       \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
+            AMP_FP32_TYPES                                                   \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,     \
         ldc));                                                               \
@@ -799,14 +802,18 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      const float *const Barray[], int_t ldb, const float *beta,              \
      float *const Carray[], int_t ldc, int_t batchCount)                     \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES    \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES\
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb,    \
         beta, Carray, ldc, batchCount));                                     \
@@ -823,15 +830,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      long long int strideB, const float *beta, float *C, int_t ldc,          \
      long long int strideC, int_t batchCount)                                \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,         \
-        .b = B, .c = C, AMP_FP32_TYPES                                       \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,     \
+            .b = B, .c = C, AMP_FP32_TYPES                                   \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb,     \
         strideB, beta, C, ldc, strideC, batchCount));                        \
@@ -847,15 +858,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      const void *B, cudaDataType Btype, int_t ldb, const float *beta,        \
      void *C, cudaDataType Ctype, int_t ldc)                                 \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
-        AMP_CALL_TYPES(CUBLAS_COMPUTE_32F)                                   \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
+            AMP_CALL_TYPES(CUBLAS_COMPUTE_32F)                               \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
         ldb, beta, C, Ctype, ldc));                                          \
@@ -872,15 +887,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      void *C, cudaDataType Ctype, int_t ldc,                                 \
      cublasComputeType_t computeType, cublasGemmAlgo_t algo)                 \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,         \
-        AMP_CALL_TYPES(computeType)                                          \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
+            AMP_CALL_TYPES(computeType)                                      \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
         ldb, beta, C, Ctype, ldc, computeType, algo));                       \
@@ -898,15 +917,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      cudaDataType Ctype, int_t ldc, int_t batchCount,                        \
      cublasComputeType_t computeType, cublasGemmAlgo_t algo)                 \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount),                   \
-        AMP_CALL_TYPES(computeType)                                          \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount),               \
+            AMP_CALL_TYPES(computeType)                                      \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,          \
         Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount,            \
@@ -926,15 +949,19 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
      int_t batchCount, cublasComputeType_t computeType,                      \
      cublasGemmAlgo_t algo)                                                  \
 {                                                                            \
-    const struct amp_call c = {                                              \
-        AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,         \
-        .b = B, .c = C, AMP_CALL_TYPES(computeType)                          \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                    \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_call c = {                                          \
+            AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,     \
+            .b = B, .c = C, AMP_CALL_TYPES(computeType)                      \
+        };                                                                   \
+                                                                             \
+        if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,   \
         Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,       \
@@ -967,14 +994,19 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
      float *const Carray[], const int_t ldc_array[], int_t group_count,      \
      const int_t group_size[])                                               \
 {                                                                            \
-    const struct amp_grouped_call g = {                                      \
-        AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), AMP_FP32_TYPES    \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)                 \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_grouped_call g = {                                  \
+            AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field),              \
+            AMP_FP32_TYPES                                                   \
+        };                                                                   \
+                                                                             \
+        if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)             \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa_array, transb_array, m_array, n_array, k_array,       \
         alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array,       \
@@ -996,15 +1028,19 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
      const int_t ldc_array[], int_t group_count,                             \
      const int_t group_size[], cublasComputeType_t computeType)              \
 {                                                                            \
-    const struct amp_grouped_call g = {                                      \
-        AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), .ex = 1,          \
-        AMP_CALL_TYPES(computeType)                                          \
-    };                                                                       \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
-    if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)                 \
-        return status;                                                       \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name)) {                                                 \
+        const struct amp_grouped_call g = {                                  \
+            AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), .ex = 1,      \
+            AMP_CALL_TYPES(computeType)                                      \
+        };                                                                   \
+                                                                             \
+        if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)             \
+            return status;                                                   \
+    }                                                                        \
     return amp_call_end(&h, amp_real.name(                                   \
         handle, transa_array, transb_array, m_array, n_array, k_array,       \
         alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array,     \

@@ -15,6 +15,7 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,12 +50,19 @@ static pthread_once_t amp_cudnn_once = PTHREAD_ONCE_INIT;
 /* Every called function was found: the converted path can run. */
 static int amp_cudnn_complete;
 
+/* 1 once the real functions are resolved and the shim is disabled: the
+ * hooks call them before reading anything. Set after the resolution, so
+ * that a thread that sees it sees the real functions. */
+static atomic_int amp_cudnn_bypass;
+
 static void
 amp_cudnn_resolve(void)
 {
     amp_cudnn_complete = amp_resolve_all(AMP_CUDNN_SONAME, amp_cudnn_names,
                                          amp_cudnn_slots,
                                          AMP_CUDNN_NSYMBOLS) == 0;
+    atomic_store_explicit(&amp_cudnn_bypass, amp_shim_config()->disabled,
+                          memory_order_release);
 }
 
 /* ---- One set of counters per hooked API ----------------------------------- */
@@ -93,11 +101,8 @@ static _Thread_local struct {
 /* A thread that made a handle destroys it and its descriptors when it
  * exits (a program that starts a thread per task would otherwise leak
  * them per task). */
-static pthread_key_t amp_own_key;
-static pthread_once_t amp_own_key_once = PTHREAD_ONCE_INIT;
-
 static void
-amp_own_release(void *unused)
+amp_own_release(void)
 {
     int i;
 
@@ -119,14 +124,6 @@ amp_own_release(void *unused)
     amp_owns.count = 0;
 }
 
-static void
-amp_own_key_make(void)
-{
-    if (pthread_key_create(&amp_own_key, amp_own_release) != 0)
-        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
-                "the shim's cuDNN handles outlive their threads");
-}
-
 /* The calling thread's handle and descriptors for dev's context; NULL when
  * they cannot be made (then calls in that context stay FP32). They live
  * until the thread exits. */
@@ -136,17 +133,14 @@ amp_own_get(struct amp_dev *dev)
     struct amp_own *own;
     int i;
 
-    if (amp_owns.generation != amp_shim_generation()) {
+    if (amp_shim_thread_stale(&amp_owns.generation))
         amp_owns.count = 0; /* forked child: the parent's are not ours */
-        amp_owns.generation = amp_shim_generation();
-    }
     for (i = 0; i < amp_owns.count; i++)
         if (amp_owns.slot[i].dev == dev)
             return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
     if (amp_owns.count == AMP_OWN_HANDLES)
         return NULL;
-    pthread_once(&amp_own_key_once, amp_own_key_make);
-    pthread_setspecific(amp_own_key, &amp_owns);
+    amp_shim_at_thread_exit(amp_own_release);
     own = &amp_owns.slot[amp_owns.count++];
     memset(own, 0, sizeof *own);
     own->dev = dev;
@@ -643,6 +637,11 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     struct amp_prof_what what;
     enum amp_kind kind;
 
+    if (atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) &&
+        *amp_cudnn_slots[c->api]) {
+        h->entered = 0; /* AMPSHIM_DISABLE: straight to the real call */
+        return 0;
+    }
     amp_shim_config(); /* the log is open before resolution reports */
     pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
     h->entered = 0;

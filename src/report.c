@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -754,6 +755,22 @@ amp_report_create(const char *path)
     return f;
 }
 
+/* Why amp_report_create refused an existing path (errno EEXIST): what
+ * is there. */
+static const char *
+amp_report_existing(const char *path)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        return "an existing file is never replaced";
+    if (S_ISLNK(st.st_mode))
+        return "a symbolic link is never followed";
+    if (S_ISDIR(st.st_mode))
+        return "it is a directory";
+    return "an existing file is never replaced";
+}
+
 /* Writes one file with `write`; one warning when it cannot. */
 static int
 amp_report_file(const char *path, const char *what,
@@ -764,10 +781,12 @@ amp_report_file(const char *path, const char *what,
     enum amp_status st;
 
     if (!f) {
-        amp_log(AMP_LOG_WARN, "cannot write the %s to %s: %s%s", what, path,
-                strerror(errno),
-                errno == EEXIST ? " (an existing file is never replaced)"
-                                : "");
+        int err = errno;
+
+        amp_log(AMP_LOG_WARN, "cannot write the %s to %s: %s%s%s%s", what,
+                path, strerror(err), err == EEXIST ? " (" : "",
+                err == EEXIST ? amp_report_existing(path) : "",
+                err == EEXIST ? ")" : "");
         return -1;
     }
     st = write(f, cfg);

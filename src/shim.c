@@ -20,6 +20,13 @@ static pthread_once_t amp_shim_exit_once = PTHREAD_ONCE_INIT;
 static _Thread_local int amp_shim_depth;
 static atomic_uint amp_shim_gen;
 
+/* The thread-exit releases of the calling thread. */
+static pthread_key_t amp_shim_thread_key;
+static pthread_once_t amp_shim_thread_once = PTHREAD_ONCE_INIT;
+static int amp_shim_thread_key_made;
+static _Thread_local void (*amp_shim_releases[AMP_SHIM_THREAD_RELEASES])(void);
+static _Thread_local int amp_shim_nreleases;
+
 static void
 amp_shim_at_exit(void)
 {
@@ -110,4 +117,53 @@ unsigned
 amp_shim_generation(void)
 {
     return atomic_load_explicit(&amp_shim_gen, memory_order_relaxed);
+}
+
+int
+amp_shim_thread_stale(unsigned *generation)
+{
+    unsigned now = amp_shim_generation();
+
+    if (*generation == now)
+        return 0;
+    *generation = now;
+    return 1;
+}
+
+static void
+amp_shim_thread_exit(void *unused)
+{
+    int i;
+
+    (void)unused;
+    for (i = 0; i < amp_shim_nreleases; i++)
+        amp_shim_releases[i]();
+    amp_shim_nreleases = 0;
+}
+
+static void
+amp_shim_thread_key_make(void)
+{
+    amp_shim_thread_key_made =
+        pthread_key_create(&amp_shim_thread_key, amp_shim_thread_exit) == 0;
+    if (!amp_shim_thread_key_made)
+        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
+                "the shim's vendor handles outlive their threads");
+}
+
+void
+amp_shim_at_thread_exit(void (*release)(void))
+{
+    int i;
+
+    for (i = 0; i < amp_shim_nreleases; i++)
+        if (amp_shim_releases[i] == release)
+            return;
+    pthread_once(&amp_shim_thread_once, amp_shim_thread_key_make);
+    if (!amp_shim_thread_key_made ||
+        amp_shim_nreleases == AMP_SHIM_THREAD_RELEASES)
+        return;
+    amp_shim_releases[amp_shim_nreleases++] = release;
+    /* Any value but NULL: the destructor runs only for those. */
+    pthread_setspecific(amp_shim_thread_key, &amp_shim_nreleases);
 }

@@ -18,4 +18,16 @@ void amp_shim_leave(void);
  * belongs to the parent's contexts and must be dropped, not used. */
 unsigned amp_shim_generation(void);
 
+/* Per-thread state tagged with *generation (0 at first): 1 when it is a
+ * forked child's copy of its parent's, to be dropped, not used (then the
+ * tag is brought up to date); 0 when it is this process's. */
+int amp_shim_thread_stale(unsigned *generation);
+
+/* Calls release() when the calling thread exits (once per release and
+ * thread, however often registered), so that a thread's own vendor
+ * handles do not outlive it. At most AMP_SHIM_THREAD_RELEASES functions;
+ * when the handler cannot be registered, one warning and no release. */
+#define AMP_SHIM_THREAD_RELEASES 4
+void amp_shim_at_thread_exit(void (*release)(void));
+
 #endif

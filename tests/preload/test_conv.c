@@ -22,6 +22,7 @@
 #define AMP_SYMBOL_NAMES_ONLY
 #include "cudnn_symbols.h"
 #include "harness.h"
+#include "expect.h"
 
 #define RUN_TIMEOUT_S 240
 
@@ -89,15 +90,6 @@ api_index(const char *api)
 }
 
 /* ---- Assertions ------------------------------------------------------------ */
-
-static void
-expect_exit(const struct amp_test_run *run, int code, const char *what)
-{
-    if (run->exited && run->code == code && !run->timed_out)
-        return;
-    amp_test_run_dump(what, run);
-    fail_msg("%s: expected exit status %d", what, code);
-}
 
 /* Parses the run's cases: the plain run's, in its order, each with the
  * plain run's status, and within the tolerance named on its command line. */
@@ -277,7 +269,7 @@ test_mode(void **state)
 
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", m->mode);
     run_conv_check(m->tol, 1, mode, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_cases_pass(&run, what, &check);
     for (int i = 0; i < check.count; i++) {
         const struct amp_test_case *c = &check.cases[i];
@@ -309,7 +301,7 @@ test_mode_fp16x3_is_fp32(void **state)
 
     (void)state;
     run_conv_check("tf32", 1, mode, &run);
-    expect_exit(&run, 0, "fp16x3");
+    amp_test_expect_exit(&run, 0, "fp16x3");
     expect_plain_stdout(&run, "fp16x3");
     expect_summary(&run, 0, NULL, "fp16x3", &sum);
     amp_test_run_free(&run);
@@ -330,7 +322,7 @@ test_bf16_exceeds_fp16_bound(void **state)
 
     (void)state;
     run_conv_check("fp16", 1, mode, &run);
-    expect_exit(&run, 1, "bf16 checked with the FP16 bound");
+    amp_test_expect_exit(&run, 1, "bf16 checked with the FP16 bound");
     assert_int_equal(amp_test_parse_check(run.out, &check), 0);
     assert_int_equal(check.count, plain.count);
     for (int i = 0; i < check.count; i++) {
@@ -353,7 +345,7 @@ test_mode_fp32_is_bit_exact(void **state)
 
     (void)state;
     run_conv_check("tf32", 1, mode, &run);
-    expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
     expect_plain_stdout(&run, "AMPSHIM_MODE=fp32");
     expect_summary(&run, 0, NULL, "AMPSHIM_MODE=fp32", &sum);
     amp_test_run_free(&run);
@@ -368,7 +360,7 @@ test_disable_is_bit_exact_and_silent(void **state)
 
     (void)state;
     run_conv_check("tf32", 1, disable, &run);
-    expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
     expect_plain_stdout(&run, "AMPSHIM_DISABLE=1");
     if (run.err_len != 0) {
         amp_test_run_dump("AMPSHIM_DISABLE=1", &run);
@@ -404,7 +396,7 @@ test_shadow(void **state)
 
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", s->mode);
     run_conv_check("tf32", 1, mode, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_plain_stdout(&run, what);
     expect_summary(&run, 1, NULL, what, &sum);
     for (int i = 0; i < N_APIS; i++) {
@@ -496,7 +488,7 @@ test_fault_bit_exact(void **state)
         odd_occurrences(f, spec, sizeof(spec));
     snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", fault_label(f));
     run_conv_check("fp16", 1, fault, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_cases_pass(&run, what, &check);
     for (int i = 0; i < check.count; i++) {
         const struct amp_test_case *c = &check.cases[i];

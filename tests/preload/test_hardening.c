@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "expect.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,15 +59,6 @@ run_argv(char *const argv[], int preload, const char *mode,
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", argv[0], strerror(errno));
     amp_test_env_free(&env);
-}
-
-static void
-expect_exit(const struct amp_test_run *run, int code, const char *what)
-{
-    if (run->exited && run->code == code && !run->timed_out)
-        return;
-    amp_test_run_dump(what, run);
-    fail_msg("%s: expected exit status %d", what, code);
 }
 
 static void
@@ -334,7 +326,7 @@ test_threads(void **state)
     /* FP32 convolutions with default math are TF32 on the emulated
      * Ampere-or-later GPU, as on a real one. */
     run_thread_check(NULL, "tf32", 0, &plain);
-    expect_exit(&plain, 0, "thread_check without the shim");
+    amp_test_expect_exit(&plain, 0, "thread_check without the shim");
     parse_cases(&plain, &pc, "thread_check without the shim");
     assert_int_equal(pc.count, 8 * 2 * 10);
     for (size_t m = 0; m < COUNT(modes); m++) {
@@ -343,8 +335,8 @@ test_threads(void **state)
 
         run_thread_check(modes[m][0], modes[m][1], 0, &run);
         run_thread_check(modes[m][0], modes[m][1], 1, &serial);
-        expect_exit(&run, 0, modes[m][0]);
-        expect_exit(&serial, 0, modes[m][0]);
+        amp_test_expect_exit(&run, 0, modes[m][0]);
+        amp_test_expect_exit(&serial, 0, modes[m][0]);
         parse_cases(&run, &rc, modes[m][0]);
         parse_cases(&serial, &sc, modes[m][0]);
         expect_same_hashes(&rc, &sc, modes[m][0]);
@@ -388,7 +380,7 @@ test_fork(void **state)
     int child_pid = 0;
 
     run_argv(argv, 1, "fp16", &run, NULL);
-    expect_exit(&run, 0, "thread_check --fork");
+    amp_test_expect_exit(&run, 0, "thread_check --fork");
     parse_cases(&run, &check, "thread_check --fork");
     assert_int_equal(check.count, 3 * 2 * 10);
     for (int i = 0; i < check.count; i++)
@@ -425,7 +417,7 @@ test_exit_under_threads(void **state)
         struct amp_test_run run;
 
         run_argv(argv, 1, modes[m], &run, NULL);
-        expect_exit(&run, 0, modes[m]);
+        amp_test_expect_exit(&run, 0, modes[m]);
         assert_non_null(strstr(run.out, "exiting with 8 threads running"));
         amp_test_run_free(&run);
     }
@@ -456,7 +448,7 @@ test_no_cuda(void **state)
         sh_argv[2] = script;
         run_argv(sh_argv, 1, "fp16", &run, "AMPSHIM_LOG_LEVEL", "debug",
                  "AMPSHIM_LOG_FILE", logs, NULL);
-        expect_exit(&run, 0, script);
+        amp_test_expect_exit(&run, 0, script);
         if (run.out_len != 0 || run.err_len != 0) {
             amp_test_run_dump(script, &run);
             fail_msg("%s printed something", script);
@@ -570,7 +562,7 @@ test_bad_variables(void **state)
                      values[i] == huge_value ? "100000 digits"
                      : values[i] == garbage_value ? "garbage" : values[i]);
             run_sgemm(1, mode ? NULL : "fp16", &run, x->name, values[i]);
-            expect_exit(&run, 0, what);
+            amp_test_expect_exit(&run, 0, what);
             expect_stdout_of(&run, mode ? &sgemm_policy : &sgemm_plain,
                              what);
             /* One warning naming the variable and what it accepts; an
@@ -603,7 +595,8 @@ test_bad_log_file(void **state)
         struct amp_test_run run;
 
         run_sgemm(1, "fp16", &run, "AMPSHIM_LOG_FILE", values[i]);
-        expect_exit(&run, 0, values[i] == huge_value ? "huge" : values[i]);
+        amp_test_expect_exit(&run, 0,
+                             values[i] == huge_value ? "huge" : values[i]);
         expect_stdout_of(&run, &sgemm_plain, "AMPSHIM_LOG_FILE");
         if (amp_test_count_lines_with(run.err, "AMPSHIM_LOG_FILE") != 1) {
             amp_test_run_dump("AMPSHIM_LOG_FILE", &run);
@@ -679,7 +672,7 @@ test_bad_policies(void **state)
         snprintf(where, sizeof(where), "%s%s", path, b->where);
         write_bad_policy(b->label, path);
         run_sgemm(1, NULL, &run, "AMPSHIM_POLICY", path);
-        expect_exit(&run, 0, b->label);
+        amp_test_expect_exit(&run, 0, b->label);
         expect_stdout_of(&run, &sgemm_fp32, b->label);
         amp_test_parse_summary(run.err, &sum);
         l = amp_test_summary_find(&sum, "cublasSgemm_v2");

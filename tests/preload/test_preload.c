@@ -26,6 +26,7 @@
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
 #include "harness.h"
+#include "expect.h"
 
 /* Generous: the emulator runs every GEMM on one CPU core. */
 #define RUN_TIMEOUT_S 240
@@ -97,15 +98,6 @@ run_sgemm_check(const char *tol, int preload, enum where where,
 }
 
 /* ---- Assertions with the child's output in the log on failure ---------- */
-
-static void
-expect_exit(const struct amp_test_run *run, int code, const char *what)
-{
-    if (run->exited && run->code == code && !run->timed_out)
-        return;
-    amp_test_run_dump(what, run);
-    fail_msg("%s: expected exit status %d", what, code);
-}
 
 /* Parses sgemm_check's stdout; every case ran with CUBLAS_STATUS_SUCCESS,
  * and passed its tolerance if must_pass. */
@@ -264,7 +256,7 @@ test_plain_fp32_passes(void **state)
 {
     struct amp_test_check check;
 
-    expect_exit(&plain_run, 0, "plain FP32 run");
+    amp_test_expect_exit(&plain_run, 0, "plain FP32 run");
     expect_cases(&plain_run, 1, "plain FP32 run", &check);
     assert_true(amp_test_count_eligible(&plain) >= 2);
     assert_true(amp_test_count_eligible(&plain) < plain.count);
@@ -280,7 +272,7 @@ test_converted_within_fp16_bound(void **state)
     int eligible = amp_test_count_eligible(&plain);
 
     run_sgemm_check("fp16", 1, ON_EMULATOR, NULL, &run);
-    expect_exit(&run, 0, "shim, fp16");
+    amp_test_expect_exit(&run, 0, "shim, fp16");
     expect_cases(&run, 1, "shim, fp16", &check);
     expect_same_cases(&check, "shim, fp16");
     if (count_hash_differences(&check) == 0) {
@@ -306,7 +298,7 @@ test_converted_exceeds_fp32_bound(void **state)
     int failing = 0;
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, NULL, &run);
-    expect_exit(&run, 1, "shim, checked with the FP32 bound");
+    amp_test_expect_exit(&run, 1, "shim, checked with the FP32 bound");
     expect_cases(&run, 0, "shim, checked with the FP32 bound", &check);
     for (int i = 0; i < check.count; i++)
         failing += !check.cases[i].ok;
@@ -324,7 +316,7 @@ test_disable_is_bit_exact_and_silent(void **state)
     struct amp_test_run run;
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, disable, &run);
-    expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
     expect_plain_stdout(&run, "AMPSHIM_DISABLE=1");
     if (run.err_len != 0) {
         amp_test_run_dump("AMPSHIM_DISABLE=1", &run);
@@ -341,7 +333,7 @@ test_mode_fp32_is_bit_exact(void **state)
     struct amp_test_run run;
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, mode, &run);
-    expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
     expect_plain_stdout(&run, "AMPSHIM_MODE=fp32");
     expect_summary(&run, plain.count, 0, plain.count, 0,
                    "AMPSHIM_MODE=fp32");
@@ -373,7 +365,7 @@ test_fault_falls_back_to_fp32(void **state)
 
     snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", fault);
     run_sgemm_check("fp32", 1, ON_EMULATOR, inject, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_plain_stdout(&run, what);
     expect_summary(&run, plain.count, 0, plain.count - eligible, eligible,
                    what);
@@ -396,7 +388,7 @@ test_single_fault_falls_back_once(void **state)
 
     snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", fault);
     run_sgemm_check("fp16", 1, ON_EMULATOR, inject, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_cases(&run, 1, what, &check);
     expect_same_cases(&check, what);
     for (int i = 0; i < check.count && second < 0; i++)
@@ -422,7 +414,7 @@ test_summary_off(void **state)
     struct amp_test_summary sum;
 
     run_sgemm_check("fp16", 1, ON_EMULATOR, off, &run);
-    expect_exit(&run, 0, "AMPSHIM_SUMMARY=0");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_SUMMARY=0");
     expect_cases(&run, 1, "AMPSHIM_SUMMARY=0", &check);
     assert_true(count_hash_differences(&check) >= 1);
     amp_test_parse_summary(run.err, &sum);
@@ -452,7 +444,7 @@ test_log_file(void **state)
 
         run_sgemm_check("fp16", 1, ON_EMULATOR, log, &run);
     }
-    expect_exit(&run, 0, "AMPSHIM_LOG_FILE");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_LOG_FILE");
     amp_test_parse_summary(run.err, &sum);
     assert_int_equal(sum.summary_lines, 0);
     assert_int_equal(amp_test_count_lines_with(run.err, "ampshim["), 0);
@@ -482,7 +474,7 @@ test_bad_mode_warns_once(void **state)
     struct amp_test_check check;
 
     run_sgemm_check("fp16", 1, ON_EMULATOR, bad, &run);
-    expect_exit(&run, 0, "AMPSHIM_MODE=fp8");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp8");
     expect_cases(&run, 1, "AMPSHIM_MODE=fp8", &check);
     if (amp_test_count_lines_with(run.err, "AMPSHIM_MODE") != 1) {
         amp_test_run_dump("AMPSHIM_MODE=fp8", &run);
@@ -501,7 +493,7 @@ test_log_level_off(void **state)
     struct amp_test_run run;
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, quiet, &run);
-    expect_exit(&run, 0, "AMPSHIM_LOG_LEVEL=off");
+    amp_test_expect_exit(&run, 0, "AMPSHIM_LOG_LEVEL=off");
     expect_plain_stdout(&run, "AMPSHIM_LOG_LEVEL=off");
     expect_only_shim_lines(&run, 1, "AMPSHIM_LOG_LEVEL=off");
     amp_test_run_free(&run);
@@ -791,7 +783,7 @@ test_program_mode(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s, --tol %s", mode[0],
              mode[1]);
     run_program(program_path, mode[1], 1, ON_EMULATOR, setting, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     assert_int_equal(amp_test_parse_check(run.out, &check), 0);
     expect_same_statuses(&run, &check, what);
     for (int i = 0; i < check.count; i++) {
@@ -839,7 +831,7 @@ test_program_shadow(void **state)
 
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", mode);
     run_program(program_path, "fp32", 1, ON_EMULATOR, setting, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_stdout_equal(&run, &program_plain_run, what);
     converted = expect_counters(&run, EXPECT_SHADOW, NULL, what);
     amp_test_parse_summary(run.err, &sum);
@@ -888,7 +880,7 @@ test_program_exact(void **state)
 
     snprintf(what, sizeof(what), "%s=%s", x->name, x->value);
     run_program(program_path, "fp32", 1, ON_EMULATOR, setting, &run);
-    expect_exit(&run, 0, what);
+    amp_test_expect_exit(&run, 0, what);
     expect_stdout_equal(&run, &program_plain_run, what);
     if (strcmp(x->name, "AMPSHIM_DISABLE") == 0) {
         if (run.err_len != 0) {
@@ -989,8 +981,8 @@ test_grouped_group_fallback(void **state)
         run_program(program_path, "fp16", 1, ON_EMULATOR, setting, &run);
     }
     run_program(program_path, "fp16", 1, ON_EMULATOR, fp16, &conv);
-    expect_exit(&run, 0, fault);
-    expect_exit(&conv, 0, "fp16");
+    amp_test_expect_exit(&run, 0, fault);
+    amp_test_expect_exit(&conv, 0, "fp16");
     assert_int_equal(amp_test_parse_check(run.out, &check), 0);
     assert_int_equal(amp_test_parse_check(conv.out, &conv_check), 0);
     expect_same_statuses(&run, &check, fault);

@@ -286,35 +286,74 @@ test_exit_from_thread(void **state)
     amp_test_env_free(&env);
 }
 
-/* Exactly one warning, and the program's own exit status. */
+/* AMPSHIM_REPORT or AMPSHIM_TRACE (var) at path: exactly one warning,
+ * saying why, the program's own exit status and its own output. */
 static void
-expect_refused(const char *report, const char *why)
+expect_refused(const char *var, const char *path, const char *why)
 {
+    const char *what = strcmp(var, "AMPSHIM_TRACE") == 0 ? "trace" : "report";
     struct amp_test_env env;
-    struct amp_test_run r;
+    struct amp_test_run plain, r;
+    char warning[64];
 
-    env_for(&env, report);
+    env_for(&env, "off");
+    if (strcmp(var, "AMPSHIM_TRACE") == 0)
+        amp_test_env_set(&env, "AMPSHIM_MODE", "shadow:tf32");
+    run_prog(&env, &plain, "--exit", "4", NULL);
+    amp_test_env_set(&env, var, path);
     run_prog(&env, &r, "--exit", "4", NULL);
+    snprintf(warning, sizeof warning, "cannot write the %s to", what);
     if (!r.exited || r.code != 4 ||
-        amp_test_count_lines_with(r.err, "cannot write the report") != 1 ||
+        amp_test_count_lines_with(r.err, warning) != 1 ||
         amp_test_count_lines_with(r.err, "warn") != 1 ||
         amp_test_count_lines_with(r.err, why) != 1) {
-        amp_test_run_dump(report, &r);
-        fail_msg("%s: expected exit 4 and one warning saying '%s'", report,
-                 why);
+        amp_test_run_dump(path, &r);
+        fail_msg("%s=%s: expected exit 4 and one warning saying '%s'", var,
+                 path, why);
     }
+    assert_int_equal(r.out_len, plain.out_len);
+    assert_memory_equal(r.out, plain.out, plain.out_len);
+    amp_test_run_free(&plain);
     amp_test_run_free(&r);
     amp_test_env_free(&env);
 }
+
+static const char *const path_vars[] = {"AMPSHIM_REPORT", "AMPSHIM_TRACE"};
 
 static void
 test_unwritable_path(void **state)
 {
     char path[300];
+    FILE *f;
 
     (void)state;
-    snprintf(path, sizeof path, "%s/no-such-dir/r.json", dir);
-    expect_refused(path, "No such file or directory");
+    snprintf(path, sizeof path, "%s/plain-file", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    for (size_t v = 0; v < 2; v++) {
+        snprintf(path, sizeof path, "%s/no-such-dir/r.json", dir);
+        expect_refused(path_vars[v], path, "No such file or directory");
+        /* A regular file where a directory should be. */
+        snprintf(path, sizeof path, "%s/plain-file/r.json", dir);
+        expect_refused(path_vars[v], path, "Not a directory");
+        /* /proc takes no new files, root or not. */
+        expect_refused(path_vars[v], "/proc/ampshim-r.json",
+                       "cannot write the");
+    }
+}
+
+static void
+test_refuses_directory(void **state)
+{
+    char path[300];
+
+    (void)state;
+    for (size_t v = 0; v < 2; v++) {
+        expect_refused(path_vars[v], dir, "(it is a directory)");
+        snprintf(path, sizeof path, "%s/", dir);
+        expect_refused(path_vars[v], path, "Is a directory");
+    }
 }
 
 static void
@@ -324,29 +363,47 @@ test_never_overwrites(void **state)
     FILE *f;
 
     (void)state;
-    snprintf(path, sizeof path, "%s/existing.json", dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("keep me\n", f);
-    fclose(f);
-    expect_refused(path, "an existing file is never replaced");
-    text = amp_test_read_file(path);
-    assert_string_equal(text, "keep me\n");
-    free(text);
+    for (size_t v = 0; v < 2; v++) {
+        snprintf(path, sizeof path, "%s/existing-%zu.json", dir, v);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("keep me\n", f);
+        fclose(f);
+        expect_refused(path_vars[v], path,
+                       "(an existing file is never replaced)");
+        text = amp_test_read_file(path);
+        assert_string_equal(text, "keep me\n");
+        free(text);
+    }
 }
 
+/* A symbolic link, to a file that does not exist yet or to one that does:
+ * neither is followed, nothing is created or changed. */
 static void
 test_refuses_symlink(void **state)
 {
-    char link[300], target[300];
+    char link[300], target[300], *text;
     struct stat st;
+    FILE *f;
 
     (void)state;
-    snprintf(link, sizeof link, "%s/link.json", dir);
-    snprintf(target, sizeof target, "%s/target.json", dir);
-    assert_int_equal(symlink(target, link), 0);
-    expect_refused(link, "cannot write the report to");
-    assert_int_not_equal(stat(target, &st), 0);
+    for (size_t v = 0; v < 2; v++) {
+        snprintf(link, sizeof link, "%s/link-%zu.json", dir, v);
+        snprintf(target, sizeof target, "%s/target-%zu.json", dir, v);
+        assert_int_equal(symlink(target, link), 0);
+        expect_refused(path_vars[v], link,
+                       "(a symbolic link is never followed)");
+        assert_int_not_equal(stat(target, &st), 0);
+        f = fopen(target, "w");
+        assert_non_null(f);
+        fputs("elsewhere\n", f);
+        fclose(f);
+        expect_refused(path_vars[v], link,
+                       "(a symbolic link is never followed)");
+        text = amp_test_read_file(target);
+        assert_string_equal(text, "elsewhere\n");
+        free(text);
+    }
 }
 
 static void
@@ -521,6 +578,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_never_overwrites),
         cmocka_unit_test(test_refuses_symlink),
+        cmocka_unit_test(test_refuses_directory),
         cmocka_unit_test(test_default_name),
         cmocka_unit_test(test_trace_tracks),
         cmocka_unit_test(test_tool_run),
