@@ -8,7 +8,7 @@
 #include <time.h>
 
 struct options {
-    int epochs, batch, train, test, verbose;
+    int epochs, batch, hidden, train, test, verbose;
     float lr, momentum;
     uint64_t seed;
     const char *data_dir;
@@ -24,9 +24,11 @@ usage(FILE *out)
         "FP32 with cuBLAS and cuDNN, SGD with momentum.\n"
         "\n"
         "  --epochs N       passes over the training images (default 2)\n"
-        "  --batch-size N   images per step (default 32); a last partial\n"
+        "  --batch-size N   images per step (default 512); a last partial\n"
         "                   batch of each epoch is left out\n"
-        "  --lr X           learning rate (default 0.01)\n"
+        "  --hidden N       units of the first fully connected layer\n"
+        "                   (default 8192)\n"
+        "  --lr X           learning rate (default 0.05)\n"
         "  --momentum X     momentum, 0 to below 1 (default 0.9)\n"
         "  --train N        training images: the first N of the training\n"
         "                   set, shuffled each epoch (default 60000, all)\n"
@@ -93,11 +95,12 @@ parse_float(const char *name, const char *s, double min, double below,
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
-    enum { O_EPOCHS = 256, O_BATCH, O_LR, O_MOMENTUM, O_TRAIN, O_TEST,
+    enum { O_EPOCHS = 256, O_BATCH, O_HIDDEN, O_LR, O_MOMENTUM, O_TRAIN, O_TEST,
            O_SEED, O_DATA, O_VERBOSE, O_HELP };
     static const struct option longopts[] = {
         { "epochs", required_argument, NULL, O_EPOCHS },
         { "batch-size", required_argument, NULL, O_BATCH },
+        { "hidden", required_argument, NULL, O_HIDDEN },
         { "lr", required_argument, NULL, O_LR },
         { "momentum", required_argument, NULL, O_MOMENTUM },
         { "train", required_argument, NULL, O_TRAIN },
@@ -110,8 +113,8 @@ parse_options(int argc, char **argv, struct options *o)
     };
     int c, seed, rc = 0;
 
-    *o = (struct options){ .epochs = 2, .batch = 32, .train = 60000,
-                           .test = 10000, .lr = 0.01f, .momentum = 0.9f,
+    *o = (struct options){ .epochs = 2, .batch = 512, .hidden = 8192, .train = 60000,
+                           .test = 10000, .lr = 0.05f, .momentum = 0.9f,
                            .seed = 1, .data_dir = FMNIST_DIR };
     while (rc == 0 &&
            (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -121,6 +124,9 @@ parse_options(int argc, char **argv, struct options *o)
             break;
         case O_BATCH:
             rc = parse_int("--batch-size", optarg, 1, 4096, &o->batch);
+            break;
+        case O_HIDDEN:
+            rc = parse_int("--hidden", optarg, 1, 16384, &o->hidden);
             break;
         case O_LR:
             rc = parse_float("--lr", optarg, 1e-9, 10.0, &o->lr);
@@ -282,7 +288,7 @@ train(const struct options *o, const struct dataset *train_set,
     }
     for (int i = 0; i < train_set->count; i++)
         order[i] = i;
-    net = net_create(o->batch, o->seed);
+    net = net_create(o->batch, o->hidden, o->seed);
     if (net == NULL)
         goto out;
     printf("device %s\n", net_device_name(net));

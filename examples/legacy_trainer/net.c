@@ -1,10 +1,10 @@
 /* legacy_trainer: the CNN on cuDNN and cuBLAS, FP32 throughout.
  *
  *   image 1x28x28
- *   conv 3x3 pad 1 -> 8x28x28, bias, ReLU, max pool 2 -> 8x14x14
+ *   conv 3x3 pad 1 -> 4x28x28, bias, ReLU, max pool 2 -> 4x14x14
  *   conv 3x3 pad 1 -> 16x14x14, bias, ReLU, max pool 2 -> 16x7x7
- *   fully connected 784 -> 128, bias, ReLU
- *   fully connected 128 -> 10, bias, softmax, cross-entropy
+ *   fully connected 784 -> hidden, bias, ReLU
+ *   fully connected hidden -> 10, bias, softmax, cross-entropy
  *
  * Activations are NCHW; a fully connected layer's input and output are
  * row-major (batch x features), that is column-major features x batch for
@@ -16,7 +16,6 @@
 #define CONV_BLOCKS 2
 #define FC_LAYERS 2
 #define KERNEL 3
-#define HIDDEN 128
 #define WORKSPACE_LIMIT ((size_t)256 << 20)
 /* Each parameter tensor starts on a 256-byte boundary of the flat buffer. */
 #define PARAM_ALIGN 64
@@ -59,7 +58,7 @@ struct fc_layer {
 };
 
 struct net {
-    int batch;
+    int batch, hidden;
     char device[256];
     cudaStream_t stream;
     cudaEvent_t mark[2];
@@ -306,7 +305,7 @@ init_params(struct net *net, uint64_t seed)
 static void
 net_layout(struct net *net)
 {
-    static const int channels[CONV_BLOCKS + 1] = { 1, 8, 16 };
+    static const int channels[CONV_BLOCKS + 1] = { 1, 4, 16 };
     int side = IMAGE_SIDE;
 
     for (int i = 0; i < CONV_BLOCKS; i++) {
@@ -321,9 +320,9 @@ net_layout(struct net *net)
         side /= 2;
     }
     net->fc[0].in = channels[CONV_BLOCKS] * side * side;
-    net->fc[0].out = HIDDEN;
+    net->fc[0].out = net->hidden;
     net->fc[0].relu = 1;
-    net->fc[1].in = HIDDEN;
+    net->fc[1].in = net->hidden;
     net->fc[1].out = CLASSES;
     net->fc[1].relu = 0;
     for (int i = 0; i < FC_LAYERS; i++) {
@@ -386,7 +385,7 @@ handles_setup(struct net *net)
 }
 
 struct net *
-net_create(int batch, uint64_t seed)
+net_create(int batch, int hidden, uint64_t seed)
 {
     struct net *net = calloc(1, sizeof(*net));
     size_t p;
@@ -396,6 +395,7 @@ net_create(int batch, uint64_t seed)
         return NULL;
     }
     net->batch = batch;
+    net->hidden = hidden;
     net_layout(net);
     if (handles_setup(net) != 0)
         goto fail;

@@ -54,9 +54,10 @@ void dataset_free(struct dataset *set);
 
 struct net;
 
-/* The CNN for batches of `batch` images, weights drawn from `seed`.
- * NULL after reporting a failed call. */
-struct net *net_create(int batch, uint64_t seed);
+/* The CNN for batches of `batch` images with `hidden` units in the first
+ * fully connected layer, weights drawn from `seed`. NULL after reporting a
+ * failed call. */
+struct net *net_create(int batch, int hidden, uint64_t seed);
 void net_destroy(struct net *net);
 
 /* One SGD step with momentum on `batch` images (host, normalised) and

@@ -453,6 +453,124 @@ conv_tap(const struct conv_job *j, int d, int dst, int free, int *i, int *o,
  * index (C/groups, K/groups or N) and a spatial box (the filter, or the
  * output for backward filter), in row-major order.
  */
+/* The offsets in x, w and y of the channels (batch image, input and
+ * output channel) that reduction index f of destination dst[] reads. */
+static void
+conv_bases(const struct conv_job *j, const int *dst, int f, int64_t *xo,
+           int64_t *wo, int64_t *yo)
+{
+    const struct conv_problem *p = &j->p;
+    int n, c, k, cl;
+
+    if (j->dir == DIR_FWD)
+        n = dst[0], k = dst[1], cl = f, c = (k / p->kg) * p->cg + f;
+    else if (j->dir == DIR_BWD_DATA)
+        n = dst[0], c = dst[1], cl = c % p->cg, k = (c / p->cg) * p->kg + f;
+    else
+        k = dst[0], cl = dst[1], n = f, c = (k / p->kg) * p->cg + cl;
+    *xo = (int64_t)n * j->x.stride[0] + (int64_t)c * j->x.stride[1];
+    *wo = (int64_t)k * j->w.stride[0] + (int64_t)cl * j->w.stride[1];
+    *yo = (int64_t)n * j->y.stride[0] + (int64_t)k * j->y.stride[1];
+}
+
+/* emu_dnn_load without the call for FP32 tensors, the common case. */
+static inline float
+conv_load(const void *base, int64_t idx, cudnnDataType_t type)
+{
+    if (type == CUDNN_DATA_FLOAT)
+        return ((const float *)base)[idx];
+    return emu_dnn_load(base, idx, type);
+}
+
+static inline float
+conv_round(float v, enum operand_round r)
+{
+    if (r == ROUND_TF32)
+        return emu_round_tf32_inline(v);
+    return round_operand(v, r);
+}
+
+/* The longest box side conv_element_2d takes; longer ones go the general
+ * way. */
+#define TAPS_MAX 64
+
+/* The products along one spatial dimension d for a destination coordinate:
+ * how many there are, and for each the offsets it adds to x, w and y. */
+struct conv_taps {
+    int count;
+    int64_t x[TAPS_MAX], w[TAPS_MAX], y[TAPS_MAX];
+};
+
+static void
+conv_taps_fill(const struct conv_job *j, int d, int at, int box,
+               struct conv_taps *t)
+{
+    const struct conv_problem *p = &j->p;
+
+    /* A flipped filter is stored reversed: tap r lives at filt - 1 - r. */
+    if (p->flip && j->dir == DIR_BWD_FILTER)
+        at = p->filt[d] - 1 - at;
+    t->count = 0;
+    for (int b = 0; b < box; b++) {
+        int i = 0, o = 0, r = 0;
+
+        if (!conv_tap(j, d, at, b, &i, &o, &r))
+            continue;
+        if (p->flip)
+            r = p->filt[d] - 1 - r;
+        t->x[t->count] = (int64_t)i * j->x.stride[2 + d];
+        t->w[t->count] = (int64_t)r * j->w.stride[2 + d];
+        t->y[t->count] = (int64_t)o * j->y.stride[2 + d];
+        t->count++;
+    }
+}
+
+/*
+ * conv_element for two spatial dimensions with boxes of at most TAPS_MAX
+ * a side, the case programs use most: the same products in the same order
+ * (the box row-major, the products that do not exist left out), so the
+ * same bits, with the taps worked out once per element instead of once
+ * per product.
+ */
+static float
+conv_element_2d(const struct conv_job *j, const void *xa, const void *wa,
+                const void *ya, const int *dst)
+{
+    const struct conv_problem *p = &j->p;
+    const int *box = j->dir == DIR_BWD_FILTER ? p->out : p->filt;
+    int nfree = j->dir == DIR_FWD ? p->cg
+                : j->dir == DIR_BWD_DATA ? p->kg : p->n;
+    const void *aa = j->dir == DIR_BWD_DATA ? ya : xa;
+    const void *ba = j->dir == DIR_BWD_FILTER ? ya : wa;
+    cudnnDataType_t at = j->dir == DIR_BWD_DATA ? j->y.type : j->x.type;
+    cudnnDataType_t bt = j->dir == DIR_BWD_FILTER ? j->y.type : j->w.type;
+    struct conv_taps t0, t1;
+    float acc = 0.0f;
+
+    conv_taps_fill(j, 0, dst[2], box[0], &t0);
+    conv_taps_fill(j, 1, dst[3], box[1], &t1);
+    for (int f = 0; f < nfree; f++) {
+        int64_t x0, w0, y0;
+
+        conv_bases(j, dst, f, &x0, &w0, &y0);
+        for (int r0 = 0; r0 < t0.count; r0++) {
+            int64_t xr = x0 + t0.x[r0], wr = w0 + t0.w[r0];
+            int64_t yr = y0 + t0.y[r0];
+
+            for (int r1 = 0; r1 < t1.count; r1++) {
+                int64_t xo = xr + t1.x[r1], wo = wr + t1.w[r1];
+                int64_t yo = yr + t1.y[r1];
+                float a = conv_load(aa, j->dir == DIR_BWD_DATA ? yo : xo, at);
+                float bv = conv_load(ba, j->dir == DIR_BWD_FILTER ? yo : wo,
+                                     bt);
+
+                acc = acc + conv_round(a, p->round) * conv_round(bv, p->round);
+            }
+        }
+    }
+    return acc;
+}
+
 static float
 conv_element(const struct conv_job *j, const void *xa, const void *wa,
              const void *ya, const int *dst)
@@ -464,19 +582,15 @@ conv_element(const struct conv_job *j, const void *xa, const void *wa,
     int64_t boxn = (int64_t)prod(box, p->nsp);
     float acc = 0.0f;
 
-    for (int f = 0; f < nfree; f++) {
-        int n, c, k, cl;
+    if (p->nsp == 2 && box[0] <= TAPS_MAX && box[1] <= TAPS_MAX)
+        return conv_element_2d(j, xa, wa, ya, dst);
 
-        if (j->dir == DIR_FWD)
-            n = dst[0], k = dst[1], cl = f, c = (k / p->kg) * p->cg + f;
-        else if (j->dir == DIR_BWD_DATA)
-            n = dst[0], c = dst[1], cl = c % p->cg, k = (c / p->cg) * p->kg + f;
-        else
-            k = dst[0], cl = dst[1], n = f, c = (k / p->kg) * p->cg + cl;
+    for (int f = 0; f < nfree; f++) {
+        int64_t x0, w0, y0;
+
+        conv_bases(j, dst, f, &x0, &w0, &y0);
         for (int64_t b = 0; b < boxn; b++) {
-            int64_t xo = (int64_t)n * j->x.stride[0] + (int64_t)c * j->x.stride[1];
-            int64_t wo = (int64_t)k * j->w.stride[0] + (int64_t)cl * j->w.stride[1];
-            int64_t yo = (int64_t)n * j->y.stride[0] + (int64_t)k * j->y.stride[1];
+            int64_t xo = x0, wo = w0, yo = y0;
             int64_t rest = b;
             int ok = 1;
 
@@ -532,16 +646,21 @@ conv_run(void *arg)
     if (ws != NULL)
         memset(ws, 0xa5, j->workspace_size);
     da = j->dir == DIR_FWD ? ya : j->dir == DIR_BWD_DATA ? xa : wa;
-    for (size_t lin = 0; lin < count; lin++) {
-        int coord[CUDNN_DIM_MAX];
-        size_t rest = lin;
+    /* The destination's elements in row-major order, their coordinates
+     * and offset carried from one to the next (no divisions). */
+    int coord[CUDNN_DIM_MAX] = { 0 };
+    int64_t off = 0;
 
+    for (size_t lin = 0; lin < count; lin++) {
+        emu_dnn_blend(da, off, dst->type, j->alpha, j->beta,
+                      conv_element(j, xa, wa, ya, coord));
         for (int d = dst->nb_dims - 1; d >= 0; d--) {
-            coord[d] = (int)(rest % (size_t)dst->dim[d]);
-            rest /= (size_t)dst->dim[d];
+            off += dst->stride[d];
+            if (++coord[d] < dst->dim[d])
+                break;
+            off -= (int64_t)dst->dim[d] * dst->stride[d];
+            coord[d] = 0;
         }
-        emu_dnn_blend(da, emu_dnn_view_offset(dst, lin), dst->type, j->alpha,
-                      j->beta, conv_element(j, xa, wa, ya, coord));
     }
     return CUDA_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * Everything here is exported from libcuda.so.1 with the emu_ prefix, next
@@ -118,5 +119,24 @@ uint16_t emu_f32_to_bf16(float f);
 float emu_bf16_to_f32(uint16_t h);
 /* Rounds to TF32 (10 explicit mantissa bits, nearest even), kept in a float. */
 float emu_round_tf32(float f);
+
+/* emu_round_tf32 inline, for the inner loops of emulated convolutions
+ * (every operand of every TF32 product goes through it). On the bits: add
+ * half a unit of the 10th mantissa bit, ties to even, and clear the 13
+ * bits below it. A carry out of the largest finite value gives infinity;
+ * subnormals keep the same quantum, as in FP32. */
+static inline float
+emu_round_tf32_inline(float f)
+{
+    uint32_t u, lsb;
+
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return f;               /* Inf and NaN unchanged */
+    lsb = (u >> 13) & 1u;
+    u = (u + 0x0fffu + lsb) & 0xffffe000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 #endif

@@ -118,18 +118,5 @@ emu_bf16_to_f32(uint16_t h)
 float
 emu_round_tf32(float f)
 {
-    uint32_t u, lsb;
-
-    /* On the bits, for speed (every operand of every TF32 product of the
-     * emulated GPU goes through here): add half a unit of the 10th
-     * mantissa bit, ties to even, and clear the 13 bits below it. A carry
-     * out of the largest finite value gives infinity; subnormals keep the
-     * same quantum, as in FP32. */
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u)
-        return f;               /* Inf and NaN unchanged */
-    lsb = (u >> 13) & 1u;
-    u = (u + 0x0fffu + lsb) & 0xffffe000u;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return emu_round_tf32_inline(f);
 }
