@@ -310,6 +310,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     }
     h->outcome = AMP_OUTCOME_CONVERTED;
     if (h->run.needs_original) {
+        /* The candidate's time ends with its last kernel, not the
+         * original's. */
+        if (amp_gemm_candidate_done(&h->run) != AMP_OK) {
+            amp_gemm_abandon(&h->run);
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
+            return AMP_HOOK_ORIGINAL;
+        }
         h->shadow = 1;
         amp_prof_split(&h->prof);
         return AMP_HOOK_ORIGINAL;

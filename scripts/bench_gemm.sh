@@ -4,7 +4,9 @@
 # LD_PRELOAD=libampshim.so in every mode, and prints one table: GPU, shape,
 # mode, time per call, speed-up over FP32 without the shim, max relative
 # error of a sample of C against a double reference. Then the shim's host
-# cost per call of an 8x8x8 SGEMM. It prints numbers and asserts nothing.
+# cost per call of an 8x8x8 SGEMM, and the policy's cost per decision
+# (tests/bench_policy: first and cached). It prints numbers and asserts
+# nothing.
 #
 # usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]
 #
@@ -41,7 +43,7 @@ done
 shim=$build/hooks/libampshim.so
 prog=$build/examples/gemm_bench
 emu=$build/tests/emu
-for f in "$shim" "$prog"; do
+for f in "$shim" "$prog" "$build/tests/bench_policy"; do
     [[ -e $f ]] || { echo "bench_gemm: $f was not built" >&2; exit 1; }
 done
 
@@ -160,3 +162,10 @@ for mode in none disable fp32 fp16; do
     printf '%-9s %14.3f %14.3f\n' "$label" "$best" \
         "$(awk -v a="$best" -v b="$base" 'BEGIN { print a - b }')"
 done
+
+# The policy's own cost per call (host only, no device): a match against
+# the rules, a first decision through the decision cache, a cached one.
+echo
+"$build/tests/bench_policy" "$root/policy/default.policy" \
+    "$root/policy/examples/trainer.policy" \
+    "$root/policy/examples/inference.policy"

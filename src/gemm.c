@@ -585,12 +585,22 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
 }
 
 enum amp_status
-amp_gemm_finish(struct amp_gemm_run *run)
+amp_gemm_candidate_done(struct amp_gemm_run *run)
 {
     enum amp_status st = AMP_OK;
 
-    if (run->candidate == AMP_MODE_FP16X3)
+    if (run->candidate == AMP_MODE_FP16X3 && !run->candidate_done)
         st = amp_queue_axpby(run);
+    if (st == AMP_OK)
+        run->candidate_done = 1;
+    return st;
+}
+
+enum amp_status
+amp_gemm_finish(struct amp_gemm_run *run)
+{
+    enum amp_status st = amp_gemm_candidate_done(run);
+
     if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
         st = amp_queue_shadow_error(run);
     amp_gemm_release(run);

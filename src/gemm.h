@@ -143,6 +143,8 @@ struct amp_gemm_run {
     amp_devptr accum;          /* shadow: the error reduction */
     int slot;                  /* shadow: the device slot, -1 for none */
     amp_devptr slot_at;
+    int candidate_done;        /* shadow: the candidate's last kernel is
+                                  queued */
 };
 
 /* Queues on d->stream everything the steps need: the scratch allocation,
@@ -167,6 +169,12 @@ enum amp_status amp_gemm_prepare(struct amp_dev *dev,
  * where C already holds the FP32 result; the scratch free is queued either
  * way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
+
+/* Shadow, after the steps and before the original call: queues the rest
+ * of the candidate (fp16x3: its sum into the candidate's copy of C), so
+ * that the candidate's time covers all of its work, as a converted call's
+ * does. Fails as amp_gemm_finish(); nothing of the caller's is written. */
+enum amp_status amp_gemm_candidate_done(struct amp_gemm_run *run);
 
 /* After a step failed: queues the scratch free. */
 void amp_gemm_abandon(struct amp_gemm_run *run);

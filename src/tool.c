@@ -1,5 +1,5 @@
 /* The `ampshim` command-line tool: one table of subcommands (policy check,
- * run, report), each with its own --help. */
+ * run, report, calibrate), each with its own --help. */
 #include "policy.h"
 #include "policy_check.h"
 #include "tool.h"
@@ -227,6 +227,8 @@ static const struct amp_command amp_commands[] = {
      1},
     {"report", "a report as a table, HTML and CSV", amp_tool_report,
      amp_tool_report_help, 0},
+    {"calibrate", "measure every mode, write a per-application policy",
+     amp_tool_calibrate, amp_tool_calibrate_help, 1},
     {NULL, NULL, NULL, NULL, 0},
 };
 

@@ -122,38 +122,50 @@ amp_by_saved(const void *a, const void *b)
     return (sx < sy) - (sx > sy);
 }
 
+char *
+amp_tool_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL, *more;
+    size_t cap = 0, n;
+
+    *len = 0;
+    if (!f)
+        return NULL;
+    do {
+        if (*len + 65536 + 1 > cap) {
+            more = realloc(text, cap = *len + 65536 + 1 + cap);
+            if (!more) {
+                free(text);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            text = more;
+        }
+        n = fread(text + *len, 1, cap - *len - 1, f);
+        *len += n;
+    } while (n > 0);
+    fclose(f);
+    text[*len] = '\0';
+    return text;
+}
+
 /* Reads and checks the document; 0, or -1 after a message. */
 static int
 amp_doc_load(const char *path, struct amp_doc *doc)
 {
     const struct amp_json *sites, *schema;
     char err[160];
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    size_t len = 0, cap = 0, n;
-    size_t i;
+    size_t len, i;
+    char *text;
 
     memset(doc, 0, sizeof *doc);
-    if (!f) {
+    text = amp_tool_read_file(path, &len);
+    if (!text) {
         fprintf(stderr, "ampshim report: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    do {
-        if (len + 65536 > cap) {
-            char *more = realloc(text, cap = len + 65536 + cap);
-
-            if (!more) {
-                free(text);
-                fclose(f);
-                fprintf(stderr, "ampshim report: out of memory\n");
-                return -1;
-            }
-            text = more;
-        }
-        n = fread(text + len, 1, cap - len, f);
-        len += n;
-    } while (n > 0);
-    fclose(f);
     doc->root = amp_json_parse(text, len, err, sizeof err);
     free(text);
     if (!doc->root) {

@@ -17,12 +17,6 @@
 #define AMP_INSTALL_LIBDIR "/usr/local/lib"
 #endif
 
-/* The tool's own failures and the program's start-up failures, as env(1)
- * and the shells report them. */
-#define AMP_RUN_FAILED 125
-#define AMP_RUN_NOEXEC 126
-#define AMP_RUN_NOTFOUND 127
-
 const char amp_tool_run_help[] =
     "usage: ampshim run [--policy FILE] [--mode MODE] [--report FILE]\n"
     "                   [--trace FILE] [--] PROGRAM [ARGS...]\n"
@@ -80,14 +74,10 @@ amp_run_library(char *out, size_t cap)
     return access(out, R_OK) == 0 ? 0 : -1;
 }
 
-struct amp_run_options {
-    const char *policy, *mode, *report, *trace;
-    int first;                 /* argv index of the program */
-};
-
-/* 0, or 2 after a usage message. */
+/* 0, or 2 after a usage message (1 after --help); *first: the argv index
+ * of the program. */
 static int
-amp_run_parse(int argc, char **argv, struct amp_run_options *o)
+amp_run_parse(int argc, char **argv, struct amp_run_options *o, int *first)
 {
     static const char *const names[] = {"--policy", "--mode", "--report",
                                         "--trace"};
@@ -130,7 +120,7 @@ amp_run_parse(int argc, char **argv, struct amp_run_options *o)
                 amp_tool_run_help);
         return 2;
     }
-    o->first = i;
+    *first = i;
     return 0;
 }
 
@@ -196,23 +186,20 @@ amp_run_tell_report(const struct amp_run_options *o, const char *program,
 }
 
 int
-amp_tool_run(int argc, char **argv)
+amp_tool_launch(const struct amp_run_options *o, char **argv)
 {
-    struct amp_run_options o;
     char library[PATH_MAX];
-    int rc = amp_run_parse(argc, argv, &o), status = 0, saved;
+    int status = 0, saved;
     void (*old_int)(int), (*old_quit)(int);
     pid_t pid;
 
-    if (rc != 0)
-        return rc == 1 ? 0 : AMP_RUN_FAILED;
     if (amp_run_library(library, sizeof library) != 0) {
-        fprintf(stderr, "ampshim run: cannot find libampshim.so (%s); set "
+        fprintf(stderr, "ampshim: cannot find libampshim.so (%s); set "
                 "AMPSHIM_LIBRARY\n", library);
         return AMP_RUN_FAILED;
     }
-    if (amp_run_environment(&o, library) != 0) {
-        perror("ampshim run: environment");
+    if (amp_run_environment(o, library) != 0) {
+        perror("ampshim: environment");
         return AMP_RUN_FAILED;
     }
     /* Ctrl-C is the program's to handle; the tool waits for it. */
@@ -221,28 +208,40 @@ amp_tool_run(int argc, char **argv)
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
-        perror("ampshim run: fork");
+        perror("ampshim: fork");
         return AMP_RUN_FAILED;
     }
     if (pid == 0) {
         signal(SIGINT, old_int);
         signal(SIGQUIT, old_quit);
-        execvp(argv[o.first], argv + o.first);
+        execvp(argv[0], argv);
         saved = errno;
-        fprintf(stderr, "ampshim run: %s: %s\n", argv[o.first],
-                strerror(saved));
+        fprintf(stderr, "ampshim: %s: %s\n", argv[0], strerror(saved));
         _exit(saved == ENOENT ? AMP_RUN_NOTFOUND : AMP_RUN_NOEXEC);
     }
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
-            perror("ampshim run: waitpid");
+            perror("ampshim: waitpid");
             return AMP_RUN_FAILED;
         }
     }
     signal(SIGINT, old_int);
     signal(SIGQUIT, old_quit);
-    if (!WIFEXITED(status) || (WEXITSTATUS(status) != AMP_RUN_NOTFOUND &&
-                               WEXITSTATUS(status) != AMP_RUN_NOEXEC))
-        amp_run_tell_report(&o, argv[o.first], pid);
+    if (o->tell_report &&
+        (!WIFEXITED(status) || (WEXITSTATUS(status) != AMP_RUN_NOTFOUND &&
+                                WEXITSTATUS(status) != AMP_RUN_NOEXEC)))
+        amp_run_tell_report(o, argv[0], pid);
     return amp_run_status(status);
+}
+
+int
+amp_tool_run(int argc, char **argv)
+{
+    struct amp_run_options o;
+    int first = 0, rc = amp_run_parse(argc, argv, &o, &first);
+
+    if (rc != 0)
+        return rc == 1 ? 0 : AMP_RUN_FAILED;
+    o.tell_report = 1;
+    return amp_tool_launch(&o, argv + first);
 }

@@ -96,6 +96,29 @@ test_unreadable_file(void **state)
                         "read: No such file or directory");
 }
 
+/* A file larger than the bounds allow is refused before it is parsed: the
+ * one message the corpus cannot hold (2 MiB). */
+static void
+test_oversized_file(void **state)
+{
+    enum { CAP = (AMP_POLICY_MAX_LINE + 1) * 2048 };
+    char path[] = "/tmp/ampshim-oversized-XXXXXX", want[200];
+    static char text[CAP];
+    int fd = mkstemp(path);
+
+    assert_true(fd >= 0);
+    memset(text, '#', sizeof text);
+    for (size_t i = 100; i < sizeof text; i += 100)
+        text[i] = '\n';
+    assert_int_equal(write(fd, text, sizeof text), (ssize_t)sizeof text);
+    close(fd);
+    assert_int_equal(amp_policy_load(path, &pol, &perr), AMP_ERR_INVALID);
+    snprintf(want, sizeof want, "%s:0:0: expected at most %d bytes in a "
+             "policy file", path, CAP - 1);
+    assert_string_equal(perr.text, want);
+    unlink(path);
+}
+
 /* ---- Bounds ------------------------------------------------------------ */
 
 static void
@@ -698,6 +721,7 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus_messages),
+        cmocka_unit_test(test_oversized_file),
         cmocka_unit_test(test_unreadable_file),
         cmocka_unit_test(test_too_many_rules),
         cmocka_unit_test(test_nul_byte),

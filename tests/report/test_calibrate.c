@@ -1,0 +1,284 @@
+/* `ampshim calibrate` on the emulator (modelled, deterministic times):
+ * calibrates layer_mix (four call sites: a tiny GEMM, a large one, a
+ * large one whose products cancel, a convolution), checks the choices and
+ * annotations of the written policy, then runs the program with it and
+ * checks from the report that every site ran in the mode calibration chose
+ * at the speedup it wrote down.
+ *
+ * usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR AMPSHIM */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "json.h"
+#include "policy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RUN_TIMEOUT_S 400
+
+static const char *prog, *shim, *emu_dir, *tool;
+static char dir[] = "/tmp/ampshim-calibrate-test-XXXXXX";
+static char policy_path[300];
+
+/* The calibration's verdict for one site, read from its comments. */
+struct verdict {
+    const char *function;
+    const char *mode;            /* expected choice */
+    double speedup;              /* the chosen mode's, from the file */
+    double max_rel;
+};
+
+static struct verdict verdicts[] = {
+    {"tiny_projection", "fp32", 0, 0},   /* nothing is faster */
+    {"dense_layer", "tf32", 0, 0},       /* the fastest within 5e-3 */
+    {"cancelling_layer", "fp16x3", 0, 0}, /* the only one within it */
+    {"conv_layer*", "fp32", 0, 0},       /* too small to gain */
+};
+#define NVERDICTS (sizeof verdicts / sizeof verdicts[0])
+
+static int
+tool_run(struct amp_test_run *r, char **argv)
+{
+    struct amp_test_env env;
+    int rc;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "AMPSHIM_LIBRARY", shim);
+    rc = amp_test_run(argv, &env, RUN_TIMEOUT_S, r);
+    amp_test_env_free(&env);
+    assert_int_equal(rc, 0);
+    return r->exited ? r->code : -1;
+}
+
+static int
+calibrate(int force, struct amp_test_run *r)
+{
+    char *argv[] = {(char *)tool, "calibrate", "-o", policy_path,
+                    force ? "--force" : "--", force ? "--" : (char *)prog,
+                    force ? (char *)prog : NULL, NULL};
+
+    return tool_run(r, argv);
+}
+
+/* The site block of the policy whose rule names `function`: the
+ * "chosen" comment's speedup and error, the rule's action. */
+static void
+read_verdict(const char *text, struct verdict *v, char action[32])
+{
+    char needle[96], fn[64];
+    const char *rule, *block, *chosen;
+
+    snprintf(fn, sizeof fn, "%s", v->function);
+    if (strchr(fn, '*'))
+        *strchr(fn, '*') = '\0';
+    snprintf(needle, sizeof needle, "and caller \"%s", fn);
+    rule = strstr(text, needle);
+    assert_non_null(rule);
+    while (rule > text && rule[-1] != '\n')
+        rule--;
+    assert_int_equal(sscanf(rule, "rule %31s", action), 1);
+    /* The block starts at the blank line before the rule. */
+    block = rule;
+    while (block > text + 1 && !(block[-1] == '\n' && block[-2] == '\n'))
+        block--;
+    chosen = strstr(block, " chosen: ");
+    assert_non_null(chosen);
+    assert_true(chosen < rule);
+    if (strcmp(v->mode, "fp32") == 0) {
+        assert_non_null(strstr(chosen, "no candidate is within"));
+        return;
+    }
+    assert_int_equal(sscanf(chosen, " chosen: max rel error %lf, speedup "
+                            "%lf", &v->max_rel, &v->speedup), 2);
+}
+
+static const struct amp_json *
+report_site(const struct amp_json *root, const char *function)
+{
+    const struct amp_json *sites = amp_json_get(root, "sites");
+    size_t n = strcspn(function, "*");
+    size_t i;
+
+    assert_non_null(sites);
+    for (i = 0; i < sites->count; i++) {
+        const char *f = amp_json_str(amp_json_get(&sites->items[i],
+                                                  "function"));
+
+        if (f && strncmp(f, function, n) == 0 &&
+            (function[n] == '*' || f[n] == '\0'))
+            return &sites->items[i];
+    }
+    fail_msg("no site %s in the report", function);
+    return NULL;
+}
+
+static double
+num(const struct amp_json *obj, const char *key)
+{
+    return amp_json_num(amp_json_get(obj, key), NAN);
+}
+
+static void
+test_calibrate_and_replay(void **state)
+{
+    static struct amp_policy pol;
+    struct amp_policy_error perr;
+    struct amp_test_run r;
+    char report[320], *text, action[32];
+    char *run_argv[] = {(char *)tool, "run", "--policy", policy_path,
+                        "--report", report, "--", (char *)prog, NULL};
+    struct amp_json *root;
+    struct stat st;
+    size_t i;
+
+    (void)state;
+    if (calibrate(0, &r) != 0) {
+        amp_test_run_dump("calibrate", &r);
+        fail_msg("ampshim calibrate failed");
+    }
+    /* One run per candidate: the program's output five times. */
+    assert_int_equal(amp_test_count_lines_with(r.out, "layer dense "), 5);
+    amp_test_run_free(&r);
+
+    /* A valid policy for this program and build. */
+    assert_int_equal(amp_policy_load(policy_path, &pol, &perr), AMP_OK);
+    assert_int_equal(pol.nmatches, 1);
+    assert_string_equal(pol.strings + pol.matches[0].exe, "layer_mix");
+    assert_int_equal(pol.matches[0].build_id_len, 20);
+    assert_int_equal(pol.nrules, 4);
+    assert_true(fabs(pol.set.tolerance - 5e-3) < 1e-12);
+    text = amp_test_read_file(policy_path);
+    assert_non_null(text);
+    for (i = 0; i < NVERDICTS; i++) {
+        read_verdict(text, &verdicts[i], action);
+        assert_string_equal(action, verdicts[i].mode);
+    }
+    /* The rejected candidates, with their reasons. */
+    assert_true(amp_test_count_lines_with(text, "error over the tolerance "
+                                          "0.005") >= 3);
+    assert_int_equal(amp_test_count_lines_with(text, "slower than tf32"), 2);
+    assert_true(amp_test_count_lines_with(text, "not faster than fp32") >= 8);
+    assert_true(verdicts[1].speedup > 1.0 && verdicts[1].max_rel <= 5e-3);
+    assert_true(verdicts[2].speedup > 1.0 && verdicts[2].max_rel <= 5e-3);
+    free(text);
+
+    /* Never replaced without --force. */
+    assert_int_equal(stat(policy_path, &st), 0);
+    assert_int_equal(calibrate(0, &r), 1);
+    assert_non_null(strstr(r.err, "exists; --force replaces it"));
+    assert_int_equal(amp_test_count_lines_with(r.out, "layer dense "), 0);
+    amp_test_run_free(&r);
+
+    /* The program again with the policy: each site in its mode. */
+    snprintf(report, sizeof report, "%s/replay.json", dir);
+    if (tool_run(&r, run_argv) != 0) {
+        amp_test_run_dump("replay", &r);
+        fail_msg("ampshim run failed");
+    }
+    amp_test_run_free(&r);
+    text = amp_test_read_file(report);
+    assert_non_null(text);
+    root = amp_json_parse(text, strlen(text), NULL, 0);
+    assert_non_null(root);
+    assert_string_equal(amp_json_str(amp_json_get(amp_json_get(root,
+                                                                "policy"),
+                                                  "source")),
+                        "AMPSHIM_POLICY");
+    for (i = 0; i < NVERDICTS; i++) {
+        const struct verdict *v = &verdicts[i];
+        const struct amp_json *s = report_site(root, v->function);
+        const struct amp_json *modes = amp_json_get(s, "modes");
+        const struct amp_json *time = amp_json_get(s, "time");
+        double calls = num(s, "calls");
+
+        assert_true(amp_json_get(s, "demoted")->boolean == 0);
+        if (strcmp(v->mode, "fp32") == 0) {
+            assert_true(num(s, "fp32") == calls);
+            assert_true(num(s, "converted") == 0);
+            continue;
+        }
+        /* verify 1: the first call in shadow mode, the rest converted. */
+        assert_string_equal(amp_json_str(amp_json_get(s,
+                                                      "shadow_candidate")),
+                            v->mode);
+        assert_true(num(modes, "shadow") == 1);
+        assert_true(num(modes, v->mode) == calls - 1);
+        assert_true(num(s, "converted") == calls);
+        /* The same speedup as the calibration measured, for the shadow
+         * call and for the converted ones. */
+        assert_true(fabs(num(time, "candidate_speedup") - v->speedup) <
+                    1e-3 * v->speedup);
+        if (fabs(num(time, "converted_speedup") - v->speedup) >=
+            1e-3 * v->speedup)
+            fail_msg("%s: converted_speedup %g, calibrated %g", v->function,
+                     num(time, "converted_speedup"), v->speedup);
+        assert_true(num(amp_json_get(s, "errors"), "max_rel") <=
+                    v->max_rel * 1.001);
+    }
+    amp_json_free(root);
+    free(text);
+    unlink(report);
+
+    /* --force replaces the file. */
+    assert_int_equal(calibrate(1, &r), 0);
+    amp_test_run_free(&r);
+}
+
+static void
+test_usage(void **state)
+{
+    struct amp_test_run r;
+    char *bad_mode[] = {(char *)tool, "calibrate", "--modes", "fp16,fp8",
+                        "--", (char *)prog, NULL};
+    char *bad_tol[] = {(char *)tool, "calibrate", "--tolerance", "-1", "--",
+                       (char *)prog, NULL};
+    char *none[] = {(char *)tool, "calibrate", "--", NULL};
+
+    (void)state;
+    assert_int_equal(tool_run(&r, bad_mode), 2);
+    assert_non_null(strstr(r.err, "not a candidate"));
+    amp_test_run_free(&r);
+    assert_int_equal(tool_run(&r, bad_tol), 2);
+    assert_non_null(strstr(r.err, "--tolerance needs a non-negative"));
+    amp_test_run_free(&r);
+    assert_int_equal(tool_run(&r, none), 2);
+    assert_non_null(strstr(r.err, "no program to run"));
+    amp_test_run_free(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_calibrate_and_replay),
+    };
+    int rc;
+
+    if (argc != 5) {
+        fprintf(stderr, "usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR "
+                "AMPSHIM\n");
+        return 2;
+    }
+    prog = argv[1];
+    shim = argv[2];
+    emu_dir = argv[3];
+    tool = argv[4];
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(policy_path, sizeof policy_path, "%s/layer_mix.policy", dir);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    unlink(policy_path);
+    rmdir(dir);
+    return rc;
+}
