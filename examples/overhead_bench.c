@@ -401,7 +401,8 @@ main(int argc, char **argv)
     const char *only = NULL;
     int i, status = 0;
 
-    for (i = 1; i < argc; i++) {
+    /* Options come in pairs: NAME VALUE. */
+    for (i = 1; i < argc; i += 2) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = !val;
 
@@ -420,7 +421,6 @@ main(int argc, char **argv)
             return strcmp(argv[i], "--help") == 0 ? EXIT_ALL_PASS
                                                   : EXIT_USAGE;
         }
-        i++;
     }
     if (ob_gemm_setup() || ob_conv_setup() || ob_legacy_setup())
         return EXIT_CUDA_ERROR;
