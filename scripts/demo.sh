@@ -122,17 +122,16 @@ print(f"  GEMM and convolution work converted: "
       f"({tot['converted']} of {tot['calls']} calls converted, "
       f"{tot['shadow']} of them shadow checks; policy: {r['policy']['source']})")
 print()
-print(f"  per site, times {label}:")
-print(f"  {'site':30} {'api':26} {'calls':>6} {'conv':>6} {'fp32 ms':>10}"
-      f" {'actual ms':>10} {'speedup':>8}")
-sites = sorted(r["sites"], key=lambda s: -(s["flops"]["total"] or 0))
-for s in sites:
-    t = s["time"]
-    shapes = ", ".join(sh["shape"] for sh in s["shapes"])
-    site = f"{s['function']} [{shapes}]" if len(shapes) < 20 else s["function"]
-    print(f"  {site[:30]:30} {s['api'][:26]:26} {s['calls']:6d}"
-          f" {s['converted']:6d} {t['fp32_ms']:10.3f} {t['actual_ms']:10.3f}"
-          f" {num(t['speedup'], '8.2f'):>8}")
+print(f"  per site and shape, times {label}:")
+print(f"  {'site':16} {'api':26} {'shape':30} {'calls':>5} {'conv':>5}"
+      f" {'fp32 ms':>9} {'actual ms':>9} {'speedup':>7}")
+rows = [(s, sh) for s in r["sites"] for sh in s["shapes"]]
+rows.sort(key=lambda x: -(x[1]["flops"]["total"] or 0))
+for s, sh in rows:
+    t = sh["time"]
+    print(f"  {s['function'][:16]:16} {s['api'][:26]:26} {sh['shape'][:30]:30}"
+          f" {sh['calls']:5d} {sh['converted']:5d} {t['fp32_ms']:9.3f}"
+          f" {t['actual_ms']:9.3f} {num(t['speedup'], '7.2f'):>7}")
 print(f"  overall speedup of the intercepted work: "
       f"{num(tot['speedup'], '.2f')} ({tot['fp32_ms']:.3f} ms in FP32, "
       f"{tot['actual_ms']:.3f} ms under the shim, {label}; sites whose "
