@@ -15,24 +15,6 @@
 
 /* ---- Settings ------------------------------------------------------------ */
 
-static pthread_once_t tf32_once = PTHREAD_ONCE_INIT;
-static int tf32_disabled;
-
-static void
-read_tf32_override(void)
-{
-    const char *v = getenv("NVIDIA_TF32_OVERRIDE");
-
-    tf32_disabled = v != NULL && strcmp(v, "0") == 0;
-}
-
-int
-emu_blas_tf32_disabled(void)
-{
-    pthread_once(&tf32_once, read_tf32_override);
-    return tf32_disabled;
-}
-
 static int
 handle_valid(cublasHandle_t handle)
 {

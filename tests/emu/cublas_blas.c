@@ -78,45 +78,28 @@ type_size(cudaDataType t)
     }
 }
 
+/* The element type of a cuBLAS data type (8-bit integers are read
+ * separately). */
+static enum emu_elem
+elem_of(cudaDataType t)
+{
+    return t == CUDA_R_16F ? EMU_ELEM_F16
+           : t == CUDA_R_16BF ? EMU_ELEM_BF16
+                              : EMU_ELEM_F32;
+}
+
 static float
 load(const void *base, size_t idx, cudaDataType t)
 {
-    uint16_t h;
-    float f;
-
-    switch (t) {
-    case CUDA_R_8I:
+    if (t == CUDA_R_8I)
         return (float)((const int8_t *)base)[idx];
-    case CUDA_R_16F:
-        memcpy(&h, (const char *)base + idx * 2, 2);
-        return emu_f16_to_f32(h);
-    case CUDA_R_16BF:
-        memcpy(&h, (const char *)base + idx * 2, 2);
-        return emu_bf16_to_f32(h);
-    default:
-        memcpy(&f, (const char *)base + idx * 4, 4);
-        return f;
-    }
+    return emu_elem_load(base, idx, elem_of(t));
 }
 
 static void
 store(void *base, size_t idx, cudaDataType t, float v)
 {
-    uint16_t h;
-
-    switch (t) {
-    case CUDA_R_16F:
-        h = emu_f32_to_f16(v);
-        memcpy((char *)base + idx * 2, &h, 2);
-        break;
-    case CUDA_R_16BF:
-        h = emu_f32_to_bf16(v);
-        memcpy((char *)base + idx * 2, &h, 2);
-        break;
-    default:
-        memcpy((char *)base + idx * 4, &v, 4);
-        break;
-    }
+    emu_elem_store(base, idx, elem_of(t), v);
 }
 
 static float
@@ -493,12 +476,6 @@ group_check(const struct gemm_group *g)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-static int
-tf32_available(void)
-{
-    return !emu_blas_tf32_disabled() && emu_gpu()->cc_major >= 8;
-}
-
 /* FP32 operands under CUBLAS_COMPUTE_32F follow the handle's math mode,
  * as cublasSgemm_v2 does: the deprecated TENSOR_OP_MATH means FAST_16F,
  * TF32_TENSOR_OP_MATH allows TF32; the reduction flag changes nothing
@@ -514,7 +491,7 @@ fp32_kind(cublasMath_t math)
         kind.prec = EMU_PREC_FP16;
         break;
     case CUBLAS_TF32_TENSOR_OP_MATH:
-        if (tf32_available()) {
+        if (emu_tf32_available()) {
             kind.round = ROUND_TF32;
             kind.prec = EMU_PREC_TF32;
         }
@@ -582,7 +559,7 @@ gemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
             kind->prec = EMU_PREC_FP16;
             return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_FAST_TF32:
-            if (tf32_available()) {
+            if (emu_tf32_available()) {
                 kind->round = ROUND_TF32;
                 kind->prec = EMU_PREC_TF32;
             }

@@ -62,7 +62,5 @@ cublasStatus_t emu_blas_sgemm(cublasHandle_t handle, const char *name,
                               int64_t lda, const float *B, int64_t ldb,
                               const float *beta, float *C, int64_t ldc);
 
-/* 1 when NVIDIA_TF32_OVERRIDE=0 forbids TF32 everywhere (read once). */
-int emu_blas_tf32_disabled(void);
 
 #endif

@@ -48,12 +48,6 @@ struct conv_problem {
 
 /* ---- Data-type configurations and math ----------------------------------- */
 
-static int
-tf32_available(void)
-{
-    return !emu_dnn_tf32_disabled() && emu_gpu()->cc_major >= 8;
-}
-
 /*
  * The configurations: FLOAT (float data and compute), PSEUDO_HALF (half
  * data, float compute) and BFLOAT16 (bfloat16 data, float compute).
@@ -76,7 +70,7 @@ conv_config(struct conv_problem *p, cudnnDataType_t compute, const char *api)
         if (p->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
             p->round = ROUND_F16;
             p->prec = EMU_PREC_FP16;
-        } else if (p->math == CUDNN_DEFAULT_MATH && tf32_available()) {
+        } else if (p->math == CUDNN_DEFAULT_MATH && emu_tf32_available()) {
             p->round = ROUND_TF32;
             p->prec = EMU_PREC_TF32;
         }

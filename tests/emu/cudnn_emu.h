@@ -88,8 +88,6 @@ struct cudnnPoolingStruct {
 cudnnStatus_t emu_dnn_error(cudnnStatus_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* 1 when NVIDIA_TF32_OVERRIDE=0 forbids TF32 everywhere (read once). */
-int emu_dnn_tf32_disabled(void);
 
 /* ---- Handle and deferred work (cudnn.c) --------------------------------- */
 

@@ -80,43 +80,24 @@ emu_dnn_view_bytes(const struct emu_dnn_view *v)
            (double)emu_dnn_type_size(v->type);
 }
 
+static enum emu_elem
+elem_of(cudnnDataType_t type)
+{
+    return type == CUDNN_DATA_HALF ? EMU_ELEM_F16
+           : type == CUDNN_DATA_BFLOAT16 ? EMU_ELEM_BF16
+                                         : EMU_ELEM_F32;
+}
+
 float
 emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type)
 {
-    uint16_t h;
-    float f;
-
-    switch (type) {
-    case CUDNN_DATA_HALF:
-        memcpy(&h, (const char *)base + idx * 2, 2);
-        return emu_f16_to_f32(h);
-    case CUDNN_DATA_BFLOAT16:
-        memcpy(&h, (const char *)base + idx * 2, 2);
-        return emu_bf16_to_f32(h);
-    default:
-        memcpy(&f, (const char *)base + idx * 4, 4);
-        return f;
-    }
+    return emu_elem_load(base, (size_t)idx, elem_of(type));
 }
 
 void
 emu_dnn_store(void *base, int64_t idx, cudnnDataType_t type, float v)
 {
-    uint16_t h;
-
-    switch (type) {
-    case CUDNN_DATA_HALF:
-        h = emu_f32_to_f16(v);
-        memcpy((char *)base + idx * 2, &h, 2);
-        break;
-    case CUDNN_DATA_BFLOAT16:
-        h = emu_f32_to_bf16(v);
-        memcpy((char *)base + idx * 2, &h, 2);
-        break;
-    default:
-        memcpy((char *)base + idx * 4, &v, 4);
-        break;
-    }
+    emu_elem_store(base, (size_t)idx, elem_of(type), v);
 }
 
 void

@@ -120,6 +120,22 @@ float emu_bf16_to_f32(uint16_t h);
 /* Rounds to TF32 (10 explicit mantissa bits, nearest even), kept in a float. */
 float emu_round_tf32(float f);
 
+/* 1 when the libraries' FP32 math may use TF32: the modelled GPU has it
+ * (compute capability 8 and later) and NVIDIA_TF32_OVERRIDE is not "0". */
+int emu_tf32_available(void);
+
+/* Element types the library stand-ins store in device memory. */
+enum emu_elem {
+    EMU_ELEM_F32 = 0,
+    EMU_ELEM_F16,
+    EMU_ELEM_BF16,
+};
+
+/* Element idx of an array of `elem` (through a host alias), as float, and
+ * the store that rounds a float to the element type bit-exactly. */
+float emu_elem_load(const void *base, size_t idx, enum emu_elem elem);
+void emu_elem_store(void *base, size_t idx, enum emu_elem elem, float v);
+
 /* emu_round_tf32 inline, for the inner loops of emulated convolutions
  * (every operand of every TF32 product goes through it). On the bits: add
  * half a unit of the 10th mantissa bit, ties to even, and clear the 13

@@ -3,6 +3,8 @@
 #include "emu.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t
@@ -119,4 +121,61 @@ float
 emu_round_tf32(float f)
 {
     return emu_round_tf32_inline(f);
+}
+
+static pthread_once_t tf32_once = PTHREAD_ONCE_INIT;
+static int tf32_override_off;
+
+static void
+read_tf32_override(void)
+{
+    const char *v = getenv("NVIDIA_TF32_OVERRIDE");
+
+    tf32_override_off = v != NULL && strcmp(v, "0") == 0;
+}
+
+int
+emu_tf32_available(void)
+{
+    pthread_once(&tf32_once, read_tf32_override);
+    return !tf32_override_off && emu_gpu()->cc_major >= 8;
+}
+
+float
+emu_elem_load(const void *base, size_t idx, enum emu_elem elem)
+{
+    uint16_t h;
+    float f;
+
+    switch (elem) {
+    case EMU_ELEM_F16:
+        memcpy(&h, (const char *)base + idx * 2, 2);
+        return emu_f16_to_f32(h);
+    case EMU_ELEM_BF16:
+        memcpy(&h, (const char *)base + idx * 2, 2);
+        return emu_bf16_to_f32(h);
+    default:
+        memcpy(&f, (const char *)base + idx * 4, 4);
+        return f;
+    }
+}
+
+void
+emu_elem_store(void *base, size_t idx, enum emu_elem elem, float v)
+{
+    uint16_t h;
+
+    switch (elem) {
+    case EMU_ELEM_F16:
+        h = emu_f32_to_f16(v);
+        memcpy((char *)base + idx * 2, &h, 2);
+        break;
+    case EMU_ELEM_BF16:
+        h = emu_f32_to_bf16(v);
+        memcpy((char *)base + idx * 2, &h, 2);
+        break;
+    default:
+        memcpy((char *)base + idx * 4, &v, 4);
+        break;
+    }
 }
