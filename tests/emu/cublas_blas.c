@@ -236,52 +236,55 @@ struct gemm_job {
 
 typedef float v4f __attribute__((vector_size(16)));
 
-static void
-pack_a(const struct gemm_problem *j, const void *a, int64_t i0, int64_t rows,
-       float *pack)
-{
-    size_t k = (size_t)j->k;
+/* A and B panels are packed by one routine: they are equally wide. */
+_Static_assert(MR == NR, "one panel width for A and B");
 
-    for (int64_t g = 0; g < rows; g += MR) {
+/* Packs `count` lines of one operand, starting at line l0, into panels of
+ * PANEL lines, each line's k elements interleaved: dst[p * PANEL + r] is
+ * element p of line l0 + g + r, zero past the last line. A line's element
+ * p sits at l + p * ld when `lines_are_rows` (A untransposed: a row; B
+ * transposed: a column of op(B)), else at p + l * ld. */
+static void
+pack_panels(const void *src, cudaDataType type, int64_t ld,
+            int lines_are_rows, enum operand_round round, size_t k,
+            int64_t l0, int64_t count, float *pack)
+{
+    enum { PANEL = MR };
+
+    for (int64_t g = 0; g < count; g += PANEL) {
         float *dst = pack + (size_t)g * k;
-        for (int r = 0; r < MR; r++) {
-            int64_t i = i0 + g + r;
+        for (int r = 0; r < PANEL; r++) {
+            int64_t l = l0 + g + r;
             for (size_t p = 0; p < k; p++) {
                 float v = 0.0f;
-                if (g + r < rows) {
-                    size_t idx = j->transa == CUBLAS_OP_N
-                                     ? (size_t)i + p * (size_t)j->lda
-                                     : p + (size_t)i * (size_t)j->lda;
-                    v = round_operand(load(a, idx, j->atype), j->round);
+                if (g + r < count) {
+                    size_t idx = lines_are_rows
+                                     ? (size_t)l + p * (size_t)ld
+                                     : p + (size_t)l * (size_t)ld;
+                    v = round_operand(load(src, idx, type), round);
                 }
-                dst[p * MR + (size_t)r] = v;
+                dst[p * PANEL + (size_t)r] = v;
             }
         }
     }
 }
 
+/* Rows i0.. of op(A). */
+static void
+pack_a(const struct gemm_problem *j, const void *a, int64_t i0, int64_t rows,
+       float *pack)
+{
+    pack_panels(a, j->atype, j->lda, j->transa == CUBLAS_OP_N, j->round,
+                (size_t)j->k, i0, rows, pack);
+}
+
+/* Columns j0.. of op(B). */
 static void
 pack_b(const struct gemm_problem *j, const void *b, int64_t j0, int64_t cols,
        float *pack)
 {
-    size_t k = (size_t)j->k;
-
-    for (int64_t h = 0; h < cols; h += NR) {
-        float *dst = pack + (size_t)h * k;
-        for (int c = 0; c < NR; c++) {
-            int64_t col = j0 + h + c;
-            for (size_t p = 0; p < k; p++) {
-                float v = 0.0f;
-                if (h + c < cols) {
-                    size_t idx = j->transb == CUBLAS_OP_N
-                                     ? p + (size_t)col * (size_t)j->ldb
-                                     : (size_t)col + p * (size_t)j->ldb;
-                    v = round_operand(load(b, idx, j->btype), j->round);
-                }
-                dst[p * NR + (size_t)c] = v;
-            }
-        }
-    }
+    pack_panels(b, j->btype, j->ldb, j->transb != CUBLAS_OP_N, j->round,
+                (size_t)j->k, j0, cols, pack);
 }
 
 /* out[c][r] = sum over p of a[r, p] * b[p, c], in p order. */
