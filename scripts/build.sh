@@ -15,9 +15,13 @@ if [[ -n ${3:-} ]]; then
     options=(-Dwerror=false "-Db_sanitize=$3" -Db_lundef=false)
 fi
 
-# Meson finds the toolkit through nvcc.
+# Meson finds nvcc on PATH, and the toolkit's headers and libraries
+# through CUDA_PATH when it is set; else where that nvcc says they are.
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
     export PATH=/usr/local/cuda/bin:$PATH
+fi
+if [[ -z ${CUDA_PATH:-} ]] && cuda_path=$("$root/scripts/cuda_root.sh"); then
+    export CUDA_PATH=$cuda_path
 fi
 
 if [[ -f $build/build.ninja ]]; then

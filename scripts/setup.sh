@@ -59,15 +59,7 @@ if [[ -z $release || $release -lt 13 ]]; then
          "needs CUDA 13 or later" >&2
     exit 1
 fi
-# nvcc on PATH may be a wrapper script (/usr/local/bin/nvcc that execs
-# the toolkit's own), so the toolkit is where nvcc says it is (the TOP of
-# its compilation steps), not the folder above the nvcc that was found.
-top=$("$nvcc" -dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
-      sed -n 's/^#\$ TOP=//p' | head -n 1)
-if [[ -z $top || ! -d $top ]]; then
-    top=$(dirname "$nvcc")/..
-fi
-cuda_root=$(cd "$top" && pwd -P)
+cuda_root=$("$(dirname "${BASH_SOURCE[0]}")/cuda_root.sh" "$nvcc")
 for f in include/cublas_v2.h include/cuda_runtime_api.h include/cuda.h; do
     if [[ ! -e $cuda_root/$f ]]; then
         echo "setup: the CUDA toolkit in $cuda_root lacks $f" >&2
