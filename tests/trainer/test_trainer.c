@@ -102,19 +102,29 @@ parse_output(const char *out, struct trainer_out *t)
     free(copy);
 }
 
-/* The output with every images_per_s value (host wall time) blanked: the
- * rest must be the same for the same seed. */
+/* The output with every images_per_s value (host wall time, of any
+ * number of digits) replaced by one '#': the rest must be the same for the
+ * same seed. */
 static char *
 without_wall_time(const char *out)
 {
-    char *copy = strdup(out), *p = copy;
+    static const char key[] = "images_per_s ";
+    char *copy = strdup(out), *to = copy;
 
     assert_non_null(copy);
-    while ((p = strstr(p, "images_per_s ")) != NULL) {
-        p += strlen("images_per_s ");
-        while (*p != '\0' && *p != ' ' && *p != '\n')
-            *p++ = '#';
+    for (const char *from = out; *from != '\0';) {
+        if (strncmp(from, key, strlen(key)) == 0) {
+            memcpy(to, key, strlen(key));
+            to += strlen(key);
+            from += strlen(key);
+            *to++ = '#';
+            while (*from != '\0' && *from != ' ' && *from != '\n')
+                from++;
+        } else {
+            *to++ = *from++;
+        }
     }
+    *to = '\0';
     return copy;
 }
 
@@ -250,7 +260,12 @@ test_deterministic(void **state)
     expect_exit("same seed", &again, 0);
     a = without_wall_time(first.out);
     b = without_wall_time(again.out);
-    assert_string_equal(a, b);
+    if (strcmp(a, b) != 0) {
+        print_error("same seed, different output:\n%s\n---\n%s\n", a, b);
+        free(a);
+        free(b);
+        fail();
+    }
     free(a);
     free(b);
     amp_test_run_free(&again);
