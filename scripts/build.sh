@@ -15,13 +15,14 @@ if [[ -n ${3:-} ]]; then
     options=(-Dwerror=false "-Db_sanitize=$3" -Db_lundef=false)
 fi
 
-# Meson finds nvcc on PATH, and the toolkit's headers and libraries
-# through CUDA_PATH when it is set; else where that nvcc says they are.
-if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export PATH=/usr/local/cuda/bin:$PATH
-fi
+# The toolkit: CUDA_PATH when it is set, else where nvcc (on PATH, else in
+# /usr/local/cuda/bin) says it is. Meson takes the headers and libraries
+# from CUDA_PATH and nvcc from PATH.
 if [[ -z ${CUDA_PATH:-} ]] && cuda_path=$("$root/scripts/cuda_root.sh"); then
     export CUDA_PATH=$cuda_path
+fi
+if ! command -v nvcc >/dev/null 2>&1 && [[ -n ${CUDA_PATH:-} ]]; then
+    export PATH=$CUDA_PATH/bin:$PATH
 fi
 
 if [[ -f $build/build.ninja ]]; then

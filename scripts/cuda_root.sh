@@ -12,10 +12,10 @@ nvcc=${1:-$(command -v nvcc || true)}
 if [[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]]; then
     nvcc=/usr/local/cuda/bin/nvcc
 fi
-[[ -n $nvcc ]] || exit 1
+[[ -n $nvcc && -x $nvcc ]] || exit 1
 
 top=$("$nvcc" -dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
-      sed -n 's/^#\$ TOP=//p' | head -n 1)
+      sed -n 's/^#\$ TOP=//p' | head -n 1 || true)
 if [[ -z $top || ! -d $top ]]; then
     top=$(dirname "$nvcc")/..
 fi

@@ -42,24 +42,20 @@ fi
 # The CUDA 13 toolkit: nvcc for the kernels, headers and libraries for
 # the examples. It is not a Debian package; NVIDIA's installer puts it in
 # /usr/local/cuda.
-nvcc=$(command -v nvcc || true)
-if [[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]]; then
-    nvcc=/usr/local/cuda/bin/nvcc
-fi
-if [[ -z $nvcc ]]; then
+if ! cuda_root=$("$(dirname "${BASH_SOURCE[0]}")/cuda_root.sh"); then
     echo "setup: the CUDA 13 toolkit is missing: no nvcc on PATH or in" \
          "/usr/local/cuda/bin" >&2
     echo "setup: install it from https://developer.nvidia.com/cuda-downloads" \
          "(cuda-toolkit-13-0 or later)" >&2
     exit 1
 fi
+nvcc=$cuda_root/bin/nvcc
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p')
 if [[ -z $release || $release -lt 13 ]]; then
     echo "setup: $nvcc is CUDA ${release:-of unknown version}; ampshim" \
          "needs CUDA 13 or later" >&2
     exit 1
 fi
-cuda_root=$("$(dirname "${BASH_SOURCE[0]}")/cuda_root.sh" "$nvcc")
 for f in include/cublas_v2.h include/cuda_runtime_api.h include/cuda.h; do
     if [[ ! -e $cuda_root/$f ]]; then
         echo "setup: the CUDA toolkit in $cuda_root lacks $f" >&2
