@@ -3,13 +3,14 @@
  * when the decision allows, and as the original call otherwise. */
 #include "cublas_symbols.h"
 
+#include "base/log.h"
+#include "base/resolve.h"
+#include "base/shim.h"
 #include "cublas_hook.h"
-#include "device.h"
-#include "gemm.h"
-#include "log.h"
-#include "resolve.h"
-#include "shim.h"
-#include "stats.h"
+#include "device/device.h"
+#include "measure/stats.h"
+#include "process/process.h"
+#include "run/gemm.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -54,7 +55,7 @@ amp_cublas_resolve(void)
 {
     amp_resolve_all(AMP_CUBLAS_SONAME, amp_cublas_names, amp_cublas_slots,
                     (int)(sizeof amp_cublas_names / sizeof *amp_cublas_names));
-    atomic_store_explicit(&amp_cublas_bypass, amp_shim_config()->disabled,
+    atomic_store_explicit(&amp_cublas_bypass, amp_process_start()->disabled,
                           memory_order_release);
 }
 
@@ -272,7 +273,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
-        amp_prof_gemm(&what, d, &dec);
+        amp_gemm_what(&what, d, &dec);
         if (dec.mode == AMP_MODE_FP32) {
             skip = AMP_GEMM_SKIP_MODE;
             amp_prof_fp32(&what);
@@ -364,7 +365,7 @@ amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
     h->prof.open = 0;
-    h->entered = amp_shim_enter();
+    h->entered = amp_process_enter();
     return h->entered;
 }
 
@@ -528,7 +529,7 @@ amp_guard(struct amp_hook *h, enum amp_cublas_api api,
           const struct amp_types *types, int *pedantic,
           cublasStatus_t *status)
 {
-    amp_shim_config(); /* the log is open before resolution reports */
+    amp_process_start(); /* the log is open before resolution reports */
     pthread_once(&amp_cublas_once, amp_cublas_resolve);
     h->entered = 0;
     *status = CUBLAS_STATUS_NOT_INITIALIZED;

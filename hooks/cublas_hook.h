@@ -4,14 +4,14 @@
 #ifndef AMP_CUBLAS_HOOK_H
 #define AMP_CUBLAS_HOOK_H
 
-#include "gemm.h"
-#include "prof.h"
-#include "stats.h"
+#include "measure/prof.h"
+#include "measure/stats.h"
+#include "run/gemm.h"
 
 /* One hooked call in flight. */
 struct amp_hook {
     struct amp_api_stats *stats;
-    int entered;              /* amp_shim_enter() succeeded */
+    int entered;              /* amp_process_enter() succeeded */
     int shadow;               /* run waits for the original call */
     enum amp_outcome outcome;
     struct amp_gemm_run run;

@@ -3,11 +3,12 @@
  * the v2 calls; cublasSetKernelStream is remembered for it. */
 #include "cublas_legacy_symbols.h"
 
+#include "base/resolve.h"
+#include "base/shim.h"
 #include "cublas_hook.h"
-#include "gemm.h"
-#include "resolve.h"
-#include "shim.h"
-#include "stats.h"
+#include "measure/stats.h"
+#include "process/process.h"
+#include "run/gemm.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,7 +53,7 @@ amp_legacy_resolve(void)
 static void
 amp_legacy_start(void)
 {
-    amp_shim_config();
+    amp_process_start();
     pthread_once(&amp_legacy_once, amp_legacy_resolve);
 }
 

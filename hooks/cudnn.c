@@ -4,15 +4,16 @@
  * with the caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
-#include "conv.h"
-#include "device.h"
-#include "harvest.h"
-#include "log.h"
-#include "prof.h"
-#include "resolve.h"
-#include "shim.h"
-#include "site.h"
-#include "stats.h"
+#include "base/log.h"
+#include "base/resolve.h"
+#include "base/shim.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/harvest.h"
+#include "measure/prof.h"
+#include "measure/stats.h"
+#include "process/process.h"
+#include "run/conv.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,7 +62,7 @@ amp_cudnn_resolve(void)
     amp_cudnn_complete = amp_resolve_all(AMP_CUDNN_SONAME, amp_cudnn_names,
                                          amp_cudnn_slots,
                                          AMP_CUDNN_NSYMBOLS) == 0;
-    atomic_store_explicit(&amp_cudnn_bypass, amp_shim_config()->disabled,
+    atomic_store_explicit(&amp_cudnn_bypass, amp_process_start()->disabled,
                           memory_order_release);
 }
 
@@ -642,7 +643,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         h->entered = 0; /* AMPSHIM_DISABLE: straight to the real call */
         return 0;
     }
-    amp_shim_config(); /* the log is open before resolution reports */
+    amp_process_start(); /* the log is open before resolution reports */
     pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
     h->entered = 0;
     h->shadow = 0;
@@ -651,7 +652,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     *status = CUDNN_STATUS_NOT_INITIALIZED;
     if (*amp_cudnn_slots[c->api] == NULL)
         return 1;
-    h->entered = amp_shim_enter();
+    h->entered = amp_process_enter();
     if (!h->entered)
         return 0;
     h->outcome = AMP_OUTCOME_FP32;
@@ -686,7 +687,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     /* Valid calls only: an invalid one may have no groups. */
     if (skip == AMP_CONV_CONVERT || skip == AMP_CONV_SKIP_MODE ||
         skip == AMP_CONV_SKIP_DEMOTED)
-        amp_prof_conv(&what, &d, &dec);
+        amp_conv_what(&what, &d, &dec);
     if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
         amp_prof_fp32(&what); /* decided FP32 at its site */
     if (skip != AMP_CONV_CONVERT) {

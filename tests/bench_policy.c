@@ -5,7 +5,7 @@
  * asserts nothing about speed; scripts/bench_gemm.sh runs it.
  *
  * usage: bench_policy POLICY... */
-#include "policy.h"
+#include "decide/policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

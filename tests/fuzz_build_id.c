@@ -3,7 +3,7 @@
  * descriptor inside the area and within the output's capacity, or none,
  * and never read past the area (ASan). */
 /* amp_note_build_id is private to policy discovery: compiled in here. */
-#include "../src/policy_find.c"
+#include "../src/decide/policy_find.c"
 
 #include <stdint.h>
 

@@ -4,10 +4,10 @@
  * the rest goes to the log file pattern's %p expansion. Every result must
  * be in range and every problem a NUL-terminated line within its bounds;
  * ASan and UBSan watch the reads. */
-#include "config.h"
+#include "base/config.h"
 
 /* amp_log_expand is private to the log module: compiled in here. */
-#include "../src/log.c"
+#include "../src/base/log.c"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* libFuzzer target: the policy parser on arbitrary bytes must return
  * AMP_OK or AMP_ERR_INVALID with a message inside the bounds, never
  * crash, never read past the input (ASan). */
-#include "policy.h"
+#include "decide/policy.h"
 
 #include <stdint.h>
 #include <stdlib.h>

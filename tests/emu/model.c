@@ -9,7 +9,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Published dense peaks (REFERENCE.md) plus the limits a program reads
+/* NVIDIA's published dense peaks (datasheets) plus the limits a program reads
  * through cuDeviceGetAttribute. Efficiencies: GEMM reaches 70-85 % of
  * peak, streaming kernels 80-90 % of bandwidth. */
 static const struct core_gpu_spec core_gpus[] = {

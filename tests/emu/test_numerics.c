@@ -506,7 +506,7 @@ test_float_sweep(void **state)
 
 /* ---- The GPU model --------------------------------------------------------- */
 
-/* REFERENCE.md: published dense peaks (TFLOP/s) and bandwidth (TB/s). */
+/* NVIDIA's published dense peaks (TFLOP/s) and bandwidth (TB/s). */
 struct want_gpu {
     const char *key;
     const char *name_part;
@@ -678,7 +678,7 @@ test_model_latency(void **state)
     /* Memory-only work ignores flops. */
     assert_true(emu_model_ns(1e15, EMU_PREC_NONE, 0.0) == lat);
     assert_true(emu_model_ns(0.0, EMU_PREC_FP16, 0.0) == lat);
-    /* Achievable shares of peak (REFERENCE.md). */
+    /* Achievable shares of peak, as model.c states them. */
     assert_true(g->math_efficiency >= 0.7 && g->math_efficiency <= 0.85);
     assert_true(g->mem_efficiency >= 0.8 && g->mem_efficiency <= 0.9);
 }

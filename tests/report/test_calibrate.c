@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/json.h"
+#include "decide/policy.h"
 #include "harness.h"
-#include "json.h"
-#include "policy.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/json.h"
 #include "emu.h"
 #include "harness.h"
-#include "json.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "harness.h"
-#include "json.h"
 
 /* Each run takes a minute or two of one CPU core; room for a loaded
  * machine. */

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "base/config.h"
 
 #include <string.h>
 

@@ -10,9 +10,9 @@
 #include <cmocka.h>
 
 #include "amp_math.h"
-#include "conv.h"
 #include "emu_child.h"
-#include "harvest.h"
+#include "measure/harvest.h"
+#include "run/conv.h"
 
 #include <cuda.h>
 #include <cudnn.h>

@@ -6,7 +6,7 @@
 
 #include "amp_kernels.h"
 #include "amp_math.h"
-#include "device.h"
+#include "device/device.h"
 #include "emu_child.h"
 
 #include <cuda.h>

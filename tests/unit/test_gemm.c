@@ -9,8 +9,8 @@
 
 #include "amp_math.h"
 #include "emu_child.h"
-#include "gemm.h"
-#include "harvest.h"
+#include "measure/harvest.h"
+#include "run/gemm.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "gemm.h"
+#include "run/gemm.h"
 
 static const float one = 1.0f, zero = 0.0f;
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "json.h"
+#include "base/json.h"
 
 #include <math.h>
 #include <stdio.h>

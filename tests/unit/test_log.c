@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "policy.h"
-#include "policy_check.h"
+#include "decide/policy.h"
+#include "decide/policy_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>

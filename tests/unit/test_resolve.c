@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "resolve.h"
+#include "base/resolve.h"
 
 #include <dlfcn.h>
 #include <string.h>

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "log.h"
-#include "stats.h"
+#include "base/log.h"
+#include "measure/stats.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "symbolize.h"
+#include "decide/symbolize.h"
 
 #include <dlfcn.h>
 #include <stdint.h>

@@ -1,0 +1,214 @@
+/* Parses the AMPSHIM_* environment variables into struct amp_config. */
+#include "base/config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct amp_name_value {
+    const char *name;
+    int value;
+};
+
+static const struct amp_name_value amp_log_levels[] = {
+    {"off", AMP_LOG_OFF},   {"error", AMP_LOG_ERROR}, {"warn", AMP_LOG_WARN},
+    {"info", AMP_LOG_INFO}, {"debug", AMP_LOG_DEBUG}, {NULL, 0},
+};
+
+static const char *const amp_mode_names[AMP_MODE_COUNT] = {
+    [AMP_MODE_FP32] = "fp32",     [AMP_MODE_FP16] = "fp16",
+    [AMP_MODE_BF16] = "bf16",     [AMP_MODE_TF32] = "tf32",
+    [AMP_MODE_FP16X3] = "fp16x3", [AMP_MODE_SHADOW] = "shadow",
+    [AMP_MODE_ALLOW_CONVERSION] = "allow-conversion",
+};
+
+/* AMPSHIM_MODE values: mode + AMP_MODE_COUNT * shadow candidate. */
+#define AMP_MODE_VALUE(mode, candidate) ((mode) + AMP_MODE_COUNT * (candidate))
+
+static const struct amp_name_value amp_modes[] = {
+    {"fp32", AMP_MODE_VALUE(AMP_MODE_FP32, AMP_MODE_FP16)},
+    {"fp16", AMP_MODE_VALUE(AMP_MODE_FP16, AMP_MODE_FP16)},
+    {"bf16", AMP_MODE_VALUE(AMP_MODE_BF16, AMP_MODE_FP16)},
+    {"tf32", AMP_MODE_VALUE(AMP_MODE_TF32, AMP_MODE_FP16)},
+    {"fp16x3", AMP_MODE_VALUE(AMP_MODE_FP16X3, AMP_MODE_FP16)},
+    {"shadow", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
+    {"shadow:fp16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
+    {"shadow:bf16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_BF16)},
+    {"shadow:tf32", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_TF32)},
+    {"shadow:fp16x3", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16X3)},
+    {"allow-conversion",
+     AMP_MODE_VALUE(AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16)},
+    {"shadow:allow-conversion",
+     AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_ALLOW_CONVERSION)},
+    {NULL, 0},
+};
+
+static const struct amp_name_value amp_bools[] = {
+    {"1", 1},     {"0", 0},      {"true", 1}, {"false", 0},
+    {"yes", 1},   {"no", 0},     {"on", 1},   {"off", 0},
+    {NULL, 0},
+};
+
+const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV] = {
+    "NVIDIA_TF32_OVERRIDE", "CUBLAS_EMULATE_SINGLE_PRECISION",
+    "CUBLAS_EMULATION_STRATEGY", "CUBLAS_WORKSPACE_CONFIG",
+};
+
+static void amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cfg->nproblems >= AMP_CONFIG_MAX_PROBLEMS)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(cfg->problems[cfg->nproblems++], AMP_CONFIG_PROBLEM_LEN, fmt,
+              ap);
+    va_end(ap);
+}
+
+/* Looks value up in table (case-insensitive); on a miss, records a problem
+ * listing the accepted names and leaves *out alone. */
+static void
+amp_config_enum(struct amp_config *cfg, const char *var, const char *value,
+                const struct amp_name_value *table, int *out)
+{
+    char accepted[AMP_CONFIG_PROBLEM_LEN] = "";
+    const struct amp_name_value *e;
+
+    for (e = table; e->name; e++) {
+        if (strcasecmp(value, e->name) == 0) {
+            *out = e->value;
+            return;
+        }
+    }
+    for (e = table; e->name; e++) {
+        strncat(accepted, e->name, sizeof accepted - strlen(accepted) - 1);
+        if (e[1].name)
+            strncat(accepted, ", ", sizeof accepted - strlen(accepted) - 1);
+    }
+    amp_config_problem(cfg, "%s=\"%.40s\" is not one of: %s; ignored", var,
+                       value, accepted);
+}
+
+/* A byte count: decimal digits with an optional K, M or G (powers of 1024). */
+static void
+amp_config_bytes(struct amp_config *cfg, const char *var, const char *value,
+                 uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long n;
+    unsigned shift = 0;
+
+    errno = 0;
+    if (value[0] < '0' || value[0] > '9')
+        goto bad;
+    n = strtoull(value, &end, 10);
+    if (errno != 0)
+        goto bad;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift != 0)
+        end++;
+    if (*end != '\0' || n > (UINT64_MAX >> shift))
+        goto bad;
+    *out = (uint64_t)n << shift;
+    return;
+bad:
+    amp_config_problem(cfg,
+                       "%s=\"%.40s\" is not a byte count (digits with an "
+                       "optional K, M or G); ignored",
+                       var, value);
+}
+
+/* A path into out (AMP_CONFIG_PATH_LEN bytes); a longer one is a
+ * problem and leaves out empty. */
+static void
+amp_config_path(struct amp_config *cfg, const char *var, const char *value,
+                char *out)
+{
+    if (strlen(value) >= AMP_CONFIG_PATH_LEN) {
+        amp_config_problem(cfg, "%s is longer than %d bytes; ignored", var,
+                           AMP_CONFIG_PATH_LEN - 1);
+        return;
+    }
+    strcpy(out, value);
+}
+
+void
+amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
+{
+    const char *v;
+    int value, i;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->mode = AMP_MODE_FP16;
+    cfg->shadow_candidate = AMP_MODE_FP16;
+    cfg->log_level = AMP_LOG_WARN;
+    cfg->summary = 1;
+    cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
+
+    if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
+    if ((v = getenv_fn("AMPSHIM_MODE")) && *v) {
+        value = -1; /* stays -1 for a bad value: the policy decides */
+        amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, &value);
+        if (value >= 0) {
+            cfg->mode_set = 1;
+            cfg->mode = (enum amp_mode)(value % AMP_MODE_COUNT);
+            cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
+        }
+    }
+    if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v) {
+        value = (int)cfg->log_level;
+        amp_config_enum(cfg, "AMPSHIM_LOG_LEVEL", v, amp_log_levels, &value);
+        cfg->log_level = (enum amp_log_level)value;
+    }
+    if ((v = getenv_fn("AMPSHIM_LOG_FILE")) && *v) {
+        if (strlen(v) >= sizeof cfg->log_file)
+            amp_config_problem(cfg, "AMPSHIM_LOG_FILE is longer than %zu "
+                               "bytes; logging to stderr",
+                               sizeof cfg->log_file - 1);
+        else
+            strcpy(cfg->log_file, v);
+    }
+    if ((v = getenv_fn("AMPSHIM_SUMMARY")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, &cfg->summary);
+    if ((v = getenv_fn("AMPSHIM_SCRATCH_MAX")) && *v)
+        amp_config_bytes(cfg, "AMPSHIM_SCRATCH_MAX", v, &cfg->scratch_max);
+    if ((v = getenv_fn("AMPSHIM_CALL_LOG")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_CALL_LOG", v, amp_bools,
+                        &cfg->call_log);
+    if (cfg->log_level >= AMP_LOG_INFO)
+        cfg->call_log = 1;
+    if ((v = getenv_fn("AMPSHIM_REPORT")) && *v) {
+        if (strcasecmp(v, "off") == 0)
+            cfg->report_off = 1;
+        else
+            amp_config_path(cfg, "AMPSHIM_REPORT", v, cfg->report);
+    }
+    if ((v = getenv_fn("AMPSHIM_TRACE")) && *v)
+        amp_config_path(cfg, "AMPSHIM_TRACE", v, cfg->trace);
+    for (i = 0; i < AMP_CONFIG_FP32_ENV; i++)
+        if ((v = getenv_fn(amp_config_fp32_env_names[i])))
+            snprintf(cfg->fp32_env[cfg->nfp32_env++], AMP_CONFIG_PROBLEM_LEN,
+                     "%s=%.200s", amp_config_fp32_env_names[i], v);
+}
+
+const char *
+amp_mode_name(enum amp_mode mode)
+{
+    if ((unsigned)mode >= AMP_MODE_COUNT)
+        return "?";
+    return amp_mode_names[mode];
+}

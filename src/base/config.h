@@ -1,0 +1,77 @@
+/* Configuration from the AMPSHIM_* environment variables, read once. */
+#ifndef AMP_CONFIG_H
+#define AMP_CONFIG_H
+
+#include <stdint.h>
+
+enum amp_log_level {
+    AMP_LOG_OFF = 0,
+    AMP_LOG_ERROR,
+    AMP_LOG_WARN,
+    AMP_LOG_INFO,
+    AMP_LOG_DEBUG,
+};
+
+/* Precision modes (docs/design.md). */
+enum amp_mode {
+    AMP_MODE_FP32 = 0, /* the original call */
+    AMP_MODE_FP16,     /* scaled FP16 operands, FP32 accumulation */
+    AMP_MODE_BF16,     /* BF16 operands, FP32 accumulation */
+    AMP_MODE_TF32,     /* FP32 operands, CUBLAS_COMPUTE_32F_FAST_TF32 */
+    AMP_MODE_FP16X3,   /* hi + lo FP16 split, three FP16 GEMMs */
+    AMP_MODE_SHADOW,   /* FP32 result; the candidate mode measured beside */
+    /* Convolutions: FP32 data, cuDNN's CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+     * on the shim's copy of the descriptor. GEMMs run it as fp16. */
+    AMP_MODE_ALLOW_CONVERSION,
+    AMP_MODE_COUNT,
+};
+
+#define AMP_CONFIG_MAX_PROBLEMS 8
+#define AMP_CONFIG_PROBLEM_LEN 320
+#define AMP_CONFIG_PATH_LEN 4096
+#define AMP_CONFIG_FP32_ENV 4
+
+struct amp_config {
+    int disabled;                 /* AMPSHIM_DISABLE: pure passthrough */
+    enum amp_mode mode;           /* AMPSHIM_MODE */
+    int mode_set;                 /* AMPSHIM_MODE was set (and valid): it
+                                     overrides the policy */
+    /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
+     * shadow:bf16, shadow:tf32, shadow:fp16x3 and shadow:allow-conversion
+     * choose another. */
+    enum amp_mode shadow_candidate;
+    enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL */
+    char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
+    int summary;                  /* AMPSHIM_SUMMARY */
+    uint64_t scratch_max;         /* AMPSHIM_SCRATCH_MAX, bytes per call */
+    int call_log;                 /* AMPSHIM_CALL_LOG, or log level info:
+                                     one line per harvested call */
+    int report_off;               /* AMPSHIM_REPORT=off */
+    char report[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_REPORT, "" = the default
+                                         ampshim-<program>-<pid>.json */
+    char trace[AMP_CONFIG_PATH_LEN];  /* AMPSHIM_TRACE, "" = none */
+    /* The variables that change what FP32 means before the shim acts
+     * (amp_config_fp32_env_names), as "NAME=value", for the report. */
+    int nfp32_env;
+    char fp32_env[AMP_CONFIG_FP32_ENV][AMP_CONFIG_PROBLEM_LEN];
+    /* Bad values, kept until the log is open (it depends on this). */
+    int nproblems;
+    char problems[AMP_CONFIG_MAX_PROBLEMS][AMP_CONFIG_PROBLEM_LEN];
+};
+
+#define AMP_SCRATCH_MAX_DEFAULT (1ull << 30)
+
+/* Where values come from: secure_getenv in the shim, a table in tests. */
+typedef const char *(*amp_getenv_fn)(const char *name);
+
+/* Fills cfg from the variables; a bad value keeps the default and adds a
+ * problem naming the variable and the accepted values. Never fails. */
+void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
+
+const char *amp_mode_name(enum amp_mode mode);
+
+/* NVIDIA_TF32_OVERRIDE and the CUBLAS_* variables that change FP32
+ * results (as NVIDIA documents them): AMP_CONFIG_FP32_ENV names. */
+extern const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV];
+
+#endif

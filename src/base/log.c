@@ -1,0 +1,135 @@
+/* The shim's log: one write() per line, so lines from threads never mix. */
+#include "base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define AMP_LOG_LINE_MAX 1024
+
+static enum amp_log_level amp_log_level_now = AMP_LOG_WARN;
+static int amp_log_fd = STDERR_FILENO;
+
+static const char *const amp_log_tags[] = {
+    [AMP_LOG_OFF] = "",
+    [AMP_LOG_ERROR] = "error: ",
+    [AMP_LOG_WARN] = "warning: ",
+    [AMP_LOG_INFO] = "info: ",
+    [AMP_LOG_DEBUG] = "debug: ",
+};
+
+/* Expands "%p" to the pid; fails (returns -1) when the result is too long. */
+static int
+amp_log_expand(const char *pattern, char *out, size_t size)
+{
+    size_t used = 0;
+    const char *p;
+    int n;
+
+    for (p = pattern; *p; p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            n = snprintf(out + used, size - used, "%ld", (long)getpid());
+            if (n < 0 || (size_t)n >= size - used)
+                return -1;
+            used += (size_t)n;
+            p++;
+            continue;
+        }
+        if (used + 1 >= size)
+            return -1;
+        out[used++] = *p;
+    }
+    out[used] = '\0';
+    return 0;
+}
+
+void
+amp_log_open(enum amp_log_level level, const char *path)
+{
+    char expanded[AMP_CONFIG_PATH_LEN + 32];
+    int fd;
+
+    amp_log_level_now = level;
+    amp_log_close();
+    if (!path || !*path)
+        return;
+    if (amp_log_expand(path, expanded, sizeof expanded) != 0) {
+        amp_log_write(AMP_LOG_WARN, "AMPSHIM_LOG_FILE is too long once "
+                      "expanded; logging to stderr");
+        return;
+    }
+    fd = open(expanded, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        amp_log_write(AMP_LOG_WARN, "cannot open AMPSHIM_LOG_FILE %s: %s; "
+                      "logging to stderr", expanded, strerror(errno));
+        return;
+    }
+    amp_log_fd = fd;
+}
+
+void
+amp_log_close(void)
+{
+    if (amp_log_fd != STDERR_FILENO)
+        close(amp_log_fd);
+    amp_log_fd = STDERR_FILENO;
+}
+
+int
+amp_log_enabled(enum amp_log_level level)
+{
+    return level != AMP_LOG_OFF && level <= amp_log_level_now;
+}
+
+static void amp_log_vwrite(const char *tag, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+amp_log_vwrite(const char *tag, const char *fmt, va_list ap)
+{
+    char line[AMP_LOG_LINE_MAX];
+    int head;
+    int body;
+    size_t len;
+    int saved_errno = errno;
+
+    head = snprintf(line, sizeof line, "ampshim[%ld]: %s", (long)getpid(),
+                    tag);
+    if (head < 0)
+        goto out;
+    body = vsnprintf(line + head, sizeof line - (size_t)head - 1, fmt, ap);
+    if (body < 0)
+        goto out;
+    len = (size_t)head + (size_t)body;
+    if (len > sizeof line - 2)
+        len = sizeof line - 2; /* truncated: keep the newline */
+    line[len++] = '\n';
+    if (write(amp_log_fd, line, len) < 0) {
+        /* Nowhere left to report it; the host program goes on. */
+    }
+out:
+    errno = saved_errno;
+}
+
+void
+amp_log_write(enum amp_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    amp_log_vwrite(amp_log_tags[level], fmt, ap);
+    va_end(ap);
+}
+
+void
+amp_log_line(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    amp_log_vwrite("", fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,42 @@
+/* Resolution of real vendor functions: RTLD_NEXT, then RTLD_NOLOAD. */
+#include "base/resolve.h"
+
+#include "base/log.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+void *
+amp_resolve(const char *soname, const char *name)
+{
+    void *fn = dlsym(RTLD_NEXT, name);
+    void *lib;
+
+    if (fn)
+        return fn;
+    lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    if (!lib)
+        return NULL;
+    fn = dlsym(lib, name);
+    /* The program still holds the library; drop only our reference. */
+    dlclose(lib);
+    return fn;
+}
+
+int
+amp_resolve_all(const char *soname, const char *const *names,
+                void **const *slots, int n)
+{
+    int missing = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        *slots[i] = amp_resolve(soname, names[i]);
+        if (!*slots[i]) {
+            missing++;
+            amp_log(AMP_LOG_WARN, "%s not found in %s or the process; "
+                    "calls that need it stay FP32", names[i], soname);
+        }
+    }
+    return missing;
+}

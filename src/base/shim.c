@@ -1,0 +1,128 @@
+/* The shim's process-wide base: the configuration (read once, with the
+ * log opened), the re-entrancy guard, the fork generation and the
+ * thread-exit releases. What the stages do at start-up, exit and fork is
+ * src/process/process.c's. */
+#include "base/shim.h"
+
+#include "base/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static struct amp_config amp_shim_cfg;
+static pthread_once_t amp_shim_once = PTHREAD_ONCE_INIT;
+static _Thread_local int amp_shim_depth;
+static atomic_uint amp_shim_gen;
+
+/* The thread-exit releases of the calling thread. */
+static pthread_key_t amp_shim_thread_key;
+static pthread_once_t amp_shim_thread_once = PTHREAD_ONCE_INIT;
+static int amp_shim_thread_key_made;
+static _Thread_local void (*amp_shim_releases[AMP_SHIM_THREAD_RELEASES])(void);
+static _Thread_local int amp_shim_nreleases;
+
+/* Set-uid programs get no configuration from their environment. */
+static const char *
+amp_shim_getenv(const char *name)
+{
+    return secure_getenv(name);
+}
+
+static void
+amp_shim_start(void)
+{
+    int i;
+
+    amp_config_load(&amp_shim_cfg, amp_shim_getenv);
+    if (amp_shim_cfg.disabled) {
+        amp_log_open(AMP_LOG_OFF, NULL); /* pure passthrough says nothing */
+        return;
+    }
+    amp_log_open(amp_shim_cfg.log_level, amp_shim_cfg.log_file);
+    for (i = 0; i < amp_shim_cfg.nproblems; i++)
+        amp_log(AMP_LOG_WARN, "%s", amp_shim_cfg.problems[i]);
+}
+
+const struct amp_config *
+amp_shim_config(void)
+{
+    pthread_once(&amp_shim_once, amp_shim_start);
+    return &amp_shim_cfg;
+}
+
+int
+amp_shim_enter(void)
+{
+    if (amp_shim_config()->disabled || amp_shim_depth > 0)
+        return 0;
+    amp_shim_depth++;
+    return 1;
+}
+
+void
+amp_shim_leave(void)
+{
+    amp_shim_depth--;
+}
+
+void
+amp_shim_new_generation(void)
+{
+    atomic_fetch_add(&amp_shim_gen, 1);
+}
+
+unsigned
+amp_shim_generation(void)
+{
+    return atomic_load_explicit(&amp_shim_gen, memory_order_relaxed);
+}
+
+int
+amp_shim_thread_stale(unsigned *generation)
+{
+    unsigned now = amp_shim_generation();
+
+    if (*generation == now)
+        return 0;
+    *generation = now;
+    return 1;
+}
+
+static void
+amp_shim_thread_exit(void *unused)
+{
+    int i;
+
+    (void)unused;
+    for (i = 0; i < amp_shim_nreleases; i++)
+        amp_shim_releases[i]();
+    amp_shim_nreleases = 0;
+}
+
+static void
+amp_shim_thread_key_make(void)
+{
+    amp_shim_thread_key_made =
+        pthread_key_create(&amp_shim_thread_key, amp_shim_thread_exit) == 0;
+    if (!amp_shim_thread_key_made)
+        amp_log(AMP_LOG_WARN, "cannot register a thread-exit handler: "
+                "the shim's vendor handles outlive their threads");
+}
+
+void
+amp_shim_at_thread_exit(void (*release)(void))
+{
+    int i;
+
+    for (i = 0; i < amp_shim_nreleases; i++)
+        if (amp_shim_releases[i] == release)
+            return;
+    pthread_once(&amp_shim_thread_once, amp_shim_thread_key_make);
+    if (!amp_shim_thread_key_made ||
+        amp_shim_nreleases == AMP_SHIM_THREAD_RELEASES)
+        return;
+    amp_shim_releases[amp_shim_nreleases++] = release;
+    /* Any value but NULL: the destructor runs only for those. */
+    pthread_setspecific(amp_shim_thread_key, &amp_shim_nreleases);
+}

@@ -1,0 +1,39 @@
+/* Process-wide state of the shim: the configuration, the re-entrancy
+ * guard, the fork generation and the thread-exit releases. Hooks reach
+ * them through src/process/process.h, which also starts the stages. */
+#ifndef AMP_SHIM_H
+#define AMP_SHIM_H
+
+#include "base/config.h"
+
+/* The configuration, loaded on first use (the log opened, bad values
+ * warned about). */
+const struct amp_config *amp_shim_config(void);
+
+/* The guard: 1 when the shim may act on this call (enabled, not
+ * re-entered from inside the shim), and amp_shim_leave() must follow; 0
+ * to pass the call through. Hooks enter through amp_process_enter. */
+int amp_shim_enter(void);
+void amp_shim_leave(void);
+
+/* Changes in a forked child: per-thread state tagged with an older value
+ * belongs to the parent's contexts and must be dropped, not used. */
+unsigned amp_shim_generation(void);
+
+/* In a forked child, after the stages forgot their state: the parent's
+ * per-thread state becomes stale. */
+void amp_shim_new_generation(void);
+
+/* Per-thread state tagged with *generation (0 at first): 1 when it is a
+ * forked child's copy of its parent's, to be dropped, not used (then the
+ * tag is brought up to date); 0 when it is this process's. */
+int amp_shim_thread_stale(unsigned *generation);
+
+/* Calls release() when the calling thread exits (once per release and
+ * thread, however often registered), so that a thread's own vendor
+ * handles do not outlive it. At most AMP_SHIM_THREAD_RELEASES functions;
+ * when the handler cannot be registered, one warning and no release. */
+#define AMP_SHIM_THREAD_RELEASES 4
+void amp_shim_at_thread_exit(void (*release)(void));
+
+#endif

@@ -1,0 +1,1282 @@
+/* The policy language: a line-oriented parser into a fixed-size struct
+ * (no allocation), the matcher, and the decision cache. */
+#include "decide/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- Condition nodes ---------------------------------------------------- */
+
+static const char *const amp_cmp_names[] = {"<", "<=", "==", "!=", ">=", ">"};
+
+/* Field names are case-sensitive: k is the GEMM's inner dimension, K a
+ * convolution's output channels. */
+struct amp_field_info {
+    const char *name;
+    int family;                  /* AMP_FAMILY_*, -1: every call */
+    const char *const *values;   /* symbolic values, NULL: numbers */
+};
+
+static const char *const amp_op_values[] = {"n", "t", NULL};
+static const char *const amp_layout_values[] = {"nchw", "nhwc", NULL};
+
+static const struct amp_field_info amp_fields[AMP_FIELD_COUNT] = {
+    [AMP_FIELD_M] = {"m", AMP_FAMILY_GEMM, NULL},
+    [AMP_FIELD_N] = {"n", AMP_FAMILY_GEMM, NULL},
+    [AMP_FIELD_K] = {"k", AMP_FAMILY_GEMM, NULL},
+    [AMP_FIELD_BATCH] = {"batch", AMP_FAMILY_GEMM, NULL},
+    [AMP_FIELD_TRANSA] = {"transa", AMP_FAMILY_GEMM, amp_op_values},
+    [AMP_FIELD_TRANSB] = {"transb", AMP_FAMILY_GEMM, amp_op_values},
+    [AMP_FIELD_CONV_N] = {"N", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_C] = {"C", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_H] = {"H", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_W] = {"W", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_K] = {"K", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_R] = {"R", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_CONV_S] = {"S", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_GROUPS] = {"groups", AMP_FAMILY_CONV, NULL},
+    [AMP_FIELD_LAYOUT] = {"layout", AMP_FAMILY_CONV, amp_layout_values},
+    [AMP_FIELD_CALL] = {"call", -1, NULL},
+};
+
+static const char *const amp_family_names[AMP_FAMILY_COUNT] = {"gemm",
+                                                               "conv"};
+
+/* Actions: every precision mode (docs/design.md). */
+struct amp_action_name {
+    const char *name;
+    enum amp_mode mode, candidate;
+};
+
+static const struct amp_action_name amp_actions[] = {
+    {"fp32", AMP_MODE_FP32, AMP_MODE_FP16},
+    {"fp16", AMP_MODE_FP16, AMP_MODE_FP16},
+    {"bf16", AMP_MODE_BF16, AMP_MODE_FP16},
+    {"tf32", AMP_MODE_TF32, AMP_MODE_FP16},
+    {"fp16x3", AMP_MODE_FP16X3, AMP_MODE_FP16},
+    {"allow-conversion", AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16},
+    {"shadow", AMP_MODE_SHADOW, AMP_MODE_FP16},
+    {"shadow:fp16", AMP_MODE_SHADOW, AMP_MODE_FP16},
+    {"shadow:bf16", AMP_MODE_SHADOW, AMP_MODE_BF16},
+    {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
+    {"shadow:fp16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
+    {"shadow:allow-conversion", AMP_MODE_SHADOW, AMP_MODE_ALLOW_CONVERSION},
+    {NULL, AMP_MODE_FP32, AMP_MODE_FP32},
+};
+
+#define AMP_ACTION_LIST                                                      \
+    "fp32, fp16, bf16, tf32, fp16x3, allow-conversion, shadow or "           \
+    "shadow:MODE"
+
+void
+amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,
+                    int64_t value)
+{
+    call->field[field] = value;
+    call->present |= 1u << field;
+}
+
+/* ---- Tokens --------------------------------------------------------------- */
+
+enum amp_tok_kind {
+    AMP_TOK_END = 0,             /* end of the line (or a comment) */
+    AMP_TOK_WORD,
+    AMP_TOK_STRING,              /* "...": text without the quotes */
+    AMP_TOK_OP,                  /* < <= == != >= > % */
+    AMP_TOK_LPAREN,
+    AMP_TOK_RPAREN,
+};
+
+struct amp_tok {
+    enum amp_tok_kind kind;
+    const char *at;              /* the token's first byte in the line */
+    size_t len;
+    const char *text;            /* WORD, STRING: its text */
+    size_t text_len;
+    int col;
+};
+
+struct amp_parser {
+    struct amp_policy *p;
+    struct amp_policy_error *err;
+    const char *line;            /* the current line, not NUL-terminated */
+    size_t line_len;
+    int lineno;
+    size_t pos;                  /* next byte of line */
+    struct amp_tok tok;          /* the current token */
+    int depth;
+    int failed;
+};
+
+static int
+amp_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static int
+amp_is_op_char(char c)
+{
+    return c == '<' || c == '>' || c == '=' || c == '!' || c == '%';
+}
+
+/* Word bytes: anything but space, quotes, parentheses, comments and the
+ * comparison operators' first bytes ('!' inside a glob is fine). */
+static int
+amp_is_word_char(char c)
+{
+    return c != '\0' && !amp_is_space(c) && c != '"' && c != '(' &&
+           c != ')' && c != '#' && c != '<' && c != '>' && c != '=' &&
+           c != '%';
+}
+
+static void amp_fail(struct amp_parser *ps, int col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+amp_fail(struct amp_parser *ps, int col, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ps->failed)
+        return;
+    ps->failed = 1;
+    ps->err->line = ps->lineno;
+    ps->err->col = col;
+    va_start(ap, fmt);
+    vsnprintf(ps->err->message, sizeof ps->err->message, fmt, ap);
+    va_end(ap);
+}
+
+/* How the current token reads in a message: 'word', or end of line. */
+static const char *
+amp_tok_desc(const struct amp_tok *t, char *buf, size_t cap)
+{
+    if (t->kind == AMP_TOK_END)
+        return "end of line";
+    snprintf(buf, cap, "'%.*s'", (int)(t->len > 40 ? 40 : t->len), t->at);
+    return buf;
+}
+
+/* "expected WHAT, found TOKEN" at the current token. */
+static void
+amp_expected(struct amp_parser *ps, const char *what)
+{
+    char buf[64];
+
+    amp_fail(ps, ps->tok.col, "expected %s, found %s", what,
+             amp_tok_desc(&ps->tok, buf, sizeof buf));
+}
+
+static void
+amp_next(struct amp_parser *ps)
+{
+    struct amp_tok *t = &ps->tok;
+    const char *l = ps->line;
+    size_t n = ps->line_len, start;
+
+    while (ps->pos < n && amp_is_space(l[ps->pos]))
+        ps->pos++;
+    memset(t, 0, sizeof *t);
+    t->at = l + ps->pos;
+    t->col = (int)ps->pos + 1;
+    if (ps->pos >= n || l[ps->pos] == '#') {
+        t->kind = AMP_TOK_END;
+        return;
+    }
+    start = ps->pos;
+    if (l[start] == '(' || l[start] == ')') {
+        t->kind = l[start] == '(' ? AMP_TOK_LPAREN : AMP_TOK_RPAREN;
+        ps->pos++;
+    } else if (l[start] == '"') {
+        ps->pos++;
+        while (ps->pos < n && l[ps->pos] != '"')
+            ps->pos++;
+        if (ps->pos >= n) {
+            amp_fail(ps, t->col, "expected a closing '\"' before the end of "
+                     "the line");
+            t->kind = AMP_TOK_END;
+            return;
+        }
+        t->kind = AMP_TOK_STRING;
+        t->text = l + start + 1;
+        t->text_len = ps->pos - start - 1;
+        ps->pos++;
+    } else if (amp_is_op_char(l[start])) {
+        ps->pos++;
+        if (ps->pos < n && l[ps->pos] == '=' && l[start] != '%')
+            ps->pos++;
+        t->kind = AMP_TOK_OP;
+    } else {
+        while (ps->pos < n && amp_is_word_char(l[ps->pos]))
+            ps->pos++;
+        t->kind = AMP_TOK_WORD;
+        t->text = l + start;
+        t->text_len = ps->pos - start;
+    }
+    t->len = ps->pos - start;
+    if (t->kind != AMP_TOK_STRING) {
+        t->text = t->text ? t->text : l + start;
+        t->text_len = t->text_len ? t->text_len : t->len;
+    }
+}
+
+static int
+amp_tok_is(const struct amp_tok *t, const char *word)
+{
+    return t->kind == AMP_TOK_WORD && strlen(word) == t->text_len &&
+           memcmp(t->text, word, t->text_len) == 0;
+}
+
+/* Copies the token's text into buf (NUL-terminated, truncated). */
+static const char *
+amp_tok_copy(const struct amp_tok *t, char *buf, size_t cap)
+{
+    size_t n = t->text_len < cap - 1 ? t->text_len : cap - 1;
+
+    memcpy(buf, t->text, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- Values ------------------------------------------------------------- */
+
+/* A non-negative integer with an optional K, M or G (powers of 1024). */
+static int
+amp_parse_int(const struct amp_tok *t, int suffixes, int64_t *out)
+{
+    char buf[32], *end;
+    unsigned shift = 0;
+    long long v;
+
+    if (t->kind != AMP_TOK_WORD || t->text_len >= sizeof buf ||
+        t->text[0] < '0' || t->text[0] > '9')
+        return -1;
+    amp_tok_copy(t, buf, sizeof buf);
+    errno = 0;
+    v = strtoll(buf, &end, 10);
+    if (errno != 0)
+        return -1;
+    if (suffixes && (*end == 'K' || *end == 'M' || *end == 'G')) {
+        shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
+        end++;
+    }
+    if (*end != '\0' || v > (INT64_MAX >> shift))
+        return -1;
+    *out = (int64_t)v << shift;
+    return 0;
+}
+
+static int
+amp_parse_real(const struct amp_tok *t, double *out)
+{
+    char buf[40], *end;
+    double v;
+
+    if (t->kind != AMP_TOK_WORD || t->text_len >= sizeof buf)
+        return -1;
+    amp_tok_copy(t, buf, sizeof buf);
+    errno = 0;
+    v = strtod(buf, &end);
+    if (errno != 0 || *end != '\0' || end == buf || !isfinite(v) || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Stores the token's text as a NUL-terminated glob; returns its offset. */
+static uint32_t
+amp_store_text(struct amp_parser *ps, const struct amp_tok *t)
+{
+    struct amp_policy *p = ps->p;
+    size_t at = p->strings_used;
+
+    if (t->text_len == 0) {
+        amp_fail(ps, t->col, "expected a non-empty glob");
+        return 0;
+    }
+    if (at + t->text_len + 1 > sizeof p->strings) {
+        amp_fail(ps, t->col, "too many globs: at most %d bytes of text in "
+                 "a policy", AMP_POLICY_STRINGS);
+        return 0;
+    }
+    memcpy(p->strings + at, t->text, t->text_len);
+    p->strings[at + t->text_len] = '\0';
+    p->strings_used = at + t->text_len + 1;
+    return (uint32_t)at;
+}
+
+static int
+amp_parse_action(struct amp_parser *ps, struct amp_policy_action *a)
+{
+    const struct amp_action_name *e;
+
+    memset(a, 0, sizeof *a);
+    for (e = amp_actions; e->name; e++) {
+        if (amp_tok_is(&ps->tok, e->name)) {
+            a->mode = e->mode;
+            a->candidate = e->candidate;
+            amp_next(ps);
+            break;
+        }
+    }
+    if (!e->name) {
+        amp_expected(ps, "an action (" AMP_ACTION_LIST ")");
+        return -1;
+    }
+    if (amp_tok_is(&ps->tok, "verify")) {
+        int64_t n;
+
+        if (a->mode == AMP_MODE_FP32 || a->mode == AMP_MODE_SHADOW) {
+            amp_fail(ps, ps->tok.col, "expected 'when' or end of line: "
+                     "'verify' needs a converting action, not %s",
+                     amp_mode_name(a->mode));
+            return -1;
+        }
+        amp_next(ps);
+        if (amp_parse_int(&ps->tok, 0, &n) != 0 || n < 1 || n > 1000000) {
+            amp_expected(ps, "a count of calls from 1 to 1000000 after "
+                         "'verify'");
+            return -1;
+        }
+        a->verify = (int)n;
+        amp_next(ps);
+    }
+    return 0;
+}
+
+/* ---- Conditions --------------------------------------------------------- */
+
+static int
+amp_new_node(struct amp_parser *ps, int kind)
+{
+    struct amp_policy *p = ps->p;
+    struct amp_policy_node *n;
+
+    if (p->nnodes >= AMP_POLICY_MAX_NODES) {
+        amp_fail(ps, ps->tok.col, "too many conditions: at most %d tests "
+                 "and operators in a policy", AMP_POLICY_MAX_NODES);
+        return -1;
+    }
+    n = &p->nodes[p->nnodes];
+    memset(n, 0, sizeof *n);
+    n->kind = (uint8_t)kind;
+    n->left = n->right = -1;
+    return p->nnodes++;
+}
+
+static int amp_parse_or(struct amp_parser *ps, int *uses_call);
+
+static int
+amp_parse_field_name(const struct amp_tok *t)
+{
+    int f;
+
+    for (f = 0; f < AMP_FIELD_COUNT; f++)
+        if (amp_tok_is(t, amp_fields[f].name))
+            return f;
+    return -1;
+}
+
+static int
+amp_parse_cmp(struct amp_parser *ps, int equality_only)
+{
+    int c;
+
+    if (ps->tok.kind == AMP_TOK_OP) {
+        for (c = 0; c <= AMP_CMP_GT; c++) {
+            if (equality_only && c != AMP_CMP_EQ && c != AMP_CMP_NE)
+                continue;
+            if (ps->tok.len == strlen(amp_cmp_names[c]) &&
+                memcmp(ps->tok.at, amp_cmp_names[c], ps->tok.len) == 0) {
+                amp_next(ps);
+                return c;
+            }
+        }
+    }
+    amp_expected(ps, equality_only ? "'==' or '!='"
+                                   : "a comparison (<, <=, ==, !=, >=, >)");
+    return -1;
+}
+
+/* field cmp value | field % modulus (==|!=) value */
+static int
+amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
+{
+    const struct amp_field_info *fi = &amp_fields[field];
+    struct amp_policy_node *n;
+    char what[96];
+    int id, cmp;
+    int64_t modulus = 0, value = 0;
+
+    amp_next(ps);
+    if (!fi->values && ps->tok.kind == AMP_TOK_OP && ps->tok.len == 1 &&
+        ps->tok.at[0] == '%') {
+        amp_next(ps);
+        if (amp_parse_int(&ps->tok, 0, &modulus) != 0 || modulus < 1) {
+            amp_expected(ps, "a positive divisor after '%'");
+            return -1;
+        }
+        amp_next(ps);
+    }
+    cmp = amp_parse_cmp(ps, fi->values != NULL || modulus > 0);
+    if (cmp < 0)
+        return -1;
+    if (fi->values) {
+        const char *const *v;
+
+        for (v = fi->values; *v; v++)
+            if (amp_tok_is(&ps->tok, *v))
+                break;
+        if (!*v) {
+            snprintf(what, sizeof what, "%s or %s after '%s %s'",
+                     fi->values[0], fi->values[1], fi->name,
+                     amp_cmp_names[cmp]);
+            amp_expected(ps, what);
+            return -1;
+        }
+        value = v - fi->values;
+    } else if (amp_parse_int(&ps->tok, 0, &value) != 0) {
+        snprintf(what, sizeof what, "a non-negative integer after '%s%s %s'",
+                 fi->name, modulus ? " % N" : "", amp_cmp_names[cmp]);
+        amp_expected(ps, what);
+        return -1;
+    }
+    amp_next(ps);
+    id = amp_new_node(ps, modulus ? AMP_NODE_DIVIDES : AMP_NODE_COMPARE);
+    if (id < 0)
+        return -1;
+    n = &ps->p->nodes[id];
+    n->field = (uint8_t)field;
+    n->op = (uint8_t)cmp;
+    n->value = value;
+    n->modulus = modulus;
+    if (field == AMP_FIELD_CALL)
+        *uses_call = 1;
+    return id;
+}
+
+/* symbol|caller|module GLOB */
+static int
+amp_parse_glob_test(struct amp_parser *ps, int kind, const char *what)
+{
+    char msg[64];
+    uint32_t text;
+    int id;
+
+    amp_next(ps);
+    if (ps->tok.kind != AMP_TOK_WORD && ps->tok.kind != AMP_TOK_STRING) {
+        snprintf(msg, sizeof msg, "a glob after '%s'", what);
+        amp_expected(ps, msg);
+        return -1;
+    }
+    text = amp_store_text(ps, &ps->tok);
+    if (ps->failed)
+        return -1;
+    amp_next(ps);
+    id = amp_new_node(ps, kind);
+    if (id >= 0) {
+        ps->p->nodes[id].text = text;
+        if (kind != AMP_NODE_SYMBOL)
+            ps->p->uses_site = 1;
+    }
+    return id;
+}
+
+static int
+amp_parse_primary(struct amp_parser *ps, int *uses_call)
+{
+    int id, field, f, col = ps->tok.col;
+
+    if (ps->tok.kind == AMP_TOK_LPAREN || amp_tok_is(&ps->tok, "not")) {
+        int paren = ps->tok.kind == AMP_TOK_LPAREN;
+
+        if (++ps->depth > AMP_POLICY_MAX_DEPTH) {
+            amp_fail(ps, col, "conditions nest too deeply: at most %d "
+                     "levels of parentheses and 'not'",
+                     AMP_POLICY_MAX_DEPTH);
+            return -1;
+        }
+        amp_next(ps);
+        if (paren) {
+            id = amp_parse_or(ps, uses_call);
+            if (id >= 0 && ps->tok.kind != AMP_TOK_RPAREN) {
+                amp_expected(ps, "')' or 'and' or 'or'");
+                return -1;
+            }
+            if (id >= 0)
+                amp_next(ps);
+        } else {
+            int operand = amp_parse_primary(ps, uses_call);
+
+            id = operand < 0 ? -1 : amp_new_node(ps, AMP_NODE_NOT);
+            if (id >= 0)
+                ps->p->nodes[id].left = (int16_t)operand;
+        }
+        ps->depth--;
+        return id;
+    }
+    for (f = 0; f < AMP_FAMILY_COUNT; f++) {
+        if (amp_tok_is(&ps->tok, amp_family_names[f])) {
+            amp_next(ps);
+            id = amp_new_node(ps, AMP_NODE_FAMILY);
+            if (id >= 0)
+                ps->p->nodes[id].value = f;
+            return id;
+        }
+    }
+    if (amp_tok_is(&ps->tok, "symbol"))
+        return amp_parse_glob_test(ps, AMP_NODE_SYMBOL, "symbol");
+    if (amp_tok_is(&ps->tok, "caller"))
+        return amp_parse_glob_test(ps, AMP_NODE_CALLER, "caller");
+    if (amp_tok_is(&ps->tok, "module"))
+        return amp_parse_glob_test(ps, AMP_NODE_MODULE, "module");
+    field = amp_parse_field_name(&ps->tok);
+    if (field >= 0)
+        return amp_parse_compare(ps, field, uses_call);
+    amp_expected(ps, "a condition (gemm, conv, symbol, caller, module, "
+                 "not, '(' or a field: m, n, k, batch, transa, transb, N, "
+                 "C, H, W, K, R, S, groups, layout, call)");
+    return -1;
+}
+
+/* One level of a binary operator: operand { word operand }. */
+static int
+amp_parse_binary(struct amp_parser *ps, int *uses_call, const char *word,
+                 int kind)
+{
+    int left = kind == AMP_NODE_AND ? amp_parse_primary(ps, uses_call)
+                                    : amp_parse_binary(ps, uses_call, "and",
+                                                       AMP_NODE_AND);
+
+    while (left >= 0 && amp_tok_is(&ps->tok, word)) {
+        int right, id;
+
+        amp_next(ps);
+        right = kind == AMP_NODE_AND
+                    ? amp_parse_primary(ps, uses_call)
+                    : amp_parse_binary(ps, uses_call, "and", AMP_NODE_AND);
+        if (right < 0)
+            return -1;
+        id = amp_new_node(ps, kind);
+        if (id < 0)
+            return -1;
+        ps->p->nodes[id].left = (int16_t)left;
+        ps->p->nodes[id].right = (int16_t)right;
+        left = id;
+    }
+    return left;
+}
+
+static int
+amp_parse_or(struct amp_parser *ps, int *uses_call)
+{
+    return amp_parse_binary(ps, uses_call, "or", AMP_NODE_OR);
+}
+
+/* ---- Statements ------------------------------------------------------------ */
+
+static void
+amp_expect_end(struct amp_parser *ps, const char *what)
+{
+    if (!ps->failed && ps->tok.kind != AMP_TOK_END)
+        amp_expected(ps, what);
+}
+
+static int
+amp_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* match exe GLOB [build-id HEX] | match build-id HEX [exe GLOB] */
+static void
+amp_parse_match(struct amp_parser *ps)
+{
+    struct amp_policy *p = ps->p;
+    struct amp_policy_match *m;
+    int any = 0;
+
+    if (p->nmatches >= AMP_POLICY_MAX_MATCHES) {
+        amp_fail(ps, 1, "too many match lines: at most %d",
+                 AMP_POLICY_MAX_MATCHES);
+        return;
+    }
+    m = &p->matches[p->nmatches];
+    memset(m, 0, sizeof *m);
+    m->line = ps->lineno;
+    amp_next(ps);
+    for (;;) {
+        if (amp_tok_is(&ps->tok, "exe") && !m->exe) {
+            amp_next(ps);
+            if (ps->tok.kind != AMP_TOK_WORD &&
+                ps->tok.kind != AMP_TOK_STRING) {
+                amp_expected(ps, "a glob of the executable's name after "
+                             "'exe'");
+                return;
+            }
+            /* Offset 0 means "any": keep a byte before the first glob. */
+            if (p->strings_used == 0)
+                p->strings_used = 1;
+            m->exe = amp_store_text(ps, &ps->tok);
+        } else if (amp_tok_is(&ps->tok, "build-id") && !m->build_id_len) {
+            const struct amp_tok *t;
+            size_t i;
+
+            amp_next(ps);
+            t = &ps->tok;
+            if (t->kind != AMP_TOK_WORD || t->text_len % 2 != 0 ||
+                t->text_len < 2 ||
+                t->text_len > 2 * AMP_POLICY_BUILD_ID_MAX) {
+                amp_expected(ps, "an even number of hex digits after "
+                             "'build-id'");
+                return;
+            }
+            for (i = 0; i < t->text_len; i += 2) {
+                int hi = amp_hex_value(t->text[i]);
+                int lo = amp_hex_value(t->text[i + 1]);
+
+                if (hi < 0 || lo < 0) {
+                    amp_fail(ps, t->col + (int)i + (hi < 0 ? 0 : 1),
+                             "expected a hex digit in the build-id, found "
+                             "'%c'", hi < 0 ? t->text[i] : t->text[i + 1]);
+                    return;
+                }
+                m->build_id[i / 2] = (unsigned char)(hi << 4 | lo);
+            }
+            m->build_id_len = t->text_len / 2;
+        } else {
+            amp_expected(ps, any ? "'exe', 'build-id' or end of line"
+                                 : "'exe' or 'build-id' after 'match'");
+            return;
+        }
+        if (ps->failed)
+            return;
+        any = 1;
+        amp_next(ps);
+        if (ps->tok.kind == AMP_TOK_END)
+            break;
+    }
+    p->nmatches++;
+}
+
+/* set NAME VALUE */
+static void
+amp_parse_set(struct amp_parser *ps)
+{
+    struct amp_policy_settings *s = &ps->p->set;
+    const char *expected = NULL;
+
+    amp_next(ps);
+    if (amp_tok_is(&ps->tok, "tolerance")) {
+        amp_next(ps);
+        if (amp_parse_real(&ps->tok, &s->tolerance) != 0)
+            expected = "a non-negative number (1e-3) after 'tolerance'";
+    } else if (amp_tok_is(&ps->tok, "shadow-rate")) {
+        amp_next(ps);
+        if (amp_parse_real(&ps->tok, &s->shadow_rate) != 0 ||
+            s->shadow_rate > 1)
+            expected = "a share of calls from 0 to 1 after 'shadow-rate'";
+    } else if (amp_tok_is(&ps->tok, "min-size")) {
+        amp_next(ps);
+        if (amp_parse_int(&ps->tok, 1, &s->min_size) != 0)
+            expected = "a count of multiply-adds (digits with an optional "
+                       "K, M or G) after 'min-size'";
+    } else if (amp_tok_is(&ps->tok, "scratch-max")) {
+        amp_next(ps);
+        if (amp_parse_int(&ps->tok, 1, &s->scratch_max) != 0)
+            expected = "a byte count (digits with an optional K, M or G) "
+                       "after 'scratch-max'";
+    } else {
+        expected = "a setting (tolerance, shadow-rate, min-size, "
+                   "scratch-max) after 'set'";
+    }
+    if (expected) {
+        amp_expected(ps, expected);
+        return;
+    }
+    amp_next(ps);
+    amp_expect_end(ps, "end of line after the setting's value");
+}
+
+/* rule ACTION [verify N] [when CONDITION] */
+static void
+amp_parse_rule(struct amp_parser *ps)
+{
+    struct amp_policy *p = ps->p;
+    struct amp_policy_rule *r;
+    int col = ps->tok.col;
+
+    if (p->nrules >= AMP_POLICY_MAX_RULES) {
+        amp_fail(ps, col, "too many rules: at most %d",
+                 AMP_POLICY_MAX_RULES);
+        return;
+    }
+    r = &p->rules[p->nrules];
+    memset(r, 0, sizeof *r);
+    r->line = ps->lineno;
+    r->col = col;
+    r->root = -1;
+    amp_next(ps);
+    if (amp_parse_action(ps, &r->action) != 0)
+        return;
+    if (amp_tok_is(&ps->tok, "when")) {
+        amp_next(ps);
+        ps->depth = 0;
+        r->root = amp_parse_or(ps, &r->uses_call);
+        if (r->root < 0)
+            return;
+        amp_expect_end(ps, "'and', 'or' or end of line");
+    } else {
+        amp_expect_end(ps, r->action.verify ? "'when' or end of line"
+                                            : "'verify', 'when' or end of "
+                                              "line");
+    }
+    if (!ps->failed)
+        p->nrules++;
+}
+
+static void
+amp_parse_statement(struct amp_parser *ps)
+{
+    struct amp_policy *p = ps->p;
+
+    amp_next(ps);
+    if (ps->tok.kind == AMP_TOK_END)
+        return;
+    if (p->default_line) {
+        amp_expected(ps, "nothing after the closing 'default' (a comment "
+                     "or a blank line)");
+        return;
+    }
+    if (amp_tok_is(&ps->tok, "match") || amp_tok_is(&ps->tok, "set")) {
+        if (p->nrules > 0) {
+            amp_fail(ps, ps->tok.col, "expected 'rule' or 'default': "
+                     "'%.*s' lines come before the first rule",
+                     (int)ps->tok.len, ps->tok.at);
+            return;
+        }
+        if (amp_tok_is(&ps->tok, "match"))
+            amp_parse_match(ps);
+        else
+            amp_parse_set(ps);
+    } else if (amp_tok_is(&ps->tok, "rule")) {
+        amp_parse_rule(ps);
+    } else if (amp_tok_is(&ps->tok, "default")) {
+        amp_next(ps);
+        if (amp_parse_action(ps, &p->fallback) != 0)
+            return;
+        if (p->fallback.verify) {
+            amp_fail(ps, 9, "expected end of line: the default takes no "
+                     "'verify'");
+            return;
+        }
+        amp_expect_end(ps, "end of line after the default's action");
+        if (!ps->failed)
+            p->default_line = ps->lineno;
+    } else {
+        amp_expected(ps, "a statement (match, set, rule, default)");
+    }
+}
+
+static void
+amp_policy_reset(struct amp_policy *p, const char *name)
+{
+    memset(p, 0, offsetof(struct amp_policy, nodes));
+    p->nnodes = 0;
+    p->strings_used = 0;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->set.tolerance = -1;
+    p->set.shadow_rate = -1;
+    p->set.min_size = -1;
+    p->set.scratch_max = -1;
+}
+
+enum amp_status
+amp_policy_parse(const char *text, size_t len, const char *name,
+                 struct amp_policy *p, struct amp_policy_error *err)
+{
+    struct amp_parser ps = {.p = p, .err = err};
+    size_t at = 0;
+
+    memset(err, 0, sizeof *err);
+    amp_policy_reset(p, name);
+    while (at < len && !ps.failed) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+
+        ps.lineno++;
+        ps.line = text + at;
+        ps.line_len = end - at;
+        ps.pos = 0;
+        if (ps.line_len > AMP_POLICY_MAX_LINE) {
+            amp_fail(&ps, AMP_POLICY_MAX_LINE + 1, "expected at most %d "
+                     "bytes on a line", AMP_POLICY_MAX_LINE);
+            break;
+        }
+        if (memchr(ps.line, '\0', ps.line_len)) {
+            amp_fail(&ps, (int)((const char *)memchr(ps.line, '\0',
+                                                      ps.line_len) -
+                                ps.line) + 1,
+                     "expected text, found a NUL byte");
+            break;
+        }
+        amp_parse_statement(&ps);
+        at = end + 1;
+    }
+    if (!ps.failed && !p->default_line) {
+        ps.lineno = ps.lineno + (len > 0 && text[len - 1] != '\n' ? 0 : 1);
+        if (ps.lineno == 0)
+            ps.lineno = 1;
+        amp_fail(&ps, 1, "expected a closing 'default ACTION' before the "
+                 "end of the file");
+    }
+    if (ps.failed) {
+        snprintf(err->text, sizeof err->text, "%s:%d:%d: %s", name,
+                 err->line, err->col, err->message);
+        return AMP_ERR_INVALID;
+    }
+    return AMP_OK;
+}
+
+enum amp_status
+amp_policy_load(const char *path, struct amp_policy *p,
+                struct amp_policy_error *err)
+{
+    /* The bounds make a valid file smaller than this. */
+    enum { CAP = (AMP_POLICY_MAX_LINE + 1) * 2048 };
+    static char buf[CAP];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    enum amp_status st;
+    size_t len = 0;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    memset(err, 0, sizeof *err);
+    if (fd < 0) {
+        amp_policy_reset(p, path);
+        snprintf(err->message, sizeof err->message, "cannot read: %s",
+                 strerror(errno));
+        snprintf(err->text, sizeof err->text, "%s:0:0: %s", path,
+                 err->message);
+        return AMP_ERR_INVALID;
+    }
+    pthread_mutex_lock(&lock);
+    while (len < CAP && (got = read(fd, buf + len, CAP - len)) > 0)
+        len += (size_t)got;
+    close(fd);
+    if (len == CAP) {
+        amp_policy_reset(p, path);
+        snprintf(err->message, sizeof err->message, "expected at most %d "
+                 "bytes in a policy file", CAP - 1);
+        snprintf(err->text, sizeof err->text, "%s:0:0: %s", path,
+                 err->message);
+        st = AMP_ERR_INVALID;
+    } else {
+        st = amp_policy_parse(buf, len, path, p, err);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+/* ---- Matching ----------------------------------------------------------- */
+
+enum amp_truth {
+    AMP_FALSE = 0,
+    AMP_TRUE = 1,
+    AMP_UNKNOWN = 2,             /* depends on the call count */
+};
+
+static int
+amp_compare(int64_t a, int op, int64_t b)
+{
+    switch (op) {
+    case AMP_CMP_LT:
+        return a < b;
+    case AMP_CMP_LE:
+        return a <= b;
+    case AMP_CMP_EQ:
+        return a == b;
+    case AMP_CMP_NE:
+        return a != b;
+    case AMP_CMP_GE:
+        return a >= b;
+    default:
+        return a > b;
+    }
+}
+
+static int
+amp_glob(const char *glob, const char *text)
+{
+    return text && fnmatch(glob, text, 0) == 0;
+}
+
+/* A module glob with a '/' matches the whole path, else the file name. */
+static int
+amp_glob_file(const char *glob, const char *path)
+{
+    const char *base;
+
+    if (!path)
+        return 0;
+    base = strrchr(path, '/');
+    return amp_glob(glob, strchr(glob, '/') || !base ? path : base + 1);
+}
+
+/* Three-valued evaluation: with count_known 0, tests of the call count
+ * are unknown. */
+static enum amp_truth
+amp_eval(const struct amp_policy *p, int id, const struct amp_policy_call *c,
+         int count_known)
+{
+    const struct amp_policy_node *n = &p->nodes[id];
+    enum amp_truth l, r;
+    int64_t v;
+
+    switch (n->kind) {
+    case AMP_NODE_AND:
+        l = amp_eval(p, n->left, c, count_known);
+        if (l == AMP_FALSE)
+            return AMP_FALSE;
+        r = amp_eval(p, n->right, c, count_known);
+        return r == AMP_FALSE ? AMP_FALSE : l == AMP_TRUE ? r : AMP_UNKNOWN;
+    case AMP_NODE_OR:
+        l = amp_eval(p, n->left, c, count_known);
+        if (l == AMP_TRUE)
+            return AMP_TRUE;
+        r = amp_eval(p, n->right, c, count_known);
+        return r == AMP_TRUE ? AMP_TRUE : l == AMP_FALSE ? r : AMP_UNKNOWN;
+    case AMP_NODE_NOT:
+        l = amp_eval(p, n->left, c, count_known);
+        return l == AMP_UNKNOWN ? AMP_UNKNOWN : (enum amp_truth)!l;
+    case AMP_NODE_FAMILY:
+        return (enum amp_truth)(c->family == (enum amp_family)n->value);
+    case AMP_NODE_SYMBOL:
+        return (enum amp_truth)amp_glob(p->strings + n->text, c->symbol);
+    case AMP_NODE_CALLER:
+        return (enum amp_truth)amp_glob(p->strings + n->text, c->caller);
+    case AMP_NODE_MODULE:
+        return (enum amp_truth)amp_glob_file(p->strings + n->text,
+                                             c->module);
+    default:
+        break;
+    }
+    if (n->field == AMP_FIELD_CALL && !count_known)
+        return AMP_UNKNOWN;
+    if (!(c->present & (1u << n->field)))
+        return AMP_FALSE;
+    v = c->field[n->field];
+    if (n->kind == AMP_NODE_DIVIDES)
+        v %= n->modulus;
+    return (enum amp_truth)amp_compare(v, n->op, n->value);
+}
+
+static enum amp_truth
+amp_rule_eval(const struct amp_policy *p, int rule,
+              const struct amp_policy_call *c, int count_known)
+{
+    const struct amp_policy_rule *r = &p->rules[rule];
+
+    return r->root < 0 ? AMP_TRUE : amp_eval(p, r->root, c, count_known);
+}
+
+/* Multiply-adds of a call, saturating; -1 when its fields are missing. */
+static int64_t
+amp_call_size(const struct amp_policy_call *c)
+{
+    static const enum amp_field gemm[] = {AMP_FIELD_M, AMP_FIELD_N,
+                                          AMP_FIELD_K, AMP_FIELD_BATCH};
+    static const enum amp_field conv[] = {
+        AMP_FIELD_CONV_N, AMP_FIELD_CONV_C, AMP_FIELD_CONV_H,
+        AMP_FIELD_CONV_W, AMP_FIELD_CONV_K, AMP_FIELD_CONV_R,
+        AMP_FIELD_CONV_S};
+    const enum amp_field *f = c->family == AMP_FAMILY_GEMM ? gemm : conv;
+    size_t i, n = c->family == AMP_FAMILY_GEMM ? 4 : 7;
+    double size = 1;
+
+    for (i = 0; i < n; i++) {
+        if (!(c->present & (1u << f[i])))
+            return f[i] == AMP_FIELD_BATCH ? (int64_t)size : -1;
+        size *= (double)c->field[f[i]];
+    }
+    if (c->family == AMP_FAMILY_CONV && (c->present & (1u << AMP_FIELD_GROUPS))
+        && c->field[AMP_FIELD_GROUPS] > 0)
+        size /= (double)c->field[AMP_FIELD_GROUPS];
+    return size >= 9.2e18 ? INT64_MAX : (int64_t)size;
+}
+
+static int
+amp_policy_small(const struct amp_policy *p, const struct amp_policy_call *c)
+{
+    int64_t size;
+
+    if (p->set.min_size <= 0)
+        return 0;
+    size = amp_call_size(c);
+    return size >= 0 && size < p->set.min_size;
+}
+
+int
+amp_policy_match(const struct amp_policy *p,
+                 const struct amp_policy_call *call)
+{
+    int i;
+
+    if (amp_policy_small(p, call))
+        return AMP_POLICY_SMALL;
+    for (i = 0; i < p->nrules; i++)
+        if (amp_rule_eval(p, i, call, 1) == AMP_TRUE)
+            return i;
+    return p->nrules;
+}
+
+void
+amp_policy_action(const struct amp_policy *p, int match, int64_t count,
+                  struct amp_decision *out)
+{
+    const struct amp_policy_action *a;
+    int64_t period;
+
+    out->why = AMP_WHY_RULE;
+    out->candidate = AMP_MODE_FP16;
+    if (match == AMP_POLICY_SMALL) {
+        out->mode = AMP_MODE_FP32;
+        out->why = AMP_WHY_MIN_SIZE;
+        out->line = 0;
+        return;
+    }
+    if (match >= p->nrules) {
+        a = &p->fallback;
+        out->why = AMP_WHY_DEFAULT;
+        out->line = p->default_line;
+    } else {
+        a = &p->rules[match].action;
+        out->line = p->rules[match].line;
+    }
+    out->mode = a->mode;
+    out->candidate = a->candidate;
+    if (a->mode == AMP_MODE_FP32 || a->mode == AMP_MODE_SHADOW)
+        return;
+    if (a->verify > 0 && count <= a->verify) {
+        out->candidate = a->mode;
+        out->mode = AMP_MODE_SHADOW;
+        out->why = AMP_WHY_VERIFY;
+        return;
+    }
+    if (p->set.shadow_rate > 0) {
+        period = (int64_t)(1.0 / p->set.shadow_rate + 0.5);
+        if (period >= 1 && count % period == 0) {
+            out->candidate = a->mode;
+            out->mode = AMP_MODE_SHADOW;
+            out->why = AMP_WHY_SAMPLE;
+        }
+    }
+}
+
+static const char *const amp_why_names[] = {
+    [AMP_WHY_RULE] = "rule",
+    [AMP_WHY_DEFAULT] = "default",
+    [AMP_WHY_MIN_SIZE] = "under min-size",
+    [AMP_WHY_VERIFY] = "verify",
+    [AMP_WHY_SAMPLE] = "shadow-rate sample",
+    [AMP_WHY_DEMOTED] = "site demoted",
+    [AMP_WHY_ENV_MODE] = "AMPSHIM_MODE",
+    [AMP_WHY_BROKEN] = "policy has an error",
+};
+
+const char *
+amp_decision_why_name(enum amp_decision_why why)
+{
+    return (unsigned)why < sizeof amp_why_names / sizeof *amp_why_names
+               ? amp_why_names[why]
+               : "?";
+}
+
+/* ---- The decision cache ----------------------------------------------------- */
+
+/* What does not change between calls with one key: the first rule that
+ * matches whatever the count (or the default, or AMP_POLICY_SMALL), and
+ * the count-dependent rules before it that may match. */
+struct amp_policy_cache_entry {
+    atomic_int used;
+    const void *site;
+    enum amp_family family;
+    const char *symbol;
+    unsigned present;
+    int64_t field[AMP_FIELD_CALL];
+    int rule;
+    int ndynamic;
+    int16_t dynamic[AMP_POLICY_CACHE_DYNAMIC];
+};
+
+static pthread_mutex_t amp_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+size_t
+amp_policy_cache_bytes(void)
+{
+    return sizeof(struct amp_policy_cache_entry) * AMP_POLICY_CACHE_SIZE;
+}
+
+void
+amp_policy_cache_init(struct amp_policy_cache *cache,
+                      const struct amp_policy *p, void *storage)
+{
+    memset(storage, 0, amp_policy_cache_bytes());
+    cache->policy = p;
+    cache->entries = storage;
+    atomic_init(&cache->hits, 0);
+    atomic_init(&cache->misses, 0);
+}
+
+static unsigned
+amp_present_key(const struct amp_policy_call *c)
+{
+    return c->present & ~(1u << AMP_FIELD_CALL);
+}
+
+static size_t
+amp_cache_hash(const struct amp_policy_call *c)
+{
+    uint64_t h = (uint64_t)(uintptr_t)c->site * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)c->symbol ^ (uint64_t)c->family << 7 ^
+                 amp_present_key(c);
+    int f;
+
+    for (f = 0; f < AMP_FIELD_CALL; f++) {
+        if (c->present & (1u << f)) {
+            h ^= (uint64_t)c->field[f] + 0x9e3779b97f4a7c15ull + (h << 6) +
+                 (h >> 2);
+        }
+    }
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return (size_t)(h % AMP_POLICY_CACHE_SIZE);
+}
+
+static int
+amp_cache_same(const struct amp_policy_cache_entry *e,
+               const struct amp_policy_call *c)
+{
+    int f;
+
+    if (e->site != c->site || e->family != c->family ||
+        e->symbol != c->symbol || e->present != amp_present_key(c))
+        return 0;
+    for (f = 0; f < AMP_FIELD_CALL; f++)
+        if ((c->present & (1u << f)) && e->field[f] != c->field[f])
+            return 0;
+    return 1;
+}
+
+/* The static part of a match: fills e's rule and dynamic list; 0 when
+ * more count-dependent rules may match than the entry holds. */
+static int
+amp_cache_fill(const struct amp_policy *p, const struct amp_policy_call *c,
+               struct amp_policy_cache_entry *e)
+{
+    int i;
+
+    e->ndynamic = 0;
+    e->rule = p->nrules;
+    if (amp_policy_small(p, c)) {
+        e->rule = AMP_POLICY_SMALL;
+        return 1;
+    }
+    for (i = 0; i < p->nrules; i++) {
+        enum amp_truth t = amp_rule_eval(p, i, c, 0);
+
+        if (t == AMP_TRUE) {
+            e->rule = i;
+            break;
+        }
+        if (t == AMP_UNKNOWN) {
+            if (e->ndynamic == AMP_POLICY_CACHE_DYNAMIC)
+                return 0;
+            e->dynamic[e->ndynamic++] = (int16_t)i;
+        }
+    }
+    return 1;
+}
+
+static int
+amp_cache_use(const struct amp_policy *p,
+              const struct amp_policy_cache_entry *e,
+              const struct amp_policy_call *c)
+{
+    int i;
+
+    for (i = 0; i < e->ndynamic; i++)
+        if (amp_rule_eval(p, e->dynamic[i], c, 1) == AMP_TRUE)
+            return e->dynamic[i];
+    return e->rule;
+}
+
+int
+amp_policy_cached_match(struct amp_policy_cache *cache,
+                        const struct amp_policy_call *call)
+{
+    const struct amp_policy *p = cache->policy;
+    struct amp_policy_cache_entry *e = NULL, fresh;
+    size_t at = amp_cache_hash(call), i;
+    int rule;
+
+    for (i = 0; i < AMP_POLICY_CACHE_SIZE; i++) {
+        e = &cache->entries[(at + i) % AMP_POLICY_CACHE_SIZE];
+        if (!atomic_load_explicit(&e->used, memory_order_acquire))
+            break;
+        if (amp_cache_same(e, call)) {
+            atomic_fetch_add_explicit(&cache->hits, 1, memory_order_relaxed);
+            return amp_cache_use(p, e, call);
+        }
+    }
+    atomic_fetch_add_explicit(&cache->misses, 1, memory_order_relaxed);
+    if (!amp_cache_fill(p, call, &fresh))
+        return amp_policy_match(p, call);
+    rule = amp_cache_use(p, &fresh, call);
+    pthread_mutex_lock(&amp_cache_lock);
+    e = NULL;
+    for (i = 0; i < AMP_POLICY_CACHE_SIZE; i++) {
+        struct amp_policy_cache_entry *slot =
+            &cache->entries[(at + i) % AMP_POLICY_CACHE_SIZE];
+
+        if (!atomic_load_explicit(&slot->used, memory_order_relaxed)) {
+            e = slot;
+            break;
+        }
+        if (amp_cache_same(slot, call))
+            break; /* another thread was first */
+    }
+    if (e) {
+        int f;
+
+        e->site = call->site;
+        e->family = call->family;
+        e->symbol = call->symbol;
+        e->present = amp_present_key(call);
+        for (f = 0; f < AMP_FIELD_CALL; f++)
+            e->field[f] = (call->present & (1u << f)) ? call->field[f] : 0;
+        e->rule = fresh.rule;
+        e->ndynamic = fresh.ndynamic;
+        memcpy(e->dynamic, fresh.dynamic, sizeof e->dynamic);
+        atomic_store_explicit(&e->used, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&amp_cache_lock);
+    return rule;
+}

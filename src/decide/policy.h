@@ -1,0 +1,322 @@
+/* Policies: the rule language of policy/README.md (parse, match a call,
+ * cache decisions per site and shape), finding the file that applies to
+ * this process, and the decision a hook asks for. */
+#ifndef AMP_POLICY_H
+#define AMP_POLICY_H
+
+#include "base/config.h"
+#include "base/status.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Bounds (each has its own error message) ----------------------------- */
+
+#define AMP_POLICY_MAX_LINE 1024    /* bytes per line, newline excluded */
+#define AMP_POLICY_MAX_RULES 256    /* rule lines, the default excluded */
+#define AMP_POLICY_MAX_NODES 4096   /* tests and operators of all rules */
+#define AMP_POLICY_MAX_DEPTH 8      /* nested parentheses and nots */
+#define AMP_POLICY_MAX_MATCHES 32   /* match lines */
+#define AMP_POLICY_STRINGS 16384    /* bytes of globs, NULs included */
+#define AMP_POLICY_NAME_LEN 512     /* the file name kept for messages */
+#define AMP_POLICY_BUILD_ID_MAX 64  /* bytes of an ELF build-id */
+
+/* ---- A call, as the matcher sees it -------------------------------------- */
+
+enum amp_family {
+    AMP_FAMILY_GEMM = 0,
+    AMP_FAMILY_CONV,
+    AMP_FAMILY_COUNT,
+};
+
+/* The fields a condition can test. GEMM: m n k batch transa transb;
+ * convolution: N C H W K R S groups layout; every call: call. */
+enum amp_field {
+    AMP_FIELD_M = 0,
+    AMP_FIELD_N,
+    AMP_FIELD_K,
+    AMP_FIELD_BATCH,
+    AMP_FIELD_TRANSA,   /* AMP_OP_N 0, AMP_OP_T 1 */
+    AMP_FIELD_TRANSB,
+    AMP_FIELD_CONV_N,
+    AMP_FIELD_CONV_C,
+    AMP_FIELD_CONV_H,
+    AMP_FIELD_CONV_W,
+    AMP_FIELD_CONV_K,
+    AMP_FIELD_CONV_R,
+    AMP_FIELD_CONV_S,
+    AMP_FIELD_GROUPS,
+    AMP_FIELD_LAYOUT,   /* enum amp_layout */
+    AMP_FIELD_CALL,     /* 1-based call number at the site */
+    AMP_FIELD_COUNT,
+};
+
+enum amp_layout {
+    AMP_LAYOUT_NCHW = 0,
+    AMP_LAYOUT_NHWC,
+};
+
+/* One call. Fields the call does not have are not in `present`; a
+ * condition on such a field is false. */
+struct amp_policy_call {
+    enum amp_family family;
+    const char *symbol;          /* the hooked API; a static string */
+    int64_t field[AMP_FIELD_COUNT];
+    unsigned present;            /* bit (1u << field) per field set */
+    const char *caller;          /* the calling function, or its offset in
+                                    the module ("0x1a2b"); NULL: unknown */
+    const char *module;          /* the caller's module file; NULL: unknown */
+    const void *site;            /* the cache key's site; NULL: none */
+};
+
+/* Sets a field and marks it present. */
+void amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,
+                         int64_t value);
+
+/* ---- A parsed policy --------------------------------------------------- */
+
+struct amp_policy_action {
+    enum amp_mode mode;          /* AMP_MODE_SHADOW: candidate is measured */
+    enum amp_mode candidate;
+    int verify;                  /* "verify N": the site's first N calls run
+                                    as shadow:mode */
+};
+
+/* A condition is a tree of nodes. */
+enum amp_node_kind {
+    AMP_NODE_AND = 0,
+    AMP_NODE_OR,
+    AMP_NODE_NOT,
+    AMP_NODE_FAMILY,             /* value: enum amp_family */
+    AMP_NODE_SYMBOL,             /* text: glob */
+    AMP_NODE_CALLER,
+    AMP_NODE_MODULE,
+    AMP_NODE_COMPARE,            /* field op value */
+    AMP_NODE_DIVIDES,            /* field % modulus op value */
+};
+
+enum amp_cmp {
+    AMP_CMP_LT = 0,
+    AMP_CMP_LE,
+    AMP_CMP_EQ,
+    AMP_CMP_NE,
+    AMP_CMP_GE,
+    AMP_CMP_GT,
+};
+
+struct amp_policy_node {
+    uint8_t kind;                /* enum amp_node_kind */
+    uint8_t op;                  /* enum amp_cmp */
+    uint8_t field;               /* enum amp_field */
+    int16_t left, right;         /* operands of and, or, not */
+    int64_t value, modulus;
+    uint32_t text;               /* offset of a glob in strings */
+};
+
+struct amp_policy_rule {
+    struct amp_policy_action action;
+    int line, col;               /* where the rule starts */
+    int root;                    /* condition node, -1: always */
+    int uses_call;               /* the condition reads the call count */
+};
+
+struct amp_policy_match {
+    uint32_t exe;                /* offset of the glob, 0: any */
+    unsigned char build_id[AMP_POLICY_BUILD_ID_MAX];
+    size_t build_id_len;         /* 0: any */
+    int line;
+};
+
+/* Settings: a negative value (-1) was not set. */
+struct amp_policy_settings {
+    double tolerance;            /* max shadow relative error (max norm) */
+    double shadow_rate;          /* share of converted calls measured */
+    int64_t min_size;            /* multiply-adds under which calls stay FP32 */
+    int64_t scratch_max;         /* bytes of scratch per call */
+};
+
+struct amp_policy {
+    char name[AMP_POLICY_NAME_LEN];
+    int nmatches;
+    struct amp_policy_match matches[AMP_POLICY_MAX_MATCHES];
+    struct amp_policy_settings set;
+    int nrules;
+    struct amp_policy_rule rules[AMP_POLICY_MAX_RULES];
+    struct amp_policy_action fallback; /* the closing default */
+    int default_line;
+    int uses_site;               /* a rule tests caller or module */
+    int nnodes;
+    struct amp_policy_node nodes[AMP_POLICY_MAX_NODES];
+    size_t strings_used;
+    char strings[AMP_POLICY_STRINGS];
+};
+
+/* Where a policy is wrong: "name:line:col: message". */
+struct amp_policy_error {
+    int line, col;
+    char message[256];
+    char text[AMP_POLICY_NAME_LEN + 300]; /* the whole line for a log */
+};
+
+/* Parses len bytes of text named `name` (a file name, "<built-in>") into
+ * p. Fails with AMP_ERR_INVALID at the first error, which err describes;
+ * p is then unusable as a whole. Allocates nothing. */
+enum amp_status amp_policy_parse(const char *text, size_t len,
+                                 const char *name, struct amp_policy *p,
+                                 struct amp_policy_error *err);
+
+/* Reads and parses a file; a file that cannot be read is an error at
+ * line 0, column 0. */
+enum amp_status amp_policy_load(const char *path, struct amp_policy *p,
+                                struct amp_policy_error *err);
+
+/* ---- Matching ------------------------------------------------------------- */
+
+/* Why a decision was made. */
+enum amp_decision_why {
+    AMP_WHY_RULE = 0,            /* a rule matched */
+    AMP_WHY_DEFAULT,             /* no rule matched: the closing default */
+    AMP_WHY_MIN_SIZE,            /* smaller than min-size: FP32 */
+    AMP_WHY_VERIFY,              /* a rule's verify: shadow:mode */
+    AMP_WHY_SAMPLE,              /* shadow-rate: shadow:mode */
+    AMP_WHY_DEMOTED,             /* the site's error exceeded tolerance */
+    AMP_WHY_ENV_MODE,            /* AMPSHIM_MODE overrides the policy */
+    AMP_WHY_BROKEN,              /* the policy has an error: FP32 */
+};
+
+struct amp_decision {
+    enum amp_mode mode;          /* what to run */
+    enum amp_mode candidate;     /* for AMP_MODE_SHADOW */
+    enum amp_decision_why why;
+    int line;                    /* the deciding rule's line, 0: none */
+    uint64_t scratch_max;        /* bytes of scratch this call may use */
+};
+
+const char *amp_decision_why_name(enum amp_decision_why why);
+
+/* The rule for a call with count `count` at its site: the index of the
+ * first matching rule, or p->nrules for the default; AMP_POLICY_SMALL
+ * when the call is under min-size. No caching, no allocation. */
+#define AMP_POLICY_SMALL (-1)
+int amp_policy_match(const struct amp_policy *p,
+                     const struct amp_policy_call *call);
+
+/* Turns a match (a rule index, p->nrules, or AMP_POLICY_SMALL) into the
+ * decision for the call number `count` at its site: verify and
+ * shadow-rate make shadow:mode of a converting mode. */
+void amp_policy_action(const struct amp_policy *p, int match, int64_t count,
+                       struct amp_decision *out);
+
+/* ---- The decision cache --------------------------------------------------- */
+
+#define AMP_POLICY_CACHE_SIZE 4096 /* entries; further keys are not cached */
+#define AMP_POLICY_CACHE_DYNAMIC 8 /* count-dependent rules kept per key */
+
+struct amp_policy_cache_entry;
+
+/* Decisions per (site, family, symbol, fields other than call). Lookups
+ * are lock-free; inserts take a lock. */
+struct amp_policy_cache {
+    const struct amp_policy *policy;
+    struct amp_policy_cache_entry *entries; /* AMP_POLICY_CACHE_SIZE */
+    atomic_ullong hits, misses;             /* lookups that found a key,
+                                               and that did not */
+};
+
+/* Sets up cache for p over caller-provided storage for
+ * AMP_POLICY_CACHE_SIZE entries (amp_policy_cache_bytes()). */
+size_t amp_policy_cache_bytes(void);
+void amp_policy_cache_init(struct amp_policy_cache *cache,
+                           const struct amp_policy *p, void *storage);
+
+/* As amp_policy_match, cached: a repeated key costs a hash lookup (and
+ * the count-dependent rules that matched the key otherwise). */
+int amp_policy_cached_match(struct amp_policy_cache *cache,
+                            const struct amp_policy_call *call);
+
+/* ---- Which file applies to this process ----------------------------------- */
+
+struct amp_program {
+    char exe[4096];              /* the executable's path */
+    const char *name;            /* its last component, inside exe */
+    unsigned char build_id[AMP_POLICY_BUILD_ID_MAX];
+    size_t build_id_len;         /* 0: none */
+};
+
+/* This process: /proc/self/exe and the main program's build-id note. */
+void amp_program_self(struct amp_program *prog);
+
+/* A file's NT_GNU_BUILD_ID; 0 on success. */
+int amp_elf_build_id(const char *path, unsigned char *out, size_t cap,
+                     size_t *len);
+
+/* 1 when p's match lines accept prog (a file with none accepts all). */
+int amp_policy_applies(const struct amp_policy *p,
+                       const struct amp_program *prog);
+
+enum amp_policy_source {
+    AMP_SOURCE_BUILTIN = 0,      /* no file applied */
+    AMP_SOURCE_ENV,              /* AMPSHIM_POLICY */
+    AMP_SOURCE_USER,             /* the per-user directory */
+    AMP_SOURCE_SYSTEM,           /* a system directory */
+};
+
+/* What amp_policy_find chose. */
+struct amp_policy_found {
+    enum amp_policy_source source;
+    int broken;                  /* the chosen file has an error */
+    struct amp_policy_error error;
+    char path[4096];             /* "" for the built-in */
+    char why[768];               /* one line for the log and the report */
+};
+
+/* Fills p with the policy for prog: AMPSHIM_POLICY; else the first file
+ * (*.policy, in name order) of $XDG_CONFIG_HOME/ampshim/policies (default
+ * ~/.config/ampshim/policies), then of each $XDG_CONFIG_DIRS entry's
+ * ampshim/policies (default /etc/xdg), then /etc/ampshim/policies, whose
+ * match lines accept prog; else the built-in default. A file with an
+ * error stops the search: found->broken, p unusable. */
+void amp_policy_find(amp_getenv_fn getenv_fn, const struct amp_program *prog,
+                     struct amp_policy *p, struct amp_policy_found *found);
+
+/* The built-in default policy's text (policy/default.policy). */
+const char *amp_policy_builtin(size_t *len);
+
+/* ---- The process's policy, for the hooks ---------------------------------- */
+
+/* Called once at start-up with the configuration: finds and loads the
+ * policy (not when AMPSHIM_MODE is set) and logs which one and why. */
+void amp_policy_start(const struct amp_config *cfg);
+
+/* The decision for one call. call->site is the call's struct amp_site
+ * (or NULL); its symbol and module are resolved when a rule needs them.
+ * The site's verdicts are what is harvested so far: a caller whose site
+ * has shadow calls in flight (amp_site_unmeasured) harvests first.
+ * Never fails. */
+void amp_policy_decide(const struct amp_policy_call *call,
+                       struct amp_decision *out);
+
+/* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
+ * broken policy, a policy whose every action is fp32), else
+ * AMP_MODE_FP16: an eligibility mode for amp_gemm_decide. */
+enum amp_mode amp_policy_may_convert(void);
+
+/* The active policy's tolerance; a huge value when none applies. */
+double amp_policy_tolerance(void);
+
+/* Which policy decides this process's calls, for the report. */
+struct amp_policy_info {
+    const char *source;          /* "AMPSHIM_MODE", "AMPSHIM_POLICY",
+                                    "user", "system", "built-in", or
+                                    "none" before start-up */
+    const char *path;            /* the file; NULL for none */
+    const char *why;             /* one line: how it was chosen */
+    int broken;                  /* it has an error: nothing converts */
+    enum amp_mode mode;          /* AMPSHIM_MODE's, when source says so */
+    enum amp_mode candidate;
+};
+
+void amp_policy_info(struct amp_policy_info *out);
+
+#endif

@@ -1,0 +1,184 @@
+/* The call-site table: open addressing over a fixed array, lock-free
+ * lookups, inserts under a lock. */
+#include "decide/site.h"
+
+#include "base/log.h"
+#include "decide/symbolize.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+struct amp_site_entry {
+    atomic_int used;          /* 1 once key and site are published */
+    struct amp_site site;
+};
+
+static struct amp_site_entry amp_sites[AMP_SITE_MAX];
+static pthread_mutex_t amp_site_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t
+amp_site_hash(const char *api, const void *caller)
+{
+    uint64_t h = (uint64_t)(uintptr_t)caller ^
+                 ((uint64_t)(uintptr_t)api * 0x9e3779b97f4a7c15ull);
+
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (size_t)(h % AMP_SITE_MAX);
+}
+
+/* The entry of the key, or with `insert` the free entry where it goes;
+ * NULL when neither is found. */
+static struct amp_site_entry *
+amp_site_probe(const char *api, const void *caller, int insert)
+{
+    size_t at = amp_site_hash(api, caller), i;
+
+    for (i = 0; i < AMP_SITE_MAX; i++) {
+        struct amp_site_entry *e = &amp_sites[(at + i) % AMP_SITE_MAX];
+
+        if (!atomic_load_explicit(&e->used, memory_order_acquire))
+            return insert ? e : NULL;
+        if (e->site.api == api && e->site.caller == caller)
+            return e;
+    }
+    return NULL;
+}
+
+struct amp_site *
+amp_site_get(const char *api, const void *caller)
+{
+    struct amp_site_entry *e = amp_site_probe(api, caller, 0);
+
+    if (e)
+        return &e->site;
+    pthread_mutex_lock(&amp_site_lock);
+    e = amp_site_probe(api, caller, 1);
+    if (e && !atomic_load_explicit(&e->used, memory_order_relaxed)) {
+        memset(&e->site, 0, sizeof e->site);
+        e->site.api = api;
+        e->site.caller = caller;
+        atomic_store_explicit(&e->used, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&amp_site_lock);
+    return e ? &e->site : NULL;
+}
+
+int
+amp_site_demoted(const struct amp_site *site)
+{
+    return site && atomic_load_explicit(&site->demoted, memory_order_relaxed);
+}
+
+void
+amp_site_demote(struct amp_site *site, const char *reason)
+{
+    if (!site || atomic_exchange(&site->demoted, 1))
+        return;
+    snprintf(site->demoted_why, sizeof site->demoted_why, "%s", reason);
+    amp_log(AMP_LOG_WARN, "%s called from %p: %s; calls from there stay "
+            "FP32", site->api, site->caller, reason);
+}
+
+uint64_t
+amp_site_count(struct amp_site *site)
+{
+    if (!site)
+        return 1;
+    return atomic_fetch_add_explicit(&site->calls, 1,
+                                     memory_order_relaxed) + 1;
+}
+
+void
+amp_site_symbolize(struct amp_site *site)
+{
+    struct amp_symbol sym;
+
+    if (!site || atomic_load_explicit(&site->symbolized, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&amp_site_lock);
+    if (!atomic_load_explicit(&site->symbolized, memory_order_relaxed)) {
+        if (amp_symbolize(site->caller, &sym) == AMP_OK) {
+            char offset[32];
+
+            snprintf(site->function, sizeof site->function, "%.127s",
+                     amp_symbol_caller(&sym, offset, sizeof offset));
+            snprintf(site->module, sizeof site->module, "%.511s", sym.module);
+            site->offset = sym.offset;
+        } else {
+            snprintf(site->function, sizeof site->function, "%p",
+                     site->caller);
+        }
+        atomic_store_explicit(&site->symbolized, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&amp_site_lock);
+}
+
+void
+amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
+                double tolerance)
+{
+    char reason[160];
+    int over;
+
+    if (!site)
+        return;
+    pthread_mutex_lock(&amp_site_lock);
+    site->shadow_calls++;
+    if (e->max_abs > site->shadow_max_abs)
+        site->shadow_max_abs = e->max_abs;
+    if (e->max_rel > site->shadow_max_rel)
+        site->shadow_max_rel = e->max_rel;
+    site->shadow_nonfinite += e->nonfinite;
+    pthread_mutex_unlock(&amp_site_lock);
+    /* No tolerance (AMPSHIM_MODE decides): measured, never demoted. */
+    if (tolerance == HUGE_VAL)
+        return;
+    over = !(e->max_rel <= tolerance);
+    if (!over && !e->nonfinite)
+        return;
+    if (e->nonfinite)
+        snprintf(reason, sizeof reason, "a shadow call's candidate made %llu "
+                 "non-finite elements where FP32 did not", e->nonfinite);
+    else
+        snprintf(reason, sizeof reason, "shadow max_rel_err=%.3g exceeds "
+                 "the policy's tolerance %.3g", e->max_rel, tolerance);
+    amp_site_demote(site, reason);
+}
+
+int
+amp_site_unmeasured(const struct amp_site *site)
+{
+    return site && atomic_load_explicit(&site->shadowed,
+                                        memory_order_relaxed) >
+                       __atomic_load_n(&site->shadow_calls, __ATOMIC_RELAXED);
+}
+
+void
+amp_site_summary(void)
+{
+    size_t i;
+
+    for (i = 0; i < AMP_SITE_MAX; i++) {
+        struct amp_site *s = &amp_sites[i].site;
+
+        if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire) ||
+            !atomic_load(&s->demoted))
+            continue;
+        amp_site_symbolize(s);
+        amp_log_line("demoted %s at %s (%s+0x%lx): %s", s->api, s->function,
+                     s->module[0] ? s->module : "?", (unsigned long)s->offset,
+                     s->demoted_why);
+    }
+}
+
+void
+amp_site_forget(void)
+{
+    pthread_mutex_init(&amp_site_lock, NULL);
+    memset(amp_sites, 0, sizeof amp_sites);
+}

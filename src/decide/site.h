@@ -1,0 +1,81 @@
+/* Call sites: where in the program a hooked call comes from, keyed by the
+ * hooked API and the return address of the exported hook, and what the
+ * shim has learnt about that site: the calling function and its module
+ * (resolved once, when a policy rule or the summary needs them), how many
+ * calls the policy decided there, and the shadow errors measured there. */
+#ifndef AMP_SITE_H
+#define AMP_SITE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Errors of a candidate mode against the FP32 result over one call. */
+struct amp_gemm_error {
+    double max_abs;            /* max |candidate - fp32| */
+    double max_rel;            /* max |candidate - fp32| / max |fp32|:
+                                  relative error in the max norm */
+    unsigned long long nonfinite; /* elements finite in FP32 but not in the
+                                     candidate */
+};
+
+/* One call site. Lives as long as the process; fields after the key are
+ * read without a lock. */
+struct amp_site {
+    const char *api;          /* the hooked API's name (a static string) */
+    const void *caller;       /* return address of the exported hook */
+    atomic_int demoted;       /* 1: every call from here stays FP32 */
+    atomic_ullong calls;      /* calls the policy decided (amp_site_count) */
+    atomic_ullong shadowed;   /* of those, decided to run in shadow mode */
+    /* amp_site_symbolize(): 1 once caller and module are set. */
+    atomic_int symbolized;
+    char function[128];       /* the caller, or "0x1a2b" (its offset in the
+                                 module) when no symbol covers it */
+    char module[512];         /* the caller's module file */
+    uintptr_t offset;         /* the return address in the module */
+    /* Shadow measurements at this site, under the table's lock. */
+    unsigned long long shadow_calls;
+    double shadow_max_abs, shadow_max_rel;
+    unsigned long long shadow_nonfinite;
+    char demoted_why[160];    /* the first demotion's reason */
+};
+
+/* Most sites a process keeps; calls from further sites get NULL. */
+#define AMP_SITE_MAX 1024
+
+/* The site of (api, caller), made on its first call. Lock-free when the
+ * site exists; NULL when the table is full. `api` is compared by address:
+ * pass the same static string every time. */
+struct amp_site *amp_site_get(const char *api, const void *caller);
+
+/* 1 when calls from the site are to stay FP32. A NULL site is never
+ * demoted. */
+int amp_site_demoted(const struct amp_site *site);
+
+/* Sends every later call from the site to FP32; the first demotion of a
+ * site is logged once at warn with its address and `reason`. */
+void amp_site_demote(struct amp_site *site, const char *reason);
+
+/* Counts one call the policy decides at the site; returns its number,
+ * from 1 (1 for a NULL site). */
+uint64_t amp_site_count(struct amp_site *site);
+
+/* Resolves the site's caller and module (once; reads the module's file). */
+void amp_site_symbolize(struct amp_site *site);
+
+/* Adds one shadow call's errors to the site's; a relative error above
+ * `tolerance` (or a non-finite element) demotes the site; HUGE_VAL
+ * (AMPSHIM_MODE decides) only measures. */
+void amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
+                     double tolerance);
+
+/* 1 while the site has shadow calls whose errors are not harvested. */
+int amp_site_unmeasured(const struct amp_site *site);
+
+/* At exit: one line per demoted site, "ampshim[pid]: demoted API at
+ * FUNCTION (MODULE+0xOFFSET): REASON". */
+void amp_site_summary(void);
+
+/* Forgets every site (a forked child starts clean). */
+void amp_site_forget(void);
+
+#endif

@@ -1,0 +1,533 @@
+/* The device layer over the driver API, loaded with dlopen at run time. */
+#include "device/device.h"
+
+#include "amp_kernels.h"
+#include "base/log.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define AMP_STR(x) AMP_STR_(x)
+#define AMP_STR_(x) #x
+
+/* Driver functions the shim calls. The header's macros turn each name into
+ * the exported one (cuMemAlloc -> cuMemAlloc_v2), in the struct and in the
+ * string alike. */
+#define AMP_DRIVER_SYMBOLS(X)                                                \
+    X(cuCtxGetCurrent)                                                       \
+    X(cuCtxGetDevice)                                                        \
+    X(cuDeviceGetAttribute)                                                  \
+    X(cuModuleLoadData)                                                      \
+    X(cuModuleGetFunction)                                                   \
+    X(cuLaunchKernel)                                                        \
+    X(cuMemAllocAsync)                                                       \
+    X(cuMemFreeAsync)                                                        \
+    X(cuMemsetD32Async)                                                      \
+    X(cuStreamIsCapturing)                                                   \
+    X(cuMemAllocHost)                                                        \
+    X(cuEventCreate)                                                         \
+    X(cuEventRecord)                                                         \
+    X(cuEventQuery)                                                          \
+    X(cuEventSynchronize)                                                    \
+    X(cuEventElapsedTime)                                                    \
+    X(cuDeviceGetName)                                                       \
+    X(cuCtxPushCurrent)                                                      \
+    X(cuCtxPopCurrent)                                                       \
+    X(cuGetErrorName)
+
+static struct {
+#define AMP_DRIVER_MEMBER(sym) __typeof__(&sym) sym;
+    AMP_DRIVER_SYMBOLS(AMP_DRIVER_MEMBER)
+#undef AMP_DRIVER_MEMBER
+} amp_cu;
+
+static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
+    [AMP_KERNEL_ABSMAX_F32] = AMP_K_ABSMAX_F32,
+    [AMP_KERNEL_CAST_F32_F16] = AMP_K_CAST_F32_F16,
+    [AMP_KERNEL_GEMM_SCALES] = AMP_K_GEMM_SCALES,
+    [AMP_KERNEL_GEMM_CAST] = AMP_K_GEMM_CAST,
+    [AMP_KERNEL_FILL_PTRS] = AMP_K_FILL_PTRS,
+    [AMP_KERNEL_GATHER_BATCH] = AMP_K_GATHER_BATCH,
+    [AMP_KERNEL_AXPBY_BATCH] = AMP_K_AXPBY_BATCH,
+    [AMP_KERNEL_SHADOW_ERROR] = AMP_K_SHADOW_ERROR,
+    [AMP_KERNEL_CONV_SCALES] = AMP_K_CONV_SCALES,
+    [AMP_KERNEL_CONV_CAST] = AMP_K_CONV_CAST,
+    [AMP_KERNEL_CONV_OUTPUT] = AMP_K_CONV_OUTPUT,
+    [AMP_KERNEL_CONV_CHECK] = AMP_K_CONV_CHECK,
+    [AMP_KERNEL_CONV_ERROR] = AMP_K_CONV_ERROR,
+};
+
+/* Contexts a process uses are few; a full table means FP32 for the rest. */
+#define AMP_DEV_MAX_CONTEXTS 64
+
+struct amp_dev {
+    CUcontext ctx;
+    int usable;
+    CUmodule module;
+    CUfunction kernels[AMP_KERNEL_COUNT];
+    /* Slots, under amp_dev_lock; made on first use. */
+    int slots_state;           /* 0 not yet, 1 made, -1 cannot be made */
+    char *slots;
+    CUevent slot_events[AMP_DEV_SLOTS];
+    uint64_t slots_taken;      /* bit i: slot i is taken */
+    /* Timing events, under amp_dev_lock: made when none is free, kept
+     * for the life of the context, recycled after harvest. */
+    CUevent events[AMP_DEV_EVENTS];
+    int nevents;               /* made */
+    int free_events[AMP_DEV_EVENTS];
+    int nfree;                 /* of those, free (the stack's depth) */
+    int events_failed;         /* cuEventCreate failed once: no more */
+    int epoch;                 /* the trace's time origin, -1 not yet */
+    char name[128];            /* the device's name */
+};
+
+static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
+static enum amp_status amp_dev_init_status = AMP_ERR_UNAVAILABLE;
+static pthread_mutex_t amp_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
+static int amp_ndevs;
+static _Thread_local struct amp_dev *amp_dev_last;
+
+static const char *
+amp_cu_error(CUresult r)
+{
+    const char *name = NULL;
+
+    if (!amp_cu.cuGetErrorName || amp_cu.cuGetErrorName(r, &name) != 0 ||
+        !name)
+        return "unknown CUDA error";
+    return name;
+}
+
+static void
+amp_dev_load_driver(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int missing = 0;
+
+    if (!lib) {
+        amp_log(AMP_LOG_INFO, "no CUDA driver (libcuda.so.1): %s; "
+                "every call stays FP32", dlerror());
+        return;
+    }
+#define AMP_DRIVER_LOAD(sym)                                                 \
+    *(void **)&amp_cu.sym = dlsym(lib, AMP_STR(sym));                        \
+    if (!amp_cu.sym) {                                                       \
+        amp_log(AMP_LOG_WARN, "libcuda.so.1 has no %s; every call stays "    \
+                "FP32", AMP_STR(sym));                                       \
+        missing++;                                                           \
+    }
+    AMP_DRIVER_SYMBOLS(AMP_DRIVER_LOAD)
+#undef AMP_DRIVER_LOAD
+    /* The library stays loaded for the life of the process. */
+    amp_dev_init_status = missing ? AMP_ERR_UNAVAILABLE : AMP_OK;
+}
+
+enum amp_status
+amp_dev_init(void)
+{
+    pthread_once(&amp_dev_once, amp_dev_load_driver);
+    return amp_dev_init_status;
+}
+
+/* Loads the kernels into dev->ctx, which is current. */
+static void
+amp_dev_setup(struct amp_dev *dev)
+{
+    CUdevice device;
+    int pools = 0;
+    CUresult r;
+    int k;
+
+    r = amp_cu.cuCtxGetDevice(&device);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuDeviceGetAttribute(
+            &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device);
+    if (r != CUDA_SUCCESS || !pools) {
+        amp_log(AMP_LOG_WARN, "device has no stream-ordered allocator (%s); "
+                "calls in this context stay FP32",
+                r == CUDA_SUCCESS ? "memory pools unsupported"
+                                  : amp_cu_error(r));
+        return;
+    }
+    r = amp_cu.cuModuleLoadData(&dev->module, amp_kernels_fatbin);
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_WARN, "cannot load the shim's kernels (%s); calls "
+                "in this context stay FP32", amp_cu_error(r));
+        return;
+    }
+    for (k = 0; k < AMP_KERNEL_COUNT; k++) {
+        r = amp_cu.cuModuleGetFunction(&dev->kernels[k], dev->module,
+                                       amp_kernel_names[k]);
+        if (r != CUDA_SUCCESS) {
+            amp_log(AMP_LOG_WARN, "kernel %s missing (%s); calls in this "
+                    "context stay FP32", amp_kernel_names[k],
+                    amp_cu_error(r));
+            return;
+        }
+    }
+    if (amp_cu.cuDeviceGetName(dev->name, (int)sizeof dev->name, device) !=
+        CUDA_SUCCESS)
+        snprintf(dev->name, sizeof dev->name, "device %d", (int)device);
+    dev->epoch = -1;
+    dev->usable = 1;
+}
+
+struct amp_dev *
+amp_dev_current(void)
+{
+    struct amp_dev *dev = NULL;
+    CUcontext ctx = NULL;
+    int i;
+
+    if (amp_dev_init() != AMP_OK)
+        return NULL;
+    if (amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return NULL;
+    if (amp_dev_last && amp_dev_last->ctx == ctx)
+        return amp_dev_last->usable ? amp_dev_last : NULL;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs; i++)
+        if (amp_devs[i].ctx == ctx)
+            dev = &amp_devs[i];
+    if (!dev && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
+        dev = &amp_devs[amp_ndevs++];
+        dev->ctx = ctx;
+        amp_dev_setup(dev);
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (!dev)
+        return NULL;
+    amp_dev_last = dev;
+    return dev->usable ? dev : NULL;
+}
+
+int
+amp_dev_stream_capturing(amp_stream stream)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuStreamIsCapturing((CUstream)stream, &status) !=
+            CUDA_SUCCESS)
+        return -1;
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+enum amp_status
+amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
+                    amp_devptr *ptr)
+{
+    CUdeviceptr p = 0;
+    CUresult r = amp_cu.cuMemAllocAsync(&p, bytes, (CUstream)stream);
+
+    (void)dev;
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "scratch of %zu bytes refused: %s", bytes,
+                amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    *ptr = p;
+    return AMP_OK;
+}
+
+void
+amp_dev_free_async(amp_devptr ptr, amp_stream stream)
+{
+    CUresult r = amp_cu.cuMemFreeAsync((CUdeviceptr)ptr, (CUstream)stream);
+
+    if (r != CUDA_SUCCESS)
+        amp_log(AMP_LOG_WARN, "scratch free failed: %s", amp_cu_error(r));
+}
+
+size_t
+amp_scratch_part(size_t *total, size_t bytes)
+{
+    size_t at = *total, padded;
+
+    if (at == SIZE_MAX || bytes > SIZE_MAX - AMP_SCRATCH_ALIGN ||
+        __builtin_add_overflow(at, (bytes + AMP_SCRATCH_ALIGN - 1) /
+                                       AMP_SCRATCH_ALIGN * AMP_SCRATCH_ALIGN,
+                               &padded)) {
+        *total = SIZE_MAX;
+        return SIZE_MAX;
+    }
+    *total = padded;
+    return at;
+}
+
+enum amp_status
+amp_dev_memset32_async(amp_devptr ptr, uint32_t value, size_t count,
+                       amp_stream stream)
+{
+    CUresult r = amp_cu.cuMemsetD32Async((CUdeviceptr)ptr, value, count,
+                                         (CUstream)stream);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "memset failed: %s", amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+enum amp_status
+amp_dev_launch(struct amp_dev *dev, enum amp_kernel k, unsigned grid,
+               unsigned block, amp_stream stream, void **params)
+{
+    CUresult r = amp_cu.cuLaunchKernel(dev->kernels[k], grid, 1, 1, block,
+                                       1, 1, 0, (CUstream)stream, params,
+                                       NULL);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "launch of %s failed: %s", amp_kernel_names[k],
+                amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+/* Makes dev's slots: page-locked memory the device reaches at the same
+ * address (unified addressing), and one event per slot. Lock held. */
+static void
+amp_dev_slots_make(struct amp_dev *dev)
+{
+    CUdevice device;
+    void *host = NULL;
+    int unified = 0;
+    CUresult r;
+    int i;
+
+    dev->slots_state = -1;
+    r = amp_cu.cuCtxGetDevice(&device);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuDeviceGetAttribute(
+            &unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device);
+    if (r == CUDA_SUCCESS && unified)
+        r = amp_cu.cuMemAllocHost(&host, AMP_DEV_SLOTS * AMP_DEV_SLOT_BYTES);
+    for (i = 0; r == CUDA_SUCCESS && unified && i < AMP_DEV_SLOTS; i++)
+        r = amp_cu.cuEventCreate(&dev->slot_events[i],
+                                 CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS || !unified) {
+        /* What was made stays: a few events and pinned bytes, once. */
+        amp_log(AMP_LOG_WARN, "no page-locked memory for shadow results "
+                "(%s); shadow calls in this context stay FP32",
+                unified ? amp_cu_error(r) : "no unified addressing");
+        return;
+    }
+    dev->slots = host;
+    dev->slots_state = 1;
+}
+
+enum amp_status
+amp_dev_slot_take(struct amp_dev *dev, int *slot, amp_devptr *at)
+{
+    enum amp_status st = AMP_ERR_UNAVAILABLE;
+    int i;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->slots_state == 0)
+        amp_dev_slots_make(dev);
+    if (dev->slots_state < 0)
+        st = AMP_ERR_DRIVER;
+    for (i = 0; st == AMP_ERR_UNAVAILABLE && i < AMP_DEV_SLOTS; i++) {
+        if (!(dev->slots_taken & (1ull << i))) {
+            dev->slots_taken |= 1ull << i;
+            *slot = i;
+            *at = (amp_devptr)(uintptr_t)(dev->slots +
+                                          i * AMP_DEV_SLOT_BYTES);
+            st = AMP_OK;
+        }
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    return st;
+}
+
+enum amp_status
+amp_dev_slot_record(struct amp_dev *dev, int slot, amp_stream stream)
+{
+    CUresult r = amp_cu.cuEventRecord(dev->slot_events[slot],
+                                      (CUstream)stream);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "event record failed: %s", amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
+}
+
+int
+amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
+{
+    CUevent e = dev->slot_events[slot];
+    CUcontext popped;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return -1;
+    r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_cu.cuCtxPopCurrent(&popped);
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return r == CUDA_SUCCESS ? 1 : -1;
+}
+
+void
+amp_dev_slot_release(struct amp_dev *dev, int slot)
+{
+    pthread_mutex_lock(&amp_dev_lock);
+    dev->slots_taken &= ~(1ull << slot);
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+/* ---- Timing events ------------------------------------------------------ */
+
+enum amp_status
+amp_dev_event_take(struct amp_dev *dev, int *event)
+{
+    enum amp_status st = AMP_OK;
+    CUevent e;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->nfree > 0) {
+        *event = dev->free_events[--dev->nfree];
+    } else if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed &&
+               amp_cu.cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+        /* dev's context is current: the caller is about to record. */
+        dev->events[dev->nevents] = e;
+        *event = dev->nevents++;
+    } else {
+        if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed) {
+            dev->events_failed = 1;
+            amp_log(AMP_LOG_INFO, "cannot create timing events; calls in "
+                    "this context go unmeasured");
+        }
+        st = AMP_ERR_UNAVAILABLE;
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    return st;
+}
+
+enum amp_status
+amp_dev_event_record(struct amp_dev *dev, int event, amp_stream stream)
+{
+    CUresult r = amp_cu.cuEventRecord(dev->events[event], (CUstream)stream);
+
+    return r == CUDA_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
+}
+
+int
+amp_dev_event_done(struct amp_dev *dev, int event, int wait)
+{
+    CUevent e = dev->events[event];
+    CUcontext popped;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return -1;
+    r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_cu.cuCtxPopCurrent(&popped);
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return r == CUDA_SUCCESS ? 1 : -1;
+}
+
+enum amp_status
+amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
+{
+    CUcontext popped;
+    float elapsed = 0.0f;
+    CUresult r;
+
+    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+        return AMP_ERR_DRIVER;
+    r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
+                                  dev->events[to]);
+    amp_cu.cuCtxPopCurrent(&popped);
+    *ms = elapsed;
+    return r == CUDA_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
+}
+
+void
+amp_dev_event_release(struct amp_dev *dev, int event)
+{
+    pthread_mutex_lock(&amp_dev_lock);
+    dev->free_events[dev->nfree++] = event;
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+int
+amp_dev_epoch(struct amp_dev *dev, amp_stream stream)
+{
+    int event = -1, now;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    now = dev->epoch;
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (now >= 0)
+        return now;
+    if (amp_dev_event_take(dev, &event) != AMP_OK)
+        return -1;
+    if (amp_dev_event_record(dev, event, stream) != AMP_OK) {
+        amp_dev_event_release(dev, event);
+        return -1;
+    }
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->epoch < 0) {
+        dev->epoch = event;
+        event = -1;
+    }
+    now = dev->epoch;
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (event >= 0)
+        amp_dev_event_release(dev, event); /* another thread was first */
+    return now;
+}
+
+const char *
+amp_dev_name(const struct amp_dev *dev)
+{
+    return dev->name;
+}
+
+enum amp_status
+amp_dev_current_name(char *name, size_t cap)
+{
+    CUcontext ctx = NULL;
+    CUdevice device;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+        amp_cu.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+        amp_cu.cuDeviceGetName(name, (int)cap, device) != CUDA_SUCCESS)
+        return AMP_ERR_UNAVAILABLE;
+    return AMP_OK;
+}
+
+const struct amp_dev *
+amp_dev_first(void)
+{
+    const struct amp_dev *dev = NULL;
+    int i;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs && !dev; i++)
+        if (amp_devs[i].usable)
+            dev = &amp_devs[i];
+    pthread_mutex_unlock(&amp_dev_lock);
+    return dev;
+}
+
+void
+amp_dev_forget(void)
+{
+    /* After fork the child has no contexts of its own yet; the lock may
+     * have been held by a thread that does not exist in the child. */
+    pthread_mutex_init(&amp_dev_lock, NULL);
+    memset(amp_devs, 0, sizeof amp_devs);
+    amp_ndevs = 0;
+    amp_dev_last = NULL;
+}

@@ -1,0 +1,140 @@
+/* The device layer: the driver API (dlopen'd, never linked), the shim's
+ * kernels per context, stream-ordered scratch and kernel launches. */
+#ifndef AMP_DEVICE_H
+#define AMP_DEVICE_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A device address, as the driver's CUdeviceptr. */
+typedef uint64_t amp_devptr;
+/* A stream, as the driver's CUstream (NULL: the legacy default stream). */
+typedef void *amp_stream;
+
+enum amp_kernel {
+    AMP_KERNEL_ABSMAX_F32 = 0,
+    AMP_KERNEL_CAST_F32_F16,
+    AMP_KERNEL_GEMM_SCALES,
+    AMP_KERNEL_GEMM_CAST,
+    AMP_KERNEL_FILL_PTRS,
+    AMP_KERNEL_GATHER_BATCH,
+    AMP_KERNEL_AXPBY_BATCH,
+    AMP_KERNEL_SHADOW_ERROR,
+    AMP_KERNEL_CONV_SCALES,
+    AMP_KERNEL_CONV_CAST,
+    AMP_KERNEL_CONV_OUTPUT,
+    AMP_KERNEL_CONV_CHECK,
+    AMP_KERNEL_CONV_ERROR,
+    AMP_KERNEL_COUNT,
+};
+
+/* The shim's state for one context. */
+struct amp_dev;
+
+/* Loads libcuda.so.1 and the driver functions the shim uses. Fails with
+ * AMP_ERR_UNAVAILABLE (and stays failed) when either is missing. */
+enum amp_status amp_dev_init(void);
+
+/* The state for the calling thread's current context, loading the kernels
+ * into it on first use. NULL when there is no current context, or the
+ * kernels cannot be used in it (remembered for that context). */
+struct amp_dev *amp_dev_current(void);
+
+/* 1 while `stream` is being captured into a graph, 0 when not, -1 when the
+ * driver cannot tell. */
+int amp_dev_stream_capturing(amp_stream stream);
+
+/* Stream-ordered scratch: usable by work queued on `stream` after the call;
+ * freed when `stream` reaches the free. */
+enum amp_status amp_dev_alloc_async(struct amp_dev *dev, size_t bytes,
+                                    amp_stream stream, amp_devptr *ptr);
+void amp_dev_free_async(amp_devptr ptr, amp_stream stream);
+
+/* Parts of one scratch allocation: places `bytes` at the end of a scratch
+ * of *total bytes, AMP_SCRATCH_ALIGN-aligned, and returns the part's
+ * offset. On overflow, or once *total has overflowed, *total and the
+ * offset are SIZE_MAX. */
+#define AMP_SCRATCH_ALIGN 256
+size_t amp_scratch_part(size_t *total, size_t bytes);
+
+enum amp_status amp_dev_memset32_async(amp_devptr ptr, uint32_t value,
+                                       size_t count, amp_stream stream);
+
+/* Queues kernel k on `stream` with a 1-D grid; params as for
+ * cuLaunchKernel. */
+enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,
+                               unsigned grid, unsigned block,
+                               amp_stream stream, void **params);
+
+/* ---- Slots: page-locked host memory that device work writes ------------ */
+
+/* Slots per context, and bytes per slot. */
+#define AMP_DEV_SLOTS 64
+#define AMP_DEV_SLOT_BYTES 64
+
+/* Takes a free slot of dev: *at is its address, the same on the host and
+ * the device (unified addressing). The slots' memory and events are made
+ * on first use, in dev's context, which is current. Fails with
+ * AMP_ERR_UNAVAILABLE when every slot is taken, or AMP_ERR_DRIVER when the
+ * memory or events cannot be had (remembered: no further attempts). */
+enum amp_status amp_dev_slot_take(struct amp_dev *dev, int *slot,
+                                  amp_devptr *at);
+
+/* Records the slot's event on `stream`, after the work that writes it. */
+enum amp_status amp_dev_slot_record(struct amp_dev *dev, int slot,
+                                    amp_stream stream);
+
+/* 1 when the work before the slot's record has finished (with `wait`,
+ * after waiting for it), 0 when not yet, -1 when it failed. Works from any
+ * thread: dev's context is made current for the query. */
+int amp_dev_slot_done(struct amp_dev *dev, int slot, int wait);
+
+/* Gives the slot back. */
+void amp_dev_slot_release(struct amp_dev *dev, int slot);
+
+/* ---- Timing events: a pool per context ------------------------------------ */
+
+/* Timing events per context at most. */
+#define AMP_DEV_EVENTS 2048
+
+/* Takes a free timing event of dev (an index), creating one only when none
+ * is free: in steady state the pool recycles. dev's context is current.
+ * Fails with AMP_ERR_UNAVAILABLE when the pool is exhausted or events
+ * cannot be made. */
+enum amp_status amp_dev_event_take(struct amp_dev *dev, int *event);
+
+/* Records the event on `stream`. */
+enum amp_status amp_dev_event_record(struct amp_dev *dev, int event,
+                                     amp_stream stream);
+
+/* As amp_dev_slot_done, for a timing event. */
+int amp_dev_event_done(struct amp_dev *dev, int event, int wait);
+
+/* Milliseconds from event `from` to event `to`, both finished. */
+enum amp_status amp_dev_event_elapsed(struct amp_dev *dev, int from, int to,
+                                      double *ms);
+
+/* Gives the event back to the pool. */
+void amp_dev_event_release(struct amp_dev *dev, int event);
+
+/* The context's time origin for traces: an event recorded on `stream` the
+ * first time this is asked (dev's context current); -1 when none can be
+ * had. */
+int amp_dev_epoch(struct amp_dev *dev, amp_stream stream);
+
+/* The device's name (cuDeviceGetName), e.g. "NVIDIA H100 SXM (emulated)". */
+const char *amp_dev_name(const struct amp_dev *dev);
+
+/* The name of the calling thread's current context's device, without
+ * setting anything up in it; AMP_ERR_UNAVAILABLE with no context. */
+enum amp_status amp_dev_current_name(char *name, size_t cap);
+
+/* The first context the shim used, or NULL. */
+const struct amp_dev *amp_dev_first(void);
+
+/* Forgets every context (a forked child starts clean). */
+void amp_dev_forget(void);
+
+#endif

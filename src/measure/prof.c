@@ -1,0 +1,715 @@
+/* The profiler's records, their harvest, the (site, shape) statistics and
+ * the trace events. */
+#include "measure/prof.h"
+
+#include "base/log.h"
+#include "base/shim.h"
+#include "measure/nvtx.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Shapes and reasons ----------------------------------------------------- */
+
+static const char *const amp_fallback_names[AMP_FALLBACK_COUNT] = {
+    [AMP_FALLBACK_NONE] = "none",
+    [AMP_FALLBACK_NO_DEVICE] = "no-device",
+    [AMP_FALLBACK_SCRATCH_CAP] = "scratch-cap",
+    [AMP_FALLBACK_BUSY] = "busy",
+    [AMP_FALLBACK_DEVICE] = "device-error",
+    [AMP_FALLBACK_VENDOR] = "vendor-error",
+    [AMP_FALLBACK_NO_ALGORITHM] = "no-algorithm",
+};
+
+const char *
+amp_fallback_name(enum amp_fallback why)
+{
+    if ((unsigned)why >= AMP_FALLBACK_COUNT)
+        return "?";
+    return amp_fallback_names[why];
+}
+
+enum amp_fallback
+amp_fallback_of(enum amp_status st)
+{
+    switch (st) {
+    case AMP_ERR_TOO_BIG:
+        return AMP_FALLBACK_SCRATCH_CAP;
+    case AMP_ERR_UNAVAILABLE:
+        return AMP_FALLBACK_BUSY;
+    default:
+        return AMP_FALLBACK_DEVICE;
+    }
+}
+
+/* "AxBxC" of n values into buf. */
+static int
+amp_dims_format(const int64_t *v, int n, char *buf, size_t cap)
+{
+    int len = 0, i;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && (size_t)len < cap; i++)
+        len += snprintf(buf + len, cap - (size_t)len, "%s%lld", i ? "x" : "",
+                        (long long)v[i]);
+    return len;
+}
+
+void
+amp_shape_format(const struct amp_shape *s, char *buf, size_t cap)
+{
+    char x[96], w[96];
+
+    if (s->family == AMP_FAMILY_GEMM) {
+        snprintf(buf, cap, "%lldx%lldx%lld %c%c", (long long)s->v[0],
+                 (long long)s->v[1], (long long)s->v[2],
+                 s->v[4] ? 'T' : 'N', s->v[5] ? 'T' : 'N');
+        if (s->v[3] != 1 && strlen(buf) < cap)
+            snprintf(buf + strlen(buf), cap - strlen(buf), " x%lld",
+                     (long long)s->v[3]);
+        return;
+    }
+    amp_dims_format(s->v, (int)s->v[10], x, sizeof x);
+    amp_dims_format(s->v + 5, (int)s->v[10], w, sizeof w);
+    snprintf(buf, cap, "x %s w %s", x, w);
+    if (s->v[11] != 1 && strlen(buf) < cap)
+        snprintf(buf + strlen(buf), cap - strlen(buf), " g%lld",
+                 (long long)s->v[11]);
+}
+
+/* ---- State ------------------------------------------------------------------ */
+
+#define AMP_PROF_RECORDS 1024
+#define AMP_PROF_ENTRIES 4096
+#define AMP_PROF_TRACKS 256
+#define AMP_PROF_TRACE_MAX 200000
+/* Pending records beyond which a new call harvests first. */
+#define AMP_PROF_HARVEST_AT 32
+
+enum { AMP_EV_START = 0, AMP_EV_SPLIT, AMP_EV_END, AMP_EV_COUNT };
+
+enum amp_error_state {
+    AMP_ERROR_NONE = 0,        /* no slot for this call */
+    AMP_ERROR_EXPECTED,        /* its slot is pended */
+    AMP_ERROR_DELIVERED,       /* err holds the slot's content */
+    AMP_ERROR_FAILED,          /* the slot's work failed */
+};
+
+struct amp_prof_call {
+    struct amp_prof_what what;
+    struct amp_dev *dev;
+    int ev[AMP_EV_COUNT];      /* pool indices; -1 none */
+    int epoch;                 /* the context's trace origin; -1 none */
+    atomic_int error_state;
+    struct amp_gemm_error err;
+};
+
+static pthread_mutex_t amp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_prof_call amp_records[AMP_PROF_RECORDS];
+static int amp_free[AMP_PROF_RECORDS], amp_nfree = -1; /* -1: not set up */
+static int amp_pending[AMP_PROF_RECORDS], amp_npending;
+static _Thread_local struct amp_prof_call *amp_prof_open;
+
+static struct {
+    int used;
+    struct amp_prof_entry e;
+} amp_entries[AMP_PROF_ENTRIES];
+static int amp_order[AMP_PROF_ENTRIES], amp_nentries;
+static unsigned long long amp_dropped;
+
+static struct amp_trace_event *amp_trace_events;
+static size_t amp_ntrace, amp_trace_cap;
+static unsigned long long amp_trace_dropped;
+static struct amp_trace_track amp_tracks[AMP_PROF_TRACKS];
+static size_t amp_ntracks;
+
+/* ---- Entries (lock held) ---------------------------------------------------- */
+
+static size_t
+amp_entry_hash(const struct amp_prof_what *w)
+{
+    uint64_t h = (uint64_t)(uintptr_t)w->site * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)w->api;
+    int i;
+
+    for (i = 0; i < AMP_SHAPE_VALUES; i++)
+        h = (h ^ (uint64_t)w->shape.v[i]) * 0x100000001b3ull;
+    h ^= h >> 31;
+    return (size_t)(h % AMP_PROF_ENTRIES);
+}
+
+static int
+amp_entry_is(const struct amp_prof_entry *e, const struct amp_prof_what *w)
+{
+    return e->site == w->site && e->api == w->api &&
+           e->shape.family == w->shape.family &&
+           memcmp(e->shape.v, w->shape.v, sizeof e->shape.v) == 0;
+}
+
+/* The entry of w, made on first use; NULL when the table is full. */
+static struct amp_prof_entry *
+amp_entry_get(const struct amp_prof_what *w)
+{
+    size_t at = amp_entry_hash(w), i;
+
+    for (i = 0; i < AMP_PROF_ENTRIES; i++) {
+        size_t k = (at + i) % AMP_PROF_ENTRIES;
+        struct amp_prof_entry *e = &amp_entries[k].e;
+
+        if (amp_entries[k].used && amp_entry_is(e, w))
+            return e;
+        if (!amp_entries[k].used) {
+            if (amp_nentries >= AMP_PROF_ENTRIES * 3 / 4)
+                break;
+            amp_entries[k].used = 1;
+            memset(e, 0, sizeof *e);
+            e->api = w->api;
+            e->site = w->site;
+            e->shape = w->shape;
+            e->flops = w->flops;
+            e->candidate = w->candidate;
+            amp_order[amp_nentries++] = (int)k;
+            return e;
+        }
+    }
+    amp_dropped++;
+    return NULL;
+}
+
+/* ---- Counting at the hook --------------------------------------------------- */
+
+static void
+amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
+               enum amp_fallback why, size_t scratch_bytes)
+{
+    struct amp_prof_entry *e;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    e = amp_entry_get(w);
+    if (e) {
+        e->calls++;
+        e->outcomes[outcome]++;
+        if (outcome == AMP_OUTCOME_CONVERTED) {
+            e->modes[w->mode]++;
+            if (w->mode == AMP_MODE_SHADOW)
+                e->candidate = w->candidate;
+            if (scratch_bytes > e->scratch_max)
+                e->scratch_max = scratch_bytes;
+            e->scratch_total += (double)scratch_bytes;
+        }
+        if (outcome == AMP_OUTCOME_FALLBACK)
+            e->fallbacks[why]++;
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
+}
+
+/* The site as a log line names it. */
+static const char *
+amp_site_name(struct amp_site *site)
+{
+    if (!site)
+        return "?";
+    amp_site_symbolize(site);
+    return site->function[0] ? site->function : "?";
+}
+
+void
+amp_prof_fp32(const struct amp_prof_what *w)
+{
+    amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, 0);
+}
+
+void
+amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
+{
+    char shape[160];
+
+    amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, 0);
+    if (!amp_shim_config()->call_log)
+        return;
+    amp_shape_format(&w->shape, shape, sizeof shape);
+    amp_log_line("call %s site=%s shape=%s mode=%s converted=- fp32=- "
+                 "speedup=- max_rel_err=- fallback=%s", w->api,
+                 amp_site_name(w->site), shape, amp_mode_name(w->mode),
+                 amp_fallback_name(why));
+}
+
+/* ---- Records ------------------------------------------------------------------ */
+
+static void
+amp_records_setup(void)
+{
+    int i;
+
+    if (amp_nfree >= 0)
+        return;
+    for (i = 0; i < AMP_PROF_RECORDS; i++)
+        amp_free[i] = AMP_PROF_RECORDS - 1 - i;
+    amp_nfree = AMP_PROF_RECORDS;
+}
+
+static struct amp_prof_call *
+amp_record_take(void)
+{
+    struct amp_prof_call *c = NULL;
+    int pending;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    amp_records_setup();
+    pending = amp_npending;
+    pthread_mutex_unlock(&amp_prof_lock);
+    if (pending >= AMP_PROF_HARVEST_AT)
+        amp_prof_harvest(0);
+    pthread_mutex_lock(&amp_prof_lock);
+    if (amp_nfree > 0)
+        c = &amp_records[amp_free[--amp_nfree]];
+    pthread_mutex_unlock(&amp_prof_lock);
+    return c;
+}
+
+/* Gives the record's events back and the record to the free list. Lock
+ * held. */
+static void
+amp_record_free(struct amp_prof_call *c)
+{
+    int i;
+
+    for (i = 0; i < AMP_EV_COUNT; i++)
+        if (c->ev[i] >= 0)
+            amp_dev_event_release(c->dev, c->ev[i]);
+    amp_free[amp_nfree++] = (int)(c - amp_records);
+}
+
+/* Takes and records one event of c; 0 on success. */
+static int
+amp_record_event(struct amp_prof_call *c, int which)
+{
+    if (amp_dev_event_take(c->dev, &c->ev[which]) != AMP_OK) {
+        c->ev[which] = -1;
+        return -1;
+    }
+    if (amp_dev_event_record(c->dev, c->ev[which], c->what.stream) !=
+        AMP_OK) {
+        amp_dev_event_release(c->dev, c->ev[which]);
+        c->ev[which] = -1;
+        return -1;
+    }
+    return 0;
+}
+
+void
+amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
+               const struct amp_prof_what *w)
+{
+    struct amp_prof_call *c;
+    int i;
+
+    span->what = *w;
+    span->call = NULL;
+    span->open = 1;
+    amp_nvtx_push(w->api, w->mode, w->flops);
+    span->nvtx = 1;
+    /* Events recorded in a capture can be neither queried nor timed. */
+    if (amp_dev_stream_capturing(w->stream) != 0)
+        return;
+    c = amp_record_take();
+    if (!c)
+        return;
+    c->what = *w;
+    c->dev = dev;
+    for (i = 0; i < AMP_EV_COUNT; i++)
+        c->ev[i] = -1;
+    c->epoch = amp_shim_config()->trace[0] ? amp_dev_epoch(dev, w->stream)
+                                           : -1;
+    atomic_store(&c->error_state, AMP_ERROR_NONE);
+    memset(&c->err, 0, sizeof c->err);
+    amp_record_event(c, AMP_EV_START);
+    span->call = c;
+    amp_prof_open = c;
+}
+
+void
+amp_prof_split(struct amp_prof_span *span)
+{
+    if (span->call && span->call->ev[AMP_EV_START] >= 0)
+        amp_record_event(span->call, AMP_EV_SPLIT);
+}
+
+void
+amp_prof_stop(struct amp_prof_span *span)
+{
+    struct amp_prof_call *c = span->call;
+
+    if (!c || c->ev[AMP_EV_START] < 0)
+        return;
+    if (c->what.mode == AMP_MODE_SHADOW && c->ev[AMP_EV_SPLIT] < 0)
+        return;
+    amp_record_event(c, AMP_EV_END);
+}
+
+struct amp_prof_call *
+amp_prof_current(void)
+{
+    return amp_prof_open;
+}
+
+void
+amp_prof_expect_error(struct amp_prof_call *call)
+{
+    if (call)
+        atomic_store(&call->error_state, AMP_ERROR_EXPECTED);
+}
+
+void
+amp_prof_error(struct amp_prof_call *call, const struct amp_gemm_error *e)
+{
+    if (!call)
+        return;
+    if (e)
+        call->err = *e;
+    atomic_store_explicit(&call->error_state,
+                          e ? AMP_ERROR_DELIVERED : AMP_ERROR_FAILED,
+                          memory_order_release);
+}
+
+/* A record at its call's end: timed, or waiting for its error, it goes to
+ * the harvest; otherwise it is freed. Lock held. */
+static void
+amp_record_settle(struct amp_prof_call *c, int timed, enum amp_outcome outcome,
+                  enum amp_mode mode)
+{
+    int state = atomic_load(&c->error_state), i;
+
+    if (!timed) {
+        for (i = 0; i < AMP_EV_COUNT; i++) {
+            if (c->ev[i] >= 0)
+                amp_dev_event_release(c->dev, c->ev[i]);
+            c->ev[i] = -1;
+        }
+    }
+    if (!timed && state != AMP_ERROR_EXPECTED && state != AMP_ERROR_DELIVERED) {
+        amp_record_free(c);
+        return;
+    }
+    c->what.mode = outcome == AMP_OUTCOME_CONVERTED ? mode : AMP_MODE_FP32;
+    amp_pending[amp_npending++] = (int)(c - amp_records);
+}
+
+void
+amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
+             enum amp_fallback why, size_t scratch_bytes)
+{
+    struct amp_prof_call *c = span->call;
+    int timed;
+
+    if (!span->open)
+        return;
+    span->open = 0;
+    span->call = NULL;
+    amp_prof_open = NULL;
+    if (span->nvtx)
+        amp_nvtx_pop();
+    span->nvtx = 0;
+    if (outcome == AMP_OUTCOME_FALLBACK) {
+        amp_prof_fallback(&span->what, why);
+    } else {
+        amp_prof_count(&span->what, outcome, why, scratch_bytes);
+    }
+    timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
+    pthread_mutex_lock(&amp_prof_lock);
+    if (!timed && outcome == AMP_OUTCOME_CONVERTED) {
+        struct amp_prof_entry *e = amp_entry_get(&span->what);
+
+        if (e)
+            e->unmeasured++;
+    }
+    if (c)
+        amp_record_settle(c, timed, outcome, span->what.mode);
+    pthread_mutex_unlock(&amp_prof_lock);
+}
+
+/* ---- Harvest -------------------------------------------------------------------- */
+
+/* The track of (dev, stream). Lock held. */
+static int
+amp_track(const struct amp_dev *dev, amp_stream stream)
+{
+    size_t i;
+
+    for (i = 0; i < amp_ntracks; i++)
+        if (amp_tracks[i].dev == dev && amp_tracks[i].stream == stream)
+            return (int)i;
+    if (amp_ntracks == AMP_PROF_TRACKS)
+        return AMP_PROF_TRACKS - 1;
+    amp_tracks[amp_ntracks].dev = dev;
+    amp_tracks[amp_ntracks].stream = stream;
+    return (int)amp_ntracks++;
+}
+
+static void
+amp_trace_add(const struct amp_prof_call *c, int fp32, int from, int to,
+              double converted_ms, double fp32_ms, int measured)
+{
+    struct amp_trace_event *t;
+    double ts = 0.0, dur = 0.0;
+
+    if (amp_ntrace == amp_trace_cap) {
+        size_t cap = amp_trace_cap ? amp_trace_cap * 2 : 1024;
+        struct amp_trace_event *more;
+
+        if (cap > AMP_PROF_TRACE_MAX ||
+            !(more = realloc(amp_trace_events, cap * sizeof *more))) {
+            amp_trace_dropped++;
+            return;
+        }
+        amp_trace_events = more;
+        amp_trace_cap = cap;
+    }
+    if (amp_dev_event_elapsed(c->dev, c->epoch, c->ev[from], &ts) != AMP_OK ||
+        amp_dev_event_elapsed(c->dev, c->ev[from], c->ev[to], &dur) != AMP_OK) {
+        amp_trace_dropped++;
+        return;
+    }
+    t = &amp_trace_events[amp_ntrace++];
+    t->api = c->what.api;
+    t->site = c->what.site;
+    t->shape = c->what.shape;
+    t->mode = fp32 ? AMP_MODE_FP32 : c->what.mode == AMP_MODE_SHADOW
+                                         ? c->what.candidate
+                                         : c->what.mode;
+    t->fp32 = fp32;
+    t->track = amp_track(c->dev, c->what.stream);
+    t->ts_us = ts * 1e3;
+    t->dur_us = dur * 1e3;
+    t->converted_ms = converted_ms;
+    t->fp32_ms = fp32_ms;
+    t->fp32_measured = measured;
+}
+
+static void
+amp_call_log(const struct amp_prof_call *c, double converted_ms,
+             double fp32_ms, int measured)
+{
+    char shape[160], conv[32] = "-", fp32[48] = "-", speed[32] = "-",
+         err[32] = "-";
+    const char *mode = amp_mode_name(c->what.mode);
+    char shadow[48];
+
+    amp_shape_format(&c->what.shape, shape, sizeof shape);
+    if (c->what.mode == AMP_MODE_SHADOW) {
+        snprintf(shadow, sizeof shadow, "shadow:%s",
+                 amp_mode_name(c->what.candidate));
+        mode = shadow;
+    }
+    if (converted_ms >= 0.0)
+        snprintf(conv, sizeof conv, "%.6fms", converted_ms);
+    if (fp32_ms >= 0.0)
+        snprintf(fp32, sizeof fp32, "%.6fms(%s)", fp32_ms,
+                 measured ? "measured" : "estimated");
+    if (converted_ms > 0.0 && fp32_ms >= 0.0)
+        snprintf(speed, sizeof speed, "%.3f", fp32_ms / converted_ms);
+    if (atomic_load(&c->error_state) == AMP_ERROR_DELIVERED &&
+        c->what.mode == AMP_MODE_SHADOW)
+        snprintf(err, sizeof err, "%.3g", c->err.max_rel);
+    amp_log_line("call %s site=%s shape=%s mode=%s converted=%s fp32=%s "
+                 "speedup=%s max_rel_err=%s fallback=-", c->what.api,
+                 amp_site_name(c->what.site), shape, mode, conv, fp32, speed,
+                 err);
+}
+
+/* A finished record into its entry, the log and the trace. Lock held. */
+static void
+amp_record_harvest(struct amp_prof_call *c, int events_ok)
+{
+    struct amp_prof_entry *e = amp_entry_get(&c->what);
+    int shadow = c->what.mode == AMP_MODE_SHADOW;
+    int had_end = c->ev[AMP_EV_END] >= 0, timed = events_ok && had_end;
+    double total = -1.0, cand = -1.0, fp32 = -1.0, base;
+    int measured = 0;
+
+    if (timed && shadow &&
+        (amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START],
+                               c->ev[AMP_EV_SPLIT], &cand) != AMP_OK ||
+         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_SPLIT],
+                               c->ev[AMP_EV_END], &fp32) != AMP_OK))
+        timed = 0;
+    if (timed && !shadow &&
+        amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
+                              &total) != AMP_OK)
+        timed = 0;
+    if (e && timed && shadow) {
+        e->shadow_timed++;
+        e->shadow_fp32_ms += fp32;
+        e->shadow_candidate_ms += cand;
+        total = cand;
+        measured = 1;
+    } else if (e && timed) {
+        e->timed++;
+        e->converted_ms += total;
+        base = amp_prof_baseline(e);
+        fp32 = base;
+    } else if (e && had_end) {
+        e->unmeasured++; /* counted untimed at the end otherwise */
+    }
+    if (e && atomic_load_explicit(&c->error_state, memory_order_acquire) ==
+                 AMP_ERROR_DELIVERED) {
+        e->nonfinite += c->err.nonfinite;
+        if (shadow) {
+            e->error_calls++;
+            e->sum_rel += c->err.max_rel;
+            if (c->err.max_rel > e->max_rel)
+                e->max_rel = c->err.max_rel;
+            if (c->err.max_abs > e->max_abs)
+                e->max_abs = c->err.max_abs;
+            e->over_tolerance += !(c->err.max_rel <= amp_policy_tolerance()) ||
+                                 c->err.nonfinite > 0;
+        }
+    }
+    if (!timed)
+        return;
+    if (amp_shim_config()->call_log)
+        amp_call_log(c, total, fp32, measured);
+    if (c->epoch < 0)
+        return;
+    if (shadow) {
+        amp_trace_add(c, 0, AMP_EV_START, AMP_EV_SPLIT, cand, fp32, 1);
+        amp_trace_add(c, 1, AMP_EV_SPLIT, AMP_EV_END, cand, fp32, 1);
+    } else {
+        amp_trace_add(c, 0, AMP_EV_START, AMP_EV_END, total, fp32, 0);
+    }
+}
+
+/* 1 when every event and the error of c are in, 0 when not yet, -1 when
+ * its work failed. */
+static int
+amp_record_ready(struct amp_prof_call *c, int wait)
+{
+    int state = atomic_load_explicit(&c->error_state, memory_order_acquire);
+
+    if (state == AMP_ERROR_EXPECTED && !wait)
+        return 0;
+    if (c->ev[AMP_EV_END] < 0)
+        return 1;
+    return amp_dev_event_done(c->dev, c->ev[AMP_EV_END], wait);
+}
+
+uint64_t
+amp_prof_harvest(int wait)
+{
+    uint64_t harvested = 0;
+    int i = 0;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    while (i < amp_npending) {
+        struct amp_prof_call *c = &amp_records[amp_pending[i]];
+        int ready = amp_record_ready(c, wait);
+
+        if (ready == 0) {
+            i++;
+            continue;
+        }
+        amp_record_harvest(c, ready > 0);
+        harvested++;
+        amp_record_free(c);
+        amp_pending[i] = amp_pending[--amp_npending];
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
+    return harvested;
+}
+
+void
+amp_prof_forget(void)
+{
+    pthread_mutex_init(&amp_prof_lock, NULL);
+    amp_nfree = -1;
+    amp_npending = 0;
+    amp_prof_open = NULL;
+    memset(amp_entries, 0, sizeof amp_entries);
+    amp_nentries = 0;
+    amp_dropped = 0;
+    free(amp_trace_events);
+    amp_trace_events = NULL;
+    amp_ntrace = amp_trace_cap = 0;
+    amp_trace_dropped = 0;
+    amp_ntracks = 0;
+}
+
+/* ---- Statistics ------------------------------------------------------------------ */
+
+struct amp_prof_entry *
+amp_prof_snapshot(size_t *n)
+{
+    struct amp_prof_entry *copy = NULL;
+    int i;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    *n = (size_t)amp_nentries;
+    if (amp_nentries > 0)
+        copy = malloc((size_t)amp_nentries * sizeof *copy);
+    for (i = 0; copy && i < amp_nentries; i++)
+        copy[i] = amp_entries[amp_order[i]].e;
+    pthread_mutex_unlock(&amp_prof_lock);
+    if (!copy)
+        *n = 0;
+    return copy;
+}
+
+unsigned long long
+amp_prof_dropped(void)
+{
+    unsigned long long n;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    n = amp_dropped;
+    pthread_mutex_unlock(&amp_prof_lock);
+    return n;
+}
+
+double
+amp_prof_baseline(const struct amp_prof_entry *e)
+{
+    return e->shadow_timed ? e->shadow_fp32_ms / (double)e->shadow_timed
+                           : -1.0;
+}
+
+void
+amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
+{
+    double base = amp_prof_baseline(e);
+    unsigned long long converted = e->outcomes[AMP_OUTCOME_CONVERTED];
+
+    memset(t, 0, sizeof *t);
+    t->measured = e->shadow_timed;
+    t->fp32_measured_ms = e->shadow_fp32_ms;
+    t->actual_ms = e->shadow_fp32_ms + e->shadow_candidate_ms;
+    if (base >= 0.0) {
+        t->estimated = e->timed;
+        t->fp32_estimated_ms = base * (double)e->timed;
+        t->actual_ms += e->converted_ms;
+    } else {
+        t->unknown = e->timed;
+    }
+    t->fp32_ms = t->fp32_measured_ms + t->fp32_estimated_ms;
+    t->saved_ms = t->fp32_ms - t->actual_ms;
+    t->flops_total = e->flops * (double)e->calls;
+    t->flops_converted = e->flops *
+                         (double)(converted - e->modes[AMP_MODE_SHADOW]);
+}
+
+const struct amp_trace_event *
+amp_prof_trace(size_t *n, unsigned long long *dropped)
+{
+    *n = amp_ntrace;
+    *dropped = amp_trace_dropped;
+    return amp_trace_events;
+}
+
+const struct amp_trace_track *
+amp_prof_tracks(size_t *n)
+{
+    *n = amp_ntracks;
+    return amp_tracks;
+}

@@ -1,0 +1,198 @@
+/* The profiler: every converted call bracketed by events from the
+ * context's pool on the caller's stream (shadow calls split into the
+ * candidate and the FP32 original), harvested later without blocking into
+ * per-site, per-shape statistics, a log line per call and trace events.
+ * The FP32 baseline of a (site, shape) comes from its shadow calls; a
+ * converted call's FP32 time is measured (shadow) or estimated from it. */
+#ifndef AMP_PROF_H
+#define AMP_PROF_H
+
+#include "base/config.h"
+#include "decide/policy.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/stats.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- What a call is ---------------------------------------------------------- */
+
+/* A call's shape. GEMM: v = m n k batch transa transb; convolution:
+ * v[0..4] the x dims, v[5..9] the w dims (nb_dims of each in v[10]),
+ * v[11] groups. */
+#define AMP_SHAPE_VALUES 12
+struct amp_shape {
+    enum amp_family family;
+    int64_t v[AMP_SHAPE_VALUES];
+};
+
+/* "512x256x128 NT" (GEMM; " x8" for a batch of 8) or
+ * "x 64x3x32x32 w 16x3x3x3" (convolution; " g2" for 2 groups). */
+void amp_shape_format(const struct amp_shape *s, char *buf, size_t cap);
+
+/* Why a conversion was tried and the original call ran instead. */
+enum amp_fallback {
+    AMP_FALLBACK_NONE = 0,
+    AMP_FALLBACK_NO_DEVICE,    /* no driver, context, kernels or handle */
+    AMP_FALLBACK_SCRATCH_CAP,  /* the scratch would exceed the cap */
+    AMP_FALLBACK_BUSY,         /* every result slot was taken */
+    AMP_FALLBACK_DEVICE,       /* an allocation, launch or record failed */
+    AMP_FALLBACK_VENDOR,       /* the converted vendor call failed */
+    AMP_FALLBACK_NO_ALGORITHM, /* no descriptor or algorithm for the
+                                  converted types */
+    AMP_FALLBACK_COUNT,
+};
+
+const char *amp_fallback_name(enum amp_fallback why);
+
+/* The fallback a failed preparation means. */
+enum amp_fallback amp_fallback_of(enum amp_status st);
+
+/* A call as the profiler sees it. */
+struct amp_prof_what {
+    const char *api;           /* a static string */
+    struct amp_site *site;     /* NULL: the site table is full */
+    struct amp_shape shape;
+    double flops;              /* 2 multiply-adds per reduction term */
+    enum amp_mode mode;        /* the decision's */
+    enum amp_mode candidate;   /* shadow's */
+    amp_stream stream;
+};
+
+
+/* ---- One call in a hook ------------------------------------------------------ */
+
+struct amp_prof_call;
+
+/* A hook's handle on the call it is running. */
+struct amp_prof_span {
+    struct amp_prof_what what;
+    struct amp_prof_call *call; /* the measured record; NULL: unmeasured */
+    int open;                   /* begun and not ended */
+    int nvtx;                   /* an NVTX range is open */
+};
+
+/* A call decided FP32 at its site (policy, demotion): counted, not timed. */
+void amp_prof_fp32(const struct amp_prof_what *w);
+
+/* A conversion that failed before anything was queued: counted. */
+void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
+
+/* Before the converted path's first queued work: records the start event
+ * on w->stream (dev's context current) unless the stream is being
+ * captured or no event or record is free (the call then goes unmeasured),
+ * and opens an NVTX range. */
+void amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
+                    const struct amp_prof_what *w);
+
+/* Shadow: after the candidate, before the original FP32 call. */
+void amp_prof_split(struct amp_prof_span *span);
+
+/* After the call's last timed work (the converted result, or the shadow's
+ * original call). */
+void amp_prof_stop(struct amp_prof_span *span);
+
+/* Ends the span: a stopped call goes to the harvest, anything else is
+ * counted now with its outcome and fallback reason. */
+void amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
+                  enum amp_fallback why, size_t scratch_bytes);
+
+/* The record of the span open on this thread, for amp_harvest_pend. */
+struct amp_prof_call *amp_prof_current(void);
+
+/* Shadow errors and non-finite checks of a record, from the harvest of
+ * its slot: amp_prof_expect_error when the slot is pended, then
+ * amp_prof_error with its content (e NULL: the slot's work failed). */
+void amp_prof_expect_error(struct amp_prof_call *call);
+void amp_prof_error(struct amp_prof_call *call,
+                    const struct amp_gemm_error *e);
+
+/* Harvests finished records (part of amp_harvest); with `wait`, waits for
+ * every one. Returns how many. */
+uint64_t amp_prof_harvest(int wait);
+
+/* Forgets everything (a forked child starts clean). */
+void amp_prof_forget(void);
+
+/* ---- Statistics, for the report ------------------------------------------------ */
+
+/* One (site, shape). Times in milliseconds. */
+struct amp_prof_entry {
+    const char *api;
+    struct amp_site *site;
+    struct amp_shape shape;
+    double flops;                   /* of one call */
+    unsigned long long calls;       /* decided at the site */
+    unsigned long long outcomes[AMP_OUTCOME_COUNT];
+    unsigned long long modes[AMP_MODE_COUNT]; /* converted calls, by the
+                                                 mode that ran */
+    enum amp_mode candidate;        /* the last shadow call's candidate */
+    unsigned long long unmeasured;  /* converted, not timed (capture, no
+                                       event or record free) */
+    unsigned long long timed;       /* converted (not shadow), timed */
+    double converted_ms;            /* their total */
+    unsigned long long shadow_timed;
+    double shadow_fp32_ms;          /* the original FP32 calls */
+    double shadow_candidate_ms;     /* the candidates beside them */
+    /* Errors of the shadow calls (relative: max norm). */
+    unsigned long long error_calls;
+    double max_rel, sum_rel, max_abs;
+    unsigned long long over_tolerance, nonfinite;
+    unsigned long long fallbacks[AMP_FALLBACK_COUNT];
+    size_t scratch_max;             /* bytes, largest call */
+    double scratch_total;
+};
+
+/* A copy of every entry, in first-seen order; *n entries. NULL when there
+ * are none (or no memory). The caller frees it. */
+struct amp_prof_entry *amp_prof_snapshot(size_t *n);
+
+/* Calls the profiler could not keep (the entry table was full). */
+unsigned long long amp_prof_dropped(void);
+
+/* The FP32 baseline of an entry (mean shadow FP32 time), or a negative
+ * value when it has none. */
+double amp_prof_baseline(const struct amp_prof_entry *e);
+
+/* What an entry's converted calls would have cost in FP32 and what they
+ * cost, over the calls whose FP32 time is known (measured in shadow, or
+ * estimated from the baseline): a shadow call cost its FP32 original plus
+ * its candidate. */
+struct amp_prof_totals {
+    double fp32_ms, actual_ms, saved_ms;
+    double fp32_measured_ms, fp32_estimated_ms;
+    unsigned long long measured, estimated;   /* calls */
+    unsigned long long unknown;     /* converted, timed, no baseline */
+    double flops_total, flops_converted;
+};
+void amp_prof_totals(const struct amp_prof_entry *e,
+                     struct amp_prof_totals *t);
+
+/* ---- Trace events ------------------------------------------------------------ */
+
+struct amp_trace_event {
+    const char *api;
+    struct amp_site *site;
+    struct amp_shape shape;
+    enum amp_mode mode;        /* what ran */
+    int fp32;                  /* the shadow's original FP32 call */
+    int track;                 /* amp_prof_tracks() index */
+    double ts_us, dur_us;      /* from the context's first event */
+    double converted_ms, fp32_ms; /* negative: unknown */
+    int fp32_measured;
+};
+
+struct amp_trace_track {
+    const struct amp_dev *dev;
+    amp_stream stream;
+};
+
+/* Events kept for AMPSHIM_TRACE (only when it is set), and the tracks
+ * (one per context and stream). Valid until amp_prof_forget. */
+const struct amp_trace_event *amp_prof_trace(size_t *n,
+                                             unsigned long long *dropped);
+const struct amp_trace_track *amp_prof_tracks(size_t *n);
+
+#endif

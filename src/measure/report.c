@@ -1,0 +1,832 @@
+/* The report writers: per-site groups of the profiler's (site, shape)
+ * entries, as JSON, as a table, and the trace. */
+#include "measure/report.h"
+
+#include "base/json.h"
+#include "base/log.h"
+#include "decide/policy.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/prof.h"
+#include "measure/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AMP_VERSION_STRING "0.1.0"
+#define AMP_EMULATED_SUFFIX " (emulated)"
+
+/* ---- Sites: the entries of one (site, API) ---------------------------------- */
+
+struct amp_group {
+    const char *api;
+    struct amp_site *site;
+    enum amp_family family;
+    struct amp_prof_entry sum;   /* counters summed over the shapes */
+    struct amp_prof_totals t;    /* totals summed over the shapes */
+    double conv_known_ms;        /* converted time of the calls with an
+                                    estimated FP32 time */
+};
+
+/* Everything the writers use, gathered once. */
+struct amp_report {
+    struct amp_prof_entry *entries;
+    size_t nentries;
+    int *group_of;               /* entry -> group */
+    struct amp_group *groups;
+    size_t ngroups;
+    struct amp_group all;        /* every group summed */
+    const struct amp_config *cfg;
+};
+
+static void
+amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
+{
+    int i;
+
+    s->calls += e->calls;
+    for (i = 0; i < AMP_OUTCOME_COUNT; i++)
+        s->outcomes[i] += e->outcomes[i];
+    for (i = 0; i < AMP_MODE_COUNT; i++)
+        s->modes[i] += e->modes[i];
+    for (i = 0; i < AMP_FALLBACK_COUNT; i++)
+        s->fallbacks[i] += e->fallbacks[i];
+    if (e->modes[AMP_MODE_SHADOW])
+        s->candidate = e->candidate;
+    s->unmeasured += e->unmeasured;
+    s->timed += e->timed;
+    s->converted_ms += e->converted_ms;
+    s->shadow_timed += e->shadow_timed;
+    s->shadow_fp32_ms += e->shadow_fp32_ms;
+    s->shadow_candidate_ms += e->shadow_candidate_ms;
+    s->error_calls += e->error_calls;
+    s->sum_rel += e->sum_rel;
+    if (e->max_rel > s->max_rel)
+        s->max_rel = e->max_rel;
+    if (e->max_abs > s->max_abs)
+        s->max_abs = e->max_abs;
+    s->over_tolerance += e->over_tolerance;
+    s->nonfinite += e->nonfinite;
+    if (e->scratch_max > s->scratch_max)
+        s->scratch_max = e->scratch_max;
+    s->scratch_total += e->scratch_total;
+}
+
+static void
+amp_sum_totals(struct amp_prof_totals *s, const struct amp_prof_totals *t)
+{
+    s->fp32_ms += t->fp32_ms;
+    s->actual_ms += t->actual_ms;
+    s->saved_ms += t->saved_ms;
+    s->fp32_measured_ms += t->fp32_measured_ms;
+    s->fp32_estimated_ms += t->fp32_estimated_ms;
+    s->measured += t->measured;
+    s->estimated += t->estimated;
+    s->unknown += t->unknown;
+    s->flops_total += t->flops_total;
+    s->flops_converted += t->flops_converted;
+}
+
+static void
+amp_group_add(struct amp_group *g, const struct amp_prof_entry *e)
+{
+    struct amp_prof_totals t;
+
+    amp_prof_totals(e, &t);
+    amp_sum_entry(&g->sum, e);
+    amp_sum_totals(&g->t, &t);
+    if (amp_prof_baseline(e) >= 0.0)
+        g->conv_known_ms += e->converted_ms;
+}
+
+/* Groups the snapshot's entries by (site, API), in first-seen order. */
+static enum amp_status
+amp_report_gather(struct amp_report *r, const struct amp_config *cfg)
+{
+    size_t i, g;
+
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->entries = amp_prof_snapshot(&r->nentries);
+    if (r->nentries == 0)
+        return AMP_OK;
+    r->group_of = calloc(r->nentries, sizeof *r->group_of);
+    r->groups = calloc(r->nentries, sizeof *r->groups);
+    if (!r->group_of || !r->groups)
+        return AMP_ERR_NOMEM;
+    for (i = 0; i < r->nentries; i++) {
+        const struct amp_prof_entry *e = &r->entries[i];
+
+        for (g = 0; g < r->ngroups; g++)
+            if (r->groups[g].site == e->site && r->groups[g].api == e->api)
+                break;
+        if (g == r->ngroups) {
+            r->groups[g].api = e->api;
+            r->groups[g].site = e->site;
+            r->groups[g].family = e->shape.family;
+            amp_site_symbolize(e->site);
+            r->ngroups++;
+        }
+        r->group_of[i] = (int)g;
+        amp_group_add(&r->groups[g], e);
+        amp_group_add(&r->all, e);
+    }
+    return AMP_OK;
+}
+
+static void
+amp_report_free(struct amp_report *r)
+{
+    free(r->entries);
+    free(r->group_of);
+    free(r->groups);
+}
+
+/* a / b, NaN (written null) when b is not positive. */
+static double
+amp_ratio(double a, double b)
+{
+    return b > 0.0 ? a / b : NAN;
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+static void
+amp_json_counts(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    int m;
+
+    amp_json_kint(j, "calls", (long long)e->calls);
+    amp_json_kint(j, "converted",
+                  (long long)e->outcomes[AMP_OUTCOME_CONVERTED]);
+    amp_json_kint(j, "fp32", (long long)e->outcomes[AMP_OUTCOME_FP32]);
+    amp_json_kint(j, "fallback", (long long)e->outcomes[AMP_OUTCOME_FALLBACK]);
+    amp_json_kint(j, "unmeasured", (long long)e->unmeasured);
+    amp_json_key(j, "modes");
+    amp_json_object(j);
+    for (m = 0; m < AMP_MODE_COUNT; m++)
+        if (e->modes[m])
+            amp_json_kint(j, amp_mode_name((enum amp_mode)m),
+                          (long long)e->modes[m]);
+    amp_json_end_object(j);
+    amp_json_kstring(j, "shadow_candidate",
+                     e->modes[AMP_MODE_SHADOW]
+                         ? amp_mode_name(e->candidate) : NULL);
+}
+
+static void
+amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
+              const struct amp_prof_totals *t, double conv_known_ms)
+{
+    amp_json_key(j, "time");
+    amp_json_object(j);
+    amp_json_knumber(j, "converted_ms", e->converted_ms);
+    amp_json_knumber(j, "shadow_fp32_ms", e->shadow_fp32_ms);
+    amp_json_knumber(j, "shadow_candidate_ms", e->shadow_candidate_ms);
+    amp_json_knumber(j, "fp32_ms", t->fp32_ms);
+    amp_json_knumber(j, "fp32_measured_ms", t->fp32_measured_ms);
+    amp_json_knumber(j, "fp32_estimated_ms", t->fp32_estimated_ms);
+    amp_json_knumber(j, "actual_ms", t->actual_ms);
+    amp_json_knumber(j, "saved_ms", t->saved_ms);
+    amp_json_knumber(j, "speedup", amp_ratio(t->fp32_ms, t->actual_ms));
+    amp_json_knumber(j, "converted_speedup",
+                     amp_ratio(t->fp32_estimated_ms, conv_known_ms));
+    amp_json_knumber(j, "candidate_speedup",
+                     amp_ratio(e->shadow_fp32_ms, e->shadow_candidate_ms));
+    amp_json_kint(j, "calls_timed", (long long)(e->timed + e->shadow_timed));
+    amp_json_kint(j, "calls_fp32_measured", (long long)t->measured);
+    amp_json_kint(j, "calls_fp32_estimated", (long long)t->estimated);
+    amp_json_kint(j, "calls_fp32_unknown", (long long)t->unknown);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    double tol = amp_policy_tolerance();
+
+    amp_json_key(j, "errors");
+    amp_json_object(j);
+    amp_json_kint(j, "shadow_calls", (long long)e->error_calls);
+    amp_json_knumber(j, "max_rel", e->error_calls ? e->max_rel : NAN);
+    amp_json_knumber(j, "mean_rel", amp_ratio(e->sum_rel,
+                                              (double)e->error_calls));
+    amp_json_knumber(j, "max_abs", e->error_calls ? e->max_abs : NAN);
+    amp_json_kint(j, "nonfinite", (long long)e->nonfinite);
+    amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_kint(j, "over_tolerance", (long long)e->over_tolerance);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_rest(struct amp_json_out *j, const struct amp_prof_entry *e,
+              const struct amp_prof_totals *t)
+{
+    int i;
+
+    amp_json_key(j, "fallbacks");
+    amp_json_object(j);
+    for (i = 1; i < AMP_FALLBACK_COUNT; i++)
+        if (e->fallbacks[i])
+            amp_json_kint(j, amp_fallback_name((enum amp_fallback)i),
+                          (long long)e->fallbacks[i]);
+    amp_json_end_object(j);
+    amp_json_key(j, "scratch_bytes");
+    amp_json_object(j);
+    amp_json_kint(j, "max", (long long)e->scratch_max);
+    amp_json_knumber(j, "mean",
+                     amp_ratio(e->scratch_total,
+                               (double)e->outcomes[AMP_OUTCOME_CONVERTED]));
+    amp_json_end_object(j);
+    amp_json_key(j, "flops");
+    amp_json_object(j);
+    amp_json_knumber(j, "total", t->flops_total);
+    amp_json_knumber(j, "converted", t->flops_converted);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_dims(struct amp_json_out *j, const struct amp_shape *s)
+{
+    static const char *const gemm[] = {"m", "n", "k", "batch"};
+    int i;
+
+    amp_json_key(j, "dims");
+    amp_json_object(j);
+    if (s->family == AMP_FAMILY_GEMM) {
+        for (i = 0; i < 4; i++)
+            amp_json_kint(j, gemm[i], (long long)s->v[i]);
+        amp_json_kstring(j, "transa", s->v[4] ? "T" : "N");
+        amp_json_kstring(j, "transb", s->v[5] ? "T" : "N");
+    } else {
+        amp_json_key(j, "x");
+        amp_json_array(j);
+        for (i = 0; i < s->v[10]; i++)
+            amp_json_int(j, (long long)s->v[i]);
+        amp_json_end_array(j);
+        amp_json_key(j, "w");
+        amp_json_array(j);
+        for (i = 0; i < s->v[10]; i++)
+            amp_json_int(j, (long long)s->v[5 + i]);
+        amp_json_end_array(j);
+        amp_json_kint(j, "groups", (long long)s->v[11]);
+    }
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    struct amp_prof_totals t;
+    char text[160];
+
+    amp_prof_totals(e, &t);
+    amp_shape_format(&e->shape, text, sizeof text);
+    amp_json_object(j);
+    amp_json_kstring(j, "shape", text);
+    amp_json_dims(j, &e->shape);
+    amp_json_counts(j, e);
+    amp_json_knumber(j, "fp32_baseline_ms",
+                     e->shadow_timed ? amp_prof_baseline(e) : NAN);
+    amp_json_time(j, e, &t,
+                  amp_prof_baseline(e) >= 0.0 ? e->converted_ms : 0.0);
+    amp_json_errors(j, e);
+    amp_json_rest(j, e, &t);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
+{
+    const struct amp_group *grp = &r->groups[g];
+    const struct amp_site *s = grp->site;
+    int demoted = amp_site_demoted(s);
+    size_t i;
+
+    amp_json_object(j);
+    amp_json_kstring(j, "api", grp->api);
+    amp_json_kstring(j, "family",
+                     grp->family == AMP_FAMILY_GEMM ? "gemm" : "conv");
+    amp_json_kstring(j, "function", s && s->function[0] ? s->function : NULL);
+    amp_json_kstring(j, "module", s && s->module[0] ? s->module : NULL);
+    amp_json_knumber(j, "offset", s && s->module[0] ? (double)s->offset : NAN);
+    amp_json_counts(j, &grp->sum);
+    amp_json_time(j, &grp->sum, &grp->t, grp->conv_known_ms);
+    amp_json_errors(j, &grp->sum);
+    amp_json_rest(j, &grp->sum, &grp->t);
+    amp_json_kbool(j, "demoted", demoted);
+    amp_json_kstring(j, "demoted_reason", demoted ? s->demoted_why : NULL);
+    amp_json_key(j, "shapes");
+    amp_json_array(j);
+    for (i = 0; i < r->nentries; i++)
+        if (r->group_of[i] == (int)g)
+            amp_json_shape(j, &r->entries[i]);
+    amp_json_end_array(j);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_program(struct amp_json_out *j)
+{
+    struct amp_program prog;
+    char id[2 * AMP_POLICY_BUILD_ID_MAX + 1];
+    size_t i;
+
+    amp_program_self(&prog);
+    for (i = 0; i < prog.build_id_len; i++)
+        snprintf(id + 2 * i, 3, "%02x", prog.build_id[i]);
+    id[2 * prog.build_id_len] = '\0';
+    amp_json_key(j, "program");
+    amp_json_object(j);
+    amp_json_kstring(j, "name", prog.name);
+    amp_json_kstring(j, "path", prog.exe);
+    amp_json_kstring(j, "build_id", prog.build_id_len ? id : NULL);
+    amp_json_kint(j, "pid", (long long)getpid());
+    amp_json_end_object(j);
+}
+
+/* The device's name: of the first context the shim used, else of the
+ * calling thread's current one; -1 when there is none. */
+static int
+amp_report_device(char *name, size_t cap)
+{
+    const struct amp_dev *dev = amp_dev_first();
+
+    if (dev) {
+        snprintf(name, cap, "%s", amp_dev_name(dev));
+        return 0;
+    }
+    return amp_dev_current_name(name, cap) == AMP_OK ? 0 : -1;
+}
+
+/* The device label: its name, and whether the emulator models it. */
+static int
+amp_device_emulated(const char *name, char *modelled, size_t cap)
+{
+    size_t n = strlen(name), k = strlen(AMP_EMULATED_SUFFIX);
+
+    if (n < k || strcmp(name + n - k, AMP_EMULATED_SUFFIX) != 0)
+        return 0;
+    snprintf(modelled, cap, "%.*s", (int)(n - k), name);
+    return 1;
+}
+
+static void
+amp_json_device(struct amp_json_out *j)
+{
+    char modelled[128], name[128];
+    int emulated;
+
+    amp_json_key(j, "device");
+    if (amp_report_device(name, sizeof name) != 0) {
+        amp_json_null(j);
+        return;
+    }
+    emulated = amp_device_emulated(name, modelled, sizeof modelled);
+    amp_json_object(j);
+    amp_json_kstring(j, "name", emulated ? "emulated" : name);
+    amp_json_kstring(j, "reported_name", name);
+    amp_json_kbool(j, "emulated", emulated);
+    amp_json_kstring(j, "modelled_gpu", emulated ? modelled : NULL);
+    amp_json_kstring(j, "timing", emulated ? "modelled" : "measured");
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_policy(struct amp_json_out *j)
+{
+    struct amp_policy_info info;
+    double tol = amp_policy_tolerance();
+    char mode[48] = "";
+
+    amp_policy_info(&info);
+    if (strcmp(info.source, "AMPSHIM_MODE") == 0)
+        snprintf(mode, sizeof mode, "%s%s%s", amp_mode_name(info.mode),
+                 info.mode == AMP_MODE_SHADOW ? ":" : "",
+                 info.mode == AMP_MODE_SHADOW ? amp_mode_name(info.candidate)
+                                              : "");
+    amp_json_key(j, "policy");
+    amp_json_object(j);
+    amp_json_kstring(j, "source", info.source);
+    amp_json_kstring(j, "path", info.path);
+    amp_json_kstring(j, "why", info.why);
+    amp_json_kbool(j, "broken", info.broken);
+    amp_json_kstring(j, "mode", mode[0] ? mode : NULL);
+    amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_environment(struct amp_json_out *j, const struct amp_config *cfg)
+{
+    int i;
+
+    amp_json_key(j, "environment");
+    amp_json_object(j);
+    for (i = 0; i < cfg->nfp32_env; i++) {
+        char name[AMP_CONFIG_PROBLEM_LEN];
+        char *eq;
+
+        snprintf(name, sizeof name, "%s", cfg->fp32_env[i]);
+        eq = strchr(name, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        amp_json_kstring(j, name, eq + 1);
+    }
+    amp_json_end_object(j);
+}
+
+static void
+amp_json_apis(struct amp_json_out *j)
+{
+    const struct amp_api_stats *api;
+
+    amp_json_key(j, "apis");
+    amp_json_array(j);
+    for (api = amp_stats_list(); api; api = api->next) {
+        amp_json_object(j);
+        amp_json_kstring(j, "api", api->name);
+        amp_json_kint(j, "calls", (long long)atomic_load(&api->calls));
+        amp_json_kint(j, "converted", (long long)atomic_load(
+                                          &api->outcomes[AMP_OUTCOME_CONVERTED]));
+        amp_json_kint(j, "fp32", (long long)atomic_load(
+                                     &api->outcomes[AMP_OUTCOME_FP32]));
+        amp_json_kint(j, "fallback", (long long)atomic_load(
+                                         &api->outcomes[AMP_OUTCOME_FALLBACK]));
+        amp_json_kint(j, "passthrough",
+                      (long long)atomic_load(
+                          &api->outcomes[AMP_OUTCOME_PASSTHROUGH]));
+        amp_json_end_object(j);
+    }
+    amp_json_end_array(j);
+}
+
+static void
+amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
+{
+    const struct amp_group *a = &r->all;
+
+    amp_json_key(j, "totals");
+    amp_json_object(j);
+    amp_json_kint(j, "sites", (long long)r->ngroups);
+    amp_json_kint(j, "calls", (long long)a->sum.calls);
+    amp_json_kint(j, "converted",
+                  (long long)a->sum.outcomes[AMP_OUTCOME_CONVERTED]);
+    amp_json_kint(j, "shadow", (long long)a->sum.modes[AMP_MODE_SHADOW]);
+    amp_json_kint(j, "fp32", (long long)a->sum.outcomes[AMP_OUTCOME_FP32]);
+    amp_json_kint(j, "fallback",
+                  (long long)a->sum.outcomes[AMP_OUTCOME_FALLBACK]);
+    amp_json_kint(j, "unmeasured", (long long)a->sum.unmeasured);
+    amp_json_kint(j, "dropped", (long long)amp_prof_dropped());
+    amp_json_knumber(j, "fp32_ms", a->t.fp32_ms);
+    amp_json_knumber(j, "actual_ms", a->t.actual_ms);
+    amp_json_knumber(j, "saved_ms", a->t.saved_ms);
+    amp_json_knumber(j, "speedup", amp_ratio(a->t.fp32_ms, a->t.actual_ms));
+    amp_json_knumber(j, "flops_fp32", a->t.flops_total);
+    amp_json_knumber(j, "flops_converted", a->t.flops_converted);
+    amp_json_knumber(j, "converted_share",
+                     amp_ratio(a->t.flops_converted, a->t.flops_total));
+    amp_json_end_object(j);
+}
+
+enum amp_status
+amp_report_write(FILE *f, const struct amp_config *cfg)
+{
+    struct amp_json_out j;
+    struct amp_report r;
+    char when[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    size_t g;
+    enum amp_status st = amp_report_gather(&r, cfg);
+
+    if (st == AMP_OK) {
+        if (gmtime_r(&now, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        amp_json_init(&j, f, 1);
+        amp_json_object(&j);
+        amp_json_kstring(&j, "schema", "ampshim-report");
+        amp_json_kint(&j, "version", AMP_REPORT_VERSION);
+        amp_json_kstring(&j, "ampshim_version", AMP_VERSION_STRING);
+        amp_json_kstring(&j, "generated", when);
+        amp_json_program(&j);
+        amp_json_device(&j);
+        amp_json_policy(&j);
+        amp_json_environment(&j, cfg);
+        amp_json_apis(&j);
+        amp_json_key(&j, "sites");
+        amp_json_array(&j);
+        for (g = 0; g < r.ngroups; g++)
+            amp_json_site(&j, &r, g);
+        amp_json_end_array(&j);
+        amp_json_totals(&j, &r);
+        amp_json_end_object(&j);
+        fputc('\n', f);
+    }
+    amp_report_free(&r);
+    if (st == AMP_OK && (fflush(f) != 0 || ferror(f)))
+        st = AMP_ERR_IO;
+    return st;
+}
+
+/* ---- The trace ----------------------------------------------------------------- */
+
+static void
+amp_trace_meta(struct amp_json_out *j, const char *what, int tid,
+               const char *name)
+{
+    amp_json_object(j);
+    amp_json_kstring(j, "name", what);
+    amp_json_kstring(j, "ph", "M");
+    amp_json_kint(j, "pid", (long long)getpid());
+    amp_json_kint(j, "tid", tid);
+    amp_json_key(j, "args");
+    amp_json_object(j);
+    amp_json_kstring(j, "name", name);
+    amp_json_end_object(j);
+    amp_json_end_object(j);
+}
+
+static void
+amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
+                double origin)
+{
+    char name[96], shape[160];
+    const char *mode = amp_mode_name(t->mode);
+
+    amp_shape_format(&t->shape, shape, sizeof shape);
+    snprintf(name, sizeof name, "%s %s%s", t->api, t->fp32 ? "fp32" : mode,
+             t->fp32 ? " (shadow)" : "");
+    amp_json_object(j);
+    amp_json_kstring(j, "name", name);
+    amp_json_kstring(j, "cat", t->fp32 ? "shadow" : "converted");
+    amp_json_kstring(j, "ph", "X");
+    amp_json_knumber(j, "ts", t->ts_us - origin);
+    amp_json_knumber(j, "dur", t->dur_us);
+    amp_json_kint(j, "pid", (long long)getpid());
+    amp_json_kint(j, "tid", t->track + 1);
+    amp_json_key(j, "args");
+    amp_json_object(j);
+    amp_json_kstring(j, "api", t->api);
+    amp_json_kstring(j, "site", t->site && t->site->function[0]
+                                    ? t->site->function : "?");
+    amp_json_kstring(j, "shape", shape);
+    amp_json_kstring(j, "mode", t->fp32 ? "fp32" : mode);
+    amp_json_knumber(j, "converted_ms", t->converted_ms >= 0.0
+                                            ? t->converted_ms : NAN);
+    amp_json_knumber(j, "fp32_ms", t->fp32_ms >= 0.0 ? t->fp32_ms : NAN);
+    amp_json_kstring(j, "fp32_time", t->fp32_ms < 0.0 ? "unknown"
+                                     : t->fp32_measured ? "measured"
+                                                        : "estimated");
+    amp_json_end_object(j);
+    amp_json_end_object(j);
+}
+
+enum amp_status
+amp_report_trace(FILE *f)
+{
+    const struct amp_trace_track *tracks;
+    const struct amp_trace_event *ev;
+    unsigned long long dropped;
+    struct amp_json_out j;
+    struct amp_program prog;
+    size_t n, ntracks, i;
+    double origin = 0.0;
+    char name[300];
+
+    ev = amp_prof_trace(&n, &dropped);
+    tracks = amp_prof_tracks(&ntracks);
+    for (i = 0; i < n; i++)
+        if (i == 0 || ev[i].ts_us < origin)
+            origin = ev[i].ts_us;
+    amp_program_self(&prog);
+    amp_json_init(&j, f, 0);
+    amp_json_object(&j);
+    amp_json_key(&j, "traceEvents");
+    amp_json_array(&j);
+    snprintf(name, sizeof name, "ampshim: %.200s", prog.name);
+    amp_trace_meta(&j, "process_name", 0, name);
+    for (i = 0; i < ntracks; i++) {
+        snprintf(name, sizeof name, "stream %p (%.100s)", tracks[i].stream,
+                 amp_dev_name(tracks[i].dev));
+        amp_trace_meta(&j, "thread_name", (int)i + 1, name);
+    }
+    for (i = 0; i < n; i++) {
+        fputc('\n', f);
+        amp_trace_event(&j, &ev[i], origin);
+    }
+    amp_json_end_array(&j);
+    amp_json_kstring(&j, "displayTimeUnit", "ns");
+    amp_json_key(&j, "otherData");
+    amp_json_object(&j);
+    amp_json_kint(&j, "dropped_events", (long long)dropped);
+    amp_json_end_object(&j);
+    amp_json_end_object(&j);
+    fputc('\n', f);
+    return fflush(f) != 0 || ferror(f) ? AMP_ERR_IO : AMP_OK;
+}
+
+/* ---- The table on stderr ---------------------------------------------------------- */
+
+/* The modes a group ran, e.g. "fp16", "fp16+shadow:fp16", or "fp32". */
+static void
+amp_modes_text(const struct amp_prof_entry *e, char *buf, size_t cap)
+{
+    size_t len = 0;
+    int m;
+
+    buf[0] = '\0';
+    for (m = 0; m < AMP_MODE_COUNT && len < cap; m++) {
+        if (!e->modes[m])
+            continue;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s%s%s",
+                                len ? "+" : "",
+                                amp_mode_name((enum amp_mode)m),
+                                m == AMP_MODE_SHADOW ? ":" : "",
+                                m == AMP_MODE_SHADOW
+                                    ? amp_mode_name(e->candidate) : "");
+    }
+    if (!buf[0])
+        snprintf(buf, cap, "fp32");
+}
+
+static int
+amp_by_saved(const void *a, const void *b)
+{
+    const struct amp_group *x = a, *y = b;
+
+    return (x->t.saved_ms < y->t.saved_ms) - (x->t.saved_ms > y->t.saved_ms);
+}
+
+/* "-" for NaN, else the number with `digits` decimals. */
+static const char *
+amp_cell(char *buf, size_t cap, double v, int digits)
+{
+    if (isnan(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.*f", digits, v);
+    return buf;
+}
+
+static void
+amp_table_row(const char *site, const char *api, const struct amp_group *g)
+{
+    char modes[64], fp32[32], actual[32], speed[32], saved[32], err[32];
+    const struct amp_prof_entry *e = &g->sum;
+    int known = g->t.measured + g->t.estimated > 0;
+
+    amp_modes_text(e, modes, sizeof modes);
+    if (e->error_calls)
+        snprintf(err, sizeof err, "%.2e", e->max_rel);
+    else
+        snprintf(err, sizeof err, "-");
+    amp_log_line("| %-28.28s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
+                 "%10s %11s", site, api, e->calls,
+                 e->outcomes[AMP_OUTCOME_CONVERTED], modes,
+                 amp_cell(fp32, sizeof fp32, known ? g->t.fp32_ms : NAN, 3),
+                 amp_cell(actual, sizeof actual,
+                          known ? g->t.actual_ms : NAN, 3),
+                 amp_cell(speed, sizeof speed,
+                          amp_ratio(g->t.fp32_ms, g->t.actual_ms), 2),
+                 amp_cell(saved, sizeof saved,
+                          known ? g->t.saved_ms : NAN, 3),
+                 err);
+}
+
+static void
+amp_report_table(struct amp_report *r, const char *device, const char *path)
+{
+    size_t i;
+
+    qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
+    amp_log_line("| %-28s %-28s %7s %7s %-18s %10s %10s %8s %10s %11s",
+                 "site", "api", "calls", "conv", "mode", "fp32 ms",
+                 "actual ms", "speedup", "saved ms", "max rel err");
+    for (i = 0; i < r->ngroups; i++) {
+        const struct amp_site *s = r->groups[i].site;
+        char site[200];
+        const char *module = s && s->module[0] ? strrchr(s->module, '/') : NULL;
+
+        snprintf(site, sizeof site, "%.100s (%.60s @0x%lx)",
+                 s && s->function[0] ? s->function : "?",
+                 module ? module + 1 : s && s->module[0] ? s->module : "?",
+                 s ? (unsigned long)s->offset : 0ul);
+        amp_table_row(site, r->groups[i].api, &r->groups[i]);
+    }
+    amp_table_row("total", "", &r->all);
+    amp_log_line("| times %s on %s; %.1f%% of the FP32 work (FLOPs) "
+                 "converted; report: %s", strcmp(device, "-") == 0 ? "-" :
+                 strstr(device, AMP_EMULATED_SUFFIX) ? "modelled" : "measured",
+                 device,
+                 100.0 * (r->all.t.flops_total > 0.0
+                              ? r->all.t.flops_converted / r->all.t.flops_total
+                              : 0.0),
+                 path);
+}
+
+/* ---- At exit ------------------------------------------------------------------------ */
+
+FILE *
+amp_report_create(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
+    FILE *f;
+
+    if (fd < 0)
+        return NULL;
+    f = fdopen(fd, "w");
+    if (!f) {
+        int saved = errno;
+
+        close(fd);
+        unlink(path);
+        errno = saved;
+    }
+    return f;
+}
+
+/* Why amp_report_create refused an existing path (errno EEXIST): what
+ * is there. */
+static const char *
+amp_report_existing(const char *path)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        return "an existing file is never replaced";
+    if (S_ISLNK(st.st_mode))
+        return "a symbolic link is never followed";
+    if (S_ISDIR(st.st_mode))
+        return "it is a directory";
+    return "an existing file is never replaced";
+}
+
+/* Writes one file with `write`; one warning when it cannot. */
+static int
+amp_report_file(const char *path, const char *what,
+                enum amp_status (*write)(FILE *, const struct amp_config *),
+                const struct amp_config *cfg)
+{
+    FILE *f = amp_report_create(path);
+    enum amp_status st;
+
+    if (!f) {
+        int err = errno;
+
+        amp_log(AMP_LOG_WARN, "cannot write the %s to %s: %s%s%s%s", what,
+                path, strerror(err), err == EEXIST ? " (" : "",
+                err == EEXIST ? amp_report_existing(path) : "",
+                err == EEXIST ? ")" : "");
+        return -1;
+    }
+    st = write(f, cfg);
+    if (fclose(f) != 0 || st != AMP_OK) {
+        amp_log(AMP_LOG_WARN, "writing the %s to %s failed", what, path);
+        return -1;
+    }
+    return 0;
+}
+
+static enum amp_status
+amp_trace_writer(FILE *f, const struct amp_config *cfg)
+{
+    (void)cfg;
+    return amp_report_trace(f);
+}
+
+void
+amp_report_exit(const struct amp_config *cfg)
+{
+    char path[AMP_CONFIG_PATH_LEN + 64] = "off", device[128] = "-";
+    struct amp_program prog;
+    struct amp_report r;
+
+    if (!cfg->report_off && cfg->report[0]) {
+        snprintf(path, sizeof path, "%s", cfg->report);
+    } else if (!cfg->report_off) {
+        amp_program_self(&prog);
+        snprintf(path, sizeof path, "ampshim-%.200s-%d.json",
+                 prog.name[0] ? prog.name : "program", (int)getpid());
+    }
+    if (!cfg->report_off &&
+        amp_report_file(path, "report", amp_report_write, cfg) != 0)
+        snprintf(path, sizeof path, "not written");
+    if (cfg->trace[0])
+        amp_report_file(cfg->trace, "trace", amp_trace_writer, cfg);
+    if (!cfg->summary)
+        return;
+    amp_report_device(device, sizeof device);
+    if (amp_report_gather(&r, cfg) == AMP_OK && r.ngroups > 0)
+        amp_report_table(&r, device, path);
+    amp_report_free(&r);
+}

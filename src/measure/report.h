@@ -1,0 +1,30 @@
+/* What the shim writes at exit: the JSON report (docs/report-schema.md),
+ * the summary table on stderr, and the Chrome/Perfetto trace. */
+#ifndef AMP_REPORT_H
+#define AMP_REPORT_H
+
+#include "base/config.h"
+#include "base/status.h"
+
+#include <stdio.h>
+
+/* The report's schema version (docs/report-schema.md). */
+#define AMP_REPORT_VERSION 1
+
+/* Opens path for a file the shim writes: created, never an existing file
+ * and never through a symbolic link (O_CREAT | O_EXCL | O_NOFOLLOW).
+ * NULL with errno set on failure. */
+FILE *amp_report_create(const char *path);
+
+/* At exit, after the final harvest: writes the report (unless
+ * AMPSHIM_REPORT=off), the trace (AMPSHIM_TRACE) and, with the summary on,
+ * the table. A file that cannot be written gets one warning. */
+void amp_report_exit(const struct amp_config *cfg);
+
+/* The report as JSON into f; AMP_ERR_IO when writing fails. */
+enum amp_status amp_report_write(FILE *f, const struct amp_config *cfg);
+
+/* The trace as JSON into f. */
+enum amp_status amp_report_trace(FILE *f);
+
+#endif

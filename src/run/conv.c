@@ -1,0 +1,566 @@
+/* The convolution path: decision, plan of the shim's own tensors, and the
+ * queued work around the one vendor convolution of a converted call. */
+#include "run/conv.h"
+
+#include "amp_kernels.h"
+#include "base/log.h"
+#include "measure/harvest.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+/* Tensor Cores want channels in multiples of 8 (per group). */
+#define AMP_CONV_CHANNEL_MULTIPLE 8
+
+static const char *const amp_conv_skip_reasons[] = {
+    [AMP_CONV_CONVERT] = "converted",
+    [AMP_CONV_SKIP_MODE] = "mode",
+    [AMP_CONV_SKIP_INVALID] = "invalid arguments",
+    [AMP_CONV_SKIP_EMPTY] = "empty convolution or alpha 0",
+    [AMP_CONV_SKIP_STRICT] = "FMA math on the descriptor",
+    [AMP_CONV_SKIP_DEMOTED] = "site demoted",
+};
+
+static const float amp_one = 1.0f, amp_zero = 0.0f;
+
+const char *
+amp_conv_skip_reason(enum amp_conv_skip skip)
+{
+    if ((unsigned)skip >= AMP_CONV_SKIP_COUNT)
+        return "?";
+    return amp_conv_skip_reasons[skip];
+}
+
+enum amp_mode
+amp_conv_mode(enum amp_mode mode)
+{
+    return mode == AMP_MODE_FP16X3 ? AMP_MODE_FP32 : mode;
+}
+
+static int64_t
+amp_spatial(const struct amp_conv_layout *l)
+{
+    int64_t n = 1;
+    int d;
+
+    for (d = 2; d < l->nb_dims; d++)
+        n *= l->dim[d];
+    return n;
+}
+
+int64_t
+amp_conv_reduction(const struct amp_conv_desc *d)
+{
+    switch (d->dir) {
+    case AMP_CONV_BWD_DATA:
+        return d->w.dim[0] / d->groups * amp_spatial(&d->w);
+    case AMP_CONV_BWD_FILTER:
+        return d->x.dim[0] * amp_spatial(&d->y);
+    case AMP_CONV_FWD:
+        break;
+    }
+    return d->w.dim[1] * amp_spatial(&d->w);
+}
+
+enum amp_conv_skip
+amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
+{
+    if (!d->valid)
+        return AMP_CONV_SKIP_INVALID;
+    if (amp_conv_mode(mode) == AMP_MODE_FP32)
+        return AMP_CONV_SKIP_MODE;
+    if (d->strict)
+        return AMP_CONV_SKIP_STRICT;
+    if (amp_conv_count(&d->x, 0) == 0 || amp_conv_count(&d->w, 0) == 0 ||
+        amp_conv_count(&d->y, 0) == 0 || d->alpha == 0.0f)
+        return AMP_CONV_SKIP_EMPTY;
+    if (amp_site_demoted(d->site))
+        return AMP_CONV_SKIP_DEMOTED;
+    return AMP_CONV_CONVERT;
+}
+
+void
+amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
+{
+    struct amp_policy_call call = {.family = AMP_FAMILY_CONV,
+                                   .symbol = d->api, .site = d->site};
+    const struct amp_conv_layout *x = &d->x, *w = &d->w;
+
+    amp_policy_call_set(&call, AMP_FIELD_CONV_N, x->dim[0]);
+    amp_policy_call_set(&call, AMP_FIELD_CONV_C, x->dim[1]);
+    amp_policy_call_set(&call, AMP_FIELD_CONV_K, w->dim[0]);
+    amp_policy_call_set(&call, AMP_FIELD_GROUPS, d->groups);
+    if (x->nb_dims >= 3) {
+        amp_policy_call_set(&call, AMP_FIELD_CONV_H, x->dim[2]);
+        amp_policy_call_set(&call, AMP_FIELD_CONV_R, w->dim[2]);
+        /* Channels innermost: NHWC. */
+        amp_policy_call_set(&call, AMP_FIELD_LAYOUT,
+                            x->stride[1] == 1 ? AMP_LAYOUT_NHWC
+                                              : AMP_LAYOUT_NCHW);
+    }
+    if (x->nb_dims >= 4) {
+        amp_policy_call_set(&call, AMP_FIELD_CONV_W, x->dim[3]);
+        amp_policy_call_set(&call, AMP_FIELD_CONV_S, w->dim[3]);
+    }
+    /* The verdicts of earlier shadow calls at the site decide this one. */
+    if (amp_site_unmeasured(call.site))
+        amp_harvest(0);
+    amp_policy_decide(&call, out);
+}
+
+void
+amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
+              const struct amp_decision *dec)
+{
+    const struct amp_conv_layout *out =
+        d->dir == AMP_CONV_FWD ? &d->y
+                               : d->dir == AMP_CONV_BWD_DATA ? &d->x : &d->w;
+    int i, n = (int)d->x.nb_dims;
+
+    memset(w, 0, sizeof *w);
+    w->api = d->api;
+    w->site = d->site;
+    w->shape.family = AMP_FAMILY_CONV;
+    for (i = 0; i < n && i < 5; i++) {
+        w->shape.v[i] = d->x.dim[i];
+        w->shape.v[5 + i] = d->w.dim[i];
+    }
+    w->shape.v[10] = n < 5 ? n : 5;
+    w->shape.v[11] = d->groups;
+    w->flops = 2.0 * (double)amp_conv_count(out, 0) *
+               (double)amp_conv_reduction(d);
+    w->mode = dec->mode;
+    w->candidate = dec->candidate;
+    w->stream = d->stream;
+}
+
+/* ---- Plan ------------------------------------------------------------------- */
+
+static int64_t
+amp_round_up(int64_t v, int64_t multiple)
+{
+    return (v + multiple - 1) / multiple * multiple;
+}
+
+/* Per-group channel counts of dims 0 and 1, padded when `pad`; dim 0 of
+ * an activation (N) is never padded. */
+static void
+amp_conv_pad(struct amp_conv_layout *l, int64_t per0, int64_t per1, int pad,
+             int filter)
+{
+    int64_t m = pad ? AMP_CONV_CHANNEL_MULTIPLE : 1;
+
+    l->per[0] = per0;
+    l->per[1] = per1;
+    l->per_pad[0] = filter ? amp_round_up(per0, m) : per0;
+    l->per_pad[1] = amp_round_up(per1, m);
+}
+
+/* The packed copy of l as a descriptor: padded sizes, channels last. */
+static enum amp_status
+amp_conv_own_tensor(const struct amp_conv_layout *l, struct amp_conv_tensor *t)
+{
+    int64_t stride = amp_conv_packed_dim(l, 1);
+    int d;
+
+    t->nb_dims = (int)l->nb_dims;
+    for (d = 0; d < l->nb_dims; d++)
+        if (amp_conv_packed_dim(l, d) > INT_MAX)
+            return AMP_ERR_TOO_BIG;
+    t->stride[1] = 1;
+    for (d = (int)l->nb_dims - 1; d >= 2; d--) {
+        t->stride[d] = (int)stride;
+        stride *= l->dim[d];
+    }
+    t->stride[0] = (int)stride;
+    if (amp_conv_count(l, 1) > INT_MAX)
+        return AMP_ERR_TOO_BIG;
+    for (d = 0; d < l->nb_dims; d++)
+        t->dim[d] = (int)amp_conv_packed_dim(l, d);
+    return AMP_OK;
+}
+
+/* The output tensor's index: y, x or w by direction. */
+static int
+amp_conv_out(enum amp_conv_dir dir)
+{
+    return dir == AMP_CONV_FWD ? AMP_CONV_Y
+           : dir == AMP_CONV_BWD_DATA ? AMP_CONV_X : AMP_CONV_W;
+}
+
+enum amp_status
+amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
+              enum amp_mode candidate, struct amp_conv_plan *plan)
+{
+    struct amp_conv_layout *l[3];
+    int half, out = amp_conv_out(d->dir), i;
+    int64_t cg = d->w.dim[1], kg = d->w.dim[0] / d->groups;
+    enum amp_status st = AMP_OK;
+
+    memset(plan, 0, sizeof *plan);
+    plan->mode = mode;
+    plan->candidate = amp_conv_mode(mode == AMP_MODE_SHADOW ? candidate
+                                                            : mode);
+    switch (plan->candidate) {
+    case AMP_MODE_FP16:
+    case AMP_MODE_BF16:
+        plan->type = plan->candidate == AMP_MODE_FP16 ? AMP_CONV_F16
+                                                      : AMP_CONV_BF16;
+        plan->math = AMP_CONV_MATH_TENSOR_OP;
+        break;
+    case AMP_MODE_TF32:
+        plan->math = AMP_CONV_MATH_DEFAULT;
+        break;
+    case AMP_MODE_ALLOW_CONVERSION:
+        plan->math = AMP_CONV_MATH_ALLOW_CONVERSION;
+        break;
+    default:
+        return AMP_ERR_UNAVAILABLE;
+    }
+    half = plan->type != AMP_CONV_F32;
+    plan->x = d->x;
+    plan->w = d->w;
+    plan->y = d->y;
+    amp_conv_pad(&plan->x, d->x.dim[0], cg, half, 0);
+    amp_conv_pad(&plan->w, kg, cg, half, 1);
+    amp_conv_pad(&plan->y, d->y.dim[0], kg, half, 0);
+    l[AMP_CONV_X] = &plan->x;
+    l[AMP_CONV_W] = &plan->w;
+    l[AMP_CONV_Y] = &plan->y;
+    for (i = 0; i < 3; i++) {
+        /* FP32 data reads the caller's inputs; the output is the shim's
+         * unless tf32 writes the caller's directly. */
+        plan->own[i] = half || (i == out && (mode == AMP_MODE_SHADOW ||
+                                              plan->candidate !=
+                                                  AMP_MODE_TF32));
+        if (plan->own[i] && st == AMP_OK)
+            st = amp_conv_own_tensor(l[i], &plan->tensor[i]);
+    }
+    return st;
+}
+
+/* ---- Scratch -------------------------------------------------------------- */
+
+static size_t
+amp_conv_elem(enum amp_conv_type t)
+{
+    return t == AMP_CONV_F32 ? 4 : 2;
+}
+
+static int32_t
+amp_conv_format(enum amp_conv_type t)
+{
+    return t == AMP_CONV_F16 ? AMP_FORMAT_F16
+           : t == AMP_CONV_BF16 ? AMP_FORMAT_BF16 : AMP_FORMAT_F32;
+}
+
+static const struct amp_conv_layout *
+amp_plan_layout(const struct amp_conv_plan *p, int i)
+{
+    return i == AMP_CONV_X ? &p->x : i == AMP_CONV_W ? &p->w : &p->y;
+}
+
+static amp_devptr
+amp_desc_ptr(const struct amp_conv_desc *d, int i)
+{
+    return i == AMP_CONV_X ? d->xp : i == AMP_CONV_W ? d->wp : d->yp;
+}
+
+/* The two inputs of a direction. */
+static void
+amp_conv_inputs(enum amp_conv_dir dir, int *a, int *b)
+{
+    *a = dir == AMP_CONV_BWD_DATA ? AMP_CONV_Y : AMP_CONV_X;
+    *b = dir == AMP_CONV_BWD_FILTER ? AMP_CONV_Y : AMP_CONV_W;
+}
+
+static void
+amp_conv_release(struct amp_conv_run *run)
+{
+    if (run->scratch)
+        amp_dev_free_async(run->scratch, run->stream);
+    run->scratch = 0;
+    if (run->slot >= 0)
+        amp_dev_slot_release(run->dev, run->slot);
+    run->slot = -1;
+}
+
+static enum amp_status
+amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
+                void **params)
+{
+    return amp_dev_launch(run->dev, k, amp_kernel_grid(elems),
+                          AMP_KERNEL_BLOCK, run->stream, params);
+}
+
+static int32_t
+amp_ceil_log2(int64_t n)
+{
+    int32_t l = 0;
+
+    while (l < 62 && ((int64_t)1 << l) < n)
+        l++;
+    return l;
+}
+
+/* Zeroes the scalars and the error accumulator after them (parts 3 and
+ * 4, adjacent: the check or the shadow errors need it zeroed later), then
+ * one launch reduces both inputs' maxima and its last block sets the
+ * scales, and one more makes both half copies. */
+static enum amp_status
+amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    int32_t format = amp_conv_format(p->type);
+    int32_t log2_len = amp_ceil_log2(amp_conv_reduction(&run->desc));
+    amp_devptr s = run->scalars;
+    size_t words = (size_t)(run->accum - s) / 4 +
+                   sizeof(struct amp_shadow_accum) / 4;
+    int in[2], i;
+    amp_devptr src[2], dst[2];
+    struct amp_conv_layout l[2];
+    int64_t blocks_a;
+    unsigned grid;
+    void *scales[] = {&src[0], &l[0], &src[1], &l[1], &blocks_a, &s,
+                      &log2_len, &format};
+    void *casts[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
+                     &blocks_a, &s, &format};
+    enum amp_status st;
+
+    amp_conv_inputs(run->desc.dir, &in[0], &in[1]);
+    for (i = 0; i < 2; i++) {
+        src[i] = amp_desc_ptr(&run->desc, in[i]);
+        dst[i] = copies[in[i]];
+        l[i] = *amp_plan_layout(p, in[i]);
+    }
+    st = amp_dev_memset32_async(s, 0, words, run->stream);
+    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
+    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
+    if (st == AMP_OK)
+        st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
+                            AMP_KERNEL_BLOCK, run->stream, scales);
+    if (st != AMP_OK || p->type == AMP_CONV_F32)
+        return st;
+    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 1));
+    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 1));
+    return amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST, grid,
+                          AMP_KERNEL_BLOCK, run->stream, casts);
+}
+
+/* Scratch parts, then the slot of the check or the shadow errors. */
+static enum amp_status
+amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
+                 uint64_t scratch_max, size_t *parts)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    int shadow = p->mode == AMP_MODE_SHADOW, out = amp_conv_out(run->desc.dir);
+    int direct = !p->own[out];
+    int capturing = amp_dev_stream_capturing(run->stream) != 0;
+    size_t total = 0;
+    int i;
+
+    parts[3] = direct ? SIZE_MAX
+                      : amp_scratch_part(&total,
+                                         sizeof(struct amp_conv_scalars));
+    parts[4] = direct ? SIZE_MAX
+                      : amp_scratch_part(&total,
+                                         sizeof(struct amp_shadow_accum));
+    for (i = 0; i < 3; i++) {
+        size_t bytes = (size_t)amp_conv_count(amp_plan_layout(p, i), 1) *
+                       amp_conv_elem(p->type);
+
+        parts[i] = p->own[i] ? amp_scratch_part(&total, bytes) : SIZE_MAX;
+    }
+    parts[5] = shadow ? amp_scratch_part(&total,
+                                         (size_t)amp_conv_count(
+                                             amp_plan_layout(p, out), 0) * 4)
+                      : SIZE_MAX;
+    parts[6] = workspace_bytes ? amp_scratch_part(&total, workspace_bytes)
+                               : SIZE_MAX;
+    if (total == SIZE_MAX || total > scratch_max)
+        return AMP_ERR_TOO_BIG;
+    /* The check (and shadow's errors) need a slot, and never run in a
+     * graph: shadow stays FP32 there, FP16 and BF16 are safe by
+     * construction, allow-conversion is not. */
+    if (capturing && (shadow || p->candidate == AMP_MODE_ALLOW_CONVERSION))
+        return AMP_ERR_UNAVAILABLE;
+    if (!capturing && !direct) {
+        amp_harvest(0); /* frees the slots of finished calls */
+        if (amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
+            return AMP_ERR_UNAVAILABLE;
+    }
+    run->scratch_bytes = total;
+    return total ? amp_dev_alloc_async(run->dev, total, run->stream,
+                                       &run->scratch)
+                 : AMP_OK;
+}
+
+static amp_devptr
+amp_conv_at(amp_devptr scratch, size_t part)
+{
+    return part == SIZE_MAX ? 0 : scratch + part;
+}
+
+enum amp_status
+amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
+                 const struct amp_conv_plan *plan, size_t workspace_bytes,
+                 uint64_t scratch_max, struct amp_conv_run *run)
+{
+    amp_devptr copies[3];
+    size_t parts[7];
+    int out = amp_conv_out(d->dir), i;
+    enum amp_status st;
+
+    memset(run, 0, sizeof *run);
+    run->plan = *plan;
+    run->desc = *d;
+    run->dev = dev;
+    run->stream = d->stream;
+    run->slot = -1;
+    run->alpha = &amp_one;
+    run->beta = &amp_zero;
+    st = amp_conv_acquire(run, workspace_bytes, scratch_max, parts);
+    if (st != AMP_OK) {
+        amp_conv_release(run);
+        return st;
+    }
+    for (i = 0; i < 3; i++)
+        copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
+                                 : amp_desc_ptr(d, i);
+    run->x = copies[AMP_CONV_X];
+    run->w = copies[AMP_CONV_W];
+    run->y = copies[AMP_CONV_Y];
+    run->scalars = amp_conv_at(run->scratch, parts[3]);
+    run->accum = amp_conv_at(run->scratch, parts[4]);
+    run->result = copies[out];
+    run->candidate = amp_conv_at(run->scratch, parts[5]);
+    run->workspace = amp_conv_at(run->scratch, parts[6]);
+    run->workspace_bytes = workspace_bytes;
+    run->needs_original = plan->mode == AMP_MODE_SHADOW;
+    if (!plan->own[out]) {
+        /* tf32: the vendor call writes the caller's result itself. */
+        run->alpha = &run->desc.alpha;
+        run->beta = &run->desc.beta;
+        return AMP_OK;
+    }
+    st = amp_conv_queue_inputs(run, copies);
+    if (st != AMP_OK)
+        amp_conv_release(run);
+    return st;
+}
+
+/* Queues the slot's event and hands it to the harvest. */
+static enum amp_status
+amp_conv_pend(struct amp_conv_run *run, int shadow)
+{
+    enum amp_status st = amp_dev_slot_record(run->dev, run->slot,
+                                             run->stream);
+
+    if (st == AMP_OK)
+        st = amp_harvest_pend(run->dev, run->slot, run->slot_at, shadow,
+                              run->desc.stats, run->desc.site);
+    if (st == AMP_OK)
+        run->slot = -1; /* the harvest's now */
+    return st;
+}
+
+/* The non-finite check of the vendor result. */
+static enum amp_status
+amp_conv_queue_check(struct amp_conv_run *run)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    int64_t n = amp_conv_count(amp_plan_layout(p, amp_conv_out(run->desc.dir)),
+                               1);
+    int32_t format = amp_conv_format(p->type);
+    void *params[] = {&run->result, &n, &format, &run->scalars, &run->accum,
+                      &run->slot_at};
+    enum amp_status st;
+
+    /* run->accum was zeroed with the scalars. */
+    st = amp_conv_launch(run, AMP_KERNEL_CONV_CHECK, n, params);
+    if (st == AMP_OK)
+        st = amp_conv_pend(run, 0);
+    return st;
+}
+
+/* Channels-last packed strides of l's real sizes (the shadow candidate). */
+static struct amp_conv_layout
+amp_conv_packed_layout(const struct amp_conv_layout *l)
+{
+    struct amp_conv_layout c = *l;
+    int64_t stride = l->dim[1];
+    int d;
+
+    c.stride[1] = 1;
+    for (d = (int)l->nb_dims - 1; d >= 2; d--) {
+        c.stride[d] = stride;
+        stride *= l->dim[d];
+    }
+    c.stride[0] = stride;
+    return c;
+}
+
+/* dst = alpha * unscaled result + beta * the caller's destination. */
+static enum amp_status
+amp_conv_queue_output(struct amp_conv_run *run)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    int out = amp_conv_out(run->desc.dir);
+    int32_t format = amp_conv_format(p->type);
+    struct amp_conv_layout lr = *amp_plan_layout(p, out), lo = lr, ld = lr;
+    amp_devptr dst = amp_desc_ptr(&run->desc, out), old = dst;
+    float alpha = run->desc.alpha, beta = run->desc.beta;
+    void *params[] = {&run->result, &format, &lr, &dst, &ld, &old, &lo,
+                      &run->scalars, &alpha, &beta};
+
+    if (run->needs_original) {
+        dst = run->candidate;
+        ld = amp_conv_packed_layout(&lr);
+    }
+    return amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT, amp_conv_count(&lr, 0),
+                           params);
+}
+
+enum amp_status
+amp_conv_finish(struct amp_conv_run *run)
+{
+    enum amp_status st = AMP_OK;
+
+    if (run->plan.own[amp_conv_out(run->desc.dir)]) {
+        if (!run->needs_original && run->slot >= 0)
+            st = amp_conv_queue_check(run);
+        if (st == AMP_OK)
+            st = amp_conv_queue_output(run);
+    }
+    if (st != AMP_OK || !run->needs_original)
+        amp_conv_release(run);
+    return st;
+}
+
+enum amp_status
+amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
+{
+    int out = amp_conv_out(run->desc.dir);
+    struct amp_conv_layout lref = *amp_plan_layout(&run->plan, out);
+    struct amp_conv_layout lc = amp_conv_packed_layout(&lref);
+    amp_devptr ref = amp_desc_ptr(&run->desc, out);
+    void *params[] = {&run->candidate, &lc, &ref, &lref, &run->accum,
+                      &run->slot_at};
+    enum amp_status st = original_ok ? AMP_OK : AMP_ERR_DRIVER;
+
+    /* run->accum was zeroed with the scalars. */
+    if (st == AMP_OK)
+        st = amp_conv_launch(run, AMP_KERNEL_CONV_ERROR,
+                             amp_conv_count(&lc, 0), params);
+    if (st == AMP_OK)
+        st = amp_conv_pend(run, 1);
+    amp_conv_release(run);
+    return st;
+}
+
+void
+amp_conv_abandon(struct amp_conv_run *run)
+{
+    amp_conv_release(run);
+}

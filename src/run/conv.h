@@ -1,0 +1,169 @@
+/* The convolution path: a cuDNN convolution as a plain descriptor, the
+ * decision, the plan of the shim's own tensors, and the preparation and
+ * completion of a converted call on the caller's stream. No vendor types:
+ * the hook (hooks/cudnn.c) translates descriptors and issues the one
+ * vendor convolution of a converted call. */
+#ifndef AMP_CONV_H
+#define AMP_CONV_H
+
+#include "amp_math.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "decide/policy.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/prof.h"
+#include "measure/stats.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the call computes: y (forward), dx (backward data) or dw (backward
+ * filter). */
+enum amp_conv_dir {
+    AMP_CONV_FWD = 0,
+    AMP_CONV_BWD_DATA,
+    AMP_CONV_BWD_FILTER,
+};
+
+/* One FP32 convolution as the application asked for it. x, w and y are the
+ * tensors in their forward roles (for backward data x is dx and y is dy;
+ * for backward filter w is dw), laid out by the caller's descriptors
+ * (per and per_pad are the plan's). */
+struct amp_conv_desc {
+    const char *api;
+    struct amp_api_stats *stats;
+    struct amp_site *site;       /* NULL when the site table is full */
+    enum amp_conv_dir dir;
+    int64_t groups;
+    struct amp_conv_layout x, w, y;
+    amp_devptr xp, wp, yp;
+    float alpha, beta;           /* the caller's host scalars */
+    int valid;                   /* cuDNN accepts the arguments */
+    int strict;                  /* CUDNN_FMA_MATH: no Tensor Cores */
+    amp_stream stream;
+};
+
+enum amp_conv_skip {
+    AMP_CONV_CONVERT = 0,
+    AMP_CONV_SKIP_MODE,          /* fp32, or fp16x3 (not defined for
+                                    convolutions) */
+    AMP_CONV_SKIP_INVALID,       /* cuDNN refuses the call: it says so */
+    AMP_CONV_SKIP_EMPTY,         /* a size is 0, or alpha is 0 */
+    AMP_CONV_SKIP_STRICT,        /* the program forbade Tensor Cores */
+    AMP_CONV_SKIP_DEMOTED,       /* the site made a non-finite result */
+    AMP_CONV_SKIP_COUNT,
+};
+
+const char *amp_conv_skip_reason(enum amp_conv_skip skip);
+
+/* The mode a convolution runs in `mode` (fp16x3 is fp32 for them). */
+enum amp_mode amp_conv_mode(enum amp_mode mode);
+
+enum amp_conv_skip amp_conv_decide(const struct amp_conv_desc *d,
+                                   enum amp_mode mode);
+
+/* The policy's decision for d, an eligible call (amp_conv_decide gave
+ * AMP_CONV_CONVERT in a converting mode). */
+void amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out);
+
+/* The call as the profiler sees it (shape, FLOPs, the decision's modes). */
+void amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
+                 const struct amp_decision *dec);
+
+/* Reduction length of one output element: C/groups R S (forward),
+ * K/groups R S (backward data), N P Q (backward filter). */
+int64_t amp_conv_reduction(const struct amp_conv_desc *d);
+
+/* ---- The plan: the vendor convolution of a converted call ------------------ */
+
+/* Data types of the vendor call; math types, mapped by the hook to
+ * CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH and
+ * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION. */
+enum amp_conv_type { AMP_CONV_F32 = 0, AMP_CONV_F16, AMP_CONV_BF16 };
+enum amp_conv_math {
+    AMP_CONV_MATH_TENSOR_OP = 0,
+    AMP_CONV_MATH_DEFAULT,
+    AMP_CONV_MATH_ALLOW_CONVERSION,
+};
+
+/* A tensor of the shim's own, for a vendor descriptor (sizes and strides
+ * in logical order, packed channels last). */
+struct amp_conv_tensor {
+    int nb_dims;
+    int dim[AMP_CONV_MAX_DIMS];
+    int stride[AMP_CONV_MAX_DIMS];
+};
+
+struct amp_conv_plan {
+    enum amp_mode mode;          /* as asked; AMP_MODE_SHADOW for shadow */
+    enum amp_mode candidate;     /* what computes */
+    enum amp_conv_type type;     /* of the vendor call's data */
+    enum amp_conv_math math;
+    /* Which of x, w, y the vendor call takes from the shim (own[i]: the
+     * tensor below, in scratch) rather than the caller. */
+    int own[3];
+    struct amp_conv_tensor tensor[3];
+    /* The caller's layouts with the padding of the own copies. */
+    struct amp_conv_layout x, w, y;
+};
+
+enum { AMP_CONV_X = 0, AMP_CONV_W, AMP_CONV_Y };
+
+/* Plans d in `mode` (shadow: with `candidate`). AMP_ERR_UNAVAILABLE when
+ * the mode does not convert, AMP_ERR_TOO_BIG when a size exceeds the int
+ * of cuDNN's descriptors. */
+enum amp_status amp_conv_plan(const struct amp_conv_desc *d,
+                              enum amp_mode mode, enum amp_mode candidate,
+                              struct amp_conv_plan *plan);
+
+/* ---- A converted call ------------------------------------------------------- */
+
+struct amp_conv_run {
+    struct amp_conv_plan plan;
+    /* The vendor call: x, w, y device pointers (own or the caller's), the
+     * workspace, and host alpha and beta. */
+    amp_devptr x, w, y;
+    amp_devptr workspace;
+    size_t workspace_bytes;
+    const float *alpha, *beta;
+    /* Shadow: the hook runs the original call after amp_conv_finish(),
+     * then amp_conv_shadow_finish(). */
+    int needs_original;
+    size_t scratch_bytes;
+    /* Private to conv.c from here on. */
+    struct amp_dev *dev;
+    struct amp_conv_desc desc;
+    amp_stream stream;
+    amp_devptr scratch, scalars, accum, result, candidate;
+    int slot;
+    amp_devptr slot_at;
+};
+
+/* Queues on d->stream the scratch allocation (with `workspace_bytes` for
+ * the vendor call), the inputs' maxima and scales and their half copies.
+ * Nothing of the caller's is written. Fails with AMP_ERR_TOO_BIG beyond
+ * scratch_max, AMP_ERR_UNAVAILABLE when no slot is free for the check, or
+ * AMP_ERR_DRIVER; on failure nothing stays allocated. */
+enum amp_status amp_conv_prepare(struct amp_dev *dev,
+                                 const struct amp_conv_desc *d,
+                                 const struct amp_conv_plan *plan,
+                                 size_t workspace_bytes, uint64_t scratch_max,
+                                 struct amp_conv_run *run);
+
+/* After the vendor call succeeded: queues the non-finite check and the
+ * output cast (shadow: into the candidate; the caller's destination is read
+ * for beta before the original call overwrites it). Without shadow the
+ * scratch free is queued too. On failure the caller's memory is untouched
+ * and everything is released. */
+enum amp_status amp_conv_finish(struct amp_conv_run *run);
+
+/* Shadow, after the original call (original_ok: it succeeded): queues the
+ * error kernel and releases the run. */
+enum amp_status amp_conv_shadow_finish(struct amp_conv_run *run,
+                                       int original_ok);
+
+/* After a failure before amp_conv_finish(): queues the scratch free. */
+void amp_conv_abandon(struct amp_conv_run *run);
+
+#endif

@@ -1,0 +1,640 @@
+/* The GEMM path: the decision, and each precision mode's preparation on
+ * the caller's stream as scratch work plus vendor GEMM steps. */
+#include "run/gemm.h"
+
+#include "amp_kernels.h"
+#include "amp_math.h"
+#include "base/log.h"
+#include "measure/harvest.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define AMP_F16_LD_MULTIPLE 8
+
+static const char *const amp_gemm_skip_reasons[] = {
+    [AMP_GEMM_CONVERT] = "converted",
+    [AMP_GEMM_SKIP_MODE] = "mode fp32",
+    [AMP_GEMM_SKIP_INVALID] = "invalid arguments",
+    [AMP_GEMM_SKIP_EMPTY] = "empty product",
+    [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
+};
+
+/* Host scalars of the fp16x3 steps: they live as long as the process. */
+static const float amp_one = 1.0f, amp_zero = 0.0f;
+static const float amp_lo_weight = 1.0f / (float)(1 << AMP_F16X3_LO_EXP);
+
+const char *
+amp_gemm_skip_reason(enum amp_gemm_skip skip)
+{
+    if ((unsigned)skip >= AMP_GEMM_SKIP_COUNT)
+        return "?";
+    return amp_gemm_skip_reasons[skip];
+}
+
+static int64_t
+amp_max1(int64_t v)
+{
+    return v > 1 ? v : 1;
+}
+
+static int64_t
+amp_round_up(int64_t v, int64_t multiple)
+{
+    return (v + multiple - 1) / multiple * multiple;
+}
+
+/* Problems in the call: a single GEMM is one, whatever batch says. */
+static int64_t
+amp_gemm_batch(const struct amp_gemm_desc *d)
+{
+    return d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
+}
+
+int
+amp_gemm_args_valid(const struct amp_gemm_desc *d)
+{
+    int64_t rows_a = d->transa == AMP_OP_N ? d->m : d->k;
+    int64_t rows_b = d->transb == AMP_OP_N ? d->k : d->n;
+
+    return d->ops_valid && d->m >= 0 && d->n >= 0 && d->k >= 0 &&
+           amp_gemm_batch(d) >= 0 && d->lda >= amp_max1(rows_a) &&
+           d->ldb >= amp_max1(rows_b) && d->ldc >= amp_max1(d->m);
+}
+
+enum amp_gemm_skip
+amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
+{
+    if (!amp_gemm_args_valid(d))
+        return AMP_GEMM_SKIP_INVALID;
+    if (mode == AMP_MODE_FP32)
+        return AMP_GEMM_SKIP_MODE;
+    if (d->pedantic)
+        return AMP_GEMM_SKIP_PEDANTIC;
+    if (d->m == 0 || d->n == 0 || d->k == 0 || amp_gemm_batch(d) == 0 ||
+        (!d->scalars_on_device && *d->alpha == 0.0f))
+        return AMP_GEMM_SKIP_EMPTY;
+    return AMP_GEMM_CONVERT;
+}
+
+void
+amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
+{
+    struct amp_policy_call call = {.family = AMP_FAMILY_GEMM,
+                                   .symbol = d->api};
+
+    d->site = amp_site_get(d->api, d->caller);
+    call.site = d->site;
+    amp_policy_call_set(&call, AMP_FIELD_M, d->m);
+    amp_policy_call_set(&call, AMP_FIELD_N, d->n);
+    amp_policy_call_set(&call, AMP_FIELD_K, d->k);
+    amp_policy_call_set(&call, AMP_FIELD_BATCH, amp_gemm_batch(d));
+    amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
+    amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
+    /* The verdicts of earlier shadow calls at the site decide this one. */
+    if (amp_site_unmeasured(call.site))
+        amp_harvest(0);
+    amp_policy_decide(&call, out);
+}
+
+void
+amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
+              const struct amp_decision *dec)
+{
+    int64_t batch = d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
+
+    memset(w, 0, sizeof *w);
+    w->api = d->api;
+    w->site = d->site;
+    w->shape.family = AMP_FAMILY_GEMM;
+    w->shape.v[0] = d->m;
+    w->shape.v[1] = d->n;
+    w->shape.v[2] = d->k;
+    w->shape.v[3] = batch;
+    w->shape.v[4] = d->transa;
+    w->shape.v[5] = d->transb;
+    w->flops = 2.0 * (double)d->m * (double)d->n * (double)d->k *
+               (double)batch;
+    w->mode = dec->mode;
+    w->candidate = dec->candidate;
+    w->stream = d->stream;
+}
+
+/* ---- Scratch layout ---------------------------------------------------------- */
+
+/* Where each part of a converted call lives in its one scratch allocation.
+ * Offsets are 256-byte aligned; an absent part is AMP_ABSENT. Half-precision
+ * operands have leading dimensions padded to multiples of 8 elements, so
+ * every matrix of a batch starts 16-byte aligned. */
+struct amp_gemm_layout {
+    int64_t batch;
+    int64_t rows_a, cols_a, ld_a16, stride_a16;
+    int64_t rows_b, cols_b, ld_b16, stride_b16;
+    int64_t stride_r;            /* m * n: compact FP32 results */
+    size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
+        hi, result;
+    size_t bytes;                /* SIZE_MAX when it does not fit */
+};
+
+#define AMP_ABSENT SIZE_MAX
+
+/* The device address of a part, 0 when it is absent. */
+static amp_devptr
+amp_at(amp_devptr scratch, size_t part)
+{
+    return part == AMP_ABSENT ? 0 : scratch + part;
+}
+
+/* count * elem bytes, SIZE_MAX on overflow. */
+static size_t
+amp_bytes(int64_t count, size_t elem)
+{
+    size_t n;
+
+    if (count < 0 || __builtin_mul_overflow((size_t)count, elem, &n))
+        return SIZE_MAX;
+    return n;
+}
+
+/* Elements of `batch` matrices of rows x cols, each `stride` apart. */
+static int64_t
+amp_batch_elems(int64_t batch, int64_t stride)
+{
+    int64_t n;
+
+    if (__builtin_mul_overflow(batch, stride, &n))
+        return -1;
+    return n;
+}
+
+static void
+amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
+                int shadow, struct amp_gemm_layout *l)
+{
+    int half = work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
+               work == AMP_MODE_FP16X3;
+    int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
+    int split = work == AMP_MODE_FP16X3;
+    int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
+    size_t a16, b16, r32, ptrs, *total = &l->bytes;
+
+    memset(l, 0, sizeof *l);
+    l->batch = amp_gemm_batch(d);
+    l->rows_a = d->transa == AMP_OP_N ? d->m : d->k;
+    l->cols_a = d->transa == AMP_OP_N ? d->k : d->m;
+    l->rows_b = d->transb == AMP_OP_N ? d->k : d->n;
+    l->cols_b = d->transb == AMP_OP_N ? d->n : d->k;
+    l->ld_a16 = amp_round_up(l->rows_a, AMP_F16_LD_MULTIPLE);
+    l->ld_b16 = amp_round_up(l->rows_b, AMP_F16_LD_MULTIPLE);
+    l->stride_a16 = l->ld_a16 * l->cols_a;
+    l->stride_b16 = l->ld_b16 * l->cols_b;
+    l->stride_r = d->m * d->n;
+    a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), 2);
+    b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), 2);
+    r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
+    ptrs = amp_bytes(l->batch, 8);
+
+    l->scalars = scaled ? amp_scratch_part(total,
+                                           sizeof(struct amp_gemm_scalars))
+                        : AMP_ABSENT;
+    l->accum = shadow ? amp_scratch_part(total,
+                                         sizeof(struct amp_shadow_accum))
+                      : AMP_ABSENT;
+    l->a = half ? amp_scratch_part(total, a16) : AMP_ABSENT;
+    l->a_lo = split ? amp_scratch_part(total, a16) : AMP_ABSENT;
+    l->b = half ? amp_scratch_part(total, b16) : AMP_ABSENT;
+    l->b_lo = split ? amp_scratch_part(total, b16) : AMP_ABSENT;
+    arrays_ab = arrays && half && !shadow && !split;
+    l->ptrs_a = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
+    l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
+    l->ptrs_r = arrays && shadow && work == AMP_MODE_TF32
+                    ? amp_scratch_part(total, ptrs)
+                    : AMP_ABSENT;
+    l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->hi = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->result = shadow ? amp_scratch_part(total, r32) : AMP_ABSENT;
+}
+
+/* ---- Queued work ------------------------------------------------------------- */
+
+/* A batch of FP32 matrices as the batched kernels take it. */
+struct amp_batch_src {
+    amp_devptr base, array;
+    int64_t stride, batch, ld, rows, cols;
+};
+
+static struct amp_batch_src
+amp_operand(const struct amp_gemm_desc *d, amp_devptr p, int64_t stride,
+            int64_t ld, int64_t rows, int64_t cols)
+{
+    struct amp_batch_src s = {
+        .base = d->batch_kind == AMP_BATCH_ARRAY ? 0 : p,
+        .array = d->batch_kind == AMP_BATCH_ARRAY ? p : 0,
+        .stride = d->batch_kind == AMP_BATCH_STRIDED ? stride : 0,
+        .batch = amp_gemm_batch(d), .ld = ld, .rows = rows, .cols = cols,
+    };
+    return s;
+}
+
+static enum amp_status
+amp_launch(struct amp_dev *dev, enum amp_kernel k, int64_t elems,
+           amp_stream stream, void **params)
+{
+    return amp_dev_launch(dev, k, amp_kernel_grid(elems), AMP_KERNEL_BLOCK,
+                          stream, params);
+}
+
+static enum amp_status
+amp_queue_fill_ptrs(struct amp_gemm_run *run, amp_devptr ptrs,
+                    amp_devptr base, int64_t stride_elems, size_t elem)
+{
+    int64_t stride_bytes = stride_elems * (int64_t)elem;
+    int64_t batch = run->desc.batch;
+    void *params[] = {&ptrs, &base, &stride_bytes, &batch};
+
+    return amp_launch(run->dev, AMP_KERNEL_FILL_PTRS, batch, run->stream,
+                      params);
+}
+
+/* Copies the caller's C into the compact result (shadow). */
+static enum amp_status
+amp_queue_copy_c(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_batch_src s = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
+                                         d->n);
+    void *params[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
+                      &s.rows, &s.cols, &run->result, &run->ld_result,
+                      &run->stride_result};
+
+    return amp_launch(run->dev, AMP_KERNEL_GATHER_BATCH,
+                      s.batch * s.rows * s.cols, run->stream, params);
+}
+
+/* An operand as the fused kernels take it: the caller's batch, its half
+ * copy at dst (with lo, the fp16x3 split), the pointer array to fill with
+ * the copy's matrices (0: none), and the blocks of the grid that cover
+ * it. */
+static struct amp_gemm_operand
+amp_fused_operand(struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
+                  amp_devptr ptrs, int64_t ld_dst, int64_t stride_dst)
+{
+    struct amp_gemm_operand o = {
+        .base = s.base, .array = s.array, .stride = s.stride,
+        .batch = s.batch, .ld = s.ld, .rows = s.rows, .cols = s.cols,
+        .dst = dst, .dst_lo = lo, .ptrs = ptrs, .ld_dst = ld_dst,
+        .stride_dst = stride_dst,
+        .blocks = amp_kernel_grid(s.batch * s.rows * s.cols),
+    };
+    return o;
+}
+
+/* One launch over both operands' blocks. */
+static enum amp_status
+amp_launch_fused(struct amp_gemm_run *run, enum amp_kernel k,
+                 const struct amp_gemm_operand *a,
+                 const struct amp_gemm_operand *b, void **params)
+{
+    return amp_dev_launch(run->dev, k, (unsigned)(a->blocks + b->blocks),
+                          AMP_KERNEL_BLOCK, run->stream, params);
+}
+
+/* Zeroes the maxima and the block counter (the first words of the
+ * scalars), then one kernel reduces both maxima and its last block turns
+ * them into scales and compensates alpha; in device pointer mode it reads
+ * alpha and beta on the device. */
+static enum amp_status
+amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
+                 struct amp_gemm_operand *b)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr alpha_dev = 0, beta_dev = 0;
+    float alpha = 0.0f, beta = 0.0f;
+    void *params[] = {a, b, &run->scalars, &alpha_dev, &beta_dev, &alpha,
+                      &beta};
+    enum amp_status st;
+
+    if (d->scalars_on_device) {
+        alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
+        beta_dev = (amp_devptr)(uintptr_t)d->beta;
+    } else {
+        alpha = *d->alpha;
+        beta = *d->beta;
+    }
+    st = amp_dev_memset32_async(
+        run->scalars, 0,
+        offsetof(struct amp_gemm_scalars, blocks_done) / 4 + 1, run->stream);
+    if (st == AMP_OK)
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_SCALES, a, b, params);
+    return st;
+}
+
+/* Maxima, scales and scalars in one launch, then the casts (or splits) of
+ * A and B and their pointer arrays in another. */
+static enum amp_status
+amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr base = run->scratch;
+    struct amp_gemm_operand a = amp_fused_operand(
+        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
+        base + l->a, amp_at(base, l->a_lo), amp_at(base, l->ptrs_a),
+        l->ld_a16, l->stride_a16);
+    struct amp_gemm_operand b = amp_fused_operand(
+        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
+        base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
+        l->ld_b16, l->stride_b16);
+    int32_t format = run->candidate == AMP_MODE_BF16 ? AMP_FORMAT_BF16
+                                                     : AMP_FORMAT_F16;
+    void *params[] = {&a, &b, &run->scalars, &format};
+    enum amp_status st = AMP_OK;
+
+    /* Unscaled (bf16) casts have no scalars: the kernel's scale is 1. */
+    if (run->scalars)
+        st = amp_queue_scales(run, &a, &b);
+    if (st == AMP_OK)
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
+    return st;
+}
+
+/* ---- Steps ------------------------------------------------------------------- */
+
+/* A step on the caller's own operands with its scalars (tf32, bf16). */
+static struct amp_gemm_step
+amp_step_caller(const struct amp_gemm_desc *d)
+{
+    struct amp_gemm_step t = {
+        .type_ab = AMP_DTYPE_F32, .type_c = AMP_DTYPE_F32,
+        .compute = AMP_COMPUTE_32F, .batch_kind = d->batch_kind,
+        .batch = amp_gemm_batch(d), .a = d->a, .b = d->b, .c = d->c,
+        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .stride_a = d->stride_a, .stride_b = d->stride_b,
+        .stride_c = d->stride_c, .alpha = d->alpha, .beta = d->beta,
+        .scalars_on_device = d->scalars_on_device,
+    };
+    return t;
+}
+
+/* Points the step's output at the compact FP32 batch `r`: strided (or
+ * single) for scratch operands, a pointer array when A and B are the
+ * caller's pointer arrays. */
+static void
+amp_step_into(struct amp_gemm_step *t, const struct amp_gemm_run *run,
+              amp_devptr r, amp_devptr r_ptrs)
+{
+    t->c = r_ptrs ? r_ptrs : r;
+    t->ldc = run->ld_result;
+    t->stride_c = run->stride_result;
+}
+
+/* The steps of the candidate (or only) mode. */
+static void
+amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int shadow = run->mode == AMP_MODE_SHADOW;
+    amp_devptr base = run->scratch;
+    struct amp_gemm_step t = amp_step_caller(d);
+    int i;
+
+    if (run->candidate == AMP_MODE_TF32) {
+        t.compute = AMP_COMPUTE_32F_FAST_TF32;
+        if (shadow)
+            amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
+        t.writes_caller_c = !shadow;
+        run->steps[run->nsteps++] = t;
+        return;
+    }
+    t.type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
+                                                : AMP_DTYPE_F16;
+    t.a = base + l->a;
+    t.b = base + l->b;
+    t.lda = l->ld_a16;
+    t.ldb = l->ld_b16;
+    t.stride_a = l->stride_a16;
+    t.stride_b = l->stride_b16;
+    if (d->batch_kind == AMP_BATCH_ARRAY) {
+        /* Scratch operands are strided; only a step that writes the
+         * caller's pointer array C needs arrays for A and B too. */
+        t.batch_kind = l->ptrs_a != AMP_ABSENT ? AMP_BATCH_ARRAY
+                                               : AMP_BATCH_STRIDED;
+        if (l->ptrs_a != AMP_ABSENT) {
+            t.a = base + l->ptrs_a;
+            t.b = base + l->ptrs_b;
+        }
+    }
+    if (run->candidate == AMP_MODE_FP16) {
+        t.alpha = (const float *)(uintptr_t)(
+            run->scalars + offsetof(struct amp_gemm_scalars, alpha));
+        t.beta = (const float *)(uintptr_t)(
+            run->scalars + offsetof(struct amp_gemm_scalars, beta));
+        t.scalars_on_device = 1;
+    }
+    if (run->candidate != AMP_MODE_FP16X3) {
+        if (shadow)
+            amp_step_into(&t, run, run->result, 0);
+        t.writes_caller_c = !shadow;
+        run->steps[run->nsteps++] = t;
+        return;
+    }
+    /* fp16x3: sum = 2^-11 hi_A lo_B + 2^-11 lo_A hi_B, the smaller terms
+     * first, and hi = hi_A hi_B apart, in FP32 scratch: the final kernel
+     * adds them where hi is finite (amp_f16x3_sum). */
+    amp_step_into(&t, run, run->sum, 0);
+    t.scalars_on_device = 0;
+    for (i = 0; i < 3; i++)
+        run->steps[i] = t;
+    run->steps[0].b = base + l->b_lo;
+    run->steps[0].alpha = &amp_lo_weight;
+    run->steps[0].beta = &amp_zero;
+    run->steps[1].a = base + l->a_lo;
+    run->steps[1].alpha = &amp_lo_weight;
+    run->steps[1].beta = &amp_one;
+    run->steps[2].c = run->hi;
+    run->steps[2].alpha = &amp_one;
+    run->steps[2].beta = &amp_zero;
+    run->nsteps = 3;
+}
+
+/* ---- Prepare, finish, abandon ------------------------------------------------ */
+
+static int
+amp_mode_converts(enum amp_mode mode)
+{
+    return mode == AMP_MODE_FP16 || mode == AMP_MODE_BF16 ||
+           mode == AMP_MODE_TF32 || mode == AMP_MODE_FP16X3;
+}
+
+/* Queues the scratch free and gives an unused slot back. */
+static void
+amp_gemm_release(struct amp_gemm_run *run)
+{
+    if (run->scratch)
+        amp_dev_free_async(run->scratch, run->stream);
+    run->scratch = 0;
+    if (run->slot >= 0)
+        amp_dev_slot_release(run->dev, run->slot);
+    run->slot = -1;
+}
+
+/* Mode checks, the shadow slot and the scratch allocation. */
+static enum amp_status
+amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
+                 uint64_t scratch_max)
+{
+    enum amp_status st;
+
+    if (l->bytes == SIZE_MAX || l->bytes > scratch_max)
+        return AMP_ERR_TOO_BIG;
+    if (run->mode == AMP_MODE_SHADOW) {
+        st = amp_dev_slot_take(run->dev, &run->slot, &run->slot_at);
+        if (st != AMP_OK)
+            return st;
+    }
+    if (l->bytes == 0)
+        return AMP_OK;
+    return amp_dev_alloc_async(run->dev, l->bytes, run->stream,
+                               &run->scratch);
+}
+
+enum amp_status
+amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
+                 enum amp_mode mode, enum amp_mode candidate,
+                 uint64_t scratch_max, struct amp_gemm_run *run)
+{
+    int shadow = mode == AMP_MODE_SHADOW;
+    struct amp_gemm_layout l;
+    enum amp_status st;
+
+    memset(run, 0, sizeof *run);
+    run->mode = mode;
+    run->candidate = shadow ? candidate : mode;
+    /* A convolution mode; for GEMMs the nearest one. */
+    if (run->candidate == AMP_MODE_ALLOW_CONVERSION)
+        run->candidate = AMP_MODE_FP16;
+    run->stream = d->stream;
+    run->dev = dev;
+    run->desc = *d;
+    run->desc.batch = amp_gemm_batch(d);
+    run->slot = -1;
+    if (!amp_mode_converts(run->candidate))
+        return AMP_ERR_UNAVAILABLE;
+    /* Shadow work is never captured into a graph: the caller runs FP32. */
+    if (shadow && amp_dev_stream_capturing(d->stream) != 0)
+        return AMP_ERR_UNAVAILABLE;
+    if (shadow)
+        amp_harvest(0); /* frees the slots of finished calls */
+
+    amp_gemm_layout(d, run->candidate, shadow, &l);
+    st = amp_gemm_acquire(run, &l, scratch_max);
+    if (st != AMP_OK) {
+        amp_gemm_release(run);
+        return st;
+    }
+    run->scratch_bytes = l.bytes;
+    run->needs_original = shadow;
+    run->ld_result = d->m;
+    run->stride_result = l.stride_r;
+    run->scalars = amp_at(run->scratch, l.scalars);
+    run->accum = amp_at(run->scratch, l.accum);
+    run->sum = amp_at(run->scratch, l.sum);
+    run->hi = amp_at(run->scratch, l.hi);
+    run->result = shadow ? amp_at(run->scratch, l.result) : run->hi;
+
+    if (run->candidate != AMP_MODE_TF32)
+        st = amp_queue_operands(run, &l);
+    if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
+        st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
+                                 l.stride_r, 4);
+    /* The candidate starts from C unless beta is a host zero. */
+    if (st == AMP_OK && shadow && (d->scalars_on_device || *d->beta != 0.0f))
+        st = amp_queue_copy_c(run);
+    if (st != AMP_OK) {
+        amp_gemm_release(run);
+        return st;
+    }
+    amp_gemm_steps(run, &l);
+    return AMP_OK;
+}
+
+/* C = alpha' * (hi + sum) + beta * C for fp16x3, into the caller's C or,
+ * in a shadow run, into the candidate's copy of C. */
+static enum amp_status
+amp_queue_axpby(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int shadow = run->mode == AMP_MODE_SHADOW;
+    amp_devptr c = shadow ? run->result : d->c, c_array = 0;
+    int64_t ldc = shadow ? run->ld_result : d->ldc;
+    int64_t stride_c = shadow ? run->stride_result : d->stride_c;
+    int64_t batch = d->batch, rows = d->m, cols = d->n;
+    void *params[] = {&run->hi, &run->sum, &run->ld_result,
+                      &run->stride_result, &c, &c_array, &ldc, &stride_c,
+                      &batch, &rows, &cols, &run->scalars};
+
+    if (!shadow && d->batch_kind == AMP_BATCH_ARRAY) {
+        c_array = c;
+        c = 0;
+    }
+    if (!shadow && d->batch_kind == AMP_BATCH_NONE)
+        stride_c = 0;
+    return amp_launch(run->dev, AMP_KERNEL_AXPBY_BATCH, batch * rows * cols,
+                      run->stream, params);
+}
+
+/* The error kernel of a shadow run: candidate against the caller's C. */
+static enum amp_status
+amp_queue_shadow_error(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_batch_src c = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
+                                         d->n);
+    void *params[] = {&run->result, &run->ld_result, &run->stride_result,
+                      &c.base, &c.array, &c.ld, &c.stride, &c.batch,
+                      &c.rows, &c.cols, &run->accum, &run->slot_at};
+    enum amp_status st;
+
+    st = amp_dev_memset32_async(run->accum, 0,
+                                sizeof(struct amp_shadow_accum) / 4,
+                                run->stream);
+    if (st == AMP_OK)
+        st = amp_launch(run->dev, AMP_KERNEL_SHADOW_ERROR,
+                        c.batch * c.rows * c.cols, run->stream, params);
+    if (st == AMP_OK)
+        st = amp_dev_slot_record(run->dev, run->slot, run->stream);
+    if (st == AMP_OK)
+        st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
+                              run->desc.stats, run->desc.site);
+    if (st == AMP_OK)
+        run->slot = -1; /* the harvest's now */
+    return st;
+}
+
+enum amp_status
+amp_gemm_candidate_done(struct amp_gemm_run *run)
+{
+    enum amp_status st = AMP_OK;
+
+    if (run->candidate == AMP_MODE_FP16X3 && !run->candidate_done)
+        st = amp_queue_axpby(run);
+    if (st == AMP_OK)
+        run->candidate_done = 1;
+    return st;
+}
+
+enum amp_status
+amp_gemm_finish(struct amp_gemm_run *run)
+{
+    enum amp_status st = amp_gemm_candidate_done(run);
+
+    if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
+        st = amp_queue_shadow_error(run);
+    amp_gemm_release(run);
+    return st;
+}
+
+void
+amp_gemm_abandon(struct amp_gemm_run *run)
+{
+    amp_gemm_release(run);
+}

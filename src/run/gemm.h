@@ -1,0 +1,187 @@
+/* The GEMM path: a call as a plain descriptor, the decision, and the
+ * preparation of a converted call in any precision mode (scales, casts and
+ * splits into stream-ordered scratch), as a list of vendor GEMM steps that
+ * the hook issues. No vendor types: the hook translates. */
+#ifndef AMP_GEMM_H
+#define AMP_GEMM_H
+
+#include "base/config.h"
+#include "base/status.h"
+#include "decide/policy.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/prof.h"
+#include "measure/stats.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum amp_op {
+    AMP_OP_N = 0,
+    AMP_OP_T = 1, /* CUBLAS_OP_T, and CUBLAS_OP_C on real data */
+};
+
+/* How a call's matrices are laid out. */
+enum amp_batch {
+    AMP_BATCH_NONE = 0, /* one GEMM: a, b, c are the matrices */
+    AMP_BATCH_STRIDED,  /* matrix i of A at a + i * stride_a (elements) */
+    AMP_BATCH_ARRAY,    /* a, b, c are device arrays of `batch` device
+                           pointers, one matrix each */
+};
+
+/* One FP32 GEMM call as the application asked for it:
+ * C_i = alpha * op(A_i) * op(B_i) + beta * C_i, column-major, for each of
+ * `batch` problems. Grouped calls are one descriptor per group, whose a, b
+ * and c point at the group's slice of the pointer arrays. */
+struct amp_gemm_desc {
+    const char *api;           /* the exported name, for logs */
+    struct amp_api_stats *stats; /* the hook's counters: shadow errors */
+    enum amp_op transa, transb;
+    int ops_valid;             /* both ops were N, T or C */
+    int64_t m, n, k;
+    int64_t lda, ldb, ldc;
+    enum amp_batch batch_kind;
+    int64_t batch;             /* problems; 1 for AMP_BATCH_NONE */
+    int64_t stride_a, stride_b, stride_c; /* AMP_BATCH_STRIDED only */
+    amp_devptr a, b, c;
+    const float *alpha, *beta; /* host or device pointers, per... */
+    int scalars_on_device;     /* ...CUBLAS_POINTER_MODE_DEVICE */
+    int pedantic;              /* the handle asked for strict FP32 */
+    amp_stream stream;         /* the application handle's stream */
+    const void *caller;        /* return address of the exported hook */
+    struct amp_site *site;     /* set by amp_gemm_policy */
+};
+
+/* Why a call stays FP32 by decision. */
+enum amp_gemm_skip {
+    AMP_GEMM_CONVERT = 0,
+    AMP_GEMM_SKIP_MODE,      /* the mode is fp32 */
+    AMP_GEMM_SKIP_INVALID,   /* arguments cuBLAS refuses: it says so itself */
+    AMP_GEMM_SKIP_EMPTY,     /* m, n, k or batch is 0, or a host alpha is 0 */
+    AMP_GEMM_SKIP_PEDANTIC,  /* CUBLAS_PEDANTIC_MATH on the handle */
+    AMP_GEMM_SKIP_COUNT,
+};
+
+const char *amp_gemm_skip_reason(enum amp_gemm_skip skip);
+
+/* 1 when cuBLAS accepts the arguments (ops, sizes, leading dimensions,
+ * batch count). */
+int amp_gemm_args_valid(const struct amp_gemm_desc *d);
+
+/* Whether to convert this call in `mode`; reads a host alpha, never a
+ * device one. */
+enum amp_gemm_skip amp_gemm_decide(const struct amp_gemm_desc *d,
+                                   enum amp_mode mode);
+
+/* The policy's decision for d, an eligible call (amp_gemm_decide gave
+ * AMP_GEMM_CONVERT in a converting mode); sets d->site. */
+void amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out);
+
+/* The call as the profiler sees it (shape, FLOPs, the decision's modes). */
+void amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
+                 const struct amp_decision *dec);
+
+/* ---- A converted call ----------------------------------------------------- */
+
+/* Element types of the vendor GEMM steps. */
+enum amp_dtype {
+    AMP_DTYPE_F32 = 0,
+    AMP_DTYPE_F16,
+    AMP_DTYPE_BF16,
+};
+
+/* Compute types of the vendor GEMM steps; the hook maps them to
+ * CUBLAS_COMPUTE_32F and CUBLAS_COMPUTE_32F_FAST_TF32. */
+enum amp_compute {
+    AMP_COMPUTE_32F = 0,
+    AMP_COMPUTE_32F_FAST_TF32,
+};
+
+/* One vendor GEMM the hook issues, on the shim's own handle set to the
+ * call's stream: C_i = alpha * op(A_i) * op(B_i) + beta * C_i with the
+ * descriptor's transposes, m, n and k. For AMP_BATCH_NONE the hook calls
+ * the Ex GEMM, for STRIDED the strided-batched Ex GEMM, for ARRAY the
+ * batched Ex GEMM (a, b, c then are device pointer arrays). */
+struct amp_gemm_step {
+    enum amp_dtype type_ab;    /* A and B */
+    enum amp_dtype type_c;
+    enum amp_compute compute;
+    enum amp_batch batch_kind;
+    int64_t batch;
+    amp_devptr a, b, c;
+    int64_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+    /* Float scalars: device pointers when scalars_on_device (the handle is
+     * then put in device pointer mode for the step), else host pointers. */
+    const float *alpha, *beta;
+    int scalars_on_device;
+    /* 1 when the step writes the application's C: then it is the last
+     * step, and the call is done once it succeeds. */
+    int writes_caller_c;
+};
+
+#define AMP_GEMM_MAX_STEPS 3
+
+/* A converted call in flight. The steps run in order; a step that fails
+ * has written nothing, and no step before the last writes the caller's
+ * memory, so the hook can always fall back to the original call. */
+struct amp_gemm_run {
+    enum amp_mode mode;        /* what ran (a shadow run: AMP_MODE_SHADOW) */
+    int nsteps;
+    struct amp_gemm_step steps[AMP_GEMM_MAX_STEPS];
+    /* Shadow: the hook runs the original FP32 call after the steps, then
+     * calls amp_gemm_finish(), which compares the two results. */
+    int needs_original;
+    amp_stream stream;
+    size_t scratch_bytes;
+    /* Private to gemm.c from here on. */
+    struct amp_dev *dev;
+    struct amp_gemm_desc desc;
+    amp_devptr scratch;
+    amp_devptr result;         /* fp16x3 sum or shadow candidate, FP32 */
+    amp_devptr scalars;
+    int64_t ld_result;
+    int64_t stride_result;     /* between the batch's results */
+    enum amp_mode candidate;   /* what computes: the mode, or shadow's */
+    amp_devptr sum;            /* fp16x3: the two lo terms, FP32 */
+    amp_devptr hi;             /* fp16x3: hi_A * hi_B, FP32 */
+    amp_devptr accum;          /* shadow: the error reduction */
+    int slot;                  /* shadow: the device slot, -1 for none */
+    amp_devptr slot_at;
+    int candidate_done;        /* shadow: the candidate's last kernel is
+                                  queued */
+};
+
+/* Queues on d->stream everything the steps need: the scratch allocation,
+ * absolute maxima, scales and compensated scalars (computed on the device
+ * in either pointer mode: the call never synchronises), casts or splits,
+ * pointer arrays for batched scratch, and for shadow a copy of C. Nothing
+ * of the caller's is written. `mode` is the mode to run (for shadow, the
+ * caller passes AMP_MODE_SHADOW and `candidate`). Fails with
+ * AMP_ERR_TOO_BIG when the scratch would exceed scratch_max,
+ * AMP_ERR_UNAVAILABLE when the mode cannot run this call (then it stays
+ * FP32), or AMP_ERR_DRIVER; on failure nothing stays allocated. */
+enum amp_status amp_gemm_prepare(struct amp_dev *dev,
+                                 const struct amp_gemm_desc *d,
+                                 enum amp_mode mode, enum amp_mode candidate,
+                                 uint64_t scratch_max,
+                                 struct amp_gemm_run *run);
+
+/* After every step (and for shadow the original call) succeeded: queues
+ * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
+ * not read C when beta is 0; shadow: the error kernel) and the scratch
+ * free. On failure the caller's C is untouched except in shadow mode,
+ * where C already holds the FP32 result; the scratch free is queued either
+ * way, so amp_gemm_abandon() never follows it. */
+enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
+
+/* Shadow, after the steps and before the original call: queues the rest
+ * of the candidate (fp16x3: its sum into the candidate's copy of C), so
+ * that the candidate's time covers all of its work, as a converted call's
+ * does. Fails as amp_gemm_finish(); nothing of the caller's is written. */
+enum amp_status amp_gemm_candidate_done(struct amp_gemm_run *run);
+
+/* After a step failed: queues the scratch free. */
+void amp_gemm_abandon(struct amp_gemm_run *run);
+
+#endif

@@ -1,0 +1,704 @@
+/* `ampshim calibrate`: runs a program once per candidate mode with every
+ * call in shadow mode, reads the reports, and writes the policy that gives
+ * each call site the fastest mode within the tolerance. */
+#include "base/json.h"
+#include "decide/policy.h"
+#include "tool/tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char amp_tool_calibrate_help[] =
+    "usage: ampshim calibrate [-o FILE] [--modes LIST] [--tolerance X]\n"
+    "                         [--force] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM under the shim once per candidate mode, every call in\n"
+    "shadow mode (the FP32 result, the candidate measured beside it), reads\n"
+    "the reports, and writes a policy for PROGRAM (match exe and build-id)\n"
+    "that gives each call site (the hooked API, the calling function and\n"
+    "its module) the fastest candidate whose largest relative error is\n"
+    "within the tolerance and that is faster than FP32; other sites stay\n"
+    "fp32. Each rule is annotated with the measured error and speedup of\n"
+    "every candidate. Each site's first call is verified at run time.\n"
+    "\n"
+    "  -o FILE          the policy (default PROGRAM.policy, PROGRAM's\n"
+    "                   file name, in the working directory)\n"
+    "  --modes LIST     candidates, comma-separated (default fp16,bf16,\n"
+    "                   tf32,fp16x3,allow-conversion; fp16x3 is a GEMM's\n"
+    "                   only, allow-conversion a convolution's)\n"
+    "  --tolerance X    largest relative error (max norm) a site may show\n"
+    "                   (default: the built-in policy's)\n"
+    "  --force          replace FILE if it exists\n"
+    "\n"
+    "PROGRAM must do the same work on every run. Call sites in one function\n"
+    "get one rule (their calls together). Exit status: 0, 1 when a run or\n"
+    "the file fails, 2 on a usage error.\n";
+
+/* The candidates, in the default order; which families each applies to. */
+static const struct amp_cal_candidate {
+    enum amp_mode mode;
+    int gemm, conv;
+} amp_cal_candidates[] = {
+    {AMP_MODE_FP16, 1, 1},
+    {AMP_MODE_BF16, 1, 1},
+    {AMP_MODE_TF32, 1, 1},
+    {AMP_MODE_FP16X3, 1, 0},
+    {AMP_MODE_ALLOW_CONVERSION, 0, 1},
+};
+
+#define AMP_CAL_MODES \
+    ((int)(sizeof amp_cal_candidates / sizeof amp_cal_candidates[0]))
+#define AMP_CAL_SITES 1024
+
+/* One candidate measured at one site: sums over its shadow calls. */
+struct amp_cal_measure {
+    double calls, shadow_calls, fallback, nonfinite;
+    double fp32_ms, candidate_ms;
+    double max_rel;              /* NAN: never measured */
+};
+
+/* A site as a rule can name it: report sites with the same API, caller
+ * and module merged. */
+struct amp_cal_site {
+    char *api, *function, *module;
+    int conv;
+    int merged;                  /* report sites, in the first report */
+    char shape[96];              /* the first shape, and how many */
+    int nshapes;
+    struct amp_cal_measure m[AMP_CAL_MODES];
+};
+
+struct amp_calibration {
+    const struct amp_cal_candidate *modes[AMP_CAL_MODES];
+    int nmodes;
+    double tolerance;
+    struct amp_cal_site sites[AMP_CAL_SITES];
+    int nsites;
+    char program[256];           /* the report's program name */
+    char build_id[2 * AMP_POLICY_BUILD_ID_MAX + 1];
+    char device[160];
+};
+
+struct amp_cal_options {
+    const char *out, *modes;
+    double tolerance;            /* < 0: the built-in policy's */
+    int force, first;
+};
+
+/* ---- Options ---------------------------------------------------------------- */
+
+static int
+amp_cal_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "ampshim calibrate: %s%s%s\n%s", what, arg ? ": " : "",
+            arg ? arg : "", amp_tool_calibrate_help);
+    return 2;
+}
+
+/* 0; 1 after --help; 2 after a usage message. */
+static int
+amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
+{
+    int i;
+
+    memset(o, 0, sizeof *o);
+    o->tolerance = -1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("%s", amp_tool_calibrate_help);
+            return 1;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "--force") == 0) {
+            o->force = 1;
+            continue;
+        }
+        if (!v)
+            return amp_cal_usage("missing value", a);
+        i++;
+        if (strcmp(a, "-o") == 0) {
+            o->out = v;
+        } else if (strcmp(a, "--modes") == 0) {
+            o->modes = v;
+        } else if (strcmp(a, "--tolerance") == 0) {
+            errno = 0;
+            o->tolerance = strtod(v, &end);
+            if (errno || end == v || *end || !(o->tolerance >= 0) ||
+                isinf(o->tolerance))
+                return amp_cal_usage("--tolerance needs a non-negative "
+                                     "number", v);
+        } else {
+            return amp_cal_usage("unknown option", a);
+        }
+    }
+    if (i >= argc)
+        return amp_cal_usage("no program to run", NULL);
+    o->first = i;
+    return 0;
+}
+
+/* Fills cal->modes from a comma-separated list; 0 or 2. */
+static int
+amp_cal_modes(struct amp_calibration *cal, const char *list)
+{
+    const char *at = list;
+    int k;
+
+    cal->nmodes = 0;
+    if (!list) {
+        for (k = 0; k < AMP_CAL_MODES; k++)
+            cal->modes[cal->nmodes++] = &amp_cal_candidates[k];
+        return 0;
+    }
+    while (*at) {
+        size_t len = strcspn(at, ",");
+
+        for (k = 0; k < AMP_CAL_MODES; k++) {
+            const char *name = amp_mode_name(amp_cal_candidates[k].mode);
+
+            if (strlen(name) == len && strncmp(at, name, len) == 0)
+                break;
+        }
+        if (k == AMP_CAL_MODES)
+            return amp_cal_usage("--modes: not a candidate (fp16, bf16, "
+                                 "tf32, fp16x3, allow-conversion)", at);
+        for (int j = 0; j < cal->nmodes; j++)
+            if (cal->modes[j] == &amp_cal_candidates[k])
+                return amp_cal_usage("--modes: named twice", at);
+        cal->modes[cal->nmodes++] = &amp_cal_candidates[k];
+        at += len + (at[len] == ',');
+    }
+    return cal->nmodes ? 0 : amp_cal_usage("--modes: empty", NULL);
+}
+
+static double
+amp_cal_builtin_tolerance(void)
+{
+    static struct amp_policy p;
+    struct amp_policy_error err;
+    size_t len;
+    const char *text = amp_policy_builtin(&len);
+
+    if (amp_policy_parse(text, len, "<built-in>", &p, &err) != AMP_OK ||
+        p.set.tolerance < 0)
+        return 5e-3;
+    return p.set.tolerance;
+}
+
+/* ---- The runs --------------------------------------------------------------- */
+
+/* Writes the policy that shadows every call in mode c into path. */
+static int
+amp_cal_write_run_policy(const char *path, const struct amp_cal_candidate *c)
+{
+    FILE *f = fopen(path, "w");
+    const char *name = amp_mode_name(c->mode);
+
+    if (!f)
+        return -1;
+    fprintf(f, "# ampshim calibrate: every call measured in %s\n", name);
+    if (c->gemm)
+        fprintf(f, "rule shadow:%s when gemm\n", name);
+    if (c->conv)
+        fprintf(f, "rule shadow:%s when conv\n", name);
+    fprintf(f, "default fp32\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static struct amp_cal_site *
+amp_cal_site(struct amp_calibration *cal, const char *api,
+             const char *function, const char *module)
+{
+    struct amp_cal_site *s;
+    int i, k;
+
+    for (i = 0; i < cal->nsites; i++) {
+        s = &cal->sites[i];
+        if (strcmp(s->api, api) == 0 && strcmp(s->function, function) == 0 &&
+            strcmp(s->module, module) == 0)
+            return s;
+    }
+    if (cal->nsites == AMP_CAL_SITES)
+        return NULL;
+    s = &cal->sites[cal->nsites];
+    s->api = strdup(api);
+    s->function = strdup(function);
+    s->module = strdup(module);
+    if (!s->api || !s->function || !s->module) {
+        free(s->api);
+        free(s->function);
+        free(s->module);
+        return NULL;
+    }
+    for (k = 0; k < AMP_CAL_MODES; k++)
+        s->m[k].max_rel = NAN;
+    cal->nsites++;
+    return s;
+}
+
+static double
+amp_cal_num(const struct amp_json *obj, const char *key)
+{
+    return amp_json_num(amp_json_get(obj, key), NAN);
+}
+
+static double
+amp_cal_count(const struct amp_json *obj, const char *key)
+{
+    double v = amp_cal_num(obj, key);
+
+    return isnan(v) ? 0 : v;
+}
+
+/* The program and device, from the first report. */
+static void
+amp_cal_program(struct amp_calibration *cal, const struct amp_json *root)
+{
+    const struct amp_json *prog = amp_json_get(root, "program");
+    const struct amp_json *dev = amp_json_get(root, "device");
+    const char *name = amp_json_str(amp_json_get(prog, "name"));
+    const char *id = amp_json_str(amp_json_get(prog, "build_id"));
+    const char *dname = amp_json_str(amp_json_get(dev, "reported_name"));
+    const char *timing = amp_json_str(amp_json_get(dev, "timing"));
+
+    snprintf(cal->program, sizeof cal->program, "%s", name ? name : "");
+    snprintf(cal->build_id, sizeof cal->build_id, "%s", id ? id : "");
+    snprintf(cal->device, sizeof cal->device, "%s, times %s",
+             dname ? dname : "no device", timing ? timing : "not taken");
+}
+
+/* Adds one report site's measurements of candidate k. */
+static int
+amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
+            int first)
+{
+    const char *api = amp_json_str(amp_json_get(js, "api"));
+    const char *function = amp_json_str(amp_json_get(js, "function"));
+    const char *module = amp_json_str(amp_json_get(js, "module"));
+    const char *family = amp_json_str(amp_json_get(js, "family"));
+    const struct amp_json *time = amp_json_get(js, "time");
+    const struct amp_json *err = amp_json_get(js, "errors");
+    const struct amp_json *shapes = amp_json_get(js, "shapes");
+    struct amp_cal_site *s;
+    struct amp_cal_measure *m;
+    double rel;
+
+    if (!api || !family)
+        return -1;
+    s = amp_cal_site(cal, api, function ? function : "",
+                     module ? module : "");
+    if (!s)
+        return -1;
+    s->conv = strcmp(family, "conv") == 0;
+    if (first) {
+        s->merged++;
+        if (shapes && shapes->type == AMP_JSON_ARRAY && shapes->count) {
+            const char *sh = amp_json_str(amp_json_get(&shapes->items[0],
+                                                       "shape"));
+
+            if (!s->nshapes)
+                snprintf(s->shape, sizeof s->shape, "%s", sh ? sh : "?");
+            s->nshapes += (int)shapes->count;
+        }
+    }
+    m = &s->m[k];
+    m->calls += amp_cal_count(js, "calls");
+    m->fallback += amp_cal_count(js, "fallback");
+    m->shadow_calls += amp_cal_count(err, "shadow_calls");
+    m->nonfinite += amp_cal_count(err, "nonfinite");
+    m->fp32_ms += amp_cal_count(time, "shadow_fp32_ms");
+    m->candidate_ms += amp_cal_count(time, "shadow_candidate_ms");
+    rel = amp_cal_num(err, "max_rel");
+    if (!isnan(rel) && (isnan(m->max_rel) || rel > m->max_rel))
+        m->max_rel = rel;
+    return 0;
+}
+
+/* Reads the report of candidate k's run; 0, or -1 after a message. */
+static int
+amp_cal_read(struct amp_calibration *cal, int k, const char *path,
+             int first)
+{
+    const struct amp_json *sites;
+    struct amp_json *root;
+    char err[160];
+    size_t len, i;
+    char *text = amp_tool_read_file(path, &len);
+    int rc = -1;
+
+    if (!text) {
+        fprintf(stderr, "ampshim calibrate: the program wrote no report "
+                "(%s: %s)\n", path, strerror(errno));
+        return -1;
+    }
+    root = amp_json_parse(text, len, err, sizeof err);
+    free(text);
+    sites = amp_json_get(root, "sites");
+    if (!sites || sites->type != AMP_JSON_ARRAY) {
+        fprintf(stderr, "ampshim calibrate: %s: not a report%s%s\n", path,
+                root ? "" : ": ", root ? "" : err);
+        goto out;
+    }
+    if (first)
+        amp_cal_program(cal, root);
+    for (i = 0; i < sites->count; i++) {
+        if (amp_cal_add(cal, k, &sites->items[i], first) != 0) {
+            fprintf(stderr, "ampshim calibrate: %s: site %zu unreadable or "
+                    "more than %d sites\n", path, i, AMP_CAL_SITES);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    amp_json_free(root);
+    return rc;
+}
+
+/* One run per candidate, its report read; 0 or 1. */
+static int
+amp_cal_measure(struct amp_calibration *cal, char **argv, const char *dir)
+{
+    char policy[4200], report[4200];
+    struct amp_run_options o;
+    int i, k, status, failed = 0;
+
+    for (i = 0; i < cal->nmodes; i++) {
+        const char *name = amp_mode_name(cal->modes[i]->mode);
+
+        k = (int)(cal->modes[i] - amp_cal_candidates);
+        snprintf(policy, sizeof policy, "%s/%s.policy", dir, name);
+        snprintf(report, sizeof report, "%s/%s.json", dir, name);
+        if (amp_cal_write_run_policy(policy, cal->modes[i]) != 0) {
+            fprintf(stderr, "ampshim calibrate: %s: %s\n", policy,
+                    strerror(errno));
+            return 1;
+        }
+        fprintf(stderr, "ampshim calibrate: run %d of %d: every call in "
+                "shadow:%s\n", i + 1, cal->nmodes, name);
+        memset(&o, 0, sizeof o);
+        o.policy = policy;
+        o.report = report;
+        status = amp_tool_launch(&o, argv);
+        if (status != 0)
+            fprintf(stderr, "ampshim calibrate: %s exited with status %d "
+                    "in the run measuring %s\n", argv[0], status, name);
+        else
+            failed = amp_cal_read(cal, k, report, i == 0) != 0;
+        unlink(report);
+        unlink(policy);
+        if (status != 0 || failed)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- Choosing --------------------------------------------------------------- */
+
+static int
+amp_cal_applies(const struct amp_cal_candidate *c, const struct amp_cal_site *s)
+{
+    return s->conv ? c->conv : c->gemm;
+}
+
+static double
+amp_cal_speedup(const struct amp_cal_measure *m)
+{
+    return m->candidate_ms > 0 ? m->fp32_ms / m->candidate_ms : NAN;
+}
+
+/* Why candidate c cannot be chosen at s, or NULL when it can. */
+static const char *
+amp_cal_rejects(const struct amp_calibration *cal,
+                const struct amp_cal_measure *m, char *buf, size_t cap)
+{
+    double speedup = amp_cal_speedup(m);
+
+    if (m->shadow_calls <= 0 || m->shadow_calls < m->calls) {
+        snprintf(buf, cap, "measured on %.0f of %.0f calls (%.0f fell "
+                 "back)", m->shadow_calls, m->calls, m->fallback);
+        return buf;
+    }
+    if (m->nonfinite > 0) {
+        snprintf(buf, cap, "%.0f non-finite elements where FP32 had none",
+                 m->nonfinite);
+        return buf;
+    }
+    if (isnan(m->max_rel) || m->max_rel > cal->tolerance) {
+        snprintf(buf, cap, "error over the tolerance %g", cal->tolerance);
+        return buf;
+    }
+    if (isnan(speedup) || speedup <= 1.0)
+        return "not faster than fp32";
+    return NULL;
+}
+
+/* The index in cal->modes of s's choice, or -1 for fp32. */
+static int
+amp_cal_choose(const struct amp_calibration *cal, const struct amp_cal_site *s)
+{
+    char buf[128];
+    double best_speedup = 0;
+    int i, best = -1;
+
+    for (i = 0; i < cal->nmodes; i++) {
+        const struct amp_cal_measure *m =
+            &s->m[cal->modes[i] - amp_cal_candidates];
+
+        if (!amp_cal_applies(cal->modes[i], s) ||
+            amp_cal_rejects(cal, m, buf, sizeof buf))
+            continue;
+        if (amp_cal_speedup(m) > best_speedup) {
+            best_speedup = amp_cal_speedup(m);
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* ---- Writing ---------------------------------------------------------------- */
+
+/* s as a quoted glob that matches exactly s; -1 when no glob can (a quote
+ * or a control character) or it does not fit. */
+static int
+amp_cal_glob(char *out, size_t cap, const char *s)
+{
+    size_t n = 0;
+
+    if (cap < 3 || !*s)
+        return -1;
+    out[n++] = '"';
+    for (; *s; s++) {
+        if (*s == '"' || (unsigned char)*s < 0x20 || n + 4 > cap)
+            return -1;
+        if (strchr("*?[\\", *s))
+            out[n++] = '\\';
+        out[n++] = *s;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+    return 0;
+}
+
+static void
+amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
+                     char **argv)
+{
+    char date[32], glob[300];
+    time_t now = time(NULL);
+    struct tm tm;
+    int i;
+
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC",
+             gmtime_r(&now, &tm));
+    fprintf(f, "# Written by `ampshim calibrate` on %s for:\n#  ", date);
+    for (i = 0; argv[i]; i++)
+        fprintf(f, " %s", argv[i]);
+    fprintf(f, "\n# Device: %s.\n# Candidates:", cal->device);
+    for (i = 0; i < cal->nmodes; i++)
+        fprintf(f, " %s", amp_mode_name(cal->modes[i]->mode));
+    fprintf(f, ", each measured in one run with every call in shadow mode"
+            ".\n"
+            "# Each site gets the fastest candidate whose largest relative "
+            "error (max\n"
+            "# norm) is within the tolerance, with no non-finite element "
+            "FP32 did not\n"
+            "# have, and that is faster than FP32 (the FP32 originals' time "
+            "over the\n"
+            "# candidate's); else fp32. verify 1: a site's first call is "
+            "measured again\n"
+            "# and the site stays FP32 if its error exceeds the tolerance."
+            "\n\n");
+    if (amp_cal_glob(glob, sizeof glob, cal->program) == 0)
+        fprintf(f, "match exe %s%s%s\n", glob,
+                cal->build_id[0] ? " build-id " : "", cal->build_id);
+    else if (cal->build_id[0])
+        fprintf(f, "match build-id %s\n", cal->build_id);
+    fprintf(f, "set tolerance %g\n", cal->tolerance);
+}
+
+static void
+amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
+                   const struct amp_cal_site *s)
+{
+    const char *base = strrchr(s->module, '/');
+    char fglob[600], mglob[300], why[128];
+    int chosen = amp_cal_choose(cal, s), i;
+    const struct amp_cal_measure *best =
+        chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates] : NULL;
+
+    base = base ? base + 1 : s->module;
+    fprintf(f, "\n# %s in %s (%s): %.0f calls, %d shape%s (%s)", s->api,
+            s->function[0] ? s->function : "?", base[0] ? base : "?",
+            s->m[cal->modes[0] - amp_cal_candidates].calls, s->nshapes,
+            s->nshapes == 1 ? "" : "s", s->shape);
+    if (s->merged > 1)
+        fprintf(f, ", %d call sites in the function", s->merged);
+    fprintf(f, "\n");
+    if (chosen < 0)
+        fprintf(f, "#   %-16s chosen: no candidate is within the tolerance "
+                "and faster\n", "fp32");
+    for (i = 0; i < cal->nmodes; i++) {
+        const struct amp_cal_measure *m =
+            &s->m[cal->modes[i] - amp_cal_candidates];
+        const char *no = amp_cal_rejects(cal, m, why, sizeof why);
+
+        if (!amp_cal_applies(cal->modes[i], s))
+            continue;
+        if (!no && i != chosen) {
+            snprintf(why, sizeof why, "slower than %s",
+                     amp_mode_name(cal->modes[chosen]->mode));
+            no = why;
+        }
+        fprintf(f, "#   %-16s %s: max rel error %.3e, speedup %.4f%s%s\n",
+                amp_mode_name(cal->modes[i]->mode),
+                i == chosen ? "chosen" : "rejected", m->max_rel,
+                amp_cal_speedup(m), no ? ": " : "", no ? no : "");
+    }
+    if (!s->function[0] || !base[0] ||
+        amp_cal_glob(fglob, sizeof fglob, s->function) != 0 ||
+        amp_cal_glob(mglob, sizeof mglob, base) != 0) {
+        fprintf(f, "#   no rule: the caller or its module cannot be named; "
+                "the default decides\n");
+        return;
+    }
+    fprintf(f, "rule %s%s when symbol %s and caller %s and module %s\n",
+            chosen >= 0 ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
+            best ? " verify 1" : "", s->api, fglob, mglob);
+}
+
+/* Writes the policy to path (never replacing a file unless force): 0 or
+ * 1. */
+static int
+amp_cal_write(const struct amp_calibration *cal, char **argv,
+              const char *path, int force)
+{
+    static struct amp_policy check;
+    struct amp_policy_error perr;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int fd, i, rc = 1;
+
+    if (!f)
+        return 1;
+    amp_cal_write_header(f, cal, argv);
+    for (i = 0; i < cal->nsites; i++)
+        amp_cal_write_site(f, cal, &cal->sites[i]);
+    fprintf(f, "\ndefault fp32\n");
+    if (fclose(f) != 0)
+        goto out;
+    if (amp_policy_parse(text, len, path, &check, &perr) != AMP_OK) {
+        fprintf(stderr, "ampshim calibrate: internal error, the policy "
+                "does not parse: %s\n", perr.text);
+        goto out;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+                        (force ? O_TRUNC : O_EXCL), 0644);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+        fprintf(stderr, "ampshim calibrate: %s: %s\n", path,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto out;
+    }
+    rc = close(fd) == 0 ? 0 : 1;
+out:
+    free(text);
+    return rc;
+}
+
+/* One line per site on stdout. */
+static void
+amp_cal_print(const struct amp_calibration *cal, const char *path)
+{
+    int i;
+
+    printf("%-40s %-26s %-16s %10s %10s\n", "site", "api", "mode", "speedup",
+           "max rel");
+    for (i = 0; i < cal->nsites; i++) {
+        const struct amp_cal_site *s = &cal->sites[i];
+        const char *base = strrchr(s->module, '/');
+        int chosen = amp_cal_choose(cal, s);
+        const struct amp_cal_measure *m =
+            chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates]
+                        : NULL;
+        char name[64];
+
+        snprintf(name, sizeof name, "%.30s (%.20s)", s->function,
+                 base ? base + 1 : s->module);
+        printf("%-40s %-26s %-16s %10.4f %10.3e\n", name, s->api,
+               m ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
+               m ? amp_cal_speedup(m) : 1.0, m ? m->max_rel : 0.0);
+    }
+    printf("wrote %s (tolerance %g); run with: ampshim run --policy %s -- "
+           "...\n", path, cal->tolerance, path);
+}
+
+int
+amp_tool_calibrate(int argc, char **argv)
+{
+    static struct amp_calibration cal;
+    struct amp_cal_options o;
+    char dir[] = "/tmp/ampshim-calibrate-XXXXXX", out[4096];
+    const char *base;
+    int rc = amp_cal_parse(argc, argv, &o), i;
+
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    memset(&cal, 0, sizeof cal);
+    if (amp_cal_modes(&cal, o.modes) != 0)
+        return 2;
+    cal.tolerance = o.tolerance >= 0 ? o.tolerance
+                                     : amp_cal_builtin_tolerance();
+    base = strrchr(argv[o.first], '/');
+    snprintf(out, sizeof out, "%s", o.out ? o.out : "");
+    if (!o.out)
+        snprintf(out, sizeof out, "%s.policy",
+                 base ? base + 1 : argv[o.first]);
+    /* Before minutes of runs: a file that would not be replaced. */
+    if (!o.force && access(out, F_OK) == 0) {
+        fprintf(stderr, "ampshim calibrate: %s exists; --force replaces "
+                "it\n", out);
+        return 1;
+    }
+    /* The runs' settings are the calibration's own. */
+    unsetenv("AMPSHIM_MODE");
+    unsetenv("AMPSHIM_DISABLE");
+    unsetenv("AMPSHIM_TRACE");
+    if (!mkdtemp(dir)) {
+        perror("ampshim calibrate: mkdtemp");
+        return 1;
+    }
+    rc = amp_cal_measure(&cal, argv + o.first, dir);
+    if (rc == 0 && cal.nsites == 0) {
+        fprintf(stderr, "ampshim calibrate: %s made no call the shim "
+                "hooks: nothing to calibrate\n", argv[o.first]);
+        rc = 1;
+    }
+    if (rc == 0)
+        rc = amp_cal_write(&cal, argv + o.first, out, o.force);
+    if (rc == 0)
+        amp_cal_print(&cal, out);
+    if (rmdir(dir) != 0)
+        fprintf(stderr, "ampshim calibrate: %s left behind\n", dir);
+    for (i = 0; i < cal.nsites; i++) {
+        free(cal.sites[i].api);
+        free(cal.sites[i].function);
+        free(cal.sites[i].module);
+    }
+    return rc;
+}
