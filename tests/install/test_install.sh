@@ -9,6 +9,7 @@
 #   exit table (the C++ caller as its symbol table names it, not demangled;
 #   no FP32 time, so no speedup, under a plain --mode; one under shadow),
 #   the report it names, and `ampshim report` on it;
+# - the tool's statuses: the program's, 128 + N for signal N, 126, 127;
 # - a program that ends with _exit(): no summary, no report.
 # usage: test_install.sh MESON BUILD_ROOT PREFIX BINDIR LIBDIR BUILD_TOOL
 #                        EMU_DIR CXX_SITE PYTHON3
@@ -132,6 +133,18 @@ run tree "$build_tool" -- run --mode fp16 --report off -- "$prog"
 has tree "summary cublasSgemm_v2 calls=1 converted=1"
 ! grep -qF "ampshim: report:" "$tmp/tree.err" || fail "tree: a report named"
 echo "build tree: ../hooks found"
+
+# ---- The tool's exit statuses ------------------------------------------------
+run notfound "$tool" -- run -- "$tmp/no-such-program"
+[[ $(rc notfound) == 127 ]] || fail "not found: status $(rc notfound)"
+touch "$tmp/not-executable"
+run noexec "$tool" -- run -- "$tmp/not-executable"
+[[ $(rc noexec) == 126 ]] || fail "not executable: status $(rc noexec)"
+run signal "$tool" -- run -- bash -c 'kill -TERM $$'
+[[ $(rc signal) == 143 ]] || fail "SIGTERM: status $(rc signal), not 143"
+run status "$tool" -- run -- bash -c 'exit 7'
+[[ $(rc status) == 7 ]] || fail "exit 7: status $(rc status)"
+echo "statuses: not found 127, not executable 126, SIGTERM 143, exit 7 is 7"
 
 # ---- _exit(): the exit handler does not run ---------------------------------
 rm -f "$tmp"/ampshim-cxx_site-*.json
