@@ -9,7 +9,7 @@
 #
 # usage: scripts/bench_overhead.sh [--calls N] [--rounds N] [--cg-calls N]
 #
-# Method (README, "Overhead"):
+# Method (docs/benchmarks.md):
 # - ns: the best of --rounds rounds of --calls calls, issued in batches of
 #   32 whose synchronisation is not timed. "+ns" is the setting's time per
 #   call minus the direct call's.

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# `meson install` into a temporary DESTDIR, then the installed files:
+# - libampshim.so in PREFIX/LIBDIR and the ampshim tool in PREFIX/BINDIR,
+#   and nothing else;
+# - where `ampshim run` finds the library: AMPSHIM_LIBRARY, next to the
+#   tool, ../hooks from a build tree's tool, PREFIX/LIBDIR (the message
+#   naming it when it is not there);
+# - the installed tool running cxx_site on the emulator: the summary, the
+#   exit table (the C++ caller as its symbol table names it, not demangled;
+#   no FP32 time, so no speedup, under a plain --mode; one under shadow),
+#   the report it names, and `ampshim report` on it;
+# - the tool's statuses: the program's, 128 + N for signal N, 126, 127;
+# - a program that ends with _exit(): no summary, no report.
+# usage: test_install.sh MESON BUILD_ROOT PREFIX BINDIR LIBDIR BUILD_TOOL
+#                        EMU_DIR CXX_SITE PYTHON3
+set -euo pipefail
+
+meson=$1 build=$(realpath "$2") prefix=$3 bindir=$4 libdir=$5
+build_tool=$(realpath "$6") emu=$(realpath "$7")
+prog=$(realpath "$8")
+python=$9
+
+tmp=$(mktemp -d /tmp/ampshim-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "install test: $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
+    done
+    exit 1
+}
+
+# Only this test's settings: none of the caller's AMPSHIM_* variables,
+# preloads or policy files.
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu
+cd "$tmp"
+
+# ---- The install -----------------------------------------------------------
+dest=$tmp/root
+"$meson" install -C "$build" --destdir "$dest" --no-rebuild \
+    >"$tmp/install.out" 2>"$tmp/install.err" || fail "meson install failed"
+at() { [[ $1 == /* ]] && echo "$1" || echo "$prefix/$1"; }
+lib_path=$(at "$libdir")/libampshim.so
+tool_path=$(at "$bindir")/ampshim
+lib=$dest$lib_path
+tool=$dest$tool_path
+[[ -f $lib ]] || fail "no $lib_path under the DESTDIR"
+[[ -x $tool ]] || fail "no $tool_path under the DESTDIR"
+installed=$(cd "$dest" && find . ! -type d | sort | tr '\n' ' ')
+[[ $installed == ".$lib_path .$tool_path " ||
+   $installed == ".$tool_path .$lib_path " ]] ||
+    fail "installed files: $installed (expected $tool_path, $lib_path)"
+echo "installed: $tool_path $lib_path"
+
+# run NAME TOOL [ENV...] -- ARGS...: the tool's stdout, stderr and status
+# in $tmp/NAME.out, .err, .rc.
+run() {
+    local name=$1 tool=$2
+    shift 2
+    local -a vars=()
+    while [[ $1 != -- ]]; do vars+=("$1"); shift; done
+    shift
+    set +e
+    env "${vars[@]}" "$tool" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    echo $? >"$tmp/$name.rc"
+    set -e
+}
+rc() { cat "$tmp/$1.rc"; }
+has() { grep -qF -- "$2" "$tmp/$1.err" || fail "$1: stderr lacks '$2'"; }
+# The exit table's row of the site: its columns after "|".
+# The site column is 28 characters wide: "_ZN3app9trainStepEv (cxx_sit".
+row() {
+    grep -F "| _ZN3app9trainStepEv (cxx_sit" "$tmp/$1.err" |
+        sed 's/.*]: | .\{28\} //' || true
+}
+
+# ---- PREFIX/LIBDIR: the last place the tool looks ----------------------------
+if [[ -e $lib_path ]]; then
+    echo "skipped the PREFIX/LIBDIR lookup: $lib_path exists on this system"
+else
+    run nolib "$tool" -- run --report off -- "$prog"
+    [[ $(rc nolib) == 125 ]] || fail "nolib: status $(rc nolib), not 125"
+    has nolib "cannot find libampshim.so ($lib_path); set AMPSHIM_LIBRARY"
+    echo "without a library: status 125, looked for $lib_path"
+fi
+
+# ---- AMPSHIM_LIBRARY, --mode fp16: converted, no FP32 time -----------------
+run fp16 "$tool" "AMPSHIM_LIBRARY=$lib" -- \
+    run --mode fp16 --report "$tmp/fp16.json" -- "$prog"
+[[ $(rc fp16) == 0 ]] || fail "fp16: status $(rc fp16)"
+grep -q '^cxx_site c0=' "$tmp/fp16.out" || fail "fp16: no program output"
+has fp16 "summary cublasSgemm_v2 calls=1 converted=1 fp32=0 fallback=0"
+has fp16 "ampshim: report: $tmp/fp16.json (ampshim report $tmp/fp16.json)"
+# api calls conv mode fp32-ms actual-ms speedup saved-ms max-rel-err
+read -r -a cols <<<"$(row fp16)"
+[[ ${cols[*]:-} == "cublasSgemm_v2 1 1 fp16 - - - - -" ]] ||
+    fail "fp16: table row '${cols[*]:-}'"
+"$python" - "$tmp/fp16.json" <<'PY' || fail "fp16: report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sites"][0]
+assert s["api"] == "cublasSgemm_v2", s["api"]
+assert s["function"] == "_ZN3app9trainStepEv", s["function"]
+assert s["module"].endswith("/cxx_site"), s["module"]
+assert s["converted"] == 1, s["converted"]
+assert r["policy"]["source"] == "AMPSHIM_MODE", r["policy"]
+PY
+echo "AMPSHIM_LIBRARY: converted; table row: ${cols[*]}"
+run report "$tool" -- report "$tmp/fp16.json"
+[[ $(rc report) == 0 ]] || fail "report: status $(rc report)"
+grep -qF "_ZN3app9trainStepEv (cxx_site)" "$tmp/report.out" ||
+    fail "report: no row for _ZN3app9trainStepEv (cxx_site)"
+echo "ampshim report: the site's row names _ZN3app9trainStepEv (cxx_site)"
+
+# ---- Next to the tool, --mode shadow: FP32 measured, a speedup -------------
+cp "$lib" "$(dirname "$tool")/libampshim.so"
+run shadow "$tool" -- run --mode shadow -- "$prog"
+[[ $(rc shadow) == 0 ]] || fail "shadow: status $(rc shadow)"
+has shadow "summary cublasSgemm_v2 calls=1 converted=1"
+read -r -a cols <<<"$(row shadow)"
+[[ ${cols[3]:-} == shadow:fp16 && ${cols[6]:-} =~ ^[0-9]+\.[0-9]+$ ]] ||
+    fail "shadow: table row '${cols[*]:-}'"
+report=$(ls "$tmp"/ampshim-cxx_site-*.json 2>/dev/null || true)
+[[ -n $report ]] || fail "shadow: no ampshim-cxx_site-PID.json"
+has shadow "ampshim: report: ampshim-cxx_site-"
+echo "next to the tool: shadow; table row: ${cols[*]}; report ${report##*/}"
+
+# ---- The build tree's tool: ../hooks ---------------------------------------
+run tree "$build_tool" -- run --mode fp16 --report off -- "$prog"
+[[ $(rc tree) == 0 ]] || fail "tree: status $(rc tree)"
+has tree "summary cublasSgemm_v2 calls=1 converted=1"
+! grep -qF "ampshim: report:" "$tmp/tree.err" || fail "tree: a report named"
+echo "build tree: ../hooks found"
+
+# ---- The tool's exit statuses ------------------------------------------------
+run notfound "$tool" -- run -- "$tmp/no-such-program"
+[[ $(rc notfound) == 127 ]] || fail "not found: status $(rc notfound)"
+touch "$tmp/not-executable"
+run noexec "$tool" -- run -- "$tmp/not-executable"
+[[ $(rc noexec) == 126 ]] || fail "not executable: status $(rc noexec)"
+run signal "$tool" -- run -- bash -c 'kill -TERM $$'
+[[ $(rc signal) == 143 ]] || fail "SIGTERM: status $(rc signal), not 143"
+run status "$tool" -- run -- bash -c 'exit 7'
+[[ $(rc status) == 7 ]] || fail "exit 7: status $(rc status)"
+echo "statuses: not found 127, not executable 126, SIGTERM 143, exit 7 is 7"
+
+# ---- _exit(): the exit handler does not run ---------------------------------
+rm -f "$tmp"/ampshim-cxx_site-*.json
+run quick "$tool" -- run --mode fp16 -- "$prog" --quick-exit
+[[ $(rc quick) == 0 ]] || fail "quick: status $(rc quick)"
+grep -q '^cxx_site c0=' "$tmp/quick.out" || fail "quick: no program output"
+! grep -qF "ampshim[" "$tmp/quick.err" || fail "quick: the shim printed"
+! ls "$tmp"/ampshim-cxx_site-*.json >/dev/null 2>&1 ||
+    fail "quick: a report was written"
+echo "_exit(): no summary, no report"
