@@ -67,7 +67,10 @@ enum data {
 
 enum stride { STRIDE_PACKED, STRIDE_GAP, STRIDE_A0, STRIDE_B0 };
 
-enum invalid { VALID, BAD_LDA, BAD_M, BAD_BATCH, BAD_OP, BAD_GROUPS };
+/* Arguments cuBLAS refuses; BAD_POINTER_MODE: a grouped call (host alpha
+ * and beta arrays) on a handle in CUBLAS_POINTER_MODE_DEVICE. */
+enum invalid { VALID, BAD_LDA, BAD_M, BAD_BATCH, BAD_OP, BAD_GROUPS,
+               BAD_POINTER_MODE };
 
 /* One call. Groups of a grouped call differ from group 0 in shape,
  * transposes and alpha (see problem_params). */
@@ -158,6 +161,9 @@ static const struct gcase cases[] = {
       0.0f, 1, 3, STRIDE_PACKED, DATA_RANDOM, 1, 0, 0, 0, 0, 0, VALID, 0 },
     { "grouped_bad_groups", SGEMM_GROUPED, 8, 8, 8, OPN, OPN, 0, 1.0f, 0.0f,
       1, 2, STRIDE_PACKED, DATA_RANDOM, 0, 0, 0, 0, 0, 0, BAD_GROUPS, 0 },
+    { "grouped_dev", SGEMM_GROUPED, 24, 16, 32, OPN, OPN, 0, 1.0f, 0.5f,
+      2, 2, STRIDE_PACKED, DATA_RANDOM, 0, 1, 0, 0, 0, 0, BAD_POINTER_MODE,
+      0 },
     { "grouped64_two", SGEMM_GROUPED_64, 15, 13, 22, OPC, OPN, 2, -1.0f,
       0.25f, 2, 2, STRIDE_PACKED, DATA_RANDOM, 0, 0, 0, 0, 0, 0, VALID, 0 },
     { "sgemmex_tn", SGEMM_EX, 27, 25, 60, OPT, OPN, 1, 1.0f, 0.5f, 1, 1,
@@ -194,6 +200,9 @@ static const struct gcase cases[] = {
       0.0f, 3, 1, STRIDE_A0, DATA_RANDOM, 1, 0, 0, 0, 0, 0, VALID, 0 },
     { "groupedex_two", GEMM_GROUPED_EX, 18, 14, 26, OPN, OPN, 1, 1.0f, 0.5f,
       2, 2, STRIDE_PACKED, DATA_RANDOM, 0, 0, 0, 0, 0, 0, VALID, 0 },
+    { "groupedex64_dev", GEMM_GROUPED_EX_64, 20, 24, 16, OPT, OPN, 1, 1.0f,
+      0.0f, 1, 2, STRIDE_PACKED, DATA_RANDOM, 0, 1, 0, 0, 0, 0,
+      BAD_POINTER_MODE, 0 },
     { "groupedex64_three", GEMM_GROUPED_EX_64, 12, 16, 20, OPT, OPT, 0,
       1.0f, 0.0f, 1, 3, STRIDE_PACKED, DATA_RANDOM, 1, 0, 0, 0, 0, 0, VALID,
       0 },

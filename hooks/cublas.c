@@ -644,7 +644,10 @@ amp_grouped_converts(const struct amp_grouped_call *g,
     int64_t group, first = 0;
     int converts = 0;
 
-    if (g->group_count < 0)
+    /* cuBLAS takes a grouped call's alpha and beta arrays from the host
+     * only: in CUBLAS_POINTER_MODE_DEVICE it refuses the call, and the
+     * refusal is its to give. */
+    if (g->group_count < 0 || base->scalars_on_device)
         return 0;
     if (g->group_count > 0 &&
         (!g->transa || !g->transb || amp_ints_null(g->m) ||
