@@ -5,11 +5,10 @@
 
 #include <stddef.h>
 
-/* The exit statuses of a program that could not be run, as env(1) and
- * the shells report them, and of the tool's own failures. */
+/* The tool's exit status when nothing ran (as env(1)'s own failures):
+ * no library, a usage error, a program that could not be started. Any
+ * other status is the program's. */
 #define AMP_RUN_FAILED 125
-#define AMP_RUN_NOEXEC 126
-#define AMP_RUN_NOTFOUND 127
 
 /* The shim's settings for one run; NULL: not set. */
 struct amp_run_options {
@@ -19,13 +18,13 @@ struct amp_run_options {
 
 /* Runs argv[0] (searched in PATH) with libampshim.so preloaded and the
  * options as AMPSHIM_* variables of this process and the child; returns
- * the program's status (128 + N for signal N), AMP_RUN_FAILED when the
- * library is not found or fork fails, AMP_RUN_NOEXEC or AMP_RUN_NOTFOUND
- * when it cannot be executed. */
+ * the program's status (128 + N for signal N), or AMP_RUN_FAILED when
+ * the library is not found, fork fails or the program cannot be executed
+ * (the message names the reason: not found, not executable, ...). */
 int amp_tool_launch(const struct amp_run_options *o, char **argv);
 
 /* `ampshim run [OPTIONS] [--] PROGRAM ARGS...`: the program's exit status,
- * or 125 when the tool fails, 126/127 when the program cannot be run. */
+ * or 125 when nothing ran. */
 int amp_tool_run(int argc, char **argv);
 extern const char amp_tool_run_help[];
 

@@ -4,6 +4,7 @@
 #include "tool/tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,9 +37,9 @@ const char amp_tool_run_help[] =
     "\n"
     "The library is AMPSHIM_LIBRARY when set, else libampshim.so next to\n"
     "this tool, in ../hooks (a build tree), or in " AMP_INSTALL_LIBDIR ".\n"
-    "Options after PROGRAM are the program's. Exit status 125: the tool\n"
-    "failed (no library, a usage error); 126: PROGRAM cannot be executed;\n"
-    "127: PROGRAM was not found.\n";
+    "Options after PROGRAM are the program's. Exit status: PROGRAM's, or\n"
+    "125 when nothing ran: no library, a usage error, or PROGRAM could not\n"
+    "be started (not found, not executable: the message says which).\n";
 
 /* Writes the library's path into out; 0, or -1 when none is found. */
 static int
@@ -185,11 +186,43 @@ amp_run_tell_report(const struct amp_run_options *o, const char *program,
                 path);
 }
 
+/* The child: the program, or its exec's errno written to `failed` (a
+ * close-on-exec pipe that a successful exec closes unwritten). */
+static void
+amp_run_child(char **argv, int failed, void (*old_int)(int),
+              void (*old_quit)(int))
+{
+    int saved;
+
+    signal(SIGINT, old_int);
+    signal(SIGQUIT, old_quit);
+    execvp(argv[0], argv);
+    saved = errno;
+    /* A failed write leaves the parent the status 125 alone. */
+    while (write(failed, &saved, sizeof saved) < 0 && errno == EINTR)
+        continue;
+    _exit(AMP_RUN_FAILED);
+}
+
+/* The errno of the child's failed exec, or 0 when the program runs. */
+static int
+amp_run_exec_errno(int failed)
+{
+    int saved = 0;
+    ssize_t n;
+
+    do
+        n = read(failed, &saved, sizeof saved);
+    while (n < 0 && errno == EINTR);
+    close(failed);
+    return n == (ssize_t)sizeof saved ? saved : 0;
+}
+
 int
 amp_tool_launch(const struct amp_run_options *o, char **argv)
 {
     char library[PATH_MAX];
-    int status = 0, saved;
+    int status = 0, exec_errno, failed[2];
     void (*old_int)(int), (*old_quit)(int);
     pid_t pid;
 
@@ -202,6 +235,10 @@ amp_tool_launch(const struct amp_run_options *o, char **argv)
         perror("ampshim: environment");
         return AMP_RUN_FAILED;
     }
+    if (pipe2(failed, O_CLOEXEC) != 0) {
+        perror("ampshim: pipe");
+        return AMP_RUN_FAILED;
+    }
     /* Ctrl-C is the program's to handle; the tool waits for it. */
     old_int = signal(SIGINT, SIG_IGN);
     old_quit = signal(SIGQUIT, SIG_IGN);
@@ -209,16 +246,18 @@ amp_tool_launch(const struct amp_run_options *o, char **argv)
     pid = fork();
     if (pid < 0) {
         perror("ampshim: fork");
+        close(failed[0]);
+        close(failed[1]);
+        signal(SIGINT, old_int);
+        signal(SIGQUIT, old_quit);
         return AMP_RUN_FAILED;
     }
     if (pid == 0) {
-        signal(SIGINT, old_int);
-        signal(SIGQUIT, old_quit);
-        execvp(argv[0], argv);
-        saved = errno;
-        fprintf(stderr, "ampshim: %s: %s\n", argv[0], strerror(saved));
-        _exit(saved == ENOENT ? AMP_RUN_NOTFOUND : AMP_RUN_NOEXEC);
+        close(failed[0]);
+        amp_run_child(argv, failed[1], old_int, old_quit);
     }
+    close(failed[1]);
+    exec_errno = amp_run_exec_errno(failed[0]);
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
             perror("ampshim: waitpid");
@@ -227,9 +266,19 @@ amp_tool_launch(const struct amp_run_options *o, char **argv)
     }
     signal(SIGINT, old_int);
     signal(SIGQUIT, old_quit);
-    if (o->tell_report &&
-        (!WIFEXITED(status) || (WEXITSTATUS(status) != AMP_RUN_NOTFOUND &&
-                                WEXITSTATUS(status) != AMP_RUN_NOEXEC)))
+    if (exec_errno) {
+        fprintf(stderr, "ampshim: cannot run %s: %s; nothing ran\n",
+                argv[0], strerror(exec_errno));
+        return AMP_RUN_FAILED;
+    }
+    /* A shell's statuses for a program it could not run, here from the
+     * program itself (127: also the dynamic loader's when a library or
+     * symbol is missing). */
+    if (WIFEXITED(status) && WEXITSTATUS(status) >= 126 &&
+        WEXITSTATUS(status) <= 127)
+        fprintf(stderr, "ampshim: %s ran and exited with status %d\n",
+                argv[0], WEXITSTATUS(status));
+    if (o->tell_report)
         amp_run_tell_report(o, argv[0], pid);
     return amp_run_status(status);
 }

@@ -9,7 +9,8 @@
 #   exit table (the C++ caller as its symbol table names it, not demangled;
 #   no FP32 time, so no speedup, under a plain --mode; one under shadow),
 #   the report it names, and `ampshim report` on it;
-# - the tool's statuses: the program's, 128 + N for signal N, 126, 127;
+# - the tool's statuses: the program's (its own 127 too), 128 + N for
+#   signal N, 125 when the program cannot be started;
 # - a program that ends with _exit(): no summary, no report.
 # usage: test_install.sh MESON BUILD_ROOT PREFIX BINDIR LIBDIR BUILD_TOOL
 #                        EMU_DIR CXX_SITE PYTHON3
@@ -136,15 +137,23 @@ echo "build tree: ../hooks found"
 
 # ---- The tool's exit statuses ------------------------------------------------
 run notfound "$tool" -- run -- "$tmp/no-such-program"
-[[ $(rc notfound) == 127 ]] || fail "not found: status $(rc notfound)"
+[[ $(rc notfound) == 125 ]] || fail "not found: status $(rc notfound)"
+has notfound "ampshim: cannot run $tmp/no-such-program: No such file or directory; nothing ran"
 touch "$tmp/not-executable"
 run noexec "$tool" -- run -- "$tmp/not-executable"
-[[ $(rc noexec) == 126 ]] || fail "not executable: status $(rc noexec)"
+[[ $(rc noexec) == 125 ]] || fail "not executable: status $(rc noexec)"
+has noexec "ampshim: cannot run $tmp/not-executable: Permission denied; nothing ran"
+# A program's own 127 (the dynamic loader's status for a missing library)
+# stays the program's, and the message says that it ran.
+run own127 "$tool" -- run -- bash -c 'exit 127'
+[[ $(rc own127) == 127 ]] || fail "exit 127: status $(rc own127)"
+has own127 "ampshim: bash ran and exited with status 127"
+! grep -qF "cannot run" "$tmp/own127.err" || fail "exit 127: 'cannot run'"
 run signal "$tool" -- run -- bash -c 'kill -TERM $$'
 [[ $(rc signal) == 143 ]] || fail "SIGTERM: status $(rc signal), not 143"
 run status "$tool" -- run -- bash -c 'exit 7'
 [[ $(rc status) == 7 ]] || fail "exit 7: status $(rc status)"
-echo "statuses: not found 127, not executable 126, SIGTERM 143, exit 7 is 7"
+echo "statuses: not found 125, not executable 125 (each named), the program's 127 is 127, SIGTERM 143, exit 7 is 7"
 
 # ---- _exit(): the exit handler does not run ---------------------------------
 rm -f "$tmp"/ampshim-cxx_site-*.json
