@@ -171,9 +171,11 @@ emu_part(const struct emu_launch *l, int64_t blocks_a, int64_t tid,
                          part_threads);
 }
 
-/* The last block of a fused kernel: every block adds 1 to *done, and the
- * one that takes it to the grid's size from a zeroed counter finishes.
- * Returns whether the counter was zeroed (else no block would finish). */
+/* The last block of a kernel's grid (amp_last_block): every block adds 1
+ * to *done, and the one that takes it to the grid's size from a zeroed
+ * counter finishes. Returns whether the counter was zeroed (else no block
+ * finishes: a counter left from an earlier launch never reaches the value
+ * a last block looks for). */
 static int
 emu_last_block(const struct emu_launch *l, uint32_t *done)
 {
@@ -491,8 +493,10 @@ emu_run_shadow_error(const struct emu_launch *l)
                                     EMU_PARAM(l, 9, int64_t), tid, nthreads);
         amp_shadow_merge(&accum->error, &e);
     }
-    accum->blocks_done = l->grid[0];
-    *slot = accum->error;
+    /* As on the GPU, the last block writes the slot: from a counter the
+     * caller zeroed, else no block is last and the slot keeps what it had. */
+    if (emu_last_block(l, &accum->blocks_done))
+        *slot = accum->error;
     free(c);
     return CUDA_SUCCESS;
 }
@@ -670,8 +674,10 @@ emu_run_conv_check(const struct emu_launch *l)
     for (int64_t tid = 0; tid < nthreads && !s->nonfinite_in; tid++)
         accum->error.nonfinite +=
             amp_conv_nonfinite_thread(r, n, format, tid, nthreads);
-    accum->blocks_done = l->grid[0];
-    *slot = accum->error;
+    /* As on the GPU, the last block writes the slot: from a counter the
+     * caller zeroed, else no block is last and the slot keeps what it had. */
+    if (emu_last_block(l, &accum->blocks_done))
+        *slot = accum->error;
     return CUDA_SUCCESS;
 }
 
@@ -706,8 +712,10 @@ emu_run_conv_error(const struct emu_launch *l)
 
         amp_shadow_merge(&accum->error, &e);
     }
-    accum->blocks_done = l->grid[0];
-    *slot = accum->error;
+    /* As on the GPU, the last block writes the slot: from a counter the
+     * caller zeroed, else no block is last and the slot keeps what it had. */
+    if (emu_last_block(l, &accum->blocks_done))
+        *slot = accum->error;
     return CUDA_SUCCESS;
 }
 
