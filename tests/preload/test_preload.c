@@ -121,6 +121,26 @@ expect_cases(const struct amp_test_run *run, int must_pass, const char *what,
     }
 }
 
+/* On a GPU: some calls converted and none fell back, so that a shim that
+ * silently runs FP32 everywhere fails. */
+static void
+expect_converted_on_gpu(const struct amp_test_run *run, const char *what)
+{
+    struct amp_test_summary sum;
+    long converted = 0, fallback = 0;
+
+    amp_test_parse_summary(run->err, &sum);
+    for (int i = 0; i < sum.count; i++) {
+        converted += sum.lines[i].converted;
+        fallback += sum.lines[i].fallback;
+    }
+    if (converted > 0 && fallback == 0)
+        return;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: on a GPU, %ld calls converted and %ld fell back (expected "
+             "some converted, none fallen back)", what, converted, fallback);
+}
+
 /* Same cases as the plain run, in the same order. */
 static void
 expect_same_cases(const struct amp_test_check *check, const char *what)
@@ -524,6 +544,7 @@ test_real_libraries_same_status(void **state)
         expect_cases(&bare, 1, "real libraries, no shim", &a);
         expect_cases(&shim, 1, "real libraries, shim", &b);
         assert_int_equal(a.count, b.count);
+        expect_converted_on_gpu(&shim, "real libraries, shim");
         goto out;
     }
     if (strstr(bare.out, "cublasCreate_v2 status=") == NULL ||
@@ -1030,6 +1051,16 @@ test_real_program(void **state)
     assert_int_equal(a.count, b.count);
     for (int i = 0; i < a.count; i++)
         assert_int_equal(a.cases[i].status, b.cases[i].status);
+    if (bare.code == 0) {
+        /* A GPU: every case within the fp16 bound, and converted. */
+        for (int i = 0; i < b.count; i++)
+            if (!b.cases[i].ok) {
+                amp_test_run_dump("real libraries, shim", &shim);
+                fail_msg("real libraries, shim: case %s outside the fp16 "
+                         "bound", b.cases[i].name);
+            }
+        expect_converted_on_gpu(&shim, "real libraries, shim");
+    }
     if (bare.code != 0 && (bare.out_len != shim.out_len ||
                            memcmp(bare.out, shim.out, bare.out_len) != 0)) {
         amp_test_run_dump("real libraries, no shim", &bare);
