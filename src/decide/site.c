@@ -128,7 +128,9 @@ amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
     if (!site)
         return;
     pthread_mutex_lock(&amp_site_lock);
-    site->shadow_calls++;
+    /* Atomic for amp_site_unmeasured, which reads it without the lock. */
+    __atomic_store_n(&site->shadow_calls, site->shadow_calls + 1,
+                     __ATOMIC_RELAXED);
     if (e->max_abs > site->shadow_max_abs)
         site->shadow_max_abs = e->max_abs;
     if (e->max_rel > site->shadow_max_rel)
