@@ -420,6 +420,7 @@ struct amp_call {
     int64_t batch;
     long long stride_a, stride_b, stride_c;
     struct amp_types types;
+    int algo_unknown;         /* an Ex call's algo is none of cuBLAS's */
 };
 
 /* 1 when the call is an FP32 GEMM (*pedantic: one the program asked to
@@ -443,6 +444,20 @@ amp_call_fp32(const struct amp_types *t, int *pedantic)
     default:
         return 0;
     }
+}
+
+/* 1 for the algorithms cublas_api.h lists. cuBLAS refuses any other value
+ * (NOT_SUPPORTED): such a call is the vendor's to refuse, so the shim must
+ * not convert it with its own CUBLAS_GEMM_DEFAULT and report success. */
+static int
+amp_algo_known(cublasGemmAlgo_t algo)
+{
+    int v = (int)algo;
+
+    return (v >= CUBLAS_GEMM_DEFAULT && v <= CUBLAS_GEMM_ALGO23) ||
+           (v >= CUBLAS_GEMM_DEFAULT_TENSOR_OP &&
+            v <= CUBLAS_GEMM_ALGO15_TENSOR_OP) ||
+           v == CUBLAS_GEMM_AUTOTUNE;
 }
 
 static int
@@ -496,7 +511,7 @@ amp_call_describe(const struct amp_call *c, int pedantic,
     memset(d, 0, sizeof(*d));
     d->pedantic = pedantic;
     amp_desc_shape(d, c->api, c->transa, c->transb,
-                   amp_handle_settings(c->handle, d));
+                   amp_handle_settings(c->handle, d) && !c->algo_unknown);
     d->m = c->m;
     d->n = c->n;
     d->k = c->k;
@@ -906,7 +921,8 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     if (!AMP_BYPASS(name)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
-            AMP_CALL_TYPES(computeType)                                      \
+            AMP_CALL_TYPES(computeType),                                     \
+            .algo_unknown = !amp_algo_known(algo)                            \
         };                                                                   \
                                                                              \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
@@ -936,7 +952,8 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     if (!AMP_BYPASS(name)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount),               \
-            AMP_CALL_TYPES(computeType)                                      \
+            AMP_CALL_TYPES(computeType),                                     \
+            .algo_unknown = !amp_algo_known(algo)                            \
         };                                                                   \
                                                                              \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
@@ -968,7 +985,8 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     if (!AMP_BYPASS(name)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,     \
-            .b = B, .c = C, AMP_CALL_TYPES(computeType)                      \
+            .b = B, .c = C, AMP_CALL_TYPES(computeType),                     \
+            .algo_unknown = !amp_algo_known(algo)                            \
         };                                                                   \
                                                                              \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \

@@ -57,9 +57,13 @@ amp_gemm_args_valid(const struct amp_gemm_desc *d)
     int64_t rows_a = d->transa == AMP_OP_N ? d->m : d->k;
     int64_t rows_b = d->transb == AMP_OP_N ? d->k : d->n;
 
-    return d->ops_valid && d->m >= 0 && d->n >= 0 && d->k >= 0 &&
-           amp_gemm_batch(d) >= 0 && d->lda >= amp_max1(rows_a) &&
-           d->ldb >= amp_max1(rows_b) && d->ldc >= amp_max1(d->m);
+    /* cuBLAS refuses a NULL alpha or beta (INVALID_VALUE) in either
+     * pointer mode, before it reads anything: such a call is its to
+     * refuse, and the shim must not read through the pointer. */
+    return d->ops_valid && d->alpha && d->beta && d->m >= 0 && d->n >= 0 &&
+           d->k >= 0 && amp_gemm_batch(d) >= 0 &&
+           d->lda >= amp_max1(rows_a) && d->ldb >= amp_max1(rows_b) &&
+           d->ldc >= amp_max1(d->m);
 }
 
 enum amp_gemm_skip

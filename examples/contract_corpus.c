@@ -1,0 +1,1007 @@
+/* contract_corpus: an ordinary CUDA program that makes thousands of small
+ * cuBLAS GEMM and cuDNN convolution calls, generated from a fixed seed over
+ * every hooked entry point (int and _64, the legacy cublasSgemm, the three
+ * convolutions): every transpose, both pointer modes, zero and negative
+ * sizes, short leading dimensions, NULL scalars and arrays, batch 0,
+ * groups with zero sizes, type and compute-type mixes, algorithms, math
+ * modes, descriptors that do not fit, workspaces too small. It prints one
+ * line per call:
+ *
+ * case ID api=API status=N sync=N last=N peek=N hash=H trivial=0|1
+ *      reset=0|1 args=DESCRIPTION
+ *
+ * status: the call's own; sync, last, peek: cudaDeviceSynchronize,
+ * cudaGetLastError and cudaPeekAtLastError after it (the context's sticky
+ * state); hash: FNV-1a of every byte of the device arena that holds the
+ * call's operands, outputs, padding, scalars and pointer arrays; trivial:
+ * the call reads no product (a zero size, batch 0, a host alpha of 0), so
+ * its bytes are exact in any precision; reset: a sticky error was found
+ * and the device was reset before the next case.
+ *
+ * usage: contract_corpus [--gemm N] [--conv N] [--every S]
+ *   --gemm N: cases per cuBLAS entry point (default 400)
+ *   --conv N: cases per convolution (default 1200)
+ *   --every S: only the cases whose id is a multiple of S (ids stay). */
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#define EXAMPLE_PROG "contract_corpus"
+#include "example_util.h"
+
+#include "contract_corpus.h"
+
+#include <inttypes.h>
+
+#define SEED 0x5eed2c0ffee5ULL
+
+/* The device arena: A (or x), B (or w), C (or y), the device scalars and
+ * the pointer arrays of the batched calls, hashed whole after each call. */
+#define REGION 16384
+#define OFF_A 0
+#define OFF_B REGION
+#define OFF_C (2 * REGION)
+#define OFF_SCALARS (3 * REGION)
+#define OFF_PTRS (OFF_SCALARS + 64)
+#define MAX_PTRS 8
+#define ARENA (OFF_PTRS + 3 * MAX_PTRS * 8)
+#define WORKSPACE (32u << 20)
+
+static unsigned char *arena;         /* device */
+static unsigned char *workspace;     /* device, not hashed: scratch */
+static unsigned char base_image[ARENA];
+static unsigned char image[ARENA];
+static cublasHandle_t blas;
+static cudnnHandle_t dnn;
+static int legacy_ready;
+
+static int opt_gemm = 400, opt_conv = 1200, opt_every = 1;
+static int case_id, cases_run;
+
+/* ---- Set-up, and recovery from a sticky error ---------------------------- */
+
+static int
+setup(void)
+{
+    if (cuda_failed("cudaMalloc", cudaMalloc((void **)&arena, ARENA)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&workspace, WORKSPACE)))
+        return -1;
+    if (cublas_failed("cublasCreate", cublasCreate(&blas)))
+        return -1;
+    if (cudnnCreate(&dnn) != CUDNN_STATUS_SUCCESS) {
+        fprintf(stderr, EXAMPLE_PROG ": cudnnCreate failed\n");
+        return -1;
+    }
+    legacy_ready = cc_legacy_init() == 0;
+    return 0;
+}
+
+/* A sticky error makes the context unusable: reset the device and start
+ * over, so that the next case does not inherit it. */
+static int
+recover(void)
+{
+    if (legacy_ready)
+        cc_legacy_shutdown();
+    cudnnDestroy(dnn);
+    cublasDestroy(blas);
+    cudaDeviceReset();
+    return setup();
+}
+
+/* ---- One case: upload, call, observe ------------------------------------- */
+
+struct observed {
+    int sync, last, peek;
+    uint64_t hash;
+    int hashed;
+};
+
+static int
+upload(void)
+{
+    return cuda_failed("upload",
+                       cudaMemcpy(arena, image, ARENA, cudaMemcpyHostToDevice))
+               ? -1
+               : 0;
+}
+
+static void
+observe(struct observed *o)
+{
+    static unsigned char back[ARENA];
+
+    o->sync = (int)cudaDeviceSynchronize();
+    o->last = (int)cudaGetLastError();
+    o->peek = (int)cudaPeekAtLastError();
+    o->hashed = cudaMemcpy(back, arena, ARENA, cudaMemcpyDeviceToHost) ==
+                cudaSuccess;
+    /* The pointer arrays hold device addresses, which differ from run to
+     * run (the shim allocates too): they are hashed as arena offsets. */
+    for (size_t i = OFF_PTRS; i + 8 <= ARENA; i += 8) {
+        uint64_t p;
+
+        memcpy(&p, back + i, sizeof(p));
+        if (p != 0)
+            p -= (uint64_t)(uintptr_t)arena;
+        memcpy(back + i, &p, sizeof(p));
+    }
+    o->hash = o->hashed ? fnv1a64(back, ARENA, 0xcbf29ce484222325ULL) : 0;
+    cudaGetLastError(); /* a failed read-back is this case's, not the next */
+}
+
+/* Prints the case; resets the device when its error stayed. */
+static int
+report(const char *api, int status, int trivial, const char *args)
+{
+    struct observed o;
+    int reset;
+
+    observe(&o);
+    reset = o.sync != cudaSuccess || o.peek != cudaSuccess;
+    printf("case %d api=%s status=%d sync=%d last=%d peek=%d hash=",
+           case_id, api, status, o.sync, o.last, o.peek);
+    if (o.hashed)
+        printf("%016" PRIx64, o.hash);
+    else
+        printf("-");
+    printf(" trivial=%d reset=%d args=%s\n", trivial, reset, args);
+    cases_run++;
+    if (reset && recover() != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- Deterministic choices ------------------------------------------------ */
+
+static uint64_t rng;
+
+/* Index into an axis of n values: the first (the usual one) more often
+ * than not, any other uniformly; case i < 32 walks every value. */
+static int
+pick(int i, int n)
+{
+    if (i < 32)
+        return i % n;
+    if (rng_next(&rng) % 100 < 70)
+        return 0;
+    return (int)(rng_next(&rng) % (uint64_t)n);
+}
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- cuBLAS ---------------------------------------------------------------- */
+
+enum api {
+    SGEMM, SGEMM_64, SGEMM_BATCHED, SGEMM_BATCHED_64, SGEMM_STRIDED,
+    SGEMM_STRIDED_64, SGEMM_GROUPED, SGEMM_GROUPED_64, SGEMM_EX,
+    SGEMM_EX_64, GEMM_EX, GEMM_EX_64, GEMM_BATCHED_EX, GEMM_BATCHED_EX_64,
+    GEMM_STRIDED_EX, GEMM_STRIDED_EX_64, GEMM_GROUPED_EX, GEMM_GROUPED_EX_64,
+    LEGACY_SGEMM, API_COUNT
+};
+
+static const char *const api_names[API_COUNT] = {
+    "cublasSgemm_v2", "cublasSgemm_v2_64", "cublasSgemmBatched",
+    "cublasSgemmBatched_64", "cublasSgemmStridedBatched",
+    "cublasSgemmStridedBatched_64", "cublasSgemmGroupedBatched",
+    "cublasSgemmGroupedBatched_64", "cublasSgemmEx", "cublasSgemmEx_64",
+    "cublasGemmEx", "cublasGemmEx_64", "cublasGemmBatchedEx",
+    "cublasGemmBatchedEx_64", "cublasGemmStridedBatchedEx",
+    "cublasGemmStridedBatchedEx_64", "cublasGemmGroupedBatchedEx",
+    "cublasGemmGroupedBatchedEx_64", "cublasSgemm",
+};
+
+static const struct { int m, n, k; } shapes[] = {
+    {3, 4, 5}, {8, 8, 8}, {5, 2, 7}, {0, 4, 5}, {3, 0, 5}, {3, 4, 0},
+    {-1, 4, 5}, {3, -2, 5}, {3, 4, -3},
+};
+#define BAD_OP 7
+static const int ops[] = {CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C, BAD_OP};
+enum ld { LD_TIGHT, LD_PAD, LD_SHORT_A, LD_SHORT_B, LD_SHORT_C, LD_COUNT };
+static const char *const ld_names[] = {"tight", "pad", "shortA", "shortB",
+                                       "shortC"};
+static const struct { float alpha, beta; } scalars[] = {
+    {1.0f, 0.0f}, {0.5f, -1.0f}, {0.0f, 1.0f}, {0.0f, 0.5f}, {2.0f, 1.0f},
+};
+/* NULL_WILD: alpha is a host address whatever the pointer mode (in
+ * CUBLAS_POINTER_MODE_DEVICE the GEMM faults: a sticky error). */
+enum null_arg { NULL_NONE, NULL_ALPHA, NULL_BETA, NULL_HANDLE, NULL_WILD,
+                NULL_M_ARRAY, NULL_TRANSA, NULL_SIZES, NULL_COUNT };
+static const char *const null_names[] = {"none", "alpha", "beta", "handle",
+                                         "wild", "m_array", "transa",
+                                         "sizes"};
+static const int batches[] = {2, 0, -1, 1, 3};
+enum stride { STRIDE_PACKED, STRIDE_GAP, STRIDE_A0, STRIDE_COUNT };
+static const int maths[] = {
+    CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH, CUBLAS_PEDANTIC_MATH,
+    CUBLAS_TENSOR_OP_MATH,
+    CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+};
+static const struct {
+    cudaDataType a, b, c;
+    cublasComputeType_t compute;
+} types[] = {
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_EMULATED_16BFX9},
+    {CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_16F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_16F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_64F},
+    {CUDA_R_8I, CUDA_R_8I, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F},
+    {CUDA_C_32F, CUDA_C_32F, CUDA_C_32F, CUBLAS_COMPUTE_32F},
+};
+static const int algos[] = {
+    CUBLAS_GEMM_DEFAULT, CUBLAS_GEMM_ALGO5, CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+    CUBLAS_GEMM_AUTOTUNE, 1000, -7,
+};
+/* The second group of a grouped call: like the first, or with a size of
+ * zero, m of zero, a short ldc or a bad transpose. */
+enum group2 { G2_SAME, G2_EMPTY, G2_M0, G2_SHORT_LDC, G2_BAD_OP,
+              G2_COUNT };
+static const char *const g2_names[] = {"same", "empty", "m0", "shortC",
+                                       "badop"};
+static const int group_counts[] = {2, 1, 0, -1};
+
+struct gcase {
+    enum api api;
+    int m, n, k;
+    int ta, tb;
+    enum ld ld;
+    int device_scalars;
+    float alpha, beta;
+    enum null_arg nul;
+    int batch;
+    enum stride stride;
+    int math;
+    int types;
+    int algo;
+    int groups;
+    enum group2 g2;
+};
+
+static int
+api_batched(enum api a)
+{
+    return a == SGEMM_BATCHED || a == SGEMM_BATCHED_64 ||
+           a == GEMM_BATCHED_EX || a == GEMM_BATCHED_EX_64;
+}
+
+static int
+api_strided(enum api a)
+{
+    return a == SGEMM_STRIDED || a == SGEMM_STRIDED_64 ||
+           a == GEMM_STRIDED_EX || a == GEMM_STRIDED_EX_64;
+}
+
+static int
+api_grouped(enum api a)
+{
+    return a == SGEMM_GROUPED || a == SGEMM_GROUPED_64 ||
+           a == GEMM_GROUPED_EX || a == GEMM_GROUPED_EX_64;
+}
+
+static int
+api_typed(enum api a)
+{
+    return a == SGEMM_EX || a == SGEMM_EX_64 || a == GEMM_EX ||
+           a == GEMM_EX_64 || a == GEMM_BATCHED_EX ||
+           a == GEMM_BATCHED_EX_64 || a == GEMM_STRIDED_EX ||
+           a == GEMM_STRIDED_EX_64 || a == GEMM_GROUPED_EX ||
+           a == GEMM_GROUPED_EX_64;
+}
+
+static int
+api_algo(enum api a)
+{
+    return a == GEMM_EX || a == GEMM_EX_64 || a == GEMM_BATCHED_EX ||
+           a == GEMM_BATCHED_EX_64 || a == GEMM_STRIDED_EX ||
+           a == GEMM_STRIDED_EX_64;
+}
+
+static void
+gcase_make(enum api api, int i, struct gcase *g)
+{
+    int s = pick(i, N_OF(shapes)), sc;
+
+    memset(g, 0, sizeof(*g));
+    g->api = api;
+    g->m = shapes[s].m;
+    g->n = shapes[s].n;
+    g->k = shapes[s].k;
+    g->ta = ops[pick(i + 1, N_OF(ops))];
+    g->tb = ops[pick(i + 2, N_OF(ops))];
+    g->ld = (enum ld)pick(i, LD_COUNT);
+    sc = pick(i, N_OF(scalars));
+    g->alpha = scalars[sc].alpha;
+    g->beta = scalars[sc].beta;
+    g->batch = 1;
+    g->algo = CUBLAS_GEMM_DEFAULT;
+    g->groups = 1;
+    if (api == LEGACY_SGEMM)
+        return;
+    g->device_scalars = pick(i + 3, 2);
+    g->nul = (enum null_arg)pick(i, api_grouped(api) ? NULL_COUNT
+                                                     : NULL_M_ARRAY);
+    g->math = maths[pick(i + 4, N_OF(maths))];
+    if (api_batched(api) || api_strided(api) || api_grouped(api))
+        g->batch = batches[pick(i + 5, N_OF(batches))];
+    if (api_strided(api))
+        g->stride = (enum stride)pick(i + 6, STRIDE_COUNT);
+    if (api_typed(api))
+        g->types = pick(i + 7, N_OF(types));
+    if (api_algo(api))
+        g->algo = algos[pick(i + 8, N_OF(algos))];
+    if (api_grouped(api)) {
+        g->groups = group_counts[pick(i + 9, N_OF(group_counts))];
+        g->g2 = (enum group2)pick(i + 10, G2_COUNT);
+        if (g->batch > 3 || g->batch < 0)
+            g->batch = 2; /* group sizes below are per group */
+    }
+}
+
+static size_t
+type_bytes(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_R_16F: case CUDA_R_16BF: return 2;
+    case CUDA_R_8I: return 1;
+    case CUDA_R_64F: case CUDA_C_32F: return 8;
+    default: return 4;
+    }
+}
+
+static int64_t
+rows_of(int op, int64_t m, int64_t k)
+{
+    return op == CUBLAS_OP_N ? m : k;
+}
+
+static int64_t
+max1(int64_t v)
+{
+    return v > 1 ? v : 1;
+}
+
+/* Leading dimensions of the case (for group 0; the second group of a
+ * grouped call may shorten ldc). */
+static void
+gcase_lds(const struct gcase *g, int64_t *lda, int64_t *ldb, int64_t *ldc)
+{
+    int pad = g->ld == LD_PAD ? 2 : 0;
+
+    *lda = max1(rows_of(g->ta, g->m, g->k)) + pad;
+    *ldb = max1(rows_of(g->tb, g->k, g->n)) + pad;
+    *ldc = max1(g->m) + pad;
+    if (g->ld == LD_SHORT_A)
+        *lda -= 1;
+    if (g->ld == LD_SHORT_B)
+        *ldb -= 1;
+    if (g->ld == LD_SHORT_C)
+        *ldc -= 1;
+}
+
+/* Bytes of one matrix with ld rows and cols columns, at least one. */
+static int64_t
+matrix_elems(int64_t ld, int64_t cols)
+{
+    return ld > 0 && cols > 0 ? ld * cols : 1;
+}
+
+static void
+gcase_describe(const struct gcase *g, char *buf, size_t len)
+{
+    int64_t lda, ldb, ldc;
+
+    gcase_lds(g, &lda, &ldb, &ldc);
+    snprintf(buf, len,
+             "m=%d,n=%d,k=%d,ops=%d/%d,ld=%s(%" PRId64 ",%" PRId64 ",%" PRId64
+             "),ptr=%s,alpha=%g,beta=%g,null=%s,batch=%d,stride=%d,"
+             "math=%d,types=%d/%d/%d/%d,algo=%d,groups=%d,group2=%s",
+             g->m, g->n, g->k, g->ta, g->tb, ld_names[g->ld], lda, ldb, ldc,
+             g->device_scalars ? "device" : "host", (double)g->alpha,
+             (double)g->beta, null_names[g->nul], g->batch, (int)g->stride,
+             g->math, (int)types[g->types].a, (int)types[g->types].b,
+             (int)types[g->types].c, (int)types[g->types].compute, g->algo,
+             g->groups, g2_names[g->g2]);
+}
+
+/* Host scalars, wide enough for any compute type's alpha and beta. */
+static double host_scalars[2][2];
+
+/* The grouped arguments (per group, int and int64_t). */
+struct grouped {
+    cublasOperation_t ta[2], tb[2];
+    int m[2], n[2], k[2], lda[2], ldb[2], ldc[2], size[2];
+    int64_t m64[2], n64[2], k64[2], lda64[2], ldb64[2], ldc64[2], size64[2];
+    float alpha[2], beta[2];
+};
+
+static void
+grouped_fill(const struct gcase *g, int64_t lda, int64_t ldb, int64_t ldc,
+             struct grouped *gr)
+{
+    for (int j = 0; j < 2; j++) {
+        gr->ta[j] = (cublasOperation_t)g->ta;
+        gr->tb[j] = (cublasOperation_t)g->tb;
+        gr->m64[j] = g->m;
+        gr->n64[j] = g->n;
+        gr->k64[j] = g->k;
+        gr->lda64[j] = lda;
+        gr->ldb64[j] = ldb;
+        gr->ldc64[j] = ldc;
+        gr->size64[j] = g->batch;
+        gr->alpha[j] = g->alpha * (float)(j + 1);
+        gr->beta[j] = g->beta;
+    }
+    switch (g->g2) {
+    case G2_EMPTY: gr->size64[1] = 0; break;
+    case G2_M0: gr->m64[1] = 0; break;
+    case G2_SHORT_LDC: gr->ldc64[1] = max1(g->m) - 1; break;
+    case G2_BAD_OP: gr->ta[1] = (cublasOperation_t)BAD_OP; break;
+    default: break;
+    }
+    for (int j = 0; j < 2; j++) {
+        gr->m[j] = (int)gr->m64[j];
+        gr->n[j] = (int)gr->n64[j];
+        gr->k[j] = (int)gr->k64[j];
+        gr->lda[j] = (int)gr->lda64[j];
+        gr->ldb[j] = (int)gr->ldb64[j];
+        gr->ldc[j] = (int)gr->ldc64[j];
+        gr->size[j] = (int)gr->size64[j];
+    }
+}
+
+/* 1 when the call multiplies nothing: its result is exact anywhere. */
+static int
+gcase_trivial(const struct gcase *g, const struct grouped *gr)
+{
+    int host_zero = !g->device_scalars && g->nul != NULL_ALPHA &&
+                    g->alpha == 0.0f;
+
+    if (api_grouped(g->api)) {
+        int groups = g->groups > 2 ? 2 : g->groups;
+
+        for (int j = 0; j < groups; j++)
+            if (gr->m64[j] > 0 && gr->n64[j] > 0 && gr->k64[j] > 0 &&
+                gr->size64[j] > 0 && gr->alpha[j] != 0.0f)
+                return 0;
+        return 1;
+    }
+    return g->m == 0 || g->n == 0 || g->k == 0 || g->batch == 0 || host_zero;
+}
+
+static int
+run_gemm(const struct gcase *g)
+{
+    unsigned char *a = arena + OFF_A, *b = arena + OFF_B, *c = arena + OFF_C;
+    const void *alpha, *beta;
+    void **ptrs = (void **)(image + OFF_PTRS);
+    int64_t lda, ldb, ldc, sa, sb, sc;
+    cudaDataType ta = types[g->types].a, tb = types[g->types].b;
+    cudaDataType tc = types[g->types].c;
+    cublasComputeType_t ct = types[g->types].compute;
+    cublasHandle_t h = g->nul == NULL_HANDLE ? NULL : blas;
+    cublasOperation_t opa = (cublasOperation_t)g->ta;
+    cublasOperation_t opb = (cublasOperation_t)g->tb;
+    cublasGemmAlgo_t algo = (cublasGemmAlgo_t)g->algo;
+    struct grouped gr;
+    char args[512];
+    int st = 0, m = g->m, n = g->n, k = g->k, count = g->batch;
+    int64_t m64 = g->m, n64 = g->n, k64 = g->k, count64 = g->batch;
+    int64_t problems = 0;
+
+    gcase_lds(g, &lda, &ldb, &ldc);
+    grouped_fill(g, lda, ldb, ldc, &gr);
+    gcase_describe(g, args, sizeof(args));
+
+    /* Strides: packed, with a gap, or A shared by every problem. */
+    sa = matrix_elems(lda, rows_of(g->ta, g->k, g->m)) +
+         (g->stride == STRIDE_GAP ? 3 : 0);
+    sb = matrix_elems(ldb, rows_of(g->tb, g->n, g->k)) +
+         (g->stride == STRIDE_GAP ? 3 : 0);
+    sc = matrix_elems(ldc, g->n) + (g->stride == STRIDE_GAP ? 3 : 0);
+    if (g->stride == STRIDE_A0)
+        sa = 0;
+
+    /* The arrays of the batched calls: problem i at stride i, in bytes of
+     * the case's types; grouped calls have up to 2 groups of 3. */
+    memcpy(image, base_image, ARENA);
+    problems = api_grouped(g->api) ? 6 : (count > 0 ? count : 0);
+    for (int64_t i = 0; i < problems && i < MAX_PTRS; i++) {
+        ptrs[i] = a + i * sa * (int64_t)type_bytes(ta);
+        ptrs[MAX_PTRS + i] = b + i * sb * (int64_t)type_bytes(tb);
+        ptrs[2 * MAX_PTRS + i] = c + i * sc * (int64_t)type_bytes(tc);
+    }
+    memset(host_scalars, 0, sizeof(host_scalars));
+    memcpy(&host_scalars[0], &g->alpha, sizeof(float));
+    memcpy(&host_scalars[1], &g->beta, sizeof(float));
+    memcpy(image + OFF_SCALARS, &g->alpha, sizeof(float));
+    memcpy(image + OFF_SCALARS + 16, &g->beta, sizeof(float));
+    if (upload() != 0)
+        return -1;
+    if (g->device_scalars) {
+        alpha = arena + OFF_SCALARS;
+        beta = arena + OFF_SCALARS + 16;
+    } else {
+        alpha = host_scalars[0];
+        beta = host_scalars[1];
+    }
+    if (g->nul == NULL_ALPHA)
+        alpha = NULL;
+    if (g->nul == NULL_WILD)
+        alpha = host_scalars[0];
+    if (g->nul == NULL_BETA)
+        beta = NULL;
+    if (g->api != LEGACY_SGEMM) {
+        cublasSetPointerMode(blas, g->device_scalars
+                                       ? CUBLAS_POINTER_MODE_DEVICE
+                                       : CUBLAS_POINTER_MODE_HOST);
+        cublasSetMathMode(blas, (cublasMath_t)g->math);
+    }
+
+#define PA ((const void *const *)(arena + OFF_PTRS))
+#define PB ((const void *const *)(arena + OFF_PTRS + MAX_PTRS * 8))
+#define PC ((void *const *)(arena + OFF_PTRS + 2 * MAX_PTRS * 8))
+#define FA ((const float *)a)
+#define FB ((const float *)b)
+#define FC ((float *)c)
+#define FALPHA ((const float *)alpha)
+#define FBETA ((const float *)beta)
+    switch (g->api) {
+    case SGEMM:
+        st = cublasSgemm(h, opa, opb, m, n, k, FALPHA, FA, (int)lda, FB,
+                         (int)ldb, FBETA, FC, (int)ldc);
+        break;
+    case SGEMM_64:
+        st = cublasSgemm_64(h, opa, opb, m64, n64, k64, FALPHA, FA, lda, FB,
+                            ldb, FBETA, FC, ldc);
+        break;
+    case SGEMM_BATCHED:
+        st = cublasSgemmBatched(h, opa, opb, m, n, k, FALPHA,
+                                (const float *const *)PA, (int)lda,
+                                (const float *const *)PB, (int)ldb, FBETA,
+                                (float *const *)PC, (int)ldc, count);
+        break;
+    case SGEMM_BATCHED_64:
+        st = cublasSgemmBatched_64(h, opa, opb, m64, n64, k64, FALPHA,
+                                   (const float *const *)PA, lda,
+                                   (const float *const *)PB, ldb, FBETA,
+                                   (float *const *)PC, ldc, count64);
+        break;
+    case SGEMM_STRIDED:
+        st = cublasSgemmStridedBatched(h, opa, opb, m, n, k, FALPHA, FA,
+                                       (int)lda, sa, FB, (int)ldb, sb, FBETA,
+                                       FC, (int)ldc, sc, count);
+        break;
+    case SGEMM_STRIDED_64:
+        st = cublasSgemmStridedBatched_64(h, opa, opb, m64, n64, k64, FALPHA,
+                                          FA, lda, sa, FB, ldb, sb, FBETA, FC,
+                                          ldc, sc, count64);
+        break;
+    case SGEMM_GROUPED:
+        st = cublasSgemmGroupedBatched(
+            h, g->nul == NULL_TRANSA ? NULL : gr.ta, gr.tb,
+            g->nul == NULL_M_ARRAY ? NULL : gr.m, gr.n, gr.k,
+            g->nul == NULL_ALPHA ? NULL : gr.alpha,
+            (const float *const *)PA, gr.lda, (const float *const *)PB,
+            gr.ldb, g->nul == NULL_BETA ? NULL : gr.beta,
+            (float *const *)PC, gr.ldc, g->groups,
+            g->nul == NULL_SIZES ? NULL : gr.size);
+        break;
+    case SGEMM_GROUPED_64:
+        st = cublasSgemmGroupedBatched_64(
+            h, g->nul == NULL_TRANSA ? NULL : gr.ta, gr.tb,
+            g->nul == NULL_M_ARRAY ? NULL : gr.m64, gr.n64, gr.k64,
+            g->nul == NULL_ALPHA ? NULL : gr.alpha,
+            (const float *const *)PA, gr.lda64, (const float *const *)PB,
+            gr.ldb64, g->nul == NULL_BETA ? NULL : gr.beta,
+            (float *const *)PC, gr.ldc64, g->groups,
+            g->nul == NULL_SIZES ? NULL : gr.size64);
+        break;
+    case SGEMM_EX:
+        st = cublasSgemmEx(h, opa, opb, m, n, k, FALPHA, a, ta, (int)lda, b,
+                           tb, (int)ldb, FBETA, c, tc, (int)ldc);
+        break;
+    case SGEMM_EX_64:
+        st = cublasSgemmEx_64(h, opa, opb, m64, n64, k64, FALPHA, a, ta, lda,
+                              b, tb, ldb, FBETA, c, tc, ldc);
+        break;
+    case GEMM_EX:
+        st = cublasGemmEx(h, opa, opb, m, n, k, alpha, a, ta, (int)lda, b, tb,
+                          (int)ldb, beta, c, tc, (int)ldc, ct, algo);
+        break;
+    case GEMM_EX_64:
+        st = cublasGemmEx_64(h, opa, opb, m64, n64, k64, alpha, a, ta, lda, b,
+                             tb, ldb, beta, c, tc, ldc, ct, algo);
+        break;
+    case GEMM_BATCHED_EX:
+        st = cublasGemmBatchedEx(h, opa, opb, m, n, k, alpha, PA, ta,
+                                 (int)lda, PB, tb, (int)ldb, beta, PC, tc,
+                                 (int)ldc, count, ct, algo);
+        break;
+    case GEMM_BATCHED_EX_64:
+        st = cublasGemmBatchedEx_64(h, opa, opb, m64, n64, k64, alpha, PA, ta,
+                                    lda, PB, tb, ldb, beta, PC, tc, ldc,
+                                    count64, ct, algo);
+        break;
+    case GEMM_STRIDED_EX:
+        st = cublasGemmStridedBatchedEx(h, opa, opb, m, n, k, alpha, a, ta,
+                                        (int)lda, sa, b, tb, (int)ldb, sb,
+                                        beta, c, tc, (int)ldc, sc, count, ct,
+                                        algo);
+        break;
+    case GEMM_STRIDED_EX_64:
+        st = cublasGemmStridedBatchedEx_64(h, opa, opb, m64, n64, k64, alpha,
+                                           a, ta, lda, sa, b, tb, ldb, sb,
+                                           beta, c, tc, ldc, sc, count64, ct,
+                                           algo);
+        break;
+    case GEMM_GROUPED_EX:
+        st = cublasGemmGroupedBatchedEx(
+            h, g->nul == NULL_TRANSA ? NULL : gr.ta, gr.tb,
+            g->nul == NULL_M_ARRAY ? NULL : gr.m, gr.n, gr.k,
+            g->nul == NULL_ALPHA ? NULL : gr.alpha, PA, ta, gr.lda, PB, tb,
+            gr.ldb, g->nul == NULL_BETA ? NULL : gr.beta, PC, tc, gr.ldc,
+            g->groups, g->nul == NULL_SIZES ? NULL : gr.size, ct);
+        break;
+    case GEMM_GROUPED_EX_64:
+        st = cublasGemmGroupedBatchedEx_64(
+            h, g->nul == NULL_TRANSA ? NULL : gr.ta, gr.tb,
+            g->nul == NULL_M_ARRAY ? NULL : gr.m64, gr.n64, gr.k64,
+            g->nul == NULL_ALPHA ? NULL : gr.alpha, PA, ta, gr.lda64, PB, tb,
+            gr.ldb64, g->nul == NULL_BETA ? NULL : gr.beta, PC, tc,
+            gr.ldc64, g->groups, g->nul == NULL_SIZES ? NULL : gr.size64,
+            ct);
+        break;
+    case LEGACY_SGEMM: {
+        static const char legacy_ops[] = {'N', 'T', 'C', 'x'};
+        char la = legacy_ops[g->ta == BAD_OP ? 3 : g->ta];
+        char lb = legacy_ops[g->tb == BAD_OP ? 3 : g->tb];
+
+        st = cc_legacy_sgemm(la, lb, m, n, k, g->alpha, FA, (int)lda, FB,
+                             (int)ldb, g->beta, FC, (int)ldc);
+        break;
+    }
+    default:
+        break;
+    }
+    return report(api_names[g->api], st, gcase_trivial(g, &gr), args);
+}
+
+static int
+run_gemm_corpus(void)
+{
+    struct gcase g;
+
+    for (int api = 0; api < API_COUNT; api++) {
+        rng = SEED + (uint64_t)api;
+        for (int i = 0; i < opt_gemm; i++, case_id++) {
+            gcase_make((enum api)api, i, &g);
+            if (case_id % opt_every != 0)
+                continue;
+            if (api == LEGACY_SGEMM && !legacy_ready)
+                continue;
+            if (run_gemm(&g) != 0)
+                return -1;
+        }
+    }
+    cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST);
+    cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH);
+    return 0;
+}
+
+/* ---- cuDNN ----------------------------------------------------------------- */
+
+enum dir { FWD, BWD_DATA, BWD_FILTER, DIR_COUNT };
+static const char *const dir_api[DIR_COUNT] = {
+    "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+    "cudnnConvolutionBackwardFilter",
+};
+static const int dir_algos[DIR_COUNT] = {
+    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+};
+
+static const struct { cudnnDataType_t x, w, y; } dtypes[] = {
+    {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT},
+    {CUDNN_DATA_HALF, CUDNN_DATA_HALF, CUDNN_DATA_HALF},
+    {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_FLOAT},
+    {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DATA_HALF},
+    {CUDNN_DATA_BFLOAT16, CUDNN_DATA_BFLOAT16, CUDNN_DATA_BFLOAT16},
+    {CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE},
+};
+static const cudnnDataType_t computes[] = {
+    CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_DOUBLE,
+};
+static const cudnnMathType_t dnn_maths[] = {
+    CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH,
+    CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH,
+};
+enum layout { LAYOUT_NCHW, LAYOUT_NHWC, LAYOUT_STRIDED, LAYOUT_COUNT };
+static const int group_choices[] = {1, 2, 4, 3};
+/* N C H W K R; the zero and negative ones are refused when described. */
+static const struct { int n, c, h, w, k, r; } dnn_sizes[] = {
+    {2, 4, 5, 5, 4, 3}, {1, 8, 4, 6, 8, 1}, {2, 4, 5, 5, 4, 2},
+    {0, 4, 5, 5, 4, 3}, {2, 0, 5, 5, 4, 3}, {2, 4, 5, 5, 0, 3},
+    {2, 4, 0, 5, 4, 3}, {2, 4, 5, 5, 4, 7},
+};
+enum ydesc { Y_RIGHT, Y_SHORT_H, Y_WRONG_K, Y_WRONG_N, Y_COUNT };
+static const struct { int pad, stride, dil; } geoms[] = {
+    {1, 1, 1}, {0, 2, 1}, {2, 1, 2}, {0, 1, 1}, {-1, 1, 1}, {1, 0, 1},
+};
+enum ws { WS_NEED, WS_SHORT, WS_NULL, WS_MORE, WS_COUNT };
+enum dnn_null { DN_NONE, DN_ALPHA, DN_BETA, DN_X, DN_W, DN_Y, DN_HANDLE,
+                DN_XDESC, DN_WDESC, DN_CONV, DN_COUNT };
+static const char *const dn_names[] = {"none", "alpha", "beta", "x", "w",
+                                       "y", "handle", "xdesc", "wdesc",
+                                       "conv"};
+static const struct { float alpha, beta; } dnn_scalars[] = {
+    {1.0f, 0.0f}, {0.5f, 0.25f}, {0.0f, 1.0f}, {-1.0f, 1.0f},
+};
+
+struct ccase {
+    enum dir dir;
+    int dtypes, compute, math;
+    enum layout layout;
+    int groups, size;
+    enum ydesc ydesc;
+    int geom, mode, algo;
+    enum ws ws;
+    enum dnn_null nul;
+    int scalars;
+};
+
+static void
+ccase_make(enum dir dir, int i, struct ccase *c)
+{
+    c->dir = dir;
+    c->dtypes = pick(i, N_OF(dtypes));
+    c->compute = pick(i + 1, N_OF(computes));
+    c->math = pick(i + 2, N_OF(dnn_maths));
+    c->layout = (enum layout)pick(i + 3, LAYOUT_COUNT);
+    c->groups = group_choices[pick(i + 4, N_OF(group_choices))];
+    c->size = pick(i + 5, N_OF(dnn_sizes));
+    c->ydesc = (enum ydesc)pick(i + 6, Y_COUNT);
+    c->geom = pick(i + 7, N_OF(geoms));
+    c->mode = pick(i + 8, 2);
+    /* Every algorithm of the direction, and one past the last. */
+    c->algo = pick(i + 9, dir_algos[dir] + 1);
+    c->ws = (enum ws)pick(i + 10, WS_COUNT);
+    c->nul = (enum dnn_null)pick(i + 11, DN_COUNT);
+    c->scalars = pick(i + 12, N_OF(dnn_scalars));
+}
+
+static int
+tensor_set(cudnnTensorDescriptor_t t, cudnnDataType_t type,
+           enum layout layout, int n, int c, int h, int w)
+{
+    int wpad = w + 2; /* LAYOUT_STRIDED: rows with a gap */
+
+    if (layout == LAYOUT_NHWC)
+        return (int)cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NHWC, type, n,
+                                               c, h, w);
+    if (layout == LAYOUT_STRIDED)
+        return (int)cudnnSetTensor4dDescriptorEx(t, type, n, c, h, w,
+                                                 c * h * wpad, h * wpad, wpad,
+                                                 1);
+    return (int)cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, type, n, c,
+                                           h, w);
+}
+
+static int
+run_conv(const struct ccase *cc)
+{
+    const int nd = dnn_sizes[cc->size].n, nc = dnn_sizes[cc->size].c;
+    const int nh = dnn_sizes[cc->size].h, nw = dnn_sizes[cc->size].w;
+    const int nk = dnn_sizes[cc->size].k, nr = dnn_sizes[cc->size].r;
+    const float alpha = dnn_scalars[cc->scalars].alpha;
+    const float beta = dnn_scalars[cc->scalars].beta;
+    double halpha = 0.0, hbeta = 0.0;
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnTensorFormat_t wfmt = cc->layout == LAYOUT_NHWC ? CUDNN_TENSOR_NHWC
+                                                         : CUDNN_TENSOR_NCHW;
+    int on = nd, ok = nk, oh = 1, ow = 1, set[4], st;
+    size_t need = 0, ws_bytes;
+    void *ws_ptr = workspace;
+    cudnnStatus_t q;
+    char args[512];
+
+    memcpy(&halpha, &alpha, sizeof(float));
+    memcpy(&hbeta, &beta, sizeof(float));
+    cudnnCreateTensorDescriptor(&xd);
+    cudnnCreateTensorDescriptor(&yd);
+    cudnnCreateFilterDescriptor(&wd);
+    cudnnCreateConvolutionDescriptor(&cd);
+    set[0] = tensor_set(xd, dtypes[cc->dtypes].x, cc->layout, nd, nc, nh, nw);
+    set[1] = (int)cudnnSetFilter4dDescriptor(
+        wd, dtypes[cc->dtypes].w, wfmt, nk,
+        cc->groups > 0 && nc % cc->groups == 0 ? nc / cc->groups : nc, nr,
+        nr);
+    set[2] = (int)cudnnSetConvolution2dDescriptor(
+        cd, geoms[cc->geom].pad, geoms[cc->geom].pad, geoms[cc->geom].stride,
+        geoms[cc->geom].stride, geoms[cc->geom].dil, geoms[cc->geom].dil,
+        cc->mode ? CUDNN_CROSS_CORRELATION : CUDNN_CONVOLUTION,
+        computes[cc->compute]);
+    cudnnSetConvolutionGroupCount(cd, cc->groups);
+    cudnnSetConvolutionMathType(cd, dnn_maths[cc->math]);
+    /* y from the convolution's own answer when it has one, else 1x1. */
+    if (cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &on, &ok, &oh,
+                                              &ow) != CUDNN_STATUS_SUCCESS) {
+        on = nd;
+        ok = nk;
+        oh = ow = 1;
+    }
+    if (cc->ydesc == Y_SHORT_H)
+        oh -= 1;
+    if (cc->ydesc == Y_WRONG_K)
+        ok += 1;
+    if (cc->ydesc == Y_WRONG_N)
+        on += 1;
+    set[3] = tensor_set(yd, dtypes[cc->dtypes].y, cc->layout, on, ok, oh, ow);
+
+    switch (cc->dir) {
+    case FWD:
+        q = cudnnGetConvolutionForwardWorkspaceSize(
+            dnn, xd, wd, cd, yd, (cudnnConvolutionFwdAlgo_t)cc->algo, &need);
+        break;
+    case BWD_DATA:
+        q = cudnnGetConvolutionBackwardDataWorkspaceSize(
+            dnn, wd, yd, cd, xd, (cudnnConvolutionBwdDataAlgo_t)cc->algo,
+            &need);
+        break;
+    default:
+        q = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            dnn, xd, yd, cd, wd, (cudnnConvolutionBwdFilterAlgo_t)cc->algo,
+            &need);
+        break;
+    }
+    if (q != CUDNN_STATUS_SUCCESS || need > WORKSPACE - 4096)
+        need = 0;
+    ws_bytes = need;
+    if (cc->ws == WS_SHORT && need > 0)
+        ws_bytes = need - 1;
+    if (cc->ws == WS_NULL)
+        ws_ptr = NULL;
+    if (cc->ws == WS_MORE)
+        ws_bytes = need + 4096;
+
+    snprintf(args, sizeof(args),
+             "types=%d/%d/%d,compute=%d,math=%d,layout=%d,groups=%d,"
+             "nchwkr=%d/%d/%d/%d/%d/%d,y=%d/%d/%d/%d(%d),pad=%d,stride=%d,"
+             "dil=%d,mode=%d,algo=%d,ws=%d(need %zu),null=%s,alpha=%g,"
+             "beta=%g,set=%d/%d/%d/%d",
+             (int)dtypes[cc->dtypes].x, (int)dtypes[cc->dtypes].w,
+             (int)dtypes[cc->dtypes].y, (int)computes[cc->compute],
+             (int)dnn_maths[cc->math], (int)cc->layout, cc->groups, nd, nc,
+             nh, nw, nk, nr, on, ok, oh, ow, (int)cc->ydesc,
+             geoms[cc->geom].pad, geoms[cc->geom].stride,
+             geoms[cc->geom].dil, cc->mode, cc->algo, (int)cc->ws, need,
+             dn_names[cc->nul], (double)alpha, (double)beta, set[0], set[1],
+             set[2], set[3]);
+
+    /* Half and double tensors: the same bytes, read as their type. */
+    memcpy(image, base_image, ARENA);
+    st = upload();
+    if (st == 0) {
+        cudnnHandle_t h = cc->nul == DN_HANDLE ? NULL : dnn;
+        const void *pa = cc->nul == DN_ALPHA ? NULL : &halpha;
+        const void *pb = cc->nul == DN_BETA ? NULL : &hbeta;
+        void *x = cc->nul == DN_X ? NULL : arena + OFF_A;
+        void *w = cc->nul == DN_W ? NULL : arena + OFF_B;
+        void *y = cc->nul == DN_Y ? NULL : arena + OFF_C;
+        cudnnTensorDescriptor_t xdd = cc->nul == DN_XDESC ? NULL : xd;
+        cudnnFilterDescriptor_t wdd = cc->nul == DN_WDESC ? NULL : wd;
+        cudnnConvolutionDescriptor_t cdd = cc->nul == DN_CONV ? NULL : cd;
+
+        switch (cc->dir) {
+        case FWD:
+            st = (int)cudnnConvolutionForward(
+                h, pa, xdd, x, wdd, w, cdd,
+                (cudnnConvolutionFwdAlgo_t)cc->algo, ws_ptr, ws_bytes, pb, yd,
+                y);
+            break;
+        case BWD_DATA:
+            st = (int)cudnnConvolutionBackwardData(
+                h, pa, wdd, w, yd, y, cdd,
+                (cudnnConvolutionBwdDataAlgo_t)cc->algo, ws_ptr, ws_bytes, pb,
+                xdd, x);
+            break;
+        default:
+            st = (int)cudnnConvolutionBackwardFilter(
+                h, pa, xdd, x, yd, y, cdd,
+                (cudnnConvolutionBwdFilterAlgo_t)cc->algo, ws_ptr, ws_bytes,
+                pb, wdd, w);
+            break;
+        }
+        st = report(dir_api[cc->dir], st,
+                    nd <= 0 || nc <= 0 || nk <= 0 || nh <= 0 || alpha == 0.0f,
+                    args);
+    }
+    cudnnDestroyTensorDescriptor(xd);
+    cudnnDestroyTensorDescriptor(yd);
+    cudnnDestroyFilterDescriptor(wd);
+    cudnnDestroyConvolutionDescriptor(cd);
+    return st;
+}
+
+static int
+run_conv_corpus(void)
+{
+    struct ccase cc;
+
+    for (int dir = 0; dir < DIR_COUNT; dir++) {
+        rng = SEED + 100 + (uint64_t)dir;
+        for (int i = 0; i < opt_conv; i++, case_id++) {
+            ccase_make((enum dir)dir, i, &cc);
+            if (case_id % opt_every != 0)
+                continue;
+            if (run_conv(&cc) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static int
+parse_int(const char *s, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 1000000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    uint64_t data = SEED;
+
+    for (int i = 1; i < argc; i++) {
+        int *to = NULL;
+
+        if (strcmp(argv[i], "--gemm") == 0)
+            to = &opt_gemm;
+        else if (strcmp(argv[i], "--conv") == 0)
+            to = &opt_conv;
+        else if (strcmp(argv[i], "--every") == 0)
+            to = &opt_every;
+        if (to == NULL || i + 1 == argc || parse_int(argv[++i], to) != 0 ||
+            (to == &opt_every && *to == 0)) {
+            fprintf(stderr, "usage: " EXAMPLE_PROG
+                    " [--gemm N] [--conv N] [--every S]\n");
+            return EXIT_USAGE;
+        }
+    }
+    /* A, B and C: small random floats whose bytes also read as finite
+     * halves (the low half of each float is masked to a small half), so
+     * that the half-typed cases see finite data too. */
+    for (size_t i = 0; i + 4 <= OFF_SCALARS; i += 4) {
+        float v = rng_float(&data, 1.0f);
+        uint32_t bits;
+
+        memcpy(&bits, &v, sizeof(bits));
+        bits = (bits & 0xffff0000u) | 0x3800u;
+        memcpy(base_image + i, &bits, sizeof(bits));
+    }
+    if (setup() != 0)
+        return EXIT_CUDA_ERROR;
+    if (run_gemm_corpus() != 0 || run_conv_corpus() != 0)
+        return EXIT_CUDA_ERROR;
+    printf("result: %d cases of %d\n", cases_run, case_id);
+    return EXIT_ALL_PASS;
+}
