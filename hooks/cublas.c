@@ -115,10 +115,11 @@ amp_own_release(void)
     amp_own.count = 0;
 }
 
-/* The calling thread's handle for dev's context. NULL when one cannot be
- * made (then calls in that context stay FP32). */
+/* The calling thread's handle for dev's context, made on first use when
+ * `make`. NULL when there is none (then calls in that context stay
+ * FP32). */
 static cublasHandle_t
-amp_own_handle(struct amp_dev *dev)
+amp_own_handle(struct amp_dev *dev, int make)
 {
     struct amp_own_handle *own;
     cublasStatus_t s;
@@ -129,7 +130,8 @@ amp_own_handle(struct amp_dev *dev)
     for (i = 0; i < amp_own.count; i++)
         if (amp_own.slot[i].dev == dev)
             return amp_own.slot[i].handle;
-    if (amp_own.count == AMP_OWN_HANDLES || !amp_real.cublasCreate_v2 ||
+    if (!make || amp_own.count == AMP_OWN_HANDLES ||
+        !amp_real.cublasCreate_v2 ||
         !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2 ||
         !amp_real.cublasSetStream_v2)
         return NULL;
@@ -266,6 +268,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     struct amp_dev *dev;
     cublasHandle_t own;
     enum amp_status st;
+    int capturing;
 
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
@@ -287,11 +290,15 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
     pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    dev = amp_dev_current();
-    own = dev ? amp_own_handle(dev) : NULL;
+    /* Loading the kernels and creating a handle are not capture-safe: a
+     * call on a capturing stream uses only what earlier calls made. */
+    capturing = amp_dev_stream_capturing(d->stream) > 0;
+    dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    own = dev ? amp_own_handle(dev, !capturing) : NULL;
     if (!own || !amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
         !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx) {
-        amp_prof_fallback(&what, AMP_FALLBACK_NO_DEVICE);
+        amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
+                                                   : AMP_FALLBACK_NO_DEVICE);
         return AMP_HOOK_ORIGINAL;
     }
     amp_prof_begin(&h->prof, dev, &what);

@@ -125,11 +125,11 @@ amp_own_release(void)
     amp_owns.count = 0;
 }
 
-/* The calling thread's handle and descriptors for dev's context; NULL when
- * they cannot be made (then calls in that context stay FP32). They live
- * until the thread exits. */
+/* The calling thread's handle and descriptors for dev's context, made on
+ * first use when `make`; NULL when there are none (then calls in that
+ * context stay FP32). They live until the thread exits. */
 static struct amp_own *
-amp_own_get(struct amp_dev *dev)
+amp_own_get(struct amp_dev *dev, int make)
 {
     struct amp_own *own;
     int i;
@@ -139,7 +139,7 @@ amp_own_get(struct amp_dev *dev)
     for (i = 0; i < amp_owns.count; i++)
         if (amp_owns.slot[i].dev == dev)
             return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
-    if (amp_owns.count == AMP_OWN_HANDLES)
+    if (!make || amp_owns.count == AMP_OWN_HANDLES)
         return NULL;
     amp_shim_at_thread_exit(amp_own_release);
     own = &amp_owns.slot[amp_owns.count++];
@@ -566,7 +566,7 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     struct amp_own *own;
     struct amp_dev *dev;
     size_t bytes = 0;
-    int algo = 0;
+    int algo = 0, capturing;
     enum amp_status st;
     cudnnStatus_t s;
 
@@ -576,10 +576,14 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         return 0; /* a mode with no convolution candidate: FP32 */
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
-    dev = amp_dev_current();
-    own = dev && amp_cudnn_complete ? amp_own_get(dev) : NULL;
+    /* Loading the kernels and creating a handle are not capture-safe: a
+     * call on a capturing stream uses only what earlier calls made. */
+    capturing = amp_dev_stream_capturing(d->stream) > 0;
+    dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    own = dev && amp_cudnn_complete ? amp_own_get(dev, !capturing) : NULL;
     if (st != AMP_OK || !own || !amp_vendor_descs(own, c, g, &plan, &v)) {
         amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)
+                                : !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
                                 : !own ? AMP_FALLBACK_NO_DEVICE
                                        : AMP_FALLBACK_NO_ALGORITHM);
         return 0;
@@ -676,7 +680,10 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         d.yp = (amp_devptr)(uintptr_t)c->y;
         d.site = amp_site_get(d.api, c->caller);
     }
-    amp_harvest(0); /* demotions of earlier calls, never blocking */
+    /* Demotions of earlier calls, never blocking; no event can be queried
+     * while the caller's stream is being captured. */
+    if (amp_dev_stream_capturing(d.stream) == 0)
+        amp_harvest(0);
     /* Eligibility first (a converting mode), then the policy's mode. */
     skip = amp_conv_decide(&d, AMP_MODE_FP16);
     if (skip == AMP_CONV_CONVERT) {

@@ -176,8 +176,10 @@ amp_dev_setup(struct amp_dev *dev)
     dev->usable = 1;
 }
 
-struct amp_dev *
-amp_dev_current(void)
+/* The state of the current context, made (kernels loaded) on first use
+ * when `make`. */
+static struct amp_dev *
+amp_dev_find(int make)
 {
     struct amp_dev *dev = NULL;
     CUcontext ctx = NULL;
@@ -194,7 +196,7 @@ amp_dev_current(void)
     for (i = 0; i < amp_ndevs; i++)
         if (amp_devs[i].ctx == ctx)
             dev = &amp_devs[i];
-    if (!dev && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
+    if (!dev && make && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
         dev = &amp_devs[amp_ndevs++];
         dev->ctx = ctx;
         amp_dev_setup(dev);
@@ -204,6 +206,18 @@ amp_dev_current(void)
         return NULL;
     amp_dev_last = dev;
     return dev->usable ? dev : NULL;
+}
+
+struct amp_dev *
+amp_dev_current(void)
+{
+    return amp_dev_find(1);
+}
+
+struct amp_dev *
+amp_dev_current_made(void)
+{
+    return amp_dev_find(0);
 }
 
 int

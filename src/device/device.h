@@ -42,6 +42,11 @@ enum amp_status amp_dev_init(void);
  * kernels cannot be used in it (remembered for that context). */
 struct amp_dev *amp_dev_current(void);
 
+/* As amp_dev_current, without setting anything up: NULL also when the
+ * context's state was not made by an earlier call. For a call whose
+ * stream is being captured, where loading a module is not allowed. */
+struct amp_dev *amp_dev_current_made(void);
+
 /* 1 while `stream` is being captured into a graph, 0 when not, -1 when the
  * driver cannot tell. */
 int amp_dev_stream_capturing(amp_stream stream);

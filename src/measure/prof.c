@@ -22,6 +22,7 @@ static const char *const amp_fallback_names[AMP_FALLBACK_COUNT] = {
     [AMP_FALLBACK_DEVICE] = "device-error",
     [AMP_FALLBACK_VENDOR] = "vendor-error",
     [AMP_FALLBACK_NO_ALGORITHM] = "no-algorithm",
+    [AMP_FALLBACK_COLD_CAPTURE] = "cold-capture",
 };
 
 const char *

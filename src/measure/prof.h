@@ -42,6 +42,9 @@ enum amp_fallback {
     AMP_FALLBACK_VENDOR,       /* the converted vendor call failed */
     AMP_FALLBACK_NO_ALGORITHM, /* no descriptor or algorithm for the
                                   converted types */
+    AMP_FALLBACK_COLD_CAPTURE, /* the caller's stream is capturing and the
+                                  shim's set-up for this context or thread
+                                  is not made (it is not capture-safe) */
     AMP_FALLBACK_COUNT,
 };
 

@@ -103,8 +103,10 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
         amp_policy_call_set(&call, AMP_FIELD_CONV_W, x->dim[3]);
         amp_policy_call_set(&call, AMP_FIELD_CONV_S, w->dim[3]);
     }
-    /* The verdicts of earlier shadow calls at the site decide this one. */
-    if (amp_site_unmeasured(call.site))
+    /* The verdicts of earlier shadow calls at the site decide this one;
+     * their events cannot be queried while a capture is running. */
+    if (amp_site_unmeasured(call.site) &&
+        amp_dev_stream_capturing(d->stream) == 0)
         amp_harvest(0);
     amp_policy_decide(&call, out);
 }

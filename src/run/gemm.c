@@ -95,8 +95,10 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_BATCH, amp_gemm_batch(d));
     amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
     amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
-    /* The verdicts of earlier shadow calls at the site decide this one. */
-    if (amp_site_unmeasured(call.site))
+    /* The verdicts of earlier shadow calls at the site decide this one;
+     * their events cannot be queried while a capture is running. */
+    if (amp_site_unmeasured(call.site) &&
+        amp_dev_stream_capturing(d->stream) == 0)
         amp_harvest(0);
     amp_policy_decide(&call, out);
 }

@@ -1257,6 +1257,20 @@ emu_current_device(void)
 }
 
 CUresult
+emu_capture_unsafe_call(void)
+{
+    struct CUctx_st *cur;
+    CUresult rc = CUDA_SUCCESS;
+
+    core_lock();
+    cur = core_tls_current();
+    if (g.initialised && cur && core_ctx_valid(cur) && cur->active)
+        rc = core_capture_guard(cur);
+    core_unlock();
+    return rc;
+}
+
+CUresult
 emu_op_fail(CUresult status, const char *op, const char *fmt, ...)
 {
     va_list ap;

@@ -99,6 +99,10 @@ cublasCreate_v2(cublasHandle_t *handle)
     fault = emu_fault("cublasCreate_v2", CUBLAS_STATUS_NOT_INITIALIZED);
     if (fault != 0)
         return (cublasStatus_t)fault;
+    /* The real one allocates its device resources with cudaMalloc, which
+     * a running capture may forbid: the allocation failure's status. */
+    if (emu_capture_unsafe_call() != CUDA_SUCCESS)
+        return CUBLAS_STATUS_ALLOC_FAILED;
     return emu_blas_create(handle);
 }
 

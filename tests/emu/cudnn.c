@@ -108,6 +108,13 @@ cudnnCreate(cudnnHandle_t *handle)
         (dev = emu_current_device()) < 0)
         return emu_dnn_error(CUDNN_STATUS_NOT_INITIALIZED,
                              "CUDA initialisation failed");
+    /* The real one allocates device memory synchronously, which a running
+     * capture may forbid: the device allocation failure's status. */
+    if (emu_capture_unsafe_call() != CUDA_SUCCESS) {
+        st = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+        return emu_dnn_error(st, "cudnnCreate during a stream capture that "
+                             "forbids allocation");
+    }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         st = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;

@@ -1757,6 +1757,11 @@ cuEventQuery(CUevent hEvent)
     e = core_event_lookup(hEvent);
     if (!e)
         return drv_leave(CUDA_ERROR_INVALID_HANDLE);
+    /* Querying an event is not allowed while a global or this thread's
+     * thread-local capture is running: it invalidates the capture. */
+    rc = core_capture_guard(ctx);
+    if (rc != CUDA_SUCCESS)
+        return drv_leave(rc);
     if (e->mark && !e->mark->done) {
         /* As cuStreamQuery: unfinished now, finished by the next query. */
         core_run_until(e->mark->stream, e->mark->seq);
@@ -1777,6 +1782,11 @@ cuEventSynchronize(CUevent hEvent)
     e = core_event_lookup(hEvent);
     if (!e)
         return drv_leave(CUDA_ERROR_INVALID_HANDLE);
+    /* Waiting for an event is not allowed while a global or this
+     * thread's thread-local capture is running. */
+    rc = core_capture_guard(ctx);
+    if (rc != CUDA_SUCCESS)
+        return drv_leave(rc);
     return drv_leave(core_sync_mark(ctx, e->mark));
 }
 
@@ -1873,7 +1883,12 @@ cuModuleLoadData(CUmodule *module, const void *image)
     rc = drv_enter(&ctx, 1);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = (CUresult)emu_fault("module", CUDA_ERROR_NO_BINARY_FOR_GPU);
+    /* Loading a module allocates and copies its code and data
+     * synchronously: not allowed while a global or this thread's
+     * thread-local capture is running. */
+    rc = core_capture_guard(ctx);
+    if (rc == CUDA_SUCCESS)
+        rc = (CUresult)emu_fault("module", CUDA_ERROR_NO_BINARY_FOR_GPU);
     if (rc != CUDA_SUCCESS)
         return drv_leave(rc);
     if (!drv_image_valid(image))

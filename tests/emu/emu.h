@@ -92,6 +92,14 @@ CUresult emu_runtime_bind(int dev);
 /* The current context's device, or -1 with no context. */
 int emu_current_device(void);
 
+/* For a library call that allocates device memory synchronously (the
+ * vendors' handle creation): while a global capture, or a thread-local
+ * one of this thread, is running in the current context, such a call is
+ * not allowed; it invalidates the capture and this returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. CUDA_SUCCESS otherwise (also
+ * with no current context). */
+CUresult emu_capture_unsafe_call(void);
+
 /* Reports on stderr why a queued op failed and returns `status`, the error
  * that becomes sticky; for op callbacks. */
 CUresult emu_op_fail(CUresult status, const char *op, const char *fmt, ...)

@@ -397,6 +397,28 @@ run_sgemm(cublasHandle_t h, const struct gemm_case *g, float c_fill)
 
 /* ---- Handles and settings --------------------------------------------- */
 
+/* Creating a handle allocates device memory: during a global capture
+ * that fails and invalidates the capture. */
+static void
+handle_under_capture(void)
+{
+    enum cudaStreamCaptureStatus st;
+    cublasHandle_t h = NULL;
+    cudaGraph_t graph;
+    cudaStream_t s;
+
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+                     cudaSuccess);
+    assert_int_equal(cublasCreate_v2(&h), CUBLAS_STATUS_ALLOC_FAILED);
+    assert_null(h);
+    assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    assert_int_equal(st, cudaStreamCaptureStatusInvalidated);
+    assert_int_equal(cudaStreamEndCapture(s, &graph),
+                     cudaErrorStreamCaptureInvalidated);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
 static void
 test_handle_lifecycle(void **state)
 {
@@ -418,6 +440,7 @@ test_handle_lifecycle(void **state)
     assert_int_equal(minor, 1);
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cublasDestroy_v2(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+    handle_under_capture();
 }
 
 static void

@@ -18,6 +18,29 @@
 
 /* ---- Handle, versions, errors ------------------------------------------- */
 
+/* Creating a handle allocates device memory: during a global capture
+ * that fails and invalidates the capture. */
+static void
+handle_under_capture(void)
+{
+    enum cudaStreamCaptureStatus st;
+    cudnnHandle_t h = NULL;
+    cudaGraph_t graph;
+    cudaStream_t s;
+
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+                     cudaSuccess);
+    assert_int_equal(cudnnCreate(&h),
+                     CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED);
+    assert_null(h);
+    assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    assert_int_equal(st, cudaStreamCaptureStatusInvalidated);
+    assert_int_equal(cudaStreamEndCapture(s, &graph),
+                     cudaErrorStreamCaptureInvalidated);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
 static void
 test_handle_versions_errors(void **state)
 {
@@ -68,6 +91,7 @@ test_handle_versions_errors(void **state)
     DNN_OK(cudnnDestroy(h));
     assert_int_equal(cudnnDestroy(NULL), CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    handle_under_capture();
 }
 
 /* ---- Descriptors --------------------------------------------------------- */

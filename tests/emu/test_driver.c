@@ -500,6 +500,32 @@ test_legacy_stream_ordering(void **state)
     CHECK(cuStreamDestroy(blocking));
 }
 
+/* Loading a module during a global capture is illegal and invalidates
+ * the capture; a relaxed capture allows it. fake_fatbin holds an image. */
+static void
+module_load_under_capture(void)
+{
+    CUstreamCaptureStatus st;
+    CUgraph graph;
+    CUmodule m;
+    CUstream s;
+
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    assert_int_equal(cuModuleLoadData(&m, fake_fatbin),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    assert_int_equal(cuStreamEndCapture(s, &graph),
+                     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuModuleLoadData(&m, fake_fatbin));
+    CHECK(cuStreamEndCapture(s, &graph));
+    CHECK(cuGraphDestroy(graph));
+    CHECK(cuModuleUnload(m));
+    CHECK(cuStreamDestroy(s));
+}
+
 static void
 test_capture(void **state)
 {
@@ -551,6 +577,26 @@ test_capture(void **state)
     assert_int_equal(cuStreamEndCapture(s, &graph),
                      CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     assert_null(graph);
+    /* So is querying or waiting for an event recorded before it. */
+    {
+        CUevent ev;
+
+        CHECK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
+        CHECK(cuEventRecord(ev, s));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        assert_int_equal(cuEventQuery(ev),
+                         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        assert_int_equal(cuStreamEndCapture(s, &graph),
+                         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        assert_int_equal(cuEventSynchronize(ev),
+                         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        assert_int_equal(cuStreamEndCapture(s, &graph),
+                         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        CHECK(cuEventQuery(ev));
+        CHECK(cuEventDestroy(ev));
+    }
     /* In relaxed mode the same allocation is allowed. */
     CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK(cuMemAlloc(&extra, 16));
@@ -633,6 +679,7 @@ test_module_and_launch(void **state)
                      CUDA_ERROR_INVALID_HANDLE);
     CHECK(cuMemFree(src));
     CHECK(cuMemFree(absmax));
+    module_load_under_capture();
 }
 
 /* ---- Scenarios run in a fresh child process -------------------------------- */

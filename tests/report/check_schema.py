@@ -66,7 +66,7 @@ TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
                                   "flops_fp32", "flops_converted")})
 TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL}})
 REASONS = {"no-device", "scratch-cap", "busy", "device-error",
-           "vendor-error", "no-algorithm"}
+           "vendor-error", "no-algorithm", "cold-capture"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The shim inside CUDA graph capture, on the emulator (which holds calls
+# to its capture rules: loading a module, creating a handle or querying an
+# event during a global or the thread's own capture invalidates it).
+# examples/graph_capture captures an SGEMM and a convolution, then
+# launches the graph twice and checks both results each time:
+# - cold (the process's first calls are the captured ones), in every
+#   converting mode and in global and thread-local capture: the capture
+#   succeeds, both launches are right, and the two calls stayed FP32 with
+#   the fallback reason "cold-capture" in the report;
+# - warm (one of each before the capture): the same, and the captured
+#   SGEMM converted in the modes that convert under capture.
+# usage: test_graph_capture.sh GRAPH_CAPTURE LIBAMPSHIM EMU_DIR PYTHON3
+set -euo pipefail
+
+prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3") python=$4
+tmp=$(mktemp -d /tmp/ampshim-capture-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu
+cd "$tmp"
+runs=0
+
+fail() {
+    echo "graph capture test: $*" >&2
+    for f in "$tmp"/run.out "$tmp"/run.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
+    done
+    exit 1
+}
+
+# The summary line's field for an API, e.g. field cublasSgemm_v2 converted.
+field() {
+    grep -o "summary $1 .*" "$tmp/run.err" | grep -o " $2=[0-9]*" |
+        cut -d= -f2
+}
+
+# The fallbacks by reason of every shape in the report, "api:reason=n".
+fallbacks() {
+    "$python" - "$tmp/run.json" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for site in report["sites"]:
+    for shape in site["shapes"]:
+        for reason, n in sorted(shape["fallbacks"].items()):
+            print(f"{site['api']}:{reason}={n}")
+EOF
+}
+
+for capture in global thread-local; do
+    for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
+        for start in cold warm; do
+            what="$mode, $start, $capture capture"
+            args=(--capture-mode "$capture")
+            [[ $start == warm ]] && args+=(--warm)
+            rm -f "$tmp/run.json"
+            rc=0
+            AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
+                LD_PRELOAD=$lib "$prog" "${args[@]}" \
+                >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+            [[ $rc == 0 ]] || fail "$what: exit status $rc"
+            grep -qx "capture cudaSuccess" "$tmp/run.out" ||
+                fail "$what: the capture failed"
+            [[ $(grep -c ' ok$' "$tmp/run.out") == 2 ]] ||
+                fail "$what: the launches' results"
+            gemm_conv=$(field cublasSgemm_v2 converted)
+            if [[ $start == cold ]]; then
+                [[ $gemm_conv == 0 ]] ||
+                    fail "$what: a cold captured SGEMM converted"
+                reasons=$(fallbacks | tr '\n' ' ')
+                [[ $reasons == *"cublasSgemm_v2:cold-capture=1"* ]] ||
+                    fail "$what: fallbacks '$reasons'"
+                # fp16x3 has no convolution form: FP32 by decision.
+                conv="cudnnConvolutionForward:cold-capture=1"
+                [[ $mode == fp16x3 || $reasons == *"$conv"* ]] ||
+                    fail "$what: fallbacks '$reasons'"
+            else
+                # Shadow never runs under capture: the warm call only.
+                want=2
+                [[ $mode == shadow ]] && want=1
+                [[ $gemm_conv == "$want" ]] ||
+                    fail "$what: $gemm_conv SGEMMs converted, not $want"
+                ! fallbacks | grep -q cold-capture ||
+                    fail "$what: a warm call fell back as cold"
+            fi
+            runs=$((runs + 1))
+        done
+    done
+done
+echo "graph capture: $runs runs (6 modes x cold and warm x global and" \
+     "thread-local capture), every graph captured, launched twice, right"
