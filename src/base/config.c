@@ -131,6 +131,32 @@ bad:
                        var, value);
 }
 
+/* Seconds: decimal digits up to AMP_SNAPSHOT_MAX_S, or "off" (0). */
+static void
+amp_config_seconds(struct amp_config *cfg, const char *var, const char *value,
+                   unsigned *out)
+{
+    char *end = NULL;
+    unsigned long n;
+
+    if (strcasecmp(value, "off") == 0) {
+        *out = 0;
+        return;
+    }
+    errno = 0;
+    if (value[0] >= '0' && value[0] <= '9') {
+        n = strtoul(value, &end, 10);
+        if (errno == 0 && *end == '\0' && n <= AMP_SNAPSHOT_MAX_S) {
+            *out = (unsigned)n;
+            return;
+        }
+    }
+    amp_config_problem(cfg,
+                       "%s=\"%.40s\" is not a number of seconds (0 to %d, "
+                       "or off); ignored",
+                       var, value, AMP_SNAPSHOT_MAX_S);
+}
+
 /* A path into out (AMP_CONFIG_PATH_LEN bytes); a longer one is a
  * problem and leaves out empty. */
 static void
@@ -157,6 +183,7 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     cfg->log_level = AMP_LOG_WARN;
     cfg->summary = 1;
     cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
+    cfg->snapshot_s = AMP_SNAPSHOT_DEFAULT_S;
 
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
@@ -186,6 +213,8 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
         amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, &cfg->summary);
     if ((v = getenv_fn("AMPSHIM_SCRATCH_MAX")) && *v)
         amp_config_bytes(cfg, "AMPSHIM_SCRATCH_MAX", v, &cfg->scratch_max);
+    if ((v = getenv_fn("AMPSHIM_SNAPSHOT")) && *v)
+        amp_config_seconds(cfg, "AMPSHIM_SNAPSHOT", v, &cfg->snapshot_s);
     if ((v = getenv_fn("AMPSHIM_CALL_LOG")) && *v)
         amp_config_enum(cfg, "AMPSHIM_CALL_LOG", v, amp_bools,
                         &cfg->call_log);

@@ -46,6 +46,9 @@ struct amp_config {
     uint64_t scratch_max;         /* AMPSHIM_SCRATCH_MAX, bytes per call */
     int call_log;                 /* AMPSHIM_CALL_LOG, or log level info:
                                      one line per harvested call */
+    unsigned snapshot_s;          /* AMPSHIM_SNAPSHOT: seconds between
+                                     report snapshots during the run;
+                                     0: none */
     int report_off;               /* AMPSHIM_REPORT=off */
     char report[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_REPORT, "" = the default
                                          ampshim-<program>-<pid>.json */
@@ -60,6 +63,8 @@ struct amp_config {
 };
 
 #define AMP_SCRATCH_MAX_DEFAULT (1ull << 30)
+#define AMP_SNAPSHOT_DEFAULT_S 30
+#define AMP_SNAPSHOT_MAX_S 86400
 
 /* Where values come from: secure_getenv in the shim, a table in tests. */
 typedef const char *(*amp_getenv_fn)(const char *name);

@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -497,8 +499,10 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
     amp_json_end_object(j);
 }
 
-enum amp_status
-amp_report_write(FILE *f, const struct amp_config *cfg)
+/* The report into f; `complete`: written at exit (else a snapshot taken
+ * during the run). */
+static enum amp_status
+amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
 {
     struct amp_json_out j;
     struct amp_report r;
@@ -517,6 +521,7 @@ amp_report_write(FILE *f, const struct amp_config *cfg)
         amp_json_kint(&j, "version", AMP_REPORT_VERSION);
         amp_json_kstring(&j, "ampshim_version", AMP_VERSION_STRING);
         amp_json_kstring(&j, "generated", when);
+        amp_json_kbool(&j, "complete", complete);
         amp_json_program(&j);
         amp_json_device(&j);
         amp_json_policy(&j);
@@ -535,6 +540,18 @@ amp_report_write(FILE *f, const struct amp_config *cfg)
     if (st == AMP_OK && (fflush(f) != 0 || ferror(f)))
         st = AMP_ERR_IO;
     return st;
+}
+
+enum amp_status
+amp_report_write(FILE *f, const struct amp_config *cfg)
+{
+    return amp_report_write_as(f, cfg, 1);
+}
+
+static enum amp_status
+amp_report_write_snapshot(FILE *f, const struct amp_config *cfg)
+{
+    return amp_report_write_as(f, cfg, 0);
 }
 
 /* ---- The trace ----------------------------------------------------------------- */
@@ -804,22 +821,139 @@ amp_trace_writer(FILE *f, const struct amp_config *cfg)
     return amp_report_trace(f);
 }
 
+/* The report's path: AMPSHIM_REPORT, else ampshim-PROGRAM-PID.json in
+ * the working directory; "off" when none is written. */
+static void
+amp_report_path(const struct amp_config *cfg, char *path, size_t cap)
+{
+    struct amp_program prog;
+
+    if (cfg->report_off) {
+        snprintf(path, cap, "off");
+    } else if (cfg->report[0]) {
+        snprintf(path, cap, "%s", cfg->report);
+    } else {
+        amp_program_self(&prog);
+        snprintf(path, cap, "ampshim-%.200s-%d.json",
+                 prog.name[0] ? prog.name : "program", (int)getpid());
+    }
+}
+
+/* ---- Snapshots during the run ---------------------------------------------- */
+
+/* 0: no snapshot written yet; 1: the report's path holds this process's
+ * snapshot, which later ones and the final report replace; -1: no more
+ * snapshots (the path was taken, or writing failed). Under the lock. */
+static int amp_snapshot_state;
+static pthread_mutex_t amp_snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_llong amp_snapshot_due_ns;
+
+static long long
+amp_now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Writes the report into a new file beside path and moves it there: the
+ * first time only if path does not exist (link fails on an existing
+ * name, even a dangling symbolic link), later over this process's own
+ * snapshot. 0 on success. Lock held. */
+static int
+amp_report_replace(const char *path, const struct amp_config *cfg,
+                   enum amp_status (*write)(FILE *, const struct amp_config *))
+{
+    char tmp[AMP_CONFIG_PATH_LEN + 96];
+    FILE *f;
+    int rc;
+
+    snprintf(tmp, sizeof tmp, "%s.partial-%d", path, (int)getpid());
+    f = amp_report_create(tmp);
+    if (!f)
+        return -1;
+    rc = write(f, cfg) == AMP_OK ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    if (rc == 0)
+        rc = amp_snapshot_state == 1 ? rename(tmp, path) : link(tmp, path);
+    unlink(tmp);
+    return rc;
+}
+
+void
+amp_report_snapshot(const struct amp_config *cfg)
+{
+    char path[AMP_CONFIG_PATH_LEN + 64];
+    long long now, due;
+
+    if (cfg->report_off || cfg->snapshot_s == 0)
+        return;
+    now = amp_now_ns();
+    due = atomic_load_explicit(&amp_snapshot_due_ns, memory_order_relaxed);
+    if (due == 0) {
+        /* The first call starts the clock. */
+        atomic_compare_exchange_strong(
+            &amp_snapshot_due_ns, &due,
+            now + (long long)cfg->snapshot_s * 1000000000LL);
+        return;
+    }
+    if (now < due || pthread_mutex_trylock(&amp_snapshot_lock) != 0)
+        return;
+    atomic_store(&amp_snapshot_due_ns,
+                 now + (long long)cfg->snapshot_s * 1000000000LL);
+    if (amp_snapshot_state >= 0) {
+        amp_report_path(cfg, path, sizeof path);
+        if (amp_report_replace(path, cfg, amp_report_write_snapshot) == 0) {
+            amp_snapshot_state = 1;
+        } else {
+            amp_log(AMP_LOG_WARN, "cannot write a snapshot of the report "
+                    "to %s: %s; it is written at exit only", path,
+                    errno == EEXIST ? "the path exists" : strerror(errno));
+            amp_snapshot_state = -1;
+        }
+    }
+    pthread_mutex_unlock(&amp_snapshot_lock);
+}
+
+void
+amp_report_forget(void)
+{
+    pthread_mutex_init(&amp_snapshot_lock, NULL);
+    amp_snapshot_state = 0;
+    atomic_store(&amp_snapshot_due_ns, 0);
+}
+
+/* The final report: over this process's snapshot if it wrote one, else
+ * as a new file. 0 on success (else one warning). */
+static int
+amp_report_final(const char *path, const struct amp_config *cfg)
+{
+    int rc;
+
+    pthread_mutex_lock(&amp_snapshot_lock);
+    if (amp_snapshot_state == 1) {
+        rc = amp_report_replace(path, cfg, amp_report_write);
+        if (rc != 0)
+            amp_log(AMP_LOG_WARN, "cannot write the report to %s: %s (the "
+                    "last snapshot stays)", path, strerror(errno));
+    } else {
+        rc = amp_report_file(path, "report", amp_report_write, cfg);
+    }
+    amp_snapshot_state = -1; /* no snapshot after the final report */
+    pthread_mutex_unlock(&amp_snapshot_lock);
+    return rc;
+}
+
 void
 amp_report_exit(const struct amp_config *cfg)
 {
-    char path[AMP_CONFIG_PATH_LEN + 64] = "off", device[128] = "-";
-    struct amp_program prog;
+    char path[AMP_CONFIG_PATH_LEN + 64], device[128] = "-";
     struct amp_report r;
 
-    if (!cfg->report_off && cfg->report[0]) {
-        snprintf(path, sizeof path, "%s", cfg->report);
-    } else if (!cfg->report_off) {
-        amp_program_self(&prog);
-        snprintf(path, sizeof path, "ampshim-%.200s-%d.json",
-                 prog.name[0] ? prog.name : "program", (int)getpid());
-    }
-    if (!cfg->report_off &&
-        amp_report_file(path, "report", amp_report_write, cfg) != 0)
+    amp_report_path(cfg, path, sizeof path);
+    if (!cfg->report_off && amp_report_final(path, cfg) != 0)
         snprintf(path, sizeof path, "not written");
     if (cfg->trace[0])
         amp_report_file(cfg->trace, "trace", amp_trace_writer, cfg);

@@ -21,6 +21,17 @@ FILE *amp_report_create(const char *path);
  * the table. A file that cannot be written gets one warning. */
 void amp_report_exit(const struct amp_config *cfg);
 
+/* During the run, at most every cfg->snapshot_s seconds (AMPSHIM_SNAPSHOT;
+ * the first call starts the clock): the report as it stands, marked
+ * incomplete, moved atomically over the previous snapshot, so that a run
+ * stopped by a signal leaves one. Never replaces a file it did not write;
+ * the exit's report replaces the last snapshot. Cheap when not due. */
+void amp_report_snapshot(const struct amp_config *cfg);
+
+/* A forked child's start: no snapshot of its own yet (the parent's file
+ * is the parent's). */
+void amp_report_forget(void);
+
 /* The report as JSON into f; AMP_ERR_IO when writing fails. */
 enum amp_status amp_report_write(FILE *f, const struct amp_config *cfg);
 

@@ -47,6 +47,7 @@ amp_process_fork_child(void)
     amp_prof_forget();
     amp_site_forget();
     amp_dev_forget();
+    amp_report_forget();
     amp_shim_new_generation();
 }
 
@@ -78,5 +79,7 @@ amp_process_enter(void)
     if (!amp_shim_enter())
         return 0;
     pthread_once(&amp_process_exit_once, amp_process_register_exit);
+    /* A run stopped by a signal keeps the last snapshot of its report. */
+    amp_report_snapshot(amp_shim_config());
     return 1;
 }

@@ -15,7 +15,8 @@ const struct amp_config *amp_process_start(void);
  * amp_shim_leave() must follow. The first call that enters registers the
  * exit handler: after the program brought CUDA up, so it runs before
  * CUDA's own teardown (atexit handlers run in reverse order), whichever
- * thread calls exit(). */
+ * thread calls exit(). Now and then it also writes a snapshot of the
+ * report (amp_report_snapshot). */
 int amp_process_enter(void);
 
 #endif

@@ -206,6 +206,16 @@ amp_fmt(char *buf, size_t cap, const char *fmt, double v)
 
 /* ---- The terminal table ----------------------------------------------------- */
 
+/* 1 for a snapshot written during the run ("complete": false); reports
+ * without the key were written at exit. */
+static int
+amp_report_incomplete(const struct amp_doc *doc)
+{
+    const struct amp_json *c = amp_json_get(doc->root, "complete");
+
+    return c && c->type == AMP_JSON_BOOL && !c->boolean;
+}
+
 static void
 amp_print_header(const struct amp_doc *doc)
 {
@@ -222,6 +232,11 @@ amp_print_header(const struct amp_doc *doc)
     printf("policy:  %s: %s\n",
            amp_or(amp_json_str(amp_json_get(pol, "source")), "?"),
            amp_or(amp_json_str(amp_json_get(pol, "why")), "?"));
+    if (amp_report_incomplete(doc))
+        printf("status:  incomplete: a snapshot taken during the run, at "
+               "%s; the program did not reach exit\n",
+               amp_or(amp_json_str(amp_json_get(doc->root, "generated")),
+                      "?"));
 }
 
 static void

@@ -540,6 +540,7 @@ static const struct variable variables[] = {
     { "AMPSHIM_SUMMARY", "false" },
     { "AMPSHIM_SCRATCH_MAX", "K, M or G" },
     { "AMPSHIM_CALL_LOG", "true" },
+    { "AMPSHIM_SNAPSHOT", "seconds" },
 };
 
 static void

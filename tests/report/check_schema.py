@@ -103,7 +103,8 @@ def main(path):
     with open(path, encoding="utf-8") as f:
         r = json.load(f)
     check(r, {"schema": {STR}, "version": {INT}, "ampshim_version": {STR},
-              "generated": {STR}, "program": {OBJ}, "device": {OBJ, NULL},
+              "generated": {STR}, "complete": {BOOL}, "program": {OBJ},
+              "device": {OBJ, NULL},
               "policy": {OBJ}, "environment": {OBJ}, "apis": {ARR},
               "sites": {ARR}, "totals": {OBJ}}, "report")
     if problems:
