@@ -9,10 +9,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 static struct amp_config amp_shim_cfg;
 static pthread_once_t amp_shim_once = PTHREAD_ONCE_INIT;
 static _Thread_local int amp_shim_depth;
+/* Calls between amp_shim_enter and amp_shim_leave, over all threads. */
+static atomic_int amp_shim_inflight;
+/* Set by amp_shim_close: no call enters any more. */
+static atomic_int amp_shim_closed;
 static atomic_uint amp_shim_gen;
 
 /* The thread-exit releases of the calling thread. */
@@ -56,6 +61,13 @@ amp_shim_enter(void)
 {
     if (amp_shim_config()->disabled || amp_shim_depth > 0)
         return 0;
+    /* Counted in before the check, so that amp_shim_close either sees
+     * this call or this call sees it closed. */
+    atomic_fetch_add(&amp_shim_inflight, 1);
+    if (atomic_load(&amp_shim_closed)) {
+        atomic_fetch_sub(&amp_shim_inflight, 1);
+        return 0;
+    }
     amp_shim_depth++;
     return 1;
 }
@@ -64,12 +76,32 @@ void
 amp_shim_leave(void)
 {
     amp_shim_depth--;
+    atomic_fetch_sub(&amp_shim_inflight, 1);
+}
+
+void
+amp_shim_close(void)
+{
+    int waited_ms;
+
+    atomic_store(&amp_shim_closed, 1);
+    /* The calling thread's own call, if exit() came from inside one. */
+    for (waited_ms = 0; waited_ms < AMP_SHIM_CLOSE_WAIT_MS &&
+                        atomic_load(&amp_shim_inflight) > amp_shim_depth;
+         waited_ms++) {
+        struct timespec ms = {0, 1000000};
+
+        nanosleep(&ms, NULL);
+    }
 }
 
 void
 amp_shim_new_generation(void)
 {
     atomic_fetch_add(&amp_shim_gen, 1);
+    /* Only the forking thread lives on: its own call, if it is in one. */
+    atomic_store(&amp_shim_inflight, amp_shim_depth);
+    atomic_store(&amp_shim_closed, 0);
 }
 
 unsigned

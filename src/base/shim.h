@@ -16,6 +16,13 @@ const struct amp_config *amp_shim_config(void);
 int amp_shim_enter(void);
 void amp_shim_leave(void);
 
+/* At exit, before the summary and the report: no call enters any more
+ * (other threads' calls go to the library untouched and uncounted), and
+ * the calls inside the shim are waited for (at most
+ * AMP_SHIM_CLOSE_WAIT_MS), so that every figure printed agrees. */
+#define AMP_SHIM_CLOSE_WAIT_MS 2000
+void amp_shim_close(void);
+
 /* Changes in a forked child: per-thread state tagged with an older value
  * belongs to the parent's contexts and must be dropped, not used. */
 unsigned amp_shim_generation(void);
