@@ -17,6 +17,8 @@ prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3") python=$4
 tmp=$(mktemp -d /tmp/ampshim-capture-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+# A sanitized build's runtime must come first in a preloaded child.
+preload="${AMP_TEST_PRELOAD_FIRST:+$AMP_TEST_PRELOAD_FIRST }"
 export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu
 cd "$tmp"
@@ -57,7 +59,7 @@ for capture in global thread-local; do
             rm -f "$tmp/run.json"
             rc=0
             AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
-                LD_PRELOAD=$lib "$prog" "${args[@]}" \
+                LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
                 >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
             [[ $rc == 0 ]] || fail "$what: exit status $rc"
             grep -qx "capture cudaSuccess" "$tmp/run.out" ||

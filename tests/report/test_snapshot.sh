@@ -18,6 +18,8 @@ tmp=$(mktemp -d /tmp/ampshim-snapshot-XXXXXX)
 pid=
 trap '[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+# A sanitized build's runtime must come first in a preloaded child.
+preload="${AMP_TEST_PRELOAD_FIRST:+$AMP_TEST_PRELOAD_FIRST }"
 export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_MODE=fp16
 cd "$tmp"
@@ -40,7 +42,7 @@ key() {
 start() {
     local name=$1
     shift
-    env "$@" LD_PRELOAD="$lib" "$prog" --calls 2000000000 --warmup 10 \
+    env "$@" LD_PRELOAD="$preload$lib" "$prog" --calls 2000000000 --warmup 10 \
         --sync-every 100 --tol fp16 >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pid=$!
 }
@@ -81,7 +83,7 @@ echo "SIGTERM: the last snapshot (complete: false, $calls calls," \
 
 # ---- A normal exit after snapshots ----------------------------------------------
 rc=0
-AMPSHIM_SNAPSHOT=1 AMPSHIM_REPORT="$tmp/done.json" LD_PRELOAD="$lib" \
+AMPSHIM_SNAPSHOT=1 AMPSHIM_REPORT="$tmp/done.json" LD_PRELOAD="$preload$lib" \
     "$prog" --calls 150000 --warmup 10 --sync-every 100 --tol fp16 \
     >"$tmp/done.out" 2>"$tmp/done.err" || rc=$?
 [[ $rc == 0 ]] || fail "done: status $rc"
