@@ -1,11 +1,12 @@
-/* The issue's bar for the legacy trainer, on the CPU device emulator: the
- * same training (32 steps of 512 images, 8192 hidden units, the trainer's
- * defaults) plain FP32 and under `ampshim run` with the built-in default
- * policy. Under the shim at least 90 % of the GEMM and convolution FLOPs
- * run converted (from the report), and the test accuracy after the same
- * steps is within 1 percentage point of FP32.
+/* The legacy trainer's bar, on the CPU device emulator: the same training
+ * (steps of 512 images, 8192 hidden units, the trainer's defaults) plain
+ * FP32 and under `ampshim run` with the built-in default policy. Under the
+ * shim at least 90 % of the GEMM and convolution FLOPs run converted (from
+ * the report), and the test accuracy after the same steps is within 1
+ * percentage point of FP32. TRAIN and TEST images (default 16384 and 1024:
+ * 32 steps); the default suites run 16 steps (8192 and 1024).
  *
- * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL */
+ * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL [TRAIN TEST] */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,15 +29,10 @@
 
 #define BATCH 512
 #define HIDDEN 8192
-#define TRAIN 16384
-#define TEST 1024
 
 static const char *trainer_path, *emu_dir, *tool_path;
-
-static const char *const train_args[] = {
-    "--train", "16384", "--test", "1024", "--epochs", "1", "--seed", "3",
-    NULL,
-};
+/* Training and test images, as text for the trainer's options. */
+static const char *train_images = "16384", *test_images = "1024";
 
 struct result {
     int epochs, has_final;
@@ -95,7 +91,8 @@ expected_flops(void)
     double b = BATCH, h = HIDDEN;
     double fc = 784 * h * b + 10 * h * b;
     double conv1 = b * 4 * 28 * 28 * 1 * 9, conv2 = b * 16 * 14 * 14 * 4 * 9;
-    double steps = TRAIN / BATCH, tests = TEST / BATCH;
+    double steps = atoi(train_images) / BATCH;
+    double tests = atoi(test_images) / BATCH;
 
     return 2 * (steps * (3 * fc + 2 * conv1 + 3 * conv2) +
                 tests * (fc + conv1 + conv2));
@@ -124,6 +121,11 @@ test_converted_and_accurate(void **state)
     shim_argv[m++] = report;
     shim_argv[m++] = "--";
     shim_argv[m++] = (char *)trainer_path;
+    const char *const train_args[] = {
+        "--train", train_images, "--test", test_images, "--epochs", "1",
+        "--seed", "3", NULL,
+    };
+
     for (const char *const *a = train_args; *a != NULL; a++) {
         fp32_argv[n++] = (char *)*a;
         shim_argv[m++] = (char *)*a;
@@ -199,10 +201,20 @@ main(int argc, char **argv)
     };
     struct stat st;
 
-    if (argc != 4) {
+    if (argc != 4 && argc != 6) {
         fprintf(stderr, "usage: test_trainer_shim LEGACY_TRAINER EMU_DIR "
-                "AMPSHIM_TOOL\n");
+                "AMPSHIM_TOOL [TRAIN TEST]\n");
         return 2;
+    }
+    if (argc == 6) {
+        train_images = argv[4];
+        test_images = argv[5];
+        if (atoi(train_images) < BATCH || atoi(train_images) % BATCH != 0 ||
+            atoi(test_images) < BATCH || atoi(test_images) % BATCH != 0) {
+            fprintf(stderr, "test_trainer_shim: TRAIN and TEST are "
+                    "multiples of %d\n", BATCH);
+            return 2;
+        }
     }
     if (stat(FMNIST_DIR "/train-images-idx3-ubyte.gz", &st) != 0) {
         fprintf(stderr, "Fashion-MNIST is not in " FMNIST_DIR ": install "
