@@ -253,14 +253,15 @@ expect_times(const struct amp_json *rep, const char *prefix,
              const struct expect_time *e, size_t n)
 {
     double fp32 = 0, actual = 0, converted = 0, shadow_f = 0, flops = 0;
-    double flops_conv = 0;
+    double flops_conv = 0, estimated = 0;
     char path[160];
     static const char *const fields[] = {
         "time.fp32_ms", "time.actual_ms", "time.saved_ms", "time.speedup",
         "time.converted_ms", "time.shadow_fp32_ms", "flops.total",
-        "flops.converted",
+        "flops.converted", "time.fp32_estimated_ms",
+        "time.converted_speedup",
     };
-    double want[8];
+    double want[10];
 
     for (size_t i = 0; i < n; i++) {
         fp32 += e[i].calls * e[i].f;
@@ -269,6 +270,7 @@ expect_times(const struct amp_json *rep, const char *prefix,
         shadow_f += e[i].shadow * e[i].f;
         flops += e[i].calls * e[i].flops;
         flops_conv += (e[i].calls - e[i].shadow) * e[i].flops;
+        estimated += (e[i].calls - e[i].shadow) * e[i].f;
     }
     want[0] = fp32;
     want[1] = actual;
@@ -278,7 +280,9 @@ expect_times(const struct amp_json *rep, const char *prefix,
     want[5] = shadow_f;
     want[6] = flops;
     want[7] = flops_conv;
-    for (size_t i = 0; i < 8; i++) {
+    want[8] = estimated;
+    want[9] = estimated / converted;
+    for (size_t i = 0; i < 10; i++) {
         snprintf(path, sizeof path, "%s.%s", prefix, fields[i]);
         assert_close(num(rep, path), want[i], path);
     }
@@ -338,6 +342,16 @@ test_report_sites_and_shapes(void **state)
     expect_times(rep, "sites.1", b, 2);
     expect_times(rep, "sites.1.shapes.0", &b[0], 1);
     expect_times(rep, "sites.1.shapes.1", &b[1], 1);
+    /* A site's scratch is its shapes': the mean over its converted
+     * calls. */
+    assert_close(num(rep, "sites.1.scratch_bytes.mean") *
+                     num(rep, "sites.1.converted"),
+                 num(rep, "sites.1.shapes.0.scratch_bytes.mean") *
+                         num(rep, "sites.1.shapes.0.converted") +
+                     num(rep, "sites.1.shapes.1.scratch_bytes.mean") *
+                         num(rep, "sites.1.shapes.1.converted"),
+                 "sites.1.scratch_bytes.mean");
+    assert_true(num(rep, "sites.1.shapes.1.scratch_bytes.mean") > 0.0);
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "sites.1.shapes.%d.fp32_baseline_ms", i);
         assert_close(num(rep, path), b[i].f, path);

@@ -312,6 +312,12 @@ test_min_size(void **state)
     assert_int_equal(amp_policy_match(&pol, &c), 0);
     c = conv_call(16, 16, AMP_LAYOUT_NCHW); /* 8*16*32*32*16*9 */
     assert_int_equal(amp_policy_match(&pol, &c), 0);
+    /* Exactly min-size multiply-adds is not under it. */
+    parse_ok("set min-size 262144\ndefault fp16\n");
+    c = gemm_call(64, 64, 64, 0, 0);
+    assert_int_equal(amp_policy_match(&pol, &c), 0);
+    c = gemm_call(64, 64, 63, 0, 0);
+    assert_int_equal(amp_policy_match(&pol, &c), AMP_POLICY_SMALL);
 }
 
 static void
