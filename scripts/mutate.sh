@@ -5,7 +5,8 @@
 # kill rate. The real tree is never modified: the copy lives under
 # $TMPDIR and is removed on exit, interrupted or not.
 #
-# usage: scripts/mutate.sh [--only N[,N...]] [--list FILE] [--keep]
+# usage: scripts/mutate.sh [--only N[,N...]] [--list FILE] [--keep] [--check]
+#   --check  only check the list: every record whole, every line found
 #   --only   run these mutants (numbered from 1 in the list's order)
 #   --list   another list in the same format
 #   --keep   leave the scratch copy (its path is printed)
@@ -25,6 +26,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 list=$root/tests/mutants.txt
 only=""
 keep=0
+check=0
 tests=${MUTATE_TESTS:-"--no-suite long --no-suite soak --no-suite install"}
 goal=${MUTATE_GOAL:-95}
 limit=${MUTATE_TIMEOUT:-1800}
@@ -34,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --list) list=$(realpath "$2"); shift 2 ;;
     --keep) keep=1; shift ;;
+    --check) check=1; shift ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
@@ -130,6 +133,10 @@ count=$(mutant_tool check "$list" "$src") || {
     echo "mutate: $list has broken records" >&2
     exit 2
 }
+if [[ $check == 1 ]]; then
+    echo "mutate: $count mutants in $list, each line found once"
+    exit 0
+fi
 if [[ -n $only ]]; then
     IFS=, read -r -a chosen <<<"$only"
 else
@@ -146,7 +153,8 @@ fi
 # shellcheck disable=SC2086 # $tests is a list of meson test arguments
 if ! meson test -C "$build" --no-rebuild ${JOBS:+--num-processes "$JOBS"} \
         $tests >"$scratch/baseline.log" 2>&1; then
-    grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT)' "$scratch/baseline.log" >&2 || true
+    grep -E '^ *[0-9]+/[0-9]+ ' "$scratch/baseline.log" | grep -v ' OK ' >&2 ||
+        tail -n 20 "$scratch/baseline.log" >&2
     echo "mutate: the unmutated tree fails its tests; no kill means anything" >&2
     exit 2
 fi
@@ -173,7 +181,7 @@ for n in "${chosen[@]}"; do
             unexplained=$((unexplained + 1))
         fi
     else
-        by=$(grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT)' "$log" |
+        by=$(grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$log" |
              sed -E 's/^ *[0-9]+\/[0-9]+ +[^ ]+ \/ ([^ ]+).*/\1/' |
              sort -u | tr '\n' ' ')
         verdict="killed${by:+ by ${by% }}"
