@@ -1,12 +1,13 @@
 /* Hardening tests: the fault matrix (every hooked API the example programs
  * call x every fault the emulator can inject on its converted path gives
  * the FP32 call's bytes and status, and leaves no device memory behind),
- * concurrency (thread_check: many threads, own and shared handles, fork,
+ * a fault at each launch of one converted call (its FP32 bytes, bit for
+ * bit, and its status), concurrency (thread_check: many threads, own and shared handles, fork,
  * exit under running threads, no CUDA at all) and bad input (every
  * AMPSHIM_* variable with bad values, broken policy files).
  *
- * usage: test_hardening matrix LIBAMPSHIM EMU_DIR GEMM_SUITE LEGACY_SGEMM
- *                              CONV_CHECK
+ * usage: test_hardening matrix|launches LIBAMPSHIM EMU_DIR GEMM_SUITE
+ *                              LEGACY_SGEMM CONV_CHECK
  *        test_hardening threads|fork|exit|nocuda LIBAMPSHIM EMU_DIR
  *                              THREAD_CHECK
  *        test_hardening env|policy LIBAMPSHIM EMU_DIR SGEMM_CHECK */
@@ -279,6 +280,165 @@ test_fault_matrix(void **state)
     /* 18 gemm_suite APIs, legacy cublasSgemm, 3 convolutions. */
     assert_true(count.cells >= 22 * 5);
     assert_int_equal(count.held, count.cells);
+}
+
+/* ---- A fault at every launch of one converted call -------------------------- */
+
+/* The launches of a converted call lie before and after its vendor call
+ * (scales, casts; the check, the output cast, fp16x3's sum, shadow's
+ * error). A policy converts exactly one call; AMPSHIM_EMU_FAIL=launch:N
+ * then fails its Nth launch alone, for N = 1, 2, ... until N is past its
+ * last launch. While N is one of its launches the call falls back: the
+ * caller gets the FP32 call's bytes and status, bit for bit; past them it
+ * converts. A shadow call's output is FP32 whatever fails. */
+
+#define LAUNCH_FAULTS_MAX 10
+
+struct launch_case {
+    int program;                 /* index into programs[] */
+    const char *api;
+    const char *const *modes;
+};
+
+static const char *const gemm_modes[] = {
+    "fp16", "bf16", "tf32", "fp16x3", "shadow:fp16", "shadow:fp16x3", NULL,
+};
+static const char *const conv_modes[] = {
+    "fp16", "bf16", "tf32", "allow-conversion", "shadow:fp16", NULL,
+};
+
+static const struct launch_case launch_cases[] = {
+    { 0, "cublasSgemm_v2", gemm_modes },
+    { 0, "cublasSgemmStridedBatched", gemm_modes },
+    { 0, "cublasSgemmBatched", gemm_modes },
+    { 2, "cudnnConvolutionForward", conv_modes },
+    { 2, "cudnnConvolutionBackwardData", conv_modes },
+    { 2, "cudnnConvolutionBackwardFilter", conv_modes },
+};
+
+static void
+write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Every case's status as in base; with `exact`, its bytes too, else its
+ * own check passed. NULL when so, else why not. */
+static const char *
+launch_cell_why(const struct amp_test_run *base, const struct amp_test_check *bc,
+                const struct amp_test_run *run, const struct amp_test_check *rc,
+                int exact)
+{
+    if (!run->exited || run->code != base->code || run->timed_out)
+        return "exit status differs from the run without the shim";
+    if (rc->count != bc->count)
+        return "not the same cases";
+    for (int i = 0; i < bc->count; i++) {
+        const struct amp_test_case *b = &bc->cases[i], *c = &rc->cases[i];
+
+        if (strcmp(b->name, c->name) != 0 || b->status != c->status)
+            return "a case's status differs";
+        if (exact && strcmp(b->hash, c->hash) != 0)
+            return "a case is not the FP32 call's bytes";
+        if (!exact && !c->ok)
+            return "a case failed its own check";
+    }
+    return NULL;
+}
+
+static void
+test_fault_every_launch(void **state)
+{
+    char dir[] = "/tmp/ampshim-launch-XXXXXX", policy[128], text[256];
+    int inside_total = 0;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(policy, sizeof(policy), "%s/one.policy", dir);
+    for (size_t c = 0; c < COUNT(launch_cases); c++) {
+        const struct launch_case *lc = &launch_cases[c];
+        for (const char *const *mode = lc->modes; *mode; mode++) {
+            int shadow = strncmp(*mode, "shadow", 6) == 0;
+            int inside = 0, past = 0;
+            /* The programs' own checks: bf16's bound is the wider. */
+            char *argv[] = { (char *)programs[lc->program], (char *)"--tol",
+                             strcmp(*mode, "bf16") == 0 ? (char *)"bf16"
+                                                        : (char *)"fp16",
+                             NULL };
+            struct amp_test_run base;
+            struct amp_test_check bc;
+
+            run_argv(argv, 0, NULL, &base, NULL);
+            parse_cases(&base, &bc, "without the shim");
+
+            snprintf(text, sizeof(text),
+                     "rule %s when symbol %s and call == 1\ndefault fp32\n",
+                     *mode, lc->api);
+            write_file(policy, text);
+            for (int n = 0; n <= LAUNCH_FAULTS_MAX; n++) {
+                struct amp_test_run run;
+                struct amp_test_check rc;
+                struct amp_test_summary sum;
+                const struct amp_test_summary_line *l;
+                char fault[32];
+                long converted = 0;
+                const char *why;
+                int fell;
+
+                /* n 0: no fault. */
+                snprintf(fault, sizeof(fault), "launch:%d", n > 0 ? n : 999);
+                run_argv(argv, 1, NULL, &run, "AMPSHIM_POLICY", policy,
+                         "AMPSHIM_EMU_FAIL", fault, NULL);
+                parse_cases(&run, &rc, lc->api);
+                summary_of(run.err, (int)run.pid, &sum);
+                for (int i = 0; i < sum.count; i++)
+                    converted += sum.lines[i].converted;
+                l = amp_test_summary_find(&sum, lc->api);
+                fell = l ? (int)l->fallback : -1;
+                if (n == 0 && (!l || converted != 1 || fell != 0)) {
+                    amp_test_run_dump(text, &run);
+                    fail_msg("%s %s: the policy converts %ld calls, not one",
+                             lc->api, *mode, converted);
+                }
+                /* Falling back, the call is FP32; past its launches it
+                 * converts, and stays converted for later N. */
+                if (fell == 1 && (past || converted != 0))
+                    why = "a fault past the call's launches made it fall back";
+                else if (fell != 1 && (fell != 0 || converted != 1))
+                    why = "not one call converted or fallen back";
+                else
+                    why = launch_cell_why(&base, &bc, &run, &rc,
+                                          fell == 1 || shadow);
+                if (why) {
+                    printf("%s under %s, %s: %s\n", lc->api, *mode, fault,
+                           why);
+                    amp_test_run_dump("without the shim", &base);
+                    amp_test_run_dump("with the shim", &run);
+                    fail_msg("%s under %s, %s: %s", lc->api, *mode, fault,
+                             why);
+                }
+                if (n > 0 && fell == 1)
+                    inside++;
+                past |= n > 0 && fell == 0;
+                amp_test_run_free(&run);
+            }
+            printf("%s under %s: launches 1..%d fall back\n", lc->api, *mode,
+                   inside);
+            /* Only tf32 casts nothing: every other mode launches. */
+            if (strcmp(*mode, "tf32") != 0)
+                assert_true(inside >= 1);
+            assert_true(inside < LAUNCH_FAULTS_MAX);
+            inside_total += inside;
+            amp_test_run_free(&base);
+        }
+    }
+    printf("launch faults: %d launches of converted calls faulted\n",
+           inside_total);
+    unlink(policy);
+    rmdir(dir);
 }
 
 /* ---- Concurrency ---------------------------------------------------------- */
@@ -719,6 +879,9 @@ main(int argc, char **argv)
     const struct CMUnitTest matrix[] = {
         cmocka_unit_test(test_fault_matrix),
     };
+    const struct CMUnitTest launches[] = {
+        cmocka_unit_test(test_fault_every_launch),
+    };
     const struct CMUnitTest threads[] = { cmocka_unit_test(test_threads) };
     const struct CMUnitTest fork_tests[] = { cmocka_unit_test(test_fork) };
     const struct CMUnitTest exit_tests[] = {
@@ -757,6 +920,8 @@ main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(group, "matrix") == 0 && nprograms == 3)
         return cmocka_run_group_tests_name("matrix", matrix, NULL, NULL);
+    if (strcmp(group, "launches") == 0 && nprograms == 3)
+        return cmocka_run_group_tests_name("launches", launches, NULL, NULL);
     if (strcmp(group, "threads") == 0)
         return cmocka_run_group_tests_name("threads", threads, NULL, NULL);
     if (strcmp(group, "fork") == 0)

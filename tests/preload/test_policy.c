@@ -146,6 +146,33 @@ test_api_rule(void **state)
     amp_test_run_free(&r);
 }
 
+/* Two rules match the long reductions: the first (fp32) decides them,
+ * the second converts the rest, call after call (the cached decisions). */
+static void
+test_overlapping_rules(void **state)
+{
+    struct amp_test_run r;
+    struct amp_test_check check;
+    int eligible = amp_test_count_eligible(&plain);
+    int converted = eligible - count_eligible_where_k_at_least(100);
+
+    assert_true(converted >= 2 && converted < eligible);
+    write_policy("rule fp32 when symbol cublasSgemm_v2 and k >= 100\n"
+                 "rule fp16 when gemm\n"
+                 "default fp32\n");
+    run(sgemm_check_path, 1, &r, NULL);
+    expect_sgemm(&r, converted, plain.count - converted, "first rule fp32");
+    assert_int_equal(amp_test_parse_check(r.out, &check), 0);
+    for (int i = 0; i < check.count; i++) {
+        int conv = amp_test_eligible(&plain.cases[i]) &&
+                   plain.cases[i].k < 100;
+
+        assert_int_equal(strcmp(check.cases[i].hash, plain.cases[i].hash) != 0,
+                         conv);
+    }
+    amp_test_run_free(&r);
+}
+
 /* caller and module rules resolve the call site with libelf. */
 static void
 test_site_rules(void **state)
@@ -261,6 +288,7 @@ main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shape_rule),
         cmocka_unit_test(test_api_rule),
+        cmocka_unit_test(test_overlapping_rules),
         cmocka_unit_test(test_site_rules),
         cmocka_unit_test(test_env_mode_wins),
         cmocka_unit_test(test_broken_policy_is_fp32),

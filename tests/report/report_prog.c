@@ -2,7 +2,9 @@
  * makes --calls calls of cublasSgemm_v2 (M x N x K, beta 0) from one call
  * site, round-robin over --streams streams, then exits with --exit STATUS,
  * from main or, with --exit-thread, from a worker thread while main waits
- * in pthread_join. */
+ * in pthread_join. With --m2 --n2 --k2, a second call site (second_site)
+ * then makes --calls calls more on the first stream, M2 x N2 x K2 and
+ * M2 x N2 x K2/2 in turn, starting with K2. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -41,6 +43,29 @@ flag(int argc, char **argv, const char *name)
     return 0;
 }
 
+/* Another call site of cublasSgemm_v2, with two shapes. */
+static __attribute__((noinline)) int
+second_site(cublasHandle_t handle, int m, int n, int k, int calls,
+            const float *a, const float *b, float *c)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+
+    for (int i = 0; i < calls; i++) {
+        int ki = i % 2 ? k / 2 : k;
+
+        if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, ki, &alpha, a,
+                        m, b, ki, &beta, c, m) != CUBLAS_STATUS_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+static size_t
+larger(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -52,8 +77,13 @@ main(int argc, char **argv)
     float *a, *b, *c, alpha = 1.0f, beta = 0.0f;
     cublasHandle_t handle;
     pthread_t worker;
+    int m2 = option(argc, argv, "--m2", 0), n2 = option(argc, argv, "--n2", 0);
+    int k2 = option(argc, argv, "--k2", 0);
     size_t big = (size_t)(m > n ? m : n) * (size_t)(k > n ? k : n);
+    size_t big2 = larger((size_t)m2, (size_t)n2) * larger((size_t)k2,
+                                                          (size_t)n2);
 
+    big = larger(big, big2);
     exit_status = option(argc, argv, "--exit", 0);
     if (nstreams < 1 || nstreams > MAX_STREAMS)
         return 2;
@@ -81,6 +111,14 @@ main(int argc, char **argv)
     }
     cudaDeviceSynchronize();
     cudaMemcpy(host, c, (size_t)m * n * 4, cudaMemcpyDeviceToHost);
+    if (m2 > 0 && n2 > 0 && k2 > 0) {
+        cublasSetStream(handle, streams[0]);
+        if (second_site(handle, m2, n2, k2, calls, a, b, c) != 0) {
+            fprintf(stderr, "report_prog: cublasSgemm failed\n");
+            return 4;
+        }
+        cudaDeviceSynchronize();
+    }
     printf("report_prog calls=%d c0=%g\n", calls, host[0]);
     fflush(stdout);
     if (flag(argc, argv, "--exit-thread")) {

@@ -1,6 +1,7 @@
 /* The report, the call log, the exit table, the trace and the tool, with
  * report_prog under the shim on the emulator, whose modelled times the
- * test computes from the emulator's own roofline (emu_model_ns). */
+ * test computes from the emulator's own roofline (emu_model_ns), and the
+ * convolutions' FLOPs with conv_check. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 static const char *prog, *shim, *emu_dir, *tool, *python, *schema;
+static const char *conv_prog;
 static char dir[] = "/tmp/ampshim-report-XXXXXX";
 static char policy[256];
 
@@ -27,14 +29,20 @@ static char policy[256];
 #define K 512
 #define CALLS 5
 
-/* Modelled milliseconds of report_prog's GEMM at `prec` (beta 0: A, B
- * read, C written). */
+/* Modelled milliseconds of an m x n x k GEMM of report_prog at `prec`
+ * (beta 0: A, B read, C written). */
+static double
+gemm_ms_of(double m, double n, double k, enum emu_prec prec)
+{
+    double bytes = 4.0 * (m * k + k * n + m * n);
+
+    return emu_model_ns(2.0 * m * n * k, prec, bytes) / 1e6;
+}
+
 static double
 gemm_ms(enum emu_prec prec)
 {
-    double bytes = 4.0 * ((double)M * K + (double)K * N + (double)M * N);
-
-    return emu_model_ns(2.0 * M * N * K, prec, bytes) / 1e6;
+    return gemm_ms_of(M, N, K, prec);
 }
 
 static void
@@ -228,6 +236,209 @@ test_report_numbers(void **state)
     assert_int_equal(amp_test_count_lines_with(r.err, "times modelled on "
                                                "NVIDIA H100 SXM (emulated)"),
                      1);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* A site's or a shape's numbers: `calls` calls of FP32 time f and TF32
+ * time t each, `shadow` of them in shadow mode, the rest in TF32, and
+ * `flops` per call. */
+struct expect_time {
+    double calls, shadow, f, t, flops;
+};
+
+static void
+expect_times(const struct amp_json *rep, const char *prefix,
+             const struct expect_time *e, size_t n)
+{
+    double fp32 = 0, actual = 0, converted = 0, shadow_f = 0, flops = 0;
+    double flops_conv = 0, estimated = 0;
+    char path[160];
+    static const char *const fields[] = {
+        "time.fp32_ms", "time.actual_ms", "time.saved_ms", "time.speedup",
+        "time.converted_ms", "time.shadow_fp32_ms", "flops.total",
+        "flops.converted", "time.fp32_estimated_ms",
+        "time.converted_speedup",
+    };
+    double want[10];
+
+    for (size_t i = 0; i < n; i++) {
+        fp32 += e[i].calls * e[i].f;
+        actual += e[i].shadow * e[i].f + e[i].calls * e[i].t;
+        converted += (e[i].calls - e[i].shadow) * e[i].t;
+        shadow_f += e[i].shadow * e[i].f;
+        flops += e[i].calls * e[i].flops;
+        flops_conv += (e[i].calls - e[i].shadow) * e[i].flops;
+        estimated += (e[i].calls - e[i].shadow) * e[i].f;
+    }
+    want[0] = fp32;
+    want[1] = actual;
+    want[2] = fp32 - actual;
+    want[3] = fp32 / actual;
+    want[4] = converted;
+    want[5] = shadow_f;
+    want[6] = flops;
+    want[7] = flops_conv;
+    want[8] = estimated;
+    want[9] = estimated / converted;
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(path, sizeof path, "%s.%s", prefix, fields[i]);
+        assert_close(num(rep, path), want[i], path);
+    }
+}
+
+/* Two sites, three shapes: main's loop (256x128x512) and second_site
+ * (128x64x256, then 128x64x128, in turn), under `rule tf32 verify 2`:
+ * each site's first two calls run in shadow, which gives each shape its
+ * FP32 baseline. Every site's and shape's times, speedup and FLOPs are
+ * the emulator's modelled times summed over its calls. */
+static void
+test_report_sites_and_shapes(void **state)
+{
+    const double m2 = 128, n2 = 64, k2 = 256;
+    const struct expect_time a = {CALLS, 2, gemm_ms(EMU_PREC_FP32),
+                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K};
+    /* Calls 1, 3 and 5 of second_site, then 2 and 4. */
+    const struct expect_time b[2] = {
+        {(CALLS + 1) / 2, 1, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
+         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2},
+        {CALLS / 2, 1, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
+         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2},
+    };
+    char path[300], policy2[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+    FILE *f;
+
+    (void)state;
+    snprintf(policy2, sizeof policy2, "%s/verify2.policy", dir);
+    f = fopen(policy2, "w");
+    assert_non_null(f);
+    fputs("set tolerance 1e-2\nrule tf32 verify 2 when gemm\ndefault fp32\n",
+          f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sites.json", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_POLICY", policy2);
+    run_prog(&env, &r, "--m2", "128", "--n2", "64", "--k2", "256", NULL);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 0);
+    expect_schema(path);
+    rep = load(path);
+    assert_int_equal((int)num(rep, "totals.sites"), 2);
+    assert_string_equal(str(rep, "sites.0.function"), "main");
+    assert_string_equal(str(rep, "sites.1.function"), "second_site");
+    assert_string_equal(str(rep, "sites.0.shapes.0.shape"), "256x128x512 NN");
+    assert_string_equal(str(rep, "sites.1.shapes.0.shape"), "128x64x256 NN");
+    assert_string_equal(str(rep, "sites.1.shapes.1.shape"), "128x64x128 NN");
+    assert_int_equal((int)num(rep, "sites.1.calls"), CALLS);
+    assert_int_equal((int)num(rep, "sites.1.shapes.0.calls"), (CALLS + 1) / 2);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.calls"), CALLS / 2);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.shadow"), 1);
+    expect_times(rep, "sites.0", &a, 1);
+    expect_times(rep, "sites.0.shapes.0", &a, 1);
+    expect_times(rep, "sites.1", b, 2);
+    expect_times(rep, "sites.1.shapes.0", &b[0], 1);
+    expect_times(rep, "sites.1.shapes.1", &b[1], 1);
+    /* A site's scratch is its shapes': the mean over its converted
+     * calls. */
+    assert_close(num(rep, "sites.1.scratch_bytes.mean") *
+                     num(rep, "sites.1.converted"),
+                 num(rep, "sites.1.shapes.0.scratch_bytes.mean") *
+                         num(rep, "sites.1.shapes.0.converted") +
+                     num(rep, "sites.1.shapes.1.scratch_bytes.mean") *
+                         num(rep, "sites.1.shapes.1.converted"),
+                 "sites.1.scratch_bytes.mean");
+    assert_true(num(rep, "sites.1.shapes.1.scratch_bytes.mean") > 0.0);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "sites.1.shapes.%d.fp32_baseline_ms", i);
+        assert_close(num(rep, path), b[i].f, path);
+        snprintf(path, sizeof path, "sites.1.shapes.%d.time.converted_speedup",
+                 i);
+        assert_close(num(rep, path), b[i].f / b[i].t, path);
+    }
+    assert_close(num(rep, "totals.fp32_ms"),
+                 a.calls * a.f + b[0].calls * b[0].f + b[1].calls * b[1].f,
+                 "totals.fp32_ms");
+    assert_close(num(rep, "totals.flops_fp32"),
+                 a.calls * a.flops + b[0].calls * b[0].flops +
+                     b[1].calls * b[1].flops,
+                 "totals.flops_fp32");
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+/* conv_check under AMPSHIM_MODE=fp16: each direction's FLOPs in the
+ * report are 2 * (output elements) * (reduction length) per call, the
+ * numbers conv_check prints for its cases (m= and k=), summed over the
+ * direction's sites; each shape's FLOPs per call are one case's. */
+static void
+test_report_conv_flops(void **state)
+{
+    static const char *const apis[] = {
+        "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+        "cudnnConvolutionBackwardFilter",
+    };
+    char *argv[] = {(char *)conv_prog, "--tol", "fp16", NULL};
+    static struct amp_test_check check;
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+    const struct amp_json *sites;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/conv.json", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+    assert_int_equal(amp_test_run(argv, &env, 120, &r), 0);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 0);
+    assert_int_equal(amp_test_parse_check(r.out, &check), 0);
+    expect_schema(path);
+    rep = load(path);
+    sites = at(rep, "sites");
+    for (size_t d = 0; d < 3; d++) {
+        double want = 0.0, got = 0.0;
+        int cases = 0, shapes = 0;
+
+        for (int i = 0; i < check.count; i++) {
+            if (strcmp(check.cases[i].api, apis[d]) != 0 ||
+                strcmp(check.cases[i].cls, "conv") != 0)
+                continue;
+            want += 2.0 * check.cases[i].m * check.cases[i].k;
+            cases++;
+        }
+        assert_true(cases >= 5);
+        for (size_t s = 0; s < sites->count; s++) {
+            const struct amp_json *site = &sites->items[s];
+            const struct amp_json *sh = at(site, "shapes");
+
+            if (strcmp(str(site, "api"), apis[d]) != 0)
+                continue;
+            got += num(site, "flops.total");
+            assert_close(num(site, "flops.converted"),
+                         num(site, "flops.total"), apis[d]);
+            for (size_t j = 0; j < sh->count; j++) {
+                double per = num(&sh->items[j], "flops.total") /
+                             num(&sh->items[j], "calls");
+                int found = 0;
+
+                for (int i = 0; i < check.count && !found; i++)
+                    found = strcmp(check.cases[i].api, apis[d]) == 0 &&
+                            per == 2.0 * check.cases[i].m * check.cases[i].k;
+                if (!found)
+                    fail_msg("%s: a shape of %g FLOPs a call, no case's",
+                             apis[d], per);
+                shapes++;
+            }
+        }
+        assert_true(shapes >= 5);
+        assert_close(got, want, apis[d]);
+    }
     amp_json_free(rep);
     amp_test_run_free(&r);
     amp_test_env_free(&env);
@@ -573,6 +784,8 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_numbers),
+        cmocka_unit_test(test_report_sites_and_shapes),
+        cmocka_unit_test(test_report_conv_flops),
         cmocka_unit_test(test_call_log),
         cmocka_unit_test(test_exit_from_thread),
         cmocka_unit_test(test_unwritable_path),
@@ -588,9 +801,9 @@ main(int argc, char **argv)
     FILE *f;
     int rc;
 
-    if (argc != 7) {
+    if (argc != 8) {
         fprintf(stderr, "usage: %s REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM "
-                "PYTHON3 CHECK_SCHEMA\n", argv[0]);
+                "PYTHON3 CHECK_SCHEMA CONV_CHECK\n", argv[0]);
         return 2;
     }
     /* Absolute: a test runs the program from another directory. */
@@ -600,7 +813,8 @@ main(int argc, char **argv)
     tool = realpath(argv[4], NULL);
     python = argv[5];
     schema = realpath(argv[6], NULL);
-    if (!prog || !shim || !tool || !schema)
+    conv_prog = realpath(argv[7], NULL);
+    if (!prog || !shim || !tool || !schema || !conv_prog)
         return 1;
     if (!mkdtemp(dir))
         return 1;

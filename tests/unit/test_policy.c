@@ -312,6 +312,12 @@ test_min_size(void **state)
     assert_int_equal(amp_policy_match(&pol, &c), 0);
     c = conv_call(16, 16, AMP_LAYOUT_NCHW); /* 8*16*32*32*16*9 */
     assert_int_equal(amp_policy_match(&pol, &c), 0);
+    /* Exactly min-size multiply-adds is not under it. */
+    parse_ok("set min-size 262144\ndefault fp16\n");
+    c = gemm_call(64, 64, 64, 0, 0);
+    assert_int_equal(amp_policy_match(&pol, &c), 0);
+    c = gemm_call(64, 64, 63, 0, 0);
+    assert_int_equal(amp_policy_match(&pol, &c), AMP_POLICY_SMALL);
 }
 
 static void
@@ -396,6 +402,59 @@ test_cache_full_still_decides(void **state)
         assert_int_equal(amp_policy_cached_match(&cache, &c),
                          m % 2 == 1 ? 0 : 1);
     }
+    free(storage);
+}
+
+/* Rules that overlap: the first that matches decides, through the
+ * matcher, the cache's first lookup (a miss) and its later ones (hits),
+ * for static rules, for a count-dependent rule before a static one, and
+ * for a key that only the later rules match. */
+static void
+test_overlapping_rules_first_wins(void **state)
+{
+    static struct amp_policy_cache cache;
+    void *storage = malloc(amp_policy_cache_bytes());
+    static const int site_a, site_b, site_c;
+    struct amp_policy_call c;
+    struct amp_decision d;
+    int64_t i;
+
+    parse_ok("rule bf16 when gemm and m >= 256\n"          /* 0 */
+             "rule fp32 when call % 2 == 0 and m >= 64\n"  /* 1 */
+             "rule tf32 when gemm and m >= 64\n"           /* 2 */
+             "rule fp16 when gemm\n"                       /* 3 */
+             "default fp32\n");
+    amp_policy_cache_init(&cache, &pol, storage);
+    /* m 512: rules 0, 2 and 3 match whatever the count; 0 decides. */
+    c = gemm_call(512, 64, 64, 0, 0);
+    c.site = &site_a;
+    for (i = 1; i <= 4; i++) {
+        amp_policy_call_set(&c, AMP_FIELD_CALL, i);
+        assert_int_equal(amp_policy_match(&pol, &c), 0);
+        assert_int_equal(amp_policy_cached_match(&cache, &c), 0);
+    }
+    amp_policy_action(&pol, amp_policy_cached_match(&cache, &c), 4, &d);
+    assert_int_equal(d.mode, AMP_MODE_BF16);
+    assert_int_equal(d.line, 1);
+    /* m 128: rule 1 on even calls, else rule 2 (before rule 3). */
+    c = gemm_call(128, 64, 64, 0, 0);
+    c.site = &site_b;
+    for (i = 1; i <= 4; i++) {
+        int want = i % 2 == 0 ? 1 : 2;
+
+        amp_policy_call_set(&c, AMP_FIELD_CALL, i);
+        assert_int_equal(amp_policy_match(&pol, &c), want);
+        assert_int_equal(amp_policy_cached_match(&cache, &c), want);
+    }
+    /* m 32: rule 3 alone, then the default for a convolution. */
+    c = gemm_call(32, 64, 64, 0, 0);
+    c.site = &site_c;
+    amp_policy_call_set(&c, AMP_FIELD_CALL, 1);
+    assert_int_equal(amp_policy_cached_match(&cache, &c), 3);
+    assert_int_equal(amp_policy_cached_match(&cache, &c), 3);
+    c = conv_call(16, 32, AMP_LAYOUT_NCHW);
+    assert_int_equal(amp_policy_cached_match(&cache, &c), pol.nrules);
+    assert_int_equal(atomic_load(&cache.misses), 4);
     free(storage);
 }
 
@@ -734,6 +793,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_action_verify_and_sampling),
         cmocka_unit_test(test_cache_hits_and_counts),
         cmocka_unit_test(test_cache_full_still_decides),
+        cmocka_unit_test(test_overlapping_rules_first_wins),
         cmocka_unit_test(test_explain),
         cmocka_unit_test(test_builtin_default),
         cmocka_unit_test(test_shipped_files_parse),

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Mutation test of the suite: applies each mutant of tests/mutants.txt (a
+# plausible one-line bug) to a scratch copy of the tree, one at a time,
+# rebuilds, runs the tests, and prints which mutants a test killed and the
+# kill rate. The real tree is never modified: the copy lives under
+# $TMPDIR and is removed on exit, interrupted or not.
+#
+# usage: scripts/mutate.sh [--only N[,N...]] [--list FILE] [--keep] [--check]
+#   --check  only check the list: every record whole, every line found
+#   --only   run these mutants (numbered from 1 in the list's order)
+#   --list   another list in the same format
+#   --keep   leave the scratch copy (its path is printed)
+# environment:
+#   JOBS            parallel build jobs and tests
+#   MUTATE_TESTS    meson test's selection (default: every suite but long,
+#                   soak and install, the suite CI runs minus the two slow
+#                   ones that test no converted call's math)
+#   MUTATE_GOAL     the kill rate, in percent, to exit 0 (default 95)
+#   MUTATE_TIMEOUT  seconds one mutant's tests may take (default 1800)
+# Exits 0 when the rate meets the goal and every survivor is a known one
+# (its record says why it survives), 1 otherwise, 2 on a broken list or a
+# tree whose tests fail unmutated.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+list=$root/tests/mutants.txt
+only=""
+keep=0
+check=0
+tests=${MUTATE_TESTS:-"--no-suite long --no-suite soak --no-suite install"}
+goal=${MUTATE_GOAL:-95}
+limit=${MUTATE_TIMEOUT:-1800}
+
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --only) only=$2; shift 2 ;;
+    --list) list=$(realpath "$2"); shift 2 ;;
+    --keep) keep=1; shift ;;
+    --check) check=1; shift ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+    esac
+done
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ampshim-mutate.XXXXXX")
+cleanup() {
+    if [[ $keep == 1 ]]; then
+        echo "mutate: scratch copy kept in $scratch"
+    else
+        rm -rf "$scratch"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The list, parsed once: one mutant a record, fields apart by NUL bytes.
+# The same parser applies a mutant; it checks that each original line
+# occurs exactly once (after its "near" line when it has one).
+mutant_tool() {
+    python3 - "$@" <<'EOF'
+import sys
+
+def records(path):
+    out, cur = [], {}
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if cur:
+                out.append(cur)
+            cur = {}
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep and line.endswith(":"):
+            key, value = line[:-1], ""
+        cur[key] = value
+    if cur:
+        out.append(cur)
+    return out
+
+def locate(root, rec):
+    lines = open(f"{root}/{rec['file']}", encoding="utf-8").read().split("\n")
+    start = 0
+    if "near" in rec:
+        near = [i for i, l in enumerate(lines) if l == rec["near"]]
+        if len(near) != 1:
+            return lines, -1, f"'near' line found {len(near)} times"
+        start = near[0]
+    hits = [i for i, l in enumerate(lines) if l == rec["from"] and i >= start]
+    if "near" in rec:
+        hits = hits[:1]
+    if len(hits) != 1:
+        return lines, -1, f"'from' line found {len(hits)} times"
+    return lines, hits[0], ""
+
+cmd, path, root = sys.argv[1], sys.argv[2], sys.argv[3]
+recs = records(path)
+if cmd == "check":
+    bad = 0
+    for n, rec in enumerate(recs, 1):
+        missing = [k for k in ("file", "from", "to", "bug") if k not in rec]
+        if missing:
+            print(f"mutant {n}: no {', '.join(missing)}", file=sys.stderr)
+            bad = 1
+            continue
+        _, at, why = locate(root, rec)
+        if at < 0:
+            print(f"mutant {n} ({rec['file']}): {why}", file=sys.stderr)
+            bad = 1
+    print(len(recs))
+    sys.exit(bad)
+rec = recs[int(sys.argv[4]) - 1]
+if cmd == "field":
+    print(rec.get(sys.argv[5], ""))
+elif cmd == "apply":
+    lines, at, why = locate(root, rec)
+    if at < 0:
+        sys.exit(why)
+    lines[at] = rec["to"]
+    open(f"{root}/{rec['file']}", "w", encoding="utf-8").write("\n".join(lines))
+EOF
+}
+
+# The copy: tracked and untracked files that git does not ignore, as they
+# are in the working tree.
+mkdir -p "$scratch/src"
+git -C "$root" ls-files -z --cached --others --exclude-standard |
+    (cd "$root" && tar --null --ignore-failed-read -T - -cf -) |
+    tar -C "$scratch/src" -xf -
+src=$scratch/src
+build=$scratch/build
+
+count=$(mutant_tool check "$list" "$src") || {
+    echo "mutate: $list has broken records" >&2
+    exit 2
+}
+if [[ $check == 1 ]]; then
+    echo "mutate: $count mutants in $list, each line found once"
+    exit 0
+fi
+if [[ -n $only ]]; then
+    IFS=, read -r -a chosen <<<"$only"
+else
+    chosen=($(seq 1 "$count"))
+fi
+
+echo "mutate: $count mutants in $list; running ${#chosen[@]}; tests: meson test $tests"
+echo "mutate: building the unmutated copy in $build"
+if ! "$src/scripts/build.sh" "$build" gcc >"$scratch/build.log" 2>&1; then
+    tail -n 30 "$scratch/build.log" >&2
+    echo "mutate: the unmutated tree does not build" >&2
+    exit 2
+fi
+# shellcheck disable=SC2086 # $tests is a list of meson test arguments
+if ! meson test -C "$build" --no-rebuild ${JOBS:+--num-processes "$JOBS"} \
+        $tests >"$scratch/baseline.log" 2>&1; then
+    grep -E '^ *[0-9]+/[0-9]+ ' "$scratch/baseline.log" | grep -v ' OK ' >&2 ||
+        tail -n 20 "$scratch/baseline.log" >&2
+    echo "mutate: the unmutated tree fails its tests; no kill means anything" >&2
+    exit 2
+fi
+
+killed=0 survived=0 unexplained=0 stillborn=0
+for n in "${chosen[@]}"; do
+    file=$(mutant_tool field "$list" "$src" "$n" file)
+    bug=$(mutant_tool field "$list" "$src" "$n" bug)
+    known=$(mutant_tool field "$list" "$src" "$n" survives)
+    cp "$src/$file" "$scratch/original"
+    mutant_tool apply "$list" "$src" "$n"
+    log=$scratch/mutant-$n.log
+    if ! ninja -C "$build" ${JOBS:+-j "$JOBS"} >"$log" 2>&1; then
+        verdict="stillborn (does not build)"
+        stillborn=$((stillborn + 1))
+    # shellcheck disable=SC2086
+    elif timeout "$limit" meson test -C "$build" --no-rebuild --maxfail 1 \
+            ${JOBS:+--num-processes "$JOBS"} $tests >>"$log" 2>&1; then
+        survived=$((survived + 1))
+        if [[ -n $known ]]; then
+            verdict="survived (known: $known)"
+        else
+            verdict="SURVIVED"
+            unexplained=$((unexplained + 1))
+        fi
+    else
+        by=$(grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$log" |
+             sed -E 's/^ *[0-9]+\/[0-9]+ +[^ ]+ \/ ([^ ]+).*/\1/' |
+             sort -u | tr '\n' ' ')
+        verdict="killed${by:+ by ${by% }}"
+        killed=$((killed + 1))
+    fi
+    # The original back, newer than the mutant's objects.
+    cp "$scratch/original" "$src/$file"
+    touch "$src/$file"
+    echo "mutant $n ($file): $bug: $verdict"
+done
+
+ran=$((killed + survived))
+if [[ $ran -gt 0 ]]; then
+    rate=$((100 * killed / ran))
+else
+    rate=0
+fi
+echo "mutate: killed $killed of $ran (${rate}%); survived $survived" \
+     "($unexplained unexplained); stillborn $stillborn"
+if [[ $ran -gt 0 && $rate -ge $goal && $unexplained -eq 0 ]]; then
+    exit 0
+fi
+exit 1
