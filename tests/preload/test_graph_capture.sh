@@ -83,6 +83,16 @@ for capture in global thread-local; do
                 [[ $mode == shadow ]] && want=1
                 [[ $gemm_conv == "$want" ]] ||
                     fail "$what: $gemm_conv SGEMMs converted, not $want"
+                # Convolutions: shadow and allow-conversion (whose check
+                # needs a result slot) never run under capture; fp16x3 has
+                # no convolution form.
+                case $mode in
+                    shadow | allow-conversion) want=1 ;;
+                    fp16x3) want=0 ;;
+                esac
+                conv_conv=$(field cudnnConvolutionForward converted)
+                [[ $conv_conv == "$want" ]] ||
+                    fail "$what: $conv_conv convolutions converted, not $want"
                 ! fallbacks | grep -q cold-capture ||
                     fail "$what: a warm call fell back as cold"
             fi
