@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capture_test.h"
 #include "emu.h"
 
 #define GUARD 1234.5f   /* fills the padding rows that must stay untouched */
@@ -402,21 +403,13 @@ run_sgemm(cublasHandle_t h, const struct gemm_case *g, float c_fill)
 static void
 handle_under_capture(void)
 {
-    enum cudaStreamCaptureStatus st;
     cublasHandle_t h = NULL;
-    cudaGraph_t graph;
-    cudaStream_t s;
+    cudaStream_t s = capture_begin();
 
-    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
-    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
-                     cudaSuccess);
-    assert_int_equal(cublasCreate_v2(&h), CUBLAS_STATUS_ALLOC_FAILED);
+    assert_int_equal(cublasCreate_v2(&h),
+                     CUBLAS_STATUS_ALLOC_FAILED);
     assert_null(h);
-    assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
-    assert_int_equal(st, cudaStreamCaptureStatusInvalidated);
-    assert_int_equal(cudaStreamEndCapture(s, &graph),
-                     cudaErrorStreamCaptureInvalidated);
-    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    capture_expect_invalidated(s);
 }
 
 static void

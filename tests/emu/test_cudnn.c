@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_test.h"
 #include "cudnn_test.h"
 
 /* ---- Handle, versions, errors ------------------------------------------- */
@@ -23,22 +24,13 @@
 static void
 handle_under_capture(void)
 {
-    enum cudaStreamCaptureStatus st;
     cudnnHandle_t h = NULL;
-    cudaGraph_t graph;
-    cudaStream_t s;
+    cudaStream_t s = capture_begin();
 
-    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
-    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
-                     cudaSuccess);
     assert_int_equal(cudnnCreate(&h),
                      CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED);
     assert_null(h);
-    assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
-    assert_int_equal(st, cudaStreamCaptureStatusInvalidated);
-    assert_int_equal(cudaStreamEndCapture(s, &graph),
-                     cudaErrorStreamCaptureInvalidated);
-    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    capture_expect_invalidated(s);
 }
 
 static void
