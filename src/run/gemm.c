@@ -393,6 +393,10 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
  * (bf16, tf32): the host values' bits, or a copy of the caller's device
  * scalars made in stream order, so the kernel sees their values at the
  * call's point in the stream. */
+_Static_assert(offsetof(struct amp_gemm_scalars, beta) ==
+                   offsetof(struct amp_gemm_scalars, alpha) + 4,
+               "alpha and beta are adjacent");
+
 static enum amp_status
 amp_queue_scalars_copy(struct amp_gemm_run *run)
 {
@@ -410,7 +414,11 @@ amp_queue_scalars_copy(struct amp_gemm_run *run)
                                     run->stream);
         return st;
     }
+    /* alpha and beta are adjacent: equal ones (1 and 1, accumulation)
+     * take one memset. */
     memcpy(&bits, d->alpha, 4);
+    if (memcmp(d->alpha, d->beta, 4) == 0)
+        return amp_dev_memset32_async(alpha, bits, 2, run->stream);
     st = amp_dev_memset32_async(alpha, bits, 1, run->stream);
     memcpy(&bits, d->beta, 4);
     if (st == AMP_OK)
