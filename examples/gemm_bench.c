@@ -22,6 +22,7 @@ struct options {
     int nshapes;
     int warmup, reps;
     int sample;                /* rows and columns of C checked */
+    float beta;                /* of the timed calls */
     long overhead_calls;       /* > 0: the per-call host cost instead */
 };
 
@@ -30,7 +31,7 @@ usage(void)
 {
     fprintf(stderr,
             "usage: gemm_bench [--shapes MxNxK[,MxNxK...]] [--warmup N] "
-            "[--reps N] [--sample N]\n"
+            "[--reps N] [--sample N] [--beta B]\n"
             "       gemm_bench --overhead CALLS\n");
 }
 
@@ -96,6 +97,12 @@ parse_options(int argc, char **argv, struct options *o)
         } else if (strcmp(arg, "--sample") == 0 &&
                    parse_count(val, 1, &v) == 0 && v <= SAMPLE_MAX) {
             o->sample = (int)v;
+        } else if (strcmp(arg, "--beta") == 0) {
+            char *end;
+
+            o->beta = strtof(val, &end);
+            if (end == val || *end != '\0')
+                return -1;
         } else if (strcmp(arg, "--overhead") == 0 &&
                    parse_count(val, 1, &v) == 0) {
             o->overhead_calls = v;
@@ -163,8 +170,10 @@ sample_error(const struct shape *s, const float *a, const float *b,
     return 0;
 }
 
-/* Times `reps` calls of C = A B (N, N, alpha 1, beta 0) after `warmup`
- * untimed ones and prints one "shape" line. */
+/* Times `reps` calls of C = A B + beta C (N, N, alpha 1, beta from
+ * --beta, 0 by default) after `warmup` untimed ones and prints one "shape"
+ * line. C starts at 0; with beta != 0 an untimed call on a zeroed C
+ * leaves A B for the error check. */
 static int
 bench_shape(cublasHandle_t handle, const struct shape *s,
             const struct options *o, uint64_t *rng)
@@ -173,7 +182,7 @@ bench_shape(cublasHandle_t handle, const struct shape *s,
     size_t nc = (size_t)s->m * s->n;
     float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
     float *da = NULL, *db = NULL, *dc = NULL;
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = o->beta;
     cudaEvent_t start = NULL, stop = NULL;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     float ms = 0.0f;
@@ -187,6 +196,7 @@ bench_shape(cublasHandle_t handle, const struct shape *s,
     if (cuda_failed("cudaMalloc", cudaMalloc((void **)&da, na * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&db, nb * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dc, nc * 4)) ||
+        cuda_failed("cudaMemset", cudaMemset(dc, 0, nc * 4)) ||
         cuda_failed("cudaMemcpy", cudaMemcpy(da, a, na * 4,
                                              cudaMemcpyHostToDevice)) ||
         cuda_failed("cudaMemcpy", cudaMemcpy(db, b, nb * 4,
@@ -206,16 +216,26 @@ bench_shape(cublasHandle_t handle, const struct shape *s,
         cuda_failed("cudaEventRecord", cudaEventRecord(stop, 0)) ||
         cuda_failed("cudaEventSynchronize", cudaEventSynchronize(stop)) ||
         cuda_failed("cudaEventElapsedTime",
-                    cudaEventElapsedTime(&ms, start, stop)) ||
-        sample_error(s, a, b, dc, o->sample, &max_rel) != 0)
+                    cudaEventElapsedTime(&ms, start, stop)))
+        goto out;
+    if (beta != 0.0f &&
+        (cuda_failed("cudaMemset", cudaMemset(dc, 0, nc * 4)) ||
+         cublas_failed("cublasSgemm_v2",
+                       cublasSgemm_v2(handle, CUBLAS_OP_N, CUBLAS_OP_N, s->m,
+                                      s->n, s->k, &alpha, da, s->m, db, s->k,
+                                      &beta, dc, s->m)) ||
+         cuda_failed("cudaDeviceSynchronize", cudaDeviceSynchronize())))
+        goto out;
+    if (sample_error(s, a, b, dc, o->sample, &max_rel) != 0)
         goto out;
     per_call_s = ms * 1e-3 / o->reps;
     tflops = per_call_s > 0.0
                  ? 2.0 * s->m * (double)s->n * s->k / per_call_s * 1e-12
                  : 0.0;
-    printf("shape m=%d n=%d k=%d reps=%d ms=%.6f tflops=%.2f "
+    printf("shape m=%d n=%d k=%d beta=%g reps=%d ms=%.6f tflops=%.2f "
            "max_rel_err=%.3e\n",
-           s->m, s->n, s->k, o->reps, ms / o->reps, tflops, max_rel);
+           s->m, s->n, s->k, (double)beta, o->reps, ms / o->reps, tflops,
+           max_rel);
     rc = 0;
 out:
     cudaEventDestroy(start);

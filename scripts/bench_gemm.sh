@@ -8,7 +8,11 @@
 # (tests/bench_policy: first and cached). It prints numbers and asserts
 # nothing.
 #
-# usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]
+# usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...] [--beta B]
+#
+# --beta B times C = A B + B C instead (default 0): with beta != 0 the
+# fp16, bf16 and tf32 modes write their result into scratch and one more
+# kernel writes C (the fail-safe's cost).
 #
 # On a GPU (nvidia-smi lists one) times are measured, on that GPU. Without
 # one the program runs on the CPU device emulator (build/tests/emu) once per
@@ -29,11 +33,14 @@ small=256x256x256,1024x1024x1024,2048x2048x256,2048x256x2048,256x2048x2048
 full=256x256x256,1024x1024x1024,4096x4096x4096,8192x8192x8192
 full+=,8192x8192x256,8192x256x8192,256x8192x8192
 shapes=
+beta=0
 while [[ $# -gt 0 ]]; do
     case $1 in
     --full) shapes=$full; shift ;;
     --shapes) shapes=${2:?--shapes needs MxNxK,...}; shift 2 ;;
-    *) echo "usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]" >&2
+    --beta) beta=${2:?--beta needs a number}; shift 2 ;;
+    *) echo "usage: scripts/bench_gemm.sh [--full] [--shapes MxNxK,...]" \
+            "[--beta B]" >&2
        exit 2 ;;
     esac
 done
@@ -99,15 +106,16 @@ field() {
     sed -n "s/.*[[:space:]]$name=\([^[:space:]]*\).*/\1/p" "$@"
 }
 
-echo "GEMM benchmark: cublasSgemm_v2, C = A B (N, N), A and B uniform in" \
-     "[0, 1); time per call $kind"
+echo "GEMM benchmark: cublasSgemm_v2, C = A B + $beta C (N, N), A and B" \
+     "uniform in [0, 1); time per call $kind"
 echo "with CUDA events; error: max |C - C_ref| / |C_ref| over a 16 x 16" \
      "sample of C, C_ref in double."
 printf '%-8s %-16s %-7s %14s %8s %12s  %s\n' GPU shape mode \
     "ms ($kind)" speedup max_rel_err converted
 for gpu in "${gpu_list[@]}"; do
     for mode in "${modes[@]}"; do
-        run "$gpu" "$mode" --shapes "$shapes" "${bench_args[@]}"
+        run "$gpu" "$mode" --shapes "$shapes" --beta "$beta" \
+            "${bench_args[@]}"
         name=$(sed -n 's/^device name="\(.*\)" .*/\1/p' "$tmp/out")
         # converted/calls from the shim's exit summary: proof it ran.
         summary=$(sed -n "s/^ampshim\[[0-9]*\]: summary cublasSgemm_v2 $count/\2\/\1/p" \

@@ -26,6 +26,7 @@
     X(cuMemAllocAsync)                                                       \
     X(cuMemFreeAsync)                                                        \
     X(cuMemsetD32Async)                                                      \
+    X(cuMemcpyDtoDAsync)                                                     \
     X(cuStreamIsCapturing)                                                   \
     X(cuMemAllocHost)                                                        \
     X(cuEventCreate)                                                         \
@@ -272,6 +273,20 @@ amp_scratch_part(size_t *total, size_t bytes)
     }
     *total = padded;
     return at;
+}
+
+enum amp_status
+amp_dev_copy_async(amp_devptr dst, amp_devptr src, size_t bytes,
+                   amp_stream stream)
+{
+    CUresult r = amp_cu.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
+                                          bytes, (CUstream)stream);
+
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "copy failed: %s", amp_cu_error(r));
+        return AMP_ERR_DRIVER;
+    }
+    return AMP_OK;
 }
 
 enum amp_status

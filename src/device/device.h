@@ -67,6 +67,10 @@ size_t amp_scratch_part(size_t *total, size_t bytes);
 enum amp_status amp_dev_memset32_async(amp_devptr ptr, uint32_t value,
                                        size_t count, amp_stream stream);
 
+/* Queues a device-to-device copy of `bytes` on `stream` (capture-legal). */
+enum amp_status amp_dev_copy_async(amp_devptr dst, amp_devptr src,
+                                   size_t bytes, amp_stream stream);
+
 /* Queues kernel k on `stream` with a 1-D grid; params as for
  * cuLaunchKernel. */
 enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,

@@ -232,10 +232,14 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
     l[AMP_CONV_Y] = &plan->y;
     for (i = 0; i < 3; i++) {
         /* FP32 data reads the caller's inputs; the output is the shim's
-         * unless tf32 writes the caller's directly. */
+         * unless tf32 writes the caller's directly, which it does only
+         * with beta 0: a vendor call that fails may have written part of
+         * its output, which the FP32 fallback then overwrites whole, but
+         * with another beta it would read it. */
         plan->own[i] = half || (i == out && (mode == AMP_MODE_SHADOW ||
                                               plan->candidate !=
-                                                  AMP_MODE_TF32));
+                                                  AMP_MODE_TF32 ||
+                                              d->beta != 0.0f));
         if (plan->own[i] && st == AMP_OK)
             st = amp_conv_own_tensor(l[i], &plan->tensor[i]);
     }
@@ -358,6 +362,8 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
     const struct amp_conv_plan *p = &run->plan;
     int shadow = p->mode == AMP_MODE_SHADOW, out = amp_conv_out(run->desc.dir);
     int direct = !p->own[out];
+    /* tf32 through scratch (beta != 0) has nothing to check. */
+    int unchecked = direct || (!shadow && p->candidate == AMP_MODE_TF32);
     int capturing = amp_dev_stream_capturing(run->stream) != 0;
     size_t total = 0;
     int i;
@@ -387,7 +393,7 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
      * construction, allow-conversion is not. */
     if (capturing && (shadow || p->candidate == AMP_MODE_ALLOW_CONVERSION))
         return AMP_ERR_UNAVAILABLE;
-    if (!capturing && !direct) {
+    if (!capturing && !unchecked) {
         amp_harvest(0); /* frees the slots of finished calls */
         if (amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
             return AMP_ERR_UNAVAILABLE;
@@ -445,6 +451,16 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         run->alpha = &run->desc.alpha;
         run->beta = &run->desc.beta;
         return AMP_OK;
+    }
+    if (plan->candidate == AMP_MODE_TF32 && !run->needs_original) {
+        /* tf32 with beta != 0: the vendor call writes the FP32 result
+         * into scratch, the output kernel blends it with unit scales. */
+        st = amp_dev_memset32_async(
+            run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
+            0x3f800000u, 2, run->stream);
+        if (st != AMP_OK)
+            amp_conv_release(run);
+        return st;
     }
     st = amp_conv_queue_inputs(run, copies);
     if (st != AMP_OK)

@@ -173,9 +173,11 @@ amp_batch_elems(int64_t batch, int64_t stride)
     return n;
 }
 
+/* `routed`: the one step writes a compact FP32 result that a kernel
+ * blends into C (amp_gemm_routes_c). */
 static void
 amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
-                int shadow, struct amp_gemm_layout *l)
+                int shadow, int routed, struct amp_gemm_layout *l)
 {
     int half = work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
                work == AMP_MODE_FP16X3;
@@ -200,9 +202,10 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
     ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled ? amp_scratch_part(total,
-                                           sizeof(struct amp_gemm_scalars))
-                        : AMP_ABSENT;
+    l->scalars = scaled || routed
+                     ? amp_scratch_part(total,
+                                        sizeof(struct amp_gemm_scalars))
+                     : AMP_ABSENT;
     l->accum = shadow ? amp_scratch_part(total,
                                          sizeof(struct amp_shadow_accum))
                       : AMP_ABSENT;
@@ -213,12 +216,33 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     arrays_ab = arrays && half && !shadow && !split;
     l->ptrs_a = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
-    l->ptrs_r = arrays && shadow && work == AMP_MODE_TF32
+    /* A step on pointer arrays (the caller's, or the half copies') writes
+     * through one too. */
+    l->ptrs_r = arrays && (routed || (shadow && work == AMP_MODE_TF32))
                     ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
     l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
     l->hi = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
-    l->result = shadow ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->result = shadow || routed ? amp_scratch_part(total, r32)
+                                 : AMP_ABSENT;
+}
+
+/* Whether the one step of fp16, bf16 or tf32 writes a scratch result
+ * rather than the caller's C. A step that fails may have written part of
+ * its output (several kernels, a later one failed); with beta 0 the FP32
+ * fallback overwrites all of C, but with any other beta it would read a
+ * modified C. So when beta may not be 0 (a host beta other than 0, or
+ * scalars on the device) the step writes scratch, and one kernel, which
+ * runs whole or fails before writing, blends it into C: an extra pass
+ * over C and a compact m * n * batch FP32 result in scratch. */
+static int
+amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
+                  int shadow)
+{
+    return !shadow &&
+           (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
+            work == AMP_MODE_TF32) &&
+           (d->scalars_on_device || *d->beta != 0.0f);
 }
 
 /* ---- Queued work ------------------------------------------------------------- */
@@ -350,16 +374,55 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
         amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
         base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
         l->ld_b16, l->stride_b16);
-    int32_t format = run->candidate == AMP_MODE_BF16 ? AMP_FORMAT_BF16
-                                                     : AMP_FORMAT_F16;
-    void *params[] = {&a, &b, &run->scalars, &format};
+    int bf16 = run->candidate == AMP_MODE_BF16;
+    int32_t format = bf16 ? AMP_FORMAT_BF16 : AMP_FORMAT_F16;
+    /* Unscaled (bf16) casts have no scalars: the kernel's scale is 1 (a
+     * routed bf16 call's scalars are the final kernel's alone). */
+    amp_devptr scalars = bf16 ? 0 : run->scalars;
+    void *params[] = {&a, &b, &scalars, &format};
     enum amp_status st = AMP_OK;
 
-    /* Unscaled (bf16) casts have no scalars: the kernel's scale is 1. */
-    if (run->scalars)
+    if (scalars)
         st = amp_queue_scales(run, &a, &b);
     if (st == AMP_OK)
         st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
+    return st;
+}
+
+/* The final kernel's alpha and beta when no scales kernel computes them
+ * (bf16, tf32): the host values' bits, or a copy of the caller's device
+ * scalars made in stream order, so the kernel sees their values at the
+ * call's point in the stream. */
+_Static_assert(offsetof(struct amp_gemm_scalars, beta) ==
+                   offsetof(struct amp_gemm_scalars, alpha) + 4,
+               "alpha and beta are adjacent");
+
+static enum amp_status
+amp_queue_scalars_copy(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr alpha = run->scalars + offsetof(struct amp_gemm_scalars, alpha);
+    amp_devptr beta = run->scalars + offsetof(struct amp_gemm_scalars, beta);
+    enum amp_status st;
+    uint32_t bits;
+
+    if (d->scalars_on_device) {
+        st = amp_dev_copy_async(alpha, (amp_devptr)(uintptr_t)d->alpha, 4,
+                                run->stream);
+        if (st == AMP_OK)
+            st = amp_dev_copy_async(beta, (amp_devptr)(uintptr_t)d->beta, 4,
+                                    run->stream);
+        return st;
+    }
+    /* alpha and beta are adjacent: equal ones (1 and 1, accumulation)
+     * take one memset. */
+    memcpy(&bits, d->alpha, 4);
+    if (memcmp(d->alpha, d->beta, 4) == 0)
+        return amp_dev_memset32_async(alpha, bits, 2, run->stream);
+    st = amp_dev_memset32_async(alpha, bits, 1, run->stream);
+    memcpy(&bits, d->beta, 4);
+    if (st == AMP_OK)
+        st = amp_dev_memset32_async(beta, bits, 1, run->stream);
     return st;
 }
 
@@ -393,6 +456,16 @@ amp_step_into(struct amp_gemm_step *t, const struct amp_gemm_run *run,
     t->stride_c = run->stride_result;
 }
 
+/* A routed step: R = op(A) op(B); the final kernel applies alpha (fp16:
+ * the compensated one) and beta. */
+static void
+amp_step_unscaled(struct amp_gemm_step *t)
+{
+    t->alpha = &amp_one;
+    t->beta = &amp_zero;
+    t->scalars_on_device = 0;
+}
+
 /* The steps of the candidate (or only) mode. */
 static void
 amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
@@ -405,9 +478,11 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 
     if (run->candidate == AMP_MODE_TF32) {
         t.compute = AMP_COMPUTE_32F_FAST_TF32;
-        if (shadow)
+        if (shadow || run->routed)
             amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
-        t.writes_caller_c = !shadow;
+        if (run->routed)
+            amp_step_unscaled(&t);
+        t.writes_caller_c = !shadow && !run->routed;
         run->steps[run->nsteps++] = t;
         return;
     }
@@ -437,9 +512,11 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
         t.scalars_on_device = 1;
     }
     if (run->candidate != AMP_MODE_FP16X3) {
-        if (shadow)
-            amp_step_into(&t, run, run->result, 0);
-        t.writes_caller_c = !shadow;
+        if (shadow || run->routed)
+            amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
+        if (run->routed)
+            amp_step_unscaled(&t);
+        t.writes_caller_c = !shadow && !run->routed;
         run->steps[run->nsteps++] = t;
         return;
     }
@@ -531,7 +608,8 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     if (shadow)
         amp_harvest(0); /* frees the slots of finished calls */
 
-    amp_gemm_layout(d, run->candidate, shadow, &l);
+    run->routed = amp_gemm_routes_c(d, run->candidate, shadow);
+    amp_gemm_layout(d, run->candidate, shadow, run->routed, &l);
     st = amp_gemm_acquire(run, &l, scratch_max);
     if (st != AMP_OK) {
         amp_gemm_release(run);
@@ -545,10 +623,13 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);
     run->hi = amp_at(run->scratch, l.hi);
-    run->result = shadow ? amp_at(run->scratch, l.result) : run->hi;
+    run->result = shadow || run->routed ? amp_at(run->scratch, l.result)
+                                        : run->hi;
 
     if (run->candidate != AMP_MODE_TF32)
         st = amp_queue_operands(run, &l);
+    if (st == AMP_OK && run->routed && run->candidate != AMP_MODE_FP16)
+        st = amp_queue_scalars_copy(run);
     if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
         st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
                                  l.stride_r, 4);
@@ -564,17 +645,20 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
 }
 
 /* C = alpha' * (hi + sum) + beta * C for fp16x3, into the caller's C or,
- * in a shadow run, into the candidate's copy of C. */
+ * in a shadow run, into the candidate's copy of C; routed, C = alpha *
+ * result + beta * C. */
 static enum amp_status
 amp_queue_axpby(struct amp_gemm_run *run)
 {
     const struct amp_gemm_desc *d = &run->desc;
     int shadow = run->mode == AMP_MODE_SHADOW;
+    amp_devptr r = run->routed ? run->result : run->hi;
+    amp_devptr r_lo = run->routed ? 0 : run->sum;
     amp_devptr c = shadow ? run->result : d->c, c_array = 0;
     int64_t ldc = shadow ? run->ld_result : d->ldc;
     int64_t stride_c = shadow ? run->stride_result : d->stride_c;
     int64_t batch = d->batch, rows = d->m, cols = d->n;
-    void *params[] = {&run->hi, &run->sum, &run->ld_result,
+    void *params[] = {&r, &r_lo, &run->ld_result,
                       &run->stride_result, &c, &c_array, &ldc, &stride_c,
                       &batch, &rows, &cols, &run->scalars};
 
@@ -621,7 +705,8 @@ amp_gemm_candidate_done(struct amp_gemm_run *run)
 {
     enum amp_status st = AMP_OK;
 
-    if (run->candidate == AMP_MODE_FP16X3 && !run->candidate_done)
+    if ((run->candidate == AMP_MODE_FP16X3 || run->routed) &&
+        !run->candidate_done)
         st = amp_queue_axpby(run);
     if (st == AMP_OK)
         run->candidate_done = 1;

@@ -116,15 +116,18 @@ struct amp_gemm_step {
     const float *alpha, *beta;
     int scalars_on_device;
     /* 1 when the step writes the application's C: then it is the last
-     * step, and the call is done once it succeeds. */
+     * step, beta is a host 0, and the call is done once it succeeds. */
     int writes_caller_c;
 };
 
 #define AMP_GEMM_MAX_STEPS 3
 
 /* A converted call in flight. The steps run in order; a step that fails
- * has written nothing, and no step before the last writes the caller's
- * memory, so the hook can always fall back to the original call. */
+ * may have written part of its output, so a step writes the caller's C
+ * only when it is the last and beta is a host 0 (the original call then
+ * overwrites all of C); otherwise the result goes to scratch and a kernel
+ * writes C after every step succeeded. So the hook can always fall back
+ * to the original call. */
 struct amp_gemm_run {
     enum amp_mode mode;        /* what ran (a shadow run: AMP_MODE_SHADOW) */
     int nsteps;
@@ -138,7 +141,8 @@ struct amp_gemm_run {
     struct amp_dev *dev;
     struct amp_gemm_desc desc;
     amp_devptr scratch;
-    amp_devptr result;         /* fp16x3 sum or shadow candidate, FP32 */
+    amp_devptr result;         /* shadow candidate or routed result, FP32 */
+    int routed;                /* the step writes result, one kernel C */
     amp_devptr scalars;
     int64_t ld_result;
     int64_t stride_result;     /* between the batch's results */
@@ -169,8 +173,9 @@ enum amp_status amp_gemm_prepare(struct amp_dev *dev,
 
 /* After every step (and for shadow the original call) succeeded: queues
  * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
- * not read C when beta is 0; shadow: the error kernel) and the scratch
- * free. On failure the caller's C is untouched except in shadow mode,
+ * not read C when beta is 0; fp16, bf16 and tf32 with a beta that may not
+ * be 0: C = alpha * result + beta * C, the same kernel; shadow: the error
+ * kernel) and the scratch free. On failure the caller's C is untouched except in shadow mode,
  * where C already holds the FP32 result; the scratch free is queued either
  * way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);

@@ -1294,6 +1294,7 @@ struct core_fault {
     unsigned long nth;
     int from_nth;               /* "N+": the Nth and every later one */
     int status;                 /* 0: the caller's default */
+    int partial;                /* ":partial": part of the output first */
 };
 
 static struct {
@@ -1305,7 +1306,7 @@ static struct {
     int nnames;
 } faults = { .once = PTHREAD_ONCE_INIT };
 
-/* Parses one "what:N[+][:status]" entry; -1 if malformed. */
+/* Parses one "what:N[+][:status][:partial]" entry; -1 if malformed. */
 static int
 core_fault_parse_one(const char *s, size_t len, struct core_fault *f)
 {
@@ -1332,17 +1333,18 @@ core_fault_parse_one(const char *s, size_t len, struct core_fault *f)
         f->from_nth = 1;
         end++;
     }
-    if (*end == ':') {
-        char *send;
-
-        if (end[1] < '0' || end[1] > '9')
+    f->partial = 0;
+    if (*end == ':' && end[1] >= '0' && end[1] <= '9') {
+        status = strtol(end + 1, &end, 10);
+        if (status <= 0 || status > INT_MAX)
             return -1;
-        status = strtol(end + 1, &send, 10);
-        if (*send || status <= 0 || status > INT_MAX)
-            return -1;
-    } else if (*end) {
-        return -1;
     }
+    if (strcmp(end, ":partial") == 0) {
+        f->partial = 1;
+        end += strlen(end);
+    }
+    if (*end)
+        return -1;
     /* The name (ended at the colon) was checked to fit. */
     memcpy(f->what, buf, (size_t)(colon - buf) + 1);
     f->nth = n;
@@ -1370,16 +1372,24 @@ core_fault_load(void)
     }
     if (bad)
         fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_FAIL=%s has a malformed "
-                "entry (expected what:N[+][:status], comma-separated, N from "
-                "1); malformed entries are ignored\n", env);
+                "entry (expected what:N[+][:status][:partial], comma-separated, "
+                "N from 1); malformed entries are ignored\n", env);
 }
 
 int
 emu_fault(const char *what, int default_status)
 {
+    return emu_fault_partial(what, default_status, NULL);
+}
+
+int
+emu_fault_partial(const char *what, int default_status, int *partial)
+{
     int i, counter = -1, status = 0;
     unsigned long count;
 
+    if (partial)
+        *partial = 0;
     pthread_once(&faults.once, core_fault_load);
     if (faults.n == 0 || !what)
         return 0;
@@ -1402,8 +1412,11 @@ emu_fault(const char *what, int default_status)
 
         if (strcmp(f->what, what) != 0)
             continue;
-        if (count == f->nth || (f->from_nth && count > f->nth))
+        if (count == f->nth || (f->from_nth && count > f->nth)) {
             status = f->status ? f->status : default_status;
+            if (partial)
+                *partial = f->partial;
+        }
     }
 out:
     core_unlock();

@@ -221,6 +221,7 @@ struct gemm_job {
     CUdeviceptr a, b, c;
     int64_t stride_a, stride_b, stride_c;
     int64_t kmax;                   /* largest k, for the packing buffers */
+    int partial;                    /* an injected fault: part of C only */
     int64_t ngroups;
     struct gemm_job_group groups[];
 };
@@ -428,6 +429,36 @@ run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
     return run_problem(p, a, b, c, alpha, beta, apack, bpack);
 }
 
+/* A partial fault: the first problem that has work gets the whole result
+ * (beta applied) in its first half of columns, or of rows when it has one
+ * column, as the first tiles of a call whose later launch failed; nothing
+ * else is written. */
+static CUresult
+gemm_run_partial(const struct gemm_job *j, float *apack, float *bpack)
+{
+    int64_t idx = 0;
+
+    for (int64_t g = 0; g < j->ngroups; g++) {
+        const struct gemm_job_group *grp = &j->groups[g];
+        struct gemm_problem p = grp->p;
+        float alpha, beta;
+
+        if (read_scalars(&grp->s, &alpha, &beta) != 0)
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
+        if (grp->count == 0 || p.m == 0 || p.n == 0 ||
+            ((alpha == 0.0f || p.k == 0) && beta == 1.0f)) {
+            idx += grp->count;
+            continue;
+        }
+        if (p.n > 1)
+            p.n = (p.n + 1) / 2;
+        else
+            p.m = (p.m + 1) / 2;
+        return run_one(j, &p, idx, alpha, beta, apack, bpack);
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult
 gemm_run(void *arg)
 {
@@ -440,6 +471,12 @@ gemm_run(void *arg)
 
     if (apack == NULL || bpack == NULL)
         rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == CUDA_SUCCESS && j->partial) {
+        rc = gemm_run_partial(j, apack, bpack);
+        free(apack);
+        free(bpack);
+        return rc;
+    }
     for (int64_t g = 0; rc == CUDA_SUCCESS && g < j->ngroups; g++) {
         const struct gemm_job_group *grp = &j->groups[g];
         float alpha, beta;
@@ -719,7 +756,7 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
     struct gemm_job *job;
     struct emu_op op;
     cublasStatus_t st;
-    int fault, idle;
+    int fault, partial, idle;
 
     st = emu_blas_config(handle, &cfg);
     if (st != CUBLAS_STATUS_SUCCESS)
@@ -734,23 +771,27 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
     st = gemm_kind_of(g, cfg.math_mode, &kind);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
-    fault = emu_fault(g->name, CUBLAS_STATUS_EXECUTION_FAILED);
-    if (fault != 0)
+    fault = emu_fault_partial(g->name, CUBLAS_STATUS_EXECUTION_FAILED,
+                              &partial);
+    if (fault != 0 && !partial)
         return (cublasStatus_t)fault;
 
     job = gemm_job_new(g, &cfg, &kind, &idle);
     if (job == NULL)
-        return CUBLAS_STATUS_ALLOC_FAILED;
+        return fault ? (cublasStatus_t)fault : CUBLAS_STATUS_ALLOC_FAILED;
     if (idle) {
         free(job);
-        return CUBLAS_STATUS_SUCCESS;
+        return (cublasStatus_t)fault;
     }
+    job->partial = partial;
     op.name = g->name;
     op.run = gemm_run;
     op.release = free;
     op.arg = job;
     op.model_ns = gemm_model_ns(job, &kind);
-    return emu_blas_enqueue(&cfg, &op);
+    st = emu_blas_enqueue(&cfg, &op);
+    /* A partial fault: the part is queued, the call still fails. */
+    return fault ? (cublasStatus_t)fault : st;
 }
 
 /* ---- GEMM entry points --------------------------------------------------- */

@@ -65,7 +65,14 @@ emu_dnn_config(cudnnHandle_t handle, struct emu_dnn_config *config)
 cudnnStatus_t
 emu_dnn_fault(const char *api)
 {
-    int fault = emu_fault(api, CUDNN_STATUS_EXECUTION_FAILED);
+    return emu_dnn_fault_partial(api, NULL);
+}
+
+cudnnStatus_t
+emu_dnn_fault_partial(const char *api, int *partial)
+{
+    int fault = emu_fault_partial(api, CUDNN_STATUS_EXECUTION_FAILED,
+                                  partial);
 
     if (fault == 0)
         return CUDNN_STATUS_SUCCESS;

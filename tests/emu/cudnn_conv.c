@@ -396,6 +396,7 @@ struct conv_job {
     CUdeviceptr workspace;
     size_t workspace_size;
     float alpha, beta;
+    int partial;        /* an injected fault: the first half only */
 };
 
 static float
@@ -645,6 +646,10 @@ conv_run(void *arg)
     int coord[CUDNN_DIM_MAX] = { 0 };
     int64_t off = 0;
 
+    /* A partial fault: the first half of the elements get their whole
+     * result, as the first tiles of a call whose later launch failed. */
+    if (j->partial)
+        count = (count + 1) / 2;
     for (size_t lin = 0; lin < count; lin++) {
         emu_dnn_blend(da, off, dst->type, j->alpha, j->beta,
                       conv_element(j, xa, wa, ya, coord));
@@ -684,7 +689,8 @@ conv_submit(const struct conv_call *call)
     struct algo_eval e;
     struct conv_job *job;
     struct emu_op op;
-    cudnnStatus_t st;
+    cudnnStatus_t st, fault;
+    int partial;
 
     st = emu_dnn_config(call->handle, &cfg);
     if (st != CUDNN_STATUS_SUCCESS)
@@ -707,14 +713,16 @@ conv_submit(const struct conv_call *call)
                    "given", api, call->algo, e.workspace,
                    call->workspace == NULL ? (size_t)0
                                            : call->workspace_size);
-    st = emu_dnn_fault(api);
-    if (st != CUDNN_STATUS_SUCCESS)
-        return st;
+    fault = emu_dnn_fault_partial(api, &partial);
+    if (fault != CUDNN_STATUS_SUCCESS && !partial)
+        return fault;
 
     job = calloc(1, sizeof(*job));
     if (job == NULL)
-        return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
-                             "out of host memory");
+        return fault ? fault : emu_dnn_error(
+            CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+            "out of host memory");
+    job->partial = partial;
     job->dir = call->dir;
     job->p = p;
     emu_dnn_view_tensor(&job->x, call->x_desc, call->x);
@@ -729,7 +737,9 @@ conv_submit(const struct conv_call *call)
     op.release = free;
     op.arg = job;
     op.model_ns = e.model_ns;
-    return emu_dnn_enqueue(&cfg, &op);
+    st = emu_dnn_enqueue(&cfg, &op);
+    /* A partial fault: the part is queued, the call still fails. */
+    return fault ? fault : st;
 }
 
 cudnnStatus_t

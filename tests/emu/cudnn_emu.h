@@ -107,6 +107,10 @@ cudnnStatus_t emu_dnn_config(cudnnHandle_t handle,
  * the variable names); else SUCCESS. */
 cudnnStatus_t emu_dnn_fault(const char *api);
 
+/* emu_dnn_fault for a call that writes an output: *partial is set when the
+ * injected fault asks for part of the output to be written first. */
+cudnnStatus_t emu_dnn_fault_partial(const char *api, int *partial);
+
 /* Queues `op` on the handle's stream, after binding the thread to the
  * handle's device; EXECUTION_FAILED when it cannot be queued (op->release
  * is then called). */

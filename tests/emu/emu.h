@@ -116,6 +116,14 @@ CUresult emu_op_fail(CUresult status, const char *op, const char *fmt, ...)
  * the Nth and every later occurrence. */
 int emu_fault(const char *what, int default_status);
 
+/* emu_fault for a function that writes an output: *partial is set to 1
+ * when the failing entry ends in ":partial" (`what:N[+][:status]:partial`),
+ * asking the function to write part of its output, in stream order, before
+ * it returns the status: a vendor call whose first kernels ran and a later
+ * launch failed. Functions without such an output call emu_fault, which
+ * fails them whole. */
+int emu_fault_partial(const char *what, int default_status, int *partial);
+
 /* ---- Numerics ------------------------------------------------------------ */
 
 /* Bit-exact IEEE conversions: round to nearest even, subnormals, overflow

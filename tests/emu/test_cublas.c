@@ -2512,7 +2512,9 @@ test_modelled_timing(void **state)
 /* ---- Fault injection (in a child with AMPSHIM_EMU_FAIL set) ------------ */
 
 #define FAULT_ARG "--fault-child"
-#define FAULT_SPEC "cublasGemmEx:1,cublasCreate_v2:1"
+#define FAULT_SPEC                                                           \
+    "cublasGemmEx:1,cublasCreate_v2:1,cublasSgemm_v2:1:partial,"             \
+    "cublasSgemmStridedBatched:2:14:partial"
 
 /* Runs in the child: the first create and the first GemmEx fail with the
  * stand-in's documented statuses, the next ones work. */
@@ -2552,6 +2554,60 @@ test_fault_child(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+/* A partial fault: the call fails, and once the stream has run, the first
+ * half of the columns of its first matrix hold the whole result (beta
+ * applied) and everything else is as it was. The reference is the same
+ * call, unfaulted, on another copy of C. */
+static void
+test_fault_partial_child(void **state)
+{
+    cublasHandle_t h = handle_new();
+    const float alpha = 1.5f, beta = 0.5f;
+    float a[32], b[32], c[32], full[32], got[32];
+    float *da, *db, *dc, *dref;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        a[i] = rnd(), b[i] = rnd(), c[i] = rnd();
+    da = dev_upload(a, sizeof a), db = dev_upload(b, sizeof b);
+    dc = dev_upload(c, sizeof c), dref = dev_upload(c, sizeof c);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                    &alpha, da, 4, db, 4, &beta, dc, 4),
+                     CUBLAS_STATUS_EXECUTION_FAILED);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                    &alpha, da, 4, db, 4, &beta, dref, 4),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(full, dref, 64);
+    dev_download(got, dc, 64);
+    assert_memory_equal(got, full, 8 * sizeof(float));
+    assert_memory_equal(got + 8, c + 8, 8 * sizeof(float));
+
+    /* A batch of two: the first call works, the second fails with the
+     * entry's status and writes only half of its first matrix. */
+    assert_int_equal(cudaMemcpy(dc, c, sizeof c, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    assert_int_equal(cudaMemcpy(dref, c, sizeof c, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    assert_int_equal(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N,
+                                               4, 4, 4, &alpha, da, 4, 16,
+                                               db, 4, 16, &beta, dref, 4, 16,
+                                               2),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N,
+                                               4, 4, 4, &alpha, da, 4, 16,
+                                               db, 4, 16, &beta, dc, 4, 16,
+                                               2),
+                     CUBLAS_STATUS_INTERNAL_ERROR);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(full, dref, sizeof full);
+    dev_download(got, dc, sizeof got);
+    assert_memory_equal(got, full, 8 * sizeof(float));
+    assert_memory_equal(got + 8, c + 8, 24 * sizeof(float));
+    dev_free(da), dev_free(db), dev_free(dc), dev_free(dref);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
 /* The variable is read once per process: run the checks in a fresh one. */
 static void
 test_fault_injection(void **state)
@@ -2578,6 +2634,7 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_fault_child),
+        cmocka_unit_test(test_fault_partial_child),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handle_lifecycle),

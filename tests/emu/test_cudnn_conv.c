@@ -987,7 +987,8 @@ test_modelled_time(void **state)
 
 #define FAULT_ARG "--fault-child"
 #define FAULT_SPEC "cudnnCreate:1,cudnnConvolutionForward:2," \
-                   "cudnnConvolutionBackwardFilter:1:3000"
+                   "cudnnConvolutionBackwardFilter:1:3000," \
+                   "cudnnConvolutionBackwardData:1:partial"
 
 /* In the child: the first create fails (NOT_INITIALIZED), the second
  * forward call fails (EXECUTION_FAILED) without touching y, the first
@@ -1029,6 +1030,44 @@ test_fault_child(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+/* A partial fault: the backward data call fails, and once the stream has
+ * run the first half of dx's elements (row-major) hold the whole result,
+ * beta applied, and the rest are as they were. The reference is the same
+ * call, unfaulted, on another copy of dx. */
+static void
+test_fault_partial_child(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    float alpha = 1.5f, beta = 0.5f;
+    struct run r;
+    size_t n, half;
+    void *ref_d;
+
+    (void)state;
+    run_new(&r, &shapes[1], CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    n = count_x(r.g);
+    half = (n + 1) / 2;
+    r.dx_d = tensor_upload(r.d.x, r.dx0, 0.0f);
+    ref_d = tensor_upload(r.d.x, r.dx0, 0.0f);
+    assert_int_equal(cudnnConvolutionBackwardData(h, &alpha, r.d.w, r.w_d,
+                                                  r.d.y, r.dy_d, r.d.conv,
+                                                  0, NULL, 0, &beta, r.d.x,
+                                                  r.dx_d),
+                     CUDNN_STATUS_EXECUTION_FAILED);
+    DNN_OK(cudnnConvolutionBackwardData(h, &alpha, r.d.w, r.w_d, r.d.y,
+                                        r.dy_d, r.d.conv, 0, NULL, 0, &beta,
+                                        r.d.x, ref_d));
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    tensor_download(r.d.x, r.dx_d, r.dx);
+    tensor_download(r.d.x, ref_d, r.x);
+    assert_memory_equal(r.dx, r.x, half * sizeof(float));
+    assert_memory_equal(r.dx + half, r.dx0 + half,
+                        (n - half) * sizeof(float));
+    dev_free(ref_d);
+    run_free(&r);
+    DNN_OK(cudnnDestroy(h));
+}
+
 /* The variable is read once per process: run the checks in a fresh one. */
 static void
 test_fault_injection(void **state)
@@ -1056,6 +1095,7 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_fault_child),
+        cmocka_unit_test(test_fault_partial_child),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp32_shapes),

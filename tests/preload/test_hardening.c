@@ -107,48 +107,68 @@ struct fault {
     const char *spec;
     const char *library; /* "cublas", "cudnn" or NULL for every program */
     const char *falls_back;
+    const char *mode;    /* AMPSHIM_MODE; NULL: fp16 */
 };
 
+/* A vendor step that fails after writing part of its output, in each mode
+ * whose step can write the caller's memory (fp16, bf16 and tf32 GEMMs, tf32
+ * convolutions) and in fp16 for the convolutions: the programs' calls with
+ * beta != 0 must still get the FP32 call's bytes. */
+#define PARTIAL_GEMM(fn)                                                     \
+    { fn ":1+:partial", "cublas", fn, "fp16" },                              \
+    { fn ":1+:partial", "cublas", fn, "bf16" },                              \
+    { fn ":1+:partial", "cublas", fn, "tf32" }
+#define PARTIAL_CONV(fn)                                                     \
+    { fn ":1+:partial", "cudnn", fn, "tf32" },                               \
+    { fn ":1+:partial", "cudnn", fn, "fp16" }
+
 static const struct fault faults[] = {
-    { "alloc-async:1+", NULL, "*" },
-    { "module:1+", NULL, "*" },
-    { "launch:1+", NULL, "*" },
-    { "launch:2+", NULL, "*" },
-    { "event:1+", NULL, NULL },
-    { "cublasCreate_v2:2+", "cublas", NULL },
-    { "cublasGemmEx:1+", "cublas", "cublasGemmEx" },
-    { "cublasGemmEx:1+:15", "cublas", "cublasGemmEx" },
+    { "alloc-async:1+", NULL, "*", NULL },
+    { "module:1+", NULL, "*", NULL },
+    { "launch:1+", NULL, "*", NULL },
+    { "launch:2+", NULL, "*", NULL },
+    { "event:1+", NULL, NULL, NULL },
+    { "cublasCreate_v2:2+", "cublas", NULL, NULL },
+    { "cublasGemmEx:1+", "cublas", "cublasGemmEx", NULL },
+    { "cublasGemmEx:1+:15", "cublas", "cublasGemmEx", NULL },
     { "cublasGemmStridedBatchedEx:1+", "cublas",
-      "cublasGemmStridedBatchedEx" },
+      "cublasGemmStridedBatchedEx", NULL },
     { "cublasGemmStridedBatchedEx:1+:15", "cublas",
-      "cublasGemmStridedBatchedEx" },
-    { "cublasGemmBatchedEx:1+", "cublas", "cublasGemmBatchedEx" },
-    { "cublasGemmBatchedEx:1+:15", "cublas", "cublasGemmBatchedEx" },
-    { "cudnnCreate:2+", "cudnn", NULL },
-    { "cudnnConvolutionForward:1+", "cudnn", "cudnnConvolutionForward" },
+      "cublasGemmStridedBatchedEx", NULL },
+    { "cublasGemmBatchedEx:1+", "cublas", "cublasGemmBatchedEx", NULL },
+    { "cublasGemmBatchedEx:1+:15", "cublas", "cublasGemmBatchedEx", NULL },
+    { "cudnnCreate:2+", "cudnn", NULL, NULL },
+    { "cudnnConvolutionForward:1+", "cudnn", "cudnnConvolutionForward",
+      NULL },
     { "cudnnConvolutionForward:1+:3000", "cudnn",
-      "cudnnConvolutionForward" },
+      "cudnnConvolutionForward", NULL },
     { "cudnnConvolutionBackwardData:1+", "cudnn",
-      "cudnnConvolutionBackwardData" },
+      "cudnnConvolutionBackwardData", NULL },
     { "cudnnConvolutionBackwardData:1+:3000", "cudnn",
-      "cudnnConvolutionBackwardData" },
+      "cudnnConvolutionBackwardData", NULL },
     { "cudnnConvolutionBackwardFilter:1+", "cudnn",
-      "cudnnConvolutionBackwardFilter" },
+      "cudnnConvolutionBackwardFilter", NULL },
     { "cudnnConvolutionBackwardFilter:1+:3000", "cudnn",
-      "cudnnConvolutionBackwardFilter" },
+      "cudnnConvolutionBackwardFilter", NULL },
     /* The algorithm and workspace of the shim's own descriptors. */
     { "cudnnGetConvolutionForwardAlgorithm_v7:1+", "cudnn",
-      "cudnnConvolutionForward" },
+      "cudnnConvolutionForward", NULL },
     { "cudnnGetConvolutionBackwardDataAlgorithm_v7:1+", "cudnn",
-      "cudnnConvolutionBackwardData" },
+      "cudnnConvolutionBackwardData", NULL },
     { "cudnnGetConvolutionBackwardFilterAlgorithm_v7:1+", "cudnn",
-      "cudnnConvolutionBackwardFilter" },
+      "cudnnConvolutionBackwardFilter", NULL },
     { "cudnnGetConvolutionForwardWorkspaceSize:1+", "cudnn",
-      "cudnnConvolutionForward" },
+      "cudnnConvolutionForward", NULL },
     { "cudnnGetConvolutionBackwardDataWorkspaceSize:1+", "cudnn",
-      "cudnnConvolutionBackwardData" },
+      "cudnnConvolutionBackwardData", NULL },
     { "cudnnGetConvolutionBackwardFilterWorkspaceSize:1+", "cudnn",
-      "cudnnConvolutionBackwardFilter" },
+      "cudnnConvolutionBackwardFilter", NULL },
+    PARTIAL_GEMM("cublasGemmEx"),
+    PARTIAL_GEMM("cublasGemmStridedBatchedEx"),
+    PARTIAL_GEMM("cublasGemmBatchedEx"),
+    PARTIAL_CONV("cudnnConvolutionForward"),
+    PARTIAL_CONV("cudnnConvolutionBackwardData"),
+    PARTIAL_CONV("cudnnConvolutionBackwardFilter"),
 };
 
 /* The Ex GEMM (or the convolution) a converted call of api issues. */
@@ -194,7 +214,8 @@ static void
 matrix_program(const char *program, const struct fault *f,
                struct matrix_count *count)
 {
-    char *argv[] = { (char *)program, (char *)"--tol", (char *)"fp16", NULL };
+    const char *mode = f->mode ? f->mode : "fp16";
+    char *argv[] = { (char *)program, (char *)"--tol", (char *)mode, NULL };
     struct amp_test_run base, run;
     struct amp_test_check bc, rc;
     struct amp_test_summary sum;
@@ -204,7 +225,7 @@ matrix_program(const char *program, const struct fault *f,
 
     run_argv(argv, 0, NULL, &base, "AMPSHIM_EMU_FAIL", f->spec,
              "AMPSHIM_EMU_MEMCHECK", "1", NULL);
-    run_argv(argv, 1, "fp16", &run, "AMPSHIM_EMU_FAIL", f->spec,
+    run_argv(argv, 1, mode, &run, "AMPSHIM_EMU_FAIL", f->spec,
              "AMPSHIM_EMU_MEMCHECK", "1", NULL);
     assert_int_equal(amp_test_parse_check(base.out, &bc), 0);
     assert_int_equal(amp_test_parse_check(run.out, &rc), 0);
@@ -256,7 +277,7 @@ matrix_program(const char *program, const struct fault *f,
             count->held++;
             continue;
         }
-        printf("cell %s x %s: %s\n", apis[j], f->spec, why);
+        printf("cell %s x %s (%s): %s\n", apis[j], f->spec, mode, why);
         amp_test_run_dump("without the shim", &base);
         amp_test_run_dump("with the shim", &run);
     }

@@ -366,11 +366,12 @@ test_modes_within_bounds(void **state)
 }
 
 /* The step layout the hook gets: padded leading dimensions, aligned FP16
- * parts, the caller's C for fp16 and tf32, scratch for fp16x3. */
+ * parts, the caller's C for fp16, bf16 and tf32 with beta 0, scratch for
+ * fp16x3 and for the others with beta 0.5. */
 static void
 test_step_layout(void **state)
 {
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = 0.0f, beta_half = 0.5f;
     struct amp_gemm_desc d;
     struct amp_gemm_run run;
 
@@ -436,6 +437,28 @@ test_step_layout(void **state)
     assert_true(run.steps[0].c == prob.pc);
     assert_int_equal(run.steps[0].scalars_on_device, 0);
     amp_gemm_abandon(&run);
+
+    /* beta 0.5: fp16, bf16 and tf32 write a compact result in scratch
+     * (through a pointer array when the step takes arrays), with alpha 1
+     * and beta 0; the final kernel writes C. */
+    d = desc(&prob, &alpha, &beta_half, 0);
+    for (int m = 0; m < 3; m++) {
+        static const enum amp_mode routed[] = {AMP_MODE_FP16, AMP_MODE_BF16,
+                                               AMP_MODE_TF32};
+
+        assert_int_equal(amp_gemm_prepare(dev, &d, routed[m], AMP_MODE_FP16,
+                                          1 << 24, &run),
+                         AMP_OK);
+        assert_int_equal(run.nsteps, 1);
+        assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_ARRAY);
+        assert_true(run.steps[0].c != prob.pc);
+        assert_int_equal(run.steps[0].ldc, M);
+        assert_int_equal(run.steps[0].writes_caller_c, 0);
+        assert_int_equal(run.steps[0].scalars_on_device, 0);
+        assert_true(*run.steps[0].alpha == 1.0f &&
+                    *run.steps[0].beta == 0.0f);
+        amp_gemm_abandon(&run);
+    }
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
 }
 
@@ -863,8 +886,10 @@ child(const char *scenario)
     return 0;
 }
 
-/* Fails every launch, the allocation and every vendor step in turn; the
- * call makes `launches` kernel launches. */
+/* Fails every launch, the allocation and every vendor step in turn (the
+ * step also after writing part of its output); the call makes `launches`
+ * kernel launches. beta is 0.5: every mode has scratch (fp16, bf16 and
+ * tf32 route their result through it). */
 static void
 check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
                const char *step_api, int launches)
@@ -873,8 +898,7 @@ check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
     int n, rc;
 
     snprintf(scenario, sizeof scenario, "%d/%d/%d", mode, candidate, kind);
-    assert_int_equal(amp_test_run_child(scenario, "alloc-async:1"),
-                     mode == AMP_MODE_TF32 ? 1 : 0);
+    assert_int_equal(amp_test_run_child(scenario, "alloc-async:1"), 0);
     for (n = 1; n < 20; n++) {
         snprintf(fault, sizeof fault, "launch:%d", n);
         rc = amp_test_run_child(scenario, fault);
@@ -885,6 +909,8 @@ check_failures(enum amp_mode mode, enum amp_mode candidate, int kind,
     assert_true(n < 20);
     assert_int_equal(n - 1, launches);
     snprintf(fault, sizeof fault, "%s:1", step_api);
+    assert_int_equal(amp_test_run_child(scenario, fault), 0);
+    snprintf(fault, sizeof fault, "%s:1:partial", step_api);
     assert_int_equal(amp_test_run_child(scenario, fault), 0);
     snprintf(fault, sizeof fault, "%s:3", step_api);
     assert_int_equal(amp_test_run_child(scenario, fault),
@@ -900,17 +926,18 @@ test_failures_leave_nothing(void **state)
         const char *step_api;
         int launches;
     } cases[] = {
-        /* maxima and scales, casts */
-        {AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 2},
+        /* maxima and scales, casts, C from the result */
+        {AMP_MODE_FP16, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 3},
         /* maxima and scales, splits, final sum */
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 3},
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
          "cublasGemmStridedBatchedEx", 3},
-        /* casts with the pointer arrays */
+        /* casts with the pointer arrays, result pointer array, C */
         {AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY, "cublasGemmBatchedEx",
-         1},
+         3},
+        /* C from the result */
         {AMP_MODE_TF32, AMP_MODE_FP16, AMP_BATCH_STRIDED,
-         "cublasGemmStridedBatchedEx", 0},
+         "cublasGemmStridedBatchedEx", 1},
         /* maxima and scales, casts, copy of C, errors */
         {AMP_MODE_SHADOW, AMP_MODE_FP16, AMP_BATCH_STRIDED,
          "cublasGemmStridedBatchedEx", 4},
