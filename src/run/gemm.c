@@ -467,23 +467,33 @@ amp_step_unscaled(struct amp_gemm_step *t)
 }
 
 /* The steps of the candidate (or only) mode. */
+/* The one step of a mode with a single GEMM: into the result scratch for
+ * shadow or a routed call, else into the caller's C. */
+static void
+amp_gemm_one_step(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
+                  struct amp_gemm_step *t)
+{
+    int shadow = run->mode == AMP_MODE_SHADOW;
+
+    if (shadow || run->routed)
+        amp_step_into(t, run, run->result, amp_at(run->scratch, l->ptrs_r));
+    if (run->routed)
+        amp_step_unscaled(t);
+    t->writes_caller_c = !shadow && !run->routed;
+    run->steps[run->nsteps++] = *t;
+}
+
 static void
 amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    int shadow = run->mode == AMP_MODE_SHADOW;
     amp_devptr base = run->scratch;
     struct amp_gemm_step t = amp_step_caller(d);
     int i;
 
     if (run->candidate == AMP_MODE_TF32) {
         t.compute = AMP_COMPUTE_32F_FAST_TF32;
-        if (shadow || run->routed)
-            amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
-        if (run->routed)
-            amp_step_unscaled(&t);
-        t.writes_caller_c = !shadow && !run->routed;
-        run->steps[run->nsteps++] = t;
+        amp_gemm_one_step(run, l, &t);
         return;
     }
     t.type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
@@ -512,12 +522,7 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
         t.scalars_on_device = 1;
     }
     if (run->candidate != AMP_MODE_FP16X3) {
-        if (shadow || run->routed)
-            amp_step_into(&t, run, run->result, amp_at(base, l->ptrs_r));
-        if (run->routed)
-            amp_step_unscaled(&t);
-        t.writes_caller_c = !shadow && !run->routed;
-        run->steps[run->nsteps++] = t;
+        amp_gemm_one_step(run, l, &t);
         return;
     }
     /* fp16x3: sum = 2^-11 hi_A lo_B + 2^-11 lo_A hi_B, the smaller terms
