@@ -72,6 +72,9 @@ run_on_emu(char *const *argv, const char *dir, struct amp_test_run *run)
     amp_test_env_set(&env, "HOME", dir);
     amp_test_env_set(&env, "XDG_CONFIG_HOME", dir);
     amp_test_env_set(&env, "XDG_CONFIG_DIRS", dir);
+    /* Empty, or a sanitized build's runtime: `ampshim run` preloads the
+     * shim after it. */
+    amp_test_env_set(&env, "LD_PRELOAD", "");
     assert_int_equal(amp_test_run(argv, &env, RUN_TIMEOUT_S, run), 0);
     amp_test_env_free(&env);
     if (!run->exited || run->code != 0)
