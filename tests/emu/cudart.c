@@ -1,10 +1,12 @@
 /* The CUDA runtime stand-in (libcudart.so.13): runtime semantics mapped onto the emulated driver. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,103 @@
 #define RT_VERSION 13000
 #define RT_MAX_DEVICES 16
 #define RT_CONFIG_DEPTH 16
+
+/* ---- The driver ---------------------------------------------------------- */
+
+/*
+ * As NVIDIA's runtime does, this one takes every driver entry point from
+ * cuGetProcAddress (looked up once in libcuda.so.1), never through the
+ * dynamic linker: a preloaded library that defines a driver symbol does
+ * not see the runtime's own calls of it. The header's macros turn each
+ * member's name into the versioned one (cuMemAlloc -> cuMemAlloc_v2);
+ * cuGetProcAddress takes the base name.
+ */
+#define RT_DRIVER(X) \
+    X(cuCtxGetCurrent) \
+    X(cuCtxGetStreamPriorityRange) \
+    X(cuCtxSetCurrent) \
+    X(cuCtxSynchronize) \
+    X(cuDeviceGetAttribute) \
+    X(cuDeviceGetCount) \
+    X(cuDeviceGetName) \
+    X(cuDevicePrimaryCtxReset) \
+    X(cuDevicePrimaryCtxRetain) \
+    X(cuDeviceTotalMem) \
+    X(cuDriverGetVersion) \
+    X(cuEventCreate) \
+    X(cuEventDestroy) \
+    X(cuEventElapsedTime) \
+    X(cuEventQuery) \
+    X(cuEventRecord) \
+    X(cuEventSynchronize) \
+    X(cuGraphDestroy) \
+    X(cuGraphExecDestroy) \
+    X(cuGraphInstantiateWithFlags) \
+    X(cuGraphLaunch) \
+    X(cuInit) \
+    X(cuLaunchKernel) \
+    X(cuMemAlloc) \
+    X(cuMemAllocAsync) \
+    X(cuMemAllocHost) \
+    X(cuMemFree) \
+    X(cuMemFreeAsync) \
+    X(cuMemFreeHost) \
+    X(cuMemGetInfo) \
+    X(cuMemcpy2D) \
+    X(cuMemcpyDtoD) \
+    X(cuMemcpyDtoDAsync) \
+    X(cuMemcpyDtoH) \
+    X(cuMemcpyDtoHAsync) \
+    X(cuMemcpyHtoD) \
+    X(cuMemcpyHtoDAsync) \
+    X(cuMemsetD8) \
+    X(cuMemsetD8Async) \
+    X(cuModuleGetFunction) \
+    X(cuModuleLoadData) \
+    X(cuPointerGetAttribute) \
+    X(cuStreamBeginCapture) \
+    X(cuStreamCreate) \
+    X(cuStreamCreateWithPriority) \
+    X(cuStreamDestroy) \
+    X(cuStreamEndCapture) \
+    X(cuStreamGetCaptureInfo) \
+    X(cuStreamGetFlags) \
+    X(cuStreamGetPriority) \
+    X(cuStreamIsCapturing) \
+    X(cuStreamQuery) \
+    X(cuStreamSynchronize) \
+    X(cuStreamWaitEvent) \
+
+static struct {
+#define RT_DRIVER_MEMBER(sym) __typeof__(&sym) sym;
+    RT_DRIVER(RT_DRIVER_MEMBER)
+#undef RT_DRIVER_MEMBER
+} rt_drv;
+
+__attribute__((constructor)) static void
+rt_driver_load(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    __typeof__(&cuGetProcAddress) get_proc;
+    CUdriverProcAddressQueryResult found;
+
+    *(void **)&get_proc = lib ? dlsym(lib, "cuGetProcAddress_v2") : NULL;
+    if (!get_proc) {
+        fprintf(stderr, "libcudart (emulated): no cuGetProcAddress in "
+                "libcuda.so.1\n");
+        abort();
+    }
+#define RT_DRIVER_LOOKUP(sym)                                                \
+    if (get_proc(#sym, (void **)&rt_drv.sym, RT_VERSION,                    \
+                 CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||     \
+        !rt_drv.sym) {                                                       \
+        fprintf(stderr, "libcudart (emulated): the driver has no %s\n",     \
+                #sym);                                                       \
+        abort();                                                             \
+    }
+    RT_DRIVER(RT_DRIVER_LOOKUP)
+#undef RT_DRIVER_LOOKUP
+}
 
 /* ---- Errors ------------------------------------------------------------ */
 
@@ -375,7 +474,7 @@ rt_bind(void)
         return cudaSuccess;
     if (rt_bound_gen != 0) {
         /* The context this thread had was reset under it. */
-        cuCtxSetCurrent(NULL);
+        rt_drv.cuCtxSetCurrent(NULL);
     }
     r = emu_runtime_bind(rt_device);
     if (r != CUDA_SUCCESS)
@@ -388,11 +487,11 @@ rt_bind(void)
 static cudaError_t
 rt_device_count(int *count)
 {
-    CUresult r = cuInit(0);
+    CUresult r = rt_drv.cuInit(0);
 
     *count = 0;
     if (r == CUDA_SUCCESS)
-        r = cuDeviceGetCount(count);
+        r = rt_drv.cuDeviceGetCount(count);
     return rt_from_cu(r);
 }
 
@@ -488,11 +587,11 @@ cudaSetDevice(int device)
     rt_device = device;
     /* Since CUDA 12 cudaSetDevice makes the device's primary context
      * current at once. */
-    cuCtxGetCurrent(&cur);
+    rt_drv.cuCtxGetCurrent(&cur);
     if (cur == NULL || emu_current_device() != device) {
-        r = cuDevicePrimaryCtxRetain(&primary, device);
+        r = rt_drv.cuDevicePrimaryCtxRetain(&primary, device);
         if (r == CUDA_SUCCESS)
-            r = cuCtxSetCurrent(primary);
+            r = rt_drv.cuCtxSetCurrent(primary);
         if (r != CUDA_SUCCESS)
             return rt_cu(r);
     }
@@ -511,7 +610,7 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
     if (e != cudaSuccess)
         return rt_ret(e);
     /* cudaDeviceAttr and CUdevice_attribute share their values. */
-    return rt_cu(cuDeviceGetAttribute(value, (CUdevice_attribute)attr,
+    return rt_cu(rt_drv.cuDeviceGetAttribute(value, (CUdevice_attribute)attr,
                                       device));
 }
 
@@ -520,7 +619,7 @@ rt_attr(int dev, CUdevice_attribute attr)
 {
     int v = 0;
 
-    if (cuDeviceGetAttribute(&v, attr, dev) != CUDA_SUCCESS)
+    if (rt_drv.cuDeviceGetAttribute(&v, attr, dev) != CUDA_SUCCESS)
         return 0;
     return v;
 }
@@ -650,10 +749,10 @@ cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     if (e != cudaSuccess)
         return rt_ret(e);
     memset(prop, 0, sizeof(*prop));
-    if (cuDeviceGetName(prop->name, (int)sizeof(prop->name), device) !=
+    if (rt_drv.cuDeviceGetName(prop->name, (int)sizeof(prop->name), device) !=
         CUDA_SUCCESS)
         prop->name[0] = '\0';
-    if (cuDeviceTotalMem(&total, device) == CUDA_SUCCESS)
+    if (rt_drv.cuDeviceTotalMem(&total, device) == CUDA_SUCCESS)
         prop->totalGlobalMem = total;
     for (size_t i = 0; i < sizeof(rt_prop_attrs) / sizeof(rt_prop_attrs[0]);
          i++) {
@@ -680,7 +779,7 @@ cudaDeviceSynchronize(void)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuCtxSynchronize());
+    return rt_cu(rt_drv.cuCtxSynchronize());
 }
 
 /* Forgets everything the runtime cached for the reset context. */
@@ -694,10 +793,10 @@ cudaDeviceReset(void)
 
     if (rt_check_device(dev) != cudaSuccess)
         return rt_ret(cudaErrorInvalidDevice);
-    r = cuDevicePrimaryCtxReset(dev);
+    r = rt_drv.cuDevicePrimaryCtxReset(dev);
     if (r != CUDA_SUCCESS)
         return rt_cu(r);
-    cuCtxSetCurrent(NULL);
+    rt_drv.cuCtxSetCurrent(NULL);
     rt_registry_forget_device(dev);
     atomic_store(&rt_sticky[dev], cudaSuccess);
     atomic_fetch_add(&rt_gen, 1);
@@ -710,7 +809,7 @@ cudaDriverGetVersion(int *driverVersion)
 {
     if (driverVersion == NULL)
         return rt_ret(cudaErrorInvalidValue);
-    return rt_cu(cuDriverGetVersion(driverVersion));
+    return rt_cu(rt_drv.cuDriverGetVersion(driverVersion));
 }
 
 cudaError_t
@@ -741,7 +840,7 @@ cudaMalloc(void **devPtr, size_t size)
         *devPtr = NULL;
         return cudaSuccess;
     }
-    r = cuMemAlloc(&p, size);
+    r = rt_drv.cuMemAlloc(&p, size);
     if (r != CUDA_SUCCESS)
         return rt_cu(r);
     *devPtr = (void *)(uintptr_t)p;
@@ -757,7 +856,7 @@ cudaFree(void *devPtr)
         return rt_ret(e);
     if (devPtr == NULL)
         return cudaSuccess;
-    return rt_cu(cuMemFree((CUdeviceptr)(uintptr_t)devPtr));
+    return rt_cu(rt_drv.cuMemFree((CUdeviceptr)(uintptr_t)devPtr));
 }
 
 cudaError_t
@@ -776,7 +875,7 @@ cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
         *devPtr = NULL;
         return cudaSuccess;
     }
-    r = cuMemAllocAsync(&p, size, hStream);
+    r = rt_drv.cuMemAllocAsync(&p, size, hStream);
     if (r != CUDA_SUCCESS)
         return rt_cu(r);
     *devPtr = (void *)(uintptr_t)p;
@@ -792,7 +891,7 @@ cudaFreeAsync(void *devPtr, cudaStream_t hStream)
         return rt_ret(e);
     if (devPtr == NULL)
         return cudaSuccess;
-    return rt_cu(cuMemFreeAsync((CUdeviceptr)(uintptr_t)devPtr, hStream));
+    return rt_cu(rt_drv.cuMemFreeAsync((CUdeviceptr)(uintptr_t)devPtr, hStream));
 }
 
 cudaError_t
@@ -805,7 +904,7 @@ cudaMemGetInfo(size_t *free, size_t *total)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuMemGetInfo(free, total));
+    return rt_cu(rt_drv.cuMemGetInfo(free, total));
 }
 
 /* ---- Host memory ----------------------------------------------------------- */
@@ -830,7 +929,7 @@ cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
         *pHost = NULL;
         return cudaSuccess;
     }
-    return rt_cu(cuMemAllocHost(pHost, size));
+    return rt_cu(rt_drv.cuMemAllocHost(pHost, size));
 }
 
 cudaError_t
@@ -849,7 +948,7 @@ cudaFreeHost(void *ptr)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuMemFreeHost(ptr));
+    return rt_cu(rt_drv.cuMemFreeHost(ptr));
 }
 
 cudaError_t
@@ -868,10 +967,10 @@ cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
         return rt_ret(e);
     memset(attributes, 0, sizeof(*attributes));
     if (ptr != NULL &&
-        cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) ==
+        rt_drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) ==
             CUDA_SUCCESS &&
         (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_HOST)) {
-        if (cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        if (rt_drv.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                   dp) != CUDA_SUCCESS)
             ordinal = rt_thread_device();
         attributes->device = ordinal;
@@ -977,16 +1076,16 @@ rt_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
         return cudaSuccess;
     switch (dir) {
     case cudaMemcpyHostToDevice:
-        r = async ? cuMemcpyHtoDAsync(d, src, count, stream)
-                  : cuMemcpyHtoD(d, src, count);
+        r = async ? rt_drv.cuMemcpyHtoDAsync(d, src, count, stream)
+                  : rt_drv.cuMemcpyHtoD(d, src, count);
         break;
     case cudaMemcpyDeviceToHost:
-        r = async ? cuMemcpyDtoHAsync(dst, s, count, stream)
-                  : cuMemcpyDtoH(dst, s, count);
+        r = async ? rt_drv.cuMemcpyDtoHAsync(dst, s, count, stream)
+                  : rt_drv.cuMemcpyDtoH(dst, s, count);
         break;
     case cudaMemcpyDeviceToDevice:
-        r = async ? cuMemcpyDtoDAsync(d, s, count, stream)
-                  : cuMemcpyDtoD(d, s, count);
+        r = async ? rt_drv.cuMemcpyDtoDAsync(d, s, count, stream)
+                  : rt_drv.cuMemcpyDtoD(d, s, count);
         break;
     default:
         if (async)
@@ -1054,7 +1153,7 @@ cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
     p.dstPitch = dpitch;
     p.WidthInBytes = width;
     p.Height = height;
-    return rt_cu(cuMemcpy2D(&p));
+    return rt_cu(rt_drv.cuMemcpy2D(&p));
 }
 
 cudaError_t
@@ -1066,7 +1165,7 @@ cudaMemset(void *devPtr, int value, size_t count)
         return rt_ret(e);
     if (count == 0)
         return cudaSuccess;
-    return rt_cu(cuMemsetD8((CUdeviceptr)(uintptr_t)devPtr,
+    return rt_cu(rt_drv.cuMemsetD8((CUdeviceptr)(uintptr_t)devPtr,
                             (unsigned char)value, count));
 }
 
@@ -1079,7 +1178,7 @@ cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
         return rt_ret(e);
     if (count == 0)
         return cudaSuccess;
-    return rt_cu(cuMemsetD8Async((CUdeviceptr)(uintptr_t)devPtr,
+    return rt_cu(rt_drv.cuMemsetD8Async((CUdeviceptr)(uintptr_t)devPtr,
                                  (unsigned char)value, count, stream));
 }
 
@@ -1096,7 +1195,7 @@ cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamCreateWithPriority(pStream, flags, priority));
+    return rt_cu(rt_drv.cuStreamCreateWithPriority(pStream, flags, priority));
 }
 
 cudaError_t
@@ -1109,7 +1208,7 @@ cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamCreate(pStream, flags));
+    return rt_cu(rt_drv.cuStreamCreate(pStream, flags));
 }
 
 cudaError_t
@@ -1129,7 +1228,7 @@ cudaStreamDestroy(cudaStream_t stream)
     if (stream == NULL || stream == cudaStreamLegacy ||
         stream == cudaStreamPerThread)
         return rt_ret(cudaErrorInvalidResourceHandle);
-    return rt_cu(cuStreamDestroy(stream));
+    return rt_cu(rt_drv.cuStreamDestroy(stream));
 }
 
 cudaError_t
@@ -1142,7 +1241,7 @@ cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamGetFlags(hStream, flags));
+    return rt_cu(rt_drv.cuStreamGetFlags(hStream, flags));
 }
 
 cudaError_t
@@ -1155,7 +1254,7 @@ cudaStreamGetPriority(cudaStream_t hStream, int *priority)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamGetPriority(hStream, priority));
+    return rt_cu(rt_drv.cuStreamGetPriority(hStream, priority));
 }
 
 cudaError_t
@@ -1166,7 +1265,7 @@ cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
     if (e != cudaSuccess)
         return rt_ret(e);
     /* Either pointer may be NULL. */
-    return rt_cu(cuCtxGetStreamPriorityRange(leastPriority,
+    return rt_cu(rt_drv.cuCtxGetStreamPriorityRange(leastPriority,
                                              greatestPriority));
 }
 
@@ -1177,7 +1276,7 @@ cudaStreamSynchronize(cudaStream_t stream)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamSynchronize(stream));
+    return rt_cu(rt_drv.cuStreamSynchronize(stream));
 }
 
 cudaError_t
@@ -1187,7 +1286,7 @@ cudaStreamQuery(cudaStream_t stream)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamQuery(stream));
+    return rt_cu(rt_drv.cuStreamQuery(stream));
 }
 
 cudaError_t
@@ -1198,7 +1297,7 @@ cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamWaitEvent(stream, event, flags));
+    return rt_cu(rt_drv.cuStreamWaitEvent(stream, event, flags));
 }
 
 cudaError_t
@@ -1214,7 +1313,7 @@ cudaStreamIsCapturing(cudaStream_t stream,
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    r = cuStreamIsCapturing(stream, &status);
+    r = rt_drv.cuStreamIsCapturing(stream, &status);
     if (r != CUDA_SUCCESS)
         return rt_cu(r);
     *pCaptureStatus = (enum cudaStreamCaptureStatus)status;
@@ -1239,7 +1338,7 @@ cudaStreamGetCaptureInfo(cudaStream_t stream,
     if (e != cudaSuccess)
         return rt_ret(e);
     /* cudaGraphEdgeData and CUgraphEdgeData have one layout. */
-    r = cuStreamGetCaptureInfo(stream, &status, (cuuint64_t *)id_out,
+    r = rt_drv.cuStreamGetCaptureInfo(stream, &status, (cuuint64_t *)id_out,
                                graph_out,
                                dependencies_out,
                                (const CUgraphEdgeData **)edgeData_out,
@@ -1259,7 +1358,7 @@ cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamBeginCapture(stream, (CUstreamCaptureMode)mode));
+    return rt_cu(rt_drv.cuStreamBeginCapture(stream, (CUstreamCaptureMode)mode));
 }
 
 cudaError_t
@@ -1272,7 +1371,7 @@ cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuStreamEndCapture(stream, pGraph));
+    return rt_cu(rt_drv.cuStreamEndCapture(stream, pGraph));
 }
 
 cudaError_t
@@ -1290,7 +1389,7 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuGraphInstantiate(pGraphExec, graph, flags));
+    return rt_cu(rt_drv.cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
 cudaError_t
@@ -1300,7 +1399,7 @@ cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuGraphLaunch(graphExec, stream));
+    return rt_cu(rt_drv.cuGraphLaunch(graphExec, stream));
 }
 
 cudaError_t
@@ -1310,7 +1409,7 @@ cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuGraphExecDestroy(graphExec));
+    return rt_cu(rt_drv.cuGraphExecDestroy(graphExec));
 }
 
 cudaError_t
@@ -1320,7 +1419,7 @@ cudaGraphDestroy(cudaGraph_t graph)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuGraphDestroy(graph));
+    return rt_cu(rt_drv.cuGraphDestroy(graph));
 }
 
 /* ---- Events ----------------------------------------------------------------- */
@@ -1340,7 +1439,7 @@ cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventCreate(event, flags));
+    return rt_cu(rt_drv.cuEventCreate(event, flags));
 }
 
 cudaError_t
@@ -1356,7 +1455,7 @@ cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventRecord(event, stream));
+    return rt_cu(rt_drv.cuEventRecord(event, stream));
 }
 
 cudaError_t
@@ -1366,7 +1465,7 @@ cudaEventSynchronize(cudaEvent_t event)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventSynchronize(event));
+    return rt_cu(rt_drv.cuEventSynchronize(event));
 }
 
 cudaError_t
@@ -1376,7 +1475,7 @@ cudaEventQuery(cudaEvent_t event)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventQuery(event));
+    return rt_cu(rt_drv.cuEventQuery(event));
 }
 
 cudaError_t
@@ -1389,7 +1488,7 @@ cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     e = rt_bind();
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventElapsedTime(ms, start, end));
+    return rt_cu(rt_drv.cuEventElapsedTime(ms, start, end));
 }
 
 cudaError_t
@@ -1399,7 +1498,7 @@ cudaEventDestroy(cudaEvent_t event)
 
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuEventDestroy(event));
+    return rt_cu(rt_drv.cuEventDestroy(event));
 }
 
 /* ---- Fat binaries, kernels and launches ------------------------------------ */
@@ -1690,7 +1789,7 @@ rt_kernel_function(struct rt_kernel *k, CUfunction *out)
 
     if (dev < 0 || dev >= RT_MAX_DEVICES)
         return cudaErrorInvalidDevice;
-    cuCtxGetCurrent(&ctx);
+    rt_drv.cuCtxGetCurrent(&ctx);
     pthread_mutex_lock(&rt_registry_lock);
     if (k->function[dev] != NULL && k->gen[dev] == gen &&
         k->fatbin->modules[dev].ctx == ctx) {
@@ -1699,7 +1798,7 @@ rt_kernel_function(struct rt_kernel *k, CUfunction *out)
     }
     m = &k->fatbin->modules[dev];
     if (m->module == NULL || m->gen != gen || m->ctx != ctx) {
-        r = cuModuleLoadData(&m->module, k->fatbin->image);
+        r = rt_drv.cuModuleLoadData(&m->module, k->fatbin->image);
         if (r != CUDA_SUCCESS) {
             m->module = NULL;
             e = r == CUDA_ERROR_OUT_OF_MEMORY
@@ -1710,7 +1809,7 @@ rt_kernel_function(struct rt_kernel *k, CUfunction *out)
         m->ctx = ctx;
         m->gen = gen;
     }
-    r = cuModuleGetFunction(&k->function[dev], m->module, k->device_name);
+    r = rt_drv.cuModuleGetFunction(&k->function[dev], m->module, k->device_name);
     if (r != CUDA_SUCCESS) {
         k->function[dev] = NULL;
         e = r == CUDA_ERROR_NOT_FOUND ? cudaErrorNoKernelImageForDevice
@@ -1758,7 +1857,7 @@ rt_launch(struct rt_kernel *k, dim3 grid, dim3 block, void **args,
     e = rt_kernel_function(k, &f);
     if (e != cudaSuccess)
         return rt_ret(e);
-    return rt_cu(cuLaunchKernel(f, grid.x, grid.y, grid.z,
+    return rt_cu(rt_drv.cuLaunchKernel(f, grid.x, grid.y, grid.z,
                                 block.x, block.y, block.z,
                                 (unsigned)sharedMem, stream, args, NULL));
 }

@@ -2,6 +2,7 @@
  * device core, with the driver's argument checks and status codes. */
 #include "core_state.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,46 @@ cuGetErrorString(CUresult error, const char **str)
         return CUDA_ERROR_INVALID_VALUE;
     *str = e ? e->text : NULL;
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- Entry points ------------------------------------------------------- */
+
+/* cuGetProcAddress: the driver's own definition of `symbol`, found in this
+ * library's dynamic symbols (never through the global scope, so a
+ * preloaded definition of the same name is not what comes back). The
+ * emulator implements one ABI version of each function, the one CUDA 13's
+ * header names (cuMemAlloc_v2, cuCtxCreate_v4): it returns that one for any
+ * cudaVersion up to the driver's; it has no per-thread-stream variants, so
+ * both stream flags find the same function. Not found: CUDA_SUCCESS with
+ * *pfn NULL, as the documentation says. */
+CUresult
+cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                 cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+    static const char *const suffixes[] = {"_v4", "_v3", "_v2", ""};
+    char name[256];
+    Dl_info self;
+    void *lib = NULL;
+    size_t i;
+
+    if (!symbol || !pfn || cudaVersion > CUDA_VERSION ||
+        (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (dladdr(drv_errors, &self) && self.dli_fname)
+        lib = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    for (i = 0; lib && !*pfn && i < sizeof suffixes / sizeof *suffixes; i++)
+        if (strncmp(symbol, "cu", 2) == 0 &&
+            (size_t)snprintf(name, sizeof name, "%s%s", symbol,
+                             suffixes[i]) < sizeof name)
+            *pfn = dlsym(lib, name);
+    if (lib)
+        dlclose(lib); /* the reference dlopen took, not the library */
+    if (status)
+        *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+                       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
 }
 
 /* ---- Devices -------------------------------------------------------------- */

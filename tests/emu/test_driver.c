@@ -120,6 +120,42 @@ test_devices(void **state)
                      CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* cuGetProcAddress: the driver's own definitions by base name (the
+ * versioned one for a versioned name), NULL with SYMBOL_NOT_FOUND for an
+ * unknown name, INVALID_VALUE for bad arguments or a CUDA version newer
+ * than the driver's. */
+static void
+test_proc_address(void **state)
+{
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
+    __typeof__(&cuMemAlloc) alloc;
+    __typeof__(&cuInit) init;
+    void *p = &found;
+
+    CHECK(cuGetProcAddress("cuMemAlloc", &p, 13000,
+                           CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    assert_int_equal(found, CU_GET_PROC_ADDRESS_SUCCESS);
+    memcpy(&alloc, &p, sizeof p);
+    assert_true(alloc == cuMemAlloc); /* cuMemAlloc_v2 */
+    CHECK(cuGetProcAddress("cuInit", &p, 12000,
+                           CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                           NULL));
+    memcpy(&init, &p, sizeof p);
+    assert_true(init == cuInit);
+    CHECK(cuGetProcAddress("cuNoSuchFunction", &p, 13000,
+                           CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    assert_null(p);
+    assert_int_equal(found, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    assert_int_equal(cuGetProcAddress(NULL, &p, 13000, 0, &found),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuGetProcAddress("cuInit", NULL, 13000, 0, &found),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuGetProcAddress("cuInit", &p, 13010, 0, &found),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuGetProcAddress("cuInit", &p, 13000, 4, &found),
+                     CUDA_ERROR_INVALID_VALUE);
+}
+
 static void
 test_contexts(void **state)
 {
@@ -828,6 +864,7 @@ main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_not_initialised),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_proc_address),
         cmocka_unit_test(test_contexts),
         cmocka_unit_test(test_memory_round_trip),
         cmocka_unit_test(test_memcpy_2d),
