@@ -7,6 +7,10 @@
  * cudnnGet...Algorithm_v7 and allocates exactly the workspace that
  * algorithm needs.
  *
+ * With --reset, the cases run twice, in two contexts: the program then
+ * resets the device (cudaDeviceReset), makes a new handle, runs them
+ * again and ends with a reset, as many CUDA samples do.
+ *
  * Prints one line per case:
  * case NAME m=OUT n=GROUPS k=LEN op=DIR status=NAME(N) err/bound=R hash=H
  *      ok|FAIL api=API class=CLASS
@@ -362,7 +366,7 @@ main(int argc, char **argv)
     struct tolerance tol = { TOL_TF32, 0.0 };
     cudnnHandle_t dnn;
     cudnnStatus_t st;
-    int failed = 0, cases = 0;
+    int failed = 0, cases = 0, resets = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -370,9 +374,15 @@ main(int argc, char **argv)
             i++;
             continue;
         }
-        fprintf(stderr, "usage: conv_check [--tol fp32|tf32|fp16|bf16|X]\n");
+        if (strcmp(argv[i], "--reset") == 0) {
+            resets = 1;
+            continue;
+        }
+        fprintf(stderr, "usage: conv_check [--tol fp32|tf32|fp16|bf16|X] "
+                "[--reset]\n");
         return EXIT_USAGE;
     }
+again:
     st = cudnnCreate(&dnn);
     if (st != CUDNN_STATUS_SUCCESS) {
         /* No GPU: the statuses of a call on a NULL handle. */
@@ -402,6 +412,13 @@ main(int argc, char **argv)
          i++, cases++)
         failed += !run_case(dnn, &forward_only[i], FWD, &tol, 0x5eedf000u + i);
     cudnnDestroy(dnn);
+    if (resets > 0 &&
+        cuda_failed("cudaDeviceReset", cudaDeviceReset()))
+        return EXIT_CUDA_ERROR;
+    if (resets == 1) {
+        resets = 2;
+        goto again;
+    }
     printf("result: %d of %d cases passed\n", cases - failed, cases);
     return failed ? EXIT_CHECK_FAILED : EXIT_ALL_PASS;
 }

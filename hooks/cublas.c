@@ -106,7 +106,8 @@ amp_own_release(void)
     if (amp_own.generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's handles */
     for (i = 0; i < amp_own.count; i++) {
-        if (!amp_own.slot[i].handle)
+        /* A handle of an ended context died with it. */
+        if (!amp_own.slot[i].handle || amp_dev_retired(amp_own.slot[i].dev))
             continue;
         /* Off the program's stream first: it may be gone already. */
         amp_real.cublasSetStream_v2(amp_own.slot[i].handle, NULL);
@@ -130,13 +131,20 @@ amp_own_handle(struct amp_dev *dev, int make)
     for (i = 0; i < amp_own.count; i++)
         if (amp_own.slot[i].dev == dev)
             return amp_own.slot[i].handle;
-    if (!make || amp_own.count == AMP_OWN_HANDLES ||
-        !amp_real.cublasCreate_v2 ||
+    if (!make || !amp_real.cublasCreate_v2 ||
         !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2 ||
         !amp_real.cublasSetStream_v2)
         return NULL;
+    /* A new slot, or the slot of a context that has ended (its handle
+     * died with the context). */
+    for (i = 0; amp_own.count == AMP_OWN_HANDLES && i < AMP_OWN_HANDLES; i++)
+        if (amp_dev_retired(amp_own.slot[i].dev))
+            break;
+    if (i == AMP_OWN_HANDLES)
+        return NULL;
     amp_shim_at_thread_exit(amp_own_release);
-    own = &amp_own.slot[amp_own.count++];
+    own = &amp_own.slot[amp_own.count < AMP_OWN_HANDLES ? amp_own.count++
+                                                       : i];
     own->dev = dev;
     s = amp_real.cublasCreate_v2(&own->handle);
     if (s == CUBLAS_STATUS_SUCCESS) {

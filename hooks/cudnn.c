@@ -99,6 +99,24 @@ static _Thread_local struct {
     struct amp_own slot[AMP_OWN_HANDLES];
 } amp_owns;
 
+/* Destroys own's descriptors (host objects) and its handle, unless the
+ * handle's context has ended: it died with the context. */
+static void
+amp_own_drop(struct amp_own *own)
+{
+    if (!own->handle)
+        return;
+    amp_real.cudnnDestroyTensorDescriptor(own->x);
+    amp_real.cudnnDestroyTensorDescriptor(own->y);
+    amp_real.cudnnDestroyFilterDescriptor(own->w);
+    amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
+    if (amp_dev_retired(own->dev))
+        return;
+    /* Off the program's stream first: it may be gone already. */
+    amp_real.cudnnSetStream(own->handle, NULL);
+    amp_real.cudnnDestroy(own->handle);
+}
+
 /* A thread that made a handle destroys it and its descriptors when it
  * exits (a program that starts a thread per task would otherwise leak
  * them per task). */
@@ -109,19 +127,8 @@ amp_own_release(void)
 
     if (amp_owns.generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's handles */
-    for (i = 0; i < amp_owns.count; i++) {
-        struct amp_own *own = &amp_owns.slot[i];
-
-        if (!own->handle)
-            continue;
-        amp_real.cudnnDestroyTensorDescriptor(own->x);
-        amp_real.cudnnDestroyTensorDescriptor(own->y);
-        amp_real.cudnnDestroyFilterDescriptor(own->w);
-        amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
-        /* Off the program's stream first: it may be gone already. */
-        amp_real.cudnnSetStream(own->handle, NULL);
-        amp_real.cudnnDestroy(own->handle);
-    }
+    for (i = 0; i < amp_owns.count; i++)
+        amp_own_drop(&amp_owns.slot[i]);
     amp_owns.count = 0;
 }
 
@@ -139,10 +146,21 @@ amp_own_get(struct amp_dev *dev, int make)
     for (i = 0; i < amp_owns.count; i++)
         if (amp_owns.slot[i].dev == dev)
             return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
-    if (!make || amp_owns.count == AMP_OWN_HANDLES)
+    if (!make)
+        return NULL;
+    /* A new slot, or the slot of a context that has ended. */
+    for (i = 0; amp_owns.count == AMP_OWN_HANDLES && i < AMP_OWN_HANDLES; i++)
+        if (amp_dev_retired(amp_owns.slot[i].dev))
+            break;
+    if (i == AMP_OWN_HANDLES)
         return NULL;
     amp_shim_at_thread_exit(amp_own_release);
-    own = &amp_owns.slot[amp_owns.count++];
+    if (amp_owns.count < AMP_OWN_HANDLES) {
+        own = &amp_owns.slot[amp_owns.count++];
+    } else {
+        own = &amp_owns.slot[i];
+        amp_own_drop(own);
+    }
     memset(own, 0, sizeof *own);
     own->dev = dev;
     if (amp_real.cudnnCreate(&own->handle) != CUDNN_STATUS_SUCCESS ||

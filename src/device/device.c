@@ -37,6 +37,9 @@
     X(cuDeviceGetName)                                                       \
     X(cuCtxPushCurrent)                                                      \
     X(cuCtxPopCurrent)                                                       \
+    X(cuDevicePrimaryCtxGetState)                                            \
+    X(cuDevicePrimaryCtxRetain)                                              \
+    X(cuDevicePrimaryCtxRelease)                                             \
     X(cuGetErrorName)
 
 static struct {
@@ -65,7 +68,10 @@ static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
 #define AMP_DEV_MAX_CONTEXTS 64
 
 struct amp_dev {
+    /* The context; NULL once it has ended (amp_dev_retire). Atomic: a
+     * thread's amp_dev_last reads it while another thread retires it. */
     CUcontext ctx;
+    int retired;               /* atomic, as ctx */
     int usable;
     CUmodule module;
     CUfunction kernels[AMP_KERNEL_COUNT];
@@ -90,7 +96,14 @@ static enum amp_status amp_dev_init_status = AMP_ERR_UNAVAILABLE;
 static pthread_mutex_t amp_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
 static int amp_ndevs;
+static int amp_devs_full;
 static _Thread_local struct amp_dev *amp_dev_last;
+
+static CUcontext
+amp_dev_context(const struct amp_dev *dev)
+{
+    return __atomic_load_n(&dev->ctx, __ATOMIC_ACQUIRE);
+}
 
 static const char *
 amp_cu_error(CUresult r)
@@ -134,7 +147,7 @@ amp_dev_init(void)
     return amp_dev_init_status;
 }
 
-/* Loads the kernels into dev->ctx, which is current. */
+/* Loads the kernels into the current context, the one dev stands for. */
 static void
 amp_dev_setup(struct amp_dev *dev)
 {
@@ -190,17 +203,23 @@ amp_dev_find(int make)
         return NULL;
     if (amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
         return NULL;
-    if (amp_dev_last && amp_dev_last->ctx == ctx)
+    if (amp_dev_last && amp_dev_context(amp_dev_last) == ctx)
         return amp_dev_last->usable ? amp_dev_last : NULL;
 
     pthread_mutex_lock(&amp_dev_lock);
     for (i = 0; i < amp_ndevs; i++)
-        if (amp_devs[i].ctx == ctx)
+        if (amp_dev_context(&amp_devs[i]) == ctx)
             dev = &amp_devs[i];
     if (!dev && make && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
+        /* Entries are never reused: a retired one may still be named by
+         * a thread's amp_dev_last or own handles. */
         dev = &amp_devs[amp_ndevs++];
-        dev->ctx = ctx;
         amp_dev_setup(dev);
+        __atomic_store_n(&dev->ctx, ctx, __ATOMIC_RELEASE);
+    } else if (!dev && make && !amp_devs_full) {
+        amp_devs_full = 1;
+        amp_log(AMP_LOG_WARN, "more than %d CUDA contexts in this process; "
+                "calls in the later ones stay FP32", AMP_DEV_MAX_CONTEXTS);
     }
     pthread_mutex_unlock(&amp_dev_lock);
     if (!dev)
@@ -219,6 +238,104 @@ struct amp_dev *
 amp_dev_current_made(void)
 {
     return amp_dev_find(0);
+}
+
+void *
+amp_dev_primary_context(int device)
+{
+    CUcontext ctx = NULL;
+    unsigned flags;
+    int active = 0;
+
+    /* Retaining an active primary context and releasing it again leaves
+     * its count as it was; an inactive one is never made. */
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuDevicePrimaryCtxGetState(device, &flags, &active) !=
+            CUDA_SUCCESS ||
+        !active ||
+        amp_cu.cuDevicePrimaryCtxRetain(&ctx, device) != CUDA_SUCCESS)
+        return NULL;
+    amp_cu.cuDevicePrimaryCtxRelease(device);
+    return ctx;
+}
+
+int
+amp_dev_primary_active(int device)
+{
+    unsigned flags;
+    int active = 0;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuDevicePrimaryCtxGetState(device, &flags, &active) !=
+            CUDA_SUCCESS)
+        return -1;
+    return active;
+}
+
+void *
+amp_dev_current_context(void)
+{
+    CUcontext ctx = NULL;
+
+    if (amp_dev_init() != AMP_OK || amp_cu.cuCtxGetCurrent(&ctx) !=
+                                         CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+int
+amp_dev_any(void)
+{
+    int n;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    n = amp_ndevs;
+    pthread_mutex_unlock(&amp_dev_lock);
+    return n > 0;
+}
+
+int
+amp_dev_known(void *ctx)
+{
+    int i, known = 0;
+
+    if (!ctx)
+        return 0;
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs && !known; i++)
+        known = amp_dev_context(&amp_devs[i]) == (CUcontext)ctx;
+    pthread_mutex_unlock(&amp_dev_lock);
+    return known;
+}
+
+void
+amp_dev_retire(void *ctx)
+{
+    int i;
+
+    if (!ctx)
+        return;
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs; i++) {
+        struct amp_dev *dev = &amp_devs[i];
+
+        if (amp_dev_context(dev) != (CUcontext)ctx)
+            continue;
+        /* Its module, events and page-locked slots ended with the
+         * context; a later context at the same address gets a new
+         * entry. */
+        __atomic_store_n(&dev->retired, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&dev->ctx, NULL, __ATOMIC_RELEASE);
+        amp_log(AMP_LOG_DEBUG, "context %p ended: the shim's state in it "
+                "is dropped", ctx);
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+int
+amp_dev_retired(const struct amp_dev *dev)
+{
+    return __atomic_load_n(&dev->retired, __ATOMIC_ACQUIRE);
 }
 
 int
@@ -395,7 +512,8 @@ amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
     CUcontext popped;
     CUresult r;
 
-    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+    if (!amp_dev_context(dev) ||
+        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return -1;
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
     amp_cu.cuCtxPopCurrent(&popped);
@@ -455,7 +573,8 @@ amp_dev_event_done(struct amp_dev *dev, int event, int wait)
     CUcontext popped;
     CUresult r;
 
-    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+    if (!amp_dev_context(dev) ||
+        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return -1;
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
     amp_cu.cuCtxPopCurrent(&popped);
@@ -471,7 +590,8 @@ amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
     float elapsed = 0.0f;
     CUresult r;
 
-    if (amp_cu.cuCtxPushCurrent(dev->ctx) != CUDA_SUCCESS)
+    if (!amp_dev_context(dev) ||
+        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return AMP_ERR_DRIVER;
     r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
                                   dev->events[to]);
@@ -558,5 +678,6 @@ amp_dev_forget(void)
     pthread_mutex_init(&amp_dev_lock, NULL);
     memset(amp_devs, 0, sizeof amp_devs);
     amp_ndevs = 0;
+    amp_devs_full = 0;
     amp_dev_last = NULL;
 }

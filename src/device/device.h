@@ -47,6 +47,36 @@ struct amp_dev *amp_dev_current(void);
  * stream is being captured, where loading a module is not allowed. */
 struct amp_dev *amp_dev_current_made(void);
 
+/* ---- Contexts that end ------------------------------------------------------
+ * A program may reset or destroy a context the shim has work and state in
+ * (cudaDeviceReset, cuDevicePrimaryCtxReset, cuCtxDestroy): the hooks
+ * harvest first, then retire the context's state, so that a later context
+ * (perhaps at the same address) starts afresh. */
+
+/* The primary context of `device` (a CUcontext) while it is active, NULL
+ * when it is not (nothing is made or retained). */
+void *amp_dev_primary_context(int device);
+
+/* 1 when the primary context of `device` is active, 0 when not, -1 when
+ * the driver cannot tell. */
+int amp_dev_primary_active(int device);
+
+/* The calling thread's current context, or NULL. */
+void *amp_dev_current_context(void);
+
+/* 1 when the shim has state in some context. */
+int amp_dev_any(void);
+
+/* 1 when the shim has state in context `ctx` (it converted a call there). */
+int amp_dev_known(void *ctx);
+
+/* Drops the shim's state in `ctx`, which has ended: its entry is never
+ * returned again. The caller has harvested its pending work. */
+void amp_dev_retire(void *ctx);
+
+/* 1 once dev's context has ended (its handles died with it). */
+int amp_dev_retired(const struct amp_dev *dev);
+
 /* 1 while `stream` is being captured into a graph, 0 when not, -1 when the
  * driver cannot tell. */
 int amp_dev_stream_capturing(amp_stream stream);

@@ -1,6 +1,6 @@
 /* ABI tests of libampshim.so: it exports exactly the hooked symbols of
- * every hook file (cublas_v2.h's, the legacy cublas.h's and cuDNN's
- * convolutions), needs no CUDA or cuDNN library, and leaves no trace in a process that never calls
+ * every hook file (cublas_v2.h's, the legacy cublas.h's, cuDNN's
+ * convolutions and the CUDA calls that end a context), needs no CUDA or cuDNN library, and leaves no trace in a process that never calls
  * a hooked function.
  *
  * usage: test_abi exports LIBAMPSHIM NM READELF
@@ -21,6 +21,7 @@
 #define AMP_SYMBOL_NAMES_ONLY
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
+#include "cuda_symbols.h"
 #include "cudnn_symbols.h"
 #include "harness.h"
 
@@ -33,7 +34,7 @@ static const char *readelf_path;
 #define HOOKED_NAME(ret, name, params) #name,
 static const char *const hooked[] = {
     AMP_CUBLAS_HOOKED(HOOKED_NAME) AMP_CUBLAS_LEGACY_HOOKED(HOOKED_NAME)
-    AMP_CUDNN_HOOKED(HOOKED_NAME)
+    AMP_CUDNN_HOOKED(HOOKED_NAME) AMP_CUDA_HOOKED(HOOKED_NAME)
 };
 #define N_HOOKED ((int)(sizeof(hooked) / sizeof(hooked[0])))
 
@@ -126,8 +127,9 @@ test_exports_are_the_hooked_list(void **state)
     assert_int_equal(extra, 0);
     /* Every GEMM entry point of both APIs: 18 of cublas_v2.h, and the
      * legacy cublasSgemm with the three context calls it depends on; the
-     * three cuDNN convolutions. */
-    assert_int_equal(N_HOOKED, 25);
+     * three cuDNN convolutions; cudaDeviceReset and the driver's three
+     * calls that end a context. */
+    assert_int_equal(N_HOOKED, 29);
     amp_test_run_free(&run);
 }
 

@@ -6,7 +6,9 @@
  * then makes --calls calls more on the first stream, M2 x N2 x K2 and
  * M2 x N2 x K2/2 in turn, starting with K2. */
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +68,43 @@ larger(size_t a, size_t b)
     return a > b ? a : b;
 }
 
+static CUcontext own;
+
+/* Resets the device the way `how` says; 0 on success. */
+static int
+reset(const char *how)
+{
+    if (strcmp(how, "destroy") == 0)
+        return cuCtxDestroy(own) != CUDA_SUCCESS;
+    if (strcmp(how, "runtime") == 0)
+        return cudaDeviceReset() != cudaSuccess;
+    if (strcmp(how, "driver") == 0)
+        return cuDevicePrimaryCtxReset(0) != CUDA_SUCCESS;
+    fprintf(stderr, "report_prog: --reset runtime, driver or destroy, not "
+            "%s\n", how);
+    return 1;
+}
+
+/* Max-norm relative error of the m x n product of report_prog's data (A
+ * m x k, B k x n, both from host[]) in c, against double. */
+static double
+check_product(const float *c, int m, int n, int k)
+{
+    double err = 0.0, ref = 0.0;
+
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double want = 0.0;
+
+            for (int l = 0; l < k; l++)
+                want += (double)host[i + (size_t)l * m] *
+                        (double)host[l + (size_t)j * k];
+            err = fmax(err, fabs(c[i + (size_t)j * m] - want));
+            ref = fmax(ref, fabs(want));
+        }
+    return ref > 0.0 ? err / ref : err;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -73,8 +112,10 @@ main(int argc, char **argv)
     int k = option(argc, argv, "--k", 256);
     int calls = option(argc, argv, "--calls", 4);
     int nstreams = option(argc, argv, "--streams", 1);
+    const char *how = NULL;
+    int again = option(argc, argv, "--again", 0);
     cudaStream_t streams[MAX_STREAMS];
-    float *a, *b, *c, alpha = 1.0f, beta = 0.0f;
+    float *a, *b, *c, alpha = 1.0f, beta = 0.0f, *result;
     cublasHandle_t handle;
     pthread_t worker;
     int m2 = option(argc, argv, "--m2", 0), n2 = option(argc, argv, "--n2", 0);
@@ -83,34 +124,72 @@ main(int argc, char **argv)
     size_t big2 = larger((size_t)m2, (size_t)n2) * larger((size_t)k2,
                                                           (size_t)n2);
 
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--reset") == 0)
+            how = argv[i + 1];
     big = larger(big, big2);
     exit_status = option(argc, argv, "--exit", 0);
     if (nstreams < 1 || nstreams > MAX_STREAMS)
         return 2;
     host = malloc(big * sizeof *host);
+    result = malloc((size_t)m * n * sizeof *result);
     for (size_t i = 0; i < big; i++)
         host[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
-    if (cudaMalloc((void **)&a, big * 4) != cudaSuccess ||
-        cudaMalloc((void **)&b, big * 4) != cudaSuccess ||
-        cudaMalloc((void **)&c, big * 4) != cudaSuccess ||
-        cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "report_prog: no device\n");
-        return 3;
-    }
-    cudaMemcpy(a, host, big * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(b, host, big * 4, cudaMemcpyHostToDevice);
-    for (int s = 0; s < nstreams; s++)
-        cudaStreamCreate(&streams[s]);
-    for (int i = 0; i < calls; i++) {
-        cublasSetStream(handle, streams[i % nstreams]);
-        if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a,
-                        m, b, k, &beta, c, m) != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "report_prog: cublasSgemm failed\n");
+    /* Once, or twice with a reset between and --again. */
+    int rounds = how ? 1 + again : 1;
+
+    for (int round = 0; round < rounds; round++) {
+        /* A context of the program's own, or after a reset the device's
+         * primary context, made current. */
+        if (how && strcmp(how, "destroy") == 0
+                ? cuInit(0) != CUDA_SUCCESS ||
+                      cuCtxCreate(&own, NULL, 0, 0) != CUDA_SUCCESS
+                : round > 0 && cudaSetDevice(0) != cudaSuccess) {
+            fprintf(stderr, "report_prog: no context\n");
+            return 3;
+        }
+        if (cudaMalloc((void **)&a, big * 4) != cudaSuccess ||
+            cudaMalloc((void **)&b, big * 4) != cudaSuccess ||
+            cudaMalloc((void **)&c, big * 4) != cudaSuccess ||
+            cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "report_prog: no device\n");
+            return 3;
+        }
+        cudaMemcpy(a, host, big * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(b, host, big * 4, cudaMemcpyHostToDevice);
+        for (int s = 0; s < nstreams; s++)
+            cudaStreamCreate(&streams[s]);
+        for (int i = 0; i < calls; i++) {
+            cublasSetStream(handle, streams[i % nstreams]);
+            if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha,
+                            a, m, b, k, &beta, c, m) !=
+                CUBLAS_STATUS_SUCCESS) {
+                fprintf(stderr, "report_prog: cublasSgemm failed\n");
+                return 4;
+            }
+        }
+        if (how && (round + 1 < rounds || again == 0)) {
+            /* The calls are still pending: the reset ends them. */
+            if (reset(how) != 0) {
+                fprintf(stderr, "report_prog: the reset failed\n");
+                return 6;
+            }
+            continue;
+        }
+        cudaDeviceSynchronize();
+        if (cudaMemcpy(result, c, (size_t)m * n * 4,
+                       cudaMemcpyDeviceToHost) != cudaSuccess) {
+            fprintf(stderr, "report_prog: cannot read the result\n");
             return 4;
         }
+        if (round > 0) {
+            double rel = check_product(result, m, n, k);
+
+            printf("report_prog after the reset: max_rel=%.3g\n", rel);
+            if (!(rel <= 1e-2))
+                return 5;
+        }
     }
-    cudaDeviceSynchronize();
-    cudaMemcpy(host, c, (size_t)m * n * 4, cudaMemcpyDeviceToHost);
     if (m2 > 0 && n2 > 0 && k2 > 0) {
         cublasSetStream(handle, streams[0]);
         if (second_site(handle, m2, n2, k2, calls, a, b, c) != 0) {
@@ -119,13 +198,15 @@ main(int argc, char **argv)
         }
         cudaDeviceSynchronize();
     }
-    printf("report_prog calls=%d c0=%g\n", calls, host[0]);
+    printf("report_prog calls=%d c0=%g\n", calls,
+           how && again == 0 ? 0.0 : result[0]);
     fflush(stdout);
     if (flag(argc, argv, "--exit-thread")) {
         /* exit() from the worker while main waits here. */
         pthread_create(&worker, NULL, exit_from_thread, NULL);
         pthread_join(worker, NULL);
     }
+    free(result);
     free(host);
     return exit_status;
 }

@@ -473,6 +473,106 @@ test_call_log(void **state)
     amp_test_env_free(&env);
 }
 
+/* ---- Contexts that end under the shim ------------------------------------ */
+
+/* report_prog ends its context while CALLS converted calls are pending
+ * (`how`: cudaDeviceReset, the driver's primary-context reset, cuCtxDestroy
+ * of its own context), then with `again` starts over that many times, each
+ * in a new context, and checks the last result: every call converted and
+ * timed, none fallen back, in shadow each one's error measured. */
+static void
+expect_context_end(const char *how, const char *again, const char *mode)
+{
+    int calls = CALLS * (1 + atoi(again));
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    snprintf(path, sizeof path, "%s/end-%s-%s-%s.json", dir, how, again,
+             mode);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", mode);
+    run_prog(&env, &r, "--reset", how, "--again", again, NULL);
+    if (!r.exited || r.code != 0) {
+        amp_test_run_dump(how, &r);
+        fail_msg("--reset %s --again %s in %s: exit %d", how, again, mode,
+                 r.code);
+    }
+    if (atoi(again) > 0)
+        assert_int_equal(amp_test_count_lines_with(
+                             r.out, "report_prog after the reset"), 1);
+    rep = load(path);
+    assert_int_equal((int)num(rep, "totals.sites"), 1);
+    assert_int_equal((int)num(rep, "sites.0.calls"), calls);
+    assert_int_equal((int)num(rep, "sites.0.converted"), calls);
+    assert_int_equal((int)num(rep, "sites.0.fallback"), 0);
+    assert_int_equal((int)num(rep, "sites.0.unmeasured"), 0);
+    assert_int_equal((int)num(rep, "sites.0.time.calls_timed"), calls);
+    assert_int_equal((int)num(rep, "sites.0.errors.shadow_calls"),
+                     strncmp(mode, "shadow", 6) == 0 ? calls : 0);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+static void
+test_context_end(void **state)
+{
+    static const char *const modes[] = {"fp16", "shadow:fp16"};
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        expect_context_end("runtime", "0", modes[i]);
+        expect_context_end("driver", "0", modes[i]);
+        expect_context_end("destroy", "0", modes[i]);
+        /* More contexts than the shim keeps own handles per thread. */
+        expect_context_end("runtime", "10", modes[i]);
+        expect_context_end("destroy", "10", modes[i]);
+    }
+}
+
+/* conv_check --reset: every case twice, in two contexts, a cudaDeviceReset
+ * after each round: every convolution converted, timed and checked. */
+static void
+test_context_end_conv(void **state)
+{
+    char *argv[] = {(char *)conv_prog, "--tol", "fp16", "--reset", NULL};
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+    int converted;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/end-conv.json", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "shadow:fp16");
+    assert_int_equal(amp_test_run(argv, &env, 240, &r), 0);
+    if (!r.exited || r.code != 0) {
+        amp_test_run_dump("conv_check --reset", &r);
+        fail_msg("conv_check --reset: exit %d", r.code);
+    }
+    rep = load(path);
+    converted = (int)num(rep, "totals.converted");
+    /* Both rounds' convertible cases: 2 x 33. */
+    assert_int_equal(converted, 66);
+    assert_int_equal((int)num(rep, "totals.calls"), converted);
+    assert_int_equal((int)num(rep, "totals.fallback"), 0);
+    assert_int_equal((int)num(rep, "totals.unmeasured"), 0);
+    for (size_t s = 0; s < at(rep, "sites")->count; s++) {
+        const struct amp_json *site = &at(rep, "sites")->items[s];
+
+        assert_int_equal((int)num(site, "errors.shadow_calls"),
+                         (int)num(site, "converted"));
+        assert_int_equal((int)num(site, "time.calls_timed"),
+                         (int)num(site, "converted"));
+    }
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
 /* ---- Where the report goes ---------------------------------------------- */
 
 static void
@@ -788,6 +888,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_report_conv_flops),
         cmocka_unit_test(test_call_log),
         cmocka_unit_test(test_exit_from_thread),
+        cmocka_unit_test(test_context_end),
+        cmocka_unit_test(test_context_end_conv),
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_never_overwrites),
         cmocka_unit_test(test_refuses_symlink),
