@@ -28,6 +28,11 @@ fi
 if [[ -f $build/build.ninja ]]; then
     meson setup --reconfigure "${options[@]}" "$build" "$root" >/dev/null
 else
-    CC=$compiler meson setup "${options[@]}" "$build" "$root"
+    case $compiler in
+        gcc) cxx=g++ ;;
+        clang) cxx=clang++ ;;
+        *) cxx=c++ ;;
+    esac
+    CC=$compiler CXX=$cxx meson setup "${options[@]}" "$build" "$root"
 fi
 ninja -C "$build" ${JOBS:+-j "$JOBS"}

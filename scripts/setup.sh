@@ -5,7 +5,8 @@ set -euo pipefail
 
 # libclang-rt-dev: libFuzzer for the parser's fuzz target (clang builds).
 # valgrind: callgrind for scripts/bench_overhead.sh.
-packages=(meson ninja-build pkg-config gcc clang libclang-rt-dev
+# g++: the emulator compiles the kernels' CUDA source for the host as C++.
+packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev
           python3 binutils zlib1g-dev dataset-fashion-mnist
           valgrind)

@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* Device address space reserved up front; halved until the kernel gives it. */
@@ -20,6 +23,9 @@ struct core_alloc_rec {
     CUdeviceptr base;
     size_t size;                /* bytes asked for */
     size_t span;                /* bytes reserved (aligned) */
+    size_t place;               /* offset of its first page in the span */
+    size_t pages;               /* bytes of its pages, the guard page after
+                                 * them not counted */
     int dev;
     int is_host;                /* page-locked host memory (cuMemAllocHost) */
     int async;                  /* from cuMemAllocAsync */
@@ -71,6 +77,16 @@ void
 core_unlock(void)
 {
     pthread_mutex_unlock(&g.lock);
+}
+
+static size_t
+core_page(void)
+{
+    static size_t page;
+
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
 }
 
 /* ---- Initialisation ------------------------------------------------------ */
@@ -261,44 +277,15 @@ core_ctx_activate(struct CUctx_st *ctx, unsigned flags)
     return CUDA_SUCCESS;
 }
 
-/* Offset in the device span of the nearest device allocation before
- * (dir -1: its end) or after (dir +1: its start) index i; -1 when none. */
-static long long
-core_neighbour_edge(size_t i, int dir)
-{
-    size_t j = i;
-
-    while (dir < 0 ? j-- > 0 : ++j < g.nallocs) {
-        const struct core_alloc_rec *n = &g.allocs[j];
-
-        if (n->is_host)
-            continue;
-        return (long long)(n->base - (uintptr_t)g.dev_base) +
-               (dir < 0 ? (long long)n->span : 0);
-    }
-    return -1;
-}
-
-/* Gives the pages of a freed device allocation back to the kernel, all of
- * them but those it shares with a live neighbour, so that a long run of
- * allocations at fresh addresses does not keep growing the process. */
+/* Gives the pages of a freed device allocation back to the kernel (no
+ * other allocation shares them), so that a long run of allocations at
+ * fresh addresses does not keep growing the process. */
 static void
 core_release_pages(size_t i)
 {
     const struct core_alloc_rec *r = &g.allocs[i];
-    long long page = (long long)sysconf(_SC_PAGESIZE);
-    long long off = (long long)(r->base - (uintptr_t)g.dev_base);
-    long long lo = off / page * page;
-    long long hi = (off + (long long)r->span + page - 1) / page * page;
-    long long before = core_neighbour_edge(i, -1);
-    long long after = core_neighbour_edge(i, +1);
 
-    if (before > lo)
-        lo += page;
-    if (after >= 0 && after < hi)
-        hi -= page;
-    if (hi > lo)
-        madvise(g.rw_base + lo, (size_t)(hi - lo), MADV_DONTNEED);
+    madvise(g.rw_base + r->place, r->pages, MADV_DONTNEED);
 }
 
 static void
@@ -550,8 +537,8 @@ core_find_gap(size_t need, size_t from, size_t *off)
 
         if (r->is_host || r->base < dev0 || r->base >= dev0 + g.span)
             continue;
-        b = (size_t)(r->base - dev0);
-        e = b + r->span;
+        b = r->place;
+        e = b + r->pages + core_page();
         if (e <= pos)
             continue;
         if (b >= pos && b - pos >= need) {
@@ -571,19 +558,25 @@ CUresult
 core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
 {
     struct core_alloc_rec rec = { 0 };
-    size_t span, off;
+    size_t span, pages, off;
 
     if (bytes > g.span)
         return CUDA_ERROR_OUT_OF_MEMORY;
     span = (bytes + CORE_ALIGN - 1) / CORE_ALIGN * CORE_ALIGN;
     if (g.used[ctx->dev] + span > emu_gpu()->total_mem)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (core_find_gap(span, g.cursor, &off) != 0 &&
-        core_find_gap(span, 0, &off) != 0)
+    /* Pages of its own, its end at their end, and a guard page after them
+     * that no allocation has: a kernel that runs past the end of its
+     * allocation faults (core_window_open), as on a GPU. */
+    pages = (span + core_page() - 1) / core_page() * core_page();
+    if (core_find_gap(pages + core_page(), g.cursor, &off) != 0 &&
+        core_find_gap(pages + core_page(), 0, &off) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    rec.base = (CUdeviceptr)(uintptr_t)(g.dev_base + off);
+    rec.base = (CUdeviceptr)(uintptr_t)(g.dev_base + off + pages - span);
     rec.size = bytes;
     rec.span = span;
+    rec.place = off;
+    rec.pages = pages;
     rec.dev = ctx->dev;
     rec.async = async;
     rec.ctx = ctx;
@@ -591,9 +584,9 @@ core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Fresh device memory reads as NaN, so a read of memory nobody wrote
      * shows up in results. */
-    memset(g.rw_base + off, 0xff, bytes);
+    memset(g.rw_base + off + pages - span, 0xff, bytes);
     g.used[ctx->dev] += span;
-    g.cursor = off + span;
+    g.cursor = off + pages + core_page();
     *out = rec.base;
     return CUDA_SUCCESS;
 }
@@ -711,6 +704,187 @@ emu_dev_at(CUdeviceptr p, size_t bytes)
     }
     core_unlock();
     return at;
+}
+
+/* ---- The device window ------------------------------------------------------ */
+
+/* A page's state in the window. */
+enum { WIN_CLOSED = 0, WIN_READ, WIN_WRITTEN };
+
+static struct {
+    unsigned char *state;       /* per page of the span */
+    size_t *opened;             /* pages opened, in the order they were */
+    size_t nopened;
+    double bytes;
+    sigjmp_buf *on_fault;
+    struct sigaction old;
+    long tid;                   /* the thread that runs the kernel */
+    int open;
+} win;
+
+/* Whether the faulting access writes, where the CPU says so; elsewhere a
+ * page opens for reading first and faults again when written. */
+static int
+core_fault_writes(const void *uctx)
+{
+#if defined(__x86_64__)
+    const ucontext_t *uc = uctx;
+
+    return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+    (void)uctx;
+    return 0;
+#endif
+}
+
+/* Bytes of the allocation r on span page pg. */
+static double
+core_page_bytes(const struct core_alloc_rec *r, size_t pg)
+{
+    uintptr_t lo = (uintptr_t)g.dev_base + pg * core_page();
+    uintptr_t hi = lo + core_page();
+    uintptr_t b = (uintptr_t)r->base, e = b + r->size;
+
+    return (double)((e < hi ? e : hi) - (b > lo ? b : lo));
+}
+
+/* Opens the page of device address a for the faulting access: 0, or -1
+ * when a lies in no allocation. Runs in the fault handler, on the thread
+ * that holds the lock: the allocation table does not change under it. */
+static int
+core_window_touch(uintptr_t a, int writes)
+{
+    uintptr_t dev0 = (uintptr_t)g.dev_base;
+    size_t page = core_page(), pg;
+    unsigned char *at;
+    long i;
+
+    if (a < dev0 || a - dev0 >= g.span)
+        return -1;
+    i = core_find_index((CUdeviceptr)a);
+    if (i < 0 || g.allocs[i].is_host)
+        return -1;
+    pg = (a - dev0) / page;
+    at = g.dev_base + pg * page;
+    if (win.state[pg] == WIN_READ) {
+        /* Open for reading, so this access writes. */
+        mprotect(at, page, PROT_READ | PROT_WRITE);
+        win.state[pg] = WIN_WRITTEN;
+        win.bytes += core_page_bytes(&g.allocs[i], pg);
+        return 0;
+    }
+    if (win.state[pg] != WIN_CLOSED)
+        return -1;
+    mprotect(at, page, PROT_READ | PROT_WRITE);
+    memcpy(at, g.rw_base + pg * page, page);
+    if (!writes)
+        mprotect(at, page, PROT_READ);
+    win.state[pg] = writes ? WIN_WRITTEN : WIN_READ;
+    win.opened[win.nopened++] = pg;
+    win.bytes += core_page_bytes(&g.allocs[i], pg);
+    return 0;
+}
+
+static void
+core_window_fault(int sig, siginfo_t *si, void *uctx)
+{
+    if (win.open && syscall(SYS_gettid) == win.tid) {
+        if (core_window_touch((uintptr_t)si->si_addr,
+                              core_fault_writes(uctx)) == 0)
+            return;
+        emu_grid_abandon();
+        siglongjmp(*win.on_fault, 1);
+    }
+    /* Another thread's fault: what it would have been without the
+     * window, a host access to device memory among them. */
+    if (win.old.sa_flags & SA_SIGINFO)
+        win.old.sa_sigaction(sig, si, uctx);
+    else if (win.old.sa_handler != SIG_IGN && win.old.sa_handler != SIG_DFL)
+        win.old.sa_handler(sig);
+    else
+        signal(sig, SIG_DFL);
+}
+
+/* The window's page tables, reserved once: a state byte and an entry per
+ * page of the span, backed only where used. */
+static int
+core_window_reserve(void)
+{
+    size_t pages = g.span / core_page();
+    void *state, *opened;
+
+    if (win.state)
+        return 0;
+    state = mmap(NULL, pages, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    opened = mmap(NULL, pages * sizeof(size_t), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (state == MAP_FAILED || opened == MAP_FAILED) {
+        if (state != MAP_FAILED)
+            munmap(state, pages);
+        if (opened != MAP_FAILED)
+            munmap(opened, pages * sizeof(size_t));
+        return -1;
+    }
+    win.state = state;
+    win.opened = opened;
+    return 0;
+}
+
+void
+core_window_open(sigjmp_buf *on_fault)
+{
+    struct sigaction sa;
+
+    win.on_fault = on_fault;
+    win.nopened = 0;
+    win.bytes = 0.0;
+    win.tid = syscall(SYS_gettid);
+    /* Without the tables no page opens and the kernel faults. */
+    win.open = core_window_reserve() == 0;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = core_window_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &win.old);
+}
+
+/* Closes pages [first, first + n) of the span, giving their memory back. */
+static void
+core_window_shut(size_t first, size_t n)
+{
+    unsigned char *at = g.dev_base + first * core_page();
+
+    madvise(at, n * core_page(), MADV_DONTNEED);
+    mprotect(at, n * core_page(), PROT_NONE);
+}
+
+double
+core_window_close(void)
+{
+    size_t page = core_page(), run = 0, first = 0;
+
+    sigaction(SIGSEGV, &win.old, NULL);
+    for (size_t i = 0; i < win.nopened; i++) {
+        size_t pg = win.opened[i];
+
+        if (win.state[pg] == WIN_WRITTEN)
+            memcpy(g.rw_base + pg * page, g.dev_base + pg * page, page);
+        win.state[pg] = WIN_CLOSED;
+        if (run && pg == first + run) {
+            run++;
+            continue;
+        }
+        if (run)
+            core_window_shut(first, run);
+        first = pg;
+        run = 1;
+    }
+    if (run)
+        core_window_shut(first, run);
+    win.nopened = 0;
+    win.open = 0;
+    return win.bytes;
 }
 
 int
@@ -909,6 +1083,16 @@ fail:
     return rc;
 }
 
+/* The op whose run() is running, for core_op_set_model_ns. */
+static struct emu_op *core_running_op;
+
+void
+core_op_set_model_ns(double ns)
+{
+    if (core_running_op)
+        core_running_op->model_ns = ns;
+}
+
 /* Runs the head op of s once its dependencies have run. */
 static void
 core_run_one(struct CUstream_st *s)
@@ -934,7 +1118,11 @@ core_run_one(struct CUstream_st *s)
     /* After a failed op the context is unusable, as on a GPU: later work
      * is dropped. */
     if (q->op.run && ctx->sticky == CUDA_SUCCESS) {
-        CUresult rc = q->op.run(q->op.arg);
+        CUresult rc;
+
+        core_running_op = &q->op;
+        rc = q->op.run(q->op.arg);
+        core_running_op = NULL;
 
         if (rc != CUDA_SUCCESS)
             ctx->sticky = rc;

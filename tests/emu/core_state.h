@@ -7,6 +7,7 @@
 #include "emu_kernels.h"
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdint.h>
 
 #define CORE_MAX_DEVICES 16
@@ -178,6 +179,25 @@ CUresult core_host_free(void *p);
 int core_find(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *dev,
               int *is_host, struct CUctx_st **ctx);
 size_t core_mem_used(int dev);
+
+/* The device window: while a kernel's host code runs, device memory is
+ * open to it at its device addresses, a page at a time as threads touch
+ * it (a fault opens the page: for reading, or for writing when the access
+ * writes). A touch of a device address outside every allocation, or any
+ * other fault of the running thread, jumps to *on_fault. Caller holds the
+ * lock, and opens one window at a time. */
+void core_window_open(sigjmp_buf *on_fault);
+/* Writes the pages written back, closes them again and returns the bytes
+ * the kernel read plus the bytes it wrote (each page it opened, counted by
+ * what of it lies in its allocation, once for reading and once for
+ * writing). */
+double core_window_close(void);
+/* Called from the fault handler before it jumps out of a fiber. */
+void emu_grid_abandon(void);
+
+/* The modelled duration of the op that runs, for work whose cost is known
+ * only once it ran (a kernel's memory traffic); called from its run(). */
+void core_op_set_model_ns(double ns);
 
 /* Streams. */
 CUresult core_stream_resolve(struct CUctx_st *ctx, CUstream h,

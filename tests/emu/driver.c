@@ -2014,20 +2014,24 @@ cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 }
 
 struct drv_launch {
-    const struct emu_kernel *kernel;
-    struct emu_launch launch;
-    /* By-value parameters, each 8-byte aligned: CUDA takes up to 4 KB. */
-    _Alignas(8) unsigned char params[4096];
+    struct emu_grid grid;
+    /* By-value parameters, each aligned as its type: CUDA takes up to
+     * 4 KB. */
+    _Alignas(16) unsigned char params[4096];
 };
 
+/* Runs the kernel's own code for every thread; its modelled time follows
+ * the memory it touched. */
 static CUresult
 drv_run_launch(void *arg)
 {
     struct drv_launch *l = arg;
-    CUresult rc = l->kernel->run(&l->launch);
+    double bytes;
+    CUresult rc = emu_grid_run(&l->grid, &bytes);
 
+    core_op_set_model_ns(emu_model_ns(0.0, EMU_PREC_NONE, bytes));
     if (rc != CUDA_SUCCESS)
-        return emu_op_fail(rc, l->kernel->name, "kernel fault");
+        return emu_op_fail(rc, l->grid.kernel->name, "kernel fault");
     return CUDA_SUCCESS;
 }
 
@@ -2088,26 +2092,27 @@ cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     l = calloc(1, sizeof(*l));
     if (!l)
         return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
-    l->kernel = fn->kernel;
-    memcpy(l->launch.grid, grid, sizeof(grid));
-    memcpy(l->launch.block, block, sizeof(block));
-    l->launch.shared_bytes = shared;
-    /* The parameters are copied now: the caller's array lives only for
-     * the call. */
+    l->grid.kernel = fn->kernel;
+    memcpy(l->grid.grid, grid, sizeof(grid));
+    memcpy(l->grid.block, block, sizeof(block));
+    /* The parameters are copied now, each by its size in the kernel's
+     * signature: the caller's array lives only for the call. */
     for (i = 0; i < fn->kernel->nparams; i++) {
         size_t n = fn->kernel->param_size[i];
+        size_t align = fn->kernel->param_align[i];
 
-        if (off + n > sizeof(l->params)) {
+        off = (off + align - 1) / align * align;
+        if (align > 16 || off + n > sizeof(l->params)) {
             free(l);
             return drv_leave(CUDA_ERROR_INVALID_VALUE);
         }
         memcpy(l->params + off, params[i], n);
-        l->launch.params[i] = l->params + off;
-        off += (n + 7) & ~(size_t)7;
+        l->grid.params[i] = l->params + off;
+        off += n;
     }
     op.name = fn->kernel->name;
     op.arg = l;
-    op.model_ns = emu_model_ns(0.0, EMU_PREC_NONE,
-                               fn->kernel->bytes(&l->launch));
+    /* Until it runs: the launch latency (drv_run_launch). */
+    op.model_ns = emu_model_ns(0.0, EMU_PREC_NONE, 0.0);
     return drv_leave(core_enqueue(s, &op, NULL, NULL));
 }

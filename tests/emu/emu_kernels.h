@@ -1,5 +1,6 @@
-/* Host implementations of device kernels, looked up by name by the emulated
- * cuModuleGetFunction and run by the emulated cuLaunchKernel. */
+/* The shim's kernels compiled for the host (emu_kernels.cpp), looked up by
+ * name by the emulated cuModuleGetFunction and run by the emulated
+ * cuLaunchKernel through emu_grid_run(). */
 #ifndef EMU_KERNELS_H
 #define EMU_KERNELS_H
 
@@ -8,31 +9,60 @@
 
 #define EMU_KERNEL_MAX_PARAMS 16
 
-/* One launch, with the kernel parameters copied at cuLaunchKernel time
- * (the caller's kernelParams are only valid during the call). */
-struct emu_launch {
-    unsigned grid[3];
-    unsigned block[3];
-    unsigned shared_bytes;
-    void *params[EMU_KERNEL_MAX_PARAMS]; /* params[i] points to a copy */
-};
-
+/* One kernel, every field taken from its definition in the kernels'
+ * sources. */
 struct emu_kernel {
     const char *name;                       /* the extern "C" kernel name */
     int nparams;
-    size_t param_size[EMU_KERNEL_MAX_PARAMS];
-    /* Runs every thread of the grid; device pointers among the parameters
-     * are translated with emu_dev_at(). Returns CUDA_SUCCESS, or
-     * CUDA_ERROR_ILLEGAL_ADDRESS when a pointer is outside its allocation. */
-    CUresult (*run)(const struct emu_launch *launch);
-    /* Bytes the launch reads and writes, for the timing model. */
-    double (*bytes)(const struct emu_launch *launch);
+    size_t param_size[EMU_KERNEL_MAX_PARAMS];   /* sizeof each parameter */
+    size_t param_align[EMU_KERNEL_MAX_PARAMS];  /* alignof each parameter */
+    /* Calls the kernel function for the current thread of the grid with
+     * params[i] pointing to a copy of parameter i. */
+    void (*entry)(void *const *params);
 };
 
-/* The kernels the emulator knows, terminated by an entry with name NULL. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every kernel the sources define, terminated by an entry with name NULL. */
 extern const struct emu_kernel emu_kernels[];
 
 /* The entry named `name`, or NULL. */
 const struct emu_kernel *emu_kernel_find(const char *name);
+
+/* One launch: its shape and its parameters (params[i] points to a copy). */
+struct emu_grid {
+    const struct emu_kernel *kernel;
+    unsigned grid[3];
+    unsigned block[3];
+    void *params[EMU_KERNEL_MAX_PARAMS];
+};
+
+/* Runs every block of the grid, one after another, each block's threads
+ * as fibers that switch at barriers, with device memory open to them (see
+ * core_window_open). Returns CUDA_SUCCESS, or CUDA_ERROR_ILLEGAL_ADDRESS
+ * when a thread touched memory outside every allocation (the launch stops
+ * there); *bytes gets the device memory traffic of the run. Caller holds
+ * the core lock. */
+CUresult emu_grid_run(const struct emu_grid *launch, double *bytes);
+
+/* What CUDA's built-ins read in the host-compiled kernels (emu_cuda_rt.h):
+ * the running thread's indices and the launch's shape. */
+struct emu_dim3 {
+    unsigned x, y, z;
+};
+
+extern struct emu_dim3 emu_thread_idx, emu_block_idx, emu_block_dim,
+    emu_grid_dim;
+
+/* __syncthreads: the running thread waits until every thread of its block
+ * has reached a barrier or ended. Returns whether any of them passed a
+ * non-zero `pred` (__syncthreads_or). */
+int emu_grid_barrier(int pred);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

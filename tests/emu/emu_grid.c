@@ -1,0 +1,419 @@
+/* Runs a launch of a host-compiled kernel: every block of the grid in turn,
+ * each of its threads a fiber with its own stack that runs until it reaches
+ * a barrier (__syncthreads) or ends. When every thread of the block has,
+ * the next phase starts. AMPSHIM_EMU_SHUFFLE=SEED shuffles the order of the
+ * threads in every phase, so that a missing barrier shows. */
+#include "core_state.h"
+#include "emu_kernels.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+
+#ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+/* ASan's frames are larger. */
+#define EMU_STACK_BYTES ((size_t)256 << 10)
+#else
+#define EMU_STACK_BYTES ((size_t)64 << 10)
+#endif
+
+struct emu_dim3 emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_dim;
+
+struct emu_fiber {
+#if defined(__x86_64__)
+    void *sp;                   /* saved stack pointer */
+#else
+    ucontext_t uc;
+#endif
+    unsigned char *stack;       /* lowest usable byte */
+    unsigned tid;               /* linear index in the block */
+    int done;
+    int pred;                   /* __syncthreads_or's argument */
+    void *fake_stack;           /* ASan's, while switched away */
+};
+
+/* The running launch. Used under the core lock only. */
+static struct {
+    const struct emu_grid *launch;
+    struct emu_fiber *fibers;
+    unsigned *order;
+    unsigned char *stacks;      /* fibers' stacks, each above a guard page */
+    unsigned nfibers;           /* fibers (and stacks) allocated */
+    struct emu_fiber *cur;      /* the fiber that runs, NULL in the scheduler */
+    int barrier_or;             /* __syncthreads_or of the last barrier */
+#if defined(__x86_64__)
+    void *sched_sp;
+#else
+    ucontext_t sched_uc;
+#endif
+    const void *sched_bottom;   /* the scheduler's stack, for ASan */
+    size_t sched_size;
+    int shuffle_read;
+    uint64_t shuffle;           /* generator state; 0: threads in order */
+} grid;
+
+static size_t
+emu_page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* ---- Switching stacks ---------------------------------------------------- */
+
+/* A fiber's life: the thread's kernel call, then back to the scheduler. */
+void emu_fiber_main(struct emu_fiber *f)
+    __attribute__((visibility("hidden"), noreturn, used));
+
+#if defined(__x86_64__)
+/* emu_fiber_swap(save, to): saves the callee-saved registers and the stack
+ * pointer in *save and continues on stack `to`. A new fiber's stack starts
+ * in emu_fiber_start with the fiber in r12. */
+void emu_fiber_swap(void **save, void *to);
+
+__asm__(".text\n"
+        ".globl emu_fiber_swap\n"
+        ".hidden emu_fiber_swap\n"
+        ".type emu_fiber_swap, @function\n"
+        "emu_fiber_swap:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size emu_fiber_swap, .-emu_fiber_swap\n"
+        ".type emu_fiber_start, @function\n"
+        "emu_fiber_start:\n"
+        "    movq %r12, %rdi\n"
+        "    call emu_fiber_main\n"
+        "    ud2\n"
+        ".size emu_fiber_start, .-emu_fiber_start\n");
+
+extern const char emu_fiber_start[] __attribute__((visibility("hidden")));
+
+static void
+emu_fiber_init(struct emu_fiber *f)
+{
+    /* The frame emu_fiber_swap pops: r15, r14, r13, r12 (the fiber), rbx,
+     * rbp, then emu_fiber_start as the return address; 72 bytes below a
+     * 16-byte aligned top leaves the stack aligned at its call. */
+    uintptr_t top = ((uintptr_t)f->stack + EMU_STACK_BYTES) & ~(uintptr_t)15;
+    void **sp = (void **)(top - 72);
+
+    sp[0] = sp[1] = sp[2] = NULL;
+    sp[3] = f;
+    sp[4] = sp[5] = NULL;
+    sp[6] = (void *)emu_fiber_start;
+    f->sp = sp;
+}
+
+static void
+emu_switch_to_fiber(struct emu_fiber *f)
+{
+    emu_fiber_swap(&grid.sched_sp, f->sp);
+}
+
+static void
+emu_switch_to_scheduler(struct emu_fiber *f)
+{
+    emu_fiber_swap(&f->sp, grid.sched_sp);
+}
+#else
+static void
+emu_fiber_entry(void)
+{
+    emu_fiber_main(grid.cur);
+}
+
+static void
+emu_fiber_init(struct emu_fiber *f)
+{
+    getcontext(&f->uc);
+    f->uc.uc_stack.ss_sp = f->stack;
+    f->uc.uc_stack.ss_size = EMU_STACK_BYTES;
+    f->uc.uc_link = NULL;
+    makecontext(&f->uc, emu_fiber_entry, 0);
+}
+
+static void
+emu_switch_to_fiber(struct emu_fiber *f)
+{
+    swapcontext(&grid.sched_uc, &f->uc);
+}
+
+static void
+emu_switch_to_scheduler(struct emu_fiber *f)
+{
+    swapcontext(&f->uc, &grid.sched_uc);
+}
+#endif
+
+/* ASan follows the switches between stacks; `dying` when the fiber that
+ * leaves will not come back. */
+static void
+emu_asan_leave(void **fake_stack, const void *bottom, size_t size)
+{
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+#else
+    (void)fake_stack, (void)bottom, (void)size;
+#endif
+}
+
+static void
+emu_asan_arrive(void *fake_stack, const void **from_bottom, size_t *from_size)
+{
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
+#else
+    (void)fake_stack, (void)from_bottom, (void)from_size;
+#endif
+}
+
+void
+emu_fiber_main(struct emu_fiber *f)
+{
+    emu_asan_arrive(NULL, &grid.sched_bottom, &grid.sched_size);
+    grid.launch->kernel->entry(grid.launch->params);
+    f->done = 1;
+    emu_asan_leave(NULL, grid.sched_bottom, grid.sched_size);
+    emu_switch_to_scheduler(f);
+    __builtin_unreachable();
+}
+
+int
+emu_grid_barrier(int pred)
+{
+    struct emu_fiber *f = grid.cur;
+
+    f->pred = pred;
+    emu_asan_leave(&f->fake_stack, grid.sched_bottom, grid.sched_size);
+    emu_switch_to_scheduler(f);
+    emu_asan_arrive(f->fake_stack, NULL, NULL);
+    return grid.barrier_or;
+}
+
+/* Runs f until its next barrier or its end. */
+static void
+emu_resume(struct emu_fiber *f)
+{
+    void *fake_stack = NULL;
+    unsigned bx = emu_block_dim.x, by = emu_block_dim.y;
+
+    emu_thread_idx.x = f->tid % bx;
+    emu_thread_idx.y = f->tid / bx % by;
+    emu_thread_idx.z = f->tid / bx / by;
+    grid.cur = f;
+    emu_asan_leave(&fake_stack, f->stack, EMU_STACK_BYTES);
+    emu_switch_to_fiber(f);
+    emu_asan_arrive(fake_stack, NULL, NULL);
+    grid.cur = NULL;
+}
+
+void
+emu_grid_abandon(void)
+{
+    /* A fault in a fiber leaves it for the scheduler's stack for good. */
+    if (grid.cur)
+        emu_asan_leave(NULL, grid.sched_bottom, grid.sched_size);
+}
+
+/* ---- Fibers and their stacks --------------------------------------------- */
+
+/* Room for n fibers. Fails with -1 when memory is short. */
+static int
+emu_fibers_reserve(unsigned n)
+{
+    size_t page = emu_page(), each = EMU_STACK_BYTES + page;
+    struct emu_fiber *fibers;
+    unsigned *order;
+    unsigned char *stacks;
+
+    if (n <= grid.nfibers)
+        return 0;
+    fibers = calloc(n, sizeof *fibers);
+    order = calloc(n, sizeof *order);
+    stacks = mmap(NULL, each * n, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (!fibers || !order || stacks == MAP_FAILED) {
+        free(fibers);
+        free(order);
+        if (stacks != MAP_FAILED)
+            munmap(stacks, each * n);
+        return -1;
+    }
+    /* A guard page below each stack: an overflow faults, not corrupts. */
+    for (unsigned i = 0; i < n; i++) {
+        mprotect(stacks + i * each, page, PROT_NONE);
+        fibers[i].stack = stacks + i * each + page;
+    }
+    free(grid.fibers);
+    free(grid.order);
+    if (grid.stacks)
+        munmap(grid.stacks, each * grid.nfibers);
+    grid.fibers = fibers;
+    grid.order = order;
+    grid.stacks = stacks;
+    grid.nfibers = n;
+    return 0;
+}
+
+/* ---- Shuffled order ------------------------------------------------------ */
+
+static void
+emu_shuffle_read(void)
+{
+    const char *s = secure_getenv("AMPSHIM_EMU_SHUFFLE");
+    unsigned long long seed;
+    char *end;
+
+    grid.shuffle_read = 1;
+    if (!s || !*s)
+        return;
+    errno = 0;
+    seed = strtoull(s, &end, 10);
+    if (errno || *end) {
+        fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_SHUFFLE=%s is not a seed "
+                "(accepted: a decimal number); threads run in order\n", s);
+        return;
+    }
+    /* splitmix64 of the seed: never 0, as xorshift needs. */
+    seed += 0x9e3779b97f4a7c15ull;
+    seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+    seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+    grid.shuffle = (seed ^ (seed >> 31)) | 1;
+}
+
+static uint64_t
+emu_shuffle_next(void)
+{
+    uint64_t x = grid.shuffle;
+
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    grid.shuffle = x;
+    return x;
+}
+
+/* The order of the block's n threads in the next phase. */
+static void
+emu_order(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        grid.order[i] = i;
+    if (!grid.shuffle)
+        return;
+    for (unsigned i = n - 1; i > 0; i--) {
+        unsigned j = (unsigned)(emu_shuffle_next() % (i + 1));
+        unsigned t = grid.order[i];
+
+        grid.order[i] = grid.order[j];
+        grid.order[j] = t;
+    }
+}
+
+/* ---- Blocks and the grid ------------------------------------------------- */
+
+/* Runs the current block's n threads, phase by phase. */
+static void
+emu_run_block(unsigned n)
+{
+    unsigned live = n;
+
+    for (unsigned t = 0; t < n; t++) {
+        grid.fibers[t].tid = t;
+        grid.fibers[t].done = 0;
+        grid.fibers[t].pred = 0;
+        emu_fiber_init(&grid.fibers[t]);
+    }
+    while (live > 0) {
+        int any = 0;
+
+        emu_order(n);
+        for (unsigned i = 0; i < n; i++) {
+            struct emu_fiber *f = &grid.fibers[grid.order[i]];
+
+            if (f->done)
+                continue;
+            emu_resume(f);
+            if (f->done)
+                live--;
+            else
+                any |= f->pred != 0;
+        }
+        grid.barrier_or = any;
+    }
+}
+
+static void
+emu_run_blocks(const struct emu_grid *l)
+{
+    unsigned n = l->block[0] * l->block[1] * l->block[2];
+
+    for (unsigned z = 0; z < l->grid[2]; z++)
+        for (unsigned y = 0; y < l->grid[1]; y++)
+            for (unsigned x = 0; x < l->grid[0]; x++) {
+                emu_block_idx = (struct emu_dim3){x, y, z};
+                emu_run_block(n);
+            }
+}
+
+CUresult
+emu_grid_run(const struct emu_grid *l, double *bytes)
+{
+    static sigjmp_buf on_fault;
+    unsigned n = l->block[0] * l->block[1] * l->block[2];
+    /* Set on both sides of the jump: volatile keeps it out of a
+     * register that siglongjmp restores. */
+    volatile CUresult rc = CUDA_SUCCESS;
+
+    *bytes = 0.0;
+    if (!grid.shuffle_read)
+        emu_shuffle_read();
+    if (emu_fibers_reserve(n) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    grid.launch = l;
+    emu_block_dim = (struct emu_dim3){l->block[0], l->block[1], l->block[2]};
+    emu_grid_dim = (struct emu_dim3){l->grid[0], l->grid[1], l->grid[2]};
+    if (sigsetjmp(on_fault, 1) == 0) {
+        core_window_open(&on_fault);
+        emu_run_blocks(l);
+    } else {
+        /* A thread touched memory outside every allocation: the launch
+         * ends there, as a kernel does on a GPU. */
+        emu_asan_arrive(NULL, NULL, NULL);
+        grid.cur = NULL;
+        rc = CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    *bytes = core_window_close();
+    grid.launch = NULL;
+    return rc;
+}

@@ -1,0 +1,63 @@
+// The shim's kernels, their own source from kernels/*.cu compiled for the
+// host over emu_cuda_rt.h, and the table the emulated driver finds them in:
+// the names of the kernels the sources define (AMP_KERNEL_LIST, generated
+// with the includes by scripts/kernel_list.py), each parameter's size and
+// alignment and the call from the kernel function's own type.
+#include "emu_cuda_rt.h"
+
+#include "amp_kernels_host.h"
+
+#include "emu_kernels.h"
+
+#include <cstring>
+#include <utility>
+
+namespace {
+
+// A kernel's function type, taken apart: how many parameters, their sizes
+// and alignments, and a call that unpacks the launch's parameter copies.
+template <typename F, F *fn> struct emu_sig;
+
+template <typename... A, void (*fn)(A...)> struct emu_sig<void(A...), fn> {
+    static_assert(sizeof...(A) <= EMU_KERNEL_MAX_PARAMS,
+                  "a kernel has more parameters than a launch copies");
+
+    template <std::size_t... I>
+    static void
+    call(void *const *params, std::index_sequence<I...>)
+    {
+        fn(*static_cast<const A *>(params[I])...);
+    }
+
+    static void
+    entry(void *const *params)
+    {
+        call(params, std::index_sequence_for<A...>{});
+    }
+
+    static constexpr emu_kernel
+    describe(const char *name)
+    {
+        return emu_kernel{name, (int)sizeof...(A), {sizeof(A)...},
+                          {alignof(A)...}, entry};
+    }
+};
+
+} // namespace
+
+#define EMU_KERNEL(name) \
+    emu_sig<decltype(name), name>::describe(#name),
+
+extern "C" const struct emu_kernel emu_kernels[] = {
+    AMP_KERNEL_LIST(EMU_KERNEL)
+    emu_kernel{nullptr, 0, {0}, {0}, nullptr},
+};
+
+extern "C" const struct emu_kernel *
+emu_kernel_find(const char *name)
+{
+    for (const emu_kernel *k = emu_kernels; k->name; k++)
+        if (std::strcmp(k->name, name) == 0)
+            return k;
+    return nullptr;
+}
