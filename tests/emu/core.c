@@ -888,6 +888,17 @@ core_window_close(void)
 }
 
 int
+core_kernel_reachable(const void *p)
+{
+    long i;
+
+    if (!p || emu_is_device_address(p))
+        return 1;
+    i = core_find_index((CUdeviceptr)(uintptr_t)p);
+    return i >= 0 && g.allocs[i].is_host;
+}
+
+int
 emu_is_device_address(const void *p)
 {
     uintptr_t a = (uintptr_t)p, b = (uintptr_t)g.dev_base;

@@ -192,6 +192,10 @@ void core_window_open(sigjmp_buf *on_fault);
  * what of it lies in its allocation, once for reading and once for
  * writing). */
 double core_window_close(void);
+/* Whether a kernel on the device could dereference p: NULL, an address of
+ * the device span, or page-locked host memory. Host code reaches every
+ * other host address too, where a GPU would fault. */
+int core_kernel_reachable(const void *p);
 /* Called from the fault handler before it jumps out of a fiber. */
 void emu_grid_abandon(void);
 

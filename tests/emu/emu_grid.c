@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -386,6 +387,24 @@ emu_run_blocks(const struct emu_grid *l)
             }
 }
 
+/* The index of a pointer parameter the device could not dereference, or
+ * -1. The window opens only the device's memory; host memory is open to
+ * the kernel's host code anyway, so a host pointer is refused here. */
+static int
+emu_bad_pointer(const struct emu_grid *l)
+{
+    for (int i = 0; i < l->kernel->nparams; i++) {
+        const void *p;
+
+        if (!(l->kernel->pointer_params & 1u << i))
+            continue;
+        memcpy(&p, l->params[i], sizeof p);
+        if (!core_kernel_reachable(p))
+            return i;
+    }
+    return -1;
+}
+
 CUresult
 emu_grid_run(const struct emu_grid *l, double *bytes)
 {
@@ -398,6 +417,8 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
     *bytes = 0.0;
     if (!grid.shuffle_read)
         emu_shuffle_read();
+    if (emu_bad_pointer(l) >= 0)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     if (emu_fibers_reserve(n) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     grid.launch = l;

@@ -10,6 +10,7 @@
 #include "emu_kernels.h"
 
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace {
@@ -35,11 +36,19 @@ template <typename... A, void (*fn)(A...)> struct emu_sig<void(A...), fn> {
         call(params, std::index_sequence_for<A...>{});
     }
 
+    template <std::size_t... I>
+    static constexpr unsigned
+    pointers(std::index_sequence<I...>)
+    {
+        return (0u | ... | (std::is_pointer<A>::value ? 1u << I : 0u));
+    }
+
     static constexpr emu_kernel
     describe(const char *name)
     {
         return emu_kernel{name, (int)sizeof...(A), {sizeof(A)...},
-                          {alignof(A)...}, entry};
+                          {alignof(A)...},
+                          pointers(std::index_sequence_for<A...>{}), entry};
     }
 };
 
@@ -50,7 +59,7 @@ template <typename... A, void (*fn)(A...)> struct emu_sig<void(A...), fn> {
 
 extern "C" const struct emu_kernel emu_kernels[] = {
     AMP_KERNEL_LIST(EMU_KERNEL)
-    emu_kernel{nullptr, 0, {0}, {0}, nullptr},
+    emu_kernel{nullptr, 0, {0}, {0}, 0, nullptr},
 };
 
 extern "C" const struct emu_kernel *

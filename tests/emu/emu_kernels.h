@@ -16,6 +16,7 @@ struct emu_kernel {
     int nparams;
     size_t param_size[EMU_KERNEL_MAX_PARAMS];   /* sizeof each parameter */
     size_t param_align[EMU_KERNEL_MAX_PARAMS];  /* alignof each parameter */
+    unsigned pointer_params;    /* bit i: parameter i is a pointer */
     /* Calls the kernel function for the current thread of the grid with
      * params[i] pointing to a copy of parameter i. */
     void (*entry)(void *const *params);
