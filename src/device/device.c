@@ -296,17 +296,6 @@ amp_dev_primary_active(int device)
     return active;
 }
 
-void *
-amp_dev_current_context(void)
-{
-    CUcontext ctx = NULL;
-
-    if (amp_dev_init() != AMP_OK || amp_cu.cuCtxGetCurrent(&ctx) !=
-                                         CUDA_SUCCESS)
-        return NULL;
-    return ctx;
-}
-
 int
 amp_dev_any(void)
 {

@@ -61,9 +61,6 @@ void *amp_dev_primary_context(int device);
  * the driver cannot tell. */
 int amp_dev_primary_active(int device);
 
-/* The calling thread's current context, or NULL. */
-void *amp_dev_current_context(void);
-
 /* 1 when the shim has state in some context. */
 int amp_dev_any(void);
 
