@@ -53,22 +53,30 @@ for site in report["sites"]:
 EOF
 }
 
+# run_captured WHAT MODE OKS ARGS...: graph_capture ARGS under the shim in
+# MODE, its report in run.json: it exits 0, the capture succeeds and OKS
+# lines of results are right.
+run_captured() {
+    local what=$1 mode=$2 oks=$3 rc=0
+    shift 3
+    rm -f "$tmp/run.json"
+    AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
+        LD_PRELOAD="$preload$lib" "$prog" "$@" \
+        >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+    [[ $rc == 0 ]] || fail "$what: exit status $rc"
+    grep -qx "capture cudaSuccess" "$tmp/run.out" ||
+        fail "$what: the capture failed"
+    [[ $(grep -c ' ok$' "$tmp/run.out") == "$oks" ]] ||
+        fail "$what: the results"
+}
+
 for capture in global thread-local; do
     for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
         for start in cold warm; do
             what="$mode, $start, $capture capture"
             args=(--capture-mode "$capture")
             [[ $start == warm ]] && args+=(--warm)
-            rm -f "$tmp/run.json"
-            rc=0
-            AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
-                LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
-                >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
-            [[ $rc == 0 ]] || fail "$what: exit status $rc"
-            grep -qx "capture cudaSuccess" "$tmp/run.out" ||
-                fail "$what: the capture failed"
-            [[ $(grep -c ' ok$' "$tmp/run.out") == 2 ]] ||
-                fail "$what: the launches' results"
+            run_captured "$what" "$mode" 2 "${args[@]}"
             gemm_conv=$(field cublasSgemm_v2 converted)
             if [[ $start == cold ]]; then
                 [[ $gemm_conv == 0 ]] ||
@@ -113,15 +121,8 @@ for capture in global thread-local; do
     for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
         for beside in stream thread; do
             what="$mode, beside on another $beside, $capture capture"
-            rc=0
-            AMPSHIM_MODE=$mode LD_PRELOAD="$preload$lib" "$prog" \
-                --capture-mode "$capture" --beside "$beside" \
-                >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
-            [[ $rc == 0 ]] || fail "$what: exit status $rc"
-            grep -qx "capture cudaSuccess" "$tmp/run.out" ||
-                fail "$what: the capture failed"
-            [[ $(grep -c ' ok$' "$tmp/run.out") == 3 ]] ||
-                fail "$what: the results"
+            run_captured "$what" "$mode" 3 --capture-mode "$capture" \
+                --beside "$beside"
             [[ $(field cublasSgemm_v2 converted) -ge 1 ]] ||
                 fail "$what: the SGEMM beside the capture stayed FP32"
             [[ $mode == fp16x3 ||
