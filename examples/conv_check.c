@@ -7,7 +7,8 @@
  * cudnnGet...Algorithm_v7 and allocates exactly the workspace that
  * algorithm needs.
  *
- * With --reset, the cases run twice, in two contexts: the program then
+ * With --only NAME, only the case of that name runs (as printed, e.g.
+ * fma_math_FW). With --reset, the cases run twice, in two contexts: the program then
  * resets the device (cudaDeviceReset), makes a new handle, runs them
  * again and ends with a reset, as many CUDA samples do.
  *
@@ -360,6 +361,19 @@ run_case(cudnnHandle_t dnn, const struct ccase *cc, enum dir dir,
     return pass;
 }
 
+/* --only's case name, or NULL for every case. */
+static const char *only;
+
+/* 1 when case cc in direction dir is to run. */
+static int
+selected(const struct ccase *cc, enum dir dir)
+{
+    char name[128];
+
+    snprintf(name, sizeof name, "%s_%s", cc->name, dir_op[dir]);
+    return !only || strcmp(only, name) == 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -378,8 +392,12 @@ main(int argc, char **argv)
             resets = 1;
             continue;
         }
+        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+            continue;
+        }
         fprintf(stderr, "usage: conv_check [--tol fp32|tf32|fp16|bf16|X] "
-                "[--reset]\n");
+                "[--only CASE] [--reset]\n");
         return EXIT_USAGE;
     }
 again:
@@ -405,12 +423,20 @@ again:
         return EXIT_CUDA_ERROR;
     }
     for (size_t i = 0; i < sizeof all_dirs / sizeof all_dirs[0]; i++)
-        for (int d = 0; d < 3; d++, cases++)
+        for (int d = 0; d < 3; d++) {
+            if (!selected(&all_dirs[i], (enum dir)d))
+                continue;
             failed += !run_case(dnn, &all_dirs[i], (enum dir)d, &tol,
                                 0x5eed0000u + i * 3 + (unsigned)d);
+            cases++;
+        }
     for (size_t i = 0; i < sizeof forward_only / sizeof forward_only[0];
-         i++, cases++)
+         i++) {
+        if (!selected(&forward_only[i], FWD))
+            continue;
         failed += !run_case(dnn, &forward_only[i], FWD, &tol, 0x5eedf000u + i);
+        cases++;
+    }
     cudnnDestroy(dnn);
     if (resets > 0 &&
         cuda_failed("cudaDeviceReset", cudaDeviceReset()))
@@ -418,6 +444,10 @@ again:
     if (resets == 1) {
         resets = 2;
         goto again;
+    }
+    if (only && cases == 0) {
+        fprintf(stderr, "conv_check: no case named %s\n", only);
+        return EXIT_USAGE;
     }
     printf("result: %d of %d cases passed\n", cases - failed, cases);
     return failed ? EXIT_CHECK_FAILED : EXIT_ALL_PASS;

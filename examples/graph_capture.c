@@ -3,8 +3,14 @@
  * against a double-precision reference.
  *
  * usage: graph_capture [--warm] [--capture-mode global|thread-local|relaxed]
- *   --warm  one SGEMM and one convolution before the capture (the first
- *           calls of the process are then not the captured ones)
+ *                      [--beside stream|thread]
+ *   --warm    one SGEMM and one convolution before the capture (the first
+ *             calls of the process are then not the captured ones)
+ *   --beside  while the capture runs, before the captured calls, the same
+ *             two calls on other handles and another stream that is not
+ *             captured, from this thread or from another one (the first
+ *             calls of the process unless --warm); their results are
+ *             checked too ("beside gemm err/bound=X conv err/bound=X")
  * Prints "capture STATUS", then per launch "launch N gemm err/bound=X
  * conv err/bound=X ok|FAIL"; exit status 0 when the capture, both launches
  * and every check succeed, 1 when a check fails, 2 on a CUDA error. */
@@ -12,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,19 +211,56 @@ gpu_issue(struct gpu *g)
                         &zero, g->yd, g->y));
 }
 
+/* The calls beside the capture, from another thread. */
+static void *
+beside_thread(void *arg)
+{
+    struct gpu *g = arg;
+
+    if (!cuda_ok("cudaSetDevice", cudaSetDevice(0)) || !gpu_issue(g))
+        return arg;
+    return NULL;
+}
+
+/* Checks the calls made beside the capture; 1 when right. */
+static int
+beside_check(struct gpu *g)
+{
+    double ge, ce;
+
+    if (!cuda_ok("cudaStreamSynchronize", cudaStreamSynchronize(g->stream)) ||
+        !cuda_ok("cudaMemcpy", cudaMemcpy(c, g->c, sizeof c,
+                                          cudaMemcpyDeviceToHost)) ||
+        !cuda_ok("cudaMemcpy", cudaMemcpy(y, g->y, sizeof y,
+                                          cudaMemcpyDeviceToHost)))
+        return 0;
+    ge = gemm_error(c, U_INPUT);
+    ce = conv_error(y, U_INPUT);
+    printf("beside gemm err/bound=%.3e conv err/bound=%.3e %s\n", ge, ce,
+           ge <= 1.0 && ce <= 1.0 ? "ok" : "FAIL");
+    return ge <= 1.0 && ce <= 1.0;
+}
+
 int
 main(int argc, char **argv)
 {
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
     cudaGraphExec_t exec;
     cudaGraph_t graph = NULL;
-    struct gpu g;
+    struct gpu g, g2;
+    const char *beside = NULL;
     int warm = 0, failed = 0;
+    pthread_t other;
+    void *other_failed = NULL;
     cudaError_t e;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--warm") == 0)
             warm = 1;
+        else if (strcmp(argv[i], "--beside") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "stream") == 0 ||
+                  strcmp(argv[i + 1], "thread") == 0))
+            beside = argv[++i];
         else if (strcmp(argv[i], "--capture-mode") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
 
@@ -226,7 +270,8 @@ main(int argc, char **argv)
                                                : cudaStreamCaptureModeGlobal;
         } else {
             fprintf(stderr, "usage: graph_capture [--warm] [--capture-mode "
-                    "global|thread-local|relaxed]\n");
+                    "global|thread-local|relaxed] [--beside stream|thread]"
+                    "\n");
             return 2;
         }
     }
@@ -235,7 +280,8 @@ main(int argc, char **argv)
     fill(x, XN, 3);
     fill(w, WN, 4);
     memset(&g, 0, sizeof g);
-    if (!gpu_make(&g))
+    memset(&g2, 0, sizeof g2);
+    if (!gpu_make(&g) || (beside && !gpu_make(&g2)))
         return 2;
     if (warm && (!gpu_issue(&g) ||
                  !cuda_ok("cudaStreamSynchronize",
@@ -244,12 +290,22 @@ main(int argc, char **argv)
     if (!cuda_ok("cudaStreamBeginCapture",
                  cudaStreamBeginCapture(g.stream, mode)))
         return 2;
+    if (beside && strcmp(beside, "stream") == 0 && !gpu_issue(&g2))
+        other_failed = &g2;
+    if (beside && strcmp(beside, "thread") == 0 &&
+        (pthread_create(&other, NULL, beside_thread, &g2) != 0 ||
+         pthread_join(other, &other_failed) != 0))
+        other_failed = &g2;
     if (!gpu_issue(&g)) {
         cudaStreamEndCapture(g.stream, &graph);
         return 2;
     }
     e = cudaStreamEndCapture(g.stream, &graph);
     printf("capture %s\n", cudaGetErrorName(e));
+    if (other_failed)
+        return 2;
+    if (beside)
+        failed |= !beside_check(&g2);
     if (e != cudaSuccess ||
         !cuda_ok("cudaGraphInstantiate",
                  cudaGraphInstantiate(&exec, graph, 0)))

@@ -101,10 +101,11 @@ static _Thread_local struct {
 static void
 amp_own_release(void)
 {
-    int i;
+    int i, relaxed;
 
     if (amp_own.generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's handles */
+    relaxed = amp_dev_relax();
     for (i = 0; i < amp_own.count; i++) {
         /* A handle of an ended context died with it. */
         if (!amp_own.slot[i].handle || amp_dev_retired(amp_own.slot[i].dev))
@@ -113,6 +114,7 @@ amp_own_release(void)
         amp_real.cublasSetStream_v2(amp_own.slot[i].handle, NULL);
         amp_real.cublasDestroy_v2(amp_own.slot[i].handle);
     }
+    amp_dev_unrelax(relaxed);
     amp_own.count = 0;
 }
 
@@ -124,7 +126,7 @@ amp_own_handle(struct amp_dev *dev, int make)
 {
     struct amp_own_handle *own;
     cublasStatus_t s;
-    int i;
+    int i, relaxed;
 
     if (amp_shim_thread_stale(&amp_own.generation))
         amp_own.count = 0; /* forked child: the parent's are not ours */
@@ -146,6 +148,7 @@ amp_own_handle(struct amp_dev *dev, int make)
     own = &amp_own.slot[amp_own.count < AMP_OWN_HANDLES ? amp_own.count++
                                                        : i];
     own->dev = dev;
+    relaxed = amp_dev_relax();
     s = amp_real.cublasCreate_v2(&own->handle);
     if (s == CUBLAS_STATUS_SUCCESS) {
         /* A handle that takes a setting is one the steps can use. */
@@ -154,6 +157,7 @@ amp_own_handle(struct amp_dev *dev, int make)
         if (s != CUBLAS_STATUS_SUCCESS)
             amp_real.cublasDestroy_v2(own->handle);
     }
+    amp_dev_unrelax(relaxed);
     if (s != CUBLAS_STATUS_SUCCESS) {
         amp_log(AMP_LOG_WARN, "cannot create the shim's cuBLAS handle "
                 "(status %d); this thread's calls stay FP32", (int)s);

@@ -104,6 +104,8 @@ static _Thread_local struct {
 static void
 amp_own_drop(struct amp_own *own)
 {
+    int relaxed;
+
     if (!own->handle)
         return;
     amp_real.cudnnDestroyTensorDescriptor(own->x);
@@ -112,9 +114,11 @@ amp_own_drop(struct amp_own *own)
     amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
     if (amp_dev_retired(own->dev))
         return;
+    relaxed = amp_dev_relax();
     /* Off the program's stream first: it may be gone already. */
     amp_real.cudnnSetStream(own->handle, NULL);
     amp_real.cudnnDestroy(own->handle);
+    amp_dev_unrelax(relaxed);
 }
 
 /* A thread that made a handle destroys it and its descriptors when it
@@ -139,7 +143,7 @@ static struct amp_own *
 amp_own_get(struct amp_dev *dev, int make)
 {
     struct amp_own *own;
-    int i;
+    int i, relaxed, made;
 
     if (amp_shim_thread_stale(&amp_owns.generation))
         amp_owns.count = 0; /* forked child: the parent's are not ours */
@@ -163,7 +167,10 @@ amp_own_get(struct amp_dev *dev, int make)
     }
     memset(own, 0, sizeof *own);
     own->dev = dev;
-    if (amp_real.cudnnCreate(&own->handle) != CUDNN_STATUS_SUCCESS ||
+    relaxed = amp_dev_relax();
+    made = amp_real.cudnnCreate(&own->handle) == CUDNN_STATUS_SUCCESS;
+    amp_dev_unrelax(relaxed);
+    if (!made ||
         amp_real.cudnnCreateTensorDescriptor(&own->x) !=
             CUDNN_STATUS_SUCCESS ||
         amp_real.cudnnCreateTensorDescriptor(&own->y) !=

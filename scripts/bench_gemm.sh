@@ -18,7 +18,8 @@
 # one the program runs on the CPU device emulator (build/tests/emu) once per
 # modelled GPU (h100 a100 l4 rtx4090; BENCH_GPUS overrides), and the times
 # are the emulator's modelled times. The emulator computes every product on
-# one CPU core (about 0.2 s per 1024^3 call), so its default shapes stop at
+# the CPU (about 0.03 s per 1024^3 call on one core: scripts/bench_emu.sh),
+# so its default shapes stop at
 # 1024^3 and 2048x2048x256-sized skinny shapes, with 1 warm-up and 1 timed
 # call (modelled times are deterministic): about two minutes in all.
 # --full runs 256^3 to 8192^3 and the 8192/256 skinny shapes (the default

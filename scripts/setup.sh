@@ -5,10 +5,12 @@ set -euo pipefail
 
 # libclang-rt-dev: libFuzzer for the parser's fuzz target (clang builds).
 # valgrind: callgrind for scripts/bench_overhead.sh.
+# libopenblas-dev: the emulator's FP32 products; python3-numpy: the
+# reference scripts/bench_emu.sh times them against.
 # g++: the emulator compiles the kernels' CUDA source for the host as C++.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
-          libcmocka-dev libelf-dev
-          python3 binutils zlib1g-dev dataset-fashion-mnist
+          libcmocka-dev libelf-dev libopenblas-dev
+          python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
           valgrind)
 
 missing=()

@@ -40,6 +40,7 @@
     X(cuDevicePrimaryCtxGetState)                                            \
     X(cuDevicePrimaryCtxRetain)                                              \
     X(cuDevicePrimaryCtxRelease)                                             \
+    X(cuThreadExchangeStreamCaptureMode)                                     \
     X(cuGetErrorName)
 
 static struct {
@@ -147,6 +148,26 @@ amp_dev_init(void)
     return amp_dev_init_status;
 }
 
+int
+amp_dev_relax(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS)
+        return -1;
+    return (int)mode;
+}
+
+void
+amp_dev_unrelax(int token)
+{
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)token;
+
+    if (token >= 0)
+        amp_cu.cuThreadExchangeStreamCaptureMode(&mode);
+}
+
 /* Loads the kernels into the current context, the one dev stands for. */
 static void
 amp_dev_setup(struct amp_dev *dev)
@@ -213,8 +234,11 @@ amp_dev_find(int make)
     if (!dev && make && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
         /* Entries are never reused: a retired one may still be named by
          * a thread's amp_dev_last or own handles. */
+        int relaxed = amp_dev_relax();
+
         dev = &amp_devs[amp_ndevs++];
         amp_dev_setup(dev);
+        amp_dev_unrelax(relaxed);
         __atomic_store_n(&dev->ctx, ctx, __ATOMIC_RELEASE);
     } else if (!dev && make && !amp_devs_full) {
         amp_devs_full = 1;
@@ -270,17 +294,6 @@ amp_dev_primary_active(int device)
             CUDA_SUCCESS)
         return -1;
     return active;
-}
-
-void *
-amp_dev_current_context(void)
-{
-    CUcontext ctx = NULL;
-
-    if (amp_dev_init() != AMP_OK || amp_cu.cuCtxGetCurrent(&ctx) !=
-                                         CUDA_SUCCESS)
-        return NULL;
-    return ctx;
 }
 
 int
@@ -475,8 +488,12 @@ amp_dev_slot_take(struct amp_dev *dev, int *slot, amp_devptr *at)
     int i;
 
     pthread_mutex_lock(&amp_dev_lock);
-    if (dev->slots_state == 0)
+    if (dev->slots_state == 0) {
+        int relaxed = amp_dev_relax();
+
         amp_dev_slots_make(dev);
+        amp_dev_unrelax(relaxed);
+    }
     if (dev->slots_state < 0)
         st = AMP_ERR_DRIVER;
     for (i = 0; st == AMP_ERR_UNAVAILABLE && i < AMP_DEV_SLOTS; i++) {
@@ -510,12 +527,15 @@ amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
 {
     CUevent e = dev->slot_events[slot];
     CUcontext popped;
+    int relaxed;
     CUresult r;
 
     if (!amp_dev_context(dev) ||
         amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return -1;
+    relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_dev_unrelax(relaxed);
     amp_cu.cuCtxPopCurrent(&popped);
     if (r == CUDA_ERROR_NOT_READY)
         return 0;
@@ -532,6 +552,16 @@ amp_dev_slot_release(struct amp_dev *dev, int slot)
 
 /* ---- Timing events ------------------------------------------------------ */
 
+static CUresult
+amp_dev_event_create(CUevent *e)
+{
+    int relaxed = amp_dev_relax();
+    CUresult r = amp_cu.cuEventCreate(e, CU_EVENT_DEFAULT);
+
+    amp_dev_unrelax(relaxed);
+    return r;
+}
+
 enum amp_status
 amp_dev_event_take(struct amp_dev *dev, int *event)
 {
@@ -542,7 +572,7 @@ amp_dev_event_take(struct amp_dev *dev, int *event)
     if (dev->nfree > 0) {
         *event = dev->free_events[--dev->nfree];
     } else if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed &&
-               amp_cu.cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+               amp_dev_event_create(&e) == CUDA_SUCCESS) {
         /* dev's context is current: the caller is about to record. */
         dev->events[dev->nevents] = e;
         *event = dev->nevents++;
@@ -571,12 +601,15 @@ amp_dev_event_done(struct amp_dev *dev, int event, int wait)
 {
     CUevent e = dev->events[event];
     CUcontext popped;
+    int relaxed;
     CUresult r;
 
     if (!amp_dev_context(dev) ||
         amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return -1;
+    relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
+    amp_dev_unrelax(relaxed);
     amp_cu.cuCtxPopCurrent(&popped);
     if (r == CUDA_ERROR_NOT_READY)
         return 0;
@@ -588,13 +621,16 @@ amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
 {
     CUcontext popped;
     float elapsed = 0.0f;
+    int relaxed;
     CUresult r;
 
     if (!amp_dev_context(dev) ||
         amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
         return AMP_ERR_DRIVER;
+    relaxed = amp_dev_relax();
     r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
                                   dev->events[to]);
+    amp_dev_unrelax(relaxed);
     amp_cu.cuCtxPopCurrent(&popped);
     *ms = elapsed;
     return r == CUDA_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;

@@ -61,9 +61,6 @@ void *amp_dev_primary_context(int device);
  * the driver cannot tell. */
 int amp_dev_primary_active(int device);
 
-/* The calling thread's current context, or NULL. */
-void *amp_dev_current_context(void);
-
 /* 1 when the shim has state in some context. */
 int amp_dev_any(void);
 
@@ -76,6 +73,16 @@ void amp_dev_retire(void *ctx);
 
 /* 1 once dev's context has ended (its handles died with it). */
 int amp_dev_retired(const struct amp_dev *dev);
+
+/* The shim's own potentially unsafe calls (loading its kernels, its
+ * page-locked memory and events, event queries, its own cuBLAS and cuDNN
+ * handles) are made between these, in the RELAXED capture interaction
+ * mode: a capture the program runs meanwhile (a global one on another
+ * thread, or the calling thread's own on another stream) is not
+ * invalidated by them. They are never made for a call whose own stream is
+ * capturing. amp_dev_relax returns what amp_dev_unrelax restores. */
+int amp_dev_relax(void);
+void amp_dev_unrelax(int token);
 
 /* 1 while `stream` is being captured into a graph, 0 when not, -1 when the
  * driver cannot tell. */

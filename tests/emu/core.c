@@ -1316,6 +1316,40 @@ core_stream_resolve(struct CUctx_st *ctx, CUstream h, struct CUstream_st **out)
     return CUDA_SUCCESS;
 }
 
+/* The calling thread's capture interaction mode
+ * (cuThreadExchangeStreamCaptureMode); GLOBAL by default. */
+static _Thread_local CUstreamCaptureMode core_thread_capture_mode =
+    CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+CUstreamCaptureMode
+core_capture_exchange(CUstreamCaptureMode mode)
+{
+    CUstreamCaptureMode old = core_thread_capture_mode;
+
+    core_thread_capture_mode = mode;
+    return old;
+}
+
+/* Whether capture s prohibits the calling thread's potentially unsafe
+ * calls, by the thread's mode: GLOBAL, the thread's own capture unless
+ * relaxed, or any thread's global capture; THREAD_LOCAL, only its own
+ * capture unless relaxed; RELAXED, none. */
+static int
+core_capture_prohibits(const struct CUstream_st *s, pthread_t self)
+{
+    int own = pthread_equal(s->capture_thread, self) &&
+              s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    switch (core_thread_capture_mode) {
+    case CU_STREAM_CAPTURE_MODE_RELAXED:
+        return 0;
+    case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL:
+        return own;
+    default:
+        return own || s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    }
+}
+
 CUresult
 core_capture_guard(struct CUctx_st *ctx)
 {
@@ -1324,14 +1358,11 @@ core_capture_guard(struct CUctx_st *ctx)
     CUresult rc = CUDA_SUCCESS;
 
     for (s = ctx->streams; s; s = s->next) {
-        if (s->capture != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        if (s->capture != CU_STREAM_CAPTURE_STATUS_ACTIVE ||
+            !core_capture_prohibits(s, self))
             continue;
-        if (s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-            (s->capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-             pthread_equal(s->capture_thread, self))) {
-            core_capture_invalidate(ctx, s->capture_id);
-            rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-        }
+        core_capture_invalidate(ctx, s->capture_id);
+        rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return rc;
 }

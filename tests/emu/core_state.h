@@ -225,10 +225,15 @@ int core_stream_pending(struct CUstream_st *s);
 /* Frees destroyed streams whose work is done. */
 void core_reap(struct CUctx_st *ctx);
 
-/* Capture: a call that would synchronise with the device while a capture
- * forbids it invalidates that capture and returns
+/* Capture: a potentially unsafe call (one that would synchronise with the
+ * device, or allocate or load outside the stream) while a capture forbids
+ * it to the calling thread (by the thread's interaction mode, as
+ * cuThreadExchangeStreamCaptureMode documents) invalidates that capture
+ * and returns
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; else CUDA_SUCCESS. */
 CUresult core_capture_guard(struct CUctx_st *ctx);
+/* Sets the calling thread's capture interaction mode; returns the old. */
+CUstreamCaptureMode core_capture_exchange(CUstreamCaptureMode mode);
 void core_oplist_put(struct core_oplist *list);
 
 /* Frees a module and its functions (already unlinked from its context). */

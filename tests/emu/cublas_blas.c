@@ -220,90 +220,26 @@ struct gemm_job {
     int by_array;
     CUdeviceptr a, b, c;
     int64_t stride_a, stride_b, stride_c;
-    int64_t kmax;                   /* largest k, for the packing buffers */
     int partial;                    /* an injected fault: part of C only */
     int64_t ngroups;
     struct gemm_job_group groups[];
 };
 
-/* Blocking of the host kernel: op(A) is packed MB rows at a time and op(B)
- * NB columns at a time, both interleaved by 4 so that the 4x4 micro-kernel
- * reads two contiguous streams. Each C element still sums its k products
- * in order, one rounded multiply and one rounded add per term. */
-#define MR 4
-#define NR 4
-#define MB 64
-#define NB 256
-
-typedef float v4f __attribute__((vector_size(16)));
-
-/* A and B panels are packed by one routine: they are equally wide. */
-_Static_assert(MR == NR, "one panel width for A and B");
-
-/* Packs `count` lines of one operand, starting at line l0, into panels of
- * PANEL lines, each line's k elements interleaved: dst[p * PANEL + r] is
- * element p of line l0 + g + r, zero past the last line. A line's element
- * p sits at l + p * ld when `lines_are_rows` (A untransposed: a row; B
- * transposed: a column of op(B)), else at p + l * ld. */
+/* op(X), rows x cols, as a dense column-major FP32 matrix (leading
+ * dimension rows), each element converted from its type and rounded as
+ * the compute type says. Element (i, p) of op(X) sits at p + i * ld when
+ * `trans`, else at i + p * ld. */
 static void
-pack_panels(const void *src, cudaDataType type, int64_t ld,
-            int lines_are_rows, enum operand_round round, size_t k,
-            int64_t l0, int64_t count, float *pack)
+gather_op(const void *src, cudaDataType type, int64_t ld, int trans,
+          enum operand_round round, int64_t rows, int64_t cols, float *dst)
 {
-    enum { PANEL = MR };
-
-    for (int64_t g = 0; g < count; g += PANEL) {
-        float *dst = pack + (size_t)g * k;
-        for (int r = 0; r < PANEL; r++) {
-            int64_t l = l0 + g + r;
-            for (size_t p = 0; p < k; p++) {
-                float v = 0.0f;
-                if (g + r < count) {
-                    size_t idx = lines_are_rows
-                                     ? (size_t)l + p * (size_t)ld
-                                     : p + (size_t)l * (size_t)ld;
-                    v = round_operand(load(src, idx, type), round);
-                }
-                dst[p * PANEL + (size_t)r] = v;
-            }
+    for (int64_t p = 0; p < cols; p++)
+        for (int64_t i = 0; i < rows; i++) {
+            size_t idx = trans ? (size_t)p + (size_t)i * (size_t)ld
+                               : (size_t)i + (size_t)p * (size_t)ld;
+            dst[(size_t)i + (size_t)p * (size_t)rows] =
+                round_operand(load(src, idx, type), round);
         }
-    }
-}
-
-/* Rows i0.. of op(A). */
-static void
-pack_a(const struct gemm_problem *j, const void *a, int64_t i0, int64_t rows,
-       float *pack)
-{
-    pack_panels(a, j->atype, j->lda, j->transa == CUBLAS_OP_N, j->round,
-                (size_t)j->k, i0, rows, pack);
-}
-
-/* Columns j0.. of op(B). */
-static void
-pack_b(const struct gemm_problem *j, const void *b, int64_t j0, int64_t cols,
-       float *pack)
-{
-    pack_panels(b, j->btype, j->ldb, j->transb != CUBLAS_OP_N, j->round,
-                (size_t)j->k, j0, cols, pack);
-}
-
-/* out[c][r] = sum over p of a[r, p] * b[p, c], in p order. */
-static void
-micro_kernel(const float *ap, const float *bp, size_t k, float out[NR][MR])
-{
-    v4f acc[NR] = { { 0 } };
-
-    for (size_t p = 0; p < k; p++) {
-        v4f a;
-        memcpy(&a, ap + p * MR, sizeof(a));
-        for (int c = 0; c < NR; c++) {
-            float bv = bp[p * NR + (size_t)c];
-            v4f b = { bv, bv, bv, bv };
-            acc[c] = acc[c] + a * b;
-        }
-    }
-    memcpy(out, acc, sizeof(acc));
 }
 
 static void
@@ -331,43 +267,45 @@ scale_c(const struct gemm_problem *j, void *c, float beta)
     }
 }
 
-static void
+/* C = alpha op(A) op(B) + beta C: the operands as the compute type rounds
+ * them, their product in FP32 on the BLAS, then alpha and beta per element
+ * (one rounded multiply, one rounded add) in C's type. FP32 operands that
+ * need no rounding go to the BLAS where they lie. */
+static CUresult
 multiply(const struct gemm_problem *j, const void *a, const void *b, void *c,
-         float alpha, float beta, float *apack, float *bpack)
+         float alpha, float beta)
 {
-    size_t k = (size_t)j->k;
-    float out[NR][MR];
+    int ta = j->transa != CUBLAS_OP_N, tb = j->transb != CUBLAS_OP_N;
+    int direct_a = j->atype == CUDA_R_32F && j->round == ROUND_NONE;
+    int direct_b = j->btype == CUDA_R_32F && j->round == ROUND_NONE;
+    size_t mk = (size_t)j->m * (size_t)j->k, kn = (size_t)j->k * (size_t)j->n;
+    float *ga = direct_a ? NULL : malloc(mk * sizeof(float));
+    float *gb = direct_b ? NULL : malloc(kn * sizeof(float));
+    float *prod = malloc((size_t)j->m * (size_t)j->n * sizeof(float));
 
-    for (int64_t j0 = 0; j0 < j->n; j0 += NB) {
-        int64_t cols = j->n - j0 < NB ? j->n - j0 : NB;
-        pack_b(j, b, j0, cols, bpack);
-        for (int64_t i0 = 0; i0 < j->m; i0 += MB) {
-            int64_t rows = j->m - i0 < MB ? j->m - i0 : MB;
-            pack_a(j, a, i0, rows, apack);
-            for (int64_t h = 0; h < cols; h += NR) {
-                for (int64_t g = 0; g < rows; g += MR) {
-                    micro_kernel(apack + (size_t)g * k, bpack + (size_t)h * k,
-                                 k, out);
-                    for (int cc = 0; cc < NR && h + cc < cols; cc++) {
-                        for (int r = 0; r < MR && g + r < rows; r++) {
-                            size_t idx = (size_t)(i0 + g + r) +
-                                         (size_t)(j0 + h + cc) *
-                                             (size_t)j->ldc;
-                            store_c(j, c, idx, alpha, beta, out[cc][r]);
-                        }
-                    }
-                }
-            }
-        }
+    if ((!direct_a && !ga) || (!direct_b && !gb) || !prod) {
+        free(ga), free(gb), free(prod);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (ga)
+        gather_op(a, j->atype, j->lda, ta, j->round, j->m, j->k, ga);
+    if (gb)
+        gather_op(b, j->btype, j->ldb, tb, j->round, j->k, j->n, gb);
+    emu_cpu_sgemm(direct_a && ta, direct_b && tb, j->m, j->n, j->k,
+                  ga ? ga : a, ga ? j->m : j->lda, gb ? gb : b,
+                  gb ? j->k : j->ldb, 0.0f, prod, j->m);
+    for (int64_t col = 0; col < j->n; col++)
+        for (int64_t i = 0; i < j->m; i++)
+            store_c(j, c, (size_t)i + (size_t)col * (size_t)j->ldc, alpha,
+                    beta, prod[(size_t)i + (size_t)col * (size_t)j->m]);
+    free(ga), free(gb), free(prod);
+    return CUDA_SUCCESS;
 }
 
-/* One problem with its scalars already read; apack and bpack hold MB and
- * NB rows of k floats. */
+/* One problem with its scalars already read. */
 static CUresult
 run_problem(const struct gemm_problem *j, CUdeviceptr da, CUdeviceptr db,
-            CUdeviceptr dc, float alpha, float beta, float *apack,
-            float *bpack)
+            CUdeviceptr dc, float alpha, float beta)
 {
     int64_t acols = j->transa == CUBLAS_OP_N ? j->k : j->m;
     int64_t bcols = j->transb == CUBLAS_OP_N ? j->n : j->k;
@@ -388,8 +326,7 @@ run_problem(const struct gemm_problem *j, CUdeviceptr da, CUdeviceptr db,
                                     type_size(j->btype)));
     if (a == NULL || b == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-    multiply(j, a, b, c, alpha, beta, apack, bpack);
-    return CUDA_SUCCESS;
+    return multiply(j, a, b, c, alpha, beta);
 }
 
 /* Problem `idx`'s matrix: read from the device pointer array at `base`,
@@ -414,7 +351,7 @@ operand_at(const struct gemm_job *j, CUdeviceptr base, int64_t stride,
 
 static CUresult
 run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
-        float alpha, float beta, float *apack, float *bpack)
+        float alpha, float beta)
 {
     CUdeviceptr a = 0, b = 0, c = 0;
     CUresult rc;
@@ -426,7 +363,7 @@ run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
         rc = operand_at(j, j->b, j->stride_b, type_size(p->btype), idx, &b);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return run_problem(p, a, b, c, alpha, beta, apack, bpack);
+    return run_problem(p, a, b, c, alpha, beta);
 }
 
 /* A partial fault: the first problem that has work gets the whole result
@@ -434,7 +371,7 @@ run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
  * column, as the first tiles of a call whose later launch failed; nothing
  * else is written. */
 static CUresult
-gemm_run_partial(const struct gemm_job *j, float *apack, float *bpack)
+gemm_run_partial(const struct gemm_job *j)
 {
     int64_t idx = 0;
 
@@ -454,7 +391,7 @@ gemm_run_partial(const struct gemm_job *j, float *apack, float *bpack)
             p.n = (p.n + 1) / 2;
         else
             p.m = (p.m + 1) / 2;
-        return run_one(j, &p, idx, alpha, beta, apack, bpack);
+        return run_one(j, &p, idx, alpha, beta);
     }
     return CUDA_SUCCESS;
 }
@@ -463,20 +400,11 @@ static CUresult
 gemm_run(void *arg)
 {
     const struct gemm_job *j = arg;
-    size_t k = (size_t)(j->kmax > 0 ? j->kmax : 1);
-    float *apack = malloc(MB * k * sizeof(float));
-    float *bpack = malloc(NB * k * sizeof(float));
     CUresult rc = CUDA_SUCCESS;
     int64_t idx = 0;
 
-    if (apack == NULL || bpack == NULL)
-        rc = CUDA_ERROR_OUT_OF_MEMORY;
-    if (rc == CUDA_SUCCESS && j->partial) {
-        rc = gemm_run_partial(j, apack, bpack);
-        free(apack);
-        free(bpack);
-        return rc;
-    }
+    if (j->partial)
+        return gemm_run_partial(j);
     for (int64_t g = 0; rc == CUDA_SUCCESS && g < j->ngroups; g++) {
         const struct gemm_job_group *grp = &j->groups[g];
         float alpha, beta;
@@ -491,11 +419,9 @@ gemm_run(void *arg)
                ((alpha == 0.0f || grp->p.k == 0) && beta == 1.0f);
         for (int64_t i = 0; !idle && rc == CUDA_SUCCESS && i < grp->count;
              i++)
-            rc = run_one(j, &grp->p, idx + i, alpha, beta, apack, bpack);
+            rc = run_one(j, &grp->p, idx + i, alpha, beta);
         idx += grp->count;
     }
-    free(apack);
-    free(bpack);
     return rc;
 }
 
@@ -738,8 +664,6 @@ gemm_job_new(const struct gemm_call *g, const struct emu_blas_config *cfg,
         dst->p = p;
         dst->count = src->count;
         take_scalars(&dst->s, cfg->pointer_mode, src->alpha, src->beta);
-        if (src->k > job->kmax)
-            job->kmax = src->k;
         if (!group_idle(dst))
             *idle = 0;
     }

@@ -88,6 +88,7 @@
     X(cuStreamQuery) \
     X(cuStreamSynchronize) \
     X(cuStreamWaitEvent) \
+    X(cuThreadExchangeStreamCaptureMode) \
 
 static struct {
 #define RT_DRIVER_MEMBER(sym) __typeof__(&sym) sym;
@@ -1359,6 +1360,13 @@ cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
     if (e != cudaSuccess)
         return rt_ret(e);
     return rt_cu(rt_drv.cuStreamBeginCapture(stream, (CUstreamCaptureMode)mode));
+}
+
+cudaError_t
+cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+    return rt_cu(rt_drv.cuThreadExchangeStreamCaptureMode(
+        (CUstreamCaptureMode *)mode));
 }
 
 cudaError_t

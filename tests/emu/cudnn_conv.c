@@ -409,65 +409,6 @@ round_operand(float v, enum operand_round r)
     return v;
 }
 
-/* For one spatial dimension d: the input position i, output position o
- * and filter tap r of a product, from the destination coordinate `dst`
- * and the reduction coordinate `free` (forward: dst o, free r; backward
- * data: dst i, free r; backward filter: dst r, free o). 0 when that
- * product does not exist (outside the input or between strides). */
-static int
-conv_tap(const struct conv_job *j, int d, int dst, int free, int *i, int *o,
-         int *r)
-{
-    const struct conv_problem *p = &j->p;
-    int t;
-
-    switch (j->dir) {
-    case DIR_FWD:
-        *o = dst, *r = free;
-        *i = dst * p->stride[d] - p->pad[d] + free * p->dil[d];
-        return *i >= 0 && *i < p->in[d];
-    case DIR_BWD_DATA:
-        *i = dst, *r = free;
-        t = dst + p->pad[d] - free * p->dil[d];
-        if (t < 0 || t % p->stride[d] != 0)
-            return 0;
-        *o = t / p->stride[d];
-        return *o < p->out[d];
-    default:
-        *r = dst, *o = free;
-        *i = free * p->stride[d] - p->pad[d] + dst * p->dil[d];
-        return *i >= 0 && *i < p->in[d];
-    }
-}
-
-/*
- * One destination element: the sum, in FP32, of the products of the two
- * other tensors over everything the destination does not fix. dst[] are
- * the destination's coordinates (N, C or K, spatial... for x and y; K,
- * C/groups, spatial... for the filter). The reduction runs over a channel
- * index (C/groups, K/groups or N) and a spatial box (the filter, or the
- * output for backward filter), in row-major order.
- */
-/* The offsets in x, w and y of the channels (batch image, input and
- * output channel) that reduction index f of destination dst[] reads. */
-static void
-conv_bases(const struct conv_job *j, const int *dst, int f, int64_t *xo,
-           int64_t *wo, int64_t *yo)
-{
-    const struct conv_problem *p = &j->p;
-    int n, c, k, cl;
-
-    if (j->dir == DIR_FWD)
-        n = dst[0], k = dst[1], cl = f, c = (k / p->kg) * p->cg + f;
-    else if (j->dir == DIR_BWD_DATA)
-        n = dst[0], c = dst[1], cl = c % p->cg, k = (c / p->cg) * p->kg + f;
-    else
-        k = dst[0], cl = dst[1], n = f, c = (k / p->kg) * p->cg + cl;
-    *xo = (int64_t)n * j->x.stride[0] + (int64_t)c * j->x.stride[1];
-    *wo = (int64_t)k * j->w.stride[0] + (int64_t)cl * j->w.stride[1];
-    *yo = (int64_t)n * j->y.stride[0] + (int64_t)k * j->y.stride[1];
-}
-
 /* emu_dnn_load without the call for FP32 tensors, the common case. */
 static inline float
 conv_load(const void *base, int64_t idx, cudnnDataType_t type)
@@ -485,138 +426,275 @@ conv_round(float v, enum operand_round r)
     return round_operand(v, r);
 }
 
-/* The longest box side conv_element_2d takes; longer ones go the general
- * way. */
-#define TAPS_MAX 64
+/*
+ * The convolution core: every direction is lowered onto FP32 matrix
+ * products on the CPU's BLAS (emu_cpu_sgemm), one group at a time, with
+ * the operands rounded as the math says while they are gathered.
+ *
+ * Spatial positions are linear, row-major: r over the filter's taps (R of
+ * them), o over the output (O), i over the input. A product pairs tap r
+ * and output o with input i(o, r), whose coordinate in dimension d is
+ * o_d * stride_d - pad_d + r_d * dil_d, when that lies inside the input.
+ * With CUDNN_CONVOLUTION the filter is stored reversed: tap r lives at
+ * filt_d - 1 - r_d. Then, for image n and group g (cg input and kg output
+ * channels), with the column matrix col[(c, r), o] = x[n, c, i(o, r)]
+ * (stored with o fastest, so that it is gathered along the input's rows):
+ *   forward          y_g[k, o]  = sum over (c, r) of w_g[k, (c, r)] col[(c, r), o]
+ *   backward data    dcol = w_g^T dy_g, then dx[n, c, i(o, r)] += dcol[(c, r), o]
+ *   backward filter  dw_g[k, (c, r)] = sum over n and o of dy_g[k, o] col[(c, r), o]
+ * The results go to an FP32 buffer in the destination's row-major order,
+ * then alpha and beta are applied element by element.
+ */
 
-/* The products along one spatial dimension d for a destination coordinate:
- * how many there are, and for each the offsets it adds to x, w and y. */
-struct conv_taps {
-    int count;
-    int64_t x[TAPS_MAX], w[TAPS_MAX], y[TAPS_MAX];
+/* Where the spatial positions lie in each tensor, and which input
+ * position each (tap, output) pair reads. */
+struct conv_lowering {
+    int64_t taps, outs, ins;      /* R, O, and the input's positions */
+    int64_t *in_of;               /* [r * O + o]: i(o, r), or -1 */
+    int64_t *x_of;                /* [r * O + o]: x_at[i(o, r)], or -1 */
+    int64_t *x_at, *y_at, *w_at;  /* spatial offsets in x (by i), y (by o),
+                                     w (by logical tap r, stored place) */
+    int64_t *w_lin;               /* by r: the stored tap's linear index */
 };
 
 static void
-conv_taps_fill(const struct conv_job *j, int d, int at, int box,
-               struct conv_taps *t)
+lowering_free(struct conv_lowering *l)
 {
-    const struct conv_problem *p = &j->p;
-
-    /* A flipped filter is stored reversed: tap r lives at filt - 1 - r. */
-    if (p->flip && j->dir == DIR_BWD_FILTER)
-        at = p->filt[d] - 1 - at;
-    t->count = 0;
-    for (int b = 0; b < box; b++) {
-        int i = 0, o = 0, r = 0;
-
-        if (!conv_tap(j, d, at, b, &i, &o, &r))
-            continue;
-        if (p->flip)
-            r = p->filt[d] - 1 - r;
-        t->x[t->count] = (int64_t)i * j->x.stride[2 + d];
-        t->w[t->count] = (int64_t)r * j->w.stride[2 + d];
-        t->y[t->count] = (int64_t)o * j->y.stride[2 + d];
-        t->count++;
-    }
+    free(l->in_of), free(l->x_of), free(l->x_at), free(l->y_at);
+    free(l->w_at);
+    free(l->w_lin);
 }
 
-/*
- * conv_element for two spatial dimensions with boxes of at most TAPS_MAX
- * a side, the case programs use most: the same products in the same order
- * (the box row-major, the products that do not exist left out), so the
- * same bits, with the taps worked out once per element instead of once
- * per product.
- */
-static float
-conv_element_2d(const struct conv_job *j, const void *xa, const void *wa,
-                const void *ya, const int *dst)
+/* Spatial offset of linear position `lin` of a box `dims` in a view whose
+ * spatial strides start at stride[2]; with `rev`, each coordinate
+ * reversed. Sets coord[] too. */
+static int64_t
+spatial_offset(int64_t lin, const int *dims, int nsp, const int64_t *stride,
+               int rev, int *coord)
+{
+    int64_t off = 0;
+
+    for (int d = nsp - 1; d >= 0; d--) {
+        int v = (int)(lin % dims[d]);
+
+        lin /= dims[d];
+        coord[d] = v;
+        off += (int64_t)(rev ? dims[d] - 1 - v : v) * stride[2 + d];
+    }
+    return off;
+}
+
+static int
+lowering_make(const struct conv_job *j, struct conv_lowering *l)
 {
     const struct conv_problem *p = &j->p;
-    const int *box = j->dir == DIR_BWD_FILTER ? p->out : p->filt;
-    int nfree = j->dir == DIR_FWD ? p->cg
-                : j->dir == DIR_BWD_DATA ? p->kg : p->n;
-    const void *aa = j->dir == DIR_BWD_DATA ? ya : xa;
-    const void *ba = j->dir == DIR_BWD_FILTER ? ya : wa;
-    cudnnDataType_t at = j->dir == DIR_BWD_DATA ? j->y.type : j->x.type;
-    cudnnDataType_t bt = j->dir == DIR_BWD_FILTER ? j->y.type : j->w.type;
-    struct conv_taps t0, t1;
-    float acc = 0.0f;
+    int r_at[EMU_DNN_MAX_SPATIAL], o_at[EMU_DNN_MAX_SPATIAL];
+    int scratch[EMU_DNN_MAX_SPATIAL];
 
-    conv_taps_fill(j, 0, dst[2], box[0], &t0);
-    conv_taps_fill(j, 1, dst[3], box[1], &t1);
-    for (int f = 0; f < nfree; f++) {
-        int64_t x0, w0, y0;
+    memset(l, 0, sizeof(*l));
+    l->taps = prod(p->filt, p->nsp);
+    l->outs = prod(p->out, p->nsp);
+    l->ins = prod(p->in, p->nsp);
+    l->in_of = malloc((size_t)(l->taps * l->outs) * sizeof(int64_t));
+    l->x_of = malloc((size_t)(l->taps * l->outs) * sizeof(int64_t));
+    l->x_at = malloc((size_t)l->ins * sizeof(int64_t));
+    l->y_at = malloc((size_t)l->outs * sizeof(int64_t));
+    l->w_at = malloc((size_t)l->taps * sizeof(int64_t));
+    l->w_lin = malloc((size_t)l->taps * sizeof(int64_t));
+    if (!l->in_of || !l->x_of || !l->x_at || !l->y_at || !l->w_at ||
+        !l->w_lin) {
+        lowering_free(l);
+        return -1;
+    }
+    for (int64_t i = 0; i < l->ins; i++)
+        l->x_at[i] = spatial_offset(i, p->in, p->nsp, j->x.stride, 0,
+                                    scratch);
+    for (int64_t o = 0; o < l->outs; o++)
+        l->y_at[o] = spatial_offset(o, p->out, p->nsp, j->y.stride, 0,
+                                    scratch);
+    for (int64_t r = 0; r < l->taps; r++) {
+        int64_t lin = 0;
 
-        conv_bases(j, dst, f, &x0, &w0, &y0);
-        for (int r0 = 0; r0 < t0.count; r0++) {
-            int64_t xr = x0 + t0.x[r0], wr = w0 + t0.w[r0];
-            int64_t yr = y0 + t0.y[r0];
+        l->w_at[r] = spatial_offset(r, p->filt, p->nsp, j->w.stride,
+                                    p->flip, r_at);
+        for (int d = 0; d < p->nsp; d++)
+            lin = lin * p->filt[d] +
+                  (p->flip ? p->filt[d] - 1 - r_at[d] : r_at[d]);
+        l->w_lin[r] = lin;
+        for (int64_t o = 0; o < l->outs; o++) {
+            int64_t in = 0;
+            int inside = 1;
 
-            for (int r1 = 0; r1 < t1.count; r1++) {
-                int64_t xo = xr + t1.x[r1], wo = wr + t1.w[r1];
-                int64_t yo = yr + t1.y[r1];
-                float a = conv_load(aa, j->dir == DIR_BWD_DATA ? yo : xo, at);
-                float bv = conv_load(ba, j->dir == DIR_BWD_FILTER ? yo : wo,
-                                     bt);
+            spatial_offset(o, p->out, p->nsp, j->y.stride, 0, o_at);
+            for (int d = 0; d < p->nsp && inside; d++) {
+                int i = o_at[d] * p->stride[d] - p->pad[d] +
+                        r_at[d] * p->dil[d];
 
-                acc = acc + conv_round(a, p->round) * conv_round(bv, p->round);
+                inside = i >= 0 && i < p->in[d];
+                in = in * p->in[d] + i;
             }
+            l->in_of[r * l->outs + o] = inside ? in : -1;
+            l->x_of[r * l->outs + o] = inside ? l->x_at[in] : -1;
         }
     }
-    return acc;
+    return 0;
 }
 
-static float
-conv_element(const struct conv_job *j, const void *xa, const void *wa,
-             const void *ya, const int *dst)
+/* col[(c, r), o] for image n, group g, stored column-major as its
+ * transpose: element ((c, r), o) at o + (c R + r) O. */
+static void
+gather_cols(const struct conv_job *j, const struct conv_lowering *l,
+            const void *xa, int n, int g, float *col)
 {
     const struct conv_problem *p = &j->p;
-    const int *box = j->dir == DIR_BWD_FILTER ? p->out : p->filt;
-    int nfree = j->dir == DIR_FWD ? p->cg
-                : j->dir == DIR_BWD_DATA ? p->kg : p->n;
-    int64_t boxn = (int64_t)prod(box, p->nsp);
-    float acc = 0.0f;
+    /* Locals: the stores into col could alias anything reached through j
+     * (the build does not assume strict aliasing). */
+    const cudnnDataType_t type = j->x.type;
+    const enum operand_round round = p->round;
+    const int64_t outs = l->outs, taps = l->taps;
 
-    if (p->nsp == 2 && box[0] <= TAPS_MAX && box[1] <= TAPS_MAX)
-        return conv_element_2d(j, xa, wa, ya, dst);
+    for (int c = 0; c < p->cg; c++) {
+        int64_t base = (int64_t)n * j->x.stride[0] +
+                       (int64_t)(g * p->cg + c) * j->x.stride[1];
 
-    for (int f = 0; f < nfree; f++) {
-        int64_t x0, w0, y0;
+        for (int64_t r = 0; r < taps; r++) {
+            const int64_t *at = l->x_of + r * outs;
+            float *dst = col + ((int64_t)c * taps + r) * outs;
 
-        conv_bases(j, dst, f, &x0, &w0, &y0);
-        for (int64_t b = 0; b < boxn; b++) {
-            int64_t xo = x0, wo = w0, yo = y0;
-            int64_t rest = b;
-            int ok = 1;
+            if (type == CUDNN_DATA_FLOAT && round == ROUND_NONE) {
+                const float *x = (const float *)xa + base;
 
-            for (int d = p->nsp - 1; d >= 0 && ok; d--) {
-                int free = (int)(rest % box[d]), at = dst[2 + d];
-                int i = 0, o = 0, r = 0;
-
-                rest /= box[d];
-                /* A flipped filter is stored reversed: tap r lives at
-                 * filt - 1 - r. */
-                if (p->flip && j->dir == DIR_BWD_FILTER)
-                    at = p->filt[d] - 1 - at;
-                ok = conv_tap(j, d, at, free, &i, &o, &r);
-                if (p->flip)
-                    r = p->filt[d] - 1 - r;
-                xo += (int64_t)i * j->x.stride[2 + d];
-                wo += (int64_t)r * j->w.stride[2 + d];
-                yo += (int64_t)o * j->y.stride[2 + d];
-            }
-            if (!ok)
+                for (int64_t o = 0; o < outs; o++)
+                    dst[o] = at[o] < 0 ? 0.0f : x[at[o]];
                 continue;
-            float a = j->dir == DIR_BWD_DATA
-                          ? emu_dnn_load(ya, yo, j->y.type)
-                          : emu_dnn_load(xa, xo, j->x.type);
-            float bv = j->dir == DIR_BWD_FILTER
-                           ? emu_dnn_load(ya, yo, j->y.type)
-                           : emu_dnn_load(wa, wo, j->w.type);
-            acc = acc + round_operand(a, p->round) * round_operand(bv, p->round);
+            }
+            for (int64_t o = 0; o < outs; o++)
+                dst[o] = at[o] < 0 ? 0.0f
+                                   : conv_round(conv_load(xa, base + at[o],
+                                                          type),
+                                                round);
         }
     }
-    return acc;
+}
+
+/* w_g[k, (c, r)] (leading dimension kg) of group g. */
+static void
+gather_filter(const struct conv_job *j, const struct conv_lowering *l,
+              const void *wa, int g, float *wg)
+{
+    const struct conv_problem *p = &j->p;
+
+    for (int c = 0; c < p->cg; c++)
+        for (int64_t r = 0; r < l->taps; r++)
+            for (int k = 0; k < p->kg; k++) {
+                int64_t at = (int64_t)(g * p->kg + k) * j->w.stride[0] +
+                             (int64_t)c * j->w.stride[1] + l->w_at[r];
+
+                wg[k + ((int64_t)c * l->taps + r) * p->kg] =
+                    conv_round(conv_load(wa, at, j->w.type), p->round);
+            }
+}
+
+/* dy_g[k, o] (leading dimension kg) for image n, group g. */
+static void
+gather_dy(const struct conv_job *j, const struct conv_lowering *l,
+          const void *ya, int n, int g, float *dyg)
+{
+    const struct conv_problem *p = &j->p;
+
+    for (int64_t o = 0; o < l->outs; o++)
+        for (int k = 0; k < p->kg; k++) {
+            int64_t at = (int64_t)n * j->y.stride[0] +
+                         (int64_t)(g * p->kg + k) * j->y.stride[1] +
+                         l->y_at[o];
+
+            dyg[k + o * p->kg] =
+                conv_round(conv_load(ya, at, j->y.type), p->round);
+        }
+}
+
+/* The whole result into res[], in the destination's row-major order. */
+static int
+conv_compute(const struct conv_job *j, const void *xa, const void *wa,
+             const void *ya, float *res)
+{
+    const struct conv_problem *p = &j->p;
+    struct conv_lowering l;
+    int64_t rows;
+    float *col, *wg, *dyg, *out;
+    int rc = 0;
+
+    if (lowering_make(j, &l) != 0)
+        return -1;
+    rows = (int64_t)p->cg * l.taps;
+    col = malloc((size_t)(rows * l.outs) * sizeof(float));
+    wg = malloc((size_t)(p->kg * rows) * sizeof(float));
+    dyg = malloc((size_t)(p->kg * l.outs) * sizeof(float));
+    out = malloc((size_t)(rows > p->kg ? rows : p->kg) * (size_t)l.outs *
+                 sizeof(float));
+    if (!col || !wg || !dyg || !out) {
+        rc = -1;
+        goto done;
+    }
+    if (j->dir == DIR_BWD_DATA)
+        memset(res, 0, (size_t)p->n * (size_t)p->c * (size_t)l.ins *
+                           sizeof(float));
+    for (int g = 0; g < p->groups; g++) {
+        if (j->dir != DIR_BWD_FILTER)
+            gather_filter(j, &l, wa, g, wg);
+        for (int n = 0; n < p->n; n++) {
+            switch (j->dir) {
+            case DIR_FWD:
+                gather_cols(j, &l, xa, n, g, col);
+                emu_cpu_sgemm(0, 1, p->kg, l.outs, rows, wg, p->kg, col,
+                              l.outs, 0.0f, out, p->kg);
+                for (int k = 0; k < p->kg; k++)
+                    for (int64_t o = 0; o < l.outs; o++)
+                        res[((int64_t)n * p->k + g * p->kg + k) * l.outs + o] =
+                            out[k + o * p->kg];
+                break;
+            case DIR_BWD_DATA:
+                /* dcol's transpose: element ((c, r), o) at o + (c R + r) O. */
+                gather_dy(j, &l, ya, n, g, dyg);
+                emu_cpu_sgemm(1, 0, l.outs, rows, p->kg, dyg, p->kg, wg,
+                              p->kg, 0.0f, out, l.outs);
+                for (int c = 0; c < p->cg; c++) {
+                    float *dx = res + ((int64_t)n * p->c + g * p->cg + c) *
+                                          l.ins;
+
+                    for (int64_t r = 0; r < l.taps; r++) {
+                        const int64_t *in = l.in_of + r * l.outs;
+                        const float *src =
+                            out + ((int64_t)c * l.taps + r) * l.outs;
+
+                        for (int64_t o = 0; o < l.outs; o++)
+                            if (in[o] >= 0)
+                                dx[in[o]] += src[o];
+                    }
+                }
+                break;
+            default:
+                gather_cols(j, &l, xa, n, g, col);
+                gather_dy(j, &l, ya, n, g, dyg);
+                emu_cpu_sgemm(0, 0, p->kg, rows, l.outs, dyg, p->kg, col,
+                              l.outs, n == 0 ? 0.0f : 1.0f, wg, p->kg);
+                break;
+            }
+        }
+        if (j->dir == DIR_BWD_FILTER)
+            for (int k = 0; k < p->kg; k++)
+                for (int c = 0; c < p->cg; c++)
+                    for (int64_t r = 0; r < l.taps; r++)
+                        res[((int64_t)(g * p->kg + k) * p->cg + c) * l.taps +
+                            l.w_lin[r]] =
+                            p->n > 0 ? wg[k + ((int64_t)c * l.taps + r) *
+                                                  p->kg]
+                                     : 0.0f;
+    }
+done:
+    free(col), free(wg), free(dyg), free(out);
+    lowering_free(&l);
+    return rc;
 }
 
 static CUresult
@@ -641,6 +719,13 @@ conv_run(void *arg)
     if (ws != NULL)
         memset(ws, 0xa5, j->workspace_size);
     da = j->dir == DIR_FWD ? ya : j->dir == DIR_BWD_DATA ? xa : wa;
+    float *res = malloc((count > 0 ? count : 1) * sizeof(float));
+
+    if (res == NULL || conv_compute(j, xa, wa, ya, res) != 0) {
+        free(res);
+        return emu_op_fail(CUDA_ERROR_OUT_OF_MEMORY, dir_api[j->dir],
+                           "out of host memory");
+    }
     /* The destination's elements in row-major order, their coordinates
      * and offset carried from one to the next (no divisions). */
     int coord[CUDNN_DIM_MAX] = { 0 };
@@ -651,8 +736,7 @@ conv_run(void *arg)
     if (j->partial)
         count = (count + 1) / 2;
     for (size_t lin = 0; lin < count; lin++) {
-        emu_dnn_blend(da, off, dst->type, j->alpha, j->beta,
-                      conv_element(j, xa, wa, ya, coord));
+        emu_dnn_blend(da, off, dst->type, j->alpha, j->beta, res[lin]);
         for (int d = dst->nb_dims - 1; d >= 0; d--) {
             off += dst->stride[d];
             if (++coord[d] < dst->dim[d])
@@ -661,6 +745,7 @@ conv_run(void *arg)
             coord[d] = 0;
         }
     }
+    free(res);
     return CUDA_SUCCESS;
 }
 

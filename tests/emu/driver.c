@@ -1444,6 +1444,23 @@ cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
 static uint64_t drv_next_capture_id;
 
 CUresult
+cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    CUresult rc;
+
+    if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+        return CUDA_ERROR_INVALID_VALUE;
+    core_lock();
+    rc = core_initialised() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+    if (rc == CUDA_SUCCESS)
+        *mode = core_capture_exchange(*mode);
+    core_unlock();
+    return rc;
+}
+
+CUresult
 cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
 {
     struct CUctx_st *ctx;

@@ -141,6 +141,18 @@ float emu_round_tf32(float f);
 int emu_tf32_available(void);
 
 /* Element types the library stand-ins store in device memory. */
+/* ---- Matrix products (blas.c) --------------------------------------------- */
+
+/* C = op(A) op(B) + beta C in FP32 on the CPU's BLAS, column-major, C
+ * m x n with leading dimension ldc (not read when beta is 0); op
+ * transposes when trans*. k may be 0 (C = beta C). Deterministic for a given AMPSHIM_EMU_THREADS. */
+void emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
+                   const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float beta, float *c, int64_t ldc);
+
+/* The BLAS's thread count (AMPSHIM_EMU_THREADS, 1 to 64; default 1). */
+int emu_cpu_threads(void);
+
 enum emu_elem {
     EMU_ELEM_F32 = 0,
     EMU_ELEM_F16,

@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -562,6 +563,92 @@ module_load_under_capture(void)
     CHECK(cuStreamDestroy(s));
 }
 
+/* A thread's capture interaction mode (cuThreadExchangeStreamCaptureMode)
+ * decides which captures prohibit its potentially unsafe calls (here
+ * cuMemAlloc): GLOBAL, its own and any global one; THREAD_LOCAL, its own
+ * only; RELAXED, none. A prohibited call fails and invalidates. */
+struct mode_probe {
+    CUstreamCaptureMode mode;
+    CUresult alloc;
+};
+
+static void *
+mode_probe_run(void *arg)
+{
+    struct mode_probe *p = arg;
+    CUstreamCaptureMode old = p->mode;
+    CUdeviceptr d = 0;
+
+    if (cuCtxSetCurrent(primary) != CUDA_SUCCESS ||
+        cuThreadExchangeStreamCaptureMode(&old) != CUDA_SUCCESS)
+        return NULL;
+    p->alloc = cuMemAlloc(&d, 4);
+    if (p->alloc == CUDA_SUCCESS)
+        cuMemFree(d);
+    return NULL;
+}
+
+/* Begins a global capture on s, runs an allocation in `mode` on another
+ * thread, ends the capture; returns the allocation's status, and in *end
+ * the end's. */
+static CUresult
+alloc_beside_capture(CUstream s, CUstreamCaptureMode mode, CUresult *end)
+{
+    struct mode_probe p = {mode, CUDA_ERROR_UNKNOWN};
+    CUgraph graph = NULL;
+    pthread_t t;
+
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    assert_int_equal(pthread_create(&t, NULL, mode_probe_run, &p), 0);
+    pthread_join(t, NULL);
+    *end = cuStreamEndCapture(s, &graph);
+    if (graph)
+        cuGraphDestroy(graph);
+    return p.alloc;
+}
+
+static void
+test_capture_thread_modes(void **state)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CUgraph graph = NULL;
+    CUdeviceptr d = 0;
+    CUresult end;
+    CUstream s;
+
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    /* Another thread's global capture. */
+    assert_int_equal(alloc_beside_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL,
+                                          &end),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    assert_int_equal(end, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(alloc_beside_capture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                               &end));
+    CHECK(end);
+    CHECK(alloc_beside_capture(s, CU_STREAM_CAPTURE_MODE_RELAXED, &end));
+    CHECK(end);
+    /* The thread's own capture: only RELAXED allows the call. */
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+    assert_int_equal(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CHECK(cuMemAlloc(&d, 4));
+    mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+    assert_int_equal(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+    assert_int_equal(cuMemFree(d), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    assert_int_equal(cuStreamEndCapture(s, &graph),
+                     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+    CHECK(cuMemFree(d));
+    mode = (CUstreamCaptureMode)7;
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(&mode),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuStreamDestroy(s));
+}
+
 static void
 test_capture(void **state)
 {
@@ -877,6 +964,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_events_time_the_model),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_capture_thread_modes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_module_and_launch),
         cmocka_unit_test(test_host_read_of_device_memory_faults),

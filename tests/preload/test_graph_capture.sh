@@ -9,7 +9,10 @@
 #   succeeds, both launches are right, and the two calls stayed FP32 with
 #   the fallback reason "cold-capture" in the report;
 # - warm (one of each before the capture): the same, and the captured
-#   SGEMM converted in the modes that convert under capture.
+#   SGEMM converted in the modes that convert under capture;
+# - beside (the first calls of the process on another stream or thread
+#   while the capture runs): the capture survives the shim's set-up for
+#   them, and they convert.
 # usage: test_graph_capture.sh GRAPH_CAPTURE LIBAMPSHIM EMU_DIR PYTHON3
 set -euo pipefail
 
@@ -50,22 +53,30 @@ for site in report["sites"]:
 EOF
 }
 
+# run_captured WHAT MODE OKS ARGS...: graph_capture ARGS under the shim in
+# MODE, its report in run.json: it exits 0, the capture succeeds and OKS
+# lines of results are right.
+run_captured() {
+    local what=$1 mode=$2 oks=$3 rc=0
+    shift 3
+    rm -f "$tmp/run.json"
+    AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
+        LD_PRELOAD="$preload$lib" "$prog" "$@" \
+        >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+    [[ $rc == 0 ]] || fail "$what: exit status $rc"
+    grep -qx "capture cudaSuccess" "$tmp/run.out" ||
+        fail "$what: the capture failed"
+    [[ $(grep -c ' ok$' "$tmp/run.out") == "$oks" ]] ||
+        fail "$what: the results"
+}
+
 for capture in global thread-local; do
     for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
         for start in cold warm; do
             what="$mode, $start, $capture capture"
             args=(--capture-mode "$capture")
             [[ $start == warm ]] && args+=(--warm)
-            rm -f "$tmp/run.json"
-            rc=0
-            AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
-                LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
-                >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
-            [[ $rc == 0 ]] || fail "$what: exit status $rc"
-            grep -qx "capture cudaSuccess" "$tmp/run.out" ||
-                fail "$what: the capture failed"
-            [[ $(grep -c ' ok$' "$tmp/run.out") == 2 ]] ||
-                fail "$what: the launches' results"
+            run_captured "$what" "$mode" 2 "${args[@]}"
             gemm_conv=$(field cublasSgemm_v2 converted)
             if [[ $start == cold ]]; then
                 [[ $gemm_conv == 0 ]] ||
@@ -100,5 +111,28 @@ for capture in global thread-local; do
         done
     done
 done
+# Beside a capture: while the program's capture runs, the process's first
+# SGEMM and convolution go to another stream that is not captured, from
+# the capturing thread or from another one. The shim's set-up for them
+# (module, handles, events) must not invalidate the capture, and they
+# convert (but fp16x3's convolution, which has no such form).
+beside_runs=0
+for capture in global thread-local; do
+    for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
+        for beside in stream thread; do
+            what="$mode, beside on another $beside, $capture capture"
+            run_captured "$what" "$mode" 3 --capture-mode "$capture" \
+                --beside "$beside"
+            [[ $(field cublasSgemm_v2 converted) -ge 1 ]] ||
+                fail "$what: the SGEMM beside the capture stayed FP32"
+            [[ $mode == fp16x3 ||
+               $(field cudnnConvolutionForward converted) -ge 1 ]] ||
+                fail "$what: the convolution beside the capture stayed FP32"
+            beside_runs=$((beside_runs + 1))
+        done
+    done
+done
 echo "graph capture: $runs runs (6 modes x cold and warm x global and" \
-     "thread-local capture), every graph captured, launched twice, right"
+     "thread-local capture), every graph captured, launched twice, right;" \
+     "$beside_runs runs with the first calls beside the capture (another" \
+     "stream or thread), the capture intact, those calls converted"

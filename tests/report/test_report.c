@@ -573,6 +573,96 @@ test_context_end_conv(void **state)
     amp_test_env_free(&env);
 }
 
+/* ---- Caps and kinds the policy and the hooks decide ---------------------- */
+
+/* The policy's `set scratch-max` and AMPSHIM_SCRATCH_MAX: the lower one
+ * caps a call's scratch, whichever it is. An fp16 GEMM of report_prog
+ * needs more than 1K: capped, every call runs FP32 ("scratch-cap"). */
+static void
+expect_scratch(const char *policy_cap, const char *env_cap, int capped)
+{
+    char path[300], pol[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+    FILE *f;
+
+    snprintf(pol, sizeof pol, "%s/cap-%s.policy", dir, policy_cap);
+    snprintf(path, sizeof path, "%s/cap-%s-%s.json", dir, policy_cap,
+             env_cap ? env_cap : "unset");
+    f = fopen(pol, "w");
+    assert_non_null(f);
+    fprintf(f, "set scratch-max %s\nrule fp16 when gemm\ndefault fp32\n",
+            policy_cap);
+    fclose(f);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_POLICY", pol);
+    if (env_cap)
+        amp_test_env_set(&env, "AMPSHIM_SCRATCH_MAX", env_cap);
+    run_prog(&env, &r, NULL);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 0);
+    rep = load(path);
+    if (capped) {
+        assert_int_equal((int)num(rep, "sites.0.converted"), 0);
+        assert_int_equal((int)num(rep, "sites.0.fallbacks.scratch-cap"),
+                         CALLS);
+    } else {
+        assert_int_equal((int)num(rep, "sites.0.converted"), CALLS);
+    }
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+static void
+test_scratch_caps(void **state)
+{
+    (void)state;
+    expect_scratch("1G", NULL, 0);
+    expect_scratch("1K", NULL, 1);
+    expect_scratch("1G", "1K", 1);
+    expect_scratch("1K", "1G", 1);
+}
+
+/* conv_check's FP32 case with CUDNN_FMA_MATH alone is kept FP32 as the
+ * program chose (counted fp32), its TENSOR_OP_MATH case alone is the
+ * program's own Tensor Core math (passed through). */
+static void
+expect_conv_kind(const char *name, int fp32, int passthrough)
+{
+    char *argv[] = {(char *)conv_prog, "--tol", "tf32", "--only",
+                    (char *)name, NULL};
+    char path[300];
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    snprintf(path, sizeof path, "%s/kind-%s.json", dir, name);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+    assert_int_equal(amp_test_run(argv, &env, 60, &r), 0);
+    assert_true(r.exited);
+    assert_int_equal(r.code, 0);
+    rep = load(path);
+    assert_string_equal(str(rep, "apis.0.api"), "cudnnConvolutionForward");
+    assert_int_equal((int)num(rep, "apis.0.calls"), 1);
+    assert_int_equal((int)num(rep, "apis.0.converted"), 0);
+    assert_int_equal((int)num(rep, "apis.0.fp32"), fp32);
+    assert_int_equal((int)num(rep, "apis.0.passthrough"), passthrough);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+}
+
+static void
+test_conv_math_kinds(void **state)
+{
+    (void)state;
+    expect_conv_kind("fma_math_FW", 1, 0);
+    expect_conv_kind("tensor_op_math_FW", 0, 1);
+}
+
 /* ---- Where the report goes ---------------------------------------------- */
 
 static void
@@ -890,6 +980,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_exit_from_thread),
         cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_context_end_conv),
+        cmocka_unit_test(test_scratch_caps),
+        cmocka_unit_test(test_conv_math_kinds),
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_never_overwrites),
         cmocka_unit_test(test_refuses_symlink),
