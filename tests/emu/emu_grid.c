@@ -1,8 +1,13 @@
 /* Runs a launch of a host-compiled kernel: every block of the grid in turn,
- * each of its threads a fiber with its own stack that runs until it reaches
- * a barrier (__syncthreads) or ends. When every thread of the block has,
- * the next phase starts. AMPSHIM_EMU_SHUFFLE=SEED shuffles the order of the
- * threads in every phase, so that a missing barrier shows. */
+ * each of its threads a fiber that runs until it reaches a barrier
+ * (__syncthreads) or ends. When every thread of the block has, the next
+ * phase starts. AMPSHIM_EMU_SHUFFLE=SEED shuffles the order of the threads
+ * in every phase, so that a missing barrier shows.
+ *
+ * A fiber takes a stack when it first runs and gives it back when it ends,
+ * so the threads of a kernel without barriers all run on one stack, warm
+ * in the cache, and a kernel with barriers holds one stack per thread only
+ * while its threads wait. */
 #include "core_state.h"
 #include "emu_kernels.h"
 
@@ -44,11 +49,9 @@ struct emu_fiber {
 #else
     ucontext_t uc;
 #endif
-    unsigned char *stack;       /* lowest usable byte */
-    unsigned tid;               /* linear index in the block */
+    unsigned char *stack;       /* lowest usable byte; NULL before it runs */
+    struct emu_dim3 idx;        /* threadIdx */
     int done;
-    int pred;                   /* __syncthreads_or's argument */
-    void *fake_stack;           /* ASan's, while switched away */
 };
 
 /* The running launch. Used under the core lock only. */
@@ -57,9 +60,17 @@ static struct {
     struct emu_fiber *fibers;
     unsigned *order;
     unsigned char *stacks;      /* fibers' stacks, each above a guard page */
+    unsigned char **free_stacks; /* stacks no fiber holds, last freed on top */
+    unsigned nfree;
     unsigned nfibers;           /* fibers (and stacks) allocated */
     struct emu_fiber *cur;      /* the fiber that runs, NULL in the scheduler */
+    struct emu_fiber *dead;     /* ended; its stack is freed after the switch */
+    unsigned nthreads;          /* threads of a block */
+    unsigned live;              /* the block's threads that have not ended */
+    unsigned pos;               /* the running thread's place in the order */
+    int any;                    /* a thread of this phase passed non-zero */
     int barrier_or;             /* __syncthreads_or of the last barrier */
+    int from_scheduler;         /* the switch under way left the scheduler */
 #if defined(__x86_64__)
     void *sched_sp;
 #else
@@ -135,16 +146,13 @@ emu_fiber_init(struct emu_fiber *f)
     f->sp = sp;
 }
 
+/* Saves the running context in `from` and continues in `to` (NULL: the
+ * scheduler). */
 static void
-emu_switch_to_fiber(struct emu_fiber *f)
+emu_swap(struct emu_fiber *from, struct emu_fiber *to)
 {
-    emu_fiber_swap(&grid.sched_sp, f->sp);
-}
-
-static void
-emu_switch_to_scheduler(struct emu_fiber *f)
-{
-    emu_fiber_swap(&f->sp, grid.sched_sp);
+    emu_fiber_swap(from ? &from->sp : &grid.sched_sp,
+                   to ? to->sp : grid.sched_sp);
 }
 #else
 static void
@@ -164,15 +172,10 @@ emu_fiber_init(struct emu_fiber *f)
 }
 
 static void
-emu_switch_to_fiber(struct emu_fiber *f)
+emu_swap(struct emu_fiber *from, struct emu_fiber *to)
 {
-    swapcontext(&grid.sched_uc, &f->uc);
-}
-
-static void
-emu_switch_to_scheduler(struct emu_fiber *f)
-{
-    swapcontext(&f->uc, &grid.sched_uc);
+    swapcontext(from ? &from->uc : &grid.sched_uc,
+                to ? &to->uc : &grid.sched_uc);
 }
 #endif
 
@@ -198,14 +201,84 @@ emu_asan_arrive(void *fake_stack, const void **from_bottom, size_t *from_size)
 #endif
 }
 
+/* ---- Handing over between fibers ---------------------------------------- */
+
+/* After a switch, on the stack that now runs: the scheduler's bounds, when
+ * it was the one that left (ASan needs them to switch back), and the stack
+ * of a fiber that ended, free now that nothing runs on it. */
+static void
+emu_arrived(void *fake_stack)
+{
+    const void *from_bottom = NULL;
+    size_t from_size = 0;
+
+    emu_asan_arrive(fake_stack, &from_bottom, &from_size);
+    if (grid.from_scheduler) {
+        grid.sched_bottom = from_bottom;
+        grid.sched_size = from_size;
+        grid.from_scheduler = 0;
+    }
+    if (grid.dead) {
+        grid.free_stacks[grid.nfree++] = grid.dead->stack;
+        grid.dead->stack = NULL;
+        grid.dead = NULL;
+    }
+}
+
+/* Leaves `from` (NULL: the scheduler) for `to` (NULL: the scheduler). A
+ * fiber that ended never comes back; a fiber's first run takes a stack.
+ * Fibers hand over to each other directly, so a switch returns where the
+ * fiber it continues left off, at the same barrier as the one that leaves:
+ * the processor predicts it. */
+static void
+emu_switch(struct emu_fiber *from, struct emu_fiber *to)
+{
+    void *fake_stack = NULL;
+    int dying = from && from->done;
+
+    if (to) {
+        if (to->stack == NULL) {
+            to->stack = grid.free_stacks[--grid.nfree];
+            emu_fiber_init(to);
+        }
+        emu_thread_idx = to->idx;
+        emu_asan_leave(dying ? NULL : &fake_stack, to->stack,
+                       EMU_STACK_BYTES);
+    } else {
+        emu_asan_leave(dying ? NULL : &fake_stack, grid.sched_bottom,
+                       grid.sched_size);
+    }
+    if (dying)
+        grid.dead = from;
+    grid.from_scheduler = from == NULL;
+    grid.cur = to;
+    emu_swap(from, to);
+    emu_arrived(fake_stack);
+}
+
+/* The next thread of this phase that has not ended, or NULL when the phase
+ * is over. */
+static struct emu_fiber *
+emu_next(void)
+{
+    for (; grid.pos < grid.nthreads; grid.pos++) {
+        struct emu_fiber *f = &grid.fibers[grid.order[grid.pos]];
+
+        if (!f->done)
+            return f;
+    }
+    return NULL;
+}
+
 void
 emu_fiber_main(struct emu_fiber *f)
 {
-    emu_asan_arrive(NULL, &grid.sched_bottom, &grid.sched_size);
+    emu_arrived(NULL);
     grid.launch->kernel->entry(grid.launch->params);
     f->done = 1;
-    emu_asan_leave(NULL, grid.sched_bottom, grid.sched_size);
-    emu_switch_to_scheduler(f);
+    grid.live--;
+    grid.pos++;
+    emu_switch(f, emu_next());
     __builtin_unreachable();
 }
 
@@ -214,28 +287,10 @@ emu_grid_barrier(int pred)
 {
     struct emu_fiber *f = grid.cur;
 
-    f->pred = pred;
-    emu_asan_leave(&f->fake_stack, grid.sched_bottom, grid.sched_size);
-    emu_switch_to_scheduler(f);
-    emu_asan_arrive(f->fake_stack, NULL, NULL);
+    grid.any |= pred != 0;
+    grid.pos++;
+    emu_switch(f, emu_next());
     return grid.barrier_or;
-}
-
-/* Runs f until its next barrier or its end. */
-static void
-emu_resume(struct emu_fiber *f)
-{
-    void *fake_stack = NULL;
-    unsigned bx = emu_block_dim.x, by = emu_block_dim.y;
-
-    emu_thread_idx.x = f->tid % bx;
-    emu_thread_idx.y = f->tid / bx % by;
-    emu_thread_idx.z = f->tid / bx / by;
-    grid.cur = f;
-    emu_asan_leave(&fake_stack, f->stack, EMU_STACK_BYTES);
-    emu_switch_to_fiber(f);
-    emu_asan_arrive(fake_stack, NULL, NULL);
-    grid.cur = NULL;
 }
 
 void
@@ -255,35 +310,63 @@ emu_fibers_reserve(unsigned n)
     size_t page = emu_page(), each = EMU_STACK_BYTES + page;
     struct emu_fiber *fibers;
     unsigned *order;
-    unsigned char *stacks;
+    unsigned char *stacks, **free_stacks;
 
     if (n <= grid.nfibers)
         return 0;
     fibers = calloc(n, sizeof *fibers);
     order = calloc(n, sizeof *order);
+    free_stacks = calloc(n, sizeof *free_stacks);
     stacks = mmap(NULL, each * n, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (!fibers || !order || stacks == MAP_FAILED) {
+    if (!fibers || !order || !free_stacks || stacks == MAP_FAILED) {
         free(fibers);
         free(order);
+        free(free_stacks);
         if (stacks != MAP_FAILED)
             munmap(stacks, each * n);
         return -1;
     }
     /* A guard page below each stack: an overflow faults, not corrupts. */
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n; i++)
         mprotect(stacks + i * each, page, PROT_NONE);
-        fibers[i].stack = stacks + i * each + page;
-    }
     free(grid.fibers);
     free(grid.order);
+    free(grid.free_stacks);
     if (grid.stacks)
         munmap(grid.stacks, each * grid.nfibers);
     grid.fibers = fibers;
     grid.order = order;
     grid.stacks = stacks;
+    grid.free_stacks = free_stacks;
     grid.nfibers = n;
     return 0;
+}
+
+/* Every stack free, the first on top; every fiber without one. */
+static void
+emu_stacks_reset(void)
+{
+    size_t page = emu_page(), each = EMU_STACK_BYTES + page;
+
+    for (unsigned i = 0; i < grid.nfibers; i++) {
+        grid.free_stacks[i] = grid.stacks + (grid.nfibers - 1 - i) * each +
+                              page;
+        grid.fibers[i].stack = NULL;
+    }
+    grid.nfree = grid.nfibers;
+}
+
+/* Each fiber's threadIdx in a block of the launch's shape. */
+static void
+emu_thread_indices(const struct emu_grid *l)
+{
+    unsigned t = 0;
+
+    for (unsigned z = 0; z < l->block[2]; z++)
+        for (unsigned y = 0; y < l->block[1]; y++)
+            for (unsigned x = 0; x < l->block[0]; x++)
+                grid.fibers[t++].idx = (struct emu_dim3){x, y, z};
 }
 
 /* ---- Shuffled order ------------------------------------------------------ */
@@ -343,34 +426,22 @@ emu_order(unsigned n)
 
 /* ---- Blocks and the grid ------------------------------------------------- */
 
-/* Runs the current block's n threads, phase by phase. */
+/* Runs the current block's n threads, phase by phase: each phase starts
+ * its first thread, and the threads hand over to each other until the last
+ * comes back here. */
 static void
 emu_run_block(unsigned n)
 {
-    unsigned live = n;
-
-    for (unsigned t = 0; t < n; t++) {
-        grid.fibers[t].tid = t;
+    for (unsigned t = 0; t < n; t++)
         grid.fibers[t].done = 0;
-        grid.fibers[t].pred = 0;
-        emu_fiber_init(&grid.fibers[t]);
-    }
-    while (live > 0) {
-        int any = 0;
-
+    grid.nthreads = n;
+    grid.live = n;
+    while (grid.live > 0) {
         emu_order(n);
-        for (unsigned i = 0; i < n; i++) {
-            struct emu_fiber *f = &grid.fibers[grid.order[i]];
-
-            if (f->done)
-                continue;
-            emu_resume(f);
-            if (f->done)
-                live--;
-            else
-                any |= f->pred != 0;
-        }
-        grid.barrier_or = any;
+        grid.pos = 0;
+        grid.any = 0;
+        emu_switch(NULL, emu_next());
+        grid.barrier_or = grid.any;
     }
 }
 
@@ -421,6 +492,8 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     if (emu_fibers_reserve(n) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    emu_stacks_reset();
+    emu_thread_indices(l);
     grid.launch = l;
     emu_block_dim = (struct emu_dim3){l->block[0], l->block[1], l->block[2]};
     emu_grid_dim = (struct emu_dim3){l->grid[0], l->grid[1], l->grid[2]};
@@ -432,6 +505,7 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
          * ends there, as a kernel does on a GPU. */
         emu_asan_arrive(NULL, NULL, NULL);
         grid.cur = NULL;
+        grid.dead = NULL;
         rc = CUDA_ERROR_ILLEGAL_ADDRESS;
     }
     *bytes = core_window_close();
