@@ -12,6 +12,7 @@
 #include "emu_kernels.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,22 @@
 #if __has_feature(address_sanitizer)
 #define EMU_ASAN 1
 #endif
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define EMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EMU_TSAN 1
+#endif
+#endif
+
+#ifdef EMU_TSAN
+#include <sanitizer/tsan_interface.h>
+/* TSan follows a switch as a change of fiber. This file is built without
+ * TSan's records of calls (meson.build): a thread that ends never returns
+ * from the functions that switch, and its stack, with its TSan fiber,
+ * serves the next thread. */
 #endif
 
 #ifdef EMU_ASAN
@@ -61,6 +78,10 @@ static struct {
     unsigned *order;
     unsigned char *stacks;      /* fibers' stacks, each above a guard page */
     unsigned char **free_stacks; /* stacks no fiber holds, last freed on top */
+#ifdef EMU_TSAN
+    void **tsan_fibers;         /* TSan's fiber of each stack, made on use */
+    void *tsan_scheduler;       /* the launching thread's */
+#endif
     unsigned nfree;
     unsigned nfibers;           /* fibers (and stacks) allocated */
     struct emu_fiber *cur;      /* the fiber that runs, NULL in the scheduler */
@@ -203,6 +224,71 @@ emu_asan_arrive(void *fake_stack, const void **from_bottom, size_t *from_size)
 
 /* ---- Handing over between fibers ---------------------------------------- */
 
+#ifdef EMU_TSAN
+static size_t
+emu_stack_slot(const unsigned char *stack)
+{
+    return (size_t)(stack - grid.stacks) / (EMU_STACK_BYTES + emu_page());
+}
+
+/* Tells TSan the switch to `to` (NULL: the scheduler). */
+static void
+emu_tsan_switch(const struct emu_fiber *to)
+{
+    void **fiber = &grid.tsan_scheduler;
+
+    if (to) {
+        fiber = &grid.tsan_fibers[emu_stack_slot(to->stack)];
+        if (*fiber == NULL)
+            *fiber = __tsan_create_fiber(0);
+    }
+    __tsan_switch_to_fiber(*fiber, 0);
+}
+
+/* Forgets the TSan fibers of the stacks whose threads never ended (a
+ * fault abandoned them): their call stacks would stay. */
+static void
+emu_tsan_forget_held(void)
+{
+    for (unsigned i = 0; i < grid.nthreads; i++) {
+        void **fiber;
+
+        if (grid.fibers[i].stack == NULL)
+            continue;
+        fiber = &grid.tsan_fibers[emu_stack_slot(grid.fibers[i].stack)];
+        if (*fiber)
+            __tsan_destroy_fiber(*fiber);
+        *fiber = NULL;
+    }
+}
+
+/* A child of fork() has only the thread that forked: TSan forgets the
+ * parent's fibers, so their handles must not be used. */
+static void
+emu_tsan_forget_all(void)
+{
+    for (unsigned i = 0; i < grid.nfibers; i++)
+        grid.tsan_fibers[i] = NULL;
+}
+
+__attribute__((constructor)) static void
+emu_tsan_at_fork(void)
+{
+    pthread_atfork(NULL, NULL, emu_tsan_forget_all);
+}
+#else
+static void
+emu_tsan_switch(const struct emu_fiber *to)
+{
+    (void)to;
+}
+
+static void
+emu_tsan_forget_held(void)
+{
+}
+#endif
+
 /* After a switch, on the stack that now runs: the scheduler's bounds, when
  * it was the one that left (ASan needs them to switch back), and the stack
  * of a fiber that ended, free now that nothing runs on it. */
@@ -252,6 +338,7 @@ emu_switch(struct emu_fiber *from, struct emu_fiber *to)
         grid.dead = from;
     grid.from_scheduler = from == NULL;
     grid.cur = to;
+    emu_tsan_switch(to);
     emu_swap(from, to);
     emu_arrived(fake_stack);
 }
@@ -297,8 +384,10 @@ void
 emu_grid_abandon(void)
 {
     /* A fault in a fiber leaves it for the scheduler's stack for good. */
-    if (grid.cur)
+    if (grid.cur) {
         emu_asan_leave(NULL, grid.sched_bottom, grid.sched_size);
+        emu_tsan_switch(NULL);
+    }
 }
 
 /* ---- Fibers and their stacks --------------------------------------------- */
@@ -330,6 +419,24 @@ emu_fibers_reserve(unsigned n)
     /* A guard page below each stack: an overflow faults, not corrupts. */
     for (unsigned i = 0; i < n; i++)
         mprotect(stacks + i * each, page, PROT_NONE);
+#ifdef EMU_TSAN
+    {
+        void **tsan_fibers = calloc(n, sizeof *tsan_fibers);
+
+        if (tsan_fibers == NULL) {
+            free(fibers);
+            free(order);
+            free(free_stacks);
+            munmap(stacks, each * n);
+            return -1;
+        }
+        for (unsigned i = 0; i < grid.nfibers; i++)
+            if (grid.tsan_fibers[i])
+                __tsan_destroy_fiber(grid.tsan_fibers[i]);
+        free(grid.tsan_fibers);
+        grid.tsan_fibers = tsan_fibers;
+    }
+#endif
     free(grid.fibers);
     free(grid.order);
     free(grid.free_stacks);
@@ -494,6 +601,9 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
     emu_stacks_reset();
     emu_thread_indices(l);
+#ifdef EMU_TSAN
+    grid.tsan_scheduler = __tsan_get_current_fiber();
+#endif
     grid.launch = l;
     emu_block_dim = (struct emu_dim3){l->block[0], l->block[1], l->block[2]};
     emu_grid_dim = (struct emu_dim3){l->grid[0], l->grid[1], l->grid[2]};
@@ -504,6 +614,7 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
         /* A thread touched memory outside every allocation: the launch
          * ends there, as a kernel does on a GPU. */
         emu_asan_arrive(NULL, NULL, NULL);
+        emu_tsan_forget_held();
         grid.cur = NULL;
         grid.dead = NULL;
         rc = CUDA_ERROR_ILLEGAL_ADDRESS;
