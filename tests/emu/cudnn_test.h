@@ -27,10 +27,13 @@ double ref_tf32(double x);
 uint16_t f16_bits(float v);
 uint16_t bf16_bits(float v);
 
-/* Elements of a FLOAT, HALF or BFLOAT16 buffer as floats, and back (the
- * values must be representable). */
+/* Elements of a FLOAT, DOUBLE, HALF or BFLOAT16 buffer as floats or
+ * doubles, and back (HALF and BFLOAT16 through float: the values must be
+ * representable). */
 void *encode(cudnnDataType_t t, const float *val, size_t n);
 void decode(cudnnDataType_t t, const void *in, size_t n, float *val);
+void *encode_d(cudnnDataType_t t, const double *val, size_t n);
+void decode_d(cudnnDataType_t t, const void *in, size_t n, double *val);
 size_t elem_size(cudnnDataType_t t);
 
 void *dev_upload(const void *host, size_t bytes);
@@ -44,6 +47,14 @@ cudnnHandle_t handle_new(void);
 cudnnTensorDescriptor_t tensor_new(cudnnTensorFormat_t format,
                                    cudnnDataType_t type, int nb,
                                    const int *dim);
+/* Packed NCHW, packed NHWC, or strided with C innermost, then the
+ * spatial dimensions and N, and a gap of one element after each. */
+enum layout { LAYOUT_NCHW, LAYOUT_NHWC, LAYOUT_PADDED, LAYOUT_COUNT };
+cudnnTensorDescriptor_t tensor_layout(enum layout layout,
+                                      cudnnDataType_t type, int nb,
+                                      const int *dim);
+/* Elements of the tensor. */
+size_t tensor_count(cudnnTensorDescriptor_t t);
 /* Element offset of row-major (N, C, spatial...) index `lin`. */
 int64_t tensor_offset(cudnnTensorDescriptor_t t, size_t lin);
 /* Elements the tensor spans in memory. */
@@ -54,5 +65,10 @@ size_t tensor_span(cudnnTensorDescriptor_t t);
 void *tensor_upload(cudnnTensorDescriptor_t t, const float *val, float fill);
 /* The device tensor back as row-major floats. */
 void tensor_download(cudnnTensorDescriptor_t t, const void *dev, float *val);
+/* The same with doubles. */
+void *tensor_upload_d(cudnnTensorDescriptor_t t, const double *val,
+                      double fill);
+void tensor_download_d(cudnnTensorDescriptor_t t, const void *dev,
+                       double *val);
 
 #endif

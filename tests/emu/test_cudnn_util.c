@@ -112,20 +112,23 @@ f16_value(uint16_t h)
 size_t
 elem_size(cudnnDataType_t t)
 {
-    return t == CUDNN_DATA_FLOAT ? 4 : 2;
+    return t == CUDNN_DATA_DOUBLE ? 8 : t == CUDNN_DATA_FLOAT ? 4 : 2;
 }
 
 void *
-encode(cudnnDataType_t t, const float *val, size_t n)
+encode_d(cudnnDataType_t t, const double *val, size_t n)
 {
     char *out = malloc(n * elem_size(t) + 1);
 
     assert_non_null(out);
     for (size_t i = 0; i < n; i++) {
-        uint16_t h = t == CUDNN_DATA_HALF ? f16_bits(val[i])
-                                          : bf16_bits(val[i]);
-        if (t == CUDNN_DATA_FLOAT)
-            memcpy(out + 4 * i, &val[i], 4);
+        float f = (float)val[i];
+        uint16_t h = t == CUDNN_DATA_HALF ? f16_bits(f) : bf16_bits(f);
+
+        if (t == CUDNN_DATA_DOUBLE)
+            memcpy(out + 8 * i, &val[i], 8);
+        else if (t == CUDNN_DATA_FLOAT)
+            memcpy(out + 4 * i, &f, 4);
         else
             memcpy(out + 2 * i, &h, 2);
     }
@@ -133,24 +136,61 @@ encode(cudnnDataType_t t, const float *val, size_t n)
 }
 
 void
-decode(cudnnDataType_t t, const void *in, size_t n, float *val)
+decode_d(cudnnDataType_t t, const void *in, size_t n, double *val)
 {
     const char *p = in;
     uint32_t u;
     uint16_t h;
+    float f;
 
     for (size_t i = 0; i < n; i++) {
+        if (t == CUDNN_DATA_DOUBLE) {
+            memcpy(&val[i], p + 8 * i, 8);
+            continue;
+        }
         if (t == CUDNN_DATA_FLOAT) {
-            memcpy(&val[i], p + 4 * i, 4);
+            memcpy(&f, p + 4 * i, 4);
+            val[i] = f;
             continue;
         }
         memcpy(&h, p + 2 * i, 2);
         u = (uint32_t)h << 16;
-        if (t == CUDNN_DATA_HALF)
-            val[i] = f16_value(h);
-        else
-            memcpy(&val[i], &u, 4);
+        memcpy(&f, &u, 4);
+        val[i] = t == CUDNN_DATA_HALF ? f16_value(h) : f;
     }
+}
+
+static double *
+to_double(const float *val, size_t n)
+{
+    double *d = malloc(n * sizeof(double) + 1);
+
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = val[i];
+    return d;
+}
+
+void *
+encode(cudnnDataType_t t, const float *val, size_t n)
+{
+    double *d = to_double(val, n);
+    void *out = encode_d(t, d, n);
+
+    free(d);
+    return out;
+}
+
+void
+decode(cudnnDataType_t t, const void *in, size_t n, float *val)
+{
+    double *d = malloc(n * sizeof(double) + 1);
+
+    assert_non_null(d);
+    decode_d(t, in, n, d);
+    for (size_t i = 0; i < n; i++)
+        val[i] = (float)d[i];
+    free(d);
 }
 
 void *
@@ -241,7 +281,73 @@ tensor_span(cudnnTensorDescriptor_t t)
     return bytes / elem_size(type);
 }
 
-static size_t
+void *
+tensor_upload_d(cudnnTensorDescriptor_t t, const double *val, double fill)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    size_t span = tensor_span(t), n = tensor_count(t);
+    double *host = malloc(span * sizeof(double));
+    void *enc, *d;
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    assert_non_null(host);
+    for (size_t i = 0; i < span; i++)
+        host[i] = fill;
+    for (size_t i = 0; i < n; i++)
+        host[tensor_offset(t, i)] = val[i];
+    enc = encode_d(type, host, span);
+    d = dev_upload(enc, span * elem_size(type));
+    free(enc);
+    free(host);
+    return d;
+}
+
+void
+tensor_download_d(cudnnTensorDescriptor_t t, const void *dev, double *val)
+{
+    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
+    cudnnDataType_t type;
+    size_t span = tensor_span(t), n = tensor_count(t);
+    void *enc;
+    double *host = malloc(span * sizeof(double));
+
+    tensor_shape(t, &type, &nb, dim, stride);
+    enc = malloc(span * elem_size(type));
+    assert_true(host != NULL && enc != NULL);
+    dev_download(enc, dev, span * elem_size(type));
+    decode_d(type, enc, span, host);
+    for (size_t i = 0; i < n; i++)
+        val[i] = host[tensor_offset(t, i)];
+    free(enc);
+    free(host);
+}
+
+void *
+tensor_upload(cudnnTensorDescriptor_t t, const float *val, float fill)
+{
+    size_t n = tensor_count(t);
+    double *d = to_double(val, n);
+    void *dev = tensor_upload_d(t, d, fill);
+
+    free(d);
+    return dev;
+}
+
+void
+tensor_download(cudnnTensorDescriptor_t t, const void *dev, float *val)
+{
+    size_t n = tensor_count(t);
+    double *d = malloc(n * sizeof(double) + 1);
+
+    assert_non_null(d);
+    tensor_download_d(t, dev, d);
+    for (size_t i = 0; i < n; i++)
+        val[i] = (float)d[i];
+    free(d);
+}
+
+size_t
 tensor_count(cudnnTensorDescriptor_t t)
 {
     int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
@@ -254,44 +360,28 @@ tensor_count(cudnnTensorDescriptor_t t)
     return n;
 }
 
-void *
-tensor_upload(cudnnTensorDescriptor_t t, const float *val, float fill)
+cudnnTensorDescriptor_t
+tensor_layout(enum layout layout, cudnnDataType_t type, int nb,
+              const int *dim)
 {
-    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
-    cudnnDataType_t type;
-    size_t span = tensor_span(t), n = tensor_count(t);
-    float *host = malloc(span * sizeof(float));
-    void *enc, *d;
+    cudnnTensorDescriptor_t t;
+    int stride[CUDNN_DIM_MAX], order[CUDNN_DIM_MAX], s = 1;
 
-    tensor_shape(t, &type, &nb, dim, stride);
-    assert_non_null(host);
-    for (size_t i = 0; i < span; i++)
-        host[i] = fill;
-    for (size_t i = 0; i < n; i++)
-        host[tensor_offset(t, i)] = val[i];
-    enc = encode(type, host, span);
-    d = dev_upload(enc, span * elem_size(type));
-    free(enc);
-    free(host);
-    return d;
-}
-
-void
-tensor_download(cudnnTensorDescriptor_t t, const void *dev, float *val)
-{
-    int dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], nb;
-    cudnnDataType_t type;
-    size_t span = tensor_span(t), n = tensor_count(t);
-    void *enc;
-    float *host = malloc(span * sizeof(float));
-
-    tensor_shape(t, &type, &nb, dim, stride);
-    enc = malloc(span * elem_size(type));
-    assert_true(host != NULL && enc != NULL);
-    dev_download(enc, dev, span * elem_size(type));
-    decode(type, enc, span, host);
-    for (size_t i = 0; i < n; i++)
-        val[i] = host[tensor_offset(t, i)];
-    free(enc);
-    free(host);
+    if (layout != LAYOUT_PADDED)
+        return tensor_new(layout == LAYOUT_NHWC ? CUDNN_TENSOR_NHWC
+                                                : CUDNN_TENSOR_NCHW,
+                          type, nb, dim);
+    /* C innermost, then the spatial dimensions, then N, each with a gap
+     * of one element after it. */
+    order[0] = 1;
+    for (int i = 1; i < nb - 1; i++)
+        order[i] = nb - i;
+    order[nb - 1] = 0;
+    for (int i = 0; i < nb; i++) {
+        stride[order[i]] = s;
+        s = s * dim[order[i]] + 1;
+    }
+    DNN_OK(cudnnCreateTensorDescriptor(&t));
+    DNN_OK(cudnnSetTensorNdDescriptor(t, type, nb, dim, stride));
+    return t;
 }
