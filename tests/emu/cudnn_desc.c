@@ -1,9 +1,11 @@
 /* The emulated cuDNN descriptors: tensors, filters, convolutions,
- * activations, pooling and tensor operations; their setters, getters and
- * the convolution and pooling output sizes. Everything here is host-only,
- * as in the real library. */
+ * activations, pooling, tensor operations, LRN and the batch
+ * normalisation parameters' derived tensor; their setters, getters and the
+ * convolution and pooling output sizes. Everything here is host-only, as
+ * in the real library. */
 #include <cudnn.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1027,4 +1029,97 @@ cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t opTensorDesc,
     *opTensorCompType = d->compute;
     *opTensorNanOpt = d->nan_opt;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- Local response normalisation ---------------------------------------- */
+
+cudnnStatus_t
+cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc)
+{
+    cudnnStatus_t st = emu_dnn_create_desc((void **)normDesc,
+                                           sizeof(**normDesc),
+                                           EMU_DNN_MAGIC_LRN);
+
+    /* Krizhevsky et al.'s ImageNet values, as the header says. */
+    if (st == CUDNN_STATUS_SUCCESS) {
+        (*normDesc)->n = 5;
+        (*normDesc)->alpha = 1e-4;
+        (*normDesc)->beta = 0.75;
+        (*normDesc)->k = 2.0;
+    }
+    return st;
+}
+
+cudnnStatus_t
+cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc)
+{
+    return emu_dnn_destroy_desc(lrnDesc, EMU_DNN_MAGIC_LRN);
+}
+
+cudnnStatus_t
+cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned lrnN,
+                      double lrnAlpha, double lrnBeta, double lrnK)
+{
+    if (normDesc == NULL || normDesc->magic != EMU_DNN_MAGIC_LRN)
+        return BAD("invalid LRN descriptor");
+    /* The header's limits; NaN fails every comparison and is refused. */
+    if (lrnN < CUDNN_LRN_MIN_N || lrnN > CUDNN_LRN_MAX_N ||
+        !(lrnK >= CUDNN_LRN_MIN_K) || !(lrnBeta >= CUDNN_LRN_MIN_BETA) ||
+        isnan(lrnAlpha))
+        return BAD("LRN n %u, alpha %g, beta %g, k %g out of range", lrnN,
+                   lrnAlpha, lrnBeta, lrnK);
+    normDesc->n = lrnN;
+    normDesc->alpha = lrnAlpha;
+    normDesc->beta = lrnBeta;
+    normDesc->k = lrnK;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned *lrnN,
+                      double *lrnAlpha, double *lrnBeta, double *lrnK)
+{
+    if (normDesc == NULL || normDesc->magic != EMU_DNN_MAGIC_LRN)
+        return BAD("invalid LRN descriptor");
+    /* Each output may be NULL: that value is not returned. */
+    if (lrnN != NULL)
+        *lrnN = normDesc->n;
+    if (lrnAlpha != NULL)
+        *lrnAlpha = normDesc->alpha;
+    if (lrnBeta != NULL)
+        *lrnBeta = normDesc->beta;
+    if (lrnK != NULL)
+        *lrnK = normDesc->k;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- Batch normalisation ------------------------------------------------- */
+
+/* The descriptor of scale, bias, means and variances: 1 x C x 1 x 1 (x 1)
+ * spatially, 1 x C x H x W (x D) per activation, packed NCHW, FLOAT for
+ * every data type but DOUBLE. */
+cudnnStatus_t
+cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc,
+                              const cudnnTensorDescriptor_t xDesc,
+                              cudnnBatchNormMode_t mode)
+{
+    int dim[CUDNN_DIM_MAX];
+    cudnnDataType_t type;
+
+    if (!tensor_live(derivedBnDesc) || !emu_dnn_tensor_ok(xDesc))
+        return BAD("invalid tensor descriptor");
+    if (mode != CUDNN_BATCHNORM_PER_ACTIVATION &&
+        mode != CUDNN_BATCHNORM_SPATIAL &&
+        mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT)
+        return BAD("invalid batch normalization mode %d", (int)mode);
+    if (xDesc->nb_dims != 4 && xDesc->nb_dims != 5)
+        return BAD("x has %d dimensions (4 or 5 supported)", xDesc->nb_dims);
+    dim[0] = 1;
+    dim[1] = xDesc->dim[1];
+    for (int i = 2; i < xDesc->nb_dims; i++)
+        dim[i] = mode == CUDNN_BATCHNORM_PER_ACTIVATION ? xDesc->dim[i] : 1;
+    type = xDesc->type == CUDNN_DATA_DOUBLE ? CUDNN_DATA_DOUBLE
+                                            : CUDNN_DATA_FLOAT;
+    return tensor_packed(derivedBnDesc, CUDNN_TENSOR_NCHW, type,
+                         xDesc->nb_dims, dim);
 }

@@ -17,6 +17,7 @@
 #define EMU_DNN_MAGIC_ACT 0x444e4e41u
 #define EMU_DNN_MAGIC_POOL 0x444e4e50u
 #define EMU_DNN_MAGIC_OPTENSOR 0x444e4e4fu
+#define EMU_DNN_MAGIC_LRN 0x444e4e4cu
 
 #define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
 
@@ -88,6 +89,14 @@ struct cudnnOpTensorStruct {
     cudnnOpTensorOp_t op;
     cudnnDataType_t compute;
     cudnnNanPropagation_t nan_opt;
+};
+
+/* Local response normalisation across channels: a window of `n` channels
+ * from c - (n - 1) / 2 to c + n / 2 (rounded down). */
+struct cudnnLRNStruct {
+    uint32_t magic;
+    unsigned n;
+    double alpha, beta, k;
 };
 
 /* ---- Status and last error (cudnn.c) ------------------------------------ */

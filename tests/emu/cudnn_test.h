@@ -71,4 +71,50 @@ void *tensor_upload_d(cudnnTensorDescriptor_t t, const double *val,
 void tensor_download_d(cudnnTensorDescriptor_t t, const void *dev,
                        double *val);
 
+/* ---- Cases, values, comparisons (the operations' tests) ---------------- */
+
+/* One data type in one layout with the blending factors. beta == 0 runs
+ * over an output of NaN, which must not be read. */
+struct ew_case {
+    cudnnDataType_t type;
+    enum layout layout;
+    double alpha, beta;
+};
+
+extern const struct ew_case ew_cases[];
+extern const size_t ew_case_count;
+
+union scalar {
+    float f;
+    double d;
+};
+
+/* A host scaling factor as cuDNN reads it for tensors of type t. */
+const void *scalar(union scalar *s, cudnnDataType_t t, double v);
+
+/* n values exact in the type (multiples of 1/64 for HALF and BFLOAT16,
+ * 24-bit values otherwise) times `scale`; n NaNs; the output's old values
+ * for a case (NaN when beta is 0). Freed with free(). */
+double *exact_values(size_t n, cudnnDataType_t t, double scale);
+double *nans(size_t n);
+double *old_values(size_t n, const struct ew_case *c);
+
+/* Relative error allowed in a result of type t from exact inputs. */
+double tol_of(cudnnDataType_t t);
+/* |got - want| <= tol (1 + |want|), NaN matching NaN; `what`[i] names
+ * the element in the failure. */
+void assert_close(double got, double want, double tol, const char *what,
+                  size_t i);
+size_t count_of(int nb, const int *dim);
+
+/* Writes host values (row-major) into an existing device tensor. */
+void tensor_put_d(cudnnTensorDescriptor_t t, void *dev, const double *val);
+
+/* The forward pass under test: y (ny values) from x (nx values). */
+typedef void (*forward_fn)(void *ctx, const double *x, double *y);
+/* dx (of the loss sum_i dy[i] y[i]) against its central difference in
+ * each x[j], forward in DOUBLE. */
+void check_gradient(forward_fn forward, void *ctx, size_t nx, size_t ny,
+                    const double *x, const double *dy, const double *dx);
+
 #endif

@@ -20,113 +20,6 @@
 
 #include "cudnn_test.h"
 
-/* ---- Cases, values, comparisons ------------------------------------------ */
-
-/* One data type in one layout with the blending factors. beta == 0 runs
- * over an output of NaN, which must not be read. */
-struct ew_case {
-    cudnnDataType_t type;
-    enum layout layout;
-    double alpha, beta;
-};
-
-static const struct ew_case cases[] = {
-    { CUDNN_DATA_FLOAT, LAYOUT_NCHW, 1.0, 0.0 },
-    { CUDNN_DATA_FLOAT, LAYOUT_NHWC, 0.5, 0.25 },
-    { CUDNN_DATA_FLOAT, LAYOUT_PADDED, 2.0, -1.0 },
-    { CUDNN_DATA_DOUBLE, LAYOUT_NCHW, 1.5, 0.0 },
-    { CUDNN_DATA_DOUBLE, LAYOUT_PADDED, 0.75, 0.5 },
-    { CUDNN_DATA_HALF, LAYOUT_NHWC, 1.0, 0.5 },
-    { CUDNN_DATA_BFLOAT16, LAYOUT_PADDED, 0.5, 0.0 },
-};
-#define NCASES (sizeof(cases) / sizeof(cases[0]))
-
-union scalar {
-    float f;
-    double d;
-};
-
-/* A host scaling factor as cuDNN reads it for tensors of type t. */
-static const void *
-scalar(union scalar *s, cudnnDataType_t t, double v)
-{
-    if (t == CUDNN_DATA_DOUBLE)
-        s->d = v;
-    else
-        s->f = (float)v;
-    return s;
-}
-
-/* n values exact in the type: multiples of 1/64 for HALF and BFLOAT16,
- * 24-bit values otherwise, times `scale`. */
-static double *
-values(size_t n, cudnnDataType_t t, double scale)
-{
-    double *v = malloc(n * sizeof(double) + 1);
-
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = scale * (t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16
-                            ? rnd_grid()
-                            : rnd());
-    return v;
-}
-
-static double *
-nans(size_t n)
-{
-    double *v = malloc(n * sizeof(double) + 1);
-
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = NAN;
-    return v;
-}
-
-/* The output's old values: NaN when beta is 0, else values. */
-static double *
-old_values(size_t n, const struct ew_case *c)
-{
-    return c->beta == 0.0 ? nans(n) : values(n, c->type, 1.0);
-}
-
-/* Relative error allowed in a result of type t computed from exact
- * inputs: the type's rounding, and FP32 arithmetic for FLOAT. */
-static double
-tol_of(cudnnDataType_t t)
-{
-    switch (t) {
-    case CUDNN_DATA_DOUBLE:
-        return 1e-12;
-    case CUDNN_DATA_HALF:
-        return 1.0 / 1024;
-    case CUDNN_DATA_BFLOAT16:
-        return 1.0 / 128;
-    default:
-        return 2e-6;
-    }
-}
-
-static void
-assert_close(double got, double want, double tol, const char *what,
-             size_t i)
-{
-    if (isnan(want) && isnan(got))
-        return;
-    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
-        fail_msg("%s[%zu]: got %.12g, want %.12g", what, i, got, want);
-}
-
-static size_t
-count_of(int nb, const int *dim)
-{
-    size_t n = 1;
-
-    for (int i = 0; i < nb; i++)
-        n *= (size_t)dim[i];
-    return n;
-}
-
 /* Row-major index in a tensor of sizes `src` (each the same as dst's or
  * 1) of row-major element `lin` of a tensor of sizes `dst`. */
 static size_t
@@ -144,63 +37,6 @@ broadcast_index(int nb, const int *src, const int *dst, size_t lin)
     return idx;
 }
 
-/* Writes host values into an existing device tensor. */
-static void
-tensor_put_d(cudnnTensorDescriptor_t t, void *dev, const double *val)
-{
-    size_t span = tensor_span(t), n = tensor_count(t);
-    double *host = calloc(span, sizeof(double));
-    cudnnDataType_t type;
-    int nb, dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
-    void *enc;
-
-    assert_non_null(host);
-    DNN_OK(cudnnGetTensorNdDescriptor(t, CUDNN_DIM_MAX, &type, &nb, dim,
-                                      stride));
-    for (size_t i = 0; i < n; i++)
-        host[tensor_offset(t, i)] = val[i];
-    enc = encode_d(type, host, span);
-    assert_int_equal(cudaMemcpy(dev, enc, span * elem_size(type),
-                                cudaMemcpyHostToDevice),
-                     cudaSuccess);
-    free(enc);
-    free(host);
-}
-
-/* ---- Central differences ------------------------------------------------- */
-
-/* The forward pass under test: y (ny values) from x (nx values). */
-typedef void (*forward_fn)(void *ctx, const double *x, double *y);
-
-/* dx (of the loss sum_i dy[i] y[i]) against its central difference in
- * each x[j]; forward runs in DOUBLE, so the difference is good to about
- * 1e-9. */
-static void
-check_gradient(forward_fn forward, void *ctx, size_t nx, size_t ny,
-               const double *x, const double *dy, const double *dx)
-{
-    double *xs = malloc(nx * sizeof(double)), *yp = malloc(ny * 8);
-    double *ym = malloc(ny * sizeof(double));
-
-    assert_true(xs != NULL && yp != NULL && ym != NULL);
-    memcpy(xs, x, nx * sizeof(double));
-    for (size_t j = 0; j < nx; j++) {
-        double h = 1e-5 * (1.0 + fabs(x[j])), num = 0.0;
-
-        xs[j] = x[j] + h;
-        forward(ctx, xs, yp);
-        xs[j] = x[j] - h;
-        forward(ctx, xs, ym);
-        xs[j] = x[j];
-        for (size_t i = 0; i < ny; i++)
-            num += dy[i] * (yp[i] - ym[i]);
-        assert_close(dx[j], num / (2.0 * h), 1e-6, "dx vs difference", j);
-    }
-    free(xs);
-    free(yp);
-    free(ym);
-}
-
 /* ---- Transform ----------------------------------------------------------- */
 
 static void
@@ -211,9 +47,9 @@ test_transform_tensor(void **state)
     union scalar sa, sb;
 
     (void)state;
-    for (size_t k = 0; k < NCASES; k++)
+    for (size_t k = 0; k < ew_case_count; k++)
     for (int r = 0; r < 2; r++) {
-        const struct ew_case *c = &cases[k];
+        const struct ew_case *c = &ew_cases[k];
         int nb = 4 + r;
         size_t n = count_of(nb, dims[r]);
         enum layout other = (enum layout)((c->layout + 1) % LAYOUT_COUNT);
@@ -221,7 +57,7 @@ test_transform_tensor(void **state)
                                                    dims[r]);
         cudnnTensorDescriptor_t yt = tensor_layout(other, c->type, nb,
                                                    dims[r]);
-        double *x = values(n, c->type, 1.0), *old = old_values(n, c);
+        double *x = exact_values(n, c->type, 1.0), *old = old_values(n, c);
         double *got = malloc(n * sizeof(double));
         void *xd = tensor_upload_d(xt, x, 0.0);
         void *yd = tensor_upload_d(yt, old, 7.0);
@@ -301,9 +137,9 @@ test_add_tensor_broadcast(void **state)
     union scalar sa, sb;
 
     (void)state;
-    for (size_t k = 0; k < NCASES; k++)
+    for (size_t k = 0; k < ew_case_count; k++)
     for (size_t s = 0; s < sizeof(add_shapes) / sizeof(add_shapes[0]); s++) {
-        const struct ew_case *c = &cases[k];
+        const struct ew_case *c = &ew_cases[k];
         int nb = add_shapes[s].nb;
         const int *cdim = add_shapes[s].c, *adim = add_shapes[s].a;
         size_t n = count_of(nb, cdim), na = count_of(nb, adim);
@@ -311,7 +147,7 @@ test_add_tensor_broadcast(void **state)
                                                    adim);
         cudnnTensorDescriptor_t ct = tensor_layout(c->layout, c->type, nb,
                                                    cdim);
-        double *a = values(na, c->type, 1.0), *old = old_values(n, c);
+        double *a = exact_values(na, c->type, 1.0), *old = old_values(n, c);
         double *got = malloc(n * sizeof(double));
         void *ad = tensor_upload_d(at, a, 0.0);
         void *cd = tensor_upload_d(ct, old, 0.0);
@@ -415,7 +251,7 @@ test_op_tensor(void **state)
         cudnnTensorDescriptor_t bt = tensor_layout(lay, ab, 4, bdims[bc]);
         cudnnTensorDescriptor_t ct = tensor_layout(
             (enum layout)((lay + 1) % LAYOUT_COUNT), ct_type, 4, cdim);
-        double *a = values(n, ab, 1.0), *b = values(nb, ab, 1.0);
+        double *a = exact_values(n, ab, 1.0), *b = exact_values(nb, ab, 1.0);
         double *old = old_values(n, &oc), *got = malloc(n * 8);
         void *ad, *bd, *cd;
 
@@ -460,8 +296,8 @@ test_op_tensor(void **state)
     {
         cudnnTensorDescriptor_t t = tensor_new(CUDNN_TENSOR_NCHW,
                                                CUDNN_DATA_FLOAT, 4, cdim);
-        double *a = values(n, CUDNN_DATA_FLOAT, 1.0);
-        double *b = values(n, CUDNN_DATA_FLOAT, 1.0), got[120];
+        double *a = exact_values(n, CUDNN_DATA_FLOAT, 1.0);
+        double *b = exact_values(n, CUDNN_DATA_FLOAT, 1.0), got[120];
         float one = 1.0f, zero = 0.0f;
         void *ad, *bd, *cd = dev_alloc(n * 4);
 
@@ -589,7 +425,7 @@ test_set_scale_double(void **state)
     cudnnHandle_t h = handle_new();
     cudnnTensorDescriptor_t t = tensor_layout(LAYOUT_PADDED,
                                               CUDNN_DATA_DOUBLE, 5, dim);
-    double *v = values(72, CUDNN_DATA_DOUBLE, 1.0), got[72];
+    double *v = exact_values(72, CUDNN_DATA_DOUBLE, 1.0), got[72];
     double third = 1.0 / 3.0, raw;
     void *d = tensor_upload_d(t, v, -9.0);
 
@@ -715,21 +551,21 @@ test_activation_modes(void **state)
 
     (void)state;
     for (size_t m = 0; m < NACT; m++)
-    for (size_t k = 0; k < NCASES; k++) {
-        const struct ew_case *c = &cases[k];
+    for (size_t k = 0; k < ew_case_count; k++) {
+        const struct ew_case *c = &ew_cases[k];
         int nb = 4 + (int)(k % 2);
         size_t n = count_of(nb, dim[k % 2]);
         cudnnActivationDescriptor_t act = act_new((int)m);
         cudnnTensorDescriptor_t t = tensor_layout(c->layout, c->type, nb,
                                                   dim[k % 2]);
-        double *x = values(n, c->type, 2.0), *dy = values(n, c->type, 1.0);
+        double *x = exact_values(n, c->type, 2.0);
+        double *dy = exact_values(n, c->type, 1.0);
         double *old = old_values(n, c), *yref = malloc(n * 8);
         double *got = malloc(n * 8);
-        void *xd = tensor_upload_d(t, x, 0.0), *dyd = tensor_upload_d(t, dy,
-                                                                      0.0);
-        void *yd = tensor_upload_d(t, old, 0.0), *dxd = tensor_upload_d(t,
-                                                                        old,
-                                                                        0.0);
+        void *xd = tensor_upload_d(t, x, 0.0);
+        void *dyd = tensor_upload_d(t, dy, 0.0);
+        void *yd = tensor_upload_d(t, old, 0.0);
+        void *dxd = tensor_upload_d(t, old, 0.0);
         void *yrd;
         double tol = tol_of(c->type) * 4;
 
@@ -1001,15 +837,15 @@ test_pooling_modes(void **state)
     (void)state;
     for (size_t s = 0; s < sizeof(pool_shapes) / sizeof(pool_shapes[0]); s++)
     for (int m = 0; m < 4; m++)
-    for (size_t k = 0; k < NCASES; k++) {
+    for (size_t k = 0; k < ew_case_count; k++) {
         const struct pool_shape *ps = &pool_shapes[s];
-        const struct ew_case *c = &cases[k];
+        const struct ew_case *c = &ew_cases[k];
         cudnnPoolingDescriptor_t p = pool_new(ps, pool_modes[m]);
         int od[5], god[5];
         cudnnTensorDescriptor_t xt = tensor_layout(c->layout, c->type,
                                                    ps->nb, ps->x), yt;
         size_t nx = count_of(ps->nb, ps->x), ny;
-        double *x = values(nx, c->type, 1.0), *ry, *rdx, *dy, *old, *got;
+        double *x = exact_values(nx, c->type, 1.0), *ry, *rdx, *dy, *old, *got;
         void *xd = tensor_upload_d(xt, x, 0.0), *yd, *dyd, *dxd;
 
         pool_out_dims(ps, od);
@@ -1018,7 +854,7 @@ test_pooling_modes(void **state)
         ny = count_of(ps->nb, od);
         yt = tensor_layout((enum layout)((c->layout + s) % LAYOUT_COUNT),
                            c->type, ps->nb, od);
-        dy = values(ny, c->type, 1.0);
+        dy = exact_values(ny, c->type, 1.0);
         old = old_values(nx > ny ? nx : ny, c);
         ry = calloc(ny, sizeof(double));
         rdx = calloc(nx, sizeof(double));
@@ -1282,22 +1118,22 @@ test_softmax_modes(void **state)
     (void)state;
     for (int algo = CUDNN_SOFTMAX_FAST; algo <= CUDNN_SOFTMAX_LOG; algo++)
     for (int mode = 0; mode < 2; mode++)
-    for (size_t k = 0; k < NCASES; k++) {
-        const struct ew_case *c = &cases[k];
+    for (size_t k = 0; k < ew_case_count; k++) {
+        const struct ew_case *c = &ew_cases[k];
         int nb = 4 + (int)((k + mode) % 2), *dim = dims[(k + mode) % 2];
         size_t n = count_of(nb, dim);
         struct sm_ref r = { algo == CUDNN_SOFTMAX_LOG, mode, dim[0], dim[1],
                             (int)(n / ((size_t)dim[0] * dim[1])) };
         cudnnTensorDescriptor_t t = tensor_layout(c->layout, c->type, nb,
                                                   dim);
-        double *x = values(n, c->type, 2.0), *dy = values(n, c->type, 1.0);
+        double *x = exact_values(n, c->type, 2.0);
+        double *dy = exact_values(n, c->type, 1.0);
         double *old = old_values(n, c), *ry = malloc(n * 8);
         double *rdx = malloc(n * 8), *got = malloc(n * 8);
-        void *xd = tensor_upload_d(t, x, 0.0), *yd = tensor_upload_d(t, old,
-                                                                     0.0);
-        void *dyd = tensor_upload_d(t, dy, 0.0), *dxd = tensor_upload_d(t,
-                                                                        old,
-                                                                        0.0);
+        void *xd = tensor_upload_d(t, x, 0.0);
+        void *yd = tensor_upload_d(t, old, 0.0);
+        void *dyd = tensor_upload_d(t, dy, 0.0);
+        void *dxd = tensor_upload_d(t, old, 0.0);
         void *ryd;
         double tol = tol_of(c->type) * 4;
 

@@ -1,4 +1,6 @@
-/* Helpers shared by the emulated cuDNN tests. */
+/* Helpers shared by the emulated cuDNN tests: random data, reference
+ * roundings, device copies and descriptors, the operations' cases, their
+ * comparisons and the central-difference gradient check. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -384,4 +386,153 @@ tensor_layout(enum layout layout, cudnnDataType_t type, int nb,
     DNN_OK(cudnnCreateTensorDescriptor(&t));
     DNN_OK(cudnnSetTensorNdDescriptor(t, type, nb, dim, stride));
     return t;
+}
+
+/* ---- Cases, values, comparisons ------------------------------------------ */
+
+const struct ew_case ew_cases[] = {
+    { CUDNN_DATA_FLOAT, LAYOUT_NCHW, 1.0, 0.0 },
+    { CUDNN_DATA_FLOAT, LAYOUT_NHWC, 0.5, 0.25 },
+    { CUDNN_DATA_FLOAT, LAYOUT_PADDED, 2.0, -1.0 },
+    { CUDNN_DATA_DOUBLE, LAYOUT_NCHW, 1.5, 0.0 },
+    { CUDNN_DATA_DOUBLE, LAYOUT_PADDED, 0.75, 0.5 },
+    { CUDNN_DATA_HALF, LAYOUT_NHWC, 1.0, 0.5 },
+    { CUDNN_DATA_BFLOAT16, LAYOUT_PADDED, 0.5, 0.0 },
+};
+const size_t ew_case_count = sizeof(ew_cases) / sizeof(ew_cases[0]);
+
+/* A host scaling factor as cuDNN reads it for tensors of type t. */
+const void *
+scalar(union scalar *s, cudnnDataType_t t, double v)
+{
+    if (t == CUDNN_DATA_DOUBLE)
+        s->d = v;
+    else
+        s->f = (float)v;
+    return s;
+}
+
+/* n values exact in the type: multiples of 1/64 for HALF and BFLOAT16,
+ * 24-bit values otherwise, times `scale`. */
+double *
+exact_values(size_t n, cudnnDataType_t t, double scale)
+{
+    double *v = malloc(n * sizeof(double) + 1);
+
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = scale * (t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16
+                            ? rnd_grid()
+                            : rnd());
+    return v;
+}
+
+double *
+nans(size_t n)
+{
+    double *v = malloc(n * sizeof(double) + 1);
+
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = NAN;
+    return v;
+}
+
+/* The output's old values: NaN when beta is 0, else values. */
+double *
+old_values(size_t n, const struct ew_case *c)
+{
+    return c->beta == 0.0 ? nans(n) : exact_values(n, c->type, 1.0);
+}
+
+/* Relative error allowed in a result of type t computed from exact
+ * inputs: the type's rounding, and FP32 arithmetic for FLOAT. */
+double
+tol_of(cudnnDataType_t t)
+{
+    switch (t) {
+    case CUDNN_DATA_DOUBLE:
+        return 1e-12;
+    case CUDNN_DATA_HALF:
+        return 1.0 / 1024;
+    case CUDNN_DATA_BFLOAT16:
+        return 1.0 / 128;
+    default:
+        return 2e-6;
+    }
+}
+
+void
+assert_close(double got, double want, double tol, const char *what,
+             size_t i)
+{
+    if (isnan(want) && isnan(got))
+        return;
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s[%zu]: got %.12g, want %.12g", what, i, got, want);
+}
+
+size_t
+count_of(int nb, const int *dim)
+{
+    size_t n = 1;
+
+    for (int i = 0; i < nb; i++)
+        n *= (size_t)dim[i];
+    return n;
+}
+
+/* Writes host values into an existing device tensor. */
+void
+tensor_put_d(cudnnTensorDescriptor_t t, void *dev, const double *val)
+{
+    size_t span = tensor_span(t), n = tensor_count(t);
+    double *host = calloc(span, sizeof(double));
+    cudnnDataType_t type;
+    int nb, dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
+    void *enc;
+
+    assert_non_null(host);
+    DNN_OK(cudnnGetTensorNdDescriptor(t, CUDNN_DIM_MAX, &type, &nb, dim,
+                                      stride));
+    for (size_t i = 0; i < n; i++)
+        host[tensor_offset(t, i)] = val[i];
+    enc = encode_d(type, host, span);
+    assert_int_equal(cudaMemcpy(dev, enc, span * elem_size(type),
+                                cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    free(enc);
+    free(host);
+}
+
+/* ---- Central differences ------------------------------------------------- */
+
+/* dx (of the loss sum_i dy[i] y[i]) against its central difference in
+ * each x[j]; forward runs in DOUBLE, so the difference is good to about
+ * 1e-9. */
+void
+check_gradient(forward_fn forward, void *ctx, size_t nx, size_t ny,
+               const double *x, const double *dy, const double *dx)
+{
+    double *xs = malloc(nx * sizeof(double)), *yp = malloc(ny * 8);
+    double *ym = malloc(ny * sizeof(double));
+
+    assert_true(xs != NULL && yp != NULL && ym != NULL);
+    memcpy(xs, x, nx * sizeof(double));
+    for (size_t j = 0; j < nx; j++) {
+        double h = 1e-5 * (1.0 + fabs(x[j])), num = 0.0;
+
+        xs[j] = x[j] + h;
+        forward(ctx, xs, yp);
+        xs[j] = x[j] - h;
+        forward(ctx, xs, ym);
+        xs[j] = x[j];
+        for (size_t i = 0; i < ny; i++)
+            num += dy[i] * (yp[i] - ym[i]);
+        assert_close(dx[j], num / (2.0 * h), 1e-6, "dx vs difference", j);
+    }
+    forward(ctx, x, yp);    /* the device inputs as they were */
+    free(xs);
+    free(yp);
+    free(ym);
 }
