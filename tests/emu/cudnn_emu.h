@@ -18,6 +18,7 @@
 #define EMU_DNN_MAGIC_POOL 0x444e4e50u
 #define EMU_DNN_MAGIC_OPTENSOR 0x444e4e4fu
 #define EMU_DNN_MAGIC_LRN 0x444e4e4cu
+#define EMU_DNN_MAGIC_DROPOUT 0x444e4e44u
 
 #define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
 
@@ -97,6 +98,16 @@ struct cudnnLRNStruct {
     uint32_t magic;
     unsigned n;
     double alpha, beta, k;
+};
+
+/* Dropout: the probability, and the states (device memory the program
+ * gave, which holds the generator's seed and call counter). */
+struct cudnnDropoutStruct {
+    uint32_t magic;
+    float dropout;
+    void *states;
+    size_t state_size;
+    unsigned long long seed;
 };
 
 /* ---- Status and last error (cudnn.c) ------------------------------------ */
