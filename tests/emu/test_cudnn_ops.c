@@ -1,10 +1,10 @@
 /* Tests for the emulated cuDNN tensor operations (transform, add with
- * every broadcast, op tensor, set and scale), activations, pooling and
- * softmax: FLOAT, DOUBLE, HALF and BFLOAT16 in packed NCHW, packed NHWC
- * and strided layouts, 4-d and 5-d, each against a double-precision
- * reference written here, the backward passes also against central
- * differences of the forward pass (in DOUBLE), alpha and beta blending
- * (beta 0 over NaN) and the documented statuses. */
+ * every broadcast, the bias gradient, op tensor, set and scale),
+ * activations, pooling and softmax: FLOAT, DOUBLE, HALF and BFLOAT16 in
+ * packed NCHW, packed NHWC and strided layouts, 4-d and 5-d, each against
+ * a double-precision reference written here, the backward passes also
+ * against central differences of the forward pass (in DOUBLE), alpha and
+ * beta blending (beta 0 over NaN) and the documented statuses. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -185,6 +185,126 @@ test_add_tensor_broadcast(void **state)
         dev_free(d), dev_free(e);
         DNN_OK(cudnnDestroyTensorDescriptor(t6));
         DNN_OK(cudnnDestroyTensorDescriptor(t4));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Backward bias ------------------------------------------------------- */
+
+/* The forward pass whose gradient backward bias is: C = A broadcast. */
+struct bias_fd {
+    cudnnHandle_t h;
+    cudnnTensorDescriptor_t bt, yt;
+    void *bd, *yd;
+};
+
+static void
+bias_forward_fd(void *ctx, const double *b, double *y)
+{
+    struct bias_fd *c = ctx;
+    double one = 1.0, zero = 0.0;
+
+    tensor_put_d(c->bt, c->bd, b);
+    DNN_OK(cudnnAddTensor(c->h, &one, c->bt, c->bd, &zero, c->yt, c->yd));
+    tensor_download_d(c->yt, c->yd, y);
+}
+
+/* db = alpha * (dy summed over all but C) + beta * db, 4-d and 5-d, in
+ * every case; in DOUBLE also against differences of cudnnAddTensor. */
+static void
+test_backward_bias(void **state)
+{
+    static const int dims[2][5] = { { 3, 5, 4, 6 }, { 2, 4, 3, 2, 3 } };
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t k = 0; k < ew_case_count; k++)
+    for (int r = 0; r < 2; r++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = 4 + r, bdim[5] = { 1, dims[r][1], 1, 1, 1 };
+        size_t n = count_of(nb, dims[r]), kc = (size_t)dims[r][1];
+        size_t sp = n / ((size_t)dims[r][0] * kc);
+        cudnnTensorDescriptor_t yt = tensor_layout(c->layout, c->type, nb,
+                                                   dims[r]);
+        cudnnTensorDescriptor_t bt = tensor_layout(c->layout, c->type, nb,
+                                                   bdim);
+        double *dy = exact_values(n, c->type, 1.0), *old = old_values(kc, c);
+        double got[5];
+        void *dyd = tensor_upload_d(yt, dy, 0.0);
+        void *bd = tensor_upload_d(bt, old, 0.0);
+
+        DNN_OK(cudnnConvolutionBackwardBias(h, scalar(&sa, c->type, c->alpha),
+                                            yt, dyd,
+                                            scalar(&sb, c->type, c->beta),
+                                            bt, bd));
+        tensor_download_d(bt, bd, got);
+        for (size_t ch = 0; ch < kc; ch++) {
+            double sum = 0.0;
+
+            for (size_t i = 0; i < n; i++)
+                sum += (i / sp) % kc == ch ? dy[i] : 0.0;
+            assert_close(got[ch],
+                         c->alpha * sum +
+                             (c->beta != 0.0 ? c->beta * old[ch] : 0.0),
+                         tol_of(c->type) * 4, "db", ch);
+        }
+        if (c->type == CUDNN_DATA_DOUBLE && c->beta == 0.0) {
+            struct bias_fd fd = { h, bt, yt, bd, dev_alloc(n * 8) };
+            double one = 1.0, zero = 0.0, *b = exact_values(kc, c->type, 1.0);
+
+            tensor_put_d(bt, bd, b);
+            DNN_OK(cudnnConvolutionBackwardBias(h, &one, yt, dyd, &zero, bt,
+                                                bd));
+            tensor_download_d(bt, bd, got);
+            check_gradient(bias_forward_fd, &fd, kc, n, b, dy, got);
+            dev_free(fd.yd);
+            free(b);
+        }
+        free(dy), free(old);
+        dev_free(dyd), dev_free(bd);
+        DNN_OK(cudnnDestroyTensorDescriptor(yt));
+        DNN_OK(cudnnDestroyTensorDescriptor(bt));
+    }
+
+    /* db not 1 x K x 1 x 1, of another type; NULLs; integer data. */
+    {
+        int d4[4] = { 2, 3, 4, 5 }, b4[4] = { 1, 3, 1, 1 };
+        int wrong[4] = { 1, 3, 4, 1 };
+        cudnnTensorDescriptor_t y = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, d4);
+        cudnnTensorDescriptor_t b = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, b4);
+        cudnnTensorDescriptor_t w = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, wrong);
+        cudnnTensorDescriptor_t bh = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_HALF, 4, b4);
+        cudnnTensorDescriptor_t y8 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_INT8, 4, d4);
+        cudnnTensorDescriptor_t b8 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_INT8, 4, b4);
+        void *yd = dev_alloc(480), *bd = dev_alloc(64);
+        float one = 1.0f;
+
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, yd, &one,
+                                                      w, bd),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, yd, &one,
+                                                      bh, bd),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, NULL, &one,
+                                                      b, bd),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y8, yd, &one,
+                                                      b8, bd),
+                         CUDNN_STATUS_NOT_SUPPORTED);
+        dev_free(yd), dev_free(bd);
+        DNN_OK(cudnnDestroyTensorDescriptor(y));
+        DNN_OK(cudnnDestroyTensorDescriptor(b));
+        DNN_OK(cudnnDestroyTensorDescriptor(w));
+        DNN_OK(cudnnDestroyTensorDescriptor(bh));
+        DNN_OK(cudnnDestroyTensorDescriptor(y8));
+        DNN_OK(cudnnDestroyTensorDescriptor(b8));
     }
     DNN_OK(cudnnDestroy(h));
 }
@@ -1238,6 +1358,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transform_tensor),
         cmocka_unit_test(test_add_tensor_broadcast),
+        cmocka_unit_test(test_backward_bias),
         cmocka_unit_test(test_op_tensor),
         cmocka_unit_test(test_set_scale_double),
         cmocka_unit_test(test_activation_modes),
