@@ -2,7 +2,8 @@
  * batch normalisation (training, inference, backward; spatial, persistent
  * and per activation) with their descriptors, against double references
  * written here and, in DOUBLE, the backward passes against central
- * differences of the forward passes; blending, layouts and statuses. */
+ * differences of the forward passes; blending, layouts, statuses and the
+ * modelled time. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -717,6 +718,50 @@ test_batchnorm_statuses(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+/* Modelled time: memory-bound, linear in the bytes moved, so the time of
+ * four times the images exceeds one's by three times what two's does. */
+static void
+test_modelled_time(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    float ms[3], one = 1.0f, zero = 0.0f;
+
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        int dim[4] = { 16 << i, 4, 16, 16 };
+        cudnnTensorDescriptor_t t = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, dim), p;
+        size_t bytes = tensor_count(t) * 4;
+        void *x = dev_alloc(bytes), *y = dev_alloc(bytes);
+        void *sc = dev_alloc(16), *bi = dev_alloc(16);
+        cudaEvent_t a, b;
+
+        assert_int_equal(cudaMemset(x, 0, bytes), cudaSuccess);
+        assert_int_equal(cudaMemset(sc, 0, 16), cudaSuccess);
+        assert_int_equal(cudaMemset(bi, 0, 16), cudaSuccess);
+        DNN_OK(cudnnCreateTensorDescriptor(&p));
+        DNN_OK(cudnnDeriveBNTensorDescriptor(p, t, CUDNN_BATCHNORM_SPATIAL));
+        assert_int_equal(cudaEventCreate(&a), cudaSuccess);
+        assert_int_equal(cudaEventCreate(&b), cudaSuccess);
+        assert_int_equal(cudaEventRecord(a, NULL), cudaSuccess);
+        DNN_OK(cudnnBatchNormalizationForwardTraining(
+            h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, t, x, t, y, p, sc, bi,
+            1.0, NULL, NULL, 1e-5, NULL, NULL));
+        assert_int_equal(cudaEventRecord(b, NULL), cudaSuccess);
+        assert_int_equal(cudaEventSynchronize(b), cudaSuccess);
+        assert_int_equal(cudaEventElapsedTime(&ms[i], a, b), cudaSuccess);
+        assert_true(ms[i] > 0.0f);
+        assert_int_equal(cudaEventDestroy(a), cudaSuccess);
+        assert_int_equal(cudaEventDestroy(b), cudaSuccess);
+        dev_free(x), dev_free(y), dev_free(sc), dev_free(bi);
+        DNN_OK(cudnnDestroyTensorDescriptor(t));
+        DNN_OK(cudnnDestroyTensorDescriptor(p));
+    }
+    assert_true(ms[1] > ms[0] && ms[2] > ms[1]);
+    assert_true(fabs((ms[2] - ms[0]) / (ms[1] - ms[0]) - 3.0) < 0.03);
+    DNN_OK(cudnnDestroy(h));
+}
+
 int
 main(void)
 {
@@ -725,6 +770,7 @@ main(void)
         cmocka_unit_test(test_lrn_descriptor_statuses),
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_batchnorm_statuses),
+        cmocka_unit_test(test_modelled_time),
     };
 
     unsetenv("AMPSHIM_EMU_FAIL");
