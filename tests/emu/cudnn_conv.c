@@ -886,33 +886,45 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
 
 /* ---- Backward bias ------------------------------------------------------- */
 
+/* db = alpha * (the sum of dy over N and the spatial dimensions) +
+ * beta * db, for each of dy's K channels; summed in double (see
+ * cudnn_emu.h). */
+struct bias_job {
+    struct emu_dnn_view dy, db;
+    double alpha, beta;
+};
+
 static CUresult
 bias_run(void *arg)
 {
-    const struct conv_job *j = arg;     /* y: dy, x: db */
-    void *dy = emu_dnn_view_at(&j->y), *db = emu_dnn_view_at(&j->x);
-    size_t per_k = emu_dnn_view_count(&j->y) / (size_t)j->y.dim[1];
-    size_t spatial = per_k / (size_t)j->y.dim[0];
+    const struct bias_job *j = arg;
+    void *dy = emu_dnn_view_at(&j->dy), *db = emu_dnn_view_at(&j->db);
+    size_t k_count = (size_t)j->dy.dim[1];
+    size_t spatial = emu_dnn_view_count(&j->dy) /
+                     ((size_t)j->dy.dim[0] * k_count);
 
     if (dy == NULL || db == NULL)
         return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS,
                            "cudnnConvolutionBackwardBias",
                            "dy or db is not in device memory");
-    for (int k = 0; k < j->y.dim[1]; k++) {
-        float acc = 0.0f;
+    for (size_t k = 0; k < k_count; k++) {
+        double acc = 0.0;
 
-        for (size_t i = 0; i < per_k; i++) {
-            size_t n = i / spatial, s = i % spatial;
-            size_t lin = (n * (size_t)j->y.dim[1] + (size_t)k) * spatial + s;
-            acc += emu_dnn_load(dy, emu_dnn_view_offset(&j->y, lin),
-                                j->y.type);
+        for (size_t n = 0; n < (size_t)j->dy.dim[0]; n++) {
+            size_t base = (n * k_count + k) * spatial;
+
+            for (size_t s = 0; s < spatial; s++)
+                acc += emu_dnn_loadd(dy,
+                                     emu_dnn_view_offset(&j->dy, base + s),
+                                     j->dy.type);
         }
-        emu_dnn_blend(db, (int64_t)k * j->x.stride[1], j->x.type, j->alpha,
-                      j->beta, acc);
+        emu_dnn_blendd(db, emu_dnn_view_offset(&j->db, k), j->db.type,
+                       j->alpha, j->beta, acc);
     }
     return CUDA_SUCCESS;
 }
 
+/* db is 1 x K x 1 ... of dy's rank and type (BAD_PARAM). */
 cudnnStatus_t
 cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
                              const cudnnTensorDescriptor_t dyDesc,
@@ -921,15 +933,16 @@ cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
 {
     const char *api = "cudnnConvolutionBackwardBias";
     struct emu_dnn_config cfg;
-    struct conv_job *job;
-    struct emu_op op;
+    struct bias_job *job;
     cudnnStatus_t st = emu_dnn_config(handle, &cfg);
 
     if (st != CUDNN_STATUS_SUCCESS)
         return st;
-    if (!emu_dnn_tensor_ok(dyDesc) || !emu_dnn_tensor_ok(dbDesc) ||
-        dy == NULL || db == NULL || alpha == NULL || beta == NULL)
-        return BAD("%s: invalid descriptor or NULL pointer", api);
+    if (!emu_dnn_tensor_ok(dyDesc) || !emu_dnn_tensor_ok(dbDesc))
+        return BAD("%s: invalid tensor descriptor", api);
+    if (dy == NULL || db == NULL || alpha == NULL || beta == NULL)
+        return emu_dnn_error(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
+                             "%s: NULL pointer", api);
     if (dbDesc->nb_dims != dyDesc->nb_dims || dbDesc->type != dyDesc->type ||
         dbDesc->dim[1] != dyDesc->dim[1])
         return BAD("%s: db is not 1 x K x 1 ... of dy's type", api);
@@ -937,27 +950,21 @@ cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
         if (d != 1 && dbDesc->dim[d] != 1)
             return BAD("%s: db dimension %d is %d", api, d, dbDesc->dim[d]);
     }
-    if (dyDesc->type != CUDNN_DATA_FLOAT && dyDesc->type != CUDNN_DATA_HALF &&
-        dyDesc->type != CUDNN_DATA_BFLOAT16)
-        return UNSUPPORTED("%s: data type %d", api, (int)dyDesc->type);
-    st = emu_dnn_fault(api);
+    st = emu_dnn_type_ok(dyDesc, api);
     if (st != CUDNN_STATUS_SUCCESS)
         return st;
     job = calloc(1, sizeof(*job));
     if (job == NULL)
         return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
                              "out of host memory");
-    emu_dnn_view_tensor(&job->y, dyDesc, dy);
-    emu_dnn_view_tensor(&job->x, dbDesc, db);
-    memcpy(&job->alpha, alpha, sizeof(float));
-    memcpy(&job->beta, beta, sizeof(float));
-    op.name = api;
-    op.run = bias_run;
-    op.release = free;
-    op.arg = job;
-    op.model_ns = emu_model_ns((double)emu_dnn_view_count(&job->y),
-                               EMU_PREC_FP32, emu_dnn_view_bytes(&job->y));
-    return emu_dnn_enqueue(&cfg, &op);
+    emu_dnn_view_tensor(&job->dy, dyDesc, dy);
+    emu_dnn_view_tensor(&job->db, dbDesc, db);
+    job->alpha = emu_dnn_scalar(alpha, dyDesc->type);
+    job->beta = emu_dnn_scalar(beta, dyDesc->type);
+    return emu_dnn_submit(&cfg, api, bias_run, free, job,
+                          (double)emu_dnn_view_count(&job->dy),
+                          emu_dnn_view_bytes(&job->dy) +
+                              emu_dnn_view_bytes(&job->db));
 }
 
 /* ---- Algorithm queries --------------------------------------------------- */

@@ -1,8 +1,11 @@
 /* The emulated cuDNN descriptors: tensors, filters, convolutions,
- * activations and pooling, their setters, getters and the convolution
- * output size. Everything here is host-only, as in the real library. */
+ * activations, pooling, tensor operations, LRN and the batch
+ * normalisation parameters' derived tensor; their setters, getters and the
+ * convolution and pooling output sizes. Everything here is host-only, as
+ * in the real library. */
 #include <cudnn.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +52,8 @@ type_valid(cudnnDataType_t type)
 }
 
 /* Creation and destruction share one shape for every descriptor kind. */
-static cudnnStatus_t
-create_desc(void **out, size_t size, uint32_t magic)
+cudnnStatus_t
+emu_dnn_create_desc(void **out, size_t size, uint32_t magic)
 {
     uint32_t *d;
 
@@ -65,8 +68,8 @@ create_desc(void **out, size_t size, uint32_t magic)
     return CUDNN_STATUS_SUCCESS;
 }
 
-static cudnnStatus_t
-destroy_desc(void *d, uint32_t magic)
+cudnnStatus_t
+emu_dnn_destroy_desc(void *d, uint32_t magic)
 {
     /* Destroying NULL is allowed, as free(NULL) is. */
     if (d == NULL)
@@ -95,14 +98,14 @@ tensor_live(cudnnTensorDescriptor_t t)
 cudnnStatus_t
 cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc)
 {
-    return create_desc((void **)tensorDesc, sizeof(**tensorDesc),
-                       EMU_DNN_MAGIC_TENSOR);
+    return emu_dnn_create_desc((void **)tensorDesc, sizeof(**tensorDesc),
+                               EMU_DNN_MAGIC_TENSOR);
 }
 
 cudnnStatus_t
 cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc)
 {
-    return destroy_desc(tensorDesc, EMU_DNN_MAGIC_TENSOR);
+    return emu_dnn_destroy_desc(tensorDesc, EMU_DNN_MAGIC_TENSOR);
 }
 
 /* Packed strides for sizes dim[] in the given format: NCHW is row-major;
@@ -313,14 +316,14 @@ emu_dnn_filter_ok(cudnnFilterDescriptor_t f)
 cudnnStatus_t
 cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc)
 {
-    return create_desc((void **)filterDesc, sizeof(**filterDesc),
-                       EMU_DNN_MAGIC_FILTER);
+    return emu_dnn_create_desc((void **)filterDesc, sizeof(**filterDesc),
+                               EMU_DNN_MAGIC_FILTER);
 }
 
 cudnnStatus_t
 cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc)
 {
-    return destroy_desc(filterDesc, EMU_DNN_MAGIC_FILTER);
+    return emu_dnn_destroy_desc(filterDesc, EMU_DNN_MAGIC_FILTER);
 }
 
 cudnnStatus_t
@@ -445,8 +448,9 @@ emu_dnn_conv_ok(cudnnConvolutionDescriptor_t c)
 cudnnStatus_t
 cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc)
 {
-    cudnnStatus_t st = create_desc((void **)convDesc, sizeof(**convDesc),
-                                   EMU_DNN_MAGIC_CONV);
+    cudnnStatus_t st = emu_dnn_create_desc((void **)convDesc,
+                                           sizeof(**convDesc),
+                                           EMU_DNN_MAGIC_CONV);
     cudnnConvolutionDescriptor_t c;
 
     if (st != CUDNN_STATUS_SUCCESS)
@@ -469,7 +473,7 @@ cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc)
 cudnnStatus_t
 cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc)
 {
-    return destroy_desc(convDesc, EMU_DNN_MAGIC_CONV);
+    return emu_dnn_destroy_desc(convDesc, EMU_DNN_MAGIC_CONV);
 }
 
 cudnnStatus_t
@@ -727,9 +731,9 @@ cudnnGetConvolution2dForwardOutputDim(
 cudnnStatus_t
 cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc)
 {
-    cudnnStatus_t st = create_desc((void **)activationDesc,
-                                   sizeof(**activationDesc),
-                                   EMU_DNN_MAGIC_ACT);
+    cudnnStatus_t st = emu_dnn_create_desc((void **)activationDesc,
+                                           sizeof(**activationDesc),
+                                           EMU_DNN_MAGIC_ACT);
 
     if (st == CUDNN_STATUS_SUCCESS) {
         (*activationDesc)->mode = CUDNN_ACTIVATION_RELU;
@@ -742,7 +746,7 @@ cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc)
 cudnnStatus_t
 cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc)
 {
-    return destroy_desc(activationDesc, EMU_DNN_MAGIC_ACT);
+    return emu_dnn_destroy_desc(activationDesc, EMU_DNN_MAGIC_ACT);
 }
 
 static int
@@ -811,14 +815,14 @@ cudnnGetActivationDescriptorSwishBeta(
 cudnnStatus_t
 cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc)
 {
-    return create_desc((void **)poolingDesc, sizeof(**poolingDesc),
-                       EMU_DNN_MAGIC_POOL);
+    return emu_dnn_create_desc((void **)poolingDesc, sizeof(**poolingDesc),
+                               EMU_DNN_MAGIC_POOL);
 }
 
 cudnnStatus_t
 cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc)
 {
-    return destroy_desc(poolingDesc, EMU_DNN_MAGIC_POOL);
+    return emu_dnn_destroy_desc(poolingDesc, EMU_DNN_MAGIC_POOL);
 }
 
 cudnnStatus_t
@@ -969,4 +973,153 @@ cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc,
         return st;
     *n = out[0], *c = out[1], *h = out[2], *w = out[3];
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- Tensor operations --------------------------------------------------- */
+
+cudnnStatus_t
+cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t *opTensorDesc)
+{
+    return emu_dnn_create_desc((void **)opTensorDesc, sizeof(**opTensorDesc),
+                               EMU_DNN_MAGIC_OPTENSOR);
+}
+
+cudnnStatus_t
+cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc)
+{
+    return emu_dnn_destroy_desc(opTensorDesc, EMU_DNN_MAGIC_OPTENSOR);
+}
+
+cudnnStatus_t
+cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc,
+                           cudnnOpTensorOp_t opTensorOp,
+                           cudnnDataType_t opTensorCompType,
+                           cudnnNanPropagation_t opTensorNanOpt)
+{
+    cudnnOpTensorDescriptor_t d = opTensorDesc;
+
+    if (d == NULL || d->magic != EMU_DNN_MAGIC_OPTENSOR)
+        return BAD("invalid tensor operation descriptor");
+    if ((int)opTensorOp < CUDNN_OP_TENSOR_ADD ||
+        (int)opTensorOp > CUDNN_OP_TENSOR_NOT ||
+        !type_valid(opTensorCompType) || !nan_opt_valid(opTensorNanOpt))
+        return BAD("operation %d, compute type %d or NaN option %d",
+                   (int)opTensorOp, (int)opTensorCompType,
+                   (int)opTensorNanOpt);
+    d->op = opTensorOp;
+    d->compute = opTensorCompType;
+    d->nan_opt = opTensorNanOpt;
+    d->is_set = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t opTensorDesc,
+                           cudnnOpTensorOp_t *opTensorOp,
+                           cudnnDataType_t *opTensorCompType,
+                           cudnnNanPropagation_t *opTensorNanOpt)
+{
+    const cudnnOpTensorDescriptor_t d = opTensorDesc;
+
+    if (d == NULL || d->magic != EMU_DNN_MAGIC_OPTENSOR || !d->is_set ||
+        opTensorOp == NULL || opTensorCompType == NULL ||
+        opTensorNanOpt == NULL)
+        return BAD("invalid tensor operation descriptor or NULL output");
+    *opTensorOp = d->op;
+    *opTensorCompType = d->compute;
+    *opTensorNanOpt = d->nan_opt;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- Local response normalisation ---------------------------------------- */
+
+cudnnStatus_t
+cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc)
+{
+    cudnnStatus_t st = emu_dnn_create_desc((void **)normDesc,
+                                           sizeof(**normDesc),
+                                           EMU_DNN_MAGIC_LRN);
+
+    /* Krizhevsky et al.'s ImageNet values, as the header says. */
+    if (st == CUDNN_STATUS_SUCCESS) {
+        (*normDesc)->n = 5;
+        (*normDesc)->alpha = 1e-4;
+        (*normDesc)->beta = 0.75;
+        (*normDesc)->k = 2.0;
+    }
+    return st;
+}
+
+cudnnStatus_t
+cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc)
+{
+    return emu_dnn_destroy_desc(lrnDesc, EMU_DNN_MAGIC_LRN);
+}
+
+cudnnStatus_t
+cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned lrnN,
+                      double lrnAlpha, double lrnBeta, double lrnK)
+{
+    if (normDesc == NULL || normDesc->magic != EMU_DNN_MAGIC_LRN)
+        return BAD("invalid LRN descriptor");
+    /* The header's limits; NaN fails every comparison and is refused. */
+    if (lrnN < CUDNN_LRN_MIN_N || lrnN > CUDNN_LRN_MAX_N ||
+        !(lrnK >= CUDNN_LRN_MIN_K) || !(lrnBeta >= CUDNN_LRN_MIN_BETA) ||
+        isnan(lrnAlpha))
+        return BAD("LRN n %u, alpha %g, beta %g, k %g out of range", lrnN,
+                   lrnAlpha, lrnBeta, lrnK);
+    normDesc->n = lrnN;
+    normDesc->alpha = lrnAlpha;
+    normDesc->beta = lrnBeta;
+    normDesc->k = lrnK;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned *lrnN,
+                      double *lrnAlpha, double *lrnBeta, double *lrnK)
+{
+    if (normDesc == NULL || normDesc->magic != EMU_DNN_MAGIC_LRN)
+        return BAD("invalid LRN descriptor");
+    /* Each output may be NULL: that value is not returned. */
+    if (lrnN != NULL)
+        *lrnN = normDesc->n;
+    if (lrnAlpha != NULL)
+        *lrnAlpha = normDesc->alpha;
+    if (lrnBeta != NULL)
+        *lrnBeta = normDesc->beta;
+    if (lrnK != NULL)
+        *lrnK = normDesc->k;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- Batch normalisation ------------------------------------------------- */
+
+/* The descriptor of scale, bias, means and variances: 1 x C x 1 x 1 (x 1)
+ * spatially, 1 x C x H x W (x D) per activation, packed NCHW, FLOAT for
+ * every data type but DOUBLE. */
+cudnnStatus_t
+cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc,
+                              const cudnnTensorDescriptor_t xDesc,
+                              cudnnBatchNormMode_t mode)
+{
+    int dim[CUDNN_DIM_MAX];
+    cudnnDataType_t type;
+
+    if (!tensor_live(derivedBnDesc) || !emu_dnn_tensor_ok(xDesc))
+        return BAD("invalid tensor descriptor");
+    if (mode != CUDNN_BATCHNORM_PER_ACTIVATION &&
+        mode != CUDNN_BATCHNORM_SPATIAL &&
+        mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT)
+        return BAD("invalid batch normalization mode %d", (int)mode);
+    if (xDesc->nb_dims != 4 && xDesc->nb_dims != 5)
+        return BAD("x has %d dimensions (4 or 5 supported)", xDesc->nb_dims);
+    dim[0] = 1;
+    dim[1] = xDesc->dim[1];
+    for (int i = 2; i < xDesc->nb_dims; i++)
+        dim[i] = mode == CUDNN_BATCHNORM_PER_ACTIVATION ? xDesc->dim[i] : 1;
+    type = xDesc->type == CUDNN_DATA_DOUBLE ? CUDNN_DATA_DOUBLE
+                                            : CUDNN_DATA_FLOAT;
+    return tensor_packed(derivedBnDesc, CUDNN_TENSOR_NCHW, type,
+                         xDesc->nb_dims, dim);
 }

@@ -16,6 +16,9 @@
 #define EMU_DNN_MAGIC_CONV 0x444e4e43u
 #define EMU_DNN_MAGIC_ACT 0x444e4e41u
 #define EMU_DNN_MAGIC_POOL 0x444e4e50u
+#define EMU_DNN_MAGIC_OPTENSOR 0x444e4e4fu
+#define EMU_DNN_MAGIC_LRN 0x444e4e4cu
+#define EMU_DNN_MAGIC_DROPOUT 0x444e4e44u
 
 #define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
 
@@ -81,6 +84,32 @@ struct cudnnPoolingStruct {
     int stride[EMU_DNN_MAX_SPATIAL];
 };
 
+struct cudnnOpTensorStruct {
+    uint32_t magic;
+    int is_set;
+    cudnnOpTensorOp_t op;
+    cudnnDataType_t compute;
+    cudnnNanPropagation_t nan_opt;
+};
+
+/* Local response normalisation across channels: a window of `n` channels
+ * from c - (n - 1) / 2 to c + n / 2 (rounded down). */
+struct cudnnLRNStruct {
+    uint32_t magic;
+    unsigned n;
+    double alpha, beta, k;
+};
+
+/* Dropout: the probability, and the states (device memory the program
+ * gave, which holds the generator's seed and call counter). */
+struct cudnnDropoutStruct {
+    uint32_t magic;
+    float dropout;
+    void *states;
+    size_t state_size;
+    unsigned long long seed;
+};
+
 /* ---- Status and last error (cudnn.c) ------------------------------------ */
 
 /* Records `status` with a message for cudnnGetLastErrorString in the
@@ -118,6 +147,12 @@ cudnnStatus_t emu_dnn_enqueue(const struct emu_dnn_config *config,
                               const struct emu_op *op);
 
 /* ---- Descriptors (cudnn_desc.c) ----------------------------------------- */
+
+/* A new descriptor of `size` bytes whose first field is `magic`, and its
+ * destruction (NULL allowed, another kind refused): BAD_PARAM or the host
+ * allocation failure. */
+cudnnStatus_t emu_dnn_create_desc(void **out, size_t size, uint32_t magic);
+cudnnStatus_t emu_dnn_destroy_desc(void *d, uint32_t magic);
 
 int emu_dnn_tensor_ok(cudnnTensorDescriptor_t t);
 int emu_dnn_filter_ok(cudnnFilterDescriptor_t f);
@@ -162,6 +197,7 @@ int64_t emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin);
  * in device memory. */
 void *emu_dnn_view_at(const struct emu_dnn_view *v);
 
+/* Element idx of a FLOAT, HALF or BFLOAT16 array as float, and back. */
 float emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type);
 void emu_dnn_store(void *base, int64_t idx, cudnnDataType_t type, float v);
 
@@ -171,5 +207,42 @@ void emu_dnn_blend(void *base, int64_t idx, cudnnDataType_t type,
 
 /* Bytes the whole view moves once, for the timing model. */
 double emu_dnn_view_bytes(const struct emu_dnn_view *v);
+
+/*
+ * The operations other than convolution compute in double: each element
+ * is loaded exactly, every sum is a double sum, and the result is rounded
+ * once to the tensor's type when stored (HALF and BFLOAT16 through FP32,
+ * as cuDNN's own kernels compute those types in FP32). cuDNN computes
+ * FLOAT tensors in FP32, so a GPU's results may differ from these in the
+ * last bits; DOUBLE tensors are computed as cuDNN does.
+ */
+int emu_dnn_float_type(cudnnDataType_t type);   /* FLOAT, DOUBLE, HALF, BF16 */
+double emu_dnn_loadd(const void *base, int64_t idx, cudnnDataType_t type);
+void emu_dnn_stored(void *base, int64_t idx, cudnnDataType_t type,
+                    double v);
+/* dst = alpha * value + beta * dst; dst is not read when beta == 0. */
+void emu_dnn_blendd(void *base, int64_t idx, cudnnDataType_t type,
+                    double alpha, double beta, double value);
+
+/* A host scaling factor: a double for DOUBLE tensors, else a float. */
+double emu_dnn_scalar(const void *p, cudnnDataType_t type);
+
+/* NOT_SUPPORTED (with a message naming `api`) unless `t` holds one of the
+ * floating-point types the operations compute on. */
+cudnnStatus_t emu_dnn_type_ok(cudnnTensorDescriptor_t t, const char *api);
+
+/* 1 when a and b have the same rank and sizes; the same strides. */
+int emu_dnn_same_dims(cudnnTensorDescriptor_t a, cudnnTensorDescriptor_t b);
+int emu_dnn_same_strides(cudnnTensorDescriptor_t a,
+                         cudnnTensorDescriptor_t b);
+
+/* Counts the call of `api` for fault injection and queues run(arg) on the
+ * handle's stream, modelled as `flops` FP32 operations and `bytes` moved;
+ * release(arg) is called in every case, after the run or at once when the
+ * call fails. */
+cudnnStatus_t emu_dnn_submit(const struct emu_dnn_config *config,
+                             const char *api, CUresult (*run)(void *),
+                             void (*release)(void *), void *arg,
+                             double flops, double bytes);
 
 #endif

@@ -1,0 +1,1375 @@
+/* Tests for the emulated cuDNN tensor operations (transform, add with
+ * every broadcast, the bias gradient, op tensor, set and scale),
+ * activations, pooling and softmax: FLOAT, DOUBLE, HALF and BFLOAT16 in
+ * packed NCHW, packed NHWC and strided layouts, 4-d and 5-d, each against
+ * a double-precision reference written here, the backward passes also
+ * against central differences of the forward pass (in DOUBLE), alpha and
+ * beta blending (beta 0 over NaN) and the documented statuses. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn_test.h"
+
+/* Row-major index in a tensor of sizes `src` (each the same as dst's or
+ * 1) of row-major element `lin` of a tensor of sizes `dst`. */
+static size_t
+broadcast_index(int nb, const int *src, const int *dst, size_t lin)
+{
+    size_t idx = 0, scale = 1;
+
+    for (int d = nb - 1; d >= 0; d--) {
+        size_t i = lin % (size_t)dst[d];
+        lin /= (size_t)dst[d];
+        if (src[d] != 1)
+            idx += i * scale;
+        scale *= (size_t)src[d];
+    }
+    return idx;
+}
+
+/* ---- Transform ----------------------------------------------------------- */
+
+static void
+test_transform_tensor(void **state)
+{
+    static const int dims[2][5] = { { 2, 3, 4, 5 }, { 2, 3, 2, 3, 4 } };
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t k = 0; k < ew_case_count; k++)
+    for (int r = 0; r < 2; r++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = 4 + r;
+        size_t n = count_of(nb, dims[r]);
+        enum layout other = (enum layout)((c->layout + 1) % LAYOUT_COUNT);
+        cudnnTensorDescriptor_t xt = tensor_layout(c->layout, c->type, nb,
+                                                   dims[r]);
+        cudnnTensorDescriptor_t yt = tensor_layout(other, c->type, nb,
+                                                   dims[r]);
+        double *x = exact_values(n, c->type, 1.0), *old = old_values(n, c);
+        double *got = malloc(n * sizeof(double));
+        void *xd = tensor_upload_d(xt, x, 0.0);
+        void *yd = tensor_upload_d(yt, old, 7.0);
+
+        DNN_OK(cudnnTransformTensor(h, scalar(&sa, c->type, c->alpha), xt,
+                                    xd, scalar(&sb, c->type, c->beta), yt,
+                                    yd));
+        tensor_download_d(yt, yd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i],
+                         c->alpha * x[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol_of(c->type), "y", i);
+        free(x), free(old), free(got);
+        dev_free(xd), dev_free(yd);
+        DNN_OK(cudnnDestroyTensorDescriptor(xt));
+        DNN_OK(cudnnDestroyTensorDescriptor(yt));
+    }
+
+    /* Sizes or types that differ, NULL data, integer data. */
+    {
+        int d4[4] = { 2, 3, 4, 5 }, d4b[4] = { 2, 3, 5, 4 };
+        cudnnTensorDescriptor_t a = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, d4);
+        cudnnTensorDescriptor_t b = tensor_new(CUDNN_TENSOR_NHWC,
+                                               CUDNN_DATA_FLOAT, 4, d4b);
+        cudnnTensorDescriptor_t i8 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_INT8, 4, d4);
+        void *d = dev_alloc(120 * 8), *e = dev_alloc(120 * 8);
+        float one = 1.0f, zero = 0.0f;
+
+        assert_int_equal(cudnnTransformTensor(h, &one, a, d, &zero, b, e),
+                         CUDNN_STATUS_BAD_PARAM);
+        DNN_OK(cudnnSetTensor4dDescriptor(b, CUDNN_TENSOR_NHWC,
+                                          CUDNN_DATA_HALF, 2, 3, 4, 5));
+        assert_int_equal(cudnnTransformTensor(h, &one, a, d, &zero, b, e),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnTransformTensor(h, &one, a, NULL, &zero, a, e),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        assert_int_equal(cudnnTransformTensor(h, NULL, a, d, &zero, a, e),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        assert_int_equal(cudnnTransformTensor(h, &one, i8, d, &zero, i8, e),
+                         CUDNN_STATUS_NOT_SUPPORTED);
+        assert_int_equal(cudnnTransformTensor(NULL, &one, a, d, &zero, a, e),
+                         CUDNN_STATUS_BAD_PARAM);
+        dev_free(d), dev_free(e);
+        DNN_OK(cudnnDestroyTensorDescriptor(a));
+        DNN_OK(cudnnDestroyTensorDescriptor(b));
+        DNN_OK(cudnnDestroyTensorDescriptor(i8));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Add, with every broadcast ------------------------------------------- */
+
+/* The sizes of A against C: per channel, scalar, per image plane, per
+ * sample, full, one dimension, and the 5-d ones. */
+static const struct {
+    int nb;
+    int c[5], a[5];
+} add_shapes[] = {
+    { 4, { 2, 3, 4, 5 }, { 1, 3, 1, 1 } },
+    { 4, { 2, 3, 4, 5 }, { 1, 1, 1, 1 } },
+    { 4, { 2, 3, 4, 5 }, { 2, 1, 4, 5 } },
+    { 4, { 2, 3, 4, 5 }, { 1, 3, 4, 5 } },
+    { 4, { 2, 3, 4, 5 }, { 2, 3, 4, 5 } },
+    { 4, { 2, 3, 4, 5 }, { 1, 1, 4, 1 } },
+    { 5, { 2, 3, 2, 3, 4 }, { 1, 3, 1, 1, 1 } },
+    { 5, { 2, 3, 2, 3, 4 }, { 2, 1, 2, 3, 4 } },
+    { 5, { 2, 3, 2, 3, 4 }, { 1, 1, 1, 1, 1 } },
+};
+
+static void
+test_add_tensor_broadcast(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t k = 0; k < ew_case_count; k++)
+    for (size_t s = 0; s < sizeof(add_shapes) / sizeof(add_shapes[0]); s++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = add_shapes[s].nb;
+        const int *cdim = add_shapes[s].c, *adim = add_shapes[s].a;
+        size_t n = count_of(nb, cdim), na = count_of(nb, adim);
+        cudnnTensorDescriptor_t at = tensor_layout(c->layout, c->type, nb,
+                                                   adim);
+        cudnnTensorDescriptor_t ct = tensor_layout(c->layout, c->type, nb,
+                                                   cdim);
+        double *a = exact_values(na, c->type, 1.0), *old = old_values(n, c);
+        double *got = malloc(n * sizeof(double));
+        void *ad = tensor_upload_d(at, a, 0.0);
+        void *cd = tensor_upload_d(ct, old, 0.0);
+
+        DNN_OK(cudnnAddTensor(h, scalar(&sa, c->type, c->alpha), at, ad,
+                              scalar(&sb, c->type, c->beta), ct, cd));
+        tensor_download_d(ct, cd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i],
+                         c->alpha * a[broadcast_index(nb, adim, cdim, i)] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol_of(c->type), "C", i);
+        free(a), free(old), free(got);
+        dev_free(ad), dev_free(cd);
+        DNN_OK(cudnnDestroyTensorDescriptor(at));
+        DNN_OK(cudnnDestroyTensorDescriptor(ct));
+    }
+
+    /* More than 5 dimensions: NOT_SUPPORTED; other ranks: BAD_PARAM. */
+    {
+        int d6[6] = { 1, 2, 1, 2, 1, 2 }, d4[4] = { 1, 2, 1, 2 };
+        cudnnTensorDescriptor_t t6 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_FLOAT, 6, d6);
+        cudnnTensorDescriptor_t t4 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_FLOAT, 4, d4);
+        void *d = dev_alloc(64), *e = dev_alloc(64);
+        float one = 1.0f;
+
+        assert_int_equal(cudnnAddTensor(h, &one, t6, d, &one, t6, e),
+                         CUDNN_STATUS_NOT_SUPPORTED);
+        assert_int_equal(cudnnAddTensor(h, &one, t4, d, &one, t6, e),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnAddTensor(h, &one, t4, NULL, &one, t4, e),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        dev_free(d), dev_free(e);
+        DNN_OK(cudnnDestroyTensorDescriptor(t6));
+        DNN_OK(cudnnDestroyTensorDescriptor(t4));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Backward bias ------------------------------------------------------- */
+
+/* The forward pass whose gradient backward bias is: C = A broadcast. */
+struct bias_fd {
+    cudnnHandle_t h;
+    cudnnTensorDescriptor_t bt, yt;
+    void *bd, *yd;
+};
+
+static void
+bias_forward_fd(void *ctx, const double *b, double *y)
+{
+    struct bias_fd *c = ctx;
+    double one = 1.0, zero = 0.0;
+
+    tensor_put_d(c->bt, c->bd, b);
+    DNN_OK(cudnnAddTensor(c->h, &one, c->bt, c->bd, &zero, c->yt, c->yd));
+    tensor_download_d(c->yt, c->yd, y);
+}
+
+/* db = alpha * (dy summed over all but C) + beta * db, 4-d and 5-d, in
+ * every case; in DOUBLE also against differences of cudnnAddTensor. */
+static void
+test_backward_bias(void **state)
+{
+    static const int dims[2][5] = { { 3, 5, 4, 6 }, { 2, 4, 3, 2, 3 } };
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t k = 0; k < ew_case_count; k++)
+    for (int r = 0; r < 2; r++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = 4 + r, bdim[5] = { 1, dims[r][1], 1, 1, 1 };
+        size_t n = count_of(nb, dims[r]), kc = (size_t)dims[r][1];
+        size_t sp = n / ((size_t)dims[r][0] * kc);
+        cudnnTensorDescriptor_t yt = tensor_layout(c->layout, c->type, nb,
+                                                   dims[r]);
+        cudnnTensorDescriptor_t bt = tensor_layout(c->layout, c->type, nb,
+                                                   bdim);
+        double *dy = exact_values(n, c->type, 1.0), *old = old_values(kc, c);
+        double got[5];
+        void *dyd = tensor_upload_d(yt, dy, 0.0);
+        void *bd = tensor_upload_d(bt, old, 0.0);
+
+        DNN_OK(cudnnConvolutionBackwardBias(h, scalar(&sa, c->type, c->alpha),
+                                            yt, dyd,
+                                            scalar(&sb, c->type, c->beta),
+                                            bt, bd));
+        tensor_download_d(bt, bd, got);
+        for (size_t ch = 0; ch < kc; ch++) {
+            double sum = 0.0;
+
+            for (size_t i = 0; i < n; i++)
+                sum += (i / sp) % kc == ch ? dy[i] : 0.0;
+            assert_close(got[ch],
+                         c->alpha * sum +
+                             (c->beta != 0.0 ? c->beta * old[ch] : 0.0),
+                         tol_of(c->type) * 4, "db", ch);
+        }
+        if (c->type == CUDNN_DATA_DOUBLE && c->beta == 0.0) {
+            struct bias_fd fd = { h, bt, yt, bd, dev_alloc(n * 8) };
+            double one = 1.0, zero = 0.0, *b = exact_values(kc, c->type, 1.0);
+
+            tensor_put_d(bt, bd, b);
+            DNN_OK(cudnnConvolutionBackwardBias(h, &one, yt, dyd, &zero, bt,
+                                                bd));
+            tensor_download_d(bt, bd, got);
+            check_gradient(bias_forward_fd, &fd, kc, n, b, dy, got);
+            dev_free(fd.yd);
+            free(b);
+        }
+        free(dy), free(old);
+        dev_free(dyd), dev_free(bd);
+        DNN_OK(cudnnDestroyTensorDescriptor(yt));
+        DNN_OK(cudnnDestroyTensorDescriptor(bt));
+    }
+
+    /* db not 1 x K x 1 x 1, of another type; NULLs; integer data. */
+    {
+        int d4[4] = { 2, 3, 4, 5 }, b4[4] = { 1, 3, 1, 1 };
+        int wrong[4] = { 1, 3, 4, 1 };
+        cudnnTensorDescriptor_t y = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, d4);
+        cudnnTensorDescriptor_t b = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, b4);
+        cudnnTensorDescriptor_t w = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, wrong);
+        cudnnTensorDescriptor_t bh = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_HALF, 4, b4);
+        cudnnTensorDescriptor_t y8 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_INT8, 4, d4);
+        cudnnTensorDescriptor_t b8 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_INT8, 4, b4);
+        void *yd = dev_alloc(480), *bd = dev_alloc(64);
+        float one = 1.0f;
+
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, yd, &one,
+                                                      w, bd),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, yd, &one,
+                                                      bh, bd),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y, NULL, &one,
+                                                      b, bd),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        assert_int_equal(cudnnConvolutionBackwardBias(h, &one, y8, yd, &one,
+                                                      b8, bd),
+                         CUDNN_STATUS_NOT_SUPPORTED);
+        dev_free(yd), dev_free(bd);
+        DNN_OK(cudnnDestroyTensorDescriptor(y));
+        DNN_OK(cudnnDestroyTensorDescriptor(b));
+        DNN_OK(cudnnDestroyTensorDescriptor(w));
+        DNN_OK(cudnnDestroyTensorDescriptor(bh));
+        DNN_OK(cudnnDestroyTensorDescriptor(y8));
+        DNN_OK(cudnnDestroyTensorDescriptor(b8));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Op tensor ----------------------------------------------------------- */
+
+static double
+ref_op(cudnnOpTensorOp_t op, int propagate, double a, double b)
+{
+    switch (op) {
+    case CUDNN_OP_TENSOR_ADD:
+        return a + b;
+    case CUDNN_OP_TENSOR_MUL:
+        return a * b;
+    case CUDNN_OP_TENSOR_MIN:
+        return propagate && (isnan(a) || isnan(b)) ? NAN : fmin(a, b);
+    case CUDNN_OP_TENSOR_MAX:
+        return propagate && (isnan(a) || isnan(b)) ? NAN : fmax(a, b);
+    case CUDNN_OP_TENSOR_SQRT:
+        return sqrt(a);
+    default:
+        return a != 0.0 ? 0.0 : 1.0;    /* NOT, on 0 and 1 */
+    }
+}
+
+/* Data types A and B, C, compute. */
+static const struct {
+    cudnnDataType_t ab, c, comp;
+} op_types[] = {
+    { CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT },
+    { CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT },
+    { CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_FLOAT },
+    { CUDNN_DATA_BFLOAT16, CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT },
+    { CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE },
+};
+
+/* C = op(alpha1 A, alpha2 B) + beta C for every operation, B full or
+ * per channel, every configuration of types, alternating layouts. */
+static void
+test_op_tensor(void **state)
+{
+    int cdim[4] = { 2, 3, 4, 5 }, bdims[2][4] = { { 2, 3, 4, 5 },
+                                                  { 1, 3, 1, 1 } };
+    cudnnHandle_t h = handle_new();
+    cudnnOpTensorDescriptor_t od;
+    union scalar s1, s2, sb;
+    cudnnOpTensorOp_t gop;
+    cudnnDataType_t gtype;
+    cudnnNanPropagation_t gnan;
+    size_t n = 120;
+
+    (void)state;
+    DNN_OK(cudnnCreateOpTensorDescriptor(&od));
+    for (int op = CUDNN_OP_TENSOR_ADD; op <= CUDNN_OP_TENSOR_NOT; op++)
+    for (size_t ty = 0; ty < sizeof(op_types) / sizeof(op_types[0]); ty++)
+    for (int bc = 0; bc < 2; bc++) {
+        cudnnDataType_t ab = op_types[ty].ab, ct_type = op_types[ty].c;
+        enum layout lay = (enum layout)((op + ty + bc) % LAYOUT_COUNT);
+        double alpha1 = op == CUDNN_OP_TENSOR_NOT ? 1.0 : 1.5;
+        double alpha2 = -0.5, beta = bc ? 0.0 : 0.25;
+        struct ew_case oc = { ct_type, lay, 1.0, beta };
+        size_t nb = count_of(4, bdims[bc]);
+        cudnnTensorDescriptor_t at = tensor_layout(lay, ab, 4, cdim);
+        cudnnTensorDescriptor_t bt = tensor_layout(lay, ab, 4, bdims[bc]);
+        cudnnTensorDescriptor_t ct = tensor_layout(
+            (enum layout)((lay + 1) % LAYOUT_COUNT), ct_type, 4, cdim);
+        double *a = exact_values(n, ab, 1.0), *b = exact_values(nb, ab, 1.0);
+        double *old = old_values(n, &oc), *got = malloc(n * 8);
+        void *ad, *bd, *cd;
+
+        for (size_t i = 0; i < n; i++) {
+            if (op == CUDNN_OP_TENSOR_SQRT)
+                a[i] = fabs(a[i]);
+            if (op == CUDNN_OP_TENSOR_NOT)
+                a[i] = (double)(i % 2);
+        }
+        ad = tensor_upload_d(at, a, 0.0);
+        bd = tensor_upload_d(bt, b, 0.0);
+        cd = tensor_upload_d(ct, old, 0.0);
+        DNN_OK(cudnnSetOpTensorDescriptor(od, (cudnnOpTensorOp_t)op,
+                                          op_types[ty].comp,
+                                          CUDNN_NOT_PROPAGATE_NAN));
+        DNN_OK(cudnnGetOpTensorDescriptor(od, &gop, &gtype, &gnan));
+        assert_true(gop == (cudnnOpTensorOp_t)op &&
+                    gtype == op_types[ty].comp &&
+                    gnan == CUDNN_NOT_PROPAGATE_NAN);
+        DNN_OK(cudnnOpTensor(h, od, scalar(&s1, ct_type, alpha1), at, ad,
+                             scalar(&s2, ct_type, alpha2), bt, bd,
+                             scalar(&sb, ct_type, beta), ct, cd));
+        tensor_download_d(ct, cd, got);
+        for (size_t i = 0; i < n; i++) {
+            double want = ref_op((cudnnOpTensorOp_t)op, 0, alpha1 * a[i],
+                                 alpha2 * b[broadcast_index(4, bdims[bc],
+                                                            cdim, i)]);
+            if (beta != 0.0)
+                want += beta * old[i];
+            assert_close(got[i], want,
+                         fmax(tol_of(ab), tol_of(ct_type)), "C", i);
+        }
+        free(a), free(b), free(old), free(got);
+        dev_free(ad), dev_free(bd), dev_free(cd);
+        DNN_OK(cudnnDestroyTensorDescriptor(at));
+        DNN_OK(cudnnDestroyTensorDescriptor(bt));
+        DNN_OK(cudnnDestroyTensorDescriptor(ct));
+    }
+
+    /* NaN through MIN and MAX: dropped or propagated as asked; SQRT in
+     * place with B absent. */
+    {
+        cudnnTensorDescriptor_t t = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, cdim);
+        double *a = exact_values(n, CUDNN_DATA_FLOAT, 1.0);
+        double *b = exact_values(n, CUDNN_DATA_FLOAT, 1.0), got[120];
+        float one = 1.0f, zero = 0.0f;
+        void *ad, *bd, *cd = dev_alloc(n * 4);
+
+        for (size_t i = 0; i < n; i += 3)
+            a[i] = NAN;
+        ad = tensor_upload_d(t, a, 0.0);
+        bd = tensor_upload_d(t, b, 0.0);
+        for (int op = CUDNN_OP_TENSOR_MIN; op <= CUDNN_OP_TENSOR_MAX; op++)
+        for (int p = 0; p < 2; p++) {
+            DNN_OK(cudnnSetOpTensorDescriptor(od, (cudnnOpTensorOp_t)op,
+                                              CUDNN_DATA_FLOAT,
+                                              (cudnnNanPropagation_t)p));
+            DNN_OK(cudnnOpTensor(h, od, &one, t, ad, &one, t, bd, &zero, t,
+                                 cd));
+            tensor_download_d(t, cd, got);
+            for (size_t i = 0; i < n; i++)
+                assert_close(got[i], ref_op((cudnnOpTensorOp_t)op, p, a[i],
+                                            b[i]), 2e-7, "C", i);
+        }
+        for (size_t i = 0; i < n; i++)
+            b[i] = fabs(b[i]);
+        tensor_put_d(t, bd, b);
+        DNN_OK(cudnnSetOpTensorDescriptor(od, CUDNN_OP_TENSOR_SQRT,
+                                          CUDNN_DATA_FLOAT,
+                                          CUDNN_PROPAGATE_NAN));
+        DNN_OK(cudnnOpTensor(h, od, &one, t, bd, NULL, NULL, NULL, &zero, t,
+                             bd));
+        tensor_download_d(t, bd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i], sqrt(b[i]), 2e-7, "sqrt", i);
+        free(a), free(b);
+        dev_free(ad), dev_free(bd), dev_free(cd);
+        DNN_OK(cudnnDestroyTensorDescriptor(t));
+    }
+
+    /* The statuses. */
+    {
+        static const int d6[6] = { 1, 2, 1, 2, 1, 2 };
+        int bad_b[4] = { 2, 2, 4, 5 };
+        cudnnOpTensorDescriptor_t unset;
+        cudnnTensorDescriptor_t f = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, cdim);
+        cudnnTensorDescriptor_t hf = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_HALF, 4, cdim);
+        cudnnTensorDescriptor_t bf = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_BFLOAT16, 4, cdim);
+        cudnnTensorDescriptor_t db = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_DOUBLE, 4, cdim);
+        cudnnTensorDescriptor_t wb = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_FLOAT, 4, bad_b);
+        cudnnTensorDescriptor_t t6 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_FLOAT, 6, d6);
+        void *d = dev_alloc(120 * 8), *e = dev_alloc(120 * 8);
+        float one = 1.0f;
+        static const struct {
+            cudnnDataType_t comp;
+            int a, b, c;        /* 0 FLOAT, 1 HALF, 2 BF16, 3 DOUBLE */
+        } bad_types[] = {
+            { CUDNN_DATA_HALF, 0, 0, 0 },   /* compute type */
+            { CUDNN_DATA_FLOAT, 0, 1, 0 },  /* A and B differ */
+            { CUDNN_DATA_FLOAT, 1, 1, 2 },  /* HALF to BFLOAT16 */
+            { CUDNN_DATA_FLOAT, 3, 3, 3 },  /* DOUBLE data, FLOAT compute */
+            { CUDNN_DATA_DOUBLE, 0, 0, 0 }, /* FLOAT data, DOUBLE compute */
+        };
+        cudnnTensorDescriptor_t by_type[4] = { f, hf, bf, db };
+
+        for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]);
+             i++) {
+            DNN_OK(cudnnSetOpTensorDescriptor(od, CUDNN_OP_TENSOR_ADD,
+                                              bad_types[i].comp,
+                                              CUDNN_NOT_PROPAGATE_NAN));
+            assert_int_equal(cudnnOpTensor(h, od, &one,
+                                           by_type[bad_types[i].a], d, &one,
+                                           by_type[bad_types[i].b], d, &one,
+                                           by_type[bad_types[i].c], e),
+                             CUDNN_STATUS_BAD_PARAM);
+        }
+        DNN_OK(cudnnSetOpTensorDescriptor(od, CUDNN_OP_TENSOR_MUL,
+                                          CUDNN_DATA_FLOAT,
+                                          CUDNN_NOT_PROPAGATE_NAN));
+        assert_int_equal(cudnnOpTensor(h, od, &one, f, d, &one, wb, d, &one,
+                                       f, e),
+                         CUDNN_STATUS_BAD_PARAM);       /* B's sizes */
+        assert_int_equal(cudnnOpTensor(h, od, &one, wb, d, &one, f, d, &one,
+                                       f, e),
+                         CUDNN_STATUS_BAD_PARAM);       /* A's sizes */
+        assert_int_equal(cudnnOpTensor(h, od, &one, t6, d, &one, t6, d,
+                                       &one, t6, e),
+                         CUDNN_STATUS_BAD_PARAM);       /* 6-d */
+        assert_int_equal(cudnnOpTensor(h, od, &one, f, d, &one, f, NULL,
+                                       &one, f, e),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        assert_int_equal(cudnnOpTensor(h, od, &one, f, d, NULL, f, d, &one,
+                                       f, e),
+                         CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+        DNN_OK(cudnnCreateOpTensorDescriptor(&unset));
+        assert_int_equal(cudnnOpTensor(h, unset, &one, f, d, &one, f, d,
+                                       &one, f, e),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnGetOpTensorDescriptor(unset, &gop, &gtype,
+                                                    &gnan),
+                         CUDNN_STATUS_BAD_PARAM);
+        assert_int_equal(cudnnSetOpTensorDescriptor(unset,
+                                                    (cudnnOpTensorOp_t)6,
+                                                    CUDNN_DATA_FLOAT,
+                                                    CUDNN_PROPAGATE_NAN),
+                         CUDNN_STATUS_BAD_PARAM);
+        DNN_OK(cudnnDestroyOpTensorDescriptor(unset));
+        dev_free(d), dev_free(e);
+        for (int i = 0; i < 4; i++)
+            DNN_OK(cudnnDestroyTensorDescriptor(by_type[i]));
+        DNN_OK(cudnnDestroyTensorDescriptor(wb));
+        DNN_OK(cudnnDestroyTensorDescriptor(t6));
+    }
+    DNN_OK(cudnnDestroyOpTensorDescriptor(od));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Set and scale in DOUBLE --------------------------------------------- */
+
+static void
+test_set_scale_double(void **state)
+{
+    int dim[5] = { 2, 3, 2, 2, 3 };
+    cudnnHandle_t h = handle_new();
+    cudnnTensorDescriptor_t t = tensor_layout(LAYOUT_PADDED,
+                                              CUDNN_DATA_DOUBLE, 5, dim);
+    double *v = exact_values(72, CUDNN_DATA_DOUBLE, 1.0), got[72];
+    double third = 1.0 / 3.0, raw;
+    void *d = tensor_upload_d(t, v, -9.0);
+
+    (void)state;
+    DNN_OK(cudnnScaleTensor(h, t, d, &third));
+    tensor_download_d(t, d, got);
+    for (int i = 0; i < 72; i++)
+        assert_true(got[i] == v[i] * third);
+    DNN_OK(cudnnSetTensor(h, t, d, &third));
+    tensor_download_d(t, d, got);
+    for (int i = 0; i < 72; i++)
+        assert_true(got[i] == third);
+    dev_download(&raw, (const char *)d + 3 * 8, 8);
+    assert_true(raw == -9.0);   /* the gap after C is kept */
+    assert_int_equal(cudnnScaleTensor(h, t, NULL, &third),
+                     CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    free(v);
+    dev_free(d);
+    DNN_OK(cudnnDestroyTensorDescriptor(t));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Activations --------------------------------------------------------- */
+
+static const struct {
+    cudnnActivationMode_t mode;
+    double coef, swish_beta;
+} act_modes[] = {
+    { CUDNN_ACTIVATION_SIGMOID, 0.0, 1.0 },
+    { CUDNN_ACTIVATION_RELU, 0.0, 1.0 },
+    { CUDNN_ACTIVATION_TANH, 0.0, 1.0 },
+    { CUDNN_ACTIVATION_CLIPPED_RELU, 0.75, 1.0 },
+    { CUDNN_ACTIVATION_ELU, 0.5, 1.0 },
+    { CUDNN_ACTIVATION_SWISH, 0.0, 1.5 },
+};
+#define NACT (sizeof(act_modes) / sizeof(act_modes[0]))
+
+static double
+ref_act(int m, double x)
+{
+    double c = act_modes[m].coef, b = act_modes[m].swish_beta;
+
+    switch (act_modes[m].mode) {
+    case CUDNN_ACTIVATION_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case CUDNN_ACTIVATION_RELU:
+        return fmax(x, 0.0);
+    case CUDNN_ACTIVATION_TANH:
+        return tanh(x);
+    case CUDNN_ACTIVATION_CLIPPED_RELU:
+        return fmin(fmax(x, 0.0), c);
+    case CUDNN_ACTIVATION_ELU:
+        return x > 0 ? x : c * (exp(x) - 1.0);
+    default:
+        return x / (1.0 + exp(-b * x));
+    }
+}
+
+/* f'(x), written from the definitions (not from y). */
+static double
+ref_act_grad(int m, double x)
+{
+    double c = act_modes[m].coef, b = act_modes[m].swish_beta, s;
+
+    switch (act_modes[m].mode) {
+    case CUDNN_ACTIVATION_SIGMOID:
+        s = 1.0 / (1.0 + exp(-x));
+        return s * (1.0 - s);
+    case CUDNN_ACTIVATION_RELU:
+        return x > 0;
+    case CUDNN_ACTIVATION_TANH:
+        return 1.0 / (cosh(x) * cosh(x));
+    case CUDNN_ACTIVATION_CLIPPED_RELU:
+        return x > 0 && x < c;
+    case CUDNN_ACTIVATION_ELU:
+        return x > 0 ? 1.0 : c * exp(x);
+    default:
+        s = 1.0 / (1.0 + exp(-b * x));
+        return s + b * x * s * (1.0 - s);
+    }
+}
+
+static cudnnActivationDescriptor_t
+act_new(int m)
+{
+    cudnnActivationDescriptor_t a;
+
+    DNN_OK(cudnnCreateActivationDescriptor(&a));
+    DNN_OK(cudnnSetActivationDescriptor(a, act_modes[m].mode,
+                                        CUDNN_NOT_PROPAGATE_NAN,
+                                        act_modes[m].coef));
+    DNN_OK(cudnnSetActivationDescriptorSwishBeta(a,
+                                                 act_modes[m].swish_beta));
+    return a;
+}
+
+/* A DOUBLE forward pass for the central differences. */
+struct act_fd {
+    cudnnHandle_t h;
+    cudnnActivationDescriptor_t act;
+    cudnnTensorDescriptor_t t;
+    void *xd, *yd;
+};
+
+static void
+act_forward_fd(void *ctx, const double *x, double *y)
+{
+    struct act_fd *c = ctx;
+    double one = 1.0, zero = 0.0;
+
+    tensor_put_d(c->t, c->xd, x);
+    DNN_OK(cudnnActivationForward(c->h, c->act, &one, c->t, c->xd, &zero,
+                                  c->t, c->yd));
+    tensor_download_d(c->t, c->yd, y);
+}
+
+static void
+test_activation_modes(void **state)
+{
+    int dim[2][5] = { { 2, 3, 4, 5 }, { 1, 2, 3, 2, 5 } };
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t m = 0; m < NACT; m++)
+    for (size_t k = 0; k < ew_case_count; k++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = 4 + (int)(k % 2);
+        size_t n = count_of(nb, dim[k % 2]);
+        cudnnActivationDescriptor_t act = act_new((int)m);
+        cudnnTensorDescriptor_t t = tensor_layout(c->layout, c->type, nb,
+                                                  dim[k % 2]);
+        double *x = exact_values(n, c->type, 2.0);
+        double *dy = exact_values(n, c->type, 1.0);
+        double *old = old_values(n, c), *yref = malloc(n * 8);
+        double *got = malloc(n * 8);
+        void *xd = tensor_upload_d(t, x, 0.0);
+        void *dyd = tensor_upload_d(t, dy, 0.0);
+        void *yd = tensor_upload_d(t, old, 0.0);
+        void *dxd = tensor_upload_d(t, old, 0.0);
+        void *yrd;
+        double tol = tol_of(c->type) * 4;
+
+        DNN_OK(cudnnActivationForward(h, act, scalar(&sa, c->type, c->alpha),
+                                      t, xd, scalar(&sb, c->type, c->beta),
+                                      t, yd));
+        tensor_download_d(t, yd, got);
+        for (size_t i = 0; i < n; i++) {
+            yref[i] = ref_act((int)m, x[i]);
+            assert_close(got[i],
+                         c->alpha * yref[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol, "y", i);
+        }
+        /* Backward from the reference y (in the tensor's type). */
+        yrd = tensor_upload_d(t, yref, 0.0);
+        tensor_download_d(t, yrd, yref);
+        DNN_OK(cudnnActivationBackward(h, act,
+                                       scalar(&sa, c->type, c->alpha), t,
+                                       yrd, t, dyd, t, xd,
+                                       scalar(&sb, c->type, c->beta), t,
+                                       dxd));
+        tensor_download_d(t, dxd, got);
+        for (size_t i = 0; i < n; i++) {
+            double g = ref_act_grad((int)m, x[i]);
+            /* SIGMOID, TANH, ELU: cuDNN's formulas in y, rounded. */
+            if (c->type != CUDNN_DATA_DOUBLE &&
+                act_modes[m].mode == CUDNN_ACTIVATION_SIGMOID)
+                g = yref[i] * (1.0 - yref[i]);
+            if (c->type != CUDNN_DATA_DOUBLE &&
+                act_modes[m].mode == CUDNN_ACTIVATION_TANH)
+                g = 1.0 - yref[i] * yref[i];
+            if (c->type != CUDNN_DATA_DOUBLE &&
+                act_modes[m].mode == CUDNN_ACTIVATION_ELU && x[i] <= 0)
+                g = yref[i] + act_modes[m].coef;
+            assert_close(got[i],
+                         c->alpha * g * dy[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         c->type == CUDNN_DATA_DOUBLE ? 1e-12 : tol, "dx",
+                         i);
+        }
+        /* DOUBLE: the backward pass against differences of the forward. */
+        if (c->type == CUDNN_DATA_DOUBLE && c->beta == 0.0) {
+            struct act_fd fd = { h, act, t, xd, yd };
+            double one = 1.0, zero = 0.0;
+
+            DNN_OK(cudnnActivationForward(h, act, &one, t, xd, &zero, t,
+                                          yd));
+            DNN_OK(cudnnActivationBackward(h, act, &one, t, yd, t, dyd, t,
+                                           xd, &zero, t, dxd));
+            tensor_download_d(t, dxd, got);
+            check_gradient(act_forward_fd, &fd, n, n, x, dy, got);
+        }
+        free(x), free(dy), free(old), free(yref), free(got);
+        dev_free(xd), dev_free(dyd), dev_free(yd), dev_free(dxd);
+        dev_free(yrd);
+        DNN_OK(cudnnDestroyTensorDescriptor(t));
+        DNN_OK(cudnnDestroyActivationDescriptor(act));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* The documented statuses: IDENTITY is for the fused convolution only;
+ * forward mismatches are BAD_PARAM, backward ones NOT_SUPPORTED, dx in
+ * place of dy with other strides BAD_PARAM. */
+static void
+test_activation_statuses(void **state)
+{
+    int dim[4] = { 2, 3, 4, 5 }, other[4] = { 2, 3, 5, 4 };
+    cudnnHandle_t h = handle_new();
+    cudnnActivationDescriptor_t act = act_new(1);
+    cudnnTensorDescriptor_t a = tensor_new(CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 4, dim);
+    cudnnTensorDescriptor_t b = tensor_new(CUDNN_TENSOR_NHWC,
+                                           CUDNN_DATA_FLOAT, 4, dim);
+    cudnnTensorDescriptor_t o = tensor_new(CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 4, other);
+    cudnnTensorDescriptor_t hf = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_HALF, 4, dim);
+    void *x = dev_alloc(480), *y = dev_alloc(480), *dy = dev_alloc(480);
+    void *dx = dev_alloc(480);
+    float one = 1.0f, zero = 0.0f;
+
+    (void)state;
+    assert_int_equal(cudnnActivationForward(h, act, &one, a, x, &zero, o, y),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnActivationForward(h, act, &one, a, x, &zero, hf,
+                                            y),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnActivationForward(h, act, &one, a, x, &zero, b, x),
+                     CUDNN_STATUS_BAD_PARAM);      /* in place, NHWC */
+    assert_int_equal(cudnnActivationForward(h, act, &one, a, NULL, &zero, a,
+                                            y),
+                     CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    assert_int_equal(cudnnActivationForward(h, NULL, &one, a, x, &zero, a,
+                                            y),
+                     CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnActivationForward(h, act, &one, a, x, &zero, b, y));
+
+    /* Backward: y, dy, x, dx. */
+    assert_int_equal(cudnnActivationBackward(h, act, &one, a, y, a, dy, a, x,
+                                             &zero, o, dx),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    assert_int_equal(cudnnActivationBackward(h, act, &one, a, y, a, dy, a, x,
+                                             &zero, b, dx),
+                     CUDNN_STATUS_NOT_SUPPORTED);  /* x and dx strides */
+    assert_int_equal(cudnnActivationBackward(h, act, &one, a, y, b, dy, b, x,
+                                             &zero, b, dx),
+                     CUDNN_STATUS_NOT_SUPPORTED);  /* y and dy strides */
+    assert_int_equal(cudnnActivationBackward(h, act, &one, a, y, a, dy, b, x,
+                                             &zero, b, dy),
+                     CUDNN_STATUS_BAD_PARAM);      /* dx is dy, NHWC */
+    DNN_OK(cudnnActivationBackward(h, act, &one, a, y, a, dy, b, x, &zero, b,
+                                   dx));
+    DNN_OK(cudnnActivationBackward(h, act, &one, a, y, a, dy, a, x, &zero, a,
+                                   dy));           /* in place */
+
+    DNN_OK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_IDENTITY,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    assert_int_equal(cudnnActivationForward(h, act, &one, a, x, &zero, a, y),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnActivationBackward(h, act, &one, a, y, a, dy, a, x,
+                                             &zero, a, dx),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSetActivationDescriptor(act,
+                                                  (cudnnActivationMode_t)7,
+                                                  CUDNN_NOT_PROPAGATE_NAN,
+                                                  0.0),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_free(x), dev_free(y), dev_free(dy), dev_free(dx);
+    DNN_OK(cudnnDestroyTensorDescriptor(a));
+    DNN_OK(cudnnDestroyTensorDescriptor(b));
+    DNN_OK(cudnnDestroyTensorDescriptor(o));
+    DNN_OK(cudnnDestroyTensorDescriptor(hf));
+    DNN_OK(cudnnDestroyActivationDescriptor(act));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Pooling ------------------------------------------------------------- */
+
+/* A pooling problem: x's sizes, the window, padding and stride per
+ * spatial dimension. */
+struct pool_shape {
+    int nb;
+    int x[5], win[3], pad[3], str[3];
+};
+
+static const struct pool_shape pool_shapes[] = {
+    { 4, { 2, 3, 7, 6 }, { 3, 2 }, { 1, 1 }, { 2, 2 } },
+    { 4, { 1, 2, 5, 5 }, { 2, 3 }, { 0, 1 }, { 1, 1 } },
+    { 5, { 2, 2, 4, 5, 3 }, { 2, 3, 2 }, { 1, 0, 1 }, { 2, 1, 2 } },
+};
+
+static const cudnnPoolingMode_t pool_modes[] = {
+    CUDNN_POOLING_MAX, CUDNN_POOLING_MAX_DETERMINISTIC,
+    CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+    CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+};
+
+static void
+pool_out_dims(const struct pool_shape *s, int *out)
+{
+    out[0] = s->x[0];
+    out[1] = s->x[1];
+    for (int d = 0; d < s->nb - 2; d++)
+        out[2 + d] = 1 + (s->x[2 + d] + 2 * s->pad[d] - s->win[d]) /
+                             s->str[d];
+}
+
+/* Reference pooling on row-major data of any rank: y and dx (+=) for dy.
+ * MAX's gradient goes to the first maximum in row-major window order. */
+static void
+ref_pool(const struct pool_shape *s, cudnnPoolingMode_t mode,
+         const double *x, const double *dy, double *y, double *dx)
+{
+    int ns = s->nb - 2, od[5], wsize = 1, o[3], k[3];
+    size_t xplane = 1, yplane = 1;
+
+    pool_out_dims(s, od);
+    for (int d = 0; d < ns; d++) {
+        wsize *= s->win[d];
+        xplane *= (size_t)s->x[2 + d];
+        yplane *= (size_t)od[2 + d];
+    }
+    for (size_t p = 0; p < (size_t)s->x[0] * s->x[1]; p++)
+    for (size_t yo = 0; yo < yplane; yo++) {
+        size_t rest = yo, yi = p * yplane + yo, idx[64];
+        double best = -INFINITY, sum = 0.0;
+        int inside = 0, arg = -1;
+
+        for (int d = ns - 1; d >= 0; d--) {
+            o[d] = (int)(rest % (size_t)od[2 + d]);
+            rest /= (size_t)od[2 + d];
+        }
+        for (int w = 0; w < wsize; w++) {
+            int r = w, ok = 1;
+            size_t xi = 0;
+
+            for (int d = ns - 1; d >= 0; d--) {
+                k[d] = r % s->win[d];
+                r /= s->win[d];
+            }
+            for (int d = 0; d < ns; d++) {
+                int i = o[d] * s->str[d] - s->pad[d] + k[d];
+                ok = ok && i >= 0 && i < s->x[2 + d];
+                xi = xi * (size_t)s->x[2 + d] + (size_t)i;
+            }
+            if (!ok)
+                continue;
+            xi += p * xplane;
+            idx[inside++] = xi;
+            sum += x[xi];
+            if (x[xi] > best)
+                best = x[xi], arg = (int)xi;
+        }
+        if (mode == CUDNN_POOLING_MAX ||
+            mode == CUDNN_POOLING_MAX_DETERMINISTIC) {
+            y[yi] = best;
+            dx[arg] += dy[yi];
+            continue;
+        }
+        {
+            int cnt = mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                          ? wsize : inside;
+            y[yi] = sum / cnt;
+            for (int i = 0; i < inside; i++)
+                dx[idx[i]] += dy[yi] / cnt;
+        }
+    }
+}
+
+static cudnnPoolingDescriptor_t
+pool_new(const struct pool_shape *s, cudnnPoolingMode_t mode)
+{
+    cudnnPoolingDescriptor_t p;
+
+    DNN_OK(cudnnCreatePoolingDescriptor(&p));
+    DNN_OK(cudnnSetPoolingNdDescriptor(p, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                       s->nb - 2, s->win, s->pad, s->str));
+    return p;
+}
+
+struct pool_fd {
+    cudnnHandle_t h;
+    cudnnPoolingDescriptor_t p;
+    cudnnTensorDescriptor_t xt, yt;
+    void *xd, *yd;
+};
+
+static void
+pool_forward_fd(void *ctx, const double *x, double *y)
+{
+    struct pool_fd *c = ctx;
+    double one = 1.0, zero = 0.0;
+
+    tensor_put_d(c->xt, c->xd, x);
+    DNN_OK(cudnnPoolingForward(c->h, c->p, &one, c->xt, c->xd, &zero, c->yt,
+                               c->yd));
+    tensor_download_d(c->yt, c->yd, y);
+}
+
+static void
+test_pooling_modes(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (size_t s = 0; s < sizeof(pool_shapes) / sizeof(pool_shapes[0]); s++)
+    for (int m = 0; m < 4; m++)
+    for (size_t k = 0; k < ew_case_count; k++) {
+        const struct pool_shape *ps = &pool_shapes[s];
+        const struct ew_case *c = &ew_cases[k];
+        cudnnPoolingDescriptor_t p = pool_new(ps, pool_modes[m]);
+        int od[5], god[5];
+        cudnnTensorDescriptor_t xt = tensor_layout(c->layout, c->type,
+                                                   ps->nb, ps->x), yt;
+        size_t nx = count_of(ps->nb, ps->x), ny;
+        double *x = exact_values(nx, c->type, 1.0), *ry, *rdx, *dy, *old, *got;
+        void *xd = tensor_upload_d(xt, x, 0.0), *yd, *dyd, *dxd;
+
+        pool_out_dims(ps, od);
+        DNN_OK(cudnnGetPoolingNdForwardOutputDim(p, xt, ps->nb, god));
+        assert_memory_equal(god, od, (size_t)ps->nb * sizeof(int));
+        ny = count_of(ps->nb, od);
+        yt = tensor_layout((enum layout)((c->layout + s) % LAYOUT_COUNT),
+                           c->type, ps->nb, od);
+        dy = exact_values(ny, c->type, 1.0);
+        old = old_values(nx > ny ? nx : ny, c);
+        ry = calloc(ny, sizeof(double));
+        rdx = calloc(nx, sizeof(double));
+        got = malloc((nx > ny ? nx : ny) * sizeof(double));
+        yd = tensor_upload_d(yt, old, 0.0);
+        dyd = tensor_upload_d(yt, dy, 0.0);
+        dxd = tensor_upload_d(xt, old, 0.0);
+        ref_pool(ps, pool_modes[m], x, dy, ry, rdx);
+
+        DNN_OK(cudnnPoolingForward(h, p, scalar(&sa, c->type, c->alpha), xt,
+                                   xd, scalar(&sb, c->type, c->beta), yt,
+                                   yd));
+        tensor_download_d(yt, yd, got);
+        for (size_t i = 0; i < ny; i++)
+            assert_close(got[i],
+                         c->alpha * ry[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol_of(c->type), "y", i);
+        DNN_OK(cudnnPoolingBackward(h, p, scalar(&sa, c->type, c->alpha), yt,
+                                    yd, yt, dyd, xt, xd,
+                                    scalar(&sb, c->type, c->beta), xt, dxd));
+        tensor_download_d(xt, dxd, got);
+        for (size_t i = 0; i < nx; i++)
+            assert_close(got[i],
+                         c->alpha * rdx[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol_of(c->type) * 4, "dx", i);
+
+        /* DOUBLE averages: the backward pass against differences. */
+        if (c->type == CUDNN_DATA_DOUBLE && c->beta == 0.0 && m >= 2) {
+            struct pool_fd fd = { h, p, xt, yt, xd, yd };
+            double one = 1.0, zero = 0.0;
+
+            DNN_OK(cudnnPoolingBackward(h, p, &one, yt, yd, yt, dyd, xt, xd,
+                                        &zero, xt, dxd));
+            tensor_download_d(xt, dxd, got);
+            check_gradient(pool_forward_fd, &fd, nx, ny, x, dy, got);
+        }
+        free(x), free(ry), free(rdx), free(dy), free(old), free(got);
+        dev_free(xd), dev_free(yd), dev_free(dyd), dev_free(dxd);
+        DNN_OK(cudnnDestroyTensorDescriptor(xt));
+        DNN_OK(cudnnDestroyTensorDescriptor(yt));
+        DNN_OK(cudnnDestroyPoolingDescriptor(p));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* Backward: y and dy, x and dx of the same sizes and strides; forward: y
+ * of the pooled sizes and x's type. */
+static void
+test_pooling_statuses(void **state)
+{
+    const struct pool_shape *s = &pool_shapes[0];
+    cudnnHandle_t h = handle_new();
+    cudnnPoolingDescriptor_t p = pool_new(s, CUDNN_POOLING_MAX);
+    int od[4], pnb, win[3], pad[3], str[3];
+    cudnnTensorDescriptor_t x, xn, y, yn, yh;
+    void *xd = dev_alloc(252 * 4), *dxd = dev_alloc(252 * 4);
+    void *yd = dev_alloc(96 * 4), *dyd = dev_alloc(96 * 4);
+    float one = 1.0f, zero = 0.0f;
+    cudnnPoolingMode_t mode;
+    cudnnNanPropagation_t nan_opt;
+
+    (void)state;
+    pool_out_dims(s, od);
+    x = tensor_new(CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 4, s->x);
+    xn = tensor_new(CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 4, s->x);
+    y = tensor_new(CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 4, od);
+    yn = tensor_new(CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 4, od);
+    yh = tensor_new(CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, 4, od);
+    DNN_OK(cudnnPoolingForward(h, p, &one, xn, xd, &zero, y, yd));
+    assert_int_equal(cudnnPoolingForward(h, p, &one, x, xd, &zero, x, yd),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnPoolingForward(h, p, &one, x, xd, &zero, yh, yd),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnPoolingForward(h, p, &one, x, NULL, &zero, y, yd),
+                     CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    DNN_OK(cudnnPoolingBackward(h, p, &one, yn, yd, yn, dyd, x, xd, &zero, x,
+                                dxd));
+    assert_int_equal(cudnnPoolingBackward(h, p, &one, y, yd, yn, dyd, x, xd,
+                                          &zero, x, dxd),
+                     CUDNN_STATUS_BAD_PARAM);      /* y, dy strides */
+    assert_int_equal(cudnnPoolingBackward(h, p, &one, y, yd, y, dyd, x, xd,
+                                          &zero, xn, dxd),
+                     CUDNN_STATUS_BAD_PARAM);      /* x, dx strides */
+    assert_int_equal(cudnnPoolingBackward(h, p, &one, y, yd, yh, dyd, x, xd,
+                                          &zero, x, dxd),
+                     CUDNN_STATUS_BAD_PARAM);      /* types */
+    assert_int_equal(cudnnPoolingBackward(h, p, &one, y, yd, y, dyd, x, xd,
+                                          &zero, y, dxd),
+                     CUDNN_STATUS_BAD_PARAM);      /* dx's sizes */
+    assert_int_equal(cudnnPoolingBackward(h, p, &one, y, yd, y, NULL, x, xd,
+                                          &zero, x, dxd),
+                     CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+
+    /* The descriptor: N-d round trip, 2-d getter refused, window beyond
+     * the padded input refused. */
+    DNN_OK(cudnnGetPoolingNdDescriptor(p, 3, &mode, &nan_opt, &pnb, win, pad,
+                                       str));
+    assert_true(pnb == 2 && win[0] == 3 && pad[1] == 1 && str[0] == 2);
+    DNN_OK(cudnnSetPoolingNdDescriptor(p, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                       CUDNN_PROPAGATE_NAN, 3,
+                                       pool_shapes[2].win, pool_shapes[2].pad,
+                                       pool_shapes[2].str));
+    assert_int_equal(cudnnGetPooling2dDescriptor(p, &mode, &nan_opt, win,
+                                                 win, win, win, win, win),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnGetPoolingNdForwardOutputDim(p, x, 4, od),
+                     CUDNN_STATUS_BAD_PARAM);      /* 3-d pooling, 4-d x */
+    assert_int_equal(cudnnSetPooling2dDescriptor(p, CUDNN_POOLING_MAX,
+                                                 CUDNN_PROPAGATE_NAN, 2, 2,
+                                                 -1, 0, 1, 1),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSetPooling2dDescriptor(p, (cudnnPoolingMode_t)9,
+                                                 CUDNN_PROPAGATE_NAN, 2, 2,
+                                                 0, 0, 1, 1),
+                     CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnSetPooling2dDescriptor(p, CUDNN_POOLING_MAX,
+                                       CUDNN_PROPAGATE_NAN, 9, 2, 0, 0, 1,
+                                       1));
+    assert_int_equal(cudnnGetPooling2dForwardOutputDim(p, x, &od[0], &od[1],
+                                                       &od[2], &od[3]),
+                     CUDNN_STATUS_BAD_PARAM);      /* 9 > 7 rows */
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_free(xd), dev_free(dxd), dev_free(yd), dev_free(dyd);
+    DNN_OK(cudnnDestroyTensorDescriptor(x));
+    DNN_OK(cudnnDestroyTensorDescriptor(xn));
+    DNN_OK(cudnnDestroyTensorDescriptor(y));
+    DNN_OK(cudnnDestroyTensorDescriptor(yn));
+    DNN_OK(cudnnDestroyTensorDescriptor(yh));
+    DNN_OK(cudnnDestroyPoolingDescriptor(p));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* Max pooling and NaN: ignored, or the result, as the descriptor says. */
+static void
+test_pooling_nan(void **state)
+{
+    static const int dim[4] = { 1, 1, 2, 4 };
+    int win[2] = { 2, 2 }, pad[2] = { 0, 0 }, str[2] = { 2, 2 };
+    int od[4] = { 1, 1, 1, 2 };
+    cudnnHandle_t h = handle_new();
+    cudnnTensorDescriptor_t xt = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, dim);
+    cudnnTensorDescriptor_t yt = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, od);
+    double x[8] = { 1, NAN, 3, 4, 2, 0.5, -1, 5 }, got[2];
+    void *xd = tensor_upload_d(xt, x, 0.0), *yd = dev_alloc(8);
+    float one = 1.0f, zero = 0.0f;
+    cudnnPoolingDescriptor_t p;
+
+    (void)state;
+    DNN_OK(cudnnCreatePoolingDescriptor(&p));
+    for (int prop = 0; prop < 2; prop++) {
+        DNN_OK(cudnnSetPoolingNdDescriptor(p, CUDNN_POOLING_MAX,
+                                           (cudnnNanPropagation_t)prop, 2,
+                                           win, pad, str));
+        DNN_OK(cudnnPoolingForward(h, p, &one, xt, xd, &zero, yt, yd));
+        tensor_download_d(yt, yd, got);
+        assert_true(prop ? isnan(got[0]) : got[0] == 2.0);
+        assert_true(got[1] == 5.0);
+    }
+    dev_free(xd), dev_free(yd);
+    DNN_OK(cudnnDestroyTensorDescriptor(xt));
+    DNN_OK(cudnnDestroyTensorDescriptor(yt));
+    DNN_OK(cudnnDestroyPoolingDescriptor(p));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Softmax ------------------------------------------------------------- */
+
+/* Reference softmax over row-major N x C x S: INSTANCE groups all of C
+ * and S per image, CHANNEL all of C per pixel; element e of group g. */
+struct sm_ref {
+    int log_algo, channel, n, c, s;
+};
+
+static int
+sm_groups(const struct sm_ref *r)
+{
+    return r->channel ? r->n * r->s : r->n;
+}
+
+static int
+sm_inner(const struct sm_ref *r)
+{
+    return r->channel ? r->c : r->c * r->s;
+}
+
+static int
+sm_at(const struct sm_ref *r, int g, int e)
+{
+    return r->channel ? (g / r->s) * r->c * r->s + e * r->s + g % r->s
+                      : g * sm_inner(r) + e;
+}
+
+static void
+ref_softmax_forward(const struct sm_ref *r, const double *x, double *y)
+{
+    for (int g = 0; g < sm_groups(r); g++) {
+        double m = -INFINITY, sum = 0.0;
+
+        for (int e = 0; e < sm_inner(r); e++)
+            m = fmax(m, x[sm_at(r, g, e)]);
+        for (int e = 0; e < sm_inner(r); e++)
+            sum += exp(x[sm_at(r, g, e)] - m);
+        for (int e = 0; e < sm_inner(r); e++) {
+            int i = sm_at(r, g, e);
+            y[i] = r->log_algo ? x[i] - m - log(sum) : exp(x[i] - m) / sum;
+        }
+    }
+}
+
+/* dx from y and dy: y (dy - sum(dy y)), or dy - exp(y) sum(dy) for LOG. */
+static void
+ref_softmax_backward(const struct sm_ref *r, const double *y,
+                     const double *dy, double *dx)
+{
+    for (int g = 0; g < sm_groups(r); g++) {
+        double dot = 0.0;
+
+        for (int e = 0; e < sm_inner(r); e++) {
+            int i = sm_at(r, g, e);
+            dot += r->log_algo ? dy[i] : dy[i] * y[i];
+        }
+        for (int e = 0; e < sm_inner(r); e++) {
+            int i = sm_at(r, g, e);
+            dx[i] = r->log_algo ? dy[i] - exp(y[i]) * dot
+                                : y[i] * (dy[i] - dot);
+        }
+    }
+}
+
+struct softmax_fd {
+    cudnnHandle_t h;
+    int algo, mode;
+    cudnnTensorDescriptor_t t;
+    void *xd, *yd;
+};
+
+static void
+softmax_forward_fd(void *ctx, const double *x, double *y)
+{
+    struct softmax_fd *c = ctx;
+    double one = 1.0, zero = 0.0;
+
+    tensor_put_d(c->t, c->xd, x);
+    DNN_OK(cudnnSoftmaxForward(c->h, (cudnnSoftmaxAlgorithm_t)c->algo,
+                               (cudnnSoftmaxMode_t)c->mode, &one, c->t,
+                               c->xd, &zero, c->t, c->yd));
+    tensor_download_d(c->t, c->yd, y);
+}
+
+static void
+test_softmax_modes(void **state)
+{
+    int dims[2][5] = { { 2, 5, 2, 3 }, { 2, 3, 2, 2, 2 } };
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    for (int algo = CUDNN_SOFTMAX_FAST; algo <= CUDNN_SOFTMAX_LOG; algo++)
+    for (int mode = 0; mode < 2; mode++)
+    for (size_t k = 0; k < ew_case_count; k++) {
+        const struct ew_case *c = &ew_cases[k];
+        int nb = 4 + (int)((k + mode) % 2), *dim = dims[(k + mode) % 2];
+        size_t n = count_of(nb, dim);
+        struct sm_ref r = { algo == CUDNN_SOFTMAX_LOG, mode, dim[0], dim[1],
+                            (int)(n / ((size_t)dim[0] * dim[1])) };
+        cudnnTensorDescriptor_t t = tensor_layout(c->layout, c->type, nb,
+                                                  dim);
+        double *x = exact_values(n, c->type, 2.0);
+        double *dy = exact_values(n, c->type, 1.0);
+        double *old = old_values(n, c), *ry = malloc(n * 8);
+        double *rdx = malloc(n * 8), *got = malloc(n * 8);
+        void *xd = tensor_upload_d(t, x, 0.0);
+        void *yd = tensor_upload_d(t, old, 0.0);
+        void *dyd = tensor_upload_d(t, dy, 0.0);
+        void *dxd = tensor_upload_d(t, old, 0.0);
+        void *ryd;
+        double tol = tol_of(c->type) * 4;
+
+        ref_softmax_forward(&r, x, ry);
+        DNN_OK(cudnnSoftmaxForward(h, (cudnnSoftmaxAlgorithm_t)algo,
+                                   (cudnnSoftmaxMode_t)mode,
+                                   scalar(&sa, c->type, c->alpha), t, xd,
+                                   scalar(&sb, c->type, c->beta), t, yd));
+        tensor_download_d(t, yd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i],
+                         c->alpha * ry[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol, "y", i);
+        /* Backward from y as stored in the type, the reference too. */
+        ryd = tensor_upload_d(t, ry, 0.0);
+        tensor_download_d(t, ryd, ry);
+        ref_softmax_backward(&r, ry, dy, rdx);
+        DNN_OK(cudnnSoftmaxBackward(h, (cudnnSoftmaxAlgorithm_t)algo,
+                                    (cudnnSoftmaxMode_t)mode,
+                                    scalar(&sa, c->type, c->alpha), t, ryd,
+                                    t, dyd, scalar(&sb, c->type, c->beta), t,
+                                    dxd));
+        tensor_download_d(t, dxd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i],
+                         c->alpha * rdx[i] +
+                             (c->beta != 0.0 ? c->beta * old[i] : 0.0),
+                         tol, "dx", i);
+
+        if (c->type == CUDNN_DATA_DOUBLE && c->beta == 0.0) {
+            struct softmax_fd fd = { h, algo, mode, t, xd, yd };
+            double one = 1.0, zero = 0.0;
+
+            DNN_OK(cudnnSoftmaxForward(h, (cudnnSoftmaxAlgorithm_t)algo,
+                                       (cudnnSoftmaxMode_t)mode, &one, t, xd,
+                                       &zero, t, yd));
+            DNN_OK(cudnnSoftmaxBackward(h, (cudnnSoftmaxAlgorithm_t)algo,
+                                        (cudnnSoftmaxMode_t)mode, &one, t,
+                                        yd, t, dyd, &zero, t, dxd));
+            tensor_download_d(t, dxd, got);
+            check_gradient(softmax_forward_fd, &fd, n, n, x, dy, got);
+        }
+        free(x), free(dy), free(old), free(ry), free(rdx), free(got);
+        dev_free(xd), dev_free(yd), dev_free(dyd), dev_free(dxd);
+        dev_free(ryd);
+        DNN_OK(cudnnDestroyTensorDescriptor(t));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+static void
+test_softmax_statuses(void **state)
+{
+    int dim[4] = { 2, 5, 2, 3 }, other[4] = { 2, 5, 3, 2 };
+    cudnnHandle_t h = handle_new();
+    cudnnTensorDescriptor_t a = tensor_new(CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 4, dim);
+    cudnnTensorDescriptor_t b = tensor_new(CUDNN_TENSOR_NHWC,
+                                           CUDNN_DATA_FLOAT, 4, dim);
+    cudnnTensorDescriptor_t o = tensor_new(CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 4, other);
+    void *y = dev_alloc(240), *dy = dev_alloc(240), *dx = dev_alloc(240);
+    float one = 1.0f, zero = 0.0f;
+    const cudnnSoftmaxAlgorithm_t acc = CUDNN_SOFTMAX_ACCURATE;
+    const cudnnSoftmaxMode_t inst = CUDNN_SOFTMAX_MODE_INSTANCE;
+
+    (void)state;
+    assert_int_equal(cudnnSoftmaxForward(h, acc, inst, &one, a, y, &zero, o,
+                                         dx),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSoftmaxForward(h, acc, (cudnnSoftmaxMode_t)2, &one,
+                                         a, y, &zero, a, dx),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, b, dy,
+                                          &zero, a, dx),
+                     CUDNN_STATUS_BAD_PARAM);      /* y, dy strides */
+    assert_int_equal(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, a, dy,
+                                          &zero, o, dx),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, a, dy,
+                                          &zero, b, dy),
+                     CUDNN_STATUS_BAD_PARAM);      /* in place, NHWC */
+    assert_int_equal(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, a, dy,
+                                          NULL, a, dx),
+                     CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    DNN_OK(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, a, dy, &zero, b,
+                                dx));
+    DNN_OK(cudnnSoftmaxBackward(h, acc, inst, &one, a, y, a, dy, &zero, a,
+                                dy));              /* in place */
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_free(y), dev_free(dy), dev_free(dx);
+    DNN_OK(cudnnDestroyTensorDescriptor(a));
+    DNN_OK(cudnnDestroyTensorDescriptor(b));
+    DNN_OK(cudnnDestroyTensorDescriptor(o));
+    DNN_OK(cudnnDestroy(h));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_transform_tensor),
+        cmocka_unit_test(test_add_tensor_broadcast),
+        cmocka_unit_test(test_backward_bias),
+        cmocka_unit_test(test_op_tensor),
+        cmocka_unit_test(test_set_scale_double),
+        cmocka_unit_test(test_activation_modes),
+        cmocka_unit_test(test_activation_statuses),
+        cmocka_unit_test(test_pooling_modes),
+        cmocka_unit_test(test_pooling_statuses),
+        cmocka_unit_test(test_pooling_nan),
+        cmocka_unit_test(test_softmax_modes),
+        cmocka_unit_test(test_softmax_statuses),
+    };
+
+    unsetenv("AMPSHIM_EMU_FAIL");
+    return cmocka_run_group_tests_name("emu_cudnn_ops", tests, NULL, NULL);
+}
