@@ -19,6 +19,9 @@
 #include "harness.h"
 
 #define RUN_TIMEOUT_S 280
+/* A million converted calls at about 0.3 ms of CPU each on the emulator,
+ * inside meson's limit of 1200 s. */
+#define SOAK_TIMEOUT_S 1150
 #define SGEMM_API "cublasSgemm_v2"
 
 #define U16 0x1p-11
@@ -47,7 +50,8 @@ run_program(const char *mode, char *const *args, struct amp_test_run *run)
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
         amp_test_env_set(&env, "AMPSHIM_MODE", mode);
     }
-    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
+    if (amp_test_run(argv, &env, soak_calls > 0 ? SOAK_TIMEOUT_S
+                                                : RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", program_path, strerror(errno));
     amp_test_env_free(&env);
     if (!run->exited || run->code != 0 || run->timed_out) {
