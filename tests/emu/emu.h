@@ -26,6 +26,8 @@ enum emu_prec {
     EMU_PREC_FP32,      /* CUDA cores, FP32 FMA */
     EMU_PREC_TF32,      /* Tensor Cores, TF32 inputs, FP32 accumulate */
     EMU_PREC_FP16,      /* Tensor Cores, FP16/BF16 inputs, FP32 accumulate */
+    EMU_PREC_FP64,      /* FP64 work (the DGEMM rate: Tensor Cores where
+                         * the GPU has FP64 ones) */
 };
 
 struct emu_gpu {
@@ -37,6 +39,8 @@ struct emu_gpu {
     double fp32_tflops;       /* published dense peaks */
     double tf32_tflops;
     double fp16_tflops;       /* FP16/BF16 Tensor Core, FP32 accumulate */
+    double fp64_tflops;       /* FP64: Tensor Core (DMMA) peak where there
+                               * is one, else the CUDA cores' */
     double bandwidth_tbs;     /* TB/s */
     double math_efficiency;   /* achievable share of peak for GEMM-like work */
     double mem_efficiency;    /* achievable share of bandwidth */
