@@ -157,6 +157,12 @@ void emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
 /* The BLAS's thread count (AMPSHIM_EMU_THREADS, 1 to 64; default 1). */
 int emu_cpu_threads(void);
 
+/* Runs fn(arg), which calls the CPU BLAS (cblas_* of <cblas.h>), at the
+ * fixed thread count and while the BLAS is open: returns fn's result, or
+ * CUDA_ERROR_DEINITIALIZED without calling it once the process is exiting
+ * and the BLAS has closed. For op callbacks, like emu_dev_at. */
+CUresult emu_cpu_blas(CUresult (*fn)(void *arg), void *arg);
+
 enum emu_elem {
     EMU_ELEM_F32 = 0,
     EMU_ELEM_F16,
