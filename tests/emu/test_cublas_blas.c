@@ -297,6 +297,13 @@ vspan(int n, int inc)
     ((t) == TS || (t) == TC ? ((wide) ? a##_64(__VA_ARGS__) : a(__VA_ARGS__)) \
                             : ((wide) ? b##_64(__VA_ARGS__) : b(__VA_ARGS__)))
 
+/* A routine without a _64 twin (rotg). */
+#define CALL4_NARROW(t, s, d, c, z, ...)                                     \
+    ((t) == TS   ? s(__VA_ARGS__)                                            \
+     : (t) == TD ? d(__VA_ARGS__)                                            \
+     : (t) == TC ? c(__VA_ARGS__)                                            \
+                 : z(__VA_ARGS__))
+
 #define OK CUBLAS_STATUS_SUCCESS
 
 /* The variants every vector routine runs in: increments of both signs,
@@ -701,10 +708,10 @@ run_rotg(enum ty t, int device, cplx a, cplx b)
     b = args.want[1];
     pointer_mode(device);
     base = device ? args.dev : (void *)args.host;
-    assert_int_equal(CALL4(t, 0, cublasSrotg, cublasDrotg, cublasCrotg,
-                           cublasZrotg, h, elem_at(base, t, 0),
-                           elem_at(base, t, 1), elem_at(base, t, 2),
-                           elem_at(base, t, 3)), OK);
+    assert_int_equal(CALL4_NARROW(t, cublasSrotg, cublasDrotg, cublasCrotg,
+                                  cublasZrotg, h, elem_at(base, t, 0),
+                                  elem_at(base, t, 1), elem_at(base, t, 2),
+                                  elem_at(base, t, 3)), OK);
     if (device)
         assert_int_equal(cudaMemcpy(args.host, args.dev, 4 * esz(t),
                                     cudaMemcpyDeviceToHost), cudaSuccess);
@@ -734,10 +741,16 @@ run_rotmg(enum ty t, int device, double d1, double d2, double x1, double y1)
     buf_upload(&args);
     pointer_mode(device);
     base = device ? args.dev : (void *)args.host;
-    assert_int_equal(CALL2(t, 0, cublasSrotmg, cublasDrotmg, h,
-                           elem_at(base, t, 0), elem_at(base, t, 1),
-                           elem_at(base, t, 2), elem_at(base, t, 3),
-                           elem_at(base, t, 4)), OK);
+    assert_int_equal(t == TS ? cublasSrotmg(h, elem_at(base, t, 0),
+                                            elem_at(base, t, 1),
+                                            elem_at(base, t, 2),
+                                            elem_at(base, t, 3),
+                                            elem_at(base, t, 4))
+                             : cublasDrotmg(h, elem_at(base, t, 0),
+                                            elem_at(base, t, 1),
+                                            elem_at(base, t, 2),
+                                            elem_at(base, t, 3),
+                                            elem_at(base, t, 4)), OK);
     if (device)
         assert_int_equal(cudaMemcpy(args.host, args.dev, 9 * esz(t),
                                     cudaMemcpyDeviceToHost), cudaSuccess);
