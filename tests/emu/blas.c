@@ -1,4 +1,5 @@
-/* The emulator's FP32-accumulating matrix products, on OpenBLAS. The
+/* The emulator's FP32-accumulating matrix products, on OpenBLAS, and the
+ * gate through which the emulated BLAS routines call OpenBLAS. The
  * callers round the operands as the compute type says first; what is left
  * is a plain FP32 product, which an optimized BLAS does at the CPU's speed.
  * The thread count is fixed for the process (AMPSHIM_EMU_THREADS, default
@@ -98,4 +99,17 @@ emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
     pthread_rwlock_unlock(&emu_cpu_lock);
     emu_cpu_sgemm_loop(transa, transb, m, n, k, a, lda, b, ldb, beta, c,
                        ldc);
+}
+
+CUresult
+emu_cpu_blas(CUresult (*fn)(void *arg), void *arg)
+{
+    CUresult rc = CUDA_ERROR_DEINITIALIZED;
+
+    emu_cpu_threads();
+    pthread_rwlock_rdlock(&emu_cpu_lock);
+    if (!emu_cpu_closed)
+        rc = fn(arg);
+    pthread_rwlock_unlock(&emu_cpu_lock);
+    return rc;
 }

@@ -1,7 +1,8 @@
 /* The emulated cuBLAS routines (every FP32 GEMM entry point: plain, _64,
  * Ex, SgemmEx, batched, strided and grouped; cublasSgemv_v2,
- * cublasSaxpy_v2): checked at call time like the real library, then queued
- * on the handle's stream and run by the emulator core in stream order. */
+ * cublasSaxpy_v2 and their _64 twins): checked at call time like the real
+ * library, then queued on the handle's stream and run by the emulator core
+ * in stream order. */
 #include <cublas_v2.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -126,20 +127,20 @@ matrix_bytes(int64_t rows, int64_t cols, int64_t ld, size_t elem)
 
 /* Bytes spanned by a strided vector of len >= 1 elements. */
 static size_t
-vector_bytes(int len, int inc)
+vector_bytes(int64_t len, int64_t inc)
 {
-    size_t step = inc < 0 ? (size_t)(-(int64_t)inc) : (size_t)inc;
+    size_t step = inc < 0 ? (size_t)(-inc) : (size_t)inc;
 
     return ((size_t)(len - 1) * step + 1) * sizeof(float);
 }
 
 /* Element i of a BLAS vector: a negative increment starts from the end. */
 static size_t
-vector_index(int i, int len, int inc)
+vector_index(int64_t i, int64_t len, int64_t inc)
 {
     if (inc >= 0)
         return (size_t)i * (size_t)inc;
-    return (size_t)(len - 1 - i) * (size_t)(-(int64_t)inc);
+    return (size_t)(len - 1 - i) * (size_t)(-inc);
 }
 
 static int
@@ -1041,9 +1042,9 @@ DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, int64_t)
 
 struct gemv_job {
     cublasOperation_t trans;
-    int m, n;
+    int64_t m, n;
     CUdeviceptr a, x, y;
-    int lda, incx, incy;
+    int64_t lda, incx, incy;
     struct scalars s;
 };
 
@@ -1051,8 +1052,8 @@ static CUresult
 gemv_run(void *arg)
 {
     const struct gemv_job *j = arg;
-    int lenx = j->trans == CUBLAS_OP_N ? j->n : j->m;
-    int leny = j->trans == CUBLAS_OP_N ? j->m : j->n;
+    int64_t lenx = j->trans == CUBLAS_OP_N ? j->n : j->m;
+    int64_t leny = j->trans == CUBLAS_OP_N ? j->m : j->n;
     float alpha, beta, *acc;
     const float *a, *x;
     float *y;
@@ -1076,21 +1077,21 @@ gemv_run(void *arg)
         }
         /* Each y element sums its products in column (N) or row (T)
          * order; columns of A are walked contiguously either way. */
-        for (int col = 0; col < j->n; col++) {
+        for (int64_t col = 0; col < j->n; col++) {
             const float *ac = a + (size_t)col * (size_t)j->lda;
             if (j->trans == CUBLAS_OP_N) {
                 float xv = x[vector_index(col, lenx, j->incx)];
-                for (int i = 0; i < j->m; i++)
+                for (int64_t i = 0; i < j->m; i++)
                     acc[i] = acc[i] + ac[i] * xv;
             } else {
                 float s = 0.0f;
-                for (int i = 0; i < j->m; i++)
+                for (int64_t i = 0; i < j->m; i++)
                     s = s + ac[i] * x[vector_index(i, lenx, j->incx)];
                 acc[col] = s;
             }
         }
     }
-    for (int i = 0; i < leny; i++) {
+    for (int64_t i = 0; i < leny; i++) {
         float *yi = &y[vector_index(i, leny, j->incy)];
         float v = alpha * acc[i];
         if (beta != 0.0f)
@@ -1101,10 +1102,12 @@ gemv_run(void *arg)
     return CUDA_SUCCESS;
 }
 
-cublasStatus_t
-cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
-               const float *alpha, const float *A, int lda, const float *x,
-               int incx, const float *beta, float *y, int incy)
+/* cublasSgemv_v2 and its _64 twin, named `name`. */
+static cublasStatus_t
+sgemv(cublasHandle_t handle, const char *name, cublasOperation_t trans,
+      int64_t m, int64_t n, const float *alpha, const float *A, int64_t lda,
+      const float *x, int64_t incx, const float *beta, float *y,
+      int64_t incy)
 {
     struct emu_blas_config cfg;
     struct gemv_job *job;
@@ -1119,7 +1122,7 @@ cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
     if (!op_valid(trans) || m < 0 || n < 0 || lda < max1(m) || incx == 0 ||
         incy == 0 || alpha == NULL || beta == NULL)
         return CUBLAS_STATUS_INVALID_VALUE;
-    fault = emu_fault("cublasSgemv_v2", CUBLAS_STATUS_EXECUTION_FAILED);
+    fault = emu_fault(name, CUBLAS_STATUS_EXECUTION_FAILED);
     if (fault != 0)
         return (cublasStatus_t)fault;
     if (m == 0 || n == 0)
@@ -1144,23 +1147,36 @@ cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
     job->incy = incy;
 
     /* A and x read, y read unless beta == 0, y written. */
-    bytes = 4.0 * ((double)m * n + m + n);
+    bytes = 4.0 * ((double)m * (double)n + (double)m + (double)n);
     if (job->s.on_device || job->s.beta != 0.0f)
-        bytes += 4.0 * (trans == CUBLAS_OP_N ? m : n);
-    op.name = "cublasSgemv_v2";
+        bytes += 4.0 * (double)(trans == CUBLAS_OP_N ? m : n);
+    op.name = name;
     op.run = gemv_run;
     op.release = free;
     op.arg = job;
-    op.model_ns = emu_model_ns(2.0 * m * n, EMU_PREC_FP32, bytes);
+    op.model_ns = emu_model_ns(2.0 * (double)m * (double)n, EMU_PREC_FP32,
+                               bytes);
     return emu_blas_enqueue(&cfg, &op);
 }
+
+#define DEFINE_SGEMV(fn, I)                                                  \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t trans, I m,   \
+                      I n, const float *alpha, const float *A, I lda,        \
+                      const float *x, I incx, const float *beta, float *y,   \
+                      I incy)                                                \
+    {                                                                        \
+        return sgemv(handle, #fn, trans, m, n, alpha, A, lda, x, incx, beta, \
+                     y, incy);                                               \
+    }
+DEFINE_SGEMV(cublasSgemv_v2, int)
+DEFINE_SGEMV(cublasSgemv_v2_64, int64_t)
 
 /* ---- AXPY ---------------------------------------------------------------- */
 
 struct axpy_job {
-    int n;
+    int64_t n;
     CUdeviceptr x, y;
-    int incx, incy;
+    int64_t incx, incy;
     struct scalars s;
 };
 
@@ -1180,16 +1196,17 @@ axpy_run(void *arg)
     y = emu_dev_at(j->y, vector_bytes(j->n, j->incy));
     if (x == NULL || y == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-    for (int i = 0; i < j->n; i++) {
+    for (int64_t i = 0; i < j->n; i++) {
         float *yi = &y[vector_index(i, j->n, j->incy)];
         *yi = alpha * x[vector_index(i, j->n, j->incx)] + *yi;
     }
     return CUDA_SUCCESS;
 }
 
-cublasStatus_t
-cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha,
-               const float *x, int incx, float *y, int incy)
+/* cublasSaxpy_v2 and its _64 twin, named `name`. */
+static cublasStatus_t
+saxpy(cublasHandle_t handle, const char *name, int64_t n, const float *alpha,
+      const float *x, int64_t incx, float *y, int64_t incy)
 {
     struct emu_blas_config cfg;
     struct axpy_job *job;
@@ -1202,7 +1219,7 @@ cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha,
         return st;
     if (alpha == NULL)
         return CUBLAS_STATUS_INVALID_VALUE;
-    fault = emu_fault("cublasSaxpy_v2", CUBLAS_STATUS_EXECUTION_FAILED);
+    fault = emu_fault(name, CUBLAS_STATUS_EXECUTION_FAILED);
     if (fault != 0)
         return (cublasStatus_t)fault;
     if (n <= 0)
@@ -1222,10 +1239,20 @@ cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha,
     job->incx = incx;
     job->incy = incy;
 
-    op.name = "cublasSaxpy_v2";
+    op.name = name;
     op.run = axpy_run;
     op.release = free;
     op.arg = job;
-    op.model_ns = emu_model_ns(2.0 * n, EMU_PREC_FP32, 12.0 * n);
+    op.model_ns = emu_model_ns(2.0 * (double)n, EMU_PREC_FP32,
+                               12.0 * (double)n);
     return emu_blas_enqueue(&cfg, &op);
 }
+
+#define DEFINE_SAXPY(fn, I)                                                  \
+    cublasStatus_t fn(cublasHandle_t handle, I n, const float *alpha,        \
+                      const float *x, I incx, float *y, I incy)              \
+    {                                                                        \
+        return saxpy(handle, #fn, n, alpha, x, incx, y, incy);               \
+    }
+DEFINE_SAXPY(cublasSaxpy_v2, int)
+DEFINE_SAXPY(cublasSaxpy_v2_64, int64_t)

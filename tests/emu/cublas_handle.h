@@ -62,5 +62,9 @@ cublasStatus_t emu_blas_sgemm(cublasHandle_t handle, const char *name,
                               int64_t lda, const float *B, int64_t ldb,
                               const float *beta, float *C, int64_t ldc);
 
+/* Leaves `status` for the legacy API's cublasGetError, as a failed legacy
+ * core function does (nothing while the legacy context is not
+ * initialised). For the generated stubs of legacy functions. */
+void emu_blas_legacy_error(cublasStatus_t status);
 
 #endif

@@ -152,6 +152,14 @@ legacy_record(cublasStatus_t st)
 }
 
 void
+emu_blas_legacy_error(cublasStatus_t status)
+{
+    pthread_mutex_lock(&legacy_lock);
+    legacy_record(status);
+    pthread_mutex_unlock(&legacy_lock);
+}
+
+void
 cublasSgemm(char transa, char transb, int m, int n, int k, float alpha,
             const float *A, int lda, const float *B, int ldb, float beta,
             float *C, int ldc)

@@ -26,6 +26,8 @@ enum emu_prec {
     EMU_PREC_FP32,      /* CUDA cores, FP32 FMA */
     EMU_PREC_TF32,      /* Tensor Cores, TF32 inputs, FP32 accumulate */
     EMU_PREC_FP16,      /* Tensor Cores, FP16/BF16 inputs, FP32 accumulate */
+    EMU_PREC_FP64,      /* FP64 work (the DGEMM rate: Tensor Cores where
+                         * the GPU has FP64 ones) */
 };
 
 struct emu_gpu {
@@ -37,6 +39,8 @@ struct emu_gpu {
     double fp32_tflops;       /* published dense peaks */
     double tf32_tflops;
     double fp16_tflops;       /* FP16/BF16 Tensor Core, FP32 accumulate */
+    double fp64_tflops;       /* FP64: Tensor Core (DMMA) peak where there
+                               * is one, else the CUDA cores' */
     double bandwidth_tbs;     /* TB/s */
     double math_efficiency;   /* achievable share of peak for GEMM-like work */
     double mem_efficiency;    /* achievable share of bandwidth */
@@ -152,6 +156,12 @@ void emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
 
 /* The BLAS's thread count (AMPSHIM_EMU_THREADS, 1 to 64; default 1). */
 int emu_cpu_threads(void);
+
+/* Runs fn(arg), which calls the CPU BLAS (cblas_* of <cblas.h>), at the
+ * fixed thread count and while the BLAS is open: returns fn's result, or
+ * CUDA_ERROR_DEINITIALIZED without calling it once the process is exiting
+ * and the BLAS has closed. For op callbacks, like emu_dev_at. */
+CUresult emu_cpu_blas(CUresult (*fn)(void *arg), void *arg);
 
 enum emu_elem {
     EMU_ELEM_F32 = 0,

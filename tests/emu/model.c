@@ -11,11 +11,14 @@
 
 /* NVIDIA's published dense peaks (datasheets) plus the limits a program reads
  * through cuDeviceGetAttribute. Efficiencies: GEMM reaches 70-85 % of
- * peak, streaming kernels 80-90 % of bandwidth. */
+ * peak, streaming kernels 80-90 % of bandwidth. FP64: the H100 SXM and
+ * A100 datasheets' FP64 Tensor Core peaks (67 and 19.5 TFLOPS), which
+ * cuBLAS's DGEMM reaches; Ada (L4, RTX 4090) has no FP64 Tensor Cores and
+ * runs FP64 at 1/64 of its FP32 rate (Ada whitepaper). */
 static const struct core_gpu_spec core_gpus[] = {
     {
         .pub = { "h100", "NVIDIA H100 SXM (emulated)", 9, 0, 132,
-                 (size_t)(80 * GIB), 66.9, 494.7, 989.4, 3.35,
+                 (size_t)(80 * GIB), 66.9, 494.7, 989.4, 66.9, 3.35,
                  0.8, 0.85, 3.0 },
         .clock_khz = 1980000, .mem_clock_khz = 2619000, .bus_width = 5120,
         .l2_bytes = 50 * 1024 * 1024, .max_threads_per_sm = 2048,
@@ -24,7 +27,7 @@ static const struct core_gpu_spec core_gpus[] = {
     },
     {
         .pub = { "a100", "NVIDIA A100 SXM 80GB (emulated)", 8, 0, 108,
-                 (size_t)(80 * GIB), 19.5, 156.0, 312.0, 2.04,
+                 (size_t)(80 * GIB), 19.5, 156.0, 312.0, 19.5, 2.04,
                  0.8, 0.85, 3.0 },
         .clock_khz = 1410000, .mem_clock_khz = 1593000, .bus_width = 5120,
         .l2_bytes = 40 * 1024 * 1024, .max_threads_per_sm = 2048,
@@ -33,7 +36,7 @@ static const struct core_gpu_spec core_gpus[] = {
     },
     {
         .pub = { "l4", "NVIDIA L4 (emulated)", 8, 9, 58,
-                 (size_t)(24 * GIB), 30.3, 60.0, 121.0, 0.30,
+                 (size_t)(24 * GIB), 30.3, 60.0, 121.0, 0.47, 0.30,
                  0.8, 0.85, 3.0 },
         .clock_khz = 2040000, .mem_clock_khz = 6251000, .bus_width = 192,
         .l2_bytes = 48 * 1024 * 1024, .max_threads_per_sm = 1536,
@@ -44,7 +47,7 @@ static const struct core_gpu_spec core_gpus[] = {
         /* FP16 Tensor Core rate with FP32 accumulate: half the
          * FP16-accumulate rate on GeForce parts. */
         .pub = { "rtx4090", "NVIDIA GeForce RTX 4090 (emulated)", 8, 9, 128,
-                 (size_t)(24 * GIB), 82.6, 82.6, 165.2, 1.01,
+                 (size_t)(24 * GIB), 82.6, 82.6, 165.2, 1.29, 1.01,
                  0.8, 0.85, 3.0 },
         .clock_khz = 2520000, .mem_clock_khz = 10501000, .bus_width = 384,
         .l2_bytes = 72 * 1024 * 1024, .max_threads_per_sm = 1536,
@@ -100,6 +103,7 @@ emu_model_ns(double flops, enum emu_prec prec, double bytes)
     case EMU_PREC_FP32: tflops = gpu->fp32_tflops; break;
     case EMU_PREC_TF32: tflops = gpu->tf32_tflops; break;
     case EMU_PREC_FP16: tflops = gpu->fp16_tflops; break;
+    case EMU_PREC_FP64: tflops = gpu->fp64_tflops; break;
     case EMU_PREC_NONE: break;
     }
     /* 1 TFLOP/s is 1e3 flop per ns, 1 TB/s is 1e3 bytes per ns. */

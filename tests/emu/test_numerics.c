@@ -511,14 +511,14 @@ struct want_gpu {
     const char *key;
     const char *name_part;
     int cc_major, cc_minor;
-    double fp32, tf32, fp16, bw;
+    double fp32, tf32, fp16, fp64, bw;
 };
 
 static const struct want_gpu want_gpus[] = {
-    { "h100", "H100", 9, 0, 66.9, 494.7, 989.4, 3.35 },
-    { "a100", "A100", 8, 0, 19.5, 156.0, 312.0, 2.04 },
-    { "l4", "L4", 8, 9, 30.3, 60.0, 121.0, 0.30 },
-    { "rtx4090", "RTX 4090", 8, 9, 82.6, 82.6, 165.2, 1.01 },
+    { "h100", "H100", 9, 0, 66.9, 494.7, 989.4, 66.9, 3.35 },
+    { "a100", "A100", 8, 0, 19.5, 156.0, 312.0, 19.5, 2.04 },
+    { "l4", "L4", 8, 9, 30.3, 60.0, 121.0, 0.47, 0.30 },
+    { "rtx4090", "RTX 4090", 8, 9, 82.6, 82.6, 165.2, 1.29, 1.01 },
 };
 
 static const struct want_gpu *
@@ -561,6 +561,7 @@ child_check_gpu(const char *key)
     const struct want_gpu *w = want_gpu_named(key);
     const struct emu_gpu *g = emu_gpu();
     double flops = 2.0 * 8192.0 * 8192.0 * 8192.0, lat, t32, t16, tt;
+    double t64;
 
     if (!w || !g)
         return 1;
@@ -573,7 +574,8 @@ child_check_gpu(const char *key)
     if (g->cc_major != w->cc_major || g->cc_minor != w->cc_minor)
         return 4;
     if (g->fp32_tflops != w->fp32 || g->tf32_tflops != w->tf32 ||
-        g->fp16_tflops != w->fp16 || g->bandwidth_tbs != w->bw)
+        g->fp16_tflops != w->fp16 || g->fp64_tflops != w->fp64 ||
+        g->bandwidth_tbs != w->bw)
         return 5;
     if (g->sm_count <= 0 || g->total_mem < ((size_t)16 << 30))
         return 6;
@@ -581,10 +583,13 @@ child_check_gpu(const char *key)
     t32 = emu_model_ns(flops, EMU_PREC_FP32, 0.0) - lat;
     t16 = emu_model_ns(flops, EMU_PREC_FP16, 0.0) - lat;
     tt = emu_model_ns(flops, EMU_PREC_TF32, 0.0) - lat;
+    t64 = emu_model_ns(flops, EMU_PREC_FP64, 0.0) - lat;
     if (fabs(t32 / t16 - w->fp16 / w->fp32) > 1e-9 * (w->fp16 / w->fp32))
         return 7;
     if (fabs(t32 / tt - w->tf32 / w->fp32) > 1e-9 * (w->tf32 / w->fp32))
         return 8;
+    if (fabs(t32 / t64 - w->fp64 / w->fp32) > 1e-9 * (w->fp64 / w->fp32))
+        return 10;
     /* Read once: a later change of the variable changes nothing. */
     setenv("AMPSHIM_EMU_GPU", strcmp(key, "a100") == 0 ? "l4" : "a100", 1);
     if (emu_gpu() != g)
@@ -694,6 +699,7 @@ test_model_rates(void **state)
     double want32 = flops / (g->fp32_tflops * 1e12 * g->math_efficiency);
     double want16 = flops / (g->fp16_tflops * 1e12 * g->math_efficiency);
     double wanttf = flops / (g->tf32_tflops * 1e12 * g->math_efficiency);
+    double want64 = flops / (g->fp64_tflops * 1e12 * g->math_efficiency);
 
     /* Seconds to nanoseconds. */
     assert_close(emu_model_ns(0.0, EMU_PREC_NONE, bytes) - lat,
@@ -704,6 +710,8 @@ test_model_rates(void **state)
                  want16 * 1e9, 1e-12);
     assert_close(emu_model_ns(flops, EMU_PREC_TF32, 0.0) - lat,
                  wanttf * 1e9, 1e-12);
+    assert_close(emu_model_ns(flops, EMU_PREC_FP64, 0.0) - lat,
+                 want64 * 1e9, 1e-12);
     /* Double the work, double the time (latency aside). */
     assert_close(emu_model_ns(2 * flops, EMU_PREC_FP32, 0.0) - lat,
                  2 * want32 * 1e9, 1e-12);
@@ -716,13 +724,13 @@ static void
 test_model_roofline_max(void **state)
 {
     static const enum emu_prec precs[] = {
-        EMU_PREC_FP32, EMU_PREC_TF32, EMU_PREC_FP16,
+        EMU_PREC_FP32, EMU_PREC_TF32, EMU_PREC_FP16, EMU_PREC_FP64,
     };
     double lat = model_latency_ns();
     size_t p;
     int fe, be;
 
-    for (p = 0; p < 3; p++) {
+    for (p = 0; p < sizeof(precs) / sizeof(precs[0]); p++) {
         for (fe = 3; fe <= 15; fe += 2) {
             for (be = 2; be <= 12; be += 2) {
                 double f = pow(10.0, fe), b = pow(10.0, be);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The emulated libcublas.so.13 and libcudnn.so.9 against the real ones:
+# every function the real library exports is defined by the emulator under
+# the same name and symbol version, nothing else is, and the share the
+# emulator implements (nm: T, a strong definition) rather than stubs (W,
+# scripts/emu_stubs.py's weak stub) is printed.
+# usage: check_exports.sh CUDA_ROOT EMU_BUILD_DIR [LIST]
+# (LIST: also print the stubbed names)
+set -euo pipefail
+
+cuda_root=$1
+emu_dir=$2
+list=${3:-}
+status=0
+
+# name@version of every function a library defines, one a line, sorted;
+# kind is T (strong), W (weak) or i (indirect).
+functions() {
+    nm -D --defined-only --with-symbol-versions "$1" |
+        awk -v want="$2" '$2 ~ want { print $3 }' | sort
+}
+
+for soname in libcublas.so.13 libcudnn.so.9; do
+    real=$cuda_root/lib64/$soname
+    emu=$emu_dir/$soname
+    real_all=$(functions "$real" '^[TWi]$')
+    emu_all=$(functions "$emu" '^[TWi]$')
+    missing=$(comm -23 <(echo "$real_all") <(echo "$emu_all"))
+    extra=$(comm -13 <(echo "$real_all") <(echo "$emu_all"))
+    if [[ -n $missing || -n $extra ]]; then
+        # A name in both lists differs only in its version.
+        echo "$soname: exports that differ from the real library's" \
+             "(name@version; - real only, + emulator only):"
+        sed 's/^/  - /' <<<"$missing"
+        sed 's/^/  + /' <<<"$extra"
+        status=1
+    fi
+    total=$(grep -c . <<<"$real_all" || true)
+    strong=$(comm -12 <(echo "$real_all") \
+                      <(functions "$emu" '^[Ti]$') | grep -c . || true)
+    stubbed=$(comm -12 <(echo "$real_all") \
+                       <(functions "$emu" '^W$') | grep -c . || true)
+    share=$(awk -v n="$strong" -v t="$total" \
+                'BEGIN { printf "%.1f", t ? 100 * n / t : 0 }')
+    echo "$soname: $strong of $total exported functions implemented" \
+         "($share%), $stubbed stubbed"
+    if [[ -n $list ]]; then
+        comm -12 <(echo "$real_all") <(functions "$emu" '^W$') |
+            sed 's/@.*//; s/^/  stub: /'
+    fi
+    if ((total == 0 || strong + stubbed != total)); then
+        echo "$soname: $strong implemented and $stubbed stubbed do not" \
+             "make the $total exported functions"
+        status=1
+    fi
+done
+exit $status
