@@ -18,6 +18,20 @@
 
 /* ---- Device tensors ------------------------------------------------------ */
 
+/* Whether v's strides are those of a packed row-major layout. */
+static int
+view_packed(const struct emu_dnn_view *v)
+{
+    int64_t expect = 1;
+
+    for (int i = v->nb_dims - 1; i >= 0; i--) {
+        if (v->dim[i] != 1 && v->stride[i] != expect)
+            return 0;
+        expect *= v->dim[i];
+    }
+    return 1;
+}
+
 void
 emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,
                     const void *ptr)
@@ -30,6 +44,7 @@ emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,
         v->dim[i] = t->dim[i];
         v->stride[i] = t->stride[i];
     }
+    v->packed = view_packed(v);
 }
 
 void
@@ -42,6 +57,7 @@ emu_dnn_view_filter(struct emu_dnn_view *v, cudnnFilterDescriptor_t f,
     v->nb_dims = f->nb_dims;
     memcpy(v->dim, f->dim, sizeof(v->dim));
     emu_dnn_filter_strides(f, v->stride);
+    v->packed = view_packed(v);
 }
 
 size_t
@@ -59,6 +75,8 @@ emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin)
 {
     int64_t off = 0;
 
+    if (v->packed)
+        return (int64_t)lin;
     for (int i = v->nb_dims - 1; i >= 0; i--) {
         off += (int64_t)(lin % (size_t)v->dim[i]) * v->stride[i];
         lin /= (size_t)v->dim[i];
