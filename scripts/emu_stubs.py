@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the emulator's weak stubs for every function a real NVIDIA library
-exports (libcublas.so.13, libcudnn.so.9).
+exports (libcuda.so.1, libcudart.so.13, libcublas.so.13, libcudnn.so.9).
 
 The names come from the real library's dynamic symbol table (nm -D
 --defined-only), the return types from the vendor headers after the C
@@ -23,6 +23,31 @@ import sys
 # `legacy_header` (cuBLAS) declares, besides them, the legacy API whose
 # functions report errors through cublasGetError, set by `legacy_error`.
 LIBRARIES = {
+    # The driver's export list is the toolkit's link stub's (the driver
+    # itself comes with the GPU's kernel module, not the toolkit); its
+    # functions are not versioned.
+    'cuda': {
+        'soname': 'libcuda.so.1',
+        'path': 'lib64/stubs/libcuda.so',
+        'headers': ['cuda.h'],
+        'legacy_header': None,
+        'includes': ['<cuda.h>'],
+        'status': 'CUresult',
+        'status_types': {'CUresult'},
+        'not_supported': 'CUDA_ERROR_NOT_SUPPORTED',
+        'legacy_error': None,
+        'stub_test': 'emu_stub_address',
+    },
+    'cudart': {
+        'soname': 'libcudart.so.13',
+        'headers': ['cuda_runtime_api.h'],
+        'legacy_header': None,
+        'includes': ['<cuda_runtime_api.h>'],
+        'status': 'cudaError_t',
+        'status_types': {'cudaError_t', 'cudaError'},
+        'not_supported': 'cudaErrorNotSupported',
+        'legacy_error': None,
+    },
     'cublas': {
         'soname': 'libcublas.so.13',
         'headers': ['cublas_api.h', 'cublasXt.h'],
@@ -176,6 +201,10 @@ def stub_body(lib, ret, legacy):
     elif base.endswith('*'):
         lines.append('return NULL;')
         what = 'NULL'
+    elif base.startswith('struct '):
+        decls.append('%s v = { 0 };' % base)
+        lines.append('return v;')
+        what = 'zeros'
     else:
         raise SystemExit('emu_stubs.py: no safe value for the return type '
                          '"%s"' % ret)
@@ -187,13 +216,18 @@ def stub_body(lib, ret, legacy):
 def undeclared_return_type(lib, name, raw_headers):
     """For a name the preprocessed headers do not declare: its return type
     and why it is not known from them."""
-    m = re.search(r'\b([A-Za-z_]\w*)\s+(?:[A-Z]+WINAPI\s+)?%s\s*\(' % name,
-                  raw_headers)
+    calls = {'return', 'else', 'case', 'sizeof', 'goto'}
+    m = next((c for c in re.finditer(
+        r'^[ \t]*(?:extern\s+(?:"C"\s+)?)?(?:__\w+__\s+)*'
+        r'([A-Za-z_]\w*)\s+(?:[A-Z_]*API\s+)?%s\s*\(' % name,
+        raw_headers, re.M) if c.group(1) not in calls), None)
     if m and m.group(1) not in lib['status_types']:
-        raise SystemExit('emu_stubs.py: %s, declared for C++ only, returns '
-                         '%s' % (name, m.group(1)))
+        raise SystemExit('emu_stubs.py: %s, declared only outside C or under '
+                         'a macro\'s other name, returns %s'
+                         % (name, m.group(1)))
     if m:
-        return m.group(1), 'declared for C++ only (half-precision types)'
+        return m.group(1), ('declared only for C++ or under another name '
+                            '(a macro renames it)')
     return lib['status'], ('not declared in the headers: the status type is '
                            'assumed')
 
@@ -224,6 +258,19 @@ def emit(lib, functions, others, declared, legacy_names, raw_headers, out):
       '    if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))\n'
       '        fputs(line, stderr);\n}\n\n')
     w('static int said[%d];\n' % len(functions))
+    if lib.get('stub_test'):
+        w('\n/* Whether fn is one of these stubs (the stubs have a section '
+          'of their\n * own): cuGetProcAddress finds only what the emulator '
+          'implements. */\n'
+          'extern const char __start_emu_stubs[] '
+          '__attribute__((visibility("hidden")));\n'
+          'extern const char __stop_emu_stubs[] '
+          '__attribute__((visibility("hidden")));\n'
+          'int %s(const void *fn) __attribute__((visibility("hidden")));\n\n'
+          'int\n%s(const void *fn)\n{\n'
+          '    const char *p = fn;\n\n'
+          '    return p >= __start_emu_stubs && p < __stop_emu_stubs;\n}\n'
+          % (lib['stub_test'], lib['stub_test']))
     for i, name in enumerate(functions):
         ret, note = declared.get(name), ''
         if ret is None:
@@ -235,7 +282,8 @@ def emit(lib, functions, others, declared, legacy_names, raw_headers, out):
         stub = 'emu_stub_' + name
         w('\n%s__attribute__((weak)) %s %s(void) __asm__("%s");\n'
           % (note, ret, stub, name))
-        w('__attribute__((weak)) %s\n%s(void)\n{\n' % (ret, stub))
+        w('__attribute__((weak, section("emu_stubs"))) %s\n%s(void)\n{\n'
+          % (ret, stub))
         for line in decls:
             w('    %s\n\n' % line)
         w('    stub_say(&said[%d], %s);\n' % (i, c_string(message)))
@@ -254,7 +302,8 @@ def main():
     args = parser.parse_args()
     lib = LIBRARIES[args.library]
 
-    path = '%s/lib64/%s' % (args.cuda_root, lib['soname'])
+    path = '%s/%s' % (args.cuda_root,
+                      lib.get('path', 'lib64/' + lib['soname']))
     include_dir = args.cuda_root + '/include'
     functions, others = exported_functions(args.nm, path)
     wanted = set(functions)

@@ -244,4 +244,8 @@ struct CUevent_st *core_event_lookup(CUevent h);
 struct CUmod_st *core_module_lookup(struct CUctx_st *ctx, CUmodule h);
 struct CUfunc_st *core_func_lookup(struct CUctx_st *ctx, CUfunction h);
 
+/* Whether fn is one of the generated stubs of the driver's exports
+ * (cuda_stubs.c, from scripts/emu_stubs.py): not implemented. */
+int emu_stub_address(const void *fn) __attribute__((visibility("hidden")));
+
 #endif

@@ -163,8 +163,10 @@ cuGetErrorString(CUresult error, const char **str)
  * emulator implements one ABI version of each function, the one CUDA 13's
  * header names (cuMemAlloc_v2, cuCtxCreate_v4): it returns that one for any
  * cudaVersion up to the driver's; it has no per-thread-stream variants, so
- * both stream flags find the same function. Not found: CUDA_SUCCESS with
- * *pfn NULL, as the documentation says. */
+ * both stream flags find the same function. A name the emulator only
+ * stubs (scripts/emu_stubs.py) is not what it implements and is passed
+ * over. Not found: CUDA_SUCCESS with *pfn NULL, as the documentation
+ * says. */
 CUresult
 cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                  cuuint64_t flags, CUdriverProcAddressQueryResult *status)
@@ -185,8 +187,11 @@ cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
     for (i = 0; lib && !*pfn && i < sizeof suffixes / sizeof *suffixes; i++)
         if (strncmp(symbol, "cu", 2) == 0 &&
             (size_t)snprintf(name, sizeof name, "%s%s", symbol,
-                             suffixes[i]) < sizeof name)
+                             suffixes[i]) < sizeof name) {
             *pfn = dlsym(lib, name);
+            if (*pfn && emu_stub_address(*pfn))
+                *pfn = NULL;
+        }
     if (lib)
         dlclose(lib); /* the reference dlopen took, not the library */
     if (status)

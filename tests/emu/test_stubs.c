@@ -1,6 +1,6 @@
 /* Tests for the generated stubs (scripts/emu_stubs.py): a function the
- * real library exports and the emulator does not implement returns the
- * vendor's not-supported status, or NaN with the legacy error set, and
+ * real library exports (the driver's: the toolkit's link stub's) and the
+ * emulator does not implement returns the vendor's not-supported status, or NaN with the legacy error set, and
  * says so in exactly one line on stderr, the first time only. Each test
  * calls functions no other test calls (a stub speaks once per process). */
 #include <stdarg.h>
@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include <cublas.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <math.h>
 #include <pthread.h>
@@ -128,6 +130,29 @@ test_cudnn_stub(void **state)
                         "CUDNN_STATUS_NOT_SUPPORTED)\n");
 }
 
+/* The runtime's and the driver's stubs, in their own status types. */
+static void
+test_runtime_and_driver_stubs(void **state)
+{
+    struct cudaMemcpy3DParms rp;
+    CUDA_MEMCPY3D dp;
+    struct capture c;
+    const char *said;
+
+    (void)state;
+    memset(&rp, 0, sizeof(rp));
+    memset(&dp, 0, sizeof(dp));
+    capture_begin(&c);
+    assert_int_equal(cudaMemcpy3D(&rp), cudaErrorNotSupported);
+    assert_int_equal(cuMemcpy3D(&dp), CUDA_ERROR_NOT_SUPPORTED);
+    assert_int_equal(cudaMemcpy3D(&rp), cudaErrorNotSupported);
+    said = capture_end(&c);
+    assert_string_equal(said, "ampshim-emu: cudaMemcpy3D is not implemented "
+                        "by the emulator (returns cudaErrorNotSupported)\n"
+                        "ampshim-emu: cuMemcpy3D_v2 is not implemented by "
+                        "the emulator (returns CUDA_ERROR_NOT_SUPPORTED)\n");
+}
+
 static int failures;
 
 static void *
@@ -173,6 +198,7 @@ main(void)
         cmocka_unit_test(test_legacy_stub),
         cmocka_unit_test(test_complex_stub),
         cmocka_unit_test(test_cudnn_stub),
+        cmocka_unit_test(test_runtime_and_driver_stubs),
         cmocka_unit_test(test_once_across_threads),
     };
 
