@@ -47,7 +47,7 @@ const char amp_tool_run_help[] =
     "  --force         replace an existing report or trace file (the shim\n"
     "                  never replaces one itself)\n"
     "  -q, --quiet     nothing from the shim on stderr (AMPSHIM_QUIET=1),\n"
-    "                  and the report not named\n"
+    "                  and the tool names no report\n"
     "  -h, --help      this help\n"
     "\n"
     "Options take their value as --opt VALUE or --opt=VALUE. Arguments\n"
