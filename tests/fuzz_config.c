@@ -1,13 +1,11 @@
 /* libFuzzer target: the environment parsers. The input is split at NUL
  * bytes into the values of every variable amp_config_load reads, in
- * order (byte counts with K/M/G, mode and level names, booleans, paths);
- * the rest goes to the log file pattern's %p expansion. Every result must
- * be in range and every problem a NUL-terminated line within its bounds;
- * ASan and UBSan watch the reads. */
+ * order (byte counts with K/M/G, mode and level names and numbers,
+ * booleans, paths); the rest goes to the path escapes' expansion (%p, %i,
+ * %h, %%). Every result must be in range and every problem a
+ * NUL-terminated line within its bounds; ASan and UBSan watch the reads. */
 #include "base/config.h"
-
-/* amp_log_expand is private to the log module: compiled in here. */
-#include "../src/base/log.c"
+#include "base/path.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,7 +14,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const fuzz_names[] = {
-    "AMPSHIM_DISABLE", "AMPSHIM_MODE", "AMPSHIM_LOG_LEVEL",
+    "AMPSHIM_DISABLE", "AMPSHIM_MODE", "AMPSHIM_LOG_LEVEL", "AMPSHIM_QUIET",
     "AMPSHIM_LOG_FILE", "AMPSHIM_SUMMARY", "AMPSHIM_SCRATCH_MAX",
     "AMPSHIM_CALL_LOG", "AMPSHIM_REPORT", "AMPSHIM_TRACE",
     "NVIDIA_TF32_OVERRIDE",
@@ -55,7 +53,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     amp_config_load(&cfg, fuzz_getenv);
     if ((unsigned)cfg.mode >= AMP_MODE_COUNT ||
         (unsigned)cfg.shadow_candidate >= AMP_MODE_COUNT ||
-        cfg.log_level > AMP_LOG_DEBUG || cfg.disabled < 0 ||
+        cfg.log_level > AMP_LOG_DEBUG || cfg.quiet < 0 || cfg.quiet > 1 ||
+        cfg.disabled < 0 ||
         cfg.disabled > 1 || cfg.summary < 0 || cfg.summary > 1 ||
         cfg.nproblems < 0 || cfg.nproblems > AMP_CONFIG_MAX_PROBLEMS ||
         strnlen(cfg.log_file, sizeof cfg.log_file) == sizeof cfg.log_file)
@@ -65,9 +64,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 AMP_CONFIG_PROBLEM_LEN ||
             strncmp(cfg.problems[i], "AMPSHIM_", 8) != 0)
             abort();
-    /* The log file pattern: fits or says it does not, never overflows. */
-    if (amp_log_expand(text, expanded, sizeof expanded) == 0 &&
-        strnlen(expanded, sizeof expanded) == sizeof expanded)
+    /* A path's escapes: fits or says it does not (and leaves ""), never
+     * overflows. */
+    if (amp_path_expand(text, 12345, expanded, sizeof expanded) == AMP_OK
+            ? strnlen(expanded, sizeof expanded) == sizeof expanded
+            : expanded[0] != '\0')
         abort();
     free(text);
     return 0;

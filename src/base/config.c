@@ -18,6 +18,16 @@ static const struct amp_name_value amp_log_levels[] = {
     {"info", AMP_LOG_INFO}, {"debug", AMP_LOG_DEBUG}, {NULL, 0},
 };
 
+/* NVIDIA's numbering of log levels (CUBLASLT_LOG_LEVEL, CUDNN_LOGLEVEL_DBG):
+ * 0 off, 1 errors, 2 warnings, 3 information, 4 more, 5 everything. The
+ * shim has nothing beyond debug. */
+static const enum amp_log_level amp_log_numbers[] = {
+    AMP_LOG_OFF, AMP_LOG_ERROR, AMP_LOG_WARN, AMP_LOG_INFO, AMP_LOG_DEBUG,
+    AMP_LOG_DEBUG,
+};
+#define AMP_LOG_NUMBERS \
+    ((int)(sizeof amp_log_numbers / sizeof amp_log_numbers[0]))
+
 static const char *const amp_mode_names[AMP_MODE_COUNT] = {
     [AMP_MODE_FP32] = "fp32",     [AMP_MODE_FP16] = "fp16",
     [AMP_MODE_BF16] = "bf16",     [AMP_MODE_TF32] = "tf32",
@@ -73,11 +83,27 @@ amp_config_problem(struct amp_config *cfg, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The names of table, comma-separated, into out. */
+static void
+amp_config_names(const struct amp_name_value *table, char *out, size_t cap)
+{
+    const struct amp_name_value *e;
+
+    out[0] = '\0';
+    for (e = table; e->name; e++) {
+        strncat(out, e->name, cap - strlen(out) - 1);
+        if (e[1].name)
+            strncat(out, ", ", cap - strlen(out) - 1);
+    }
+}
+
 /* Looks value up in table (case-insensitive); on a miss, records a problem
- * listing the accepted names and leaves *out alone. */
+ * listing the accepted names (and `more`, when not NULL) and leaves *out
+ * alone. */
 static void
 amp_config_enum(struct amp_config *cfg, const char *var, const char *value,
-                const struct amp_name_value *table, int *out)
+                const struct amp_name_value *table, const char *more,
+                int *out)
 {
     char accepted[AMP_CONFIG_PROBLEM_LEN] = "";
     const struct amp_name_value *e;
@@ -88,13 +114,24 @@ amp_config_enum(struct amp_config *cfg, const char *var, const char *value,
             return;
         }
     }
-    for (e = table; e->name; e++) {
-        strncat(accepted, e->name, sizeof accepted - strlen(accepted) - 1);
-        if (e[1].name)
-            strncat(accepted, ", ", sizeof accepted - strlen(accepted) - 1);
+    amp_config_names(table, accepted, sizeof accepted);
+    amp_config_problem(cfg, "%s=\"%.40s\" is not one of: %s%s; ignored",
+                       var, value, accepted, more ? more : "");
+}
+
+/* AMPSHIM_LOG_LEVEL: a level's name, or NVIDIA's number 0 to 5. */
+static void
+amp_config_level(struct amp_config *cfg, const char *value)
+{
+    int level = (int)cfg->log_level;
+
+    if (value[0] >= '0' && value[0] < '0' + AMP_LOG_NUMBERS && !value[1]) {
+        cfg->log_level = amp_log_numbers[value[0] - '0'];
+        return;
     }
-    amp_config_problem(cfg, "%s=\"%.40s\" is not one of: %s; ignored", var,
-                       value, accepted);
+    amp_config_enum(cfg, "AMPSHIM_LOG_LEVEL", value, amp_log_levels,
+                    ", or 0 (off) to 5 (everything)", &level);
+    cfg->log_level = (enum amp_log_level)level;
 }
 
 /* A byte count: decimal digits with an optional K, M or G (powers of 1024). */
@@ -186,21 +223,22 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     cfg->snapshot_s = AMP_SNAPSHOT_DEFAULT_S;
 
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
-        amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, &cfg->disabled);
+        amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, NULL,
+                        &cfg->disabled);
     if ((v = getenv_fn("AMPSHIM_MODE")) && *v) {
         value = -1; /* stays -1 for a bad value: the policy decides */
-        amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, &value);
+        amp_config_enum(cfg, "AMPSHIM_MODE", v, amp_modes, NULL, &value);
         if (value >= 0) {
             cfg->mode_set = 1;
             cfg->mode = (enum amp_mode)(value % AMP_MODE_COUNT);
             cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
         }
     }
-    if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v) {
-        value = (int)cfg->log_level;
-        amp_config_enum(cfg, "AMPSHIM_LOG_LEVEL", v, amp_log_levels, &value);
-        cfg->log_level = (enum amp_log_level)value;
-    }
+    if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v)
+        amp_config_level(cfg, v);
+    if ((v = getenv_fn("AMPSHIM_QUIET")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_QUIET", v, amp_bools, NULL,
+                        &cfg->quiet);
     if ((v = getenv_fn("AMPSHIM_LOG_FILE")) && *v) {
         if (strlen(v) >= sizeof cfg->log_file)
             amp_config_problem(cfg, "AMPSHIM_LOG_FILE is longer than %zu "
@@ -210,13 +248,14 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
             strcpy(cfg->log_file, v);
     }
     if ((v = getenv_fn("AMPSHIM_SUMMARY")) && *v)
-        amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, &cfg->summary);
+        amp_config_enum(cfg, "AMPSHIM_SUMMARY", v, amp_bools, NULL,
+                        &cfg->summary);
     if ((v = getenv_fn("AMPSHIM_SCRATCH_MAX")) && *v)
         amp_config_bytes(cfg, "AMPSHIM_SCRATCH_MAX", v, &cfg->scratch_max);
     if ((v = getenv_fn("AMPSHIM_SNAPSHOT")) && *v)
         amp_config_seconds(cfg, "AMPSHIM_SNAPSHOT", v, &cfg->snapshot_s);
     if ((v = getenv_fn("AMPSHIM_CALL_LOG")) && *v)
-        amp_config_enum(cfg, "AMPSHIM_CALL_LOG", v, amp_bools,
+        amp_config_enum(cfg, "AMPSHIM_CALL_LOG", v, amp_bools, NULL,
                         &cfg->call_log);
     if (cfg->log_level >= AMP_LOG_INFO)
         cfg->call_log = 1;
@@ -232,6 +271,28 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
         if ((v = getenv_fn(amp_config_fp32_env_names[i])))
             snprintf(cfg->fp32_env[cfg->nfp32_env++], AMP_CONFIG_PROBLEM_LEN,
                      "%s=%.200s", amp_config_fp32_env_names[i], v);
+}
+
+enum amp_status
+amp_config_mode(const char *name, enum amp_mode *mode,
+                enum amp_mode *candidate)
+{
+    const struct amp_name_value *e;
+
+    for (e = amp_modes; e->name; e++) {
+        if (strcasecmp(name, e->name) == 0) {
+            *mode = (enum amp_mode)(e->value % AMP_MODE_COUNT);
+            *candidate = (enum amp_mode)(e->value / AMP_MODE_COUNT);
+            return AMP_OK;
+        }
+    }
+    return AMP_ERR_INVALID;
+}
+
+void
+amp_config_mode_names(char *out, size_t cap)
+{
+    amp_config_names(amp_modes, out, cap);
 }
 
 const char *

@@ -2,6 +2,9 @@
 #ifndef AMP_CONFIG_H
 #define AMP_CONFIG_H
 
+#include "base/status.h"
+
+#include <stddef.h>
 #include <stdint.h>
 
 enum amp_log_level {
@@ -40,7 +43,8 @@ struct amp_config {
      * shadow:bf16, shadow:tf32, shadow:fp16x3 and shadow:allow-conversion
      * choose another. */
     enum amp_mode shadow_candidate;
-    enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL */
+    enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL: a name or 0-5 */
+    int quiet;                    /* AMPSHIM_QUIET: nothing on stderr */
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
     int summary;                  /* AMPSHIM_SUMMARY */
     uint64_t scratch_max;         /* AMPSHIM_SCRATCH_MAX, bytes per call */
@@ -57,7 +61,9 @@ struct amp_config {
      * (amp_config_fp32_env_names), as "NAME=value", for the report. */
     int nfp32_env;
     char fp32_env[AMP_CONFIG_FP32_ENV][AMP_CONFIG_PROBLEM_LEN];
-    /* Bad values, kept until the log is open (it depends on this). */
+    /* Bad values, kept until the log is open (it depends on this): each
+     * names the variable and ends with "; " and what the shim does
+     * instead ("; ignored"). */
     int nproblems;
     char problems[AMP_CONFIG_MAX_PROBLEMS][AMP_CONFIG_PROBLEM_LEN];
 };
@@ -74,6 +80,15 @@ typedef const char *(*amp_getenv_fn)(const char *name);
 void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
 
 const char *amp_mode_name(enum amp_mode mode);
+
+/* An AMPSHIM_MODE value (case-insensitive) as amp_config_load reads it:
+ * the mode and a shadow mode's candidate; AMP_ERR_INVALID for a name
+ * that is not one. */
+enum amp_status amp_config_mode(const char *name, enum amp_mode *mode,
+                                enum amp_mode *candidate);
+
+/* The AMPSHIM_MODE values, comma-separated, into out. */
+void amp_config_mode_names(char *out, size_t cap);
 
 /* NVIDIA_TF32_OVERRIDE and the CUBLAS_* variables that change FP32
  * results (as NVIDIA documents them): AMP_CONFIG_FP32_ENV names. */

@@ -1,5 +1,8 @@
-/* The shim's log: one write() per line, so lines from threads never mix. */
+/* The shim's log: one write() per line, so lines from threads never mix;
+ * stderr, AMPSHIM_LOG_FILE, or with AMPSHIM_QUIET and no file nowhere. */
 #include "base/log.h"
+
+#include "base/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +14,10 @@
 #define AMP_LOG_LINE_MAX 1024
 
 static enum amp_log_level amp_log_level_now = AMP_LOG_WARN;
+/* Where lines go: stderr, the log file, or -1 (quiet, no file): nowhere. */
 static int amp_log_fd = STDERR_FILENO;
+/* AMPSHIM_QUIET: stderr is never written. */
+static int amp_log_quiet;
 
 static const char *const amp_log_tags[] = {
     [AMP_LOG_OFF] = "",
@@ -21,42 +27,19 @@ static const char *const amp_log_tags[] = {
     [AMP_LOG_DEBUG] = "debug: ",
 };
 
-/* Expands "%p" to the pid; fails (returns -1) when the result is too long. */
-static int
-amp_log_expand(const char *pattern, char *out, size_t size)
-{
-    size_t used = 0;
-    const char *p;
-    int n;
-
-    for (p = pattern; *p; p++) {
-        if (p[0] == '%' && p[1] == 'p') {
-            n = snprintf(out + used, size - used, "%ld", (long)getpid());
-            if (n < 0 || (size_t)n >= size - used)
-                return -1;
-            used += (size_t)n;
-            p++;
-            continue;
-        }
-        if (used + 1 >= size)
-            return -1;
-        out[used++] = *p;
-    }
-    out[used] = '\0';
-    return 0;
-}
-
 void
-amp_log_open(enum amp_log_level level, const char *path)
+amp_log_open(enum amp_log_level level, const char *path, int quiet)
 {
     char expanded[AMP_CONFIG_PATH_LEN + 32];
     int fd;
 
     amp_log_level_now = level;
+    amp_log_quiet = quiet;
     amp_log_close();
     if (!path || !*path)
         return;
-    if (amp_log_expand(path, expanded, sizeof expanded) != 0) {
+    if (amp_path_expand(path, (long)getpid(), expanded, sizeof expanded) !=
+        AMP_OK) {
         amp_log_write(AMP_LOG_WARN, "AMPSHIM_LOG_FILE is too long once "
                       "expanded; logging to stderr");
         return;
@@ -73,9 +56,9 @@ amp_log_open(enum amp_log_level level, const char *path)
 void
 amp_log_close(void)
 {
-    if (amp_log_fd != STDERR_FILENO)
+    if (amp_log_fd != STDERR_FILENO && amp_log_fd >= 0)
         close(amp_log_fd);
-    amp_log_fd = STDERR_FILENO;
+    amp_log_fd = amp_log_quiet ? -1 : STDERR_FILENO;
 }
 
 int
@@ -107,7 +90,7 @@ amp_log_vwrite(const char *tag, const char *fmt, va_list ap)
     if (len > sizeof line - 2)
         len = sizeof line - 2; /* truncated: keep the newline */
     line[len++] = '\n';
-    if (write(amp_log_fd, line, len) < 0) {
+    if (amp_log_fd >= 0 && write(amp_log_fd, line, len) < 0) {
         /* Nowhere left to report it; the host program goes on. */
     }
 out:

@@ -1,13 +1,16 @@
-/* The shim's log: stderr or AMPSHIM_LOG_FILE, every line "ampshim[pid]: ". */
+/* The shim's log: stderr or AMPSHIM_LOG_FILE (nowhere under AMPSHIM_QUIET),
+ * every line "ampshim[pid]: ". */
 #ifndef AMP_LOG_H
 #define AMP_LOG_H
 
 #include "base/config.h"
 
-/* Opens the destination (a "%p" in path becomes the pid; NULL or "" means
- * stderr). A file that cannot be opened gives one warning on stderr and
- * logging goes to stderr. */
-void amp_log_open(enum amp_log_level level, const char *path);
+/* Opens the destination: path with its escapes expanded (base/path.h:
+ * %p, %i, %h, %%), or stderr for NULL or "". A file that cannot be opened
+ * gives one warning on stderr and logging goes to stderr. quiet
+ * (AMPSHIM_QUIET): stderr is never written; lines go to the file when
+ * there is one, else nowhere. */
+void amp_log_open(enum amp_log_level level, const char *path, int quiet);
 
 /* Closes a log file (for tests and a forked child). */
 void amp_log_close(void);

@@ -41,10 +41,12 @@ amp_shim_start(void)
 
     amp_config_load(&amp_shim_cfg, amp_shim_getenv);
     if (amp_shim_cfg.disabled) {
-        amp_log_open(AMP_LOG_OFF, NULL); /* pure passthrough says nothing */
+        /* Pure passthrough says nothing. */
+        amp_log_open(AMP_LOG_OFF, NULL, 1);
         return;
     }
-    amp_log_open(amp_shim_cfg.log_level, amp_shim_cfg.log_file);
+    amp_log_open(amp_shim_cfg.log_level, amp_shim_cfg.log_file,
+                 amp_shim_cfg.quiet);
     for (i = 0; i < amp_shim_cfg.nproblems; i++)
         amp_log(AMP_LOG_WARN, "%s", amp_shim_cfg.problems[i]);
 }

@@ -4,6 +4,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/path.h"
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "device/device.h"
@@ -22,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AMP_VERSION_STRING "0.1.0"
 #define AMP_EMULATED_SUFFIX " (emulated)"
 
 /* ---- Sites: the entries of one (site, API) ---------------------------------- */
@@ -519,7 +519,7 @@ amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
         amp_json_object(&j);
         amp_json_kstring(&j, "schema", "ampshim-report");
         amp_json_kint(&j, "version", AMP_REPORT_VERSION);
-        amp_json_kstring(&j, "ampshim_version", AMP_VERSION_STRING);
+        amp_json_kstring(&j, "ampshim_version", AMP_VERSION);
         amp_json_kstring(&j, "generated", when);
         amp_json_kbool(&j, "complete", complete);
         amp_json_program(&j);
@@ -821,9 +821,26 @@ amp_trace_writer(FILE *f, const struct amp_config *cfg)
     return amp_report_trace(f);
 }
 
-/* The report's path: AMPSHIM_REPORT, else ampshim-PROGRAM-PID.json in
- * the working directory; "off" when none is written. */
+/* The trace, at AMPSHIM_TRACE with its escapes expanded; one warning
+ * when it cannot be written. */
 static void
+amp_report_trace_file(const struct amp_config *cfg)
+{
+    char path[AMP_CONFIG_PATH_LEN + 64];
+
+    if (amp_path_expand(cfg->trace, (long)getpid(), path, sizeof path) !=
+        AMP_OK) {
+        amp_log(AMP_LOG_WARN, "AMPSHIM_TRACE is too long once expanded; no "
+                "trace is written");
+        return;
+    }
+    amp_report_file(path, "trace", amp_trace_writer, cfg);
+}
+
+/* The report's path: AMPSHIM_REPORT with its escapes expanded, else
+ * ampshim-PROGRAM-PID.json in the working directory; "off" when none is
+ * written. 0, or -1 after a warning when the expansion is too long. */
+static int
 amp_report_path(const struct amp_config *cfg, char *path, size_t cap)
 {
     struct amp_program prog;
@@ -831,12 +848,18 @@ amp_report_path(const struct amp_config *cfg, char *path, size_t cap)
     if (cfg->report_off) {
         snprintf(path, cap, "off");
     } else if (cfg->report[0]) {
-        snprintf(path, cap, "%s", cfg->report);
+        if (amp_path_expand(cfg->report, (long)getpid(), path, cap) !=
+            AMP_OK) {
+            amp_log(AMP_LOG_WARN, "AMPSHIM_REPORT is too long once "
+                    "expanded; no report is written");
+            return -1;
+        }
     } else {
         amp_program_self(&prog);
         snprintf(path, cap, "ampshim-%.200s-%d.json",
                  prog.name[0] ? prog.name : "program", (int)getpid());
     }
+    return 0;
 }
 
 /* ---- Snapshots during the run ---------------------------------------------- */
@@ -903,8 +926,10 @@ amp_report_snapshot(const struct amp_config *cfg)
         return;
     atomic_store(&amp_snapshot_due_ns,
                  now + (long long)cfg->snapshot_s * 1000000000LL);
-    if (amp_snapshot_state >= 0) {
-        amp_report_path(cfg, path, sizeof path);
+    if (amp_snapshot_state >= 0 &&
+        amp_report_path(cfg, path, sizeof path) != 0) {
+        amp_snapshot_state = -1;
+    } else if (amp_snapshot_state >= 0) {
         if (amp_report_replace(path, cfg, amp_report_write_snapshot) == 0) {
             amp_snapshot_state = 1;
         } else {
@@ -952,11 +977,11 @@ amp_report_exit(const struct amp_config *cfg)
     char path[AMP_CONFIG_PATH_LEN + 64], device[128] = "-";
     struct amp_report r;
 
-    amp_report_path(cfg, path, sizeof path);
-    if (!cfg->report_off && amp_report_final(path, cfg) != 0)
+    if (amp_report_path(cfg, path, sizeof path) != 0 ||
+        (!cfg->report_off && amp_report_final(path, cfg) != 0))
         snprintf(path, sizeof path, "not written");
     if (cfg->trace[0])
-        amp_report_file(cfg->trace, "trace", amp_trace_writer, cfg);
+        amp_report_trace_file(cfg);
     if (!cfg->summary)
         return;
     amp_report_device(device, sizeof device);

@@ -18,7 +18,8 @@ FILE *amp_report_create(const char *path);
 
 /* At exit, after the final harvest: writes the report (unless
  * AMPSHIM_REPORT=off), the trace (AMPSHIM_TRACE) and, with the summary on,
- * the table. A file that cannot be written gets one warning. */
+ * the table. The paths' escapes (%p, %i, %h, %%: base/path.h) are
+ * expanded. A file that cannot be written gets one warning. */
 void amp_report_exit(const struct amp_config *cfg);
 
 /* During the run, at most every cfg->snapshot_s seconds (AMPSHIM_SNAPSHOT;

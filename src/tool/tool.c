@@ -1,5 +1,5 @@
 /* The `ampshim` command-line tool: one table of subcommands (policy check,
- * run, report, calibrate), each with its own --help. */
+ * run, report, calibrate), each parsing its own options and --help. */
 #include "decide/policy.h"
 #include "decide/policy_check.h"
 #include "tool/tool.h"
@@ -10,23 +10,24 @@
 
 struct amp_command {
     const char *name;
-    const char *summary;
     int (*run)(int argc, char **argv);
-    const char *help;
-    int own_help;             /* parses its own --help: the arguments
-                                 after its options are a program's */
 };
 
 static const char amp_check_help[] =
-    "usage: ampshim policy check FILE...\n"
+    "usage: ampshim policy check [--] FILE...\n"
     "\n"
     "Validates each policy file and explains it: the programs it applies\n"
     "to, its settings, and each rule that can never match, that an earlier\n"
     "rule shadows, or that was not analysed (conditions with 'or'). An\n"
-    "error is printed as FILE:LINE:COLUMN: what was expected.\n"
+    "error is printed as FILE:LINE:COLUMN: what was expected. The\n"
+    "language: policy/README.md.\n"
     "\n"
-    "Exit status: 0 when every file is valid, 1 when one has an error,\n"
-    "2 on a usage error. The language: policy/README.md.\n";
+    "options:\n"
+    "  -h, --help   this help\n"
+    "\n"
+    "exit status:\n"
+    "  0 when every file is valid, 1 when one has an error, 2 on a usage\n"
+    "  error.\n";
 
 static void
 amp_print_action(const struct amp_policy_action *a)
@@ -149,94 +150,161 @@ amp_check_one(const char *path)
 static int
 amp_policy_check(int argc, char **argv)
 {
-    int i, failed = 0;
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct amp_opt opt = {"ampshim policy check", "-:h", longopts, argc,
+                          argv, 0};
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int c, i, n = 0, rc = 0;
 
-    if (argc < 2) {
-        fprintf(stderr, "%s", amp_check_help);
-        return 2;
+    if (!files) {
+        perror("ampshim policy check");
+        return 1;
     }
-    for (i = 1; i < argc; i++)
-        failed |= amp_check_one(argv[i]);
-    return failed;
+    while (rc == 0 && (c = amp_opt_next(&opt)) != -1) {
+        if (c == 1)
+            files[n++] = optarg;
+        else if (c == 'h')
+            rc = -1;
+        else
+            rc = AMP_TOOL_USAGE;
+    }
+    for (; rc == 0 && optind < argc; optind++)
+        files[n++] = argv[optind];
+    if (rc == 0 && n == 0) {
+        amp_opt_usage("ampshim policy check", "no policy file named");
+        rc = AMP_TOOL_USAGE;
+    }
+    if (rc == -1) {
+        printf("%s", amp_check_help);
+        rc = 0;
+    } else if (rc == 0) {
+        for (i = 0; i < n; i++)
+            rc |= amp_check_one(files[i]);
+    }
+    free(files);
+    return rc;
 }
 
 static const struct amp_command amp_policy_commands[] = {
-    {"check", "validate and explain policy files", amp_policy_check,
-     amp_check_help, 0},
-    {NULL, NULL, NULL, NULL, 0},
+    {"check", amp_policy_check},
+    {NULL, NULL},
 };
 
-static void
-amp_list(FILE *out, const char *prefix, const struct amp_command *cmds)
-{
-    const struct amp_command *c;
+static const char amp_policy_help[] =
+    "usage: ampshim policy COMMAND [ARGS...]\n"
+    "\n"
+    "commands:\n"
+    "  check FILE...   validate and explain policy files\n"
+    "\n"
+    "options:\n"
+    "  -h, --help      this help; 'ampshim policy COMMAND --help' for a\n"
+    "                  command's\n"
+    "\n"
+    "exit status:\n"
+    "  the command's; 2 on a usage error.\n";
 
-    for (c = cmds; c->name; c++)
-        fprintf(out, "  %s %-10s %s\n", prefix, c->name, c->summary);
-}
+static const char amp_help[] =
+    "usage: ampshim [OPTIONS] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs an unmodified FP32 CUDA program's cuBLAS GEMMs and cuDNN\n"
+    "convolutions on Tensor Cores (FP16, BF16, TF32 inputs, FP32\n"
+    "accumulation) through the preloaded libampshim.so, and reads what it\n"
+    "reports.\n"
+    "\n"
+    "commands:\n"
+    "  run          run a program under the shim\n"
+    "  report       a report as a table, HTML page or CSV\n"
+    "  calibrate    measure every mode, write a per-application policy\n"
+    "  policy       policy files (check)\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     this help; 'ampshim COMMAND --help' for a command's\n"
+    "  -V, --version  print 'ampshim VERSION' and exit\n"
+    "\n"
+    "environment:\n"
+    "  AMPSHIM_LIBRARY  the library 'run' and 'calibrate' preload\n"
+    "  AMPSHIM_*        the shim's settings (README.md, Settings)\n"
+    "\n"
+    "exit status:\n"
+    "  the command's (see its --help): 'run' exits with the program's\n"
+    "  status, or 125 when nothing ran; 2 on a usage error here.\n";
 
-/* Runs the subcommand named argv[0] of cmds; --help anywhere after it
- * prints its help. */
+/* Runs the command named argv[0] of cmds, with its own arguments. */
 static int
 amp_dispatch(int argc, char **argv, const struct amp_command *cmds,
              const char *prefix)
 {
     const struct amp_command *c;
-    int i;
 
-    if (argc < 1 || strcmp(argv[0], "--help") == 0 ||
-        strcmp(argv[0], "-h") == 0) {
-        FILE *out = argc < 1 ? stderr : stdout;
+    for (c = cmds; c->name; c++)
+        if (strcmp(argv[0], c->name) == 0)
+            return c->run(argc, argv);
+    fprintf(stderr, "%s: unknown command '%s'; the commands:", prefix,
+            argv[0]);
+    for (c = cmds; c->name; c++)
+        fprintf(stderr, " %s", c->name);
+    fprintf(stderr, "\nTry '%s --help' for more information.\n", prefix);
+    return AMP_TOOL_USAGE;
+}
 
-        fprintf(out, "usage: %s COMMAND [ARGS]\n\ncommands:\n", prefix);
-        amp_list(out, prefix, cmds);
-        return argc < 1 ? 2 : 0;
-    }
-    for (c = cmds; c->name; c++) {
-        if (strcmp(argv[0], c->name) != 0)
-            continue;
-        for (i = 1; i < argc && !c->own_help; i++) {
-            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                printf("%s", c->help);
+/* A command group's options (help, version), then its command: prefix
+ * names it ("ampshim"), help is its --help. */
+static int
+amp_group_main(int argc, char **argv, const struct amp_command *cmds,
+               const char *prefix, const char *help, int version)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct amp_opt opt = {prefix, version ? "+:hV" : "+:h", longopts, argc,
+                          argv, 0};
+    int c;
+
+    while ((c = amp_opt_next(&opt)) != -1) {
+        switch (c) {
+        case 'h':
+            printf("%s", help);
+            return 0;
+        case 'V':
+            if (version) {
+                printf("ampshim %s\n", AMP_VERSION);
                 return 0;
             }
+            amp_opt_usage(prefix, "unknown option '--version'");
+            return AMP_TOOL_USAGE;
+        default:
+            return AMP_TOOL_USAGE;
         }
-        return c->run(argc, argv);
     }
-    fprintf(stderr, "%s: unknown command '%s'; commands:\n", prefix, argv[0]);
-    amp_list(stderr, prefix, cmds);
-    return 2;
+    if (optind >= argc) {
+        amp_opt_usage(prefix, "no command given");
+        return AMP_TOOL_USAGE;
+    }
+    return amp_dispatch(argc - optind, argv + optind, cmds, prefix);
 }
 
 static int
 amp_policy_main(int argc, char **argv)
 {
-    return amp_dispatch(argc - 1, argv + 1, amp_policy_commands,
-                        "ampshim policy");
+    return amp_group_main(argc, argv, amp_policy_commands, "ampshim policy",
+                          amp_policy_help, 0);
 }
 
-static const char amp_policy_help[] =
-    "usage: ampshim policy COMMAND [ARGS]\n"
-    "\n"
-    "commands:\n"
-    "  ampshim policy check FILE...   validate and explain policy files\n";
-
 static const struct amp_command amp_commands[] = {
-    {"policy", "policy files (check)", amp_policy_main, amp_policy_help, 0},
-    {"run", "run a program under the shim", amp_tool_run, amp_tool_run_help,
-     1},
-    {"report", "a report as a table, HTML and CSV", amp_tool_report,
-     amp_tool_report_help, 0},
-    {"calibrate", "measure every mode, write a per-application policy",
-     amp_tool_calibrate, amp_tool_calibrate_help, 1},
-    {NULL, NULL, NULL, NULL, 0},
+    {"run", amp_tool_run},
+    {"report", amp_tool_report},
+    {"calibrate", amp_tool_calibrate},
+    {"policy", amp_policy_main},
+    {NULL, NULL},
 };
 
 int
 main(int argc, char **argv)
 {
-    /* `ampshim policy --help` is the policy group's own help. */
-    if (argc >= 2 && strcmp(argv[1], "policy") == 0)
-        return amp_policy_main(argc - 1, argv + 1);
-    return amp_dispatch(argc - 1, argv + 1, amp_commands, "ampshim");
+    return amp_group_main(argc, argv, amp_commands, "ampshim", amp_help, 1);
 }

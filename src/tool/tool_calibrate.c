@@ -6,6 +6,7 @@
 #include "tool/tool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 
 const char amp_tool_calibrate_help[] =
     "usage: ampshim calibrate [-o FILE] [--modes LIST] [--tolerance X]\n"
-    "                         [--force] -- PROGRAM [ARGS...]\n"
+    "                         [--force] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under the shim once per candidate mode, every call in\n"
     "shadow mode (the FP32 result, the candidate measured beside it), reads\n"
@@ -27,18 +28,37 @@ const char amp_tool_calibrate_help[] =
     "fp32. Each rule is annotated with the measured error and speedup of\n"
     "every candidate. Each site's first call is verified at run time.\n"
     "\n"
-    "  -o FILE          the policy (default PROGRAM.policy, PROGRAM's\n"
-    "                   file name, in the working directory)\n"
-    "  --modes LIST     candidates, comma-separated (default fp16,bf16,\n"
-    "                   tf32,fp16x3,allow-conversion; fp16x3 is a GEMM's\n"
-    "                   only, allow-conversion a convolution's)\n"
-    "  --tolerance X    largest relative error (max norm) a site may show\n"
-    "                   (default: the built-in policy's)\n"
-    "  --force          replace FILE if it exists\n"
+    "options:\n"
+    "  -o, --output FILE  the policy (default PROGRAM.policy, PROGRAM's\n"
+    "                     file name, in the working directory)\n"
+    "  --modes LIST       candidates, comma-separated (default fp16,bf16,\n"
+    "                     tf32,fp16x3,allow-conversion; fp16x3 is a GEMM's\n"
+    "                     only, allow-conversion a convolution's)\n"
+    "  --tolerance X      largest relative error (max norm) a site may show\n"
+    "                     (default: the built-in policy's, 5e-3)\n"
+    "  --force            replace FILE if it exists\n"
+    "  -h, --help         this help\n"
     "\n"
-    "PROGRAM must do the same work on every run. Call sites in one function\n"
-    "get one rule (their calls together). Exit status: 0, 1 when a run or\n"
-    "the file fails, 2 on a usage error.\n";
+    "Options take their value as --opt VALUE or --opt=VALUE; arguments\n"
+    "after PROGRAM are PROGRAM's. PROGRAM must do the same work on every\n"
+    "run. Call sites in one function get one rule (their calls together).\n"
+    "Before the first run the tool checks the options, the AMPSHIM_*\n"
+    "settings in the environment, that FILE can be created (its directory\n"
+    "exists and is writable, no file is there without --force), that the\n"
+    "library is found and that PROGRAM can be run.\n"
+    "\n"
+    "environment:\n"
+    "  AMPSHIM_LIBRARY  the library to preload, as for ampshim run\n"
+    "  AMPSHIM_*        the shim's other settings apply to every run;\n"
+    "                   AMPSHIM_MODE, AMPSHIM_DISABLE, AMPSHIM_TRACE,\n"
+    "                   AMPSHIM_POLICY and AMPSHIM_REPORT are the\n"
+    "                   calibration's own\n"
+    "\n"
+    "exit status:\n"
+    "  0; 1 when a run fails (the program's status is named) or FILE\n"
+    "  cannot be written after the runs; 2 on a usage error (an unknown\n"
+    "  option, a bad --modes or --tolerance, no PROGRAM); 125 when a check\n"
+    "  before the runs fails and nothing ran.\n";
 
 /* The candidates, in the default order; which families each applies to. */
 static const struct amp_cal_candidate {
@@ -96,58 +116,53 @@ struct amp_cal_options {
 static int
 amp_cal_usage(const char *what, const char *arg)
 {
-    fprintf(stderr, "ampshim calibrate: %s%s%s\n%s", what, arg ? ": " : "",
-            arg ? arg : "", amp_tool_calibrate_help);
-    return 2;
+    amp_opt_usage("ampshim calibrate", "%s%s%s", what, arg ? ": " : "",
+                  arg ? arg : "");
+    return AMP_TOOL_USAGE;
 }
 
 /* 0; 1 after --help; 2 after a usage message. */
 static int
 amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
 {
-    int i;
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"modes", required_argument, NULL, 'M'},
+        {"tolerance", required_argument, NULL, 'T'},
+        {"force", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct amp_opt opt = {"ampshim calibrate", "+:o:h", longopts, argc, argv,
+                          0};
+    char *end;
+    int c;
 
     memset(o, 0, sizeof *o);
     o->tolerance = -1;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end;
-
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s", amp_tool_calibrate_help);
-            return 1;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "--force") == 0) {
-            o->force = 1;
-            continue;
-        }
-        if (!v)
-            return amp_cal_usage("missing value", a);
-        i++;
-        if (strcmp(a, "-o") == 0) {
-            o->out = v;
-        } else if (strcmp(a, "--modes") == 0) {
-            o->modes = v;
-        } else if (strcmp(a, "--tolerance") == 0) {
+    while ((c = amp_opt_next(&opt)) != -1) {
+        switch (c) {
+        case 'o': o->out = optarg; break;
+        case 'M': o->modes = optarg; break;
+        case 'F': o->force = 1; break;
+        case 'T':
             errno = 0;
-            o->tolerance = strtod(v, &end);
-            if (errno || end == v || *end || !(o->tolerance >= 0) ||
+            o->tolerance = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(o->tolerance >= 0) ||
                 isinf(o->tolerance))
                 return amp_cal_usage("--tolerance needs a non-negative "
-                                     "number", v);
-        } else {
-            return amp_cal_usage("unknown option", a);
+                                     "number", optarg);
+            break;
+        case 'h':
+            printf("%s", amp_tool_calibrate_help);
+            return 1;
+        default:
+            return AMP_TOOL_USAGE;
         }
     }
-    if (i >= argc)
+    if (optind >= argc)
         return amp_cal_usage("no program to run", NULL);
-    o->first = i;
+    o->first = optind;
     return 0;
 }
 
@@ -370,7 +385,8 @@ out:
 
 /* One run per candidate, its report read; 0 or 1. */
 static int
-amp_cal_measure(struct amp_calibration *cal, char **argv, const char *dir)
+amp_cal_measure(struct amp_calibration *cal, const char *library,
+                char **argv, const char *dir)
 {
     char policy[4200], report[4200];
     struct amp_run_options o;
@@ -392,7 +408,7 @@ amp_cal_measure(struct amp_calibration *cal, char **argv, const char *dir)
         memset(&o, 0, sizeof o);
         o.policy = policy;
         o.report = report;
-        status = amp_tool_launch(&o, argv);
+        status = amp_tool_launch(&o, library, argv);
         if (status != 0)
             fprintf(stderr, "ampshim calibrate: %s exited with status %d "
                     "in the run measuring %s\n", argv[0], status, name);
@@ -648,20 +664,54 @@ amp_cal_print(const struct amp_calibration *cal, const char *path)
            "...\n", path, cal->tolerance, path);
 }
 
+/* Everything that can be checked before the first run; 0, or -1 after
+ * a message (nothing ran). */
+static int
+amp_cal_check(const struct amp_cal_options *o, const char *program,
+              const char *out, char *library, size_t cap)
+{
+    const char *log = getenv("AMPSHIM_LOG_FILE");
+    char found[PATH_MAX], label[PATH_MAX + 64];
+
+    /* The runs' settings are the calibration's own. */
+    unsetenv("AMPSHIM_MODE");
+    unsetenv("AMPSHIM_DISABLE");
+    unsetenv("AMPSHIM_TRACE");
+    unsetenv("AMPSHIM_POLICY");
+    unsetenv("AMPSHIM_REPORT");
+    if (amp_tool_check_settings("ampshim calibrate") != 0 ||
+        amp_tool_library(library, cap) != 0 ||
+        amp_tool_find_program(program, found, sizeof found) != 0)
+        return -1;
+    if (log && *log) {
+        snprintf(label, sizeof label, "AMPSHIM_LOG_FILE=%s", log);
+        if (amp_tool_check_output("ampshim calibrate", label, log,
+                                  AMP_OUTPUT_APPEND) != 0)
+            return -1;
+    }
+    snprintf(label, sizeof label, "%s %s", o->out ? "-o" : "the policy",
+             out);
+    /* FILE is written as named: no escapes. */
+    return amp_tool_check_file("ampshim calibrate", label, out,
+                               o->force ? AMP_OUTPUT_REPLACE
+                                        : AMP_OUTPUT_NEW);
+}
+
 int
 amp_tool_calibrate(int argc, char **argv)
 {
     static struct amp_calibration cal;
     struct amp_cal_options o;
     char dir[] = "/tmp/ampshim-calibrate-XXXXXX", out[4096];
+    char library[PATH_MAX];
     const char *base;
     int rc = amp_cal_parse(argc, argv, &o), i;
 
     if (rc != 0)
-        return rc == 1 ? 0 : 2;
+        return rc == 1 ? 0 : AMP_TOOL_USAGE;
     memset(&cal, 0, sizeof cal);
     if (amp_cal_modes(&cal, o.modes) != 0)
-        return 2;
+        return AMP_TOOL_USAGE;
     cal.tolerance = o.tolerance >= 0 ? o.tolerance
                                      : amp_cal_builtin_tolerance();
     base = strrchr(argv[o.first], '/');
@@ -669,21 +719,14 @@ amp_tool_calibrate(int argc, char **argv)
     if (!o.out)
         snprintf(out, sizeof out, "%s.policy",
                  base ? base + 1 : argv[o.first]);
-    /* Before minutes of runs: a file that would not be replaced. */
-    if (!o.force && access(out, F_OK) == 0) {
-        fprintf(stderr, "ampshim calibrate: %s exists; --force replaces "
-                "it\n", out);
-        return 1;
-    }
-    /* The runs' settings are the calibration's own. */
-    unsetenv("AMPSHIM_MODE");
-    unsetenv("AMPSHIM_DISABLE");
-    unsetenv("AMPSHIM_TRACE");
+    /* Before minutes of runs. */
+    if (amp_cal_check(&o, argv[o.first], out, library, sizeof library) != 0)
+        return AMP_RUN_FAILED;
     if (!mkdtemp(dir)) {
         perror("ampshim calibrate: mkdtemp");
         return 1;
     }
-    rc = amp_cal_measure(&cal, argv + o.first, dir);
+    rc = amp_cal_measure(&cal, library, argv + o.first, dir);
     if (rc == 0 && cal.nsites == 0) {
         fprintf(stderr, "ampshim calibrate: %s made no call the shim "
                 "hooks: nothing to calibrate\n", argv[o.first]);

@@ -13,19 +13,28 @@ const char amp_tool_report_help[] =
     "usage: ampshim report FILE [--html OUT] [--csv OUT]\n"
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
-    "docs/report-schema.md) and prints a table of its call sites, sorted\n"
-    "by time saved: calls, converted calls, modes, FP32 and actual time,\n"
-    "speedup, time saved, the largest shadow error against the policy's\n"
-    "tolerance, and the totals.\n"
+    "docs/report-schema.md) and prints the program, device and policy and\n"
+    "a table of its call sites, sorted by time saved: calls, converted\n"
+    "calls, modes, FP32 and actual time, speedup, time saved, the largest\n"
+    "shadow error against the policy's tolerance, and the totals. FILE '-'\n"
+    "reads the report from standard input.\n"
     "\n"
+    "options:\n"
     "  --html OUT   also write a self-contained HTML page (no external\n"
     "               resources) with charts: time saved per site, speedup\n"
     "               per site, error against the bound, FP32 versus actual\n"
     "               time\n"
     "  --csv OUT    also write one CSV row per site\n"
+    "  -h, --help   this help\n"
     "\n"
-    "OUT is replaced if it exists. Exit status: 0, 1 when FILE cannot be\n"
-    "read or is not a report, 2 on a usage error.\n";
+    "OUT is replaced if it exists. OUT '-' writes the page or the CSV to\n"
+    "standard output instead of the table (one of them at a time), so that\n"
+    "'ampshim report --csv - FILE' prints the CSV alone. Options take their\n"
+    "value as --opt VALUE or --opt=VALUE, before or after FILE.\n"
+    "\n"
+    "exit status:\n"
+    "  0; 1 when FILE cannot be read or is not a report, or OUT cannot be\n"
+    "  written; 2 on a usage error.\n";
 
 /* One site of the report, flattened. */
 struct amp_row {
@@ -125,7 +134,8 @@ amp_by_saved(const void *a, const void *b)
 char *
 amp_tool_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     char *text = NULL, *more;
     size_t cap = 0, n;
 
@@ -137,7 +147,8 @@ amp_tool_read_file(const char *path, size_t *len)
             more = realloc(text, cap = *len + 65536 + 1 + cap);
             if (!more) {
                 free(text);
-                fclose(f);
+                if (!is_stdin)
+                    fclose(f);
                 errno = ENOMEM;
                 return NULL;
             }
@@ -146,7 +157,17 @@ amp_tool_read_file(const char *path, size_t *len)
         n = fread(text + *len, 1, cap - *len - 1, f);
         *len += n;
     } while (n > 0);
-    fclose(f);
+    if (ferror(f)) {
+        int saved = errno;
+
+        free(text);
+        if (!is_stdin)
+            fclose(f);
+        errno = saved ? saved : EIO;
+        return NULL;
+    }
+    if (!is_stdin)
+        fclose(f);
     text[*len] = '\0';
     return text;
 }
@@ -162,6 +183,8 @@ amp_doc_load(const char *path, struct amp_doc *doc)
 
     memset(doc, 0, sizeof *doc);
     text = amp_tool_read_file(path, &len);
+    if (strcmp(path, "-") == 0)
+        path = "standard input";
     if (!text) {
         fprintf(stderr, "ampshim report: %s: %s\n", path, strerror(errno));
         return -1;
@@ -303,10 +326,25 @@ amp_csv_number(FILE *f, double v, int last)
                                       buf), last);
 }
 
+/* OUT: "-" is standard output. */
+static FILE *
+amp_out_open(const char *path)
+{
+    return strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+}
+
+static int
+amp_out_close(FILE *f)
+{
+    if (f == stdout)
+        return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 static int
 amp_write_csv(const struct amp_doc *doc, const char *path)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = amp_out_open(path);
     size_t i;
 
     if (!f)
@@ -335,7 +373,7 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         amp_csv_number(f, r->over_tolerance, 0);
         amp_csv_field(f, r->demoted ? "yes" : "no", 1);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    return amp_out_close(f);
 }
 
 /* ---- HTML ------------------------------------------------------------------------ */
@@ -546,7 +584,7 @@ amp_write_html(const struct amp_doc *doc, const char *path)
     const struct amp_json *prog = amp_json_get(doc->root, "program");
     const struct amp_json *dev = amp_json_get(doc->root, "device");
     const struct amp_json *tot = amp_json_get(doc->root, "totals");
-    FILE *f = fopen(path, "w");
+    FILE *f = amp_out_open(path);
     char b[4][32];
     size_t i;
 
@@ -579,41 +617,93 @@ amp_write_html(const struct amp_doc *doc, const char *path)
     for (i = 0; i < sizeof charts / sizeof *charts; i++)
         amp_chart(f, &charts[i], doc);
     fputs("</body></html>\n", f);
-    return fclose(f) == 0 ? 0 : -1;
+    return amp_out_close(f);
+}
+
+/* 0 with the arguments in *file, *html, *csv; 1 after --help; 2 after
+ * a usage message. */
+static int
+amp_report_parse(int argc, char **argv, const char **file, const char **html,
+                 const char **csv)
+{
+    static const struct option longopts[] = {
+        {"html", required_argument, NULL, 'H'},
+        {"csv", required_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct amp_opt opt = {"ampshim report", "-:h", longopts, argc, argv, 0};
+    int c;
+
+    *file = *html = *csv = NULL;
+    while ((c = amp_opt_next(&opt)) != -1) {
+        switch (c) {
+        case 'H': *html = optarg; break;
+        case 'C': *csv = optarg; break;
+        case 'h':
+            printf("%s", amp_tool_report_help);
+            return 1;
+        case 1:
+            if (*file) {
+                amp_opt_usage("ampshim report", "one report at a time: '%s' "
+                              "after '%s'", optarg, *file);
+                return AMP_TOOL_USAGE;
+            }
+            *file = optarg;
+            break;
+        default:
+            return AMP_TOOL_USAGE;
+        }
+    }
+    /* After "--", the rest is arguments. */
+    for (; optind < argc; optind++) {
+        if (*file) {
+            amp_opt_usage("ampshim report", "one report at a time: '%s' "
+                          "after '%s'", argv[optind], *file);
+            return AMP_TOOL_USAGE;
+        }
+        *file = argv[optind];
+    }
+    if (!*file) {
+        amp_opt_usage("ampshim report", "no report named (FILE, or - for "
+                      "standard input)");
+        return AMP_TOOL_USAGE;
+    }
+    if (*html && *csv && strcmp(*html, "-") == 0 && strcmp(*csv, "-") == 0) {
+        amp_opt_usage("ampshim report", "--html - and --csv - both write to "
+                      "standard output; choose one");
+        return AMP_TOOL_USAGE;
+    }
+    return 0;
 }
 
 int
 amp_tool_report(int argc, char **argv)
 {
-    const char *file = NULL, *html = NULL, *csv = NULL;
+    const char *file, *html, *csv;
     struct amp_doc doc;
-    int i, rc = 0;
+    int rc = amp_report_parse(argc, argv, &file, &html, &csv);
 
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--html") == 0 && i + 1 < argc)
-            html = argv[++i];
-        else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
-            csv = argv[++i];
-        else if (argv[i][0] != '-' && !file)
-            file = argv[i];
-        else
-            break;
-    }
-    if (!file || i < argc) {
-        fprintf(stderr, "%s", amp_tool_report_help);
-        return 2;
-    }
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
     if (amp_doc_load(file, &doc) != 0) {
+        free(doc.rows);
         amp_json_free(doc.root);
         return 1;
     }
-    amp_print_table(&doc);
+    /* Standard output holds the table, or the page or CSV alone. */
+    if (!(html && strcmp(html, "-") == 0) && !(csv && strcmp(csv, "-") == 0))
+        amp_print_table(&doc);
     if (html && amp_write_html(&doc, html) != 0) {
-        fprintf(stderr, "ampshim report: %s: %s\n", html, strerror(errno));
+        fprintf(stderr, "ampshim report: %s: %s\n",
+                strcmp(html, "-") == 0 ? "standard output" : html,
+                strerror(errno));
         rc = 1;
     }
     if (csv && amp_write_csv(&doc, csv) != 0) {
-        fprintf(stderr, "ampshim report: %s: %s\n", csv, strerror(errno));
+        fprintf(stderr, "ampshim report: %s: %s\n",
+                strcmp(csv, "-") == 0 ? "standard output" : csv,
+                strerror(errno));
         rc = 1;
     }
     free(doc.rows);

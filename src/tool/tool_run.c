@@ -1,6 +1,9 @@
 /* `ampshim run`: runs a program with libampshim.so preloaded and the
  * settings passed as AMPSHIM_* variables, like `nsys profile`, and exits
  * with the program's status. */
+#include "base/config.h"
+#include "base/path.h"
+#include "decide/policy.h"
 #include "tool/tool.h"
 
 #include <errno.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,110 +23,121 @@
 #endif
 
 const char amp_tool_run_help[] =
-    "usage: ampshim run [--policy FILE] [--mode MODE] [--report FILE]\n"
-    "                   [--trace FILE] [--] PROGRAM [ARGS...]\n"
+    "usage: ampshim run [OPTIONS] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with libampshim.so preloaded (LD_PRELOAD, after any\n"
-    "library already preloaded) and exits with its status (128 + N when\n"
-    "signal N killed it, as a shell reports it).\n"
+    "library already preloaded) and exits with its status. At PROGRAM's\n"
+    "exit the shim prints a summary and a table of its call sites on\n"
+    "stderr and writes a JSON report, which the tool then names.\n"
     "\n"
-    "  --policy FILE   the policy (AMPSHIM_POLICY)\n"
-    "  --mode MODE     every call in MODE, overriding the policy\n"
-    "                  (AMPSHIM_MODE: fp32, fp16, bf16, tf32, fp16x3,\n"
-    "                  allow-conversion, shadow, shadow:MODE)\n"
-    "  --report FILE   the JSON report (AMPSHIM_REPORT; 'off' for none;\n"
+    "options:\n"
+    "  --policy FILE   the policy (AMPSHIM_POLICY); default: the first\n"
+    "                  *.policy file that matches PROGRAM in\n"
+    "                  ~/.config/ampshim/policies, the XDG_CONFIG_DIRS'\n"
+    "                  ampshim/policies and /etc/ampshim/policies, else\n"
+    "                  the built-in policy\n"
+    "  --mode MODE     every call in MODE, no policy read (AMPSHIM_MODE):\n"
+    "                  fp32, fp16, bf16, tf32, fp16x3, allow-conversion,\n"
+    "                  shadow, shadow:MODE; default: the policy decides\n"
+    "  --report FILE   the JSON report (AMPSHIM_REPORT); 'off' for none;\n"
     "                  default ampshim-PROGRAM-PID.json in the working\n"
-    "                  directory; an existing file is never replaced)\n"
-    "  --trace FILE    a Chrome/Perfetto trace (AMPSHIM_TRACE)\n"
+    "                  directory\n"
+    "  --trace FILE    a Chrome/Perfetto trace of the converted calls\n"
+    "                  (AMPSHIM_TRACE); default none\n"
+    "  --force         replace an existing report or trace file (the shim\n"
+    "                  never replaces one itself)\n"
+    "  -q, --quiet     nothing from the shim on stderr (AMPSHIM_QUIET=1),\n"
+    "                  and the tool names no report\n"
+    "  -h, --help      this help\n"
     "\n"
-    "The library is AMPSHIM_LIBRARY when set, else libampshim.so next to\n"
-    "this tool, in ../hooks (a build tree), or in " AMP_INSTALL_LIBDIR ".\n"
-    "Options after PROGRAM are the program's. Exit status: PROGRAM's, or\n"
-    "125 when nothing ran: no library, a usage error, or PROGRAM could not\n"
-    "be started (not found, not executable: the message says which).\n";
+    "Options take their value as --opt VALUE or --opt=VALUE. Arguments\n"
+    "after PROGRAM are PROGRAM's. In FILE, %p and %i are the process id,\n"
+    "%h the host name and %% a percent sign.\n"
+    "\n"
+    "Before PROGRAM starts, the tool checks the mode, the policy that\n"
+    "would apply (an error is printed as FILE:LINE:COLUMN), the AMPSHIM_*\n"
+    "settings in the environment, that the report, trace and log file can\n"
+    "be created (their directory exists and is writable, no file is there\n"
+    "without --force), that the library is found and that PROGRAM can be\n"
+    "run.\n"
+    "\n"
+    "environment:\n"
+    "  AMPSHIM_LIBRARY  the library to preload; default libampshim.so next\n"
+    "                   to this tool, in ../hooks from it (a build tree),\n"
+    "                   or in " AMP_INSTALL_LIBDIR "\n"
+    "  AMPSHIM_*        the shim's settings (README.md, Settings), passed\n"
+    "                   on; an option replaces its variable\n"
+    "  LD_PRELOAD       kept; the library is added after it\n"
+    "\n"
+    "exit status:\n"
+    "  PROGRAM's status, or 128 + N when signal N killed it (as a shell\n"
+    "  reports it); 125 when nothing ran: a usage error, a failed check,\n"
+    "  no library, or PROGRAM could not be started (not found, not\n"
+    "  executable: the message says which). PROGRAM's own 126 or 127 stays\n"
+    "  its status, and the tool says that it ran.\n";
 
-/* Writes the library's path into out; 0, or -1 when none is found. */
+/* 0, 1 after --help, or AMP_RUN_FAILED after a usage message; *first:
+ * the argv index of the program. */
 static int
-amp_run_library(char *out, size_t cap)
+amp_run_parse(int argc, char **argv, struct amp_run_options *o, int *force,
+              int *first)
 {
-    const char *env = getenv("AMPSHIM_LIBRARY");
-    char self[PATH_MAX], *slash;
-    const char *const places[] = {"/libampshim.so", "/../hooks/libampshim.so",
-                                  NULL};
-    ssize_t n;
-    int i;
-
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return access(out, R_OK) == 0 ? 0 : -1;
-    }
-    n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash)
-            *slash = '\0';
-        for (i = 0; places[i]; i++) {
-            char candidate[PATH_MAX + 64];
-
-            snprintf(candidate, sizeof candidate, "%s%s", self, places[i]);
-            if (access(candidate, R_OK) == 0 &&
-                realpath(candidate, out) != NULL)
-                return 0;
-        }
-    }
-    snprintf(out, cap, "%s/libampshim.so", AMP_INSTALL_LIBDIR);
-    return access(out, R_OK) == 0 ? 0 : -1;
-}
-
-/* 0, or 2 after a usage message (1 after --help); *first: the argv index
- * of the program. */
-static int
-amp_run_parse(int argc, char **argv, struct amp_run_options *o, int *first)
-{
-    static const char *const names[] = {"--policy", "--mode", "--report",
-                                        "--trace"};
-    int i, k;
+    static const struct option longopts[] = {
+        {"policy", required_argument, NULL, 'P'},
+        {"mode", required_argument, NULL, 'M'},
+        {"report", required_argument, NULL, 'R'},
+        {"trace", required_argument, NULL, 'T'},
+        {"force", no_argument, NULL, 'F'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct amp_opt opt = {"ampshim run", "+:qh", longopts, argc, argv, 0};
+    int c;
 
     memset(o, 0, sizeof *o);
-    for (i = 1; i < argc; i++) {
-        const char **slot[] = {&o->policy, &o->mode, &o->report, &o->trace};
-
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    *force = 0;
+    while ((c = amp_opt_next(&opt)) != -1) {
+        switch (c) {
+        case 'P': o->policy = optarg; break;
+        case 'M': o->mode = optarg; break;
+        case 'R': o->report = optarg; break;
+        case 'T': o->trace = optarg; break;
+        case 'F': *force = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'h':
             printf("%s", amp_tool_run_help);
             return 1;
-        }
-        if (argv[i][0] != '-')
-            break;
-        for (k = 0; k < 4; k++) {
-            size_t len = strlen(names[k]);
-
-            if (strcmp(argv[i], names[k]) == 0 && i + 1 < argc) {
-                *slot[k] = argv[++i];
-                break;
-            }
-            if (strncmp(argv[i], names[k], len) == 0 && argv[i][len] == '=') {
-                *slot[k] = argv[i] + len + 1;
-                break;
-            }
-        }
-        if (k == 4) {
-            fprintf(stderr, "ampshim run: unknown option or missing value: "
-                    "%s\n%s", argv[i], amp_tool_run_help);
-            return 2;
+        default:
+            return AMP_RUN_FAILED;
         }
     }
-    if (i >= argc) {
-        fprintf(stderr, "ampshim run: no program to run\n%s",
-                amp_tool_run_help);
-        return 2;
+    if (optind >= argc) {
+        amp_opt_usage("ampshim run", "no program to run");
+        return AMP_RUN_FAILED;
     }
-    *first = i;
+    *first = optind;
     return 0;
+}
+
+/* The options as the shim's variables, in this process's environment
+ * (the child's): 0 or -1. */
+static int
+amp_run_settings(const struct amp_run_options *o)
+{
+    int rc = 0;
+
+    if (o->policy)
+        rc |= setenv("AMPSHIM_POLICY", o->policy, 1);
+    if (o->mode)
+        rc |= setenv("AMPSHIM_MODE", o->mode, 1);
+    if (o->report)
+        rc |= setenv("AMPSHIM_REPORT", o->report, 1);
+    if (o->trace)
+        rc |= setenv("AMPSHIM_TRACE", o->trace, 1);
+    if (o->quiet)
+        rc |= setenv("AMPSHIM_QUIET", "1", 1);
+    return rc;
 }
 
 /* The child's environment: the settings and the preload. 0 or -1. */
@@ -131,7 +146,7 @@ amp_run_environment(const struct amp_run_options *o, const char *library)
 {
     const char *preload = getenv("LD_PRELOAD");
     char *value;
-    int rc = 0;
+    int rc;
 
     /* After the libraries already preloaded: a sanitizer's runtime must
      * stay first. */
@@ -141,17 +156,9 @@ amp_run_environment(const struct amp_run_options *o, const char *library)
     } else if (!(value = strdup(library))) {
         return -1;
     }
-    rc |= setenv("LD_PRELOAD", value, 1);
+    rc = setenv("LD_PRELOAD", value, 1);
     free(value);
-    if (o->policy)
-        rc |= setenv("AMPSHIM_POLICY", o->policy, 1);
-    if (o->mode)
-        rc |= setenv("AMPSHIM_MODE", o->mode, 1);
-    if (o->report)
-        rc |= setenv("AMPSHIM_REPORT", o->report, 1);
-    if (o->trace)
-        rc |= setenv("AMPSHIM_TRACE", o->trace, 1);
-    return rc;
+    return rc | amp_run_settings(o);
 }
 
 /* The status a shell would give for the child's end. */
@@ -165,22 +172,26 @@ amp_run_status(int status)
     return AMP_RUN_FAILED;
 }
 
-/* Names the report the program wrote, when it is where it should be. */
+/* Names the report the program wrote, when it is where it should be:
+ * AMPSHIM_REPORT (set from --report) expanded for the child, else the
+ * shim's default name. */
 static void
-amp_run_tell_report(const struct amp_run_options *o, const char *program,
-                    pid_t pid)
+amp_run_tell_report(const char *program, pid_t pid)
 {
     const char *base = strrchr(program, '/');
-    char path[PATH_MAX];
+    const char *report = getenv("AMPSHIM_REPORT");
+    char path[PATH_MAX + 64];
     struct stat st;
 
-    if (o->report && strcmp(o->report, "off") == 0)
+    if (report && strcasecmp(report, "off") == 0)
         return;
-    if (o->report)
-        snprintf(path, sizeof path, "%s", o->report);
-    else
+    if (report && *report) {
+        if (amp_path_expand(report, (long)pid, path, sizeof path) != AMP_OK)
+            return;
+    } else {
         snprintf(path, sizeof path, "ampshim-%s-%d.json",
                  base ? base + 1 : program, (int)pid);
+    }
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
         fprintf(stderr, "ampshim: report: %s (ampshim report %s)\n", path,
                 path);
@@ -219,18 +230,13 @@ amp_run_exec_errno(int failed)
 }
 
 int
-amp_tool_launch(const struct amp_run_options *o, char **argv)
+amp_tool_launch(const struct amp_run_options *o, const char *library,
+                char **argv)
 {
-    char library[PATH_MAX];
     int status = 0, exec_errno, failed[2];
     void (*old_int)(int), (*old_quit)(int);
     pid_t pid;
 
-    if (amp_run_library(library, sizeof library) != 0) {
-        fprintf(stderr, "ampshim: cannot find libampshim.so (%s); set "
-                "AMPSHIM_LIBRARY\n", library);
-        return AMP_RUN_FAILED;
-    }
     if (amp_run_environment(o, library) != 0) {
         perror("ampshim: environment");
         return AMP_RUN_FAILED;
@@ -279,18 +285,149 @@ amp_tool_launch(const struct amp_run_options *o, char **argv)
         fprintf(stderr, "ampshim: %s ran and exited with status %d\n",
                 argv[0], WEXITSTATUS(status));
     if (o->tell_report)
-        amp_run_tell_report(o, argv[0], pid);
+        amp_run_tell_report(argv[0], pid);
     return amp_run_status(status);
+}
+
+static const char *
+amp_run_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+/* The program as the shim will see it, for the policy search. */
+static void
+amp_run_program(const char *path, struct amp_program *prog)
+{
+    const char *slash;
+
+    memset(prog, 0, sizeof *prog);
+    if (!realpath(path, prog->exe))
+        snprintf(prog->exe, sizeof prog->exe, "%s", path);
+    slash = strrchr(prog->exe, '/');
+    prog->name = slash ? slash + 1 : prog->exe;
+    if (amp_elf_build_id(prog->exe, prog->build_id, sizeof prog->build_id,
+                         &prog->build_id_len) != 0)
+        prog->build_id_len = 0;
+}
+
+/* The policy the shim would read (none under a mode, but --policy is
+ * checked all the same) parses; 0, or -1 after its FILE:LINE:COL
+ * message. */
+static int
+amp_run_check_policy(const struct amp_run_options *o, const char *program)
+{
+    static struct amp_policy p;
+    struct amp_policy_found found;
+    struct amp_program prog;
+    const char *mode = getenv("AMPSHIM_MODE");
+
+    if (mode && *mode) {
+        if (o->policy && amp_policy_load(o->policy, &p, &found.error) !=
+                             AMP_OK) {
+            fprintf(stderr, "ampshim run: %s\n", found.error.text);
+            return -1;
+        }
+        return 0;
+    }
+    amp_run_program(program, &prog);
+    amp_policy_find(amp_run_getenv, &prog, &p, &found);
+    if (!found.broken)
+        return 0;
+    fprintf(stderr, "ampshim run: %s\n", found.error.text);
+    if (found.source == AMP_SOURCE_USER || found.source == AMP_SOURCE_SYSTEM)
+        fprintf(stderr, "ampshim run: a policy file with an error stops the "
+                "search of the policy directories; fix it, or name a policy "
+                "with --policy\n");
+    return -1;
+}
+
+/* The report, trace and log file can be created where they are named
+ * (by an option of o or the environment); with force, a report or trace
+ * file there is removed. 0 or -1. */
+static int
+amp_run_check_outputs(const struct amp_run_options *o, int force)
+{
+    static const char *const names[] = {"AMPSHIM_REPORT", "AMPSHIM_TRACE",
+                                        "AMPSHIM_LOG_FILE"};
+    const char *const options[] = {o->report ? "--report" : NULL,
+                                   o->trace ? "--trace" : NULL, NULL};
+    enum amp_output_kind kind = force ? AMP_OUTPUT_REPLACE : AMP_OUTPUT_NEW;
+    char label[PATH_MAX + 64];
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+
+        if (i == 0 && (!v || !*v)) {
+            /* ampshim-PROGRAM-PID.json in the working directory */
+            if (!getcwd(label, sizeof label))
+                snprintf(label, sizeof label, ".");
+            if (amp_tool_check_output("ampshim run", "the report's default "
+                                      "place (--report FILE or off)", label,
+                                      AMP_OUTPUT_DIRECTORY) != 0)
+                return -1;
+            continue;
+        }
+        if (!v || !*v || (i == 0 && strcasecmp(v, "off") == 0))
+            continue;
+        if (options[i])
+            snprintf(label, sizeof label, "%s %s", options[i], v);
+        else
+            snprintf(label, sizeof label, "%s=%s", names[i], v);
+        if (amp_tool_check_output("ampshim run", label, v,
+                                  i == 2 ? AMP_OUTPUT_APPEND : kind) != 0)
+            return -1;
+    }
+    for (i = 0; force && i < 2; i++) {
+        const char *v = getenv(names[i]);
+
+        if (v && *v && !(i == 0 && strcasecmp(v, "off") == 0) &&
+            amp_tool_remove_output("ampshim run", v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Everything that can be checked before the program starts; 0, or -1
+ * after a message (nothing ran). library and program: where they are. */
+static int
+amp_run_check(const struct amp_run_options *o, int force,
+              const char *program, char *library, size_t cap)
+{
+    char found[PATH_MAX], modes[400];
+    enum amp_mode mode, candidate;
+
+    if (o->mode && amp_config_mode(o->mode, &mode, &candidate) != AMP_OK) {
+        amp_config_mode_names(modes, sizeof modes);
+        fprintf(stderr, "ampshim run: --mode %s: not a mode; the modes: "
+                "%s\n", o->mode, modes);
+        return -1;
+    }
+    if (amp_run_settings(o) != 0) {
+        perror("ampshim run: environment");
+        return -1;
+    }
+    if (amp_tool_check_settings("ampshim run") != 0 ||
+        amp_tool_library(library, cap) != 0 ||
+        amp_tool_find_program(program, found, sizeof found) != 0 ||
+        amp_run_check_policy(o, found) != 0)
+        return -1;
+    return amp_run_check_outputs(o, force);
 }
 
 int
 amp_tool_run(int argc, char **argv)
 {
     struct amp_run_options o;
-    int first = 0, rc = amp_run_parse(argc, argv, &o, &first);
+    char library[PATH_MAX];
+    int first = 0, force = 0;
+    int rc = amp_run_parse(argc, argv, &o, &force, &first);
 
     if (rc != 0)
         return rc == 1 ? 0 : AMP_RUN_FAILED;
-    o.tell_report = 1;
-    return amp_tool_launch(&o, argv + first);
+    if (amp_run_check(&o, force, argv[first], library, sizeof library) != 0)
+        return AMP_RUN_FAILED;
+    o.tell_report = !o.quiet;
+    return amp_tool_launch(&o, library, argv + first);
 }

@@ -740,6 +740,7 @@ static const struct variable variables[] = {
     { "AMPSHIM_DISABLE", "true" },
     { "AMPSHIM_MODE", "shadow:bf16" },
     { "AMPSHIM_LOG_LEVEL", "debug" },
+    { "AMPSHIM_QUIET", "true" },
     { "AMPSHIM_SUMMARY", "false" },
     { "AMPSHIM_SCRATCH_MAX", "K, M or G" },
     { "AMPSHIM_CALL_LOG", "true" },

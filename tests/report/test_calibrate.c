@@ -175,9 +175,9 @@ test_calibrate_and_replay(void **state)
     assert_true(verdicts[2].speedup > 1.0 && verdicts[2].max_rel <= 5e-3);
     free(text);
 
-    /* Never replaced without --force. */
+    /* Never replaced without --force: refused before any run, 125. */
     assert_int_equal(stat(policy_path, &st), 0);
-    assert_int_equal(calibrate(0, &r), 1);
+    assert_int_equal(calibrate(0, &r), 125);
     assert_non_null(strstr(r.err, "exists; --force replaces it"));
     assert_int_equal(amp_test_count_lines_with(r.out, "layer dense "), 0);
     amp_test_run_free(&r);

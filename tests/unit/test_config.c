@@ -228,10 +228,92 @@ test_bad_modes(void **state)
     }
 }
 
+/* NVIDIA's numbered levels: 0 off, 1 errors, 2 warnings, 3 information,
+ * 4 and 5 everything the shim has (debug); the names keep working. */
+static void
+test_numeric_levels(void **state)
+{
+    static const struct {
+        const char *value;
+        enum amp_log_level level;
+    } cases[] = {
+        {"0", AMP_LOG_OFF},   {"1", AMP_LOG_ERROR}, {"2", AMP_LOG_WARN},
+        {"3", AMP_LOG_INFO},  {"4", AMP_LOG_DEBUG}, {"5", AMP_LOG_DEBUG},
+        {"off", AMP_LOG_OFF}, {"WARN", AMP_LOG_WARN}, {"debug", AMP_LOG_DEBUG},
+    };
+    static const char *const bad[] = {"6", "-1", "01", "3 ", "9", "1.0"};
+    const char *env[3] = {"AMPSHIM_LOG_LEVEL", NULL, NULL};
+    struct amp_config cfg;
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+        env[1] = cases[i].value;
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 0);
+        assert_int_equal(cfg.log_level, cases[i].level);
+        /* info and above log each call, as the name info does */
+        assert_int_equal(cfg.call_log, cases[i].level >= AMP_LOG_INFO);
+    }
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        env[1] = bad[i];
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 1);
+        assert_int_equal(cfg.log_level, AMP_LOG_WARN);
+        assert_non_null(strstr(cfg.problems[0],
+                               "off, error, warn, info, debug, or 0 (off) "
+                               "to 5 (everything); ignored"));
+    }
+}
+
+static void
+test_quiet(void **state)
+{
+    static const char *const on[] = {"AMPSHIM_QUIET", "1", NULL};
+    static const char *const off[] = {"AMPSHIM_QUIET", "no", NULL};
+    static const char *const bad[] = {"AMPSHIM_QUIET", "very", NULL};
+    struct amp_config cfg;
+
+    load(&cfg, NULL);
+    assert_int_equal(cfg.quiet, 0);
+    load(&cfg, on);
+    assert_int_equal(cfg.quiet, 1);
+    load(&cfg, off);
+    assert_int_equal(cfg.quiet, 0);
+    load(&cfg, bad);
+    assert_int_equal(cfg.quiet, 0);
+    assert_int_equal(cfg.nproblems, 1);
+    assert_non_null(strstr(cfg.problems[0], "AMPSHIM_QUIET=\"very\""));
+}
+
+/* The tool checks --mode with the shim's own table. */
+static void
+test_mode_lookup(void **state)
+{
+    enum amp_mode mode, candidate;
+    char names[400];
+
+    assert_int_equal(amp_config_mode("Shadow:BF16", &mode, &candidate),
+                     AMP_OK);
+    assert_int_equal(mode, AMP_MODE_SHADOW);
+    assert_int_equal(candidate, AMP_MODE_BF16);
+    assert_int_equal(amp_config_mode("tf32", &mode, &candidate), AMP_OK);
+    assert_int_equal(mode, AMP_MODE_TF32);
+    assert_int_equal(amp_config_mode("fp8", &mode, &candidate),
+                     AMP_ERR_INVALID);
+    amp_config_mode_names(names, sizeof names);
+    assert_string_equal(names, "fp32, fp16, bf16, tf32, fp16x3, shadow, "
+                        "shadow:fp16, shadow:bf16, shadow:tf32, "
+                        "shadow:fp16x3, allow-conversion, "
+                        "shadow:allow-conversion");
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_numeric_levels),
+        cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_mode_lookup),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_good_values),
         cmocka_unit_test(test_byte_counts),

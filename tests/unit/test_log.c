@@ -39,7 +39,7 @@ test_file_with_pid_and_levels(void **state)
 
     snprintf(pattern, sizeof pattern, "%s/log-%%p.txt", dir);
     snprintf(path, sizeof path, "%s/log-%ld.txt", dir, (long)getpid());
-    amp_log_open(AMP_LOG_INFO, pattern);
+    amp_log_open(AMP_LOG_INFO, pattern, 0);
     assert_true(amp_log_enabled(AMP_LOG_WARN));
     assert_true(amp_log_enabled(AMP_LOG_INFO));
     assert_false(amp_log_enabled(AMP_LOG_DEBUG));
@@ -72,11 +72,11 @@ count_evaluation(void)
 static void
 test_arguments_not_evaluated_when_off(void **state)
 {
-    amp_log_open(AMP_LOG_ERROR, NULL);
+    amp_log_open(AMP_LOG_ERROR, NULL, 0);
     evaluated = 0;
     amp_log(AMP_LOG_INFO, "%d", count_evaluation());
     assert_int_equal(evaluated, 0);
-    amp_log_open(AMP_LOG_OFF, NULL);
+    amp_log_open(AMP_LOG_OFF, NULL, 0);
     amp_log(AMP_LOG_ERROR, "%d", count_evaluation());
     assert_int_equal(evaluated, 0);
 }
@@ -93,7 +93,7 @@ test_unopenable_file_falls_back_to_stderr(void **state)
     f = fopen(capture, "w");
     assert_non_null(f);
     dup2(fileno(f), STDERR_FILENO);
-    amp_log_open(AMP_LOG_WARN, "/nonexistent-dir/x.log");
+    amp_log_open(AMP_LOG_WARN, "/nonexistent-dir/x.log", 0);
     amp_log(AMP_LOG_WARN, "after");
     dup2(saved, STDERR_FILENO);
     close(saved);
@@ -115,13 +115,80 @@ test_long_line_truncated_with_newline(void **state)
     memset(big, 'y', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     snprintf(path, sizeof path, "%s/long.txt", dir);
-    amp_log_open(AMP_LOG_WARN, path);
+    amp_log_open(AMP_LOG_WARN, path, 0);
     amp_log(AMP_LOG_WARN, "%s", big);
     amp_log_close();
     slurp(path, text, sizeof text);
     assert_true(strlen(text) < 1024);
     assert_int_equal(text[strlen(text) - 1], '\n');
     assert_non_null(strchr(text, 'y'));
+    unlink(path);
+}
+
+/* Runs fn with stderr captured into buf. */
+static void
+capture_stderr(void (*fn)(void), char *buf, size_t size)
+{
+    char capture[256];
+    int saved = dup(STDERR_FILENO);
+    FILE *f;
+
+    snprintf(capture, sizeof capture, "%s/stderr.txt", dir);
+    f = fopen(capture, "w");
+    assert_non_null(f);
+    dup2(fileno(f), STDERR_FILENO);
+    fn();
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    fclose(f);
+    slurp(capture, buf, size);
+    unlink(capture);
+}
+
+static void
+quiet_everything(void)
+{
+    amp_log_open(AMP_LOG_DEBUG, NULL, 1);
+    amp_log(AMP_LOG_ERROR, "an error");
+    amp_log(AMP_LOG_WARN, "a warning");
+    amp_log_line("summary x calls=%d", 1);
+    amp_log_close();
+    /* A log file that cannot be opened says nothing either. */
+    amp_log_open(AMP_LOG_DEBUG, "/nonexistent-dir/x.log", 1);
+    amp_log(AMP_LOG_WARN, "after");
+    amp_log_line("summary y calls=%d", 2);
+    amp_log_open(AMP_LOG_WARN, NULL, 0);
+}
+
+/* AMPSHIM_QUIET: not a byte on stderr, whatever the level. */
+static void
+test_quiet_writes_nothing_to_stderr(void **state)
+{
+    char text[4096];
+
+    capture_stderr(quiet_everything, text, sizeof text);
+    assert_string_equal(text, "");
+}
+
+/* AMPSHIM_QUIET with a log file: the lines go to the file (its name's
+ * %i is the pid, as %p). */
+static void
+test_quiet_with_file(void **state)
+{
+    char pattern[256], path[256], text[4096], expect[256];
+
+    snprintf(pattern, sizeof pattern, "%s/quiet-%%i.txt", dir);
+    snprintf(path, sizeof path, "%s/quiet-%ld.txt", dir, (long)getpid());
+    amp_log_open(AMP_LOG_WARN, pattern, 1);
+    amp_log(AMP_LOG_WARN, "kept");
+    amp_log_line("summary z calls=%d", 4);
+    amp_log_open(AMP_LOG_WARN, NULL, 0);
+    slurp(path, text, sizeof text);
+    snprintf(expect, sizeof expect,
+             "ampshim[%ld]: warning: kept\n"
+             "ampshim[%ld]: summary z calls=4\n",
+             (long)getpid(), (long)getpid());
+    assert_string_equal(text, expect);
     unlink(path);
 }
 
@@ -139,6 +206,8 @@ main(void)
         cmocka_unit_test(test_arguments_not_evaluated_when_off),
         cmocka_unit_test(test_unopenable_file_falls_back_to_stderr),
         cmocka_unit_test(test_long_line_truncated_with_newline),
+        cmocka_unit_test(test_quiet_writes_nothing_to_stderr),
+        cmocka_unit_test(test_quiet_with_file),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

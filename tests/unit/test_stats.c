@@ -26,7 +26,7 @@ summary_text(char *buf, size_t size)
     ssize_t n;
 
     assert_true(fd >= 0);
-    amp_log_open(AMP_LOG_WARN, path);
+    amp_log_open(AMP_LOG_WARN, path, 0);
     amp_stats_summary();
     amp_log_close();
     n = read(fd, buf, size - 1);

@@ -1,0 +1,22 @@
+/* The paths a user names for the shim's files (AMPSHIM_REPORT,
+ * AMPSHIM_TRACE, AMPSHIM_LOG_FILE, the tool's --report and --trace), with
+ * NVIDIA's escapes: %p and %i the process id, %h the host name, %% a
+ * percent sign. */
+#ifndef AMP_PATH_H
+#define AMP_PATH_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+
+/* Writes pattern into out (cap bytes) with %p and %i replaced by pid, %h
+ * by the host name ("unknown" when it cannot be read) and %% by '%'; any
+ * other '%' is kept as written. Fails with AMP_ERR_TOO_BIG when the
+ * result does not fit (out is then ""), AMP_ERR_INVALID when cap is 0. */
+enum amp_status amp_path_expand(const char *pattern, long pid, char *out,
+                                size_t cap);
+
+/* 1 when pattern has %p or %i: the path depends on the process. */
+int amp_path_has_pid(const char *pattern);
+
+#endif
