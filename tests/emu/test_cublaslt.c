@@ -799,6 +799,86 @@ test_compute_types(void **state)
     RUN_CASES(cases);
 }
 
+/* Pointer arrays: each member's A, B, C and D at addresses read from
+ * device arrays of device pointers, with host and with device scalars. */
+static void
+test_pointer_arrays(void **state)
+{
+    enum { M = 5, N = 4, K = 3, BATCH = 3 };
+    cublasLtHandle_t h = lt_new();
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    uint32_t mode = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+    int32_t batch = BATCH, dev_mode = CUBLASLT_POINTER_MODE_DEVICE;
+    float a[BATCH][M * K], b[BATCH][K * N], c[BATCH][M * N];
+    float got[M * N], scalars[2] = { 1.5f, 0.5f };
+    void *pa[BATCH], *pb[BATCH], *pc[BATCH], *pd[BATCH];
+    void *arr_a, *arr_b, *arr_c, *arr_d, *dscalars;
+
+    (void)state;
+    for (int m = 0; m < BATCH; m++) {
+        for (int i = 0; i < M * K; i++)
+            a[m][i] = rnd();
+        for (int i = 0; i < K * N; i++)
+            b[m][i] = rnd();
+        for (int i = 0; i < M * N; i++)
+            c[m][i] = rnd();
+        pa[m] = dev_upload(a[m], sizeof a[m]);
+        pb[m] = dev_upload(b[m], sizeof b[m]);
+        pc[m] = dev_upload(c[m], sizeof c[m]);
+        pd[m] = dev_upload(c[m], sizeof c[m]);
+    }
+    arr_a = dev_upload(pa, sizeof pa), arr_b = dev_upload(pb, sizeof pb);
+    arr_c = dev_upload(pc, sizeof pc), arr_d = dev_upload(pd, sizeof pd);
+    dscalars = dev_upload(scalars, sizeof scalars);
+    assert_int_equal(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, M, K, M), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, M, N, M), OK);
+    {
+        cublasLtMatrixLayout_t ls[] = { la, lb, lc };
+        for (int i = 0; i < 3; i++) {
+            layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, 4);
+            layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 4);
+        }
+    }
+    for (int run = 0; run < 2; run++) {
+        const void *alpha = run ? dscalars : (const void *)&scalars[0];
+        const void *beta = run ? (const float *)dscalars + 1
+                               : (const void *)&scalars[1];
+        if (run)
+            desc_set(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &dev_mode, 4);
+        assert_int_equal(cublasLtMatmul(h, desc, alpha, arr_a, la, arr_b, lb,
+                                        beta, arr_c, lc, arr_d, lc, NULL,
+                                        NULL, 0, 0), OK);
+        for (int m = 0; m < BATCH; m++) {
+            dev_download(got, pd[m], sizeof got);
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < M; i++) {
+                    double s = 0.0, mag = 0.0;
+                    for (int p = 0; p < K; p++) {
+                        s += (double)a[m][i + p * M] * b[m][p + j * K];
+                        mag += fabs((double)a[m][i + p * M] * b[m][p + j * K]);
+                    }
+                    s = 1.5 * s + 0.5 * c[m][i + j * M];
+                    mag = 1.5 * mag + 0.5 * fabs(c[m][i + j * M]);
+                    assert_true(fabs(got[i + j * M] - s) <=
+                                (K + 8) * 0x1p-24 * mag);
+                }
+        }
+    }
+    for (int m = 0; m < BATCH; m++)
+        dev_free(pa[m]), dev_free(pb[m]), dev_free(pc[m]), dev_free(pd[m]);
+    dev_free(arr_a), dev_free(arr_b), dev_free(arr_c), dev_free(arr_d);
+    dev_free(dscalars);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(la), OK);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(lb), OK);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(lc), OK);
+    assert_int_equal(cublasLtMatmulDescDestroy(desc), OK);
+    assert_int_equal(cublasLtDestroy(h), OK);
+}
+
 /* One element, 1 x 1 x 1: A = 1 + 2^-20 times B = 1. */
 static float
 tiny_product(cublasLtHandle_t h, cublasComputeType_t compute)
@@ -1772,6 +1852,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_pointer_modes),
         cmocka_unit_test(test_c_and_d),
         cmocka_unit_test(test_compute_types),
+        cmocka_unit_test(test_pointer_arrays),
         cmocka_unit_test(test_operand_rounding_visible),
         cmocka_unit_test(test_argument_checks),
         cmocka_unit_test(test_heuristics),
