@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the emulator's weak stubs for every function a real NVIDIA library
-exports (libcuda.so.1, libcudart.so.13, libcublas.so.13, libcudnn.so.9).
+exports (libcuda.so.1, libcudart.so.13, libcublas.so.13, libcublasLt.so.13,
+libcudnn.so.9).
 
 The names come from the real library's dynamic symbol table (nm -D
 --defined-only), the return types from the vendor headers after the C
@@ -57,6 +58,16 @@ LIBRARIES = {
         'status_types': {'cublasStatus_t', 'cublasStatus'},
         'not_supported': 'CUBLAS_STATUS_NOT_SUPPORTED',
         'legacy_error': 'emu_blas_legacy_error',
+    },
+    'cublasLt': {
+        'soname': 'libcublasLt.so.13',
+        'headers': ['cublasLt.h'],
+        'legacy_header': None,
+        'includes': ['<cublasLt.h>'],
+        'status': 'cublasStatus_t',
+        'status_types': {'cublasStatus_t'},
+        'not_supported': 'CUBLAS_STATUS_NOT_SUPPORTED',
+        'legacy_error': None,
     },
     'cudnn': {
         'soname': 'libcudnn.so.9',

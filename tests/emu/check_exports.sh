@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The emulated libcuda.so.1, libcudart.so.13, libcublas.so.13 and
-# libcudnn.so.9 against the real ones (for the driver, the toolkit's link
+# The emulated libcuda.so.1, libcudart.so.13, libcublas.so.13,
+# libcublasLt.so.13 and libcudnn.so.9 against the real ones (for the driver, the toolkit's link
 # stub's list): every function the real library exports is defined by the
 # emulator under the same name and symbol version, nothing else is (but
 # the driver stand-in's emu_* functions, the other stand-ins' way in), and
 # the share the
 # emulator implements (nm: T, a strong definition) rather than stubs (W,
 # scripts/emu_stubs.py's weak stub) is printed.
+# Each stand-in also has the real soname.
 # usage: check_exports.sh CUDA_ROOT EMU_BUILD_DIR [LIST]
 # (LIST: also print the stubbed names)
 set -euo pipefail
@@ -23,11 +24,17 @@ functions() {
         awk -v want="$2" '$2 ~ want { print $3 }' | sort
 }
 
-for list in stubs/libcuda.so libcudart.so.13 libcublas.so.13 libcudnn.so.9; do
+for list in stubs/libcuda.so libcudart.so.13 libcublas.so.13 \
+            libcublasLt.so.13 libcudnn.so.9; do
     real=$cuda_root/lib64/$list
     soname=${list#stubs/}
     [[ $soname == libcuda.so ]] && soname=libcuda.so.1
     emu=$emu_dir/$soname
+    emu_soname=$(readelf -d "$emu" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    if [[ $emu_soname != "$soname" ]]; then
+        echo "$emu: soname '$emu_soname', not $soname"
+        status=1
+    fi
     real_all=$(functions "$real" '^[TWi]$')
     emu_all=$(functions "$emu" '^[TWi]$' | grep -v '^emu_' || true)
     missing=$(comm -23 <(echo "$real_all") <(echo "$emu_all"))
