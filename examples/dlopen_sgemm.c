@@ -2,7 +2,9 @@
  * runtime and cuBLAS with dlopen and calls them through pointers from
  * dlsym: either in a local scope, looked up on the library's handle
  * (--scope local, as plugin loaders do), or in the global scope, looked up
- * with RTLD_DEFAULT (--scope global). Prints the hash of one SGEMM's
+ * with RTLD_DEFAULT (--scope global). --versioned looks up on the handle
+ * with dlvsym and the libraries' version nodes; --dir DIR opens them by
+ * path from DIR instead of by soname. Prints the hash of one SGEMM's
  * result. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -28,10 +30,15 @@ struct api {
                             const float *, float *, int);
 };
 
+static int versioned;
+
 static void *
 lookup(void *lib, int global, const char *name)
 {
-    void *fn = dlsym(global ? RTLD_DEFAULT : lib, name);
+    const char *node = strncmp(name, "cublas", 6) == 0 ? "libcublas.so.13"
+                                                     : "libcudart.so.13";
+    void *fn = versioned ? dlvsym(global ? RTLD_DEFAULT : lib, name, node)
+                         : dlsym(global ? RTLD_DEFAULT : lib, name);
 
     if (!fn)
         fprintf(stderr, "dlopen_sgemm: %s not found: %s\n", name, dlerror());
@@ -39,11 +46,18 @@ lookup(void *lib, int global, const char *name)
 }
 
 static int
-load(int global, struct api *api)
+load(int global, const char *dir, struct api *api)
 {
     int scope = global ? RTLD_GLOBAL : RTLD_LOCAL;
-    void *rt = dlopen("libcudart.so.13", RTLD_NOW | scope);
-    void *blas = dlopen("libcublas.so.13", RTLD_NOW | scope);
+    char rt_path[4096], blas_path[4096];
+    void *rt, *blas;
+
+    snprintf(rt_path, sizeof rt_path, "%s%slibcudart.so.13", dir ? dir : "",
+             dir ? "/" : "");
+    snprintf(blas_path, sizeof blas_path, "%s%slibcublas.so.13",
+             dir ? dir : "", dir ? "/" : "");
+    rt = dlopen(rt_path, RTLD_NOW | scope);
+    blas = dlopen(blas_path, RTLD_NOW | scope);
 
     if (!rt || !blas) {
         fprintf(stderr, "dlopen_sgemm: %s\n", dlerror());
@@ -82,16 +96,29 @@ main(int argc, char **argv)
     float *da = NULL, *db = NULL, *dc = NULL;
     cublasHandle_t handle;
     cublasStatus_t status;
+    const char *dir = NULL;
     struct api api;
     int global, i;
 
-    if (argc != 3 || strcmp(argv[1], "--scope") != 0 ||
+    if (argc < 3 || strcmp(argv[1], "--scope") != 0 ||
         (strcmp(argv[2], "local") != 0 && strcmp(argv[2], "global") != 0)) {
-        fprintf(stderr, "usage: dlopen_sgemm --scope local|global\n");
+        fprintf(stderr, "usage: dlopen_sgemm --scope local|global "
+                "[--versioned] [--dir DIR]\n");
         return 2;
     }
+    for (i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--versioned") == 0) {
+            versioned = 1;
+        } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else {
+            fprintf(stderr, "dlopen_sgemm: unknown argument '%s'\n",
+                    argv[i]);
+            return 2;
+        }
+    }
     global = strcmp(argv[2], "global") == 0;
-    if (load(global, &api) != 0)
+    if (load(global, dir, &api) != 0)
         return 3;
     for (i = 0; i < N * N; i++) {
         a[i] = (float)((i * 7919ll) % 1000) / 1000.0f - 0.5f;

@@ -1,15 +1,173 @@
-/* Resolution of real vendor functions: RTLD_NEXT, then RTLD_NOLOAD. */
+/* Resolution of real vendor functions: RTLD_NEXT, then RTLD_NOLOAD; and
+ * the C library's own dlsym and dlvsym, which the shim interposes. */
 #include "base/resolve.h"
 
 #include "base/log.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- The C library's dlsym and dlvsym ----------------------------------- */
+
+typedef void *(*amp_dlsym_fn)(void *, const char *);
+typedef void *(*amp_dlvsym_fn)(void *, const char *, const char *);
+
+/* Read by the interposer's entry (hooks/dlsym.c) before it calls C. */
+amp_dlsym_fn amp_real_dlsym;
+amp_dlvsym_fn amp_real_dlvsym;
+
+static pthread_once_t amp_real_dl_once = PTHREAD_ONCE_INIT;
+
+/* A pointer from an object's dynamic section: the loader relocates most
+ * of them in place, not those of a read-only section (the vDSO's). */
+static uintptr_t
+amp_dyn_ptr(const struct dl_phdr_info *info, uintptr_t v)
+{
+    return v < info->dlpi_addr ? v + info->dlpi_addr : v;
+}
+
+static uint32_t
+amp_gnu_hash(const char *name)
+{
+    uint32_t h = 5381;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = h * 33 + *c;
+    return h;
+}
+
+static uint32_t
+amp_sysv_hash(const char *name)
+{
+    uint32_t h = 0;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        h = (h << 4) + *c;
+        h ^= (h >> 24) & 0xf0;
+    }
+    return h & 0x0fffffff;
+}
+
+/* Whether symbol i is a function the object defines under `name`. */
+static int
+amp_sym_is(const ElfW(Sym) *sym, const char *strtab, const char *name)
+{
+    return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
+           ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
+           strcmp(strtab + sym->st_name, name) == 0;
+}
+
+/* The address of the function `name` the object defines, from its hash
+ * table (GNU, else SysV); NULL when it has none. */
+static void *
+amp_elf_lookup(const struct dl_phdr_info *info, const char *name)
+{
+    const ElfW(Dyn) *dyn = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr +
+                                       info->dlpi_phdr[i].p_vaddr);
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t p = amp_dyn_ptr(info, dyn->d_un.d_ptr);
+
+        if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)p;
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = (const char *)p;
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnu = (const uint32_t *)p;
+        else if (dyn->d_tag == DT_HASH)
+            sysv = (const uint32_t *)p;
+    }
+    if (!symtab || !strtab)
+        return NULL;
+    if (gnu) {
+        uint32_t nbuckets = gnu[0], first = gnu[1], bloom_words = gnu[2];
+        const uint32_t *buckets =
+            (const uint32_t *)((const ElfW(Addr) *)&gnu[4] + bloom_words);
+        const uint32_t *chain = buckets + nbuckets;
+        uint32_t h = amp_gnu_hash(name), i;
+
+        if (nbuckets == 0 || (i = buckets[h % nbuckets]) < first)
+            return NULL;
+        for (;; i++) {
+            uint32_t h2 = chain[i - first];
+
+            if ((h | 1) == (h2 | 1) && amp_sym_is(&symtab[i], strtab, name))
+                return (void *)(info->dlpi_addr + symtab[i].st_value);
+            if (h2 & 1)
+                return NULL;
+        }
+    }
+    if (sysv) {
+        uint32_t nbucket = sysv[0];
+        const uint32_t *bucket = &sysv[2], *chain = &sysv[2 + nbucket];
+
+        for (uint32_t i = bucket[amp_sysv_hash(name) % nbucket]; i;
+             i = chain[i])
+            if (amp_sym_is(&symtab[i], strtab, name))
+                return (void *)(info->dlpi_addr + symtab[i].st_value);
+    }
+    return NULL;
+}
+
+/* Each loaded object but the shim's own, in load order, until one defines
+ * both: the C library (libdl before glibc 2.34). */
+static int
+amp_find_dl(struct dl_phdr_info *info, size_t size, void *self)
+{
+    void *s, *v;
+
+    (void)size;
+    if ((void *)info->dlpi_addr == self)
+        return 0;
+    s = amp_elf_lookup(info, "dlsym");
+    v = amp_elf_lookup(info, "dlvsym");
+    if (!s || !v)
+        return 0;
+    *(void **)&amp_real_dlsym = s;
+    *(void **)&amp_real_dlvsym = v;
+    return 1;
+}
+
+static void
+amp_find_real_dl(void)
+{
+    Dl_info self;
+
+    if (!dladdr(&amp_real_dl_once, &self))
+        self.dli_fbase = NULL;
+    dl_iterate_phdr(amp_find_dl, self.dli_fbase);
+}
+
+void
+amp_real_dl_init(void)
+{
+    pthread_once(&amp_real_dl_once, amp_find_real_dl);
+}
+
+void *
+amp_dlsym(void *handle, const char *name)
+{
+    amp_real_dl_init();
+    return amp_real_dlsym ? amp_real_dlsym(handle, name) : NULL;
+}
+
+/* ---- Vendor functions ----------------------------------------------------- */
 
 void *
 amp_resolve(const char *soname, const char *name)
 {
-    void *fn = dlsym(RTLD_NEXT, name);
+    void *fn = amp_dlsym(RTLD_NEXT, name);
     void *lib;
 
     if (fn)
@@ -17,7 +175,7 @@ amp_resolve(const char *soname, const char *name)
     lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
     if (!lib)
         return NULL;
-    fn = dlsym(lib, name);
+    fn = amp_dlsym(lib, name);
     /* The program still holds the library; drop only our reference. */
     dlclose(lib);
     return fn;

@@ -3,6 +3,7 @@
 
 #include "amp_kernels.h"
 #include "base/log.h"
+#include "base/resolve.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -129,7 +130,7 @@ amp_dev_load_driver(void)
         return;
     }
 #define AMP_DRIVER_LOAD(sym)                                                 \
-    *(void **)&amp_cu.sym = dlsym(lib, AMP_STR(sym));                        \
+    *(void **)&amp_cu.sym = amp_dlsym(lib, AMP_STR(sym));                      \
     if (!amp_cu.sym) {                                                       \
         amp_log(AMP_LOG_WARN, "libcuda.so.1 has no %s; every call stays "    \
                 "FP32", AMP_STR(sym));                                       \

@@ -1,85 +1,171 @@
-/* Programs that open cuBLAS with dlopen: in a local scope, a lookup on the
- * library's own handle reaches the library, not the shim (the call stays
- * FP32, bit for bit, and the shim says nothing); opened in the global
- * scope and looked up with RTLD_DEFAULT, the shim's hook comes first and
- * converts the call.
+/* Programs that open cuBLAS with dlopen and take its functions with dlsym:
+ * in a local scope, looked up on the library's handle (by soname or path,
+ * with dlsym or dlvsym), in the global scope through RTLD_DEFAULT, and a
+ * Python program through ctypes: each converted under the shim, and, with
+ * the shim disabled, the library's own call, bit for bit. dlsym_check: the
+ * answers of dlsym and dlvsym to everything else (RTLD_DEFAULT and
+ * RTLD_NEXT lookups, other names, failed lookups and dlerror, many
+ * threads) are the same with and without the shim.
  *
- * usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM EMU_DIR */
+ * usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM EMU_DIR DLSYM_CHECK PYTHON3
+ *                    CTYPES_SGEMM */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 
 #define RUN_TIMEOUT_S 120
 
-static const char *program, *libampshim_path, *emu_dir;
+static const char *program, *libampshim_path, *emu_dir, *dlsym_check,
+    *python3, *ctypes_sgemm;
 
-/* Runs the program with `scope` (local or global), under the shim in
- * fp16 mode when `shim`; returns its stdout line's hash in hash[17]. */
+enum shim { PLAIN, SHIM, SHIM_DISABLED };
+
+/* Runs argv on the emulator: plain, under the shim in fp16 mode, or
+ * preloaded with AMPSHIM_DISABLE=1. Expects exit status 0. */
 static void
-run(const char *scope, int shim, struct amp_test_run *r, char hash[17])
+run_argv(char **argv, enum shim shim, struct amp_test_run *r)
 {
-    char *argv[] = {(char *)program, (char *)"--scope", (char *)scope, NULL};
     struct amp_test_env env;
-    const char *at;
 
     amp_test_env_init(&env);
     amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
-    if (shim) {
+    if (shim != PLAIN) {
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
         amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
     }
+    if (shim == SHIM_DISABLED)
+        amp_test_env_set(&env, "AMPSHIM_DISABLE", "1");
     assert_int_equal(amp_test_run(argv, &env, RUN_TIMEOUT_S, r), 0);
     amp_test_env_free(&env);
+    if (!r->exited || r->code != 0) {
+        amp_test_run_dump(argv[0], r);
+        fail_msg("%s: expected exit status 0", argv[0]);
+    }
+}
+
+/* Runs dlopen_sgemm with args (after the program, NULL-terminated); its
+ * output line's hash in hash[17]. */
+static void
+run_sgemm(char **args, enum shim shim, struct amp_test_run *r, char hash[17])
+{
+    char *argv[8] = {(char *)program};
+    const char *at;
+
+    for (int i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = args[i];
+    run_argv(argv, shim, r);
     at = strstr(r->out, "status=0 hash=");
-    if (!r->exited || r->code != 0 || !at) {
-        amp_test_run_dump(scope, r);
-        fail_msg("dlopen_sgemm --scope %s: expected a successful SGEMM",
-                 scope);
+    if (!at) {
+        amp_test_run_dump("dlopen_sgemm", r);
+        fail_msg("dlopen_sgemm: expected a successful SGEMM");
     }
     memcpy(hash, at + strlen("status=0 hash="), 16);
     hash[16] = '\0';
 }
 
+/* The shim's summary line for cublasSgemm_v2 says calls=1 converted=1. */
 static void
-test_local_scope_bypasses_the_shim(void **state)
+expect_converted(struct amp_test_run *r, const char *what)
 {
-    struct amp_test_run plain, shimmed;
-    struct amp_test_summary sum;
-    char h_plain[17], h_shim[17];
-
-    run("local", 0, &plain, h_plain);
-    run("local", 1, &shimmed, h_shim);
-    /* The library's own symbol ran: FP32, bit for bit, nothing counted. */
-    assert_string_equal(h_shim, h_plain);
-    amp_test_parse_summary(shimmed.err, &sum);
-    assert_int_equal(sum.summary_lines, 0);
-    amp_test_run_free(&plain);
-    amp_test_run_free(&shimmed);
-}
-
-static void
-test_global_scope_is_converted(void **state)
-{
-    struct amp_test_run plain, shimmed;
     struct amp_test_summary sum;
     const struct amp_test_summary_line *l;
-    char h_plain[17], h_shim[17];
 
-    run("global", 0, &plain, h_plain);
-    run("global", 1, &shimmed, h_shim);
-    assert_string_not_equal(h_shim, h_plain);
-    amp_test_parse_summary(shimmed.err, &sum);
+    amp_test_parse_summary(r->err, &sum);
     l = amp_test_summary_find(&sum, "cublasSgemm_v2");
     if (!l || l->calls != 1 || l->converted != 1) {
-        amp_test_run_dump("global scope under the shim", &shimmed);
-        fail_msg("expected cublasSgemm_v2 calls=1 converted=1");
+        amp_test_run_dump(what, r);
+        fail_msg("%s: expected cublasSgemm_v2 calls=1 converted=1", what);
     }
+}
+
+/* Each way of opening and looking up: converted under the shim (a result
+ * other than FP32's), FP32 bit for bit and silent when it is disabled. */
+static void
+test_every_lookup_is_converted(void **state)
+{
+    char local[] = "local", global[] = "global", scope[] = "--scope",
+         versioned[] = "--versioned", dir[] = "--dir";
+    char *ways[][6] = {
+        {scope, local, NULL},
+        {scope, global, NULL},
+        {scope, local, versioned, NULL},
+        {scope, local, dir, (char *)emu_dir, NULL},
+    };
+
+    (void)state;
+    for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
+        struct amp_test_run plain, shimmed, disabled;
+        struct amp_test_summary sum;
+        char h_plain[17], h_shim[17], h_disabled[17];
+
+        print_message("dlopen_sgemm %s %s%s%s\n", ways[w][0], ways[w][1],
+                      ways[w][2] ? " " : "", ways[w][2] ? ways[w][2] : "");
+        run_sgemm(ways[w], PLAIN, &plain, h_plain);
+        run_sgemm(ways[w], SHIM, &shimmed, h_shim);
+        run_sgemm(ways[w], SHIM_DISABLED, &disabled, h_disabled);
+        assert_string_not_equal(h_shim, h_plain);
+        expect_converted(&shimmed, ways[w][1]);
+        assert_string_equal(h_disabled, h_plain);
+        amp_test_parse_summary(disabled.err, &sum);
+        assert_int_equal(sum.summary_lines, 0);
+        amp_test_run_free(&plain);
+        amp_test_run_free(&shimmed);
+        amp_test_run_free(&disabled);
+    }
+}
+
+/* Everything else dlsym and dlvsym answer is what the C library answers. */
+static void
+test_other_lookups_are_unchanged(void **state)
+{
+    char *argv[] = {(char *)dlsym_check, NULL};
+    struct amp_test_run plain, shimmed, disabled;
+
+    (void)state;
+    run_argv(argv, PLAIN, &plain);
+    run_argv(argv, SHIM, &shimmed);
+    run_argv(argv, SHIM_DISABLED, &disabled);
+    assert_non_null(strstr(plain.out, "next sgemm is default sgemm: 1\n"));
+    assert_non_null(strstr(plain.out, "missing: null\n"));
+    assert_non_null(strstr(plain.out, ", 0 answers that differ\n"));
+    assert_string_equal(shimmed.out, plain.out);
+    assert_string_equal(disabled.out, plain.out);
+    amp_test_run_free(&plain);
+    amp_test_run_free(&shimmed);
+    amp_test_run_free(&disabled);
+}
+
+/* Python's ctypes: converted, and within FP16's error of NumPy's product
+ * (about 3e-4 of the largest element at k = 256). */
+static void
+test_python_ctypes_is_converted(void **state)
+{
+    char *argv[] = {(char *)python3, (char *)ctypes_sgemm, NULL};
+    struct amp_test_run plain, shimmed;
+    double e_plain = 1.0, e_shim = 1.0;
+    const char *at;
+
+    (void)state;
+    run_argv(argv, PLAIN, &plain);
+    run_argv(argv, SHIM, &shimmed);
+    at = strstr(plain.out, "status=0 relerr=");
+    assert_non_null(at);
+    e_plain = strtod(at + strlen("status=0 relerr="), NULL);
+    at = strstr(shimmed.out, "status=0 relerr=");
+    assert_non_null(at);
+    e_shim = strtod(at + strlen("status=0 relerr="), NULL);
+    expect_converted(&shimmed, "ctypes_sgemm.py");
+    print_message("relative error: FP32 %.3e, under the shim %.3e\n",
+                  e_plain, e_shim);
+    assert_true(e_plain < 1e-5);
+    assert_true(e_shim > e_plain && e_shim < 2e-3);
     amp_test_run_free(&plain);
     amp_test_run_free(&shimmed);
 }
@@ -88,17 +174,21 @@ int
 main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_local_scope_bypasses_the_shim),
-        cmocka_unit_test(test_global_scope_is_converted),
+        cmocka_unit_test(test_every_lookup_is_converted),
+        cmocka_unit_test(test_other_lookups_are_unchanged),
+        cmocka_unit_test(test_python_ctypes_is_converted),
     };
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM "
-                "EMU_DIR\n");
+    if (argc != 7) {
+        fprintf(stderr, "usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM EMU_DIR "
+                "DLSYM_CHECK PYTHON3 CTYPES_SGEMM\n");
         return 2;
     }
     program = argv[1];
     libampshim_path = argv[2];
     emu_dir = argv[3];
+    dlsym_check = argv[4];
+    python3 = argv[5];
+    ctypes_sgemm = argv[6];
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

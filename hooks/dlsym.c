@@ -1,0 +1,172 @@
+/* dlsym and dlvsym: a program that opens cuBLAS, cuDNN or the CUDA runtime
+ * or driver itself (dlopen, in a local scope or not) and takes their
+ * functions from the library's handle, as TensorFlow's and XLA's loaders
+ * and Python's ctypes do, gets the shim's hook for each hooked name; every
+ * other lookup gets exactly what the C library gives.
+ *
+ * A lookup through RTLD_DEFAULT or RTLD_NEXT depends on who calls (the
+ * object after the caller's, the caller's namespace): those jump to the C
+ * library's function with the program's return address untouched, from
+ * the entry below. A lookup on a handle goes to amp_dl_on_handle, which
+ * asks the C library first and replaces only a vendor library's own
+ * definition of a hooked name. The shim's own lookups use amp_dlsym
+ * (base/resolve.c), never these. */
+#include "base/resolve.h"
+#include "process/process.h"
+
+#define AMP_SYMBOL_NAMES_ONLY
+#include "cublas_legacy_symbols.h"
+#include "cublas_symbols.h"
+#include "cuda_symbols.h"
+#include "cudnn_symbols.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+
+/* The hooks, defined in the other hook files; only their addresses are
+ * taken here (the address of the first definition in the process, the
+ * shim's when it is preloaded). */
+#define AMP_DECLARE_HOOK(ret, name, params) void name(void);
+AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
+AMP_CUBLAS_LEGACY_HOOKED(AMP_DECLARE_HOOK)
+AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
+AMP_CUDA_HOOKED(AMP_DECLARE_HOOK)
+#undef AMP_DECLARE_HOOK
+
+struct amp_dl_hook {
+    const char *name;
+    void (*hook)(void);
+};
+
+static const struct amp_dl_hook amp_dl_hooks[] = {
+#define AMP_HOOK_ENTRY(ret, name, params) {#name, name},
+    AMP_CUBLAS_HOOKED(AMP_HOOK_ENTRY)
+    AMP_CUBLAS_LEGACY_HOOKED(AMP_HOOK_ENTRY)
+    AMP_CUDNN_HOOKED(AMP_HOOK_ENTRY)
+    AMP_CUDA_HOOKED(AMP_HOOK_ENTRY)
+#undef AMP_HOOK_ENTRY
+};
+
+/* The libraries whose definitions the hooks stand for (file names, as the
+ * loader knows them: a path or a soname). */
+static const char *const amp_dl_vendors[] = {
+    "libcublas.so", "libcublasLt.so", "libcudnn.so", "libcudnn_",
+    "libcudart.so", "libcuda.so",
+};
+
+static void (*amp_dl_hook_of(const char *name))(void)
+{
+    for (size_t i = 0; i < sizeof amp_dl_hooks / sizeof *amp_dl_hooks; i++)
+        if (strcmp(amp_dl_hooks[i].name, name) == 0)
+            return amp_dl_hooks[i].hook;
+    return NULL;
+}
+
+/* Whether fn is defined in one of the vendor libraries. */
+static int
+amp_dl_from_vendor(void *fn)
+{
+    const char *base;
+    Dl_info info;
+
+    if (!dladdr(fn, &info) || !info.dli_fname)
+        return 0;
+    base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    for (size_t i = 0; i < sizeof amp_dl_vendors / sizeof *amp_dl_vendors;
+         i++)
+        if (strncmp(base, amp_dl_vendors[i], strlen(amp_dl_vendors[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* What a lookup on a library's handle returns: the C library's answer (and
+ * its dlerror state), or the hook when that answer is a vendor library's
+ * definition of a hooked name and the shim is on. */
+static void *
+amp_dl_answer(void *fn, const char *name)
+{
+    void (*hook)(void);
+    void *answer;
+
+    if (!fn || !name || !(hook = amp_dl_hook_of(name)) ||
+        !amp_dl_from_vendor(fn) || amp_process_start()->disabled)
+        return fn;
+    memcpy(&answer, &hook, sizeof answer);
+    return answer;
+}
+
+void *amp_dl_on_handle(void *handle, const char *name)
+    __attribute__((visibility("hidden"), used));
+void *amp_dlv_on_handle(void *handle, const char *name, const char *version)
+    __attribute__((visibility("hidden"), used));
+
+void *
+amp_dl_on_handle(void *handle, const char *name)
+{
+    return amp_dl_answer(amp_real_dlsym(handle, name), name);
+}
+
+void *
+amp_dlv_on_handle(void *handle, const char *name, const char *version)
+{
+    return amp_dl_answer(amp_real_dlvsym(handle, name, version), name);
+}
+
+/* The entries. Until the C library's functions are known, they are looked
+ * up (arguments kept on the stack); RTLD_DEFAULT (0) and RTLD_NEXT (-1)
+ * then jump to them, other handles to the C functions above. */
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "    movq amp_real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jz 2f\n"
+        "1:  testq %rdi, %rdi\n"
+        "    jz 3f\n"
+        "    cmpq $-1, %rdi\n"
+        "    je 3f\n"
+        "    jmp amp_dl_on_handle\n"
+        "3:  jmp *%rax\n"
+        "2:  pushq %rdi\n"
+        "    pushq %rsi\n"
+        "    subq $8, %rsp\n"
+        "    call amp_real_dl_init@PLT\n"
+        "    addq $8, %rsp\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    movq amp_real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jnz 1b\n"
+        "    ret\n"
+        ".size dlsym, .-dlsym\n"
+        ".globl dlvsym\n"
+        ".type dlvsym, @function\n"
+        "dlvsym:\n"
+        "    movq amp_real_dlvsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jz 2f\n"
+        "1:  testq %rdi, %rdi\n"
+        "    jz 3f\n"
+        "    cmpq $-1, %rdi\n"
+        "    je 3f\n"
+        "    jmp amp_dlv_on_handle\n"
+        "3:  jmp *%rax\n"
+        "2:  pushq %rdi\n"
+        "    pushq %rsi\n"
+        "    pushq %rdx\n"
+        "    call amp_real_dl_init@PLT\n"
+        "    popq %rdx\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    movq amp_real_dlvsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jnz 1b\n"
+        "    ret\n"
+        ".size dlvsym, .-dlvsym\n");
+
+#endif
