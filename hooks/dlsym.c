@@ -1,15 +1,19 @@
-/* dlsym and dlvsym: a program that opens cuBLAS, cuDNN or the CUDA runtime
- * or driver itself (dlopen, in a local scope or not) and takes their
- * functions from the library's handle, as TensorFlow's and XLA's loaders
- * and Python's ctypes do, gets the shim's hook for each hooked name; every
- * other lookup gets exactly what the C library gives.
+/* dlsym and dlvsym: a program that opens cuBLAS, cuBLASLt or cuDNN itself
+ * (dlopen, in a local scope or not) and takes their functions from the
+ * library's handle, as TensorFlow's and XLA's loaders and Python's ctypes
+ * do, gets the shim's hook for each hooked name; every other lookup gets
+ * exactly what the C library gives. The vendor libraries' own lookups
+ * (cuDNN 9's front library takes each function from its sub-libraries
+ * with dlsym) get the C library's answer too: a hook there would call
+ * itself.
  *
  * A lookup through RTLD_DEFAULT or RTLD_NEXT depends on who calls (the
  * object after the caller's, the caller's namespace): those jump to the C
  * library's function with the program's return address untouched, from
- * the entry below. A lookup on a handle goes to amp_dl_on_handle, which
- * asks the C library first and replaces only a vendor library's own
- * definition of a hooked name. The shim's own lookups use amp_dlsym
+ * the entry below. A lookup on a handle goes to amp_dl_on_handle, with the
+ * caller's return address, which asks the C library first and replaces
+ * only a vendor library's own definition of a hooked name asked for from
+ * outside the vendor libraries. The shim's own lookups use amp_dlsym
  * (base/resolve.c), never these. */
 #include "base/resolve.h"
 #include "process/process.h"
@@ -17,7 +21,6 @@
 #define AMP_SYMBOL_NAMES_ONLY
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
-#include "cuda_symbols.h"
 #include "cudnn_symbols.h"
 
 #include <dlfcn.h>
@@ -33,7 +36,6 @@
 AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUBLAS_LEGACY_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
-AMP_CUDA_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
 
 struct amp_dl_hook {
@@ -46,15 +48,14 @@ static const struct amp_dl_hook amp_dl_hooks[] = {
     AMP_CUBLAS_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUBLAS_LEGACY_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUDNN_HOOKED(AMP_HOOK_ENTRY)
-    AMP_CUDA_HOOKED(AMP_HOOK_ENTRY)
 #undef AMP_HOOK_ENTRY
 };
 
 /* The libraries whose definitions the hooks stand for (file names, as the
- * loader knows them: a path or a soname). */
+ * loader knows them: a path or a soname; cuDNN 9's sub-libraries are
+ * libcudnn_cnn.so.9 and the like). */
 static const char *const amp_dl_vendors[] = {
     "libcublas.so", "libcublasLt.so", "libcudnn.so", "libcudnn_",
-    "libcudart.so", "libcuda.so",
 };
 
 static void (*amp_dl_hook_of(const char *name))(void)
@@ -65,14 +66,14 @@ static void (*amp_dl_hook_of(const char *name))(void)
     return NULL;
 }
 
-/* Whether fn is defined in one of the vendor libraries. */
+/* Whether the code or data at p is one of the vendor libraries'. */
 static int
-amp_dl_from_vendor(void *fn)
+amp_dl_in_vendor(const void *p)
 {
     const char *base;
     Dl_info info;
 
-    if (!dladdr(fn, &info) || !info.dli_fname)
+    if (!dladdr(p, &info) || !info.dli_fname)
         return 0;
     base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
@@ -85,40 +86,46 @@ amp_dl_from_vendor(void *fn)
 
 /* What a lookup on a library's handle returns: the C library's answer (and
  * its dlerror state), or the hook when that answer is a vendor library's
- * definition of a hooked name and the shim is on. */
+ * definition of a hooked name, the caller is not a vendor library and the
+ * shim is on. */
 static void *
-amp_dl_answer(void *fn, const char *name)
+amp_dl_answer(void *fn, const char *name, const void *caller)
 {
     void (*hook)(void);
     void *answer;
 
     if (!fn || !name || !(hook = amp_dl_hook_of(name)) ||
-        !amp_dl_from_vendor(fn) || amp_process_start()->disabled)
+        !amp_dl_in_vendor(fn) || amp_dl_in_vendor(caller) ||
+        amp_process_start()->disabled)
         return fn;
     memcpy(&answer, &hook, sizeof answer);
     return answer;
 }
 
-void *amp_dl_on_handle(void *handle, const char *name)
+void *amp_dl_on_handle(void *handle, const char *name, const void *caller)
     __attribute__((visibility("hidden"), used));
-void *amp_dlv_on_handle(void *handle, const char *name, const char *version)
+void *amp_dlv_on_handle(void *handle, const char *name, const char *version,
+                        const void *caller)
     __attribute__((visibility("hidden"), used));
 
 void *
-amp_dl_on_handle(void *handle, const char *name)
+amp_dl_on_handle(void *handle, const char *name, const void *caller)
 {
-    return amp_dl_answer(amp_real_dlsym(handle, name), name);
+    return amp_dl_answer(amp_real_dlsym(handle, name), name, caller);
 }
 
 void *
-amp_dlv_on_handle(void *handle, const char *name, const char *version)
+amp_dlv_on_handle(void *handle, const char *name, const char *version,
+                  const void *caller)
 {
-    return amp_dl_answer(amp_real_dlvsym(handle, name, version), name);
+    return amp_dl_answer(amp_real_dlvsym(handle, name, version), name,
+                         caller);
 }
 
 /* The entries. Until the C library's functions are known, they are looked
  * up (arguments kept on the stack); RTLD_DEFAULT (0) and RTLD_NEXT (-1)
- * then jump to them, other handles to the C functions above. */
+ * then jump to them, other handles to the C functions above with the
+ * return address (at the top of the stack) as their last argument. */
 __asm__(".text\n"
         ".globl dlsym\n"
         ".type dlsym, @function\n"
@@ -130,6 +137,7 @@ __asm__(".text\n"
         "    jz 3f\n"
         "    cmpq $-1, %rdi\n"
         "    je 3f\n"
+        "    movq (%rsp), %rdx\n"
         "    jmp amp_dl_on_handle\n"
         "3:  jmp *%rax\n"
         "2:  pushq %rdi\n"
@@ -154,6 +162,7 @@ __asm__(".text\n"
         "    jz 3f\n"
         "    cmpq $-1, %rdi\n"
         "    je 3f\n"
+        "    movq (%rsp), %rcx\n"
         "    jmp amp_dlv_on_handle\n"
         "3:  jmp *%rax\n"
         "2:  pushq %rdi\n"

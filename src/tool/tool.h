@@ -79,6 +79,12 @@ int amp_tool_check_settings(const char *command);
  * ran". */
 int amp_tool_find_program(const char *program, char *out, size_t cap);
 
+/* Warns on stderr, once per library, when the program file defines
+ * cuBLAS, cuBLASLt or cuDNN functions itself (a static copy, whose calls
+ * the shim cannot replace); returns how many libraries it named. A file
+ * it cannot read, or a stripped one, gives no warning. */
+int amp_tool_warn_static(const char *command, const char *program);
+
 /* Finds libampshim.so: AMPSHIM_LIBRARY, else next to the tool, in
  * ../hooks from it (a build tree), else the install's library directory;
  * its path into out. 0, or -1 after a message naming the last place

@@ -6,6 +6,8 @@
 #include "tool/tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,4 +256,98 @@ amp_tool_library(char *out, size_t cap)
     fprintf(stderr, "ampshim: cannot find libampshim.so (%s); set "
             "AMPSHIM_LIBRARY\n", out);
     return -1;
+}
+
+/* ---- Statically linked vendor libraries ---------------------------------- */
+
+/* The libraries a program may hold a static copy of, by their functions'
+ * prefix (cuBLASLt's before cuBLAS's, which it extends). */
+static const struct {
+    const char *prefix, *name, *link;
+} amp_static_vendors[] = {
+    {"cublasLt", "cuBLASLt", "-lcublasLt"},
+    {"cublas", "cuBLAS", "-lcublas"},
+    {"cudnn", "cuDNN", "-lcudnn"},
+};
+
+#define AMP_STATIC_VENDORS                                                   \
+    (sizeof amp_static_vendors / sizeof *amp_static_vendors)
+
+/* The vendor whose function `name` is (prefix, then an upper-case letter
+ * or an underscore), or -1. */
+static int
+amp_static_vendor_of(const char *name)
+{
+    for (size_t v = 0; v < AMP_STATIC_VENDORS; v++) {
+        size_t n = strlen(amp_static_vendors[v].prefix);
+
+        if (strncmp(name, amp_static_vendors[v].prefix, n) == 0 &&
+            (name[n] == '_' || (name[n] >= 'A' && name[n] <= 'Z')))
+            return (int)v;
+    }
+    return -1;
+}
+
+int
+amp_tool_warn_static(const char *command, const char *program)
+{
+    size_t count[AMP_STATIC_VENDORS] = {0};
+    char example[AMP_STATIC_VENDORS][128] = {{0}};
+    Elf_Scn *scn = NULL;
+    Elf *elf;
+    int fd, warned = 0;
+
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        return 0;
+    fd = open(program, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    elf = elf_begin(fd, ELF_C_READ, NULL);
+    while (elf && (scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        Elf_Data *data;
+
+        if (!gelf_getshdr(scn, &sh) ||
+            (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+            sh.sh_entsize == 0 || !(data = elf_getdata(scn, NULL)))
+            continue;
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Sym sym;
+            const char *name;
+            int v;
+
+            if (!gelf_getsym(data, (int)i, &sym) ||
+                sym.st_shndx == SHN_UNDEF ||
+                GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+                !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) ||
+                (v = amp_static_vendor_of(name)) < 0)
+                continue;
+            /* .symtab and .dynsym may both list a function. */
+            if (sh.sh_type == SHT_DYNSYM && count[v] > 0)
+                continue;
+            if (count[v]++ == 0)
+                snprintf(example[v], sizeof example[v], "%s", name);
+        }
+    }
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    for (size_t v = 0; v < AMP_STATIC_VENDORS; v++) {
+        char which[448];
+
+        if (count[v] == 0)
+            continue;
+        if (count[v] == 1)
+            snprintf(which, sizeof which, "%s is defined", example[v]);
+        else
+            snprintf(which, sizeof which, "%s and %zu more of its functions "
+                     "are defined", example[v], count[v] - 1);
+        fprintf(stderr, "%s: warning: %s has %s linked in statically (%s in "
+                "the program): the shim cannot replace those calls, which "
+                "stay FP32 and are not counted; link the shared library (%s) "
+                "to have them converted\n", command, program,
+                amp_static_vendors[v].name, which, amp_static_vendors[v].link);
+        warned++;
+    }
+    return warned;
 }

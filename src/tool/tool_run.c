@@ -413,6 +413,7 @@ amp_run_check(const struct amp_run_options *o, int force,
         amp_tool_find_program(program, found, sizeof found) != 0 ||
         amp_run_check_policy(o, found) != 0)
         return -1;
+    amp_tool_warn_static("ampshim run", found);
     return amp_run_check_outputs(o, force);
 }
 

@@ -18,11 +18,15 @@
 #   (and --report, which the tool names expanded);
 # - AMPSHIM_LOG_LEVEL 0 to 5, AMPSHIM_QUIET=1 and run --quiet: not a byte
 #   on stderr, the report still written.
+# - run warns, once per library, about a program that holds a static copy
+#   of cuBLAS or cuDNN, and runs it; a dynamically linked one gets no
+#   warning.
 # usage: test_cli.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3 VERSION
+#                    STATIC_VENDOR
 set -euo pipefail
 
 prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3")
-tool=$(realpath "$4") python=$5 version=$6
+tool=$(realpath "$4") python=$5 version=$6 static_vendor=$(realpath "$7")
 tmp=$(mktemp -d /tmp/ampshim-cli-XXXXXX)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 unset $(compgen -v AMPSHIM_ || true)
@@ -385,3 +389,17 @@ out_has run_quiet "report_prog calls=2"
 [[ $(key "$tmp/q.json" '["totals"]["converted"]') == 2 ]] ||
     fail "run --quiet: the report"
 echo "levels: 0 no warning, 2 warnings, 3 each call; AMPSHIM_QUIET=1 and run -q: empty stderr, the report written"
+
+# A static copy of cuBLAS and cuDNN: one warning each, and the program runs.
+t static -- run --report off "$static_vendor"
+status static 0
+out_has static "static_vendor: 0"
+err_has static "ampshim run: warning: $static_vendor has cuBLAS linked in statically (cublasCreate_v2 and 1 more of its functions are defined in the program)"
+err_has static "has cuDNN linked in statically (cudnnCreate is defined in the program)"
+err_has static "link the shared library (-lcublas) to have them converted"
+[[ $(grep -c 'linked in statically' "$tmp/static.err") == 2 ]] ||
+    fail "static: not one warning per library"
+t dynamic -- run --report off "$prog" "${small[@]}"
+! grep -qF 'linked in statically' "$tmp/dynamic.err" ||
+    fail "dynamic: a static-copy warning for a linked program"
+echo "static copies: a warning per library, the program run; none for a linked program"
