@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cublas_handle.h"
+#include "cublas_types.h"
 #include "emu.h"
 
 /* ---- Scalars and elements ------------------------------------------------ */
@@ -61,61 +62,6 @@ read_scalars(const struct scalars *s, float *alpha, float *beta)
         memcpy(beta, b, sizeof(float));
     }
     return 0;
-}
-
-/* How FP32 operands are rounded before the multiply. */
-enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32 };
-
-static size_t
-type_size(cudaDataType t)
-{
-    switch (t) {
-    case CUDA_R_32F:
-        return 4;
-    case CUDA_R_8I:
-        return 1;
-    default:
-        return 2;
-    }
-}
-
-/* The element type of a cuBLAS data type (8-bit integers are read
- * separately). */
-static enum emu_elem
-elem_of(cudaDataType t)
-{
-    return t == CUDA_R_16F ? EMU_ELEM_F16
-           : t == CUDA_R_16BF ? EMU_ELEM_BF16
-                              : EMU_ELEM_F32;
-}
-
-static float
-load(const void *base, size_t idx, cudaDataType t)
-{
-    if (t == CUDA_R_8I)
-        return (float)((const int8_t *)base)[idx];
-    return emu_elem_load(base, idx, elem_of(t));
-}
-
-static void
-store(void *base, size_t idx, cudaDataType t, float v)
-{
-    emu_elem_store(base, idx, elem_of(t), v);
-}
-
-static float
-round_operand(float v, enum operand_round r)
-{
-    switch (r) {
-    case ROUND_F16:
-        return emu_f16_to_f32(emu_f32_to_f16(v));
-    case ROUND_BF16:
-        return emu_bf16_to_f32(emu_f32_to_bf16(v));
-    case ROUND_TF32:
-        return emu_round_tf32(v);
-    default:
-        return v;
-    }
 }
 
 /* Bytes spanned by a column-major rows x cols matrix (both >= 1). */

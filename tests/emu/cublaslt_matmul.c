@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cublas_types.h"
 #include "cublaslt_emu.h"
 #include "emu.h"
 
 /* ---- The problem ---------------------------------------------------------- */
-
-/* How FP32 operands are rounded before the multiply. */
-enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32 };
 
 /* One matrix as its layout says: element (i, j) at i + j * ld in column
  * order, i * ld + j in row order. */
@@ -52,35 +50,6 @@ struct lt_problem {
     int64_t aux_ld, aux_stride;
     int sm_count;               /* for the waves count */
 };
-
-static size_t
-type_size(cudaDataType t)
-{
-    switch (t) {
-    case CUDA_R_32F:
-        return 4;
-    case CUDA_R_8I:
-        return 1;
-    default:
-        return 2;
-    }
-}
-
-static enum emu_elem
-elem_of(cudaDataType t)
-{
-    return t == CUDA_R_16F ? EMU_ELEM_F16
-           : t == CUDA_R_16BF ? EMU_ELEM_BF16
-                              : EMU_ELEM_F32;
-}
-
-static float
-load(const void *base, size_t idx, cudaDataType t)
-{
-    if (t == CUDA_R_8I)
-        return (float)((const int8_t *)base)[idx];
-    return emu_elem_load(base, idx, elem_of(t));
-}
 
 static size_t
 offset(const struct lt_matrix *x, int64_t i, int64_t j)
@@ -693,21 +662,6 @@ member_at(const struct lt_job *j, CUdeviceptr base, const struct lt_matrix *x,
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     memcpy(out, slot, sizeof(*out));
     return CUDA_SUCCESS;
-}
-
-static float
-round_operand(float v, enum operand_round r)
-{
-    switch (r) {
-    case ROUND_F16:
-        return emu_f16_to_f32(emu_f32_to_f16(v));
-    case ROUND_BF16:
-        return emu_bf16_to_f32(emu_f32_to_bf16(v));
-    case ROUND_TF32:
-        return emu_round_tf32(v);
-    default:
-        return v;
-    }
 }
 
 /* op(X), rows x cols, as a dense column-major FP32 matrix, each element
