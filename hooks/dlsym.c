@@ -102,6 +102,13 @@ amp_dl_answer(void *fn, const char *name, const void *caller)
     return answer;
 }
 
+/* Before the program's own code runs, while one thread does. */
+__attribute__((constructor)) static void
+amp_dl_start(void)
+{
+    amp_real_dl_init();
+}
+
 void *amp_dl_on_handle(void *handle, const char *name, const void *caller)
     __attribute__((visibility("hidden"), used));
 void *amp_dlv_on_handle(void *handle, const char *name, const char *version,

@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,14 +20,15 @@ typedef void *(*amp_dlvsym_fn)(void *, const char *, const char *);
 amp_dlsym_fn amp_real_dlsym;
 amp_dlvsym_fn amp_real_dlvsym;
 
-static pthread_once_t amp_real_dl_once = PTHREAD_ONCE_INIT;
+/* This object's own dynamic section (the linker defines it). */
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
 
 /* A pointer from an object's dynamic section: the loader relocates most
  * of them in place, not those of a read-only section (the vDSO's). */
 static uintptr_t
-amp_dyn_ptr(const struct dl_phdr_info *info, uintptr_t v)
+amp_dyn_ptr(uintptr_t base, uintptr_t v)
 {
-    return v < info->dlpi_addr ? v + info->dlpi_addr : v;
+    return v < base ? v + base : v;
 }
 
 static uint32_t
@@ -62,22 +62,18 @@ amp_sym_is(const ElfW(Sym) *sym, const char *strtab, const char *name)
            strcmp(strtab + sym->st_name, name) == 0;
 }
 
-/* The address of the function `name` the object defines, from its hash
- * table (GNU, else SysV); NULL when it has none. */
+/* The address of the function `name` the object loaded at base with
+ * dynamic section dyn defines, from its hash table (GNU, else SysV); NULL
+ * when it has none. */
 static void *
-amp_elf_lookup(const struct dl_phdr_info *info, const char *name)
+amp_elf_lookup(uintptr_t base, const ElfW(Dyn) *dyn, const char *name)
 {
-    const ElfW(Dyn) *dyn = NULL;
     const ElfW(Sym) *symtab = NULL;
     const char *strtab = NULL;
     const uint32_t *gnu = NULL, *sysv = NULL;
 
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr +
-                                       info->dlpi_phdr[i].p_vaddr);
     for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t p = amp_dyn_ptr(info, dyn->d_un.d_ptr);
+        uintptr_t p = amp_dyn_ptr(base, dyn->d_un.d_ptr);
 
         if (dyn->d_tag == DT_SYMTAB)
             symtab = (const ElfW(Sym) *)p;
@@ -103,7 +99,7 @@ amp_elf_lookup(const struct dl_phdr_info *info, const char *name)
             uint32_t h2 = chain[i - first];
 
             if ((h | 1) == (h2 | 1) && amp_sym_is(&symtab[i], strtab, name))
-                return (void *)(info->dlpi_addr + symtab[i].st_value);
+                return (void *)(base + symtab[i].st_value);
             if (h2 & 1)
                 return NULL;
         }
@@ -115,44 +111,34 @@ amp_elf_lookup(const struct dl_phdr_info *info, const char *name)
         for (uint32_t i = bucket[amp_sysv_hash(name) % nbucket]; i;
              i = chain[i])
             if (amp_sym_is(&symtab[i], strtab, name))
-                return (void *)(info->dlpi_addr + symtab[i].st_value);
+                return (void *)(base + symtab[i].st_value);
     }
     return NULL;
 }
 
-/* Each loaded object but the shim's own, in load order, until one defines
- * both: the C library (libdl before glibc 2.34). */
-static int
-amp_find_dl(struct dl_phdr_info *info, size_t size, void *self)
-{
-    void *s, *v;
-
-    (void)size;
-    if ((void *)info->dlpi_addr == self)
-        return 0;
-    s = amp_elf_lookup(info, "dlsym");
-    v = amp_elf_lookup(info, "dlvsym");
-    if (!s || !v)
-        return 0;
-    *(void **)&amp_real_dlsym = s;
-    *(void **)&amp_real_dlvsym = v;
-    return 1;
-}
-
-static void
-amp_find_real_dl(void)
-{
-    Dl_info self;
-
-    if (!dladdr(&amp_real_dl_once, &self))
-        self.dli_fbase = NULL;
-    dl_iterate_phdr(amp_find_dl, self.dli_fbase);
-}
-
+/* Each loaded object but this one, in load order (the loader's list), until
+ * one defines both: the C library (libdl before glibc 2.34). No function a
+ * sanitizer intercepts is called: a sanitizer's runtime looks its own
+ * functions up with dlsym before its interceptors work. Two threads that
+ * get here at once find the same functions. */
 void
 amp_real_dl_init(void)
 {
-    pthread_once(&amp_real_dl_once, amp_find_real_dl);
+    if (__atomic_load_n(&amp_real_dlvsym, __ATOMIC_ACQUIRE))
+        return;
+    for (const struct link_map *lm = _r_debug.r_map; lm; lm = lm->l_next) {
+        void *s, *v;
+
+        if (lm->l_ld == _DYNAMIC)
+            continue;
+        s = amp_elf_lookup(lm->l_addr, lm->l_ld, "dlsym");
+        v = amp_elf_lookup(lm->l_addr, lm->l_ld, "dlvsym");
+        if (!s || !v)
+            continue;
+        __atomic_store_n((void **)&amp_real_dlsym, s, __ATOMIC_RELEASE);
+        __atomic_store_n((void **)&amp_real_dlvsym, v, __ATOMIC_RELEASE);
+        return;
+    }
 }
 
 void *
