@@ -153,6 +153,12 @@ test_python_ctypes_is_converted(void **state)
     const char *at;
 
     (void)state;
+    /* A sanitized build's libraries need its runtime first, and Debian's
+     * python3 is not built with it. */
+    if (getenv("AMP_TEST_PRELOAD_FIRST")) {
+        print_message("skipped: python3 cannot load a sanitized build\n");
+        skip();
+    }
     run_argv(argv, PLAIN, &plain);
     run_argv(argv, SHIM, &shimmed);
     at = strstr(plain.out, "status=0 relerr=");

@@ -33,9 +33,11 @@ unset $(compgen -v AMPSHIM_ || true)
 export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$lib
 # A sanitized build's runtime must come first in a preloaded child; the
-# tool keeps LD_PRELOAD in front of the shim.
-export LD_PRELOAD=${AMP_TEST_PRELOAD_FIRST:-}
-preload="${AMP_TEST_PRELOAD_FIRST:+$AMP_TEST_PRELOAD_FIRST }"
+# tool keeps LD_PRELOAD in front of the shim. Only the tool and the
+# preloaded programs get it: the system's commands (hostname, python3)
+# are not built with the sanitizer.
+first=${AMP_TEST_PRELOAD_FIRST:-}
+preload="${first:+$first }"
 host=$(hostname)
 cd "$tmp"
 
@@ -58,7 +60,8 @@ t() {
     local in=/dev/null
     [[ -f $tmp/$name.in ]] && in=$tmp/$name.in
     set +e
-    env "${vars[@]}" "$tool" "$@" <"$in" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    env LD_PRELOAD="$first" "${vars[@]}" "$tool" "$@" <"$in" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err"
     echo $? >"$tmp/$name.rc"
     set -e
 }
@@ -255,14 +258,15 @@ fi
 if [[ $(id -u) != 0 || ${#as_user[@]} != 0 ]]; then
     chmod 777 "$tmp"
     set +e
-    "${as_user[@]}" env AMPSHIM_LIBRARY="$lib" "$tool" run --report ro/r.json \
+    "${as_user[@]}" env LD_PRELOAD="$first" AMPSHIM_LIBRARY="$lib" \
+        "$tool" run --report ro/r.json \
         "${marker[@]}" >ro.out 2>ro.err
     echo $? >ro.rc
     set -e
     refused ro "ampshim run: --report ro/r.json: cannot create files in ro: Permission denied"
     # The default report goes to the working directory.
     set +e
-    (cd ro && "${as_user[@]}" env AMPSHIM_LIBRARY="$lib" "$tool" run \
+    (cd ro && "${as_user[@]}" env LD_PRELOAD="$first" AMPSHIM_LIBRARY="$lib" "$tool" run \
         "${marker[@]}") >ro_cwd.out 2>ro_cwd.err
     echo $? >ro_cwd.rc
     set -e
