@@ -146,6 +146,7 @@ struct emu_dnn_view {
     int nb_dims;
     int dim[CUDNN_DIM_MAX];
     int64_t stride[CUDNN_DIM_MAX];
+    int packed;         /* row-major without gaps: offset == index */
 };
 
 void emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,

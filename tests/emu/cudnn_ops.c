@@ -15,6 +15,21 @@
 
 /* ---- Device tensors ------------------------------------------------------ */
 
+/* Whether v's strides are those of a packed row-major tensor of its
+ * dimensions (size-1 dimensions may have any stride). */
+static int
+view_packed(const struct emu_dnn_view *v)
+{
+    int64_t s = 1;
+
+    for (int i = v->nb_dims - 1; i >= 0; i--) {
+        if (v->dim[i] != 1 && v->stride[i] != s)
+            return 0;
+        s *= v->dim[i];
+    }
+    return 1;
+}
+
 void
 emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,
                     const void *ptr)
@@ -27,6 +42,7 @@ emu_dnn_view_tensor(struct emu_dnn_view *v, cudnnTensorDescriptor_t t,
         v->dim[i] = t->dim[i];
         v->stride[i] = t->stride[i];
     }
+    v->packed = view_packed(v);
 }
 
 void
@@ -39,6 +55,7 @@ emu_dnn_view_filter(struct emu_dnn_view *v, cudnnFilterDescriptor_t f,
     v->nb_dims = f->nb_dims;
     memcpy(v->dim, f->dim, sizeof(v->dim));
     emu_dnn_filter_strides(f, v->stride);
+    v->packed = view_packed(v);
 }
 
 size_t
@@ -56,6 +73,8 @@ emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin)
 {
     int64_t off = 0;
 
+    if (v->packed)
+        return (int64_t)lin;
     for (int i = v->nb_dims - 1; i >= 0; i--) {
         off += (int64_t)(lin % (size_t)v->dim[i]) * v->stride[i];
         lin /= (size_t)v->dim[i];
@@ -88,16 +107,25 @@ elem_of(cudnnDataType_t type)
                                          : EMU_ELEM_F32;
 }
 
+/* FLOAT, the common case, without the call into the core. */
 float
 emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type)
 {
-    return emu_elem_load(base, (size_t)idx, elem_of(type));
+    float f;
+
+    if (type != CUDNN_DATA_FLOAT)
+        return emu_elem_load(base, (size_t)idx, elem_of(type));
+    memcpy(&f, (const float *)base + idx, sizeof(f));
+    return f;
 }
 
 void
 emu_dnn_store(void *base, int64_t idx, cudnnDataType_t type, float v)
 {
-    emu_elem_store(base, (size_t)idx, elem_of(type), v);
+    if (type != CUDNN_DATA_FLOAT)
+        emu_elem_store(base, (size_t)idx, elem_of(type), v);
+    else
+        memcpy((float *)base + idx, &v, sizeof(v));
 }
 
 void
@@ -226,20 +254,28 @@ add_run(void *arg)
     size_t n = emu_dnn_view_count(c);
     void *at[EW_NVIEWS];
 
+    int coord[CUDNN_DIM_MAX] = { 0 };
+    int64_t astep[CUDNN_DIM_MAX], ai = 0, ci = 0;
+
     if (ew_map(j, at) != 0)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    /* A broadcasts along every dimension where it has size 1. */
+    for (int d = 0; d < c->nb_dims; d++)
+        astep[d] = a->dim[d] != 1 ? a->stride[d] : 0;
+    /* C's elements in row-major order, both offsets carried from one to
+     * the next (no divisions). */
     for (size_t lin = 0; lin < n; lin++) {
-        int64_t ai = 0;
-        size_t rest = lin;
-
-        /* A broadcasts along every dimension where it has size 1. */
+        emu_dnn_blend(at[EW_Y], ci, c->type, j->alpha, j->beta,
+                      emu_dnn_load(at[EW_X], ai, a->type));
         for (int d = c->nb_dims - 1; d >= 0; d--) {
-            if (a->dim[d] != 1)
-                ai += (int64_t)(rest % (size_t)c->dim[d]) * a->stride[d];
-            rest /= (size_t)c->dim[d];
+            ci += c->stride[d];
+            ai += astep[d];
+            if (++coord[d] < c->dim[d])
+                break;
+            ci -= (int64_t)c->dim[d] * c->stride[d];
+            ai -= (int64_t)c->dim[d] * astep[d];
+            coord[d] = 0;
         }
-        emu_dnn_blend(at[EW_Y], emu_dnn_view_offset(c, lin), c->type,
-                      j->alpha, j->beta, emu_dnn_load(at[EW_X], ai, a->type));
     }
     return CUDA_SUCCESS;
 }
