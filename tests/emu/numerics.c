@@ -1,4 +1,5 @@
-/* Bit-exact FP16, BF16 and TF32 conversions for the emulator, computed by
+/* Bit-exact FP16, BF16 and TF32 conversions for the emulator: FP16 and
+ * TF32 on the bits (emu.h, inline for the products' inner loops), BF16 by
  * rounding the scaled significand in double precision. */
 #include "emu.h"
 
