@@ -33,7 +33,7 @@ usage(FILE *out)
         "                   batch of each epoch is left out\n"
         "  --hidden N       units of the first fully connected layer\n"
         "                   (default 1024)\n"
-        "  --lr X           learning rate (default 0.005)\n"
+        "  --lr X           learning rate (default 0.003)\n"
         "  --momentum X     momentum, 0 to below 1 (default 0.9)\n"
         "  --train N        training images: the first N of the training\n"
         "                   set, shuffled each epoch (default 60000, all)\n"
@@ -119,7 +119,7 @@ parse_options(int argc, char **argv, struct options *o)
     int c, seed, rc = 0;
 
     *o = (struct options){ .epochs = 2, .batch = 512, .hidden = 1024, .train = 60000,
-                           .test = 10000, .lr = 0.005f, .momentum = 0.9f,
+                           .test = 10000, .lr = 0.003f, .momentum = 0.9f,
                            .seed = 1, .data_dir = FMNIST_DIR };
     while (rc == 0 &&
            (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
