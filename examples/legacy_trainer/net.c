@@ -1,10 +1,18 @@
-/* legacy_trainer: the CNN on cuDNN and cuBLAS, FP32 throughout.
+/* legacy_trainer: the CNN on cuDNN and cuBLAS, FP32 throughout: VGG-style
+ * blocks of 3x3 convolutions (padding 1, bias, ReLU), a 2x2 max pooling
+ * between blocks, then two fully connected layers.
  *
  *   image 1x28x28
- *   conv 3x3 pad 1 -> 4x28x28, bias, ReLU, max pool 2 -> 4x14x14
- *   conv 3x3 pad 1 -> 16x14x14, bias, ReLU, max pool 2 -> 16x7x7
- *   fully connected 784 -> hidden, bias, ReLU
+ *   conv 1 -> 32 at 28x28, max pool 2 -> 32x14x14
+ *   conv 32 -> 64, conv 64 -> 64 at 14x14, max pool 2 -> 64x7x7
+ *   conv 64 -> 128, conv 128 -> 128 at 7x7, max pool 2 -> 128x3x3
+ *   conv 128 -> 256, conv 256 -> 256 at 3x3
+ *   fully connected 2304 -> hidden, bias, ReLU
  *   fully connected hidden -> 10, bias, softmax, cross-entropy
+ *
+ * Per image, the forward convolutions are 29.9M multiply-adds and the
+ * fully connected layers 2304 hidden + 10 hidden (2.4M with the default
+ * 1024 hidden units): the convolutions carry most of the work.
  *
  * Activations are NCHW; a fully connected layer's input and output are
  * row-major (batch x features), that is column-major features x batch for
@@ -13,7 +21,7 @@
  * so the SGD step is two calls over everything. */
 #include "trainer.h"
 
-#define CONV_BLOCKS 2
+#define CONV_LAYERS 7
 #define FC_LAYERS 2
 #define KERNEL 3
 #define WORKSPACE_LIMIT ((size_t)256 << 20)
@@ -24,14 +32,26 @@
 struct param {
     size_t offset, count;
     int fan_in;                 /* for the initialisation; 0: zeros */
+    int relu;                   /* a ReLU follows */
 };
 
-/* Convolution, bias, ReLU, max pooling. */
-struct conv_block {
-    int cin, cout, side;        /* side: input height and width */
+/* The convolutions in order: output channels, and whether a max pooling
+ * follows (the last layer of a block but the last block). */
+static const struct conv_spec {
+    int cout, pool;
+} conv_specs[CONV_LAYERS] = {
+    { 32, 1 },                  /* 28x28 */
+    { 64, 0 }, { 64, 1 },       /* 14x14 */
+    { 128, 0 }, { 128, 1 },     /* 7x7 */
+    { 256, 0 }, { 256, 0 },     /* 3x3 */
+};
+
+/* Convolution, bias, ReLU, then max pooling when `pool`. */
+struct conv_layer {
+    int cin, cout, side, pool;  /* side: input height and width */
     cudnnTensorDescriptor_t in_desc;    /* N cin side side */
     cudnnTensorDescriptor_t pre_desc;   /* N cout side side */
-    cudnnTensorDescriptor_t out_desc;   /* N cout side/2 side/2 */
+    cudnnTensorDescriptor_t out_desc;   /* N cout side/2 side/2; pool only */
     cudnnTensorDescriptor_t bias_desc;  /* 1 cout 1 1 */
     cudnnFilterDescriptor_t w_desc;
     cudnnConvolutionDescriptor_t conv;
@@ -41,7 +61,8 @@ struct conv_block {
     struct param w, b;
     const float *in;
     float *d_in;                /* NULL: the network's input needs none */
-    float *pre, *act, *out;     /* convolution + bias, ReLU, pooled */
+    float *pre, *act, *out;     /* convolution + bias, ReLU, output:
+                                 * pooled, or act without pooling */
     float *d_pre, *d_act, *d_out;
 };
 
@@ -68,7 +89,7 @@ struct net {
     cudnnActivationDescriptor_t relu;
     cudnnPoolingDescriptor_t pool;
     cudnnTensorDescriptor_t flat_desc;  /* 1 x params x 1 x 1 */
-    struct conv_block conv[CONV_BLOCKS];
+    struct conv_layer conv[CONV_LAYERS];
     struct fc_layer fc[FC_LAYERS];
     size_t param_count;
     float *params, *grads, *velocity;
@@ -77,7 +98,7 @@ struct net {
     size_t workspace_size;
     float *host_probs, *host_onehot;
     /* Every device allocation, for net_destroy. */
-    void *allocs[32];
+    void *allocs[64];
     int nallocs;
 };
 
@@ -97,11 +118,13 @@ dev_alloc(struct net *net, size_t floats)
 }
 
 static void
-param_add(struct net *net, struct param *p, size_t count, int fan_in)
+param_add(struct net *net, struct param *p, size_t count, int fan_in,
+          int relu)
 {
     p->offset = net->param_count;
     p->count = count;
     p->fan_in = fan_in;
+    p->relu = relu;
     net->param_count += (count + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
 }
 
@@ -119,7 +142,7 @@ tensor4(cudnnTensorDescriptor_t *d, int n, int c, int h, int w)
 /* The first algorithm the heuristics rank that works within the
  * workspace limit, as FP32 programs of the time chose them. */
 static int
-pick_algos(struct net *net, struct conv_block *b)
+pick_algos(struct net *net, struct conv_layer *b)
 {
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -173,7 +196,7 @@ none:
 
 /* The workspace the chosen algorithms ask for, as cuDNN reports it. */
 static int
-size_workspace(struct net *net, const struct conv_block *b)
+size_workspace(struct net *net, const struct conv_layer *b)
 {
     size_t fwd = 0, data = 0, filter = 0;
 
@@ -201,7 +224,7 @@ size_workspace(struct net *net, const struct conv_block *b)
 }
 
 static int
-conv_setup(struct net *net, struct conv_block *b)
+conv_setup(struct net *net, struct conv_layer *b)
 {
     int n = net->batch, half = b->side / 2;
     size_t pre = (size_t)n * b->cout * b->side * b->side;
@@ -209,7 +232,7 @@ conv_setup(struct net *net, struct conv_block *b)
 
     if (tensor4(&b->in_desc, n, b->cin, b->side, b->side) ||
         tensor4(&b->pre_desc, n, b->cout, b->side, b->side) ||
-        tensor4(&b->out_desc, n, b->cout, half, half) ||
+        (b->pool && tensor4(&b->out_desc, n, b->cout, half, half)) ||
         tensor4(&b->bias_desc, 1, b->cout, 1, 1) ||
         cudnn_failed("cudnnCreateFilterDescriptor",
                      cudnnCreateFilterDescriptor(&b->w_desc)) ||
@@ -226,10 +249,15 @@ conv_setup(struct net *net, struct conv_block *b)
         return -1;
     b->pre = dev_alloc(net, pre);
     b->act = dev_alloc(net, pre);
-    b->out = dev_alloc(net, out);
     b->d_pre = dev_alloc(net, pre);
     b->d_act = dev_alloc(net, pre);
-    b->d_out = dev_alloc(net, out);
+    if (b->pool) {
+        b->out = dev_alloc(net, out);
+        b->d_out = dev_alloc(net, out);
+    } else {
+        b->out = b->act;
+        b->d_out = b->d_act;
+    }
     if (b->pre == NULL || b->act == NULL || b->out == NULL ||
         b->d_pre == NULL || b->d_act == NULL || b->d_out == NULL)
         return -1;
@@ -257,17 +285,17 @@ fc_setup(struct net *net, struct fc_layer *l)
     return 0;
 }
 
-/* Weights uniform in +-sqrt(3 / fan_in) (variance 1 / fan_in), biases
- * zero. */
+/* Weights uniform with variance 2 / fan_in (He et al., for layers
+ * followed by ReLU) or 1 / fan_in (the output layer), biases zero. */
 static int
 init_params(struct net *net, uint64_t seed)
 {
-    struct param *all[2 * (CONV_BLOCKS + FC_LAYERS)];
+    struct param *all[2 * (CONV_LAYERS + FC_LAYERS)];
     uint64_t state = seed;
     float *host;
     int n = 0, rc;
 
-    for (int i = 0; i < CONV_BLOCKS; i++) {
+    for (int i = 0; i < CONV_LAYERS; i++) {
         all[n++] = &net->conv[i].w;
         all[n++] = &net->conv[i].b;
     }
@@ -285,7 +313,8 @@ init_params(struct net *net, uint64_t seed)
 
         if (all[i]->fan_in == 0)
             continue;
-        scale = sqrtf(3.0f / (float)all[i]->fan_in);
+        scale = sqrtf((all[i]->relu ? 6.0f : 3.0f) /
+                      (float)all[i]->fan_in);
         for (size_t j = 0; j < all[i]->count; j++)
             host[all[i]->offset + j] = rng_float(&state, scale);
     }
@@ -305,21 +334,23 @@ init_params(struct net *net, uint64_t seed)
 static void
 net_layout(struct net *net)
 {
-    static const int channels[CONV_BLOCKS + 1] = { 1, 4, 16 };
-    int side = IMAGE_SIDE;
+    int side = IMAGE_SIDE, channels = 1;
 
-    for (int i = 0; i < CONV_BLOCKS; i++) {
-        struct conv_block *b = &net->conv[i];
+    for (int i = 0; i < CONV_LAYERS; i++) {
+        struct conv_layer *b = &net->conv[i];
 
-        b->cin = channels[i];
-        b->cout = channels[i + 1];
+        b->cin = channels;
+        b->cout = conv_specs[i].cout;
         b->side = side;
+        b->pool = conv_specs[i].pool;
         param_add(net, &b->w, (size_t)b->cout * b->cin * KERNEL * KERNEL,
-                  b->cin * KERNEL * KERNEL);
-        param_add(net, &b->b, (size_t)b->cout, 0);
-        side /= 2;
+                  b->cin * KERNEL * KERNEL, 1);
+        param_add(net, &b->b, (size_t)b->cout, 0, 0);
+        channels = b->cout;
+        if (b->pool)
+            side /= 2;
     }
-    net->fc[0].in = channels[CONV_BLOCKS] * side * side;
+    net->fc[0].in = channels * side * side;
     net->fc[0].out = net->hidden;
     net->fc[0].relu = 1;
     net->fc[1].in = net->hidden;
@@ -328,8 +359,8 @@ net_layout(struct net *net)
     for (int i = 0; i < FC_LAYERS; i++) {
         struct fc_layer *l = &net->fc[i];
 
-        param_add(net, &l->w, (size_t)l->in * l->out, l->in);
-        param_add(net, &l->b, (size_t)l->out, 0);
+        param_add(net, &l->w, (size_t)l->in * l->out, l->in, l->relu);
+        param_add(net, &l->b, (size_t)l->out, 0, 0);
     }
 }
 
@@ -339,12 +370,12 @@ net_wire(struct net *net)
 {
     net->conv[0].in = net->input;
     net->conv[0].d_in = NULL;
-    for (int i = 1; i < CONV_BLOCKS; i++) {
+    for (int i = 1; i < CONV_LAYERS; i++) {
         net->conv[i].in = net->conv[i - 1].out;
         net->conv[i].d_in = net->conv[i - 1].d_out;
     }
-    net->fc[0].x = net->conv[CONV_BLOCKS - 1].out;
-    net->fc[0].d_x = net->conv[CONV_BLOCKS - 1].d_out;
+    net->fc[0].x = net->conv[CONV_LAYERS - 1].out;
+    net->fc[0].d_x = net->conv[CONV_LAYERS - 1].d_out;
     for (int i = 1; i < FC_LAYERS; i++) {
         net->fc[i].x = net->fc[i - 1].act;
         net->fc[i].d_x = net->fc[i - 1].d_act;
@@ -414,7 +445,7 @@ net_create(int batch, int hidden, uint64_t seed)
         net->ones == NULL || net->host_probs == NULL ||
         net->host_onehot == NULL)
         goto fail;
-    for (int i = 0; i < CONV_BLOCKS; i++) {
+    for (int i = 0; i < CONV_LAYERS; i++) {
         if (conv_setup(net, &net->conv[i]) != 0)
             goto fail;
     }
@@ -423,7 +454,7 @@ net_create(int batch, int hidden, uint64_t seed)
             goto fail;
     }
     net_wire(net);
-    for (int i = 0; i < CONV_BLOCKS; i++) {
+    for (int i = 0; i < CONV_LAYERS; i++) {
         if (size_workspace(net, &net->conv[i]) != 0)
             goto fail;
     }
@@ -451,8 +482,8 @@ net_destroy(struct net *net)
 {
     if (net == NULL)
         return;
-    for (int i = 0; i < CONV_BLOCKS; i++) {
-        struct conv_block *b = &net->conv[i];
+    for (int i = 0; i < CONV_LAYERS; i++) {
+        struct conv_layer *b = &net->conv[i];
 
         cudnnDestroyTensorDescriptor(b->in_desc);
         cudnnDestroyTensorDescriptor(b->pre_desc);
@@ -518,7 +549,7 @@ net_device_ms(struct net *net)
 static const float one = 1.0f, zero = 0.0f;
 
 static int
-conv_forward(struct net *net, struct conv_block *b)
+conv_forward(struct net *net, struct conv_layer *b)
 {
     const float *w = net->params + b->w.offset;
     const float *bias = net->params + b->b.offset;
@@ -533,9 +564,10 @@ conv_forward(struct net *net, struct conv_block *b)
            cudnn_failed("cudnnActivationForward",
                cudnnActivationForward(net->dnn, net->relu, &one,
                    b->pre_desc, b->pre, &zero, b->pre_desc, b->act)) ||
-           cudnn_failed("cudnnPoolingForward",
+           (b->pool &&
+            cudnn_failed("cudnnPoolingForward",
                cudnnPoolingForward(net->dnn, net->pool, &one, b->pre_desc,
-                   b->act, &zero, b->out_desc, b->out))
+                   b->act, &zero, b->out_desc, b->out)))
            ? -1 : 0;
 }
 
@@ -579,7 +611,7 @@ forward(struct net *net, const float *images, int count)
                     cudaMemcpyAsync(net->input, images, bytes,
                                     cudaMemcpyHostToDevice, net->stream)))
         return -1;
-    for (int i = 0; i < CONV_BLOCKS; i++) {
+    for (int i = 0; i < CONV_LAYERS; i++) {
         if (conv_forward(net, &net->conv[i]) != 0)
             return -1;
     }
@@ -667,15 +699,16 @@ fc_backward(struct net *net, struct fc_layer *l)
 }
 
 static int
-conv_backward(struct net *net, struct conv_block *b)
+conv_backward(struct net *net, struct conv_layer *b)
 {
     const float *w = net->params + b->w.offset;
     float *dw = net->grads + b->w.offset, *db = net->grads + b->b.offset;
 
-    if (cudnn_failed("cudnnPoolingBackward",
+    if ((b->pool &&
+         cudnn_failed("cudnnPoolingBackward",
             cudnnPoolingBackward(net->dnn, net->pool, &one, b->out_desc,
                 b->out, b->out_desc, b->d_out, b->pre_desc, b->act, &zero,
-                b->pre_desc, b->d_act)) ||
+                b->pre_desc, b->d_act))) ||
         cudnn_failed("cudnnActivationBackward",
             cudnnActivationBackward(net->dnn, net->relu, &one, b->pre_desc,
                 b->act, b->pre_desc, b->d_act, b->pre_desc, b->pre, &zero,
@@ -749,7 +782,7 @@ net_train_step(struct net *net, const float *images,
         if (fc_backward(net, &net->fc[i]) != 0)
             return -1;
     }
-    for (int i = CONV_BLOCKS - 1; i >= 0; i--) {
+    for (int i = CONV_LAYERS - 1; i >= 0; i--) {
         if (conv_backward(net, &net->conv[i]) != 0)
             return -1;
     }

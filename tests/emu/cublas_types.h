@@ -54,7 +54,7 @@ round_operand(float v, enum operand_round r)
 {
     switch (r) {
     case ROUND_F16:
-        return emu_f16_to_f32(emu_f32_to_f16(v));
+        return emu_round_f16_inline(v);
     case ROUND_BF16:
         return emu_bf16_to_f32(emu_f32_to_bf16(v));
     case ROUND_TF32:

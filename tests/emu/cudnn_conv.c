@@ -399,16 +399,6 @@ struct conv_job {
     int partial;        /* an injected fault: the first half only */
 };
 
-static float
-round_operand(float v, enum operand_round r)
-{
-    if (r == ROUND_F16)
-        return emu_f16_to_f32(emu_f32_to_f16(v));
-    if (r == ROUND_TF32)
-        return emu_round_tf32(v);
-    return v;
-}
-
 /* emu_dnn_load without the call for FP32 tensors, the common case. */
 static inline float
 conv_load(const void *base, int64_t idx, cudnnDataType_t type)
@@ -423,7 +413,9 @@ conv_round(float v, enum operand_round r)
 {
     if (r == ROUND_TF32)
         return emu_round_tf32_inline(v);
-    return round_operand(v, r);
+    if (r == ROUND_F16)
+        return emu_round_f16_inline(v);
+    return v;
 }
 
 /*

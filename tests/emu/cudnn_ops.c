@@ -111,16 +111,25 @@ elem_of(cudnnDataType_t type)
                                          : EMU_ELEM_F32;
 }
 
+/* FLOAT, the common case, without the call into the core. */
 float
 emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type)
 {
-    return emu_elem_load(base, (size_t)idx, elem_of(type));
+    float f;
+
+    if (type != CUDNN_DATA_FLOAT)
+        return emu_elem_load(base, (size_t)idx, elem_of(type));
+    memcpy(&f, (const float *)base + idx, sizeof(f));
+    return f;
 }
 
 void
 emu_dnn_store(void *base, int64_t idx, cudnnDataType_t type, float v)
 {
-    emu_elem_store(base, (size_t)idx, elem_of(type), v);
+    if (type != CUDNN_DATA_FLOAT)
+        emu_elem_store(base, (size_t)idx, elem_of(type), v);
+    else
+        memcpy((float *)base + idx, &v, sizeof(v));
 }
 
 void
@@ -423,14 +432,29 @@ add_run(void *arg)
     const struct emu_dnn_view *x = &j->v[EW_X], *y = &j->v[EW_Y];
     size_t n = emu_dnn_view_count(y);
     void *at[EW_NVIEWS];
+    int coord[CUDNN_DIM_MAX] = { 0 };
+    int64_t xstep[CUDNN_DIM_MAX], xi = 0, yi = 0;
 
     if (ew_map(j, at) != 0)
         return ew_unmapped("cudnnAddTensor");
-    for (size_t lin = 0; lin < n; lin++)
-        emu_dnn_blendd(at[EW_Y], emu_dnn_view_offset(y, lin), y->type,
-                       j->alpha, j->beta,
-                       emu_dnn_loadd(at[EW_X], broadcast_offset(x, y, lin),
-                                     x->type));
+    /* x broadcasts along every dimension where it has size 1. */
+    for (int d = 0; d < y->nb_dims; d++)
+        xstep[d] = x->dim[d] != 1 ? x->stride[d] : 0;
+    /* y's elements in row-major order, both offsets carried from one to
+     * the next (no divisions). */
+    for (size_t lin = 0; lin < n; lin++) {
+        emu_dnn_blendd(at[EW_Y], yi, y->type, j->alpha, j->beta,
+                       emu_dnn_loadd(at[EW_X], xi, x->type));
+        for (int d = y->nb_dims - 1; d >= 0; d--) {
+            yi += y->stride[d];
+            xi += xstep[d];
+            if (++coord[d] < y->dim[d])
+                break;
+            yi -= (int64_t)y->dim[d] * y->stride[d];
+            xi -= (int64_t)y->dim[d] * xstep[d];
+            coord[d] = 0;
+        }
+    }
     return CUDA_SUCCESS;
 }
 

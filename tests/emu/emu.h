@@ -193,4 +193,69 @@ emu_round_tf32_inline(float f)
     return f;
 }
 
+/*
+ * emu_f32_to_f16 and emu_f16_to_f32 inline: every operand of every
+ * emulated FP16 product goes through them. On the bits, as the conversion
+ * instructions do: FP32 keeps 13 more mantissa bits than FP16; nearest
+ * even adds just under half of the dropped part, plus the kept part's last
+ * bit. test_numerics checks both against a table of every FP16 value.
+ */
+static inline uint16_t
+emu_f32_to_f16_inline(float f)
+{
+    uint32_t u, a, m, q, rest, half;
+    uint16_t sign;
+    int shift;
+
+    memcpy(&u, &f, sizeof u);
+    a = u & 0x7fffffffu;
+    sign = (uint16_t)((u >> 16) & 0x8000u);
+    if (a > 0x7f800000u)    /* quiet NaN, sign and top payload bits kept */
+        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x03ffu));
+    if (a >= 0x477ff000u)   /* 65520 and above round past 65504: Inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* normal: 2^-14 and above */
+        a += 0x0fffu + ((a >> 13) & 1u);
+        return (uint16_t)(sign | ((a - 0x38000000u) >> 13));
+    }
+    if (a < 0x33000000u)    /* at most 2^-25, half the smallest step: 0 */
+        return sign;
+    /* Subnormal: the count of 2^-24 steps, rounded to nearest even (a
+     * count of 1024 is the smallest normal, encoded alike). */
+    m = (a & 0x007fffffu) | 0x00800000u;
+    shift = 126 - (int)(a >> 23);       /* 14 to 24 */
+    q = m >> shift;
+    rest = m & ((1u << shift) - 1u);
+    half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (q & 1u)))
+        q++;
+    return (uint16_t)(sign | q);
+}
+
+static inline float
+emu_f16_to_f32_inline(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t expo = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+    float f;
+
+    if (expo == 31) {   /* Inf, or a quiet NaN with the payload on top */
+        u = sign | 0x7f800000u | (mant ? 0x00400000u | (mant << 13) : 0u);
+    } else if (expo != 0) {
+        u = sign | ((expo + 112u) << 23) | (mant << 13);
+    } else {            /* subnormal: exact */
+        f = (float)mant * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* f rounded to the nearest FP16 value (Inf past its range), as a float. */
+static inline float
+emu_round_f16_inline(float f)
+{
+    return emu_f16_to_f32_inline(emu_f32_to_f16_inline(f));
+}
+
 #endif

@@ -1,4 +1,5 @@
-/* Bit-exact FP16, BF16 and TF32 conversions for the emulator, computed by
+/* Bit-exact FP16, BF16 and TF32 conversions for the emulator: FP16 and
+ * TF32 on the bits (emu.h, inline for the products' inner loops), BF16 by
  * rounding the scaled significand in double precision. */
 #include "emu.h"
 
@@ -52,46 +53,13 @@ num_round(double ax, int digits, int emin)
 uint16_t
 emu_f32_to_f16(float f)
 {
-    uint32_t u = num_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    double r;
-    int e;
-    uint16_t mant, expo;
-
-    if (isnan(f))   /* quiet NaN, sign and top payload bits kept */
-        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x03ffu));
-    if (isinf(f))
-        return (uint16_t)(sign | 0x7c00u);
-    r = num_round(fabs((double)f), 11, -14);
-    if (r >= 65536.0)               /* rounded past 65504: overflow */
-        return (uint16_t)(sign | 0x7c00u);
-    if (r < ldexp(1.0, -14))        /* subnormal: count of 2^-24 steps */
-        return (uint16_t)(sign | (uint16_t)ldexp(r, 24));
-    (void)frexp(r, &e);
-    expo = (uint16_t)(e - 1 + 15);
-    mant = (uint16_t)(ldexp(r, 11 - e) - 1024.0);
-    return (uint16_t)(sign | (uint16_t)(expo << 10) | mant);
+    return emu_f32_to_f16_inline(f);
 }
 
 float
 emu_f16_to_f32(uint16_t h)
 {
-    int expo = (h >> 10) & 0x1f;
-    int mant = h & 0x3ff;
-    float mag;
-
-    if (expo == 31) {
-        if (mant == 0)
-            mag = INFINITY;
-        else    /* quiet NaN with the payload moved to the top */
-            return num_float(((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u |
-                             ((uint32_t)mant << 13));
-    } else if (expo == 0) {
-        mag = ldexpf((float)mant, -24);
-    } else {
-        mag = ldexpf((float)(mant + 1024), expo - 25);
-    }
-    return (h & 0x8000u) ? -mag : mag;
+    return emu_f16_to_f32_inline(h);
 }
 
 uint16_t

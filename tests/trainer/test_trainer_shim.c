@@ -1,10 +1,12 @@
 /* The legacy trainer's bar, on the CPU device emulator: the same training
- * (steps of 512 images, 8192 hidden units, the trainer's defaults) plain
+ * (steps of 512 images, 1024 hidden units, the trainer's defaults) plain
  * FP32 and under `ampshim run` with the built-in default policy. Under the
- * shim at least 90 % of the GEMM and convolution FLOPs run converted (from
- * the report), and the test accuracy after the same steps is within 1
- * percentage point of FP32. TRAIN and TEST images (default 16384 and 1024:
- * 32 steps); the default suites run 16 steps (8192 and 1024).
+ * shim at least 90 % of the GEMM and convolution FLOPs run converted, and
+ * at least 75 % of the convolutions' alone (from the report), the
+ * convolutions carry most of the FLOPs, and the test accuracy after the
+ * same steps is within 1 percentage point of FP32. TRAIN and TEST images
+ * (default 8192 and 1024: 16 steps); the default suites run fewer (the
+ * arguments in meson.build).
  *
  * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL [TRAIN TEST] */
 #include <stdarg.h>
@@ -22,17 +24,17 @@
 #include "base/json.h"
 #include "harness.h"
 
-/* Each run takes a minute or two of one CPU core; room for a loaded
+/* Each run takes a minute or a few of one CPU core; room for a loaded
  * machine. */
 #define RUN_TIMEOUT_S 1200
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
 #define BATCH 512
-#define HIDDEN 8192
+#define HIDDEN 1024
 
 static const char *trainer_path, *emu_dir, *tool_path;
 /* Training and test images, as text for the trainer's options. */
-static const char *train_images = "16384", *test_images = "1024";
+static const char *train_images = "8192", *test_images = "1024";
 
 struct result {
     int epochs, has_final;
@@ -83,22 +85,108 @@ run_on_emu(char *const *argv, const char *dir, struct amp_test_run *run)
     assert_int_equal(run->code, 0);
 }
 
-/* The FP32 FLOPs of the run's GEMMs and convolutions (2 per multiply-add):
- * per training step the two fully connected layers' three GEMMs each
- * (forward, weight gradient, input gradient), the first convolution's
- * forward and filter gradient (the images need no gradient), the second's
- * three; per test batch the forward ones. */
-static double
-expected_flops(void)
+/* The trainer's network (examples/legacy_trainer/net.c): 3x3
+ * convolutions with padding 1, their output channels, and which are
+ * followed by a 2x2 max pooling; then fully connected layers from the
+ * flattened output to HIDDEN units and to 10 classes. */
+static const struct {
+    int cout, pool;
+} convs[] = {
+    { 32, 1 }, { 64, 0 }, { 64, 1 }, { 128, 0 }, { 128, 1 }, { 256, 0 },
+    { 256, 0 },
+};
+#define NCONVS (sizeof(convs) / sizeof(convs[0]))
+
+/* The FP32 FLOPs of the run's convolutions and GEMMs (2 per multiply-add):
+ * per training step each convolution's forward and filter gradient and,
+ * but for the first (the images need none), its data gradient; each fully
+ * connected layer's three GEMMs (forward, weight gradient, input
+ * gradient); per test batch the forward ones. */
+static void
+expected_flops(double *conv, double *gemm)
 {
-    double b = BATCH, h = HIDDEN;
-    double fc = 784 * h * b + 10 * h * b;
-    double conv1 = b * 4 * 28 * 28 * 1 * 9, conv2 = b * 16 * 14 * 14 * 4 * 9;
+    double b = BATCH, fwd = 0.0, train = 0.0, fc[3];
     double steps = atoi(train_images) / BATCH;
     double tests = atoi(test_images) / BATCH;
+    int side = 28, cin = 1;
 
-    return 2 * (steps * (3 * fc + 2 * conv1 + 3 * conv2) +
-                tests * (fc + conv1 + conv2));
+    for (size_t i = 0; i < NCONVS; i++) {
+        double macs = b * cin * convs[i].cout * side * side * 9;
+
+        fwd += macs;
+        train += (i == 0 ? 2 : 3) * macs;
+        cin = convs[i].cout;
+        if (convs[i].pool)
+            side /= 2;
+    }
+    fc[0] = (double)cin * side * side;
+    fc[1] = HIDDEN;
+    fc[2] = 10;
+    *conv = 2 * (steps * train + tests * fwd);
+    *gemm = 2 * (3 * steps + tests) * b * (fc[0] * fc[1] + fc[1] * fc[2]);
+}
+
+/* Whether a shape of the report converted any call: every convolution
+ * but the first (1 input channel), every GEMM but the 10-unit output
+ * layer's. */
+static void
+check_shape(const struct amp_json *shape, int is_conv)
+{
+    const struct amp_json *dims = amp_json_get(shape, "dims");
+    double converted = amp_json_num(amp_json_get(shape, "converted"), -1.0);
+    int small = 0;
+
+    assert_non_null(dims);
+    if (is_conv) {
+        const struct amp_json *x = amp_json_get(dims, "x");
+
+        assert_non_null(x);
+        assert_true(x->count >= 2);
+        small = amp_json_num(&x->items[1], -1.0) == 1.0;
+    } else {
+        small = amp_json_num(amp_json_get(dims, "m"), -1.0) == 10.0 ||
+                amp_json_num(amp_json_get(dims, "n"), -1.0) == 10.0 ||
+                amp_json_num(amp_json_get(dims, "k"), -1.0) == 10.0;
+    }
+    if (small)
+        assert_true(converted == 0.0);
+    else
+        assert_true(converted > 0.0);
+}
+
+/* One site of the report: not demoted, its shapes as check_shape says;
+ * its convolution FLOPs added to *conv and *conv_converted, and to
+ * *converted_sites when it converted any call. Times modelled on the H100
+ * (README, the demo): a converting site of the fully connected layers'
+ * GEMMs gains, one of the convolutions, against cuDNN's TF32 FP32,
+ * loses. */
+static void
+check_site(const struct amp_json *site, double *conv,
+           double *conv_converted, int *converted_sites)
+{
+    const struct amp_json *demoted = amp_json_get(site, "demoted");
+    const struct amp_json *shapes = amp_json_get(site, "shapes");
+    const struct amp_json *f = amp_json_get(site, "flops");
+    double speedup = amp_json_num(amp_json_get(amp_json_get(site, "time"),
+                                               "speedup"), -1.0);
+    int is_conv = strcmp(amp_json_str(amp_json_get(site, "family")),
+                         "conv") == 0;
+
+    assert_non_null(demoted);
+    assert_int_equal(demoted->type, AMP_JSON_BOOL);
+    assert_false(demoted->boolean);
+    if (amp_json_num(amp_json_get(site, "converted"), 0.0) > 0) {
+        (*converted_sites)++;
+        assert_true(speedup > 0.0);
+        assert_true(is_conv ? speedup < 1.0 : speedup > 1.0);
+    }
+    assert_non_null(shapes);
+    for (size_t i = 0; i < shapes->count; i++)
+        check_shape(&shapes->items[i], is_conv);
+    if (!is_conv)
+        return;
+    *conv += amp_json_num(amp_json_get(f, "total"), -1.0);
+    *conv_converted += amp_json_num(amp_json_get(f, "converted"), -1.0);
 }
 
 static void
@@ -112,7 +200,8 @@ test_converted_and_accurate(void **state)
     struct amp_json *doc;
     char err[128], *text;
     size_t n = 0, m = 0;
-    double share, flops;
+    double share, flops, want_conv, want_gemm, conv = 0.0;
+    double conv_converted = 0.0;
     int converted_sites = 0;
 
     assert_non_null(mkdtemp(dir));
@@ -148,7 +237,7 @@ test_converted_and_accurate(void **state)
     assert_int_equal(rs.epochs, 1);
     /* It learnt (chance is 10 %), and the shim changed the result but
      * little. */
-    assert_true(rf.acc > 60.0);
+    assert_true(rf.acc > 40.0);
     assert_true(fabs(rs.acc - rf.acc) <= 1.0);
 
     text = amp_test_read_file(report);
@@ -164,29 +253,35 @@ test_converted_and_accurate(void **state)
     tot = amp_json_get(doc, "totals");
     flops = amp_json_num(amp_json_get(tot, "flops_fp32"), -1.0);
     share = amp_json_num(amp_json_get(tot, "converted_share"), -1.0);
-    fprintf(stderr, "converted share %.4f of %.4g FLOPs (expected %.4g); "
-            "speedup %.3f\n", share, flops, expected_flops(),
-            amp_json_num(amp_json_get(tot, "speedup"), -1.0));
-    /* Every GEMM and convolution of the run was seen. */
-    assert_true(fabs(flops - expected_flops()) <= 1e-9 * expected_flops());
-    assert_true(share >= 0.90);
-    assert_true(share <= 1.0);
-    assert_int_equal(amp_json_num(amp_json_get(tot, "fallback"), -1.0), 0);
-    /* The first layer's three GEMMs converted, none demoted. */
+    expected_flops(&want_conv, &want_gemm);
     sites = amp_json_get(doc, "sites");
     assert_non_null(sites);
-    for (size_t i = 0; i < sites->count; i++) {
-        const struct amp_json *s = &sites->items[i];
-
-        const struct amp_json *demoted = amp_json_get(s, "demoted");
-
-        assert_non_null(demoted);
-        assert_int_equal(demoted->type, AMP_JSON_BOOL);
-        assert_false(demoted->boolean);
-        if (amp_json_num(amp_json_get(s, "converted"), 0.0) > 0)
-            converted_sites++;
-    }
-    assert_int_equal(converted_sites, 3);
+    for (size_t i = 0; i < sites->count; i++)
+        check_site(&sites->items[i], &conv, &conv_converted,
+                   &converted_sites);
+    fprintf(stderr, "converted share %.4f of %.4g FLOPs (expected %.4g), "
+            "of the convolutions' %.4f of %.4g (expected %.4g); speedup "
+            "%.3f\n", share, flops, want_conv + want_gemm,
+            conv_converted / conv, conv, want_conv,
+            amp_json_num(amp_json_get(tot, "speedup"), -1.0));
+    /* Every GEMM and convolution of the run was seen, and the
+     * convolutions carry most of the work. */
+    assert_true(fabs(flops - (want_conv + want_gemm)) <= 1e-9 * flops);
+    assert_true(fabs(conv - want_conv) <= 1e-9 * conv);
+    assert_true(conv >= 0.75 * flops);
+    assert_true(share >= 0.90);
+    assert_true(share <= 1.0);
+    assert_true(conv_converted >= 0.75 * conv);
+    assert_int_equal(amp_json_num(amp_json_get(tot, "fallback"), -1.0), 0);
+    /* The three sites of the convolutions and the three of the fully
+     * connected layers' GEMMs converted. A site's verify count runs over
+     * every call it makes that reaches the policy: the forward
+     * convolutions' site starts with the first layer's (FP32), so 1
+     * shadow call; the backward ones start with the last two layers: 2
+     * each; each GEMM site's first or second call is the 10-unit layer's
+     * (FP32): 1 each. */
+    assert_int_equal(converted_sites, 6);
+    assert_int_equal(amp_json_num(amp_json_get(tot, "shadow"), -1.0), 8);
 
     amp_json_free(doc);
     free(text);

@@ -524,7 +524,37 @@ test_builtin_default(void **state)
     c = conv_call(128, 128, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    /* Convolutions: at least 32 input and 64 output channels, multiples
+     * of 8, and 512M multiply-adds. 8 images of 64 channels in, 64 out
+     * at 32x32 are 302M: FP32; 64 images of them, or of 32 channels in,
+     * convert. */
     c = conv_call(64, 64, AMP_LAYOUT_NCHW);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    c = conv_call(32, 64, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    /* Few input channels (a network's first layer on its images), few
+     * output channels, or channels not a multiple of 8: FP32 at any
+     * size. */
+    c = conv_call(16, 64, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    c = conv_call(1, 64, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 65536);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    c = conv_call(128, 32, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    c = conv_call(36, 64, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     c = conv_call(3, 64, AMP_LAYOUT_NCHW);
