@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fault_test.h"
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -1820,21 +1822,8 @@ test_fault_child(void **state)
 static void
 test_fault_injection(void **state)
 {
-    int status = 0;
-    pid_t pid;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setenv("AMPSHIM_EMU_FAIL", FAULT_SPEC, 1);
-        execl("/proc/self/exe", "test_emu_cublaslt", FAULT_ARG, (char *)NULL);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    emu_test_rerun_with_faults("test_emu_cublaslt", FAULT_SPEC, FAULT_ARG);
 }
 
 int

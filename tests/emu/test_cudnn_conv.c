@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fault_test.h"
+
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <math.h>
@@ -1072,22 +1074,8 @@ test_fault_partial_child(void **state)
 static void
 test_fault_injection(void **state)
 {
-    int status = 0;
-    pid_t pid;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setenv("AMPSHIM_EMU_FAIL", FAULT_SPEC, 1);
-        execl("/proc/self/exe", "test_emu_cudnn_conv", FAULT_ARG,
-              (char *)NULL);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    emu_test_rerun_with_faults("test_emu_cudnn_conv", FAULT_SPEC, FAULT_ARG);
 }
 
 int
