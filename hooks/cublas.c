@@ -230,12 +230,14 @@ amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
 
 /* Issues every step of run on own set to the call's stream. */
 static enum amp_status
-amp_steps_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
-                const struct amp_gemm_run *run)
+amp_steps_issue(void *own_handle, const void *call, struct amp_gemm_run *run)
 {
+    cublasHandle_t own = own_handle;
+    const struct amp_gemm_desc *d = &run->desc;
     cublasStatus_t s;
     int i;
 
+    (void)call;
     s = amp_real.cublasSetStream_v2(own, (cudaStream_t)run->stream);
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++)
         s = amp_step_issue(own, d, &run->steps[i]);
@@ -245,6 +247,22 @@ amp_steps_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
             amp_mode_name(run->mode), (int)s);
     return AMP_ERR_DRIVER;
 }
+
+/* The calling thread's cuBLAS handle for the steps. */
+static void *
+amp_cublas_own(struct amp_dev *dev, int make)
+{
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    if (!amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
+        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx)
+        return NULL;
+    return amp_own_handle(dev, make);
+}
+
+static const struct amp_gemm_vendor amp_cublas_vendor = {
+    .own = amp_cublas_own,
+    .issue = amp_steps_issue,
+};
 
 /* The step functions take int sizes. */
 static int
@@ -270,7 +288,8 @@ amp_prepare_outcome(enum amp_status st)
  * result; otherwise the original call must run (then, for a shadow run,
  * amp_hook_end finishes it). */
 static enum amp_hook_next
-amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
+amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
+             const struct amp_gemm_vendor *v, const void *vendor_call)
 {
     /* Eligibility first (a converting mode), then the policy's mode. */
     enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
@@ -278,13 +297,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
     struct amp_dev *dev;
-    cublasHandle_t own;
+    void *own;
     enum amp_status st;
     int capturing;
 
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
-    if (skip == AMP_GEMM_CONVERT && !amp_desc_fits_int(d))
+    if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
+        !amp_desc_fits_int(d))
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
@@ -301,14 +321,12 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
         return AMP_HOOK_ORIGINAL;
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
     /* Loading the kernels and creating a handle are not capture-safe: a
      * call on a capturing stream uses only what earlier calls made. */
     capturing = amp_dev_stream_capturing(d->stream) > 0;
     dev = capturing ? amp_dev_current_made() : amp_dev_current();
-    own = dev ? amp_own_handle(dev, !capturing) : NULL;
-    if (!own || !amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
-        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx) {
+    own = dev ? v->own(dev, !capturing) : NULL;
+    if (!own) {
         amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
                                                    : AMP_FALLBACK_NO_DEVICE);
         return AMP_HOOK_ORIGINAL;
@@ -323,7 +341,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call)
                 d->api, amp_mode_name(dec.mode), (int)st);
         return AMP_HOOK_ORIGINAL;
     }
-    if (amp_steps_issue(own, d, &h->run) != AMP_OK) {
+    if (v->issue(own, vendor_call, &h->run) != AMP_OK) {
         amp_gemm_abandon(&h->run);
         amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
         return AMP_HOOK_ORIGINAL;
@@ -391,7 +409,14 @@ amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
 enum amp_hook_next
 amp_hook_gemm(struct amp_hook *h, const struct amp_gemm_desc *d)
 {
-    if (amp_gemm_try(h, d) == AMP_HOOK_ORIGINAL)
+    return amp_hook_gemm_on(h, d, &amp_cublas_vendor, NULL);
+}
+
+enum amp_hook_next
+amp_hook_gemm_on(struct amp_hook *h, const struct amp_gemm_desc *d,
+                 const struct amp_gemm_vendor *v, const void *call)
+{
+    if (amp_gemm_try(h, d, v, call) == AMP_HOOK_ORIGINAL)
         return AMP_HOOK_ORIGINAL;
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
     amp_shim_leave();
@@ -753,7 +778,8 @@ amp_grouped_run(struct amp_hook *h, const struct amp_grouped_call *g,
         first += d.batch;
         if (d.batch == 0)
             continue;
-        if (amp_gemm_try(h, &d) == AMP_HOOK_ORIGINAL) {
+        if (amp_gemm_try(h, &d, &amp_cublas_vendor, NULL) ==
+            AMP_HOOK_ORIGINAL) {
             s = amp_grouped_fp32(g, &d, group);
             amp_shadow_complete(h, s == CUBLAS_STATUS_SUCCESS);
             if (status == CUBLAS_STATUS_SUCCESS)

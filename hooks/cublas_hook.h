@@ -30,9 +30,27 @@ int amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats);
 
 /* Decides d and runs its converted path: AMP_HOOK_DONE when the caller's C
  * holds the result. Otherwise nothing of the caller's was written and the
- * hook runs the original call with its unchanged arguments. */
+ * hook runs the original call with its unchanged arguments. The steps go
+ * to cuBLAS's Ex GEMMs. */
 enum amp_hook_next amp_hook_gemm(struct amp_hook *h,
                                  const struct amp_gemm_desc *d);
+
+/* How a converted call's steps reach a library other than cuBLAS. */
+struct amp_gemm_vendor {
+    /* The calling thread's own handle (and what goes with it) for dev's
+     * context, made when `make`; NULL when there is none. */
+    void *(*own)(struct amp_dev *dev, int make);
+    /* Issues run's steps in order on own, on run->stream; `call` is the
+     * hook's own record of the call. AMP_OK when every step succeeded. */
+    enum amp_status (*issue)(void *own, const void *call,
+                             struct amp_gemm_run *run);
+};
+
+/* amp_hook_gemm with the steps issued through v. */
+enum amp_hook_next amp_hook_gemm_on(struct amp_hook *h,
+                                    const struct amp_gemm_desc *d,
+                                    const struct amp_gemm_vendor *v,
+                                    const void *call);
 
 /* After the original call, whose success original_ok says: completes a
  * shadow run, counts the call and leaves the guard. */

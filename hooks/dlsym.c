@@ -21,6 +21,7 @@
 #define AMP_SYMBOL_NAMES_ONLY
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
+#include "cublaslt_symbols.h"
 #include "cudnn_symbols.h"
 
 #include <dlfcn.h>
@@ -35,6 +36,7 @@
 #define AMP_DECLARE_HOOK(ret, name, params) void name(void);
 AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUBLAS_LEGACY_HOOKED(AMP_DECLARE_HOOK)
+AMP_CUBLASLT_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
 
@@ -47,6 +49,7 @@ static const struct amp_dl_hook amp_dl_hooks[] = {
 #define AMP_HOOK_ENTRY(ret, name, params) {#name, name},
     AMP_CUBLAS_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUBLAS_LEGACY_HOOKED(AMP_HOOK_ENTRY)
+    AMP_CUBLASLT_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUDNN_HOOKED(AMP_HOOK_ENTRY)
 #undef AMP_HOOK_ENTRY
 };

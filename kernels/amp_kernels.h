@@ -77,6 +77,14 @@ extern const size_t amp_kernels_fatbin_size;
  *     R_i = amp_f16x3_sum(r_i, r_lo_i) when r_lo is not NULL, else r_i;
  *     C_i at c + i * stride_c, or c_array[i] when c_array is not NULL.
  *
+ * amp_k_f16x3_fold(float *s, int64_t ld_s, int64_t stride_s,
+ *                  const float *c, int64_t ldc, int64_t stride_c,
+ *                  int64_t batch, int64_t rows, int64_t cols,
+ *                  const struct amp_gemm_scalars *sc)
+ *     S_i = sc->alpha * S_i + sc->beta * C_i, S's elements that are not
+ *     finite taken as 0, C not read when sc->beta is 0 (the cuBLASLt
+ *     fp16x3 path: amp_f16x3_fold_thread).
+ *
  * amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
  *                    const float *c, const float *const *c_array,
  *                    int64_t ldc, int64_t stride_c, int64_t batch,
@@ -139,6 +147,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_FILL_PTRS "amp_k_fill_ptrs"
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"
 #define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"
+#define AMP_K_F16X3_FOLD "amp_k_f16x3_fold"
 #define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
 #define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"

@@ -173,6 +173,7 @@ struct amp_gemm_scalars {
     float scale_b;   /* 2^e_B */
     float alpha;     /* alpha * 2^-(e_A + e_B): what the FP16 GEMM gets */
     float beta;
+    float one;       /* 1: a device beta for a step that adds its C */
     int32_t exp_a;
     int32_t exp_b;
 };
@@ -210,6 +211,7 @@ amp_gemm_scalars_finish(struct amp_gemm_scalars *s, float alpha, float beta)
     s->scale_b = amp_pow2f(eb);
     s->alpha = compensated;
     s->beta = beta;
+    s->one = 1.0f;
 }
 
 /* Element i of a rows x cols column-major matrix with leading dimension ld. */
@@ -463,6 +465,31 @@ AMP_HD float
 amp_f16x3_sum(float hi, float lo)
 {
     return amp_is_finite(hi) ? hi + lo : hi;
+}
+
+/* One thread's share of the fp16x3 fold of a cuBLASLt call, whose last
+ * step adds hi_A hi_B to the rest: S = alpha * S + beta * C over a batch,
+ * S compact (ld_s, stride_s), C the caller's (not read when beta is 0).
+ * An element of S that is not finite is dropped (0): it comes from an Inf
+ * operand element, whose hi * hi term carries Inf or NaN where FP32 puts
+ * them (see amp_f16x3_sum). */
+AMP_HD void
+amp_f16x3_fold_thread(float *s, int64_t ld_s, int64_t stride_s,
+                      const float *c, int64_t ldc, int64_t stride_c,
+                      int64_t batch, int64_t rows, int64_t cols, float alpha,
+                      float beta, int64_t tid, int64_t nthreads)
+{
+    int64_t n = batch * rows * cols;
+    int64_t g, b, off_s, off_c;
+
+    for (g = tid; g < n; g += nthreads) {
+        float lo;
+
+        off_s = amp_batch_split(g, rows, cols, ld_s, &b) + b * stride_s;
+        off_c = amp_batch_split(g, rows, cols, ldc, &b) + b * stride_c;
+        lo = amp_is_finite(s[off_s]) ? s[off_s] : 0.0f;
+        s[off_s] = amp_axpby(alpha, lo, beta, beta == 0.0f ? 0.0f : c[off_c]);
+    }
 }
 
 /* One thread's share of C = alpha * R + beta * C over a batch: R compact

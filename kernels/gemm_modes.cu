@@ -1,5 +1,5 @@
 // Kernels of the batched GEMM modes: pointer arrays, the copy of C, the
-// fp16x3 final sum, and the shadow error reduction.
+// fp16x3 final sum and the cuBLASLt fp16x3 fold, and the shadow error reduction.
 // The arithmetic lives in amp_math.h, shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
@@ -32,6 +32,15 @@ amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
     amp_axpby_batch_thread(r, r_lo, ld_r, stride_r, c, c_array, ldc, stride_c,
                            batch, rows, cols, s->alpha, s->beta, AMP_TID,
                            AMP_NTHREADS);
+}
+
+extern "C" __global__ void
+amp_k_f16x3_fold(float *s, int64_t ld_s, int64_t stride_s, const float *c,
+                 int64_t ldc, int64_t stride_c, int64_t batch, int64_t rows,
+                 int64_t cols, const struct amp_gemm_scalars *sc)
+{
+    amp_f16x3_fold_thread(s, ld_s, stride_s, c, ldc, stride_c, batch, rows,
+                          cols, sc->alpha, sc->beta, AMP_TID, AMP_NTHREADS);
 }
 
 extern "C" __global__ void

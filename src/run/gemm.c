@@ -51,11 +51,46 @@ amp_gemm_batch(const struct amp_gemm_desc *d)
     return d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
 }
 
+/* The rows and columns of a matrix as it lies in memory, column-major:
+ * a row-major matrix of rows x cols lies as a column-major cols x rows. */
+static void
+amp_stored(int64_t rows, int64_t cols, int row_major, int64_t *srows,
+           int64_t *scols)
+{
+    *srows = row_major ? cols : rows;
+    *scols = row_major ? rows : cols;
+}
+
+/* op(A) is m x k: A as stored. */
+static void
+amp_stored_a(const struct amp_gemm_desc *d, int64_t *rows, int64_t *cols)
+{
+    amp_stored(d->transa == AMP_OP_N ? d->m : d->k,
+               d->transa == AMP_OP_N ? d->k : d->m, d->row_a, rows, cols);
+}
+
+static void
+amp_stored_b(const struct amp_gemm_desc *d, int64_t *rows, int64_t *cols)
+{
+    amp_stored(d->transb == AMP_OP_N ? d->k : d->n,
+               d->transb == AMP_OP_N ? d->n : d->k, d->row_b, rows, cols);
+}
+
+/* C and D, m x n, as stored. */
+static void
+amp_stored_c(const struct amp_gemm_desc *d, int64_t *rows, int64_t *cols)
+{
+    amp_stored(d->m, d->n, d->row_cd, rows, cols);
+}
+
 int
 amp_gemm_args_valid(const struct amp_gemm_desc *d)
 {
-    int64_t rows_a = d->transa == AMP_OP_N ? d->m : d->k;
-    int64_t rows_b = d->transb == AMP_OP_N ? d->k : d->n;
+    int64_t rows_a, rows_b, rows_c, cols;
+
+    amp_stored_a(d, &rows_a, &cols);
+    amp_stored_b(d, &rows_b, &cols);
+    amp_stored_c(d, &rows_c, &cols);
 
     /* cuBLAS refuses a NULL alpha or beta (INVALID_VALUE) in either
      * pointer mode, before it reads anything: such a call is its to
@@ -63,7 +98,10 @@ amp_gemm_args_valid(const struct amp_gemm_desc *d)
     return d->ops_valid && d->alpha && d->beta && d->m >= 0 && d->n >= 0 &&
            d->k >= 0 && amp_gemm_batch(d) >= 0 &&
            d->lda >= amp_max1(rows_a) && d->ldb >= amp_max1(rows_b) &&
-           d->ldc >= amp_max1(d->m);
+           /* cuBLASLt: a C of leading dimension 0 is one broadcast
+            * column (or row), and D is the output */
+           (d->ldc >= amp_max1(rows_c) || (d->lt && d->ldc == 0)) &&
+           (!d->lt || d->ldd >= amp_max1(rows_c));
 }
 
 enum amp_gemm_skip
@@ -136,9 +174,10 @@ struct amp_gemm_layout {
     int64_t batch;
     int64_t rows_a, cols_a, ld_a16, stride_a16;
     int64_t rows_b, cols_b, ld_b16, stride_b16;
-    int64_t stride_r;            /* m * n: compact FP32 results */
+    int64_t rows_r, cols_r;      /* C and D as stored: compact FP32 */
+    int64_t stride_r;            /* m * n: results */
     size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
-        hi, result;
+        hi, result, workspace;
     size_t bytes;                /* SIZE_MAX when it does not fit */
 };
 
@@ -181,6 +220,9 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
 {
     int half = work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
                work == AMP_MODE_FP16X3;
+    /* cuBLASLt's last step does the whole call, alpha and beta included:
+     * a routed one needs no scalars, fp16x3 no separate hi part. */
+    int routed_scalars = routed && !d->lt;
     int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
     int split = work == AMP_MODE_FP16X3;
     int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
@@ -188,10 +230,9 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
 
     memset(l, 0, sizeof *l);
     l->batch = amp_gemm_batch(d);
-    l->rows_a = d->transa == AMP_OP_N ? d->m : d->k;
-    l->cols_a = d->transa == AMP_OP_N ? d->k : d->m;
-    l->rows_b = d->transb == AMP_OP_N ? d->k : d->n;
-    l->cols_b = d->transb == AMP_OP_N ? d->n : d->k;
+    amp_stored_a(d, &l->rows_a, &l->cols_a);
+    amp_stored_b(d, &l->rows_b, &l->cols_b);
+    amp_stored_c(d, &l->rows_r, &l->cols_r);
     l->ld_a16 = amp_round_up(l->rows_a, AMP_F16_LD_MULTIPLE);
     l->ld_b16 = amp_round_up(l->rows_b, AMP_F16_LD_MULTIPLE);
     l->stride_a16 = l->ld_a16 * l->cols_a;
@@ -202,7 +243,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
     ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled || routed
+    l->scalars = scaled || routed_scalars
                      ? amp_scratch_part(total,
                                         sizeof(struct amp_gemm_scalars))
                      : AMP_ABSENT;
@@ -222,9 +263,12 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
                     ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
     l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
-    l->hi = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->hi = split && !d->lt ? amp_scratch_part(total, r32) : AMP_ABSENT;
     l->result = shadow || routed ? amp_scratch_part(total, r32)
                                  : AMP_ABSENT;
+    l->workspace = d->lt && d->workspace_bytes
+                       ? amp_scratch_part(total, d->workspace_bytes)
+                       : AMP_ABSENT;
 }
 
 /* Whether the one step of fp16, bf16 or tf32 writes a scratch result
@@ -239,6 +283,11 @@ static int
 amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
                   int shadow)
 {
+    /* cuBLASLt writes D, which only an in-place call shares with C; its
+     * last step applies the epilogue, so a kernel only copies. */
+    if (d->lt)
+        return !shadow && d->d == d->c &&
+               (d->scalars_on_device || *d->beta != 0.0f);
     return !shadow &&
            (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
             work == AMP_MODE_TF32) &&
@@ -291,8 +340,8 @@ static enum amp_status
 amp_queue_copy_c(struct amp_gemm_run *run)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    struct amp_batch_src s = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
-                                         d->n);
+    struct amp_batch_src s = amp_operand(d, d->c, d->stride_c, d->ldc,
+                                         run->rows_r, run->cols_r);
     void *params[] = {&s.base, &s.array, &s.stride, &s.batch, &s.ld,
                       &s.rows, &s.cols, &run->result, &run->ld_result,
                       &run->stride_result};
@@ -438,7 +487,8 @@ amp_step_caller(const struct amp_gemm_desc *d)
         .batch = amp_gemm_batch(d), .a = d->a, .b = d->b, .c = d->c,
         .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
         .stride_a = d->stride_a, .stride_b = d->stride_b,
-        .stride_c = d->stride_c, .alpha = d->alpha, .beta = d->beta,
+        .stride_c = d->stride_c, .d = d->d, .ldd = d->ldd,
+        .stride_d = d->stride_d, .alpha = d->alpha, .beta = d->beta,
         .scalars_on_device = d->scalars_on_device,
     };
     return t;
@@ -454,6 +504,9 @@ amp_step_into(struct amp_gemm_step *t, const struct amp_gemm_run *run,
     t->c = r_ptrs ? r_ptrs : r;
     t->ldc = run->ld_result;
     t->stride_c = run->stride_result;
+    t->d = t->c;
+    t->ldd = t->ldc;
+    t->stride_d = t->stride_c;
 }
 
 /* A routed step: R = op(A) op(B); the final kernel applies alpha (fp16:
@@ -483,6 +536,57 @@ amp_gemm_one_step(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     run->steps[run->nsteps++] = *t;
 }
 
+/* cuBLASLt: the last step computes the whole call (alpha, beta, C and the
+ * epilogue) into D, or into the result scratch for shadow and routed
+ * calls. fp16x3 first sums its two small terms in scratch, into which
+ * amp_gemm_before_step() folds alpha and beta C; the last step adds that,
+ * as its C, to alpha' hi_A hi_B. t is the candidate's step on the
+ * caller's matrices or their half copies. */
+static void
+amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
+                  struct amp_gemm_step *t)
+{
+    int shadow = run->mode == AMP_MODE_SHADOW;
+    struct amp_gemm_step last = *t;
+    amp_devptr scalars = run->scalars;
+    int i;
+
+    t->workspace = last.workspace = run->workspace;
+    t->workspace_bytes = last.workspace_bytes = run->desc.workspace_bytes;
+    if (shadow || run->routed) {
+        last.d = run->result;
+        last.ldd = run->ld_result;
+        last.stride_d = run->stride_result;
+    }
+    last.epilogue = shadow ? AMP_EPILOGUE_NO_AUX : AMP_EPILOGUE_CALL;
+    last.writes_caller_c = !shadow && !run->routed;
+    if (run->candidate != AMP_MODE_FP16X3) {
+        run->steps[run->nsteps++] = last;
+        return;
+    }
+    amp_step_into(t, run, run->sum, 0);
+    t->scalars_on_device = 0;
+    for (i = 0; i < 2; i++)
+        run->steps[i] = *t;
+    run->steps[0].b = run->scratch + l->b_lo;
+    run->steps[0].alpha = &amp_lo_weight;
+    run->steps[0].beta = &amp_zero;
+    run->steps[1].a = run->scratch + l->a_lo;
+    run->steps[1].alpha = &amp_lo_weight;
+    run->steps[1].beta = &amp_one;
+    last.c = run->sum;
+    last.ldc = run->ld_result;
+    last.stride_c = run->stride_result;
+    last.alpha = (const float *)(uintptr_t)(
+        scalars + offsetof(struct amp_gemm_scalars, alpha));
+    last.beta = (const float *)(uintptr_t)(
+        scalars + offsetof(struct amp_gemm_scalars, one));
+    last.scalars_on_device = 1;
+    last.fold_before = 1;
+    run->steps[2] = last;
+    run->nsteps = 3;
+}
+
 static void
 amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
@@ -493,7 +597,10 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 
     if (run->candidate == AMP_MODE_TF32) {
         t.compute = AMP_COMPUTE_32F_FAST_TF32;
-        amp_gemm_one_step(run, l, &t);
+        if (d->lt)
+            amp_gemm_steps_lt(run, l, &t);
+        else
+            amp_gemm_one_step(run, l, &t);
         return;
     }
     t.type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
@@ -520,6 +627,10 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
         t.beta = (const float *)(uintptr_t)(
             run->scalars + offsetof(struct amp_gemm_scalars, beta));
         t.scalars_on_device = 1;
+    }
+    if (d->lt) {
+        amp_gemm_steps_lt(run, l, &t);
+        return;
     }
     if (run->candidate != AMP_MODE_FP16X3) {
         amp_gemm_one_step(run, l, &t);
@@ -604,6 +715,11 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->dev = dev;
     run->desc = *d;
     run->desc.batch = amp_gemm_batch(d);
+    if (!d->lt) { /* cuBLAS writes C */
+        run->desc.d = d->c;
+        run->desc.ldd = d->ldc;
+        run->desc.stride_d = d->stride_c;
+    }
     run->slot = -1;
     if (!amp_mode_converts(run->candidate))
         return AMP_ERR_UNAVAILABLE;
@@ -622,8 +738,11 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     }
     run->scratch_bytes = l.bytes;
     run->needs_original = shadow;
-    run->ld_result = d->m;
+    run->rows_r = l.rows_r;
+    run->cols_r = l.cols_r;
+    run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
+    run->workspace = amp_at(run->scratch, l.workspace);
     run->scalars = amp_at(run->scratch, l.scalars);
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);
@@ -633,13 +752,16 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
 
     if (run->candidate != AMP_MODE_TF32)
         st = amp_queue_operands(run, &l);
-    if (st == AMP_OK && run->routed && run->candidate != AMP_MODE_FP16)
+    if (st == AMP_OK && run->routed && !d->lt &&
+        run->candidate != AMP_MODE_FP16)
         st = amp_queue_scalars_copy(run);
     if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
         st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
                                  l.stride_r, 4);
-    /* The candidate starts from C unless beta is a host zero. */
-    if (st == AMP_OK && shadow && (d->scalars_on_device || *d->beta != 0.0f))
+    /* The candidate starts from C unless beta is a host zero (cuBLASLt's
+     * reads the caller's C and writes its own D). */
+    if (st == AMP_OK && shadow && !d->lt &&
+        (d->scalars_on_device || *d->beta != 0.0f))
         st = amp_queue_copy_c(run);
     if (st != AMP_OK) {
         amp_gemm_release(run);
@@ -662,7 +784,7 @@ amp_queue_axpby(struct amp_gemm_run *run)
     amp_devptr c = shadow ? run->result : d->c, c_array = 0;
     int64_t ldc = shadow ? run->ld_result : d->ldc;
     int64_t stride_c = shadow ? run->stride_result : d->stride_c;
-    int64_t batch = d->batch, rows = d->m, cols = d->n;
+    int64_t batch = d->batch, rows = run->rows_r, cols = run->cols_r;
     void *params[] = {&r, &r_lo, &run->ld_result,
                       &run->stride_result, &c, &c_array, &ldc, &stride_c,
                       &batch, &rows, &cols, &run->scalars};
@@ -677,13 +799,45 @@ amp_queue_axpby(struct amp_gemm_run *run)
                       run->stream, params);
 }
 
-/* The error kernel of a shadow run: candidate against the caller's C. */
+/* cuBLASLt, routed: the result into the caller's D, a copy that runs
+ * whole or fails before it writes. */
+static enum amp_status
+amp_queue_copy_d(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr array = 0;
+    void *params[] = {&run->result, &array, &run->stride_result,
+                      (void *)&d->batch, &run->ld_result, &run->rows_r,
+                      &run->cols_r, (void *)&d->d, (void *)&d->ldd,
+                      (void *)&d->stride_d};
+
+    return amp_launch(run->dev, AMP_KERNEL_GATHER_BATCH,
+                      d->batch * run->rows_r * run->cols_r, run->stream,
+                      params);
+}
+
+enum amp_status
+amp_gemm_before_step(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    void *params[] = {&run->sum, &run->ld_result, &run->stride_result,
+                      (void *)&d->c, (void *)&d->ldc, (void *)&d->stride_c,
+                      (void *)&d->batch, &run->rows_r, &run->cols_r,
+                      &run->scalars};
+
+    return amp_launch(run->dev, AMP_KERNEL_F16X3_FOLD,
+                      d->batch * run->rows_r * run->cols_r, run->stream,
+                      params);
+}
+
+/* The error kernel of a shadow run: candidate against the caller's C (D
+ * for cuBLASLt). */
 static enum amp_status
 amp_queue_shadow_error(struct amp_gemm_run *run)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    struct amp_batch_src c = amp_operand(d, d->c, d->stride_c, d->ldc, d->m,
-                                         d->n);
+    struct amp_batch_src c = amp_operand(d, d->d, d->stride_d, d->ldd,
+                                         run->rows_r, run->cols_r);
     void *params[] = {&run->result, &run->ld_result, &run->stride_result,
                       &c.base, &c.array, &c.ld, &c.stride, &c.batch,
                       &c.rows, &c.cols, &run->accum, &run->slot_at};
@@ -710,8 +864,9 @@ amp_gemm_candidate_done(struct amp_gemm_run *run)
 {
     enum amp_status st = AMP_OK;
 
+    /* cuBLASLt's last step wrote the candidate whole. */
     if ((run->candidate == AMP_MODE_FP16X3 || run->routed) &&
-        !run->candidate_done)
+        !run->candidate_done && !run->desc.lt)
         st = amp_queue_axpby(run);
     if (st == AMP_OK)
         run->candidate_done = 1;
@@ -723,6 +878,8 @@ amp_gemm_finish(struct amp_gemm_run *run)
 {
     enum amp_status st = amp_gemm_candidate_done(run);
 
+    if (st == AMP_OK && run->desc.lt && run->routed)
+        st = amp_queue_copy_d(run);
     if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
         st = amp_queue_shadow_error(run);
     amp_gemm_release(run);

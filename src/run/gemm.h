@@ -32,7 +32,13 @@ enum amp_batch {
 /* One FP32 GEMM call as the application asked for it:
  * C_i = alpha * op(A_i) * op(B_i) + beta * C_i, column-major, for each of
  * `batch` problems. Grouped calls are one descriptor per group, whose a, b
- * and c point at the group's slice of the pointer arrays. */
+ * and c point at the group's slice of the pointer arrays.
+ *
+ * A cuBLASLt call (lt) writes D_i = epilogue(alpha * op(A_i) * op(B_i) +
+ * beta * C_i) into d, which is c for an in-place call; its matrices may be
+ * row-major (row_a, row_b, row_cd: then ld is the distance between rows),
+ * and the hook applies the epilogue, which gemm.c knows only as a flag of
+ * the last step. For cuBLAS calls d is c. */
 struct amp_gemm_desc {
     const char *api;           /* the exported name, for logs */
     struct amp_api_stats *stats; /* the hook's counters: shadow errors */
@@ -50,6 +56,12 @@ struct amp_gemm_desc {
     amp_stream stream;         /* the application handle's stream */
     const void *caller;        /* return address of the exported hook */
     struct amp_site *site;     /* set by amp_gemm_policy */
+    int lt;                    /* a cuBLASLt call: the fields below */
+    amp_devptr d;
+    int64_t ldd, stride_d;
+    int row_a, row_b, row_cd;  /* row-major A, B, C and D */
+    int epilogue;              /* the call has an epilogue (for reports) */
+    uint64_t workspace_bytes;  /* scratch the hook gives the vendor */
 };
 
 /* Why a call stays FP32 by decision. */
@@ -98,10 +110,12 @@ enum amp_compute {
 };
 
 /* One vendor GEMM the hook issues, on the shim's own handle set to the
- * call's stream: C_i = alpha * op(A_i) * op(B_i) + beta * C_i with the
- * descriptor's transposes, m, n and k. For AMP_BATCH_NONE the hook calls
- * the Ex GEMM, for STRIDED the strided-batched Ex GEMM, for ARRAY the
- * batched Ex GEMM (a, b, c then are device pointer arrays). */
+ * call's stream: D_i = alpha * op(A_i) * op(B_i) + beta * C_i with the
+ * descriptor's transposes, m, n and k (D is C but for cuBLASLt steps). For
+ * AMP_BATCH_NONE the hook calls the Ex GEMM, for STRIDED the
+ * strided-batched Ex GEMM, for ARRAY the batched Ex GEMM (a, b, c then are
+ * device pointer arrays); a cuBLASLt hook calls cublasLtMatmul, with the
+ * orders of the descriptor's matrices (scratch copies keep them). */
 struct amp_gemm_step {
     enum amp_dtype type_ab;    /* A and B */
     enum amp_dtype type_c;
@@ -111,6 +125,8 @@ struct amp_gemm_step {
     amp_devptr a, b, c;
     int64_t lda, ldb, ldc;
     int64_t stride_a, stride_b, stride_c;
+    amp_devptr d;              /* the output: c but in cuBLASLt steps */
+    int64_t ldd, stride_d;
     /* Float scalars: device pointers when scalars_on_device (the handle is
      * then put in device pointer mode for the step), else host pointers. */
     const float *alpha, *beta;
@@ -118,6 +134,15 @@ struct amp_gemm_step {
     /* 1 when the step writes the application's C: then it is the last
      * step, beta is a host 0, and the call is done once it succeeds. */
     int writes_caller_c;
+    /* cuBLASLt: the step applies the call's epilogue (the last step;
+     * AMP_EPILOGUE_NO_AUX in shadow runs, which leave the caller's
+     * auxiliary output alone); before it the hook calls
+     * amp_gemm_before_step() when fold_before is set. */
+    enum amp_epilogue { AMP_EPILOGUE_NONE = 0, AMP_EPILOGUE_CALL,
+                        AMP_EPILOGUE_NO_AUX } epilogue;
+    int fold_before;
+    amp_devptr workspace;      /* cuBLASLt: the vendor's workspace, */
+    uint64_t workspace_bytes;  /* in the call's scratch */
 };
 
 #define AMP_GEMM_MAX_STEPS 3
@@ -146,6 +171,8 @@ struct amp_gemm_run {
     amp_devptr scalars;
     int64_t ld_result;
     int64_t stride_result;     /* between the batch's results */
+    int64_t rows_r, cols_r;    /* C and D as stored (column-major) */
+    amp_devptr workspace;      /* cuBLASLt: the vendor's workspace */
     enum amp_mode candidate;   /* what computes: the mode, or shadow's */
     amp_devptr sum;            /* fp16x3: the two lo terms, FP32 */
     amp_devptr hi;             /* fp16x3: hi_A * hi_B, FP32 */
@@ -185,6 +212,11 @@ enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
  * that the candidate's time covers all of its work, as a converted call's
  * does. Fails as amp_gemm_finish(); nothing of the caller's is written. */
 enum amp_status amp_gemm_candidate_done(struct amp_gemm_run *run);
+
+/* cuBLASLt fp16x3, before the last step: the sum of the small terms
+ * becomes alpha' * sum + beta * C (terms that are not finite dropped: the
+ * large term carries them), which the last step adds as its C. */
+enum amp_status amp_gemm_before_step(struct amp_gemm_run *run);
 
 /* After a step failed: queues the scratch free. */
 void amp_gemm_abandon(struct amp_gemm_run *run);

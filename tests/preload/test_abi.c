@@ -22,6 +22,7 @@
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
 #include "cuda_symbols.h"
+#include "cublaslt_symbols.h"
 #include "cudnn_symbols.h"
 #include "harness.h"
 
@@ -34,7 +35,8 @@ static const char *readelf_path;
 #define HOOKED_NAME(ret, name, params) #name,
 static const char *const hooked[] = {
     AMP_CUBLAS_HOOKED(HOOKED_NAME) AMP_CUBLAS_LEGACY_HOOKED(HOOKED_NAME)
-    AMP_CUDNN_HOOKED(HOOKED_NAME) AMP_CUDA_HOOKED(HOOKED_NAME)
+    AMP_CUBLASLT_HOOKED(HOOKED_NAME) AMP_CUDNN_HOOKED(HOOKED_NAME)
+    AMP_CUDA_HOOKED(HOOKED_NAME)
     /* Lookups on a vendor library's handle (hooks/dlsym.c). */
     "dlsym", "dlvsym",
 };
@@ -128,10 +130,10 @@ test_exports_are_the_hooked_list(void **state)
         assert_int_equal(found[i], 1);
     assert_int_equal(extra, 0);
     /* Every GEMM entry point of both APIs: 18 of cublas_v2.h, and the
-     * legacy cublasSgemm with the three context calls it depends on; the
-     * three cuDNN convolutions; cudaDeviceReset and the driver's three
-     * calls that end a context; dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 31);
+     * legacy cublasSgemm with the three context calls it depends on;
+     * cublasLtMatmul; the three cuDNN convolutions; cudaDeviceReset and
+     * the driver's three calls that end a context; dlsym and dlvsym. */
+    assert_int_equal(N_HOOKED, 32);
     amp_test_run_free(&run);
 }
 

@@ -1,0 +1,589 @@
+/* lt_check: FP32 matrix products through cublasLtMatmul, as frameworks
+ * make them, checked against a double-precision CPU reference: every
+ * forward epilogue (bias, ReLU and GELU, with their auxiliary outputs),
+ * column- and row-major matrices, strided batches, every pointer mode,
+ * an in-place C == D, beta == 0 over a C full of NaN, wide-range and huge
+ * inputs, descriptors initialised on the stack and again in place, the
+ * algorithm from the heuristics or none. Prints one line per case and
+ * exits 0 when every case is within the tolerance. */
+#define EXAMPLE_PROG "lt_check"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
+#include "example_util.h"
+
+#include <inttypes.h>
+
+#define IN_PLACE 1u   /* D is C */
+#define NAN_C 2u      /* beta 0 over a C of NaN (C never read) */
+#define WIDE 4u       /* magnitudes 2^-12 .. 2^12 */
+#define HUGE 8u       /* A near 2^100, B near 2^-90: beyond FP16 */
+#define STACK 16u     /* descriptors on the stack, initialised again */
+#define NO_ALGO 32u   /* no algorithm: cuBLASLt's own heuristics */
+
+#define ROW CUBLASLT_ORDER_ROW
+#define COL CUBLASLT_ORDER_COL
+#define HOST CUBLASLT_POINTER_MODE_HOST
+#define DEV CUBLASLT_POINTER_MODE_DEVICE
+#define DEV_VEC CUBLASLT_POINTER_MODE_DEVICE_VECTOR
+#define VEC_ZERO CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO
+#define VEC_HOST CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST
+
+struct lcase {
+    const char *name;
+    int m, n, k;
+    cublasOperation_t ta, tb;
+    cublasLtOrder_t order_a, order_b, order_cd;
+    int batch;
+    cublasLtEpilogue_t epilogue;
+    cublasLtPointerMode_t pmode;
+    float alpha, beta;
+    unsigned flags;
+};
+
+#define N CUBLAS_OP_N
+#define T CUBLAS_OP_T
+#define E(x) CUBLASLT_EPILOGUE_##x
+
+static const struct lcase cases[] = {
+    {"default", 96, 80, 72, N, N, COL, COL, COL, 1, E(DEFAULT), HOST, 1.0f,
+     0.0f, 0},
+    {"default_beta", 64, 48, 40, T, N, COL, COL, COL, 1, E(DEFAULT), HOST,
+     0.75f, -0.5f, 0},
+    {"bias", 128, 64, 96, N, T, COL, COL, COL, 1, E(BIAS), HOST, 1.0f, 0.0f,
+     0},
+    {"relu", 72, 56, 64, N, N, COL, COL, COL, 1, E(RELU), HOST, 1.0f, 0.5f,
+     0},
+    {"relu_aux", 130, 40, 48, N, N, COL, COL, COL, 1, E(RELU_AUX), HOST,
+     1.0f, 0.0f, 0},
+    {"relu_bias", 96, 72, 128, T, T, COL, COL, COL, 1, E(RELU_BIAS), HOST,
+     1.0f, 0.0f, 0},
+    {"relu_aux_bias", 64, 64, 64, N, T, COL, COL, COL, 1, E(RELU_AUX_BIAS),
+     HOST, 1.5f, 0.25f, 0},
+    {"gelu", 80, 48, 56, N, N, COL, COL, COL, 1, E(GELU), HOST, 1.0f, 0.0f,
+     0},
+    {"gelu_aux", 72, 40, 64, T, N, COL, COL, COL, 1, E(GELU_AUX), HOST, 1.0f,
+     1.0f, 0},
+    {"gelu_bias", 64, 96, 48, N, N, COL, COL, COL, 1, E(GELU_BIAS), HOST,
+     1.0f, 0.0f, 0},
+    {"gelu_aux_bias", 96, 32, 80, N, T, COL, COL, COL, 1, E(GELU_AUX_BIAS),
+     HOST, 0.5f, 0.0f, 0},
+    {"row_default", 64, 72, 48, N, N, ROW, ROW, ROW, 1, E(DEFAULT), HOST,
+     1.0f, 0.5f, 0},
+    {"row_mixed", 56, 40, 96, T, N, ROW, COL, ROW, 1, E(BIAS), HOST, 1.0f,
+     0.0f, 0},
+    {"row_relu", 48, 64, 32, N, T, COL, ROW, ROW, 1, E(RELU), HOST, 1.0f,
+     0.0f, 0},
+    {"batched", 48, 40, 56, N, N, COL, COL, COL, 4, E(DEFAULT), HOST, 1.0f,
+     0.5f, 0},
+    {"batched_bias_relu_aux", 64, 32, 40, T, N, COL, COL, COL, 3,
+     E(RELU_AUX_BIAS), HOST, 1.0f, 0.0f, 0},
+    {"batched_row", 40, 48, 64, N, T, ROW, ROW, ROW, 3, E(DEFAULT), HOST,
+     1.0f, 1.0f, 0},
+    {"device_scalars", 80, 64, 72, N, N, COL, COL, COL, 1, E(BIAS), DEV,
+     1.25f, 0.5f, 0},
+    {"device_vector", 64, 48, 40, N, N, COL, COL, COL, 1, E(DEFAULT),
+     DEV_VEC, 1.0f, 0.5f, 0},
+    {"alpha_vector_beta_zero", 64, 40, 48, N, N, COL, COL, COL, 1,
+     E(DEFAULT), VEC_ZERO, 1.0f, 0.0f, 0},
+    {"alpha_vector_beta_host", 48, 40, 56, T, N, COL, COL, COL, 2,
+     E(DEFAULT), VEC_HOST, 1.0f, 0.5f, 0},
+    {"in_place", 96, 64, 80, N, N, COL, COL, COL, 1, E(RELU_BIAS), HOST,
+     1.0f, 0.75f, IN_PLACE},
+    {"in_place_device", 64, 64, 96, N, T, COL, COL, COL, 2, E(DEFAULT), DEV,
+     1.0f, 1.0f, IN_PLACE},
+    {"in_place_beta_zero", 72, 48, 64, N, N, COL, COL, COL, 1, E(GELU_AUX),
+     HOST, 1.0f, 0.0f, IN_PLACE},
+    {"beta_zero_nan_c", 64, 56, 72, N, N, COL, COL, COL, 1, E(BIAS), HOST,
+     1.0f, 0.0f, NAN_C},
+    {"beta_zero_nan_c_device", 64, 56, 72, T, N, COL, COL, COL, 1,
+     E(DEFAULT), DEV, 1.0f, 0.0f, NAN_C},
+    {"wide_range", 96, 96, 128, N, N, COL, COL, COL, 1, E(DEFAULT), HOST,
+     1.0f, 0.5f, WIDE},
+    {"huge", 64, 64, 64, N, T, COL, COL, COL, 1, E(RELU_BIAS), HOST, 1.0f,
+     0.0f, HUGE},
+    {"stack_reinit", 64, 48, 56, N, N, COL, COL, COL, 1, E(RELU), HOST, 1.0f,
+     0.0f, STACK},
+    {"no_algo", 80, 72, 64, N, N, COL, COL, COL, 1, E(GELU_BIAS), HOST, 1.0f,
+     0.0f, NO_ALGO},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+/* One matrix: its logical rows x cols, as stored (column-major view). */
+struct mat {
+    int rows, cols, row_major;
+    int64_t ld, stride;        /* stride: between members of a batch */
+    size_t elems;              /* of the whole batch's buffer */
+};
+
+static struct mat
+mat_of(int rows, int cols, cublasLtOrder_t order, int batch)
+{
+    struct mat x = {rows, cols, order == ROW, 0, 0, 0};
+    int inner = x.row_major ? cols : rows, outer = x.row_major ? rows : cols;
+
+    x.ld = inner + 3;                       /* padding between columns */
+    x.stride = x.ld * outer + 5;            /* and between members */
+    x.elems = (size_t)(x.stride * batch);
+    return x;
+}
+
+static size_t
+mat_at(const struct mat *x, int b, int i, int j)
+{
+    return (size_t)(b * x->stride) +
+           (x->row_major ? (size_t)i * (size_t)x->ld + (size_t)j
+                         : (size_t)j * (size_t)x->ld + (size_t)i);
+}
+
+static cublasLtMatrixLayout_t
+layout_of(const struct mat *x, int batch, cublasLtOrder_t order,
+          cublasLtMatrixLayoutOpaque_t *stack)
+{
+    cublasLtMatrixLayout_t l = stack;
+    int32_t count = batch;
+    int64_t stride = x->stride;
+
+    if (stack)
+        cublasLtMatrixLayoutInit(l, CUDA_R_32F, (uint64_t)x->rows,
+                                 (uint64_t)x->cols, x->ld);
+    else if (cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, (uint64_t)x->rows,
+                                        (uint64_t)x->cols, x->ld) !=
+             CUBLAS_STATUS_SUCCESS)
+        return NULL;
+    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order,
+                                     sizeof(order));
+    if (batch > 1) {
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                         &count, sizeof(count));
+        cublasLtMatrixLayoutSetAttribute(
+            l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+            sizeof(stride));
+    }
+    return l;
+}
+
+static float
+value(uint64_t *rng, unsigned flags, float scale)
+{
+    float v = rng_float(rng, 1.0f);
+
+    if (flags & WIDE) {
+        int e = (int)(rng_next(rng) % 25) - 12;
+        v = ldexpf(v < 0 ? -1.0f : 1.0f, e) * (1.0f + fabsf(v));
+    }
+    return v * scale;
+}
+
+static int
+relu_kind(cublasLtEpilogue_t e)
+{
+    return e == E(RELU) || e == E(RELU_AUX) || e == E(RELU_BIAS) ||
+           e == E(RELU_AUX_BIAS);
+}
+
+static int
+gelu_kind(cublasLtEpilogue_t e)
+{
+    return e == E(GELU) || e == E(GELU_AUX) || e == E(GELU_BIAS) ||
+           e == E(GELU_AUX_BIAS);
+}
+
+static double
+gelu(double v)
+{
+    return 0.5 * v * (1.0 + tanh(0.7978845608028654 *
+                                 (v + 0.044715 * v * v * v)));
+}
+
+/* Everything of one case on the host. */
+struct host {
+    struct mat a, b, c, d;
+    float *ha, *hb, *hc, *hd, *bias, *alpha_v, *beta_v, *aux_f;
+    uint8_t *aux_bits;
+    int64_t aux_ld, aux_stride;   /* elements (bits for the ReLU mask) */
+    size_t aux_bytes;
+};
+
+/* Runs the case on the device; the results land in h->hd and the aux. */
+static int
+run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
+         struct host *h)
+{
+    cublasLtMatmulDescOpaque_t op_stack;
+    cublasLtMatrixLayoutOpaque_t ls[4];
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    const cublasLtMatmulAlgo_t *algo = NULL;
+    int stack = (tc->flags & STACK) != 0, in_place = (tc->flags & IN_PLACE),
+        count = 0, vec = tc->pmode >= DEV_VEC;
+    float *da, *db, *dc, *dd, *dbias = NULL, *dalpha = NULL, *dbeta = NULL;
+    void *daux = NULL, *work = NULL;
+    size_t work_bytes = 1 << 20;
+    const void *alpha = &tc->alpha, *beta = &tc->beta;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale = CUDA_R_32F;
+    cublasLtEpilogue_t epi = tc->epilogue;
+    cublasStatus_t s;
+    int32_t pm = tc->pmode, ta = tc->ta, tb = tc->tb;
+    int64_t bias_stride = tc->batch > 1 ? tc->m : 0;
+
+    if (cuda_failed("cudaMalloc", cudaMalloc((void **)&da, h->a.elems * 4)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&db, h->b.elems * 4)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&dd, h->d.elems * 4)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&dbias,
+                                             (size_t)tc->m * tc->batch * 4)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&dalpha,
+                                             (size_t)tc->m * tc->batch * 8)) ||
+        cuda_failed("cudaMalloc", cudaMalloc(&work, work_bytes)))
+        return -1;
+    dbeta = dalpha + (size_t)tc->m * tc->batch;
+    dc = dd;
+    if (!in_place &&
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&dc, h->c.elems * 4)))
+        return -1;
+    if (h->aux_bytes &&
+        cuda_failed("cudaMalloc", cudaMalloc(&daux, h->aux_bytes)))
+        return -1;
+    cudaMemcpy(da, h->ha, h->a.elems * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, h->hb, h->b.elems * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dd, h->hd, h->d.elems * 4, cudaMemcpyHostToDevice);
+    if (!in_place)
+        cudaMemcpy(dc, h->hc, h->c.elems * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbias, h->bias, (size_t)tc->m * tc->batch * 4,
+               cudaMemcpyHostToDevice);
+    cudaMemcpy(dalpha, h->alpha_v, (size_t)tc->m * tc->batch * 4,
+               cudaMemcpyHostToDevice);
+    cudaMemcpy(dbeta, h->beta_v, (size_t)tc->m * tc->batch * 4,
+               cudaMemcpyHostToDevice);
+    if (tc->pmode == DEV || vec) {
+        alpha = dalpha;
+        beta = tc->pmode == DEV || tc->pmode == DEV_VEC ? (const void *)dbeta
+                                                        : &tc->beta;
+        if (tc->pmode == DEV) {
+            cudaMemcpy(dalpha, &tc->alpha, 4, cudaMemcpyHostToDevice);
+            cudaMemcpy(dbeta, &tc->beta, 4, cudaMemcpyHostToDevice);
+        }
+    }
+
+    if (stack) {
+        /* First initialised for another product, used, then initialised
+         * again in place: the call must see the second settings. */
+        op = &op_stack;
+        cublasLtMatmulDescInit(op, CUBLAS_COMPUTE_32F_FAST_TF32, scale);
+        epi = E(GELU);
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                       &epi, sizeof(epi));
+        cublasLtMatmulDescInit(op, compute, scale);
+        epi = tc->epilogue;
+    } else if (cublas_failed("cublasLtMatmulDescCreate",
+                             cublasLtMatmulDescCreate(&op, compute, scale))) {
+        return -1;
+    }
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm,
+                                   sizeof(pm));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                   sizeof(ta));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                   sizeof(tb));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                   sizeof(epi));
+    if (epi & E(BIAS)) {
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &dbias, sizeof(dbias));
+        cublasLtMatmulDescSetAttribute(op,
+                                       CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                       &bias_stride, sizeof(bias_stride));
+    }
+    if (h->aux_bytes) {
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &daux,
+            sizeof(daux));
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                       &h->aux_ld, sizeof(h->aux_ld));
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+            &h->aux_stride, sizeof(h->aux_stride));
+    }
+    la = layout_of(&h->a, tc->batch, tc->order_a, stack ? &ls[0] : NULL);
+    lb = layout_of(&h->b, tc->batch, tc->order_b, stack ? &ls[1] : NULL);
+    lc = layout_of(&h->c, tc->batch, tc->order_cd, stack ? &ls[2] : NULL);
+    ld = in_place ? lc
+                  : layout_of(&h->d, tc->batch, tc->order_cd,
+                              stack ? &ls[3] : NULL);
+    if (!la || !lb || !lc || !ld)
+        return -1;
+    if (!(tc->flags & NO_ALGO)) {
+        /* As frameworks do: the heuristics' first answer for the FP32
+         * product, with the program's own workspace. */
+        uint64_t ws = work_bytes;
+
+        cublasLtMatmulPreferenceCreate(&pref);
+        cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+        s = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1,
+                                           &heur, &count);
+        if (cublas_failed("cublasLtMatmulAlgoGetHeuristic", s) || count < 1)
+            return -1;
+        algo = &heur.algo;
+    }
+    s = cublasLtMatmul(lt, op, alpha, da, la, db, lb, beta, dc, lc, dd, ld,
+                       algo, work, work_bytes, stream);
+    if (cublas_failed("cublasLtMatmul", s))
+        return -1;
+    if (cuda_failed("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
+        return -1;
+    cudaMemcpy(h->hd, dd, h->d.elems * 4, cudaMemcpyDeviceToHost);
+    if (h->aux_bytes)
+        cudaMemcpy(h->aux_bits ? (void *)h->aux_bits : (void *)h->aux_f, daux,
+                   h->aux_bytes, cudaMemcpyDeviceToHost);
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (!stack) {
+        cublasLtMatmulDescDestroy(op);
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(lc);
+        if (!in_place)
+            cublasLtMatrixLayoutDestroy(ld);
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+    if (!in_place)
+        cudaFree(dc);
+    cudaFree(dbias);
+    cudaFree(dalpha);
+    cudaFree(daux);
+    cudaFree(work);
+    return 0;
+}
+
+/* The worst error / bound of D and of the auxiliary output; D's padding
+ * must come back untouched (*pad_bad counts what changed). */
+static void
+check_case(const struct lcase *tc, const struct host *h, const float *c0,
+           double tol, double *worst, double *worst_aux, int *pad_bad)
+{
+    int relu = relu_kind(tc->epilogue), gelu_on = gelu_kind(tc->epilogue);
+    int bias = (tc->epilogue & E(BIAS)) != 0;
+    int in_place = (tc->flags & IN_PLACE) != 0;
+    char *covered = calloc(h->d.elems, 1);
+
+    *worst = *worst_aux = 0.0;
+    *pad_bad = 0;
+    for (int b = 0; b < tc->batch; b++) {
+        for (int j = 0; j < tc->n; j++) {
+            for (int i = 0; i < tc->m; i++) {
+                size_t row = (size_t)b * tc->m + (size_t)i;
+                double al = tc->pmode >= DEV_VEC ? h->alpha_v[row] : tc->alpha;
+                double be = tc->pmode == DEV_VEC ? h->beta_v[row]
+                            : tc->pmode == VEC_ZERO ? 0.0 : tc->beta;
+                double sum = 0.0, mag = 0.0, pre, bound, ref, r;
+                size_t at = mat_at(&h->d, b, i, j);
+
+                for (int l = 0; l < tc->k; l++) {
+                    int ai = tc->ta == N ? i : l, aj = tc->ta == N ? l : i;
+                    int bi = tc->tb == N ? l : j, bj = tc->tb == N ? j : l;
+                    double x = (double)h->ha[mat_at(&h->a, b, ai, aj)] *
+                               h->hb[mat_at(&h->b, b, bi, bj)];
+                    sum += x;
+                    mag += fabs(x);
+                }
+                pre = al * sum;
+                bound = fabs(al) * mag;
+                if (be != 0.0) {
+                    double cv = c0[mat_at(&h->c, b, i, j)];
+                    pre += be * cv;
+                    bound += fabs(be * cv);
+                }
+                if (bias) {
+                    double bv = h->bias[(tc->batch > 1 ? b * tc->m : 0) + i];
+                    pre += bv;
+                    bound += fabs(bv);
+                }
+                bound *= tol;
+                ref = relu ? (pre > 0.0 ? pre : 0.0)
+                           : gelu_on ? gelu(pre) : pre;
+                /* GELU's slope is below 1.13 in magnitude. */
+                r = element_ratio(h->hd[at], ref,
+                                  gelu_on ? 1.13 * bound : bound);
+                if (r > *worst)
+                    *worst = r;
+                covered[at] = 1;
+                if (h->aux_bits && fabs(pre) > bound) {
+                    int64_t bit = b * h->aux_stride + j * h->aux_ld + i;
+                    int set = (h->aux_bits[bit / 8] >> (bit % 8)) & 1;
+                    if (set != (pre > 0.0))
+                        *worst_aux = INFINITY;
+                }
+                if (h->aux_f) {
+                    int64_t e = b * h->aux_stride + j * h->aux_ld + i;
+                    r = element_ratio(h->aux_f[e], pre, bound);
+                    if (r > *worst_aux)
+                        *worst_aux = r;
+                }
+            }
+        }
+    }
+    for (size_t e = 0; e < h->d.elems; e++) {
+        float want = in_place ? c0[e] : PAD_OUTPUT;
+        if (!covered[e] && memcmp(&h->hd[e], &want, 4) != 0)
+            (*pad_bad)++;
+    }
+    free(covered);
+}
+
+static int
+one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
+         cublasLtHandle_t lt, cudaStream_t stream)
+{
+    struct host h;
+    uint64_t rng = seed ^ fnv1a64(tc->name, strlen(tc->name), 0);
+    int ar = tc->ta == N ? tc->m : tc->k, ac = tc->ta == N ? tc->k : tc->m;
+    int br = tc->tb == N ? tc->k : tc->n, bc = tc->tb == N ? tc->n : tc->k;
+    float sa = (tc->flags & HUGE) ? 0x1p100f : 1.0f;
+    float sb = (tc->flags & HUGE) ? 0x1p-90f : 1.0f;
+    size_t rows = (size_t)tc->m * tc->batch;
+    double worst, worst_aux;
+    float *c0;
+    int pad_bad, failed;
+
+    memset(&h, 0, sizeof h);
+    h.a = mat_of(ar, ac, tc->order_a, tc->batch);
+    h.b = mat_of(br, bc, tc->order_b, tc->batch);
+    h.c = mat_of(tc->m, tc->n, tc->order_cd, tc->batch);
+    h.d = h.c;
+    h.ha = malloc(h.a.elems * 4);
+    h.hb = malloc(h.b.elems * 4);
+    h.hc = malloc(h.c.elems * 4);
+    h.hd = malloc(h.d.elems * 4);
+    c0 = malloc(h.c.elems * 4);
+    h.bias = malloc(rows * 4);
+    h.alpha_v = malloc(rows * 4);
+    h.beta_v = malloc(rows * 4);
+    for (size_t e = 0; e < h.a.elems; e++)
+        h.ha[e] = value(&rng, tc->flags, sa);
+    for (size_t e = 0; e < h.b.elems; e++)
+        h.hb[e] = value(&rng, tc->flags, sb);
+    for (size_t e = 0; e < h.c.elems; e++)
+        c0[e] = (tc->flags & NAN_C) ? NAN : value(&rng, 0, 1.0f);
+    for (size_t e = 0; e < rows; e++) {
+        h.bias[e] = rng_float(&rng, 0.5f);
+        h.alpha_v[e] = tc->alpha * (1.0f + (float)(e % 3) * 0.25f);
+        h.beta_v[e] = tc->beta * (1.0f - (float)(e % 4) * 0.125f);
+    }
+    memcpy(h.hc, c0, h.c.elems * 4);
+    for (size_t e = 0; e < h.d.elems; e++)
+        h.hd[e] = (tc->flags & IN_PLACE) ? c0[e] : PAD_OUTPUT;
+    if (tc->epilogue & 128u) {
+        /* The ReLU mask is bits, its leading dimension a multiple of 128;
+         * the GELU input a matrix of D's type, a multiple of 8. */
+        int quantum = relu_kind(tc->epilogue) ? 128 : 8;
+        h.aux_ld = (tc->m + quantum - 1) / quantum * quantum;
+        h.aux_stride = h.aux_ld * tc->n;
+        h.aux_bytes = relu_kind(tc->epilogue)
+                          ? (size_t)(h.aux_stride * tc->batch / 8)
+                          : (size_t)(h.aux_stride * tc->batch) * 4;
+        if (relu_kind(tc->epilogue))
+            h.aux_bits = calloc(h.aux_bytes, 1);
+        else
+            h.aux_f = calloc(h.aux_bytes, 1);
+    }
+    if (run_case(tc, lt, stream, &h) != 0) {
+        printf("%-24s status=ERROR FAIL\n", tc->name);
+        return 1;
+    }
+    check_case(tc, &h, c0, tol_factor(tol, tc->k), &worst, &worst_aux,
+               &pad_bad);
+    failed = !(worst <= 1.0) || !(worst_aux <= 1.0) || pad_bad != 0;
+    printf("%-24s err/bound=%.3e aux=%.3e pad=%d %s\n", tc->name, worst,
+           worst_aux, pad_bad, failed ? "FAIL" : "PASS");
+    free(h.ha);
+    free(h.hb);
+    free(h.hc);
+    free(h.hd);
+    free(c0);
+    free(h.bias);
+    free(h.alpha_v);
+    free(h.beta_v);
+    free(h.aux_bits);
+    free(h.aux_f);
+    return failed;
+}
+
+static void
+usage(FILE *to)
+{
+    fprintf(to,
+        "usage: lt_check [--tol TOL] [--seed N] [--case NAME] [--help]\n"
+        "Runs FP32 cublasLtMatmul cases (epilogues, orders, batches, "
+        "pointer\nmodes, in place, NaN in an unread C, wide-range inputs) "
+        "and checks each\nelement of D against a double-precision "
+        "reference:\n"
+        "  |D - Dref| <= tol * (|alpha| |op(A)| |op(B)| + |beta| |C0| + "
+        "|bias|)\n"
+        "(GELU: 1.13 times that), and D's padding unchanged.\n"
+        "  --tol TOL   a positive number, or fp16, bf16, tf32 or fp32 "
+        "(default\n"
+        "              tf32: cuBLASLt may use TF32 for FP32 products)\n"
+        "  --seed N    the data's seed (default 1)\n"
+        "  --case NAME only that case\n"
+        "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
+        "error.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    struct tolerance tol = {TOL_TF32, 0.0};
+    uint64_t seed = 1;
+    const char *only = NULL;
+    cublasLtHandle_t lt;
+    cudaStream_t stream;
+    int failures = 0, ran = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return EXIT_ALL_PASS;
+        }
+        if (i + 1 >= argc) {
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        if (strcmp(argv[i], "--tol") == 0) {
+            if (tol_parse(argv[++i], &tol) != 0) {
+                fprintf(stderr, "lt_check: bad --tol '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(argv[i], "--seed") == 0) {
+            seed = strtoull(argv[++i], NULL, 0);
+        } else if (strcmp(argv[i], "--case") == 0) {
+            only = argv[++i];
+        } else {
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (cublas_failed("cublasLtCreate", cublasLtCreate(&lt)) ||
+        cuda_failed("cudaStreamCreate", cudaStreamCreate(&stream)))
+        return EXIT_CUDA_ERROR;
+    for (int c = 0; c < NCASES; c++) {
+        if (only && strcmp(only, cases[c].name) != 0)
+            continue;
+        failures += one_case(&cases[c], &tol, seed, lt, stream);
+        ran++;
+    }
+    cudaStreamDestroy(stream);
+    cublasLtDestroy(lt);
+    if (ran == 0) {
+        fprintf(stderr, "lt_check: no case named '%s'\n", only);
+        return EXIT_USAGE;
+    }
+    printf("lt_check: %d of %d cases pass\n", ran - failures, ran);
+    return failures ? EXIT_CHECK_FAILED : EXIT_ALL_PASS;
+}

@@ -1,0 +1,777 @@
+/* cuBLASLt hook: an FP32 cublasLtMatmul (A, B, C and D FP32, a 32F compute
+ * type, an FP32 scale) becomes a GEMM descriptor with its output D, its
+ * orders and an epilogue, runs on the converted path the mode asks for
+ * when the decision allows, and as the original call otherwise. The
+ * program's descriptors are read at every call: it may initialise one
+ * again in place. The steps are cublasLtMatmul calls on the shim's own
+ * handle, with descriptors initialised in the shim's memory, the algorithm
+ * the heuristics chose for them (cached per shape, per thread and
+ * context) and a workspace in the call's scratch: the program's algorithm
+ * and workspace were chosen for FP32 operands. */
+#include "cublaslt_symbols.h"
+
+#include "base/log.h"
+#include "base/resolve.h"
+#include "base/shim.h"
+#include "cublas_hook.h"
+#include "device/device.h"
+#include "measure/stats.h"
+#include "own.h"
+#include "process/process.h"
+#include "run/gemm.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AMP_EXPORT __attribute__((visibility("default")))
+#define AMP_CUBLASLT_SONAME "libcublasLt.so.13"
+
+/* The workspace a converted call gives cuBLASLt, part of its scratch:
+ * room for split-K reductions (the heuristics keep within it). */
+#define AMP_LT_WORKSPACE ((uint64_t)4 << 20)
+
+/* Heuristic answers each thread keeps per context. */
+#define AMP_LT_ALGOS 64
+
+/* ---- The real functions --------------------------------------------------- */
+
+#define AMP_PFN_TYPE(ret, name, params) typedef ret(*amp_pfn_##name) params;
+AMP_CUBLASLT_SYMBOLS(AMP_PFN_TYPE)
+#undef AMP_PFN_TYPE
+
+static struct {
+#define AMP_REAL_MEMBER(ret, name, params) amp_pfn_##name name;
+    AMP_CUBLASLT_SYMBOLS(AMP_REAL_MEMBER)
+#undef AMP_REAL_MEMBER
+} amp_real;
+
+#define AMP_NAME_STRING(ret, name, params) #name,
+static const char *const amp_lt_names[] = {
+    AMP_CUBLASLT_SYMBOLS(AMP_NAME_STRING)};
+#undef AMP_NAME_STRING
+
+#define AMP_REAL_SLOT(ret, name, params) (void **)&amp_real.name,
+static void **const amp_lt_slots[] = {AMP_CUBLASLT_SYMBOLS(AMP_REAL_SLOT)};
+#undef AMP_REAL_SLOT
+
+#define AMP_LT_NSYMBOLS ((int)(sizeof amp_lt_names / sizeof *amp_lt_names))
+
+static pthread_once_t amp_lt_once = PTHREAD_ONCE_INIT;
+
+/* 1 once the real functions are resolved and the shim is disabled (see
+ * hooks/cublas.c). */
+static atomic_int amp_lt_bypass;
+
+/* 1 when every function the converted path calls was found. */
+static int amp_lt_complete;
+
+static void
+amp_lt_resolve(void)
+{
+    amp_lt_complete = amp_resolve_all(AMP_CUBLASLT_SONAME, amp_lt_names,
+                                      amp_lt_slots, AMP_LT_NSYMBOLS) == 0;
+    atomic_store_explicit(&amp_lt_bypass, amp_process_start()->disabled,
+                          memory_order_release);
+}
+
+static struct amp_api_stats amp_lt_stats =
+    AMP_API_STATS_INIT("cublasLtMatmul");
+
+/* ---- The shim's own handle and heuristic answers ------------------------- */
+
+/* A key of the shim's steps: everything of a step's descriptors that can
+ * change the algorithm the heuristics choose. Zeroed before it is filled,
+ * so that it compares as bytes. */
+struct amp_lt_key {
+    int32_t compute, type_ab, transa, transb, pointer_mode;
+    uint32_t epilogue;
+    int32_t order_a, order_b, order_cd, in_place;
+    int64_t m, n, k, lda, ldb, ldc, ldd, batch;
+    int64_t stride_a, stride_b, stride_c, stride_d;
+    uint32_t align_a, align_b, align_c, align_d;
+    uint64_t workspace;
+};
+
+struct amp_lt_algo {
+    int used;
+    struct amp_lt_key key;
+    int found;                 /* 0: the heuristics had none */
+    cublasLtMatmulAlgo_t algo;
+};
+
+struct amp_lt_own {
+    cublasLtHandle_t handle;
+    struct amp_lt_algo algos[AMP_LT_ALGOS];
+};
+
+static int
+amp_lt_own_make(void *obj)
+{
+    struct amp_lt_own *own = obj;
+
+    return amp_real.cublasLtCreate(&own->handle) != CUBLAS_STATUS_SUCCESS;
+}
+
+static void
+amp_lt_own_drop(void *obj, int live)
+{
+    struct amp_lt_own *own = obj;
+
+    if (live)
+        amp_real.cublasLtDestroy(own->handle);
+}
+
+static _Thread_local struct amp_own_table amp_lt_owns;
+
+static void amp_lt_own_exit(void);
+
+static const struct amp_own_kind amp_lt_own_kind = {
+    .what = "cuBLASLt handle",
+    .size = sizeof(struct amp_lt_own),
+    .make = amp_lt_own_make,
+    .drop = amp_lt_own_drop,
+    .at_exit = amp_lt_own_exit,
+};
+
+static void
+amp_lt_own_exit(void)
+{
+    amp_own_release(&amp_lt_owns, &amp_lt_own_kind);
+}
+
+static void *
+amp_lt_own_get(struct amp_dev *dev, int make)
+{
+    pthread_once(&amp_lt_once, amp_lt_resolve);
+    if (!amp_lt_complete)
+        return NULL;
+    return amp_own_get(&amp_lt_owns, &amp_lt_own_kind, dev, make);
+}
+
+/* ---- A call as the application made it ----------------------------------- */
+
+/* A matrix layout's attributes. */
+struct amp_lt_matrix {
+    uint32_t type;             /* cudaDataType */
+    int32_t order;             /* cublasLtOrder_t */
+    uint64_t rows, cols;
+    int64_t ld;
+    int32_t batch;
+    int64_t stride;            /* STRIDED_BATCH_OFFSET, elements */
+    int64_t plane;
+    uint32_t batch_mode;       /* cublasLtBatchMode_t */
+};
+
+/* The matmul descriptor's attributes the shim reads. */
+struct amp_lt_call {
+    int32_t compute, scale, pointer_mode, transa, transb, transc, fill;
+    uint32_t epilogue;
+    const void *bias;
+    int64_t bias_stride;
+    int32_t bias_type;
+    void *aux;
+    int64_t aux_ld, aux_stride;
+    int32_t aux_type;
+    int narrow;                /* FP8 scaling or an emulation descriptor */
+    struct amp_lt_matrix a, b, c, d;
+};
+
+static int
+amp_lt_desc_get(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                void *buf, size_t size)
+{
+    size_t written = 0;
+
+    return amp_real.cublasLtMatmulDescGetAttribute(desc, attr, buf, size,
+                                                   &written) ==
+               CUBLAS_STATUS_SUCCESS &&
+           written == size;
+}
+
+static int
+amp_lt_layout_get(cublasLtMatrixLayout_t layout,
+                  cublasLtMatrixLayoutAttribute_t attr, void *buf,
+                  size_t size)
+{
+    size_t written = 0;
+
+    return amp_real.cublasLtMatrixLayoutGetAttribute(layout, attr, buf, size,
+                                                     &written) ==
+               CUBLAS_STATUS_SUCCESS &&
+           written == size;
+}
+
+static int
+amp_lt_matrix_read(cublasLtMatrixLayout_t l, struct amp_lt_matrix *m)
+{
+    return l && amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &m->type,
+                                  sizeof m->type) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &m->order,
+                             sizeof m->order) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &m->rows,
+                             sizeof m->rows) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_COLS, &m->cols,
+                             sizeof m->cols) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_LD, &m->ld,
+                             sizeof m->ld) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &m->batch,
+                             sizeof m->batch) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                             &m->stride, sizeof m->stride) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET,
+                             &m->plane, sizeof m->plane) &&
+           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
+                             &m->batch_mode, sizeof m->batch_mode);
+}
+
+/* Whether any setting of the narrow-precision (FP8, FP4) products, or an
+ * emulation descriptor, is present: such a call is not a plain FP32 one. */
+static int
+amp_lt_narrow(cublasLtMatmulDesc_t desc)
+{
+    static const cublasLtMatmulDescAttributes_t pointers[] = {
+        CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_C_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
+        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER,
+        CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR,
+    };
+    static const cublasLtMatmulDescAttributes_t modes[] = {
+        CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+        CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+        CUBLASLT_MATMUL_DESC_C_SCALE_MODE,
+        CUBLASLT_MATMUL_DESC_D_SCALE_MODE,
+        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_MODE,
+        CUBLASLT_MATMUL_DESC_D_OUT_SCALE_MODE,
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof pointers / sizeof *pointers; i++) {
+        const void *p = NULL;
+
+        if (!amp_lt_desc_get(desc, pointers[i], &p, sizeof p) || p)
+            return 1;
+    }
+    for (i = 0; i < sizeof modes / sizeof *modes; i++) {
+        int32_t mode = 0;
+
+        if (!amp_lt_desc_get(desc, modes[i], &mode, sizeof mode) || mode)
+            return 1;
+    }
+    return 0;
+}
+
+/* Reads the call's descriptors into c; 0 when one cannot be read (cuBLASLt
+ * refuses such a call itself). */
+static int
+amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+            cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+            cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
+{
+    memset(c, 0, sizeof *c);
+    return desc &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE,
+                           &c->compute, sizeof c->compute) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &c->scale,
+                           sizeof c->scale) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                           &c->pointer_mode, sizeof c->pointer_mode) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
+                           sizeof c->transa) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
+                           sizeof c->transb) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSC, &c->transc,
+                           sizeof c->transc) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_FILL_MODE, &c->fill,
+                           sizeof c->fill) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &c->epilogue,
+                           sizeof c->epilogue) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias,
+                           sizeof c->bias) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                           &c->bias_stride, sizeof c->bias_stride) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                           &c->bias_type, sizeof c->bias_type) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                           &c->aux, sizeof c->aux) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                           &c->aux_ld, sizeof c->aux_ld) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+                           &c->aux_stride, sizeof c->aux_stride) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                           &c->aux_type, sizeof c->aux_type) &&
+           amp_lt_matrix_read(la, &c->a) && amp_lt_matrix_read(lb, &c->b) &&
+           amp_lt_matrix_read(lc ? lc : ld, &c->c) &&
+           amp_lt_matrix_read(ld, &c->d) &&
+           (c->narrow = amp_lt_narrow(desc), 1);
+}
+
+/* 1 when the call is an FP32 GEMM (*pedantic: one whose compute type asks
+ * for strict or emulated FP32); 0 for half, FP8, integer, complex or
+ * double ones, which pass. */
+static int
+amp_lt_fp32(const struct amp_lt_call *c, int *pedantic)
+{
+    *pedantic = 0;
+    if (c->a.type != CUDA_R_32F || c->b.type != CUDA_R_32F ||
+        c->c.type != CUDA_R_32F || c->d.type != CUDA_R_32F ||
+        c->scale != CUDA_R_32F || c->narrow)
+        return 0;
+    switch (c->compute) {
+    case CUBLAS_COMPUTE_32F:
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+        return 1;
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+        *pedantic = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The epilogues the converted path carries: the forward ones, whose
+ * auxiliary output (if any) the last step writes. The gradient epilogues
+ * read or reduce what the program gives them and stay FP32. */
+static int
+amp_lt_epilogue_supported(uint32_t e)
+{
+    switch (e) {
+    case CUBLASLT_EPILOGUE_DEFAULT:
+    case CUBLASLT_EPILOGUE_RELU:
+    case CUBLASLT_EPILOGUE_RELU_AUX:
+    case CUBLASLT_EPILOGUE_BIAS:
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+    case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
+    case CUBLASLT_EPILOGUE_GELU:
+    case CUBLASLT_EPILOGUE_GELU_AUX:
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int
+amp_lt_op(int32_t op, enum amp_op *out)
+{
+    *out = op == CUBLAS_OP_N ? AMP_OP_N : AMP_OP_T;
+    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+}
+
+static int
+amp_lt_order_ok(int32_t order)
+{
+    return order == CUBLASLT_ORDER_COL || order == CUBLASLT_ORDER_ROW;
+}
+
+/* Whether the layouts agree as cuBLASLt requires and the converted path
+ * supports them: column or row order (C as D), strided batches of one
+ * count, no planar offsets, op(A) m x k and op(B) k x n for D's m x n, an
+ * in-place C with D's layout. Anything else is refused by cuBLASLt or
+ * stays FP32. */
+static int
+amp_lt_shapes_ok(const struct amp_lt_call *c, const struct amp_gemm_desc *d)
+{
+    const struct amp_lt_matrix *a = &c->a, *b = &c->b;
+    uint64_t arows = d->transa == AMP_OP_N ? a->rows : a->cols;
+    uint64_t bcols = d->transb == AMP_OP_N ? b->cols : b->rows;
+    uint64_t brows = d->transb == AMP_OP_N ? b->rows : b->cols;
+
+    if (!amp_lt_order_ok(a->order) || !amp_lt_order_ok(b->order) ||
+        !amp_lt_order_ok(c->d.order) || c->c.order != c->d.order)
+        return 0;
+    if (a->batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
+        b->batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
+        c->c.batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
+        c->d.batch_mode != CUBLASLT_BATCH_MODE_STRIDED)
+        return 0;
+    if (a->batch < 1 || a->batch != b->batch || a->batch != c->c.batch ||
+        a->batch != c->d.batch)
+        return 0;
+    if (a->plane || b->plane || c->c.plane || c->d.plane)
+        return 0;
+    if (c->c.rows != c->d.rows || c->c.cols != c->d.cols ||
+        arows != c->d.rows || bcols != c->d.cols || brows != (uint64_t)d->k)
+        return 0;
+    if (d->c == d->d && (d->ldc != d->ldd || d->stride_c != d->stride_d))
+        return 0;
+    return c->d.rows <= INT32_MAX && c->d.cols <= INT32_MAX &&
+           (uint64_t)d->k <= INT32_MAX;
+}
+
+/* The descriptor of an FP32 call. ops_valid is 0 for what cuBLASLt
+ * refuses or the converted path does not take (pointer arrays, vector
+ * alphas, gradient epilogues, TRANSC or a fill mode): those run as
+ * called. */
+static void
+amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
+                const void *A, const void *B, const void *beta, const void *C,
+                void *D, cudaStream_t stream, const void *caller,
+                struct amp_gemm_desc *d)
+{
+    int ops_a, ops_b;
+
+    memset(d, 0, sizeof *d);
+    d->api = amp_lt_stats.name;
+    d->stats = &amp_lt_stats;
+    d->lt = 1;
+    d->pedantic = pedantic;
+    ops_a = amp_lt_op(c->transa, &d->transa);
+    ops_b = amp_lt_op(c->transb, &d->transb);
+    d->m = (int64_t)c->d.rows;
+    d->n = (int64_t)c->d.cols;
+    d->k = (int64_t)(d->transa == AMP_OP_N ? c->a.cols : c->a.rows);
+    d->lda = c->a.ld;
+    d->ldb = c->b.ld;
+    d->ldc = c->c.ld;
+    d->ldd = c->d.ld;
+    d->batch = c->d.batch;
+    d->batch_kind = d->batch > 1 ? AMP_BATCH_STRIDED : AMP_BATCH_NONE;
+    d->stride_a = c->a.stride;
+    d->stride_b = c->b.stride;
+    d->stride_c = c->c.stride;
+    d->stride_d = c->d.stride;
+    d->a = (amp_devptr)(uintptr_t)A;
+    d->b = (amp_devptr)(uintptr_t)B;
+    d->c = (amp_devptr)(uintptr_t)C;
+    d->d = (amp_devptr)(uintptr_t)D;
+    d->row_a = c->a.order == CUBLASLT_ORDER_ROW;
+    d->row_b = c->b.order == CUBLASLT_ORDER_ROW;
+    d->row_cd = c->d.order == CUBLASLT_ORDER_ROW;
+    d->epilogue = c->epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    d->alpha = alpha;
+    d->beta = beta;
+    d->scalars_on_device = c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
+    d->stream = (amp_stream)stream;
+    d->caller = caller;
+    d->workspace_bytes = AMP_LT_WORKSPACE;
+    d->ops_valid =
+        ops_a && ops_b && c->transc == CUBLAS_OP_N &&
+        c->fill == CUBLAS_FILL_MODE_FULL &&
+        (c->pointer_mode == CUBLASLT_POINTER_MODE_HOST ||
+         c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE) &&
+        amp_lt_epilogue_supported(c->epilogue) && A && B && C && D &&
+        (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
+        (!(c->epilogue & 128u) || c->aux) && amp_lt_shapes_ok(c, d);
+}
+
+/* ---- The steps of a converted call ----------------------------------------- */
+
+static cudaDataType
+amp_lt_type(enum amp_dtype t)
+{
+    if (t == AMP_DTYPE_F16)
+        return CUDA_R_16F;
+    if (t == AMP_DTYPE_BF16)
+        return CUDA_R_16BF;
+    return CUDA_R_32F;
+}
+
+/* The largest power of two up to 256 that divides the address: what the
+ * heuristics may assume of a pointer. */
+static uint32_t
+amp_lt_align(amp_devptr p)
+{
+    uint32_t a = 256;
+
+    while (a > 1 && p % a != 0)
+        a /= 2;
+    return a;
+}
+
+/* The descriptors of one step, in the shim's memory. */
+struct amp_lt_step_descs {
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t a, b, c, d;
+    int in_place;              /* C is D, with D's layout */
+    struct amp_lt_key key;
+};
+
+static int
+amp_lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+           const void *buf, size_t size)
+{
+    return amp_real.cublasLtMatmulDescSetAttribute(desc, attr, buf, size) ==
+           CUBLAS_STATUS_SUCCESS;
+}
+
+/* A layout of rows x cols in `order`, with a strided batch when batch > 1. */
+static int
+amp_lt_layout(cublasLtMatrixLayout_t l, cudaDataType type, uint64_t rows,
+              uint64_t cols, int64_t ld, int32_t order, int64_t batch,
+              int64_t stride)
+{
+    int32_t count = (int32_t)batch;
+
+    return amp_real.cublasLtMatrixLayoutInit_internal(
+               l, sizeof(cublasLtMatrixLayoutOpaque_t), type, rows, cols,
+               ld) == CUBLAS_STATUS_SUCCESS &&
+           amp_real.cublasLtMatrixLayoutSetAttribute(
+               l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order) ==
+               CUBLAS_STATUS_SUCCESS &&
+           (batch <= 1 ||
+            (amp_real.cublasLtMatrixLayoutSetAttribute(
+                 l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                 sizeof count) == CUBLAS_STATUS_SUCCESS &&
+             amp_real.cublasLtMatrixLayoutSetAttribute(
+                 l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                 sizeof stride) == CUBLAS_STATUS_SUCCESS));
+}
+
+/* The epilogue settings the step carries: the call's, without its
+ * auxiliary output for AMP_EPILOGUE_NO_AUX. */
+static int
+amp_lt_epilogue(cublasLtMatmulDesc_t op, const struct amp_lt_call *c,
+                enum amp_epilogue which, uint32_t *epilogue)
+{
+    *epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    if (which == AMP_EPILOGUE_NONE)
+        return 1;
+    *epilogue = which == AMP_EPILOGUE_NO_AUX ? c->epilogue & ~128u
+                                             : c->epilogue;
+    if (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue,
+                    sizeof *epilogue))
+        return 0;
+    if ((*epilogue & CUBLASLT_EPILOGUE_BIAS) &&
+        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias,
+                     sizeof c->bias) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                     &c->bias_stride, sizeof c->bias_stride) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &c->bias_type,
+                     sizeof c->bias_type)))
+        return 0;
+    if ((*epilogue & 128u) &&
+        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux,
+                     sizeof c->aux) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &c->aux_ld,
+                     sizeof c->aux_ld) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+                     &c->aux_stride, sizeof c->aux_stride) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                     &c->aux_type, sizeof c->aux_type)))
+        return 0;
+    return 1;
+}
+
+/* Initialises the step's descriptors and its heuristic key. */
+static int
+amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
+                  const struct amp_gemm_step *s, struct amp_lt_step_descs *x)
+{
+    cudaDataType tab = amp_lt_type(s->type_ab);
+    cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
+                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+    int32_t mode = s->scalars_on_device ? CUBLASLT_POINTER_MODE_DEVICE
+                                        : CUBLASLT_POINTER_MODE_HOST;
+    int32_t order_cd = c->d.order;
+    struct amp_lt_key *k = &x->key;
+    uint32_t epilogue;
+
+    x->in_place = s->c == s->d && s->ldc == s->ldd &&
+                  s->stride_c == s->stride_d;
+    if (amp_real.cublasLtMatmulDescInit_internal(
+            &x->op, sizeof x->op, compute, CUDA_R_32F) !=
+            CUBLAS_STATUS_SUCCESS ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
+                    sizeof mode) ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
+                    sizeof c->transa) ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
+                    sizeof c->transb) ||
+        !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
+        return 0;
+    if (!amp_lt_layout(&x->a, tab, c->a.rows, c->a.cols, s->lda, c->a.order,
+                       s->batch, s->stride_a) ||
+        !amp_lt_layout(&x->b, tab, c->b.rows, c->b.cols, s->ldb, c->b.order,
+                       s->batch, s->stride_b) ||
+        !amp_lt_layout(&x->d, CUDA_R_32F, c->d.rows, c->d.cols, s->ldd,
+                       order_cd, s->batch, s->stride_d) ||
+        (!x->in_place &&
+         !amp_lt_layout(&x->c, CUDA_R_32F, c->d.rows, c->d.cols, s->ldc,
+                        order_cd, s->batch, s->stride_c)))
+        return 0;
+    memset(k, 0, sizeof *k);
+    k->compute = compute;
+    k->type_ab = tab;
+    k->transa = c->transa;
+    k->transb = c->transb;
+    k->pointer_mode = mode;
+    k->epilogue = epilogue;
+    k->order_a = c->a.order;
+    k->order_b = c->b.order;
+    k->order_cd = order_cd;
+    k->in_place = x->in_place;
+    k->m = d->m;
+    k->n = d->n;
+    k->k = d->k;
+    k->lda = s->lda;
+    k->ldb = s->ldb;
+    k->ldc = s->ldc;
+    k->ldd = s->ldd;
+    k->batch = s->batch;
+    k->stride_a = s->stride_a;
+    k->stride_b = s->stride_b;
+    k->stride_c = s->stride_c;
+    k->stride_d = s->stride_d;
+    k->align_a = amp_lt_align(s->a);
+    k->align_b = amp_lt_align(s->b);
+    k->align_c = amp_lt_align(s->c);
+    k->align_d = amp_lt_align(s->d);
+    k->workspace = s->workspace_bytes;
+    return 1;
+}
+
+static uint64_t
+amp_lt_key_hash(const struct amp_lt_key *k)
+{
+    const unsigned char *p = (const unsigned char *)k;
+    uint64_t h = 1469598103934665603ull;
+    size_t i;
+
+    for (i = 0; i < sizeof *k; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The algorithm the heuristics give the step's descriptors, asked once per
+ * key and thread (the answer, none included, is kept); NULL when there is
+ * none. */
+static const cublasLtMatmulAlgo_t *
+amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
+{
+    struct amp_lt_algo *slot =
+        &own->algos[amp_lt_key_hash(&x->key) % AMP_LT_ALGOS];
+    cublasLtMatmulPreferenceOpaque_t pref;
+    cublasLtMatmulHeuristicResult_t result;
+    const uint32_t *align = &x->key.align_a;
+    int count = 0, i;
+
+    if (slot->used && memcmp(&slot->key, &x->key, sizeof x->key) == 0)
+        return slot->found ? &slot->algo : NULL;
+    slot->used = 1;
+    slot->key = x->key;
+    slot->found = 0;
+    if (amp_real.cublasLtMatmulPreferenceInit_internal(&pref, sizeof pref) !=
+            CUBLAS_STATUS_SUCCESS ||
+        amp_real.cublasLtMatmulPreferenceSetAttribute(
+            &pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            &x->key.workspace, sizeof x->key.workspace) !=
+            CUBLAS_STATUS_SUCCESS)
+        return NULL;
+    for (i = 0; i < 4; i++)
+        if (amp_real.cublasLtMatmulPreferenceSetAttribute(
+                &pref,
+                (cublasLtMatmulPreferenceAttributes_t)(
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i),
+                &align[i], sizeof align[i]) != CUBLAS_STATUS_SUCCESS)
+            return NULL;
+    if (amp_real.cublasLtMatmulAlgoGetHeuristic(
+            own->handle, &x->op, &x->a, &x->b, x->in_place ? &x->d : &x->c,
+            &x->d, &pref, 1, &result, &count) != CUBLAS_STATUS_SUCCESS ||
+        count < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+        return NULL;
+    slot->algo = result.algo;
+    slot->found = 1;
+    return &slot->algo;
+}
+
+static cublasStatus_t
+amp_lt_step_issue(struct amp_lt_own *own, const struct amp_lt_call *c,
+                  const struct amp_gemm_run *run,
+                  const struct amp_gemm_step *s)
+{
+    struct amp_lt_step_descs x;
+    const cublasLtMatmulAlgo_t *algo;
+
+    if (!amp_lt_step_descs(c, &run->desc, s, &x))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    algo = amp_lt_algo(own, &x);
+    if (!algo)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    return amp_real.cublasLtMatmul(
+        own->handle, &x.op, s->alpha, (const void *)(uintptr_t)s->a, &x.a,
+        (const void *)(uintptr_t)s->b, &x.b, s->beta,
+        (const void *)(uintptr_t)s->c, x.in_place ? &x.d : &x.c,
+        (void *)(uintptr_t)s->d, &x.d, algo, (void *)(uintptr_t)s->workspace,
+        s->workspace_bytes, (cudaStream_t)run->stream);
+}
+
+static enum amp_status
+amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
+{
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    int i;
+
+    for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
+        if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK)
+            return AMP_ERR_DRIVER;
+        s = amp_lt_step_issue(own, call, run, &run->steps[i]);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return AMP_OK;
+    amp_log(AMP_LOG_INFO, "cublasLtMatmul: a %s step returned cuBLAS status "
+            "%d", amp_mode_name(run->mode), (int)s);
+    return AMP_ERR_DRIVER;
+}
+
+static const struct amp_gemm_vendor amp_lt_vendor = {
+    .own = amp_lt_own_get,
+    .issue = amp_lt_issue,
+};
+
+/* ---- The hook ------------------------------------------------------------- */
+
+AMP_EXPORT cublasStatus_t
+cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+               const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
+               const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
+               const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
+               void *workspace, size_t workspaceSizeInBytes,
+               cudaStream_t stream)
+{
+    const void *caller = __builtin_return_address(0);
+    struct amp_hook h;
+    struct amp_lt_call c;
+    struct amp_gemm_desc d;
+    cublasStatus_t status;
+    int pedantic;
+
+    h.entered = 0;
+    if (!atomic_load_explicit(&amp_lt_bypass, memory_order_acquire) ||
+        !amp_real.cublasLtMatmul) {
+        amp_process_start(); /* the log is open before resolution reports */
+        pthread_once(&amp_lt_once, amp_lt_resolve);
+        if (!amp_real.cublasLtMatmul)
+            return CUBLAS_STATUS_NOT_INITIALIZED;
+        if (amp_hook_enter(&h, &amp_lt_stats)) {
+            if (!amp_lt_complete ||
+                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &c) ||
+                !amp_lt_fp32(&c, &pedantic)) {
+                h.outcome = AMP_OUTCOME_PASSTHROUGH;
+            } else {
+                amp_lt_describe(&c, pedantic, alpha, A, B, beta, C, D, stream,
+                                caller, &d);
+                if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &c) ==
+                    AMP_HOOK_DONE)
+                    return CUBLAS_STATUS_SUCCESS;
+            }
+        }
+    }
+    status = amp_real.cublasLtMatmul(lightHandle, computeDesc, alpha, A, Adesc,
+                                     B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+                                     workspace, workspaceSizeInBytes, stream);
+    amp_hook_end(&h, status == CUBLAS_STATUS_SUCCESS);
+    return status;
+}
