@@ -206,8 +206,10 @@ struct host {
     size_t aux_bytes;
 };
 
-/* Runs the case on the device; the results land in h->hd and the aux. */
-static int
+/* Runs the case on the device; the results land in h->hd and the aux.
+ * Returns cublasLtMatmul's status, or CUBLAS_STATUS_INTERNAL_ERROR when
+ * the set-up failed. */
+static cublasStatus_t
 run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
          struct host *h)
 {
@@ -239,15 +241,15 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dalpha,
                                              (size_t)tc->m * tc->batch * 8)) ||
         cuda_failed("cudaMalloc", cudaMalloc(&work, work_bytes)))
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     dbeta = dalpha + (size_t)tc->m * tc->batch;
     dc = dd;
     if (!in_place &&
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dc, h->c.elems * 4)))
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     if (h->aux_bytes &&
         cuda_failed("cudaMalloc", cudaMalloc(&daux, h->aux_bytes)))
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     cudaMemcpy(da, h->ha, h->a.elems * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(db, h->hb, h->b.elems * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(dd, h->hd, h->d.elems * 4, cudaMemcpyHostToDevice);
@@ -281,7 +283,7 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
         epi = tc->epilogue;
     } else if (cublas_failed("cublasLtMatmulDescCreate",
                              cublasLtMatmulDescCreate(&op, compute, scale))) {
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     }
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm,
                                    sizeof(pm));
@@ -315,7 +317,7 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
                   : layout_of(&h->d, tc->batch, tc->order_cd,
                               stack ? &ls[3] : NULL);
     if (!la || !lb || !lc || !ld)
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     if (!(tc->flags & NO_ALGO)) {
         /* As frameworks do: the heuristics' first answer for the FP32
          * product, with the program's own workspace. */
@@ -327,15 +329,15 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
         s = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1,
                                            &heur, &count);
         if (cublas_failed("cublasLtMatmulAlgoGetHeuristic", s) || count < 1)
-            return -1;
+            return CUBLAS_STATUS_INTERNAL_ERROR;
         algo = &heur.algo;
     }
     s = cublasLtMatmul(lt, op, alpha, da, la, db, lb, beta, dc, lc, dd, ld,
                        algo, work, work_bytes, stream);
     if (cublas_failed("cublasLtMatmul", s))
-        return -1;
+        return s;
     if (cuda_failed("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
-        return -1;
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     cudaMemcpy(h->hd, dd, h->d.elems * 4, cudaMemcpyDeviceToHost);
     if (h->aux_bytes)
         cudaMemcpy(h->aux_bits ? (void *)h->aux_bits : (void *)h->aux_f, daux,
@@ -359,7 +361,7 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
     cudaFree(dalpha);
     cudaFree(daux);
     cudaFree(work);
-    return 0;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 /* The worst error / bound of D and of the auxiliary output; D's padding
@@ -437,6 +439,14 @@ check_case(const struct lcase *tc, const struct host *h, const float *c0,
     free(covered);
 }
 
+/* gemm: an FP32 product the shim converts; vector: alpha per row, which
+ * it keeps FP32. */
+static const char *
+case_class(const struct lcase *tc)
+{
+    return tc->pmode >= DEV_VEC ? "vector" : "gemm";
+}
+
 static int
 one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
          cublasLtHandle_t lt, cudaStream_t stream)
@@ -449,6 +459,8 @@ one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
     float sb = (tc->flags & HUGE) ? 0x1p-90f : 1.0f;
     size_t rows = (size_t)tc->m * tc->batch;
     double worst, worst_aux;
+    cublasStatus_t status;
+    uint64_t hash;
     float *c0;
     int pad_bad, failed;
 
@@ -493,15 +505,25 @@ one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
         else
             h.aux_f = calloc(h.aux_bytes, 1);
     }
-    if (run_case(tc, lt, stream, &h) != 0) {
-        printf("%-24s status=ERROR FAIL\n", tc->name);
+    status = run_case(tc, lt, stream, &h);
+    printf("case %s m=%d n=%d k=%d op=%c%c status=%s(%d)", tc->name, tc->m,
+           tc->n, tc->k, tc->ta == N ? 'N' : 'T', tc->tb == N ? 'N' : 'T',
+           cublas_status_name(status), (int)status);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        printf(" err/bound=- hash=- FAIL api=cublasLtMatmul class=%s\n",
+               case_class(tc));
         return 1;
     }
     check_case(tc, &h, c0, tol_factor(tol, tc->k), &worst, &worst_aux,
                &pad_bad);
     failed = !(worst <= 1.0) || !(worst_aux <= 1.0) || pad_bad != 0;
-    printf("%-24s err/bound=%.3e aux=%.3e pad=%d %s\n", tc->name, worst,
-           worst_aux, pad_bad, failed ? "FAIL" : "PASS");
+    hash = fnv1a64(h.hd, h.d.elems * 4, 0xcbf29ce484222325ULL);
+    hash = fnv1a64(h.aux_bits ? (void *)h.aux_bits : (void *)h.aux_f,
+                   h.aux_bytes, hash);
+    printf(" err/bound=%.3e hash=%016" PRIx64 " %s api=cublasLtMatmul "
+           "class=%s aux/bound=%.3e pad_changed=%d\n",
+           worst > worst_aux ? worst : worst_aux, hash,
+           failed ? "FAIL" : "ok", case_class(tc), worst_aux, pad_bad);
     free(h.ha);
     free(h.hb);
     free(h.hc);
@@ -532,6 +554,8 @@ usage(FILE *to)
         "              tf32: cuBLASLt may use TF32 for FP32 products)\n"
         "  --seed N    the data's seed (default 1)\n"
         "  --case NAME only that case\n"
+        "Prints one line per case (name, shape, status, max error/bound, "
+        "a hash of\nD and the auxiliary output, ok or FAIL).\n"
         "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
         "error.\n");
 }
@@ -584,6 +608,6 @@ main(int argc, char **argv)
         fprintf(stderr, "lt_check: no case named '%s'\n", only);
         return EXIT_USAGE;
     }
-    printf("lt_check: %d of %d cases pass\n", ran - failures, ran);
+    printf("result: %d of %d cases pass\n", ran - failures, ran);
     return failures ? EXIT_CHECK_FAILED : EXIT_ALL_PASS;
 }

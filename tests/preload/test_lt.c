@@ -1,0 +1,350 @@
+/* Preload tests of the cuBLASLt hook: the unmodified FP32 program lt_check
+ * (30 cublasLtMatmul cases: every forward epilogue, both orders, strided
+ * batches, every pointer mode, in place, beta 0 over NaN, wide-range and
+ * huge inputs, stack descriptors initialised again in place) under
+ * LD_PRELOAD=libampshim.so on the CPU device emulator, in every mode and
+ * under injected faults, judged by its results against a double-precision
+ * reference, its output bytes and the shim's exit summary.
+ *
+ * usage: test_lt GROUP LT_CHECK LIBAMPSHIM EMU_DIR
+ * GROUP: modes | faults */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "expect.h"
+
+#define RUN_TIMEOUT_S 240
+#define API "cublasLtMatmul"
+
+static const char *lt_check_path;
+static const char *libampshim_path;
+static const char *emu_dir;
+
+/* lt_check without the shim: cuBLASLt's FP32 products are FP32 on the
+ * emulator (CUBLAS_COMPUTE_32F), so the truth passes --tol fp32. */
+static struct amp_test_run plain_run;
+static struct amp_test_check plain;
+static int plain_converts;     /* class gemm: the cases the shim converts */
+
+struct setting {
+    const char *name, *value;
+};
+
+static void
+run_lt_check(const char *tol, int preload, const struct setting *extra,
+             struct amp_test_run *run)
+{
+    char *argv[] = { (char *)lt_check_path, (char *)"--tol", (char *)tol,
+                     NULL };
+    struct amp_test_env env;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    if (preload)
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+    for (; extra && extra->name; extra++)
+        amp_test_env_set(&env, extra->name, extra->value);
+    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
+        fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
+    amp_test_env_free(&env);
+}
+
+/* Every case of the plain run's list, with its status, within the bound. */
+static void
+expect_cases_pass(const struct amp_test_run *run, const char *what,
+                  struct amp_test_check *check)
+{
+    if (amp_test_parse_check(run->out, check) != 0 || !check->have_result ||
+        check->count != plain.count) {
+        amp_test_run_dump(what, run);
+        fail_msg("%s: %d cases parsed, the plain run has %d", what,
+                 check->count, plain.count);
+    }
+    for (int i = 0; i < check->count; i++) {
+        const struct amp_test_case *c = &check->cases[i];
+
+        if (strcmp(c->name, plain.cases[i].name) == 0 &&
+            c->status == plain.cases[i].status && c->ok)
+            continue;
+        amp_test_run_dump(what, run);
+        fail_msg("%s: case %s: status %d, %s", what, c->name, c->status,
+                 c->ok ? "ok" : "outside its bound");
+    }
+}
+
+static void
+expect_plain_stdout(const struct amp_test_run *run, const char *what)
+{
+    if (run->out_len == plain_run.out_len &&
+        memcmp(run->out, plain_run.out, run->out_len) == 0)
+        return;
+    amp_test_run_dump("plain run", &plain_run);
+    amp_test_run_dump(what, run);
+    fail_msg("%s: output differs from the run without the shim", what);
+}
+
+/* The summary line of cublasLtMatmul: the run's pid and these counters. */
+static const struct amp_test_summary_line *
+expect_summary(const struct amp_test_run *run, long converted, long fallback,
+               const char *what, struct amp_test_summary *sum)
+{
+    const struct amp_test_summary_line *l;
+    long fp32 = plain.count - converted - fallback;
+
+    amp_test_parse_summary(run->err, sum);
+    l = amp_test_summary_find(sum, API);
+    if (sum->malformed == 0 && l && l->seen == 1 && l->pid == (int)run->pid &&
+        l->calls == plain.count && l->converted == converted &&
+        l->fallback == fallback && l->fp32 == fp32 && l->passthrough == 0)
+        return l;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: expected one summary line for " API " with calls=%d "
+             "converted=%ld fp32=%ld fallback=%ld passthrough=0", what,
+             plain.count, converted, fp32, fallback);
+    return NULL;
+}
+
+static int
+plain_setup(void **state)
+{
+    (void)state;
+    run_lt_check("fp32", 0, NULL, &plain_run);
+    if (!plain_run.exited || plain_run.code != 0 ||
+        amp_test_parse_check(plain_run.out, &plain) != 0 ||
+        !plain.have_result) {
+        amp_test_run_dump("lt_check on the emulator, no shim", &plain_run);
+        fprintf(stderr, "lt_check does not pass without the shim\n");
+        return -1;
+    }
+    plain_converts = 0;
+    for (int i = 0; i < plain.count; i++)
+        plain_converts += strcmp(plain.cases[i].cls, "gemm") == 0;
+    return 0;
+}
+
+static int
+plain_teardown(void **state)
+{
+    (void)state;
+    amp_test_run_free(&plain_run);
+    return 0;
+}
+
+/* 30 cases, all successful: 27 the shim converts, 3 with an alpha vector
+ * that it keeps FP32. */
+static void
+test_plain_case_list(void **state)
+{
+    (void)state;
+    assert_int_equal(plain.count, 30);
+    assert_int_equal(plain_converts, 27);
+    for (int i = 0; i < plain.count; i++)
+        assert_int_equal(plain.cases[i].status, 0);
+}
+
+/* ---- modes ------------------------------------------------------------------ */
+
+struct mode_case {
+    const char *mode, *tol;
+};
+
+/* fp16x3 meets the FP32 bound. */
+static const struct mode_case mode_cases[] = {
+    { "fp16", "fp16" }, { "bf16", "bf16" }, { "tf32", "tf32" },
+    { "fp16x3", "fp32" },
+};
+
+/* Converted in every mode within its bound: a converted case's bytes
+ * differ from FP32's, an FP32 case's do not. */
+static void
+test_modes(void **state)
+{
+    (void)state;
+    for (size_t m = 0; m < sizeof mode_cases / sizeof *mode_cases; m++) {
+        const struct setting mode[] = { { "AMPSHIM_MODE", mode_cases[m].mode },
+                                        { NULL, NULL } };
+        struct amp_test_run run;
+        struct amp_test_check check;
+        struct amp_test_summary sum;
+        char what[64];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=%s", mode_cases[m].mode);
+        run_lt_check(mode_cases[m].tol, 1, mode, &run);
+        amp_test_expect_exit(&run, 0, what);
+        expect_cases_pass(&run, what, &check);
+        for (int i = 0; i < check.count; i++) {
+            int conv = strcmp(check.cases[i].cls, "gemm") == 0;
+            int same = strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
+
+            if (conv != same)
+                continue;
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: case %s (%s) is%s bit-identical to FP32", what,
+                     check.cases[i].name, check.cases[i].cls,
+                     same ? "" : " not");
+        }
+        expect_summary(&run, plain_converts, 0, what, &sum);
+        amp_test_run_free(&run);
+    }
+}
+
+/* fp16 is measurably coarser than FP32: the FP32 bound fails it, every
+ * call still successful. */
+static void
+test_fp16_exceeds_fp32_bound(void **state)
+{
+    static const struct setting mode[] = { { "AMPSHIM_MODE", "fp16" },
+                                           { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_check check;
+    int failing = 0;
+
+    (void)state;
+    run_lt_check("fp32", 1, mode, &run);
+    amp_test_expect_exit(&run, 1, "fp16 checked with the FP32 bound");
+    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
+    assert_int_equal(check.count, plain.count);
+    for (int i = 0; i < check.count; i++) {
+        assert_int_equal(check.cases[i].status, 0);
+        failing += !check.cases[i].ok;
+    }
+    assert_true(failing >= plain_converts / 2);
+    amp_test_run_free(&run);
+}
+
+/* fp32, a disabled shim and shadow give the FP32 bytes; shadow measures
+ * every converted case, and the error it reports is FP16's. */
+static void
+test_exact(void **state)
+{
+    static const struct { const char *name, *value; } settings[] = {
+        { "AMPSHIM_MODE", "fp32" }, { "AMPSHIM_DISABLE", "1" },
+        { "AMPSHIM_MODE", "shadow" },
+    };
+
+    (void)state;
+    for (size_t s = 0; s < sizeof settings / sizeof *settings; s++) {
+        const struct setting set[] = { { settings[s].name, settings[s].value },
+                                       { NULL, NULL } };
+        int shadow = strcmp(settings[s].value, "shadow") == 0;
+        int disabled = strcmp(settings[s].name, "AMPSHIM_DISABLE") == 0;
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+        const struct amp_test_summary_line *l;
+        char what[64];
+
+        snprintf(what, sizeof what, "%s=%s", settings[s].name,
+                 settings[s].value);
+        run_lt_check("fp32", 1, set, &run);
+        amp_test_expect_exit(&run, 0, what);
+        expect_plain_stdout(&run, what);
+        if (disabled) {
+            assert_int_equal(run.err_len, 0);
+        } else {
+            l = expect_summary(&run, shadow ? plain_converts : 0, 0, what,
+                               &sum);
+            if (shadow && !(l->has_shadow && l->shadow == plain_converts &&
+                            l->nonfinite == 0 && l->max_rel_err > 0.0 &&
+                            l->max_rel_err <= 0x1p-8)) {
+                amp_test_run_dump(what, &run);
+                fail_msg("%s: shadow=%ld nonfinite=%ld max_rel_err=%g", what,
+                         l->shadow, l->nonfinite, l->max_rel_err);
+            }
+        }
+        amp_test_run_free(&run);
+    }
+}
+
+/* ---- faults ----------------------------------------------------------------- */
+
+struct fault_case {
+    const char *mode, *tol, *spec;
+    long fallback;     /* conversions that fall back */
+};
+
+/* A device fault stops every conversion before anything is written; a
+ * cuBLASLt call of the shim that fails after writing part of its output
+ * (the first case's step in fp16; the second of its three in fp16x3)
+ * falls back to the program's own call. */
+static const struct fault_case faults[] = {
+    { "fp16", "fp16", "alloc-async:1+", 27 },
+    { "fp16", "fp16", "launch:1+", 27 },
+    { "fp16x3", "fp32", "launch:3+", 27 },
+    { "fp16", "fp16", "cublasLtMatmul:1:partial", 1 },
+    { "fp16x3", "fp32", "cublasLtMatmul:2:partial", 1 },
+    { "bf16", "bf16", "cublasLtMatmul:3", 1 },
+};
+
+static void
+test_faults(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < sizeof faults / sizeof *faults; f++) {
+        const struct fault_case *fc = &faults[f];
+        const struct setting set[] = { { "AMPSHIM_MODE", fc->mode },
+                                       { "AMPSHIM_EMU_FAIL", fc->spec },
+                                       { NULL, NULL } };
+        struct amp_test_run run;
+        struct amp_test_check check;
+        struct amp_test_summary sum;
+        int fp32_bytes = 0;
+        char what[96];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=%s AMPSHIM_EMU_FAIL=%s",
+                 fc->mode, fc->spec);
+        run_lt_check(fc->tol, 1, set, &run);
+        amp_test_expect_exit(&run, 0, what);
+        expect_cases_pass(&run, what, &check);
+        for (int i = 0; i < check.count; i++)
+            fp32_bytes += strcmp(check.cases[i].cls, "gemm") == 0 &&
+                          strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
+        /* Every fallen-back case has the FP32 call's bytes. */
+        if (fp32_bytes != fc->fallback) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: %d converted cases with FP32 bytes, expected %ld",
+                     what, fp32_bytes, fc->fallback);
+        }
+        expect_summary(&run, plain_converts - fc->fallback, fc->fallback,
+                       what, &sum);
+        amp_test_run_free(&run);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest modes[] = {
+        cmocka_unit_test(test_plain_case_list),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_fp16_exceeds_fp32_bound),
+        cmocka_unit_test(test_exact),
+    };
+    const struct CMUnitTest fault_tests[] = {
+        cmocka_unit_test(test_faults),
+    };
+
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s modes|faults LT_CHECK LIBAMPSHIM "
+                "EMU_DIR\n", argv[0]);
+        return 2;
+    }
+    lt_check_path = argv[2];
+    libampshim_path = argv[3];
+    emu_dir = argv[4];
+    if (strcmp(argv[1], "modes") == 0)
+        return cmocka_run_group_tests_name("lt modes", modes, plain_setup,
+                                           plain_teardown);
+    if (strcmp(argv[1], "faults") == 0)
+        return cmocka_run_group_tests_name("lt faults", fault_tests,
+                                           plain_setup, plain_teardown);
+    fprintf(stderr, "%s: unknown group '%s'\n", argv[0], argv[1]);
+    return 2;
+}
