@@ -361,6 +361,24 @@ amp_lt_epilogue_supported(uint32_t e)
     }
 }
 
+/* The epilogue as policies and reports name it. */
+static enum amp_epi
+amp_lt_epi(uint32_t e)
+{
+    switch (e) {
+    case CUBLASLT_EPILOGUE_RELU: return AMP_EPI_RELU;
+    case CUBLASLT_EPILOGUE_RELU_AUX: return AMP_EPI_RELU_AUX;
+    case CUBLASLT_EPILOGUE_BIAS: return AMP_EPI_BIAS;
+    case CUBLASLT_EPILOGUE_RELU_BIAS: return AMP_EPI_RELU_BIAS;
+    case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: return AMP_EPI_RELU_AUX_BIAS;
+    case CUBLASLT_EPILOGUE_GELU: return AMP_EPI_GELU;
+    case CUBLASLT_EPILOGUE_GELU_AUX: return AMP_EPI_GELU_AUX;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return AMP_EPI_GELU_BIAS;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return AMP_EPI_GELU_AUX_BIAS;
+    default: return AMP_EPI_DEFAULT;
+    }
+}
+
 static int
 amp_lt_op(int32_t op, enum amp_op *out)
 {
@@ -374,45 +392,55 @@ amp_lt_order_ok(int32_t order)
     return order == CUBLASLT_ORDER_COL || order == CUBLASLT_ORDER_ROW;
 }
 
-/* Whether the layouts agree as cuBLASLt requires and the converted path
- * supports them: column or row order (C as D), strided batches of one
- * count, no planar offsets, op(A) m x k and op(B) k x n for D's m x n, an
- * in-place C with D's layout. Anything else is refused by cuBLASLt or
- * stays FP32. */
+/* Whether the layouts agree as cuBLASLt requires: one batch mode and
+ * count, C as D but for its leading dimension, op(A) m x k and op(B) k x n
+ * for D's m x n, an in-place C with D's layout. */
 static int
-amp_lt_shapes_ok(const struct amp_lt_call *c, const struct amp_gemm_desc *d)
+amp_lt_shapes_valid(const struct amp_lt_call *c,
+                    const struct amp_gemm_desc *d)
 {
     const struct amp_lt_matrix *a = &c->a, *b = &c->b;
     uint64_t arows = d->transa == AMP_OP_N ? a->rows : a->cols;
     uint64_t bcols = d->transb == AMP_OP_N ? b->cols : b->rows;
     uint64_t brows = d->transb == AMP_OP_N ? b->rows : b->cols;
 
-    if (!amp_lt_order_ok(a->order) || !amp_lt_order_ok(b->order) ||
-        !amp_lt_order_ok(c->d.order) || c->c.order != c->d.order)
-        return 0;
-    if (a->batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
-        b->batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
-        c->c.batch_mode != CUBLASLT_BATCH_MODE_STRIDED ||
-        c->d.batch_mode != CUBLASLT_BATCH_MODE_STRIDED)
+    if (a->batch_mode != c->d.batch_mode || b->batch_mode != c->d.batch_mode ||
+        c->c.batch_mode != c->d.batch_mode)
         return 0;
     if (a->batch < 1 || a->batch != b->batch || a->batch != c->c.batch ||
         a->batch != c->d.batch)
         return 0;
-    if (a->plane || b->plane || c->c.plane || c->d.plane)
+    if (c->c.order != c->d.order || c->c.rows != c->d.rows ||
+        c->c.cols != c->d.cols || arows != c->d.rows ||
+        bcols != c->d.cols || brows != (uint64_t)d->k)
         return 0;
-    if (c->c.rows != c->d.rows || c->c.cols != c->d.cols ||
-        arows != c->d.rows || bcols != c->d.cols || brows != (uint64_t)d->k)
-        return 0;
-    if (d->c == d->d && (d->ldc != d->ldd || d->stride_c != d->stride_d))
-        return 0;
-    return c->d.rows <= INT32_MAX && c->d.cols <= INT32_MAX &&
-           (uint64_t)d->k <= INT32_MAX;
+    return d->c != d->d ||
+           (d->ldc == d->ldd && d->stride_c == d->stride_d);
 }
 
-/* The descriptor of an FP32 call. ops_valid is 0 for what cuBLASLt
- * refuses or the converted path does not take (pointer arrays, vector
- * alphas, gradient epilogues, TRANSC or a fill mode): those run as
- * called. */
+/* What the converted path takes of valid calls: column or row order,
+ * strided batches, no planar offsets, sizes of int, host or device
+ * scalars (not vectors), the forward epilogues. */
+static int
+amp_lt_supported(const struct amp_lt_call *c)
+{
+    const struct amp_lt_matrix *m[] = {&c->a, &c->b, &c->c, &c->d};
+    size_t i;
+
+    for (i = 0; i < sizeof m / sizeof *m; i++)
+        if (!amp_lt_order_ok(m[i]->order) ||
+            m[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED || m[i]->plane ||
+            m[i]->rows > INT32_MAX || m[i]->cols > INT32_MAX)
+            return 0;
+    return (c->pointer_mode == CUBLASLT_POINTER_MODE_HOST ||
+            c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE) &&
+           amp_lt_epilogue_supported(c->epilogue) &&
+           c->transc == CUBLAS_OP_N && c->fill == CUBLAS_FILL_MODE_FULL;
+}
+
+/* The descriptor of an FP32 call: ops_valid is 0 for what cuBLASLt
+ * refuses, unsupported 1 for what the converted path does not take; both
+ * run as called. */
 static void
 amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
                 const void *A, const void *B, const void *beta, const void *C,
@@ -448,21 +476,18 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     d->row_a = c->a.order == CUBLASLT_ORDER_ROW;
     d->row_b = c->b.order == CUBLASLT_ORDER_ROW;
     d->row_cd = c->d.order == CUBLASLT_ORDER_ROW;
-    d->epilogue = c->epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    d->epilogue = amp_lt_epi(c->epilogue);
     d->alpha = alpha;
     d->beta = beta;
     d->scalars_on_device = c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
     d->stream = (amp_stream)stream;
     d->caller = caller;
     d->workspace_bytes = AMP_LT_WORKSPACE;
-    d->ops_valid =
-        ops_a && ops_b && c->transc == CUBLAS_OP_N &&
-        c->fill == CUBLAS_FILL_MODE_FULL &&
-        (c->pointer_mode == CUBLASLT_POINTER_MODE_HOST ||
-         c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE) &&
-        amp_lt_epilogue_supported(c->epilogue) && A && B && C && D &&
-        (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
-        (!(c->epilogue & 128u) || c->aux) && amp_lt_shapes_ok(c, d);
+    d->ops_valid = ops_a && ops_b && A && B && C && D &&
+                   (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
+                   (!(c->epilogue & 128u) || c->aux) &&
+                   amp_lt_shapes_valid(c, d);
+    d->unsupported = !amp_lt_supported(c);
 }
 
 /* ---- The steps of a converted call ----------------------------------------- */

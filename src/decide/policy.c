@@ -28,6 +28,25 @@ struct amp_field_info {
 
 static const char *const amp_op_values[] = {"n", "t", NULL};
 static const char *const amp_layout_values[] = {"nchw", "nhwc", NULL};
+static const char *const amp_epi_values[] = {
+    [AMP_EPI_DEFAULT] = "default",
+    [AMP_EPI_RELU] = "relu",
+    [AMP_EPI_RELU_AUX] = "relu-aux",
+    [AMP_EPI_BIAS] = "bias",
+    [AMP_EPI_RELU_BIAS] = "relu-bias",
+    [AMP_EPI_RELU_AUX_BIAS] = "relu-aux-bias",
+    [AMP_EPI_GELU] = "gelu",
+    [AMP_EPI_GELU_AUX] = "gelu-aux",
+    [AMP_EPI_GELU_BIAS] = "gelu-bias",
+    [AMP_EPI_GELU_AUX_BIAS] = "gelu-aux-bias",
+    [AMP_EPI_COUNT] = NULL,
+};
+
+const char *
+amp_epi_name(enum amp_epi e)
+{
+    return (unsigned)e < AMP_EPI_COUNT ? amp_epi_values[e] : "?";
+}
 
 static const struct amp_field_info amp_fields[AMP_FIELD_COUNT] = {
     [AMP_FIELD_M] = {"m", AMP_FAMILY_GEMM, NULL},
@@ -45,6 +64,7 @@ static const struct amp_field_info amp_fields[AMP_FIELD_COUNT] = {
     [AMP_FIELD_CONV_S] = {"S", AMP_FAMILY_CONV, NULL},
     [AMP_FIELD_GROUPS] = {"groups", AMP_FAMILY_CONV, NULL},
     [AMP_FIELD_LAYOUT] = {"layout", AMP_FAMILY_CONV, amp_layout_values},
+    [AMP_FIELD_EPILOGUE] = {"epilogue", AMP_FAMILY_GEMM, amp_epi_values},
     [AMP_FIELD_CALL] = {"call", -1, NULL},
 };
 
@@ -414,7 +434,7 @@ amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
 {
     const struct amp_field_info *fi = &amp_fields[field];
     struct amp_policy_node *n;
-    char what[96];
+    char what[192];
     int id, cmp;
     int64_t modulus = 0, value = 0;
 
@@ -438,9 +458,16 @@ amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
             if (amp_tok_is(&ps->tok, *v))
                 break;
         if (!*v) {
-            snprintf(what, sizeof what, "%s or %s after '%s %s'",
-                     fi->values[0], fi->values[1], fi->name,
-                     amp_cmp_names[cmp]);
+            size_t len = 0;
+
+            for (v = fi->values; *v && len < sizeof what; v++)
+                len += (size_t)snprintf(what + len, sizeof what - len,
+                                        "%s%s", *v,
+                                        !v[1] ? ""
+                                        : !v[2] ? " or " : ", ");
+            if (len < sizeof what)
+                snprintf(what + len, sizeof what - len, " after '%s %s'",
+                         fi->name, amp_cmp_names[cmp]);
             amp_expected(ps, what);
             return -1;
         }
@@ -534,6 +561,10 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
             return id;
         }
     }
+    if (amp_tok_is(&ps->tok, "lt")) {
+        amp_next(ps);
+        return amp_new_node(ps, AMP_NODE_LT);
+    }
     if (amp_tok_is(&ps->tok, "symbol"))
         return amp_parse_glob_test(ps, AMP_NODE_SYMBOL, "symbol");
     if (amp_tok_is(&ps->tok, "caller"))
@@ -543,9 +574,9 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
     field = amp_parse_field_name(&ps->tok);
     if (field >= 0)
         return amp_parse_compare(ps, field, uses_call);
-    amp_expected(ps, "a condition (gemm, conv, symbol, caller, module, "
-                 "not, '(' or a field: m, n, k, batch, transa, transb, N, "
-                 "C, H, W, K, R, S, groups, layout, call)");
+    amp_expected(ps, "a condition (gemm, lt, conv, symbol, caller, module, "
+                 "not, '(' or a field: m, n, k, batch, transa, transb, "
+                 "epilogue, N, C, H, W, K, R, S, groups, layout, call)");
     return -1;
 }
 
@@ -967,6 +998,9 @@ amp_eval(const struct amp_policy *p, int id, const struct amp_policy_call *c,
         return l == AMP_UNKNOWN ? AMP_UNKNOWN : (enum amp_truth)!l;
     case AMP_NODE_FAMILY:
         return (enum amp_truth)(c->family == (enum amp_family)n->value);
+    case AMP_NODE_LT:
+        return (enum amp_truth)(c->symbol &&
+                                strncmp(c->symbol, "cublasLt", 8) == 0);
     case AMP_NODE_SYMBOL:
         return (enum amp_truth)amp_glob(p->strings + n->text, c->symbol);
     case AMP_NODE_CALLER:

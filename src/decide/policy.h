@@ -48,6 +48,7 @@ enum amp_field {
     AMP_FIELD_CONV_S,
     AMP_FIELD_GROUPS,
     AMP_FIELD_LAYOUT,   /* enum amp_layout */
+    AMP_FIELD_EPILOGUE, /* enum amp_epi: GEMMs */
     AMP_FIELD_CALL,     /* 1-based call number at the site */
     AMP_FIELD_COUNT,
 };
@@ -56,6 +57,26 @@ enum amp_layout {
     AMP_LAYOUT_NCHW = 0,
     AMP_LAYOUT_NHWC,
 };
+
+/* What a GEMM does to its result: cuBLASLt's forward epilogues (a bias
+ * added per row, then ReLU or GELU, with the auxiliary output the
+ * backward pass reads); cuBLAS GEMMs are AMP_EPI_DEFAULT. */
+enum amp_epi {
+    AMP_EPI_DEFAULT = 0,
+    AMP_EPI_RELU,
+    AMP_EPI_RELU_AUX,
+    AMP_EPI_BIAS,
+    AMP_EPI_RELU_BIAS,
+    AMP_EPI_RELU_AUX_BIAS,
+    AMP_EPI_GELU,
+    AMP_EPI_GELU_AUX,
+    AMP_EPI_GELU_BIAS,
+    AMP_EPI_GELU_AUX_BIAS,
+    AMP_EPI_COUNT,
+};
+
+/* "relu-aux-bias": the name a policy and a report give it. */
+const char *amp_epi_name(enum amp_epi e);
 
 /* One call. Fields the call does not have are not in `present`; a
  * condition on such a field is false. */
@@ -89,6 +110,7 @@ enum amp_node_kind {
     AMP_NODE_OR,
     AMP_NODE_NOT,
     AMP_NODE_FAMILY,             /* value: enum amp_family */
+    AMP_NODE_LT,                 /* the call is a cuBLASLt matmul */
     AMP_NODE_SYMBOL,             /* text: glob */
     AMP_NODE_CALLER,
     AMP_NODE_MODULE,

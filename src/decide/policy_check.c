@@ -65,6 +65,13 @@ amp_box_leaf(struct amp_box *b, const struct amp_policy_node *n, int negated)
         b->families &= negated ? ~bit : bit;
         return;
     }
+    if (n->kind == AMP_NODE_LT) {
+        /* cuBLASLt's calls: some of the GEMMs, not a box of fields. */
+        if (!negated)
+            b->families &= 1u << AMP_FAMILY_GEMM;
+        b->exact = 0;
+        return;
+    }
     if (n->kind == AMP_NODE_SYMBOL || n->kind == AMP_NODE_CALLER || n->kind == AMP_NODE_MODULE) {
         if (negated)
             b->exact = 0;
@@ -116,7 +123,8 @@ amp_box_of(const struct amp_policy *p, int rule, struct amp_box *b)
         b->hi[f] = f == AMP_FIELD_TRANSA || f == AMP_FIELD_TRANSB ||
                            f == AMP_FIELD_LAYOUT
                        ? 1
-                       : INT64_MAX;
+                   : f == AMP_FIELD_EPILOGUE ? AMP_EPI_COUNT - 1
+                                              : INT64_MAX;
     }
     if (p->rules[rule].root >= 0)
         amp_box_walk(p, p->rules[rule].root, b);

@@ -71,6 +71,9 @@ amp_shape_format(const struct amp_shape *s, char *buf, size_t cap)
         if (s->v[3] != 1 && strlen(buf) < cap)
             snprintf(buf + strlen(buf), cap - strlen(buf), " x%lld",
                      (long long)s->v[3]);
+        if (s->v[6] != AMP_EPI_DEFAULT && strlen(buf) < cap)
+            snprintf(buf + strlen(buf), cap - strlen(buf), " %s",
+                     amp_epi_name((enum amp_epi)s->v[6]));
         return;
     }
     amp_dims_format(s->v, (int)s->v[10], x, sizeof x);

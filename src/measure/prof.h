@@ -28,7 +28,8 @@ struct amp_shape {
     int64_t v[AMP_SHAPE_VALUES];
 };
 
-/* "512x256x128 NT" (GEMM; " x8" for a batch of 8) or
+/* "512x256x128 NT" (GEMM; " x8" for a batch of 8, " relu-bias" for a
+ * cuBLASLt epilogue) or
  * "x 64x3x32x32 w 16x3x3x3" (convolution; " g2" for 2 groups). */
 void amp_shape_format(const struct amp_shape *s, char *buf, size_t cap);
 

@@ -267,6 +267,9 @@ amp_json_dims(struct amp_json_out *j, const struct amp_shape *s)
             amp_json_kint(j, gemm[i], (long long)s->v[i]);
         amp_json_kstring(j, "transa", s->v[4] ? "T" : "N");
         amp_json_kstring(j, "transb", s->v[5] ? "T" : "N");
+        if (s->v[6] != AMP_EPI_DEFAULT)
+            amp_json_kstring(j, "epilogue",
+                             amp_epi_name((enum amp_epi)s->v[6]));
     } else {
         amp_json_key(j, "x");
         amp_json_array(j);

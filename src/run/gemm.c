@@ -18,6 +18,7 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_INVALID] = "invalid arguments",
     [AMP_GEMM_SKIP_EMPTY] = "empty product",
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
+    [AMP_GEMM_SKIP_UNSUPPORTED] = "not supported by the converted path",
 };
 
 /* Host scalars of the fp16x3 steps: they live as long as the process. */
@@ -113,6 +114,8 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
         return AMP_GEMM_SKIP_MODE;
     if (d->pedantic)
         return AMP_GEMM_SKIP_PEDANTIC;
+    if (d->unsupported)
+        return AMP_GEMM_SKIP_UNSUPPORTED;
     if (d->m == 0 || d->n == 0 || d->k == 0 || amp_gemm_batch(d) == 0 ||
         (!d->scalars_on_device && *d->alpha == 0.0f))
         return AMP_GEMM_SKIP_EMPTY;
@@ -133,6 +136,7 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_BATCH, amp_gemm_batch(d));
     amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
     amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
+    amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
     /* The verdicts of earlier shadow calls at the site decide this one;
      * their events cannot be queried while a capture is running. */
     if (amp_site_unmeasured(call.site) &&
@@ -157,6 +161,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     w->shape.v[3] = batch;
     w->shape.v[4] = d->transa;
     w->shape.v[5] = d->transb;
+    w->shape.v[6] = d->epilogue;
     w->flops = 2.0 * (double)d->m * (double)d->n * (double)d->k *
                (double)batch;
     w->mode = dec->mode;

@@ -53,6 +53,8 @@ struct amp_gemm_desc {
     const float *alpha, *beta; /* host or device pointers, per... */
     int scalars_on_device;     /* ...CUBLAS_POINTER_MODE_DEVICE */
     int pedantic;              /* the handle asked for strict FP32 */
+    int unsupported;           /* valid, but not a call the converted path
+                                  takes (a cuBLASLt alpha vector, say) */
     amp_stream stream;         /* the application handle's stream */
     const void *caller;        /* return address of the exported hook */
     struct amp_site *site;     /* set by amp_gemm_policy */
@@ -60,7 +62,7 @@ struct amp_gemm_desc {
     amp_devptr d;
     int64_t ldd, stride_d;
     int row_a, row_b, row_cd;  /* row-major A, B, C and D */
-    int epilogue;              /* the call has an epilogue (for reports) */
+    enum amp_epi epilogue;     /* for policies and reports */
     uint64_t workspace_bytes;  /* scratch the hook gives the vendor */
 };
 
@@ -71,6 +73,7 @@ enum amp_gemm_skip {
     AMP_GEMM_SKIP_INVALID,   /* arguments cuBLAS refuses: it says so itself */
     AMP_GEMM_SKIP_EMPTY,     /* m, n, k or batch is 0, or a host alpha is 0 */
     AMP_GEMM_SKIP_PEDANTIC,  /* CUBLAS_PEDANTIC_MATH on the handle */
+    AMP_GEMM_SKIP_UNSUPPORTED, /* valid, not for the converted path */
     AMP_GEMM_SKIP_COUNT,
 };
 
