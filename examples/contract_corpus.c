@@ -4,7 +4,10 @@
  * convolutions): every transpose, both pointer modes, zero and negative
  * sizes, short leading dimensions, NULL scalars and arrays, batch 0,
  * groups with zero sizes, type and compute-type mixes, algorithms, math
- * modes, descriptors that do not fit, workspaces too small. It prints one
+ * modes, descriptors that do not fit, workspaces too small; and
+ * cublasLtMatmul over types, orders, leading dimensions, pointer modes,
+ * epilogues and their auxiliary settings, batches, in-place and NULL
+ * arguments, algorithms and workspaces. It prints one
  * line per call:
  *
  * case ID api=API status=N sync=N last=N peek=N hash=H trivial=0|1
@@ -18,10 +21,12 @@
  * its bytes are exact in any precision; reset: a sticky error was found
  * and the device was reset before the next case.
  *
- * usage: contract_corpus [--gemm N] [--conv N] [--every S]
+ * usage: contract_corpus [--gemm N] [--conv N] [--lt N] [--every S]
  *   --gemm N: cases per cuBLAS entry point (default 400)
  *   --conv N: cases per convolution (default 1200)
+ *   --lt N: cublasLtMatmul cases (default 1200)
  *   --every S: only the cases whose id is a multiple of S (ids stay). */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -43,7 +48,10 @@
 #define OFF_SCALARS (3 * REGION)
 #define OFF_PTRS (OFF_SCALARS + 64)
 #define MAX_PTRS 8
-#define ARENA (OFF_PTRS + 3 * MAX_PTRS * 8)
+/* cuBLASLt: the bias (at 0), the alpha and beta vectors (256, 384) and
+ * the auxiliary output (512). */
+#define OFF_LT (OFF_PTRS + 3 * MAX_PTRS * 8)
+#define ARENA (OFF_LT + 2048)
 #define WORKSPACE (32u << 20)
 
 static unsigned char *arena;         /* device */
@@ -52,9 +60,10 @@ static unsigned char base_image[ARENA];
 static unsigned char image[ARENA];
 static cublasHandle_t blas;
 static cudnnHandle_t dnn;
+static cublasLtHandle_t lt;
 static int legacy_ready;
 
-static int opt_gemm = 400, opt_conv = 1200, opt_every = 1;
+static int opt_gemm = 400, opt_conv = 1200, opt_lt = 1200, opt_every = 1;
 static int case_id, cases_run;
 
 /* ---- Set-up, and recovery from a sticky error ---------------------------- */
@@ -71,6 +80,8 @@ setup(void)
         fprintf(stderr, EXAMPLE_PROG ": cudnnCreate failed\n");
         return -1;
     }
+    if (cublas_failed("cublasLtCreate", cublasLtCreate(&lt)))
+        return -1;
     legacy_ready = cc_legacy_init() == 0;
     return 0;
 }
@@ -84,6 +95,7 @@ recover(void)
         cc_legacy_shutdown();
     cudnnDestroy(dnn);
     cublasDestroy(blas);
+    cublasLtDestroy(lt);
     cudaDeviceReset();
     return setup();
 }
@@ -117,7 +129,7 @@ observe(struct observed *o)
                 cudaSuccess;
     /* The pointer arrays hold device addresses, which differ from run to
      * run (the shim allocates too): they are hashed as arena offsets. */
-    for (size_t i = OFF_PTRS; i + 8 <= ARENA; i += 8) {
+    for (size_t i = OFF_PTRS; i + 8 <= OFF_LT; i += 8) {
         uint64_t p;
 
         memcpy(&p, back + i, sizeof(p));
@@ -696,6 +708,321 @@ run_gemm_corpus(void)
     return 0;
 }
 
+/* ---- cuBLASLt ------------------------------------------------------------- */
+
+
+#define LT_N CUBLAS_OP_N
+/* Shapes without negative sizes: the layouts take unsigned ones. */
+static const struct { int m, n, k; } lt_shapes[] = {
+    {3, 4, 5}, {8, 8, 8}, {5, 2, 7}, {0, 4, 5}, {3, 0, 5}, {3, 4, 0},
+};
+enum lt_order { LO_COL, LO_ROW, LO_A_ROW, LO_CD_MIXED, LO_COL32,
+                LO_COUNT };
+static const char *const lt_order_names[] = {"col", "row", "arow", "cdmix",
+                                             "col32"};
+enum lt_ld { LL_TIGHT, LL_PAD, LL_SHORT_A, LL_SHORT_D, LL_C_ZERO,
+             LL_COUNT };
+static const char *const lt_ld_names[] = {"tight", "pad", "shortA",
+                                          "shortD", "c0"};
+#define LT_BAD_MODE 9
+static const int lt_modes[] = {
+    CUBLASLT_POINTER_MODE_HOST, CUBLASLT_POINTER_MODE_DEVICE,
+    CUBLASLT_POINTER_MODE_DEVICE_VECTOR,
+    CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO, LT_BAD_MODE,
+};
+static const uint32_t lt_epilogues[] = {
+    CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+    CUBLASLT_EPILOGUE_RELU_AUX_BIAS, CUBLASLT_EPILOGUE_GELU_AUX,
+    CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_DRELU,
+    CUBLASLT_EPILOGUE_BGRADB, 3,
+};
+enum lt_aux { LA_GOOD, LA_SHORT, LA_ODD, LA_COUNT };
+static const struct {
+    cudaDataType ab, cd, scale;
+    cublasComputeType_t compute;
+} lt_types[] = {
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC},
+    {CUDA_R_16F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_16F, CUBLAS_COMPUTE_32F},
+    {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_64F},
+};
+static const int lt_batches[] = {1, 2, 0, -2}; /* -2: A's count only */
+enum lt_place { LP_APART, LP_IN_PLACE, LP_SAME_PTR_OTHER_LD, LP_COUNT };
+static const char *const lt_place_names[] = {"apart", "inplace",
+                                             "sameptr"};
+enum lt_null { LN_NONE, LN_ALPHA, LN_BETA, LN_A, LN_C, LN_D, LN_BIAS,
+               LN_DESC, LN_HANDLE, LN_COUNT };
+static const char *const lt_null_names[] = {"none", "alpha", "beta", "A",
+                                            "C", "D", "bias", "desc",
+                                            "handle"};
+enum lt_algo { LG_NULL, LG_HEURISTIC, LG_ZEROED, LG_COUNT };
+static const char *const lt_algo_names[] = {"none", "heuristic", "zeroed"};
+
+struct lcase {
+    int m, n, k, ta, tb;
+    enum lt_order order;
+    enum lt_ld ld;
+    int mode, scalars;
+    uint32_t epilogue;
+    enum lt_aux aux;
+    int types, batch;
+    enum lt_place place;
+    enum lt_null nul;
+    enum lt_algo algo;
+    int small_ws;
+};
+
+static void
+lcase_make(int i, struct lcase *c)
+{
+    int s = pick(i, N_OF(lt_shapes)), sc = pick(i + 1, N_OF(scalars));
+
+    memset(c, 0, sizeof(*c));
+    c->m = lt_shapes[s].m;
+    c->n = lt_shapes[s].n;
+    c->k = lt_shapes[s].k;
+    c->ta = ops[pick(i + 2, N_OF(ops))];
+    c->tb = ops[pick(i + 3, N_OF(ops))];
+    c->order = (enum lt_order)pick(i + 4, LO_COUNT);
+    c->ld = (enum lt_ld)pick(i + 5, LL_COUNT);
+    c->mode = lt_modes[pick(i + 6, N_OF(lt_modes))];
+    c->scalars = sc;
+    c->epilogue = lt_epilogues[pick(i + 7, N_OF(lt_epilogues))];
+    c->aux = (enum lt_aux)pick(i + 8, LA_COUNT);
+    c->types = pick(i + 9, N_OF(lt_types));
+    c->batch = lt_batches[pick(i + 10, N_OF(lt_batches))];
+    c->place = (enum lt_place)pick(i + 11, LP_COUNT);
+    c->nul = (enum lt_null)pick(i + 12, LN_COUNT);
+    c->algo = (enum lt_algo)pick(i + 13, LG_COUNT);
+    c->small_ws = pick(i + 14, 2);
+}
+
+/* A layout, made or NULL after a refusal (its status then is the case's
+ * status: cuBLASLt refuses the description itself). */
+static cublasStatus_t
+lt_layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols,
+          int64_t ld, int order, int batch, int64_t stride)
+{
+    int32_t count = batch;
+    cublasStatus_t st;
+
+    *l = NULL;
+    st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols,
+                                    ld);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_ORDER,
+                                     &order, sizeof(order));
+    cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                     &count, sizeof(count));
+    cublasLtMatrixLayoutSetAttribute(
+        *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+        sizeof(stride));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The call is trivial when it reads no product: k or a size 0 (nothing
+ * multiplies; an epilogue still applies, exactly in any precision), or a
+ * host alpha of 0. */
+static int
+lcase_trivial(const struct lcase *c)
+{
+    return c->m == 0 || c->n == 0 || c->k == 0 ||
+           (c->mode == CUBLASLT_POINTER_MODE_HOST &&
+            scalars[c->scalars].alpha == 0.0f);
+}
+
+static int
+run_lt(const struct lcase *c)
+{
+    int row_a = c->order == LO_ROW || c->order == LO_A_ROW;
+    int row_b = c->order == LO_ROW;
+    int row_d = c->order == LO_ROW;
+    int row_c = c->order == LO_ROW || c->order == LO_CD_MIXED;
+    int order_a = c->order == LO_COL32 ? CUBLASLT_ORDER_COL32
+                                       : row_a ? CUBLASLT_ORDER_ROW
+                                               : CUBLASLT_ORDER_COL;
+    int ar = c->ta == LT_N ? c->m : c->k, ac = c->ta == LT_N ? c->k : c->m;
+    int br = c->tb == LT_N ? c->k : c->n, bc = c->tb == LT_N ? c->n : c->k;
+    int pad = c->ld == LL_PAD ? 3 : 0;
+    int64_t lda = (row_a ? ac : ar) + pad, ldb = (row_b ? bc : br) + pad;
+    int64_t ldd = (row_d ? c->n : c->m) + pad, ldc;
+    int batch = c->batch == -2 ? 2 : c->batch, batch_a = batch;
+    size_t ab = c->types == 3 ? 2 : 4;
+    int64_t sa, sb, sd, aux_ld, aux_stride;
+    int relu_mask = c->epilogue == CUBLASLT_EPILOGUE_RELU_AUX_BIAS ||
+                    c->epilogue == CUBLASLT_EPILOGUE_DRELU;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    cublasLtMatmulAlgo_t zeroed;
+    const cublasLtMatmulAlgo_t *algo = NULL;
+    unsigned char *a = arena + OFF_A, *b = arena + OFF_B;
+    unsigned char *cm = arena + OFF_C, *dm = arena + OFF_C + REGION / 2;
+    unsigned char *bias = arena + OFF_LT, *aux = arena + OFF_LT + 512;
+    const void *alpha, *beta;
+    float alpha_v = scalars[c->scalars].alpha;
+    float beta_v = scalars[c->scalars].beta;
+    char args[512];
+    cublasStatus_t st;
+    int count = 0;
+    int32_t ta = c->ta, tb = c->tb, mode = c->mode;
+    uint64_t ws = c->small_ws ? 0 : WORKSPACE;
+
+    if (c->batch == -2)
+        batch = 1;
+    if (c->ld == LL_SHORT_A)
+        lda = lda > 1 ? lda - 1 : 0;
+    if (c->ld == LL_SHORT_D)
+        ldd = ldd > 1 ? ldd - 1 : 0;
+    ldc = c->ld == LL_C_ZERO ? 0 : (row_c ? c->n : c->m) + pad;
+    if (c->place == LP_SAME_PTR_OTHER_LD)
+        ldc = ldd + 1;
+    sa = lda * (row_a ? ar : ac) + 3;
+    sb = ldb * (row_b ? br : bc) + 3;
+    sd = ldd * (row_d ? c->m : c->n) + 3;
+    aux_ld = relu_mask ? 128 : 8;
+    if (c->aux == LA_SHORT)
+        aux_ld = relu_mask ? 0 : 1;
+    if (c->aux == LA_ODD)
+        aux_ld = relu_mask ? 130 : 9;
+    aux_stride = aux_ld * (c->n > 0 ? c->n : 1);
+    snprintf(args, sizeof(args),
+             "m=%d n=%d k=%d op=%d,%d order=%s ld=%s mode=%d alpha=%g "
+             "beta=%g epilogue=%u aux=%d types=%d batch=%d place=%s "
+             "null=%s algo=%s ws=%llu",
+             c->m, c->n, c->k, c->ta, c->tb, lt_order_names[c->order],
+             lt_ld_names[c->ld], c->mode, alpha_v, beta_v,
+             (unsigned)c->epilogue, (int)c->aux, c->types, c->batch,
+             lt_place_names[c->place], lt_null_names[c->nul],
+             lt_algo_names[c->algo], (unsigned long long)ws);
+
+    memcpy(image, base_image, ARENA);
+    /* Scalars and vectors: alpha and beta at the head of their vectors. */
+    for (int i = 0; i < 16; i++) {
+        memcpy(image + OFF_SCALARS + 4 * (i % 4), &alpha_v, 4);
+        memcpy(image + OFF_LT + 256 + 4 * i, &alpha_v, 4);
+        memcpy(image + OFF_LT + 384 + 4 * i, &beta_v, 4);
+    }
+    memcpy(image + OFF_SCALARS + 16, &beta_v, 4);
+    memcpy(&host_scalars[0], &alpha_v, 4);
+    memcpy(&host_scalars[1], &beta_v, 4);
+    if (upload() != 0)
+        return -1;
+    if (mode == CUBLASLT_POINTER_MODE_HOST || mode == LT_BAD_MODE) {
+        alpha = host_scalars[0];
+        beta = host_scalars[1];
+    } else if (mode == CUBLASLT_POINTER_MODE_DEVICE) {
+        alpha = arena + OFF_SCALARS;
+        beta = arena + OFF_SCALARS + 16;
+    } else {
+        alpha = arena + OFF_LT + 256;
+        beta = mode == CUBLASLT_POINTER_MODE_DEVICE_VECTOR
+                   ? (const void *)(arena + OFF_LT + 384)
+                   : host_scalars[1];
+    }
+    if (c->nul == LN_ALPHA)
+        alpha = NULL;
+    if (c->nul == LN_BETA)
+        beta = NULL;
+    if (c->place != LP_APART)
+        dm = cm;
+
+    st = cublasLtMatmulDescCreate(&op, lt_types[c->types].compute,
+                                  lt_types[c->types].scale);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        const void *bias_ptr = c->nul == LN_BIAS ? NULL : bias;
+
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                       sizeof(ta));
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                       sizeof(tb));
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                                       &mode, sizeof(mode));
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                       &c->epilogue, sizeof(c->epilogue));
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias_ptr, sizeof(bias_ptr));
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+            sizeof(aux_ld));
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &aux_stride,
+            sizeof(aux_stride));
+    }
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = lt_layout(&la, lt_types[c->types].ab, ar, ac, lda, order_a,
+                       batch_a, sa);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = lt_layout(&lb, lt_types[c->types].ab, br, bc, ldb,
+                       row_b ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
+                       batch, sb);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = lt_layout(&ld, lt_types[c->types].cd, c->m, c->n, ldd,
+                       row_d ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
+                       batch, sd);
+    if (st == CUBLAS_STATUS_SUCCESS && c->place != LP_IN_PLACE)
+        st = lt_layout(&lc, lt_types[c->types].cd, c->m, c->n, ldc,
+                       row_c ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
+                       batch, sd);
+    if (st == CUBLAS_STATUS_SUCCESS && c->place == LP_IN_PLACE)
+        lc = ld;
+    if (st == CUBLAS_STATUS_SUCCESS && c->algo == LG_HEURISTIC) {
+        /* The program's own question; its answer (or refusal) decides
+         * whether the call gets an algorithm. */
+        cublasLtMatmulPreferenceCreate(&pref);
+        cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+        if (cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1,
+                                           &heur, &count) ==
+                CUBLAS_STATUS_SUCCESS &&
+            count > 0)
+            algo = &heur.algo;
+    }
+    if (c->algo == LG_ZEROED) {
+        memset(&zeroed, 0, sizeof(zeroed));
+        algo = &zeroed;
+    }
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmul(c->nul == LN_HANDLE ? NULL : lt,
+                            c->nul == LN_DESC ? NULL : op, alpha,
+                            c->nul == LN_A ? NULL : a, la, b, lb, beta,
+                            c->nul == LN_C ? NULL : cm, lc,
+                            c->nul == LN_D ? NULL : dm, ld, algo,
+                            ws ? workspace : NULL, ws, NULL);
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (lc && lc != ld)
+        cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatmulDescDestroy(op);
+    (void)ab;
+    return report("cublasLtMatmul", st, lcase_trivial(c), args);
+}
+
+static int
+run_lt_corpus(void)
+{
+    struct lcase c;
+
+    rng = SEED + 200;
+    for (int i = 0; i < opt_lt; i++, case_id++) {
+        lcase_make(i, &c);
+        if (case_id % opt_every != 0)
+            continue;
+        if (run_lt(&c) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- cuDNN ----------------------------------------------------------------- */
 
 enum dir { FWD, BWD_DATA, BWD_FILTER, DIR_COUNT };
@@ -978,12 +1305,14 @@ main(int argc, char **argv)
             to = &opt_gemm;
         else if (strcmp(argv[i], "--conv") == 0)
             to = &opt_conv;
+        else if (strcmp(argv[i], "--lt") == 0)
+            to = &opt_lt;
         else if (strcmp(argv[i], "--every") == 0)
             to = &opt_every;
         if (to == NULL || i + 1 == argc || parse_int(argv[++i], to) != 0 ||
             (to == &opt_every && *to == 0)) {
             fprintf(stderr, "usage: " EXAMPLE_PROG
-                    " [--gemm N] [--conv N] [--every S]\n");
+                    " [--gemm N] [--conv N] [--lt N] [--every S]\n");
             return EXIT_USAGE;
         }
     }
@@ -1000,7 +1329,8 @@ main(int argc, char **argv)
     }
     if (setup() != 0)
         return EXIT_CUDA_ERROR;
-    if (run_gemm_corpus() != 0 || run_conv_corpus() != 0)
+    if (run_gemm_corpus() != 0 || run_conv_corpus() != 0 ||
+        run_lt_corpus() != 0)
         return EXIT_CUDA_ERROR;
     printf("result: %d cases of %d\n", cases_run, case_id);
     return EXIT_ALL_PASS;

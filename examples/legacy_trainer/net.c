@@ -71,6 +71,11 @@ struct fc_layer {
     int in, out, relu;
     cudnnTensorDescriptor_t y_desc;     /* N out 1 1 */
     cudnnTensorDescriptor_t bias_desc;  /* 1 out 1 1 */
+    /* --fc-lt: the forward product with its epilogue (bias, and ReLU
+     * into act), W, x and y, and the heuristics' algorithm. */
+    cublasLtMatmulDesc_t lt_op;
+    cublasLtMatrixLayout_t lt_w, lt_x, lt_y;
+    cublasLtMatmulAlgo_t lt_algo;
     struct param w, b;
     const float *x;
     float *d_x;
@@ -85,6 +90,8 @@ struct net {
     cudaEvent_t mark[2];
     int marked;                 /* mark[0] holds the last mark */
     cublasHandle_t blas;
+    cublasLtHandle_t lt;        /* --fc-lt only */
+    void *lt_workspace;
     cudnnHandle_t dnn;
     cudnnActivationDescriptor_t relu;
     cudnnPoolingDescriptor_t pool;
@@ -285,6 +292,69 @@ fc_setup(struct net *net, struct fc_layer *l)
     return 0;
 }
 
+#define LT_WORKSPACE ((size_t)1 << 20)
+
+/* --fc-lt: y (out x N) = W^T (W stored in x out) . x (in x N) + b, ReLU
+ * fused for a hidden layer; the descriptors and algorithm made once, as
+ * frameworks cache them. */
+static int
+fc_lt_setup(struct net *net, struct fc_layer *l)
+{
+    cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    cublasLtEpilogue_t epi = l->relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                     : CUBLASLT_EPILOGUE_BIAS;
+    const float *bias = net->params + l->b.offset;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t heur;
+    uint64_t ws = LT_WORKSPACE;
+    int count = 0;
+
+    if (cublas_failed("cublasLtMatmulDescCreate",
+            cublasLtMatmulDescCreate(&l->lt_op, CUBLAS_COMPUTE_32F,
+                                     CUDA_R_32F)) ||
+        cublas_failed("cublasLtMatmulDescSetAttribute",
+            cublasLtMatmulDescSetAttribute(l->lt_op,
+                CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t))) ||
+        cublas_failed("cublasLtMatmulDescSetAttribute",
+            cublasLtMatmulDescSetAttribute(l->lt_op,
+                CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n))) ||
+        cublas_failed("cublasLtMatmulDescSetAttribute",
+            cublasLtMatmulDescSetAttribute(l->lt_op,
+                CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi))) ||
+        cublas_failed("cublasLtMatmulDescSetAttribute",
+            cublasLtMatmulDescSetAttribute(l->lt_op,
+                CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias))) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+            cublasLtMatrixLayoutCreate(&l->lt_w, CUDA_R_32F, l->in, l->out,
+                                       l->in)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+            cublasLtMatrixLayoutCreate(&l->lt_x, CUDA_R_32F, l->in,
+                                       net->batch, l->in)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+            cublasLtMatrixLayoutCreate(&l->lt_y, CUDA_R_32F, l->out,
+                                       net->batch, l->out)) ||
+        cublas_failed("cublasLtMatmulPreferenceCreate",
+            cublasLtMatmulPreferenceCreate(&pref)))
+        return -1;
+    if (cublas_failed("cublasLtMatmulPreferenceSetAttribute",
+            cublasLtMatmulPreferenceSetAttribute(pref,
+                CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws))) ||
+        cublas_failed("cublasLtMatmulAlgoGetHeuristic",
+            cublasLtMatmulAlgoGetHeuristic(net->lt, l->lt_op, l->lt_w,
+                l->lt_x, l->lt_y, l->lt_y, pref, 1, &heur, &count))) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return -1;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (count < 1) {
+        fprintf(stderr, EXAMPLE_PROG ": cuBLASLt has no algorithm for the "
+                "%d -> %d layer\n", l->in, l->out);
+        return -1;
+    }
+    l->lt_algo = heur.algo;
+    return 0;
+}
+
 /* Weights uniform with variance 2 / fan_in (He et al., for layers
  * followed by ReLU) or 1 / fan_in (the output layer), biases zero. */
 static int
@@ -416,7 +486,7 @@ handles_setup(struct net *net)
 }
 
 struct net *
-net_create(int batch, int hidden, uint64_t seed)
+net_create(int batch, int hidden, uint64_t seed, int fc_lt)
 {
     struct net *net = calloc(1, sizeof(*net));
     size_t p;
@@ -454,6 +524,17 @@ net_create(int batch, int hidden, uint64_t seed)
             goto fail;
     }
     net_wire(net);
+    if (fc_lt) {
+        if (cublas_failed("cublasLtCreate", cublasLtCreate(&net->lt)))
+            goto fail;
+        net->lt_workspace = dev_alloc(net, LT_WORKSPACE / sizeof(float));
+        if (net->lt_workspace == NULL)
+            goto fail;
+        for (int i = 0; i < FC_LAYERS; i++) {
+            if (fc_lt_setup(net, &net->fc[i]) != 0)
+                goto fail;
+        }
+    }
     for (int i = 0; i < CONV_LAYERS; i++) {
         if (size_workspace(net, &net->conv[i]) != 0)
             goto fail;
@@ -493,9 +574,21 @@ net_destroy(struct net *net)
         cudnnDestroyConvolutionDescriptor(b->conv);
     }
     for (int i = 0; i < FC_LAYERS; i++) {
-        cudnnDestroyTensorDescriptor(net->fc[i].y_desc);
-        cudnnDestroyTensorDescriptor(net->fc[i].bias_desc);
+        struct fc_layer *l = &net->fc[i];
+
+        cudnnDestroyTensorDescriptor(l->y_desc);
+        cudnnDestroyTensorDescriptor(l->bias_desc);
+        if (l->lt_op != NULL)
+            cublasLtMatmulDescDestroy(l->lt_op);
+        if (l->lt_w != NULL)
+            cublasLtMatrixLayoutDestroy(l->lt_w);
+        if (l->lt_x != NULL)
+            cublasLtMatrixLayoutDestroy(l->lt_x);
+        if (l->lt_y != NULL)
+            cublasLtMatrixLayoutDestroy(l->lt_y);
     }
+    if (net->lt != NULL)
+        cublasLtDestroy(net->lt);
     cudnnDestroyTensorDescriptor(net->flat_desc);
     cudnnDestroyActivationDescriptor(net->relu);
     cudnnDestroyPoolingDescriptor(net->pool);
@@ -576,6 +669,16 @@ fc_forward(struct net *net, struct fc_layer *l)
 {
     const float *w = net->params + l->w.offset;
     const float *bias = net->params + l->b.offset;
+
+    if (net->lt) {
+        float *y = l->relu ? l->act : l->pre;
+
+        return cublas_failed("cublasLtMatmul",
+                   cublasLtMatmul(net->lt, l->lt_op, &one, w, l->lt_w, l->x,
+                                  l->lt_x, &zero, y, l->lt_y, y, l->lt_y,
+                                  &l->lt_algo, net->lt_workspace,
+                                  LT_WORKSPACE, net->stream)) ? -1 : 0;
+    }
 
     /* pre (out x N) = W^T (W stored in x out) . x (in x N) */
     if (cublas_failed("cublasSgemm_v2",
@@ -676,11 +779,13 @@ fc_backward(struct net *net, struct fc_layer *l)
     const float *w = net->params + l->w.offset;
     float *dw = net->grads + l->w.offset, *db = net->grads + l->b.offset;
 
+    /* ReLU's gradient passes where its input was positive, which is where
+     * its output is: with --fc-lt the fused product kept only the output. */
     if (l->relu &&
         cudnn_failed("cudnnActivationBackward",
             cudnnActivationBackward(net->dnn, net->relu, &one, l->y_desc,
-                l->act, l->y_desc, l->d_act, l->y_desc, l->pre, &zero,
-                l->y_desc, l->d_pre)))
+                l->act, l->y_desc, l->d_act, l->y_desc,
+                net->lt ? l->act : l->pre, &zero, l->y_desc, l->d_pre)))
         return -1;
     /* dW (in x out) = x (in x N) . d_pre^T; db = d_pre . ones;
      * d_x (in x N) = W (in x out) . d_pre (out x N) */

@@ -5,6 +5,7 @@
 #ifndef LEGACY_TRAINER_H
 #define LEGACY_TRAINER_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -55,9 +56,11 @@ void dataset_free(struct dataset *set);
 struct net;
 
 /* The CNN for batches of `batch` images with `hidden` units in the first
- * fully connected layer, weights drawn from `seed`. NULL after reporting a
- * failed call. */
-struct net *net_create(int batch, int hidden, uint64_t seed);
+ * fully connected layer, weights drawn from `seed`; with fc_lt the fully
+ * connected layers' forward products run through cuBLASLt with the bias
+ * and ReLU fused (as frameworks run a linear layer), their backward ones
+ * through cuBLAS as without it. NULL after reporting a failed call. */
+struct net *net_create(int batch, int hidden, uint64_t seed, int fc_lt);
 void net_destroy(struct net *net);
 
 /* One SGD step with momentum on `batch` images (host, normalised) and

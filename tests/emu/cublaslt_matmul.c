@@ -589,6 +589,43 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
     return count > 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
+/* Whether an algorithm suits the operation and layouts: the checks of
+ * cublasLtMatmul before it looks at pointers, and the algorithm's own
+ * (INVALID_VALUE when the descriptors do not match it); the workspace it
+ * needs and its waves count in *result. */
+cublasStatus_t
+cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
+                        cublasLtMatmulDesc_t operationDesc,
+                        cublasLtMatrixLayout_t Adesc,
+                        cublasLtMatrixLayout_t Bdesc,
+                        cublasLtMatrixLayout_t Cdesc,
+                        cublasLtMatrixLayout_t Ddesc,
+                        const cublasLtMatmulAlgo_t *algo,
+                        cublasLtMatmulHeuristicResult_t *result)
+{
+    struct lt_problem p;
+    struct lt_algo a;
+    cublasStatus_t st;
+    int device;
+
+    st = emu_lt_handle_device(lightHandle, &device);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (algo == NULL || result == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    st = problem_check(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = algo_check(&p, algo, &a);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    memset(result, 0, sizeof(*result));
+    memcpy(&result->algo, algo, sizeof(*algo));
+    result->workspaceSize = algo_workspace(&p, &a);
+    result->state = CUBLAS_STATUS_SUCCESS;
+    result->wavesCount = algo_waves(&p, &a);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* ---- The queued product --------------------------------------------------- */
 
 /* alpha and beta as the pointer mode gives them: host values read at call

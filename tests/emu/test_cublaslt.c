@@ -1630,6 +1630,35 @@ test_heuristics(void **state)
     assert_int_equal(cublasLtMatmul(h, desc, &alpha, da, la, db, lb, &beta,
                                     dd, lc, dd, lc, &res_tf32[0].algo, ws,
                                     1024, 0), INVALID);
+    /* AlgoCheck: the heuristics' own answers pass with their workspace;
+     * another compute type's, a zeroed algorithm and a bad handle do
+     * not. */
+    {
+        cublasLtMatmulHeuristicResult_t chk;
+        cublasLtMatmulAlgo_t zero;
+
+        memset(&zero, 0, sizeof(zero));
+        for (int i = 0; i < 2; i++) {
+            memset(&chk, 0xff, sizeof(chk));
+            assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc,
+                                                     &res[i].algo, &chk), OK);
+            assert_int_equal(chk.workspaceSize, res[i].workspaceSize);
+            assert_int_equal(chk.state, OK);
+        }
+        assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc,
+                                                 &res_tf32[0].algo, &chk),
+                         INVALID);
+        assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc,
+                                                 &zero, &chk), INVALID);
+        assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, short_a, lb, lc,
+                                                 lc, &res[0].algo, &chk),
+                         INVALID);
+        assert_int_equal(cublasLtMatmulAlgoCheck(NULL, desc, la, lb, lc, lc,
+                                                 &res[0].algo, &chk),
+                         CUBLAS_STATUS_NOT_INITIALIZED);
+        assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc,
+                                                 NULL, &chk), INVALID);
+    }
 
     dev_free(da), dev_free(db), dev_free(dd), dev_free(ws);
     free(a), free(b);

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/json.h"
 #include "harness.h"
 #include "expect.h"
 
@@ -263,6 +265,84 @@ test_exact(void **state)
     }
 }
 
+/* A policy that names cuBLASLt calls by their epilogue: the report's
+ * shapes show the epilogue, gelu-bias ones stay FP32, relu-aux ones run in
+ * tf32, the others in the default fp16. */
+static void
+test_policy_epilogue(void **state)
+{
+    char dir[] = "/tmp/test_lt.XXXXXX", policy[64], report[64], err[128];
+    const struct setting set[] = { { "AMPSHIM_POLICY", policy },
+                                   { "AMPSHIM_REPORT", report },
+                                   { NULL, NULL } };
+    const struct amp_json *sites, *shapes;
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_json *doc;
+    char *text;
+    FILE *f;
+    int seen[3] = { 0, 0, 0 };
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(policy, sizeof policy, "%s/lt.policy", dir);
+    snprintf(report, sizeof report, "%s/lt.json", dir);
+    f = fopen(policy, "w");
+    assert_non_null(f);
+    fputs("rule fp32 when lt and epilogue == gelu-bias\n"
+          "rule tf32 when lt and (epilogue == relu-aux or "
+          "epilogue == relu-aux-bias)\n"
+          "default fp16\n", f);
+    fclose(f);
+    run_lt_check("fp16", 1, set, &run);
+    amp_test_expect_exit(&run, 0, "epilogue policy");
+    expect_cases_pass(&run, "epilogue policy", &check);
+    text = amp_test_read_file(report);
+    assert_non_null(text);
+    doc = amp_json_parse(text, strlen(text), err, sizeof err);
+    assert_non_null(doc);
+    sites = amp_json_get(doc, "sites");
+    assert_non_null(sites);
+    for (size_t i = 0; i < sites->count; i++) {
+        shapes = amp_json_get(&sites->items[i], "shapes");
+        for (size_t j = 0; shapes && j < shapes->count; j++) {
+            const struct amp_json *sh = &shapes->items[j];
+            const char *epi = amp_json_str(
+                amp_json_get(amp_json_get(sh, "dims"), "epilogue"));
+            const char *name = amp_json_str(amp_json_get(sh, "shape"));
+            const struct amp_json *modes = amp_json_get(sh, "modes");
+            double conv = amp_json_num(amp_json_get(sh, "converted"), -1);
+            int tf32 = amp_json_num(amp_json_get(modes, "tf32"), 0) > 0;
+            int fp16 = amp_json_num(amp_json_get(modes, "fp16"), 0) > 0;
+
+            assert_non_null(name);
+            if (epi)    /* the shape's text ends with the epilogue */
+                assert_string_equal(name + strlen(name) - strlen(epi), epi);
+            if (epi && strcmp(epi, "gelu-bias") == 0) {
+                assert_true(conv == 0.0);
+                seen[0]++;
+            } else if (epi && strncmp(epi, "relu-aux", 8) == 0) {
+                assert_true(conv > 0.0 && tf32 && !fp16);
+                seen[1]++;
+            } else {
+                assert_true(conv > 0.0 && fp16 && !tf32);
+                seen[2]++;
+            }
+        }
+    }
+    /* gelu_bias and no_algo; relu_aux, relu_aux_bias and the batched
+     * one; the other 22 converted cases. */
+    assert_int_equal(seen[0], 2);
+    assert_int_equal(seen[1], 3);
+    assert_int_equal(seen[2], 22);
+    amp_json_free(doc);
+    free(text);
+    amp_test_run_free(&run);
+    unlink(report);
+    unlink(policy);
+    rmdir(dir);
+}
+
 /* ---- faults ----------------------------------------------------------------- */
 
 struct fault_case {
@@ -326,6 +406,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_modes),
         cmocka_unit_test(test_fp16_exceeds_fp32_bound),
         cmocka_unit_test(test_exact),
+        cmocka_unit_test(test_policy_epilogue),
     };
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_faults),

@@ -6,9 +6,12 @@
  * convolutions carry most of the FLOPs, and the test accuracy after the
  * same steps is within 1 percentage point of FP32. TRAIN and TEST images
  * (default 8192 and 1024: 16 steps); the default suites run fewer (the
- * arguments in meson.build).
+ * arguments in meson.build). fc-lt: both runs with --fc-lt (the fully
+ * connected layers' forward products through cuBLASLt with the bias and
+ * ReLU fused), whose site must convert as cublasLtMatmul.
  *
- * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL [TRAIN TEST] */
+ * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL
+ *                          [TRAIN TEST [fc-lt]] */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -35,6 +38,9 @@
 static const char *trainer_path, *emu_dir, *tool_path;
 /* Training and test images, as text for the trainer's options. */
 static const char *train_images = "8192", *test_images = "1024";
+static int fc_lt;
+/* Converted sites whose API is cublasLtMatmul. */
+static int lt_sites;
 
 struct result {
     int epochs, has_final;
@@ -177,6 +183,8 @@ check_site(const struct amp_json *site, double *conv,
     assert_false(demoted->boolean);
     if (amp_json_num(amp_json_get(site, "converted"), 0.0) > 0) {
         (*converted_sites)++;
+        lt_sites += strcmp(amp_json_str(amp_json_get(site, "api")),
+                           "cublasLtMatmul") == 0;
         assert_true(speedup > 0.0);
         assert_true(is_conv ? speedup < 1.0 : speedup > 1.0);
     }
@@ -193,7 +201,7 @@ static void
 test_converted_and_accurate(void **state)
 {
     char dir[] = "/tmp/test_trainer_shim.XXXXXX", report[96];
-    char *fp32_argv[16], *shim_argv[24];
+    char *fp32_argv[16], *shim_argv[24], fc_lt_arg[] = "--fc-lt";
     struct amp_test_run fp32, shim;
     struct result rf, rs;
     const struct amp_json *tot, *sites;
@@ -221,6 +229,10 @@ test_converted_and_accurate(void **state)
     for (const char *const *a = train_args; *a != NULL; a++) {
         fp32_argv[n++] = (char *)*a;
         shim_argv[m++] = (char *)*a;
+    }
+    if (fc_lt) {
+        fp32_argv[n++] = fc_lt_arg;
+        shim_argv[m++] = fc_lt_arg;
     }
     fp32_argv[n] = NULL;
     shim_argv[m] = NULL;
@@ -281,6 +293,8 @@ test_converted_and_accurate(void **state)
      * each; each GEMM site's first or second call is the 10-unit layer's
      * (FP32): 1 each. */
     assert_int_equal(converted_sites, 6);
+    /* With --fc-lt, the forward products' site is cuBLASLt's. */
+    assert_int_equal(lt_sites, fc_lt ? 1 : 0);
     assert_int_equal(amp_json_num(amp_json_get(tot, "shadow"), -1.0), 8);
 
     amp_json_free(doc);
@@ -299,12 +313,14 @@ main(int argc, char **argv)
     };
     struct stat st;
 
-    if (argc != 4 && argc != 6) {
+    if (argc != 4 && argc != 6 &&
+        !(argc == 7 && strcmp(argv[6], "fc-lt") == 0)) {
         fprintf(stderr, "usage: test_trainer_shim LEGACY_TRAINER EMU_DIR "
-                "AMPSHIM_TOOL [TRAIN TEST]\n");
+                "AMPSHIM_TOOL [TRAIN TEST [fc-lt]]\n");
         return 2;
     }
-    if (argc == 6) {
+    fc_lt = argc == 7;
+    if (argc >= 6) {
         train_images = argv[4];
         test_images = argv[5];
         if (atoi(train_images) < BATCH || atoi(train_images) % BATCH != 0 ||
