@@ -306,6 +306,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
         !amp_desc_fits_int(d))
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
+    if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
+        skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
         amp_gemm_what(&what, d, &dec);

@@ -44,6 +44,10 @@ struct amp_gemm_vendor {
      * hook's own record of the call. AMP_OK when every step succeeded. */
     enum amp_status (*issue)(void *own, const void *call,
                              struct amp_gemm_run *run);
+    /* 1 when the library would accept the call as made (what the
+     * descriptor cannot say: the program's algorithm, its workspace);
+     * NULL: every call the descriptor says is valid. */
+    int (*accepts)(const void *call);
 };
 
 /* amp_hook_gemm with the steps issued through v. */

@@ -35,6 +35,9 @@
 /* Heuristic answers each thread keeps per context. */
 #define AMP_LT_ALGOS 64
 
+/* cuBLASLt's verdicts on programs' calls each thread keeps. */
+#define AMP_LT_VERDICTS 32
+
 /* ---- The real functions --------------------------------------------------- */
 
 #define AMP_PFN_TYPE(ret, name, params) typedef ret(*amp_pfn_##name) params;
@@ -80,6 +83,20 @@ static struct amp_api_stats amp_lt_stats =
     AMP_API_STATS_INIT("cublasLtMatmul");
 
 /* ---- The shim's own handle and heuristic answers ------------------------- */
+
+/* FNV-1a: the caches' index of a key compared as bytes. */
+static uint64_t
+amp_lt_hash(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 
 /* A key of the shim's steps: everything of a step's descriptors that can
  * change the algorithm the heuristics choose. Zeroed before it is filled,
@@ -164,8 +181,15 @@ struct amp_lt_matrix {
     uint32_t batch_mode;       /* cublasLtBatchMode_t */
 };
 
-/* The matmul descriptor's attributes the shim reads. */
+/* The matmul descriptor's attributes the shim reads, and what else of
+ * the call cuBLASLt checks before it runs: the handle, the algorithm and
+ * the workspace. Zeroed before it is filled: it compares as bytes. */
 struct amp_lt_call {
+    cublasLtHandle_t handle;
+    int has_algo;
+    cublasLtMatmulAlgo_t algo;
+    uint64_t workspace_size;
+    int workspace_null, workspace_misaligned;
     int32_t compute, scale, pointer_mode, transa, transb, transc, fill;
     uint32_t epilogue;
     const void *bias;
@@ -176,6 +200,18 @@ struct amp_lt_call {
     int32_t aux_type;
     int narrow;                /* FP8 scaling or an emulation descriptor */
     struct amp_lt_matrix a, b, c, d;
+};
+
+/* The program's descriptors, for cuBLASLt's own checks. */
+struct amp_lt_descs {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c, d;
+};
+
+/* What the hook hands the converted path: the call and its descriptors. */
+struct amp_lt_hooked {
+    struct amp_lt_call call;
+    struct amp_lt_descs descs;
 };
 
 static int
@@ -657,17 +693,6 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     return 1;
 }
 
-static uint64_t
-amp_lt_key_hash(const struct amp_lt_key *k)
-{
-    const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull;
-    size_t i;
-
-    for (i = 0; i < sizeof *k; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 /* The algorithm the heuristics give the step's descriptors, asked once per
  * key and thread (the answer, none included, is kept); NULL when there is
@@ -676,7 +701,7 @@ static const cublasLtMatmulAlgo_t *
 amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
 {
     struct amp_lt_algo *slot =
-        &own->algos[amp_lt_key_hash(&x->key) % AMP_LT_ALGOS];
+        &own->algos[amp_lt_hash(&x->key, sizeof x->key) % AMP_LT_ALGOS];
     cublasLtMatmulPreferenceOpaque_t pref;
     cublasLtMatmulHeuristicResult_t result;
     const uint32_t *align = &x->key.align_a;
@@ -735,13 +760,14 @@ amp_lt_step_issue(struct amp_lt_own *own, const struct amp_lt_call *c,
 static enum amp_status
 amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
 {
+    const struct amp_lt_hooked *hooked = call;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     int i;
 
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
         if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK)
             return AMP_ERR_DRIVER;
-        s = amp_lt_step_issue(own, call, run, &run->steps[i]);
+        s = amp_lt_step_issue(own, &hooked->call, run, &run->steps[i]);
     }
     if (s == CUBLAS_STATUS_SUCCESS)
         return AMP_OK;
@@ -750,9 +776,76 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     return AMP_ERR_DRIVER;
 }
 
+/* ---- cuBLASLt's verdict on the program's call ---------------------------- */
+
+/* The descriptors may be valid and the call still refused, for what only
+ * cuBLASLt can judge: the program's algorithm (its own, or none: then the
+ * heuristics' first with the default preference) must suit the
+ * descriptors and its workspace fit the one given, 256-byte aligned. The
+ * shim never runs the program's algorithm, so it asks cuBLASLt the same
+ * questions on the program's handle and descriptors, once per call as
+ * read (the answer is kept per thread). */
+struct amp_lt_verdict {
+    int used, accepted;
+    struct amp_lt_call call;
+};
+
+static _Thread_local struct {
+    unsigned generation;
+    struct amp_lt_verdict slot[AMP_LT_VERDICTS];
+} amp_lt_verdicts;
+
+static int
+amp_lt_ask(const struct amp_lt_hooked *k)
+{
+    const struct amp_lt_call *c = &k->call;
+    const struct amp_lt_descs *x = &k->descs;
+    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulPreferenceOpaque_t pref;
+    int count = 0;
+
+    if (c->workspace_size > 0 && c->workspace_misaligned)
+        return 0;
+    if (c->has_algo) {
+        if (amp_real.cublasLtMatmulAlgoCheck(c->handle, x->op, x->a, x->b,
+                                             x->c, x->d, &c->algo,
+                                             &result) !=
+            CUBLAS_STATUS_SUCCESS)
+            return 0;
+    } else if (amp_real.cublasLtMatmulPreferenceInit_internal(
+                   &pref, sizeof pref) != CUBLAS_STATUS_SUCCESS ||
+               amp_real.cublasLtMatmulAlgoGetHeuristic(
+                   c->handle, x->op, x->a, x->b, x->c, x->d, &pref, 1,
+                   &result, &count) != CUBLAS_STATUS_SUCCESS ||
+               count < 1) {
+        return 0;
+    }
+    return result.workspaceSize <= c->workspace_size &&
+           (result.workspaceSize == 0 || !c->workspace_null);
+}
+
+static int
+amp_lt_accepts(const void *call)
+{
+    const struct amp_lt_hooked *k = call;
+    struct amp_lt_verdict *v;
+
+    if (amp_shim_thread_stale(&amp_lt_verdicts.generation))
+        memset(amp_lt_verdicts.slot, 0, sizeof amp_lt_verdicts.slot);
+    v = &amp_lt_verdicts.slot[amp_lt_hash(&k->call, sizeof k->call) %
+                              AMP_LT_VERDICTS];
+    if (v->used && memcmp(&v->call, &k->call, sizeof k->call) == 0)
+        return v->accepted;
+    v->used = 1;
+    v->call = k->call;
+    v->accepted = amp_lt_ask(k);
+    return v->accepted;
+}
+
 static const struct amp_gemm_vendor amp_lt_vendor = {
     .own = amp_lt_own_get,
     .issue = amp_lt_issue,
+    .accepts = amp_lt_accepts,
 };
 
 /* ---- The hook ------------------------------------------------------------- */
@@ -768,7 +861,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
 {
     const void *caller = __builtin_return_address(0);
     struct amp_hook h;
-    struct amp_lt_call c;
+    struct amp_lt_hooked k;
+    struct amp_lt_call *c = &k.call;
     struct amp_gemm_desc d;
     cublasStatus_t status;
     int pedantic;
@@ -782,13 +876,22 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
             return CUBLAS_STATUS_NOT_INITIALIZED;
         if (amp_hook_enter(&h, &amp_lt_stats)) {
             if (!amp_lt_complete ||
-                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &c) ||
-                !amp_lt_fp32(&c, &pedantic)) {
+                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, c) ||
+                !amp_lt_fp32(c, &pedantic)) {
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
             } else {
-                amp_lt_describe(&c, pedantic, alpha, A, B, beta, C, D, stream,
+                c->handle = lightHandle;
+                c->has_algo = algo != NULL;
+                if (algo)
+                    c->algo = *algo;
+                c->workspace_size = workspaceSizeInBytes;
+                c->workspace_null = workspace == NULL;
+                c->workspace_misaligned = ((uintptr_t)workspace & 255u) != 0;
+                k.descs = (struct amp_lt_descs){computeDesc, Adesc, Bdesc,
+                                                Cdesc, Ddesc};
+                amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
                                 caller, &d);
-                if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &c) ==
+                if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
                     return CUBLAS_STATUS_SUCCESS;
             }

@@ -53,6 +53,12 @@
       (cublasLtMatmulPreference_t pref,                                      \
        cublasLtMatmulPreferenceAttributes_t attr, const void *buf,           \
        size_t sizeInBytes))                                                  \
+    X(cublasStatus_t, cublasLtMatmulAlgoCheck,                               \
+      (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,     \
+       cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,           \
+       cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,           \
+       const cublasLtMatmulAlgo_t *algo,                                     \
+       cublasLtMatmulHeuristicResult_t *result))                             \
     X(cublasStatus_t, cublasLtMatmulAlgoGetHeuristic,                        \
       (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,     \
        cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,           \
