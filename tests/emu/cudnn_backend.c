@@ -328,12 +328,50 @@ cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor)
 
 /* ---- SetAttribute --------------------------------------------------------- */
 
+/* A call's arguments. Descriptor values are looked up before the
+ * descriptor being set is locked (no call holds two locks): their types
+ * (-1: not a descriptor) and, when finalized, referenced bodies. */
 struct set_args {
     cudnnBackendAttributeType_t type;
     int64_t count;
     const void *array;
     const char *what;
+    int nvalues;
+    int value_type[BK_MAX_OPS];
+    struct bk_body *value[BK_MAX_OPS];
 };
+
+static void
+set_args_resolve(struct set_args *a)
+{
+    const cudnnBackendDescriptor_t *in = a->array;
+
+    a->nvalues = 0;
+    if (a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || a->count < 1 ||
+        a->count > BK_MAX_OPS)
+        return;
+    for (int64_t i = 0; i < a->count; i++) {
+        struct bk_desc *d = desc_of(in[i]);
+
+        a->value_type[i] = -1;
+        a->value[i] = NULL;
+        if (d != NULL) {
+            pthread_mutex_lock(&d->lock);
+            a->value_type[i] = (int)d->type;
+            if (d->finalized)
+                a->value[i] = body_ref(d->body);
+            pthread_mutex_unlock(&d->lock);
+        }
+    }
+    a->nvalues = (int)a->count;
+}
+
+static void
+set_args_release(struct set_args *a)
+{
+    for (int i = 0; i < a->nvalues; i++)
+        body_unref(a->value[i]);
+}
 
 /* The attribute's type is `type` and it has min..max elements. */
 static cudnnStatus_t
@@ -410,24 +448,30 @@ static cudnnStatus_t
 set_descs(const struct set_args *a, cudnnBackendDescriptorType_t want,
           int any_op, int64_t max, struct bk_body **dst, int *n)
 {
-    const cudnnBackendDescriptor_t *in = a->array;
-    struct bk_body *got[BK_MAX_OPS];
     cudnnStatus_t st = set_check(a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, max);
 
-    for (int64_t i = 0; st == CUDNN_STATUS_SUCCESS && i < a->count; i++) {
-        st = finalized_body(in[i], want, any_op, &got[i], a->what);
-        if (st != CUDNN_STATUS_SUCCESS)
-            while (i-- > 0)
-                body_unref(got[i]);
+    for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < a->nvalues; i++) {
+        int t = a->value_type[i];
+
+        if (t < 0)
+            st = ERR(CUDNN_STATUS_BAD_PARAM, "%s: element %d is not a "
+                     "backend descriptor", a->what, i);
+        else if (any_op ? !is_conv_op((cudnnBackendDescriptorType_t)t)
+                        : t != (int)want)
+            st = ERR(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
+                     "%s: element %d has type %d", a->what, i, t);
+        else if (a->value[i] == NULL)
+            st = ERR(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED,
+                     "%s: element %d is not finalized", a->what, i);
     }
     if (st != CUDNN_STATUS_SUCCESS)
         return st;
     for (int i = 0; i < (n != NULL ? *n : 1); i++)
         body_unref(dst[i]);
-    for (int64_t i = 0; i < a->count; i++)
-        dst[i] = got[i];
+    for (int i = 0; i < a->nvalues; i++)
+        dst[i] = body_ref(a->value[i]);
     if (n != NULL)
-        *n = (int)a->count;
+        *n = a->nvalues;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -790,8 +834,9 @@ cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
                          cudnnBackendAttributeType_t attributeType,
                          int64_t elementCount, const void *arrayOfElements)
 {
-    struct set_args a = { attributeType, elementCount, arrayOfElements,
-                          "cudnnBackendSetAttribute" };
+    struct set_args a = { .type = attributeType, .count = elementCount,
+                          .array = arrayOfElements,
+                          .what = "cudnnBackendSetAttribute" };
     struct bk_desc *d = desc_of(descriptor);
     struct bk_body *b;
     cudnnStatus_t st;
@@ -803,6 +848,7 @@ cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
         return ERR(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
                    "%s: %lld elements at %p", a.what,
                    (long long)elementCount, arrayOfElements);
+    set_args_resolve(&a);
     pthread_mutex_lock(&d->lock);
     b = d->body;
     if (d->finalized) {
@@ -845,6 +891,7 @@ cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
     }
 out:
     pthread_mutex_unlock(&d->lock);
+    set_args_release(&a);
     return st;
 }
 
