@@ -186,10 +186,6 @@ body_new(cudnnBackendDescriptorType_t type)
         b->u.tensor.vec_count = 1;
         b->u.tensor.vec_dim = -1;
         break;
-    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
-    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
-        b->u.engine.sm_target = 0;
-        break;
     default:
         if (is_conv_op(type)) {
             b->u.op.alpha = 1.0;
