@@ -1308,3 +1308,132 @@ cudnnFindConvolutionBackwardFilterAlgorithmEx(
                  requestedAlgoCount, returnedAlgoCount, perfResults,
                  workSpace == NULL ? 0 : workSpaceSizeInBytes, 1);
 }
+
+/* ---- The backend API's convolutions --------------------------------------- */
+
+static const enum algo_kind kind_of[] = {
+    [EMU_DNN_KIND_IMPLICIT] = KIND_IMPLICIT,
+    [EMU_DNN_KIND_PRECOMP] = KIND_PRECOMP,
+    [EMU_DNN_KIND_GEMM] = KIND_GEMM,
+};
+
+static int
+view_packed(const struct emu_dnn_view *v)
+{
+    int64_t s = 1;
+
+    for (int i = v->nb_dims - 1; i >= 0; i--) {
+        if (v->stride[i] != s)
+            return 0;
+        s *= v->dim[i];
+    }
+    return 1;
+}
+
+/* The problem of a backend convolution. Its shapes were checked when the
+ * operation was finalized; the math follows the engine: Tensor Core
+ * engines round FLOAT inputs to TF32 (the caller offers them only where
+ * the modelled GPU has TF32) and run HALF and BFLOAT16 on the Tensor
+ * Cores, the others compute in FP32 on the CUDA cores. */
+static void
+spec_problem(const struct emu_dnn_conv_spec *s, struct conv_problem *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->nsp = s->nsp;
+    p->n = s->x.dim[0];
+    p->c = s->x.dim[1];
+    p->k = s->w.dim[0];
+    p->groups = s->groups;
+    p->cg = s->w.dim[1];
+    p->kg = p->k / p->groups;
+    for (int i = 0; i < p->nsp; i++) {
+        p->in[i] = s->x.dim[2 + i];
+        p->out[i] = s->y.dim[2 + i];
+        p->filt[i] = s->w.dim[2 + i];
+        p->pad[i] = s->pre_pad[i];
+        p->stride[i] = s->stride[i];
+        p->dil[i] = s->dil[i];
+    }
+    p->flip = s->flip;
+    p->nchw_packed = view_packed(&s->x) && view_packed(&s->y) &&
+                     view_packed(&s->w);
+    p->type = s->type;
+    p->math = s->tensor_core ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    p->round = ROUND_NONE;
+    p->prec = EMU_PREC_FP32;
+    if (s->tensor_core && s->type == CUDNN_DATA_FLOAT) {
+        p->round = ROUND_TF32;
+        p->prec = EMU_PREC_TF32;
+    } else if (s->tensor_core) {
+        p->prec = EMU_PREC_FP16;
+    }
+}
+
+/* The engines are the legacy algorithms: implicit GEMM everywhere,
+ * precomputed implicit GEMM everywhere, explicit GEMM (FLOAT only) for
+ * the forward and backward filter directions, as the legacy tables have
+ * them; the nondeterministic ones are those of the legacy tables. */
+cudnnStatus_t
+emu_dnn_conv_engine(const struct emu_dnn_conv_spec *s, size_t *workspace,
+                    double *model_ns, int *deterministic)
+{
+    enum algo_kind kind = kind_of[s->kind];
+    struct conv_problem p;
+
+    spec_problem(s, &p);
+    if (s->kind == EMU_DNN_KIND_GEMM && s->dir == EMU_DNN_CONV_BWD_DATA)
+        return emu_dnn_error(CUDNN_STATUS_NOT_SUPPORTED,
+                             "engine: no explicit GEMM for backward data");
+    if (!algo_supports(kind, &p))
+        return emu_dnn_error(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
+                             "engine: data type %d not supported",
+                             (int)s->type);
+    *workspace = algo_workspace(kind, &p);
+    *model_ns = algo_model_ns(kind, &p);
+    *deterministic = !((kind == KIND_IMPLICIT &&
+                        s->dir != EMU_DNN_CONV_FWD) ||
+                       (kind == KIND_GEMM &&
+                        s->dir == EMU_DNN_CONV_BWD_FILTER));
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+emu_dnn_conv_enqueue(const struct emu_dnn_config *config, const char *api,
+                     const struct emu_dnn_conv_spec *s, float alpha,
+                     float beta, CUdeviceptr workspace, int partial)
+{
+    static const enum conv_dir dir_of[] = {
+        [EMU_DNN_CONV_FWD] = DIR_FWD,
+        [EMU_DNN_CONV_BWD_DATA] = DIR_BWD_DATA,
+        [EMU_DNN_CONV_BWD_FILTER] = DIR_BWD_FILTER,
+    };
+    struct conv_job *job;
+    struct emu_op op;
+    size_t ws = 0;
+    double ns = 0.0;
+    int det;
+    cudnnStatus_t st = emu_dnn_conv_engine(s, &ws, &ns, &det);
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+                             "%s: out of host memory", api);
+    job->dir = dir_of[s->dir];
+    spec_problem(s, &job->p);
+    job->x = s->x;
+    job->w = s->w;
+    job->y = s->y;
+    job->workspace = workspace;
+    job->workspace_size = ws;
+    job->alpha = alpha;
+    job->beta = beta;
+    job->partial = partial;
+    op.name = api;
+    op.run = conv_run;
+    op.release = free;
+    op.arg = job;
+    op.model_ns = ns;
+    return emu_dnn_enqueue(config, &op);
+}

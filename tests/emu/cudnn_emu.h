@@ -246,4 +246,46 @@ cudnnStatus_t emu_dnn_submit(const struct emu_dnn_config *config,
                              void (*release)(void *), void *arg,
                              double flops, double bytes);
 
+/* ---- The convolution core for the backend API (cudnn_conv.c) ------------- */
+
+/* One convolution as the backend's operation graph gives it: the three
+ * tensors as views (pointers filled at execution; for the backward
+ * directions x is dx or w is dw, y is dy), the geometry and the math. */
+enum emu_dnn_conv_dir {
+    EMU_DNN_CONV_FWD, EMU_DNN_CONV_BWD_DATA, EMU_DNN_CONV_BWD_FILTER,
+};
+
+/* The legacy algorithms' kinds the backend's engines are made of. */
+enum emu_dnn_conv_kind {
+    EMU_DNN_KIND_IMPLICIT, EMU_DNN_KIND_PRECOMP, EMU_DNN_KIND_GEMM,
+};
+
+struct emu_dnn_conv_spec {
+    enum emu_dnn_conv_dir dir;
+    enum emu_dnn_conv_kind kind;
+    int tensor_core;    /* TF32 for FLOAT data, FP16/BF16 Tensor Cores for
+                           HALF and BFLOAT16; else FP32 FMA */
+    int nsp, groups, flip;
+    int pre_pad[EMU_DNN_MAX_SPATIAL];
+    int stride[EMU_DNN_MAX_SPATIAL], dil[EMU_DNN_MAX_SPATIAL];
+    cudnnDataType_t type;
+    struct emu_dnn_view x, w, y;
+};
+
+/* Whether the engine the spec names supports it, its workspace (bytes, a
+ * multiple of 256), modelled time and determinism: NOT_SUPPORTED (with a
+ * message) when it does not. */
+cudnnStatus_t emu_dnn_conv_engine(const struct emu_dnn_conv_spec *s,
+                                  size_t *workspace, double *model_ns,
+                                  int *deterministic);
+
+/* Queues the convolution on the handle's stream as `api`, with alpha and
+ * beta, the workspace given (at least emu_dnn_conv_engine's) and, for an
+ * injected partial fault, the first half of the output only. */
+cudnnStatus_t emu_dnn_conv_enqueue(const struct emu_dnn_config *config,
+                                   const char *api,
+                                   const struct emu_dnn_conv_spec *s,
+                                   float alpha, float beta,
+                                   CUdeviceptr workspace, int partial);
+
 #endif

@@ -1,0 +1,505 @@
+/* conv_graph: an FP32 cuDNN program of today: its convolutions (forward,
+ * backward data, backward filter) go through the backend (graph) API,
+ * built with the raw descriptors as cudnn-frontend builds them: tensors,
+ * a convolution, one operation, an operation graph, the heuristics'
+ * engine configurations (mode A; the count first), an execution plan
+ * with its workspace and a variant pack. Layouts NCHW and NHWC, odd
+ * channel counts, groups, strides, dilations, asymmetric padding, 2-d and
+ * 3-d, alpha and beta.
+ *
+ * Each case's result is compared with an FP64 host reference: the
+ * largest |got - want| / (|alpha| sum |products| + |beta old|) over its
+ * elements must stay within the bound named by --tol (tf32, the default:
+ * 2^-10, what cuDNN's default TF32 math allows; fp32: 1e-5; fp16, bf16 or
+ * a number). Prints one line per case:
+ * case NAME op=DIR engine=E ws=BYTES err=R bound=B PASS|FAIL
+ * and exits 0 when every case passed, 1 when one failed, 3 on an API
+ * error. */
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum dir { FWD, BWD_DATA, BWD_FILTER };
+static const char *const dir_op[] = { "FW", "BD", "BF" };
+
+struct gcase {
+    const char *name;
+    int nsp;                            /* 2 or 3; 2-d: depth 1 */
+    int n, c, k, groups;
+    int in[3], filt[3], pre[3], post[3], stride[3], dil[3];
+    int nhwc, flip;
+    double alpha, beta;
+};
+
+static const struct gcase cases[] = {
+    { "c3_k5", 2, 2, 3, 5, 1, { 1, 7, 6 }, { 1, 3, 3 }, { 0, 1, 1 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 1.0, 0.0 },
+    { "c13_nhwc_dil2", 2, 1, 13, 5, 1, { 1, 8, 8 }, { 1, 3, 3 },
+      { 0, 2, 2 }, { 0, 2, 2 }, { 1, 1, 1 }, { 1, 2, 2 }, 1, 0, 1.0, 0.0 },
+    { "groups2_stride2_flip", 2, 2, 8, 12, 2, { 1, 9, 8 }, { 1, 3, 3 },
+      { 0, 1, 1 }, { 0, 1, 1 }, { 1, 2, 2 }, { 1, 1, 1 }, 0, 1, 1.0, 0.0 },
+    { "groups4_nhwc_asym_pad", 2, 1, 12, 8, 4, { 1, 6, 7 }, { 1, 2, 3 },
+      { 0, 1, 0 }, { 0, 0, 2 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0 },
+    { "alpha_beta", 2, 2, 3, 8, 1, { 1, 6, 6 }, { 1, 3, 3 }, { 0, 1, 1 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 0.5, 0.25 },
+    { "c64_k16", 2, 1, 64, 16, 1, { 1, 5, 5 }, { 1, 3, 3 }, { 0, 1, 1 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0 },
+    { "3d_c3", 3, 2, 3, 4, 1, { 4, 5, 5 }, { 2, 3, 3 }, { 1, 1, 1 },
+      { 0, 1, 1 }, { 1, 2, 1 }, { 1, 1, 2 }, 0, 0, 1.0, 0.0 },
+};
+#define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
+
+#define UID_X 1
+#define UID_W 2
+#define UID_Y 3
+
+static int api_errors;
+
+/* Records a failed call; returns nonzero when it failed. */
+static int
+failed(const char *what, cudnnStatus_t st)
+{
+    if (st == CUDNN_STATUS_SUCCESS)
+        return 0;
+    printf("api %s status=%s(%d)\n", what, cudnnGetErrorString(st), (int)st);
+    api_errors++;
+    return 1;
+}
+
+#define DNN(call) failed(#call, (call))
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-1, 1), 24 significant bits. */
+static float
+rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 40) / 8388608.0 - 1.0);
+}
+
+static int
+out_size(const struct gcase *g, int d)
+{
+    int span = (g->filt[d] - 1) * g->dil[d] + 1;
+
+    return 1 + (g->in[d] + g->pre[d] + g->post[d] - span) / g->stride[d];
+}
+
+/* Sizes (N, C, spatial) of x (0), w (1) and y (2); packed strides in the
+ * case's layout (C innermost for NHWC). */
+static int
+shape(const struct gcase *g, int which, int64_t *dim, int64_t *stride)
+{
+    int nb = 2 + g->nsp, order[5], n = 0;
+    int64_t s = 1;
+
+    dim[0] = which == 1 ? g->k : g->n;
+    dim[1] = which == 0 ? g->c : which == 1 ? g->c / g->groups : g->k;
+    for (int i = 0; i < g->nsp; i++) {
+        int d = 3 - g->nsp + i;
+
+        dim[2 + i] = which == 0 ? g->in[d] : which == 1 ? g->filt[d]
+                                                        : out_size(g, d);
+    }
+    if (g->nhwc)
+        order[n++] = 1;
+    for (int i = nb - 1; i >= 2; i--)
+        order[n++] = i;
+    if (!g->nhwc)
+        order[n++] = 1;
+    order[n++] = 0;
+    for (int i = 0; i < nb; i++) {
+        stride[order[i]] = s;
+        s *= dim[order[i]];
+    }
+    return nb;
+}
+
+static size_t
+count(int nb, const int64_t *dim)
+{
+    size_t n = 1;
+
+    for (int i = 0; i < nb; i++)
+        n *= (size_t)dim[i];
+    return n;
+}
+
+/* Element offset of row-major index `lin`. */
+static size_t
+offset(int nb, const int64_t *dim, const int64_t *stride, size_t lin)
+{
+    size_t off = 0;
+
+    for (int i = nb - 1; i >= 0; i--) {
+        off += (lin % (size_t)dim[i]) * (size_t)stride[i];
+        lin /= (size_t)dim[i];
+    }
+    return off;
+}
+
+/* ---- The backend descriptors ---------------------------------------------- */
+
+static cudnnBackendDescriptor_t
+make_tensor(int64_t uid, int nb, const int64_t *dim, const int64_t *stride)
+{
+    cudnnBackendDescriptor_t t = NULL;
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int64_t align = 16;
+
+    if (DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+                                         &t)))
+        return NULL;
+    DNN(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE,
+                                 CUDNN_TYPE_DATA_TYPE, 1, &type));
+    DNN(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS,
+                                 CUDNN_TYPE_INT64, nb, dim));
+    DNN(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES,
+                                 CUDNN_TYPE_INT64, nb, stride));
+    DNN(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID,
+                                 CUDNN_TYPE_INT64, 1, &uid));
+    DNN(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+                                 CUDNN_TYPE_INT64, 1, &align));
+    DNN(cudnnBackendFinalize(t));
+    return t;
+}
+
+static cudnnBackendDescriptor_t
+make_conv(const struct gcase *g)
+{
+    cudnnBackendDescriptor_t c = NULL;
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = g->flip ? CUDNN_CONVOLUTION
+                                          : CUDNN_CROSS_CORRELATION;
+    int64_t nsp = g->nsp, pre[3], post[3], stride[3], dil[3];
+
+    for (int i = 0; i < g->nsp; i++) {
+        int d = 3 - g->nsp + i;
+
+        pre[i] = g->pre[d], post[i] = g->post[d];
+        stride[i] = g->stride[d], dil[i] = g->dil[d];
+    }
+    if (DNN(cudnnBackendCreateDescriptor(
+            CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &c)))
+        return NULL;
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+                                 CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                                 CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+                                 CUDNN_TYPE_INT64, 1, &nsp));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+                                 CUDNN_TYPE_INT64, nsp, pre));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+                                 CUDNN_TYPE_INT64, nsp, post));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+                                 CUDNN_TYPE_INT64, nsp, stride));
+    DNN(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_DILATIONS,
+                                 CUDNN_TYPE_INT64, nsp, dil));
+    DNN(cudnnBackendFinalize(c));
+    return c;
+}
+
+static const cudnnBackendDescriptorType_t op_type[] = {
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+};
+
+/* alpha, beta, conv, x, w, y in the forward roles. */
+static const cudnnBackendAttributeName_t op_attr[3][6] = {
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y },
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY },
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY },
+};
+
+/* The graph of one convolution in direction `dir` (alpha, beta as
+ * floats), and the plan of the heuristics' first configuration. */
+static cudnnBackendDescriptor_t
+make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
+          cudnnBackendDescriptor_t const t[3], int64_t *engine)
+{
+    cudnnBackendDescriptor_t conv = make_conv(g), op = NULL, graph = NULL;
+    cudnnBackendDescriptor_t heur = NULL, cfgs[16] = { NULL }, plan = NULL;
+    cudnnBackendDescriptor_t eng = NULL;
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    float alpha = (float)g->alpha, beta = (float)g->beta;
+    int64_t n = 0, got = 0;
+
+    DNN(cudnnBackendCreateDescriptor(op_type[dir], &op));
+    DNN(cudnnBackendSetAttribute(op, op_attr[dir][0], CUDNN_TYPE_FLOAT, 1,
+                                 &alpha));
+    DNN(cudnnBackendSetAttribute(op, op_attr[dir][1], CUDNN_TYPE_FLOAT, 1,
+                                 &beta));
+    DNN(cudnnBackendSetAttribute(op, op_attr[dir][2],
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+    for (int i = 0; i < 3; i++)
+        DNN(cudnnBackendSetAttribute(op, op_attr[dir][3 + i],
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t[i]));
+    DNN(cudnnBackendFinalize(op));
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
+                                     &graph));
+    DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+                                 CUDNN_TYPE_HANDLE, 1, &h));
+    DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
+    DNN(cudnnBackendFinalize(graph));
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR,
+                                     &heur));
+    DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
+    DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE,
+                                 CUDNN_TYPE_HEUR_MODE, 1, &mode));
+    DNN(cudnnBackendFinalize(heur));
+    DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL));
+    if (n > 16)
+        n = 16;
+    for (int64_t i = 0; i < n; i++)
+        DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                         &cfgs[i]));
+    if (n > 0)
+        DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
+                                     cfgs));
+    /* The first configuration whose plan finalizes, as the frontend
+     * does. */
+    for (int64_t i = 0; i < n && plan == NULL; i++) {
+        DNN(cudnnBackendCreateDescriptor(
+            CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+        DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                     CUDNN_TYPE_HANDLE, 1, &h));
+        DNN(cudnnBackendSetAttribute(plan,
+                                     CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     &cfgs[i]));
+        if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
+            cudnnBackendDestroyDescriptor(plan);
+            plan = NULL;
+            continue;
+        }
+        DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR,
+                                         &eng));
+        DNN(cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+                                     &eng));
+        DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                     CUDNN_TYPE_INT64, 1, &got, engine));
+        cudnnBackendDestroyDescriptor(eng);
+    }
+    if (plan == NULL)
+        failed("no engine configuration finalizes",
+               CUDNN_STATUS_NOT_SUPPORTED);
+    for (int64_t i = 0; i < n; i++)
+        cudnnBackendDestroyDescriptor(cfgs[i]);
+    cudnnBackendDestroyDescriptor(heur);
+    cudnnBackendDestroyDescriptor(graph);
+    cudnnBackendDestroyDescriptor(op);
+    cudnnBackendDestroyDescriptor(conv);
+    return plan;
+}
+
+/* ---- One case -------------------------------------------------------------- */
+
+/* The exact result and sum of |products| of each output element. */
+static void
+reference(const struct gcase *g, enum dir dir, float *const val[3],
+          double *res, double *mag, size_t nout)
+{
+    int cg = g->c / g->groups, kg = g->k / g->groups;
+    int o[3] = { out_size(g, 0), out_size(g, 1), out_size(g, 2) };
+
+    memset(res, 0, nout * sizeof(double));
+    memset(mag, 0, nout * sizeof(double));
+    for (int n = 0; n < g->n; n++)
+    for (int k = 0; k < g->k; k++)
+    for (int cl = 0; cl < cg; cl++)
+    for (int od = 0; od < o[0]; od++)
+    for (int oh = 0; oh < o[1]; oh++)
+    for (int ow = 0; ow < o[2]; ow++)
+    for (int t = 0; t < g->filt[0]; t++)
+    for (int r = 0; r < g->filt[1]; r++)
+    for (int s = 0; s < g->filt[2]; s++) {
+        int c = (k / kg) * cg + cl;
+        int id = od * g->stride[0] - g->pre[0] + t * g->dil[0];
+        int ih = oh * g->stride[1] - g->pre[1] + r * g->dil[1];
+        int iw = ow * g->stride[2] - g->pre[2] + s * g->dil[2];
+        int ft = g->flip ? g->filt[0] - 1 - t : t;
+        int fr = g->flip ? g->filt[1] - 1 - r : r;
+        int fs = g->flip ? g->filt[2] - 1 - s : s;
+        size_t xi, wi, yi, at;
+        double a, b;
+
+        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] ||
+            iw < 0 || iw >= g->in[2])
+            continue;
+        xi = ((((size_t)n * g->c + c) * g->in[0] + id) * g->in[1] + ih) *
+                 g->in[2] + iw;
+        wi = ((((size_t)k * cg + cl) * g->filt[0] + ft) * g->filt[1] + fr) *
+                 g->filt[2] + fs;
+        yi = ((((size_t)n * g->k + k) * o[0] + od) * o[1] + oh) * o[2] + ow;
+        a = dir == BWD_DATA ? val[2][yi] : val[0][xi];
+        b = dir == BWD_FILTER ? val[2][yi] : val[1][wi];
+        at = dir == FWD ? yi : dir == BWD_DATA ? xi : wi;
+        res[at] += a * b;
+        mag[at] += fabs(a * b);
+    }
+}
+
+/* Runs one case in one direction; returns 1 when it passed. */
+static int
+run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
+{
+    static const int64_t uid[3] = { UID_X, UID_W, UID_Y };
+    int out = dir == FWD ? 2 : dir == BWD_DATA ? 0 : 1;
+    int64_t dim[3][5], stride[3][5], engine = -1, ws = 0, one = 0;
+    cudnnBackendDescriptor_t t[3], plan, pack = NULL;
+    float *val[3], *mem[3], *got;
+    void *dev[3], *wsp = NULL;
+    size_t cnt[3], nout;
+    double *res, *mag, err = 0.0;
+    int nb = 0, pass;
+
+    for (int i = 0; i < 3; i++) {
+        nb = shape(g, i, dim[i], stride[i]);
+        cnt[i] = count(nb, dim[i]);
+        val[i] = malloc(cnt[i] * sizeof(float));
+        mem[i] = malloc(cnt[i] * sizeof(float));
+        for (size_t j = 0; j < cnt[i]; j++) {
+            val[i][j] = rnd();
+            mem[i][offset(nb, dim[i], stride[i], j)] = val[i][j];
+        }
+        dev[i] = NULL;
+        if (cudaMalloc(&dev[i], cnt[i] * sizeof(float)) != cudaSuccess ||
+            cudaMemcpy(dev[i], mem[i], cnt[i] * sizeof(float),
+                       cudaMemcpyHostToDevice) != cudaSuccess)
+            failed("cudaMalloc/cudaMemcpy", CUDNN_STATUS_EXECUTION_FAILED);
+        t[i] = make_tensor(uid[i], nb, dim[i], stride[i]);
+    }
+    nout = cnt[out];
+    plan = make_plan(h, g, dir, t, &engine);
+    if (plan != NULL) {
+        DNN(cudnnBackendGetAttribute(plan,
+                                     CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                     CUDNN_TYPE_INT64, 1, &one, &ws));
+        if (ws > 0 && cudaMalloc(&wsp, (size_t)ws) != cudaSuccess)
+            failed("cudaMalloc(workspace)", CUDNN_STATUS_EXECUTION_FAILED);
+        DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                         &pack));
+        DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                     CUDNN_TYPE_INT64, 3, uid));
+        DNN(cudnnBackendSetAttribute(pack,
+                                     CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                     CUDNN_TYPE_VOID_PTR, 3, dev));
+        DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                     CUDNN_TYPE_VOID_PTR, 1, &wsp));
+        DNN(cudnnBackendFinalize(pack));
+        DNN(cudnnBackendExecute(h, plan, pack));
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        failed("cudaDeviceSynchronize", CUDNN_STATUS_EXECUTION_FAILED);
+    got = malloc(nout * sizeof(float));
+    res = malloc(nout * sizeof(double));
+    mag = malloc(nout * sizeof(double));
+    cudaMemcpy(mem[out], dev[out], nout * sizeof(float),
+               cudaMemcpyDeviceToHost);
+    for (size_t j = 0; j < nout; j++)
+        got[j] = mem[out][offset(nb, dim[out], stride[out], j)];
+    reference(g, dir, val, res, mag, nout);
+    for (size_t j = 0; j < nout; j++) {
+        double old = g->beta * val[out][j];
+        double want = g->alpha * res[j] + old;
+        double e = fabs(got[j] - want) /
+                   (fabs(g->alpha) * mag[j] + fabs(old) + 1e-30);
+
+        if (!(e <= err))
+            err = e;    /* NaN sticks */
+    }
+    pass = plan != NULL && err <= bound;
+    printf("case %s op=%s engine=%lld ws=%lld err=%.3g bound=%.3g %s\n",
+           g->name, dir_op[dir], (long long)engine, (long long)ws, err, bound,
+           pass ? "PASS" : "FAIL");
+    if (pack != NULL)
+        cudnnBackendDestroyDescriptor(pack);
+    if (plan != NULL)
+        cudnnBackendDestroyDescriptor(plan);
+    for (int i = 0; i < 3; i++) {
+        cudnnBackendDestroyDescriptor(t[i]);
+        cudaFree(dev[i]);
+        free(val[i]), free(mem[i]);
+    }
+    cudaFree(wsp);
+    free(got), free(res), free(mag);
+    return pass;
+}
+
+static int
+parse_tol(const char *s, double *tol)
+{
+    char *end;
+
+    if (strcmp(s, "tf32") == 0)
+        *tol = 1.0 / 1024;
+    else if (strcmp(s, "fp32") == 0)
+        *tol = 1e-5;
+    else if (strcmp(s, "fp16") == 0)
+        *tol = 1.0 / 512;
+    else if (strcmp(s, "bf16") == 0)
+        *tol = 1.0 / 64;
+    else {
+        *tol = strtod(s, &end);
+        return *end == '\0' && *tol > 0.0;
+    }
+    return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+    double bound = 1.0 / 1024;
+    cudnnHandle_t h = NULL;
+    int fails = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
+            parse_tol(argv[i + 1], &bound)) {
+            i++;
+            continue;
+        }
+        fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X]\n");
+        return 2;
+    }
+    if (DNN(cudnnCreate(&h)))
+        return 3;
+    for (size_t c = 0; c < CASE_COUNT; c++) {
+        for (int d = FWD; d <= BWD_FILTER; d++)
+            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+    }
+    cudnnDestroy(h);
+    printf("summary cases=%d failed=%d api_errors=%d\n",
+           (int)CASE_COUNT * 3, fails, api_errors);
+    if (api_errors > 0)
+        return 3;
+    return fails > 0 ? 1 : 0;
+}
