@@ -568,11 +568,14 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
     const struct emu_lt_pref *pref = emu_lt_pref_at(preference);
     struct lt_problem p;
     cublasStatus_t st;
-    int device, count;
+    int device, count, fault;
 
     st = emu_lt_handle_device(lightHandle, &device);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
+    if ((fault = emu_fault("cublasLtMatmulAlgoGetHeuristic",
+                           CUBLAS_STATUS_NOT_SUPPORTED)) != 0)
+        return (cublasStatus_t)fault;
     if (requestedAlgoCount <= 0 || heuristicResultsArray == NULL ||
         returnAlgoCount == NULL || pref == NULL)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -606,11 +609,14 @@ cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
     struct lt_problem p;
     struct lt_algo a;
     cublasStatus_t st;
-    int device;
+    int device, fault;
 
     st = emu_lt_handle_device(lightHandle, &device);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
+    if ((fault = emu_fault("cublasLtMatmulAlgoCheck",
+                           CUBLAS_STATUS_NOT_SUPPORTED)) != 0)
+        return (cublasStatus_t)fault;
     if (algo == NULL || result == NULL)
         return CUBLAS_STATUS_INVALID_VALUE;
     st = problem_check(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);

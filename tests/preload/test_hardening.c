@@ -7,7 +7,7 @@
  * AMPSHIM_* variable with bad values, broken policy files).
  *
  * usage: test_hardening matrix|launches LIBAMPSHIM EMU_DIR GEMM_SUITE
- *                              LEGACY_SGEMM CONV_CHECK
+ *                              LEGACY_SGEMM CONV_CHECK LT_CHECK
  *        test_hardening threads|fork|exit|nocuda LIBAMPSHIM EMU_DIR
  *                              THREAD_CHECK
  *        test_hardening env|policy LIBAMPSHIM EMU_DIR SGEMM_CHECK */
@@ -31,7 +31,7 @@
 #define RUN_TIMEOUT_S 300
 
 static const char *libampshim_path, *emu_dir;
-static const char *programs[3];
+static const char *programs[4];
 static int nprograms;
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -105,7 +105,8 @@ summary_of(const char *text, int pid, struct amp_test_summary *sum)
  * counts as converted and stays within the FP16 bound. */
 struct fault {
     const char *spec;
-    const char *library; /* "cublas", "cudnn" or NULL for every program */
+    const char *library; /* "cublas", "cudnn", "cublaslt" or NULL for every
+                            program */
     const char *falls_back;
     const char *mode;    /* AMPSHIM_MODE; NULL: fp16 */
 };
@@ -118,6 +119,10 @@ struct fault {
     { fn ":1+:partial", "cublas", fn, "fp16" },                              \
     { fn ":1+:partial", "cublas", fn, "bf16" },                              \
     { fn ":1+:partial", "cublas", fn, "tf32" }
+#define PARTIAL_LT(fn)                                                       \
+    { fn ":1+:partial", "cublaslt", fn, "fp16" },                            \
+    { fn ":1+:partial", "cublaslt", fn, "bf16" },                            \
+    { fn ":1+:partial", "cublaslt", fn, "tf32" }
 #define PARTIAL_CONV(fn)                                                     \
     { fn ":1+:partial", "cudnn", fn, "tf32" },                               \
     { fn ":1+:partial", "cudnn", fn, "fp16" }
@@ -166,6 +171,18 @@ static const struct fault faults[] = {
     PARTIAL_GEMM("cublasGemmEx"),
     PARTIAL_GEMM("cublasGemmStridedBatchedEx"),
     PARTIAL_GEMM("cublasGemmBatchedEx"),
+    /* cuBLASLt: the shim's handle, its products, the heuristics it asks
+     * for its own descriptors, the check of the program's algorithm. */
+    { "cublasLtCreate:2+", "cublaslt", NULL, NULL },
+    { "cublasLtMatmul:1+", "cublaslt", "cublasLtMatmul", NULL },
+    { "cublasLtMatmul:1+:15", "cublaslt", "cublasLtMatmul", NULL },
+    { "cublasLtMatmul:1+", "cublaslt", "cublasLtMatmul", "fp16x3" },
+    { "cublasLtMatmulAlgoGetHeuristic:1+", "cublaslt", "cublasLtMatmul",
+      NULL },
+    /* A call without an algorithm is checked with the heuristics: it
+     * may convert. */
+    { "cublasLtMatmulAlgoCheck:1+", "cublaslt", NULL, NULL },
+    PARTIAL_LT("cublasLtMatmul"),
     PARTIAL_CONV("cudnnConvolutionForward"),
     PARTIAL_CONV("cudnnConvolutionBackwardData"),
     PARTIAL_CONV("cudnnConvolutionBackwardFilter"),
@@ -175,7 +192,7 @@ static const struct fault faults[] = {
 static const char *
 step_function(const char *api)
 {
-    if (strncmp(api, "cudnn", 5) == 0)
+    if (strncmp(api, "cudnn", 5) == 0 || strncmp(api, "cublasLt", 8) == 0)
         return api;
     if (strstr(api, "Strided"))
         return "cublasGemmStridedBatchedEx";
@@ -288,7 +305,8 @@ matrix_program(const char *program, const struct fault *f,
 static void
 test_fault_matrix(void **state)
 {
-    static const char *const library[] = { "cublas", "cublas", "cudnn" };
+    static const char *const library[] = { "cublas", "cublas", "cudnn",
+                                           "cublaslt" };
     struct matrix_count count = { 0, 0 };
 
     for (size_t i = 0; i < COUNT(faults); i++)
@@ -298,8 +316,9 @@ test_fault_matrix(void **state)
                 matrix_program(programs[p], &faults[i], &count);
     printf("fault matrix: %d cells (hooked API x injected fault), %d held\n",
            count.cells, count.held);
-    /* 18 gemm_suite APIs, legacy cublasSgemm, 3 convolutions. */
-    assert_true(count.cells >= 22 * 5);
+    /* 18 gemm_suite APIs, legacy cublasSgemm, 3 convolutions,
+     * cublasLtMatmul. */
+    assert_true(count.cells >= 23 * 5);
     assert_int_equal(count.held, count.cells);
 }
 
@@ -335,6 +354,7 @@ static const struct launch_case launch_cases[] = {
     { 2, "cudnnConvolutionForward", conv_modes },
     { 2, "cudnnConvolutionBackwardData", conv_modes },
     { 2, "cudnnConvolutionBackwardFilter", conv_modes },
+    { 3, "cublasLtMatmul", gemm_modes },
 };
 
 static void
@@ -940,9 +960,9 @@ main(int argc, char **argv)
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (strcmp(group, "matrix") == 0 && nprograms == 3)
+    if (strcmp(group, "matrix") == 0 && nprograms == 4)
         return cmocka_run_group_tests_name("matrix", matrix, NULL, NULL);
-    if (strcmp(group, "launches") == 0 && nprograms == 3)
+    if (strcmp(group, "launches") == 0 && nprograms == 4)
         return cmocka_run_group_tests_name("launches", launches, NULL, NULL);
     if (strcmp(group, "threads") == 0)
         return cmocka_run_group_tests_name("threads", threads, NULL, NULL);
