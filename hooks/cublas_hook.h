@@ -4,6 +4,7 @@
 #ifndef AMP_CUBLAS_HOOK_H
 #define AMP_CUBLAS_HOOK_H
 
+#include "measure/coverage.h"
 #include "measure/prof.h"
 #include "measure/stats.h"
 #include "run/gemm.h"
@@ -14,6 +15,11 @@ struct amp_hook {
     int entered;              /* amp_process_enter() succeeded */
     int shadow;               /* run waits for the original call */
     enum amp_outcome outcome;
+    /* The coverage meter's view: the kind of an FP32 call kept FP32 (its
+     * reason) or of a passthrough (its precision), AMP_COVER_COUNT for a
+     * call that is no GEMM; the call's FLOPs. */
+    enum amp_cover cover;
+    double flops;
     struct amp_gemm_run run;
     struct amp_prof_span prof; /* the converted call's measurement */
 };
