@@ -23,6 +23,13 @@
 
 /* ---- The real functions --------------------------------------------------- */
 
+/* Every hook declared from the list: a redeclaration that the compiler
+ * checks against cublas_api.h's, and the only one of the FP16 GEMMs,
+ * which the header declares for C++ only. */
+#define AMP_DECLARE_HOOK(ret, name, params) ret name params;
+AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
+#undef AMP_DECLARE_HOOK
+
 #define AMP_PFN_TYPE(ret, name, params) typedef ret(*amp_pfn_##name) params;
 AMP_CUBLAS_SYMBOLS(AMP_PFN_TYPE)
 #undef AMP_PFN_TYPE
@@ -283,6 +290,36 @@ amp_prepare_outcome(enum amp_status st)
                                      : AMP_OUTCOME_FALLBACK;
 }
 
+/* The coverage kind of a call kept FP32 for `skip` (AMP_GEMM_CONVERT: a
+ * mode that cannot run the call). */
+static enum amp_cover
+amp_cover_of_skip(enum amp_gemm_skip skip)
+{
+    switch (skip) {
+    case AMP_GEMM_SKIP_INVALID:
+        return AMP_COVER_INVALID;
+    case AMP_GEMM_SKIP_EMPTY:
+        return AMP_COVER_EMPTY;
+    case AMP_GEMM_SKIP_PEDANTIC:
+        return AMP_COVER_PEDANTIC;
+    case AMP_GEMM_SKIP_UNSUPPORTED:
+        return AMP_COVER_UNCONVERTED;
+    default:
+        return AMP_COVER_POLICY;
+    }
+}
+
+/* The coverage kind of a call after it ran, from its outcome. */
+static enum amp_cover
+amp_hook_cover(const struct amp_hook *h)
+{
+    if (h->outcome == AMP_OUTCOME_CONVERTED)
+        return AMP_COVER_CONVERTED;
+    if (h->outcome == AMP_OUTCOME_FALLBACK)
+        return AMP_COVER_FALLBACK;
+    return h->cover;
+}
+
 /* Decides d and runs its converted path without counting it: fills
  * h->outcome and h->shadow. AMP_HOOK_DONE when the caller's C holds the
  * result; otherwise the original call must run (then, for a shadow run,
@@ -303,11 +340,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
 
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
+    h->flops = amp_cover_gemm_flops(
+        d->m, d->n, d->k, d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch, 0);
     if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
         !amp_desc_fits_int(d))
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
     if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
         skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
+    h->cover = amp_cover_of_skip(skip);
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
         amp_gemm_what(&what, d, &dec);
@@ -403,6 +443,8 @@ amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
     h->stats = stats;
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
+    h->cover = AMP_COVER_COUNT; /* no GEMM until one is described */
+    h->flops = 0.0;
     h->prof.open = 0;
     h->entered = amp_process_enter();
     return h->entered;
@@ -421,6 +463,7 @@ amp_hook_gemm_on(struct amp_hook *h, const struct amp_gemm_desc *d,
     if (amp_gemm_try(h, d, v, call) == AMP_HOOK_ORIGINAL)
         return AMP_HOOK_ORIGINAL;
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
     amp_shim_leave();
     return AMP_HOOK_DONE;
 }
@@ -432,6 +475,7 @@ amp_hook_end(struct amp_hook *h, int original_ok)
         return;
     amp_shadow_complete(h, original_ok);
     amp_stats_count(h->stats, h->outcome);
+    amp_cover_add(amp_hook_cover(h), original_ok ? h->flops : 0.0);
     amp_shim_leave();
 }
 
@@ -490,6 +534,50 @@ amp_call_fp32(const struct amp_types *t, int *pedantic)
     default:
         return 0;
     }
+}
+
+/* 1 when t is a complex type. */
+static int
+amp_type_complex(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_C_16F: case CUDA_C_16BF: case CUDA_C_32F: case CUDA_C_64F:
+    case CUDA_C_4I: case CUDA_C_4U: case CUDA_C_8I: case CUDA_C_8U:
+    case CUDA_C_16I: case CUDA_C_16U: case CUDA_C_32I: case CUDA_C_32U:
+    case CUDA_C_64I: case CUDA_C_64U:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+enum amp_cover
+amp_cover_of_data(int type_a, int type_c)
+{
+    cudaDataType a = (cudaDataType)type_a;
+
+    if (amp_type_complex(a))
+        return AMP_COVER_COMPLEX;
+    switch (a) {
+    case CUDA_R_64F:
+        return AMP_COVER_FP64;
+    case CUDA_R_16F:
+    case CUDA_R_16BF:
+        return AMP_COVER_HALF;
+    case CUDA_R_8I:
+    case CUDA_R_8U:
+        return AMP_COVER_INT8;
+    case CUDA_R_32F:
+        return type_c == CUDA_R_32F ? AMP_COVER_UNCONVERTED : AMP_COVER_OTHER;
+    default:
+        return AMP_COVER_OTHER;
+    }
+}
+
+static enum amp_cover
+amp_cover_of_types(const struct amp_types *t)
+{
+    return amp_cover_of_data(t->a, t->c);
 }
 
 /* 1 for the algorithms cublas_api.h lists. cuBLAS refuses any other value
@@ -619,6 +707,12 @@ amp_call_begin(struct amp_hook *h, const struct amp_call *c,
     int pedantic;
 
     next = amp_guard(h, c->api, &c->types, &pedantic, status);
+    if (next == AMP_GUARD_ORIGINAL && h->entered) {
+        /* Not an FP32 GEMM: counted by its precision. */
+        h->cover = amp_cover_of_types(&c->types);
+        h->flops = amp_cover_gemm_flops(c->m, c->n, c->k, c->batch,
+                                        amp_type_complex(c->types.a));
+    }
     if (next != AMP_GUARD_FP32_GEMM)
         return next == AMP_GUARD_RETURN ? AMP_HOOK_DONE : AMP_HOOK_ORIGINAL;
     amp_call_describe(c, pedantic, &d);
@@ -696,15 +790,18 @@ amp_grouped_desc(const struct amp_grouped_call *g,
 
 /* 1 when every group is valid and at least one is to be converted; 0 when
  * the whole call stays the original one (invalid arguments get cuBLAS's
- * own status from it). */
+ * own status from it), and *why says why for the coverage meter. */
 static int
 amp_grouped_converts(const struct amp_grouped_call *g,
-                     const struct amp_gemm_desc *base, enum amp_mode mode)
+                     const struct amp_gemm_desc *base, enum amp_mode mode,
+                     enum amp_cover *why)
 {
+    enum amp_gemm_skip first_skip = AMP_GEMM_SKIP_EMPTY;
     struct amp_gemm_desc d;
     int64_t group, first = 0;
     int converts = 0;
 
+    *why = AMP_COVER_INVALID;
     /* cuBLAS takes a grouped call's alpha and beta arrays from the host
      * only: in CUBLAS_POINTER_MODE_DEVICE it refuses the call, and the
      * refusal is its to give. */
@@ -725,9 +822,31 @@ amp_grouped_converts(const struct amp_grouped_call *g,
             return 0;
         first += d.batch;
         skip = amp_gemm_decide(&d, mode);
+        if (group == 0 || first_skip == AMP_GEMM_SKIP_EMPTY)
+            first_skip = skip;
         converts |= skip == AMP_GEMM_CONVERT && amp_desc_fits_int(&d);
     }
+    *why = amp_cover_of_skip(first_skip);
     return converts;
+}
+
+/* The FLOPs of every group of g (complex ones at 8 m n k); 0 when an
+ * array the sizes need is missing. */
+static double
+amp_grouped_flops(const struct amp_grouped_call *g, int complex_data)
+{
+    double flops = 0.0;
+    int64_t group;
+
+    if (amp_ints_null(g->m) || amp_ints_null(g->n) || amp_ints_null(g->k) ||
+        amp_ints_null(g->group_size))
+        return 0.0;
+    for (group = 0; group < g->group_count; group++)
+        flops += amp_cover_gemm_flops(
+            amp_ints_at(g->m, group), amp_ints_at(g->n, group),
+            amp_ints_at(g->k, group), amp_ints_at(g->group_size, group),
+            complex_data);
+    return flops;
 }
 
 /* The original FP32 GEMMs of one group: the batched call over its slice. */
@@ -780,6 +899,7 @@ amp_grouped_run(struct amp_hook *h, const struct amp_grouped_call *g,
         first += d.batch;
         if (d.batch == 0)
             continue;
+        s = CUBLAS_STATUS_SUCCESS;
         if (amp_gemm_try(h, &d, &amp_cublas_vendor, NULL) ==
             AMP_HOOK_ORIGINAL) {
             s = amp_grouped_fp32(g, &d, group);
@@ -787,6 +907,8 @@ amp_grouped_run(struct amp_hook *h, const struct amp_grouped_call *g,
             if (status == CUBLAS_STATUS_SUCCESS)
                 status = s;
         }
+        amp_cover_add(amp_hook_cover(h),
+                      s == CUBLAS_STATUS_SUCCESS ? h->flops : 0.0);
         outcome = amp_outcome_merge(outcome, h->outcome);
     }
     h->outcome = outcome;
@@ -803,13 +925,20 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     int pedantic;
 
     next = amp_guard(h, g->api, &g->types, &pedantic, status);
+    if (next == AMP_GUARD_ORIGINAL && h->entered) {
+        /* Not an FP32 GEMM: counted by its precision. */
+        h->cover = amp_cover_of_types(&g->types);
+        h->flops = amp_grouped_flops(g, amp_type_complex(g->types.a));
+    }
     if (next != AMP_GUARD_FP32_GEMM)
         return next == AMP_GUARD_RETURN ? AMP_HOOK_DONE : AMP_HOOK_ORIGINAL;
     memset(&base, 0, sizeof(base));
     base.pedantic = pedantic;
     base.ops_valid = amp_handle_settings(g->handle, &base);
     base.caller = g->caller;
-    if (!amp_grouped_converts(g, &base, amp_policy_may_convert()) ||
+    h->flops = amp_grouped_flops(g, 0); /* when it stays the original */
+    if (!amp_grouped_converts(g, &base, amp_policy_may_convert(),
+                              &h->cover) ||
         (g->ex ? !amp_real.cublasGemmBatchedEx_64
                : !amp_real.cublasSgemmBatched_64))
         return AMP_HOOK_ORIGINAL;
@@ -1126,3 +1255,140 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
 }
 AMP_DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx, int, i32)
 AMP_DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, int64_t, i64)
+
+/* ---- Counted only: GEMMs in other precisions --------------------------------- */
+
+/* The guard of a counted call: 1 when the hook returns *status now (the
+ * real function is missing); 0 when it runs the original call, counted by
+ * amp_counted_end when h->entered. No descriptor, policy or device work. */
+static int
+amp_counted_begin(struct amp_hook *h, enum amp_cublas_api api,
+                  cublasStatus_t *status)
+{
+    amp_process_start(); /* the log is open before resolution reports */
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    h->entered = 0;
+    if (*amp_cublas_slots[api] == NULL) {
+        *status = CUBLAS_STATUS_NOT_INITIALIZED;
+        return 1;
+    }
+    amp_hook_enter(h, &amp_cublas_stats[api]);
+    return 0;
+}
+
+/* After the original call of a counted hook that was entered: one
+ * passthrough call of kind `cover` whose FLOPs count when cuBLAS took
+ * it. */
+static void
+amp_counted_end(struct amp_hook *h, enum amp_cover cover, double flops,
+                cublasStatus_t status)
+{
+    amp_stats_count(h->stats, AMP_OUTCOME_PASSTHROUGH);
+    amp_cover_add(cover, status == CUBLAS_STATUS_SUCCESS ? flops : 0.0);
+    amp_shim_leave();
+}
+
+/* One counted hook: `params` is the symbol list's parameter list, `args`
+ * the call of the real function with them, `flops` the work of the call
+ * (evaluated only when it is counted). */
+#define AMP_DEFINE_COUNTED(name, params, args, cover, flops)                 \
+AMP_EXPORT cublasStatus_t                                                    \
+name params                                                                  \
+{                                                                            \
+    struct amp_hook h;                                                       \
+    cublasStatus_t status;                                                   \
+                                                                             \
+    h.entered = 0;                                                           \
+    if (!AMP_BYPASS(name) &&                                                 \
+        amp_counted_begin(&h, AMP_API_##name, &status))                      \
+        return status;                                                       \
+    status = amp_real.name args;                                             \
+    if (h.entered)                                                           \
+        amp_counted_end(&h, cover, flops, status);                           \
+    return status;                                                           \
+}
+
+#define AMP_GEMM_ARGS                                                        \
+    (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+#define AMP_GEMM_BATCHED_ARGS                                                \
+    (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb,       \
+     beta, Carray, ldc, batchCount)
+#define AMP_GEMM_STRIDED_ARGS                                                \
+    (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb,        \
+     strideB, beta, C, ldc, strideC, batchCount)
+#define AMP_CGEMM_EX_ARGS                                                    \
+    (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,   \
+     beta, C, Ctype, ldc)
+
+/* Each form in both ABIs (int and int64_t sizes), for elements T whose
+ * coverage kind is `cover` (complex: 8 FLOPs per multiply-add). */
+#define AMP_DEFINE_COUNTED_GEMM(name, T, cover, cplx)                        \
+    AMP_DEFINE_COUNTED(name, AMP_GEMM_PARAMS(int, T), AMP_GEMM_ARGS, cover,  \
+        amp_cover_gemm_flops(m, n, k, 1, cplx))                              \
+    AMP_DEFINE_COUNTED(name##_64, AMP_GEMM_PARAMS(int64_t, T),               \
+        AMP_GEMM_ARGS, cover, amp_cover_gemm_flops(m, n, k, 1, cplx))
+#define AMP_DEFINE_COUNTED_BATCHED(name, T, cover, cplx)                     \
+    AMP_DEFINE_COUNTED(name, AMP_GEMM_BATCHED_PARAMS(int, T),                \
+        AMP_GEMM_BATCHED_ARGS, cover,                                        \
+        amp_cover_gemm_flops(m, n, k, batchCount, cplx))                     \
+    AMP_DEFINE_COUNTED(name##_64, AMP_GEMM_BATCHED_PARAMS(int64_t, T),       \
+        AMP_GEMM_BATCHED_ARGS, cover,                                        \
+        amp_cover_gemm_flops(m, n, k, batchCount, cplx))
+#define AMP_DEFINE_COUNTED_STRIDED(name, T, cover, cplx)                     \
+    AMP_DEFINE_COUNTED(name, AMP_GEMM_STRIDED_PARAMS(int, T),                \
+        AMP_GEMM_STRIDED_ARGS, cover,                                        \
+        amp_cover_gemm_flops(m, n, k, batchCount, cplx))                     \
+    AMP_DEFINE_COUNTED(name##_64, AMP_GEMM_STRIDED_PARAMS(int64_t, T),       \
+        AMP_GEMM_STRIDED_ARGS, cover,                                        \
+        amp_cover_gemm_flops(m, n, k, batchCount, cplx))
+#define AMP_DEFINE_COUNTED_CGEMM_EX(name)                                    \
+    AMP_DEFINE_COUNTED(name, AMP_CGEMM_EX_PARAMS(int), AMP_CGEMM_EX_ARGS,    \
+        AMP_COVER_COMPLEX, amp_cover_gemm_flops(m, n, k, 1, 1))              \
+    AMP_DEFINE_COUNTED(name##_64, AMP_CGEMM_EX_PARAMS(int64_t),              \
+        AMP_CGEMM_EX_ARGS, AMP_COVER_COMPLEX,                                \
+        amp_cover_gemm_flops(m, n, k, 1, 1))
+
+AMP_DEFINE_COUNTED_GEMM(cublasDgemm_v2, double, AMP_COVER_FP64, 0)
+AMP_DEFINE_COUNTED_BATCHED(cublasDgemmBatched, double, AMP_COVER_FP64, 0)
+AMP_DEFINE_COUNTED_STRIDED(cublasDgemmStridedBatched, double, AMP_COVER_FP64,
+                           0)
+AMP_DEFINE_COUNTED_GEMM(cublasCgemm_v2, cuComplex, AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_GEMM(cublasCgemm3m, cuComplex, AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_BATCHED(cublasCgemmBatched, cuComplex, AMP_COVER_COMPLEX,
+                           1)
+AMP_DEFINE_COUNTED_BATCHED(cublasCgemm3mBatched, cuComplex,
+                           AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_STRIDED(cublasCgemmStridedBatched, cuComplex,
+                           AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_STRIDED(cublasCgemm3mStridedBatched, cuComplex,
+                           AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_CGEMM_EX(cublasCgemmEx)
+AMP_DEFINE_COUNTED_CGEMM_EX(cublasCgemm3mEx)
+AMP_DEFINE_COUNTED_GEMM(cublasZgemm_v2, cuDoubleComplex, AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_GEMM(cublasZgemm3m, cuDoubleComplex, AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_BATCHED(cublasZgemmBatched, cuDoubleComplex,
+                           AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_STRIDED(cublasZgemmStridedBatched, cuDoubleComplex,
+                           AMP_COVER_COMPLEX, 1)
+AMP_DEFINE_COUNTED_GEMM(cublasHgemm, void, AMP_COVER_HALF, 0)
+AMP_DEFINE_COUNTED_BATCHED(cublasHgemmBatched, void, AMP_COVER_HALF, 0)
+AMP_DEFINE_COUNTED_STRIDED(cublasHgemmStridedBatched, void, AMP_COVER_HALF, 0)
+
+/* The grouped FP64 GEMM: its FLOPs are each group's. */
+#define AMP_DGEMM_GROUPED_ARGS                                               \
+    (handle, transa_array, transb_array, m_array, n_array, k_array,          \
+     alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array, Carray,  \
+     ldc_array, group_count, group_size)
+#define AMP_GROUPED_FLOPS(field)                                             \
+    amp_grouped_flops(&(const struct amp_grouped_call){                      \
+        .m = {.field = m_array}, .n = {.field = n_array},                    \
+        .k = {.field = k_array}, .group_size = {.field = group_size},        \
+        .group_count = group_count}, 0)
+AMP_DEFINE_COUNTED(cublasDgemmGroupedBatched,
+                   AMP_GEMM_GROUPED_PARAMS(int, double),
+                   AMP_DGEMM_GROUPED_ARGS, AMP_COVER_FP64,
+                   AMP_GROUPED_FLOPS(i32))
+AMP_DEFINE_COUNTED(cublasDgemmGroupedBatched_64,
+                   AMP_GEMM_GROUPED_PARAMS(int64_t, double),
+                   AMP_DGEMM_GROUPED_ARGS, AMP_COVER_FP64,
+                   AMP_GROUPED_FLOPS(i64))

@@ -4,6 +4,7 @@
 #ifndef AMP_CUBLAS_HOOK_H
 #define AMP_CUBLAS_HOOK_H
 
+#include "measure/coverage.h"
 #include "measure/prof.h"
 #include "measure/stats.h"
 #include "run/gemm.h"
@@ -14,6 +15,11 @@ struct amp_hook {
     int entered;              /* amp_process_enter() succeeded */
     int shadow;               /* run waits for the original call */
     enum amp_outcome outcome;
+    /* The coverage meter's view: the kind of an FP32 call kept FP32 (its
+     * reason) or of a passthrough (its precision), AMP_COVER_COUNT for a
+     * call that is no GEMM; the call's FLOPs. */
+    enum amp_cover cover;
+    double flops;
     struct amp_gemm_run run;
     struct amp_prof_span prof; /* the converted call's measurement */
 };
@@ -34,6 +40,11 @@ int amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats);
  * to cuBLAS's Ex GEMMs. */
 enum amp_hook_next amp_hook_gemm(struct amp_hook *h,
                                  const struct amp_gemm_desc *d);
+
+/* The coverage kind of a call the shim passes through, by the
+ * cudaDataType of its A (and C): FP32 operands with another compute or
+ * output type are FP32 the shim does not convert. */
+enum amp_cover amp_cover_of_data(int type_a, int type_c);
 
 /* How a converted call's steps reach a library other than cuBLAS. */
 struct amp_gemm_vendor {

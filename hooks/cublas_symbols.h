@@ -13,9 +13,44 @@
 #include <stdint.h>
 #endif
 
-/* Hooked: exported by libampshim.so, checked by the ABI test. Every way an
- * FP32 program asks cuBLAS for a GEMM through cublas_v2.h. */
-#define AMP_CUBLAS_HOOKED(X)                                                 \
+/* The parameter lists that the counted GEMMs of one form share, for
+ * elements of type T (void for __half, which C does not declare: the
+ * pointers are what the ABI passes) and sizes of type I. */
+#define AMP_GEMM_PARAMS(I, T)                                                \
+    (cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, I m, I n, I k, const T *alpha, const T *A,    \
+     I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
+#define AMP_GEMM_BATCHED_PARAMS(I, T)                                        \
+    (cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, I m, I n, I k, const T *alpha,                \
+     const T *const Aarray[], I lda, const T *const Barray[], I ldb,         \
+     const T *beta, T *const Carray[], I ldc, I batchCount)
+#define AMP_GEMM_STRIDED_PARAMS(I, T)                                        \
+    (cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, I m, I n, I k, const T *alpha, const T *A,    \
+     I lda, long long int strideA, const T *B, I ldb, long long int strideB, \
+     const T *beta, T *C, I ldc, long long int strideC, I batchCount)
+#define AMP_GEMM_GROUPED_PARAMS(I, T)                                        \
+    (cublasHandle_t handle, const cublasOperation_t transa_array[],          \
+     const cublasOperation_t transb_array[], const I m_array[],              \
+     const I n_array[], const I k_array[], const T alpha_array[],            \
+     const T *const Aarray[], const I lda_array[], const T *const Barray[],  \
+     const I ldb_array[], const T beta_array[], T *const Carray[],           \
+     const I ldc_array[], I group_count, const I group_size[])
+#define AMP_CGEMM_EX_PARAMS(I)                                               \
+    (cublasHandle_t handle, cublasOperation_t transa,                        \
+     cublasOperation_t transb, I m, I n, I k, const cuComplex *alpha,        \
+     const void *A, cudaDataType Atype, I lda, const void *B,                \
+     cudaDataType Btype, I ldb, const cuComplex *beta, void *C,              \
+     cudaDataType Ctype, I ldc)
+
+/* Hooked: exported by libampshim.so, checked by the ABI test. The GEMMs
+ * the shim converts, then those it only counts. */
+#define AMP_CUBLAS_HOOKED(X) AMP_CUBLAS_CONVERTED(X) AMP_CUBLAS_COUNTED(X)
+
+/* Every way an FP32 program asks cuBLAS for a GEMM through cublas_v2.h
+ * (GemmEx and its twins also take other types: those are counted). */
+#define AMP_CUBLAS_CONVERTED(X)                                              \
     X(cublasStatus_t, cublasSgemm_v2,                                        \
       (cublasHandle_t handle, cublasOperation_t transa,                      \
        cublasOperation_t transb, int m, int n, int k, const float *alpha,    \
@@ -148,6 +183,49 @@
        void *const Carray[], cudaDataType_t Ctype,                           \
        const int64_t ldc_array[], int64_t group_count,                       \
        const int64_t group_size[], cublasComputeType_t computeType))
+
+/* Counted only: the GEMMs of cublas_v2.h in other precisions (FP64,
+ * complex, FP16), passed through unchanged and counted with their FLOPs
+ * for the coverage meter. */
+#define AMP_CUBLAS_COUNTED(X)                                                \
+    X(cublasStatus_t, cublasDgemm_v2, AMP_GEMM_PARAMS(int, double))          \
+    X(cublasStatus_t, cublasDgemm_v2_64, AMP_GEMM_PARAMS(int64_t, double))   \
+    X(cublasStatus_t, cublasDgemmBatched, AMP_GEMM_BATCHED_PARAMS(int, double))\
+    X(cublasStatus_t, cublasDgemmBatched_64, AMP_GEMM_BATCHED_PARAMS(int64_t, double))\
+    X(cublasStatus_t, cublasDgemmStridedBatched, AMP_GEMM_STRIDED_PARAMS(int, double))\
+    X(cublasStatus_t, cublasDgemmStridedBatched_64, AMP_GEMM_STRIDED_PARAMS(int64_t, double))\
+    X(cublasStatus_t, cublasDgemmGroupedBatched, AMP_GEMM_GROUPED_PARAMS(int, double))\
+    X(cublasStatus_t, cublasDgemmGroupedBatched_64, AMP_GEMM_GROUPED_PARAMS(int64_t, double))\
+    X(cublasStatus_t, cublasCgemm_v2, AMP_GEMM_PARAMS(int, cuComplex))       \
+    X(cublasStatus_t, cublasCgemm_v2_64, AMP_GEMM_PARAMS(int64_t, cuComplex))\
+    X(cublasStatus_t, cublasCgemm3m, AMP_GEMM_PARAMS(int, cuComplex))        \
+    X(cublasStatus_t, cublasCgemm3m_64, AMP_GEMM_PARAMS(int64_t, cuComplex)) \
+    X(cublasStatus_t, cublasCgemmBatched, AMP_GEMM_BATCHED_PARAMS(int, cuComplex))\
+    X(cublasStatus_t, cublasCgemmBatched_64, AMP_GEMM_BATCHED_PARAMS(int64_t, cuComplex))\
+    X(cublasStatus_t, cublasCgemm3mBatched, AMP_GEMM_BATCHED_PARAMS(int, cuComplex))\
+    X(cublasStatus_t, cublasCgemm3mBatched_64, AMP_GEMM_BATCHED_PARAMS(int64_t, cuComplex))\
+    X(cublasStatus_t, cublasCgemmStridedBatched, AMP_GEMM_STRIDED_PARAMS(int, cuComplex))\
+    X(cublasStatus_t, cublasCgemmStridedBatched_64, AMP_GEMM_STRIDED_PARAMS(int64_t, cuComplex))\
+    X(cublasStatus_t, cublasCgemm3mStridedBatched, AMP_GEMM_STRIDED_PARAMS(int, cuComplex))\
+    X(cublasStatus_t, cublasCgemm3mStridedBatched_64, AMP_GEMM_STRIDED_PARAMS(int64_t, cuComplex))\
+    X(cublasStatus_t, cublasCgemmEx, AMP_CGEMM_EX_PARAMS(int))               \
+    X(cublasStatus_t, cublasCgemmEx_64, AMP_CGEMM_EX_PARAMS(int64_t))        \
+    X(cublasStatus_t, cublasCgemm3mEx, AMP_CGEMM_EX_PARAMS(int))             \
+    X(cublasStatus_t, cublasCgemm3mEx_64, AMP_CGEMM_EX_PARAMS(int64_t))      \
+    X(cublasStatus_t, cublasZgemm_v2, AMP_GEMM_PARAMS(int, cuDoubleComplex)) \
+    X(cublasStatus_t, cublasZgemm_v2_64, AMP_GEMM_PARAMS(int64_t, cuDoubleComplex))\
+    X(cublasStatus_t, cublasZgemm3m, AMP_GEMM_PARAMS(int, cuDoubleComplex))  \
+    X(cublasStatus_t, cublasZgemm3m_64, AMP_GEMM_PARAMS(int64_t, cuDoubleComplex))\
+    X(cublasStatus_t, cublasZgemmBatched, AMP_GEMM_BATCHED_PARAMS(int, cuDoubleComplex))\
+    X(cublasStatus_t, cublasZgemmBatched_64, AMP_GEMM_BATCHED_PARAMS(int64_t, cuDoubleComplex))\
+    X(cublasStatus_t, cublasZgemmStridedBatched, AMP_GEMM_STRIDED_PARAMS(int, cuDoubleComplex))\
+    X(cublasStatus_t, cublasZgemmStridedBatched_64, AMP_GEMM_STRIDED_PARAMS(int64_t, cuDoubleComplex))\
+    X(cublasStatus_t, cublasHgemm, AMP_GEMM_PARAMS(int, void))               \
+    X(cublasStatus_t, cublasHgemm_64, AMP_GEMM_PARAMS(int64_t, void))        \
+    X(cublasStatus_t, cublasHgemmBatched, AMP_GEMM_BATCHED_PARAMS(int, void))\
+    X(cublasStatus_t, cublasHgemmBatched_64, AMP_GEMM_BATCHED_PARAMS(int64_t, void))\
+    X(cublasStatus_t, cublasHgemmStridedBatched, AMP_GEMM_STRIDED_PARAMS(int, void))\
+    X(cublasStatus_t, cublasHgemmStridedBatched_64, AMP_GEMM_STRIDED_PARAMS(int64_t, void))
 
 /* Called only: the real library's functions the converted path uses (it
  * also calls the real cublasGemmEx, cublasGemmStridedBatchedEx and

@@ -850,6 +850,21 @@ static const struct amp_gemm_vendor amp_lt_vendor = {
 
 /* ---- The hook ------------------------------------------------------------- */
 
+/* The coverage meter's view of a call passed through: its precision (an
+ * FP32 product with FP8 scaling, an emulation descriptor or another scale
+ * type is FP32 the shim does not convert) and its FLOPs. */
+static void
+amp_lt_cover(const struct amp_lt_call *c, struct amp_hook *h)
+{
+    uint64_t k = c->transa == CUBLAS_OP_N ? c->a.cols : c->a.rows;
+    int cplx;
+
+    h->cover = amp_cover_of_data((int)c->a.type, (int)c->d.type);
+    cplx = h->cover == AMP_COVER_COMPLEX;
+    h->flops = amp_cover_gemm_flops((int64_t)c->d.rows, (int64_t)c->d.cols,
+                                    (int64_t)k, c->d.batch, cplx);
+}
+
 AMP_EXPORT cublasStatus_t
 cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
@@ -876,9 +891,13 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
             return CUBLAS_STATUS_NOT_INITIALIZED;
         if (amp_hook_enter(&h, &amp_lt_stats)) {
             if (!amp_lt_complete ||
-                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, c) ||
-                !amp_lt_fp32(c, &pedantic)) {
+                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, c)) {
+                /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
+                h.cover = AMP_COVER_INVALID;
+            } else if (!amp_lt_fp32(c, &pedantic)) {
+                h.outcome = AMP_OUTCOME_PASSTHROUGH;
+                amp_lt_cover(c, &h);
             } else {
                 c->handle = lightHandle;
                 c->has_algo = algo != NULL;

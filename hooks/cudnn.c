@@ -9,6 +9,7 @@
 #include "base/shim.h"
 #include "decide/site.h"
 #include "device/device.h"
+#include "measure/coverage.h"
 #include "measure/harvest.h"
 #include "measure/prof.h"
 #include "measure/stats.h"
@@ -278,7 +279,7 @@ amp_filter_read(cudnnFilterDescriptor_t f, cudnnDataType_t *type,
 
 static enum amp_kind
 amp_call_read(const struct amp_cudnn_call *c, struct amp_conv_desc *d,
-              struct amp_geometry *g)
+              struct amp_geometry *g, cudnnDataType_t *data)
 {
     cudnnDataType_t tx, ty, tw, compute;
     cudnnMathType_t math;
@@ -297,6 +298,7 @@ amp_call_read(const struct amp_cudnn_call *c, struct amp_conv_desc *d,
         return AMP_KIND_INVALID;
     g->nsp = n;
     d->groups = g->groups;
+    *data = tx;
     if (tx != CUDNN_DATA_FLOAT || ty != CUDNN_DATA_FLOAT ||
         tw != CUDNN_DATA_FLOAT || compute != CUDNN_DATA_FLOAT || !format_ok)
         return AMP_KIND_OTHER;
@@ -571,6 +573,10 @@ struct amp_cudnn_hook {
     int entered;
     int shadow;
     enum amp_outcome outcome;
+    enum amp_cover cover;       /* the coverage kind when kept FP32 (its
+                                   reason) or passed through (its
+                                   precision) */
+    double flops;
     struct amp_api_stats *stats;
     struct amp_conv_run run;
     struct amp_prof_span prof;  /* the converted call's measurement */
@@ -654,6 +660,58 @@ amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     return 1;
 }
 
+/* The coverage kind of a convolution the shim passes through, by its
+ * input's data type. */
+static enum amp_cover
+amp_cover_of_data(cudnnDataType_t t)
+{
+    switch (t) {
+    case CUDNN_DATA_FLOAT:
+        return AMP_COVER_UNCONVERTED; /* Tensor Core math already, or a
+                                         layout the shim does not take */
+    case CUDNN_DATA_DOUBLE:
+        return AMP_COVER_FP64;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        return AMP_COVER_HALF;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+    case CUDNN_DATA_INT8x4:
+    case CUDNN_DATA_UINT8x4:
+    case CUDNN_DATA_INT8x32:
+        return AMP_COVER_INT8;
+    default:
+        return AMP_COVER_OTHER;
+    }
+}
+
+/* The coverage kind of an FP32 convolution kept FP32 for `skip`. */
+static enum amp_cover
+amp_cover_of_conv_skip(enum amp_conv_skip skip)
+{
+    switch (skip) {
+    case AMP_CONV_SKIP_INVALID:
+        return AMP_COVER_INVALID;
+    case AMP_CONV_SKIP_EMPTY:
+        return AMP_COVER_EMPTY;
+    case AMP_CONV_SKIP_STRICT:
+        return AMP_COVER_PEDANTIC;
+    default:
+        return AMP_COVER_POLICY; /* mode, demoted site, no candidate */
+    }
+}
+
+/* The coverage kind of a call after it ran, from its outcome. */
+static enum amp_cover
+amp_cudnn_cover(const struct amp_cudnn_hook *h)
+{
+    if (h->outcome == AMP_OUTCOME_CONVERTED)
+        return AMP_COVER_CONVERTED;
+    if (h->outcome == AMP_OUTCOME_FALLBACK)
+        return AMP_COVER_FALLBACK;
+    return h->cover;
+}
+
 /* Guard, descriptor, decision and converted path. 1: the hook returns
  * *status; 0: it runs the original call, then amp_cudnn_end. */
 static int
@@ -665,6 +723,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     enum amp_conv_skip skip;
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
+    cudnnDataType_t data = CUDNN_DATA_FLOAT;
     enum amp_kind kind;
 
     if (atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) &&
@@ -685,16 +744,21 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     if (!h->entered)
         return 0;
     h->outcome = AMP_OUTCOME_FP32;
+    h->cover = AMP_COVER_INVALID;
+    h->flops = 0.0;
     memset(&d, 0, sizeof d);
     memset(&g, 0, sizeof g);
-    kind = amp_cudnn_complete ? amp_call_read(c, &d, &g) : AMP_KIND_INVALID;
+    d.dir = c->dir;
+    kind = amp_cudnn_complete ? amp_call_read(c, &d, &g, &data)
+                              : AMP_KIND_INVALID;
     if (kind == AMP_KIND_OTHER) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        h->cover = amp_cover_of_data(data);
+        h->flops = amp_conv_flops(&d);
         return 0;
     }
     d.api = h->stats->name;
     d.stats = h->stats;
-    d.dir = c->dir;
     d.valid = kind != AMP_KIND_INVALID && amp_call_valid(c, &d);
     d.strict = kind == AMP_KIND_STRICT;
     if (d.valid) {
@@ -722,6 +786,8 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         amp_conv_what(&what, &d, &dec);
     if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
         amp_prof_fp32(&what); /* decided FP32 at its site */
+    h->cover = amp_cover_of_conv_skip(skip);
+    h->flops = d.valid ? amp_conv_flops(&d) : 0.0;
     if (skip != AMP_CONV_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d.api,
                 amp_conv_skip_reason(skip));
@@ -730,6 +796,7 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     if (!amp_cudnn_convert(h, c, &d, &g, &dec, &what))
         return 0;
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
     amp_shim_leave();
     *status = CUDNN_STATUS_SUCCESS;
     return 1;
@@ -753,6 +820,8 @@ amp_cudnn_end(struct amp_cudnn_hook *h, cudnnStatus_t status)
         amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
                      h->run.scratch_bytes);
     amp_stats_count(h->stats, h->outcome);
+    amp_cover_add(amp_cudnn_cover(h),
+                  status == CUDNN_STATUS_SUCCESS ? h->flops : 0.0);
     amp_shim_leave();
     return status;
 }

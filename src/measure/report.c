@@ -8,6 +8,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "device/device.h"
+#include "measure/coverage.h"
 #include "measure/prof.h"
 #include "measure/stats.h"
 
@@ -502,6 +503,50 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
     amp_json_end_object(j);
 }
 
+/* One coverage kind: its calls, FLOPs and share of all the work. */
+static void
+amp_json_cover_kind(struct amp_json_out *j, const struct amp_cover_totals *t,
+                    enum amp_cover c)
+{
+    amp_json_key(j, amp_cover_name(c));
+    amp_json_object(j);
+    amp_json_kint(j, "calls", (long long)t->calls[c]);
+    amp_json_knumber(j, "flops", t->flops[c]);
+    amp_json_knumber(j, "share", amp_ratio(t->flops[c], t->total));
+    amp_json_end_object(j);
+}
+
+/* Every GEMM and convolution the process ran, FP32 or not. */
+static void
+amp_json_coverage(struct amp_json_out *j)
+{
+    struct amp_cover_totals t;
+    int c;
+
+    amp_cover_totals(&t);
+    amp_json_key(j, "coverage");
+    amp_json_object(j);
+    amp_json_kint(j, "calls", (long long)t.calls_total);
+    amp_json_knumber(j, "flops", t.total);
+    amp_json_knumber(j, "fp32_share", amp_ratio(t.fp32, t.total));
+    amp_json_knumber(j, "converted_share",
+                     amp_ratio(t.flops[AMP_COVER_CONVERTED], t.total));
+    amp_json_knumber(j, "fp32_kept_share", amp_ratio(t.fp32_kept, t.total));
+    amp_json_knumber(j, "other_share", amp_ratio(t.other, t.total));
+    amp_json_cover_kind(j, &t, AMP_COVER_CONVERTED);
+    amp_json_key(j, "fp32_kept");
+    amp_json_object(j);
+    for (c = AMP_COVER_CONVERTED + 1; c < AMP_COVER_FIRST_OTHER; c++)
+        amp_json_cover_kind(j, &t, (enum amp_cover)c);
+    amp_json_end_object(j);
+    amp_json_key(j, "other");
+    amp_json_object(j);
+    for (c = AMP_COVER_FIRST_OTHER; c < AMP_COVER_COUNT; c++)
+        amp_json_cover_kind(j, &t, (enum amp_cover)c);
+    amp_json_end_object(j);
+    amp_json_end_object(j);
+}
+
 /* The report into f; `complete`: written at exit (else a snapshot taken
  * during the run). */
 static enum amp_status
@@ -536,6 +581,7 @@ amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
             amp_json_site(&j, &r, g);
         amp_json_end_array(&j);
         amp_json_totals(&j, &r);
+        amp_json_coverage(&j);
         amp_json_end_object(&j);
         fputc('\n', f);
     }

@@ -6,6 +6,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "device/device.h"
+#include "measure/coverage.h"
 #include "measure/harvest.h"
 #include "measure/prof.h"
 #include "measure/report.h"
@@ -16,6 +17,21 @@
 
 static pthread_once_t amp_process_once = PTHREAD_ONCE_INIT;
 static pthread_once_t amp_process_exit_once = PTHREAD_ONCE_INIT;
+
+/* How much of the GEMM and convolution work the shim reached, in one
+ * line; none when the process ran none. */
+static void
+amp_process_coverage_line(void)
+{
+    struct amp_cover_totals t;
+    char line[256];
+
+    amp_cover_totals(&t);
+    if (t.calls_total == 0)
+        return;
+    amp_cover_line(&t, line, sizeof line);
+    amp_log_line("%s", line);
+}
 
 static void
 amp_process_at_exit(void)
@@ -31,6 +47,7 @@ amp_process_at_exit(void)
     if (cfg->summary) {
         amp_stats_summary();
         amp_site_summary();
+        amp_process_coverage_line();
     }
     amp_report_exit(cfg);
 }
@@ -46,6 +63,7 @@ static void
 amp_process_fork_child(void)
 {
     amp_stats_reset();
+    amp_cover_reset();
     amp_harvest_forget();
     amp_prof_forget();
     amp_site_forget();

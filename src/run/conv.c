@@ -111,13 +111,23 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
     amp_policy_decide(&call, out);
 }
 
-void
-amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
-              const struct amp_decision *dec)
+double
+amp_conv_flops(const struct amp_conv_desc *d)
 {
     const struct amp_conv_layout *out =
         d->dir == AMP_CONV_FWD ? &d->y
                                : d->dir == AMP_CONV_BWD_DATA ? &d->x : &d->w;
+
+    if (d->groups < 1)
+        return 0.0;
+    return 2.0 * (double)amp_conv_count(out, 0) *
+           (double)amp_conv_reduction(d);
+}
+
+void
+amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
+              const struct amp_decision *dec)
+{
     int i, n = (int)d->x.nb_dims;
 
     memset(w, 0, sizeof *w);
@@ -130,8 +140,7 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     }
     w->shape.v[10] = n < 5 ? n : 5;
     w->shape.v[11] = d->groups;
-    w->flops = 2.0 * (double)amp_conv_count(out, 0) *
-               (double)amp_conv_reduction(d);
+    w->flops = amp_conv_flops(d);
     w->mode = dec->mode;
     w->candidate = dec->candidate;
     w->stream = d->stream;

@@ -71,6 +71,11 @@ void amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out);
 void amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
                  const struct amp_decision *dec);
 
+/* The work of the call: 2 FLOPs per term of each output element's
+ * reduction; 0 without a group. Any data type: the descriptor's sizes
+ * only. */
+double amp_conv_flops(const struct amp_conv_desc *d);
+
 /* Reduction length of one output element: C/groups R S (forward),
  * K/groups R S (backward data), N P Q (backward filter). */
 int64_t amp_conv_reduction(const struct amp_conv_desc *d);

@@ -227,6 +227,78 @@ amp_fmt(char *buf, size_t cap, const char *fmt, double v)
     return buf;
 }
 
+/* ---- Coverage ---------------------------------------------------------------- */
+
+/* The coverage object's kinds, in the report's order: where each sits
+ * ("" for the top level) and how the table names it. */
+static const struct amp_cover_row {
+    const char *section, *key, *label;
+} amp_cover_rows[] = {
+    {"", "converted", "FP32, converted"},
+    {"fp32_kept", "policy", "FP32 kept: policy or mode"},
+    {"fp32_kept", "invalid", "FP32 kept: invalid arguments"},
+    {"fp32_kept", "empty", "FP32 kept: empty or alpha 0"},
+    {"fp32_kept", "pedantic", "FP32 kept: pedantic math"},
+    {"fp32_kept", "fallback", "FP32 kept: fallback"},
+    {"fp32_kept", "unconverted", "FP32 kept: path not converted"},
+    {"other", "fp64", "FP64"},
+    {"other", "complex", "complex"},
+    {"other", "fp16_bf16", "FP16/BF16"},
+    {"other", "int8", "INT8"},
+    {"other", "other", "other precisions"},
+};
+
+#define AMP_COVER_ROWS (sizeof amp_cover_rows / sizeof *amp_cover_rows)
+
+/* Row i's object in the report's coverage; NULL when it has none. */
+static const struct amp_json *
+amp_cover_kind(const struct amp_json *cov, size_t i)
+{
+    const struct amp_cover_row *r = &amp_cover_rows[i];
+
+    return amp_json_get(r->section[0] ? amp_json_get(cov, r->section) : cov,
+                        r->key);
+}
+
+/* The one-line answer: how much of the work the shim could reach. */
+static void
+amp_cover_summary(const struct amp_json *cov, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.3g GFLOP of GEMM and convolution work in %.0f "
+             "calls: %.1f%% FP32 within the shim's reach (converted %.1f%%, "
+             "kept FP32 %.1f%%), %.1f%% in other precisions",
+             amp_num(cov, "flops") / 1e9, amp_num(cov, "calls"),
+             100.0 * amp_num(cov, "fp32_share"),
+             100.0 * amp_num(cov, "converted_share"),
+             100.0 * amp_num(cov, "fp32_kept_share"),
+             100.0 * amp_num(cov, "other_share"));
+}
+
+/* The coverage section of the terminal table; nothing for a report
+ * without one (an older shim's). */
+static void
+amp_print_coverage(const struct amp_doc *doc)
+{
+    const struct amp_json *cov = amp_json_get(doc->root, "coverage");
+    char line[256], b[32];
+    size_t i;
+
+    if (!cov || amp_num(cov, "calls") <= 0.0)
+        return;
+    amp_cover_summary(cov, line, sizeof line);
+    printf("\ncoverage: %s\n%-32s %9s %14s %7s\n", line, "work", "calls",
+           "GFLOP", "share");
+    for (i = 0; i < AMP_COVER_ROWS; i++) {
+        const struct amp_json *k = amp_cover_kind(cov, i);
+
+        if (!k || amp_num(k, "calls") <= 0.0)
+            continue;
+        printf("%-32s %9.0f %14.6g %6s%%\n", amp_cover_rows[i].label,
+               amp_num(k, "calls"), amp_num(k, "flops") / 1e9,
+               amp_fmt(b, sizeof b, "%.1f", 100.0 * amp_num(k, "share")));
+    }
+}
+
 /* ---- The terminal table ----------------------------------------------------- */
 
 /* 1 for a snapshot written during the run ("complete": false); reports
@@ -296,6 +368,7 @@ amp_print_table(const struct amp_doc *doc)
            amp_fmt(b[3], 32, "%.2f", amp_num(tot, "speedup")),
            amp_fmt(b[4], 32, "%.1f",
                    100.0 * amp_num(tot, "converted_share")));
+    amp_print_coverage(doc);
 }
 
 /* ---- CSV -------------------------------------------------------------------- */
@@ -567,6 +640,35 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
     fputs("</table>\n", f);
 }
 
+/* The coverage section of the page; nothing for a report without one. */
+static void
+amp_html_coverage(FILE *f, const struct amp_doc *doc)
+{
+    const struct amp_json *cov = amp_json_get(doc->root, "coverage");
+    char line[256], b[32];
+    size_t i;
+
+    if (!cov || amp_num(cov, "calls") <= 0.0)
+        return;
+    amp_cover_summary(cov, line, sizeof line);
+    fputs("<h2>Coverage</h2>\n<p>", f);
+    amp_html_text(f, line);
+    fputs(".</p>\n<table>\n<tr><th>work</th><th>calls</th><th>GFLOP</th>"
+          "<th>share</th></tr>\n", f);
+    for (i = 0; i < AMP_COVER_ROWS; i++) {
+        const struct amp_json *k = amp_cover_kind(cov, i);
+
+        if (!k || amp_num(k, "calls") <= 0.0)
+            continue;
+        fputs("<tr><td>", f);
+        amp_html_text(f, amp_cover_rows[i].label);
+        fprintf(f, "</td><td>%.0f</td><td>%.6g</td><td>%s%%</td></tr>\n",
+                amp_num(k, "calls"), amp_num(k, "flops") / 1e9,
+                amp_fmt(b, sizeof b, "%.1f", 100.0 * amp_num(k, "share")));
+    }
+    fputs("</table>\n", f);
+}
+
 static int
 amp_write_html(const struct amp_doc *doc, const char *path)
 {
@@ -614,6 +716,7 @@ amp_write_html(const struct amp_doc *doc, const char *path)
             100.0 * (isnan(amp_num(tot, "converted_share"))
                          ? 0.0 : amp_num(tot, "converted_share")));
     amp_html_table(f, doc);
+    amp_html_coverage(f, doc);
     for (i = 0; i < sizeof charts / sizeof *charts; i++)
         amp_chart(f, &charts[i], doc);
     fputs("</body></html>\n", f);

@@ -15,29 +15,47 @@
 /* ---- Scalars and elements ------------------------------------------------ */
 
 /* alpha and beta: host values read at call time, or device addresses read
- * when the work runs (CUBLAS_POINTER_MODE_DEVICE). */
+ * when the work runs (CUBLAS_POINTER_MODE_DEVICE); float, or __half for
+ * the cublasHgemm family (`half`). */
 struct scalars {
     int on_device;
     int has_beta;
+    int half;
     float alpha, beta;
     CUdeviceptr alpha_at, beta_at;
 };
 
+/* The scalar at p, a float or a __half. */
+static float
+scalar_at(const void *p, int half)
+{
+    uint16_t h;
+    float f;
+
+    if (half) {
+        memcpy(&h, p, sizeof h);
+        return emu_f16_to_f32(h);
+    }
+    memcpy(&f, p, sizeof f);
+    return f;
+}
+
 static void
 take_scalars(struct scalars *s, cublasPointerMode_t mode, const void *alpha,
-             const void *beta)
+             const void *beta, int half)
 {
     memset(s, 0, sizeof(*s));
     s->on_device = mode == CUBLAS_POINTER_MODE_DEVICE;
     s->has_beta = beta != NULL;
+    s->half = half;
     if (s->on_device) {
         s->alpha_at = (CUdeviceptr)(uintptr_t)alpha;
         s->beta_at = (CUdeviceptr)(uintptr_t)beta;
         return;
     }
-    memcpy(&s->alpha, alpha, sizeof(float));
+    s->alpha = scalar_at(alpha, half);
     if (s->has_beta)
-        memcpy(&s->beta, beta, sizeof(float));
+        s->beta = scalar_at(beta, half);
 }
 
 /* Inside an op: the values of alpha and beta. Fails (-1) when a device
@@ -51,15 +69,16 @@ read_scalars(const struct scalars *s, float *alpha, float *beta)
     *beta = s->beta;
     if (!s->on_device)
         return 0;
-    a = emu_dev_at(s->alpha_at, sizeof(float));
+    a = emu_dev_at(s->alpha_at, s->half ? sizeof(uint16_t) : sizeof(float));
     if (a == NULL)
         return -1;
-    memcpy(alpha, a, sizeof(float));
+    *alpha = scalar_at(a, s->half);
     if (s->has_beta) {
-        b = emu_dev_at(s->beta_at, sizeof(float));
+        b = emu_dev_at(s->beta_at,
+                       s->half ? sizeof(uint16_t) : sizeof(float));
         if (b == NULL)
             return -1;
-        memcpy(beta, b, sizeof(float));
+        *beta = scalar_at(b, s->half);
     }
     return 0;
 }
@@ -116,6 +135,7 @@ enum gemm_api {
     GEMM_API_SGEMM,     /* FP32 only; the handle's math mode applies */
     GEMM_API_SGEMM_EX,  /* float scalars, the SgemmEx type table */
     GEMM_API_EX,        /* GemmEx: compute type and algorithm apply */
+    GEMM_API_HGEMM,     /* FP16 data and __half scalars (compute 16F) */
 };
 
 /* What the compute type and math mode make of the arithmetic. */
@@ -530,6 +550,12 @@ gemm_kind_of(const struct gemm_call *g, cublasMath_t math,
         return gemm_ex_kind(g, math, kind);
     case GEMM_API_SGEMM_EX:
         return sgemm_ex_kind(g, math, kind);
+    case GEMM_API_HGEMM:
+        /* Tensor Cores; the products accumulate in FP32 and C is rounded
+         * once to FP16 (a GPU may accumulate in FP16: see emulator.md). */
+        kind->round = ROUND_NONE;
+        kind->prec = EMU_PREC_FP16;
+        return CUBLAS_STATUS_SUCCESS;
     default:
         *kind = fp32_kind(math);
         return CUBLAS_STATUS_SUCCESS;
@@ -610,7 +636,8 @@ gemm_job_new(const struct gemm_call *g, const struct emu_blas_config *cfg,
 
         dst->p = p;
         dst->count = src->count;
-        take_scalars(&dst->s, cfg->pointer_mode, src->alpha, src->beta);
+        take_scalars(&dst->s, cfg->pointer_mode, src->alpha, src->beta,
+                     g->api == GEMM_API_HGEMM);
         if (!group_idle(dst))
             *idle = 0;
     }
@@ -863,6 +890,77 @@ DEFINE_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
 DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, int)
 DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
 
+/* The FP16 GEMMs (cublas_api.h declares them for C++ only, with __half
+ * elements and scalars: pointers to 16-bit values here). */
+#define DEFINE_HGEMM(fn, I)                                                  \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, I lda,               \
+                      const void *B, I ldb, const void *beta, void *C,       \
+                      I ldc);                                                \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, I lda,               \
+                      const void *B, I ldb, const void *beta, void *C,       \
+                      I ldc)                                                 \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            UNIFORM_ARGS(A, B, C, 1),                                        \
+            .atype = CUDA_R_16F, .btype = CUDA_R_16F, .ctype = CUDA_R_16F,   \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_HGEMM, 0, &u,              \
+                            CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_HGEMM(cublasHgemm, int)
+DEFINE_HGEMM(cublasHgemm_64, int64_t)
+
+#define DEFINE_HGEMM_BATCHED(fn, I)                                          \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *const Aarray[], I lda,  \
+                      const void *const Barray[], I ldb, const void *beta,   \
+                      void *const Carray[], I ldc, I batchCount);            \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *const Aarray[], I lda,  \
+                      const void *const Barray[], I ldb, const void *beta,   \
+                      void *const Carray[], I ldc, I batchCount)             \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            UNIFORM_ARGS(Aarray, Barray, Carray, batchCount),                \
+            .atype = CUDA_R_16F, .btype = CUDA_R_16F, .ctype = CUDA_R_16F,   \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_HGEMM, 1, &u,              \
+                            CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_HGEMM_BATCHED(cublasHgemmBatched, int)
+DEFINE_HGEMM_BATCHED(cublasHgemmBatched_64, int64_t)
+
+#define DEFINE_HGEMM_STRIDED(fn, I)                                          \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, I lda,               \
+                      long long int strideA, const void *B, I ldb,           \
+                      long long int strideB, const void *beta, void *C,      \
+                      I ldc, long long int strideC, I batchCount);           \
+    cublasStatus_t fn(cublasHandle_t handle, cublasOperation_t transa,       \
+                      cublasOperation_t transb, I m, I n, I k,               \
+                      const void *alpha, const void *A, I lda,               \
+                      long long int strideA, const void *B, I ldb,           \
+                      long long int strideB, const void *beta, void *C,      \
+                      I ldc, long long int strideC, I batchCount)            \
+    {                                                                        \
+        struct gemm_uniform u = {                                            \
+            UNIFORM_ARGS(A, B, C, batchCount),                               \
+            .atype = CUDA_R_16F, .btype = CUDA_R_16F, .ctype = CUDA_R_16F,   \
+            .stride_a = strideA, .stride_b = strideB, .stride_c = strideC,   \
+        };                                                                   \
+        return gemm_uniform(handle, #fn, GEMM_API_HGEMM, 0, &u,              \
+                            CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT);        \
+    }
+DEFINE_HGEMM_STRIDED(cublasHgemmStridedBatched, int)
+DEFINE_HGEMM_STRIDED(cublasHgemmStridedBatched_64, int64_t)
+
 /* ---- Grouped GEMM -------------------------------------------------------- */
 
 /* The per-group host arrays of a grouped call; sizes are int or int64_t
@@ -1077,7 +1175,7 @@ sgemv(cublasHandle_t handle, const char *name, cublasOperation_t trans,
     job = calloc(1, sizeof(*job));
     if (job == NULL)
         return CUBLAS_STATUS_ALLOC_FAILED;
-    take_scalars(&job->s, cfg.pointer_mode, alpha, beta);
+    take_scalars(&job->s, cfg.pointer_mode, alpha, beta, 0);
     if (!job->s.on_device && job->s.alpha == 0.0f && job->s.beta == 1.0f) {
         free(job);
         return CUBLAS_STATUS_SUCCESS;
@@ -1174,7 +1272,7 @@ saxpy(cublasHandle_t handle, const char *name, int64_t n, const float *alpha,
     job = calloc(1, sizeof(*job));
     if (job == NULL)
         return CUBLAS_STATUS_ALLOC_FAILED;
-    take_scalars(&job->s, cfg.pointer_mode, alpha, NULL);
+    take_scalars(&job->s, cfg.pointer_mode, alpha, NULL, 0);
     if (!job->s.on_device && job->s.alpha == 0.0f) {
         free(job);
         return CUBLAS_STATUS_SUCCESS;
