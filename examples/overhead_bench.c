@@ -1,12 +1,18 @@
 /* The host cost of a call: every FP32 GEMM entry point of cuBLAS (the
- * int and _64 forms, the legacy cublasSgemm) and the three cuDNN
- * convolutions, each issued in a tight loop on a tiny problem, batches of
+ * int and _64 forms, the legacy cublasSgemm), cublasLtMatmul with the
+ * algorithm its heuristics gave (as frameworks call it), the three cuDNN
+ * convolutions, an FP64 GEMM (cublasDgemm_v2, which a shim may count but
+ * never converts) and dlsym of a cuBLAS function on cuBLAS's handle (a
+ * lookup, not a GEMM), each issued in a tight loop on a tiny problem, batches of
  * OB_BATCH_CALLS calls timed with the wall clock and then synchronised
  * outside the timed part. It knows nothing of any shim:
  * scripts/bench_overhead.sh runs it without one, under one and under
  * callgrind, whose --toggle-collect=ob_timed sees only the timed issue. */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
+
+#include <dlfcn.h>
 
 #define EXAMPLE_PROG "overhead_bench"
 #include "example_util.h"
@@ -15,6 +21,7 @@
 #include <time.h>
 
 #define OB_BATCH_CALLS 32
+#define OB_LT_WORKSPACE ((size_t)1 << 20)
 
 /* Everything the calls use, made once. */
 struct ob_state {
@@ -34,6 +41,14 @@ struct ob_state {
     cudnnConvolutionDescriptor_t cd;
     float *x, *w, *y, *ws;
     size_t ws_bytes;
+    /* cuBLASLt: 8 x 8 x 8 with a bias, the heuristics' algorithm. */
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t lt_op;
+    cublasLtMatrixLayout_t lt_l;
+    cublasLtMatmulAlgo_t lt_algo;
+    void *lt_ws;
+    double *da, *db, *dc, done, dzero;
+    void *cublas_handle;               /* dlopen's, for dlsym */
 };
 
 static struct ob_state ob;
@@ -47,8 +62,9 @@ static struct ob_state ob;
     X(cublasGemmStridedBatchedEx) X(cublasGemmStridedBatchedEx_64)           \
     X(cublasSgemmGroupedBatched) X(cublasSgemmGroupedBatched_64)             \
     X(cublasGemmGroupedBatchedEx) X(cublasGemmGroupedBatchedEx_64)           \
-    X(cublasSgemm) X(cudnnConvolutionForward)                                \
-    X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)
+    X(cublasSgemm) X(cublasLtMatmul) X(cudnnConvolutionForward)              \
+    X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)        \
+    X(cublasDgemm_v2) X(dlsym)
 
 enum ob_case {
 #define OB_ENUM(name) OB_##name,
@@ -175,6 +191,15 @@ ob_call(enum ob_case c)
             ob.dnn, one, ob.xd, ob.x, ob.yd, ob.y, ob.cd,
             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, ob.ws, ob.ws_bytes, zero,
             ob.wd, ob.w);
+    case OB_cublasLtMatmul:
+        return cublasLtMatmul(ob.lt, ob.lt_op, one, ob.a, ob.lt_l, ob.b,
+                              ob.lt_l, zero, ob.c, ob.lt_l, ob.c, ob.lt_l,
+                              &ob.lt_algo, ob.lt_ws, OB_LT_WORKSPACE, NULL);
+    case OB_cublasDgemm_v2:
+        return cublasDgemm_v2(h, n, n, OB_M, OB_N, OB_K, &ob.done, ob.da,
+                              OB_M, ob.db, OB_K, &ob.dzero, ob.dc, OB_M);
+    case OB_dlsym:
+        return dlsym(ob.cublas_handle, "cublasSgemm_v2") == NULL;
     case OB_NCASES:
         break;
     }
@@ -272,6 +297,57 @@ ob_conv_setup(void)
                    cuda_failed("cudaMemset", cudaMemset(ob.w, 0, 576 * 4))
                ? -1
                : 0;
+}
+
+/* cuBLASLt's handle, descriptors, algorithm and workspace; the FP64
+ * operands; cuBLAS's handle for dlsym. 0, or -1. */
+static int
+ob_more_setup(void)
+{
+    cublasLtEpilogue_t bias = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t heur;
+    uint64_t ws = OB_LT_WORKSPACE;
+    int count = 0;
+
+    ob.done = 1.0;
+    if (cublas_failed("cublasLtCreate", cublasLtCreate(&ob.lt)) ||
+        cublas_failed("cublasLtMatmulDescCreate",
+                      cublasLtMatmulDescCreate(&ob.lt_op, CUBLAS_COMPUTE_32F,
+                                               CUDA_R_32F)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&ob.lt_l, CUDA_R_32F, OB_M,
+                                                 OB_N, OB_M)) ||
+        cublas_failed("cublasLtMatmulPreferenceCreate",
+                      cublasLtMatmulPreferenceCreate(&pref)) ||
+        cuda_failed("cudaMalloc", cudaMalloc(&ob.lt_ws, OB_LT_WORKSPACE)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&ob.da, OB_SZ * 8)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&ob.db, OB_SZ * 8)) ||
+        cuda_failed("cudaMalloc", cudaMalloc((void **)&ob.dc, OB_SZ * 8)) ||
+        cuda_failed("cudaMemset", cudaMemset(ob.da, 0, OB_SZ * 8)) ||
+        cuda_failed("cudaMemset", cudaMemset(ob.db, 0, OB_SZ * 8)))
+        return -1;
+    cublasLtMatmulDescSetAttribute(ob.lt_op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                   &bias, sizeof(bias));
+    cublasLtMatmulDescSetAttribute(ob.lt_op,
+                                   CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ob.c,
+                                   sizeof(ob.c));
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    if (cublas_failed("cublasLtMatmulAlgoGetHeuristic",
+                      cublasLtMatmulAlgoGetHeuristic(ob.lt, ob.lt_op,
+                          ob.lt_l, ob.lt_l, ob.lt_l, ob.lt_l, pref, 1, &heur,
+                          &count)) ||
+        count < 1)
+        return -1;
+    cublasLtMatmulPreferenceDestroy(pref);
+    ob.lt_algo = heur.algo;
+    ob.cublas_handle = dlopen("libcublas.so.13", RTLD_LAZY | RTLD_NOLOAD);
+    if (ob.cublas_handle == NULL) {
+        fprintf(stderr, "overhead_bench: libcublas.so.13 is not loaded\n");
+        return -1;
+    }
+    return 0;
 }
 
 /* The GEMM operands (zero: the values do not matter) and pointer arrays. */
@@ -422,7 +498,8 @@ main(int argc, char **argv)
                                                   : EXIT_USAGE;
         }
     }
-    if (ob_gemm_setup() || ob_conv_setup() || ob_legacy_setup())
+    if (ob_gemm_setup() || ob_conv_setup() || ob_legacy_setup() ||
+        ob_more_setup())
         return EXIT_CUDA_ERROR;
     for (i = 0; i < OB_NCASES && status == 0; i++)
         if (ob_selected(only, ob_names[i]))

@@ -28,8 +28,9 @@
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUBLASLT_SONAME "libcublasLt.so.13"
 
-/* The workspace a converted call gives cuBLASLt, part of its scratch:
- * room for split-K reductions (the heuristics keep within it). */
+/* The most workspace a converted call gives cuBLASLt (room for split-K
+ * reductions): the heuristics keep within it, and the call allocates what
+ * its algorithms need, stream-ordered beside its scratch. */
 #define AMP_LT_WORKSPACE ((uint64_t)4 << 20)
 
 /* Heuristic answers each thread keeps per context. */
@@ -116,6 +117,7 @@ struct amp_lt_algo {
     struct amp_lt_key key;
     int found;                 /* 0: the heuristics had none */
     cublasLtMatmulAlgo_t algo;
+    size_t workspace;          /* what it needs */
 };
 
 struct amp_lt_own {
@@ -518,7 +520,6 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     d->scalars_on_device = c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
     d->stream = (amp_stream)stream;
     d->caller = caller;
-    d->workspace_bytes = AMP_LT_WORKSPACE;
     d->ops_valid = ops_a && ops_b && A && B && C && D &&
                    (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
                    (!(c->epilogue & 128u) || c->aux) &&
@@ -689,7 +690,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->align_b = amp_lt_align(s->b);
     k->align_c = amp_lt_align(s->c);
     k->align_d = amp_lt_align(s->d);
-    k->workspace = s->workspace_bytes;
+    k->workspace = AMP_LT_WORKSPACE;
     return 1;
 }
 
@@ -697,7 +698,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
 /* The algorithm the heuristics give the step's descriptors, asked once per
  * key and thread (the answer, none included, is kept); NULL when there is
  * none. */
-static const cublasLtMatmulAlgo_t *
+static const struct amp_lt_algo *
 amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
 {
     struct amp_lt_algo *slot =
@@ -708,7 +709,7 @@ amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
     int count = 0, i;
 
     if (slot->used && memcmp(&slot->key, &x->key, sizeof x->key) == 0)
-        return slot->found ? &slot->algo : NULL;
+        return slot->found ? slot : NULL;
     slot->used = 1;
     slot->key = x->key;
     slot->found = 0;
@@ -732,43 +733,63 @@ amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
         count < 1 || result.state != CUBLAS_STATUS_SUCCESS)
         return NULL;
     slot->algo = result.algo;
+    slot->workspace = result.workspaceSize;
     slot->found = 1;
-    return &slot->algo;
+    return slot;
 }
 
 static cublasStatus_t
-amp_lt_step_issue(struct amp_lt_own *own, const struct amp_lt_call *c,
-                  const struct amp_gemm_run *run,
-                  const struct amp_gemm_step *s)
+amp_lt_step_issue(struct amp_lt_own *own, const struct amp_gemm_run *run,
+                  const struct amp_gemm_step *s, struct amp_lt_step_descs *x,
+                  const struct amp_lt_algo *algo, amp_devptr workspace,
+                  size_t workspace_bytes)
 {
-    struct amp_lt_step_descs x;
-    const cublasLtMatmulAlgo_t *algo;
-
-    if (!amp_lt_step_descs(c, &run->desc, s, &x))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    algo = amp_lt_algo(own, &x);
-    if (!algo)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
     return amp_real.cublasLtMatmul(
-        own->handle, &x.op, s->alpha, (const void *)(uintptr_t)s->a, &x.a,
-        (const void *)(uintptr_t)s->b, &x.b, s->beta,
-        (const void *)(uintptr_t)s->c, x.in_place ? &x.d : &x.c,
-        (void *)(uintptr_t)s->d, &x.d, algo, (void *)(uintptr_t)s->workspace,
-        s->workspace_bytes, (cudaStream_t)run->stream);
+        own->handle, &x->op, s->alpha, (const void *)(uintptr_t)s->a, &x->a,
+        (const void *)(uintptr_t)s->b, &x->b, s->beta,
+        (const void *)(uintptr_t)s->c, x->in_place ? &x->d : &x->c,
+        (void *)(uintptr_t)s->d, &x->d, &algo->algo,
+        (void *)(uintptr_t)workspace, workspace_bytes,
+        (cudaStream_t)run->stream);
 }
 
+/* Every step's descriptors and algorithm first, then one workspace of the
+ * most they need (stream-ordered, freed after the last), then the steps. */
 static enum amp_status
 amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
 {
     const struct amp_lt_hooked *hooked = call;
+    struct amp_lt_step_descs x[AMP_GEMM_MAX_STEPS];
+    const struct amp_lt_algo *algo[AMP_GEMM_MAX_STEPS];
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    amp_devptr workspace = 0;
+    size_t need = 0;
     int i;
 
-    for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
-        if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK)
+    for (i = 0; i < run->nsteps; i++) {
+        if (!amp_lt_step_descs(&hooked->call, &run->desc, &run->steps[i],
+                               &x[i]) ||
+            !(algo[i] = amp_lt_algo(own, &x[i]))) {
+            amp_log(AMP_LOG_INFO, "cublasLtMatmul: no %s algorithm",
+                    amp_mode_name(run->mode));
             return AMP_ERR_DRIVER;
-        s = amp_lt_step_issue(own, &hooked->call, run, &run->steps[i]);
+        }
+        if (algo[i]->workspace > need)
+            need = algo[i]->workspace;
     }
+    if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
+                                        &workspace) != AMP_OK)
+        return AMP_ERR_DRIVER;
+    for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
+        if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK) {
+            s = CUBLAS_STATUS_EXECUTION_FAILED;
+            break;
+        }
+        s = amp_lt_step_issue(own, run, &run->steps[i], &x[i], algo[i],
+                              workspace, need);
+    }
+    if (workspace)
+        amp_dev_free_async(workspace, run->stream);
     if (s == CUBLAS_STATUS_SUCCESS)
         return AMP_OK;
     amp_log(AMP_LOG_INFO, "cublasLtMatmul: a %s step returned cuBLAS status "

@@ -182,7 +182,7 @@ struct amp_gemm_layout {
     int64_t rows_r, cols_r;      /* C and D as stored: compact FP32 */
     int64_t stride_r;            /* m * n: results */
     size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
-        hi, result, workspace;
+        hi, result;
     size_t bytes;                /* SIZE_MAX when it does not fit */
 };
 
@@ -271,9 +271,6 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->hi = split && !d->lt ? amp_scratch_part(total, r32) : AMP_ABSENT;
     l->result = shadow || routed ? amp_scratch_part(total, r32)
                                  : AMP_ABSENT;
-    l->workspace = d->lt && d->workspace_bytes
-                       ? amp_scratch_part(total, d->workspace_bytes)
-                       : AMP_ABSENT;
 }
 
 /* Whether the one step of fp16, bf16 or tf32 writes a scratch result
@@ -556,8 +553,6 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     amp_devptr scalars = run->scalars;
     int i;
 
-    t->workspace = last.workspace = run->workspace;
-    t->workspace_bytes = last.workspace_bytes = run->desc.workspace_bytes;
     if (shadow || run->routed) {
         last.d = run->result;
         last.ldd = run->ld_result;
@@ -747,7 +742,6 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->cols_r = l.cols_r;
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
-    run->workspace = amp_at(run->scratch, l.workspace);
     run->scalars = amp_at(run->scratch, l.scalars);
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);

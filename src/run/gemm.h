@@ -63,7 +63,6 @@ struct amp_gemm_desc {
     int64_t ldd, stride_d;
     int row_a, row_b, row_cd;  /* row-major A, B, C and D */
     enum amp_epi epilogue;     /* for policies and reports */
-    uint64_t workspace_bytes;  /* scratch the hook gives the vendor */
 };
 
 /* Why a call stays FP32 by decision. */
@@ -144,8 +143,6 @@ struct amp_gemm_step {
     enum amp_epilogue { AMP_EPILOGUE_NONE = 0, AMP_EPILOGUE_CALL,
                         AMP_EPILOGUE_NO_AUX } epilogue;
     int fold_before;
-    amp_devptr workspace;      /* cuBLASLt: the vendor's workspace, */
-    uint64_t workspace_bytes;  /* in the call's scratch */
 };
 
 #define AMP_GEMM_MAX_STEPS 3
@@ -165,8 +162,8 @@ struct amp_gemm_run {
     int needs_original;
     amp_stream stream;
     size_t scratch_bytes;
+    struct amp_dev *dev;       /* the context it runs in */
     /* Private to gemm.c from here on. */
-    struct amp_dev *dev;
     struct amp_gemm_desc desc;
     amp_devptr scratch;
     amp_devptr result;         /* shadow candidate or routed result, FP32 */
@@ -175,7 +172,6 @@ struct amp_gemm_run {
     int64_t ld_result;
     int64_t stride_result;     /* between the batch's results */
     int64_t rows_r, cols_r;    /* C and D as stored (column-major) */
-    amp_devptr workspace;      /* cuBLASLt: the vendor's workspace */
     enum amp_mode candidate;   /* what computes: the mode, or shadow's */
     amp_devptr sum;            /* fp16x3: the two lo terms, FP32 */
     amp_devptr hi;             /* fp16x3: hi_A * hi_B, FP32 */
