@@ -85,17 +85,23 @@ static struct amp_api_stats amp_lt_stats =
 
 /* ---- The shim's own handle and heuristic answers ------------------------- */
 
-/* FNV-1a: the caches' index of a key compared as bytes. */
+/* The caches' index of a key compared as bytes: eight bytes a step (the
+ * keys are a few hundred bytes, hashed on every call). */
 static uint64_t
 amp_lt_hash(const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull, w;
     size_t i;
 
-    for (i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h ^ (h >> 32);
 }
 
 
@@ -308,7 +314,7 @@ amp_lt_narrow(cublasLtMatmulDesc_t desc)
 /* Reads the call's descriptors into c; 0 when one cannot be read (cuBLASLt
  * refuses such a call itself). */
 static int
-amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+amp_lt_read_all(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
             cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
             cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
 {
@@ -348,6 +354,63 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
            amp_lt_matrix_read(lc ? lc : ld, &c->c) &&
            amp_lt_matrix_read(ld, &c->d) &&
            (c->narrow = amp_lt_narrow(desc), 1);
+}
+
+/* The program's descriptors as bytes. They live whole in the header's
+ * fixed-size structs (Init puts them in the program's own memory, with no
+ * Destroy to free anything beside), so equal bytes are equal settings:
+ * a call whose descriptors hold the bytes of an earlier one's (the usual
+ * case: frameworks cache their descriptors) takes that call's reading
+ * instead of some 45 GetAttribute calls, and one initialised again in
+ * place differs in its bytes. */
+struct amp_lt_bytes {
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t a, b, c, d;
+    int c_is_d;                /* Cdesc NULL: D's layout */
+};
+
+#define AMP_LT_READINGS 16
+
+static _Thread_local struct {
+    unsigned generation;
+    struct {
+        int used;
+        struct amp_lt_bytes key;
+        struct amp_lt_call call;
+    } slot[AMP_LT_READINGS];
+} amp_lt_readings;
+
+static int
+amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+            cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+            cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
+{
+    struct amp_lt_bytes key;
+    int i;
+
+    if (!desc || !la || !lb || !ld)
+        return amp_lt_read_all(desc, la, lb, lc, ld, c);
+    if (amp_shim_thread_stale(&amp_lt_readings.generation))
+        memset(amp_lt_readings.slot, 0, sizeof amp_lt_readings.slot);
+    memset(&key, 0, sizeof key);
+    key.op = *desc;
+    key.a = *la;
+    key.b = *lb;
+    key.c = lc ? *lc : *ld;
+    key.d = *ld;
+    key.c_is_d = lc == NULL;
+    i = (int)(amp_lt_hash(&key, sizeof key) % AMP_LT_READINGS);
+    if (amp_lt_readings.slot[i].used &&
+        memcmp(&amp_lt_readings.slot[i].key, &key, sizeof key) == 0) {
+        *c = amp_lt_readings.slot[i].call;
+        return 1;
+    }
+    if (!amp_lt_read_all(desc, la, lb, lc, ld, c))
+        return 0;
+    amp_lt_readings.slot[i].used = 1;
+    amp_lt_readings.slot[i].key = key;
+    amp_lt_readings.slot[i].call = *c;
+    return 1;
 }
 
 /* 1 when the call is an FP32 GEMM (*pedantic: one whose compute type asks
