@@ -1,5 +1,6 @@
 /* Parses the AMPSHIM_* environment variables into struct amp_config. */
 #include "base/config.h"
+#include "base/path.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -267,6 +268,8 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     }
     if ((v = getenv_fn("AMPSHIM_TRACE")) && *v)
         amp_config_path(cfg, "AMPSHIM_TRACE", v, cfg->trace);
+    amp_state_dir(getenv_fn("XDG_STATE_HOME"), getenv_fn("HOME"),
+                  cfg->state_dir, sizeof cfg->state_dir);
     for (i = 0; i < AMP_CONFIG_FP32_ENV; i++)
         if ((v = getenv_fn(amp_config_fp32_env_names[i])))
             snprintf(cfg->fp32_env[cfg->nfp32_env++], AMP_CONFIG_PROBLEM_LEN,

@@ -57,6 +57,9 @@ struct amp_config {
     char report[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_REPORT, "" = the default
                                          ampshim-<program>-<pid>.json */
     char trace[AMP_CONFIG_PATH_LEN];  /* AMPSHIM_TRACE, "" = none */
+    /* Where the report goes by default (amp_state_dir of XDG_STATE_HOME
+     * and HOME); "" when neither gives a directory. */
+    char state_dir[AMP_CONFIG_PATH_LEN];
     /* The variables that change what FP32 means before the shim acts
      * (amp_config_fp32_env_names), as "NAME=value", for the report. */
     int nfp32_env;

@@ -1,9 +1,12 @@
-/* Expands the escapes of a user's path: %p, %i, %h and %%. */
+/* Expands the escapes of a user's path: %p, %i, %h and %%; the default
+ * directory of the reports. */
 #include "base/path.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef HOST_NAME_MAX
@@ -77,6 +80,50 @@ amp_path_has_pid(const char *pattern)
         if (p[1] == 'p' || p[1] == 'i')
             return 1;
         p++; /* %% and the others: the next character is not an escape */
+    }
+    return 0;
+}
+
+enum amp_status
+amp_state_dir(const char *xdg_state_home, const char *home, char *out,
+              size_t cap)
+{
+    int n;
+
+    if (cap == 0)
+        return AMP_ERR_INVALID;
+    out[0] = '\0';
+    if (xdg_state_home && xdg_state_home[0] == '/')
+        n = snprintf(out, cap, "%s/ampshim", xdg_state_home);
+    else if (home && home[0] == '/')
+        n = snprintf(out, cap, "%s/.local/state/ampshim", home);
+    else
+        return AMP_ERR_INVALID;
+    if (n < 0 || (size_t)n >= cap) {
+        out[0] = '\0';
+        return AMP_ERR_TOO_BIG;
+    }
+    return AMP_OK;
+}
+
+int
+amp_make_dirs(const char *dir, unsigned mode)
+{
+    char path[4096];
+    size_t i, len = strlen(dir);
+
+    if (len == 0 || len >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        path[i] = '\0';
+        if (mkdir(path, (mode_t)mode) != 0 && errno != EEXIST)
+            return -1;
+        path[i] = i < len ? '/' : '\0';
     }
     return 0;
 }

@@ -19,4 +19,17 @@ enum amp_status amp_path_expand(const char *pattern, long pid, char *out,
 /* 1 when pattern has %p or %i: the path depends on the process. */
 int amp_path_has_pid(const char *pattern);
 
+/* The directory of the reports a process writes by default, as the XDG
+ * Base Directory specification places state: $XDG_STATE_HOME/ampshim when
+ * that is an absolute path, else $HOME/.local/state/ampshim (either
+ * variable's value given, NULL when unset). AMP_ERR_INVALID when neither
+ * gives an absolute path (out is then ""), AMP_ERR_TOO_BIG when it does
+ * not fit. */
+enum amp_status amp_state_dir(const char *xdg_state_home, const char *home,
+                              char *out, size_t cap);
+
+/* Makes dir and its missing parents, new ones with `mode`; 0, or -1 with
+ * errno set. */
+int amp_make_dirs(const char *dir, unsigned mode);
+
 #endif

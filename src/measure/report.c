@@ -875,7 +875,7 @@ amp_trace_writer(FILE *f, const struct amp_config *cfg)
 static void
 amp_report_trace_file(const struct amp_config *cfg)
 {
-    char path[AMP_CONFIG_PATH_LEN + 64];
+    char path[AMP_CONFIG_PATH_LEN + 256];
 
     if (amp_path_expand(cfg->trace, (long)getpid(), path, sizeof path) !=
         AMP_OK) {
@@ -887,12 +887,16 @@ amp_report_trace_file(const struct amp_config *cfg)
 }
 
 /* The report's path: AMPSHIM_REPORT with its escapes expanded, else
- * ampshim-PROGRAM-PID.json in the working directory; "off" when none is
- * written. 0, or -1 after a warning when the expansion is too long. */
+ * ampshim-PROGRAM-PID.json in the user's state directory (made when
+ * missing), never the working directory (a source tree, a read-only job
+ * directory); "off" when none is written. 0, or -1 after a warning when
+ * there is no path: the expansion is too long, there is no state
+ * directory, or it cannot be made. */
 static int
 amp_report_path(const struct amp_config *cfg, char *path, size_t cap)
 {
     struct amp_program prog;
+    static atomic_int warned;
 
     if (cfg->report_off) {
         snprintf(path, cap, "off");
@@ -903,10 +907,29 @@ amp_report_path(const struct amp_config *cfg, char *path, size_t cap)
                     "expanded; no report is written");
             return -1;
         }
+    } else if (!cfg->state_dir[0]) {
+        if (!atomic_exchange(&warned, 1))
+            amp_log(AMP_LOG_WARN, "no report is written: neither "
+                    "XDG_STATE_HOME nor HOME names a directory; name a file "
+                    "with AMPSHIM_REPORT");
+        return -1;
+    } else if (amp_make_dirs(cfg->state_dir, 0700) != 0) {
+        if (!atomic_exchange(&warned, 1))
+            amp_log(AMP_LOG_WARN, "no report is written: cannot make %s: "
+                    "%s; name a file with AMPSHIM_REPORT", cfg->state_dir,
+                    strerror(errno));
+        return -1;
     } else {
+        int n;
+
         amp_program_self(&prog);
-        snprintf(path, cap, "ampshim-%.200s-%d.json",
-                 prog.name[0] ? prog.name : "program", (int)getpid());
+        n = snprintf(path, cap, "%s/ampshim-%.200s-%d.json", cfg->state_dir,
+                     prog.name[0] ? prog.name : "program", (int)getpid());
+        if (n < 0 || (size_t)n >= cap) {
+            amp_log(AMP_LOG_WARN, "no report is written: the path in %s is "
+                    "too long", cfg->state_dir);
+            return -1;
+        }
     }
     return 0;
 }
@@ -957,7 +980,7 @@ amp_report_replace(const char *path, const struct amp_config *cfg,
 void
 amp_report_snapshot(const struct amp_config *cfg)
 {
-    char path[AMP_CONFIG_PATH_LEN + 64];
+    char path[AMP_CONFIG_PATH_LEN + 256];
     long long now, due;
 
     if (cfg->report_off || cfg->snapshot_s == 0)
@@ -1023,7 +1046,7 @@ amp_report_final(const char *path, const struct amp_config *cfg)
 void
 amp_report_exit(const struct amp_config *cfg)
 {
-    char path[AMP_CONFIG_PATH_LEN + 64], device[128] = "-";
+    char path[AMP_CONFIG_PATH_LEN + 256], device[128] = "-";
     struct amp_report r;
 
     if (amp_report_path(cfg, path, sizeof path) != 0 ||

@@ -1,23 +1,31 @@
 /* `ampshim report`: a report file as a terminal table sorted by time
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
+#include "base/path.h"
 #include "tool/tool.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char amp_tool_report_help[] =
-    "usage: ampshim report FILE [--html OUT] [--csv OUT]\n"
+    "usage: ampshim report [FILE] [--html OUT] [--csv OUT]\n"
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
     "docs/report-schema.md) and prints the program, device and policy and\n"
     "a table of its call sites, sorted by time saved: calls, converted\n"
     "calls, modes, FP32 and actual time, speedup, time saved, the largest\n"
     "shadow error against the policy's tolerance, and the totals. FILE '-'\n"
-    "reads the report from standard input.\n"
+    "reads the report from standard input. Without FILE, the latest\n"
+    "ampshim-*.json report (by modification time) of the working directory\n"
+    "(where 'ampshim run' writes them) and of the state directory (where a\n"
+    "program preloaded without 'ampshim run' writes them:\n"
+    "$XDG_STATE_HOME/ampshim, by default ~/.local/state/ampshim).\n"
     "\n"
     "options:\n"
     "  --html OUT   also write a self-contained HTML page (no external\n"
@@ -767,11 +775,6 @@ amp_report_parse(int argc, char **argv, const char **file, const char **html,
         }
         *file = argv[optind];
     }
-    if (!*file) {
-        amp_opt_usage("ampshim report", "no report named (FILE, or - for "
-                      "standard input)");
-        return AMP_TOOL_USAGE;
-    }
     if (*html && *csv && strcmp(*html, "-") == 0 && strcmp(*csv, "-") == 0) {
         amp_opt_usage("ampshim report", "--html - and --csv - both write to "
                       "standard output; choose one");
@@ -780,15 +783,78 @@ amp_report_parse(int argc, char **argv, const char **file, const char **html,
     return 0;
 }
 
+/* The newest ampshim-*.json regular file of dir into best (when newer
+ * than *when). */
+static void
+amp_latest_in(const char *dir, char *best, size_t cap, struct timespec *when)
+{
+    char path[PATH_MAX];
+    struct dirent *e;
+    struct stat st;
+    DIR *d = opendir(dir);
+    size_t len;
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        len = strlen(e->d_name);
+        if (strncmp(e->d_name, "ampshim-", 8) != 0 || len < 13 ||
+            strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >=
+                (int)sizeof path ||
+            stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (best[0] && (st.st_mtim.tv_sec < when->tv_sec ||
+                        (st.st_mtim.tv_sec == when->tv_sec &&
+                         st.st_mtim.tv_nsec <= when->tv_nsec)))
+            continue;
+        *when = st.st_mtim;
+        snprintf(best, cap, "%s", strcmp(dir, ".") == 0 ? e->d_name : path);
+    }
+    closedir(d);
+}
+
+/* The latest report of the working directory and the state directory
+ * into path; 0, or 1 after saying where none was found. */
+static int
+amp_latest_report(char *path, size_t cap)
+{
+    char state[PATH_MAX];
+    struct timespec when = {0, 0};
+    int have_state = amp_state_dir(getenv("XDG_STATE_HOME"), getenv("HOME"),
+                                   state, sizeof state) == AMP_OK;
+
+    path[0] = '\0';
+    amp_latest_in(".", path, cap, &when);
+    if (have_state)
+        amp_latest_in(state, path, cap, &when);
+    if (path[0]) {
+        fprintf(stderr, "ampshim report: the latest report: %s\n", path);
+        return 0;
+    }
+    fprintf(stderr, "ampshim report: no report named, and no ampshim-*.json "
+            "in the working directory%s%s; name one (FILE, or - for standard "
+            "input)\n", have_state ? " nor in " : "",
+            have_state ? state : "");
+    return 1;
+}
+
 int
 amp_tool_report(int argc, char **argv)
 {
     const char *file, *html, *csv;
+    char latest[PATH_MAX];
     struct amp_doc doc;
     int rc = amp_report_parse(argc, argv, &file, &html, &csv);
 
     if (rc != 0)
         return rc == 1 ? 0 : rc;
+    if (!file) {
+        if (amp_latest_report(latest, sizeof latest) != 0)
+            return 1;
+        file = latest;
+    }
     if (amp_doc_load(file, &doc) != 0) {
         free(doc.rows);
         amp_json_free(doc.root);

@@ -41,7 +41,8 @@ const char amp_tool_run_help[] =
     "                  shadow, shadow:MODE; default: the policy decides\n"
     "  --report FILE   the JSON report (AMPSHIM_REPORT); 'off' for none;\n"
     "                  default ampshim-PROGRAM-PID.json in the working\n"
-    "                  directory\n"
+    "                  directory (a program preloaded without 'ampshim\n"
+    "                  run' writes it to $XDG_STATE_HOME/ampshim)\n"
     "  --trace FILE    a Chrome/Perfetto trace of the converted calls\n"
     "                  (AMPSHIM_TRACE); default none\n"
     "  --force         replace an existing report or trace file (the shim\n"
@@ -172,29 +173,79 @@ amp_run_status(int status)
     return AMP_RUN_FAILED;
 }
 
-/* Names the report the program wrote, when it is where it should be:
- * AMPSHIM_REPORT (set from --report) expanded for the child, else the
- * shim's default name. */
-static void
-amp_run_tell_report(const char *program, pid_t pid)
+/* Appends text to out (at *used, cap bytes) with every '%' doubled: a
+ * literal part of a path pattern. 0, or -1 when it does not fit. */
+static int
+amp_run_put_literal(char *out, size_t cap, size_t *used, const char *text)
+{
+    for (; *text; text++) {
+        if (*used + 3 > cap)
+            return -1;
+        if (*text == '%')
+            out[(*used)++] = '%';
+        out[(*used)++] = *text;
+    }
+    out[*used] = '\0';
+    return 0;
+}
+
+/* 1 when the report's place is amp_run_default_report's. */
+static int amp_run_report_default;
+
+/* `ampshim run` keeps the report in the working directory, where the user
+ * ran it (a bare preload's goes to the state directory): without
+ * AMPSHIM_REPORT, the child gets CWD/ampshim-PROGRAM-%p.json, absolute so
+ * that a program that changes directory writes it there too. 0 or -1. */
+static int
+amp_run_default_report(const char *program)
 {
     const char *base = strrchr(program, '/');
+    const char *v = getenv("AMPSHIM_REPORT");
+    char cwd[PATH_MAX], pattern[2 * PATH_MAX + 64];
+    size_t used = 0;
+
+    if (v && *v)
+        return 0;
+    if (!getcwd(cwd, sizeof cwd) ||
+        amp_run_put_literal(pattern, sizeof pattern, &used, cwd) != 0 ||
+        amp_run_put_literal(pattern, sizeof pattern, &used,
+                            strcmp(cwd, "/") == 0 ? "ampshim-"
+                                                  : "/ampshim-") != 0 ||
+        amp_run_put_literal(pattern, sizeof pattern, &used,
+                            base ? base + 1 : program) != 0 ||
+        used + sizeof "-%p.json" > sizeof pattern) {
+        fprintf(stderr, "ampshim run: the working directory's path is too "
+                "long for the report's; name one with --report\n");
+        return -1;
+    }
+    memcpy(pattern + used, "-%p.json", sizeof "-%p.json");
+    amp_run_report_default = 1;
+    return setenv("AMPSHIM_REPORT", pattern, 1);
+}
+
+/* Names the report the program wrote, when it is where it should be:
+ * AMPSHIM_REPORT (from --report, or amp_run_default_report) expanded for
+ * the child. */
+static void
+amp_run_tell_report(pid_t pid)
+{
     const char *report = getenv("AMPSHIM_REPORT");
-    char path[PATH_MAX + 64];
+    char path[PATH_MAX + 64], cwd[PATH_MAX];
+    const char *shown = path;
     struct stat st;
 
-    if (report && strcasecmp(report, "off") == 0)
+    if (!report || !*report || strcasecmp(report, "off") == 0 ||
+        amp_path_expand(report, (long)pid, path, sizeof path) != AMP_OK)
         return;
-    if (report && *report) {
-        if (amp_path_expand(report, (long)pid, path, sizeof path) != AMP_OK)
-            return;
-    } else {
-        snprintf(path, sizeof path, "ampshim-%s-%d.json",
-                 base ? base + 1 : program, (int)pid);
-    }
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-        fprintf(stderr, "ampshim: report: %s (ampshim report %s)\n", path,
-                path);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    /* The default place, the working directory: the name alone. */
+    if (amp_run_report_default && getcwd(cwd, sizeof cwd) &&
+        strncmp(path, cwd, strlen(cwd)) == 0 &&
+        path[strlen(cwd)] == '/' && !strchr(path + strlen(cwd) + 1, '/'))
+        shown = path + strlen(cwd) + 1;
+    fprintf(stderr, "ampshim: report: %s (ampshim report %s)\n", shown,
+            shown);
 }
 
 /* The child: the program, or its exec's errno written to `failed` (a
@@ -285,7 +336,7 @@ amp_tool_launch(const struct amp_run_options *o, const char *library,
         fprintf(stderr, "ampshim: %s ran and exited with status %d\n",
                 argv[0], WEXITSTATUS(status));
     if (o->tell_report)
-        amp_run_tell_report(argv[0], pid);
+        amp_run_tell_report(pid);
     return amp_run_status(status);
 }
 
@@ -414,7 +465,9 @@ amp_run_check(const struct amp_run_options *o, int force,
         amp_run_check_policy(o, found) != 0)
         return -1;
     amp_tool_warn_static("ampshim run", found);
-    return amp_run_check_outputs(o, force);
+    if (amp_run_check_outputs(o, force) != 0)
+        return -1;
+    return amp_run_default_report(program);
 }
 
 int

@@ -168,8 +168,10 @@ t rep_ambiguous -- report --h x.json
 usage rep_ambiguous 2 "ampshim report" "option '--h' is ambiguous (--html, --help)"
 t rep_two -- report a.json b.json
 usage rep_two 2 "ampshim report" "one report at a time"
-t rep_none -- report
-usage rep_none 2 "ampshim report" "no report named"
+mkdir -p "$tmp/empty"
+(cd "$tmp/empty" && t rep_none XDG_STATE_HOME="$tmp/empty/state" -- report)
+status rep_none 1
+err_has rep_none "ampshim report: no report named, and no ampshim-*.json in the working directory nor in $tmp/empty/state/ampshim"
 t check_unknown -- policy check --strict x.policy
 usage check_unknown 2 "ampshim policy check" "unknown option '--strict'"
 [[ ! -e $tmp/ran ]] || fail "a usage error ran the program"
@@ -407,3 +409,31 @@ t dynamic -- run --report off "$prog" "${small[@]}"
 ! grep -qF 'linked in statically' "$tmp/dynamic.err" ||
     fail "dynamic: a static-copy warning for a linked program"
 echo "static copies: a warning per library, the program run; none for a linked program"
+
+# Where the report goes by default: a bare preload writes it to the state
+# directory (made when missing; nothing in the working directory), `ampshim
+# run` to the working directory and names it there; `report` alone reads
+# the latest of the two places.
+mkdir -p "$tmp/wd"
+(cd "$tmp/wd" && env AMPSHIM_MODE=fp16 XDG_STATE_HOME="$tmp/xdg" \
+    LD_PRELOAD="$preload$lib" "$prog" "${small[@]}" \
+    >"$tmp/bare.out" 2>"$tmp/bare.err") || fail "bare: status $?"
+bare=$(ls "$tmp"/xdg/ampshim/ampshim-report_prog-*.json 2>/dev/null || true)
+[[ -n $bare ]] || fail "bare preload: no report in \$XDG_STATE_HOME/ampshim"
+err_has bare "report: $bare"
+! ls "$tmp"/wd/ampshim-*.json >/dev/null 2>&1 ||
+    fail "bare preload: a report in the working directory"
+(cd "$tmp/wd" && t rep_latest_bare XDG_STATE_HOME="$tmp/xdg" -- report)
+status rep_latest_bare 0
+err_has rep_latest_bare "ampshim report: the latest report: $bare"
+out_has rep_latest_bare "cublasSgemm_v2"
+(cd "$tmp/wd" && t run_default XDG_STATE_HOME="$tmp/xdg" -- run --mode fp16 \
+    "$prog" "${small[@]}")
+status run_default 0
+ran=$(cd "$tmp/wd" && ls ampshim-report_prog-*.json 2>/dev/null || true)
+[[ -n $ran ]] || fail "ampshim run: no report in the working directory"
+err_has run_default "ampshim: report: $ran (ampshim report $ran)"
+(cd "$tmp/wd" && t rep_latest_run XDG_STATE_HOME="$tmp/xdg" -- report)
+status rep_latest_run 0
+err_has rep_latest_run "ampshim report: the latest report: $ran"
+echo "default places: bare preload -> \$XDG_STATE_HOME/ampshim, run -> the working directory, report alone -> the latest"

@@ -807,25 +807,48 @@ test_refuses_symlink(void **state)
     }
 }
 
+/* Without AMPSHIM_REPORT a preloaded program writes its report to the
+ * state directory (made when missing, never the working directory), and
+ * says where; with neither XDG_STATE_HOME nor HOME, it warns once and
+ * writes none. */
 static void
 test_default_name(void **state)
 {
-    char path[300], cwd[4096];
+    char path[400], cwd[4096], xdg[300], inwd[400];
     struct amp_test_env env;
     struct amp_test_run r;
     struct stat st;
 
     (void)state;
+    snprintf(xdg, sizeof xdg, "%s/state", dir);
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(dir), 0);
     env_for(&env, ""); /* empty: the default name */
+    amp_test_env_set(&env, "XDG_STATE_HOME", xdg);
     run_prog(&env, &r, NULL);
     assert_int_equal(chdir(cwd), 0);
     assert_int_equal(r.code, 0);
-    snprintf(path, sizeof path, "%s/ampshim-report_prog-%d.json", dir,
+    snprintf(path, sizeof path, "%s/ampshim/ampshim-report_prog-%d.json", xdg,
+             (int)r.pid);
+    snprintf(inwd, sizeof inwd, "%s/ampshim-report_prog-%d.json", dir,
              (int)r.pid);
     assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(stat(inwd, &st), -1);
+    assert_non_null(strstr(r.err, path));
     expect_schema(path);
+    unlink(path);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+
+    /* No state directory: one warning, no file, the program's status. */
+    env_for(&env, "");
+    amp_test_env_set(&env, "XDG_STATE_HOME", "relative/ignored");
+    amp_test_env_set(&env, "HOME", "");
+    run_prog(&env, &r, NULL);
+    assert_int_equal(r.code, 0);
+    assert_int_equal(amp_test_count_lines_with(r.err, "no report is written: "
+                                               "neither XDG_STATE_HOME nor "
+                                               "HOME names a directory"), 1);
     amp_test_run_free(&r);
     amp_test_env_free(&env);
 }

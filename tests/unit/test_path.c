@@ -1,5 +1,6 @@
 /* Unit tests of the escapes in the paths a user names (AMPSHIM_REPORT,
- * AMPSHIM_TRACE, AMPSHIM_LOG_FILE, the tool's --report and --trace). */
+ * AMPSHIM_TRACE, AMPSHIM_LOG_FILE, the tool's --report and --trace), and
+ * of the reports' default directory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +10,9 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef HOST_NAME_MAX
@@ -112,6 +115,60 @@ test_has_pid(void **state)
     assert_false(amp_path_has_pid(""));
 }
 
+/* XDG_STATE_HOME when absolute, else HOME's .local/state; neither: an
+ * error, never a relative directory. */
+static void
+test_state_dir(void **state)
+{
+    char out[64];
+
+    (void)state;
+    assert_int_equal(amp_state_dir("/x/state", "/home/u", out, sizeof out),
+                     AMP_OK);
+    assert_string_equal(out, "/x/state/ampshim");
+    assert_int_equal(amp_state_dir(NULL, "/home/u", out, sizeof out), AMP_OK);
+    assert_string_equal(out, "/home/u/.local/state/ampshim");
+    assert_int_equal(amp_state_dir("", "/home/u", out, sizeof out), AMP_OK);
+    assert_string_equal(out, "/home/u/.local/state/ampshim");
+    assert_int_equal(amp_state_dir("rel", "/home/u", out, sizeof out), AMP_OK);
+    assert_string_equal(out, "/home/u/.local/state/ampshim");
+    assert_int_equal(amp_state_dir("rel", "", out, sizeof out),
+                     AMP_ERR_INVALID);
+    assert_string_equal(out, "");
+    assert_int_equal(amp_state_dir(NULL, NULL, out, sizeof out),
+                     AMP_ERR_INVALID);
+    assert_int_equal(amp_state_dir("/a-long-directory-name/for/the/state",
+                                   NULL, out, 20), AMP_ERR_TOO_BIG);
+    assert_string_equal(out, "");
+}
+
+/* Makes every missing parent; an existing directory is fine; a file in
+ * the way is an error. */
+static void
+test_make_dirs(void **state)
+{
+    char base[] = "/tmp/amp-path-XXXXXX", deep[128], file[128];
+    struct stat st;
+    FILE *f;
+
+    (void)state;
+    assert_non_null(mkdtemp(base));
+    snprintf(deep, sizeof deep, "%s/a/b/c", base);
+    assert_int_equal(amp_make_dirs(deep, 0700), 0);
+    assert_int_equal(stat(deep, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(amp_make_dirs(deep, 0700), 0);
+    snprintf(file, sizeof file, "%s/f", base);
+    f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(deep, sizeof deep, "%s/f/x", base);
+    assert_int_equal(amp_make_dirs(deep, 0700), -1);
+    snprintf(deep, sizeof deep, "rm -rf %s", base);
+    assert_int_equal(system(deep), 0);
+}
+
 int
 main(void)
 {
@@ -122,6 +179,8 @@ main(void)
         cmocka_unit_test(test_others_kept),
         cmocka_unit_test(test_too_long),
         cmocka_unit_test(test_has_pid),
+        cmocka_unit_test(test_state_dir),
+        cmocka_unit_test(test_make_dirs),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);
