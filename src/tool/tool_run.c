@@ -189,6 +189,29 @@ amp_run_put_literal(char *out, size_t cap, size_t *used, const char *text)
     return 0;
 }
 
+/* No report: the program's process made no call the shim hooks. */
+static void
+amp_run_tell_nothing(int status)
+{
+    char how[64];
+
+    if (WIFEXITED(status))
+        snprintf(how, sizeof how, "it exited with status %d",
+                 WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "it was killed by signal %d",
+                 WTERMSIG(status));
+    else
+        snprintf(how, sizeof how, "it ended");
+    fprintf(stderr,
+            "ampshim run: the shim saw no cuBLAS, cuBLASLt or cuDNN call of "
+            "the program (no report was written; %s). It may not use those "
+            "libraries, may have a static copy of them (a warning before "
+            "the run says so), may call them only from child processes "
+            "(each writes its own report), or may have failed before its "
+            "first call.\n", how);
+}
+
 /* 1 when the report's place is amp_run_default_report's. */
 static int amp_run_report_default;
 
@@ -225,9 +248,11 @@ amp_run_default_report(const char *program)
 
 /* Names the report the program wrote, when it is where it should be:
  * AMPSHIM_REPORT (from --report, or amp_run_default_report) expanded for
- * the child. */
+ * the child. When there is none, the shim saw no call of the program's
+ * process (it writes a report whenever it did, or warns that it could
+ * not): says so, and why that may be. */
 static void
-amp_run_tell_report(pid_t pid)
+amp_run_tell_report(pid_t pid, int status)
 {
     const char *report = getenv("AMPSHIM_REPORT");
     char path[PATH_MAX + 64], cwd[PATH_MAX];
@@ -237,8 +262,10 @@ amp_run_tell_report(pid_t pid)
     if (!report || !*report || strcasecmp(report, "off") == 0 ||
         amp_path_expand(report, (long)pid, path, sizeof path) != AMP_OK)
         return;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        amp_run_tell_nothing(status);
         return;
+    }
     /* The default place, the working directory: the name alone. */
     if (amp_run_report_default && getcwd(cwd, sizeof cwd) &&
         strncmp(path, cwd, strlen(cwd)) == 0 &&
@@ -336,7 +363,7 @@ amp_tool_launch(const struct amp_run_options *o, const char *library,
         fprintf(stderr, "ampshim: %s ran and exited with status %d\n",
                 argv[0], WEXITSTATUS(status));
     if (o->tell_report)
-        amp_run_tell_report(pid);
+        amp_run_tell_report(pid, status);
     return amp_run_status(status);
 }
 

@@ -437,3 +437,15 @@ err_has run_default "ampshim: report: $ran (ampshim report $ran)"
 status rep_latest_run 0
 err_has rep_latest_run "ampshim report: the latest report: $ran"
 echo "default places: bare preload -> \$XDG_STATE_HOME/ampshim, run -> the working directory, report alone -> the latest"
+
+# A run that intercepted nothing says so and why that may be; not with
+# --report off (nothing to tell by) or --quiet.
+(cd "$tmp/wd" && t nothing -- run -- /bin/sh -c 'exit 3')
+status nothing 3
+err_has nothing "ampshim run: the shim saw no cuBLAS, cuBLASLt or cuDNN call of the program (no report was written; it exited with status 3)"
+err_has nothing "may have a static copy of them"
+(cd "$tmp/wd" && t nothing_off -- run --report off -- /bin/true)
+! grep -qF "saw no cuBLAS" "$tmp/nothing_off.err" || fail "nothing_off: told"
+(cd "$tmp/wd" && t nothing_quiet -- run -q -- /bin/true)
+err_empty nothing_quiet
+echo "a run that intercepted nothing: said, with the likely reasons"
