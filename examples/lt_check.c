@@ -89,6 +89,12 @@ static const struct lcase cases[] = {
      E(DEFAULT), VEC_ZERO, 1.0f, 0.0f, 0},
     {"alpha_vector_beta_host", 48, 40, 56, T, N, COL, COL, COL, 2,
      E(DEFAULT), VEC_HOST, 1.0f, 0.5f, 0},
+    {"alpha_vector_tiny", 64, 32, 48, N, N, COL, COL, COL, 1, E(DEFAULT),
+     VEC_ZERO, 1e-37f, 0.0f, 0},
+    {"row_vector", 40, 56, 64, N, T, ROW, ROW, ROW, 2, E(DEFAULT), DEV_VEC,
+     0.75f, -0.5f, 0},
+    {"vector_in_place", 64, 48, 72, N, N, COL, COL, COL, 1, E(RELU_BIAS),
+     VEC_HOST, 1.0f, 1.0f, IN_PLACE},
     {"in_place", 96, 64, 80, N, N, COL, COL, COL, 1, E(RELU_BIAS), HOST,
      1.0f, 0.75f, IN_PLACE},
     {"in_place_device", 64, 64, 96, N, T, COL, COL, COL, 2, E(DEFAULT), DEV,
@@ -232,6 +238,9 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
     cublasStatus_t s;
     int32_t pm = tc->pmode, ta = tc->ta, tb = tc->tb;
     int64_t bias_stride = tc->batch > 1 ? tc->m : 0;
+    /* ..._BETA_HOST takes an alpha vector per member of a batch. */
+    int64_t alpha_stride = tc->pmode == VEC_HOST && tc->batch > 1 ? tc->m
+                                                                  : 0;
 
     if (cuda_failed("cudaMalloc", cudaMalloc((void **)&da, h->a.elems * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&db, h->b.elems * 4)) ||
@@ -293,6 +302,10 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
                                    sizeof(tb));
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
                                    sizeof(epi));
+    if (alpha_stride)
+        cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE, &alpha_stride,
+            sizeof(alpha_stride));
     if (epi & E(BIAS)) {
         cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &dbias, sizeof(dbias));
@@ -380,9 +393,12 @@ check_case(const struct lcase *tc, const struct host *h, const float *c0,
     for (int b = 0; b < tc->batch; b++) {
         for (int j = 0; j < tc->n; j++) {
             for (int i = 0; i < tc->m; i++) {
-                size_t row = (size_t)b * tc->m + (size_t)i;
+                /* Vectors: one for the batch, but ..._BETA_HOST's alpha,
+                 * one per member. */
+                size_t row = (size_t)(tc->pmode == VEC_HOST ? b : 0) * tc->m +
+                             (size_t)i;
                 double al = tc->pmode >= DEV_VEC ? h->alpha_v[row] : tc->alpha;
-                double be = tc->pmode == DEV_VEC ? h->beta_v[row]
+                double be = tc->pmode == DEV_VEC ? h->beta_v[i]
                             : tc->pmode == VEC_ZERO ? 0.0 : tc->beta;
                 double sum = 0.0, mag = 0.0, pre, bound, ref, r;
                 size_t at = mat_at(&h->d, b, i, j);
@@ -439,12 +455,12 @@ check_case(const struct lcase *tc, const struct host *h, const float *c0,
     free(covered);
 }
 
-/* gemm: an FP32 product the shim converts; vector: alpha per row, which
- * it keeps FP32. */
+/* gemm: an FP32 product the shim converts (every case here). */
 static const char *
 case_class(const struct lcase *tc)
 {
-    return tc->pmode >= DEV_VEC ? "vector" : "gemm";
+    (void)tc;
+    return "gemm";
 }
 
 static int

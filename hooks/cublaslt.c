@@ -199,6 +199,7 @@ struct amp_lt_call {
     uint64_t workspace_size;
     int workspace_null, workspace_misaligned;
     int32_t compute, scale, pointer_mode, transa, transb, transc, fill;
+    int64_t alpha_stride;      /* ALPHA_VECTOR_BATCH_STRIDE */
     uint32_t epilogue;
     const void *bias;
     int64_t bias_stride;
@@ -326,6 +327,8 @@ amp_lt_read_all(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
                            sizeof c->scale) &&
            amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
                            &c->pointer_mode, sizeof c->pointer_mode) &&
+           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
+                           &c->alpha_stride, sizeof c->alpha_stride) &&
            amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
                            sizeof c->transa) &&
            amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
@@ -520,8 +523,8 @@ amp_lt_shapes_valid(const struct amp_lt_call *c,
 }
 
 /* What the converted path takes of valid calls: column or row order,
- * strided batches, no planar offsets, sizes of int, host or device
- * scalars (not vectors), the forward epilogues. */
+ * strided batches, no planar offsets, sizes of int, the forward
+ * epilogues. */
 static int
 amp_lt_supported(const struct amp_lt_call *c)
 {
@@ -533,11 +536,11 @@ amp_lt_supported(const struct amp_lt_call *c)
             m[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED || m[i]->plane ||
             m[i]->rows > INT32_MAX || m[i]->cols > INT32_MAX)
             return 0;
-    return (c->pointer_mode == CUBLASLT_POINTER_MODE_HOST ||
-            c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE) &&
-           amp_lt_epilogue_supported(c->epilogue) &&
+    return amp_lt_epilogue_supported(c->epilogue) &&
            c->transc == CUBLAS_OP_N && c->fill == CUBLAS_FILL_MODE_FULL;
 }
+
+static const float amp_lt_zero = 0.0f;
 
 /* The descriptor of an FP32 call: ops_valid is 0 for what cuBLASLt
  * refuses, unsupported 1 for what the converted path does not take; both
@@ -580,7 +583,26 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     d->epilogue = amp_lt_epi(c->epilogue);
     d->alpha = alpha;
     d->beta = beta;
-    d->scalars_on_device = c->pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
+    d->scalars_on_device = c->pointer_mode != CUBLASLT_POINTER_MODE_HOST;
+    switch (c->pointer_mode) {
+    case CUBLASLT_POINTER_MODE_DEVICE_VECTOR:
+        d->alpha_vector = 1;
+        d->beta_kind = AMP_BETA_VECTOR;
+        break;
+    case CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO:
+        /* beta is not read: the call may give none. */
+        d->alpha_vector = 1;
+        d->beta_kind = AMP_BETA_ZERO;
+        d->beta = &amp_lt_zero;
+        break;
+    case CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST:
+        d->alpha_vector = 1;
+        d->beta_kind = AMP_BETA_HOST;
+        d->alpha_stride = c->alpha_stride;
+        break;
+    default:
+        break;
+    }
     d->stream = (amp_stream)stream;
     d->caller = caller;
     d->ops_valid = ops_a && ops_b && A && B && C && D &&
@@ -688,6 +710,23 @@ amp_lt_epilogue(cublasLtMatmulDesc_t op, const struct amp_lt_call *c,
     return 1;
 }
 
+/* The pointer mode of a step's alpha and beta. */
+static int32_t
+amp_lt_pointer_mode(const struct amp_gemm_step *s)
+{
+    if (!s->alpha_vector)
+        return s->scalars_on_device ? CUBLASLT_POINTER_MODE_DEVICE
+                                    : CUBLASLT_POINTER_MODE_HOST;
+    switch (s->beta_kind) {
+    case AMP_BETA_ZERO:
+        return CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+    case AMP_BETA_HOST:
+        return CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+    default:
+        return CUBLASLT_POINTER_MODE_DEVICE_VECTOR;
+    }
+}
+
 /* Initialises the step's descriptors and its heuristic key. */
 static int
 amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
@@ -697,8 +736,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
                                       : CUBLAS_COMPUTE_32F;
-    int32_t mode = s->scalars_on_device ? CUBLASLT_POINTER_MODE_DEVICE
-                                        : CUBLASLT_POINTER_MODE_HOST;
+    int32_t mode = amp_lt_pointer_mode(s);
     int32_t order_cd = c->d.order;
     struct amp_lt_key *k = &x->key;
     uint32_t epilogue;
@@ -710,6 +748,9 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
             CUBLAS_STATUS_SUCCESS ||
         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
                     sizeof mode) ||
+        (s->alpha_stride &&
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
+                     &s->alpha_stride, sizeof s->alpha_stride)) ||
         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
                     sizeof c->transa) ||
         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,

@@ -83,7 +83,15 @@ extern const size_t amp_kernels_fatbin_size;
  *                  const struct amp_gemm_scalars *sc)
  *     S_i = sc->alpha * S_i + sc->beta * C_i, S's elements that are not
  *     finite taken as 0, C not read when sc->beta is 0 (the cuBLASLt
- *     fp16x3 path: amp_f16x3_fold_thread).
+ *     fp16x3 path: amp_f16x3_fold_thread); with a struct amp_row_scalars
+ *     v (by value) of vectors, alpha and beta per row.
+ *
+ * amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
+ *                    int64_t m, float *out, struct amp_gemm_scalars *s)
+ *     one block: out[b * m + i] = alpha[b * stride + i] * s->alpha, the
+ *     scales' compensation, for `members` vectors of m; when one product
+ *     is not exact (amp_scale_exact), scaling is dropped: s's exponents 0,
+ *     scales and s->alpha 1, out a copy.
  *
  * amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
  *                    const float *c, const float *const *c_array,
@@ -148,6 +156,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"
 #define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"
 #define AMP_K_F16X3_FOLD "amp_k_f16x3_fold"
+#define AMP_K_ALPHA_VECTOR "amp_k_alpha_vector"
 #define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
 #define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"

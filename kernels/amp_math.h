@@ -467,29 +467,56 @@ amp_f16x3_sum(float hi, float lo)
     return amp_is_finite(hi) ? hi + lo : hi;
 }
 
+/* Per-row scalars of a cuBLASLt call: alpha (and beta) as device vectors
+ * of the result's rows, alpha's members `alpha_stride` apart (0: one for
+ * the batch); a NULL vector means the scalar. row_major: the result is
+ * stored row-major (its rows are the stored columns). */
+struct amp_row_scalars {
+    const float *alpha_vec, *beta_vec;
+    int64_t alpha_stride;
+    int32_t row_major;
+};
+
 /* One thread's share of the fp16x3 fold of a cuBLASLt call, whose last
  * step adds hi_A hi_B to the rest: S = alpha * S + beta * C over a batch,
- * S compact (ld_s, stride_s), C the caller's (not read when beta is 0).
- * An element of S that is not finite is dropped (0): it comes from an Inf
- * operand element, whose hi * hi term carries Inf or NaN where FP32 puts
- * them (see amp_f16x3_sum). */
+ * S compact (ld_s, stride_s), C the caller's (not read when beta is 0),
+ * alpha and beta per row when v has vectors. An element of S that is not
+ * finite is dropped (0): it comes from an Inf operand element, whose
+ * hi * hi term carries Inf or NaN where FP32 puts them (see
+ * amp_f16x3_sum). */
 AMP_HD void
 amp_f16x3_fold_thread(float *s, int64_t ld_s, int64_t stride_s,
                       const float *c, int64_t ldc, int64_t stride_c,
                       int64_t batch, int64_t rows, int64_t cols, float alpha,
-                      float beta, int64_t tid, int64_t nthreads)
+                      float beta, struct amp_row_scalars v, int64_t tid,
+                      int64_t nthreads)
 {
     int64_t n = batch * rows * cols;
-    int64_t g, b, off_s, off_c;
+    int64_t g, b, off_s, off_c, in, row;
 
     for (g = tid; g < n; g += nthreads) {
-        float lo;
+        float lo, a = alpha, bt = beta;
 
         off_s = amp_batch_split(g, rows, cols, ld_s, &b) + b * stride_s;
         off_c = amp_batch_split(g, rows, cols, ldc, &b) + b * stride_c;
+        in = g - b * rows * cols;
+        row = v.row_major ? in / rows : in % rows;
+        if (v.alpha_vec)
+            a = v.alpha_vec[b * v.alpha_stride + row];
+        if (v.beta_vec)
+            bt = v.beta_vec[row];
         lo = amp_is_finite(s[off_s]) ? s[off_s] : 0.0f;
-        s[off_s] = amp_axpby(alpha, lo, beta, beta == 0.0f ? 0.0f : c[off_c]);
+        s[off_s] = amp_axpby(a, lo, bt, bt == 0.0f ? 0.0f : c[off_c]);
     }
+}
+
+/* Whether a * c, c a normal power of two, is exact as compensation: a is
+ * 0, Inf or NaN (kept as such), or a and the product are normal. */
+AMP_HD int
+amp_scale_exact(float a, float c)
+{
+    return a == 0.0f || !amp_is_finite(a) ||
+           (amp_is_normal(a) && amp_is_normal(a * c));
 }
 
 /* One thread's share of C = alpha * R + beta * C over a batch: R compact

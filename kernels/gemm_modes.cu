@@ -37,10 +37,40 @@ amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
 extern "C" __global__ void
 amp_k_f16x3_fold(float *s, int64_t ld_s, int64_t stride_s, const float *c,
                  int64_t ldc, int64_t stride_c, int64_t batch, int64_t rows,
-                 int64_t cols, const struct amp_gemm_scalars *sc)
+                 int64_t cols, const struct amp_gemm_scalars *sc,
+                 struct amp_row_scalars v)
 {
     amp_f16x3_fold_thread(s, ld_s, stride_s, c, ldc, stride_c, batch, rows,
-                          cols, sc->alpha, sc->beta, AMP_TID, AMP_NTHREADS);
+                          cols, sc->alpha, sc->beta, v, AMP_TID,
+                          AMP_NTHREADS);
+}
+
+// One block: alpha' = alpha * the scales' compensation for an alpha
+// vector of n elements (members `stride` apart in alpha, m apart in
+// out); when one element's compensation is not exact, scaling is dropped
+// for the whole call (the casts that follow read the scales).
+extern "C" __global__ void
+amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
+                   int64_t m, float *out, struct amp_gemm_scalars *s)
+{
+    __shared__ uint32_t inexact[AMP_KERNEL_BLOCK];
+    float c = s->alpha;
+    uint32_t flag = 0;
+    int64_t g, n = members * m;
+
+    for (g = threadIdx.x; g < n; g += blockDim.x)
+        flag |= !amp_scale_exact(alpha[(g / m) * stride + g % m], c);
+    inexact[threadIdx.x] = flag;
+    amp_block_max(inexact);
+    if (inexact[0])
+        c = 1.0f;
+    for (g = threadIdx.x; g < n; g += blockDim.x)
+        out[g] = alpha[(g / m) * stride + g % m] * c;
+    if (inexact[0] && threadIdx.x == 0) {
+        s->exp_a = s->exp_b = 0;
+        s->scale_a = s->scale_b = 1.0f;
+        s->alpha = 1.0f;
+    }
 }
 
 extern "C" __global__ void

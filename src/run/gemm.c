@@ -182,7 +182,8 @@ struct amp_gemm_layout {
     int64_t rows_r, cols_r;      /* C and D as stored: compact FP32 */
     int64_t stride_r;            /* m * n: results */
     size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
-        hi, result;
+        hi, result, alpha_vec;
+    int64_t alpha_members;       /* alpha vectors compensated */
     size_t bytes;                /* SIZE_MAX when it does not fit */
 };
 
@@ -269,6 +270,13 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
                     : AMP_ABSENT;
     l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
     l->hi = split && !d->lt ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->alpha_members = d->alpha_stride ? l->batch : 1;
+    l->alpha_vec = scaled && d->alpha_vector
+                       ? amp_scratch_part(
+                             total, amp_bytes(amp_batch_elems(
+                                                  l->alpha_members, d->m),
+                                              4))
+                       : AMP_ABSENT;
     l->result = shadow || routed ? amp_scratch_part(total, r32)
                                  : AMP_ABSENT;
 }
@@ -395,7 +403,12 @@ amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
                       &beta};
     enum amp_status st;
 
-    if (d->scalars_on_device) {
+    if (d->alpha_vector) {
+        /* The compensation alone: amp_k_alpha_vector applies it per row;
+         * a per-row beta is the steps' (or the fold's) own. */
+        alpha = 1.0f;
+        beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
+    } else if (d->scalars_on_device) {
         alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
         beta_dev = (amp_devptr)(uintptr_t)d->beta;
     } else {
@@ -408,6 +421,22 @@ amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
     if (st == AMP_OK)
         st = amp_launch_fused(run, AMP_KERNEL_GEMM_SCALES, a, b, params);
     return st;
+}
+
+/* cuBLASLt's alpha vector times the scales' compensation, into scratch,
+ * before the casts (which read the scales it may drop). */
+static enum amp_status
+amp_queue_alpha_vector(struct amp_gemm_run *run,
+                       const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr alpha = (amp_devptr)(uintptr_t)d->alpha;
+    int64_t members = l->alpha_members, m = d->m;
+    void *params[] = {&alpha, (void *)&d->alpha_stride, &members, &m,
+                      &run->alpha_vec, &run->scalars};
+
+    return amp_dev_launch(run->dev, AMP_KERNEL_ALPHA_VECTOR, 1,
+                          AMP_KERNEL_BLOCK, run->stream, params);
 }
 
 /* Maxima, scales and scalars in one launch, then the casts (or splits) of
@@ -435,6 +464,8 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 
     if (scalars)
         st = amp_queue_scales(run, &a, &b);
+    if (st == AMP_OK && run->alpha_vec)
+        st = amp_queue_alpha_vector(run, l);
     if (st == AMP_OK)
         st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
     return st;
@@ -492,6 +523,8 @@ amp_step_caller(const struct amp_gemm_desc *d)
         .stride_c = d->stride_c, .d = d->d, .ldd = d->ldd,
         .stride_d = d->stride_d, .alpha = d->alpha, .beta = d->beta,
         .scalars_on_device = d->scalars_on_device,
+        .alpha_vector = d->alpha_vector, .beta_kind = d->beta_kind,
+        .alpha_stride = d->alpha_stride,
     };
     return t;
 }
@@ -566,6 +599,7 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     }
     amp_step_into(t, run, run->sum, 0);
     t->scalars_on_device = 0;
+    t->alpha_vector = 0;
     for (i = 0; i < 2; i++)
         run->steps[i] = *t;
     run->steps[0].b = run->scratch + l->b_lo;
@@ -582,6 +616,13 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     last.beta = (const float *)(uintptr_t)(
         scalars + offsetof(struct amp_gemm_scalars, one));
     last.scalars_on_device = 1;
+    if (run->desc.alpha_vector) {
+        /* alpha' per row, and the fold's sum added once: a host 1. */
+        last.alpha = (const float *)(uintptr_t)run->alpha_vec;
+        last.alpha_stride = run->alpha_vec_stride;
+        last.beta = &amp_one;
+        last.beta_kind = AMP_BETA_HOST;
+    }
     last.fold_before = 1;
     run->steps[2] = last;
     run->nsteps = 3;
@@ -621,7 +662,11 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
             t.b = base + l->ptrs_b;
         }
     }
-    if (run->candidate == AMP_MODE_FP16) {
+    if (run->candidate == AMP_MODE_FP16 && d->alpha_vector) {
+        /* The compensated copy of alpha; beta as the caller gave it. */
+        t.alpha = (const float *)(uintptr_t)run->alpha_vec;
+        t.alpha_stride = run->alpha_vec_stride;
+    } else if (run->candidate == AMP_MODE_FP16) {
         t.alpha = (const float *)(uintptr_t)(
             run->scalars + offsetof(struct amp_gemm_scalars, alpha));
         t.beta = (const float *)(uintptr_t)(
@@ -740,6 +785,8 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->needs_original = shadow;
     run->rows_r = l.rows_r;
     run->cols_r = l.cols_r;
+    run->alpha_vec = amp_at(run->scratch, l.alpha_vec);
+    run->alpha_vec_stride = d->alpha_stride ? d->m : 0;
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
@@ -819,10 +866,18 @@ enum amp_status
 amp_gemm_before_step(struct amp_gemm_run *run)
 {
     const struct amp_gemm_desc *d = &run->desc;
+    struct amp_row_scalars v = {
+        .alpha_vec = d->alpha_vector
+                         ? (const float *)(uintptr_t)run->alpha_vec : NULL,
+        .beta_vec = d->alpha_vector && d->beta_kind == AMP_BETA_VECTOR
+                        ? d->beta : NULL,
+        .alpha_stride = run->alpha_vec_stride,
+        .row_major = d->row_cd,
+    };
     void *params[] = {&run->sum, &run->ld_result, &run->stride_result,
                       (void *)&d->c, (void *)&d->ldc, (void *)&d->stride_c,
                       (void *)&d->batch, &run->rows_r, &run->cols_r,
-                      &run->scalars};
+                      &run->scalars, &v};
 
     return amp_launch(run->dev, AMP_KERNEL_F16X3_FOLD,
                       d->batch * run->rows_r * run->cols_r, run->stream,

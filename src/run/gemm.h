@@ -63,6 +63,16 @@ struct amp_gemm_desc {
     int64_t ldd, stride_d;
     int row_a, row_b, row_cd;  /* row-major A, B, C and D */
     enum amp_epi epilogue;     /* for policies and reports */
+    /* cuBLASLt's vector pointer modes: alpha a device vector of m per row
+     * (members alpha_stride apart, 0: one for the batch; scalars_on_device
+     * is then 1), beta as beta_kind says. */
+    int alpha_vector;
+    enum amp_beta_kind {
+        AMP_BETA_VECTOR = 0,   /* a device vector of m */
+        AMP_BETA_ZERO,         /* none: C is not read */
+        AMP_BETA_HOST,         /* a host scalar */
+    } beta_kind;
+    int64_t alpha_stride;
 };
 
 /* Why a call stays FP32 by decision. */
@@ -136,6 +146,11 @@ struct amp_gemm_step {
     /* 1 when the step writes the application's C: then it is the last
      * step, beta is a host 0, and the call is done once it succeeds. */
     int writes_caller_c;
+    /* cuBLASLt: alpha a device vector (the descriptor's, or the
+     * compensated copy in scratch), beta as beta_kind says. */
+    int alpha_vector;
+    enum amp_beta_kind beta_kind;
+    int64_t alpha_stride;
     /* cuBLASLt: the step applies the call's epilogue (the last step;
      * AMP_EPILOGUE_NO_AUX in shadow runs, which leave the caller's
      * auxiliary output alone); before it the hook calls
@@ -169,6 +184,8 @@ struct amp_gemm_run {
     amp_devptr result;         /* shadow candidate or routed result, FP32 */
     int routed;                /* the step writes result, one kernel C */
     amp_devptr scalars;
+    amp_devptr alpha_vec;      /* cuBLASLt fp16, fp16x3: alpha' per row */
+    int64_t alpha_vec_stride;
     int64_t ld_result;
     int64_t stride_result;     /* between the batch's results */
     int64_t rows_r, cols_r;    /* C and D as stored (column-major) */

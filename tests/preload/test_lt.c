@@ -1,6 +1,6 @@
 /* Preload tests of the cuBLASLt hook: the unmodified FP32 program lt_check
- * (30 cublasLtMatmul cases: every forward epilogue, both orders, strided
- * batches, every pointer mode, in place, beta 0 over NaN, wide-range and
+ * (33 cublasLtMatmul cases: every forward epilogue, both orders, strided
+ * batches, every pointer mode (alpha vectors included), in place, beta 0 over NaN, wide-range and
  * huge inputs, stack descriptors initialised again in place) under
  * LD_PRELOAD=libampshim.so on the CPU device emulator, in every mode and
  * under injected faults, judged by its results against a double-precision
@@ -140,14 +140,14 @@ plain_teardown(void **state)
     return 0;
 }
 
-/* 30 cases, all successful: 27 the shim converts, 3 with an alpha vector
- * that it keeps FP32. */
+/* 33 cases, all successful, all of them the shim converts (the alpha
+ * vectors of every pointer mode included). */
 static void
 test_plain_case_list(void **state)
 {
     (void)state;
-    assert_int_equal(plain.count, 30);
-    assert_int_equal(plain_converts, 27);
+    assert_int_equal(plain.count, 33);
+    assert_int_equal(plain_converts, 33);
     for (int i = 0; i < plain.count; i++)
         assert_int_equal(plain.cases[i].status, 0);
 }
@@ -331,10 +331,10 @@ test_policy_epilogue(void **state)
         }
     }
     /* gelu_bias and no_algo; relu_aux, relu_aux_bias and the batched
-     * one; the other 22 converted cases. */
+     * one; the other 28 cases. */
     assert_int_equal(seen[0], 2);
     assert_int_equal(seen[1], 3);
-    assert_int_equal(seen[2], 22);
+    assert_int_equal(seen[2], 28);
     amp_json_free(doc);
     free(text);
     amp_test_run_free(&run);
@@ -355,9 +355,9 @@ struct fault_case {
  * (the first case's step in fp16; the second of its three in fp16x3)
  * falls back to the program's own call. */
 static const struct fault_case faults[] = {
-    { "fp16", "fp16", "alloc-async:1+", 27 },
-    { "fp16", "fp16", "launch:1+", 27 },
-    { "fp16x3", "fp32", "launch:3+", 27 },
+    { "fp16", "fp16", "alloc-async:1+", 33 },
+    { "fp16", "fp16", "launch:1+", 33 },
+    { "fp16x3", "fp32", "launch:3+", 33 },
     { "fp16", "fp16", "cublasLtMatmul:1:partial", 1 },
     { "fp16x3", "fp32", "cublasLtMatmul:2:partial", 1 },
     { "bf16", "bf16", "cublasLtMatmul:3", 1 },
