@@ -8,6 +8,7 @@
 # instructions and allocations. It prints one table and asserts nothing.
 #
 # usage: scripts/bench_overhead.sh [--calls N] [--rounds N] [--cg-calls N]
+#                                  [--only API[,API...]]
 #
 # Method (docs/benchmarks.md):
 # - ns: the best of --rounds rounds of --calls calls, issued in batches of
@@ -37,13 +38,15 @@ build=$root/build
 calls=4000
 rounds=5
 cg_calls=64
+only=()
 while [[ $# -gt 0 ]]; do
     case $1 in
     --calls) calls=${2:?}; shift 2 ;;
     --rounds) rounds=${2:?}; shift 2 ;;
     --cg-calls) cg_calls=${2:?}; shift 2 ;;
+    --only) only=(--only "${2:?}"); shift 2 ;;
     *) echo "usage: scripts/bench_overhead.sh [--calls N] [--rounds N]" \
-            "[--cg-calls N]" >&2
+            "[--cg-calls N] [--only API[,API...]]" >&2
        exit 2 ;;
     esac
 done
@@ -107,13 +110,13 @@ run() {
 
 for s in "${settings[@]}"; do
     echo "bench_overhead: $s: wall clock" >&2
-    run "$s" "$tmp/$s.ns" -- --calls "$calls" --rounds "$rounds"
+    run "$s" "$tmp/$s.ns" -- --calls "$calls" --rounds "$rounds" "${only[@]}"
     echo "bench_overhead: $s: callgrind" >&2
     mkdir -p "$tmp/cg-$s"
     run "$s" "$tmp/$s.cg-out" valgrind --tool=callgrind \
         "--callgrind-out-file=$tmp/cg-$s/cg.%p" --collect-atstart=no \
         '--toggle-collect=ob_timed*' '--dump-after=ob_case_done*' -- \
-        --calls "$cg_calls" --rounds 1 --warmup 64
+        --calls "$cg_calls" --rounds 1 --warmup 64 "${only[@]}"
     # One profile per case, in the order the cases ran (cg.PID.1, ...).
     profiles=()
     for ((i = 1; ; i++)); do
