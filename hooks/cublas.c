@@ -521,7 +521,13 @@ amp_call_fp32(const struct amp_types *t, int *pedantic)
     *pedantic = 0;
     if (t->a != CUDA_R_32F || t->b != CUDA_R_32F || t->c != CUDA_R_32F)
         return 0;
-    switch (t->compute) {
+    return amp_compute_fp32(t->compute, pedantic);
+}
+
+int
+amp_compute_fp32(int compute, int *pedantic)
+{
+    switch ((cublasComputeType_t)compute) {
     case CUBLAS_COMPUTE_32F:
     case CUBLAS_COMPUTE_32F_FAST_16F:
     case CUBLAS_COMPUTE_32F_FAST_16BF:

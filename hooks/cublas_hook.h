@@ -41,6 +41,10 @@ int amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats);
 enum amp_hook_next amp_hook_gemm(struct amp_hook *h,
                                  const struct amp_gemm_desc *d);
 
+/* 1 when a cublasComputeType_t is an FP32 compute type (*pedantic: one
+ * that asks for strict or emulated FP32, which stays FP32), 0 else. */
+int amp_compute_fp32(int compute, int *pedantic);
+
 /* The coverage kind of a call the shim passes through, by the
  * cudaDataType of its A (and C): FP32 operands with another compute or
  * output type are FP32 the shim does not convert. */

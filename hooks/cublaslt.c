@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -248,27 +249,47 @@ amp_lt_layout_get(cublasLtMatrixLayout_t layout,
            written == size;
 }
 
+/* A field of a struct read from an attribute of the same size. */
+struct amp_lt_field {
+    int attr;
+    size_t offset, size;
+};
+
+#define AMP_LT_FIELD(attr, type, member)                                     \
+    {(attr), offsetof(type, member), sizeof(((type *)0)->member)}
+
+static const struct amp_lt_field amp_lt_layout_fields[] = {
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_TYPE, struct amp_lt_matrix, type),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_ORDER, struct amp_lt_matrix, order),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_ROWS, struct amp_lt_matrix, rows),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_COLS, struct amp_lt_matrix, cols),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_LD, struct amp_lt_matrix, ld),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, struct amp_lt_matrix,
+                 batch),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                 struct amp_lt_matrix, stride),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET, struct amp_lt_matrix,
+                 plane),
+    AMP_LT_FIELD(CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, struct amp_lt_matrix,
+                 batch_mode),
+};
+
 static int
 amp_lt_matrix_read(cublasLtMatrixLayout_t l, struct amp_lt_matrix *m)
 {
-    return l && amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &m->type,
-                                  sizeof m->type) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &m->order,
-                             sizeof m->order) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &m->rows,
-                             sizeof m->rows) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_COLS, &m->cols,
-                             sizeof m->cols) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_LD, &m->ld,
-                             sizeof m->ld) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &m->batch,
-                             sizeof m->batch) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                             &m->stride, sizeof m->stride) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET,
-                             &m->plane, sizeof m->plane) &&
-           amp_lt_layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
-                             &m->batch_mode, sizeof m->batch_mode);
+    size_t i;
+
+    if (!l)
+        return 0;
+    for (i = 0; i < sizeof amp_lt_layout_fields / sizeof *amp_lt_layout_fields;
+         i++) {
+        const struct amp_lt_field *f = &amp_lt_layout_fields[i];
+
+        if (!amp_lt_layout_get(l, (cublasLtMatrixLayoutAttribute_t)f->attr,
+                               (char *)m + f->offset, f->size))
+            return 0;
+    }
+    return 1;
 }
 
 /* Whether any setting of the narrow-precision (FP8, FP4) products, or an
@@ -312,51 +333,54 @@ amp_lt_narrow(cublasLtMatmulDesc_t desc)
     return 0;
 }
 
+static const struct amp_lt_field amp_lt_desc_fields[] = {
+#define AMP_LT_DESC(attr, member)                                            \
+    AMP_LT_FIELD(CUBLASLT_MATMUL_DESC_##attr, struct amp_lt_call, member)
+    AMP_LT_DESC(COMPUTE_TYPE, compute),
+    AMP_LT_DESC(SCALE_TYPE, scale),
+    AMP_LT_DESC(POINTER_MODE, pointer_mode),
+    AMP_LT_DESC(ALPHA_VECTOR_BATCH_STRIDE, alpha_stride),
+    AMP_LT_DESC(TRANSA, transa),
+    AMP_LT_DESC(TRANSB, transb),
+    AMP_LT_DESC(TRANSC, transc),
+    AMP_LT_DESC(FILL_MODE, fill),
+    AMP_LT_DESC(EPILOGUE, epilogue),
+    AMP_LT_DESC(BIAS_POINTER, bias),
+    AMP_LT_DESC(BIAS_BATCH_STRIDE, bias_stride),
+    AMP_LT_DESC(BIAS_DATA_TYPE, bias_type),
+    AMP_LT_DESC(EPILOGUE_AUX_POINTER, aux),
+    AMP_LT_DESC(EPILOGUE_AUX_LD, aux_ld),
+    AMP_LT_DESC(EPILOGUE_AUX_BATCH_STRIDE, aux_stride),
+    AMP_LT_DESC(EPILOGUE_AUX_DATA_TYPE, aux_type),
+#undef AMP_LT_DESC
+};
+
 /* Reads the call's descriptors into c; 0 when one cannot be read (cuBLASLt
  * refuses such a call itself). */
 static int
 amp_lt_read_all(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
-            cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
-            cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
+                cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+                cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
 {
+    size_t i;
+
     memset(c, 0, sizeof *c);
-    return desc &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE,
-                           &c->compute, sizeof c->compute) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &c->scale,
-                           sizeof c->scale) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
-                           &c->pointer_mode, sizeof c->pointer_mode) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
-                           &c->alpha_stride, sizeof c->alpha_stride) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
-                           sizeof c->transa) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
-                           sizeof c->transb) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSC, &c->transc,
-                           sizeof c->transc) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_FILL_MODE, &c->fill,
-                           sizeof c->fill) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &c->epilogue,
-                           sizeof c->epilogue) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias,
-                           sizeof c->bias) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                           &c->bias_stride, sizeof c->bias_stride) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                           &c->bias_type, sizeof c->bias_type) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                           &c->aux, sizeof c->aux) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                           &c->aux_ld, sizeof c->aux_ld) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-                           &c->aux_stride, sizeof c->aux_stride) &&
-           amp_lt_desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-                           &c->aux_type, sizeof c->aux_type) &&
-           amp_lt_matrix_read(la, &c->a) && amp_lt_matrix_read(lb, &c->b) &&
-           amp_lt_matrix_read(lc ? lc : ld, &c->c) &&
-           amp_lt_matrix_read(ld, &c->d) &&
-           (c->narrow = amp_lt_narrow(desc), 1);
+    if (!desc)
+        return 0;
+    for (i = 0; i < sizeof amp_lt_desc_fields / sizeof *amp_lt_desc_fields;
+         i++) {
+        const struct amp_lt_field *f = &amp_lt_desc_fields[i];
+
+        if (!amp_lt_desc_get(desc, (cublasLtMatmulDescAttributes_t)f->attr,
+                             (char *)c + f->offset, f->size))
+            return 0;
+    }
+    if (!amp_lt_matrix_read(la, &c->a) || !amp_lt_matrix_read(lb, &c->b) ||
+        !amp_lt_matrix_read(lc ? lc : ld, &c->c) ||
+        !amp_lt_matrix_read(ld, &c->d))
+        return 0;
+    c->narrow = amp_lt_narrow(desc);
+    return 1;
 }
 
 /* The program's descriptors as bytes. They live whole in the header's
@@ -427,19 +451,7 @@ amp_lt_fp32(const struct amp_lt_call *c, int *pedantic)
         c->c.type != CUDA_R_32F || c->d.type != CUDA_R_32F ||
         c->scale != CUDA_R_32F || c->narrow)
         return 0;
-    switch (c->compute) {
-    case CUBLAS_COMPUTE_32F:
-    case CUBLAS_COMPUTE_32F_FAST_16F:
-    case CUBLAS_COMPUTE_32F_FAST_16BF:
-    case CUBLAS_COMPUTE_32F_FAST_TF32:
-        return 1;
-    case CUBLAS_COMPUTE_32F_PEDANTIC:
-    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
-        *pedantic = 1;
-        return 1;
-    default:
-        return 0;
-    }
+    return amp_compute_fp32(c->compute, pedantic);
 }
 
 /* The epilogues the converted path carries: the forward ones, whose
