@@ -70,19 +70,33 @@ run_sgemm(char **args, enum shim shim, struct amp_test_run *r, char hash[17])
     hash[16] = '\0';
 }
 
-/* The shim's summary line for cublasSgemm_v2 says calls=1 converted=1. */
+/* The shim's summary line for api says calls=1 converted=1. */
 static void
-expect_converted(struct amp_test_run *r, const char *what)
+expect_converted(struct amp_test_run *r, const char *api, const char *what)
 {
     struct amp_test_summary sum;
     const struct amp_test_summary_line *l;
 
     amp_test_parse_summary(r->err, &sum);
-    l = amp_test_summary_find(&sum, "cublasSgemm_v2");
+    l = amp_test_summary_find(&sum, api);
     if (!l || l->calls != 1 || l->converted != 1) {
         amp_test_run_dump(what, r);
-        fail_msg("%s: expected cublasSgemm_v2 calls=1 converted=1", what);
+        fail_msg("%s: expected %s calls=1 converted=1", what, api);
     }
+}
+
+/* The hash of dlopen_sgemm's cublasLtMatmul (--lt) in hash[17]. */
+static void
+lt_hash(const struct amp_test_run *r, char hash[17])
+{
+    const char *at = strstr(r->out, "lt status=0 hash=");
+
+    if (!at) {
+        amp_test_run_dump("dlopen_sgemm --lt", r);
+        fail_msg("dlopen_sgemm: expected a successful cublasLtMatmul");
+    }
+    memcpy(hash, at + strlen("lt status=0 hash="), 16);
+    hash[16] = '\0';
 }
 
 /* Each way of opening and looking up: converted under the shim (a result
@@ -91,12 +105,14 @@ static void
 test_every_lookup_is_converted(void **state)
 {
     char local[] = "local", global[] = "global", scope[] = "--scope",
-         versioned[] = "--versioned", dir[] = "--dir";
+         versioned[] = "--versioned", dir[] = "--dir", lt[] = "--lt";
     char *ways[][6] = {
         {scope, local, NULL},
         {scope, global, NULL},
         {scope, local, versioned, NULL},
         {scope, local, dir, (char *)emu_dir, NULL},
+        {scope, local, lt, NULL},
+        {scope, local, versioned, lt, NULL},
     };
 
     (void)state;
@@ -111,8 +127,19 @@ test_every_lookup_is_converted(void **state)
         run_sgemm(ways[w], SHIM, &shimmed, h_shim);
         run_sgemm(ways[w], SHIM_DISABLED, &disabled, h_disabled);
         assert_string_not_equal(h_shim, h_plain);
-        expect_converted(&shimmed, ways[w][1]);
+        expect_converted(&shimmed, "cublasSgemm_v2", ways[w][1]);
         assert_string_equal(h_disabled, h_plain);
+        if (strstr(shimmed.out, "lt status=")) {
+            /* cuBLASLt looked up on its handle: converted too. */
+            char l_plain[17], l_shim[17], l_disabled[17];
+
+            lt_hash(&plain, l_plain);
+            lt_hash(&shimmed, l_shim);
+            lt_hash(&disabled, l_disabled);
+            assert_string_not_equal(l_shim, l_plain);
+            expect_converted(&shimmed, "cublasLtMatmul", "--lt");
+            assert_string_equal(l_disabled, l_plain);
+        }
         amp_test_parse_summary(disabled.err, &sum);
         assert_int_equal(sum.summary_lines, 0);
         amp_test_run_free(&plain);
@@ -167,7 +194,7 @@ test_python_ctypes_is_converted(void **state)
     at = strstr(shimmed.out, "status=0 relerr=");
     assert_non_null(at);
     e_shim = strtod(at + strlen("status=0 relerr="), NULL);
-    expect_converted(&shimmed, "ctypes_sgemm.py");
+    expect_converted(&shimmed, "cublasSgemm_v2", "ctypes_sgemm.py");
     print_message("relative error: FP32 %.3e, under the shim %.3e\n",
                   e_plain, e_shim);
     assert_true(e_plain < 1e-5);
