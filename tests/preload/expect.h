@@ -4,6 +4,8 @@
 #ifndef AMP_TEST_EXPECT_H
 #define AMP_TEST_EXPECT_H
 
+#include <string.h>
+
 /* The run exited by itself with status code. */
 static inline void
 amp_test_expect_exit(const struct amp_test_run *run, int code,
@@ -13,6 +15,47 @@ amp_test_expect_exit(const struct amp_test_run *run, int code,
         return;
     amp_test_run_dump(what, run);
     fail_msg("%s: expected exit status %d", what, code);
+}
+
+/* The run's stdout is byte for byte plain's (the run without the
+ * shim). */
+static inline void
+amp_test_expect_plain_stdout(const struct amp_test_run *run,
+                             const struct amp_test_run *plain,
+                             const char *what)
+{
+    if (run->out_len == plain->out_len &&
+        memcmp(run->out, plain->out, run->out_len) == 0)
+        return;
+    amp_test_run_dump("without the shim", plain);
+    amp_test_run_dump(what, run);
+    fail_msg("%s: output differs from the run without the shim", what);
+}
+
+/* Parses the run's cases into check: plain's cases, in its order, each
+ * with plain's status and within the bound the run's command line
+ * named. */
+static inline void
+amp_test_expect_cases_pass(const struct amp_test_run *run,
+                           const struct amp_test_check *plain,
+                           const char *what, struct amp_test_check *check)
+{
+    if (amp_test_parse_check(run->out, check) != 0 || !check->have_result ||
+        check->count != plain->count) {
+        amp_test_run_dump(what, run);
+        fail_msg("%s: %d cases parsed, the plain run has %d", what,
+                 check->count, plain->count);
+    }
+    for (int i = 0; i < check->count; i++) {
+        const struct amp_test_case *c = &check->cases[i];
+        const struct amp_test_case *p = &plain->cases[i];
+
+        if (strcmp(c->name, p->name) == 0 && c->status == p->status && c->ok)
+            continue;
+        amp_test_run_dump(what, run);
+        fail_msg("%s: case %s: status %d (plain %d), %s", what, c->name,
+                 c->status, p->status, c->ok ? "ok" : "outside its bound");
+    }
 }
 
 #endif

@@ -91,42 +91,6 @@ api_index(const char *api)
 
 /* ---- Assertions ------------------------------------------------------------ */
 
-/* Parses the run's cases: the plain run's, in its order, each with the
- * plain run's status, and within the tolerance named on its command line. */
-static void
-expect_cases_pass(const struct amp_test_run *run, const char *what,
-                  struct amp_test_check *check)
-{
-    if (amp_test_parse_check(run->out, check) != 0 || !check->have_result ||
-        check->count != plain.count) {
-        amp_test_run_dump(what, run);
-        fail_msg("%s: %d cases parsed, the plain run has %d", what,
-                 check->count, plain.count);
-    }
-    for (int i = 0; i < check->count; i++) {
-        const struct amp_test_case *c = &check->cases[i];
-        const struct amp_test_case *p = &plain.cases[i];
-
-        if (strcmp(c->name, p->name) == 0 && c->status == p->status && c->ok)
-            continue;
-        amp_test_run_dump(what, run);
-        fail_msg("%s: case %s: status %d (plain %d), %s", what, c->name,
-                 c->status, p->status, c->ok ? "ok" : "outside its bound");
-    }
-}
-
-/* The run's stdout is byte for byte the plain run's. */
-static void
-expect_plain_stdout(const struct amp_test_run *run, const char *what)
-{
-    if (run->out_len == plain_run.out_len &&
-        memcmp(run->out, plain_run.out, run->out_len) == 0)
-        return;
-    amp_test_run_dump("plain run", &plain_run);
-    amp_test_run_dump(what, run);
-    fail_msg("%s: output differs from the run without the shim", what);
-}
-
 /* The summary lines of run: one per API, the run's pid, with the counters
  * the case list implies. converting: the mode converts; failing: the API
  * whose conversions all fall back ("*": every API, NULL: none). */
@@ -270,7 +234,7 @@ test_mode(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", m->mode);
     run_conv_check(m->tol, 1, mode, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_cases_pass(&run, what, &check);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
     for (int i = 0; i < check.count; i++) {
         const struct amp_test_case *c = &check.cases[i];
         int conv = strcmp(c->cls, "conv") == 0;
@@ -302,7 +266,7 @@ test_mode_fp16x3_is_fp32(void **state)
     (void)state;
     run_conv_check("tf32", 1, mode, &run);
     amp_test_expect_exit(&run, 0, "fp16x3");
-    expect_plain_stdout(&run, "fp16x3");
+    amp_test_expect_plain_stdout(&run, &plain_run, "fp16x3");
     expect_summary(&run, 0, NULL, "fp16x3", &sum);
     amp_test_run_free(&run);
 }
@@ -346,7 +310,7 @@ test_mode_fp32_is_bit_exact(void **state)
     (void)state;
     run_conv_check("tf32", 1, mode, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
-    expect_plain_stdout(&run, "AMPSHIM_MODE=fp32");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_MODE=fp32");
     expect_summary(&run, 0, NULL, "AMPSHIM_MODE=fp32", &sum);
     amp_test_run_free(&run);
 }
@@ -361,7 +325,7 @@ test_disable_is_bit_exact_and_silent(void **state)
     (void)state;
     run_conv_check("tf32", 1, disable, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
-    expect_plain_stdout(&run, "AMPSHIM_DISABLE=1");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_DISABLE=1");
     if (run.err_len != 0) {
         amp_test_run_dump("AMPSHIM_DISABLE=1", &run);
         fail_msg("AMPSHIM_DISABLE=1 printed on stderr");
@@ -397,7 +361,7 @@ test_shadow(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", s->mode);
     run_conv_check("tf32", 1, mode, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_plain_stdout(&run, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
     expect_summary(&run, 1, NULL, what, &sum);
     for (int i = 0; i < N_APIS; i++) {
         const struct amp_test_summary_line *l =
@@ -489,7 +453,7 @@ test_fault_bit_exact(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", fault_label(f));
     run_conv_check("fp16", 1, fault, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_cases_pass(&run, what, &check);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
     for (int i = 0; i < check.count; i++) {
         const struct amp_test_case *c = &check.cases[i];
 

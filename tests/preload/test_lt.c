@@ -59,40 +59,6 @@ run_lt_check(const char *tol, int preload, const struct setting *extra,
     amp_test_env_free(&env);
 }
 
-/* Every case of the plain run's list, with its status, within the bound. */
-static void
-expect_cases_pass(const struct amp_test_run *run, const char *what,
-                  struct amp_test_check *check)
-{
-    if (amp_test_parse_check(run->out, check) != 0 || !check->have_result ||
-        check->count != plain.count) {
-        amp_test_run_dump(what, run);
-        fail_msg("%s: %d cases parsed, the plain run has %d", what,
-                 check->count, plain.count);
-    }
-    for (int i = 0; i < check->count; i++) {
-        const struct amp_test_case *c = &check->cases[i];
-
-        if (strcmp(c->name, plain.cases[i].name) == 0 &&
-            c->status == plain.cases[i].status && c->ok)
-            continue;
-        amp_test_run_dump(what, run);
-        fail_msg("%s: case %s: status %d, %s", what, c->name, c->status,
-                 c->ok ? "ok" : "outside its bound");
-    }
-}
-
-static void
-expect_plain_stdout(const struct amp_test_run *run, const char *what)
-{
-    if (run->out_len == plain_run.out_len &&
-        memcmp(run->out, plain_run.out, run->out_len) == 0)
-        return;
-    amp_test_run_dump("plain run", &plain_run);
-    amp_test_run_dump(what, run);
-    fail_msg("%s: output differs from the run without the shim", what);
-}
-
 /* The summary line of cublasLtMatmul: the run's pid and these counters. */
 static const struct amp_test_summary_line *
 expect_summary(const struct amp_test_run *run, long converted, long fallback,
@@ -181,7 +147,7 @@ test_modes(void **state)
         snprintf(what, sizeof what, "AMPSHIM_MODE=%s", mode_cases[m].mode);
         run_lt_check(mode_cases[m].tol, 1, mode, &run);
         amp_test_expect_exit(&run, 0, what);
-        expect_cases_pass(&run, what, &check);
+        amp_test_expect_cases_pass(&run, &plain, what, &check);
         for (int i = 0; i < check.count; i++) {
             int conv = strcmp(check.cases[i].cls, "gemm") == 0;
             int same = strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
@@ -247,7 +213,7 @@ test_exact(void **state)
                  settings[s].value);
         run_lt_check("fp32", 1, set, &run);
         amp_test_expect_exit(&run, 0, what);
-        expect_plain_stdout(&run, what);
+        amp_test_expect_plain_stdout(&run, &plain_run, what);
         if (disabled) {
             assert_int_equal(run.err_len, 0);
         } else {
@@ -296,7 +262,7 @@ test_policy_epilogue(void **state)
     fclose(f);
     run_lt_check("fp16", 1, set, &run);
     amp_test_expect_exit(&run, 0, "epilogue policy");
-    expect_cases_pass(&run, "epilogue policy", &check);
+    amp_test_expect_cases_pass(&run, &plain, "epilogue policy", &check);
     text = amp_test_read_file(report);
     assert_non_null(text);
     doc = amp_json_parse(text, strlen(text), err, sizeof err);
@@ -382,7 +348,7 @@ test_faults(void **state)
                  fc->mode, fc->spec);
         run_lt_check(fc->tol, 1, set, &run);
         amp_test_expect_exit(&run, 0, what);
-        expect_cases_pass(&run, what, &check);
+        amp_test_expect_cases_pass(&run, &plain, what, &check);
         for (int i = 0; i < check.count; i++)
             fp32_bytes += strcmp(check.cases[i].cls, "gemm") == 0 &&
                           strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;

@@ -168,18 +168,6 @@ count_hash_differences(const struct amp_test_check *check)
     return n;
 }
 
-/* The stdout of run is byte for byte the plain FP32 run's. */
-static void
-expect_plain_stdout(const struct amp_test_run *run, const char *what)
-{
-    if (run->out_len == plain_run.out_len &&
-        memcmp(run->out, plain_run.out, run->out_len) == 0)
-        return;
-    amp_test_run_dump("plain FP32 run", &plain_run);
-    amp_test_run_dump(what, run);
-    fail_msg("%s: output differs from the plain FP32 run", what);
-}
-
 /* The summary in text (stderr or a log file) of the process run: one line
  * per API that saw a call, all naming run's pid: here SGEMM_API alone,
  * with these counters. */
@@ -342,7 +330,7 @@ test_disable_is_bit_exact_and_silent(void **state)
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, disable, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
-    expect_plain_stdout(&run, "AMPSHIM_DISABLE=1");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_DISABLE=1");
     if (run.err_len != 0) {
         amp_test_run_dump("AMPSHIM_DISABLE=1", &run);
         fail_msg("AMPSHIM_DISABLE=1 printed on stderr");
@@ -359,7 +347,7 @@ test_mode_fp32_is_bit_exact(void **state)
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, mode, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
-    expect_plain_stdout(&run, "AMPSHIM_MODE=fp32");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_MODE=fp32");
     expect_summary(&run, plain.count, 0, plain.count, 0,
                    "AMPSHIM_MODE=fp32");
     amp_test_run_free(&run);
@@ -391,7 +379,7 @@ test_fault_falls_back_to_fp32(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_EMU_FAIL=%s", fault);
     run_sgemm_check("fp32", 1, ON_EMULATOR, inject, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_plain_stdout(&run, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
     expect_summary(&run, plain.count, 0, plain.count - eligible, eligible,
                    what);
     expect_only_shim_lines(&run, 0, what);
@@ -519,7 +507,7 @@ test_log_level_off(void **state)
 
     run_sgemm_check("fp32", 1, ON_EMULATOR, quiet, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_LOG_LEVEL=off");
-    expect_plain_stdout(&run, "AMPSHIM_LOG_LEVEL=off");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_LOG_LEVEL=off");
     expect_only_shim_lines(&run, 1, "AMPSHIM_LOG_LEVEL=off");
     amp_test_run_free(&run);
 }
