@@ -17,6 +17,7 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
                       const struct amp_prof_what *what,
                       const struct amp_conv_vendor *v, void *call)
 {
+    enum amp_mode mode = dec->mode, candidate = dec->candidate;
     struct amp_conv_plan plan;
     struct amp_dev *dev;
     size_t bytes = 0;
@@ -24,7 +25,11 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
     enum amp_status st;
     void *own;
 
-    st = amp_conv_plan(d, dec->mode, dec->candidate, &plan);
+    if (!v->conversion_math && mode == AMP_MODE_ALLOW_CONVERSION)
+        mode = AMP_MODE_FP16;
+    if (!v->conversion_math && candidate == AMP_MODE_ALLOW_CONVERSION)
+        candidate = AMP_MODE_FP16;
+    st = amp_conv_plan(d, mode, candidate, &plan);
     if (st == AMP_ERR_UNAVAILABLE) {
         amp_prof_fp32(what);
         return 0; /* a mode with no convolution candidate: FP32 */

@@ -36,6 +36,10 @@ struct amp_conv_vendor {
     /* Issues the vendor call on run's pointers, workspace and stream: 0
      * on success, else the library's status. */
     int (*issue)(void *own, void *call, const struct amp_conv_run *run);
+    /* 1: the library has cuDNN's ALLOW_CONVERSION math type (the legacy
+     * convolutions); 0: allow-conversion runs as fp16, the nearest mode
+     * (the backend API has no such math type), as for GEMMs. */
+    int conversion_math;
 };
 
 /* Decides d, which the hook filled from the call (d->valid: the library

@@ -612,6 +612,7 @@ static const struct amp_conv_vendor amp_cudnn_vendor = {
     .own = amp_cudnn_own,
     .ready = amp_cudnn_ready,
     .issue = amp_cudnn_issue,
+    .conversion_math = 1,
 };
 
 /* ---- One hooked call ------------------------------------------------------- */

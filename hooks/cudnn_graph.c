@@ -4,10 +4,11 @@
  * convolution descriptor, is decided like the legacy convolutions and
  * runs on the shared converted path (hooks/conv_hook.c): the shim's twin
  * plan (its own tensors in the mode's type and its channels-last layout,
- * FP32 compute, an engine of the heuristics with the mode's numerical
+ * FP32 compute, an engine of the heuristics with cuDNN's Tensor Core
  * note) on the shim's own handle with a variant pack that maps the
- * program's unique ids to the shim's buffers. Everything else is the
- * original call.
+ * program's unique ids to the shim's buffers; allow-conversion, a math
+ * type the backend API does not have, runs as fp16. Everything else is
+ * the original call.
  *
  * The plan is read back through cudnnBackendGetAttribute (plan, engine
  * configuration, engine, operation graph, operation, tensors and
@@ -486,7 +487,7 @@ amp_plans_forget(cudnnBackendDescriptor_t d)
 /* Everything of a twin plan: zeroed before it is filled, so that it
  * compares as bytes. */
 struct amp_twin_key {
-    int32_t dir, type, note, mode;
+    int32_t dir, type, mode;
     int64_t nsp;
     int64_t dim[3][AMP_CONV_MAX_DIMS], stride[3][AMP_CONV_MAX_DIMS];
     int64_t nb_dims[3], uid[3], align[3];
@@ -675,7 +676,7 @@ amp_twin_graph(struct amp_graph_own *own, const struct amp_twin_key *k,
     return d[5];
 }
 
-/* The plan of configuration cfg when its engine has note k->note. */
+/* The plan of configuration cfg when its engine has Tensor Cores. */
 static cudnnBackendDescriptor_t
 amp_twin_try(struct amp_graph_own *own, const struct amp_twin_key *k,
              cudnnBackendDescriptor_t cfg)
@@ -685,8 +686,8 @@ amp_twin_try(struct amp_graph_own *own, const struct amp_twin_key *k,
 
     engine = amp_bk_child(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
                           CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    noted = engine && amp_graph_engine_note(
-                          engine, (cudnnBackendNumericalNote_t)k->note);
+    noted = engine && amp_graph_engine_note(engine,
+                                            CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
     amp_bk_destroy(&engine, 1);
     if (!noted)
         return NULL;
@@ -703,7 +704,7 @@ amp_twin_try(struct amp_graph_own *own, const struct amp_twin_key *k,
 }
 
 /* The twin's execution plan: the heuristics' first configuration whose
- * engine has the wanted note and whose plan finalizes; NULL when none. */
+ * engine has Tensor Cores and whose plan finalizes; NULL when none. */
 static cudnnBackendDescriptor_t
 amp_twin_build(struct amp_graph_own *own, const struct amp_twin_key *k,
                int64_t *workspace)
@@ -773,9 +774,6 @@ amp_twin_key(const struct amp_graph_conv *a, const struct amp_conv_desc *d,
     memset(k, 0, sizeof *k);
     k->dir = (int32_t)d->dir;
     k->type = (int32_t)p->type;
-    k->note = p->math == AMP_CONV_MATH_ALLOW_CONVERSION
-                  ? CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
-                  : CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
     k->mode = a->mode;
     k->nsp = a->nsp;
     for (i = 0; i < 3; i++) {
@@ -874,6 +872,7 @@ static const struct amp_conv_vendor amp_graph_vendor = {
     .own = amp_graph_own_get,
     .ready = amp_graph_ready,
     .issue = amp_graph_issue,
+    .conversion_math = 0,
 };
 
 /* ---- One cudnnBackendExecute --------------------------------------------------- */
