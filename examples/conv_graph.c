@@ -21,12 +21,15 @@
  *   err/bound=R hash=H ok|FAIL api=cudnnBackendExecute class=C engine=E
  *   ws=BYTES
  * then "result: P of N cases passed", and exits 0 when every case passed,
- * 1 when one failed, 3 on an unexpected API error. */
+ * 1 when one failed, 3 on an unexpected API error. --threads T runs every
+ * case in T threads at once, each on its own handle, building its own
+ * plans, and prints only the counts. */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,7 +96,11 @@ static const struct gcase cases[] = {
 #define UID_W 2
 #define UID_Y 3
 
-static int api_errors;
+static _Atomic int api_errors;
+
+/* --threads: each thread runs every case on its own handle, and only the
+ * counts are printed. */
+static _Thread_local int quiet;
 
 /* Records a failed call; returns nonzero when it failed. */
 static int
@@ -101,14 +108,16 @@ failed(const char *what, cudnnStatus_t st)
 {
     if (st == CUDNN_STATUS_SUCCESS)
         return 0;
-    printf("api %s status=%s(%d)\n", what, cudnnGetErrorString(st), (int)st);
+    if (!quiet)
+        printf("api %s status=%s(%d)\n", what, cudnnGetErrorString(st),
+               (int)st);
     api_errors++;
     return 1;
 }
 
 #define DNN(call) failed(#call, (call))
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static _Thread_local uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 /* Uniform in [-1, 1), 24 significant bits. */
 static float
@@ -503,6 +512,7 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
     void *dev[3], *wsp = NULL;
     size_t cnt[3], nout;
     double err = 0.0;
+    char ratio[32];
     int nb = 0, pass;
 
     for (int i = 0; i < 3; i++) {
@@ -541,28 +551,29 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
     back = malloc(nout * esize);
     got = malloc(nout * sizeof(float));
     cudaMemcpy(back, dev[out], nout * esize, cudaMemcpyDeviceToHost);
-    printf("case %s_%s m=%zu n=%d k=%d op=%s status=%s(%d)", g->name,
-           dir_op[dir], nout, g->groups, reduction(g, dir), dir_op[dir],
-           status_name(st), (int)st);
     if (st != CUDNN_STATUS_SUCCESS || half) {
         /* Refused: the output untouched; FP16 data: the status. */
         pass = st == CUDNN_STATUS_SUCCESS
                    ? plan != NULL
                    : g->cls == INVALID &&
                          memcmp(back, mem[out], nout * esize) == 0;
-        printf(" err/bound=- hash=%016" PRIx64 " %s", fnv1a64(back,
-               nout * esize), pass ? "ok" : "FAIL");
+        snprintf(ratio, sizeof(ratio), "-");
     } else {
         for (size_t j = 0; j < nout; j++)
             memcpy(&got[j], back + offset(nb, dim[out], stride[out], j) * 4,
                    4);
         err = worst_error(g, dir, val, got, nout);
         pass = plan != NULL && err <= bound && g->cls != INVALID;
-        printf(" err/bound=%.3e hash=%016" PRIx64 " %s", err / bound,
-               fnv1a64(back, nout * esize), pass ? "ok" : "FAIL");
+        snprintf(ratio, sizeof(ratio), "%.3e", err / bound);
     }
-    printf(" api=cudnnBackendExecute class=%s engine=%lld ws=%lld\n",
-           cls_name[g->cls], (long long)engine, (long long)ws);
+    if (!quiet)
+        printf("case %s_%s m=%zu n=%d k=%d op=%s status=%s(%d) "
+               "err/bound=%s hash=%016" PRIx64 " %s api=cudnnBackendExecute "
+               "class=%s engine=%lld ws=%lld\n", g->name, dir_op[dir], nout,
+               g->groups, reduction(g, dir), dir_op[dir], status_name(st),
+               (int)st, ratio, fnv1a64(back, nout * esize),
+               pass ? "ok" : "FAIL", cls_name[g->cls], (long long)engine,
+               (long long)ws);
     if (pack != NULL)
         cudnnBackendDestroyDescriptor(pack);
     if (plan != NULL)
@@ -597,12 +608,68 @@ parse_tol(const char *s, double *tol)
     return 1;
 }
 
+/* Runs every case on a handle of its own; returns the failures. */
+static int
+run_all(double bound)
+{
+    cudnnHandle_t h = NULL;
+    int fails = 0;
+
+    if (DNN(cudnnCreate(&h)))
+        return (int)CASE_COUNT * 3;
+    for (size_t c = 0; c < CASE_COUNT; c++) {
+        for (int d = FWD; d <= BWD_FILTER; d++)
+            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+    }
+    cudnnDestroy(h);
+    return fails;
+}
+
+struct worker {
+    pthread_t thread;
+    int index, fails;
+    double bound;
+};
+
+static void *
+worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    quiet = 1;
+    rng_state += (uint64_t)w->index;
+    w->fails = run_all(w->bound);
+    return NULL;
+}
+
+/* --threads n: every case in n threads at once; prints the counts. */
+static int
+run_threads(int n, double bound)
+{
+    struct worker w[16];
+    int fails = 0;
+
+    for (int i = 0; i < n; i++) {
+        w[i].index = i;
+        w[i].bound = bound;
+        w[i].fails = 0;
+        if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "conv_graph: cannot start thread %d\n", i);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(w[i].thread, NULL);
+        fails += w[i].fails;
+    }
+    return fails;
+}
+
 int
 main(int argc, char **argv)
 {
     double bound = 1.0 / 1024;
-    cudnnHandle_t h = NULL;
-    int fails = 0;
+    int fails, threads = 0, total = (int)CASE_COUNT * 3;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -610,20 +677,27 @@ main(int argc, char **argv)
             i++;
             continue;
         }
-        fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X]\n");
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc &&
+            (threads = atoi(argv[i + 1])) >= 1 && threads <= 16) {
+            i++;
+            continue;
+        }
+        fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X] "
+                "[--threads 1-16]\n");
         return 2;
     }
-    if (DNN(cudnnCreate(&h)))
-        return 3;
-    for (size_t c = 0; c < CASE_COUNT; c++) {
-        for (int d = FWD; d <= BWD_FILTER; d++)
-            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+    if (threads > 0) {
+        fails = run_threads(threads, bound);
+        if (fails < 0)
+            return 3;
+        total *= threads;
+        printf("threads %d\n", threads);
+    } else {
+        fails = run_all(bound);
     }
-    cudnnDestroy(h);
-    printf("result: %d of %d cases passed\n", (int)CASE_COUNT * 3 - fails,
-           (int)CASE_COUNT * 3);
+    printf("result: %d of %d cases passed\n", total - fails, total);
     if (api_errors > 0)
-        printf("api errors: %d\n", api_errors);
+        printf("api errors: %d\n", (int)api_errors);
     if (api_errors > 0)
         return 3;
     return fails > 0 ? 1 : 0;

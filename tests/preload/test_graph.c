@@ -329,6 +329,48 @@ test_policy_symbol(void **state)
     amp_test_run_free(&run);
 }
 
+/* Eight threads build, execute and destroy their plans at once, each on
+ * its own handle (descriptor addresses freed by one thread are reused by
+ * another): every case passes within the FP16 bound and every FP32 graph
+ * of every thread is converted. */
+static void
+test_threads(void **state)
+{
+    char *argv[] = { (char *)conv_graph_path, (char *)"--tol",
+                     (char *)"fp16", (char *)"--threads", (char *)"8", NULL };
+    const char *what = "fp16, 8 threads";
+    const struct amp_test_summary_line *l;
+    struct amp_test_summary sum;
+    struct amp_test_run run;
+    struct amp_test_env env;
+    char result[64];
+
+    (void)state;
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+    amp_test_env_set(&env, "AMPSHIM_REPORT", "off");
+    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
+        fail_msg("cannot start %s: %s", conv_graph_path, strerror(errno));
+    amp_test_env_free(&env);
+    amp_test_expect_exit(&run, 0, what);
+    snprintf(result, sizeof(result), "result: %ld of %ld cases passed\n",
+             8 * expected.calls, 8 * expected.calls);
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, API);
+    if (strstr(run.out, result) && l && l->seen == 1 &&
+        l->calls == 8 * expected.calls && l->converted == 8 * expected.conv &&
+        l->passthrough == 8 * expected.typed && l->fallback == 0 &&
+        l->fp32 == 8 * (expected.strict + expected.invalid)) {
+        amp_test_run_free(&run);
+        return;
+    }
+    amp_test_run_dump(what, &run);
+    fail_msg("%s: not every case passed, or the counters are not 8 times "
+             "the single thread's", what);
+}
+
 /* ---- exact: fp32, disabled and shadow are the plain run's bytes ---------- */
 
 static void
@@ -579,6 +621,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_plain_case_list),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
         cmocka_unit_test(test_policy_symbol),
+        cmocka_unit_test(test_threads),
     };
     const struct CMUnitTest exact[] = {
         cmocka_unit_test(test_mode_fp32_is_bit_exact),
