@@ -1,18 +1,17 @@
 /* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
- * become a descriptor, are decided, and run on the converted path on the
- * shim's own handle and descriptors; everything else is the original call
- * with the caller's unchanged arguments. */
+ * become a descriptor, are decided, and run on the converted path
+ * (conv_hook.c) on the shim's own handle and descriptors; everything else
+ * is the original call with the caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
+#include "conv_hook.h"
 #include "decide/site.h"
 #include "device/device.h"
-#include "measure/prof.h"
 #include "measure/stats.h"
 #include "process/process.h"
-#include "conv_hook.h"
 #include "run/conv.h"
 
 #include <pthread.h>
