@@ -6,7 +6,7 @@
  * statuses, hashes and the shim's exit summary for cudnnBackendExecute.
  *
  * usage: test_graph GROUP CONV_GRAPH LIBAMPSHIM EMU_DIR
- * GROUP: modes | exact | faults */
+ * GROUP: modes | exact | faults | threads */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -621,6 +621,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_plain_case_list),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
         cmocka_unit_test(test_policy_symbol),
+    };
+    const struct CMUnitTest threads[] = {
         cmocka_unit_test(test_threads),
     };
     const struct CMUnitTest exact[] = {
@@ -634,7 +636,7 @@ main(int argc, char **argv)
     int failed = 0;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s modes|exact|faults CONV_GRAPH "
+        fprintf(stderr, "usage: %s modes|exact|faults|threads CONV_GRAPH "
                 "LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
@@ -675,6 +677,9 @@ main(int argc, char **argv)
                                           plain_teardown);
         return failed;
     }
+    if (strcmp(group, "threads") == 0)
+        return _cmocka_run_group_tests("threads", threads, COUNT(threads),
+                                       plain_setup, plain_teardown);
     fprintf(stderr, "%s: unknown group '%s'\n", argv[0], group);
     return 2;
 }
