@@ -11,14 +11,25 @@
  * largest |got - want| / (|alpha| sum |products| + |beta old|) over its
  * elements must stay within the bound named by --tol (tf32, the default:
  * 2^-10, what cuDNN's default TF32 math allows; fp32: 1e-5; fp16, bf16 or
- * a number). Prints one line per case:
- * case NAME op=DIR engine=E ws=BYTES err=R bound=B PASS|FAIL
- * and exits 0 when every case passed, 1 when one failed, 3 on an API
- * error. */
+ * a number). After the FP32 convolutions, three kinds of call a converting
+ * shim must leave alone, in each direction: FP16 data (class typed: only
+ * the status is judged), a plan of the heuristics' fallback mode, on an
+ * engine without Tensor Cores (class strict), and a variant pack without
+ * the filter's pointer (class invalid: cuDNN's BAD_PARAM, the output
+ * untouched). Prints one line per case:
+ * case NAME_DIR m=OUTPUTS n=GROUPS k=REDUCTION op=DIR status=NAME(N)
+ *   err/bound=R hash=H ok|FAIL api=cudnnBackendExecute class=C engine=E
+ *   ws=BYTES
+ * then "result: P of N cases passed", and exits 0 when every case passed,
+ * 1 when one failed, 3 on an unexpected API error. --threads T runs every
+ * case in T threads at once, each on its own handle, building its own
+ * plans, and prints only the counts. */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +38,13 @@
 enum dir { FWD, BWD_DATA, BWD_FILTER };
 static const char *const dir_op[] = { "FW", "BD", "BF" };
 
+/* What a converting shim does with the case: converts it (conv), passes
+ * it through (typed: FP16 data), keeps it FP32 (strict: the program's
+ * engine has no Tensor Cores; invalid: cuDNN refuses the variant pack). */
+enum cls { CONV, TYPED, STRICT, INVALID };
+static const char *const cls_name[] = { "conv", "typed", "strict",
+                                        "invalid" };
+
 struct gcase {
     const char *name;
     int nsp;                            /* 2 or 3; 2-d: depth 1 */
@@ -34,23 +52,43 @@ struct gcase {
     int in[3], filt[3], pre[3], post[3], stride[3], dil[3];
     int nhwc, flip;
     double alpha, beta;
+    enum cls cls;
 };
 
 static const struct gcase cases[] = {
     { "c3_k5", 2, 2, 3, 5, 1, { 1, 7, 6 }, { 1, 3, 3 }, { 0, 1, 1 },
-      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 1.0, 0.0 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 1.0, 0.0,
+      CONV },
     { "c13_nhwc_dil2", 2, 1, 13, 5, 1, { 1, 8, 8 }, { 1, 3, 3 },
-      { 0, 2, 2 }, { 0, 2, 2 }, { 1, 1, 1 }, { 1, 2, 2 }, 1, 0, 1.0, 0.0 },
+      { 0, 2, 2 }, { 0, 2, 2 }, { 1, 1, 1 }, { 1, 2, 2 }, 1, 0, 1.0, 0.0,
+      CONV },
     { "groups2_stride2_flip", 2, 2, 8, 12, 2, { 1, 9, 8 }, { 1, 3, 3 },
-      { 0, 1, 1 }, { 0, 1, 1 }, { 1, 2, 2 }, { 1, 1, 1 }, 0, 1, 1.0, 0.0 },
+      { 0, 1, 1 }, { 0, 1, 1 }, { 1, 2, 2 }, { 1, 1, 1 }, 0, 1, 1.0, 0.0,
+      CONV },
     { "groups4_nhwc_asym_pad", 2, 1, 12, 8, 4, { 1, 6, 7 }, { 1, 2, 3 },
-      { 0, 1, 0 }, { 0, 0, 2 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0 },
+      { 0, 1, 0 }, { 0, 0, 2 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0,
+      CONV },
     { "alpha_beta", 2, 2, 3, 8, 1, { 1, 6, 6 }, { 1, 3, 3 }, { 0, 1, 1 },
-      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 0.5, 0.25 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 0.5, 0.25,
+      CONV },
     { "c64_k16", 2, 1, 64, 16, 1, { 1, 5, 5 }, { 1, 3, 3 }, { 0, 1, 1 },
-      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0,
+      CONV },
     { "3d_c3", 3, 2, 3, 4, 1, { 4, 5, 5 }, { 2, 3, 3 }, { 1, 1, 1 },
-      { 0, 1, 1 }, { 1, 2, 1 }, { 1, 1, 2 }, 0, 0, 1.0, 0.0 },
+      { 0, 1, 1 }, { 1, 2, 1 }, { 1, 1, 2 }, 0, 0, 1.0, 0.0,
+      CONV },
+    { "groups3_c9_nhwc_dil2_beta", 2, 2, 9, 6, 3, { 1, 9, 7 }, { 1, 3, 2 },
+      { 0, 2, 1 }, { 0, 2, 0 }, { 1, 1, 2 }, { 1, 2, 2 }, 1, 0, 1.5, -0.5,
+      CONV },
+    /* The calls to leave alone come last: a shim's converted calls are
+     * then the first cudnnBackendExecute calls of the run. */
+    { "fp16_data", 2, 2, 8, 8, 1, { 1, 6, 6 }, { 1, 3, 3 }, { 0, 1, 1 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 1, 0, 1.0, 0.0, TYPED },
+    { "fallback_engine", 2, 2, 5, 7, 1, { 1, 6, 5 }, { 1, 3, 3 },
+      { 0, 1, 1 }, { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 1.0, 0.0,
+      STRICT },
+    { "pack_without_w", 2, 1, 4, 4, 1, { 1, 5, 5 }, { 1, 3, 3 }, { 0, 1, 1 },
+      { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, 1.0, 0.0, INVALID },
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
 
@@ -58,7 +96,11 @@ static const struct gcase cases[] = {
 #define UID_W 2
 #define UID_Y 3
 
-static int api_errors;
+static _Atomic int api_errors;
+
+/* --threads: each thread runs every case on its own handle, and only the
+ * counts are printed. */
+static _Thread_local int quiet;
 
 /* Records a failed call; returns nonzero when it failed. */
 static int
@@ -66,14 +108,16 @@ failed(const char *what, cudnnStatus_t st)
 {
     if (st == CUDNN_STATUS_SUCCESS)
         return 0;
-    printf("api %s status=%s(%d)\n", what, cudnnGetErrorString(st), (int)st);
+    if (!quiet)
+        printf("api %s status=%s(%d)\n", what, cudnnGetErrorString(st),
+               (int)st);
     api_errors++;
     return 1;
 }
 
 #define DNN(call) failed(#call, (call))
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static _Thread_local uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 /* Uniform in [-1, 1), 24 significant bits. */
 static float
@@ -147,10 +191,10 @@ offset(int nb, const int64_t *dim, const int64_t *stride, size_t lin)
 /* ---- The backend descriptors ---------------------------------------------- */
 
 static cudnnBackendDescriptor_t
-make_tensor(int64_t uid, int nb, const int64_t *dim, const int64_t *stride)
+make_tensor(int64_t uid, int nb, const int64_t *dim, const int64_t *stride,
+            cudnnDataType_t type)
 {
     cudnnBackendDescriptor_t t = NULL;
-    cudnnDataType_t type = CUDNN_DATA_FLOAT;
     int64_t align = 16;
 
     if (DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR,
@@ -243,7 +287,8 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
     cudnnBackendDescriptor_t conv = make_conv(g), op = NULL, graph = NULL;
     cudnnBackendDescriptor_t heur = NULL, cfgs[16] = { NULL }, plan = NULL;
     cudnnBackendDescriptor_t eng = NULL;
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    cudnnBackendHeurMode_t mode = g->cls == STRICT ? CUDNN_HEUR_MODE_FALLBACK
+                                                   : CUDNN_HEUR_MODE_A;
     float alpha = (float)g->alpha, beta = (float)g->beta;
     int64_t n = 0, got = 0;
 
@@ -367,65 +412,76 @@ reference(const struct gcase *g, enum dir dir, float *const val[3],
     }
 }
 
-/* Runs one case in one direction; returns 1 when it passed. */
-static int
-run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
+/* FNV-1a of the output's bytes as the device holds them. */
+static uint64_t
+fnv1a64(const void *data, size_t len)
 {
-    static const int64_t uid[3] = { UID_X, UID_W, UID_Y };
-    int out = dir == FWD ? 2 : dir == BWD_DATA ? 0 : 1;
-    int64_t dim[3][5], stride[3][5], engine = -1, ws = 0, one = 0;
-    cudnnBackendDescriptor_t t[3], plan, pack = NULL;
-    float *val[3], *mem[3], *got;
-    void *dev[3], *wsp = NULL;
-    size_t cnt[3], nout;
-    double *res, *mag, err = 0.0;
-    int nb = 0, pass;
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
 
-    for (int i = 0; i < 3; i++) {
-        nb = shape(g, i, dim[i], stride[i]);
-        cnt[i] = count(nb, dim[i]);
-        val[i] = malloc(cnt[i] * sizeof(float));
-        mem[i] = malloc(cnt[i] * sizeof(float));
-        for (size_t j = 0; j < cnt[i]; j++) {
-            val[i][j] = rnd();
-            mem[i][offset(nb, dim[i], stride[i], j)] = val[i][j];
-        }
-        dev[i] = NULL;
-        if (cudaMalloc(&dev[i], cnt[i] * sizeof(float)) != cudaSuccess ||
-            cudaMemcpy(dev[i], mem[i], cnt[i] * sizeof(float),
-                       cudaMemcpyHostToDevice) != cudaSuccess)
-            failed("cudaMalloc/cudaMemcpy", CUDNN_STATUS_EXECUTION_FAILED);
-        t[i] = make_tensor(uid[i], nb, dim[i], stride[i]);
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
     }
-    nout = cnt[out];
-    plan = make_plan(h, g, dir, t, &engine);
-    if (plan != NULL) {
-        DNN(cudnnBackendGetAttribute(plan,
-                                     CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                     CUDNN_TYPE_INT64, 1, &one, &ws));
-        if (ws > 0 && cudaMalloc(&wsp, (size_t)ws) != cudaSuccess)
-            failed("cudaMalloc(workspace)", CUDNN_STATUS_EXECUTION_FAILED);
-        DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
-                                         &pack));
-        DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
-                                     CUDNN_TYPE_INT64, 3, uid));
-        DNN(cudnnBackendSetAttribute(pack,
-                                     CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                     CUDNN_TYPE_VOID_PTR, 3, dev));
-        DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
-                                     CUDNN_TYPE_VOID_PTR, 1, &wsp));
-        DNN(cudnnBackendFinalize(pack));
-        DNN(cudnnBackendExecute(h, plan, pack));
+    return h;
+}
+
+static const char *
+status_name(cudnnStatus_t st)
+{
+    switch (st) {
+    case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case CUDNN_STATUS_EXECUTION_FAILED:
+        return "CUDNN_STATUS_EXECUTION_FAILED";
+    default: return "CUDNN_STATUS_OTHER";
     }
-    if (cudaDeviceSynchronize() != cudaSuccess)
-        failed("cudaDeviceSynchronize", CUDNN_STATUS_EXECUTION_FAILED);
-    got = malloc(nout * sizeof(float));
-    res = malloc(nout * sizeof(double));
-    mag = malloc(nout * sizeof(double));
-    cudaMemcpy(mem[out], dev[out], nout * sizeof(float),
-               cudaMemcpyDeviceToHost);
-    for (size_t j = 0; j < nout; j++)
-        got[j] = mem[out][offset(nb, dim[out], stride[out], j)];
+}
+
+/* The reduction length of one output element. */
+static int
+reduction(const struct gcase *g, enum dir dir)
+{
+    int f = g->filt[0] * g->filt[1] * g->filt[2];
+
+    if (dir == BWD_FILTER)
+        return g->n * out_size(g, 0) * out_size(g, 1) * out_size(g, 2);
+    return (dir == FWD ? g->c : g->k) / g->groups * f;
+}
+
+/* The variant pack of the case: every tensor's pointer, or all but the
+ * filter's (class invalid). */
+static cudnnBackendDescriptor_t
+make_pack(const struct gcase *g, void *const dev[3], void *wsp)
+{
+    static const int64_t uid[3] = { UID_X, UID_Y, UID_W };
+    void *ptr[3] = { dev[0], dev[2], dev[1] };
+    int64_t n = g->cls == INVALID ? 2 : 3;
+    cudnnBackendDescriptor_t pack = NULL;
+
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                     &pack));
+    DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                 CUDNN_TYPE_INT64, n, uid));
+    DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                 CUDNN_TYPE_VOID_PTR, n, ptr));
+    DNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                 CUDNN_TYPE_VOID_PTR, 1, &wsp));
+    DNN(cudnnBackendFinalize(pack));
+    return pack;
+}
+
+/* The largest error of the FP32 result relative to its bound. */
+static double
+worst_error(const struct gcase *g, enum dir dir, float *const val[3],
+            const float *got, size_t nout)
+{
+    int out = dir == FWD ? 2 : dir == BWD_DATA ? 0 : 1;
+    double *res = malloc(nout * sizeof(double));
+    double *mag = malloc(nout * sizeof(double));
+    double err = 0.0;
+
     reference(g, dir, val, res, mag, nout);
     for (size_t j = 0; j < nout; j++) {
         double old = g->beta * val[out][j];
@@ -436,10 +492,88 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
         if (!(e <= err))
             err = e;    /* NaN sticks */
     }
-    pass = plan != NULL && err <= bound;
-    printf("case %s op=%s engine=%lld ws=%lld err=%.3g bound=%.3g %s\n",
-           g->name, dir_op[dir], (long long)engine, (long long)ws, err, bound,
-           pass ? "PASS" : "FAIL");
+    free(res), free(mag);
+    return err;
+}
+
+/* Runs one case in one direction; returns 1 when it passed. */
+static int
+run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
+{
+    static const int64_t uid[3] = { UID_X, UID_W, UID_Y };
+    int out = dir == FWD ? 2 : dir == BWD_DATA ? 0 : 1;
+    int half = g->cls == TYPED;
+    size_t esize = half ? 2 : 4;
+    int64_t dim[3][5], stride[3][5], engine = -1, ws = 0, one = 0;
+    cudnnBackendDescriptor_t t[3], plan, pack = NULL;
+    cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+    float *val[3], *got;
+    unsigned char *mem[3], *back;
+    void *dev[3], *wsp = NULL;
+    size_t cnt[3], nout;
+    double err = 0.0;
+    char ratio[32];
+    int nb = 0, pass;
+
+    for (int i = 0; i < 3; i++) {
+        nb = shape(g, i, dim[i], stride[i]);
+        cnt[i] = count(nb, dim[i]);
+        val[i] = malloc(cnt[i] * sizeof(float));
+        /* FP16 data stays zero: only its status is judged. */
+        mem[i] = calloc(cnt[i], esize);
+        for (size_t j = 0; j < cnt[i]; j++) {
+            val[i][j] = rnd();
+            if (!half)
+                memcpy(mem[i] + offset(nb, dim[i], stride[i], j) * 4,
+                       &val[i][j], 4);
+        }
+        dev[i] = NULL;
+        if (cudaMalloc(&dev[i], cnt[i] * esize) != cudaSuccess ||
+            cudaMemcpy(dev[i], mem[i], cnt[i] * esize,
+                       cudaMemcpyHostToDevice) != cudaSuccess)
+            failed("cudaMalloc/cudaMemcpy", CUDNN_STATUS_EXECUTION_FAILED);
+        t[i] = make_tensor(uid[i], nb, dim[i], stride[i],
+                           half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT);
+    }
+    nout = cnt[out];
+    plan = make_plan(h, g, dir, t, &engine);
+    if (plan != NULL) {
+        DNN(cudnnBackendGetAttribute(plan,
+                                     CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                     CUDNN_TYPE_INT64, 1, &one, &ws));
+        if (ws > 0 && cudaMalloc(&wsp, (size_t)ws) != cudaSuccess)
+            failed("cudaMalloc(workspace)", CUDNN_STATUS_EXECUTION_FAILED);
+        pack = make_pack(g, dev, wsp);
+        st = cudnnBackendExecute(h, plan, pack);
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        failed("cudaDeviceSynchronize", CUDNN_STATUS_EXECUTION_FAILED);
+    back = malloc(nout * esize);
+    got = malloc(nout * sizeof(float));
+    cudaMemcpy(back, dev[out], nout * esize, cudaMemcpyDeviceToHost);
+    if (st != CUDNN_STATUS_SUCCESS || half) {
+        /* Refused: the output untouched; FP16 data: the status. */
+        pass = st == CUDNN_STATUS_SUCCESS
+                   ? plan != NULL
+                   : g->cls == INVALID &&
+                         memcmp(back, mem[out], nout * esize) == 0;
+        snprintf(ratio, sizeof(ratio), "-");
+    } else {
+        for (size_t j = 0; j < nout; j++)
+            memcpy(&got[j], back + offset(nb, dim[out], stride[out], j) * 4,
+                   4);
+        err = worst_error(g, dir, val, got, nout);
+        pass = plan != NULL && err <= bound && g->cls != INVALID;
+        snprintf(ratio, sizeof(ratio), "%.3e", err / bound);
+    }
+    if (!quiet)
+        printf("case %s_%s m=%zu n=%d k=%d op=%s status=%s(%d) "
+               "err/bound=%s hash=%016" PRIx64 " %s api=cudnnBackendExecute "
+               "class=%s engine=%lld ws=%lld\n", g->name, dir_op[dir], nout,
+               g->groups, reduction(g, dir), dir_op[dir], status_name(st),
+               (int)st, ratio, fnv1a64(back, nout * esize),
+               pass ? "ok" : "FAIL", cls_name[g->cls], (long long)engine,
+               (long long)ws);
     if (pack != NULL)
         cudnnBackendDestroyDescriptor(pack);
     if (plan != NULL)
@@ -450,7 +584,7 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
         free(val[i]), free(mem[i]);
     }
     cudaFree(wsp);
-    free(got), free(res), free(mag);
+    free(back), free(got);
     return pass;
 }
 
@@ -474,12 +608,68 @@ parse_tol(const char *s, double *tol)
     return 1;
 }
 
+/* Runs every case on a handle of its own; returns the failures. */
+static int
+run_all(double bound)
+{
+    cudnnHandle_t h = NULL;
+    int fails = 0;
+
+    if (DNN(cudnnCreate(&h)))
+        return (int)CASE_COUNT * 3;
+    for (size_t c = 0; c < CASE_COUNT; c++) {
+        for (int d = FWD; d <= BWD_FILTER; d++)
+            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+    }
+    cudnnDestroy(h);
+    return fails;
+}
+
+struct worker {
+    pthread_t thread;
+    int index, fails;
+    double bound;
+};
+
+static void *
+worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    quiet = 1;
+    rng_state += (uint64_t)w->index;
+    w->fails = run_all(w->bound);
+    return NULL;
+}
+
+/* --threads n: every case in n threads at once; prints the counts. */
+static int
+run_threads(int n, double bound)
+{
+    struct worker w[16];
+    int fails = 0;
+
+    for (int i = 0; i < n; i++) {
+        w[i].index = i;
+        w[i].bound = bound;
+        w[i].fails = 0;
+        if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "conv_graph: cannot start thread %d\n", i);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(w[i].thread, NULL);
+        fails += w[i].fails;
+    }
+    return fails;
+}
+
 int
 main(int argc, char **argv)
 {
     double bound = 1.0 / 1024;
-    cudnnHandle_t h = NULL;
-    int fails = 0;
+    int fails, threads = 0, total = (int)CASE_COUNT * 3;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -487,18 +677,27 @@ main(int argc, char **argv)
             i++;
             continue;
         }
-        fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X]\n");
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc &&
+            (threads = atoi(argv[i + 1])) >= 1 && threads <= 16) {
+            i++;
+            continue;
+        }
+        fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X] "
+                "[--threads 1-16]\n");
         return 2;
     }
-    if (DNN(cudnnCreate(&h)))
-        return 3;
-    for (size_t c = 0; c < CASE_COUNT; c++) {
-        for (int d = FWD; d <= BWD_FILTER; d++)
-            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+    if (threads > 0) {
+        fails = run_threads(threads, bound);
+        if (fails < 0)
+            return 3;
+        total *= threads;
+        printf("threads %d\n", threads);
+    } else {
+        fails = run_all(bound);
     }
-    cudnnDestroy(h);
-    printf("summary cases=%d failed=%d api_errors=%d\n",
-           (int)CASE_COUNT * 3, fails, api_errors);
+    printf("result: %d of %d cases passed\n", total - fails, total);
+    if (api_errors > 0)
+        printf("api errors: %d\n", (int)api_errors);
     if (api_errors > 0)
         return 3;
     return fails > 0 ? 1 : 0;

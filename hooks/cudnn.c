@@ -1,17 +1,15 @@
 /* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
- * become a descriptor, are decided, and run on the converted path on the
- * shim's own handle and descriptors; everything else is the original call
- * with the caller's unchanged arguments. */
+ * become a descriptor, are decided, and run on the converted path
+ * (conv_hook.c) on the shim's own handle and descriptors; everything else
+ * is the original call with the caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
+#include "conv_hook.h"
 #include "decide/site.h"
 #include "device/device.h"
-#include "measure/coverage.h"
-#include "measure/harvest.h"
-#include "measure/prof.h"
 #include "measure/stats.h"
 #include "process/process.h"
 #include "run/conv.h"
@@ -567,162 +565,67 @@ amp_vendor_run(struct amp_own *own, enum amp_conv_dir dir,
         v->y, (void *)(uintptr_t)run->y);
 }
 
-/* ---- One hooked call ------------------------------------------------------- */
+/* ---- The legacy issuer ------------------------------------------------------ */
 
-struct amp_cudnn_hook {
-    int entered;
-    int shadow;
-    enum amp_outcome outcome;
-    enum amp_cover cover;       /* the coverage kind when kept FP32 (its
-                                   reason) or passed through (its
-                                   precision) */
-    double flops;
-    struct amp_api_stats *stats;
-    struct amp_conv_run run;
-    struct amp_prof_span prof;  /* the converted call's measurement */
+/* The issuer's record of one call: the caller's arguments, the geometry,
+ * and the descriptors and algorithm `ready` chose. */
+struct amp_cudnn_legacy {
+    const struct amp_cudnn_call *c;
+    struct amp_geometry g;
+    struct amp_vendor_descs v;
+    int algo;
 };
 
-/* Plans, prepares and issues the converted call: 1 when the caller's
- * result is (or for shadow, will be) the shim's doing, 0 when the original
- * call must run with nothing of the caller's written. */
-static int
-amp_cudnn_convert(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
-                  const struct amp_conv_desc *d, const struct amp_geometry *g,
-                  const struct amp_decision *dec,
-                  const struct amp_prof_what *what)
+static void *
+amp_cudnn_own(struct amp_dev *dev, int make)
 {
-    struct amp_vendor_descs v;
-    struct amp_conv_plan plan;
-    struct amp_algo_key key;
-    struct amp_own *own;
-    struct amp_dev *dev;
-    size_t bytes = 0;
-    int algo = 0, capturing;
-    enum amp_status st;
-    cudnnStatus_t s;
+    return amp_cudnn_complete ? amp_own_get(dev, make) : NULL;
+}
 
-    st = amp_conv_plan(d, dec->mode, dec->candidate, &plan);
-    if (st == AMP_ERR_UNAVAILABLE) {
-        amp_prof_fp32(what);
-        return 0; /* a mode with no convolution candidate: FP32 */
-    }
-    h->outcome = AMP_OUTCOME_FALLBACK;
-    /* Loading the kernels and creating a handle are not capture-safe: a
-     * call on a capturing stream uses only what earlier calls made. */
-    capturing = amp_dev_stream_capturing(d->stream) > 0;
-    dev = capturing ? amp_dev_current_made() : amp_dev_current();
-    own = dev && amp_cudnn_complete ? amp_own_get(dev, !capturing) : NULL;
-    if (st != AMP_OK || !own || !amp_vendor_descs(own, c, g, &plan, &v)) {
-        amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)
-                                : !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
-                                : !own ? AMP_FALLBACK_NO_DEVICE
-                                       : AMP_FALLBACK_NO_ALGORITHM);
+static int
+amp_cudnn_ready(void *own, void *call, const struct amp_conv_desc *d,
+                const struct amp_conv_plan *plan, size_t *workspace)
+{
+    struct amp_cudnn_legacy *l = call;
+    struct amp_algo_key key;
+
+    if (!amp_vendor_descs(own, l->c, &l->g, plan, &l->v))
         return 0;
-    }
-    amp_algo_key(d, g, &plan, &key);
-    if (!amp_algo_cached(&key, &algo, &bytes, 0)) {
-        if (!amp_vendor_algo(own, d->dir, &v, &algo, &bytes)) {
-            amp_prof_fallback(what, AMP_FALLBACK_NO_ALGORITHM);
-            return 0;
-        }
-        amp_algo_cached(&key, &algo, &bytes, 1);
-    }
-    amp_prof_begin(&h->prof, dev, what);
-    st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max, &h->run);
-    if (st != AMP_OK) {
-        h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
-                         ? AMP_OUTCOME_FP32
-                         : AMP_OUTCOME_FALLBACK;
-        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
+    amp_algo_key(d, &l->g, plan, &key);
+    if (amp_algo_cached(&key, &l->algo, workspace, 0))
+        return 1;
+    if (!amp_vendor_algo(own, d->dir, &l->v, &l->algo, workspace))
         return 0;
-    }
-    s = amp_vendor_run(own, d->dir, &v, algo, &h->run);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "
-                "FP32", d->api, amp_mode_name(plan.candidate), (int)s);
-        amp_conv_abandon(&h->run);
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
-        return 0;
-    }
-    if (amp_conv_finish(&h->run) != AMP_OK) {
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
-        return 0;
-    }
-    h->outcome = AMP_OUTCOME_CONVERTED;
-    h->shadow = h->run.needs_original;
-    if (h->shadow) {
-        amp_prof_split(&h->prof);
-        return 0;
-    }
-    amp_prof_stop(&h->prof);
-    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                 h->run.scratch_bytes);
+    amp_algo_cached(&key, &l->algo, workspace, 1);
     return 1;
 }
 
-/* The coverage kind of a convolution the shim passes through, by its
- * input's data type. */
-static enum amp_cover
-amp_cover_of_data(cudnnDataType_t t)
-{
-    switch (t) {
-    case CUDNN_DATA_FLOAT:
-        return AMP_COVER_UNCONVERTED; /* Tensor Core math already, or a
-                                         layout the shim does not take */
-    case CUDNN_DATA_DOUBLE:
-        return AMP_COVER_FP64;
-    case CUDNN_DATA_HALF:
-    case CUDNN_DATA_BFLOAT16:
-        return AMP_COVER_HALF;
-    case CUDNN_DATA_INT8:
-    case CUDNN_DATA_UINT8:
-    case CUDNN_DATA_INT8x4:
-    case CUDNN_DATA_UINT8x4:
-    case CUDNN_DATA_INT8x32:
-        return AMP_COVER_INT8;
-    default:
-        return AMP_COVER_OTHER;
-    }
-}
-
-/* The coverage kind of an FP32 convolution kept FP32 for `skip`. */
-static enum amp_cover
-amp_cover_of_conv_skip(enum amp_conv_skip skip)
-{
-    switch (skip) {
-    case AMP_CONV_SKIP_INVALID:
-        return AMP_COVER_INVALID;
-    case AMP_CONV_SKIP_EMPTY:
-        return AMP_COVER_EMPTY;
-    case AMP_CONV_SKIP_STRICT:
-        return AMP_COVER_PEDANTIC;
-    default:
-        return AMP_COVER_POLICY; /* mode, demoted site, no candidate */
-    }
-}
-
-/* The coverage kind of a call after it ran, from its outcome. */
-static enum amp_cover
-amp_cudnn_cover(const struct amp_cudnn_hook *h)
-{
-    if (h->outcome == AMP_OUTCOME_CONVERTED)
-        return AMP_COVER_CONVERTED;
-    if (h->outcome == AMP_OUTCOME_FALLBACK)
-        return AMP_COVER_FALLBACK;
-    return h->cover;
-}
-
-/* Guard, descriptor, decision and converted path. 1: the hook returns
- * *status; 0: it runs the original call, then amp_cudnn_end. */
 static int
-amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
+amp_cudnn_issue(void *own, void *call, const struct amp_conv_run *run)
+{
+    struct amp_cudnn_legacy *l = call;
+
+    return (int)amp_vendor_run(own, l->c->dir, &l->v, l->algo, run);
+}
+
+static const struct amp_conv_vendor amp_cudnn_vendor = {
+    .own = amp_cudnn_own,
+    .ready = amp_cudnn_ready,
+    .issue = amp_cudnn_issue,
+    .conversion_math = 1,
+};
+
+/* ---- One hooked call ------------------------------------------------------- */
+
+/* Guard, descriptor, then the shared decision and converted path. 1: the
+ * hook returns *status; 0: it runs the original call, then
+ * amp_cudnn_end. */
+static int
+amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
                 cudnnStatus_t *status)
 {
+    struct amp_cudnn_legacy l = {.c = c};
     struct amp_conv_desc d;
-    struct amp_geometry g;
-    enum amp_conv_skip skip;
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
-    struct amp_prof_what what;
     cudnnDataType_t data = CUDNN_DATA_FLOAT;
     enum amp_kind kind;
 
@@ -747,18 +650,15 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
     h->cover = AMP_COVER_INVALID;
     h->flops = 0.0;
     memset(&d, 0, sizeof d);
-    memset(&g, 0, sizeof g);
     d.dir = c->dir;
-    kind = amp_cudnn_complete ? amp_call_read(c, &d, &g, &data)
+    kind = amp_cudnn_complete ? amp_call_read(c, &d, &l.g, &data)
                               : AMP_KIND_INVALID;
     if (kind == AMP_KIND_OTHER) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
-        h->cover = amp_cover_of_data(data);
+        h->cover = amp_conv_cover_of_data(data);
         h->flops = amp_conv_flops(&d);
         return 0;
     }
-    d.api = h->stats->name;
-    d.stats = h->stats;
     d.valid = kind != AMP_KIND_INVALID && amp_call_valid(c, &d);
     d.strict = kind == AMP_KIND_STRICT;
     if (d.valid) {
@@ -767,37 +667,10 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
         d.xp = (amp_devptr)(uintptr_t)c->x;
         d.wp = (amp_devptr)(uintptr_t)c->w;
         d.yp = (amp_devptr)(uintptr_t)c->y;
-        d.site = amp_site_get(d.api, c->caller);
+        d.site = amp_site_get(h->stats->name, c->caller);
     }
-    /* Demotions of earlier calls, never blocking; no event can be queried
-     * while the caller's stream is being captured. */
-    if (amp_dev_stream_capturing(d.stream) == 0)
-        amp_harvest(0);
-    /* Eligibility first (a converting mode), then the policy's mode. */
-    skip = amp_conv_decide(&d, AMP_MODE_FP16);
-    if (skip == AMP_CONV_CONVERT) {
-        amp_conv_policy(&d, &dec);
-        if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
-            skip = AMP_CONV_SKIP_MODE;
-    }
-    /* Valid calls only: an invalid one may have no groups. */
-    if (skip == AMP_CONV_CONVERT || skip == AMP_CONV_SKIP_MODE ||
-        skip == AMP_CONV_SKIP_DEMOTED)
-        amp_conv_what(&what, &d, &dec);
-    if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
-        amp_prof_fp32(&what); /* decided FP32 at its site */
-    h->cover = amp_cover_of_conv_skip(skip);
-    h->flops = d.valid ? amp_conv_flops(&d) : 0.0;
-    if (skip != AMP_CONV_CONVERT) {
-        amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d.api,
-                amp_conv_skip_reason(skip));
+    if (!amp_conv_hook_run(h, &d, &amp_cudnn_vendor, &l))
         return 0;
-    }
-    if (!amp_cudnn_convert(h, c, &d, &g, &dec, &what))
-        return 0;
-    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
-    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
-    amp_shim_leave();
     *status = CUDNN_STATUS_SUCCESS;
     return 1;
 }
@@ -805,24 +678,9 @@ amp_cudnn_begin(struct amp_cudnn_hook *h, const struct amp_cudnn_call *c,
 /* After the original call: completes a shadow run, counts, returns its
  * status. */
 static cudnnStatus_t
-amp_cudnn_end(struct amp_cudnn_hook *h, cudnnStatus_t status)
+amp_cudnn_end(struct amp_conv_hook *h, cudnnStatus_t status)
 {
-    if (!h->entered)
-        return status;
-    if (h->shadow && status == CUDNN_STATUS_SUCCESS)
-        amp_prof_stop(&h->prof); /* the FP32 original's end */
-    if (h->shadow &&
-        amp_conv_shadow_finish(&h->run, status == CUDNN_STATUS_SUCCESS) !=
-            AMP_OK)
-        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
-                h->stats->name);
-    if (h->prof.open) /* a shadow run: prepared, so run is set */
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                     h->run.scratch_bytes);
-    amp_stats_count(h->stats, h->outcome);
-    amp_cover_add(amp_cudnn_cover(h),
-                  status == CUDNN_STATUS_SUCCESS ? h->flops : 0.0);
-    amp_shim_leave();
+    amp_conv_hook_end(h, status == CUDNN_STATUS_SUCCESS);
     return status;
 }
 
@@ -842,7 +700,7 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
         xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
         workSpaceSizeInBytes, __builtin_return_address(0),
     };
-    struct amp_cudnn_hook h;
+    struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))
@@ -869,7 +727,7 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
         alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
         workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
     };
-    struct amp_cudnn_hook h;
+    struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))
@@ -896,7 +754,7 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
         alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
         workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
     };
-    struct amp_cudnn_hook h;
+    struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))

@@ -22,6 +22,7 @@
 #include "cublas_legacy_symbols.h"
 #include "cublas_symbols.h"
 #include "cublaslt_symbols.h"
+#include "cudnn_graph_symbols.h"
 #include "cudnn_symbols.h"
 
 #include <dlfcn.h>
@@ -38,6 +39,7 @@ AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUBLAS_LEGACY_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUBLASLT_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
+AMP_CUDNN_GRAPH_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
 
 struct amp_dl_hook {
@@ -51,6 +53,7 @@ static const struct amp_dl_hook amp_dl_hooks[] = {
     AMP_CUBLAS_LEGACY_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUBLASLT_HOOKED(AMP_HOOK_ENTRY)
     AMP_CUDNN_HOOKED(AMP_HOOK_ENTRY)
+    AMP_CUDNN_GRAPH_HOOKED(AMP_HOOK_ENTRY)
 #undef AMP_HOOK_ENTRY
 };
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 struct options {
-    int epochs, batch, hidden, train, test, verbose, fc_lt;
+    int epochs, batch, hidden, train, test, verbose, fc_lt, conv_graph;
     float lr, momentum;
     uint64_t seed;
     const char *data_dir;
@@ -48,6 +48,11 @@ usage(FILE *out)
         "                   through cuBLASLt, bias and ReLU fused in its\n"
         "                   epilogue, as frameworks run a linear layer (the\n"
         "                   backward ones stay on cuBLAS)\n"
+        "  --conv-graph     the convolutions (forward, backward data and\n"
+        "                   filter) through cuDNN's backend (graph) API:\n"
+        "                   one execution plan per layer and direction,\n"
+        "                   built once and executed every step, as\n"
+        "                   frameworks of today run them\n"
         "  --verbose        also one line per training step\n"
         "  --help           this text\n"
         "\n"
@@ -105,7 +110,7 @@ static int
 parse_options(int argc, char **argv, struct options *o)
 {
     enum { O_EPOCHS = 256, O_BATCH, O_HIDDEN, O_LR, O_MOMENTUM, O_TRAIN, O_TEST,
-           O_SEED, O_DATA, O_FC_LT, O_VERBOSE, O_HELP };
+           O_SEED, O_DATA, O_FC_LT, O_CONV_GRAPH, O_VERBOSE, O_HELP };
     static const struct option longopts[] = {
         { "epochs", required_argument, NULL, O_EPOCHS },
         { "batch-size", required_argument, NULL, O_BATCH },
@@ -117,6 +122,7 @@ parse_options(int argc, char **argv, struct options *o)
         { "seed", required_argument, NULL, O_SEED },
         { "data-dir", required_argument, NULL, O_DATA },
         { "fc-lt", no_argument, NULL, O_FC_LT },
+        { "conv-graph", no_argument, NULL, O_CONV_GRAPH },
         { "verbose", no_argument, NULL, O_VERBOSE },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
@@ -159,6 +165,9 @@ parse_options(int argc, char **argv, struct options *o)
             break;
         case O_FC_LT:
             o->fc_lt = 1;
+            break;
+        case O_CONV_GRAPH:
+            o->conv_graph = 1;
             break;
         case O_VERBOSE:
             o->verbose = 1;
@@ -301,7 +310,8 @@ train(const struct options *o, const struct dataset *train_set,
     }
     for (int i = 0; i < train_set->count; i++)
         order[i] = i;
-    net = net_create(o->batch, o->hidden, o->seed, o->fc_lt);
+    net = net_create(o->batch, o->hidden, o->seed, o->fc_lt,
+                     o->conv_graph);
     if (net == NULL)
         goto out;
     printf("device %s\n", net_device_name(net));

@@ -58,6 +58,9 @@ struct conv_layer {
     cudnnConvolutionFwdAlgo_t fwd_algo;
     cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
+    /* --conv-graph: the execution plans and variant packs of forward,
+     * backward data (NULL for the first layer) and backward filter. */
+    cudnnBackendDescriptor_t plan[3], pack[3];
     struct param w, b;
     const float *in;
     float *d_in;                /* NULL: the network's input needs none */
@@ -93,6 +96,7 @@ struct net {
     cublasLtHandle_t lt;        /* --fc-lt only */
     void *lt_workspace;
     cudnnHandle_t dnn;
+    int conv_graph;
     cudnnActivationDescriptor_t relu;
     cudnnPoolingDescriptor_t pool;
     cudnnTensorDescriptor_t flat_desc;  /* 1 x params x 1 x 1 */
@@ -230,6 +234,259 @@ size_workspace(struct net *net, const struct conv_layer *b)
     return 0;
 }
 
+/* ---- --conv-graph: the convolutions as backend execution plans ---------- */
+
+enum { GRAPH_FWD, GRAPH_BWD_DATA, GRAPH_BWD_FILTER };
+enum { UID_X = 1, UID_W, UID_Y };
+
+static const cudnnBackendDescriptorType_t graph_op_type[3] = {
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+};
+
+/* alpha, beta, the convolution, then x, w, y in the forward roles. */
+static const cudnnBackendAttributeName_t graph_op_attr[3][6] = {
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y },
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY },
+    { CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY },
+};
+
+/* Sets one attribute; 1 when it failed (reported). */
+static int
+graph_set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+          cudnnBackendAttributeType_t type, int64_t n, const void *v)
+{
+    return cudnn_failed("cudnnBackendSetAttribute",
+                        cudnnBackendSetAttribute(d, name, type, n, v));
+}
+
+static int
+graph_new(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t *d)
+{
+    *d = NULL;
+    return cudnn_failed("cudnnBackendCreateDescriptor",
+                        cudnnBackendCreateDescriptor(type, d));
+}
+
+/* A packed NCHW FP32 tensor. */
+static int
+graph_tensor(cudnnBackendDescriptor_t *t, int64_t uid, int n, int c, int h,
+             int w)
+{
+    int64_t dim[4] = { n, c, h, w };
+    int64_t stride[4] = { (int64_t)c * h * w, (int64_t)h * w, w, 1 };
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int64_t align = 16;
+
+    return graph_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t) ||
+           graph_set(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                     &type) ||
+           graph_set(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4,
+                     dim) ||
+           graph_set(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4,
+                     stride) ||
+           graph_set(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1,
+                     &uid) ||
+           graph_set(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64,
+                     1, &align) ||
+           cudnn_failed("cudnnBackendFinalize", cudnnBackendFinalize(*t));
+}
+
+/* The 3x3 convolution, padding 1, FP32 compute. */
+static int
+graph_conv(cudnnBackendDescriptor_t *c)
+{
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    int64_t nsp = 2, pad[2] = { KERNEL / 2, KERNEL / 2 }, unit[2] = { 1, 1 };
+
+    return graph_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, c) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+                     CUDNN_TYPE_DATA_TYPE, 1, &comp) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                     CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+                     CUDNN_TYPE_INT64, 1, &nsp) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+                     CUDNN_TYPE_INT64, 2, pad) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+                     CUDNN_TYPE_INT64, 2, pad) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+                     CUDNN_TYPE_INT64, 2, unit) ||
+           graph_set(*c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64,
+                     2, unit) ||
+           cudnn_failed("cudnnBackendFinalize", cudnnBackendFinalize(*c));
+}
+
+/* The plan of the heuristics' (mode A) first configuration that
+ * finalizes within the workspace limit, for the operation graph `graph`;
+ * NULL after reporting. */
+static cudnnBackendDescriptor_t
+graph_plan(struct net *net, cudnnBackendDescriptor_t graph)
+{
+    cudnnBackendDescriptor_t heur = NULL, cfg[8] = { NULL }, plan = NULL;
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    int64_t n = 0, got = 0, ws = 0, one = 0;
+
+    if (graph_new(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) ||
+        graph_set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) ||
+        graph_set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                  &mode) ||
+        cudnn_failed("cudnnBackendFinalize", cudnnBackendFinalize(heur)) ||
+        cudnn_failed("cudnnBackendGetAttribute",
+                     cudnnBackendGetAttribute(heur,
+                         CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL)))
+        goto out;
+    if (n > 8)
+        n = 8;
+    for (int64_t i = 0; i < n; i++) {
+        if (graph_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]))
+            goto out;
+    }
+    if (n == 0 ||
+        cudnn_failed("cudnnBackendGetAttribute",
+                     cudnnBackendGetAttribute(heur,
+                         CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                         CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, cfg)))
+        goto out;
+    for (int64_t i = 0; i < got && i < n && plan == NULL; i++) {
+        if (graph_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ||
+            graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                      CUDNN_TYPE_HANDLE, 1, &net->dnn) ||
+            graph_set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]))
+            goto out;
+        if (cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS &&
+            cudnnBackendGetAttribute(plan,
+                CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                &one, &ws) == CUDNN_STATUS_SUCCESS &&
+            (size_t)ws <= WORKSPACE_LIMIT)
+            break;
+        cudnnBackendDestroyDescriptor(plan);
+        plan = NULL;
+    }
+    if (plan != NULL && (size_t)ws > net->workspace_size)
+        net->workspace_size = (size_t)ws;
+out:
+    if (plan == NULL)
+        fprintf(stderr, EXAMPLE_PROG ": no execution plan for a "
+                "convolution graph\n");
+    for (int i = 0; i < 8; i++) {
+        if (cfg[i] != NULL)
+            cudnnBackendDestroyDescriptor(cfg[i]);
+    }
+    if (heur != NULL)
+        cudnnBackendDestroyDescriptor(heur);
+    return plan;
+}
+
+/* The layer's three plans (two for the first layer: its input needs no
+ * gradient). The tensors, convolution, operations and graphs are
+ * destroyed once the plans hold them, as frameworks do. */
+static int
+graph_plans(struct net *net, struct conv_layer *b)
+{
+    cudnnBackendDescriptor_t t[3] = { NULL }, conv = NULL;
+    float alpha = 1.0f, beta = 0.0f;
+    int rc = -1;
+
+    if (graph_tensor(&t[0], UID_X, net->batch, b->cin, b->side, b->side) ||
+        graph_tensor(&t[1], UID_W, b->cout, b->cin, KERNEL, KERNEL) ||
+        graph_tensor(&t[2], UID_Y, net->batch, b->cout, b->side, b->side) ||
+        graph_conv(&conv))
+        goto out;
+    for (int dir = GRAPH_FWD; dir <= GRAPH_BWD_FILTER; dir++) {
+        const cudnnBackendAttributeName_t *at = graph_op_attr[dir];
+        cudnnBackendDescriptor_t op = NULL, graph = NULL;
+        int failed;
+
+        if (dir == GRAPH_BWD_DATA && b == &net->conv[0])
+            continue; /* the network's input needs no gradient */
+        failed = graph_new(graph_op_type[dir], &op) ||
+                 graph_set(op, at[0], CUDNN_TYPE_FLOAT, 1, &alpha) ||
+                 graph_set(op, at[1], CUDNN_TYPE_FLOAT, 1, &beta) ||
+                 graph_set(op, at[2], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                           &conv);
+        for (int i = 0; i < 3 && !failed; i++)
+            failed = graph_set(op, at[3 + i], CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                               1, &t[i]);
+        failed = failed ||
+                 cudnn_failed("cudnnBackendFinalize",
+                              cudnnBackendFinalize(op)) ||
+                 graph_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph) ||
+                 graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+                           CUDNN_TYPE_HANDLE, 1, &net->dnn) ||
+                 graph_set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op) ||
+                 cudnn_failed("cudnnBackendFinalize",
+                              cudnnBackendFinalize(graph)) ||
+                 (b->plan[dir] = graph_plan(net, graph)) == NULL;
+        if (graph != NULL)
+            cudnnBackendDestroyDescriptor(graph);
+        if (op != NULL)
+            cudnnBackendDestroyDescriptor(op);
+        if (failed)
+            goto out;
+    }
+    rc = 0;
+out:
+    for (int i = 0; i < 3; i++) {
+        if (t[i] != NULL)
+            cudnnBackendDestroyDescriptor(t[i]);
+    }
+    if (conv != NULL)
+        cudnnBackendDestroyDescriptor(conv);
+    return rc;
+}
+
+/* The variant packs: the layer's buffers and the shared workspace never
+ * move, so each is made once. */
+static int
+graph_packs(struct net *net, struct conv_layer *b)
+{
+    static const int64_t uid[3] = { UID_X, UID_W, UID_Y };
+    float *w = net->params + b->w.offset, *dw = net->grads + b->w.offset;
+    void *ptr[3][3] = {
+        { (void *)b->in, w, b->pre },
+        { b->d_in, w, b->d_pre },
+        { (void *)b->in, dw, b->d_pre },
+    };
+
+    for (int dir = GRAPH_FWD; dir <= GRAPH_BWD_FILTER; dir++) {
+        if (b->plan[dir] == NULL)
+            continue;
+        if (graph_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &b->pack[dir]) ||
+            graph_set(b->pack[dir], CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                      CUDNN_TYPE_INT64, 3, uid) ||
+            graph_set(b->pack[dir], CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                      CUDNN_TYPE_VOID_PTR, 3, ptr[dir]) ||
+            graph_set(b->pack[dir], CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                      CUDNN_TYPE_VOID_PTR, 1, &net->workspace) ||
+            cudnn_failed("cudnnBackendFinalize",
+                         cudnnBackendFinalize(b->pack[dir])))
+            return -1;
+    }
+    return 0;
+}
+
 static int
 conv_setup(struct net *net, struct conv_layer *b)
 {
@@ -268,7 +525,7 @@ conv_setup(struct net *net, struct conv_layer *b)
     if (b->pre == NULL || b->act == NULL || b->out == NULL ||
         b->d_pre == NULL || b->d_act == NULL || b->d_out == NULL)
         return -1;
-    return pick_algos(net, b);
+    return net->conv_graph ? graph_plans(net, b) : pick_algos(net, b);
 }
 
 static int
@@ -486,7 +743,7 @@ handles_setup(struct net *net)
 }
 
 struct net *
-net_create(int batch, int hidden, uint64_t seed, int fc_lt)
+net_create(int batch, int hidden, uint64_t seed, int fc_lt, int conv_graph)
 {
     struct net *net = calloc(1, sizeof(*net));
     size_t p;
@@ -497,6 +754,7 @@ net_create(int batch, int hidden, uint64_t seed, int fc_lt)
     }
     net->batch = batch;
     net->hidden = hidden;
+    net->conv_graph = conv_graph;
     net_layout(net);
     if (handles_setup(net) != 0)
         goto fail;
@@ -535,7 +793,7 @@ net_create(int batch, int hidden, uint64_t seed, int fc_lt)
                 goto fail;
         }
     }
-    for (int i = 0; i < CONV_LAYERS; i++) {
+    for (int i = 0; i < CONV_LAYERS && !conv_graph; i++) {
         if (size_workspace(net, &net->conv[i]) != 0)
             goto fail;
     }
@@ -544,6 +802,10 @@ net_create(int batch, int hidden, uint64_t seed, int fc_lt)
     if (net->workspace_size > 0) {
         net->workspace = dev_alloc(net, (net->workspace_size + 3) / 4);
         if (net->workspace == NULL)
+            goto fail;
+    }
+    for (int i = 0; i < CONV_LAYERS && conv_graph; i++) {
+        if (graph_packs(net, &net->conv[i]) != 0)
             goto fail;
     }
     for (int i = 0; i < batch; i++)
@@ -572,6 +834,12 @@ net_destroy(struct net *net)
         cudnnDestroyTensorDescriptor(b->bias_desc);
         cudnnDestroyFilterDescriptor(b->w_desc);
         cudnnDestroyConvolutionDescriptor(b->conv);
+        for (int d = 0; d < 3; d++) {
+            if (b->pack[d] != NULL)
+                cudnnBackendDestroyDescriptor(b->pack[d]);
+            if (b->plan[d] != NULL)
+                cudnnBackendDestroyDescriptor(b->plan[d]);
+        }
     }
     for (int i = 0; i < FC_LAYERS; i++) {
         struct fc_layer *l = &net->fc[i];
@@ -647,10 +915,15 @@ conv_forward(struct net *net, struct conv_layer *b)
     const float *w = net->params + b->w.offset;
     const float *bias = net->params + b->b.offset;
 
-    return cudnn_failed("cudnnConvolutionForward",
-               cudnnConvolutionForward(net->dnn, &one, b->in_desc, b->in,
-                   b->w_desc, w, b->conv, b->fwd_algo, net->workspace,
-                   net->workspace_size, &zero, b->pre_desc, b->pre)) ||
+    return (net->conv_graph
+                ? cudnn_failed("cudnnBackendExecute",
+                      cudnnBackendExecute(net->dnn, b->plan[GRAPH_FWD],
+                          b->pack[GRAPH_FWD]))
+                : cudnn_failed("cudnnConvolutionForward",
+                      cudnnConvolutionForward(net->dnn, &one, b->in_desc,
+                          b->in, b->w_desc, w, b->conv, b->fwd_algo,
+                          net->workspace, net->workspace_size, &zero,
+                          b->pre_desc, b->pre))) ||
            cudnn_failed("cudnnAddTensor",
                cudnnAddTensor(net->dnn, &one, b->bias_desc, bias, &one,
                    b->pre_desc, b->pre)) ||
@@ -821,13 +1094,22 @@ conv_backward(struct net *net, struct conv_layer *b)
         cudnn_failed("cudnnConvolutionBackwardBias",
             cudnnConvolutionBackwardBias(net->dnn, &one, b->pre_desc,
                 b->d_pre, &zero, b->bias_desc, db)) ||
-        cudnn_failed("cudnnConvolutionBackwardFilter",
-            cudnnConvolutionBackwardFilter(net->dnn, &one, b->in_desc, b->in,
-                b->pre_desc, b->d_pre, b->conv, b->bwd_filter_algo,
-                net->workspace, net->workspace_size, &zero, b->w_desc, dw)))
+        (net->conv_graph
+             ? cudnn_failed("cudnnBackendExecute",
+                   cudnnBackendExecute(net->dnn, b->plan[GRAPH_BWD_FILTER],
+                       b->pack[GRAPH_BWD_FILTER]))
+             : cudnn_failed("cudnnConvolutionBackwardFilter",
+                   cudnnConvolutionBackwardFilter(net->dnn, &one, b->in_desc,
+                       b->in, b->pre_desc, b->d_pre, b->conv,
+                       b->bwd_filter_algo, net->workspace,
+                       net->workspace_size, &zero, b->w_desc, dw))))
         return -1;
     if (b->d_in == NULL)
         return 0;
+    if (net->conv_graph)
+        return cudnn_failed("cudnnBackendExecute",
+                   cudnnBackendExecute(net->dnn, b->plan[GRAPH_BWD_DATA],
+                       b->pack[GRAPH_BWD_DATA])) ? -1 : 0;
     return cudnn_failed("cudnnConvolutionBackwardData",
                cudnnConvolutionBackwardData(net->dnn, &one, b->w_desc, w,
                    b->pre_desc, b->d_pre, b->conv, b->bwd_data_algo,

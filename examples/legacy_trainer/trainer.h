@@ -59,8 +59,11 @@ struct net;
  * fully connected layer, weights drawn from `seed`; with fc_lt the fully
  * connected layers' forward products run through cuBLASLt with the bias
  * and ReLU fused (as frameworks run a linear layer), their backward ones
- * through cuBLAS as without it. NULL after reporting a failed call. */
-struct net *net_create(int batch, int hidden, uint64_t seed, int fc_lt);
+ * through cuBLAS as without it; with conv_graph the convolutions run
+ * through cuDNN's backend (graph) API, one execution plan per layer and
+ * direction. NULL after reporting a failed call. */
+struct net *net_create(int batch, int hidden, uint64_t seed, int fc_lt,
+                       int conv_graph);
 void net_destroy(struct net *net);
 
 /* One SGD step with momentum on `batch` images (host, normalised) and

@@ -23,6 +23,7 @@
 #include "cublas_symbols.h"
 #include "cuda_symbols.h"
 #include "cublaslt_symbols.h"
+#include "cudnn_graph_symbols.h"
 #include "cudnn_symbols.h"
 #include "harness.h"
 
@@ -36,6 +37,7 @@ static const char *readelf_path;
 static const char *const hooked[] = {
     AMP_CUBLAS_HOOKED(HOOKED_NAME) AMP_CUBLAS_LEGACY_HOOKED(HOOKED_NAME)
     AMP_CUBLASLT_HOOKED(HOOKED_NAME) AMP_CUDNN_HOOKED(HOOKED_NAME)
+    AMP_CUDNN_GRAPH_HOOKED(HOOKED_NAME)
     AMP_CUDA_HOOKED(HOOKED_NAME)
     /* Lookups on a vendor library's handle (hooks/dlsym.c). */
     "dlsym", "dlvsym",
@@ -132,9 +134,11 @@ test_exports_are_the_hooked_list(void **state)
     /* Every GEMM entry point of both APIs: 18 of cublas_v2.h that the
      * shim converts and 38 that it counts (FP64, complex and FP16), and
      * the legacy cublasSgemm with the three context calls it depends on;
-     * cublasLtMatmul; the three cuDNN convolutions; cudaDeviceReset and
-     * the driver's three calls that end a context; dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 70);
+     * cublasLtMatmul; the three cuDNN convolutions; cuDNN's backend
+     * descriptor creation, finalization, destruction and execution;
+     * cudaDeviceReset and the driver's three calls that end a context;
+     * dlsym and dlvsym. */
+    assert_int_equal(N_HOOKED, 74);
     amp_test_run_free(&run);
 }
 

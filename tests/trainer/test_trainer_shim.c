@@ -8,10 +8,12 @@
  * (default 8192 and 1024: 16 steps); the default suites run fewer (the
  * arguments in meson.build). fc-lt: both runs with --fc-lt (the fully
  * connected layers' forward products through cuBLASLt with the bias and
- * ReLU fused), whose site must convert as cublasLtMatmul.
+ * ReLU fused), whose site must convert as cublasLtMatmul. conv-graph:
+ * both runs with --conv-graph (the convolutions through cuDNN's backend
+ * API), whose three sites must convert as cudnnBackendExecute.
  *
  * usage: test_trainer_shim LEGACY_TRAINER EMU_DIR AMPSHIM_TOOL
- *                          [TRAIN TEST [fc-lt]] */
+ *                          [TRAIN TEST [fc-lt|conv-graph]] */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -38,9 +40,9 @@
 static const char *trainer_path, *emu_dir, *tool_path;
 /* Training and test images, as text for the trainer's options. */
 static const char *train_images = "8192", *test_images = "1024";
-static int fc_lt;
-/* Converted sites whose API is cublasLtMatmul. */
-static int lt_sites;
+static int fc_lt, conv_graph;
+/* Converted sites whose API is cublasLtMatmul, cudnnBackendExecute. */
+static int lt_sites, graph_sites;
 
 struct result {
     int epochs, has_final;
@@ -185,6 +187,8 @@ check_site(const struct amp_json *site, double *conv,
         (*converted_sites)++;
         lt_sites += strcmp(amp_json_str(amp_json_get(site, "api")),
                            "cublasLtMatmul") == 0;
+        graph_sites += strcmp(amp_json_str(amp_json_get(site, "api")),
+                              "cudnnBackendExecute") == 0;
         assert_true(speedup > 0.0);
         assert_true(is_conv ? speedup < 1.0 : speedup > 1.0);
     }
@@ -202,6 +206,7 @@ test_converted_and_accurate(void **state)
 {
     char dir[] = "/tmp/test_trainer_shim.XXXXXX", report[96];
     char *fp32_argv[16], *shim_argv[24], fc_lt_arg[] = "--fc-lt";
+    char conv_graph_arg[] = "--conv-graph";
     struct amp_test_run fp32, shim;
     struct result rf, rs;
     const struct amp_json *tot, *sites;
@@ -233,6 +238,10 @@ test_converted_and_accurate(void **state)
     if (fc_lt) {
         fp32_argv[n++] = fc_lt_arg;
         shim_argv[m++] = fc_lt_arg;
+    }
+    if (conv_graph) {
+        fp32_argv[n++] = conv_graph_arg;
+        shim_argv[m++] = conv_graph_arg;
     }
     fp32_argv[n] = NULL;
     shim_argv[m] = NULL;
@@ -295,6 +304,9 @@ test_converted_and_accurate(void **state)
     assert_int_equal(converted_sites, 6);
     /* With --fc-lt, the forward products' site is cuBLASLt's. */
     assert_int_equal(lt_sites, fc_lt ? 1 : 0);
+    /* With --conv-graph, the three convolution sites are the backend
+     * API's. */
+    assert_int_equal(graph_sites, conv_graph ? 3 : 0);
     assert_int_equal(amp_json_num(amp_json_get(tot, "shadow"), -1.0), 8);
 
     amp_json_free(doc);
@@ -314,12 +326,14 @@ main(int argc, char **argv)
     struct stat st;
 
     if (argc != 4 && argc != 6 &&
-        !(argc == 7 && strcmp(argv[6], "fc-lt") == 0)) {
+        !(argc == 7 && (strcmp(argv[6], "fc-lt") == 0 ||
+                        strcmp(argv[6], "conv-graph") == 0))) {
         fprintf(stderr, "usage: test_trainer_shim LEGACY_TRAINER EMU_DIR "
-                "AMPSHIM_TOOL [TRAIN TEST [fc-lt]]\n");
+                "AMPSHIM_TOOL [TRAIN TEST [fc-lt|conv-graph]]\n");
         return 2;
     }
-    fc_lt = argc == 7;
+    fc_lt = argc == 7 && strcmp(argv[6], "fc-lt") == 0;
+    conv_graph = argc == 7 && strcmp(argv[6], "conv-graph") == 0;
     if (argc >= 6) {
         train_images = argv[4];
         test_images = argv[5];

@@ -1,0 +1,186 @@
+/* The convolution hooks' shared path: decision, the converted call around
+ * the one vendor convolution a hook's issuer makes, and the record. */
+#include "conv_hook.h"
+
+#include "base/log.h"
+#include "base/shim.h"
+#include "decide/site.h"
+#include "device/device.h"
+#include "measure/harvest.h"
+
+#include <cudnn.h>
+
+/* Plans, prepares and issues the converted call: 1 when the caller's
+ * result is (or for shadow, will be) the shim's doing, 0 when the original
+ * call must run with nothing of the caller's written. */
+static int
+amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
+                      const struct amp_decision *dec,
+                      const struct amp_prof_what *what,
+                      const struct amp_conv_vendor *v, void *call)
+{
+    enum amp_mode mode = dec->mode, candidate = dec->candidate;
+    struct amp_conv_plan plan;
+    struct amp_dev *dev;
+    size_t bytes = 0;
+    int capturing, s;
+    enum amp_status st;
+    void *own;
+
+    if (!v->conversion_math && mode == AMP_MODE_ALLOW_CONVERSION)
+        mode = AMP_MODE_FP16;
+    if (!v->conversion_math && candidate == AMP_MODE_ALLOW_CONVERSION)
+        candidate = AMP_MODE_FP16;
+    st = amp_conv_plan(d, mode, candidate, &plan);
+    if (st == AMP_ERR_UNAVAILABLE) {
+        amp_prof_fp32(what);
+        return 0; /* a mode with no convolution candidate: FP32 */
+    }
+    h->outcome = AMP_OUTCOME_FALLBACK;
+    /* Loading the kernels and creating a handle are not capture-safe: a
+     * call on a capturing stream uses only what earlier calls made. */
+    capturing = amp_dev_stream_capturing(d->stream) > 0;
+    dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    own = dev ? v->own(dev, !capturing) : NULL;
+    if (st != AMP_OK || !own || !v->ready(own, call, d, &plan, &bytes)) {
+        amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)
+                                : !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
+                                : !own ? AMP_FALLBACK_NO_DEVICE
+                                       : AMP_FALLBACK_NO_ALGORITHM);
+        return 0;
+    }
+    amp_prof_begin(&h->prof, dev, what);
+    st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max, &h->run);
+    if (st != AMP_OK) {
+        h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
+                         ? AMP_OUTCOME_FP32
+                         : AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
+        return 0;
+    }
+    s = v->issue(own, call, &h->run);
+    if (s != 0) {
+        amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "
+                "FP32", d->api, amp_mode_name(plan.candidate), s);
+        amp_conv_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
+        return 0;
+    }
+    if (amp_conv_finish(&h->run) != AMP_OK) {
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
+        return 0;
+    }
+    h->outcome = AMP_OUTCOME_CONVERTED;
+    h->shadow = h->run.needs_original;
+    if (h->shadow) {
+        amp_prof_split(&h->prof);
+        return 0;
+    }
+    amp_prof_stop(&h->prof);
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
+    return 1;
+}
+
+enum amp_cover
+amp_conv_cover_of_data(int type)
+{
+    switch ((cudnnDataType_t)type) {
+    case CUDNN_DATA_FLOAT:
+        return AMP_COVER_UNCONVERTED; /* Tensor Core math already, or a
+                                         layout the shim does not take */
+    case CUDNN_DATA_DOUBLE:
+        return AMP_COVER_FP64;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        return AMP_COVER_HALF;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+    case CUDNN_DATA_INT8x4:
+    case CUDNN_DATA_UINT8x4:
+    case CUDNN_DATA_INT8x32:
+        return AMP_COVER_INT8;
+    default:
+        return AMP_COVER_OTHER;
+    }
+}
+
+/* The coverage kind of an FP32 convolution kept FP32 for `skip`. */
+static enum amp_cover
+amp_conv_cover_of_skip(enum amp_conv_skip skip)
+{
+    switch (skip) {
+    case AMP_CONV_SKIP_INVALID:
+        return AMP_COVER_INVALID;
+    case AMP_CONV_SKIP_EMPTY:
+        return AMP_COVER_EMPTY;
+    case AMP_CONV_SKIP_STRICT:
+        return AMP_COVER_PEDANTIC;
+    default:
+        return AMP_COVER_POLICY; /* mode, demoted site, no candidate */
+    }
+}
+
+int
+amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
+                  const struct amp_conv_vendor *v, void *call)
+{
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
+    enum amp_conv_skip skip;
+
+    d->api = h->stats->name;
+    d->stats = h->stats;
+    /* Demotions of earlier calls, never blocking; no event can be queried
+     * while the caller's stream is being captured. */
+    if (amp_dev_stream_capturing(d->stream) == 0)
+        amp_harvest(0);
+    /* Eligibility first (a converting mode), then the policy's mode. */
+    skip = amp_conv_decide(d, AMP_MODE_FP16);
+    if (skip == AMP_CONV_CONVERT) {
+        amp_conv_policy(d, &dec);
+        if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
+            skip = AMP_CONV_SKIP_MODE;
+    }
+    /* Valid calls only: an invalid one may have no groups. */
+    if (skip == AMP_CONV_CONVERT || skip == AMP_CONV_SKIP_MODE ||
+        skip == AMP_CONV_SKIP_DEMOTED)
+        amp_conv_what(&what, d, &dec);
+    if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
+        amp_prof_fp32(&what); /* decided FP32 at its site */
+    h->cover = amp_conv_cover_of_skip(skip);
+    h->flops = d->valid ? amp_conv_flops(d) : 0.0;
+    if (skip != AMP_CONV_CONVERT) {
+        amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d->api,
+                amp_conv_skip_reason(skip));
+        return 0;
+    }
+    if (!amp_conv_hook_convert(h, d, &dec, &what, v, call))
+        return 0;
+    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
+    amp_shim_leave();
+    return 1;
+}
+
+void
+amp_conv_hook_end(struct amp_conv_hook *h, int original_ok)
+{
+    if (!h->entered)
+        return;
+    if (h->shadow && original_ok)
+        amp_prof_stop(&h->prof); /* the FP32 original's end */
+    if (h->shadow && amp_conv_shadow_finish(&h->run, original_ok) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
+                h->stats->name);
+    if (h->prof.open) /* a shadow run: prepared, so run is set */
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                     h->run.scratch_bytes);
+    amp_stats_count(h->stats, h->outcome);
+    if (h->cover != AMP_COVER_COUNT)
+        amp_cover_add(h->outcome == AMP_OUTCOME_CONVERTED ? AMP_COVER_CONVERTED
+                      : h->outcome == AMP_OUTCOME_FALLBACK ? AMP_COVER_FALLBACK
+                                                           : h->cover,
+                      original_ok ? h->flops : 0.0);
+    amp_shim_leave();
+}
