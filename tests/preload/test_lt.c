@@ -160,6 +160,15 @@ test_modes(void **state)
                      same ? "" : " not");
         }
         expect_summary(&run, plain_converts, 0, what, &sum);
+        /* The coverage meter counts every product, all FP32 converted. */
+        if (amp_test_count_lines_with(
+                run.err, "of GEMM and convolution work in 33 calls, 100.0 % "
+                         "FP32 within the shim's reach (converted 100.0 %") !=
+            1) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: no coverage line for the 33 converted products",
+                     what);
+        }
         amp_test_run_free(&run);
     }
 }
