@@ -4,6 +4,8 @@
 #ifndef AMP_TEST_EXPECT_H
 #define AMP_TEST_EXPECT_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The run exited by itself with status code. */
@@ -56,6 +58,35 @@ amp_test_expect_cases_pass(const struct amp_test_run *run,
         fail_msg("%s: case %s: status %d (plain %d), %s", what, c->name,
                  c->status, p->status, c->ok ? "ok" : "outside its bound");
     }
+}
+
+#define AMP_TEST_MAX_PARAMS 16
+
+/* Runs func once per element of params (count elements of size bytes) as
+ * the group's tests, named prefix + label(element), between setup and
+ * teardown; the number that failed. */
+static inline int
+amp_test_run_parametrized(const char *group, CMUnitTestFunction func,
+                          const void *params, size_t size, size_t count,
+                          const char *prefix,
+                          const char *(*label)(const void *),
+                          CMFixtureFunction setup,
+                          CMFixtureFunction teardown)
+{
+    struct CMUnitTest tests[AMP_TEST_MAX_PARAMS];
+    static char names[AMP_TEST_MAX_PARAMS][128];
+
+    assert_true(count <= AMP_TEST_MAX_PARAMS);
+    for (size_t i = 0; i < count; i++) {
+        const void *p = (const char *)params + i * size;
+
+        snprintf(names[i], sizeof(names[i]), "%s %s", prefix, label(p));
+        tests[i] = (struct CMUnitTest){
+            .name = names[i], .test_func = func,
+            .initial_state = (void *)(uintptr_t)p,
+        };
+    }
+    return _cmocka_run_group_tests(group, tests, count, setup, teardown);
 }
 
 #endif

@@ -542,30 +542,6 @@ test_fault_same_as_without_shim(void **state)
 /* ---- main ------------------------------------------------------------------ */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_TESTS 16
-
-/* One test per parameter, named prefix + label. */
-static int
-run_parametrized(const char *group, CMUnitTestFunction func,
-                 const void *params, size_t size, size_t count,
-                 const char *prefix, const char *(*label)(const void *))
-{
-    struct CMUnitTest tests[MAX_TESTS];
-    static char names[MAX_TESTS][96];
-
-    assert_true(count <= MAX_TESTS);
-    for (size_t i = 0; i < count; i++) {
-        const void *p = (const char *)params + i * size;
-
-        snprintf(names[i], sizeof(names[i]), "%s %s", prefix, label(p));
-        tests[i] = (struct CMUnitTest){
-            .name = names[i], .test_func = func,
-            .initial_state = (void *)(uintptr_t)p,
-        };
-    }
-    return _cmocka_run_group_tests(group, tests, count, plain_setup,
-                                   plain_teardown);
-}
 
 static const char *
 mode_label(const void *p)
@@ -626,35 +602,35 @@ main(int argc, char **argv)
         failed += _cmocka_run_group_tests("plain", plain_tests,
                                           COUNT(plain_tests), plain_setup,
                                           plain_teardown);
-        failed += run_parametrized("modes", test_mode, mode_cases,
-                                   sizeof(mode_cases[0]), COUNT(mode_cases),
-                                   "mode", mode_label);
+        failed += amp_test_run_parametrized(
+            "modes", test_mode, mode_cases, sizeof(mode_cases[0]),
+            COUNT(mode_cases), "mode", mode_label, plain_setup,
+            plain_teardown);
         return failed;
     }
     if (strcmp(group, "exact") == 0) {
         failed += _cmocka_run_group_tests("exact", exact, COUNT(exact),
                                           plain_setup, plain_teardown);
-        failed += run_parametrized("shadow", test_shadow, shadow_cases,
-                                   sizeof(shadow_cases[0]),
-                                   COUNT(shadow_cases), "mode",
-                                   shadow_label);
+        failed += amp_test_run_parametrized(
+            "shadow", test_shadow, shadow_cases, sizeof(shadow_cases[0]),
+            COUNT(shadow_cases), "mode", shadow_label, plain_setup,
+            plain_teardown);
         return failed;
     }
     if (strcmp(group, "faults") == 0) {
-        failed += run_parametrized("device faults", test_fault_bit_exact,
-                                   device_faults, sizeof(device_faults[0]),
-                                   COUNT(device_faults), "fault",
-                                   fault_label);
-        failed += run_parametrized("vendor faults", test_fault_bit_exact,
-                                   vendor_faults, sizeof(vendor_faults[0]),
-                                   COUNT(vendor_faults), "fault",
-                                   fault_label);
-        failed += run_parametrized("every occurrence",
-                                   test_fault_same_as_without_shim,
-                                   all_occurrence_faults,
-                                   sizeof(all_occurrence_faults[0]),
-                                   COUNT(all_occurrence_faults), "fault",
-                                   fault_label);
+        failed += amp_test_run_parametrized(
+            "device faults", test_fault_bit_exact, device_faults,
+            sizeof(device_faults[0]), COUNT(device_faults), "fault",
+            fault_label, plain_setup, plain_teardown);
+        failed += amp_test_run_parametrized(
+            "vendor faults", test_fault_bit_exact, vendor_faults,
+            sizeof(vendor_faults[0]), COUNT(vendor_faults), "fault",
+            fault_label, plain_setup, plain_teardown);
+        failed += amp_test_run_parametrized(
+            "every occurrence", test_fault_same_as_without_shim,
+            all_occurrence_faults, sizeof(all_occurrence_faults[0]),
+            COUNT(all_occurrence_faults), "fault", fault_label, plain_setup,
+            plain_teardown);
         return failed;
     }
     fprintf(stderr, "%s: unknown group '%s'\n", argv[0], group);

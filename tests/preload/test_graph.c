@@ -76,42 +76,6 @@ run_conv_graph(const char *tol, int preload, const struct setting *extra,
 
 /* ---- Assertions ------------------------------------------------------------ */
 
-/* The plain run's cases, in its order, each with the plain run's status
- * and within the tolerance named on the command line. */
-static void
-expect_cases_pass(const struct amp_test_run *run, const char *what,
-                  struct amp_test_check *check)
-{
-    if (amp_test_parse_check(run->out, check) != 0 || !check->have_result ||
-        check->count != plain.count) {
-        amp_test_run_dump(what, run);
-        fail_msg("%s: %d cases parsed, the plain run has %d", what,
-                 check->count, plain.count);
-    }
-    for (int i = 0; i < check->count; i++) {
-        const struct amp_test_case *c = &check->cases[i];
-        const struct amp_test_case *p = &plain.cases[i];
-
-        if (strcmp(c->name, p->name) == 0 && c->status == p->status && c->ok)
-            continue;
-        amp_test_run_dump(what, run);
-        fail_msg("%s: case %s: status %d (plain %d), %s", what, c->name,
-                 c->status, p->status, c->ok ? "ok" : "outside its bound");
-    }
-}
-
-/* The run's stdout is byte for byte the plain run's. */
-static void
-expect_plain_stdout(const struct amp_test_run *run, const char *what)
-{
-    if (run->out_len == plain_run.out_len &&
-        memcmp(run->out, plain_run.out, run->out_len) == 0)
-        return;
-    amp_test_run_dump("plain run", &plain_run);
-    amp_test_run_dump(what, run);
-    fail_msg("%s: output differs from the run without the shim", what);
-}
-
 /* One summary line for cudnnBackendExecute, the run's pid: every call,
  * the FP32 convolutions converted (converting) or fallen back (failing),
  * FP16 data passed through, the strict and invalid calls FP32. */
@@ -243,7 +207,7 @@ test_mode(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", m->mode);
     run_conv_graph(m->tol, 1, mode, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_cases_pass(&run, what, &check);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
     for (int i = 0; i < check.count; i++) {
         const struct amp_test_case *c = &check.cases[i];
         int conv = strcmp(c->cls, "conv") == 0;
@@ -325,14 +289,14 @@ test_policy_symbol(void **state)
     run_with_policy("rule fp32 when symbol cudnnBackendExecute\n"
                     "default fp16\n", "tf32", &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_plain_stdout(&run, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
     expect_summary(&run, 0, 0, what, &sum);
     amp_test_run_free(&run);
     what = "policy: bf16 when conv and symbol cudnnBackend*";
     run_with_policy("rule bf16 when conv and symbol \"cudnnBackend*\"\n"
                     "default fp32\n", "bf16", &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_cases_pass(&run, what, &check);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
     expect_summary(&run, 1, 0, what, &sum);
     amp_test_run_free(&run);
 }
@@ -392,7 +356,7 @@ test_mode_fp32_is_bit_exact(void **state)
     (void)state;
     run_conv_graph("tf32", 1, mode, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_MODE=fp32");
-    expect_plain_stdout(&run, "AMPSHIM_MODE=fp32");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_MODE=fp32");
     expect_summary(&run, 0, 0, "AMPSHIM_MODE=fp32", &sum);
     amp_test_run_free(&run);
 }
@@ -407,7 +371,7 @@ test_disable_is_bit_exact_and_silent(void **state)
     (void)state;
     run_conv_graph("tf32", 1, disable, &run);
     amp_test_expect_exit(&run, 0, "AMPSHIM_DISABLE=1");
-    expect_plain_stdout(&run, "AMPSHIM_DISABLE=1");
+    amp_test_expect_plain_stdout(&run, &plain_run, "AMPSHIM_DISABLE=1");
     if (run.err_len != 0) {
         amp_test_run_dump("AMPSHIM_DISABLE=1", &run);
         fail_msg("AMPSHIM_DISABLE=1 printed on stderr");
@@ -443,7 +407,7 @@ test_shadow(void **state)
     snprintf(what, sizeof(what), "AMPSHIM_MODE=%s", s->mode);
     run_conv_graph("tf32", 1, mode, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_plain_stdout(&run, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
     expect_summary(&run, 1, 0, what, &sum);
     l = amp_test_summary_find(&sum, API);
     if (!(l->has_shadow && l->shadow == expected.conv && l->nonfinite == 0 &&
@@ -516,7 +480,7 @@ test_fault_bit_exact(void **state)
              f->spec ? f->spec : "the shim's executions");
     run_conv_graph("fp16", 1, fault, &run);
     amp_test_expect_exit(&run, 0, what);
-    expect_cases_pass(&run, what, &check);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
     for (int i = 0; i < check.count; i++) {
         if (strcmp(check.cases[i].hash, plain.cases[i].hash) == 0)
             continue;
@@ -574,30 +538,6 @@ test_fault_every_execution(void **state)
 /* ---- main ------------------------------------------------------------------ */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_TESTS 16
-
-/* One test per parameter, named prefix + label. */
-static int
-run_parametrized(const char *group, CMUnitTestFunction func,
-                 const void *params, size_t size, size_t count,
-                 const char *prefix, const char *(*label)(const void *))
-{
-    struct CMUnitTest tests[MAX_TESTS];
-    static char names[MAX_TESTS][128];
-
-    assert_true(count <= MAX_TESTS);
-    for (size_t i = 0; i < count; i++) {
-        const void *p = (const char *)params + i * size;
-
-        snprintf(names[i], sizeof(names[i]), "%s %s", prefix, label(p));
-        tests[i] = (struct CMUnitTest){
-            .name = names[i], .test_func = func,
-            .initial_state = (void *)(uintptr_t)p,
-        };
-    }
-    return _cmocka_run_group_tests(group, tests, count, plain_setup,
-                                   plain_teardown);
-}
 
 static const char *
 mode_label(const void *p)
@@ -662,24 +602,25 @@ main(int argc, char **argv)
         failed += _cmocka_run_group_tests("plain", plain_tests,
                                           COUNT(plain_tests), plain_setup,
                                           plain_teardown);
-        failed += run_parametrized("modes", test_mode, mode_cases,
-                                   sizeof(mode_cases[0]), COUNT(mode_cases),
-                                   "mode", mode_label);
+        failed += amp_test_run_parametrized(
+            "modes", test_mode, mode_cases, sizeof(mode_cases[0]),
+            COUNT(mode_cases), "mode", mode_label, plain_setup,
+            plain_teardown);
         return failed;
     }
     if (strcmp(group, "exact") == 0) {
         failed += _cmocka_run_group_tests("exact", exact, COUNT(exact),
                                           plain_setup, plain_teardown);
-        failed += run_parametrized("shadow", test_shadow, shadow_cases,
-                                   sizeof(shadow_cases[0]),
-                                   COUNT(shadow_cases), "mode",
-                                   shadow_label);
+        failed += amp_test_run_parametrized(
+            "shadow", test_shadow, shadow_cases, sizeof(shadow_cases[0]),
+            COUNT(shadow_cases), "mode", shadow_label, plain_setup,
+            plain_teardown);
         return failed;
     }
     if (strcmp(group, "faults") == 0) {
-        failed += run_parametrized("faults", test_fault_bit_exact, faults,
-                                   sizeof(faults[0]), COUNT(faults),
-                                   "fault", fault_label);
+        failed += amp_test_run_parametrized(
+            "faults", test_fault_bit_exact, faults, sizeof(faults[0]),
+            COUNT(faults), "fault", fault_label, plain_setup, plain_teardown);
         failed += _cmocka_run_group_tests("every execution", every,
                                           COUNT(every), plain_setup,
                                           plain_teardown);
