@@ -195,6 +195,8 @@ struct amp_graph_conv {
     int32_t mode;                       /* cudnnConvolutionMode_t */
     float alpha, beta;
     int64_t workspace;                  /* the program's plan's */
+    int conv;                           /* one convolution, read whole */
+    int32_t x_type;                     /* cudnnDataType_t of x */
 };
 
 static const cudnnBackendDescriptorType_t amp_op_types[3] = {
@@ -232,7 +234,7 @@ static const cudnnBackendAttributeName_t amp_op_attrs[3][6] = {
  * take (real, by address, not vectorized or reordered, 3 to 5 dims). */
 static int
 amp_graph_tensor(cudnnBackendDescriptor_t t, struct amp_conv_layout *l,
-                 int64_t *uid, int64_t *align, int *fp32)
+                 int64_t *uid, int64_t *align, int *fp32, int32_t *type_out)
 {
     cudnnDataType_t type;
     cudnnBackendTensorReordering_t reorder = CUDNN_TENSOR_REORDERING_NONE;
@@ -264,6 +266,7 @@ amp_graph_tensor(cudnnBackendDescriptor_t t, struct amp_conv_layout *l,
     for (d = 0; d < n; d++)
         if (l->dim[d] < 1 || l->stride[d] < 1)
             return 0;
+    *type_out = (int32_t)type;
     *fp32 = type == CUDNN_DATA_FLOAT && !is_virtual && !by_value &&
             vec == 1 && reorder == CUDNN_TENSOR_REORDERING_NONE;
     return 1;
@@ -326,6 +329,7 @@ amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
     cudnnBackendDescriptor_t op = NULL, d[4] = {NULL};
     enum amp_graph_kind kind = AMP_GRAPH_INVALID;
     int dir, i, fp32[4] = {0};
+    int32_t type[3] = {0};
 
     for (dir = 0; dir < 3 && !op; dir++)
         op = amp_bk_child(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
@@ -344,15 +348,20 @@ amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
         goto out;
     for (i = 0; i < 3; i++)
         if (!amp_graph_tensor(d[1 + i], &a->l[i], &a->uid[i], &a->align[i],
-                              &fp32[1 + i]))
+                              &fp32[1 + i], &type[i]))
             goto out;
     kind = AMP_GRAPH_OTHER;
-    if (!fp32[0] || !fp32[1] || !fp32[2] || !fp32[3] ||
-        a->nsp > AMP_GRAPH_MAX_SPATIAL || a->l[0].nb_dims != a->nsp + 2 ||
+    if (a->nsp > AMP_GRAPH_MAX_SPATIAL || a->l[0].nb_dims != a->nsp + 2 ||
         a->l[1].nb_dims != a->nsp + 2 || a->l[2].nb_dims != a->nsp + 2 ||
         a->l[AMP_CONV_X].dim[1] % a->l[AMP_CONV_W].dim[1] != 0)
         goto out;
+    /* A convolution read whole: the coverage meter counts it whatever
+     * its types. */
     a->groups = a->l[AMP_CONV_X].dim[1] / a->l[AMP_CONV_W].dim[1];
+    a->conv = 1;
+    a->x_type = type[AMP_CONV_X];
+    if (!fp32[0] || !fp32[1] || !fp32[2] || !fp32[3])
+        goto out;
     kind = AMP_GRAPH_FP32;
 out:
     amp_bk_destroy(d, 4);
@@ -941,19 +950,28 @@ amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
     if (!h->entered)
         return 0;
     h->outcome = AMP_OUTCOME_FP32;
-    /* The coverage meter counts the plans of one FP32 convolution (set by
-     * amp_conv_hook_run); other graphs pass uncounted. */
+    /* The coverage meter counts the plans of one convolution (FP32 ones
+     * set by amp_conv_hook_run); other graphs pass uncounted. */
     h->cover = AMP_COVER_COUNT;
     h->flops = 0.0;
     if (amp_graph_complete)
         amp_plans_get(plan, &a);
     else
         a.kind = AMP_GRAPH_INVALID;
+    memset(&d, 0, sizeof d);
     if (a.kind == AMP_GRAPH_OTHER) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        if (a.conv) {
+            d.dir = a.dir;
+            d.groups = a.groups;
+            d.x = a.l[AMP_CONV_X];
+            d.w = a.l[AMP_CONV_W];
+            d.y = a.l[AMP_CONV_Y];
+            h->cover = amp_conv_cover_of_data(a.x_type);
+            h->flops = amp_conv_flops(&d);
+        }
         return 0;
     }
-    memset(&d, 0, sizeof d);
     d.valid = a.kind != AMP_GRAPH_INVALID &&
               amp_graph_valid(handle, pack, &a, &d);
     if (d.valid) {

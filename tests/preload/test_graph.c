@@ -220,13 +220,17 @@ test_mode(void **state)
                  what, c->name, c->cls, same ? "" : " not");
     }
     expect_summary(&run, 1, 0, what, &sum);
-    /* The coverage meter counts the plans of one FP32 convolution (24
-     * converted; 3 on engines without Tensor Cores and 3 whose variant
-     * pack cuDNN refuses, kept FP32); the FP16 graphs pass uncounted. */
+    /* The coverage meter counts every plan of one convolution: 24
+     * converted, 3 on engines without Tensor Cores and 3 whose variant
+     * pack cuDNN refuses (no FLOPs) kept FP32, 3 of FP16 data in other
+     * precisions. */
     if (amp_test_count_lines_with(run.err, "of GEMM and convolution work "
-                                           "in 30 calls, 100.0 % FP32") != 1) {
+                                           "in 33 calls, 90.3 % FP32 within "
+                                           "the shim's reach (converted 85.8 "
+                                           "%, kept FP32 4.4 %), 9.7 % in "
+                                           "other precisions") != 1) {
         amp_test_run_dump(what, &run);
-        fail_msg("%s: no coverage line for the 30 FP32 plans", what);
+        fail_msg("%s: not the coverage line of the 33 plans", what);
     }
     amp_test_run_free(&run);
 }
