@@ -222,20 +222,21 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
     cublasLtMatmulDescOpaque_t op_stack;
     cublasLtMatrixLayoutOpaque_t ls[4];
     cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t heur;
     const cublasLtMatmulAlgo_t *algo = NULL;
     int stack = (tc->flags & STACK) != 0, in_place = (tc->flags & IN_PLACE),
         count = 0, vec = tc->pmode >= DEV_VEC;
-    float *da, *db, *dc, *dd, *dbias = NULL, *dalpha = NULL, *dbeta = NULL;
+    float *da = NULL, *db = NULL, *dc = NULL, *dd = NULL, *dbias = NULL;
+    float *dalpha = NULL, *dbeta = NULL;
     void *daux = NULL, *work = NULL;
     size_t work_bytes = 1 << 20;
     const void *alpha = &tc->alpha, *beta = &tc->beta;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     cudaDataType_t scale = CUDA_R_32F;
     cublasLtEpilogue_t epi = tc->epilogue;
-    cublasStatus_t s;
+    cublasStatus_t s = CUBLAS_STATUS_INTERNAL_ERROR;
     int32_t pm = tc->pmode, ta = tc->ta, tb = tc->tb;
     int64_t bias_stride = tc->batch > 1 ? tc->m : 0;
     /* ..._BETA_HOST takes an alpha vector per member of a batch. */
@@ -250,15 +251,15 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dalpha,
                                              (size_t)tc->m * tc->batch * 8)) ||
         cuda_failed("cudaMalloc", cudaMalloc(&work, work_bytes)))
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
     dbeta = dalpha + (size_t)tc->m * tc->batch;
     dc = dd;
     if (!in_place &&
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dc, h->c.elems * 4)))
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
     if (h->aux_bytes &&
         cuda_failed("cudaMalloc", cudaMalloc(&daux, h->aux_bytes)))
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
     cudaMemcpy(da, h->ha, h->a.elems * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(db, h->hb, h->b.elems * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(dd, h->hd, h->d.elems * 4, cudaMemcpyHostToDevice);
@@ -292,7 +293,8 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
         epi = tc->epilogue;
     } else if (cublas_failed("cublasLtMatmulDescCreate",
                              cublasLtMatmulDescCreate(&op, compute, scale))) {
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        op = NULL;
+        goto done;
     }
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm,
                                    sizeof(pm));
@@ -330,7 +332,7 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
                   : layout_of(&h->d, tc->batch, tc->order_cd,
                               stack ? &ls[3] : NULL);
     if (!la || !lb || !lc || !ld)
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
     if (!(tc->flags & NO_ALGO)) {
         /* As frameworks do: the heuristics' first answer for the FP32
          * product, with the program's own workspace. */
@@ -341,28 +343,39 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
         s = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1,
                                            &heur, &count);
-        if (cublas_failed("cublasLtMatmulAlgoGetHeuristic", s) || count < 1)
-            return CUBLAS_STATUS_INTERNAL_ERROR;
+        if (cublas_failed("cublasLtMatmulAlgoGetHeuristic", s) || count < 1) {
+            s = CUBLAS_STATUS_INTERNAL_ERROR;
+            goto done;
+        }
         algo = &heur.algo;
     }
     s = cublasLtMatmul(lt, op, alpha, da, la, db, lb, beta, dc, lc, dd, ld,
                        algo, work, work_bytes, stream);
     if (cublas_failed("cublasLtMatmul", s))
-        return s;
-    if (cuda_failed("cudaStreamSynchronize", cudaStreamSynchronize(stream)))
-        return CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
+    if (cuda_failed("cudaStreamSynchronize", cudaStreamSynchronize(stream))) {
+        s = CUBLAS_STATUS_INTERNAL_ERROR;
+        goto done;
+    }
     cudaMemcpy(h->hd, dd, h->d.elems * 4, cudaMemcpyDeviceToHost);
     if (h->aux_bytes)
         cudaMemcpy(h->aux_bits ? (void *)h->aux_bits : (void *)h->aux_f, daux,
                    h->aux_bytes, cudaMemcpyDeviceToHost);
+done:
+    /* Every path: what was made is destroyed (a checker of leaks runs
+     * this program under faults). */
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
     if (!stack) {
-        cublasLtMatmulDescDestroy(op);
-        cublasLtMatrixLayoutDestroy(la);
-        cublasLtMatrixLayoutDestroy(lb);
-        cublasLtMatrixLayoutDestroy(lc);
-        if (!in_place)
+        if (op)
+            cublasLtMatmulDescDestroy(op);
+        if (la)
+            cublasLtMatrixLayoutDestroy(la);
+        if (lb)
+            cublasLtMatrixLayoutDestroy(lb);
+        if (lc)
+            cublasLtMatrixLayoutDestroy(lc);
+        if (ld && !in_place)
             cublasLtMatrixLayoutDestroy(ld);
     }
     cudaFree(da);
@@ -374,7 +387,7 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
     cudaFree(dalpha);
     cudaFree(daux);
     cudaFree(work);
-    return CUBLAS_STATUS_SUCCESS;
+    return s;
 }
 
 /* The worst error / bound of D and of the auxiliary output; D's padding
@@ -528,18 +541,19 @@ one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
     if (status != CUBLAS_STATUS_SUCCESS) {
         printf(" err/bound=- hash=- FAIL api=cublasLtMatmul class=%s\n",
                case_class(tc));
-        return 1;
+        failed = 1;
+    } else {
+        check_case(tc, &h, c0, tol_factor(tol, tc->k), &worst, &worst_aux,
+                   &pad_bad);
+        failed = !(worst <= 1.0) || !(worst_aux <= 1.0) || pad_bad != 0;
+        hash = fnv1a64(h.hd, h.d.elems * 4, 0xcbf29ce484222325ULL);
+        hash = fnv1a64(h.aux_bits ? (void *)h.aux_bits : (void *)h.aux_f,
+                       h.aux_bytes, hash);
+        printf(" err/bound=%.3e hash=%016" PRIx64 " %s api=cublasLtMatmul "
+               "class=%s aux/bound=%.3e pad_changed=%d\n",
+               worst > worst_aux ? worst : worst_aux, hash,
+               failed ? "FAIL" : "ok", case_class(tc), worst_aux, pad_bad);
     }
-    check_case(tc, &h, c0, tol_factor(tol, tc->k), &worst, &worst_aux,
-               &pad_bad);
-    failed = !(worst <= 1.0) || !(worst_aux <= 1.0) || pad_bad != 0;
-    hash = fnv1a64(h.hd, h.d.elems * 4, 0xcbf29ce484222325ULL);
-    hash = fnv1a64(h.aux_bits ? (void *)h.aux_bits : (void *)h.aux_f,
-                   h.aux_bytes, hash);
-    printf(" err/bound=%.3e hash=%016" PRIx64 " %s api=cublasLtMatmul "
-           "class=%s aux/bound=%.3e pad_changed=%d\n",
-           worst > worst_aux ? worst : worst_aux, hash,
-           failed ? "FAIL" : "ok", case_class(tc), worst_aux, pad_bad);
     free(h.ha);
     free(h.hb);
     free(h.hc);

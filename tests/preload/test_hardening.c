@@ -244,8 +244,13 @@ matrix_program(const char *program, const struct fault *f,
              "AMPSHIM_EMU_MEMCHECK", "1", NULL);
     run_argv(argv, 1, mode, &run, "AMPSHIM_EMU_FAIL", f->spec,
              "AMPSHIM_EMU_MEMCHECK", "1", NULL);
-    assert_int_equal(amp_test_parse_check(base.out, &bc), 0);
-    assert_int_equal(amp_test_parse_check(run.out, &rc), 0);
+    if (amp_test_parse_check(base.out, &bc) != 0 ||
+        amp_test_parse_check(run.out, &rc) != 0) {
+        amp_test_run_dump("without the shim", &base);
+        amp_test_run_dump("with the shim", &run);
+        fail_msg("%s under %s: a case line does not parse", program,
+                 f->spec);
+    }
     summary_of(run.err, (int)run.pid, &sum);
     base_dev = device_at_exit(&base);
     run_dev = device_at_exit(&run);
