@@ -33,7 +33,7 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         candidate = AMP_MODE_FP16;
     st = amp_conv_plan(d, mode, candidate, &plan);
     if (st == AMP_ERR_UNAVAILABLE) {
-        amp_prof_fp32(what);
+        amp_prof_fp32(what, AMP_KEPT_MODE);
         return 0; /* a mode with no convolution candidate: FP32 */
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
@@ -121,6 +121,15 @@ amp_conv_cover_of_skip(enum amp_conv_skip skip)
     }
 }
 
+/* Why a convolution kept FP32 before its policy was asked stayed so. */
+static const enum amp_kept amp_conv_kept[AMP_CONV_SKIP_COUNT] = {
+    [AMP_CONV_SKIP_MODE] = AMP_KEPT_MODE,
+    [AMP_CONV_SKIP_INVALID] = AMP_KEPT_INVALID,
+    [AMP_CONV_SKIP_EMPTY] = AMP_KEPT_EMPTY,
+    [AMP_CONV_SKIP_STRICT] = AMP_KEPT_PEDANTIC,
+    [AMP_CONV_SKIP_DEMOTED] = AMP_KEPT_DEMOTED,
+};
+
 int
 amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                   const struct amp_conv_vendor *v, void *call)
@@ -142,12 +151,13 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
         if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
             skip = AMP_CONV_SKIP_MODE;
     }
-    /* Valid calls only: an invalid one may have no groups. */
-    if (skip == AMP_CONV_CONVERT || skip == AMP_CONV_SKIP_MODE ||
-        skip == AMP_CONV_SKIP_DEMOTED)
-        amp_conv_what(&what, d, &dec);
-    if (skip == AMP_CONV_SKIP_MODE || skip == AMP_CONV_SKIP_DEMOTED)
-        amp_prof_fp32(&what); /* decided FP32 at its site */
+    amp_conv_what(&what, d, &dec);
+    /* A call of its site, kept FP32 (a graph that is not one FP32
+     * convolution has no site). */
+    if (skip != AMP_CONV_CONVERT && (d->site || skip != AMP_CONV_SKIP_INVALID))
+        amp_prof_fp32(&what, skip == AMP_CONV_SKIP_MODE
+                                 ? amp_kept_of(&dec)
+                                 : amp_conv_kept[skip]);
     h->cover = amp_conv_cover_of_skip(skip);
     h->flops = d->valid ? amp_conv_flops(d) : 0.0;
     if (skip != AMP_CONV_CONVERT) {
@@ -178,7 +188,10 @@ amp_conv_hook_end(struct amp_conv_hook *h, int original_ok)
                      h->run.scratch_bytes);
     amp_stats_count(h->stats, h->outcome);
     if (h->cover != AMP_COVER_COUNT)
-        amp_cover_add(h->outcome == AMP_OUTCOME_CONVERTED ? AMP_COVER_CONVERTED
+        amp_cover_add(h->outcome == AMP_OUTCOME_CONVERTED
+                          ? (h->prof.what.mode == AMP_MODE_SHADOW
+                                 ? AMP_COVER_SHADOW
+                                 : AMP_COVER_CONVERTED)
                       : h->outcome == AMP_OUTCOME_FALLBACK ? AMP_COVER_FALLBACK
                                                            : h->cover,
                       original_ok ? h->flops : 0.0);

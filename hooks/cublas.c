@@ -309,12 +309,36 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
     }
 }
 
+/* A call kept FP32 before any decision (invalid, empty, pedantic, not for
+ * the converted path) is still a call of its site: the report says why it
+ * stayed FP32 there. */
+static void
+amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
+{
+    static const enum amp_kept kept[AMP_GEMM_SKIP_COUNT] = {
+        [AMP_GEMM_SKIP_MODE] = AMP_KEPT_MODE,
+        [AMP_GEMM_SKIP_INVALID] = AMP_KEPT_INVALID,
+        [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
+        [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
+        [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
+    };
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
+
+    d->site = amp_site_get(d->api, d->caller);
+    amp_gemm_what(&what, d, &dec);
+    if (skip == AMP_GEMM_SKIP_INVALID)
+        what.flops = 0.0; /* the library computes nothing */
+    amp_prof_fp32(&what, kept[skip]);
+}
+
 /* The coverage kind of a call after it ran, from its outcome. */
 static enum amp_cover
 amp_hook_cover(const struct amp_hook *h)
 {
     if (h->outcome == AMP_OUTCOME_CONVERTED)
-        return AMP_COVER_CONVERTED;
+        return h->prof.what.mode == AMP_MODE_SHADOW ? AMP_COVER_SHADOW
+                                                    : AMP_COVER_CONVERTED;
     if (h->outcome == AMP_OUTCOME_FALLBACK)
         return AMP_COVER_FALLBACK;
     return h->cover;
@@ -353,8 +377,10 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         amp_gemm_what(&what, d, &dec);
         if (dec.mode == AMP_MODE_FP32) {
             skip = AMP_GEMM_SKIP_MODE;
-            amp_prof_fp32(&what);
+            amp_prof_fp32(&what, amp_kept_of(&dec));
         }
+    } else {
+        amp_gemm_kept(d, skip);
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,

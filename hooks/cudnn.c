@@ -667,8 +667,9 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
         d.xp = (amp_devptr)(uintptr_t)c->x;
         d.wp = (amp_devptr)(uintptr_t)c->w;
         d.yp = (amp_devptr)(uintptr_t)c->y;
-        d.site = amp_site_get(h->stats->name, c->caller);
     }
+    /* A call cuDNN refuses is a call of its site too. */
+    d.site = amp_site_get(h->stats->name, c->caller);
     if (!amp_conv_hook_run(h, &d, &amp_cudnn_vendor, &l))
         return 0;
     *status = CUDNN_STATUS_SUCCESS;

@@ -63,6 +63,10 @@ static const struct amp_name_value amp_bools[] = {
     {NULL, 0},
 };
 
+static const struct amp_name_value amp_baselines[] = {
+    {"first", 1}, {"off", 0}, {"1", 1}, {"0", 0}, {NULL, 0},
+};
+
 const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV] = {
     "NVIDIA_TF32_OVERRIDE", "CUBLAS_EMULATE_SINGLE_PRECISION",
     "CUBLAS_EMULATION_STRATEGY", "CUBLAS_WORKSPACE_CONFIG",
@@ -222,6 +226,7 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     cfg->summary = 1;
     cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
     cfg->snapshot_s = AMP_SNAPSHOT_DEFAULT_S;
+    cfg->baseline = 1;
 
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, NULL,
@@ -235,6 +240,9 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
             cfg->shadow_candidate = (enum amp_mode)(value / AMP_MODE_COUNT);
         }
     }
+    if ((v = getenv_fn("AMPSHIM_BASELINE")) && *v)
+        amp_config_enum(cfg, "AMPSHIM_BASELINE", v, amp_baselines, NULL,
+                        &cfg->baseline);
     if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v)
         amp_config_level(cfg, v);
     if ((v = getenv_fn("AMPSHIM_QUIET")) && *v)

@@ -43,6 +43,10 @@ struct amp_config {
      * shadow:bf16, shadow:tf32, shadow:fp16x3 and shadow:allow-conversion
      * choose another. */
     enum amp_mode shadow_candidate;
+    /* AMPSHIM_BASELINE=first (default): the first call of each shape at
+     * a site that would convert without being measured runs in shadow,
+     * so that every converted (site, shape) has an FP32 time; off: no. */
+    int baseline;
     enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL: a name or 0-5 */
     int quiet;                    /* AMPSHIM_QUIET: nothing on stderr */
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */

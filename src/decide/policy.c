@@ -1132,6 +1132,7 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_DEMOTED] = "site demoted",
     [AMP_WHY_ENV_MODE] = "AMPSHIM_MODE",
     [AMP_WHY_BROKEN] = "policy has an error",
+    [AMP_WHY_BASELINE] = "FP32 baseline of the shape",
 };
 
 const char *

@@ -100,8 +100,8 @@ void amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,
 struct amp_policy_action {
     enum amp_mode mode;          /* AMP_MODE_SHADOW: candidate is measured */
     enum amp_mode candidate;
-    int verify;                  /* "verify N": the site's first N calls run
-                                    as shadow:mode */
+    int verify;                  /* "verify N": the first N calls of each
+                                    shape at a site run as shadow:mode */
 };
 
 /* A condition is a tree of nodes. */
@@ -205,6 +205,8 @@ enum amp_decision_why {
     AMP_WHY_DEMOTED,             /* the site's error exceeded tolerance */
     AMP_WHY_ENV_MODE,            /* AMPSHIM_MODE overrides the policy */
     AMP_WHY_BROKEN,              /* the policy has an error: FP32 */
+    AMP_WHY_BASELINE,            /* the first call of its shape at its
+                                    site (AMPSHIM_BASELINE): shadow:mode */
 };
 
 struct amp_decision {
@@ -225,8 +227,8 @@ int amp_policy_match(const struct amp_policy *p,
                      const struct amp_policy_call *call);
 
 /* Turns a match (a rule index, p->nrules, or AMP_POLICY_SMALL) into the
- * decision for the call number `count` at its site: verify and
- * shadow-rate make shadow:mode of a converting mode. */
+ * decision for the call number `count` of its shape at its site: verify
+ * and shadow-rate make shadow:mode of a converting mode. */
 void amp_policy_action(const struct amp_policy *p, int match, int64_t count,
                        struct amp_decision *out);
 
@@ -318,6 +320,11 @@ void amp_policy_start(const struct amp_config *cfg);
  * Never fails. */
 void amp_policy_decide(const struct amp_policy_call *call,
                        struct amp_decision *out);
+
+/* A baseline shadow decision (AMP_WHY_BASELINE) back to its mode, for a
+ * call that cannot run in shadow (its stream is being captured): that
+ * shape at that site then has no FP32 time. Other decisions stay. */
+void amp_policy_no_baseline(struct amp_decision *out);
 
 /* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
  * broken policy, a policy whose every action is fp32), else

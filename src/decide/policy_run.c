@@ -99,13 +99,69 @@ amp_policy_log(const struct amp_policy_call *call, int64_t count,
             amp_decision_why_name(out->why), amp_active.name, out->line);
 }
 
+/* A key for the call's shape: its family, symbol and every field but the
+ * call count; never 0. */
+static uint64_t
+amp_call_shape_key(const struct amp_policy_call *call)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)call->family;
+    int f;
+
+    h = (h ^ (uint64_t)(uintptr_t)call->symbol) * 0x100000001b3ull;
+    for (f = 0; f < AMP_FIELD_COUNT; f++) {
+        if (f == AMP_FIELD_CALL || !(call->present & (1u << f)))
+            continue;
+        h = (h ^ (uint64_t)f) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)call->field[f]) * 0x100000001b3ull;
+    }
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+/* AMPSHIM_BASELINE: a call that would convert unmeasured runs in shadow
+ * when it is the first of its shape at its site (shape_count 1), so that
+ * the (site, shape) has an FP32 time to compare its converted calls
+ * with. */
+static void
+amp_policy_baseline_at(struct amp_decision *out, int64_t shape_count)
+{
+    if (!amp_cfg->baseline || shape_count != 1 ||
+        out->mode == AMP_MODE_FP32 || out->mode == AMP_MODE_SHADOW)
+        return;
+    out->candidate = out->mode;
+    out->mode = AMP_MODE_SHADOW;
+    out->why = AMP_WHY_BASELINE;
+}
+
+void
+amp_policy_no_baseline(struct amp_decision *out)
+{
+    if (out->why != AMP_WHY_BASELINE)
+        return;
+    out->mode = out->candidate;
+    out->why = amp_state == AMP_STATE_ENV ? AMP_WHY_ENV_MODE : AMP_WHY_RULE;
+}
+
+/* AMPSHIM_MODE's decision, with its baseline call. */
+static void
+amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
+                    uint64_t shape_key)
+{
+    if (!amp_cfg->baseline || out->mode == AMP_MODE_FP32 ||
+        out->mode == AMP_MODE_SHADOW || !site)
+        return;
+    amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(site,
+                                                              shape_key));
+}
+
 void
 amp_policy_decide(const struct amp_policy_call *call_in,
                   struct amp_decision *out)
 {
     struct amp_site *site = (struct amp_site *)call_in->site;
     struct amp_policy_call call = *call_in;
-    int64_t count;
+    int64_t count, shape_count;
+    uint64_t shape_key;
     int match;
 
     memset(out, 0, sizeof *out);
@@ -116,6 +172,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->mode = amp_cfg->mode;
         out->candidate = amp_cfg->shadow_candidate;
         out->why = AMP_WHY_ENV_MODE;
+        amp_policy_baseline(out, site, amp_call_shape_key(&call));
         return;
     }
     if (amp_state != AMP_STATE_ACTIVE) {
@@ -123,6 +180,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         return;
     }
     count = (int64_t)amp_site_count(site);
+    shape_key = amp_call_shape_key(&call);
     if (amp_site_demoted(site)) {
         out->why = AMP_WHY_DEMOTED;
         return;
@@ -135,7 +193,14 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     amp_policy_call_set(&call, AMP_FIELD_CALL, count);
     match = amp_cache_ready ? amp_policy_cached_match(&amp_cache, &call)
                             : amp_policy_match(&amp_active, &call);
-    amp_policy_action(&amp_active, match, count, out);
+    /* verify and shadow-rate count the calls of the call's shape at its
+     * site: small calls at a site do not use up its large calls' window. */
+    shape_count = match == AMP_POLICY_SMALL
+                      ? 0
+                      : (int64_t)amp_site_shape_count(site, shape_key);
+    amp_policy_action(&amp_active, match, shape_count, out);
+    if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
+        amp_policy_baseline_at(out, shape_count);
     if (amp_active.set.scratch_max >= 0 &&
         (uint64_t)amp_active.set.scratch_max < out->scratch_max)
         out->scratch_max = (uint64_t)amp_active.set.scratch_max;

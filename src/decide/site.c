@@ -93,6 +93,39 @@ amp_site_count(struct amp_site *site)
                                      memory_order_relaxed) + 1;
 }
 
+uint64_t
+amp_site_shape_count(struct amp_site *site, uint64_t key)
+{
+    size_t at, i;
+
+    if (!site)
+        return 1;
+    if (key == 0)
+        key = 1;
+    at = (size_t)(key % AMP_SITE_SHAPES);
+    for (i = 0; i < AMP_SITE_SHAPES; i++) {
+        size_t k = (at + i) % AMP_SITE_SHAPES;
+        unsigned long long seen =
+            atomic_load_explicit(&site->shape_keys[k], memory_order_acquire);
+
+        if (seen == 0) {
+            unsigned long long free_key = 0;
+
+            /* Claim the slot; another thread may claim it first, for
+             * this key or another. */
+            if (atomic_compare_exchange_strong(&site->shape_keys[k],
+                                               &free_key, key))
+                seen = key;
+            else
+                seen = free_key;
+        }
+        if (seen == key)
+            return atomic_fetch_add_explicit(&site->shape_calls[k], 1,
+                                             memory_order_relaxed) + 1;
+    }
+    return atomic_load_explicit(&site->calls, memory_order_relaxed);
+}
+
 void
 amp_site_symbolize(struct amp_site *site)
 {

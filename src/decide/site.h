@@ -18,6 +18,9 @@ struct amp_gemm_error {
                                      candidate */
 };
 
+/* Shapes a site counts apart (amp_site_shape_count). */
+#define AMP_SITE_SHAPES 32
+
 /* One call site. Lives as long as the process; fields after the key are
  * read without a lock. */
 struct amp_site {
@@ -37,6 +40,10 @@ struct amp_site {
     double shadow_max_abs, shadow_max_rel;
     unsigned long long shadow_nonfinite;
     char demoted_why[160];    /* the first demotion's reason */
+    /* Calls decided per shape (amp_site_shape_count): a key (0: free)
+     * and its count per slot; shapes beyond the slots share `calls`. */
+    atomic_ullong shape_keys[AMP_SITE_SHAPES];
+    atomic_ullong shape_calls[AMP_SITE_SHAPES];
 };
 
 /* Most sites a process keeps; calls from further sites get NULL. */
@@ -58,6 +65,13 @@ void amp_site_demote(struct amp_site *site, const char *reason);
 /* Counts one call the policy decides at the site; returns its number,
  * from 1 (1 for a NULL site). */
 uint64_t amp_site_count(struct amp_site *site);
+
+/* Counts one call of the shape `key` (any value but 0, the same for the
+ * same shape) at the site; returns its number among that shape's calls,
+ * from 1. A site with more than AMP_SITE_SHAPES shapes counts the further
+ * ones with its site count (amp_site_count's last value); a NULL site
+ * gives 1. Lock-free. */
+uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key);
 
 /* Resolves the site's caller and module (once; reads the module's file). */
 void amp_site_symbolize(struct amp_site *site);

@@ -7,6 +7,7 @@
 
 static const char *const amp_cover_names[AMP_COVER_COUNT] = {
     [AMP_COVER_CONVERTED] = "converted",
+    [AMP_COVER_SHADOW] = "shadow",
     [AMP_COVER_POLICY] = "policy",
     [AMP_COVER_INVALID] = "invalid",
     [AMP_COVER_EMPTY] = "empty",

@@ -10,7 +10,10 @@
 
 /* What became of one call; the FP32 kinds first, then the others. */
 enum amp_cover {
-    AMP_COVER_CONVERTED = 0,   /* FP32, ran converted (shadow included) */
+    AMP_COVER_CONVERTED = 0,   /* FP32, ran converted */
+    AMP_COVER_SHADOW,          /* FP32 kept: a shadow run (the program gets
+                                  the FP32 result; a candidate ran beside
+                                  it to be measured) */
     AMP_COVER_POLICY,          /* FP32 kept: the policy or AMPSHIM_MODE
                                   chose FP32 (a demoted site, or a mode that
                                   cannot run the call, included) */

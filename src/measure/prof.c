@@ -25,6 +25,47 @@ static const char *const amp_fallback_names[AMP_FALLBACK_COUNT] = {
     [AMP_FALLBACK_COLD_CAPTURE] = "cold-capture",
 };
 
+static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
+    [AMP_KEPT_MODE] = "mode",
+    [AMP_KEPT_RULE] = "rule",
+    [AMP_KEPT_NO_RULE] = "no-rule",
+    [AMP_KEPT_MIN_SIZE] = "min-size",
+    [AMP_KEPT_DEMOTED] = "demoted",
+    [AMP_KEPT_BROKEN] = "broken-policy",
+    [AMP_KEPT_PEDANTIC] = "pedantic",
+    [AMP_KEPT_UNSUPPORTED] = "unsupported",
+    [AMP_KEPT_INVALID] = "invalid",
+    [AMP_KEPT_EMPTY] = "empty",
+    [AMP_KEPT_CAPTURE] = "capture",
+};
+
+const char *
+amp_kept_name(enum amp_kept why)
+{
+    if ((unsigned)why >= AMP_KEPT_COUNT)
+        return "?";
+    return amp_kept_names[why];
+}
+
+enum amp_kept
+amp_kept_of(const struct amp_decision *dec)
+{
+    switch (dec->why) {
+    case AMP_WHY_RULE:
+        return dec->mode == AMP_MODE_FP32 ? AMP_KEPT_RULE : AMP_KEPT_MODE;
+    case AMP_WHY_DEFAULT:
+        return dec->mode == AMP_MODE_FP32 ? AMP_KEPT_NO_RULE : AMP_KEPT_MODE;
+    case AMP_WHY_MIN_SIZE:
+        return AMP_KEPT_MIN_SIZE;
+    case AMP_WHY_DEMOTED:
+        return AMP_KEPT_DEMOTED;
+    case AMP_WHY_BROKEN:
+        return AMP_KEPT_BROKEN;
+    default:
+        return AMP_KEPT_MODE;
+    }
+}
+
 const char *
 amp_fallback_name(enum amp_fallback why)
 {
@@ -187,7 +228,8 @@ amp_entry_get(const struct amp_prof_what *w)
 
 static void
 amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
-               enum amp_fallback why, size_t scratch_bytes)
+               enum amp_fallback why, enum amp_kept kept,
+               size_t scratch_bytes)
 {
     struct amp_prof_entry *e;
 
@@ -206,6 +248,8 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
         }
         if (outcome == AMP_OUTCOME_FALLBACK)
             e->fallbacks[why]++;
+        if (outcome == AMP_OUTCOME_FP32)
+            e->kept[kept]++;
     }
     pthread_mutex_unlock(&amp_prof_lock);
 }
@@ -221,9 +265,9 @@ amp_site_name(struct amp_site *site)
 }
 
 void
-amp_prof_fp32(const struct amp_prof_what *w)
+amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why)
 {
-    amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, 0);
+    amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, why, 0);
 }
 
 void
@@ -231,7 +275,7 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
 {
     char shape[160];
 
-    amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, 0);
+    amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, AMP_KEPT_MODE, 0);
     if (!amp_shim_config()->call_log)
         return;
     amp_shape_format(&w->shape, shape, sizeof shape);
@@ -420,7 +464,13 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     if (outcome == AMP_OUTCOME_FALLBACK) {
         amp_prof_fallback(&span->what, why);
     } else {
-        amp_prof_count(&span->what, outcome, why, scratch_bytes);
+        /* FP32 here: a shadow run under capture, or a mode this call
+         * cannot run. */
+        amp_prof_count(&span->what, outcome, why,
+                       amp_dev_stream_capturing(span->what.stream) != 0
+                           ? AMP_KEPT_CAPTURE
+                           : AMP_KEPT_MODE,
+                       scratch_bytes);
     }
     timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
     pthread_mutex_lock(&amp_prof_lock);

@@ -51,6 +51,31 @@ enum amp_fallback {
 
 const char *amp_fallback_name(enum amp_fallback why);
 
+/* Why a call at a site ran FP32 by decision (a fallback has its own
+ * reasons: enum amp_fallback). */
+enum amp_kept {
+    AMP_KEPT_MODE = 0,         /* the mode (AMPSHIM_MODE or the rule's) is
+                                  fp32 or cannot run this call */
+    AMP_KEPT_RULE,             /* an fp32 rule matched */
+    AMP_KEPT_NO_RULE,          /* no rule matched: the closing default */
+    AMP_KEPT_MIN_SIZE,         /* under the policy's min-size */
+    AMP_KEPT_DEMOTED,          /* the site's error went over the tolerance */
+    AMP_KEPT_BROKEN,           /* the policy file has an error */
+    AMP_KEPT_PEDANTIC,         /* pedantic or FMA-only math asked for */
+    AMP_KEPT_UNSUPPORTED,      /* valid, not for the converted path */
+    AMP_KEPT_INVALID,          /* arguments the library refuses */
+    AMP_KEPT_EMPTY,            /* nothing to compute (a size 0, alpha 0) */
+    AMP_KEPT_CAPTURE,          /* a shadow run while the stream is being
+                                  captured into a CUDA graph */
+    AMP_KEPT_COUNT,
+};
+
+/* "min-size": the report's name of a reason. */
+const char *amp_kept_name(enum amp_kept why);
+
+/* The reason of an FP32 decision. */
+enum amp_kept amp_kept_of(const struct amp_decision *dec);
+
 /* The fallback a failed preparation means. */
 enum amp_fallback amp_fallback_of(enum amp_status st);
 
@@ -78,8 +103,8 @@ struct amp_prof_span {
     int nvtx;                   /* an NVTX range is open */
 };
 
-/* A call decided FP32 at its site (policy, demotion): counted, not timed. */
-void amp_prof_fp32(const struct amp_prof_what *w);
+/* A call kept FP32 at its site for `why`: counted, not timed. */
+void amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why);
 
 /* A conversion that failed before anything was queued: counted. */
 void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
@@ -145,6 +170,7 @@ struct amp_prof_entry {
     double max_rel, sum_rel, max_abs;
     unsigned long long over_tolerance, nonfinite;
     unsigned long long fallbacks[AMP_FALLBACK_COUNT];
+    unsigned long long kept[AMP_KEPT_COUNT]; /* FP32 outcomes by reason */
     size_t scratch_max;             /* bytes, largest call */
     double scratch_total;
 };

@@ -61,6 +61,8 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
         s->modes[i] += e->modes[i];
     for (i = 0; i < AMP_FALLBACK_COUNT; i++)
         s->fallbacks[i] += e->fallbacks[i];
+    for (i = 0; i < AMP_KEPT_COUNT; i++)
+        s->kept[i] += e->kept[i];
     if (e->modes[AMP_MODE_SHADOW])
         s->candidate = e->candidate;
     s->unmeasured += e->unmeasured;
@@ -184,6 +186,22 @@ amp_json_counts(struct amp_json_out *j, const struct amp_prof_entry *e)
                          ? amp_mode_name(e->candidate) : NULL);
 }
 
+/* Why some converted calls have no FP32 time to compare with; NULL when
+ * every one has. */
+static const char *
+amp_unknown_reason(const struct amp_prof_entry *e,
+                   const struct amp_prof_totals *t)
+{
+    if (t->unknown)
+        return "no FP32 baseline: no call of the shape ran in shadow "
+               "(AMPSHIM_BASELINE=off, or its first call was captured into "
+               "a CUDA graph or not timed)";
+    if (e->unmeasured)
+        return "converted calls not timed: captured into a CUDA graph, or "
+               "no timing event was free";
+    return NULL;
+}
+
 static void
 amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
               const struct amp_prof_totals *t, double conv_known_ms)
@@ -207,6 +225,7 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
     amp_json_kint(j, "calls_fp32_measured", (long long)t->measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)t->estimated);
     amp_json_kint(j, "calls_fp32_unknown", (long long)t->unknown);
+    amp_json_kstring(j, "fp32_unknown_reason", amp_unknown_reason(e, t));
     amp_json_end_object(j);
 }
 
@@ -228,6 +247,26 @@ amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_end_object(j);
 }
 
+/* Every call that ran FP32, by why: the reasons of the calls kept FP32
+ * and of the fallbacks; they sum to fp32 + fallback. */
+static void
+amp_json_reasons(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    int i;
+
+    amp_json_key(j, "fp32_reasons");
+    amp_json_object(j);
+    for (i = 0; i < AMP_KEPT_COUNT; i++)
+        if (e->kept[i])
+            amp_json_kint(j, amp_kept_name((enum amp_kept)i),
+                          (long long)e->kept[i]);
+    for (i = 1; i < AMP_FALLBACK_COUNT; i++)
+        if (e->fallbacks[i])
+            amp_json_kint(j, amp_fallback_name((enum amp_fallback)i),
+                          (long long)e->fallbacks[i]);
+    amp_json_end_object(j);
+}
+
 static void
 amp_json_rest(struct amp_json_out *j, const struct amp_prof_entry *e,
               const struct amp_prof_totals *t)
@@ -241,6 +280,7 @@ amp_json_rest(struct amp_json_out *j, const struct amp_prof_entry *e,
             amp_json_kint(j, amp_fallback_name((enum amp_fallback)i),
                           (long long)e->fallbacks[i]);
     amp_json_end_object(j);
+    amp_json_reasons(j, e);
     amp_json_key(j, "scratch_bytes");
     amp_json_object(j);
     amp_json_kint(j, "max", (long long)e->scratch_max);
@@ -338,11 +378,53 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
     amp_json_end_object(j);
 }
 
+/* The process's arguments (/proc/self/cmdline), as an array; null when
+ * they cannot be read. */
+static void
+amp_json_command_line(struct amp_json_out *j)
+{
+    char buf[8192];
+    size_t len = 0, at;
+    ssize_t n;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+    amp_json_key(j, "command_line");
+    if (fd < 0) {
+        amp_json_null(j);
+        return;
+    }
+    while (len < sizeof buf &&
+           (n = read(fd, buf + len, sizeof buf - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    /* A command line longer than the buffer keeps its whole arguments;
+     * then every argument ends with its NUL. */
+    if (len == sizeof buf)
+        while (len > 0 && buf[len - 1] != '\0')
+            len--;
+    if (len > 0 && buf[len - 1] != '\0')
+        buf[len - 1] = '\0'; /* the kernel ends each; never read past */
+    amp_json_array(j);
+    for (at = 0; at < len; at += strlen(buf + at) + 1)
+        amp_json_string(j, buf + at);
+    amp_json_end_array(j);
+}
+
+/* This host's name, as %h expands it; NULL when it has none. */
+static const char *
+amp_host_name(char *buf, size_t cap)
+{
+    if (gethostname(buf, cap) != 0)
+        return NULL;
+    buf[cap - 1] = '\0';
+    return buf;
+}
+
 static void
 amp_json_program(struct amp_json_out *j)
 {
     struct amp_program prog;
-    char id[2 * AMP_POLICY_BUILD_ID_MAX + 1];
+    char id[2 * AMP_POLICY_BUILD_ID_MAX + 1], host[256];
     size_t i;
 
     amp_program_self(&prog);
@@ -355,6 +437,8 @@ amp_json_program(struct amp_json_out *j)
     amp_json_kstring(j, "path", prog.exe);
     amp_json_kstring(j, "build_id", prog.build_id_len ? id : NULL);
     amp_json_kint(j, "pid", (long long)getpid());
+    amp_json_command_line(j);
+    amp_json_kstring(j, "host", amp_host_name(host, sizeof host));
     amp_json_end_object(j);
 }
 
@@ -500,6 +584,12 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
     amp_json_knumber(j, "flops_converted", a->t.flops_converted);
     amp_json_knumber(j, "converted_share",
                      amp_ratio(a->t.flops_converted, a->t.flops_total));
+    amp_json_knumber(j, "converted_speedup",
+                     amp_ratio(a->t.fp32_estimated_ms, a->conv_known_ms));
+    amp_json_kint(j, "calls_fp32_measured", (long long)a->t.measured);
+    amp_json_kint(j, "calls_fp32_estimated", (long long)a->t.estimated);
+    amp_json_kint(j, "calls_fp32_unknown", (long long)a->t.unknown);
+    amp_json_reasons(j, &a->sum);
     amp_json_end_object(j);
 }
 
@@ -746,7 +836,8 @@ amp_cell(char *buf, size_t cap, double v, int digits)
 static void
 amp_table_row(const char *site, const char *api, const struct amp_group *g)
 {
-    char modes[64], fp32[32], actual[32], speed[32], saved[32], err[32];
+    char modes[64], fp32[32], actual[32], speed[32], steady[32],
+        saved[32], err[32];
     const struct amp_prof_entry *e = &g->sum;
     int known = g->t.measured + g->t.estimated > 0;
 
@@ -756,16 +847,45 @@ amp_table_row(const char *site, const char *api, const struct amp_group *g)
     else
         snprintf(err, sizeof err, "-");
     amp_log_line("| %-28.28s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
-                 "%10s %11s", site, api, e->calls,
+                 "%8s %10s %11s", site, api, e->calls,
                  e->outcomes[AMP_OUTCOME_CONVERTED], modes,
                  amp_cell(fp32, sizeof fp32, known ? g->t.fp32_ms : NAN, 3),
                  amp_cell(actual, sizeof actual,
                           known ? g->t.actual_ms : NAN, 3),
                  amp_cell(speed, sizeof speed,
                           amp_ratio(g->t.fp32_ms, g->t.actual_ms), 2),
+                 amp_cell(steady, sizeof steady,
+                          amp_ratio(g->t.fp32_estimated_ms, g->conv_known_ms),
+                          2),
                  amp_cell(saved, sizeof saved,
                           known ? g->t.saved_ms : NAN, 3),
                  err);
+}
+
+/* "| FP32 calls by reason: min-size 12, no-rule 3" (fallbacks
+ * included); nothing when every call converted. */
+static void
+amp_reasons_line(const struct amp_prof_entry *e)
+{
+    char line[512];
+    size_t len = 0;
+    int i;
+
+    line[0] = '\0';
+    for (i = 0; i < AMP_KEPT_COUNT + AMP_FALLBACK_COUNT && len < sizeof line;
+         i++) {
+        int kept = i < AMP_KEPT_COUNT, f = i - AMP_KEPT_COUNT;
+        unsigned long long n = kept ? e->kept[i] : f > 0 ? e->fallbacks[f] : 0;
+
+        if (n)
+            len += (size_t)snprintf(
+                line + len, sizeof line - len, "%s%s %llu", len ? ", " : "",
+                kept ? amp_kept_name((enum amp_kept)i)
+                     : amp_fallback_name((enum amp_fallback)f),
+                n);
+    }
+    if (line[0])
+        amp_log_line("| FP32 calls by reason: %s", line);
 }
 
 static void
@@ -774,9 +894,9 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
     size_t i;
 
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
-    amp_log_line("| %-28s %-28s %7s %7s %-18s %10s %10s %8s %10s %11s",
+    amp_log_line("| %-28s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
                  "site", "api", "calls", "conv", "mode", "fp32 ms",
-                 "actual ms", "speedup", "saved ms", "max rel err");
+                 "actual ms", "speedup", "steady", "saved ms", "max rel err");
     for (i = 0; i < r->ngroups; i++) {
         const struct amp_site *s = r->groups[i].site;
         char site[200];
@@ -789,6 +909,7 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
         amp_table_row(site, r->groups[i].api, &r->groups[i]);
     }
     amp_table_row("total", "", &r->all);
+    amp_reasons_line(&r->all.sum);
     amp_log_line("| times %s on %s; %.1f%% of the FP32 work (FLOPs) "
                  "converted; report: %s", strcmp(device, "-") == 0 ? "-" :
                  strstr(device, AMP_EMULATED_SUFFIX) ? "modelled" : "measured",

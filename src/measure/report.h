@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 /* The report's schema version (docs/report-schema.md). */
-#define AMP_REPORT_VERSION 1
+#define AMP_REPORT_VERSION 2
 
 /* Opens path for a file the shim writes: created, never an existing file
  * and never through a symbolic link (O_CREAT | O_EXCL | O_NOFOLLOW).

@@ -109,6 +109,9 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
         amp_dev_stream_capturing(d->stream) == 0)
         amp_harvest(0);
     amp_policy_decide(&call, out);
+    if (out->why == AMP_WHY_BASELINE &&
+        amp_dev_stream_capturing(d->stream) != 0)
+        amp_policy_no_baseline(out);
 }
 
 double
@@ -138,9 +141,11 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
         w->shape.v[i] = d->x.dim[i];
         w->shape.v[5 + i] = d->w.dim[i];
     }
-    w->shape.v[10] = n < 5 ? n : 5;
+    w->shape.v[10] = n < 0 ? 0 : n < 5 ? n : 5;
     w->shape.v[11] = d->groups;
-    w->flops = amp_conv_flops(d);
+    /* An invalid call (cuDNN refuses it) computes nothing, and may have
+     * no groups. */
+    w->flops = d->valid ? amp_conv_flops(d) : 0.0;
     w->mode = dec->mode;
     w->candidate = dec->candidate;
     w->stream = d->stream;

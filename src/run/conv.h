@@ -67,7 +67,8 @@ enum amp_conv_skip amp_conv_decide(const struct amp_conv_desc *d,
  * AMP_CONV_CONVERT in a converting mode). */
 void amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out);
 
-/* The call as the profiler sees it (shape, FLOPs, the decision's modes). */
+/* The call as the profiler sees it (shape, FLOPs, the decision's modes);
+ * any call, an invalid one with no FLOPs. */
 void amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
                  const struct amp_decision *dec);
 

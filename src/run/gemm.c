@@ -143,6 +143,9 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
         amp_dev_stream_capturing(d->stream) == 0)
         amp_harvest(0);
     amp_policy_decide(&call, out);
+    if (out->why == AMP_WHY_BASELINE &&
+        amp_dev_stream_capturing(d->stream) != 0)
+        amp_policy_no_baseline(out);
 }
 
 void

@@ -2,6 +2,7 @@
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
 #include "base/path.h"
+#include "measure/report.h"
 #include "tool/tool.h"
 
 #include <dirent.h>
@@ -52,7 +53,13 @@ struct amp_row {
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
+    double steady;               /* converted calls only (steady state) */
     int demoted;
+    int time_known;              /* some calls have an FP32 time */
+    const char *unknown_reason;  /* why some have none; NULL: every one */
+    char reasons[160];           /* "min-size 12, no-rule 3": why calls
+                                    ran FP32; "" when none did */
+    const struct amp_json *json; /* the site's (or shape's) object */
 };
 
 struct amp_doc {
@@ -94,6 +101,33 @@ amp_row_modes(struct amp_row *r, const struct amp_json *modes)
         snprintf(r->modes, sizeof r->modes, "fp32");
 }
 
+/* "min-size 12, no-rule 3" from a fp32_reasons object, largest first;
+ * "" for none (or a report without them). */
+static void
+amp_reasons_text(const struct amp_json *reasons, char *buf, size_t cap)
+{
+    size_t len = 0, i, n = reasons && reasons->type == AMP_JSON_OBJECT
+                               ? reasons->count : 0;
+    unsigned char used[64] = {0};
+
+    buf[0] = '\0';
+    for (;;) {
+        size_t best = n;
+
+        for (i = 0; i < n && i < sizeof used; i++)
+            if (!used[i] &&
+                (best == n || reasons->items[i].number >
+                                  reasons->items[best].number))
+                best = i;
+        if (best == n || len >= cap)
+            return;
+        used[best] = 1;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s %.0f",
+                                len ? ", " : "", reasons->keys[best],
+                                reasons->items[best].number);
+    }
+}
+
 static void
 amp_row_read(struct amp_row *r, const struct amp_json *s)
 {
@@ -122,6 +156,16 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->over_tolerance = amp_num(err, "over_tolerance");
     r->shadow_calls = amp_num(err, "shadow_calls");
     r->demoted = demoted && demoted->type == AMP_JSON_BOOL && demoted->boolean;
+    r->steady = amp_num(time, "converted_speedup");
+    r->time_known = amp_num(time, "calls_fp32_measured") +
+                        amp_num(time, "calls_fp32_estimated") > 0.0;
+    if (!r->time_known) /* 0 ms there stands for unknown, not for 0 */
+        r->fp32_ms = r->actual_ms = r->saved_ms = NAN;
+    r->unknown_reason = amp_json_str(amp_json_get(time,
+                                                  "fp32_unknown_reason"));
+    amp_reasons_text(amp_json_get(s, "fp32_reasons"), r->reasons,
+                     sizeof r->reasons);
+    r->json = s;
     base = r->module ? strrchr(r->module, '/') : NULL;
     snprintf(r->name, sizeof r->name, "%.120s (%.100s)",
              r->function ? r->function : "?",
@@ -186,6 +230,7 @@ amp_doc_load(const char *path, struct amp_doc *doc)
 {
     const struct amp_json *sites, *schema;
     char err[160];
+    double version;
     size_t len, i;
     char *text;
 
@@ -211,6 +256,16 @@ amp_doc_load(const char *path, struct amp_doc *doc)
         fprintf(stderr, "ampshim report: %s: not an ampshim report\n", path);
         return -1;
     }
+    /* Version 1 lacks the keys version 2 added (they read as unknown);
+     * a later version adds keys this reader skips. */
+    version = amp_num(doc->root, "version");
+    if (!(version >= 1.0))
+        fprintf(stderr, "ampshim report: %s: no schema version; reading it "
+                "as version %d\n", path, AMP_REPORT_VERSION);
+    else if (version > AMP_REPORT_VERSION)
+        fprintf(stderr, "ampshim report: %s: schema version %.0f, newer "
+                "than this ampshim's %d: what it added is not shown\n",
+                path, version, AMP_REPORT_VERSION);
     doc->rows = calloc(sites->count ? sites->count : 1, sizeof *doc->rows);
     if (!doc->rows)
         return -1;
@@ -243,6 +298,7 @@ static const struct amp_cover_row {
     const char *section, *key, *label;
 } amp_cover_rows[] = {
     {"", "converted", "FP32, converted"},
+    {"fp32_kept", "shadow", "FP32 kept: shadow runs"},
     {"fp32_kept", "policy", "FP32 kept: policy or mode"},
     {"fp32_kept", "invalid", "FP32 kept: invalid arguments"},
     {"fp32_kept", "empty", "FP32 kept: empty or alpha 0"},
@@ -342,40 +398,96 @@ amp_print_header(const struct amp_doc *doc)
                       "?"));
 }
 
+/* One line of the table: a site, or (indented) one of its shapes. */
+static void
+amp_print_row(const struct amp_row *r, const char *name, const char *api)
+{
+    char b[7][32];
+
+    printf("%-32s %-26s %7.0f %7.0f %-18.18s %10s %10s %8s %8s %10s %10s "
+           "%9s%s%s%s\n", name, api, r->calls, r->converted, r->modes,
+           amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
+           amp_fmt(b[1], 32, "%.3f", r->actual_ms),
+           amp_fmt(b[2], 32, "%.2f", r->speedup),
+           amp_fmt(b[6], 32, "%.2f", r->steady),
+           amp_fmt(b[3], 32, "%.3f", r->saved_ms),
+           amp_fmt(b[4], 32, "%.2e", r->max_rel),
+           amp_fmt(b[5], 32, "%.1e", r->tolerance),
+           r->demoted ? "  DEMOTED" : "", r->reasons[0] ? "  fp32: " : "",
+           r->reasons);
+}
+
+/* The reasons of unknown times, each once, as footnotes. */
+static void
+amp_print_unknown(const struct amp_row *r, const char **seen, size_t *nseen,
+                  size_t cap)
+{
+    size_t i;
+
+    if (!r->unknown_reason)
+        return;
+    for (i = 0; i < *nseen; i++)
+        if (strcmp(seen[i], r->unknown_reason) == 0)
+            return;
+    if (*nseen < cap)
+        seen[(*nseen)++] = r->unknown_reason;
+}
+
 static void
 amp_print_table(const struct amp_doc *doc)
 {
     const struct amp_json *tot = amp_json_get(doc->root, "totals");
-    char b[6][32];
-    size_t i;
+    const char *unknown[8];
+    size_t i, j, nunknown = 0;
+    char b[6][32], reasons[160];
+    /* Times summed over no call with an FP32 time are unknown, not 0. */
+    double known = amp_num(tot, "calls_fp32_measured") +
+                   amp_num(tot, "calls_fp32_estimated");
+    double ms = isnan(known) || known > 0.0 ? 1.0 : NAN;
 
     amp_print_header(doc);
-    printf("\n%-32s %-26s %7s %7s %-18s %10s %10s %8s %10s %10s %9s\n",
-           "site", "api", "calls", "conv", "mode", "fp32 ms", "actual ms",
-           "speedup", "saved ms", "max rel", "tolerance");
+    printf("\n%-32s %-26s %7s %7s %-18s %10s %10s %8s %8s %10s %10s %9s\n",
+           "site / shape", "api", "calls", "conv", "mode", "fp32 ms",
+           "actual ms", "speedup", "steady", "saved ms", "max rel",
+           "tolerance");
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
+        const struct amp_json *shapes = amp_json_get(r->json, "shapes");
 
-        printf("%-32.32s %-26.26s %7.0f %7.0f %-18.18s %10s %10s %8s %10s "
-               "%10s %9s%s\n", r->name, r->api ? r->api : "?", r->calls,
-               r->converted, r->modes,
-               amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
-               amp_fmt(b[1], 32, "%.3f", r->actual_ms),
-               amp_fmt(b[2], 32, "%.2f", r->speedup),
-               amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-               amp_fmt(b[4], 32, "%.2e", r->max_rel),
-               amp_fmt(b[5], 32, "%.1e", r->tolerance),
-               r->demoted ? "  DEMOTED" : "");
+        amp_print_row(r, r->name, r->api ? r->api : "?");
+        amp_print_unknown(r, unknown, &nunknown, 8);
+        for (j = 0; shapes && shapes->type == AMP_JSON_ARRAY &&
+                    j < shapes->count; j++) {
+            struct amp_row shape;
+            char name[200];
+
+            amp_row_read(&shape, &shapes->items[j]);
+            shape.candidate = r->candidate;
+            amp_row_modes(&shape, amp_json_get(&shapes->items[j], "modes"));
+            shape.tolerance = r->tolerance;
+            snprintf(name, sizeof name, "  %s",
+                     amp_or(amp_json_str(amp_json_get(&shapes->items[j],
+                                                      "shape")), "?"));
+            amp_print_row(&shape, name, "");
+        }
     }
+    for (i = 0; i < nunknown; i++)
+        printf("-: %s\n", unknown[i]);
     printf("\ntotal: %.0f calls, %.0f converted; fp32 %s ms, actual %s ms, "
-           "saved %s ms, speedup %s; %s%% of the FP32 FLOPs converted\n",
+           "saved %s ms, speedup %s (converted calls alone %s); %s%% of the "
+           "FP32 FLOPs converted\n",
            amp_num(tot, "calls"), amp_num(tot, "converted"),
-           amp_fmt(b[0], 32, "%.3f", amp_num(tot, "fp32_ms")),
-           amp_fmt(b[1], 32, "%.3f", amp_num(tot, "actual_ms")),
-           amp_fmt(b[2], 32, "%.3f", amp_num(tot, "saved_ms")),
+           amp_fmt(b[0], 32, "%.3f", ms * amp_num(tot, "fp32_ms")),
+           amp_fmt(b[1], 32, "%.3f", ms * amp_num(tot, "actual_ms")),
+           amp_fmt(b[2], 32, "%.3f", ms * amp_num(tot, "saved_ms")),
            amp_fmt(b[3], 32, "%.2f", amp_num(tot, "speedup")),
+           amp_fmt(b[5], 32, "%.2f", amp_num(tot, "converted_speedup")),
            amp_fmt(b[4], 32, "%.1f",
                    100.0 * amp_num(tot, "converted_share")));
+    amp_reasons_text(amp_json_get(tot, "fp32_reasons"), reasons,
+                     sizeof reasons);
+    if (reasons[0])
+        printf("FP32 calls by reason: %s\n", reasons);
     amp_print_coverage(doc);
 }
 
@@ -432,7 +544,8 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         return -1;
     fputs("api,function,module,offset,calls,converted,fp32,fallback,modes,"
           "fp32_ms,actual_ms,saved_ms,speedup,max_rel_err,tolerance,"
-          "over_tolerance,demoted\n", f);
+          "over_tolerance,demoted,steady_speedup,fp32_reasons,"
+          "fp32_unknown_reason\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
 
@@ -452,7 +565,10 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         amp_csv_number(f, r->max_rel, 0);
         amp_csv_number(f, r->tolerance, 0);
         amp_csv_number(f, r->over_tolerance, 0);
-        amp_csv_field(f, r->demoted ? "yes" : "no", 1);
+        amp_csv_field(f, r->demoted ? "yes" : "no", 0);
+        amp_csv_number(f, r->steady, 0);
+        amp_csv_field(f, r->reasons, 0);
+        amp_csv_field(f, r->unknown_reason, 1);
     }
     return amp_out_close(f);
 }
