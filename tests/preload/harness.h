@@ -14,7 +14,9 @@
 
 /* A child's whole environment: nothing is inherited but PATH (and the
  * sanitizer options, if any), so stray AMPSHIM_* or LD_* variables of the
- * caller cannot change a test. */
+ * caller cannot change a test. It starts with AMPSHIM_REPORT=off and
+ * AMPSHIM_BASELINE=off (no baseline shadow calls); a test sets them to
+ * have them. */
 struct amp_test_env {
     char *vars[AMP_TEST_ENV_MAX + 1];
     int count;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks an ampshim report against docs/report-schema.md (version 1):
-every documented key present with its documented type. Exit 0 when it
-conforms, 1 with one line per problem."""
+"""Checks an ampshim report against docs/report-schema.md (version 2):
+every documented key present with its documented type, and the reasons
+of the calls that ran FP32 adding up to them (per site, per shape, in
+total). Exit 0 when it conforms, 1 with one line per problem."""
 import json
 import sys
 
@@ -31,7 +32,7 @@ def fits(v, want):
 
 
 PROGRAM = {"name": {STR}, "path": {STR}, "build_id": {STR, NULL},
-           "pid": {INT}}
+           "pid": {INT}, "command_line": {ARR, NULL}, "host": {STR, NULL}}
 DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
           "modelled_gpu": {STR, NULL}, "timing": {STR}}
 POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
@@ -48,6 +49,7 @@ TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
 TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
                                 "calls_fp32_estimated",
                                 "calls_fp32_unknown")})
+TIME["fp32_unknown_reason"] = {STR, NULL}
 ERRORS = {"shadow_calls": {INT}, "max_rel": {NUM, NULL},
           "mean_rel": {NUM, NULL}, "max_abs": {NUM, NULL},
           "nonfinite": {INT}, "tolerance": {NUM, NULL},
@@ -55,7 +57,8 @@ ERRORS = {"shadow_calls": {INT}, "max_rel": {NUM, NULL},
 COMMON = {"calls": {INT}, "converted": {INT}, "fp32": {INT},
           "fallback": {INT}, "unmeasured": {INT}, "modes": {OBJ},
           "shadow_candidate": {STR, NULL}, "time": {OBJ}, "errors": {OBJ},
-          "fallbacks": {OBJ}, "scratch_bytes": {OBJ}, "flops": {OBJ}}
+          "fallbacks": {OBJ}, "fp32_reasons": {OBJ}, "scratch_bytes": {OBJ},
+          "flops": {OBJ}}
 SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
             module={STR, NULL}, offset={NUM, NULL}, demoted={BOOL},
             demoted_reason={STR, NULL}, shapes={ARR})
@@ -64,9 +67,15 @@ TOTALS = {k: {INT} for k in ("sites", "calls", "converted", "shadow", "fp32",
                              "fallback", "unmeasured", "dropped")}
 TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
                                   "flops_fp32", "flops_converted")})
-TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL}})
+TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
+               "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ}})
+TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
+                                  "calls_fp32_estimated",
+                                  "calls_fp32_unknown")})
 REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture"}
+KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
+        "pedantic", "unsupported", "invalid", "empty", "capture"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 
@@ -85,6 +94,24 @@ def check(obj, spec, where):
                             f"{'/'.join(sorted(want))}")
 
 
+def check_reasons(e, where):
+    """fp32_reasons: known reasons, integers, adding up to the calls that
+    ran FP32 (kept or fallen back), the fallbacks among them as counted."""
+    reasons = e["fp32_reasons"]
+    for reason, n in reasons.items():
+        if reason not in KEPT | REASONS or kind(n) != INT or n <= 0:
+            problems.append(f"{where}.fp32_reasons.{reason}: unknown or "
+                            f"not a positive int")
+    if sum(reasons.values()) != e["fp32"] + e["fallback"]:
+        problems.append(f"{where}.fp32_reasons: add up to "
+                        f"{sum(reasons.values())}, fp32 + fallback = "
+                        f"{e['fp32'] + e['fallback']}")
+    for reason, n in e.get("fallbacks", {}).items():
+        if reasons.get(reason) != n:
+            problems.append(f"{where}.fp32_reasons.{reason}: "
+                            f"{reasons.get(reason)}, fallbacks say {n}")
+
+
 def check_entry(e, where):
     check(e["time"], TIME, where + ".time")
     check(e["errors"], ERRORS, where + ".errors")
@@ -94,6 +121,7 @@ def check_entry(e, where):
     for reason, n in e["fallbacks"].items():
         if reason not in REASONS or kind(n) != INT:
             problems.append(f"{where}.fallbacks.{reason}: unknown or not int")
+    check_reasons(e, where)
     for mode, n in e["modes"].items():
         if mode not in MODES or kind(n) != INT:
             problems.append(f"{where}.modes.{mode}: unknown or not int")
@@ -109,8 +137,8 @@ def main(path):
               "sites": {ARR}, "totals": {OBJ}}, "report")
     if problems:
         return
-    if r["schema"] != "ampshim-report" or r["version"] != 1:
-        problems.append("report: not schema ampshim-report version 1")
+    if r["schema"] != "ampshim-report" or r["version"] != 2:
+        problems.append("report: not schema ampshim-report version 2")
     check(r["program"], PROGRAM, "program")
     if r["device"] is not None:
         check(r["device"], DEVICE, "device")
@@ -133,6 +161,11 @@ def main(path):
             if not problems:
                 check_entry(e, f"{where}.shapes[{j}]")
     check(r["totals"], TOTALS, "totals")
+    if not problems:
+        check_reasons(r["totals"], "totals")
+        for key in ("calls", "fp32", "fallback"):
+            if r["totals"][key] != sum(s[key] for s in r["sites"]):
+                problems.append(f"totals.{key}: not the sites' sum")
 
 
 if __name__ == "__main__":
