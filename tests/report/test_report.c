@@ -290,20 +290,22 @@ expect_times(const struct amp_json *rep, const char *prefix,
 
 /* Two sites, three shapes: main's loop (256x128x512) and second_site
  * (128x64x256, then 128x64x128, in turn), under `rule tf32 verify 2`:
- * each site's first two calls run in shadow, which gives each shape its
- * FP32 baseline. Every site's and shape's times, speedup and FLOPs are
- * the emulator's modelled times summed over its calls. */
+ * the first two calls of each shape at each site run in shadow (verify
+ * counts per site and shape), which gives each shape its FP32 baseline.
+ * Every site's and shape's times, speedup and FLOPs are the emulator's
+ * modelled times summed over its calls. */
 static void
 test_report_sites_and_shapes(void **state)
 {
     const double m2 = 128, n2 = 64, k2 = 256;
     const struct expect_time a = {CALLS, 2, gemm_ms(EMU_PREC_FP32),
                                   gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K};
-    /* Calls 1, 3 and 5 of second_site, then 2 and 4. */
+    /* Calls 1, 3 and 5 of second_site (1 and 3 in shadow), then 2 and 4
+     * (both in shadow: the second shape's window is its own). */
     const struct expect_time b[2] = {
-        {(CALLS + 1) / 2, 1, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
+        {(CALLS + 1) / 2, 2, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
          gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2},
-        {CALLS / 2, 1, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
+        {CALLS / 2, 2, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
          gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2},
     };
     char path[300], policy2[300];
@@ -336,12 +338,13 @@ test_report_sites_and_shapes(void **state)
     assert_int_equal((int)num(rep, "sites.1.calls"), CALLS);
     assert_int_equal((int)num(rep, "sites.1.shapes.0.calls"), (CALLS + 1) / 2);
     assert_int_equal((int)num(rep, "sites.1.shapes.1.calls"), CALLS / 2);
-    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.shadow"), 1);
+    assert_int_equal((int)num(rep, "sites.1.shapes.0.modes.shadow"), 2);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.shadow"), 2);
+    assert_null(amp_json_get(at(rep, "sites.1.shapes.1.modes"), "tf32"));
     expect_times(rep, "sites.0", &a, 1);
     expect_times(rep, "sites.0.shapes.0", &a, 1);
     expect_times(rep, "sites.1", b, 2);
     expect_times(rep, "sites.1.shapes.0", &b[0], 1);
-    expect_times(rep, "sites.1.shapes.1", &b[1], 1);
     /* A site's scratch is its shapes': the mean over its converted
      * calls. */
     assert_close(num(rep, "sites.1.scratch_bytes.mean") *
@@ -355,10 +358,12 @@ test_report_sites_and_shapes(void **state)
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "sites.1.shapes.%d.fp32_baseline_ms", i);
         assert_close(num(rep, path), b[i].f, path);
-        snprintf(path, sizeof path, "sites.1.shapes.%d.time.converted_speedup",
-                 i);
-        assert_close(num(rep, path), b[i].f / b[i].t, path);
     }
+    assert_close(num(rep, "sites.1.shapes.0.time.converted_speedup"),
+                 b[0].f / b[0].t, "converted_speedup");
+    /* The second shape never converted: no steady-state speedup. */
+    assert_int_equal(at(rep, "sites.1.shapes.1.time.converted_speedup")->type,
+                     AMP_JSON_NULL);
     assert_close(num(rep, "totals.fp32_ms"),
                  a.calls * a.f + b[0].calls * b[0].f + b[1].calls * b[1].f,
                  "totals.fp32_ms");
@@ -369,6 +374,152 @@ test_report_sites_and_shapes(void **state)
     amp_json_free(rep);
     amp_test_run_free(&r);
     amp_test_env_free(&env);
+}
+
+static void run_tool(char **argv, struct amp_test_run *r);
+
+/* AMPSHIM_MODE=tf32 converts every call; with AMPSHIM_BASELINE=first
+ * (the default) the first call of each shape at each site runs in shadow
+ * all the same, so every converted call has an FP32 time: the times are
+ * those of `rule tf32 verify 1` per (site, shape). With the baseline off,
+ * no call is measured: the FP32 times are unknown, the report says why,
+ * and `ampshim report` prints "-" and that reason, never 0.000. */
+static void
+test_baseline(void **state)
+{
+    const double m2 = 128, n2 = 64, k2 = 256;
+    const struct expect_time a = {CALLS, 1, gemm_ms(EMU_PREC_FP32),
+                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K};
+    const struct expect_time b[2] = {
+        {(CALLS + 1) / 2, 1, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
+         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2},
+        {CALLS / 2, 1, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
+         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2},
+    };
+    char path[300], off[300];
+    char *report[] = {(char *)tool, "report", off, NULL};
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/baseline.json", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "tf32");
+    amp_test_env_set(&env, "AMPSHIM_BASELINE", "first");
+    run_prog(&env, &r, "--m2", "128", "--n2", "64", "--k2", "256", NULL);
+    assert_int_equal(r.code, 0);
+    expect_schema(path);
+    rep = load(path);
+    assert_int_equal((int)num(rep, "sites.0.modes.shadow"), 1);
+    assert_int_equal((int)num(rep, "sites.1.shapes.0.modes.shadow"), 1);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.shadow"), 1);
+    expect_times(rep, "sites.0", &a, 1);
+    expect_times(rep, "sites.1.shapes.0", &b[0], 1);
+    expect_times(rep, "sites.1.shapes.1", &b[1], 1);
+    assert_int_equal((int)num(rep, "totals.calls_fp32_unknown"), 0);
+    assert_int_equal(at(rep, "sites.1.time.fp32_unknown_reason")->type,
+                     AMP_JSON_NULL);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+
+    snprintf(off, sizeof off, "%s/baseline-off.json", dir);
+    amp_test_env_set(&env, "AMPSHIM_REPORT", off);
+    amp_test_env_set(&env, "AMPSHIM_BASELINE", "off");
+    run_prog(&env, &r, NULL);
+    assert_int_equal(r.code, 0);
+    expect_schema(off);
+    rep = load(off);
+    assert_null(amp_json_get(at(rep, "sites.0.modes"), "shadow"));
+    assert_int_equal((int)num(rep, "sites.0.time.calls_fp32_unknown"), CALLS);
+    assert_int_equal((int)num(rep, "totals.calls_fp32_measured") +
+                         (int)num(rep, "totals.calls_fp32_estimated"),
+                     0);
+    assert_non_null(strstr(str(rep, "sites.0.time.fp32_unknown_reason"),
+                           "no FP32 baseline"));
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+
+    run_tool(report, &r);
+    assert_int_equal(r.code, 0);
+    assert_null(strstr(r.out, "0.000"));
+    assert_int_equal(amp_test_count_lines_with(r.out, "-: no FP32 baseline"),
+                     1);
+    assert_int_equal(amp_test_count_lines_with(r.out, "total: 5 calls, 5 "
+                                               "converted; fp32 - ms, actual "
+                                               "- ms, saved - ms, speedup -"),
+                     1);
+    amp_test_run_free(&r);
+}
+
+/* Why calls ran FP32, per site, per shape and in total: under `set
+ * min-size 1500000` and `rule tf32 when m >= 256`, main's calls convert;
+ * second_site's 128x64x256 calls (2.1M multiply-adds) match no rule and
+ * its 128x64x128 calls (1.05M) are under min-size. The table, its last
+ * line and the CSV say so too. */
+static void
+test_fp32_reasons(void **state)
+{
+    char path[300], pol[300], csv[300];
+    char *report[] = {(char *)tool, "report", path, "--csv", csv, NULL};
+    struct amp_test_env env;
+    struct amp_test_run r;
+    struct amp_json *rep;
+    char *text;
+    FILE *f;
+
+    (void)state;
+    snprintf(pol, sizeof pol, "%s/reasons.policy", dir);
+    f = fopen(pol, "w");
+    assert_non_null(f);
+    fputs("set min-size 1500000\nrule tf32 when m >= 256\ndefault fp32\n",
+          f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/reasons.json", dir);
+    snprintf(csv, sizeof csv, "%s/reasons.csv", dir);
+    env_for(&env, path);
+    amp_test_env_set(&env, "AMPSHIM_POLICY", pol);
+    run_prog(&env, &r, "--m2", "128", "--n2", "64", "--k2", "256", NULL);
+    assert_int_equal(r.code, 0);
+    expect_schema(path);
+    rep = load(path);
+    assert_int_equal(at(rep, "sites.0.fp32_reasons")->count, 0);
+    assert_int_equal((int)num(rep, "sites.1.fp32_reasons.no-rule"), 3);
+    assert_int_equal((int)num(rep, "sites.1.fp32_reasons.min-size"), 2);
+    assert_int_equal(at(rep, "sites.1.fp32_reasons")->count, 2);
+    assert_int_equal((int)num(rep, "sites.1.shapes.0.fp32_reasons.no-rule"),
+                     3);
+    assert_int_equal(at(rep, "sites.1.shapes.0.fp32_reasons")->count, 1);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.fp32_reasons.min-size"),
+                     2);
+    assert_int_equal((int)num(rep, "totals.fp32_reasons.no-rule"), 3);
+    assert_int_equal((int)num(rep, "totals.fp32_reasons.min-size"), 2);
+    assert_int_equal(amp_test_count_lines_with(r.err, "| FP32 calls by "
+                                               "reason: no-rule 3, min-size "
+                                               "2"),
+                     1);
+    amp_json_free(rep);
+    amp_test_run_free(&r);
+    amp_test_env_free(&env);
+
+    run_tool(report, &r);
+    assert_int_equal(r.code, 0);
+    assert_int_equal(amp_test_count_lines_with(r.out, "fp32: no-rule 3, "
+                                               "min-size 2"),
+                     1);
+    assert_int_equal(amp_test_count_lines_with(r.out, "fp32: min-size 2"), 1);
+    assert_int_equal(amp_test_count_lines_with(r.out, "FP32 calls by "
+                                               "reason: no-rule 3, min-size "
+                                               "2"),
+                     1);
+    amp_test_run_free(&r);
+    text = amp_test_read_file(csv);
+    assert_non_null(text);
+    assert_int_equal(amp_test_count_lines_with(text, ",\"no-rule 3, "
+                                               "min-size 2\","),
+                     1);
+    free(text);
 }
 
 /* conv_check under AMPSHIM_MODE=fp16: each direction's FLOPs in the
@@ -419,13 +570,18 @@ test_report_conv_flops(void **state)
 
             if (strcmp(str(site, "api"), apis[d]) != 0)
                 continue;
-            got += num(site, "flops.total");
-            assert_close(num(site, "flops.converted"),
-                         num(site, "flops.total"), apis[d]);
+            /* A site's calls kept FP32 (alpha 0, pedantic math, invalid
+             * arguments) are in it too, not converted. */
+            got += num(site, "flops.converted");
             for (size_t j = 0; j < sh->count; j++) {
                 double per = num(&sh->items[j], "flops.total") /
                              num(&sh->items[j], "calls");
                 int found = 0;
+
+                if (num(&sh->items[j], "converted") == 0)
+                    continue;
+                assert_close(num(&sh->items[j], "flops.converted"),
+                             num(&sh->items[j], "flops.total"), apis[d]);
 
                 for (int i = 0; i < check.count && !found; i++)
                     found = strcmp(check.cases[i].api, apis[d]) == 0 &&
@@ -555,9 +711,11 @@ test_context_end_conv(void **state)
     }
     rep = load(path);
     converted = (int)num(rep, "totals.converted");
-    /* Both rounds' convertible cases: 2 x 33. */
+    /* Both rounds' convertible cases: 2 x 33; the others are kept FP32
+     * at their sites. */
     assert_int_equal(converted, 66);
-    assert_int_equal((int)num(rep, "totals.calls"), converted);
+    assert_int_equal((int)num(rep, "totals.calls"),
+                     converted + (int)num(rep, "totals.fp32"));
     assert_int_equal((int)num(rep, "totals.fallback"), 0);
     assert_int_equal((int)num(rep, "totals.unmeasured"), 0);
     for (size_t s = 0; s < at(rep, "sites")->count; s++) {
@@ -999,6 +1157,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_report_numbers),
         cmocka_unit_test(test_report_sites_and_shapes),
         cmocka_unit_test(test_report_conv_flops),
+        cmocka_unit_test(test_baseline),
+        cmocka_unit_test(test_fp32_reasons),
         cmocka_unit_test(test_call_log),
         cmocka_unit_test(test_exit_from_thread),
         cmocka_unit_test(test_context_end),

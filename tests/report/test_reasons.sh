@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Why calls ran FP32, for calls decided before any policy, and reports of
+# schema version 1:
+# - gemm_suite under AMPSHIM_MODE=fp16: its invalid, pedantic and empty
+#   calls are calls of their sites, with those reasons, and every site's,
+#   shape's and the total's reasons add up to its FP32 and fallback calls
+#   (check_schema.py);
+# - `ampshim report` on a version-1 report (tests/report/report-v1.json,
+#   written by the shim before version 2): the table, with '-' where
+#   version 2's figures are missing, and the CSV with version 2's columns;
+# - a report of a later version: read, with one line saying what is not
+#   shown.
+# usage: test_reasons.sh GEMM_SUITE LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
+#                        CHECK_SCHEMA REPORT_V1
+set -euo pipefail
+
+suite=$(realpath "$1") shim=$(realpath "$2") emu=$(realpath "$3")
+tool=$(realpath "$4") python=$5 schema=$(realpath "$6") v1=$(realpath "$7")
+tmp=$(mktemp -d /tmp/ampshim-reasons-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "reasons test: $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
+    done
+    exit 1
+}
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+cd "$tmp"
+
+LD_LIBRARY_PATH=$emu LD_PRELOAD=$shim AMPSHIM_MODE=fp16 \
+    AMPSHIM_REPORT=$tmp/suite.json "$suite" >suite.out 2>suite.err ||
+    fail "gemm_suite failed under the shim"
+"$python" "$schema" suite.json >schema.out || fail "suite.json: schema"
+"$python" - suite.json <<'PY' || fail "suite.json: reasons"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["totals"]["fp32_reasons"]
+# gemm_suite's classes: 2 pedantic calls, 6 with nothing to compute, and
+# invalid ones (the grouped call's refusal is the whole call's).
+assert t.get("pedantic") == 2, t
+assert t.get("empty") == 6, t
+assert t.get("invalid", 0) >= 5, t
+gemm = [s for s in r["sites"] if s["api"] == "cublasSgemm_v2"]
+assert gemm and gemm[0]["fp32_reasons"].get("invalid", 0) >= 1, gemm
+# An invalid call computes nothing.
+for s in r["sites"]:
+    for sh in s["shapes"]:
+        if sh["fp32_reasons"].get("invalid") == sh["calls"]:
+            assert sh["flops"]["total"] == 0, sh
+PY
+
+"$tool" report "$v1" >v1.out 2>v1.err || fail "report of version 1: status"
+[[ ! -s v1.err ]] || fail "report of version 1: a message"
+grep -q '^dense_layer (layer_mix) ' v1.out || fail "v1: no dense_layer row"
+grep -q '^  1024x1024x1024 NN ' v1.out || fail "v1: no shape row"
+grep -q '^site / shape .* steady ' v1.out || fail "v1: no steady column"
+! grep -q 'fp32:' v1.out || fail "v1: reasons it does not have"
+"$tool" report --csv - "$v1" >v1.csv 2>v1.err || fail "v1 CSV: status"
+head -1 v1.csv | grep -q ',demoted,steady_speedup,fp32_reasons,fp32_unknown_reason$' ||
+    fail "v1 CSV: header"
+grep -q '^cublasSgemm_v2,tiny_projection,.*,no,,,$' v1.csv ||
+    fail "v1 CSV: a site without the new figures"
+
+sed 's/"version": 1,/"version": 9,/' "$v1" >v9.json
+"$tool" report v9.json >v9.out 2>v9.err || fail "report of version 9: status"
+grep -qx 'ampshim report: v9.json: schema version 9, newer than this ampshim.s 2: what it added is not shown' v9.err ||
+    fail "version 9: no line saying so"
+grep -q '^dense_layer (layer_mix) ' v9.out || fail "v9: no table"
+echo "reasons test: all checks passed"
