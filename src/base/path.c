@@ -1,10 +1,13 @@
-/* Expands the escapes of a user's path: %p, %i, %h and %%; the default
+/* Expands the escapes of a user's path: %p, %i, %h, %r and %%; the default
  * directory of the reports. */
 #include "base/path.h"
+
+#include "base/job.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,7 +40,7 @@ amp_path_host(char *host, size_t cap)
 enum amp_status
 amp_path_expand(const char *pattern, long pid, char *out, size_t cap)
 {
-    char pid_text[32], host[HOST_NAME_MAX + 1] = "";
+    char pid_text[32], rank_text[32], host[HOST_NAME_MAX + 1] = "";
     const char *p, *text;
     size_t used = 0, len;
 
@@ -56,6 +59,12 @@ amp_path_expand(const char *pattern, long pid, char *out, size_t cap)
                 amp_path_host(host, sizeof host);
             text = host;
             len = strlen(host);
+            p++;
+        } else if (p[0] == '%' && p[1] == 'r') {
+            snprintf(rank_text, sizeof rank_text, "%ld",
+                     amp_job_rank(getenv));
+            text = rank_text;
+            len = strlen(rank_text);
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             p++;

@@ -1,7 +1,7 @@
 /* The paths a user names for the shim's files (AMPSHIM_REPORT,
  * AMPSHIM_TRACE, AMPSHIM_LOG_FILE, the tool's --report and --trace), with
  * NVIDIA's escapes: %p and %i the process id, %h the host name, %% a
- * percent sign. */
+ * percent sign; and %r, the rank of the process in its job. */
 #ifndef AMP_PATH_H
 #define AMP_PATH_H
 
@@ -10,8 +10,9 @@
 #include <stddef.h>
 
 /* Writes pattern into out (cap bytes) with %p and %i replaced by pid, %h
- * by the host name ("unknown" when it cannot be read) and %% by '%'; any
- * other '%' is kept as written. Fails with AMP_ERR_TOO_BIG when the
+ * by the host name ("unknown" when it cannot be read), %r by the process's
+ * rank in its job (base/job.h: the launcher's variables; 0 outside a job)
+ * and %% by '%'; any other '%' is kept as written. Fails with AMP_ERR_TOO_BIG when the
  * result does not fit (out is then ""), AMP_ERR_INVALID when cap is 0. */
 enum amp_status amp_path_expand(const char *pattern, long pid, char *out,
                                 size_t cap);

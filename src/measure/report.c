@@ -2,6 +2,7 @@
  * entries, as JSON, as a table, and the trace. */
 #include "measure/report.h"
 
+#include "base/job.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -442,6 +443,29 @@ amp_json_program(struct amp_json_out *j)
     amp_json_end_object(j);
 }
 
+/* The job the process ran in (its launcher's variables); null outside
+ * one. */
+static void
+amp_json_job(struct amp_json_out *j)
+{
+    struct amp_job job;
+
+    amp_job_read(getenv, &job);
+    amp_json_key(j, "job");
+    if (!job.launcher) {
+        amp_json_null(j);
+        return;
+    }
+    amp_json_object(j);
+    amp_json_kstring(j, "launcher", job.launcher);
+    amp_json_kint(j, "rank", job.rank);
+    amp_json_knumber(j, "local_rank",
+                     job.local_rank < 0 ? NAN : (double)job.local_rank);
+    amp_json_knumber(j, "size", job.size < 0 ? NAN : (double)job.size);
+    amp_json_kstring(j, "id", job.id[0] ? job.id : NULL);
+    amp_json_end_object(j);
+}
+
 /* The device's name: of the first context the shim used, else of the
  * calling thread's current one; -1 when there is none. */
 static int
@@ -661,6 +685,7 @@ amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
         amp_json_kstring(&j, "generated", when);
         amp_json_kbool(&j, "complete", complete);
         amp_json_program(&j);
+        amp_json_job(&j);
         amp_json_device(&j);
         amp_json_policy(&j);
         amp_json_environment(&j, cfg);

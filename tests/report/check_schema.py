@@ -33,6 +33,8 @@ def fits(v, want):
 
 PROGRAM = {"name": {STR}, "path": {STR}, "build_id": {STR, NULL},
            "pid": {INT}, "command_line": {ARR, NULL}, "host": {STR, NULL}}
+JOB = {"launcher": {STR}, "rank": {INT}, "local_rank": {INT, NULL},
+       "size": {INT, NULL}, "id": {STR, NULL}}
 DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
           "modelled_gpu": {STR, NULL}, "timing": {STR}}
 POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
@@ -132,7 +134,7 @@ def main(path):
         r = json.load(f)
     check(r, {"schema": {STR}, "version": {INT}, "ampshim_version": {STR},
               "generated": {STR}, "complete": {BOOL}, "program": {OBJ},
-              "device": {OBJ, NULL},
+              "device": {OBJ, NULL}, "job": {OBJ, NULL},
               "policy": {OBJ}, "environment": {OBJ}, "apis": {ARR},
               "sites": {ARR}, "totals": {OBJ}}, "report")
     if problems:
@@ -142,6 +144,8 @@ def main(path):
     check(r["program"], PROGRAM, "program")
     if r["device"] is not None:
         check(r["device"], DEVICE, "device")
+    if r["job"] is not None:
+        check(r["job"], JOB, "job")
     check(r["policy"], POLICY, "policy")
     for name, value in r["environment"].items():
         if kind(value) != STR:
