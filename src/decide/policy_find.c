@@ -1,6 +1,9 @@
 /* Which policy applies to this process: AMPSHIM_POLICY, the per-user and
  * system policy directories (XDG), or the built-in default; the program's
- * name and ELF build-id that match lines test. */
+ * name and ELF build-id that match lines test. A file with an error in a
+ * directory applies to the programs its match lines accept; the files
+ * passed over are kept as a trail for the log, the report and `ampshim
+ * policy which`. */
 #include "decide/policy.h"
 
 #include <dirent.h>
