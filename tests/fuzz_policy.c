@@ -1,6 +1,6 @@
-/* libFuzzer target: the policy parser on arbitrary bytes must return
- * AMP_OK or AMP_ERR_INVALID with a message inside the bounds, never
- * crash, never read past the input (ASan). */
+/* libFuzzer target: the policy parser on arbitrary bytes, whole and match
+ * lines only, must return AMP_OK or AMP_ERR_INVALID with a message inside
+ * the bounds, never crash, never read past the input (ASan). */
 #include "decide/policy.h"
 
 #include <stdint.h>
@@ -28,6 +28,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == AMP_OK && (p.nrules > AMP_POLICY_MAX_RULES ||
                          p.nnodes > AMP_POLICY_MAX_NODES ||
                          p.default_line < 1))
+        abort();
+    /* The match lines alone, as the search reads a broken file's. */
+    st = amp_policy_parse_matches(text, size, "fuzz.policy", &p, &err);
+    if (st != AMP_OK && (st != AMP_ERR_INVALID || err.line < 1 ||
+                         err.message[0] == '\0'))
+        abort();
+    if (st == AMP_OK && (p.nmatches > AMP_POLICY_MAX_MATCHES ||
+                         p.nrules != 0))
         abort();
     free(text);
     return 0;

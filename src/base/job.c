@@ -67,11 +67,23 @@ amp_job_read(amp_getenv_fn getenv_fn, struct amp_job *job)
     }
 }
 
+static const char *
+amp_job_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+void
+amp_job_self(struct amp_job *job)
+{
+    amp_job_read(amp_job_getenv, job);
+}
+
 long
-amp_job_rank(amp_getenv_fn getenv_fn)
+amp_job_rank(void)
 {
     struct amp_job job;
 
-    amp_job_read(getenv_fn, &job);
+    amp_job_self(&job);
     return job.rank < 0 ? 0 : job.rank;
 }

@@ -23,7 +23,11 @@ struct amp_job {
  * that is not a non-negative integer counts as unset. */
 void amp_job_read(amp_getenv_fn getenv_fn, struct amp_job *job);
 
-/* The rank as the %r escape writes it: the job's rank, 0 outside a job. */
-long amp_job_rank(amp_getenv_fn getenv_fn);
+/* This process's job (getenv). */
+void amp_job_self(struct amp_job *job);
+
+/* The rank as the %r escape writes it: this process's rank in its job, 0
+ * outside a job. */
+long amp_job_rank(void);
 
 #endif

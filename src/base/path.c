@@ -62,7 +62,7 @@ amp_path_expand(const char *pattern, long pid, char *out, size_t cap)
             p++;
         } else if (p[0] == '%' && p[1] == 'r') {
             snprintf(rank_text, sizeof rank_text, "%ld",
-                     amp_job_rank(getenv));
+                     amp_job_rank());
             text = rank_text;
             len = strlen(rank_text);
             p++;

@@ -2,6 +2,7 @@
  * (no allocation), the matcher, and the decision cache. */
 #include "decide/policy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -268,6 +269,128 @@ amp_tok_copy(const struct amp_tok *t, char *buf, size_t cap)
     return buf;
 }
 
+/* ---- Suggestions for a misspelt word ----------------------------------- */
+
+#define AMP_NEAR_MAX 64 /* longer words get no suggestion */
+
+/* The known name nearest a word, by edit distance. */
+struct amp_near {
+    const char *word;
+    size_t len;
+    const char *best;            /* NULL: nothing close enough */
+    int dist;
+};
+
+/* Optimal string alignment distance (insertions, deletions,
+ * substitutions and swaps of adjacent bytes, each 1), ignoring ASCII
+ * case; both at most AMP_NEAR_MAX bytes. */
+static int
+amp_edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    static const int stride = AMP_NEAR_MAX + 1;
+    int d[(AMP_NEAR_MAX + 1) * (AMP_NEAR_MAX + 1)];
+    size_t i, j;
+
+    for (i = 0; i <= na; i++)
+        d[i * stride] = (int)i;
+    for (j = 0; j <= nb; j++)
+        d[j] = (int)j;
+    for (i = 1; i <= na; i++) {
+        for (j = 1; j <= nb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]);
+            int cb = tolower((unsigned char)b[j - 1]);
+            int best = d[(i - 1) * stride + j - 1] + (ca != cb);
+
+            if (d[(i - 1) * stride + j] + 1 < best)
+                best = d[(i - 1) * stride + j] + 1;
+            if (d[i * stride + j - 1] + 1 < best)
+                best = d[i * stride + j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == cb &&
+                d[(i - 2) * stride + j - 2] + 1 < best)
+                best = d[(i - 2) * stride + j - 2] + 1;
+            d[i * stride + j] = best;
+        }
+    }
+    return d[na * stride + nb];
+}
+
+static void
+amp_near_init(struct amp_near *n, const struct amp_tok *t)
+{
+    memset(n, 0, sizeof *n);
+    if (t->kind != AMP_TOK_WORD || t->text_len > AMP_NEAR_MAX)
+        return;
+    n->word = t->text;
+    n->len = t->text_len;
+}
+
+/* Keeps name when it is nearer the word than the names tried before it,
+ * and near enough: a case difference alone for words of one or two
+ * bytes, one edit up to five bytes, two up to eight, three beyond. The
+ * word itself (a known name out of place) is never suggested. */
+static void
+amp_near_try(struct amp_near *n, const char *name)
+{
+    size_t len = strlen(name);
+    int allowed, dist;
+
+    if (!n->word || len > AMP_NEAR_MAX ||
+        (len == n->len && memcmp(name, n->word, len) == 0))
+        return;
+    allowed = n->len <= 2 ? 0 : n->len <= 5 ? 1 : n->len <= 8 ? 2 : 3;
+    dist = amp_edit_distance(n->word, n->len, name, len);
+    if (dist <= allowed && (size_t)dist < len && (!n->best || dist < n->dist)) {
+        n->best = name;
+        n->dist = dist;
+    }
+}
+
+static void
+amp_near_try_all(struct amp_near *n, const char *const *names)
+{
+    for (; *names; names++)
+        amp_near_try(n, *names);
+}
+
+/* "unknown KIND 'word'; did you mean 'name'?" when a name is near the
+ * current token, else "expected EXPECTED, found TOKEN". */
+static void
+amp_unknown(struct amp_parser *ps, const char *kind,
+            const struct amp_near *n, const char *expected)
+{
+    if (!n->best) {
+        amp_expected(ps, expected);
+        return;
+    }
+    amp_fail(ps, ps->tok.col, "unknown %s '%.*s'; did you mean '%s'?", kind,
+             (int)n->len, n->word, n->best);
+}
+
+/* The words each place of a line takes, for suggestions. */
+static const char *const amp_statement_words[] = {"match", "set", "rule",
+                                                  "default", NULL};
+static const char *const amp_setting_words[] = {
+    "tolerance", "shadow-rate", "min-size", "scratch-max", NULL};
+static const char *const amp_condition_words[] = {
+    "gemm", "conv", "lt", "symbol", "caller", "module", "not", NULL};
+static const char *const amp_and_or[] = {"and", "or", NULL};
+static const char *const amp_verify_when[] = {"verify", "when", NULL};
+static const char *const amp_when[] = {"when", NULL};
+
+/* The current token is not one of words (where a keyword or the end of
+ * the line may come): a suggestion, or "expected EXPECTED". */
+static void
+amp_expect_keyword(struct amp_parser *ps, const char *const *words,
+                   const char *expected)
+{
+    struct amp_near near;
+
+    amp_near_init(&near, &ps->tok);
+    amp_near_try_all(&near, words);
+    amp_unknown(ps, "keyword", &near, expected);
+}
+
 /* ---- Values ------------------------------------------------------------- */
 
 /* A non-negative integer with an optional K, M or G (powers of 1024). */
@@ -350,7 +473,12 @@ amp_parse_action(struct amp_parser *ps, struct amp_policy_action *a)
         }
     }
     if (!e->name) {
-        amp_expected(ps, "an action (" AMP_ACTION_LIST ")");
+        struct amp_near near;
+
+        amp_near_init(&near, &ps->tok);
+        for (e = amp_actions; e->name; e++)
+            amp_near_try(&near, e->name);
+        amp_unknown(ps, "action", &near, "an action (" AMP_ACTION_LIST ")");
         return -1;
     }
     if (amp_tok_is(&ps->tok, "verify")) {
@@ -458,6 +586,8 @@ amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
             if (amp_tok_is(&ps->tok, *v))
                 break;
         if (!*v) {
+            struct amp_near near;
+            char kind[48];
             size_t len = 0;
 
             for (v = fi->values; *v && len < sizeof what; v++)
@@ -468,7 +598,10 @@ amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
             if (len < sizeof what)
                 snprintf(what + len, sizeof what - len, " after '%s %s'",
                          fi->name, amp_cmp_names[cmp]);
-            amp_expected(ps, what);
+            amp_near_init(&near, &ps->tok);
+            amp_near_try_all(&near, fi->values);
+            snprintf(kind, sizeof kind, "%s value", fi->name);
+            amp_unknown(ps, kind, &near, what);
             return -1;
         }
         value = v - fi->values;
@@ -522,6 +655,7 @@ amp_parse_glob_test(struct amp_parser *ps, int kind, const char *what)
 static int
 amp_parse_primary(struct amp_parser *ps, int *uses_call)
 {
+    struct amp_near near;
     int id, field, f, col = ps->tok.col;
 
     if (ps->tok.kind == AMP_TOK_LPAREN || amp_tok_is(&ps->tok, "not")) {
@@ -537,7 +671,7 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
         if (paren) {
             id = amp_parse_or(ps, uses_call);
             if (id >= 0 && ps->tok.kind != AMP_TOK_RPAREN) {
-                amp_expected(ps, "')' or 'and' or 'or'");
+                amp_expect_keyword(ps, amp_and_or, "')' or 'and' or 'or'");
                 return -1;
             }
             if (id >= 0)
@@ -574,9 +708,18 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
     field = amp_parse_field_name(&ps->tok);
     if (field >= 0)
         return amp_parse_compare(ps, field, uses_call);
-    amp_expected(ps, "a condition (gemm, lt, conv, symbol, caller, module, "
-                 "not, '(' or a field: m, n, k, batch, transa, transb, "
-                 "epilogue, N, C, H, W, K, R, S, groups, layout, call)");
+    amp_near_init(&near, &ps->tok);
+    amp_near_try_all(&near, amp_condition_words);
+    for (f = 0; f < AMP_FIELD_COUNT; f++)
+        amp_near_try(&near, amp_fields[f].name);
+    for (f = 0; near.best && f < AMP_FIELD_COUNT; f++)
+        if (near.best == amp_fields[f].name)
+            break;
+    amp_unknown(ps, near.best && f < AMP_FIELD_COUNT ? "field" : "condition",
+                &near,
+                "a condition (gemm, lt, conv, symbol, caller, module, "
+                "not, '(' or a field: m, n, k, batch, transa, transb, "
+                "epilogue, N, C, H, W, K, R, S, groups, layout, call)");
     return -1;
 }
 
@@ -692,8 +835,16 @@ amp_parse_match(struct amp_parser *ps)
             }
             m->build_id_len = t->text_len / 2;
         } else {
-            amp_expected(ps, any ? "'exe', 'build-id' or end of line"
-                                 : "'exe' or 'build-id' after 'match'");
+            struct amp_near near;
+
+            amp_near_init(&near, &ps->tok);
+            if (!m->exe)
+                amp_near_try(&near, "exe");
+            if (!m->build_id_len)
+                amp_near_try(&near, "build-id");
+            amp_unknown(ps, "keyword", &near,
+                        any ? "'exe', 'build-id' or end of line"
+                            : "'exe' or 'build-id' after 'match'");
             return;
         }
         if (ps->failed)
@@ -734,8 +885,13 @@ amp_parse_set(struct amp_parser *ps)
             expected = "a byte count (digits with an optional K, M or G) "
                        "after 'scratch-max'";
     } else {
-        expected = "a setting (tolerance, shadow-rate, min-size, "
-                   "scratch-max) after 'set'";
+        struct amp_near near;
+
+        amp_near_init(&near, &ps->tok);
+        amp_near_try_all(&near, amp_setting_words);
+        amp_unknown(ps, "setting", &near, "a setting (tolerance, "
+                    "shadow-rate, min-size, scratch-max) after 'set'");
+        return;
     }
     if (expected) {
         amp_expected(ps, expected);
@@ -772,9 +928,11 @@ amp_parse_rule(struct amp_parser *ps)
         r->root = amp_parse_or(ps, &r->uses_call);
         if (r->root < 0)
             return;
-        amp_expect_end(ps, "'and', 'or' or end of line");
-    } else {
-        amp_expect_end(ps, r->action.verify ? "'when' or end of line"
+        if (ps->tok.kind != AMP_TOK_END)
+            amp_expect_keyword(ps, amp_and_or, "'and', 'or' or end of line");
+    } else if (ps->tok.kind != AMP_TOK_END) {
+        amp_expect_keyword(ps, r->action.verify ? amp_when : amp_verify_when,
+                           r->action.verify ? "'when' or end of line"
                                             : "'verify', 'when' or end of "
                                               "line");
     }
@@ -821,7 +979,12 @@ amp_parse_statement(struct amp_parser *ps)
         if (!ps->failed)
             p->default_line = ps->lineno;
     } else {
-        amp_expected(ps, "a statement (match, set, rule, default)");
+        struct amp_near near;
+
+        amp_near_init(&near, &ps->tok);
+        amp_near_try_all(&near, amp_statement_words);
+        amp_unknown(ps, "statement", &near,
+                    "a statement (match, set, rule, default)");
     }
 }
 
@@ -838,12 +1001,36 @@ amp_policy_reset(struct amp_policy *p, const char *name)
     p->set.scratch_max = -1;
 }
 
-enum amp_status
-amp_policy_parse(const char *text, size_t len, const char *name,
-                 struct amp_policy *p, struct amp_policy_error *err)
+/* A match-only parse reads a line when its first word is `match`: one
+ * after a rule or the default is out of place, as in a whole parse. */
+static int
+amp_match_line(struct amp_parser *ps, int *after_rules)
+{
+    amp_next(ps);
+    if (amp_tok_is(&ps->tok, "match")) {
+        if (*after_rules)
+            amp_fail(ps, ps->tok.col, "expected 'rule' or 'default': "
+                     "'match' lines come before the first rule");
+        ps->pos = 0;
+        return !ps->failed;
+    }
+    if (amp_tok_is(&ps->tok, "rule") || amp_tok_is(&ps->tok, "default"))
+        *after_rules = 1;
+    /* An unclosed quote elsewhere is not this parse's concern. */
+    ps->failed = 0;
+    memset(ps->err, 0, sizeof *ps->err);
+    return 0;
+}
+
+/* The whole text, or (matches_only) just its match lines. */
+static enum amp_status
+amp_parse_text(const char *text, size_t len, const char *name,
+               struct amp_policy *p, struct amp_policy_error *err,
+               int matches_only)
 {
     struct amp_parser ps = {.p = p, .err = err};
     size_t at = 0;
+    int after_rules = 0;
 
     memset(err, 0, sizeof *err);
     amp_policy_reset(p, name);
@@ -855,6 +1042,11 @@ amp_policy_parse(const char *text, size_t len, const char *name,
         ps.line = text + at;
         ps.line_len = end - at;
         ps.pos = 0;
+        at = end + 1;
+        if (matches_only && !amp_match_line(&ps, &after_rules))
+            continue;
+        if (ps.failed)
+            break;
         if (ps.line_len > AMP_POLICY_MAX_LINE) {
             amp_fail(&ps, AMP_POLICY_MAX_LINE + 1, "expected at most %d "
                      "bytes on a line", AMP_POLICY_MAX_LINE);
@@ -868,9 +1060,8 @@ amp_policy_parse(const char *text, size_t len, const char *name,
             break;
         }
         amp_parse_statement(&ps);
-        at = end + 1;
     }
-    if (!ps.failed && !p->default_line) {
+    if (!matches_only && !ps.failed && !p->default_line) {
         ps.lineno = ps.lineno + (len > 0 && text[len - 1] != '\n' ? 0 : 1);
         if (ps.lineno == 0)
             ps.lineno = 1;
@@ -886,25 +1077,57 @@ amp_policy_parse(const char *text, size_t len, const char *name,
 }
 
 enum amp_status
-amp_policy_load(const char *path, struct amp_policy *p,
-                struct amp_policy_error *err)
+amp_policy_parse(const char *text, size_t len, const char *name,
+                 struct amp_policy *p, struct amp_policy_error *err)
+{
+    return amp_parse_text(text, len, name, p, err, 0);
+}
+
+enum amp_status
+amp_policy_parse_matches(const char *text, size_t len, const char *name,
+                         struct amp_policy *p, struct amp_policy_error *err)
+{
+    return amp_parse_text(text, len, name, p, err, 1);
+}
+
+/* A file-level error (line 0): the file as a whole could not be read. */
+static void
+amp_file_error(struct amp_policy *p, struct amp_policy_error *err,
+               const char *path, const char *message)
+{
+    amp_policy_reset(p, path);
+    memset(err, 0, sizeof *err);
+    snprintf(err->message, sizeof err->message, "%s", message);
+    snprintf(err->text, sizeof err->text, "%s:0:0: %s", path, err->message);
+}
+
+enum amp_status
+amp_policy_load_matches(const char *path, struct amp_policy *p,
+                        struct amp_policy_error *err, int *matches_read,
+                        struct amp_policy_error *match_err)
 {
     /* The bounds make a valid file smaller than this. */
     enum { CAP = (AMP_POLICY_MAX_LINE + 1) * 2048 };
     static char buf[CAP];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct amp_policy_error scratch;
     enum amp_status st;
     size_t len = 0;
     ssize_t got;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-    memset(err, 0, sizeof *err);
+    if (matches_read)
+        *matches_read = 0;
+    if (!match_err)
+        match_err = &scratch;
+    memset(match_err, 0, sizeof *match_err);
     if (fd < 0) {
-        amp_policy_reset(p, path);
-        snprintf(err->message, sizeof err->message, "cannot read: %s",
+        char message[200];
+
+        snprintf(message, sizeof message, "cannot read: %s",
                  strerror(errno));
-        snprintf(err->text, sizeof err->text, "%s:0:0: %s", path,
-                 err->message);
+        amp_file_error(p, err, path, message);
+        *match_err = *err;
         return AMP_ERR_INVALID;
     }
     pthread_mutex_lock(&lock);
@@ -912,17 +1135,28 @@ amp_policy_load(const char *path, struct amp_policy *p,
         len += (size_t)got;
     close(fd);
     if (len == CAP) {
-        amp_policy_reset(p, path);
-        snprintf(err->message, sizeof err->message, "expected at most %d "
-                 "bytes in a policy file", CAP - 1);
-        snprintf(err->text, sizeof err->text, "%s:0:0: %s", path,
-                 err->message);
+        char message[100];
+
+        snprintf(message, sizeof message, "expected at most %d bytes in a "
+                 "policy file", CAP - 1);
+        amp_file_error(p, err, path, message);
+        *match_err = *err;
         st = AMP_ERR_INVALID;
     } else {
         st = amp_policy_parse(buf, len, path, p, err);
+        if (st != AMP_OK && matches_read &&
+            amp_policy_parse_matches(buf, len, path, p, match_err) == AMP_OK)
+            *matches_read = 1;
     }
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+enum amp_status
+amp_policy_load(const char *path, struct amp_policy *p,
+                struct amp_policy_error *err)
+{
+    return amp_policy_load_matches(path, p, err, NULL, NULL);
 }
 
 /* ---- Matching ----------------------------------------------------------- */

@@ -188,10 +188,29 @@ enum amp_status amp_policy_parse(const char *text, size_t len,
                                  const char *name, struct amp_policy *p,
                                  struct amp_policy_error *err);
 
+/* Parses only the lines of text whose first word is `match` (each in
+ * full, before any rule or default line), for a file with an error
+ * elsewhere: p then holds its match lines and nothing else usable. */
+enum amp_status amp_policy_parse_matches(const char *text, size_t len,
+                                         const char *name,
+                                         struct amp_policy *p,
+                                         struct amp_policy_error *err);
+
 /* Reads and parses a file; a file that cannot be read is an error at
  * line 0, column 0. */
 enum amp_status amp_policy_load(const char *path, struct amp_policy *p,
                                 struct amp_policy_error *err);
+
+/* As amp_policy_load; when the file has an error, also parses just its
+ * match lines into p (amp_policy_parse_matches): *matches_read is 1 when
+ * they could be read (p->nmatches of them, maybe none), 0 when the file
+ * could not be read or a match line has an error, which match_err (when
+ * not NULL) describes. */
+enum amp_status amp_policy_load_matches(const char *path,
+                                        struct amp_policy *p,
+                                        struct amp_policy_error *err,
+                                        int *matches_read,
+                                        struct amp_policy_error *match_err);
 
 /* ---- Matching ------------------------------------------------------------- */
 
@@ -275,9 +294,18 @@ void amp_program_self(struct amp_program *prog);
 int amp_elf_build_id(const char *path, unsigned char *out, size_t cap,
                      size_t *len);
 
+/* The program at path (resolved as /proc/self/exe would show it) and its
+ * build-id note, as amp_program_self sees itself. */
+void amp_program_of(const char *path, struct amp_program *prog);
+
 /* 1 when p's match lines accept prog (a file with none accepts all). */
 int amp_policy_applies(const struct amp_policy *p,
                        const struct amp_program *prog);
+
+/* The line of p's first match line that accepts prog; 0 when p has no
+ * match line (it accepts every program); -1 when none accepts it. */
+int amp_policy_accepting_line(const struct amp_policy *p,
+                              const struct amp_program *prog);
 
 enum amp_policy_source {
     AMP_SOURCE_BUILTIN = 0,      /* no file applied */
@@ -286,13 +314,41 @@ enum amp_policy_source {
     AMP_SOURCE_SYSTEM,           /* a system directory */
 };
 
-/* What amp_policy_find chose. */
+/* How the chosen file came to apply to the program. */
+enum amp_policy_accept {
+    AMP_ACCEPT_NOT_CONSULTED = 0, /* AMPSHIM_POLICY, the built-in */
+    AMP_ACCEPT_LINE,             /* its match line match_line accepts it */
+    AMP_ACCEPT_NO_MATCH_LINE,    /* it has none: every program */
+    AMP_ACCEPT_UNREADABLE,       /* broken, its match lines unreadable
+                                    (match_error): every program */
+};
+
+/* A file the search looked at and passed over. */
+struct amp_policy_skipped {
+    char path[AMP_POLICY_NAME_LEN];
+    enum amp_policy_source source;
+    int broken;                  /* it has an error (error_*), but its
+                                    match lines do not accept the program */
+    int error_line, error_col;
+    char error_message[256];
+};
+
+#define AMP_POLICY_SKIPPED_MAX 16 /* skipped files kept in the trail */
+
+/* What amp_policy_find chose, and the trail that led there. */
 struct amp_policy_found {
     enum amp_policy_source source;
     int broken;                  /* the chosen file has an error */
     struct amp_policy_error error;
+    enum amp_policy_accept accept;
+    int match_line;              /* AMP_ACCEPT_LINE: the accepting line */
+    struct amp_policy_error match_error; /* AMP_ACCEPT_UNREADABLE: why */
     char path[4096];             /* "" for the built-in */
     char why[768];               /* one line for the log and the report */
+    int nskipped;                /* files passed over before it; the
+                                    first AMP_POLICY_SKIPPED_MAX kept */
+    int nskipped_broken;         /* of them, with an error */
+    struct amp_policy_skipped skipped[AMP_POLICY_SKIPPED_MAX];
 };
 
 /* Fills p with the policy for prog: AMPSHIM_POLICY; else the first file
@@ -300,7 +356,9 @@ struct amp_policy_found {
  * ~/.config/ampshim/policies), then of each $XDG_CONFIG_DIRS entry's
  * ampshim/policies (default /etc/xdg), then /etc/ampshim/policies, whose
  * match lines accept prog; else the built-in default. A file with an
- * error stops the search: found->broken, p unusable. */
+ * error applies to the programs its match lines accept (every program
+ * when they cannot be read, or it has none): for those it ends the
+ * search, found->broken, p unusable; for others it is skipped. */
 void amp_policy_find(amp_getenv_fn getenv_fn, const struct amp_program *prog,
                      struct amp_policy *p, struct amp_policy_found *found);
 

@@ -1,6 +1,9 @@
 /* Which policy applies to this process: AMPSHIM_POLICY, the per-user and
  * system policy directories (XDG), or the built-in default; the program's
- * name and ELF build-id that match lines test. */
+ * name and ELF build-id that match lines test. A file with an error in a
+ * directory applies to the programs its match lines accept; the files
+ * passed over are kept as a trail for the log, the report and `ampshim
+ * policy which`. */
 #include "decide/policy.h"
 
 #include <dirent.h>
@@ -93,6 +96,21 @@ amp_program_self(struct amp_program *prog)
     dl_iterate_phdr(amp_self_build_id, prog);
 }
 
+void
+amp_program_of(const char *path, struct amp_program *prog)
+{
+    const char *slash;
+
+    memset(prog, 0, sizeof *prog);
+    if (!realpath(path, prog->exe))
+        snprintf(prog->exe, sizeof prog->exe, "%s", path);
+    slash = strrchr(prog->exe, '/');
+    prog->name = slash ? slash + 1 : prog->exe;
+    if (amp_elf_build_id(prog->exe, prog->build_id, sizeof prog->build_id,
+                         &prog->build_id_len) != 0)
+        prog->build_id_len = 0;
+}
+
 int
 amp_elf_build_id(const char *path, unsigned char *out, size_t cap,
                  size_t *len)
@@ -143,17 +161,24 @@ amp_match_fits(const struct amp_policy *p, const struct amp_policy_match *m,
 }
 
 int
-amp_policy_applies(const struct amp_policy *p,
-                   const struct amp_program *prog)
+amp_policy_accepting_line(const struct amp_policy *p,
+                          const struct amp_program *prog)
 {
     int i;
 
     if (p->nmatches == 0)
-        return 1;
+        return 0;
     for (i = 0; i < p->nmatches; i++)
         if (amp_match_fits(p, &p->matches[i], prog))
-            return 1;
-    return 0;
+            return p->matches[i].line;
+    return -1;
+}
+
+int
+amp_policy_applies(const struct amp_policy *p,
+                   const struct amp_program *prog)
+{
+    return amp_policy_accepting_line(p, prog) >= 0;
 }
 
 /* ---- The search ------------------------------------------------------------- */
@@ -166,8 +191,138 @@ amp_policy_name_cmp(const void *a, const void *b)
 
 #define AMP_DIR_MAX_FILES 256
 
-/* Tries the *.policy files of dir in name order: 1 when one applies or
- * is broken (found filled), 0 when none does. */
+/* The program's name in messages. */
+static const char *
+amp_prog_name(const struct amp_program *prog)
+{
+    return prog->name && prog->name[0] ? prog->name : "this program";
+}
+
+/* Adds a file passed over to the trail. */
+static void
+amp_skip(struct amp_policy_found *found, const char *path,
+         enum amp_policy_source source, const struct amp_policy_error *err)
+{
+    struct amp_policy_skipped *s;
+
+    found->nskipped_broken += err != NULL;
+    if (found->nskipped++ >= AMP_POLICY_SKIPPED_MAX)
+        return;
+    s = &found->skipped[found->nskipped - 1];
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%.*s", (int)sizeof s->path - 1,
+             path);
+    s->source = source;
+    if (err) {
+        s->broken = 1;
+        s->error_line = err->line;
+        s->error_col = err->col;
+        snprintf(s->error_message, sizeof s->error_message, "%s",
+                 err->message);
+    }
+}
+
+/* "; skipped, with an error but not for NAME: FILE, ..." for the why
+ * line when the search passed over broken files; else nothing. */
+static void
+amp_why_skipped(struct amp_policy_found *found,
+                const struct amp_program *prog)
+{
+    size_t len = strlen(found->why);
+    int i, n = found->nskipped < AMP_POLICY_SKIPPED_MAX
+                   ? found->nskipped
+                   : AMP_POLICY_SKIPPED_MAX;
+    const char *sep = "";
+
+    if (found->nskipped_broken == 0 || len >= sizeof found->why)
+        return;
+    len += (size_t)snprintf(found->why + len, sizeof found->why - len,
+                            "; skipped, with an error but not for %.100s:",
+                            amp_prog_name(prog));
+    for (i = 0; i < n && len < sizeof found->why; i++) {
+        if (!found->skipped[i].broken)
+            continue;
+        len += (size_t)snprintf(found->why + len, sizeof found->why - len,
+                                "%s %s", sep, found->skipped[i].path);
+        sep = ",";
+    }
+}
+
+/* How the chosen file accepts the program, for its why line. */
+static void
+amp_why_accept(const struct amp_policy_found *found,
+               const struct amp_program *prog, char *out, size_t cap)
+{
+    switch (found->accept) {
+    case AMP_ACCEPT_LINE:
+        snprintf(out, cap, "its match line %d accepts %.100s",
+                 found->match_line, amp_prog_name(prog));
+        break;
+    case AMP_ACCEPT_NO_MATCH_LINE:
+        snprintf(out, cap, "it has no match line, so it applies to every "
+                 "program");
+        break;
+    case AMP_ACCEPT_UNREADABLE:
+        snprintf(out, cap, "its match lines cannot be read (%.300s), so it "
+                 "applies to every program", found->match_error.text);
+        break;
+    default:
+        snprintf(out, cap, "its match lines are not consulted");
+        break;
+    }
+}
+
+/* Tries one file: 1 when it applies to prog (found filled; broken or
+ * not), 0 when the search goes on past it (added to the trail). */
+static int
+amp_find_try(const char *path, const char *dir,
+             enum amp_policy_source source, const struct amp_program *prog,
+             struct amp_policy *p, struct amp_policy_found *found)
+{
+    struct amp_policy_error err, match_err;
+    char accept[480];
+    int matches_read = 0, line;
+
+    if (amp_policy_load_matches(path, p, &err, &matches_read, &match_err) ==
+        AMP_OK) {
+        line = amp_policy_accepting_line(p, prog);
+        if (line < 0) {
+            amp_skip(found, path, source, NULL);
+            return 0;
+        }
+        found->broken = 0;
+    } else {
+        line = matches_read ? amp_policy_accepting_line(p, prog) : 0;
+        if (line < 0) {
+            amp_skip(found, path, source, &err);
+            return 0;
+        }
+        found->broken = 1;
+        found->error = err;
+    }
+    found->source = source;
+    snprintf(found->path, sizeof found->path, "%s", path);
+    found->match_line = line;
+    found->accept = line > 0 ? AMP_ACCEPT_LINE
+                    : matches_read || !found->broken ? AMP_ACCEPT_NO_MATCH_LINE
+                                                     : AMP_ACCEPT_UNREADABLE;
+    if (found->accept == AMP_ACCEPT_UNREADABLE)
+        found->match_error = match_err;
+    amp_why_accept(found, prog, accept, sizeof accept);
+    if (found->broken)
+        snprintf(found->why, sizeof found->why, "%.200s has an error: "
+                 "nothing is converted (%.300s); %.200s", path,
+                 found->error.text, accept);
+    else
+        snprintf(found->why, sizeof found->why, "%.300s: the first policy "
+                 "in %.150s that applies to %.60s: %.200s", path, dir,
+                 amp_prog_name(prog), accept);
+    amp_why_skipped(found, prog);
+    return 1;
+}
+
+/* Tries the *.policy files of dir in name order: 1 when one applies
+ * (found filled, broken or not), 0 when none does. */
 static int
 amp_find_in_dir(const char *dir, enum amp_policy_source source,
                 const struct amp_program *prog, struct amp_policy *p,
@@ -175,9 +330,10 @@ amp_find_in_dir(const char *dir, enum amp_policy_source source,
 {
     static char names[AMP_DIR_MAX_FILES][256];
     char *sorted[AMP_DIR_MAX_FILES];
+    char path[4096];
     struct dirent *de;
     DIR *d = opendir(dir);
-    int n = 0, i, done = 0;
+    int n = 0, i;
 
     if (!d)
         return 0;
@@ -193,24 +349,12 @@ amp_find_in_dir(const char *dir, enum amp_policy_source source,
     }
     closedir(d);
     qsort(sorted, (size_t)n, sizeof *sorted, amp_policy_name_cmp);
-    for (i = 0; i < n && !done; i++) {
-        snprintf(found->path, sizeof found->path, "%s/%s", dir, sorted[i]);
-        found->source = source;
-        if (amp_policy_load(found->path, p, &found->error) != AMP_OK) {
-            found->broken = 1;
-            snprintf(found->why, sizeof found->why, "%.400s has an "
-                     "error: nothing is converted (%.300s)", found->path,
-                     found->error.text);
-            done = 1;
-        } else if (amp_policy_applies(p, prog)) {
-            snprintf(found->why, sizeof found->why, "%.300s: the first "
-                     "policy in %.200s whose match lines fit %.100s",
-                     found->path, dir,
-                     prog->name ? prog->name : "this program");
-            done = 1;
-        }
+    for (i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, sorted[i]);
+        if (amp_find_try(path, dir, source, prog, p, found))
+            return 1;
     }
-    return done;
+    return 0;
 }
 
 /* Each ':'-separated entry of list + "/ampshim/policies". */
@@ -245,6 +389,7 @@ amp_find_builtin(struct amp_policy *p, struct amp_policy_found *found,
     const char *text = amp_policy_builtin(&len);
 
     found->source = AMP_SOURCE_BUILTIN;
+    found->accept = AMP_ACCEPT_NOT_CONSULTED;
     found->path[0] = '\0';
     found->broken = amp_policy_parse(text, len, "<built-in>", p,
                                      &found->error) != AMP_OK;
@@ -293,4 +438,5 @@ amp_policy_find(amp_getenv_fn getenv_fn, const struct amp_program *prog,
         return;
     amp_find_builtin(p, found, "no AMPSHIM_POLICY and no file in the "
                      "policy directories matches this program");
+    amp_why_skipped(found, prog);
 }

@@ -30,6 +30,31 @@ amp_start_getenv(const char *name)
     return secure_getenv(name);
 }
 
+/* The files the search passed over, one debug line each. */
+static void
+amp_policy_log_skipped(const struct amp_program *prog)
+{
+    int i, n = amp_found.nskipped < AMP_POLICY_SKIPPED_MAX
+                   ? amp_found.nskipped
+                   : AMP_POLICY_SKIPPED_MAX;
+
+    for (i = 0; i < n; i++) {
+        const struct amp_policy_skipped *s = &amp_found.skipped[i];
+
+        if (s->broken)
+            amp_log(AMP_LOG_DEBUG, "policy: skipped %s: it has an error "
+                    "(%s:%d:%d: %s), but its match lines do not accept %s",
+                    s->path, s->path, s->error_line, s->error_col,
+                    s->error_message, prog->name);
+        else
+            amp_log(AMP_LOG_DEBUG, "policy: skipped %s: its match lines do "
+                    "not accept %s", s->path, prog->name);
+    }
+    if (amp_found.nskipped > n)
+        amp_log(AMP_LOG_DEBUG, "policy: skipped %d more files",
+                amp_found.nskipped - n);
+}
+
 void
 amp_policy_start(const struct amp_config *cfg)
 {
@@ -45,6 +70,7 @@ amp_policy_start(const struct amp_config *cfg)
     }
     amp_program_self(&prog);
     amp_policy_find(amp_start_getenv, &prog, &amp_active, &amp_found);
+    amp_policy_log_skipped(&prog);
     if (amp_found.broken) {
         amp_state = AMP_STATE_BROKEN;
         amp_log(AMP_LOG_WARN, "policy %s; nothing is converted",
@@ -233,6 +259,6 @@ amp_policy_info(struct amp_policy_info *out)
     out->source = (unsigned)amp_found.source < 4 ? sources[amp_found.source]
                                                  : "?";
     out->path = amp_found.path[0] ? amp_found.path : NULL;
-    out->why = amp_found.broken ? amp_found.error.text : amp_found.why;
+    out->why = amp_found.why;
     out->broken = amp_found.broken;
 }

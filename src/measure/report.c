@@ -450,7 +450,7 @@ amp_json_job(struct amp_json_out *j)
 {
     struct amp_job job;
 
-    amp_job_read(getenv, &job);
+    amp_job_self(&job);
     amp_json_key(j, "job");
     if (!job.launcher) {
         amp_json_null(j);

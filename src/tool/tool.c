@@ -1,12 +1,17 @@
 /* The `ampshim` command-line tool: one table of subcommands (policy check,
- * run, report, calibrate), each parsing its own options and --help. */
+ * policy which, run, report, calibrate), each parsing its own options and
+ * --help. */
 #include "decide/policy.h"
 #include "decide/policy_check.h"
 #include "tool/tool.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct amp_command {
     const char *name;
@@ -14,20 +19,24 @@ struct amp_command {
 };
 
 static const char amp_check_help[] =
-    "usage: ampshim policy check [--] FILE...\n"
+    "usage: ampshim policy check [--] FILE|DIR...\n"
     "\n"
     "Validates each policy file and explains it: the programs it applies\n"
     "to, its settings, and each rule that can never match, that an earlier\n"
-    "rule shadows, or that was not analysed (conditions with 'or'). An\n"
-    "error is printed as FILE:LINE:COLUMN: what was expected. The\n"
-    "language: policy/README.md.\n"
+    "rule shadows, or that was not analysed (conditions with 'or'). A\n"
+    "directory stands for its *.policy files, in name order (as the shim\n"
+    "searches a policy directory). An error is printed on stderr as\n"
+    "FILE:LINE:COLUMN: what was expected, with the nearest known word for\n"
+    "a misspelt one. With a directory or more than one file, a last line\n"
+    "counts them: 'N files, M with errors'. The language:\n"
+    "policy/README.md.\n"
     "\n"
     "options:\n"
     "  -h, --help   this help\n"
     "\n"
     "exit status:\n"
-    "  0 when every file is valid, 1 when one has an error, 2 on a usage\n"
-    "  error.\n";
+    "  0 when every file is valid, 1 when one has an error or a directory\n"
+    "  cannot be read, 2 on a usage error.\n";
 
 static void
 amp_print_action(const struct amp_policy_action *a)
@@ -147,6 +156,51 @@ amp_check_one(const char *path)
     return 0;
 }
 
+/* Directory entries the shim would read: NAME.policy, not hidden. */
+static int
+amp_check_is_policy(const struct dirent *de)
+{
+    size_t len = strlen(de->d_name);
+
+    return de->d_name[0] != '.' && len > 7 &&
+           strcmp(de->d_name + len - 7, ".policy") == 0;
+}
+
+/* Name order as the shim's (bytes, not the locale's collation). */
+static int
+amp_check_name_cmp(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Checks each *.policy file of dir; counts them into *files and those
+ * with an error into *broken. 0, or 1 when the directory cannot be
+ * read. */
+static int
+amp_check_dir(const char *dir, int *files, int *broken)
+{
+    struct dirent **names;
+    char path[PATH_MAX + 256];
+    int i, n = scandir(dir, &names, amp_check_is_policy, amp_check_name_cmp);
+
+    if (n < 0) {
+        fprintf(stderr, "%s: cannot read the directory: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    if (n == 0)
+        printf("%s: no *.policy file\n", dir);
+    for (i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s%s%s", dir,
+                 dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
+        (*files)++;
+        *broken += amp_check_one(path);
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
 static int
 amp_policy_check(int argc, char **argv)
 {
@@ -181,8 +235,23 @@ amp_policy_check(int argc, char **argv)
         printf("%s", amp_check_help);
         rc = 0;
     } else if (rc == 0) {
-        for (i = 0; i < n; i++)
-            rc |= amp_check_one(files[i]);
+        int nfiles = 0, nbroken = 0, dirs = 0;
+
+        for (i = 0; i < n; i++) {
+            struct stat st;
+
+            if (stat(files[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+                dirs++;
+                rc |= amp_check_dir(files[i], &nfiles, &nbroken);
+            } else {
+                nfiles++;
+                nbroken += amp_check_one(files[i]);
+            }
+        }
+        if (dirs || nfiles > 1)
+            printf("%d file%s, %d with errors\n", nfiles,
+                   nfiles == 1 ? "" : "s", nbroken);
+        rc |= nbroken > 0;
     }
     free(files);
     return rc;
@@ -190,6 +259,7 @@ amp_policy_check(int argc, char **argv)
 
 static const struct amp_command amp_policy_commands[] = {
     {"check", amp_policy_check},
+    {"which", amp_tool_which},
     {NULL, NULL},
 };
 
@@ -197,11 +267,14 @@ static const char amp_policy_help[] =
     "usage: ampshim policy COMMAND [ARGS...]\n"
     "\n"
     "commands:\n"
-    "  check FILE...   validate and explain policy files\n"
+    "  check FILE|DIR...  validate and explain policy files (a directory:\n"
+    "                     its *.policy files)\n"
+    "  which [PROGRAM]    which policy the shim would apply to PROGRAM,\n"
+    "                     and why\n"
     "\n"
     "options:\n"
-    "  -h, --help      this help; 'ampshim policy COMMAND --help' for a\n"
-    "                  command's\n"
+    "  -h, --help         this help; 'ampshim policy COMMAND --help' for a\n"
+    "                     command's\n"
     "\n"
     "exit status:\n"
     "  the command's; 2 on a usage error.\n";
@@ -218,7 +291,8 @@ static const char amp_help[] =
     "  run          run a program under the shim\n"
     "  report       a report as a table, HTML page or CSV\n"
     "  calibrate    measure every mode, write a per-application policy\n"
-    "  policy       policy files (check)\n"
+    "  policy       check policy files, say which one applies (check,\n"
+    "               which)\n"
     "\n"
     "options:\n"
     "  -h, --help     this help; 'ampshim COMMAND --help' for a command's\n"

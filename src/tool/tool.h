@@ -1,6 +1,6 @@
-/* The `ampshim` tool's subcommands beyond `policy check` (run, report and
- * calibrate), their option parsing and the checks made before a program
- * runs. */
+/* The `ampshim` tool's subcommands beyond `policy check` (run, report,
+ * calibrate, policy which), their option parsing and the checks made
+ * before a program runs. */
 #ifndef AMP_TOOL_H
 #define AMP_TOOL_H
 
@@ -79,6 +79,9 @@ int amp_tool_check_settings(const char *command);
  * ran". */
 int amp_tool_find_program(const char *program, char *out, size_t cap);
 
+/* As amp_tool_find_program, without a message: -1 with errno set. */
+int amp_tool_locate_program(const char *program, char *out, size_t cap);
+
 /* Warns on stderr, once per library, when the program file defines
  * cuBLAS, cuBLASLt or cuDNN functions itself (a static copy, whose calls
  * the shim cannot replace); returns how many libraries it named. A file
@@ -123,6 +126,12 @@ extern const char amp_tool_report_help[];
  * runs fails. */
 int amp_tool_calibrate(int argc, char **argv);
 extern const char amp_tool_calibrate_help[];
+
+/* `ampshim policy which [PROGRAM]`: 0 when a usable policy applies to
+ * PROGRAM, 1 when the file that applies has an error, 2 on a usage error
+ * or a PROGRAM not found. */
+int amp_tool_which(int argc, char **argv);
+extern const char amp_tool_which_help[];
 
 /* A whole file, NUL-terminated (*len without the NUL), "-" standard
  * input; NULL with errno set when it cannot be read. */

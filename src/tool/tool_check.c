@@ -192,19 +192,24 @@ amp_check_search(const char *program, char *out, size_t cap)
 }
 
 int
-amp_tool_find_program(const char *program, char *out, size_t cap)
+amp_tool_locate_program(const char *program, char *out, size_t cap)
 {
-    int rc;
-
     if (!*program) {
         errno = ENOENT;
-        rc = -1;
-    } else if (strchr(program, '/')) {
-        snprintf(out, cap, "%s", program);
-        rc = amp_check_executable(out);
-    } else {
-        rc = amp_check_search(program, out, cap);
+        return -1;
     }
+    if (strchr(program, '/')) {
+        snprintf(out, cap, "%s", program);
+        return amp_check_executable(out);
+    }
+    return amp_check_search(program, out, cap);
+}
+
+int
+amp_tool_find_program(const char *program, char *out, size_t cap)
+{
+    int rc = amp_tool_locate_program(program, out, cap);
+
     if (rc != 0)
         fprintf(stderr, "ampshim: cannot run %s: %s; nothing ran\n", program,
                 strerror(errno));

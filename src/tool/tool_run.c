@@ -373,22 +373,6 @@ amp_run_getenv(const char *name)
     return getenv(name);
 }
 
-/* The program as the shim will see it, for the policy search. */
-static void
-amp_run_program(const char *path, struct amp_program *prog)
-{
-    const char *slash;
-
-    memset(prog, 0, sizeof *prog);
-    if (!realpath(path, prog->exe))
-        snprintf(prog->exe, sizeof prog->exe, "%s", path);
-    slash = strrchr(prog->exe, '/');
-    prog->name = slash ? slash + 1 : prog->exe;
-    if (amp_elf_build_id(prog->exe, prog->build_id, sizeof prog->build_id,
-                         &prog->build_id_len) != 0)
-        prog->build_id_len = 0;
-}
-
 /* The policy the shim would read (none under a mode, but --policy is
  * checked all the same) parses; 0, or -1 after its FILE:LINE:COL
  * message. */
@@ -408,15 +392,23 @@ amp_run_check_policy(const struct amp_run_options *o, const char *program)
         }
         return 0;
     }
-    amp_run_program(program, &prog);
+    amp_program_of(program, &prog);
     amp_policy_find(amp_run_getenv, &prog, &p, &found);
     if (!found.broken)
         return 0;
     fprintf(stderr, "ampshim run: %s\n", found.error.text);
-    if (found.source == AMP_SOURCE_USER || found.source == AMP_SOURCE_SYSTEM)
-        fprintf(stderr, "ampshim run: a policy file with an error stops the "
-                "search of the policy directories; fix it, or name a policy "
-                "with --policy\n");
+    if (found.accept == AMP_ACCEPT_LINE)
+        fprintf(stderr, "ampshim run: %s:%d: this match line accepts %s, so "
+                "the file with an error applies to it; fix it, or name a "
+                "policy with --policy\n", found.path, found.match_line,
+                prog.name);
+    else if (found.accept != AMP_ACCEPT_NOT_CONSULTED)
+        fprintf(stderr, "ampshim run: %s: %s, so the file with an error "
+                "applies to every program; fix it, or name a policy with "
+                "--policy\n", found.path,
+                found.accept == AMP_ACCEPT_NO_MATCH_LINE
+                    ? "it has no match line"
+                    : "its match lines cannot be read");
     return -1;
 }
 

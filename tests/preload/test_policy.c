@@ -1,5 +1,6 @@
 /* Preload tests of policies: sgemm_check and gemm_suite under
- * LD_PRELOAD=libampshim.so on the emulator with AMPSHIM_POLICY files,
+ * LD_PRELOAD=libampshim.so on the emulator with AMPSHIM_POLICY files and
+ * a shared policy directory (XDG_CONFIG_DIRS) holding a broken file,
  * judged by the exit summary's counters, the results' hashes and the
  * warnings.
  *
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define RUN_TIMEOUT_S 240
@@ -35,7 +37,8 @@ write_policy(const char *text)
 }
 
 /* Runs program --tol fp16 on the emulator, with the shim and the policy
- * file when `policy`, plus NAME, VALUE pairs (NULL-terminated). */
+ * file when `policy` is 1, with the shim alone (the policy directories
+ * decide) when it is 2, plus NAME, VALUE pairs (NULL-terminated). */
 static void
 run(const char *program, int policy, struct amp_test_run *r, ...)
 {
@@ -46,10 +49,10 @@ run(const char *program, int policy, struct amp_test_run *r, ...)
 
     amp_test_env_init(&env);
     amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
-    if (policy) {
+    if (policy)
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+    if (policy == 1)
         amp_test_env_set(&env, "AMPSHIM_POLICY", policy_path);
-    }
     va_start(ap, r);
     while ((name = va_arg(ap, const char *)) != NULL)
         amp_test_env_set(&env, name, va_arg(ap, const char *));
@@ -226,6 +229,97 @@ test_broken_policy_is_fp32(void **state)
     amp_test_run_free(&r);
 }
 
+/* ---- A broken file in a shared policy directory ------------------------ */
+
+static char shared_root[64], shared_dir[128];
+
+static void
+write_shared(const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", shared_dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs program with the shim, the shared directory as the only system
+ * one and no user directory. */
+static void
+run_shared(const char *program, struct amp_test_run *r)
+{
+    char user[128];
+
+    snprintf(user, sizeof user, "%s/no-user", shared_root);
+    run(program, 2, r, "XDG_CONFIG_DIRS", shared_root, "XDG_CONFIG_HOME",
+        user, NULL);
+}
+
+/* Every API of gemm_suite's summary converted nothing. */
+static void
+expect_nothing_converted(const struct amp_test_run *r, const char *what)
+{
+    struct amp_test_summary sum;
+    int i;
+
+    amp_test_parse_summary(r->err, &sum);
+    assert_true(sum.count >= 3);
+    for (i = 0; i < sum.count; i++) {
+        if (sum.lines[i].converted != 0) {
+            amp_test_run_dump(what, r);
+            fail_msg("%s: %s converted %ld calls", what, sum.lines[i].api,
+                     sum.lines[i].converted);
+        }
+    }
+}
+
+/* 10-suite.policy, with an error on line 3, is for gemm_suite: it runs
+ * FP32 with the warning; sgemm_check skips it and 20-all.policy converts
+ * its calls. */
+static void
+test_shared_broken_for_one_program(void **state)
+{
+    struct amp_test_run r;
+    struct amp_test_check check;
+    int eligible = amp_test_count_eligible(&plain);
+    char warning[400];
+
+    write_shared("10-suite.policy", "match exe gemm_suite\n"
+                 "set tolerance 1e-2\nrule fp61 when gemm\ndefault fp16\n");
+    write_shared("20-all.policy", "default fp16\n");
+    run_shared(sgemm_check_path, &r);
+    expect_sgemm(&r, eligible, plain.count - eligible,
+                 "sgemm_check past a file for gemm_suite");
+    assert_int_equal(amp_test_count_lines_with(r.err, "warn"), 0);
+    amp_test_run_free(&r);
+
+    run_shared(gemm_suite_path, &r);
+    expect_nothing_converted(&r, "gemm_suite, its file broken");
+    snprintf(warning, sizeof warning, "warning: policy %s/10-suite.policy:"
+             "3:6: unknown action 'fp61'; did you mean 'fp16'?; nothing is "
+             "converted", shared_dir);
+    assert_int_equal(amp_test_count_lines_with(r.err, warning), 1);
+    assert_int_equal(amp_test_count_lines_with(r.err, "warn"), 1);
+    amp_test_run_free(&r);
+
+    /* A file whose match lines cannot be read is for every program. */
+    write_shared("10-suite.policy", "match exe gemm_suite\n"
+                 "match build-id 12x4\ndefault fp16\n");
+    run_shared(sgemm_check_path, &r);
+    expect_sgemm(&r, 0, plain.count, "sgemm_check, match lines broken");
+    assert_int_equal(amp_test_parse_check(r.out, &check), 0);
+    for (int i = 0; i < check.count; i++)
+        assert_string_equal(check.cases[i].hash, plain.cases[i].hash);
+    snprintf(warning, sizeof warning, "warning: policy %s/10-suite.policy:"
+             "2:18: expected a hex digit in the build-id, found 'x'; nothing "
+             "is converted", shared_dir);
+    assert_int_equal(amp_test_count_lines_with(r.err, warning), 1);
+    amp_test_run_free(&r);
+}
+
 /* ---- Verification in shadow mode demotes a site ------------------------------- */
 
 static void
@@ -267,6 +361,14 @@ setup(void **state)
 {
     snprintf(policy_path, sizeof policy_path, "/tmp/amp_policy_%d.policy",
              (int)getpid());
+    snprintf(shared_root, sizeof shared_root, "/tmp/amp_shared_XXXXXX");
+    if (!mkdtemp(shared_root))
+        return -1;
+    snprintf(shared_dir, sizeof shared_dir, "%s/ampshim", shared_root);
+    mkdir(shared_dir, 0700);
+    snprintf(shared_dir, sizeof shared_dir, "%s/ampshim/policies",
+             shared_root);
+    mkdir(shared_dir, 0700);
     run(sgemm_check_path, 0, &plain_run, NULL);
     return amp_test_parse_check(plain_run.out, &plain) == 0 &&
                    plain.count > 0
@@ -277,7 +379,12 @@ setup(void **state)
 static int
 teardown(void **state)
 {
+    char cmd[200];
+
     unlink(policy_path);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", shared_root);
+    if (system(cmd) != 0)
+        return -1;
     amp_test_run_free(&plain_run);
     return 0;
 }
@@ -292,6 +399,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_site_rules),
         cmocka_unit_test(test_env_mode_wins),
         cmocka_unit_test(test_broken_policy_is_fp32),
+        cmocka_unit_test(test_shared_broken_for_one_program),
         cmocka_unit_test(test_verify_demotes_site),
     };
 

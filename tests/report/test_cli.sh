@@ -114,7 +114,7 @@ out_has help "usage: ampshim [OPTIONS] COMMAND [ARGS...]"
 for c in run report calibrate policy; do out_has help "  $c "; done
 out_has help "-V, --version"
 out_has help "exit status:"
-for c in run report calibrate "policy check"; do
+for c in run report calibrate "policy check" "policy which"; do
     t help_cmd -- $c --help
     status help_cmd 0
     out_has help_cmd "usage: ampshim $c "
@@ -129,7 +129,7 @@ out_has help_run "125 when nothing ran"
 t help_policy -- policy --help
 status help_policy 0
 out_has help_policy "usage: ampshim policy COMMAND"
-echo "--help: the tool, run, report, calibrate, policy, policy check"
+echo "--help: the tool, run, report, calibrate, policy, policy check, policy which"
 
 # ---- Usage errors ------------------------------------------------------------
 t none --
@@ -224,7 +224,19 @@ mkdir -p conf/ampshim/policies
 cp bad.policy conf/ampshim/policies/a.policy
 t policy_dir XDG_CONFIG_HOME="$tmp/conf" -- run "${marker[@]}"
 refused policy_dir "ampshim run: $tmp/conf/ampshim/policies/a.policy:2:1: expected"
-err_has policy_dir "stops the search of the policy directories"
+err_has policy_dir "ampshim run: $tmp/conf/ampshim/policies/a.policy: it has no match line, so the file with an error applies to every program; fix it, or name a policy with --policy"
+# A broken file whose match line accepts the program refuses it; one for
+# another program is passed over, and the program runs.
+printf 'match exe *\nrule fp61\ndefault fp32\n' >conf/ampshim/policies/a.policy
+t policy_match XDG_CONFIG_HOME="$tmp/conf" -- run "${marker[@]}"
+refused policy_match "ampshim run: $tmp/conf/ampshim/policies/a.policy:2:6: unknown action 'fp61'; did you mean 'fp16'?"
+err_has policy_match "ampshim run: $tmp/conf/ampshim/policies/a.policy:1: this match line accepts"
+printf 'match exe no-such-program\nrule fp61\ndefault fp32\n' \
+    >conf/ampshim/policies/a.policy
+t policy_other XDG_CONFIG_HOME="$tmp/conf" -- run --report off "${marker[@]}"
+status policy_other 0
+[[ -e $tmp/ran ]] || fail "policy_other: the program did not run"
+rm "$tmp/ran" conf/ampshim/policies/a.policy
 t report_dir -- run --report "$tmp/no/r.json" "${marker[@]}"
 refused report_dir "ampshim run: --report $tmp/no/r.json: the directory $tmp/no does not exist"
 t report_notdir -- run --report "$tmp/bad.policy/r.json" "${marker[@]}"

@@ -750,7 +750,8 @@ test_find_broken_and_builtin(void **state)
     assert_int_equal(pol.fallback.mode, AMP_MODE_FP32);
     assert_true(pol.nrules >= 2);
     assert_string_equal(pol.name, "<built-in>");
-    /* A broken file in a directory stops the search. */
+    /* A broken file whose match line accepts the program ends the
+     * search: nothing is converted. */
     snprintf(dir, sizeof dir, "%s/sys2/ampshim/policies", tmp_root);
     write_file(dir, "00-broken.policy", "match exe nomatch\nrule fp8\n"
                "default fp32\n");
@@ -758,11 +759,181 @@ test_find_broken_and_builtin(void **state)
     assert_true(found.broken);
     assert_int_equal(found.error.line, 2);
     assert_int_equal(found.error.col, 6);
+    assert_int_equal(found.accept, AMP_ACCEPT_LINE);
+    assert_int_equal(found.match_line, 1);
+    assert_int_equal(found.nskipped, 0);
     assert_non_null(strstr(found.why, "00-broken.policy:2:6: expected an "
                                       "action"));
+    assert_non_null(strstr(found.why, "; its match line 1 accepts "
+                                      "nomatch"));
     snprintf(dir, sizeof dir, "%s/sys2/ampshim/policies/00-broken.policy",
              tmp_root);
     unlink(dir);
+}
+
+/* A broken file in a shared directory applies only to the programs its
+ * match lines accept; others skip it, with a trail that says so. */
+static void
+test_find_broken_for_one_program(void **state)
+{
+    char dir[1024], sys[1024], broken[1100], all[1100], why[4000];
+    struct amp_program a, b;
+    struct amp_policy_found found;
+
+    fake_program(&a, "/opt/app/bin/appA");
+    fake_program(&b, "/opt/app/bin/appB");
+    env_count = 0;
+    snprintf(sys, sizeof sys, "%s/sys1", tmp_root);
+    env_set("XDG_CONFIG_DIRS", sys);
+    snprintf(dir, sizeof dir, "%s/sys1/ampshim/policies", tmp_root);
+    snprintf(broken, sizeof broken, "%s/10-a.policy", dir);
+    snprintf(all, sizeof all, "%s/20-all.policy", dir);
+    write_file(dir, "05-other.policy", "match exe other\ndefault tf32\n");
+    write_file(dir, "10-a.policy", "match exe appA\nrule fp61 when gemm\n"
+               "default fp16\n");
+    write_file(dir, "20-all.policy", "default bf16\n");
+
+    amp_policy_find(table_getenv, &b, &pol, &found);
+    assert_false(found.broken);
+    assert_int_equal(found.source, AMP_SOURCE_SYSTEM);
+    assert_string_equal(found.path, all);
+    assert_int_equal(pol.fallback.mode, AMP_MODE_BF16);
+    assert_int_equal(found.accept, AMP_ACCEPT_NO_MATCH_LINE);
+    assert_int_equal(found.nskipped, 2);
+    assert_int_equal(found.nskipped_broken, 1);
+    assert_false(found.skipped[0].broken);
+    assert_true(found.skipped[1].broken);
+    assert_string_equal(found.skipped[1].path, broken);
+    assert_int_equal(found.skipped[1].source, AMP_SOURCE_SYSTEM);
+    assert_int_equal(found.skipped[1].error_line, 2);
+    assert_int_equal(found.skipped[1].error_col, 6);
+    assert_string_equal(found.skipped[1].error_message,
+                        "unknown action 'fp61'; did you mean 'fp16'?");
+    snprintf(why, sizeof why, "%s: the first policy in %s that applies to "
+             "appB: it has no match line, so it applies to every program; "
+             "skipped, with an error but not for appB: %s", all, dir,
+             broken);
+    assert_string_equal(found.why, why);
+
+    amp_policy_find(table_getenv, &a, &pol, &found);
+    assert_true(found.broken);
+    assert_string_equal(found.path, broken);
+    assert_int_equal(found.accept, AMP_ACCEPT_LINE);
+    assert_int_equal(found.match_line, 1);
+    assert_int_equal(found.nskipped, 1);
+    snprintf(why, sizeof why, "%s has an error: nothing is converted "
+             "(%s:2:6: unknown action 'fp61'; did you mean 'fp16'?); its "
+             "match line 1 accepts appA", broken, broken);
+    assert_string_equal(found.why, why);
+}
+
+/* A broken file whose match lines cannot be read, or that has none,
+ * applies to every program. */
+static void
+test_find_broken_for_all(void **state)
+{
+    static const struct {
+        const char *text;
+        enum amp_policy_accept accept;
+        int error_line, match_error_line;
+    } cases[] = {
+        /* the error is on a match line */
+        {"match exe appA\nmatch exe\ndefault fp16\n",
+         AMP_ACCEPT_UNREADABLE, 2, 2},
+        /* an error before a broken match line */
+        {"match exe appA\nset speed 2\nmatch build-id xy\ndefault fp16\n",
+         AMP_ACCEPT_UNREADABLE, 2, 3},
+        /* a match line after a rule */
+        {"rule fp16\nmatch exe appA\ndefault fp16\n",
+         AMP_ACCEPT_UNREADABLE, 2, 2},
+        /* no match line */
+        {"rule fp61\ndefault fp16\n", AMP_ACCEPT_NO_MATCH_LINE, 1, 0},
+    };
+    char dir[1024], sys[1024], path[1100];
+    struct amp_program b;
+    struct amp_policy_found found;
+    size_t i;
+
+    fake_program(&b, "/opt/app/bin/appB");
+    env_count = 0;
+    snprintf(sys, sizeof sys, "%s/sys1", tmp_root);
+    env_set("XDG_CONFIG_DIRS", sys);
+    snprintf(dir, sizeof dir, "%s/sys1/ampshim/policies", tmp_root);
+    snprintf(path, sizeof path, "%s/10-a.policy", dir);
+    write_file(dir, "20-all.policy", "default bf16\n");
+    for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_file(dir, "10-a.policy", cases[i].text);
+        amp_policy_find(table_getenv, &b, &pol, &found);
+        if (!found.broken || found.accept != cases[i].accept)
+            fail_msg("case %zu: %s", i, found.why);
+        assert_string_equal(found.path, path);
+        assert_int_equal(found.error.line, cases[i].error_line);
+        assert_int_equal(found.match_error.line, cases[i].match_error_line);
+        assert_non_null(strstr(found.why, "so it applies to every "
+                                          "program"));
+    }
+    /* An unreadable file, too. */
+    write_file(dir, "10-a.policy", "default fp16\n");
+    chmod(path, 0);
+    if (access(path, R_OK) != 0) { /* not when the tests run as root */
+        amp_policy_find(table_getenv, &b, &pol, &found);
+        assert_true(found.broken);
+        assert_int_equal(found.accept, AMP_ACCEPT_UNREADABLE);
+        assert_int_equal(found.error.line, 0);
+    }
+    chmod(path, 0600);
+}
+
+/* The trail keeps the first AMP_POLICY_SKIPPED_MAX files, counts all. */
+static void
+test_find_trail_bound(void **state)
+{
+    char dir[1024], sys[1024], name[64];
+    struct amp_program b;
+    struct amp_policy_found found;
+    int i;
+
+    fake_program(&b, "/opt/app/bin/appB");
+    env_count = 0;
+    snprintf(sys, sizeof sys, "%s/sys1", tmp_root);
+    env_set("XDG_CONFIG_DIRS", sys);
+    snprintf(dir, sizeof dir, "%s/sys1/ampshim/policies", tmp_root);
+    for (i = 0; i < AMP_POLICY_SKIPPED_MAX + 4; i++) {
+        snprintf(name, sizeof name, "%02d.policy", i);
+        write_file(dir, name, "match exe other\ndefault fp16\n");
+    }
+    amp_policy_find(table_getenv, &b, &pol, &found);
+    assert_int_equal(found.source, AMP_SOURCE_BUILTIN);
+    assert_int_equal(found.nskipped, AMP_POLICY_SKIPPED_MAX + 4);
+    assert_int_equal(found.nskipped_broken, 0);
+    assert_non_null(strstr(found.skipped[AMP_POLICY_SKIPPED_MAX - 1].path,
+                           "/15.policy"));
+}
+
+/* Just the match lines of a file with errors elsewhere. */
+static void
+test_parse_matches(void **state)
+{
+    const char *text = "# for two programs\nmatch exe appA\nset speed 2\n"
+                       "match build-id deadbeef exe \"app B\"\n"
+                       "rule fp61 \"unclosed\n";
+
+    assert_int_equal(parse(text), AMP_ERR_INVALID);
+    assert_int_equal(amp_policy_parse_matches(text, strlen(text), "t.policy",
+                                              &pol, &perr),
+                     AMP_OK);
+    assert_int_equal(pol.nmatches, 2);
+    assert_int_equal(pol.matches[0].line, 2);
+    assert_string_equal(pol.strings + pol.matches[0].exe, "appA");
+    assert_int_equal(pol.matches[1].line, 4);
+    assert_int_equal(pol.matches[1].build_id_len, 4);
+    assert_string_equal(pol.strings + pol.matches[1].exe, "app B");
+    text = "match exe a\nmatch exe\nrule fp16\ndefault fp16\n";
+    assert_int_equal(amp_policy_parse_matches(text, strlen(text), "t.policy",
+                                              &pol, &perr),
+                     AMP_ERR_INVALID);
+    assert_string_equal(perr.text, "t.policy:2:10: expected a glob of the "
+                        "executable's name after 'exe', found end of line");
 }
 
 static void
@@ -833,6 +1004,13 @@ main(int argc, char **argv)
                                         discovery_teardown),
         cmocka_unit_test_setup_teardown(test_find_broken_and_builtin,
                                         discovery_setup, discovery_teardown),
+        cmocka_unit_test_setup_teardown(test_find_broken_for_one_program,
+                                        discovery_setup, discovery_teardown),
+        cmocka_unit_test_setup_teardown(test_find_broken_for_all,
+                                        discovery_setup, discovery_teardown),
+        cmocka_unit_test_setup_teardown(test_find_trail_bound,
+                                        discovery_setup, discovery_teardown),
+        cmocka_unit_test(test_parse_matches),
     };
 
     if (argc < 2) {
