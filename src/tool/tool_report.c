@@ -16,6 +16,7 @@
 
 const char amp_tool_report_help[] =
     "usage: ampshim report [FILE] [--html OUT] [--csv OUT]\n"
+    "       ampshim report FILE... | DIR [--csv OUT]\n"
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
     "docs/report-schema.md) and prints the program, device and policy and\n"
@@ -27,6 +28,12 @@ const char amp_tool_report_help[] =
     "(where 'ampshim run' writes them) and of the state directory (where a\n"
     "program preloaded without 'ampshim run' writes them:\n"
     "$XDG_STATE_HOME/ampshim, by default ~/.local/state/ampshim).\n"
+    "\n"
+    "Several reports, or a directory (its *.json reports), are one job's\n"
+    "processes: one summary of them, a line per rank, the totals, the\n"
+    "slowest rank, each site's spread across the ranks (calls, speedup,\n"
+    "error: min/median/max) and the sites whose decisions differ; --csv\n"
+    "writes a row per site.\n"
     "\n"
     "options:\n"
     "  --html OUT   also write a self-contained HTML page (no external\n"
@@ -850,8 +857,8 @@ amp_write_html(const struct amp_doc *doc, const char *path)
 /* 0 with the arguments in *file, *html, *csv; 1 after --help; 2 after
  * a usage message. */
 static int
-amp_report_parse(int argc, char **argv, const char **file, const char **html,
-                 const char **csv)
+amp_report_parse(int argc, char **argv, char **files, size_t *nfiles,
+                 const char **html, const char **csv)
 {
     static const struct option longopts[] = {
         {"html", required_argument, NULL, 'H'},
@@ -862,7 +869,8 @@ amp_report_parse(int argc, char **argv, const char **file, const char **html,
     struct amp_opt opt = {"ampshim report", "-:h", longopts, argc, argv, 0};
     int c;
 
-    *file = *html = *csv = NULL;
+    *nfiles = 0;
+    *html = *csv = NULL;
     while ((c = amp_opt_next(&opt)) != -1) {
         switch (c) {
         case 'H': *html = optarg; break;
@@ -871,26 +879,15 @@ amp_report_parse(int argc, char **argv, const char **file, const char **html,
             printf("%s", amp_tool_report_help);
             return 1;
         case 1:
-            if (*file) {
-                amp_opt_usage("ampshim report", "one report at a time: '%s' "
-                              "after '%s'", optarg, *file);
-                return AMP_TOOL_USAGE;
-            }
-            *file = optarg;
+            files[(*nfiles)++] = optarg;
             break;
         default:
             return AMP_TOOL_USAGE;
         }
     }
     /* After "--", the rest is arguments. */
-    for (; optind < argc; optind++) {
-        if (*file) {
-            amp_opt_usage("ampshim report", "one report at a time: '%s' "
-                          "after '%s'", argv[optind], *file);
-            return AMP_TOOL_USAGE;
-        }
-        *file = argv[optind];
-    }
+    for (; optind < argc; optind++)
+        files[(*nfiles)++] = argv[optind];
     if (*html && *csv && strcmp(*html, "-") == 0 && strcmp(*csv, "-") == 0) {
         amp_opt_usage("ampshim report", "--html - and --csv - both write to "
                       "standard output; choose one");
@@ -899,8 +896,15 @@ amp_report_parse(int argc, char **argv, const char **file, const char **html,
     return 0;
 }
 
-/* The newest ampshim-*.json regular file of dir into best (when newer
- * than *when). */
+/* 1 when path is a directory. */
+static int
+amp_is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static void
 amp_latest_in(const char *dir, char *best, size_t cap, struct timespec *when)
 {
@@ -960,12 +964,30 @@ int
 amp_tool_report(int argc, char **argv)
 {
     const char *file, *html, *csv;
-    char latest[PATH_MAX];
+    char latest[PATH_MAX], **files = calloc((size_t)argc + 1, sizeof *files);
     struct amp_doc doc;
-    int rc = amp_report_parse(argc, argv, &file, &html, &csv);
+    size_t nfiles = 0;
+    int rc = files ? amp_report_parse(argc, argv, files, &nfiles, &html, &csv)
+                   : 1;
 
-    if (rc != 0)
+    if (rc != 0) {
+        free(files);
         return rc == 1 ? 0 : rc;
+    }
+    /* Several reports, or a directory of them: one job's summary. */
+    if (nfiles > 1 || (nfiles == 1 && amp_is_dir(files[0]))) {
+        if (html) {
+            amp_opt_usage("ampshim report", "--html takes one report; a job "
+                          "summary of several is a table or --csv");
+            free(files);
+            return AMP_TOOL_USAGE;
+        }
+        rc = amp_tool_report_job(files, nfiles, csv);
+        free(files);
+        return rc;
+    }
+    file = nfiles ? files[0] : NULL;
+    free(files);
     if (!file) {
         if (amp_latest_report(latest, sizeof latest) != 0)
             return 1;
