@@ -20,7 +20,8 @@ static const char amp_check_help[] =
     "to, its settings, and each rule that can never match, that an earlier\n"
     "rule shadows, or that was not analysed (conditions with 'or'). An\n"
     "error is printed as FILE:LINE:COLUMN: what was expected. The\n"
-    "language: policy/README.md.\n"
+    "language: ampshim-policy(5); example policies in\n"
+    AMP_INSTALL_DATADIR "/policies.\n"
     "\n"
     "options:\n"
     "  -h, --help   this help\n"
@@ -226,11 +227,14 @@ static const char amp_help[] =
     "\n"
     "environment:\n"
     "  AMPSHIM_LIBRARY  the library 'run' and 'calibrate' preload\n"
-    "  AMPSHIM_*        the shim's settings (README.md, Settings)\n"
+    "  AMPSHIM_*        the shim's settings (ampshim(1), ENVIRONMENT)\n"
     "\n"
     "exit status:\n"
     "  the command's (see its --help): 'run' exits with the program's\n"
-    "  status, or 125 when nothing ran; 2 on a usage error here.\n";
+    "  status, or 125 when nothing ran; 2 on a usage error here.\n"
+    "\n"
+    "See ampshim(1), ampshim-policy(5); example policies in\n"
+    AMP_INSTALL_DATADIR "/policies.\n";
 
 /* Runs the command named argv[0] of cmds, with its own arguments. */
 static int
