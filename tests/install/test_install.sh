@@ -90,6 +90,7 @@ echo "installed: $(wc -l <"$tmp/installed") files, exactly these:"
 sed 's/^/  /' "$tmp/installed"
 
 # ---- The manual pages: man finds them and renders them without a warning ----
+command -v man >/dev/null || fail "man is missing (scripts/setup.sh installs man-db)"
 for page in "1 ampshim" "5 ampshim-policy"; do
     read -r section name <<<"$page"
     found=$(man -M "$dest$man_dir" -w "$section" "$name" 2>"$tmp/man.err") ||
