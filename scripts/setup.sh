@@ -8,10 +8,12 @@ set -euo pipefail
 # libopenblas-dev: the emulator's FP32 products; python3-numpy: the
 # reference scripts/bench_emu.sh times them against.
 # g++: the emulator compiles the kernels' CUDA source for the host as C++.
+# groff-base, man-db: the manual pages' tests render them
+# (tests/man/check_man.py) and find the installed ones with man.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev libopenblas-dev
           python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
-          valgrind)
+          valgrind groff-base man-db)
 
 missing=()
 for p in "${packages[@]}"; do

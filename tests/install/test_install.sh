@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # `meson install` into a temporary DESTDIR, then the installed files:
-# - libampshim.so in PREFIX/LIBDIR and the ampshim tool in PREFIX/BINDIR,
-#   and nothing else;
+# - exactly these: libampshim.so in PREFIX/LIBDIR, the ampshim tool in
+#   PREFIX/BINDIR, ampshim.1 and ampshim-policy.5 in PREFIX/MANDIR/man1
+#   and man5, the built-in default policy and the examples in
+#   PREFIX/DATADIR/ampshim/policies, and the documents (README.md,
+#   docs/*.md, policy/README.md, where they are in the tree) in
+#   PREFIX/DATADIR/doc/ampshim; the data and pages as in the tree;
+# - man finds and renders both pages there without a warning;
+# - the installed tool's --help names the installed policies, and its
+#   `policy check` passes each of them;
 # - where `ampshim run` finds the library: AMPSHIM_LIBRARY, next to the
 #   tool, ../hooks from a build tree's tool, PREFIX/LIBDIR (the message
 #   naming it when it is not there);
@@ -13,13 +20,13 @@
 #   signal N, 125 when the program cannot be started;
 # - a program that ends with _exit(): no summary, no report.
 # usage: test_install.sh MESON BUILD_ROOT PREFIX BINDIR LIBDIR BUILD_TOOL
-#                        EMU_DIR CXX_SITE PYTHON3
+#                        EMU_DIR CXX_SITE PYTHON3 SOURCE_ROOT DATADIR MANDIR
 set -euo pipefail
 
 meson=$1 build=$(realpath "$2") prefix=$3 bindir=$4 libdir=$5
 build_tool=$(realpath "$6") emu=$(realpath "$7")
 prog=$(realpath "$8")
-python=$9
+python=$9 source=$(realpath "${10}") datadir=${11} mandir=${12}
 
 tmp=$(mktemp -d /tmp/ampshim-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -49,11 +56,70 @@ lib=$dest$lib_path
 tool=$dest$tool_path
 [[ -f $lib ]] || fail "no $lib_path under the DESTDIR"
 [[ -x $tool ]] || fail "no $tool_path under the DESTDIR"
-installed=$(cd "$dest" && find . ! -type d | sort | tr '\n' ' ')
-[[ $installed == ".$lib_path .$tool_path " ||
-   $installed == ".$tool_path .$lib_path " ]] ||
-    fail "installed files: $installed (expected $tool_path, $lib_path)"
-echo "installed: $tool_path $lib_path"
+man_dir=$(at "$mandir")
+policy_dir=$(at "$datadir")/ampshim/policies
+doc_dir=$(at "$datadir")/doc/ampshim
+
+# What should be there, from the source tree: "INSTALLED-PATH SOURCE-FILE"
+# (SOURCE-FILE "-" for the built files).
+{
+    echo "$lib_path -"
+    echo "$tool_path -"
+    echo "$man_dir/man1/ampshim.1 man/ampshim.1"
+    echo "$man_dir/man5/ampshim-policy.5 man/ampshim-policy.5"
+    echo "$policy_dir/default.policy policy/default.policy"
+    for f in "$source"/policy/examples/*.policy; do
+        echo "$policy_dir/${f##*/} policy/examples/${f##*/}"
+    done
+    for f in README.md policy/README.md; do echo "$doc_dir/$f $f"; done
+    for f in "$source"/docs/*.md; do
+        echo "$doc_dir/docs/${f##*/} docs/${f##*/}"
+    done
+} | sort >"$tmp/expected.list"
+cut -d' ' -f1 "$tmp/expected.list" >"$tmp/expected"
+(cd "$dest" && find . ! -type d | sed 's/^\.//' | sort) >"$tmp/installed"
+if ! cmp -s "$tmp/expected" "$tmp/installed"; then
+    diff "$tmp/expected" "$tmp/installed" >&2 || true
+    fail "the installed files differ from the expected (< expected, > installed)"
+fi
+while read -r path from; do
+    [[ $from == - ]] || cmp -s "$source/$from" "$dest$path" ||
+        fail "$path is not a copy of $from"
+done <"$tmp/expected.list"
+echo "installed: $(wc -l <"$tmp/installed") files, exactly these:"
+sed 's/^/  /' "$tmp/installed"
+
+# ---- The manual pages: man finds them and renders them without a warning ----
+command -v man >/dev/null || fail "man is missing (scripts/setup.sh installs man-db)"
+for page in "1 ampshim" "5 ampshim-policy"; do
+    read -r section name <<<"$page"
+    found=$(man -M "$dest$man_dir" -w "$section" "$name" 2>"$tmp/man.err") ||
+        fail "man -M PREFIX/MANDIR -w $section $name: not found"
+    [[ $found == "$dest$man_dir/man$section/$name.$section" ]] ||
+        fail "man found $name($section) at $found"
+    MANWIDTH=80 MANPAGER=cat man --warnings=w -M "$dest$man_dir" \
+        "$section" "$name" >"$tmp/man.out" 2>"$tmp/man.err" ||
+        fail "man $section $name: status $?"
+    [[ ! -s $tmp/man.err ]] || fail "man $section $name: warnings"
+    grep -q "^NAME" "$tmp/man.out" || fail "man $section $name: no NAME"
+done
+echo "man: ampshim(1) and ampshim-policy(5) found in PREFIX/MANDIR, no warning"
+
+# ---- The installed tool: its help names the installed policies ---------------
+"$tool" --help >"$tmp/help.out" 2>"$tmp/help.err" || fail "--help: status $?"
+[[ $(tail -n 2 "$tmp/help.out") == "See ampshim(1), ampshim-policy(5); example policies in
+$policy_dir." ]] || fail "--help does not end by naming $policy_dir"
+"$tool" policy check --help >"$tmp/check_help.out" 2>&1 ||
+    fail "policy check --help: status $?"
+grep -qxF "$policy_dir." "$tmp/check_help.out" ||
+    fail "policy check --help does not name $policy_dir"
+for f in "$dest$policy_dir"/*.policy; do
+    "$tool" policy check "$f" >"$tmp/check.out" 2>"$tmp/check.err" ||
+        fail "policy check ${f#"$dest"}: status $?"
+    [[ $(head -n 1 "$tmp/check.out") =~ ^"$f: valid, "[0-9]+" rule"s?$ ]] ||
+        fail "policy check ${f#"$dest"}: no 'valid' line"
+done
+echo "help: names $policy_dir; policy check passes its $(ls "$dest$policy_dir" | wc -l) policies"
 
 # run NAME TOOL [ENV...] -- ARGS...: the tool's stdout, stderr and status
 # in $tmp/NAME.out, .err, .rc.
