@@ -23,22 +23,14 @@ static const char amp_check_help[] =
     "\n"
     "Validates each policy file and explains it: the programs it applies\n"
     "to, its settings, and each rule that can never match, that an earlier\n"
-    "rule shadows, or that was not analysed (conditions with 'or'). A
-"
-    "directory stands for its *.policy files, in name order (as the shim
-"
-    "searches a policy directory). An error is printed on stderr as
-"
-    "FILE:LINE:COLUMN: what was expected, with the nearest known word for
-"
-    "a misspelt one. With a directory or more than one file, a last line
-"
-    "counts them: 'N files, M with errors'. The language:
-"
-    "ampshim-policy(5); example policies in
-"
-    AMP_INSTALL_DATADIR "/policies.
-"
+    "rule shadows, or that was not analysed (conditions with 'or'). A\n"
+    "directory stands for its *.policy files, in name order (as the shim\n"
+    "searches a policy directory). An error is printed on stderr as\n"
+    "FILE:LINE:COLUMN: what was expected, with the nearest known word for\n"
+    "a misspelt one. With a directory or more than one file, a last line\n"
+    "counts them: 'N files, M with errors'. The language:\n"
+    "ampshim-policy(5); example policies in\n"
+    AMP_INSTALL_DATADIR "/policies.\n"
     "\n"
     "options:\n"
     "  -h, --help   this help\n"

@@ -153,16 +153,16 @@ else
     echo "without a library: status 125, looked for $lib_path"
 fi
 
-# ---- AMPSHIM_LIBRARY, --mode fp16: converted, no FP32 time -----------------
-run fp16 "$tool" "AMPSHIM_LIBRARY=$lib" -- \
+# ---- AMPSHIM_LIBRARY, --mode fp16 without a baseline: no FP32 time ---------
+run fp16 "$tool" "AMPSHIM_LIBRARY=$lib" AMPSHIM_BASELINE=off -- \
     run --mode fp16 --report "$tmp/fp16.json" -- "$prog"
 [[ $(rc fp16) == 0 ]] || fail "fp16: status $(rc fp16)"
 grep -q '^cxx_site c0=' "$tmp/fp16.out" || fail "fp16: no program output"
 has fp16 "summary cublasSgemm_v2 calls=1 converted=1 fp32=0 fallback=0"
 has fp16 "ampshim: report: $tmp/fp16.json (ampshim report $tmp/fp16.json)"
-# api calls conv mode fp32-ms actual-ms speedup saved-ms max-rel-err
+# api calls conv mode fp32-ms actual-ms speedup steady saved-ms max-rel-err
 read -r -a cols <<<"$(row fp16)"
-[[ ${cols[*]:-} == "cublasSgemm_v2 1 1 fp16 - - - - -" ]] ||
+[[ ${cols[*]:-} == "cublasSgemm_v2 1 1 fp16 - - - - - -" ]] ||
     fail "fp16: table row '${cols[*]:-}'"
 "$python" - "$tmp/fp16.json" <<'PY' || fail "fp16: report"
 import json, sys

@@ -167,7 +167,10 @@ usage rep_missing 2 "ampshim report" "option '--csv' needs a value"
 t rep_ambiguous -- report --h x.json
 usage rep_ambiguous 2 "ampshim report" "option '--h' is ambiguous (--html, --help)"
 t rep_two -- report a.json b.json
-usage rep_two 2 "ampshim report" "one report at a time"
+status rep_two 1
+err_has rep_two "ampshim report: a.json: No such file or directory"
+t rep_two_html -- report --html p.html a.json b.json
+usage rep_two_html 2 "ampshim report" "--html takes one report"
 mkdir -p "$tmp/empty"
 (cd "$tmp/empty" && t rep_none XDG_STATE_HOME="$tmp/empty/state" -- report)
 status rep_none 1
