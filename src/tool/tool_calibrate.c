@@ -5,6 +5,7 @@
 #include "decide/policy.h"
 #include "tool/tool.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +44,11 @@ const char amp_tool_calibrate_help[] =
     "Options take their value as --opt VALUE or --opt=VALUE; arguments\n"
     "after PROGRAM are PROGRAM's. PROGRAM must do the same work on every\n"
     "run. Call sites in one function get one rule (their calls together).\n"
+    "PROGRAM may be a job launcher (mpirun, mpiexec, srun, torchrun, ...):\n"
+    "every process of a run writes its report, their measurements add up\n"
+    "to one policy that every rank of the next run decides alike, and the\n"
+    "policy is named after the program the reports name\n"
+    "(ampshim calibrate -- mpirun -np 4 ./trainer writes trainer.policy).\n"
     "Before the first run the tool checks the options, the AMPSHIM_*\n"
     "settings in the environment, that FILE can be created (its directory\n"
     "exists and is writable, no file is there without --force), that the\n"
@@ -101,6 +108,7 @@ struct amp_calibration {
     struct amp_cal_site sites[AMP_CAL_SITES];
     int nsites;
     char program[256];           /* the report's program name */
+    int processes;               /* reports of one run (a job's ranks) */
     char build_id[2 * AMP_POLICY_BUILD_ID_MAX + 1];
     char device[160];
 };
@@ -383,12 +391,47 @@ out:
     return rc;
 }
 
-/* One run per candidate, its report read; 0 or 1. */
+/* Reads every report one run left in dir (one per process: a launcher's
+ * ranks each write theirs) and removes them; 0, or -1 after a message.
+ * The ranks' measurements add up: one policy for every rank. */
+static int
+amp_cal_read_run(struct amp_calibration *cal, int k, const char *dir,
+                 int first_run, int read_them)
+{
+    struct dirent **names = NULL;
+    char path[4400];
+    int n = scandir(dir, &names, NULL, alphasort), i, read = 0, rc = 0;
+
+    for (i = 0; i < n; i++) {
+        size_t len = strlen(names[i]->d_name);
+
+        if (len > 5 && strcmp(names[i]->d_name + len - 5, ".json") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+            if (rc == 0 && read_them &&
+                amp_cal_read(cal, k, path, first_run && read == 0) != 0)
+                rc = -1;
+            read++;
+            unlink(path);
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && read_them && read == 0) {
+        fprintf(stderr, "ampshim calibrate: the program wrote no report "
+                "(in %s)\n", dir);
+        rc = -1;
+    }
+    if (rc == 0 && first_run)
+        cal->processes = read;
+    return rc;
+}
+
+/* One run per candidate, its reports read; 0 or 1. */
 static int
 amp_cal_measure(struct amp_calibration *cal, const char *library,
                 char **argv, const char *dir)
 {
-    char policy[4200], report[4200];
+    char policy[4200], run_dir[4200], report[4300];
     struct amp_run_options o;
     int i, k, status, failed = 0;
 
@@ -397,9 +440,12 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
 
         k = (int)(cal->modes[i] - amp_cal_candidates);
         snprintf(policy, sizeof policy, "%s/%s.policy", dir, name);
-        snprintf(report, sizeof report, "%s/%s.json", dir, name);
-        if (amp_cal_write_run_policy(policy, cal->modes[i]) != 0) {
-            fprintf(stderr, "ampshim calibrate: %s: %s\n", policy,
+        snprintf(run_dir, sizeof run_dir, "%s/%s", dir, name);
+        /* One report per process of the run. */
+        snprintf(report, sizeof report, "%s/%%p.json", run_dir);
+        if (amp_cal_write_run_policy(policy, cal->modes[i]) != 0 ||
+            mkdir(run_dir, 0700) != 0) {
+            fprintf(stderr, "ampshim calibrate: %s: %s\n", run_dir,
                     strerror(errno));
             return 1;
         }
@@ -412,9 +458,9 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
         if (status != 0)
             fprintf(stderr, "ampshim calibrate: %s exited with status %d "
                     "in the run measuring %s\n", argv[0], status, name);
-        else
-            failed = amp_cal_read(cal, k, report, i == 0) != 0;
-        unlink(report);
+        failed = amp_cal_read_run(cal, k, run_dir, i == 0,
+                                  status == 0) != 0;
+        rmdir(run_dir);
         unlink(policy);
         if (status != 0 || failed)
             return 1;
@@ -523,7 +569,12 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
     fprintf(f, "# Written by `ampshim calibrate` on %s for:\n#  ", date);
     for (i = 0; argv[i]; i++)
         fprintf(f, " %s", argv[i]);
-    fprintf(f, "\n# Device: %s.\n# Candidates:", cal->device);
+    fprintf(f, "\n# Device: %s.\n", cal->device);
+    if (cal->processes > 1)
+        fprintf(f, "# Measured over the %d processes of each run (a job's "
+                "ranks), added up:\n# one policy for every rank.\n",
+                cal->processes);
+    fprintf(f, "# Candidates:");
     for (i = 0; i < cal->nmodes; i++)
         fprintf(f, " %s", amp_mode_name(cal->modes[i]->mode));
     fprintf(f, ", each measured in one run with every call in shadow mode"
@@ -664,6 +715,25 @@ amp_cal_print(const struct amp_calibration *cal, const char *path)
            "...\n", path, cal->tolerance, path);
 }
 
+/* 1 when program is a job launcher (mpirun, srun, torchrun, ...): the
+ * program it starts is known only from the reports. */
+static int
+amp_cal_launcher(const char *program)
+{
+    static const char *const launchers[] = {
+        "mpirun", "mpiexec", "orterun", "prterun", "srun", "torchrun",
+        "jsrun", "aprun", NULL,
+    };
+    const char *base = strrchr(program, '/');
+    int i;
+
+    base = base ? base + 1 : program;
+    for (i = 0; launchers[i]; i++)
+        if (strcmp(base, launchers[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Everything that can be checked before the first run; 0, or -1 after
  * a message (nothing ran). */
 static int
@@ -689,6 +759,12 @@ amp_cal_check(const struct amp_cal_options *o, const char *program,
                                   AMP_OUTPUT_APPEND) != 0)
             return -1;
     }
+    /* Under a launcher the policy is named after the program the
+     * reports name, once they are in: only its directory now. */
+    if (!out[0])
+        return amp_tool_check_output("ampshim calibrate",
+                                     "the working directory", ".",
+                                     AMP_OUTPUT_DIRECTORY);
     snprintf(label, sizeof label, "%s %s", o->out ? "-o" : "the policy",
              out);
     /* FILE is written as named: no escapes. */
@@ -716,7 +792,7 @@ amp_tool_calibrate(int argc, char **argv)
                                      : amp_cal_builtin_tolerance();
     base = strrchr(argv[o.first], '/');
     snprintf(out, sizeof out, "%s", o.out ? o.out : "");
-    if (!o.out)
+    if (!o.out && !amp_cal_launcher(argv[o.first]))
         snprintf(out, sizeof out, "%s.policy",
                  base ? base + 1 : argv[o.first]);
     /* Before minutes of runs. */
@@ -731,6 +807,15 @@ amp_tool_calibrate(int argc, char **argv)
         fprintf(stderr, "ampshim calibrate: %s made no call the shim "
                 "hooks: nothing to calibrate\n", argv[o.first]);
         rc = 1;
+    }
+    if (rc == 0 && !out[0]) {
+        /* PROGRAM was a launcher: the policy takes the name of the
+         * program its ranks ran. */
+        snprintf(out, sizeof out, "%s.policy", cal.program);
+        if (amp_tool_check_file("ampshim calibrate", "the policy", out,
+                                o.force ? AMP_OUTPUT_REPLACE
+                                        : AMP_OUTPUT_NEW) != 0)
+            rc = 1;
     }
     if (rc == 0)
         rc = amp_cal_write(&cal, argv + o.first, out, o.force);

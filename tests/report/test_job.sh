@@ -7,7 +7,10 @@
 # - the summary: one line per rank, the totals, the slowest rank, each
 #   site's spread across the ranks, the site whose decisions differ;
 # - a file in the directory that is not a report is named and left out;
-#   --html with several reports is a usage error.
+#   --html with several reports is a usage error;
+# - `ampshim calibrate -- mpirun -np 2 report_prog` (a launcher script as
+#   mpirun starts ranks): one report_prog.policy from both ranks'
+#   measurements, with which both ranks of the next run decide alike.
 # usage: test_job.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
 #                    CHECK_SCHEMA
 set -euo pipefail
@@ -81,4 +84,45 @@ rc=$?
 set -e
 [[ $rc == 2 ]] || fail "--html with a directory: status $rc, not 2"
 grep -q -- '--html takes one report' html.err || fail "--html: message"
+# ---- ampshim calibrate -- mpirun -np 2 PROGRAM -------------------------------
+# A launcher as mpirun is to its ranks: N copies, each with its rank in
+# Open MPI's variables, the environment (LD_PRELOAD, AMPSHIM_*) inherited.
+mkdir bin
+cat >bin/mpirun <<'SH'
+#!/usr/bin/env bash
+[[ $1 == -np ]] || exit 2
+n=$2
+shift 2
+for ((r = 0; r < n; r++)); do
+    OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_LOCAL_RANK=$r \
+        OMPI_COMM_WORLD_SIZE=$n "$@" &
+done
+status=0
+for ((r = 0; r < n; r++)); do wait -n || status=1; done
+exit $status
+SH
+chmod +x bin/mpirun
+"$tool" calibrate --modes tf32,fp16 -- "$tmp/bin/mpirun" -np 2 "$prog" \
+    --m 256 --n 128 --k 512 --calls 3 >cal.out 2>cal.err ||
+    fail "calibrate under mpirun: status"
+[[ -f report_prog.policy && ! -e mpirun.policy ]] ||
+    fail "calibrate under mpirun: no report_prog.policy"
+grep -Eq '^match exe "?report_prog"? build-id ' report_prog.policy ||
+    fail "calibrate under mpirun: the policy does not match report_prog"
+grep -q '^# Measured over the 2 processes of each run' report_prog.policy ||
+    fail "calibrate under mpirun: the policy does not say 2 processes"
+grep -Eq '^rule (tf32|fp16) verify 1 when .*caller "main"' report_prog.policy ||
+    fail "calibrate under mpirun: no rule for main"
+"$tool" policy check report_prog.policy >check.out 2>check.err ||
+    fail "calibrate under mpirun: the policy does not check"
+# The next run of both ranks with it: the same decisions on each.
+mkdir next
+"$tool" run --policy report_prog.policy --report 'next/rank-%r.json' -- \
+    "$tmp/bin/mpirun" -np 2 "$prog" --m 256 --n 128 --k 512 --calls 3 \
+    >next.out 2>next.err || fail "next run: status"
+"$tool" report next >next-sum.out 2>next-sum.err || fail "next run: summary"
+grep -Eq '^main \(report_prog\+0x[0-9a-f]+\) +cublasSgemm_v2 +2 +3/3/3 ' next-sum.out ||
+    fail "next run: main in both ranks"
+! grep -q '^decisions differ' next-sum.out ||
+    fail "next run: the ranks decided differently"
 echo "job test: all checks passed"
