@@ -8,10 +8,12 @@ set -euo pipefail
 # libopenblas-dev: the emulator's FP32 products; python3-numpy: the
 # reference scripts/bench_emu.sh times them against.
 # g++: the emulator compiles the kernels' CUDA source for the host as C++.
+# chromium, fonts-dejavu-core: the test report_html opens the page of
+# `ampshim report --html` in headless Chromium and keeps screenshots.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev libopenblas-dev
           python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
-          valgrind)
+          valgrind chromium fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do
