@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Text ------------------------------------------------------------------ */
+/* ---- Text ---------------------------------------------------------------- */
 
 /* s, HTML-escaped; nothing for NULL. */
 static void
@@ -97,7 +97,7 @@ amp_count(const struct amp_json *obj, const char *key)
     return isnan(v) ? 0.0 : v;
 }
 
-/* ---- Why calls stayed FP32 ------------------------------------------------- */
+/* ---- Why calls stayed FP32 ----------------------------------------------- */
 
 /* The reasons a call runs FP32, in the order the breakdown lists them:
  * the report's fp32_reasons keys (schema version 2) and, for a version-1
@@ -246,7 +246,7 @@ amp_row_why(const struct amp_doc *doc, const struct amp_row *r, char *buf,
         snprintf(buf, cap, "no converted call");
 }
 
-/* ---- Site status ------------------------------------------------------------ */
+/* ---- Site status --------------------------------------------------------- */
 
 static int
 amp_row_over(const struct amp_row *r)
@@ -279,7 +279,7 @@ amp_doc_tolerance(const struct amp_doc *doc)
     return tol;
 }
 
-/* ---- Charts ------------------------------------------------------------------ */
+/* ---- Charts -------------------------------------------------------------- */
 
 #define AMP_CHART_WIDTH 800      /* the viewBox; the page scales it */
 #define AMP_CHART_LABEL 250      /* site names */
@@ -465,14 +465,11 @@ amp_chart(FILE *f, const struct amp_chart *c, const struct amp_doc *doc)
     size_t i;
 
     amp_chart_range(c, doc, &lo, &hi);
-    fprintf(f, "<figure id=\"%s\">\n<h3>%s</h3>\n<svg viewBox=\"0 0 %d %d\" "
+    fprintf(f, "<figure id=\"%s\">\n<h3>%s</h3>\n<svg class=\"chart\" "
+            "viewBox=\"0 0 %d %d\" "
             "width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"%s\">\n",
             c->id, c->title, AMP_CHART_WIDTH, height, AMP_CHART_WIDTH, height,
             c->title);
-    for (i = 0; i < doc->nrows; i++)
-        amp_chart_row(f, c, doc, &doc->rows[i],
-                      AMP_CHART_TOP + (int)i * AMP_CHART_ROW * c->nseries, lo,
-                      hi);
     if (!isnan(c->ref)) {
         double x = AMP_CHART_LABEL + amp_chart_x(amp_axis(c, c->ref), lo, hi);
 
@@ -483,6 +480,11 @@ amp_chart(FILE *f, const struct amp_chart *c, const struct amp_doc *doc)
         amp_html_text(f, c->ref_label);
         fputs("</text>\n", f);
     }
+    /* The rows over the reference line: their labels stay readable. */
+    for (i = 0; i < doc->nrows; i++)
+        amp_chart_row(f, c, doc, &doc->rows[i],
+                      AMP_CHART_TOP + (int)i * AMP_CHART_ROW * c->nseries, lo,
+                      hi);
     fprintf(f, "<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>"
             "\n", AMP_CHART_LABEL, AMP_CHART_LABEL + AMP_CHART_PLOT,
             AMP_CHART_TOP + plot_h + 2, AMP_CHART_TOP + plot_h + 2);
@@ -553,7 +555,7 @@ amp_html_charts(FILE *f, const struct amp_doc *doc)
     fputs("</section>\n", f);
 }
 
-/* ---- Metadata ------------------------------------------------------------------ */
+/* ---- Metadata ------------------------------------------------------------ */
 
 static void
 amp_meta_open(FILE *f, const char *label)
@@ -693,7 +695,7 @@ amp_html_meta(FILE *f, const struct amp_doc *doc)
     fputs("</dd>\n</dl>\n</section>\n", f);
 }
 
-/* ---- Summary and the site table -------------------------------------------- */
+/* ---- Summary and the site table ------------------------------------------ */
 
 static void
 amp_html_summary(FILE *f, const struct amp_doc *doc)
@@ -748,10 +750,11 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
           "row per call site (the hooked function and the code that called "
           "it), sorted by time saved. Rows in red need a look: a demoted "
           "site or one over the tolerance.</p>\n<div class=\"scroll\">"
-          "<table>\n<tr><th class=\"t\">site</th><th class=\"t\">api</th><th>"
-          "calls</th><th>converted</th><th class=\"t\">mode</th><th>FP32 ms</th><th>actual ms</th>"
-          "<th>speedup</th><th>saved ms</th><th>max rel err</th><th>"
-          "tolerance</th><th class=\"t\">status</th></tr>\n", f);
+          "<table>\n<tr><th class=\"t\">site</th><th class=\"t\">api</th>"
+          "<th>calls</th><th>converted</th><th class=\"t\">mode</th><th>"
+          "FP32 ms</th><th>actual ms</th><th>speedup</th><th>saved ms</th>"
+          "<th>max rel err</th><th>tolerance</th><th class=\"t\">status"
+          "</th></tr>\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
 
@@ -764,7 +767,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
                 r->calls, r->converted);
         amp_html_text(f, r->modes);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                "<td>%s</td><td>%s</td><td class=\"t\">",
+                "<td>%s</td><td>%s</td><td class=\"t status\">",
                 amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
                 amp_fmt(b[1], 32, "%.3f", r->actual_ms),
                 amp_fmt(b[2], 32, "%.2f", r->speedup),
@@ -780,7 +783,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
     fputs("</table></div>\n</section>\n", f);
 }
 
-/* ---- Shapes ------------------------------------------------------------------ */
+/* ---- Shapes -------------------------------------------------------------- */
 
 /* A speedup cell: the number, or "-" and why the FP32 time is unknown. */
 static void
@@ -852,10 +855,11 @@ amp_html_shapes(FILE *f, const struct amp_doc *doc)
           "every timed call, shadow calls included; steady-state counts the "
           "converted calls alone: what the site gets once verification is "
           "done. Error: the largest relative error of the shadow calls / "
-          "the tolerance.</p>\n<div class=\"scroll\"><table>\n<tr><th class=\"t\">"
-          "site</th><th class=\"t\">shape</th><th>calls</th><th>converted"
-          "</th><th class=\"t\">FP32 and why</th><th>blended speedup</th><th>steady-state speedup</th><th>"
-          "max rel err / tolerance</th></tr>\n", f);
+          "the tolerance.</p>\n<div class=\"scroll\"><table>\n<tr><th "
+          "class=\"t\">site</th><th class=\"t\">shape</th><th>calls</th>"
+          "<th>converted</th><th class=\"t\">FP32 and why</th><th>blended "
+          "speedup</th><th>steady-state speedup</th><th>max rel err / "
+          "tolerance</th></tr>\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_json *shapes = amp_json_get(doc->rows[i].site,
                                                      "shapes");
@@ -870,7 +874,7 @@ amp_html_shapes(FILE *f, const struct amp_doc *doc)
     fputs("</table></div>\n</section>\n", f);
 }
 
-/* ---- Why FP32 ---------------------------------------------------------------- */
+/* ---- Why FP32 ------------------------------------------------------------ */
 
 static const char *
 amp_reason_meaning(const char *key)
@@ -953,7 +957,7 @@ amp_html_reasons(FILE *f, const struct amp_doc *doc,
     fputs("</table></div>\n</section>\n", f);
 }
 
-/* ---- What to do next --------------------------------------------------------- */
+/* ---- What to do next ----------------------------------------------------- */
 
 static void
 amp_next_demoted(FILE *f, const struct amp_row *r)
@@ -1130,7 +1134,7 @@ amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
     fputs("</ul>\n</section>\n", f);
 }
 
-/* ---- Coverage ------------------------------------------------------------------ */
+/* ---- Coverage ------------------------------------------------------------ */
 
 /* The coverage section of the page; a line for a report without one. */
 static void
@@ -1168,7 +1172,7 @@ amp_html_coverage(FILE *f, const struct amp_doc *doc)
     fputs("</table></div>\n</section>\n", f);
 }
 
-/* ---- The page ------------------------------------------------------------------ */
+/* ---- The page ------------------------------------------------------------ */
 
 static const char amp_html_style[] =
     "body{font-family:sans-serif;color:#222;line-height:1.4;max-width:"
@@ -1183,12 +1187,14 @@ static const char amp_html_style[] =
     "table{border-collapse:collapse;font-size:.9em;}\n"
     "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;"
     "vertical-align:top;}th{background:#eee;}\n"
-    "td.t,th.t{text-align:left;}td.nowrap{white-space:nowrap;}\n"
+    "td{white-space:nowrap;}td.t,th.t{text-align:left;}\n"
+    "td.t{white-space:normal;}td.nowrap{white-space:nowrap;}\n"
     "tr.flagged td{background:#fdecea;}\n"
     ".mark{color:#b71c1c;font-weight:bold;}\n"
     ".caption,figcaption{color:#444;font-size:.9em;max-width:60em;}\n"
     "figure{margin:1.5em 0;}\n"
-    "figure svg{display:block;width:100%;max-width:800px;height:auto;}\n"
+    "figure svg{display:block;width:100%;max-width:1000px;height:auto;}\n"
+    "td.status{min-width:16em;}\n"
     "svg text{font-size:12px;fill:#222;}\n"
     "svg g.flagged text.name{fill:#b71c1c;font-weight:bold;}\n"
     "svg tspan.mark{fill:#b71c1c;font-weight:bold;}\n"
@@ -1216,8 +1222,8 @@ amp_write_html(const struct amp_doc *doc, const char *path)
           "\n<meta name=\"viewport\" content=\"width=device-width, "
           "initial-scale=1\">\n<title>ampshim report: ", f);
     amp_html_text(f, amp_or(amp_str(prog, "name"), "-"));
-    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n<h1 id=\"heading\">ampshim "
-            "report: ", amp_html_style);
+    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n"
+            "<h1 id=\"heading\">ampshim report: ", amp_html_style);
     amp_html_text(f, amp_or(amp_str(prog, "name"), "-"));
     fputs("</h1>\n", f);
     if (amp_report_incomplete(doc))

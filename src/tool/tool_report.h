@@ -63,7 +63,7 @@ const struct amp_json *amp_cover_kind(const struct amp_json *cov, size_t i);
 /* The one-line answer: how much of the work the shim could reach. */
 void amp_cover_summary(const struct amp_json *cov, char *buf, size_t cap);
 
-/* ---- The HTML page (tool_html.c) ------------------------------------------ */
+/* ---- The HTML page (tool_html.c) ----------------------------------------- */
 
 /* Writes the page to path ("-": standard output); 0, or -1 (errno). */
 int amp_write_html(const struct amp_doc *doc, const char *path);
