@@ -10,10 +10,12 @@ set -euo pipefail
 # g++: the emulator compiles the kernels' CUDA source for the host as C++.
 # groff-base, man-db: the manual pages' tests render them
 # (tests/man/check_man.py) and find the installed ones with man.
+# chromium, fonts-dejavu-core: the test report_html opens the page of
+# `ampshim report --html` in headless Chromium and keeps screenshots.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev libopenblas-dev
           python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
-          valgrind groff-base man-db)
+          valgrind groff-base man-db chromium fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,77 @@
+/* `ampshim report`: the report as read back (struct amp_doc, one
+ * struct amp_row per site) and the helpers its table (tool_report.c) and
+ * its HTML page (tool_html.c) share. */
+#ifndef AMP_TOOL_REPORT_H
+#define AMP_TOOL_REPORT_H
+
+#include "base/json.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* One site of the report, flattened. */
+struct amp_row {
+    const struct amp_json *site; /* the site's (or a shape's) object in the
+                                    document */
+    const char *api, *function, *module, *candidate, *demoted_reason;
+    char name[256];              /* function (module basename) */
+    char modes[96];
+    double offset, calls, converted, fp32_calls, fallback;
+    double fp32_ms, actual_ms, saved_ms, speedup;
+    double max_rel, tolerance, over_tolerance, shadow_calls;
+    double steady;               /* converted calls only (steady state) */
+    int demoted;
+    int time_known;              /* some calls have an FP32 time */
+    const char *unknown_reason;  /* why some have none; NULL: every one */
+    char reasons[160];           /* "min-size 12, no-rule 3": why calls
+                                    ran FP32; "" when none did */
+};
+
+/* The parsed report; rows sorted by time saved, largest first. */
+struct amp_doc {
+    struct amp_json *root;
+    struct amp_row *rows;
+    size_t nrows;
+};
+
+/* s, or otherwise when s is NULL. */
+const char *amp_or(const char *s, const char *otherwise);
+
+/* obj's member key as a number; NaN when it is absent or not a number. */
+double amp_num(const struct amp_json *obj, const char *key);
+
+/* v as "%.Nf" or "%.Ne" (fmt) says, into buf; "-" for NaN. */
+const char *amp_fmt(char *buf, size_t cap, const char *fmt, double v);
+
+/* 1 for a snapshot written during the run ("complete": false). */
+int amp_report_incomplete(const struct amp_doc *doc);
+
+/* OUT of --html and --csv: "-" is standard output. NULL (errno) when the
+ * file cannot be opened; closing gives 0, or -1 when a write failed. */
+FILE *amp_out_open(const char *path);
+int amp_out_close(FILE *f);
+
+/* ---- Coverage ------------------------------------------------------------ */
+
+/* A kind of the report's coverage object: where it sits ("" for the top
+ * level), its key and how the tables name it. */
+struct amp_cover_row {
+    const char *section, *key, *label;
+};
+
+/* The kinds in the report's order, amp_cover_nrows of them. */
+extern const struct amp_cover_row amp_cover_rows[];
+extern const size_t amp_cover_nrows;
+
+/* Kind i's object in the report's coverage; NULL when it has none. */
+const struct amp_json *amp_cover_kind(const struct amp_json *cov, size_t i);
+
+/* The one-line answer: how much of the work the shim could reach. */
+void amp_cover_summary(const struct amp_json *cov, char *buf, size_t cap);
+
+/* ---- The HTML page (tool_html.c) ----------------------------------------- */
+
+/* Writes the page to path ("-": standard output); 0, or -1 (errno). */
+int amp_write_html(const struct amp_doc *doc, const char *path);
+
+#endif

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# The page of `ampshim report --html` as a browser shows it: reports of
+# real runs on the emulator (sites demoted over the tolerance, nothing
+# converted under --mode fp32, a broken policy, a run that converted and
+# gained) and two written by hand (a version-1 snapshot with hostile
+# names, no device and fallbacks; a version-2 report with the command
+# line, host, fp32_reasons and a reason for an unknown FP32 time), each
+# rendered with `ampshim report --html` and opened in headless Chromium:
+# - no console message (the page has no script; a load it attempted, a
+#   parse error or an exception would log one), no <script> element, no
+#   external resource in the file;
+# - the metadata block, the captions, the labelled reference lines, the
+#   per-shape table, the why-FP32 breakdown and the what-to-do-next items
+#   that report calls for, by their exact text in the rendered DOM;
+# - screenshots 800 and 1600 pixels wide, kept in OUT_DIR (printed).
+# Chromium comes from scripts/setup.sh; without it the test fails.
+# usage: test_html.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
+#                     CHECK_HTML SRC_DIR OUT_DIR
+set -euo pipefail
+
+prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3")
+tool=$(realpath "$4") python=$5 check=$(realpath "$6") src=$(realpath "$7")
+out=$8
+tmp=$(mktemp -d /tmp/ampshim-html-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+unset $(compgen -v AMPSHIM_ || true)
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$lib
+first=${AMP_TEST_PRELOAD_FIRST:-}
+rm -rf "$out"
+mkdir -p "$out"
+cd "$tmp"
+
+fail() {
+    echo "html test: $*" >&2
+    exit 1
+}
+
+chromium=$(command -v chromium || command -v chromium-browser || true)
+[[ -n $chromium ]] ||
+    fail "no chromium on PATH: scripts/setup.sh installs Debian's chromium"
+
+# browse NAME ARGS...: headless Chromium on OUT/NAME.html, its own
+# profile, its log in NAME.*.log.
+browse() {
+    local name=$1 log=$2
+    shift 2
+    timeout 120 "$chromium" --headless=new --disable-gpu --no-sandbox \
+        --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
+        --hide-scrollbars "$@" "file://$out/$name.html" 2>"$log"
+}
+
+# page NAME: renders OUT/NAME.json, checks it against NAME.expect (lines
+# of check_html.py) and takes the screenshots.
+page() {
+    local name=$1 w
+    env LD_PRELOAD="$first" "$tool" report "$out/$name.json" \
+        --html "$out/$name.html" >"$name.table" 2>"$name.err" ||
+        { cat "$name.err" >&2; fail "$name: ampshim report --html failed"; }
+    if grep -nE '<[^>]*[[:space:]](src|href|xlink:href)=|url\(|@import' \
+            "$out/$name.html" >&2; then
+        fail "$name: the page refers to something outside it"
+    fi
+    browse "$name" "$out/$name.dom.log" --dump-dom >"$out/$name.dom" ||
+        fail "$name: chromium --dump-dom failed (log: $out/$name.dom.log)"
+    "$python" "$check" "$out/$name.dom" "$out/$name.dom.log" \
+        "$name.expect" || fail "$name: the rendered page is not as expected"
+    for w in 800 1600; do
+        browse "$name" "$out/$name-$w.log" --window-size="$w,3000" \
+            --screenshot="$out/$name-$w.png" >/dev/null ||
+            fail "$name: the $w px screenshot failed"
+        [[ -s $out/$name-$w.png ]] || fail "$name: no $w px screenshot"
+        "$python" "$check" "$out/$name.dom" "$out/$name-$w.log" \
+            /dev/null || fail "$name: console messages at $w px"
+        echo "screenshot: $out/$name-$w.png"
+    done
+    echo "$name: the page renders with what it should say"
+}
+
+# The checker itself: a page with a console error and an exception must
+# fail it, else the console check proves nothing.
+cat >"$out/console_error.html" <<'EOF'
+<!DOCTYPE html><html><body><p id="x">x</p>
+<script>console.error("deliberate"); undefined_function();</script>
+</body></html>
+EOF
+browse console_error "$tmp/console.log" --dump-dom >"$tmp/console.dom" ||
+    fail "chromium --dump-dom failed on a plain page"
+printf 'x\tx\n' >"$tmp/console.expect"
+if "$python" "$check" "$tmp/console.dom" "$tmp/console.log" \
+        "$tmp/console.expect" 2>"$tmp/console.err"; then
+    fail "check_html.py passed a page that logs a console error"
+fi
+grep -q 'console message:.*deliberate' "$tmp/console.err" ||
+    fail "check_html.py did not name the console error"
+grep -q 'console message:.*undefined_function' "$tmp/console.err" ||
+    fail "check_html.py did not name the uncaught exception"
+rm -f "$out/console_error.html"
+echo "check_html.py fails a page with a console error or an exception"
+
+run() {
+    env LD_PRELOAD="$first" "$tool" run "$@" >/dev/null 2>"$tmp/run.err" ||
+        { cat "$tmp/run.err" >&2; fail "ampshim run $* failed"; }
+}
+
+# Sections every page has, with their captions.
+common() {
+    cat <<'EOF'
+meta	Program
+meta	Command line
+meta	Host
+meta	Policy
+meta	Why this policy
+meta	Generated
+meta	Device
+meta	Times
+meta	ampshim
+meta	Report
+chart-saved	Each bar is a site's FP32 time minus its time under the shim
+chart-speedup	FP32 time over the time under the shim (blended
+chart-error	The largest relative error (max norm) of a site's shadow calls
+chart-time	Per site, grey: what the calls with a known FP32 time would have taken in FP32
+shapes	One row per problem shape at each site
+shapes	site shape calls converted FP32 and why blended speedup steady-state speedup max rel err / tolerance
+why-fp32	The calls at the sites that ran FP32
+next	What to do next
+#script	0
+EOF
+}
+
+# ---- Demoted: a tolerance no FP16 product meets ----------------------------------
+printf 'set tolerance 1e-9\nrule fp16 verify 1 when gemm\ndefault fp32\n' \
+    >demote.policy
+run --policy demote.policy --report "$out/demoted.json" -- "$prog" \
+    --calls 4 --m 128 --n 128 --k 128 --m2 64 --n2 64 --k2 64
+{
+    common
+    cat <<'EOF'
+meta	AMPSHIM_POLICY: demote.policy, tolerance 1.0e-09
+meta	AMPSHIM_POLICY=demote.policy (match lines are not consulted)
+meta	NVIDIA H100 SXM (emulated)
+meta	modelled by the CPU emulator (NVIDIA H100 SXM), not measured on a GPU
+meta	complete: written at exit (schema version
+chart-speedup	1.0x = FP32 speed
+chart-error	tolerance 1.0e-09
+chart-error	max rel err: 0.000236866 0.000237 DEMOTED
+sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
+shapes	main (report_prog) 128x128x128 NN 4 2 2 (demoted) 0.22x 0.25x 2.37e-04 / 1.0e-09 OVER
+shapes	second_site (report_prog) 64x64x32 NN 2 1 1 (demoted) - - - / 1.0e-09
+why-fp32	demoted 4 100.0% 2 the site's shadow error went over the tolerance
+next	main (report_prog) was demoted to FP32: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
+next	second_site (report_prog) was demoted to FP32
+next	rule fp16x3 verify 2 when caller "second_site"
+next	Converted calls without an FP32 time: 1
+next	add verify 2 to the rule that converts it or set shadow-rate 0.01 to the policy
+!next	Nothing to change
+coverage	FP32, converted 4
+EOF
+} >demoted.expect
+page demoted
+
+# ---- Nothing converted: --mode fp32 ----------------------------------------------
+run --mode fp32 --report "$out/fp32.json" -- "$prog" --calls 4 \
+    --m 128 --n 128 --k 128
+{
+    common
+    cat <<'EOF'
+meta	AMPSHIM_MODE, mode fp32, tolerance -
+summary	4 calls at 1 site, 0 converted
+chart-speedup	main (report_prog) stayed FP32: mode 4
+chart-error	The policy sets no tolerance: errors are measured, never acted on.
+shapes	main (report_prog) 128x128x128 NN 4 0 4 (mode) - - - / -
+why-fp32	mode 4 100.0% 1 the mode is fp32 (AMPSHIM_MODE or the policy's)
+next	Nothing was converted: the mode is fp32 (AMPSHIM_MODE overrides any policy). Run with a converting mode (ampshim run --mode fp16 -- PROGRAM) or a policy whose rules convert.
+!next	Nothing to change
+!next	demoted
+EOF
+} >fp32.expect
+page fp32
+
+# ---- Nothing converted: the policy file has an error -----------------------------
+printf 'rule fp16 when gemm and\ndefault fp32\n' >broken.policy
+env LD_PRELOAD="${first:+$first }$lib" AMPSHIM_POLICY=broken.policy \
+    AMPSHIM_REPORT="$out/broken.json" "$prog" --calls 2 --m 64 --n 64 \
+    --k 64 >/dev/null 2>"$tmp/broken.err" ||
+    { cat "$tmp/broken.err" >&2; fail "the run with a broken policy failed"; }
+{
+    common
+    cat <<'EOF'
+meta	BROKEN: nothing was converted
+next	Nothing was converted: the policy file has an error (
+next	Fix it, ampshim policy check FILE says where, and run again.
+!next	Nothing to change
+EOF
+} >broken.expect
+page broken
+
+# ---- Converted and faster: the built-in policy on large products -----------------
+run --report "$out/converted.json" -- "$prog" --calls 6 --m 1024 --n 1024 \
+    --k 1024
+{
+    common
+    cat <<'EOF'
+meta	built-in
+summary	6 calls at 1 site, 6 converted
+chart-speedup	1.0x = FP32 speed
+chart-error	tolerance 5.0e-03
+shapes	main (report_prog) 1024x1024x1024 NN 6 6 0
+why-fp32	None: every call at the sites ran converted.
+next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
+!sites	DEMOTED
+!next	Nothing was converted
+coverage	FP32, converted 6
+EOF
+} >converted.expect
+page converted
+
+# ---- A version-1 snapshot written by hand ----------------------------------------
+cp "$src/html_v1.json" "$out/v1.json"
+{
+    common
+    cat <<'EOF'
+heading	ampshim report: <img src=x onerror=alert(1)>
+snapshot	SNAPSHOT: this report was written during the run
+meta	/opt/<b>bold</b>/trainer & co
+meta	Command line -
+meta	Host -
+meta	pid 4242, build-id -
+meta	user: /home/me/.config/ampshim/"quoted".policy, tolerance 1.0e-03
+meta	Device none: no CUDA context was current
+meta	Times -
+meta	NVIDIA_TF32_OVERRIDE=0
+meta	SNAPSHOT: written during the run; the program did not reach exit (schema version 1)
+sites	<script>alert('site')</script> (libtrain.so)
+chart-speedup	loss_step (trainer) stayed FP32: policy 5
+shapes	1024x1024x1024 NN 10 7 3 (scratch-cap 2, cold-capture 1) 2.00x 2.00x 4.00e-04 / 1.0e-03
+why-fp32	This report gives no reasons per call (it predates fp32_reasons)
+why-fp32	scratch-cap 2 25.0% 1 fallback: the scratch the call needed is over the cap
+why-fp32	cold-capture 1 12.5% 1
+why-fp32	policy 5 62.5% 1 kept FP32 by the policy
+next	This is a snapshot taken during the run: the program did not reach exit, and the counts stop at 2026-01-02T03:04:05Z.
+next	3 calls fell back to FP32 after a failed conversion
+coverage	-: the report has no coverage
+!next	Nothing to change
+EOF
+} >v1.expect
+# The hostile names are text, not markup.
+printf '#img\t0\n#b\t0\n' >>v1.expect
+page v1
+
+# ---- A version-2 report written by hand ------------------------------------------
+cp "$src/html_v2.json" "$out/v2.json"
+{
+    common
+    cat <<'EOF'
+meta	./train --epochs 3 --note 'it'\''s <fast>'
+meta	Host node-7
+meta	measured on the GPU (events on the caller's stream)
+meta	complete: written at exit (schema version 2)
+chart-speedup	bias_small (train) stayed FP32: min-size 10, no-rule 2 stayed FP32: min-size 10, no-rule 2
+chart-speedup	speedup: 0.8 x 0.8 DEMOTED
+chart-error	tolerance 1.0e-03
+shapes	dense_forward (train) 4096x4096x4096 NN 92 92 0 1.82x 2.05x 2.00e-04 / 1.0e-03
+shapes	dense_forward (train) 4096x4096x2048 NN 8 8 0 - (no FP32 baseline measured for this shape) - (no FP32 baseline measured for this shape)
+shapes	bias_small (train) 64x64x64 NN 10 0 10 (min-size) - - - / 1.0e-03
+why-fp32	demoted 18 60.0% 1
+why-fp32	min-size 10 33.3% 1 smaller than the policy's min-size
+why-fp32	no-rule 2 6.7% 1
+!why-fp32	This report gives no reasons per call
+next	conv_block (train) was demoted to FP32: shadow max_rel_err=0.02 exceeds the policy's tolerance 0.001. Keep it FP32 with rule fp32 when caller "conv_block", or try a closer precision with rule tf32 verify 2 when caller "conv_block" (fp16x3 is for GEMMs)
+next	10 calls stayed FP32 under the policy's min-size: run ampshim calibrate -- PROGRAM
+next	Converted calls without an FP32 time: 8 (no FP32 baseline measured for this shape)
+coverage	100.0% FP32 within the shim's reach (converted 90.0%, kept FP32 10.0%)
+EOF
+} >v2.expect
+page v2
+echo "report --html: pages of demoted, FP32-only, broken-policy, converted," \
+     "version-1 and version-2 reports render as expected; screenshots in $out"
