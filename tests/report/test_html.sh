@@ -146,15 +146,16 @@ chart-error	tolerance 1.0e-09
 chart-error	max rel err: 0.000236866 0.000237 DEMOTED
 sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog) 128x128x128 NN 4 2 2 (demoted) 0.22x 0.25x 2.37e-04 / 1.0e-09 OVER
-shapes	second_site (report_prog) 64x64x32 NN 2 1 1 (demoted) - - - / 1.0e-09
+shapes	second_site (report_prog) 64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
+shapes	second_site (report_prog) 64x64x32 NN 2 1 1 (demoted) 0.20x - 1.24e-04 / 1.0e-09 OVER
 why-fp32	demoted 4 100.0% 2 the site's shadow error went over the tolerance
 next	main (report_prog) was demoted to FP32: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
 next	second_site (report_prog) was demoted to FP32
 next	rule fp16x3 verify 2 when caller "second_site"
-next	Converted calls without an FP32 time: 1
-next	add verify 2 to the rule that converts it or set shadow-rate 0.01 to the policy
+!next	Converted calls without an FP32 time
 !next	Nothing to change
-coverage	FP32, converted 4
+coverage	FP32, converted 1
+coverage	FP32 kept: shadow runs 3
 EOF
 } >demoted.expect
 page demoted
@@ -210,7 +211,8 @@ why-fp32	None: every call at the sites ran converted.
 next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED
 !next	Nothing was converted
-coverage	FP32, converted 6
+coverage	FP32, converted 4
+coverage	FP32 kept: shadow runs 2
 EOF
 } >converted.expect
 page converted
