@@ -2,6 +2,8 @@
  * (no allocation), the matcher, and the decision cache. */
 #include "decide/policy.h"
 
+#include "decide/symbolize.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -958,6 +960,26 @@ amp_glob(const char *glob, const char *text)
     return text && fnmatch(glob, text, 0) == 0;
 }
 
+/* A caller glob matches the function's name (demangled, without compiler
+ * suffixes) or its symbol, with or without the suffixes. */
+static int
+amp_glob_caller(const char *glob, const struct amp_policy_call *c)
+{
+    char base[AMP_SYMBOL_LEN];
+    size_t n;
+
+    if (amp_glob(glob, c->caller) || amp_glob(glob, c->caller_symbol))
+        return 1;
+    if (!c->caller_symbol)
+        return 0;
+    n = amp_symbol_base(c->caller_symbol);
+    if (!c->caller_symbol[n] || n >= sizeof base)
+        return 0;
+    memcpy(base, c->caller_symbol, n);
+    base[n] = '\0';
+    return amp_glob(glob, base);
+}
+
 /* A module glob with a '/' matches the whole path, else the file name. */
 static int
 amp_glob_file(const char *glob, const char *path)
@@ -1004,7 +1026,7 @@ amp_eval(const struct amp_policy *p, int id, const struct amp_policy_call *c,
     case AMP_NODE_SYMBOL:
         return (enum amp_truth)amp_glob(p->strings + n->text, c->symbol);
     case AMP_NODE_CALLER:
-        return (enum amp_truth)amp_glob(p->strings + n->text, c->caller);
+        return (enum amp_truth)amp_glob_caller(p->strings + n->text, c);
     case AMP_NODE_MODULE:
         return (enum amp_truth)amp_glob_file(p->strings + n->text,
                                              c->module);

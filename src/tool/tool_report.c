@@ -2,6 +2,7 @@
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
 #include "base/path.h"
+#include "decide/symbolize.h"
 #include "tool/tool.h"
 
 #include <dirent.h>
@@ -47,7 +48,10 @@ const char amp_tool_report_help[] =
 /* One site of the report, flattened. */
 struct amp_row {
     const char *api, *function, *module, *candidate, *demoted_reason;
-    char name[256];              /* function (module basename) */
+    char name[AMP_LABEL_LEN];    /* the site's label (amp_symbol_label) */
+    char function_name[AMP_SYMBOL_LEN]; /* function as users know it (an
+                                           older shim's may be mangled);
+                                           "" when null */
     char modes[96];
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
@@ -100,7 +104,6 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     const struct amp_json *time = amp_json_get(s, "time");
     const struct amp_json *err = amp_json_get(s, "errors");
     const struct amp_json *demoted = amp_json_get(s, "demoted");
-    const char *base;
 
     memset(r, 0, sizeof *r);
     r->api = amp_json_str(amp_json_get(s, "api"));
@@ -122,10 +125,11 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->over_tolerance = amp_num(err, "over_tolerance");
     r->shadow_calls = amp_num(err, "shadow_calls");
     r->demoted = demoted && demoted->type == AMP_JSON_BOOL && demoted->boolean;
-    base = r->module ? strrchr(r->module, '/') : NULL;
-    snprintf(r->name, sizeof r->name, "%.120s (%.100s)",
-             r->function ? r->function : "?",
-             base ? base + 1 : r->module ? r->module : "?");
+    if (r->function)
+        amp_function_name(r->function, r->function_name,
+                          sizeof r->function_name);
+    amp_symbol_label(r->name, sizeof r->name, r->function_name, r->module,
+                     isnan(r->offset) ? 0 : (uintptr_t)r->offset);
     amp_row_modes(r, amp_json_get(s, "modes"));
 }
 
@@ -355,9 +359,14 @@ amp_print_table(const struct amp_doc *doc)
            "speedup", "saved ms", "max rel", "tolerance");
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
+        /* A label wider than its column gets a line of its own, whole. */
+        int own_line = strlen(r->name) > 32;
 
+        if (own_line)
+            printf("%s\n", r->name);
         printf("%-32.32s %-26.26s %7.0f %7.0f %-18.18s %10s %10s %8s %10s "
-               "%10s %9s%s\n", r->name, r->api ? r->api : "?", r->calls,
+               "%10s %9s%s\n", own_line ? "" : r->name,
+               r->api ? r->api : "?", r->calls,
                r->converted, r->modes,
                amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
                amp_fmt(b[1], 32, "%.3f", r->actual_ms),
@@ -437,7 +446,7 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         const struct amp_row *r = &doc->rows[i];
 
         amp_csv_field(f, r->api, 0);
-        amp_csv_field(f, r->function, 0);
+        amp_csv_field(f, r->function ? r->function_name : NULL, 0);
         amp_csv_field(f, r->module, 0);
         amp_csv_number(f, r->offset, 0);
         amp_csv_number(f, r->calls, 0);
