@@ -778,8 +778,9 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
 
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
     amp_log_line("| %-*s %-28s %7s %7s %-18s %10s %10s %8s %10s %11s",
-                 AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv", "mode", "fp32 ms",
-                 "actual ms", "speedup", "saved ms", "max rel err");
+                 AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
+                 "mode", "fp32 ms", "actual ms", "speedup", "saved ms",
+                 "max rel err");
     for (i = 0; i < r->ngroups; i++) {
         char label[AMP_LABEL_LEN];
 
