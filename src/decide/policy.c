@@ -2,7 +2,8 @@
  * (no allocation), the matcher, and the decision cache. */
 #include "decide/policy.h"
 
-#include "decide/symbolize.h"
+#include "decide/symbolize.h" /* AMP_SYMBOL_LEN only: the fuzz targets
+                                 link this file without symbolize.c */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -966,14 +967,11 @@ static int
 amp_glob_caller(const char *glob, const struct amp_policy_call *c)
 {
     char base[AMP_SYMBOL_LEN];
-    size_t n;
+    size_t n = c->caller_symbol_base;
 
     if (amp_glob(glob, c->caller) || amp_glob(glob, c->caller_symbol))
         return 1;
-    if (!c->caller_symbol)
-        return 0;
-    n = amp_symbol_base(c->caller_symbol);
-    if (!c->caller_symbol[n] || n >= sizeof base)
+    if (!c->caller_symbol || n >= sizeof base || !c->caller_symbol[n])
         return 0;
     memcpy(base, c->caller_symbol, n);
     base[n] = '\0';

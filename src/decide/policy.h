@@ -91,6 +91,8 @@ struct amp_policy_call {
                                     ("0x1a2b"); NULL: unknown */
     const char *caller_symbol;   /* the same function's symbol, as the
                                     symbol table names it; NULL: none */
+    size_t caller_symbol_base;   /* its length without the compiler's
+                                    suffixes (amp_symbol_base) */
     const char *module;          /* the caller's module file; NULL: unknown */
     const void *site;            /* the cache key's site; NULL: none */
 };

@@ -132,6 +132,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         amp_site_symbolize(site);
         call.caller = site->function[0] ? site->function : NULL;
         call.caller_symbol = site->symbol[0] ? site->symbol : NULL;
+        call.caller_symbol_base = site->symbol_base;
         call.module = site->module;
     }
     amp_policy_call_set(&call, AMP_FIELD_CALL, count);

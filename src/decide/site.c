@@ -115,6 +115,7 @@ amp_site_symbolize(struct amp_site *site)
             snprintf(site->function, sizeof site->function, "%s",
                      amp_symbol_caller(&sym, offset, sizeof offset));
             snprintf(site->symbol, sizeof site->symbol, "%s", sym.symbol);
+            site->symbol_base = amp_symbol_base(site->symbol);
             snprintf(site->module, sizeof site->module, "%.511s", sym.module);
             site->offset = sym.offset;
         }

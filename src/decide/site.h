@@ -38,6 +38,7 @@ struct amp_site {
                                       covers it; "" outside any module */
     char symbol[AMP_SYMBOL_LEN];   /* the caller's symbol as the module's
                                       symbol table names it; "" if none */
+    size_t symbol_base;       /* its length without compiler suffixes */
     char module[512];         /* the caller's module file */
     uintptr_t offset;         /* the return address in the module */
     /* Shadow measurements at this site, under the table's lock. */

@@ -12,6 +12,7 @@
 
 #include "decide/policy.h"
 #include "decide/policy_check.h"
+#include "decide/symbolize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +315,7 @@ test_match_demangled_caller(void **state)
 
     c.caller = "app::step(int)";
     c.caller_symbol = "_ZN3app4stepEi.isra.0";
+    c.caller_symbol_base = amp_symbol_base(c.caller_symbol);
     for (i = 0; i < sizeof rules / sizeof *rules; i++) {
         parse_ok(rules[i]);
         assert_int_equal(amp_policy_match(&pol, &c), 0);
@@ -329,6 +331,7 @@ test_match_demangled_caller(void **state)
              "default fp32\n");
     c.caller = "model::Pair<float, int>::run() const";
     c.caller_symbol = "_ZNK5model4PairIfiE3runEv.constprop.0.isra.0";
+    c.caller_symbol_base = amp_symbol_base(c.caller_symbol);
     assert_int_equal(amp_policy_match(&pol, &c), 0);
     c.caller = "{lambda(int)#1}::operator()(int) const";
     c.caller_symbol = NULL;
