@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AMP_LOG_LINE_MAX 1024
+/* Room for a site label (decide/symbolize.h, AMP_LABEL_LEN) and more. */
+#define AMP_LOG_LINE_MAX 2048
 
 static enum amp_log_level amp_log_level_now = AMP_LOG_WARN;
 /* Where lines go: stderr, the log file, or -1 (quiet, no file): nowhere. */

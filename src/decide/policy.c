@@ -3,6 +3,9 @@
 #include "decide/policy.h"
 
 #include <ctype.h>
+#include "decide/symbolize.h" /* AMP_SYMBOL_LEN only: the fuzz targets
+                                 link this file without symbolize.c */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -1192,6 +1195,23 @@ amp_glob(const char *glob, const char *text)
     return text && fnmatch(glob, text, 0) == 0;
 }
 
+/* A caller glob matches the function's name (demangled, without compiler
+ * suffixes) or its symbol, with or without the suffixes. */
+static int
+amp_glob_caller(const char *glob, const struct amp_policy_call *c)
+{
+    char base[AMP_SYMBOL_LEN];
+    size_t n = c->caller_symbol_base;
+
+    if (amp_glob(glob, c->caller) || amp_glob(glob, c->caller_symbol))
+        return 1;
+    if (!c->caller_symbol || n >= sizeof base || !c->caller_symbol[n])
+        return 0;
+    memcpy(base, c->caller_symbol, n);
+    base[n] = '\0';
+    return amp_glob(glob, base);
+}
+
 /* A module glob with a '/' matches the whole path, else the file name. */
 static int
 amp_glob_file(const char *glob, const char *path)
@@ -1238,7 +1258,7 @@ amp_eval(const struct amp_policy *p, int id, const struct amp_policy_call *c,
     case AMP_NODE_SYMBOL:
         return (enum amp_truth)amp_glob(p->strings + n->text, c->symbol);
     case AMP_NODE_CALLER:
-        return (enum amp_truth)amp_glob(p->strings + n->text, c->caller);
+        return (enum amp_truth)amp_glob_caller(p->strings + n->text, c);
     case AMP_NODE_MODULE:
         return (enum amp_truth)amp_glob_file(p->strings + n->text,
                                              c->module);

@@ -85,8 +85,14 @@ struct amp_policy_call {
     const char *symbol;          /* the hooked API; a static string */
     int64_t field[AMP_FIELD_COUNT];
     unsigned present;            /* bit (1u << field) per field set */
-    const char *caller;          /* the calling function, or its offset in
-                                    the module ("0x1a2b"); NULL: unknown */
+    const char *caller;          /* the calling function as users know it
+                                    (C++ demangled, compiler suffixes
+                                    dropped), or its offset in the module
+                                    ("0x1a2b"); NULL: unknown */
+    const char *caller_symbol;   /* the same function's symbol, as the
+                                    symbol table names it; NULL: none */
+    size_t caller_symbol_base;   /* its length without the compiler's
+                                    suffixes (amp_symbol_base) */
     const char *module;          /* the caller's module file; NULL: unknown */
     const void *site;            /* the cache key's site; NULL: none */
 };

@@ -115,11 +115,12 @@ static void
 amp_policy_log(const struct amp_policy_call *call, int64_t count,
                const struct amp_decision *out)
 {
-    const struct amp_site *site = call->site;
+    char label[AMP_LABEL_LEN];
 
     amp_log(AMP_LOG_DEBUG, "%s call %lld from %s: %s%s%s (%s, %s line %d)",
             call->symbol, (long long)count,
-            site && site->function[0] ? site->function : "?",
+            amp_site_label((struct amp_site *)call->site, label,
+                           sizeof label),
             amp_mode_name(out->mode), out->mode == AMP_MODE_SHADOW ? ":" : "",
             out->mode == AMP_MODE_SHADOW ? amp_mode_name(out->candidate) : "",
             amp_decision_why_name(out->why), amp_active.name, out->line);
@@ -213,7 +214,9 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     }
     if (amp_active.uses_site && site) {
         amp_site_symbolize(site);
-        call.caller = site->function;
+        call.caller = site->function[0] ? site->function : NULL;
+        call.caller_symbol = site->symbol[0] ? site->symbol : NULL;
+        call.caller_symbol_base = site->symbol_base;
         call.module = site->module;
     }
     amp_policy_call_set(&call, AMP_FIELD_CALL, count);

@@ -77,11 +77,14 @@ amp_site_demoted(const struct amp_site *site)
 void
 amp_site_demote(struct amp_site *site, const char *reason)
 {
+    char label[AMP_LABEL_LEN];
+
     if (!site || atomic_exchange(&site->demoted, 1))
         return;
     snprintf(site->demoted_why, sizeof site->demoted_why, "%s", reason);
-    amp_log(AMP_LOG_WARN, "%s called from %p: %s; calls from there stay "
-            "FP32", site->api, site->caller, reason);
+    amp_log(AMP_LOG_WARN, "%s called from %s: %s; calls from there stay "
+            "FP32", site->api, amp_site_label(site, label, sizeof label),
+            reason);
 }
 
 uint64_t
@@ -130,25 +133,40 @@ void
 amp_site_symbolize(struct amp_site *site)
 {
     struct amp_symbol sym;
+    enum amp_status found;
 
     if (!site || atomic_load_explicit(&site->symbolized, memory_order_acquire))
         return;
+    /* Outside the lock: it reads the module's file and may load the C++
+     * runtime's demangler. Threads that get here at once find the same. */
+    found = amp_symbolize(site->caller, &sym);
     pthread_mutex_lock(&amp_site_lock);
     if (!atomic_load_explicit(&site->symbolized, memory_order_relaxed)) {
-        if (amp_symbolize(site->caller, &sym) == AMP_OK) {
+        if (found == AMP_OK) {
             char offset[32];
 
-            snprintf(site->function, sizeof site->function, "%.127s",
+            snprintf(site->function, sizeof site->function, "%s",
                      amp_symbol_caller(&sym, offset, sizeof offset));
+            snprintf(site->symbol, sizeof site->symbol, "%s", sym.symbol);
+            site->symbol_base = amp_symbol_base(site->symbol);
             snprintf(site->module, sizeof site->module, "%.511s", sym.module);
             site->offset = sym.offset;
-        } else {
-            snprintf(site->function, sizeof site->function, "%p",
-                     site->caller);
         }
         atomic_store_explicit(&site->symbolized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&amp_site_lock);
+}
+
+const char *
+amp_site_label(struct amp_site *site, char *buf, size_t cap)
+{
+    if (!site) {
+        snprintf(buf, cap, "other call sites (the site table is full)");
+        return buf;
+    }
+    amp_site_symbolize(site);
+    return amp_symbol_label(buf, cap, site->function, site->module,
+                            site->offset);
 }
 
 void
@@ -200,14 +218,13 @@ amp_site_summary(void)
 
     for (i = 0; i < AMP_SITE_MAX; i++) {
         struct amp_site *s = &amp_sites[i].site;
+        char label[AMP_LABEL_LEN];
 
         if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire) ||
             !atomic_load(&s->demoted))
             continue;
-        amp_site_symbolize(s);
-        amp_log_line("demoted %s at %s (%s+0x%lx): %s", s->api, s->function,
-                     s->module[0] ? s->module : "?", (unsigned long)s->offset,
-                     s->demoted_why);
+        amp_log_line("demoted %s at %s: %s", s->api,
+                     amp_site_label(s, label, sizeof label), s->demoted_why);
     }
 }
 

@@ -6,7 +6,10 @@
 #ifndef AMP_SITE_H
 #define AMP_SITE_H
 
+#include "decide/symbolize.h"
+
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Errors of a candidate mode against the FP32 result over one call. */
@@ -31,8 +34,14 @@ struct amp_site {
     atomic_ullong shadowed;   /* of those, decided to run in shadow mode */
     /* amp_site_symbolize(): 1 once caller and module are set. */
     atomic_int symbolized;
-    char function[128];       /* the caller, or "0x1a2b" (its offset in the
-                                 module) when no symbol covers it */
+    char function[AMP_SYMBOL_LEN]; /* the caller as users know it (C++
+                                      demangled, compiler suffixes
+                                      dropped), or "0x1a2b" (its offset
+                                      in the module) when no symbol
+                                      covers it; "" outside any module */
+    char symbol[AMP_SYMBOL_LEN];   /* the caller's symbol as the module's
+                                      symbol table names it; "" if none */
+    size_t symbol_base;       /* its length without compiler suffixes */
     char module[512];         /* the caller's module file */
     uintptr_t offset;         /* the return address in the module */
     /* Shadow measurements at this site, under the table's lock. */
@@ -59,7 +68,8 @@ struct amp_site *amp_site_get(const char *api, const void *caller);
 int amp_site_demoted(const struct amp_site *site);
 
 /* Sends every later call from the site to FP32; the first demotion of a
- * site is logged once at warn with its address and `reason`. */
+ * site is logged once at warn with its label and `reason` (symbolizing
+ * the site). */
 void amp_site_demote(struct amp_site *site, const char *reason);
 
 /* Counts one call the policy decides at the site; returns its number,
@@ -76,6 +86,11 @@ uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key);
 /* Resolves the site's caller and module (once; reads the module's file). */
 void amp_site_symbolize(struct amp_site *site);
 
+/* The site's label, "FUNCTION (MODULE+0xOFFSET)" (amp_symbol_label),
+ * symbolizing it; for a NULL site (the table was full) "other call sites
+ * (the site table is full)". Returns buf; AMP_LABEL_LEN bytes hold it. */
+const char *amp_site_label(struct amp_site *site, char *buf, size_t cap);
+
 /* Adds one shadow call's errors to the site's; a relative error above
  * `tolerance` (or a non-finite element) demotes the site; HUGE_VAL
  * (AMPSHIM_MODE decides) only measures. */
@@ -86,7 +101,7 @@ void amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
 int amp_site_unmeasured(const struct amp_site *site);
 
 /* At exit: one line per demoted site, "ampshim[pid]: demoted API at
- * FUNCTION (MODULE+0xOFFSET): REASON". */
+ * LABEL: REASON" (amp_site_label). */
 void amp_site_summary(void);
 
 /* Forgets every site (a forked child starts clean). */

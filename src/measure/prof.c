@@ -254,14 +254,15 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
     pthread_mutex_unlock(&amp_prof_lock);
 }
 
-/* The site as a log line names it. */
+/* The site as a call log line names it: its function (demangled), or
+ * its offset in its module; "-" without a site (the table was full). */
 static const char *
 amp_site_name(struct amp_site *site)
 {
     if (!site)
-        return "?";
+        return "-";
     amp_site_symbolize(site);
-    return site->function[0] ? site->function : "?";
+    return site->function[0] ? site->function : "unknown";
 }
 
 void

@@ -362,6 +362,7 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
     amp_json_kstring(j, "family",
                      grp->family == AMP_FAMILY_GEMM ? "gemm" : "conv");
     amp_json_kstring(j, "function", s && s->function[0] ? s->function : NULL);
+    amp_json_kstring(j, "symbol", s && s->symbol[0] ? s->symbol : NULL);
     amp_json_kstring(j, "module", s && s->module[0] ? s->module : NULL);
     amp_json_knumber(j, "offset", s && s->module[0] ? (double)s->offset : NAN);
     amp_json_counts(j, &grp->sum);
@@ -740,7 +741,7 @@ static void
 amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
                 double origin)
 {
-    char name[96], shape[160];
+    char name[96], shape[160], label[AMP_LABEL_LEN];
     const char *mode = amp_mode_name(t->mode);
 
     amp_shape_format(&t->shape, shape, sizeof shape);
@@ -757,8 +758,7 @@ amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
     amp_json_key(j, "args");
     amp_json_object(j);
     amp_json_kstring(j, "api", t->api);
-    amp_json_kstring(j, "site", t->site && t->site->function[0]
-                                    ? t->site->function : "?");
+    amp_json_kstring(j, "site", amp_site_label(t->site, label, sizeof label));
     amp_json_kstring(j, "shape", shape);
     amp_json_kstring(j, "mode", t->fp32 ? "fp32" : mode);
     amp_json_knumber(j, "converted_ms", t->converted_ms >= 0.0
@@ -858,6 +858,9 @@ amp_cell(char *buf, size_t cap, double v, int digits)
     return buf;
 }
 
+/* The exit table's site column: a longer label goes on its own line. */
+#define AMP_TABLE_SITE_WIDTH 28
+
 static void
 amp_table_row(const char *site, const char *api, const struct amp_group *g)
 {
@@ -871,8 +874,8 @@ amp_table_row(const char *site, const char *api, const struct amp_group *g)
         snprintf(err, sizeof err, "%.2e", e->max_rel);
     else
         snprintf(err, sizeof err, "-");
-    amp_log_line("| %-28.28s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
-                 "%8s %10s %11s", site, api, e->calls,
+    amp_log_line("| %-*s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
+                 "%8s %10s %11s", AMP_TABLE_SITE_WIDTH, site, api, e->calls,
                  e->outcomes[AMP_OUTCOME_CONVERTED], modes,
                  amp_cell(fp32, sizeof fp32, known ? g->t.fp32_ms : NAN, 3),
                  amp_cell(actual, sizeof actual,
@@ -919,19 +922,20 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
     size_t i;
 
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
-    amp_log_line("| %-28s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
-                 "site", "api", "calls", "conv", "mode", "fp32 ms",
-                 "actual ms", "speedup", "steady", "saved ms", "max rel err");
+    amp_log_line("| %-*s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
+                 AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
+                 "mode", "fp32 ms", "actual ms", "speedup", "steady",
+                 "saved ms", "max rel err");
     for (i = 0; i < r->ngroups; i++) {
-        const struct amp_site *s = r->groups[i].site;
-        char site[200];
-        const char *module = s && s->module[0] ? strrchr(s->module, '/') : NULL;
+        char label[AMP_LABEL_LEN];
 
-        snprintf(site, sizeof site, "%.100s (%.60s @0x%lx)",
-                 s && s->function[0] ? s->function : "?",
-                 module ? module + 1 : s && s->module[0] ? s->module : "?",
-                 s ? (unsigned long)s->offset : 0ul);
-        amp_table_row(site, r->groups[i].api, &r->groups[i]);
+        amp_site_label(r->groups[i].site, label, sizeof label);
+        /* A label wider than its column gets a line of its own, whole. */
+        if (strlen(label) > AMP_TABLE_SITE_WIDTH) {
+            amp_log_line("| %s", label);
+            label[0] = '\0';
+        }
+        amp_table_row(label, r->groups[i].api, &r->groups[i]);
     }
     amp_table_row("total", "", &r->all);
     amp_reasons_line(&r->all.sum);

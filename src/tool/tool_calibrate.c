@@ -3,6 +3,7 @@
  * each call site the fastest mode within the tolerance. */
 #include "base/json.h"
 #include "decide/policy.h"
+#include "decide/symbolize.h"
 #include "tool/tool.h"
 
 #include <dirent.h>
@@ -43,7 +44,9 @@ const char amp_tool_calibrate_help[] =
     "\n"
     "Options take their value as --opt VALUE or --opt=VALUE; arguments\n"
     "after PROGRAM are PROGRAM's. PROGRAM must do the same work on every\n"
-    "run. Call sites in one function get one rule (their calls together).\n"
+    "run. Call sites in one function get one rule (their calls together),\n"
+    "which names the function as users know it: C++ demangled, without\n"
+    "the suffixes compilers give its clones (caller \"app::step(int)\").\n"
     "PROGRAM may be a job launcher (mpirun, mpiexec, srun, torchrun, ...):\n"
     "every process of a run writes its report, their measurements add up\n"
     "to one policy that every rank of the next run decides alike, and the\n"
@@ -93,9 +96,11 @@ struct amp_cal_measure {
 /* A site as a rule can name it: report sites with the same API, caller
  * and module merged. */
 struct amp_cal_site {
-    char *api, *function, *module;
+    char *api, *function, *module; /* function: as users know it (C++
+                                      demangled, no compiler suffixes) */
     int conv;
     int merged;                  /* report sites, in the first report */
+    double offset;               /* the first one's offset in the module */
     char shape[96];              /* the first shape, and how many */
     int nshapes;
     struct amp_cal_measure m[AMP_CAL_MODES];
@@ -269,6 +274,7 @@ amp_cal_site(struct amp_calibration *cal, const char *api,
     }
     for (k = 0; k < AMP_CAL_MODES; k++)
         s->m[k].max_rel = NAN;
+    s->offset = NAN;
     cal->nsites++;
     return s;
 }
@@ -311,6 +317,7 @@ amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
 {
     const char *api = amp_json_str(amp_json_get(js, "api"));
     const char *function = amp_json_str(amp_json_get(js, "function"));
+    char name[AMP_SYMBOL_LEN] = "";
     const char *module = amp_json_str(amp_json_get(js, "module"));
     const char *family = amp_json_str(amp_json_get(js, "family"));
     const struct amp_json *time = amp_json_get(js, "time");
@@ -322,13 +329,17 @@ amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
 
     if (!api || !family)
         return -1;
-    s = amp_cal_site(cal, api, function ? function : "",
-                     module ? module : "");
+    /* An older shim's report names a C++ caller by its symbol: the
+     * function as users know it, the same for every clone of it. */
+    if (function)
+        amp_function_name(function, name, sizeof name);
+    s = amp_cal_site(cal, api, name, module ? module : "");
     if (!s)
         return -1;
     s->conv = strcmp(family, "conv") == 0;
     if (first) {
-        s->merged++;
+        if (!s->merged++)
+            s->offset = amp_cal_num(js, "offset");
         if (shapes && shapes->type == AMP_JSON_ARRAY && shapes->count) {
             const char *sh = amp_json_str(amp_json_get(&shapes->items[0],
                                                        "shape"));
@@ -533,8 +544,11 @@ amp_cal_choose(const struct amp_calibration *cal, const struct amp_cal_site *s)
 
 /* ---- Writing ---------------------------------------------------------------- */
 
-/* s as a quoted glob that matches exactly s; -1 when no glob can (a quote
- * or a control character) or it does not fit. */
+/* s as a quoted glob that matches s: the glob's special bytes escaped,
+ * and '?' (any one byte) for each byte a quoted glob cannot hold (a
+ * quote, a control character); -1 when it does not fit. A C++ name's
+ * "::", "()", "<>", ", " and "#" need nothing: a quoted glob holds
+ * anything but a quote. */
 static int
 amp_cal_glob(char *out, size_t cap, const char *s)
 {
@@ -544,8 +558,12 @@ amp_cal_glob(char *out, size_t cap, const char *s)
         return -1;
     out[n++] = '"';
     for (; *s; s++) {
-        if (*s == '"' || (unsigned char)*s < 0x20 || n + 4 > cap)
+        if (n + 4 > cap)
             return -1;
+        if (*s == '"' || (unsigned char)*s < 0x20) {
+            out[n++] = '?';
+            continue;
+        }
         if (strchr("*?[\\", *s))
             out[n++] = '\\';
         out[n++] = *s;
@@ -597,19 +615,75 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
     fprintf(f, "set tolerance %g\n", cal->tolerance);
 }
 
-static void
-amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
-                   const struct amp_cal_site *s)
+/* What the rules written so far leave of a policy's bounds. */
+struct amp_cal_room {
+    int rules;                   /* rule lines */
+    size_t strings;              /* bytes of globs, NULs included */
+};
+
+/* How a site is named on stdout and in the policy's comments: its label,
+ * "FUNCTION (MODULE+0xOFFSET)", or for report sites merged into one
+ * "FUNCTION (MODULE, N call sites)". */
+static const char *
+amp_cal_label(const struct amp_cal_site *s, char *buf, size_t cap)
 {
     const char *base = strrchr(s->module, '/');
-    char fglob[600], mglob[300], why[128];
+
+    if (s->merged <= 1 || !s->function[0] || !s->module[0])
+        return amp_symbol_label(buf, cap, s->function, s->module,
+                                isnan(s->offset) ? 0
+                                                 : (uintptr_t)s->offset);
+    snprintf(buf, cap, "%s (%s, %d call sites)", s->function,
+             base && base[1] ? base + 1 : s->module, s->merged);
+    return buf;
+}
+
+/* The site's rule, when its caller and module can be named and it fits
+ * a line and the room left; 0, or -1 with why not. */
+static int
+amp_cal_rule(char *line, size_t cap, const struct amp_cal_site *s,
+             const char *action, struct amp_cal_room *room,
+             const char **why)
+{
+    const char *base = strrchr(s->module, '/');
+    char fglob[2 * AMP_SYMBOL_LEN + 3], mglob[600];
+    size_t bytes;
+    int n;
+
+    base = base ? base + 1 : s->module;
+    *why = "the caller or its module cannot be named";
+    if (!s->function[0] || !base[0] ||
+        amp_cal_glob(fglob, sizeof fglob, s->function) != 0 ||
+        amp_cal_glob(mglob, sizeof mglob, base) != 0)
+        return -1;
+    n = snprintf(line, cap, "rule %s when symbol %s and caller %s and "
+                 "module %s", action, s->api, fglob, mglob);
+    /* The glob texts without their quotes, each with its NUL. */
+    bytes = strlen(s->api) + 1 + strlen(fglob) - 1 + strlen(mglob) - 1;
+    *why = "the caller's name is longer than a policy line allows";
+    if (n < 0 || (size_t)n >= cap || n > AMP_POLICY_MAX_LINE)
+        return -1;
+    *why = "the policy's bounds (rules, bytes of globs) are reached";
+    if (room->rules == 0 || bytes > room->strings)
+        return -1;
+    room->rules--;
+    room->strings -= bytes;
+    return 0;
+}
+
+static void
+amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
+                   const struct amp_cal_site *s, struct amp_cal_room *room)
+{
+    char label[AMP_LABEL_LEN], line[AMP_POLICY_MAX_LINE + 2], action[48];
+    char why[128];
+    const char *no_rule;
     int chosen = amp_cal_choose(cal, s), i;
     const struct amp_cal_measure *best =
         chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates] : NULL;
 
-    base = base ? base + 1 : s->module;
-    fprintf(f, "\n# %s in %s (%s): %.0f calls, %d shape%s (%s)", s->api,
-            s->function[0] ? s->function : "?", base[0] ? base : "?",
+    fprintf(f, "\n# %s in %s: %.0f calls, %d shape%s (%s)", s->api,
+            amp_cal_label(s, label, sizeof label),
             s->m[cal->modes[0] - amp_cal_candidates].calls, s->nshapes,
             s->nshapes == 1 ? "" : "s", s->shape);
     if (s->merged > 1)
@@ -635,16 +709,14 @@ amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
                 i == chosen ? "chosen" : "rejected", m->max_rel,
                 amp_cal_speedup(m), no ? ": " : "", no ? no : "");
     }
-    if (!s->function[0] || !base[0] ||
-        amp_cal_glob(fglob, sizeof fglob, s->function) != 0 ||
-        amp_cal_glob(mglob, sizeof mglob, base) != 0) {
-        fprintf(f, "#   no rule: the caller or its module cannot be named; "
-                "the default decides\n");
+    snprintf(action, sizeof action, "%s%s",
+             chosen >= 0 ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
+             best ? " verify 1" : "");
+    if (amp_cal_rule(line, sizeof line, s, action, room, &no_rule) != 0) {
+        fprintf(f, "#   no rule: %s; the default decides\n", no_rule);
         return;
     }
-    fprintf(f, "rule %s%s when symbol %s and caller %s and module %s\n",
-            chosen >= 0 ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
-            best ? " verify 1" : "", s->api, fglob, mglob);
+    fprintf(f, "%s\n", line);
 }
 
 /* Writes the policy to path (never replacing a file unless force): 0 or
@@ -658,13 +730,16 @@ amp_cal_write(const struct amp_calibration *cal, char **argv,
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
+    /* The header's exe glob takes at most 256 bytes of globs. */
+    struct amp_cal_room room = {AMP_POLICY_MAX_RULES,
+                                AMP_POLICY_STRINGS - 256};
     int fd, i, rc = 1;
 
     if (!f)
         return 1;
     amp_cal_write_header(f, cal, argv);
     for (i = 0; i < cal->nsites; i++)
-        amp_cal_write_site(f, cal, &cal->sites[i]);
+        amp_cal_write_site(f, cal, &cal->sites[i], &room);
     fprintf(f, "\ndefault fp32\n");
     if (fclose(f) != 0)
         goto out;
@@ -698,15 +773,17 @@ amp_cal_print(const struct amp_calibration *cal, const char *path)
            "max rel");
     for (i = 0; i < cal->nsites; i++) {
         const struct amp_cal_site *s = &cal->sites[i];
-        const char *base = strrchr(s->module, '/');
         int chosen = amp_cal_choose(cal, s);
         const struct amp_cal_measure *m =
             chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates]
                         : NULL;
-        char name[64];
+        char name[AMP_LABEL_LEN];
 
-        snprintf(name, sizeof name, "%.30s (%.20s)", s->function,
-                 base ? base + 1 : s->module);
+        /* A label wider than its column gets a line of its own, whole. */
+        if (strlen(amp_cal_label(s, name, sizeof name)) > 40) {
+            printf("%s\n", name);
+            name[0] = '\0';
+        }
         printf("%-40s %-26s %-16s %10.4f %10.3e\n", name, s->api,
                m ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
                m ? amp_cal_speedup(m) : 1.0, m ? m->max_rel : 0.0);

@@ -6,6 +6,7 @@
  * the same site in every process when its API, function, module file name
  * and offset agree: the ranks of a job run one program. */
 #include "base/json.h"
+#include "decide/symbolize.h"
 #include "tool/tool.h"
 
 #include <dirent.h>
@@ -339,17 +340,16 @@ amp_jsite_differs(const struct amp_job_sum *j, const struct amp_jsite *x,
 
 /* ---- Writing ------------------------------------------------------------- */
 
-/* "main (report_prog+0x13f5)". */
+/* The site's label, as every view writes it: "main (report_prog+0x13f5)". */
 static void
 amp_jsite_label(const struct amp_jsite *x, char *buf, size_t cap)
 {
-    if (isnan(x->offset))
-        snprintf(buf, cap, "%s (%s)", x->function ? x->function : "-",
-                 x->module ? x->module : "-");
-    else
-        snprintf(buf, cap, "%s (%s+0x%llx)",
-                 x->function ? x->function : "-",
-                 x->module ? x->module : "-", (unsigned long long)x->offset);
+    char function[AMP_SYMBOL_LEN] = "";
+
+    if (x->function)
+        amp_function_name(x->function, function, sizeof function);
+    amp_symbol_label(buf, cap, function, x->module,
+                     isnan(x->offset) ? 0 : (uintptr_t)x->offset);
 }
 
 /* v with `digits` decimals, or "-". */

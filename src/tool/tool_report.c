@@ -2,6 +2,7 @@
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
 #include "base/path.h"
+#include "decide/symbolize.h"
 #include "measure/report.h"
 #include "tool/tool.h"
 #include "tool/tool_report.h"
@@ -120,7 +121,6 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     const struct amp_json *time = amp_json_get(s, "time");
     const struct amp_json *err = amp_json_get(s, "errors");
     const struct amp_json *demoted = amp_json_get(s, "demoted");
-    const char *base;
 
     memset(r, 0, sizeof *r);
     r->site = s;
@@ -152,10 +152,11 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
                                                   "fp32_unknown_reason"));
     amp_reasons_text(amp_json_get(s, "fp32_reasons"), r->reasons,
                      sizeof r->reasons);
-    base = r->module ? strrchr(r->module, '/') : NULL;
-    snprintf(r->name, sizeof r->name, "%.120s (%.100s)",
-             r->function ? r->function : "?",
-             base ? base + 1 : r->module ? r->module : "?");
+    if (r->function)
+        amp_function_name(r->function, r->function_name,
+                          sizeof r->function_name);
+    amp_symbol_label(r->name, sizeof r->name, r->function_name, r->module,
+                     isnan(r->offset) ? 0 : (uintptr_t)r->offset);
     amp_row_modes(r, amp_json_get(s, "modes"));
 }
 
@@ -389,7 +390,13 @@ static void
 amp_print_row(const struct amp_row *r, const char *name, const char *api)
 {
     char b[7][32];
+    /* A label wider than its column gets a line of its own, whole. */
+    int own_line = strlen(name) > 32;
 
+    if (own_line) {
+        printf("%s\n", name);
+        name = "";
+    }
     printf("%-32s %-26s %7.0f %7.0f %-18.18s %10s %10s %8s %8s %10s %10s "
            "%9s%s%s%s\n", name, api, r->calls, r->converted, r->modes,
            amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
@@ -536,7 +543,7 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         const struct amp_row *r = &doc->rows[i];
 
         amp_csv_field(f, r->api, 0);
-        amp_csv_field(f, r->function, 0);
+        amp_csv_field(f, r->function ? r->function_name : NULL, 0);
         amp_csv_field(f, r->module, 0);
         amp_csv_number(f, r->offset, 0);
         amp_csv_number(f, r->calls, 0);

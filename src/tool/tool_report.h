@@ -5,6 +5,7 @@
 #define AMP_TOOL_REPORT_H
 
 #include "base/json.h"
+#include "decide/symbolize.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -14,7 +15,10 @@ struct amp_row {
     const struct amp_json *site; /* the site's (or a shape's) object in the
                                     document */
     const char *api, *function, *module, *candidate, *demoted_reason;
-    char name[256];              /* function (module basename) */
+    char name[AMP_LABEL_LEN];    /* the site's label (amp_symbol_label) */
+    char function_name[AMP_SYMBOL_LEN]; /* function as users know it (an
+                                           older shim's may be mangled);
+                                           "" when null */
     char modes[96];
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;

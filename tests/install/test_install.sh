@@ -13,9 +13,11 @@
 #   tool, ../hooks from a build tree's tool, PREFIX/LIBDIR (the message
 #   naming it when it is not there);
 # - the installed tool running cxx_site on the emulator: the summary, the
-#   exit table (the C++ caller as its symbol table names it, not demangled;
+#   exit table (the C++ caller demangled, its label on a line of its own;
 #   no FP32 time, so no speedup, under a plain --mode; one under shadow),
-#   the report it names, and `ampshim report` on it;
+#   the report it names (function demangled, symbol raw), and `ampshim
+#   report` on it (a program linked without the C++ runtime: the shim
+#   loads its demangler);
 # - the tool's statuses: the program's (its own 127 too), 128 + N for
 #   signal N, 125 when the program cannot be started;
 # - a program that ends with _exit(): no summary, no report.
@@ -136,11 +138,12 @@ run() {
 }
 rc() { cat "$tmp/$1.rc"; }
 has() { grep -qF -- "$2" "$tmp/$1.err" || fail "$1: stderr lacks '$2'"; }
-# The exit table's row of the site: its columns after "|".
-# The site column is 28 characters wide: "_ZN3app9trainStepEv (cxx_sit".
+# The exit table's row of the site: its columns after "|". The label,
+# "app::trainStep() (cxx_site+0xOFFSET)", is wider than the 28 characters
+# of the site column: it has a line of its own, and the row follows.
 row() {
-    grep -F "| _ZN3app9trainStepEv (cxx_sit" "$tmp/$1.err" |
-        sed 's/.*]: | .\{28\} //' || true
+    grep -A1 -E "]: \| app::trainStep\(\) \(cxx_site\+0x[0-9a-f]+\)$" \
+        "$tmp/$1.err" | tail -n +2 | sed 's/.*]: | .\{28\} //' || true
 }
 
 # ---- PREFIX/LIBDIR: the last place the tool looks ----------------------------
@@ -164,22 +167,28 @@ has fp16 "ampshim: report: $tmp/fp16.json (ampshim report $tmp/fp16.json)"
 read -r -a cols <<<"$(row fp16)"
 [[ ${cols[*]:-} == "cublasSgemm_v2 1 1 fp16 - - - - - -" ]] ||
     fail "fp16: table row '${cols[*]:-}'"
-"$python" - "$tmp/fp16.json" <<'PY' || fail "fp16: report"
+offset=$("$python" - "$tmp/fp16.json" <<'PY') || fail "fp16: report"
 import json, sys
 r = json.load(open(sys.argv[1]))
 s = r["sites"][0]
 assert s["api"] == "cublasSgemm_v2", s["api"]
-assert s["function"] == "_ZN3app9trainStepEv", s["function"]
+assert s["function"] == "app::trainStep()", s["function"]
+assert s["symbol"] == "_ZN3app9trainStepEv", s["symbol"]
 assert s["module"].endswith("/cxx_site"), s["module"]
+print("0x%x" % s["offset"])
 assert s["converted"] == 1, s["converted"]
 assert r["policy"]["source"] == "AMPSHIM_MODE", r["policy"]
 PY
 echo "AMPSHIM_LIBRARY: converted; table row: ${cols[*]}"
 run report "$tool" -- report "$tmp/fp16.json"
 [[ $(rc report) == 0 ]] || fail "report: status $(rc report)"
-grep -qF "_ZN3app9trainStepEv (cxx_site)" "$tmp/report.out" ||
-    fail "report: no row for _ZN3app9trainStepEv (cxx_site)"
-echo "ampshim report: the site's row names _ZN3app9trainStepEv (cxx_site)"
+label="app::trainStep() (cxx_site+$offset)"
+grep -qxF "$label" "$tmp/report.out" ||
+    fail "report: no line '$label'"
+grep -A1 -xF "$label" "$tmp/report.out" | tail -n 1 |
+    grep -qE '^ {33}cublasSgemm_v2 +1 +1 fp16 ' ||
+    fail "report: no row after '$label'"
+echo "ampshim report: the site's label $label, its row below"
 
 # ---- Next to the tool, --mode shadow: FP32 measured, a speedup -------------
 cp "$lib" "$(dirname "$tool")/libampshim.so"

@@ -341,7 +341,11 @@ test_verify_demotes_site(void **state)
     expect_sgemm(&r, sites, plain.count - sites, "tolerance 1e-9");
     amp_test_parse_summary(r.err, &sum);
     assert_int_equal(sum.lines[0].shadow, sites);
-    assert_int_equal(amp_test_count_lines_with(r.err, "sgemm_check+0x"),
+    /* The warning and the exit line name the site by its label. */
+    assert_int_equal(amp_test_count_lines_with(r.err, " at main (sgemm_check+0x"),
+                     sites);
+    assert_int_equal(amp_test_count_lines_with(
+                         r.err, "called from main (sgemm_check+0x"),
                      sites);
     assert_int_equal(amp_test_count_lines_with(
                          r.err, "exceeds the policy's tolerance 1e-09"),

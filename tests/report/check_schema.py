@@ -62,6 +62,7 @@ COMMON = {"calls": {INT}, "converted": {INT}, "fp32": {INT},
           "fallbacks": {OBJ}, "fp32_reasons": {OBJ}, "scratch_bytes": {OBJ},
           "flops": {OBJ}}
 SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
+            symbol={STR, NULL},
             module={STR, NULL}, offset={NUM, NULL}, demoted={BOOL},
             demoted_reason={STR, NULL}, shapes={ARR})
 SHAPE = dict(COMMON, shape={STR}, dims={OBJ}, fp32_baseline_ms={NUM, NULL})

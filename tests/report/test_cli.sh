@@ -318,7 +318,7 @@ echo "calibrate: 125 before the runs for each check, 2 for a usage error"
 # ---- report: standard input, standard output -----------------------------------
 t rep_file -- report "$tmp/sp.json" --csv "$tmp/sp.csv"
 status rep_file 0
-out_has rep_file "main (report_prog)"
+out_has rep_file "main (report_prog+0x"
 cp "$tmp/sp.json" "$tmp/rep_stdin.in"
 t rep_stdin -- report -
 status rep_stdin 0

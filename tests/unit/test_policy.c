@@ -12,6 +12,7 @@
 
 #include "decide/policy.h"
 #include "decide/policy_check.h"
+#include "decide/symbolize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +296,46 @@ test_match_symbol_caller_module(void **state)
     c.module = "/usr/bin/stripped";
     c.caller = "0x1a2b";
     assert_int_equal(amp_policy_match(&pol, &c), 3);
+}
+
+/* A caller glob matches the function as users know it (demangled, no
+ * compiler suffixes), the raw symbol, and the symbol without suffixes;
+ * quoted globs hold a C++ name's "::", "()", "<>", ", " and "#". */
+static void
+test_match_demangled_caller(void **state)
+{
+    struct amp_policy_call c = gemm_call(128, 128, 128, 0, 0);
+    static const char *const rules[] = {
+        "rule fp16 when caller \"app::step(int)\"\ndefault fp32\n",
+        "rule fp16 when caller _ZN3app4stepEi\ndefault fp32\n",
+        "rule fp16 when caller _ZN3app4stepEi.isra.0\ndefault fp32\n",
+        "rule fp16 when caller \"app::*\"\ndefault fp32\n",
+    };
+    size_t i;
+
+    c.caller = "app::step(int)";
+    c.caller_symbol = "_ZN3app4stepEi.isra.0";
+    c.caller_symbol_base = amp_symbol_base(c.caller_symbol);
+    for (i = 0; i < sizeof rules / sizeof *rules; i++) {
+        parse_ok(rules[i]);
+        assert_int_equal(amp_policy_match(&pol, &c), 0);
+    }
+    /* Neither a suffix alone nor another function matches. */
+    parse_ok("rule fp16 when caller \"*.isra.1\" or caller \"app::step()\" "
+             "or caller _ZN3app4stepEi.isra\ndefault fp32\n");
+    assert_int_equal(amp_policy_match(&pol, &c), pol.nrules);
+
+    parse_ok("rule bf16 when caller \"model::Pair<float, int>::run() "
+             "const\"\n"
+             "rule tf32 when caller \"{lambda(int)#1}*\"\n"
+             "default fp32\n");
+    c.caller = "model::Pair<float, int>::run() const";
+    c.caller_symbol = "_ZNK5model4PairIfiE3runEv.constprop.0.isra.0";
+    c.caller_symbol_base = amp_symbol_base(c.caller_symbol);
+    assert_int_equal(amp_policy_match(&pol, &c), 0);
+    c.caller = "{lambda(int)#1}::operator()(int) const";
+    c.caller_symbol = NULL;
+    assert_int_equal(amp_policy_match(&pol, &c), 1);
 }
 
 static void
@@ -990,6 +1031,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_actions),
         cmocka_unit_test(test_match_shapes_and_order),
         cmocka_unit_test(test_match_symbol_caller_module),
+        cmocka_unit_test(test_match_demangled_caller),
         cmocka_unit_test(test_min_size),
         cmocka_unit_test(test_action_verify_and_sampling),
         cmocka_unit_test(test_cache_hits_and_counts),
