@@ -145,12 +145,17 @@ chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 1.0e-09
 chart-error	max rel err: 0.000236866 0.000237 DEMOTED
 sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
-shapes	main (report_prog) 128x128x128 NN 4 2 2 (demoted) 0.22x 0.25x 2.37e-04 / 1.0e-09 OVER
-shapes	second_site (report_prog) 64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
-shapes	second_site (report_prog) 64x64x32 NN 2 1 1 (demoted) 0.20x - 1.24e-04 / 1.0e-09 OVER
+shapes	main (report_prog+0x
+shapes	128x128x128 NN 4 2 2 (demoted) 0.22x 0.25x 2.37e-04 / 1.0e-09 OVER
+shapes	second_site (report_prog+0x
+shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
+shapes	second_site (report_prog+0x
+shapes	64x64x32 NN 2 1 1 (demoted) 0.20x - 1.24e-04 / 1.0e-09 OVER
 why-fp32	demoted 4 100.0% 2 the site's shadow error went over the tolerance
-next	main (report_prog) was demoted to FP32: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
-next	second_site (report_prog) was demoted to FP32
+next	main (report_prog+0x
+next	was demoted to FP32: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
+next	second_site (report_prog+0x
+next	was demoted to FP32
 next	rule fp16x3 verify 2 when caller "second_site"
 !next	Converted calls without an FP32 time
 !next	Nothing to change
@@ -168,9 +173,11 @@ run --mode fp32 --report "$out/fp32.json" -- "$prog" --calls 4 \
     cat <<'EOF'
 meta	AMPSHIM_MODE, mode fp32, tolerance -
 summary	4 calls at 1 site, 0 converted
-chart-speedup	main (report_prog) stayed FP32: mode 4
+chart-speedup	main (report_prog+0x
+chart-speedup	stayed FP32: mode 4
 chart-error	The policy sets no tolerance: errors are measured, never acted on.
-shapes	main (report_prog) 128x128x128 NN 4 0 4 (mode) - - - / -
+shapes	main (report_prog+0x
+shapes	128x128x128 NN 4 0 4 (mode) - - - / -
 why-fp32	mode 4 100.0% 1 the mode is fp32 (AMPSHIM_MODE or the policy's)
 next	Nothing was converted: the mode is fp32 (AMPSHIM_MODE overrides any policy). Run with a converting mode (ampshim run --mode fp16 -- PROGRAM) or a policy whose rules convert.
 !next	Nothing to change
@@ -206,7 +213,8 @@ meta	built-in
 summary	6 calls at 1 site, 6 converted
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 5.0e-03
-shapes	main (report_prog) 1024x1024x1024 NN 6 6 0
+shapes	main (report_prog+0x
+shapes	1024x1024x1024 NN 6 6 0
 why-fp32	None: every call at the sites ran converted.
 next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED
@@ -233,8 +241,8 @@ meta	Device none: no CUDA context was current
 meta	Times -
 meta	NVIDIA_TF32_OVERRIDE=0
 meta	SNAPSHOT: written during the run; the program did not reach exit (schema version 1)
-sites	<script>alert('site')</script> (libtrain.so)
-chart-speedup	loss_step (trainer) stayed FP32: policy 5
+sites	<script>alert('site')</script> (libtrain.so+0x1000)
+chart-speedup	loss_step (trainer+0x2000) stayed FP32: policy 5
 shapes	1024x1024x1024 NN 10 7 3 (scratch-cap 2, cold-capture 1) 2.00x 2.00x 4.00e-04 / 1.0e-03
 why-fp32	This report gives no reasons per call (it predates fp32_reasons)
 why-fp32	scratch-cap 2 25.0% 1 fallback: the scratch the call needed is over the cap
@@ -259,17 +267,17 @@ meta	./train --epochs 3 --note 'it'\''s <fast>'
 meta	Host node-7
 meta	measured on the GPU (events on the caller's stream)
 meta	complete: written at exit (schema version 2)
-chart-speedup	bias_small (train) stayed FP32: min-size 10, no-rule 2 stayed FP32: min-size 10, no-rule 2
+chart-speedup	bias_small (train+0x12c) stayed FP32: min-size 10, no-rule 2 stayed FP32: min-size 10, no-rule 2
 chart-speedup	speedup: 0.8 x 0.8 DEMOTED
 chart-error	tolerance 1.0e-03
-shapes	dense_forward (train) 4096x4096x4096 NN 92 92 0 1.82x 2.05x 2.00e-04 / 1.0e-03
-shapes	dense_forward (train) 4096x4096x2048 NN 8 8 0 - (no FP32 baseline measured for this shape) - (no FP32 baseline measured for this shape)
-shapes	bias_small (train) 64x64x64 NN 10 0 10 (min-size) - - - / 1.0e-03
+shapes	dense_forward (train+0x64) 4096x4096x4096 NN 92 92 0 1.82x 2.05x 2.00e-04 / 1.0e-03
+shapes	dense_forward (train+0x64) 4096x4096x2048 NN 8 8 0 - (no FP32 baseline measured for this shape) - (no FP32 baseline measured for this shape)
+shapes	bias_small (train+0x12c) 64x64x64 NN 10 0 10 (min-size) - - - / 1.0e-03
 why-fp32	demoted 18 60.0% 1
 why-fp32	min-size 10 33.3% 1 smaller than the policy's min-size
 why-fp32	no-rule 2 6.7% 1
 !why-fp32	This report gives no reasons per call
-next	conv_block (train) was demoted to FP32: shadow max_rel_err=0.02 exceeds the policy's tolerance 0.001. Keep it FP32 with rule fp32 when caller "conv_block", or try a closer precision with rule tf32 verify 2 when caller "conv_block" (fp16x3 is for GEMMs)
+next	conv_block (train+0xc8) was demoted to FP32: shadow max_rel_err=0.02 exceeds the policy's tolerance 0.001. Keep it FP32 with rule fp32 when caller "conv_block", or try a closer precision with rule tf32 verify 2 when caller "conv_block" (fp16x3 is for GEMMs)
 next	10 calls stayed FP32 under the policy's min-size: run ampshim calibrate -- PROGRAM
 next	Converted calls without an FP32 time: 8 (no FP32 baseline measured for this shape)
 coverage	100.0% FP32 within the shim's reach (converted 90.0%, kept FP32 10.0%)

@@ -96,18 +96,21 @@ for x in "3:$step_label" "2:$pair_label"; do
     n=${x%%:*} label=${x#*:}
     row=$(after fp16.err "$label" | sed 's/.*]: | .\{28\} //')
     read -r -a cols <<<"$row"
-    [[ ${cols[*]:0:4} == "cublasSgemm_v2 $n $n fp16" ]] ||
+    # The first call of each shape is its baseline, in shadow.
+    [[ ${cols[*]:0:4} == "cublasSgemm_v2 $n $n fp16+shadow:fp16" ]] ||
         fail "fp16: exit table: '$label', then '$row'"
 done
 echo "exit table: '$step_label' and '$pair_label', each with its row below"
 
-# The trace: each event names its site's label.
+# The trace: each event names its site's label; a shadow call (the first
+# of each shape, its baseline) is two events, its candidate and its FP32
+# original.
 "$python" - "$tmp/trace.json" "$step_label" "$pair_label" <<'PY' ||
 import collections, json, sys
 events = [e for e in json.load(open(sys.argv[1]))["traceEvents"]
           if e.get("ph") == "X"]
 sites = collections.Counter(e["args"]["site"] for e in events)
-assert sites == {sys.argv[2]: 3, sys.argv[3]: 2}, sites
+assert sites == {sys.argv[2]: 3 + 1, sys.argv[3]: 2 + 1}, sites
 PY
     fail "trace: the events' sites"
 echo "trace: 3 events at '$step_label', 2 at '$pair_label'"
@@ -126,7 +129,7 @@ for report in names older; do
     for x in "3:$step_label" "2:$pair_label"; do
         n=${x%%:*} label=${x#*:}
         after "table_$report.out" "$label" |
-            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16 " ||
+            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16\+shadow:fp16 " ||
             fail "report $report: no '$label' line with its row below"
     done
     t "csv_$report" -- report --csv - "$tmp/$report.json"
@@ -208,10 +211,12 @@ for x in "\"$step\":step" "_ZN3app4stepEi:step" "_ZN3app4stepEi.isra.0:step" \
     printf 'rule fp16 when caller %s\ndefault fp32\n' "$glob" >hand.policy
     t hand -- run --policy "$tmp/hand.policy" --report "$tmp/hand.json" \
         -- "$prog"
+    # A rule without verify: the first call of the shape is its baseline,
+    # in shadow (AMPSHIM_BASELINE).
     if [[ $which == step ]]; then
-        check_sites "$tmp/hand.json" "fp16=3" "fp32=2"
+        check_sites "$tmp/hand.json" "fp16=2,shadow=1" "fp32=2"
     else
-        check_sites "$tmp/hand.json" "fp32=3" "fp16=2"
+        check_sites "$tmp/hand.json" "fp32=3" "fp16=1,shadow=1"
     fi || fail "caller $glob: the sites' modes"
     rm -f "$tmp/hand.json"
 done
