@@ -64,6 +64,19 @@ amp_f32_to_f16(float f)
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t mag = x & 0x7fffffffu;
 
+#ifdef __CUDA_ARCH__
+    /* The device's conversion (cvt.rn without .ftz) rounds every number,
+     * Inf included, as the code below does: IEEE round to nearest even,
+     * subnormal results kept, overflow to infinity. A NaN comes out of it
+     * as the canonical NaN, so NaN keeps the code below, which keeps its
+     * sign and leading payload bits as the host does. */
+    if (mag <= 0x7f800000u) {
+        unsigned short h;
+
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+        return (uint16_t)h;
+    }
+#endif
     if (mag >= 0x7f800000u) /* Inf or NaN */
         return (uint16_t)(sign | 0x7c00u |
                           (mag > 0x7f800000u ? 0x200u | (mag >> 13) : 0u));
@@ -87,6 +100,16 @@ amp_f16_to_f32(uint16_t h)
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t man = h & 0x3ffu;
 
+#ifdef __CUDA_ARCH__
+    /* Exact on the device too, subnormals without the loop below; NaN
+     * keeps the code below (the device's would be the canonical NaN). */
+    if ((h & 0x7fffu) <= 0x7c00u) {
+        float f;
+
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+        return f;
+    }
+#endif
     if (exp == 0x1fu)
         return amp_bits_f32(sign | 0x7f800000u | (man << 13));
     if (exp != 0)
@@ -107,6 +130,19 @@ amp_f32_to_bf16(float f)
 {
     uint32_t x = amp_f32_bits(f);
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* sm_80 and later convert in one instruction that rounds numbers as
+     * the line below does (to nearest even on the bits, subnormals kept,
+     * overflow to infinity); NaN keeps the code here, which keeps the sign
+     * and payload (the device's would be the canonical NaN). Earlier
+     * architectures have no such instruction. */
+    if ((x & 0x7fffffffu) <= 0x7f800000u) {
+        unsigned short h;
+
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+        return (uint16_t)h;
+    }
+#endif
     if ((x & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((x >> 16) | 0x40u);
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -214,11 +250,84 @@ amp_gemm_scalars_finish(struct amp_gemm_scalars *s, float alpha, float beta)
     s->one = 1.0f;
 }
 
-/* Element i of a rows x cols column-major matrix with leading dimension ld. */
-AMP_HD int64_t
-amp_cm_offset(int64_t i, int64_t rows, int64_t ld)
+/* ---- Walking an index space without division ---------------------------- */
+
+/* The element loops give thread tid of nthreads the elements tid,
+ * tid + nthreads, ... of an index space whose coordinates are digits of
+ * mixed radix: digit 0 (a row, a channel) counts 0 .. radix[0] - 1 and
+ * carries into digit 1, and so on; the last digit is not bounded. The
+ * thread splits its first index and the thread count into digits once,
+ * the only divisions; each step adds the count's digits with carries, and
+ * moves the offsets it tracks (an element's place in memory, one per
+ * operand) by their strides: no division or remainder per element, as a
+ * GPU's integer division is a long subroutine. Loops over the digits have
+ * constant bounds so that the compiler unrolls them and keeps the walk in
+ * registers. */
+#define AMP_WALK_DIGITS 7
+#define AMP_WALK_OFFSETS 3
+
+struct amp_walk {
+    int64_t radix[AMP_WALK_DIGITS];
+    /* stride[k][i]: how far offset k moves per unit of digit i */
+    int64_t stride[AMP_WALK_OFFSETS][AMP_WALK_DIGITS];
+    int64_t at[AMP_WALK_DIGITS];    /* the current index's digits */
+    int64_t step[AMP_WALK_DIGITS];  /* the thread count's digits */
+    int64_t off[AMP_WALK_OFFSETS];  /* the current element's offsets */
+    int64_t delta[AMP_WALK_OFFSETS]; /* what a step adds to them ... */
+    /* ... and what a carry out of digit i adds besides */
+    int64_t wrap[AMP_WALK_OFFSETS][AMP_WALK_DIGITS];
+};
+
+/* Starts the walk of `digits` digits and `offsets` offsets (radix and
+ * stride set; every radix but the last's positive) at index g, stepping
+ * by nthreads. */
+AMP_HD void
+amp_walk_start(struct amp_walk *w, int digits, int offsets, int64_t g,
+               int64_t nthreads)
 {
-    return (i / rows) * ld + i % rows;
+    int i, k;
+
+    for (i = 0; i < digits - 1; i++) {
+        w->at[i] = g % w->radix[i];
+        g /= w->radix[i];
+        w->step[i] = nthreads % w->radix[i];
+        nthreads /= w->radix[i];
+    }
+    w->at[digits - 1] = g;
+    w->step[digits - 1] = nthreads;
+    for (k = 0; k < offsets; k++) {
+        w->off[k] = 0;
+        w->delta[k] = 0;
+        for (i = 0; i < digits; i++) {
+            w->off[k] += w->at[i] * w->stride[k][i];
+            w->delta[k] += w->step[i] * w->stride[k][i];
+            if (i < digits - 1)
+                w->wrap[k][i] = w->stride[k][i + 1] -
+                                w->radix[i] * w->stride[k][i];
+        }
+    }
+}
+
+/* The next index: the thread count's digits added, each offset moved
+ * accordingly. A digit never exceeds 2 * radix - 1 before its carry. */
+AMP_HD void
+amp_walk_next(struct amp_walk *w, int digits, int offsets)
+{
+    int64_t carry = 0;
+    int i, k;
+
+    for (k = 0; k < offsets; k++)
+        w->off[k] += w->delta[k];
+    for (i = 0; i < digits - 1; i++) {
+        w->at[i] += w->step[i] + carry;
+        carry = w->at[i] >= w->radix[i];
+        if (carry) {
+            w->at[i] -= w->radix[i];
+            for (k = 0; k < offsets; k++)
+                w->off[k] += w->wrap[k][i];
+        }
+    }
+    w->at[digits - 1] += w->step[digits - 1] + carry;
 }
 
 /* ---- Batches of matrices ------------------------------------------------ */
@@ -227,39 +336,29 @@ amp_cm_offset(int64_t i, int64_t rows, int64_t ld)
  * pointer with a stride in elements between matrices (array == NULL) or as
  * an array of one pointer per matrix. Every per-thread function below
  * covers the whole batch as one index space of batch * rows * cols
- * elements: elements tid, tid + nthreads, ... */
-AMP_HD const float *
-amp_batch_f32(const float *base, const float *const *array, int64_t stride,
-              int64_t b)
+ * elements, row fastest, then column, then matrix: elements tid,
+ * tid + nthreads, ... (consecutive threads, consecutive rows), as a walk
+ * (above) of three digits: row, column, matrix. With a pointer array, a
+ * walk's offset is within the matrix array[matrix]. */
+#define AMP_BATCH_DIGITS 3
+
+/* A batch's walk; its offsets are set with amp_batch_walk_offset. */
+AMP_HD void
+amp_batch_walk_init(struct amp_walk *w, int64_t rows, int64_t cols)
 {
-    return array ? array[b] : base + b * stride;
+    w->radix[0] = rows;
+    w->radix[1] = cols;
+    w->radix[2] = 0; /* unbounded */
 }
 
-/* Matrix b and the offset of element i of the flattened batch index g. */
-AMP_HD int64_t
-amp_batch_split(int64_t g, int64_t rows, int64_t cols, int64_t ld,
-                int64_t *b)
+/* Offset k of the walk: element (row, col) of matrix b at
+ * b * stride + col * ld + row. */
+AMP_HD void
+amp_batch_walk_offset(struct amp_walk *w, int k, int64_t ld, int64_t stride)
 {
-    int64_t per = rows * cols;
-
-    *b = g / per;
-    return amp_cm_offset(g - *b * per, rows, ld);
-}
-
-/* Element g of the flattened batch, and in *dst_off where it goes in a
- * strided batch with leading dimension ld_dst and stride stride_dst. */
-AMP_HD float
-amp_batch_element(const float *base, const float *const *array,
-                  int64_t stride, int64_t ld_src, int64_t rows, int64_t cols,
-                  int64_t ld_dst, int64_t stride_dst, int64_t g,
-                  int64_t *dst_off)
-{
-    int64_t b;
-    int64_t off = amp_batch_split(g, rows, cols, ld_dst, &b);
-
-    *dst_off = b * stride_dst + off;
-    off = amp_batch_split(g, rows, cols, ld_src, &b);
-    return amp_batch_f32(base, array, stride, b)[off];
+    w->stride[k][0] = 1;
+    w->stride[k][1] = ld;
+    w->stride[k][2] = stride;
 }
 
 /* One thread's share of the absolute maximum of the finite elements of a
@@ -270,18 +369,23 @@ amp_absmax_batch_thread(const float *base, const float *const *array,
                         int64_t rows, int64_t cols, int64_t tid,
                         int64_t nthreads)
 {
+    struct amp_walk w;
     uint32_t best = 0;
     int64_t n = batch * rows * cols;
-    int64_t g, b, off;
+    int64_t g;
 
+    if (tid >= n)
+        return best;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld, array ? 0 : stride);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        uint32_t mag;
+        const float *m = array ? array[w.at[2]] : base;
+        uint32_t mag = amp_f32_bits(m[w.off[0]]) & 0x7fffffffu;
 
-        off = amp_batch_split(g, rows, cols, ld, &b);
-        mag = amp_f32_bits(amp_batch_f32(base, array, stride, b)[off]) &
-              0x7fffffffu;
         if (mag < 0x7f800000u && mag > best)
             best = mag;
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 1);
     }
     return best;
 }
@@ -310,16 +414,23 @@ amp_cast_batch_thread(const float *base, const float *const *array,
                       int64_t ld_dst, int64_t stride_dst, float scale,
                       int32_t format, int64_t tid, int64_t nthreads)
 {
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, off;
+    int64_t g;
 
+    if (tid >= n)
+        return;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
+    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
-                                    ld_dst, stride_dst, g, &off) *
-                  scale;
+        const float *m = array ? array[w.at[2]] : base;
+        float x = m[w.off[0]] * scale;
 
-        dst[off] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
-                                             : amp_f32_to_f16(x);
+        dst[w.off[1]] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
+                                                  : amp_f32_to_f16(x);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
 
@@ -367,15 +478,21 @@ amp_split_batch_thread(const float *base, const float *const *array,
                        uint16_t *lo, int64_t ld_dst, int64_t stride_dst,
                        float scale, int64_t tid, int64_t nthreads)
 {
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, off;
+    int64_t g;
 
+    if (tid >= n)
+        return;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
+    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
-                                    ld_dst, stride_dst, g, &off) *
-                  scale;
+        const float *m = array ? array[w.at[2]] : base;
 
-        amp_split_f16x3(x, &hi[off], &lo[off]);
+        amp_split_f16x3(m[w.off[0]] * scale, &hi[w.off[1]], &lo[w.off[1]]);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
 
@@ -438,14 +555,21 @@ amp_gather_batch_thread(const float *base, const float *const *array,
                         int64_t ld_dst, int64_t stride_dst, int64_t tid,
                         int64_t nthreads)
 {
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, off;
+    int64_t g;
 
+    if (tid >= n)
+        return;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
+    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float x = amp_batch_element(base, array, stride, ld_src, rows, cols,
-                                    ld_dst, stride_dst, g, &off);
+        const float *m = array ? array[w.at[2]] : base;
 
-        dst[off] = x;
+        dst[w.off[1]] = m[w.off[0]];
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
 
@@ -491,22 +615,28 @@ amp_f16x3_fold_thread(float *s, int64_t ld_s, int64_t stride_s,
                       float beta, struct amp_row_scalars v, int64_t tid,
                       int64_t nthreads)
 {
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, b, off_s, off_c, in, row;
+    int64_t g;
 
+    if (tid >= n)
+        return;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_s, stride_s);
+    amp_batch_walk_offset(&w, 1, ldc, stride_c);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
+        int64_t b = w.at[2], row = v.row_major ? w.at[1] : w.at[0];
+        int64_t off_s = w.off[0];
         float lo, a = alpha, bt = beta;
 
-        off_s = amp_batch_split(g, rows, cols, ld_s, &b) + b * stride_s;
-        off_c = amp_batch_split(g, rows, cols, ldc, &b) + b * stride_c;
-        in = g - b * rows * cols;
-        row = v.row_major ? in / rows : in % rows;
         if (v.alpha_vec)
             a = v.alpha_vec[b * v.alpha_stride + row];
         if (v.beta_vec)
             bt = v.beta_vec[row];
         lo = amp_is_finite(s[off_s]) ? s[off_s] : 0.0f;
-        s[off_s] = amp_axpby(a, lo, bt, bt == 0.0f ? 0.0f : c[off_c]);
+        s[off_s] = amp_axpby(a, lo, bt, bt == 0.0f ? 0.0f : c[w.off[1]]);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
 
@@ -517,6 +647,58 @@ amp_scale_exact(float a, float c)
 {
     return a == 0.0f || !amp_is_finite(a) ||
            (amp_is_normal(a) && amp_is_normal(a * c));
+}
+
+/* A walk over `members` alpha vectors of m, vector b at alpha +
+ * b * stride: digits element and vector, offset 0 in alpha. */
+AMP_HD void
+amp_alpha_walk_start(struct amp_walk *w, int64_t stride, int64_t m,
+                     int64_t tid, int64_t nthreads)
+{
+    w->radix[0] = m;
+    w->radix[1] = 0; /* unbounded */
+    w->stride[0][0] = 1;
+    w->stride[0][1] = stride;
+    amp_walk_start(w, 2, 1, tid, nthreads);
+}
+
+/* One thread's share of checking the compensation c of `members` alpha
+ * vectors of m: 1 when one of its products is not exact
+ * (amp_scale_exact). */
+AMP_HD uint32_t
+amp_alpha_inexact_thread(const float *alpha, int64_t stride, int64_t members,
+                         int64_t m, float c, int64_t tid, int64_t nthreads)
+{
+    struct amp_walk w;
+    int64_t g, n = members * m;
+    uint32_t flag = 0;
+
+    if (tid >= n)
+        return flag;
+    amp_alpha_walk_start(&w, stride, m, tid, nthreads);
+    for (g = tid; g < n; g += nthreads) {
+        flag |= !amp_scale_exact(alpha[w.off[0]], c);
+        amp_walk_next(&w, 2, 1);
+    }
+    return flag;
+}
+
+/* One thread's share of out[b * m + i] = alpha[b * stride + i] * c. */
+AMP_HD void
+amp_alpha_scale_thread(const float *alpha, int64_t stride, int64_t members,
+                       int64_t m, float c, float *out, int64_t tid,
+                       int64_t nthreads)
+{
+    struct amp_walk w;
+    int64_t g, n = members * m;
+
+    if (tid >= n)
+        return;
+    amp_alpha_walk_start(&w, stride, m, tid, nthreads);
+    for (g = tid; g < n; g += nthreads) {
+        out[g] = alpha[w.off[0]] * c;
+        amp_walk_next(&w, 2, 1);
+    }
 }
 
 /* One thread's share of C = alpha * R + beta * C over a batch: R compact
@@ -530,20 +712,25 @@ amp_axpby_batch_thread(const float *r, const float *r_lo, int64_t ld_r,
                        int64_t rows, int64_t cols, float alpha, float beta,
                        int64_t tid, int64_t nthreads)
 {
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, b, off_r, off_c;
+    int64_t g;
 
+    if (tid >= n)
+        return;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_r, stride_r);
+    amp_batch_walk_offset(&w, 1, ldc, c_array ? 0 : stride_c);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float *cm;
+        float *cm = c_array ? c_array[w.at[2]] : c;
+        int64_t off_r = w.off[0], off_c = w.off[1];
 
-        off_r = amp_batch_split(g, rows, cols, ld_r, &b);
-        off_c = amp_batch_split(g, rows, cols, ldc, &b);
-        cm = c_array ? c_array[b] : c + b * stride_c;
-        off_r += b * stride_r;
         cm[off_c] = amp_axpby(alpha,
                               r_lo ? amp_f16x3_sum(r[off_r], r_lo[off_r])
                                    : r[off_r],
                               beta, cm[off_c]);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
 
@@ -623,14 +810,21 @@ amp_shadow_error_thread(const float *cand, int64_t ld_r, int64_t stride_r,
                         int64_t nthreads)
 {
     struct amp_shadow_error e = {0, 0, 0};
+    struct amp_walk w;
     int64_t n = batch * rows * cols;
-    int64_t g, b, off_r, off_c;
+    int64_t g;
 
+    if (tid >= n)
+        return e;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_r, stride_r);
+    amp_batch_walk_offset(&w, 1, ldc, c_array ? 0 : stride_c);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        off_r = amp_batch_split(g, rows, cols, ld_r, &b);
-        off_c = amp_batch_split(g, rows, cols, ldc, &b);
-        amp_shadow_element(&e, cand[b * stride_r + off_r],
-                           amp_batch_f32(c, c_array, stride_c, b)[off_c]);
+        const float *cm = c_array ? c_array[w.at[2]] : c;
+
+        amp_shadow_element(&e, cand[w.off[0]], cm[w.off[1]]);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
     return e;
 }
@@ -664,30 +858,13 @@ amp_conv_packed_dim(const struct amp_conv_layout *l, int d)
 AMP_HD int64_t
 amp_conv_count(const struct amp_conv_layout *l, int packed)
 {
-    int64_t n = 1;
+    int64_t n = packed ? amp_conv_packed_dim(l, 0) * amp_conv_packed_dim(l, 1)
+                       : l->dim[0] * l->dim[1];
     int d;
 
-    for (d = 0; d < l->nb_dims; d++)
-        n *= packed ? amp_conv_packed_dim(l, d) : l->dim[d];
+    for (d = 2; d < l->nb_dims; d++)
+        n *= l->dim[d];
     return n;
-}
-
-/* Coordinates of element g counted channels last over sizes `dim` (the
- * tensor's or, with `packed`, its packed copy's). */
-AMP_HD void
-amp_conv_coords(const struct amp_conv_layout *l, int packed, int64_t g,
-                int64_t *at)
-{
-    int64_t channels = packed ? amp_conv_packed_dim(l, 1) : l->dim[1];
-    int d;
-
-    at[1] = g % channels;
-    g /= channels;
-    for (d = (int)l->nb_dims - 1; d >= 2; d--) {
-        at[d] = g % l->dim[d];
-        g /= l->dim[d];
-    }
-    at[0] = g;
 }
 
 /* Offset of a (real) element in the caller's tensor. */
@@ -702,34 +879,84 @@ amp_conv_offset(const struct amp_conv_layout *l, const int64_t *at)
     return off;
 }
 
-/* Offset of a real element in the packed copy. */
-AMP_HD int64_t
-amp_conv_packed_offset(const struct amp_conv_layout *l, const int64_t *at)
-{
-    int64_t off = at[0] / l->per[0] * l->per_pad[0] + at[0] % l->per[0];
-    int d;
+/* A walk over a tensor channels last (dim 1 fastest, then the spatial
+ * dims from the last, dim 0 slowest), with dims 0 and 1 each as two
+ * digits, the index within a group and the group, so that the padding of
+ * a packed copy and its offsets need no division:
+ *   0: channel in group   1: channel group   2-4: spatial dims, last first
+ *   5: dim 0 in group     6: dim 0 group (unbounded)
+ * A tensor with fewer spatial dims has digits of radix 1 in their place.
+ * With `packed`, the walk counts the packed copy's elements (groups of
+ * per_pad), else the tensor's (groups of per), in the order of the packed
+ * copy: element g of the packed copy is step g of the packed walk. */
+#define AMP_CONV_DIGITS 7
 
-    for (d = 2; d < l->nb_dims; d++)
-        off = off * l->dim[d] + at[d];
-    return off * amp_conv_packed_dim(l, 1) + at[1] / l->per[1] * l->per_pad[1] +
-           at[1] % l->per[1];
+/* The spatial dim of digit 2 + i (i < 3), or 0 when the tensor has no
+ * such dim. The walk's arrays are indexed by digit, in loops the compiler
+ * unrolls, so that they stay in registers. */
+AMP_HD int
+amp_conv_spatial_dim(const struct amp_conv_layout *l, int i)
+{
+    int d = (int)l->nb_dims - 1 - i;
+
+    return d >= 2 ? d : 0;
 }
 
-/* Turns packed coordinates into real ones in place; 0 when they are
- * padding. */
-AMP_HD int
-amp_conv_unpad(const struct amp_conv_layout *l, int64_t *at)
+/* The walk over l's elements, or with `packed` over its packed copy's. */
+AMP_HD void
+amp_conv_walk_init(struct amp_walk *w, const struct amp_conv_layout *l,
+                   int packed)
 {
-    int d;
+    int i;
 
-    for (d = 0; d < 2; d++) {
-        int64_t r = at[d] % l->per_pad[d];
+    w->radix[0] = packed ? l->per_pad[1] : l->per[1];
+    w->radix[1] = l->dim[1] / l->per[1];
+    for (i = 0; i < 3; i++) {
+        int d = amp_conv_spatial_dim(l, i);
 
-        if (r >= l->per[d])
-            return 0;
-        at[d] = at[d] / l->per_pad[d] * l->per[d] + r;
+        w->radix[2 + i] = d ? l->dim[d] : 1;
     }
-    return 1;
+    w->radix[5] = packed ? l->per_pad[0] : l->per[0];
+    w->radix[6] = 0; /* unbounded */
+}
+
+/* Offset k of the walk: the real element's offset by l's strides. A
+ * packed walk's padding has an offset too, of no element. */
+AMP_HD void
+amp_conv_walk_offset(struct amp_walk *w, int k,
+                     const struct amp_conv_layout *l)
+{
+    int i;
+
+    w->stride[k][0] = l->stride[1];
+    w->stride[k][1] = l->per[1] * l->stride[1];
+    for (i = 0; i < 3; i++) {
+        int d = amp_conv_spatial_dim(l, i);
+
+        w->stride[k][2 + i] = d ? l->stride[d] : 0;
+    }
+    w->stride[k][5] = l->stride[0];
+    w->stride[k][6] = l->per[0] * l->stride[0];
+}
+
+/* Offset k of the walk: the element's offset in l's packed copy. */
+AMP_HD void
+amp_conv_walk_packed_offset(struct amp_walk *w, int k,
+                            const struct amp_conv_layout *l)
+{
+    int64_t inner = amp_conv_packed_dim(l, 1);
+    int i;
+
+    w->stride[k][0] = 1;
+    w->stride[k][1] = l->per_pad[1];
+    for (i = 0; i < 3; i++) {
+        int d = amp_conv_spatial_dim(l, i);
+
+        w->stride[k][2 + i] = d ? inner : 0;
+        inner *= d ? l->dim[d] : 1;
+    }
+    w->stride[k][5] = inner;
+    w->stride[k][6] = l->per_pad[0] * inner;
 }
 
 /* One thread's share of the absolute maximum of the finite elements (FP32
@@ -738,19 +965,23 @@ AMP_HD uint32_t
 amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
                        uint32_t *nonfinite, int64_t tid, int64_t nthreads)
 {
-    int64_t at[AMP_CONV_MAX_DIMS];
+    struct amp_walk w;
     int64_t n = amp_conv_count(l, 0), g;
     uint32_t best = 0;
 
+    if (tid >= n)
+        return best;
+    amp_conv_walk_init(&w, l, 0);
+    amp_conv_walk_offset(&w, 0, l);
+    amp_walk_start(&w, AMP_CONV_DIGITS, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        uint32_t mag;
+        uint32_t mag = amp_f32_bits(src[w.off[0]]) & 0x7fffffffu;
 
-        amp_conv_coords(l, 0, g, at);
-        mag = amp_f32_bits(src[amp_conv_offset(l, at)]) & 0x7fffffffu;
         if (mag >= 0x7f800000u)
             *nonfinite = 1;
         else if (mag > best)
             best = mag;
+        amp_walk_next(&w, AMP_CONV_DIGITS, 1);
     }
     return best;
 }
@@ -762,17 +993,24 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
                      uint16_t *dst, float scale, int32_t format, int64_t tid,
                      int64_t nthreads)
 {
-    int64_t at[AMP_CONV_MAX_DIMS];
+    struct amp_walk w;
     int64_t n = amp_conv_count(l, 1), g;
+    int64_t per0 = l->per[0], per1 = l->per[1];
 
+    if (tid >= n)
+        return;
+    amp_conv_walk_init(&w, l, 1);
+    amp_conv_walk_offset(&w, 0, l);
+    amp_walk_start(&w, AMP_CONV_DIGITS, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         float x = 0.0f;
 
-        amp_conv_coords(l, 1, g, at);
-        if (amp_conv_unpad(l, at))
-            x = src[amp_conv_offset(l, at)] * scale;
+        /* Digits 0 and 5 past the group's real size: padding. */
+        if (w.at[0] < per1 && w.at[5] < per0)
+            x = src[w.off[0]] * scale;
         dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
                                            : amp_f32_to_f16(x);
+        amp_walk_next(&w, AMP_CONV_DIGITS, 1);
     }
 }
 
@@ -859,18 +1097,24 @@ amp_conv_output_thread(const void *r, int32_t format,
                        const struct amp_conv_scalars *s, float alpha,
                        float beta, int64_t tid, int64_t nthreads)
 {
-    int64_t at[AMP_CONV_MAX_DIMS];
+    struct amp_walk w;
     int64_t n = amp_conv_count(lr, 0), g;
+    float unscale_a = s->unscale_a, unscale_b = s->unscale_b;
 
+    if (tid >= n)
+        return;
+    amp_conv_walk_init(&w, lr, 0);
+    amp_conv_walk_packed_offset(&w, 0, lr);
+    amp_conv_walk_offset(&w, 1, ld);
+    amp_conv_walk_offset(&w, 2, lo);
+    amp_walk_start(&w, AMP_CONV_DIGITS, 3, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float v;
+        float v = amp_conv_result(r, w.off[0], format) * unscale_a *
+                  unscale_b;
 
-        amp_conv_coords(lr, 0, g, at);
-        v = amp_conv_result(r, amp_conv_packed_offset(lr, at), format) *
-            s->unscale_a * s->unscale_b;
-        dst[amp_conv_offset(ld, at)] =
-            amp_axpby(alpha, v, beta,
-                      beta == 0.0f ? 0.0f : old[amp_conv_offset(lo, at)]);
+        dst[w.off[1]] = amp_axpby(alpha, v, beta,
+                                  beta == 0.0f ? 0.0f : old[w.off[2]]);
+        amp_walk_next(&w, AMP_CONV_DIGITS, 3);
     }
 }
 
@@ -895,13 +1139,18 @@ amp_conv_error_thread(const float *cand, const struct amp_conv_layout *lc,
                       int64_t tid, int64_t nthreads)
 {
     struct amp_shadow_error e = {0, 0, 0};
-    int64_t at[AMP_CONV_MAX_DIMS];
+    struct amp_walk w;
     int64_t n = amp_conv_count(lc, 0), g;
 
+    if (tid >= n)
+        return e;
+    amp_conv_walk_init(&w, lc, 0);
+    amp_conv_walk_offset(&w, 0, lc);
+    amp_conv_walk_offset(&w, 1, lref);
+    amp_walk_start(&w, AMP_CONV_DIGITS, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        amp_conv_coords(lc, 0, g, at);
-        amp_shadow_element(&e, cand[amp_conv_offset(lc, at)],
-                           ref[amp_conv_offset(lref, at)]);
+        amp_shadow_element(&e, cand[w.off[0]], ref[w.off[1]]);
+        amp_walk_next(&w, AMP_CONV_DIGITS, 2);
     }
     return e;
 }

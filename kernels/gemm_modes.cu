@@ -55,17 +55,15 @@ amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
 {
     __shared__ uint32_t inexact[AMP_KERNEL_BLOCK];
     float c = s->alpha;
-    uint32_t flag = 0;
-    int64_t g, n = members * m;
 
-    for (g = threadIdx.x; g < n; g += blockDim.x)
-        flag |= !amp_scale_exact(alpha[(g / m) * stride + g % m], c);
-    inexact[threadIdx.x] = flag;
+    inexact[threadIdx.x] = amp_alpha_inexact_thread(alpha, stride, members, m,
+                                                    c, threadIdx.x,
+                                                    blockDim.x);
     amp_block_max(inexact);
     if (inexact[0])
         c = 1.0f;
-    for (g = threadIdx.x; g < n; g += blockDim.x)
-        out[g] = alpha[(g / m) * stride + g % m] * c;
+    amp_alpha_scale_thread(alpha, stride, members, m, c, out, threadIdx.x,
+                           blockDim.x);
     if (inexact[0] && threadIdx.x == 0) {
         s->exp_a = s->exp_b = 0;
         s->scale_a = s->scale_b = 1.0f;

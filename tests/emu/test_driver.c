@@ -805,6 +805,52 @@ test_module_and_launch(void **state)
     module_load_under_capture();
 }
 
+/* A kernel of the shim is charged the bytes it reads and writes: the
+ * FP16 cast of a compact matrix reads its FP32 elements and the scale and
+ * writes the halves, each once. */
+static void
+test_kernel_time_is_its_bytes(void **state)
+{
+    int64_t rows = 256, cols = 192, ld = 256;
+    size_t n = (size_t)rows * (size_t)cols;
+    CUdeviceptr src, dst, scale;
+    void *params[] = {&src, &ld, &dst, &ld, &rows, &cols, &scale};
+    float one = 1.0f, ms;
+    double want;
+    CUevent a, b;
+    CUfunction f;
+    CUmodule m;
+    CUstream s;
+
+    make_fatbin(AMP_K_CAST_F32_F16);
+    CHECK(cuModuleLoadData(&m, fake_fatbin));
+    CHECK(cuModuleGetFunction(&f, m, AMP_K_CAST_F32_F16));
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&src, n * 4));
+    CHECK(cuMemAlloc(&dst, n * 2));
+    CHECK(cuMemAlloc(&scale, 4));
+    CHECK(cuMemsetD32(src, 0x3f800000u, n));
+    CHECK(cuMemcpyHtoD(scale, &one, 4));
+    CHECK(cuEventCreate(&a, 0));
+    CHECK(cuEventCreate(&b, 0));
+    CHECK(cuEventRecord(a, s));
+    CHECK(cuLaunchKernel(f, amp_kernel_grid((long long)n), 1, 1,
+                         AMP_KERNEL_BLOCK, 1, 1, 0, s, params, NULL));
+    CHECK(cuEventRecord(b, s));
+    CHECK(cuEventSynchronize(b));
+    CHECK(cuEventElapsedTime(&ms, a, b));
+    want = emu_model_ns(0.0, EMU_PREC_NONE, (double)(n * 4 + n * 2 + 4)) /
+           1e6;
+    assert_true(fabs(ms - want) <= 1e-4 * want);
+    CHECK(cuEventDestroy(a));
+    CHECK(cuEventDestroy(b));
+    CHECK(cuMemFree(src));
+    CHECK(cuMemFree(dst));
+    CHECK(cuMemFree(scale));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuModuleUnload(m));
+}
+
 /* ---- Scenarios run in a fresh child process -------------------------------- */
 
 static CUcontext
@@ -962,6 +1008,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_stream_ordered_allocation),
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_events_time_the_model),
+        cmocka_unit_test(test_kernel_time_is_its_bytes),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
         cmocka_unit_test(test_capture_thread_modes),

@@ -333,6 +333,304 @@ test_batch_threads(void **state)
     assert_int_equal(lo[1], 0);
 }
 
+/* ---- Element loops against the index arithmetic they replace ---------- */
+
+/* Thread counts of the walks: fewer threads than elements, not dividing
+ * them, more than a matrix or than the whole index space. */
+static const int64_t walk_threads[] = {1, 2, 3, 5, 7, 13, 64, 1000};
+#define NWALK_THREADS (sizeof walk_threads / sizeof *walk_threads)
+
+/* Every thread count, every shape of a small batch: the copy of a batch
+ * (strided or by pointer array) lands where column-major indexing puts
+ * it, and nothing else is written. */
+static void
+test_batch_walk_shapes(void **state)
+{
+    static const int64_t sizes[] = {1, 2, 3, 5};
+    float src[4 * 8 * 7], dst[4 * 8 * 7];
+    const float *array[4];
+    size_t ri, ci, ti;
+    int64_t batch, i;
+
+    for (i = 0; i < (int64_t)(sizeof src / sizeof *src); i++)
+        src[i] = (float)i;
+    for (ri = 0; ri < 4; ri++)
+        for (ci = 0; ci < 4; ci++)
+            for (batch = 1; batch <= 3; batch++)
+                for (ti = 0; ti < NWALK_THREADS; ti++) {
+                    int64_t rows = sizes[ri], cols = sizes[ci];
+                    int64_t ld_src = rows + 2, stride = ld_src * cols + 1;
+                    int64_t ld_dst = rows + 1, stride_dst = ld_dst * cols;
+                    int64_t nt = walk_threads[ti], t, b, c, r;
+                    int use_array = (int)(ti & 1);
+
+                    for (b = 0; b < batch; b++) /* matrices in reverse */
+                        array[b] = src + (batch - 1 - b) * stride;
+                    for (i = 0; i < (int64_t)(sizeof dst / sizeof *dst); i++)
+                        dst[i] = -1.0f;
+                    for (t = 0; t < nt; t++)
+                        amp_gather_batch_thread(
+                            use_array ? NULL : src,
+                            use_array ? array : NULL, stride, batch, ld_src,
+                            rows, cols, dst, ld_dst, stride_dst, t, nt);
+                    for (b = 0; b < batch; b++)
+                        for (c = 0; c < cols; c++)
+                            for (r = 0; r < ld_dst; r++) {
+                                const float *m = use_array ? array[b]
+                                                           : src + b * stride;
+                                float want = r < rows ? m[c * ld_src + r]
+                                                      : -1.0f;
+
+                                assert_true(dst[b * stride_dst + c * ld_dst +
+                                                r] == want);
+                            }
+                }
+}
+
+/* The fp16x3 fold reads alpha per row of the result: stored rows, or
+ * stored columns when the result is row-major. */
+static void
+test_fold_walk_rows(void **state)
+{
+    const float alpha[] = {1, 2, 4, 8, 16, 32};
+    float s[2 * 3 * 2];
+    size_t ti;
+    int row_major;
+
+    for (row_major = 0; row_major < 2; row_major++)
+        for (ti = 0; ti < NWALK_THREADS; ti++) {
+            struct amp_row_scalars v = {alpha, NULL, 3, row_major};
+            int64_t nt = walk_threads[ti], t, b, c, r;
+
+            for (t = 0; t < 12; t++)
+                s[t] = 1.0f;
+            /* Two 2 x 3 matrices; alpha's vectors 3 apart. */
+            for (t = 0; t < nt; t++)
+                amp_f16x3_fold_thread(s, 2, 6, NULL, 2, 6, 2, 2, 3, 1.0f,
+                                      0.0f, v, t, nt);
+            for (b = 0; b < 2; b++)
+                for (c = 0; c < 3; c++)
+                    for (r = 0; r < 2; r++)
+                        assert_true(s[b * 6 + c * 2 + r] ==
+                                    alpha[b * 3 + (row_major ? c : r)]);
+        }
+}
+
+/* A reference layout: sizes (N or K, C per group, spatial) with strides
+ * in the given order of dims, innermost first. */
+static struct amp_conv_layout
+walk_layout(int nb_dims, const int64_t *dim, const int *order, int64_t per0,
+            int64_t per_pad0, int64_t per1, int64_t per_pad1)
+{
+    struct amp_conv_layout l;
+    int64_t stride = 1;
+    int i;
+
+    memset(&l, 0, sizeof l);
+    l.nb_dims = nb_dims;
+    for (i = 0; i < nb_dims; i++)
+        l.dim[i] = dim[i];
+    for (i = 0; i < nb_dims; i++) {
+        l.stride[order[i]] = stride;
+        stride *= dim[order[i]] + (order[i] == 1); /* a gap after C */
+    }
+    l.per[0] = per0;
+    l.per_pad[0] = per_pad0;
+    l.per[1] = per1;
+    l.per_pad[1] = per_pad1;
+    return l;
+}
+
+/* Coordinates of element g of l counted channels last, over the tensor's
+ * sizes or (packed) its packed copy's, as the kernels did with division. */
+static void
+walk_coords(const struct amp_conv_layout *l, int packed, int64_t g,
+            int64_t *at)
+{
+    int d;
+
+    at[1] = g % amp_conv_packed_dim(l, 1);
+    if (!packed)
+        at[1] = g % l->dim[1];
+    g /= packed ? amp_conv_packed_dim(l, 1) : l->dim[1];
+    for (d = (int)l->nb_dims - 1; d >= 2; d--) {
+        at[d] = g % l->dim[d];
+        g /= l->dim[d];
+    }
+    at[0] = g;
+}
+
+/* The packed copy's offset of real coordinates. */
+static int64_t
+walk_packed_offset(const struct amp_conv_layout *l, const int64_t *at)
+{
+    int64_t off = at[0] / l->per[0] * l->per_pad[0] + at[0] % l->per[0];
+    int d;
+
+    for (d = 2; d < l->nb_dims; d++)
+        off = off * l->dim[d] + at[d];
+    return off * amp_conv_packed_dim(l, 1) + at[1] / l->per[1] * l->per_pad[1] +
+           at[1] % l->per[1];
+}
+
+/* Real coordinates of packed ones; 0 in the padding. */
+static int
+walk_unpad(const struct amp_conv_layout *l, int64_t *at)
+{
+    int d;
+
+    for (d = 0; d < 2; d++) {
+        int64_t r = at[d] % l->per_pad[d];
+
+        if (r >= l->per[d])
+            return 0;
+        at[d] = at[d] / l->per_pad[d] * l->per[d] + r;
+    }
+    return 1;
+}
+
+/* The convolution kernels' loops over 1-d to 3-d tensors with groups and
+ * padded channels, in several stride orders and thread counts, against
+ * the coordinates computed by division: the packed copy (padding zero),
+ * the output from a packed result, the maximum and the errors. */
+static void
+test_conv_walk_layouts(void **state)
+{
+    static const int64_t dims[3][5] = {
+        {2, 6, 5, 0, 0}, {4, 3, 2, 3, 0}, {3, 4, 2, 1, 3}};
+    static const int orders[3][5] = {
+        {2, 1, 0}, {1, 3, 2, 0}, {4, 3, 2, 1, 0}};
+    static const int64_t pers[3][4] = {
+        {1, 2, 3, 4}, {2, 3, 3, 8}, {1, 3, 2, 2}};
+    static float src[4096], out[4096], packed_f32[4096];
+    static uint16_t packed[4096];
+    int shape, variant;
+
+    for (shape = 0; shape < 3; shape++)
+        for (variant = 0; variant < 2; variant++) {
+            const int64_t *p = pers[shape];
+            int nb = shape + 3;
+            int channels_last[5] = {1, 0, 0, 0, 0};
+            struct amp_conv_layout l, lp;
+            struct amp_conv_scalars sc;
+            int64_t at[AMP_CONV_MAX_DIMS], n, np, g;
+            uint32_t best = 0, want_best = 0;
+            size_t ti;
+            int i;
+
+            for (i = 1; i < nb - 1; i++)
+                channels_last[i] = nb - i;
+            channels_last[nb - 1] = 0;
+            l = walk_layout(nb, dims[shape],
+                            variant ? channels_last : orders[shape], p[0],
+                            variant ? p[0] : p[1], p[2], p[3]);
+            lp = l;
+            n = amp_conv_count(&l, 0);
+            np = amp_conv_count(&l, 1);
+            assert_true(np <= 4096 && n * 2 <= 4096);
+            for (g = 0; g < 4096; g++)
+                src[g] = (float)(g % 97) - 48.0f;
+            for (g = 0; g < n; g++) {
+                uint32_t mag;
+
+                walk_coords(&l, 0, g, at);
+                mag = amp_f32_bits(src[amp_conv_offset(&l, at)]) &
+                      0x7fffffffu;
+                if (mag > want_best)
+                    want_best = mag;
+            }
+            memset(&sc, 0, sizeof sc);
+            sc.unscale_a = 0.5f;
+            sc.unscale_b = 1.0f;
+            for (ti = 0; ti < NWALK_THREADS; ti++) {
+                int64_t nt = walk_threads[ti], t;
+                uint32_t bad = 0;
+                struct amp_shadow_error e = {0, 0, 0};
+
+                memset(packed, 0xff, sizeof packed);
+                for (t = 0; t < nt; t++) {
+                    uint32_t part = amp_conv_absmax_thread(src, &l, &bad, t,
+                                                           nt);
+
+                    best = part > best ? part : best;
+                    amp_conv_cast_thread(src, &l, packed, 2.0f,
+                                         AMP_FORMAT_BF16, t, nt);
+                }
+                assert_int_equal(best, want_best);
+                assert_int_equal(bad, 0);
+                for (g = 0; g < np; g++) {
+                    float want = 0.0f;
+
+                    walk_coords(&l, 1, g, at);
+                    if (walk_unpad(&l, at))
+                        want = src[amp_conv_offset(&l, at)] * 2.0f;
+                    assert_int_equal(packed[g], amp_f32_to_bf16(want));
+                }
+                assert_int_equal(packed[np], 0xffff);
+                /* Back: out = 3 * packed / 2, from the packed result as
+                 * FP32, laid out by l's strides. */
+                for (g = 0; g < np; g++)
+                    packed_f32[g] = (float)g;
+                for (g = 0; g < 4096; g++)
+                    out[g] = -7.0f;
+                for (t = 0; t < nt; t++)
+                    amp_conv_output_thread(packed_f32, AMP_FORMAT_F32, &lp,
+                                           out, &l, NULL, &l, &sc, 3.0f,
+                                           0.0f, t, nt);
+                for (g = 0; g < n; g++) {
+                    walk_coords(&l, 0, g, at);
+                    assert_true(out[amp_conv_offset(&l, at)] ==
+                                (float)walk_packed_offset(&l, at) * 1.5f);
+                }
+                /* The errors of out against src: largest |difference|. */
+                for (t = 0; t < nt; t++) {
+                    struct amp_shadow_error part =
+                        amp_conv_error_thread(out, &l, src, &l, t, nt);
+
+                    amp_shadow_merge(&e, &part);
+                }
+                {
+                    struct amp_shadow_error want = {0, 0, 0};
+
+                    for (g = 0; g < n; g++) {
+                        int64_t off;
+
+                        walk_coords(&l, 0, g, at);
+                        off = amp_conv_offset(&l, at);
+                        amp_shadow_element(&want, out[off], src[off]);
+                    }
+                    assert_int_equal(e.max_abs, want.max_abs);
+                    assert_int_equal(e.max_ref, want.max_ref);
+                }
+            }
+        }
+}
+
+/* The alpha vectors' check and scaling walk members given by stride. */
+static void
+test_alpha_walk(void **state)
+{
+    /* Three vectors of 2, 3 apart; the last element subnormal. */
+    const float alpha[] = {1, 2, 99, 3, 4, 99, 5, 1e-39f};
+    float out[6];
+    size_t ti;
+
+    for (ti = 0; ti < NWALK_THREADS; ti++) {
+        int64_t nt = walk_threads[ti], t;
+        uint32_t two = 0, inexact = 0;
+
+        for (t = 0; t < nt; t++) {
+            two |= amp_alpha_inexact_thread(alpha, 3, 2, 2, 0.5f, t, nt);
+            inexact |= amp_alpha_inexact_thread(alpha, 3, 3, 2, 0.5f, t, nt);
+            amp_alpha_scale_thread(alpha, 3, 3, 2, 0.5f, out, t, nt);
+        }
+        assert_int_equal(two, 0);
+        assert_int_equal(inexact, 1);
+        assert_true(out[0] == 0.5f && out[1] == 1.0f && out[2] == 1.5f &&
+                    out[3] == 2.0f && out[4] == 2.5f);
+    }
+}
+
 int
 main(void)
 {
@@ -350,6 +648,10 @@ main(void)
         cmocka_unit_test(test_f16x3_split),
         cmocka_unit_test(test_shadow_element),
         cmocka_unit_test(test_batch_threads),
+        cmocka_unit_test(test_batch_walk_shapes),
+        cmocka_unit_test(test_fold_walk_rows),
+        cmocka_unit_test(test_conv_walk_layouts),
+        cmocka_unit_test(test_alpha_walk),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
