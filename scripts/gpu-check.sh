@@ -14,19 +14,23 @@
 # sizes (the suite runs it so) and writes the results to
 # build/gpu-check/gpu-results.md instead (--out FILE elsewhere).
 #
-# usage: scripts/gpu-check.sh [--dry-run] [--out FILE]
-# JOBS=N limits the build's parallel jobs.
+# usage: scripts/gpu-check.sh [--dry-run] [--out FILE] [--build DIR]
+# --build DIR uses the tree built in DIR as it is (the test suite's);
+# without it the script builds build/. JOBS=N limits the build's jobs.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dry=0
 out=
+built=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --dry-run) dry=1; shift ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: scripts/gpu-check.sh [--dry-run] [--out FILE]" >&2
+    --build) built=${2:?--build needs a directory}; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: scripts/gpu-check.sh [--dry-run] [--out FILE]" \
+            "[--build DIR]" >&2
        exit 2 ;;
     esac
 done
@@ -38,8 +42,12 @@ if [[ -z $gpus && $dry == 0 ]]; then
     exit 0
 fi
 
-build=${GPU_CHECK_BUILD:-$root/build}
-"$root/scripts/build.sh" "$build" gcc >/dev/null
+if [[ -n $built ]]; then
+    build=$(cd "$built" && pwd)
+else
+    build=$root/build
+    "$root/scripts/build.sh" "$build" gcc >/dev/null
+fi
 shim=$build/hooks/libampshim.so
 emu=$build/tests/emu
 work=$build/gpu-check
@@ -224,7 +232,7 @@ fi
 
 # ---- 4. The legacy trainer, plain and under the shim ---------------------------------
 if [[ $dry == 1 ]]; then
-    train_args=(--train 1024 --test 256 --epochs 1 --seed 3)
+    train_args=(--train 512 --test 256 --epochs 1 --seed 3)
 else
     train_args=(--epochs 1 --seed 3)      # the whole data set
 fi
