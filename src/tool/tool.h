@@ -123,10 +123,11 @@ extern const char amp_tool_report_help[];
 
 /* `ampshim report FILE... | DIR`: one summary of a job's reports (the
  * processes, totals, each site's spread across them, decisions that
- * differ, the slowest) as a table, and CSV into csv ("-": standard output,
- * instead of the table) unless NULL; 0, or 1 when no report could be read
- * or csv not written. */
-int amp_tool_report_job(char **args, size_t nargs, const char *csv);
+ * differ, the slowest) as a table, a page into html and CSV into csv
+ * ("-": standard output, instead of the table) unless NULL; 0, or 1 when
+ * no report could be read or an output not written. */
+int amp_tool_report_job(char **args, size_t nargs, const char *html,
+                        const char *csv);
 
 /* `ampshim calibrate [OPTIONS] -- PROGRAM ARGS...`: 0, 1 when a run or
  * the policy file fails, 2 on a usage error, 125 when a check before the

@@ -15,8 +15,7 @@
 
 /* ---- Text ---------------------------------------------------------------- */
 
-/* s, HTML-escaped; nothing for NULL. */
-static void
+void
 amp_html_text(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
@@ -1175,7 +1174,7 @@ amp_html_coverage(FILE *f, const struct amp_doc *doc)
 
 /* ---- The page ------------------------------------------------------------ */
 
-static const char amp_html_style[] =
+const char amp_html_style[] =
     "body{font-family:sans-serif;color:#222;line-height:1.4;max-width:"
     "1400px;margin:0 auto;padding:1em 1.5em;}\n"
     "h1{font-size:1.5em;overflow-wrap:anywhere;}h2{margin-top:1.6em;}\n"

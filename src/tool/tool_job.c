@@ -8,6 +8,7 @@
 #include "base/json.h"
 #include "decide/symbolize.h"
 #include "tool/tool.h"
+#include "tool/tool_report.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -57,6 +58,12 @@ static const char *
 amp_jstr(const struct amp_json *obj, const char *key)
 {
     return amp_json_str(amp_json_get(obj, key));
+}
+
+static const char *
+amp_str_or(const char *s, const char *otherwise)
+{
+    return s ? s : otherwise;
 }
 
 static const char *
@@ -529,6 +536,121 @@ amp_job_csv(const struct amp_job_sum *j, const char *path)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* <td>TEXT</td>, escaped. */
+static void
+amp_jtd(FILE *f, const char *text)
+{
+    fputs("<td>", f);
+    amp_html_text(f, text);
+    fputs("</td>", f);
+}
+
+/* The summary as a self-contained page: the ranks, the totals, the
+ * slowest, the spread per site, the decisions that differ. */
+static int
+amp_job_html(const struct amp_job_sum *j, const char *path)
+{
+    const struct amp_json *job0 = amp_json_get(j->procs[0].root, "job");
+    const struct amp_json *prog0 = amp_json_get(j->procs[0].root,
+                                                "program");
+    FILE *f = amp_out_open(path);
+    char b[6][80], label[1200], differs[512];
+    double worst, best;
+    long slow;
+    size_t p, i, ndiffer = 0;
+
+    if (!f)
+        return -1;
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
+            "\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-"
+            "width\">\n<title>ampshim job: ");
+    amp_html_text(f, amp_str_or(amp_jstr(prog0, "name"), "-"));
+    fprintf(f, "</title>\n<style>\n%s</style></head><body>\n"
+            "<h1 id=\"heading\">ampshim job: ", amp_html_style);
+    amp_html_text(f, amp_str_or(amp_jstr(prog0, "name"), "-"));
+    fprintf(f, "</h1>\n<p id=\"job\">%zu processes", j->nprocs);
+    if (job0 && job0->type == AMP_JSON_OBJECT) {
+        fputs(" (", f);
+        amp_html_text(f, amp_jstr(job0, "launcher"));
+        fputs(", job ", f);
+        amp_html_text(f, amp_str_or(amp_jstr(job0, "id"), "-"));
+        fprintf(f, ", size %s)", amp_jfmt(b[0], 80, 0,
+                                          amp_jnum(job0, "size")));
+    }
+    fputs(".</p>\n<h2>Ranks</h2>\n<div class=\"scroll\"><table "
+          "id=\"ranks\"><tr><th>rank</th><th>host</th><th>device</th>"
+          "<th>calls</th><th>converted</th><th>FP32 ms</th><th>actual ms"
+          "</th><th>speedup</th><th>report</th></tr>\n", f);
+    for (p = 0; p < j->nprocs; p++) {
+        const struct amp_json *r = j->procs[p].root;
+        const struct amp_json *t = amp_json_get(r, "totals");
+        double known = amp_jnum(t, "calls_fp32_measured") +
+                       amp_jnum(t, "calls_fp32_estimated");
+        double ms = known == 0.0 ? NAN : 1.0;
+
+        fputs("<tr>", f);
+        snprintf(b[5], 80, "%ld", j->procs[p].rank);
+        amp_jtd(f, j->procs[p].ranked ? b[5] : "-");
+        amp_jtd(f, amp_str_or(amp_jstr(amp_json_get(r, "program"), "host"),
+                              "-"));
+        amp_jtd(f, amp_str_or(amp_jstr(amp_json_get(r, "device"),
+                                       "reported_name"), "none"));
+        amp_jtd(f, amp_jfmt(b[0], 80, 0, amp_jnum(t, "calls")));
+        amp_jtd(f, amp_jfmt(b[1], 80, 0, amp_jnum(t, "converted")));
+        amp_jtd(f, amp_jfmt(b[2], 80, 3, ms * amp_jnum(t, "fp32_ms")));
+        amp_jtd(f, amp_jfmt(b[3], 80, 3, ms * amp_jnum(t, "actual_ms")));
+        amp_jtd(f, amp_jfmt(b[4], 80, 2, amp_jnum(t, "speedup")));
+        amp_jtd(f, j->procs[p].path);
+        fputs("</tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+    slow = amp_slowest(j, &worst, &best);
+    if (slow >= 0 && j->nprocs > 1)
+        fprintf(f, "<p id=\"slowest\">Slowest: rank %ld, %.3f ms of "
+                "converted and shadow calls, %.1f%% over the fastest.</p>\n",
+                j->procs[slow].rank, worst,
+                best > 0 ? 100.0 * (worst / best - 1.0) : 0.0);
+    fputs("<h2>Sites across the ranks</h2>\n<p class=\"caption\">Per call "
+          "site, the minimum, median and maximum over the ranks that have "
+          "it.</p>\n<div class=\"scroll\"><table id=\"sites\"><tr><th>"
+          "site</th><th>api</th><th>ranks</th><th>calls</th><th>speedup"
+          "</th><th>max rel err</th></tr>\n", f);
+    for (i = 0; i < j->nsites; i++) {
+        const struct amp_jsite *x = &j->sites[i];
+
+        amp_jsite_label(x, label, sizeof label);
+        fputs("<tr>", f);
+        amp_jtd(f, label);
+        amp_jtd(f, x->api);
+        snprintf(b[5], 80, "%zu", x->present);
+        amp_jtd(f, b[5]);
+        amp_jtd(f, amp_spread_text(x->calls, j->nprocs, 0, 0, b[0], 80));
+        amp_jtd(f, amp_spread_text(x->speedup, j->nprocs, 2, 0, b[1], 80));
+        amp_jtd(f, amp_spread_text(x->max_rel, j->nprocs, 1, 1, b[2], 80));
+        fputs("</tr>\n", f);
+    }
+    fputs("</table></div>\n<h2>Decisions that differ</h2>\n<ul "
+          "id=\"differ\">\n", f);
+    for (i = 0; i < j->nsites; i++) {
+        amp_jsite_differs(j, &j->sites[i], differs, sizeof differs);
+        if (!differs[0])
+            continue;
+        amp_jsite_label(&j->sites[i], label, sizeof label);
+        fputs("<li class=\"mark\">", f);
+        amp_html_text(f, label);
+        fputc(' ', f);
+        amp_html_text(f, j->sites[i].api);
+        fputs(": ", f);
+        amp_html_text(f, differs);
+        fputs("</li>\n", f);
+        ndiffer++;
+    }
+    if (!ndiffer)
+        fputs("<li>None: every rank decided alike at every site.</li>\n", f);
+    fputs("</ul>\n</body></html>\n", f);
+    return amp_out_close(f);
+}
+
 static void
 amp_job_free(struct amp_job_sum *j)
 {
@@ -550,7 +672,8 @@ amp_job_free(struct amp_job_sum *j)
 }
 
 int
-amp_tool_report_job(char **args, size_t nargs, const char *csv)
+amp_tool_report_job(char **args, size_t nargs, const char *html,
+                    const char *csv)
 {
     char **paths = calloc(AMP_JOB_MAX_REPORTS, sizeof *paths);
     unsigned char *owned = calloc(AMP_JOB_MAX_REPORTS, 1);
@@ -589,8 +712,14 @@ amp_tool_report_job(char **args, size_t nargs, const char *csv)
     if (amp_job_gather(&j) != 0)
         goto out;
     rc = 0;
-    if (!(csv && strcmp(csv, "-") == 0))
+    if (!(csv && strcmp(csv, "-") == 0) && !(html && strcmp(html, "-") == 0))
         amp_job_print(&j);
+    if (html && amp_job_html(&j, html) != 0) {
+        fprintf(stderr, "ampshim report: %s: %s\n",
+                strcmp(html, "-") == 0 ? "standard output" : html,
+                strerror(errno));
+        rc = 1;
+    }
     if (csv && amp_job_csv(&j, csv) != 0) {
         fprintf(stderr, "ampshim report: %s: %s\n",
                 strcmp(csv, "-") == 0 ? "standard output" : csv,

@@ -18,7 +18,7 @@
 
 const char amp_tool_report_help[] =
     "usage: ampshim report [FILE] [--html OUT] [--csv OUT]\n"
-    "       ampshim report FILE... | DIR [--csv OUT]\n"
+    "       ampshim report FILE... | DIR [--html OUT] [--csv OUT]\n"
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
     "docs/report-schema.md) and prints the program, device and policy and\n"
@@ -35,7 +35,7 @@ const char amp_tool_report_help[] =
     "processes: one summary of them, a line per rank, the totals, the\n"
     "slowest rank, each site's spread across the ranks (calls, speedup,\n"
     "error: min/median/max) and the sites whose decisions differ; --csv\n"
-    "writes a row per site.\n"
+    "writes a row per site, --html a page of the summary.\n"
     "\n"
     "options:\n"
     "  --html OUT   also write a self-contained HTML page (no external\n"
@@ -688,13 +688,7 @@ amp_tool_report(int argc, char **argv)
     }
     /* Several reports, or a directory of them: one job's summary. */
     if (nfiles > 1 || (nfiles == 1 && amp_is_dir(files[0]))) {
-        if (html) {
-            amp_opt_usage("ampshim report", "--html takes one report; a job "
-                          "summary of several is a table or --csv");
-            free(files);
-            return AMP_TOOL_USAGE;
-        }
-        rc = amp_tool_report_job(files, nfiles, csv);
+        rc = amp_tool_report_job(files, nfiles, html, csv);
         free(files);
         return rc;
     }

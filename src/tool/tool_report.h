@@ -78,4 +78,10 @@ void amp_cover_summary(const struct amp_json *cov, char *buf, size_t cap);
 /* Writes the page to path ("-": standard output); 0, or -1 (errno). */
 int amp_write_html(const struct amp_doc *doc, const char *path);
 
+/* s, HTML-escaped, into f; nothing for NULL. */
+void amp_html_text(FILE *f, const char *s);
+
+/* The pages' style sheet (one <style> element's content). */
+extern const char amp_html_style[];
+
 #endif

@@ -170,7 +170,8 @@ t rep_two -- report a.json b.json
 status rep_two 1
 err_has rep_two "ampshim report: a.json: No such file or directory"
 t rep_two_html -- report --html p.html a.json b.json
-usage rep_two_html 2 "ampshim report" "--html takes one report"
+status rep_two_html 1
+err_has rep_two_html "ampshim report: b.json: No such file or directory"
 mkdir -p "$tmp/empty"
 (cd "$tmp/empty" && t rep_none XDG_STATE_HOME="$tmp/empty/state" -- report)
 status rep_none 1

@@ -4,8 +4,10 @@
 # converted under --mode fp32, a broken policy, a run that converted and
 # gained) and two written by hand (a version-1 snapshot with hostile
 # names, no device and fallbacks; a version-2 report with the command
-# line, host, fp32_reasons and a reason for an unknown FP32 time), each
-# rendered with `ampshim report --html` and opened in headless Chromium:
+# line, host, fp32_reasons and a reason for an unknown FP32 time), and
+# the summary of a job's two reports (ranks started as mpirun starts
+# them), each rendered with `ampshim report --html` and opened in headless
+# Chromium:
 # - no console message (the page has no script; a load it attempted, a
 #   parse error or an exception would log one), no <script> element, no
 #   external resource in the file;
@@ -50,11 +52,12 @@ browse() {
         --hide-scrollbars "$@" "file://$out/$name.html" 2>"$log"
 }
 
-# page NAME: renders OUT/NAME.json, checks it against NAME.expect (lines
-# of check_html.py) and takes the screenshots.
+# page NAME [REPORTS]: renders OUT/NAME.json (or REPORTS: a job's
+# directory), checks it against NAME.expect (lines of check_html.py) and
+# takes the screenshots.
 page() {
-    local name=$1 w
-    env LD_PRELOAD="$first" "$tool" report "$out/$name.json" \
+    local name=$1 from=${2:-$out/$1.json} w
+    env LD_PRELOAD="$first" "$tool" report "$from" \
         --html "$out/$name.html" >"$name.table" 2>"$name.err" ||
         { cat "$name.err" >&2; fail "$name: ampshim report --html failed"; }
     if grep -nE '<[^>]*[[:space:]](src|href|xlink:href)=|url\(|@import' \
@@ -284,5 +287,29 @@ coverage	100.0% FP32 within the shim's reach (converted 90.0%, kept FP32 10.0%)
 EOF
 } >v2.expect
 page v2
+
+# ---- A job of two ranks: the summary's page --------------------------------------
+mkdir -p "$out/job"
+for rank in 0 1; do
+    mode=tf32
+    [[ $rank == 1 ]] && mode=fp32
+    OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_LOCAL_RANK=$rank \
+        OMPI_COMM_WORLD_SIZE=2 run --mode $mode --report \
+        "$out/job/rank-%r.json" -- "$prog" --calls 4 --m 128 --n 128 --k 128
+done
+cat >job.expect <<'EOF'
+heading	ampshim job: report_prog
+job	2 processes (openmpi, job -, size 2).
+ranks	rank host device calls converted FP32 ms actual ms speedup report
+ranks	1
+ranks	NVIDIA H100 SXM (emulated) 4 0 - - -
+slowest	Slowest: rank 0
+sites	main (report_prog+0x
+sites	cublasSgemm_v2 2 4/4/4
+differ	cublasSgemm_v2: modes: 0=tf32+shadow 1=fp32
+#script	0
+EOF
+page job "$out/job"
 echo "report --html: pages of demoted, FP32-only, broken-policy, converted," \
-     "version-1 and version-2 reports render as expected; screenshots in $out"
+     "version-1 and version-2 reports and of a job render as expected;" \
+     "screenshots in $out"
