@@ -472,23 +472,6 @@ amp_job_print(const struct amp_job_sum *j)
     }
 }
 
-static void
-amp_jcsv_field(FILE *f, const char *s, int last)
-{
-    if (s && strpbrk(s, ",\"\n\r")) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else if (s) {
-        fputs(s, f);
-    }
-    fputc(last ? '\n' : ',', f);
-}
-
 /* The spread of v as three CSV fields. */
 static void
 amp_jcsv_spread(FILE *f, const double *v, size_t n, int last)
@@ -520,16 +503,16 @@ amp_job_csv(const struct amp_job_sum *j, const char *path)
         const struct amp_jsite *x = &j->sites[i];
 
         amp_jsite_differs(j, x, differs, sizeof differs);
-        amp_jcsv_field(f, x->api, 0);
-        amp_jcsv_field(f, x->function, 0);
-        amp_jcsv_field(f, x->module, 0);
+        amp_csv_field(f, x->api, 0);
+        amp_csv_field(f, x->function, 0);
+        amp_csv_field(f, x->module, 0);
         snprintf(off, sizeof off, "%.0f", x->offset);
-        amp_jcsv_field(f, isnan(x->offset) ? "" : off, 0);
+        amp_csv_field(f, isnan(x->offset) ? "" : off, 0);
         fprintf(f, "%zu,", x->present);
         amp_jcsv_spread(f, x->calls, j->nprocs, 0);
         amp_jcsv_spread(f, x->speedup, j->nprocs, 0);
         amp_jcsv_spread(f, x->max_rel, j->nprocs, 0);
-        amp_jcsv_field(f, differs, 1);
+        amp_csv_field(f, differs, 1);
     }
     if (f == stdout)
         return fflush(f) == 0 && !ferror(f) ? 0 : -1;

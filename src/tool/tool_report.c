@@ -486,7 +486,7 @@ amp_print_table(const struct amp_doc *doc)
 
 /* ---- CSV -------------------------------------------------------------------- */
 
-static void
+void
 amp_csv_field(FILE *f, const char *s, int last)
 {
     if (s && strpbrk(s, ",\"\n\r")) {

@@ -78,6 +78,10 @@ void amp_cover_summary(const struct amp_json *cov, char *buf, size_t cap);
 /* Writes the page to path ("-": standard output); 0, or -1 (errno). */
 int amp_write_html(const struct amp_doc *doc, const char *path);
 
+/* s as one CSV field (quoted when it holds a comma, quote or line end),
+ * then ',' or, when last, a line end; NULL is an empty field. */
+void amp_csv_field(FILE *f, const char *s, int last);
+
 /* s, HTML-escaped, into f; nothing for NULL. */
 void amp_html_text(FILE *f, const char *s);
 
