@@ -131,24 +131,27 @@ print(f"  of it convolutions: {num(conv_share, '.1f')}% of "
 print()
 print(f"  per site and shape, times {label}:")
 print(f"  {'site':16} {'api':26} {'shape':30} {'calls':>5} {'conv':>5}"
-      f" {'fp32 ms':>9} {'actual ms':>9} {'speedup':>7}")
+      f" {'fp32 ms':>9} {'actual ms':>9} {'speedup':>7} {'steady':>7}")
 rows = [(s, sh) for s in r["sites"] for sh in s["shapes"]]
 rows.sort(key=lambda x: -(x[1]["flops"]["total"] or 0))
-unmeasured = 0
+unknown = set()
 for s, sh in rows:
     t = sh["time"]
-    # A converted shape no shadow call measured has no FP32 time.
-    known = sh["converted"] == 0 or sh["fp32_baseline_ms"] is not None
-    unmeasured += not known
-    print(f"  {s['function'][:16]:16} {s['api'][:26]:26} {sh['shape'][:30]:30}"
-          f" {sh['calls']:5d} {sh['converted']:5d}"
+    # Times only of calls with an FP32 time: a shape kept FP32 is not
+    # timed, a converted one no shadow call measured has none ("-").
+    known = t["calls_fp32_measured"] + t["calls_fp32_estimated"] > 0
+    if t.get("fp32_unknown_reason"):
+        unknown.add(t["fp32_unknown_reason"])
+    print(f"  {(s['function'] or '-')[:16]:16} {s['api'][:26]:26}"
+          f" {sh['shape'][:30]:30} {sh['calls']:5d} {sh['converted']:5d}"
           f" {num(t['fp32_ms'] if known else None, '9.3f'):>9}"
           f" {num(t['actual_ms'] if known else None, '9.3f'):>9}"
-          f" {num(t['speedup'], '7.2f'):>7}")
-if unmeasured:
-    print(f"  ({unmeasured} converted shapes show -: a site's verify calls"
-          f" are its first calls, of whichever shapes, and measured no"
-          f" FP32 time for these)")
+          f" {num(t['speedup'], '7.2f'):>7}"
+          f" {num(t['converted_speedup'], '7.2f'):>7}")
+for reason in sorted(unknown):
+    print(f"  (-: {reason})")
+print(f"  steady: the converted calls alone, the shadow checks left out;"
+      f" over every site {num(tot.get('converted_speedup'), '.2f')}")
 print(f"  overall speedup of the intercepted work: "
       f"{num(tot['speedup'], '.2f')} ({tot['fp32_ms']:.3f} ms in FP32, "
       f"{tot['actual_ms']:.3f} ms under the shim, {label}; sites whose "
