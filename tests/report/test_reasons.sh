@@ -29,7 +29,9 @@ unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
 export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 cd "$tmp"
 
-LD_LIBRARY_PATH=$emu LD_PRELOAD=$shim AMPSHIM_MODE=fp16 \
+# A sanitized build's runtime must come first in a preloaded program.
+first=${AMP_TEST_PRELOAD_FIRST:-}
+LD_LIBRARY_PATH=$emu LD_PRELOAD="${first:+$first }$shim" AMPSHIM_MODE=fp16 \
     AMPSHIM_REPORT=$tmp/suite.json "$suite" >suite.out 2>suite.err ||
     fail "gemm_suite failed under the shim"
 "$python" "$schema" suite.json >schema.out || fail "suite.json: schema"
