@@ -92,6 +92,7 @@ struct amp_dev {
     int nfree;                 /* of those, free (the stack's depth) */
     int events_failed;         /* cuEventCreate failed once: no more */
     int epoch;                 /* the trace's time origin, -1 not yet */
+    int ordinal;               /* the context's device (CUdevice) */
     char name[128];            /* the device's name */
 };
 
@@ -102,6 +103,15 @@ static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
 static int amp_ndevs;
 static int amp_devs_full;
 static _Thread_local struct amp_dev *amp_dev_last;
+/* amp_dev_current_ordinal's answer for the thread's last context, valid
+ * while amp_dev_generation is unchanged (a context that ends may be
+ * followed by another at its address, on another device). */
+static _Thread_local struct {
+    CUcontext ctx;
+    int ordinal;
+    unsigned generation;
+} amp_dev_last_ordinal;
+static unsigned amp_dev_generation; /* atomic; bumped as contexts end */
 
 static CUcontext
 amp_dev_context(const struct amp_dev *dev)
@@ -180,10 +190,13 @@ amp_dev_setup(struct amp_dev *dev)
     CUresult r;
     int k;
 
+    dev->ordinal = -1;
     r = amp_cu.cuCtxGetDevice(&device);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        dev->ordinal = (int)device;
         r = amp_cu.cuDeviceGetAttribute(
             &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device);
+    }
     if (r != CUDA_SUCCESS || !pools) {
         amp_log(AMP_LOG_WARN, "device has no stream-ordered allocator (%s); "
                 "calls in this context stay FP32",
@@ -342,6 +355,7 @@ amp_dev_retire(void *ctx)
          * entry. */
         __atomic_store_n(&dev->retired, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&dev->ctx, NULL, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&amp_dev_generation, 1, __ATOMIC_RELEASE);
         amp_log(AMP_LOG_DEBUG, "context %p ended: the shim's state in it "
                 "is dropped", ctx);
     }
@@ -681,6 +695,73 @@ amp_dev_name(const struct amp_dev *dev)
     return dev->name;
 }
 
+int
+amp_dev_ordinal(const struct amp_dev *dev)
+{
+    return dev->ordinal;
+}
+
+int
+amp_dev_current_ordinal(void)
+{
+    unsigned generation =
+        __atomic_load_n(&amp_dev_generation, __ATOMIC_ACQUIRE);
+    CUcontext ctx = NULL;
+    CUdevice device;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return -1;
+    if (amp_dev_last_ordinal.ctx == ctx &&
+        amp_dev_last_ordinal.generation == generation)
+        return amp_dev_last_ordinal.ordinal;
+    if (amp_cu.cuCtxGetDevice(&device) != CUDA_SUCCESS)
+        return -1;
+    amp_dev_last_ordinal.ctx = ctx;
+    amp_dev_last_ordinal.ordinal = (int)device;
+    amp_dev_last_ordinal.generation = generation;
+    return (int)device;
+}
+
+enum amp_status
+amp_dev_ordinal_name(int ordinal, char *name, size_t cap)
+{
+    int i, found = 0;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; i < amp_ndevs && !found; i++) {
+        if (amp_devs[i].usable && amp_devs[i].ordinal == ordinal) {
+            snprintf(name, cap, "%s", amp_devs[i].name);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&amp_dev_lock);
+    if (found)
+        return AMP_OK;
+    /* A device where every call stayed FP32: the driver knows its name. */
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuDeviceGetName(name, (int)cap, (CUdevice)ordinal) !=
+            CUDA_SUCCESS)
+        return AMP_ERR_UNAVAILABLE;
+    return AMP_OK;
+}
+
+int
+amp_dev_push(struct amp_dev *dev)
+{
+    CUcontext ctx = amp_dev_context(dev);
+
+    return ctx && amp_cu.cuCtxPushCurrent(ctx) == CUDA_SUCCESS ? 0 : -1;
+}
+
+void
+amp_dev_pop(void)
+{
+    CUcontext popped;
+
+    amp_cu.cuCtxPopCurrent(&popped);
+}
+
 enum amp_status
 amp_dev_current_name(char *name, size_t cap)
 {
@@ -719,4 +800,5 @@ amp_dev_forget(void)
     amp_ndevs = 0;
     amp_devs_full = 0;
     amp_dev_last = NULL;
+    memset(&amp_dev_last_ordinal, 0, sizeof amp_dev_last_ordinal);
 }

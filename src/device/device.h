@@ -175,6 +175,24 @@ int amp_dev_epoch(struct amp_dev *dev, amp_stream stream);
 /* The device's name (cuDeviceGetName), e.g. "NVIDIA H100 SXM (emulated)". */
 const char *amp_dev_name(const struct amp_dev *dev);
 
+/* The device (its ordinal, a CUdevice) of dev's context. */
+int amp_dev_ordinal(const struct amp_dev *dev);
+
+/* The device of the calling thread's current context, without setting
+ * anything up in it; -1 with no context or driver. Cheap: one driver call
+ * while the thread stays in one context. */
+int amp_dev_current_ordinal(void);
+
+/* The name of device `ordinal`: as amp_dev_name for a device the shim set
+ * up, else the driver's; AMP_ERR_UNAVAILABLE when neither knows it. */
+enum amp_status amp_dev_ordinal_name(int ordinal, char *name, size_t cap);
+
+/* Makes dev's context current on the calling thread (pushes it), for the
+ * shim's work on an object of that context while another may be current;
+ * 0, or -1 when it has ended or cannot be pushed (nothing to pop). */
+int amp_dev_push(struct amp_dev *dev);
+void amp_dev_pop(void);
+
 /* The name of the calling thread's current context's device, without
  * setting anything up in it; AMP_ERR_UNAVAILABLE with no context. */
 enum amp_status amp_dev_current_name(char *name, size_t cap);

@@ -164,6 +164,9 @@ static struct {
 } amp_entries[AMP_PROF_ENTRIES];
 static int amp_order[AMP_PROF_ENTRIES], amp_nentries;
 static unsigned long long amp_dropped;
+/* Calls not counted per device: unknown device, or an entry's device
+ * parts full. */
+static unsigned long long amp_device_dropped;
 
 static struct amp_trace_event *amp_trace_events;
 static size_t amp_ntrace, amp_trace_cap;
@@ -224,6 +227,29 @@ amp_entry_get(const struct amp_prof_what *w)
     return NULL;
 }
 
+/* The part of e for device `ordinal`, made on first use when `make`;
+ * NULL when the device is unknown or e's parts are full (with `make`, the
+ * call is counted in amp_device_dropped). A record's harvest finds the
+ * part its call's count made. Lock held. */
+static struct amp_prof_device_part *
+amp_entry_device(struct amp_prof_entry *e, int ordinal, int make)
+{
+    struct amp_prof_device_part *part;
+    int i;
+
+    for (i = 0; ordinal >= 0 && i < e->ndevices; i++)
+        if (e->devices[i].ordinal == ordinal)
+            return &e->devices[i];
+    if (ordinal < 0 || e->ndevices == AMP_PROF_ENTRY_DEVICES || !make) {
+        amp_device_dropped += make;
+        return NULL;
+    }
+    part = &e->devices[e->ndevices++];
+    memset(part, 0, sizeof *part);
+    part->ordinal = ordinal;
+    return part;
+}
+
 /* ---- Counting at the hook --------------------------------------------------- */
 
 static void
@@ -231,10 +257,21 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
                enum amp_fallback why, enum amp_kept kept,
                size_t scratch_bytes)
 {
+    struct amp_prof_device_part *part = NULL;
     struct amp_prof_entry *e;
 
     pthread_mutex_lock(&amp_prof_lock);
     e = amp_entry_get(w);
+    if (e)
+        part = amp_entry_device(e, w->device, 1);
+    if (part) {
+        part->calls++;
+        part->converted += outcome == AMP_OUTCOME_CONVERTED;
+        part->shadow += outcome == AMP_OUTCOME_CONVERTED &&
+                        w->mode == AMP_MODE_SHADOW;
+        part->fp32 += outcome == AMP_OUTCOME_FP32;
+        part->fallback += outcome == AMP_OUTCOME_FALLBACK;
+    }
     if (e) {
         e->calls++;
         e->outcomes[outcome]++;
@@ -580,6 +617,7 @@ static void
 amp_record_harvest(struct amp_prof_call *c, int events_ok)
 {
     struct amp_prof_entry *e = amp_entry_get(&c->what);
+    struct amp_prof_device_part *part = NULL;
     int shadow = c->what.mode == AMP_MODE_SHADOW;
     int had_end = c->ev[AMP_EV_END] >= 0, timed = events_ok && had_end;
     double total = -1.0, cand = -1.0, fp32 = -1.0, base;
@@ -595,15 +633,26 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
                               &total) != AMP_OK)
         timed = 0;
+    if (e && timed)
+        part = amp_entry_device(e, c->what.device, 0);
     if (e && timed && shadow) {
         e->shadow_timed++;
         e->shadow_fp32_ms += fp32;
         e->shadow_candidate_ms += cand;
+        if (part) {
+            part->shadow_timed++;
+            part->shadow_fp32_ms += fp32;
+            part->shadow_candidate_ms += cand;
+        }
         total = cand;
         measured = 1;
     } else if (e && timed) {
         e->timed++;
         e->converted_ms += total;
+        if (part) {
+            part->timed++;
+            part->converted_ms += total;
+        }
         base = amp_prof_baseline(e);
         fp32 = base;
     } else if (e && had_end) {
@@ -685,6 +734,7 @@ amp_prof_forget(void)
     memset(amp_entries, 0, sizeof amp_entries);
     amp_nentries = 0;
     amp_dropped = 0;
+    amp_device_dropped = 0;
     free(amp_trace_events);
     amp_trace_events = NULL;
     amp_ntrace = amp_trace_cap = 0;
@@ -752,6 +802,68 @@ amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
     t->flops_total = e->flops * (double)e->calls;
     t->flops_converted = e->flops *
                          (double)(converted - e->modes[AMP_MODE_SHADOW]);
+}
+
+/* Adds e's part on one device to its device's totals, as amp_prof_totals
+ * adds up the entry. */
+static void
+amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
+               const struct amp_prof_device_part *p)
+{
+    double base = amp_prof_baseline(e);
+
+    d->calls += p->calls;
+    d->converted += p->converted;
+    d->shadow += p->shadow;
+    d->fp32 += p->fp32;
+    d->fallback += p->fallback;
+    d->measured += p->shadow_timed;
+    d->fp32_ms += p->shadow_fp32_ms;
+    d->actual_ms += p->shadow_fp32_ms + p->shadow_candidate_ms;
+    if (base >= 0.0) {
+        d->estimated += p->timed;
+        d->fp32_ms += base * (double)p->timed;
+        d->actual_ms += p->converted_ms;
+    } else {
+        d->unknown += p->timed;
+    }
+    d->flops_total += e->flops * (double)p->calls;
+    d->flops_converted += e->flops * (double)(p->converted - p->shadow);
+}
+
+size_t
+amp_prof_devices(struct amp_prof_device *out, size_t cap,
+                 unsigned long long *dropped)
+{
+    size_t n = 0, k;
+    int i, j;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    *dropped = amp_device_dropped;
+    for (i = 0; i < amp_nentries; i++) {
+        const struct amp_prof_entry *e = &amp_entries[amp_order[i]].e;
+
+        for (j = 0; j < e->ndevices; j++) {
+            const struct amp_prof_device_part *p = &e->devices[j];
+
+            /* In order of ordinal: its place, made when it is new. */
+            for (k = 0; k < n && out[k].ordinal < p->ordinal; k++)
+                ;
+            if (k == n || out[k].ordinal != p->ordinal) {
+                if (n == cap) {
+                    *dropped += p->calls; /* no room: not per device */
+                    continue;
+                }
+                memmove(&out[k + 1], &out[k], (n - k) * sizeof *out);
+                memset(&out[k], 0, sizeof out[k]);
+                out[k].ordinal = p->ordinal;
+                n++;
+            }
+            amp_device_add(&out[k], e, p);
+        }
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
+    return n;
 }
 
 const struct amp_trace_event *

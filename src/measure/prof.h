@@ -88,6 +88,9 @@ struct amp_prof_what {
     enum amp_mode mode;        /* the decision's */
     enum amp_mode candidate;   /* shadow's */
     amp_stream stream;
+    int device;                /* the ordinal of the device the call runs
+                                  on (its thread's current context), -1
+                                  unknown */
 };
 
 
@@ -147,6 +150,9 @@ void amp_prof_forget(void);
 
 /* ---- Statistics, for the report ------------------------------------------------ */
 
+/* Devices counted apart per (site, shape). */
+#define AMP_PROF_ENTRY_DEVICES 8
+
 /* One (site, shape). Times in milliseconds. */
 struct amp_prof_entry {
     const char *api;
@@ -173,6 +179,16 @@ struct amp_prof_entry {
     unsigned long long kept[AMP_KEPT_COUNT]; /* FP32 outcomes by reason */
     size_t scratch_max;             /* bytes, largest call */
     double scratch_total;
+    /* The same calls by the device they ran on, for the report's devices:
+     * the first AMP_PROF_ENTRY_DEVICES devices that ran this (site,
+     * shape); calls on others are counted in amp_prof_devices' dropped. */
+    struct amp_prof_device_part {
+        int ordinal;
+        unsigned long long calls, converted, shadow, fp32, fallback;
+        unsigned long long timed, shadow_timed;
+        double converted_ms, shadow_fp32_ms, shadow_candidate_ms;
+    } devices[AMP_PROF_ENTRY_DEVICES];
+    int ndevices;
 };
 
 /* A copy of every entry, in first-seen order; *n entries. NULL when there
@@ -199,6 +215,25 @@ struct amp_prof_totals {
 };
 void amp_prof_totals(const struct amp_prof_entry *e,
                      struct amp_prof_totals *t);
+
+/* One device's share of every entry: what ran on it, and its times as
+ * amp_prof_totals counts them (the FP32 time of a converted call
+ * estimated from its (site, shape)'s baseline, which every device
+ * shares). */
+struct amp_prof_device {
+    int ordinal;
+    unsigned long long calls, converted, shadow, fp32, fallback;
+    unsigned long long measured, estimated, unknown; /* as in totals */
+    double fp32_ms, actual_ms;
+    double flops_total, flops_converted;
+};
+
+/* The devices calls ran on, in order of ordinal, into out; returns how
+ * many (at most cap). *dropped: calls not counted per device (the device
+ * was unknown, an entry ran on more than AMP_PROF_ENTRY_DEVICES devices,
+ * or out had no room). */
+size_t amp_prof_devices(struct amp_prof_device *out, size_t cap,
+                        unsigned long long *dropped);
 
 /* ---- Trace events ------------------------------------------------------------ */
 

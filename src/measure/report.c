@@ -514,6 +514,47 @@ amp_json_device(struct amp_json_out *j)
     amp_json_end_object(j);
 }
 
+/* Every device calls ran on, by ordinal: what ran there and what it
+ * gained (the per-device share of the totals). The first is the device
+ * above, when the shim set it up first. */
+#define AMP_REPORT_DEVICES 64
+static void
+amp_json_devices(struct amp_json_out *j)
+{
+    struct amp_prof_device d[AMP_REPORT_DEVICES];
+    unsigned long long dropped;
+    size_t n = amp_prof_devices(d, AMP_REPORT_DEVICES, &dropped), i;
+    char name[128];
+
+    amp_json_key(j, "devices");
+    amp_json_array(j);
+    for (i = 0; i < n; i++) {
+        amp_json_object(j);
+        amp_json_kint(j, "ordinal", d[i].ordinal);
+        amp_json_kstring(j, "name",
+                         amp_dev_ordinal_name(d[i].ordinal, name,
+                                              sizeof name) == AMP_OK
+                             ? name
+                             : NULL);
+        amp_json_kint(j, "calls", (long long)d[i].calls);
+        amp_json_kint(j, "converted", (long long)d[i].converted);
+        amp_json_kint(j, "shadow", (long long)d[i].shadow);
+        amp_json_kint(j, "fp32", (long long)d[i].fp32);
+        amp_json_kint(j, "fallback", (long long)d[i].fallback);
+        amp_json_knumber(j, "fp32_ms", d[i].fp32_ms);
+        amp_json_knumber(j, "actual_ms", d[i].actual_ms);
+        amp_json_knumber(j, "speedup",
+                         amp_ratio(d[i].fp32_ms, d[i].actual_ms));
+        amp_json_knumber(j, "flops_fp32", d[i].flops_total);
+        amp_json_knumber(j, "flops_converted", d[i].flops_converted);
+        amp_json_kint(j, "calls_fp32_measured", (long long)d[i].measured);
+        amp_json_kint(j, "calls_fp32_estimated", (long long)d[i].estimated);
+        amp_json_kint(j, "calls_fp32_unknown", (long long)d[i].unknown);
+        amp_json_end_object(j);
+    }
+    amp_json_end_array(j);
+}
+
 static void
 amp_json_policy(struct amp_json_out *j)
 {
@@ -688,6 +729,7 @@ amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
         amp_json_program(&j);
         amp_json_job(&j);
         amp_json_device(&j);
+        amp_json_devices(&j);
         amp_json_policy(&j);
         amp_json_environment(&j, cfg);
         amp_json_apis(&j);

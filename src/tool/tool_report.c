@@ -362,6 +362,29 @@ amp_report_incomplete(const struct amp_doc *doc)
     return c && c->type == AMP_JSON_BOOL && !c->boolean;
 }
 
+/* A process that drove several devices: one line per device, what ran
+ * there (reports before the key, or of one device, print nothing). */
+static void
+amp_print_devices(const struct amp_json *devices)
+{
+    size_t i;
+
+    if (!devices || devices->type != AMP_JSON_ARRAY || devices->count < 2)
+        return;
+    for (i = 0; i < devices->count; i++) {
+        const struct amp_json *d = &devices->items[i];
+        char b[3][32];
+
+        printf("  device %.0f: %s: %.0f calls, %.0f converted, fp32 %s ms, "
+               "actual %s ms, speedup %s\n", amp_num(d, "ordinal"),
+               amp_or(amp_json_str(amp_json_get(d, "name")), "?"),
+               amp_num(d, "calls"), amp_num(d, "converted"),
+               amp_fmt(b[0], 32, "%.3f", amp_num(d, "fp32_ms")),
+               amp_fmt(b[1], 32, "%.3f", amp_num(d, "actual_ms")),
+               amp_fmt(b[2], 32, "%.2f", amp_num(d, "speedup")));
+    }
+}
+
 static void
 amp_print_header(const struct amp_doc *doc)
 {
@@ -375,6 +398,7 @@ amp_print_header(const struct amp_doc *doc)
            amp_num(prog, "pid"));
     printf("device:  %s, times %s\n", reported ? reported : "none",
            amp_or(amp_json_str(amp_json_get(dev, "timing")), "not taken"));
+    amp_print_devices(amp_json_get(doc->root, "devices"));
     printf("policy:  %s: %s\n",
            amp_or(amp_json_str(amp_json_get(pol, "source")), "?"),
            amp_or(amp_json_str(amp_json_get(pol, "why")), "?"));

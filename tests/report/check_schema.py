@@ -37,6 +37,12 @@ JOB = {"launcher": {STR}, "rank": {INT}, "local_rank": {INT, NULL},
        "size": {INT, NULL}, "id": {STR, NULL}}
 DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
           "modelled_gpu": {STR, NULL}, "timing": {STR}}
+DEVICES = {k: {INT} for k in ("ordinal", "calls", "converted", "shadow",
+                              "fp32", "fallback", "calls_fp32_measured",
+                              "calls_fp32_estimated", "calls_fp32_unknown")}
+DEVICES.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "flops_fp32",
+                                   "flops_converted")})
+DEVICES.update({"name": {STR, NULL}, "speedup": {NUM, NULL}})
 POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
           "broken": {BOOL}, "mode": {STR, NULL}, "tolerance": {NUM, NULL}}
 API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
@@ -130,12 +136,39 @@ def check_entry(e, where):
             problems.append(f"{where}.modes.{mode}: unknown or not int")
 
 
+def check_devices(devices):
+    """Each device once, in order of ordinal, its calls the sum of their
+    outcomes."""
+    last = -1
+    for i, d in enumerate(devices):
+        where = f"devices[{i}]"
+        check(d, DEVICES, where)
+        if problems:
+            return
+        if d["ordinal"] <= last:
+            problems.append(f"{where}.ordinal: not above the one before")
+        last = d["ordinal"]
+        if d["calls"] != d["converted"] + d["fp32"] + d["fallback"]:
+            problems.append(f"{where}: calls are not converted + fp32 + "
+                            "fallback")
+        if d["shadow"] > d["converted"]:
+            problems.append(f"{where}: more shadow calls than converted")
+
+
+def check_devices_totals(devices, totals):
+    """The devices' calls add up to no more than the totals (a call of an
+    unknown device is in the totals only)."""
+    for key in ("calls", "converted", "shadow", "fp32", "fallback"):
+        if sum(d[key] for d in devices) > totals[key]:
+            problems.append(f"devices: more {key} than totals.{key}")
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         r = json.load(f)
     check(r, {"schema": {STR}, "version": {INT}, "ampshim_version": {STR},
               "generated": {STR}, "complete": {BOOL}, "program": {OBJ},
-              "device": {OBJ, NULL}, "job": {OBJ, NULL},
+              "device": {OBJ, NULL}, "devices": {ARR}, "job": {OBJ, NULL},
               "policy": {OBJ}, "environment": {OBJ}, "apis": {ARR},
               "sites": {ARR}, "totals": {OBJ}}, "report")
     if problems:
@@ -145,6 +178,7 @@ def main(path):
     check(r["program"], PROGRAM, "program")
     if r["device"] is not None:
         check(r["device"], DEVICE, "device")
+    check_devices(r["devices"])
     if r["job"] is not None:
         check(r["job"], JOB, "job")
     check(r["policy"], POLICY, "policy")
@@ -171,6 +205,7 @@ def main(path):
         for key in ("calls", "fp32", "fallback"):
             if r["totals"][key] != sum(s[key] for s in r["sites"]):
                 problems.append(f"totals.{key}: not the sites' sum")
+        check_devices_totals(r["devices"], r["totals"])
 
 
 if __name__ == "__main__":
