@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The coverage meter on the emulator, with coverage_mix (an FP32 SGEMM, an
 # FP32 SGEMM with alpha 0, a DGEMM, an HGEMM, a GemmEx on half operands
-# and an FP32 and a half convolution, of known shapes) in AMPSHIM_MODE=fp16:
+# and an FP32 and a half convolution, of known shapes) in AMPSHIM_MODE=fp16
+# (without the baseline; with it, the shadow runs kept FP32):
 # - every call's status and output bytes as without the shim (the
 #   passthrough calls' and the kept one's bit for bit; the converted ones
 #   too, their data being exact in FP16);
@@ -32,8 +33,10 @@ fail() {
 }
 
 "$prog" >plain.out 2>plain.err || fail "the plain run failed"
-LD_PRELOAD="$preload$lib" AMPSHIM_MODE=fp16 AMPSHIM_REPORT=$tmp/r.json \
-    "$prog" >shim.out 2>shim.err || fail "the run under the shim failed"
+# No baseline shadow call: each FP32 call of coverage_mix converts.
+LD_PRELOAD="$preload$lib" AMPSHIM_MODE=fp16 AMPSHIM_BASELINE=off \
+    AMPSHIM_REPORT=$tmp/r.json "$prog" >shim.out 2>shim.err ||
+    fail "the run under the shim failed"
 [[ $(grep -c 'status=0 hash=' plain.out) == 7 ]] || fail "plain statuses"
 cmp -s plain.out shim.out || { diff plain.out shim.out >&2;
                                fail "outputs differ"; }
@@ -75,6 +78,23 @@ if abs(cov["other"]["fp64"]["share"] - 92160 / total) > 1e-12:
     print("fp64 share", cov["other"]["fp64"]["share"])
     bad += 1
 sys.exit(1 if bad else 0)
+PY
+
+# With the baseline (the default) each of those calls is the first of its
+# shape at its site: it runs in shadow, its result FP32's, and counts as
+# kept FP32 (shadow), not as converted work.
+LD_PRELOAD="$preload$lib" AMPSHIM_MODE=fp16 \
+    AMPSHIM_REPORT=$tmp/baseline.json "$prog" >baseline.out 2>baseline.err ||
+    fail "the run with the baseline failed"
+cmp -s plain.out baseline.out || fail "baseline: outputs differ"
+"$python" - "$tmp/baseline.json" <<'PY' || fail "baseline: coverage figures"
+import json, sys
+cov = json.load(open(sys.argv[1]))["coverage"]
+assert (cov["converted"]["calls"], cov["converted"]["flops"]) == (0, 0), cov
+shadow = cov["fp32_kept"]["shadow"]
+assert (shadow["calls"], shadow["flops"]) == (2, 102400), shadow
+assert cov["converted_share"] == 0, cov["converted_share"]
+assert abs(cov["fp32_kept_share"] - 167936 / 378880) < 1e-12, cov
 PY
 
 line="coverage: 0.000379 GFLOP of GEMM and convolution work in 7 calls, "
