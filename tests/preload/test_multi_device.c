@@ -93,7 +93,7 @@ parse_output(const struct amp_test_run *run, const char *what,
     }
     for (; line && *line; line = strchr(line, '\n'), line += line != NULL) {
         const char *dev;
-        int d;
+        int d = -1;
 
         if (strncmp(line, "case ", 5) != 0)
             continue;
