@@ -12,10 +12,13 @@ set -euo pipefail
 # (tests/man/check_man.py) and find the installed ones with man.
 # chromium, fonts-dejavu-core: the test report_html opens the page of
 # `ampshim report --html` in headless Chromium and keeps screenshots.
+# openmpi-bin, libopenmpi-dev: mpirun, and MPI for the data-parallel
+# trainer (examples/legacy_trainer_mpi) and its test trainer_mpi.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev libopenblas-dev
           python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
-          valgrind groff-base man-db chromium fonts-dejavu-core)
+          valgrind groff-base man-db chromium fonts-dejavu-core
+          openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,17 @@
 /* legacy_trainer: trains a VGG-style CNN on Fashion-MNIST in FP32 with
  * cuBLAS and cuDNN, as programs were written before mixed precision, and
- * prints one parseable line per epoch. */
+ * prints one parseable line per epoch. legacy_trainer_mpi is the same
+ * program data-parallel over the ranks of an MPI job (world_mpi.c): each
+ * rank trains on its share of every batch, the gradients are averaged
+ * across the ranks before each update, and rank 0 prints. */
 #include "trainer.h"
 
 #include <getopt.h>
 #include <limits.h>
 #include <time.h>
+
+/* The processes that train together: one for legacy_trainer. */
+static struct world world;
 
 struct options {
     int epochs, batch, hidden, train, test, verbose, fc_lt, conv_graph;
@@ -56,6 +62,17 @@ usage(FILE *out)
         "  --verbose        also one line per training step\n"
         "  --help           this text\n"
         "\n"
+#ifdef LEGACY_TRAINER_MPI
+        "Run it with mpirun (mpirun -np N " EXAMPLE_PROG " [options]): each\n"
+        "rank uses the device of its local rank modulo the host's devices\n"
+        "and computes the gradients of its 1/N of every batch (N divides\n"
+        "--batch-size); the gradients are averaged on the host with\n"
+        "MPI_Allreduce before every update, so every rank takes the same\n"
+        "step and the training is the single process's with that batch.\n"
+        "The ranks share the test images. Rank 0 prints; its device_ms is\n"
+        "its own device's.\n"
+        "\n"
+#endif
         "Output, one line each:\n"
         "  device NAME\n"
         "  timing wall|emulated  (emulated: images_per_s is the CPU's speed\n"
@@ -173,7 +190,8 @@ parse_options(int argc, char **argv, struct options *o)
             o->verbose = 1;
             break;
         case O_HELP:
-            usage(stdout);
+            if (world.rank == 0)
+                usage(stdout);
             return 1;
         default:
             rc = -1;
@@ -188,6 +206,11 @@ parse_options(int argc, char **argv, struct options *o)
     if (rc == 0 && o->train < o->batch) {
         fprintf(stderr, EXAMPLE_PROG ": --train %d is smaller than one "
                 "batch (--batch-size %d)\n", o->train, o->batch);
+        rc = -1;
+    }
+    if (rc == 0 && o->batch % world.size != 0) {
+        fprintf(stderr, EXAMPLE_PROG ": --batch-size %d is not a multiple "
+                "of the %d ranks\n", o->batch, world.size);
         rc = -1;
     }
     if (rc != 0) {
@@ -220,13 +243,15 @@ shuffle(int *order, int n, uint64_t *state)
     }
 }
 
-/* Percent of the test images classified right; -1 after a failure. */
+/* Percent of the test images classified right; -1 after a failure. The
+ * ranks take turns at the batches (of the network's size). */
 static double
 test_accuracy(struct net *net, const struct dataset *test, int batch)
 {
-    int total = 0;
+    double total = 0.0;
 
-    for (int at = 0; at < test->count; at += batch) {
+    for (int at = world.rank * batch; at < test->count;
+         at += world.size * batch) {
         int count = test->count - at < batch ? test->count - at : batch;
         int correct;
 
@@ -235,7 +260,35 @@ test_accuracy(struct net *net, const struct dataset *test, int batch)
             return -1.0;
         total += correct;
     }
+    if (world_sum(&world, &total, 1) != 0)
+        return -1.0;
     return 100.0 * total / test->count;
+}
+
+/* One step on this rank's share of a batch: with several ranks, their
+ * gradients averaged before the update. *loss and *correct are the whole
+ * batch's, as with one process. */
+static int
+train_step(struct net *net, const struct options *o, const float *images,
+           const unsigned char *labels, double *loss, int *correct)
+{
+    double sums[2];
+
+    if (world.size == 1)
+        return net_train_step(net, images, labels, o->lr, o->momentum, loss,
+                              correct);
+    if (net_gradients(net, images, labels, &sums[0], correct) != 0 ||
+        net_combine_gradients(net, world_average, &world) != 0 ||
+        net_update(net, o->lr, o->momentum) != 0)
+        return -1;
+    /* The shares are of one size: the batch's mean loss is the mean of
+     * theirs. */
+    sums[1] = *correct;
+    if (world_sum(&world, sums, 2) != 0)
+        return -1;
+    *loss = sums[0] / world.size;
+    *correct = (int)sums[1];
+    return 0;
 }
 
 struct epoch_result {
@@ -249,9 +302,11 @@ run_epoch(struct net *net, const struct options *o,
           struct epoch_result *r)
 {
     int steps = train->count / o->batch, correct_all = 0;
+    /* This rank's share of each batch: images [first, first + share). */
+    int share = o->batch / world.size, first = world.rank * share;
     size_t image_bytes = IMAGE_PIXELS * sizeof(float);
-    float *images = malloc((size_t)o->batch * image_bytes);
-    unsigned char *labels = malloc((size_t)o->batch);
+    float *images = malloc((size_t)share * image_bytes);
+    unsigned char *labels = malloc((size_t)share);
     double loss_sum = 0.0, start;
     int rc = -1;
 
@@ -266,17 +321,16 @@ run_epoch(struct net *net, const struct options *o,
         double loss;
         int correct;
 
-        for (int i = 0; i < o->batch; i++) {
-            int k = order[s * o->batch + i];
+        for (int i = 0; i < share; i++) {
+            int k = order[s * o->batch + first + i];
 
             memcpy(images + (size_t)i * IMAGE_PIXELS,
                    train->images + (size_t)k * IMAGE_PIXELS, image_bytes);
             labels[i] = train->labels[k];
         }
-        if (net_train_step(net, images, labels, o->lr, o->momentum, &loss,
-                           &correct) != 0)
+        if (train_step(net, o, images, labels, &loss, &correct) != 0)
             goto out;
-        if (o->verbose)
+        if (o->verbose && world.rank == 0)
             printf("step %d %d loss %.4f\n", epoch, s + 1, loss);
         loss_sum += loss;
         correct_all += correct;
@@ -285,7 +339,7 @@ run_epoch(struct net *net, const struct options *o,
     r->images_per_s = steps * o->batch / (now_s() - start);
     r->loss = loss_sum / steps;
     r->train_acc = 100.0 * correct_all / (steps * o->batch);
-    r->test_acc = test_accuracy(net, test, o->batch);
+    r->test_acc = test_accuracy(net, test, share);
     if (r->test_acc >= 0.0)
         rc = 0;
 out:
@@ -310,22 +364,30 @@ train(const struct options *o, const struct dataset *train_set,
     }
     for (int i = 0; i < train_set->count; i++)
         order[i] = i;
-    net = net_create(o->batch, o->hidden, o->seed, o->fc_lt,
+    /* Every rank draws the same weights and the same order from the
+     * seed. */
+    if (world_pick_device(&world) != 0)
+        goto out;
+    net = net_create(o->batch / world.size, o->hidden, o->seed, o->fc_lt,
                      o->conv_graph);
     if (net == NULL)
         goto out;
-    printf("device %s\n", net_device_name(net));
-    printf("timing %s\n",
-           strstr(net_device_name(net), "(emulated)") ? "emulated" : "wall");
+    if (world.rank == 0) {
+        printf("device %s\n", net_device_name(net));
+        printf("timing %s\n", strstr(net_device_name(net), "(emulated)")
+                                 ? "emulated" : "wall");
+    }
     for (int e = 1; e <= o->epochs; e++) {
         if (run_epoch(net, o, train_set, test_set, order, &shuffle_state, e,
                       &r) != 0)
             goto out;
-        printf("epoch %d loss %.4f train_acc %.2f test_acc %.2f "
-               "images_per_s %.1f device_ms %.3f\n", e, r.loss, r.train_acc,
-               r.test_acc, r.images_per_s, r.device_ms);
+        if (world.rank == 0)
+            printf("epoch %d loss %.4f train_acc %.2f test_acc %.2f "
+                   "images_per_s %.1f device_ms %.3f\n", e, r.loss,
+                   r.train_acc, r.test_acc, r.images_per_s, r.device_ms);
     }
-    printf("final loss %.4f test_acc %.2f\n", r.loss, r.test_acc);
+    if (world.rank == 0)
+        printf("final loss %.4f test_acc %.2f\n", r.loss, r.test_acc);
     rc = EXIT_ALL_PASS;
 out:
     net_destroy(net);
@@ -338,10 +400,13 @@ main(int argc, char **argv)
 {
     struct dataset train_set = { 0 }, test_set = { 0 };
     struct options o;
-    int rc = parse_options(argc, argv, &o);
+    int rc;
 
+    if (world_join(&argc, &argv, &world) != 0)
+        return EXIT_CUDA_ERROR;
+    rc = parse_options(argc, argv, &o);
     if (rc != 0)
-        return rc == 1 ? EXIT_ALL_PASS : rc;
+        return world_leave(&world, rc == 1 ? EXIT_ALL_PASS : rc, 1);
     /* Progress shows through a pipe (tee, a demo script) as it happens. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* The data first: a missing package is reported before any CUDA
@@ -349,9 +414,15 @@ main(int argc, char **argv)
     rc = dataset_load(o.data_dir, "train", o.train, &train_set);
     if (rc == 0)
         rc = dataset_load(o.data_dir, "t10k", o.test, &test_set);
-    if (rc == 0)
-        rc = train(&o, &train_set, &test_set);
+    if (rc != 0) {
+        dataset_free(&train_set);
+        dataset_free(&test_set);
+        return world_leave(&world, rc, 1);
+    }
+    rc = train(&o, &train_set, &test_set);
     dataset_free(&train_set);
     dataset_free(&test_set);
-    return rc;
+    /* A rank may fail alone in training (its device): the others then
+     * wait for it in a collective. */
+    return world_leave(&world, rc, 0);
 }

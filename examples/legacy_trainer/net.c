@@ -713,9 +713,12 @@ static int
 handles_setup(struct net *net)
 {
     struct cudaDeviceProp prop;
+    int device;
 
-    if (cuda_failed("cudaGetDeviceProperties",
-                    cudaGetDeviceProperties(&prop, 0)))
+    /* The current device: a rank of legacy_trainer_mpi picked its own. */
+    if (cuda_failed("cudaGetDevice", cudaGetDevice(&device)) ||
+        cuda_failed("cudaGetDeviceProperties",
+                    cudaGetDeviceProperties(&prop, device)))
         return -1;
     snprintf(net->device, sizeof(net->device), "%s", prop.name);
     return cuda_failed("cudaStreamCreate", cudaStreamCreate(&net->stream)) ||
@@ -1155,9 +1158,8 @@ sgd_step(struct net *net, float lr, float momentum)
 }
 
 int
-net_train_step(struct net *net, const float *images,
-               const unsigned char *labels, float lr, float momentum,
-               double *loss, int *correct)
+net_gradients(struct net *net, const float *images,
+              const unsigned char *labels, double *loss, int *correct)
 {
     if (forward(net, images, net->batch) != 0)
         return -1;
@@ -1173,5 +1175,51 @@ net_train_step(struct net *net, const float *images,
         if (conv_backward(net, &net->conv[i]) != 0)
             return -1;
     }
+    return 0;
+}
+
+int
+net_combine_gradients(struct net *net,
+                      int (*combine)(float *grads, size_t count, void *arg),
+                      void *arg)
+{
+    size_t bytes = net->param_count * sizeof(float);
+    float *host = malloc(bytes);
+    int rc = -1;
+
+    if (host == NULL) {
+        fprintf(stderr, EXAMPLE_PROG ": out of memory\n");
+        return -1;
+    }
+    /* The stream's work first: the gradients are complete after it. */
+    if (!cuda_failed("cudaMemcpyAsync",
+                     cudaMemcpyAsync(host, net->grads, bytes,
+                                     cudaMemcpyDeviceToHost, net->stream)) &&
+        !cuda_failed("cudaStreamSynchronize",
+                     cudaStreamSynchronize(net->stream)) &&
+        combine(host, net->param_count, arg) == 0 &&
+        !cuda_failed("cudaMemcpyAsync",
+                     cudaMemcpyAsync(net->grads, host, bytes,
+                                     cudaMemcpyHostToDevice, net->stream)) &&
+        !cuda_failed("cudaStreamSynchronize",
+                     cudaStreamSynchronize(net->stream)))
+        rc = 0;
+    free(host);
+    return rc;
+}
+
+int
+net_update(struct net *net, float lr, float momentum)
+{
     return sgd_step(net, lr, momentum);
+}
+
+int
+net_train_step(struct net *net, const float *images,
+               const unsigned char *labels, float lr, float momentum,
+               double *loss, int *correct)
+{
+    if (net_gradients(net, images, labels, loss, correct) != 0)
+        return -1;
+    return net_update(net, lr, momentum);
 }

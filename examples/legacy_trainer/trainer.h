@@ -9,7 +9,13 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+/* The same sources build legacy_trainer_mpi with LEGACY_TRAINER_MPI
+ * defined (and world_mpi.c for world_solo.c). */
+#ifdef LEGACY_TRAINER_MPI
+#define EXAMPLE_PROG "legacy_trainer_mpi"
+#else
 #define EXAMPLE_PROG "legacy_trainer"
+#endif
 #include "../example_util.h"
 
 /* Exit statuses beside example_util.h's. */
@@ -68,10 +74,30 @@ void net_destroy(struct net *net);
 
 /* One SGD step with momentum on `batch` images (host, normalised) and
  * their labels. *loss is the batch's mean cross-entropy before the step,
- * *correct how many it classified right. 0, or -1 after reporting. */
+ * *correct how many it classified right. 0, or -1 after reporting. The
+ * same as net_gradients then net_update. */
 int net_train_step(struct net *net, const float *images,
                    const unsigned char *labels, float lr, float momentum,
                    double *loss, int *correct);
+
+/* The first half of a step: the gradients of the batch's mean
+ * cross-entropy (*loss and *correct as net_train_step's), left in the
+ * network's gradient buffer. 0, or -1 after reporting. */
+int net_gradients(struct net *net, const float *images,
+                  const unsigned char *labels, double *loss, int *correct);
+
+/* Between the halves: copies the gradients to the host, has
+ * combine(grads, count, arg) change them there (0 or -1), and copies them
+ * back; the data-parallel trainer averages them across its processes so.
+ * 0, or -1 after reporting or when combine failed. */
+int net_combine_gradients(struct net *net,
+                          int (*combine)(float *grads, size_t count,
+                                         void *arg),
+                          void *arg);
+
+/* The second half: the SGD step with momentum from the gradients. 0, or
+ * -1 after reporting. */
+int net_update(struct net *net, float lr, float momentum);
 
 /* Classifies `count` images (at most the batch size; the rest of the
  * batch is padding). 0, or -1 after reporting. */
@@ -84,5 +110,38 @@ double net_device_ms(struct net *net);
 
 /* The device's name, for the output's header. */
 const char *net_device_name(const struct net *net);
+
+/* ---- world_solo.c, world_mpi.c: the processes that train together ----- */
+
+/* legacy_trainer is one process (world_solo.c); legacy_trainer_mpi one of
+ * the ranks of an MPI job (world_mpi.c), each training on its share of
+ * every batch. rank 0 prints the output. */
+struct world {
+    int rank, size;
+    int local_rank;             /* among the ranks on this host */
+};
+
+/* Joins the job (MPI_Init); 0, or -1 after reporting. */
+int world_join(int *argc, char ***argv, struct world *w);
+
+/* Makes device local_rank modulo the host's device count the current one
+ * (cudaSetDevice); the single process keeps the default. 0, or -1 after
+ * reporting. */
+int world_pick_device(const struct world *w);
+
+/* Replaces v[0..n) by its sum over the ranks (MPI_Allreduce). 0, or -1
+ * after reporting. */
+int world_sum(const struct world *w, double *v, int n);
+
+/* Replaces the n gradients by their mean over the ranks, on the host
+ * (MPI_Allreduce, then divided by the size): net_combine_gradients'
+ * combine, arg the world. 0, or -1 after reporting. */
+int world_average(float *grads, size_t n, void *arg);
+
+/* Leaves the job and returns status: MPI_Finalize when it is 0 or every
+ * rank failed alike (agreed: before training, options and data are the
+ * same everywhere), MPI_Abort otherwise, which ends ranks that wait in a
+ * collective for this one. */
+int world_leave(const struct world *w, int status, int agreed);
 
 #endif
