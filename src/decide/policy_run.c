@@ -172,13 +172,13 @@ amp_policy_no_baseline(struct amp_decision *out)
 /* AMPSHIM_MODE's decision, with its baseline call. */
 static void
 amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
-                    uint64_t shape_key)
+                    const struct amp_policy_call *call)
 {
     if (!amp_cfg->baseline || out->mode == AMP_MODE_FP32 ||
         out->mode == AMP_MODE_SHADOW || !site)
         return;
-    amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(site,
-                                                              shape_key));
+    amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(
+                                    site, amp_call_shape_key(call)));
 }
 
 void
@@ -188,7 +188,6 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     struct amp_site *site = (struct amp_site *)call_in->site;
     struct amp_policy_call call = *call_in;
     int64_t count, shape_count;
-    uint64_t shape_key;
     int match;
 
     memset(out, 0, sizeof *out);
@@ -199,7 +198,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->mode = amp_cfg->mode;
         out->candidate = amp_cfg->shadow_candidate;
         out->why = AMP_WHY_ENV_MODE;
-        amp_policy_baseline(out, site, amp_call_shape_key(&call));
+        amp_policy_baseline(out, site, &call);
         return;
     }
     if (amp_state != AMP_STATE_ACTIVE) {
@@ -207,7 +206,6 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         return;
     }
     count = (int64_t)amp_site_count(site);
-    shape_key = amp_call_shape_key(&call);
     if (amp_site_demoted(site)) {
         out->why = AMP_WHY_DEMOTED;
         return;
@@ -226,7 +224,8 @@ amp_policy_decide(const struct amp_policy_call *call_in,
      * site: small calls at a site do not use up its large calls' window. */
     shape_count = match == AMP_POLICY_SMALL
                       ? 0
-                      : (int64_t)amp_site_shape_count(site, shape_key);
+                      : (int64_t)amp_site_shape_count(
+                            site, amp_call_shape_key(&call));
     amp_policy_action(&amp_active, match, shape_count, out);
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
         amp_policy_baseline_at(out, shape_count);

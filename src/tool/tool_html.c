@@ -310,11 +310,10 @@ struct amp_chart {
 static double
 amp_timed(const struct amp_row *r, double v)
 {
-    const struct amp_json *time = amp_json_get(r->site, "time");
-    double known = amp_num(time, "calls_fp32_measured") +
-                   amp_num(time, "calls_fp32_estimated");
-
-    return r->converted > 0.0 && !(known <= 0.0) ? v : NAN;
+    return r->converted > 0.0 &&
+                   amp_fp32_known(amp_json_get(r->site, "time"))
+               ? v
+               : NAN;
 }
 
 static double amp_saved(const struct amp_row *r)

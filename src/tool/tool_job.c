@@ -48,22 +48,10 @@ struct amp_job_sum {
     size_t nsites;
 };
 
-static double
-amp_jnum(const struct amp_json *obj, const char *key)
-{
-    return amp_json_num(amp_json_get(obj, key), NAN);
-}
-
 static const char *
 amp_jstr(const struct amp_json *obj, const char *key)
 {
     return amp_json_str(amp_json_get(obj, key));
-}
-
-static const char *
-amp_str_or(const char *s, const char *otherwise)
-{
-    return s ? s : otherwise;
 }
 
 static const char *
@@ -105,19 +93,9 @@ amp_spread(const double *v, size_t n, double out[3])
     return k > 0;
 }
 
-/* v with `digits` decimals, in exponent form when `exp`. */
-static void
-amp_num_text(char *buf, size_t cap, double v, int digits, int exp)
-{
-    if (exp)
-        snprintf(buf, cap, "%.*e", digits, v);
-    else
-        snprintf(buf, cap, "%.*f", digits, v);
-}
-
-/* "1.21/1.40/1.52", or "-". */
+/* "1.21/1.40/1.52" (each as fmt: amp_fmt's), or "-". */
 static const char *
-amp_spread_text(const double *v, size_t n, int digits, int exp, char *buf,
+amp_spread_text(const double *v, size_t n, const char *fmt, char *buf,
                 size_t cap)
 {
     double s[3];
@@ -129,7 +107,7 @@ amp_spread_text(const double *v, size_t n, int digits, int exp, char *buf,
         return buf;
     }
     for (i = 0; i < 3; i++)
-        amp_num_text(a[i], sizeof a[i], s[i], digits, exp);
+        amp_fmt(a[i], sizeof a[i], fmt, s[i]);
     snprintf(buf, cap, "%s/%s/%s", a[0], a[1], a[2]);
     return buf;
 }
@@ -167,8 +145,8 @@ amp_proc_load(struct amp_proc *p, const char *path, size_t order)
     }
     job = amp_json_get(p->root, "job");
     p->ranked = job && job->type == AMP_JSON_OBJECT &&
-                !isnan(amp_jnum(job, "rank"));
-    p->rank = p->ranked ? (long)amp_jnum(job, "rank") : (long)order;
+                !isnan(amp_num(job, "rank"));
+    p->rank = p->ranked ? (long)amp_num(job, "rank") : (long)order;
     return 0;
 }
 
@@ -229,7 +207,7 @@ amp_jsite_of(struct amp_job_sum *j, const struct amp_json *s)
 {
     const char *api = amp_jstr(s, "api"), *fn = amp_jstr(s, "function");
     const char *mod = amp_base(amp_jstr(s, "module"));
-    double off = amp_jnum(s, "offset");
+    double off = amp_num(s, "offset");
     struct amp_jsite *x;
     size_t i, n = j->nprocs;
 
@@ -295,9 +273,9 @@ amp_job_gather(struct amp_job_sum *j)
 
             if (!x)
                 return -1;
-            x->calls[p] = amp_jnum(s, "calls");
-            x->speedup[p] = amp_jnum(amp_json_get(s, "time"), "speedup");
-            x->max_rel[p] = amp_jnum(amp_json_get(s, "errors"), "max_rel");
+            x->calls[p] = amp_num(s, "calls");
+            x->speedup[p] = amp_num(amp_json_get(s, "time"), "speedup");
+            x->max_rel[p] = amp_num(amp_json_get(s, "errors"), "max_rel");
             x->modes[p] = amp_modes_of(s);
             x->demoted[p] = d && d->type == AMP_JSON_BOOL && d->boolean;
             x->present++;
@@ -359,17 +337,6 @@ amp_jsite_label(const struct amp_jsite *x, char *buf, size_t cap)
                      isnan(x->offset) ? 0 : (uintptr_t)x->offset);
 }
 
-/* v with `digits` decimals, or "-". */
-static const char *
-amp_jfmt(char *buf, size_t cap, int digits, double v)
-{
-    if (isnan(v))
-        snprintf(buf, cap, "-");
-    else
-        amp_num_text(buf, cap, v, digits, 0);
-    return buf;
-}
-
 /* The process with the most time under the shim; -1 when none has one. */
 static long
 amp_slowest(const struct amp_job_sum *j, double *worst, double *best)
@@ -380,7 +347,7 @@ amp_slowest(const struct amp_job_sum *j, double *worst, double *best)
     *worst = NAN;
     *best = NAN;
     for (p = 0; p < j->nprocs; p++) {
-        double t = amp_jnum(amp_json_get(j->procs[p].root, "totals"),
+        double t = amp_num(amp_json_get(j->procs[p].root, "totals"),
                             "actual_ms");
 
         if (isnan(t))
@@ -408,7 +375,7 @@ amp_job_print(const struct amp_job_sum *j)
     if (job0 && job0->type == AMP_JSON_OBJECT)
         printf(" (%s, job %s, size %s)", amp_jstr(job0, "launcher"),
                amp_jstr(job0, "id") ? amp_jstr(job0, "id") : "-",
-               amp_jfmt(b[0], 80, 0, amp_jnum(job0, "size")));
+               amp_fmt(b[0], 80, "%.0f", amp_num(job0, "size")));
     printf("\n\n%-6s %-16s %-30s %7s %7s %10s %10s %8s  %s\n", "rank", "host",
            "device", "calls", "conv", "fp32 ms", "actual ms", "speedup",
            "report");
@@ -417,9 +384,7 @@ amp_job_print(const struct amp_job_sum *j)
         const struct amp_json *t = amp_json_get(r, "totals");
         const struct amp_json *dev = amp_json_get(r, "device");
         const struct amp_json *prog = amp_json_get(r, "program");
-        double known = amp_jnum(t, "calls_fp32_measured") +
-                       amp_jnum(t, "calls_fp32_estimated");
-        double ms = known == 0.0 ? NAN : 1.0;
+        double ms = amp_fp32_known(t) ? 1.0 : NAN;
 
         printf("%-6s %-16.16s %-30.30s %7.0f %7.0f %10s %10s %8s  %s\n",
                j->procs[p].ranked
@@ -428,23 +393,23 @@ amp_job_print(const struct amp_job_sum *j)
                amp_jstr(prog, "host") ? amp_jstr(prog, "host") : "-",
                amp_jstr(dev, "reported_name") ? amp_jstr(dev, "reported_name")
                                               : "none",
-               amp_jnum(t, "calls"), amp_jnum(t, "converted"),
-               amp_jfmt(b[0], 80, 3, ms * amp_jnum(t, "fp32_ms")),
-               amp_jfmt(b[1], 80, 3, ms * amp_jnum(t, "actual_ms")),
-               amp_jfmt(b[2], 80, 2, amp_jnum(t, "speedup")),
+               amp_num(t, "calls"), amp_num(t, "converted"),
+               amp_fmt(b[0], 80, "%.3f", ms * amp_num(t, "fp32_ms")),
+               amp_fmt(b[1], 80, "%.3f", ms * amp_num(t, "actual_ms")),
+               amp_fmt(b[2], 80, "%.2f", amp_num(t, "speedup")),
                j->procs[p].path);
-        calls += amp_jnum(t, "calls");
-        conv += amp_jnum(t, "converted");
+        calls += amp_num(t, "calls");
+        conv += amp_num(t, "converted");
         if (!isnan(ms)) {
-            fp32 += amp_jnum(t, "fp32_ms");
-            actual += amp_jnum(t, "actual_ms");
+            fp32 += amp_num(t, "fp32_ms");
+            actual += amp_num(t, "actual_ms");
         }
     }
     printf("\ntotal: %.0f calls, %.0f converted; fp32 %s ms, actual %s ms, "
            "speedup %s\n", calls, conv,
-           amp_jfmt(b[0], 80, 3, actual > 0 ? fp32 : NAN),
-           amp_jfmt(b[1], 80, 3, actual > 0 ? actual : NAN),
-           amp_jfmt(b[2], 80, 2, actual > 0 ? fp32 / actual : NAN));
+           amp_fmt(b[0], 80, "%.3f", actual > 0 ? fp32 : NAN),
+           amp_fmt(b[1], 80, "%.3f", actual > 0 ? actual : NAN),
+           amp_fmt(b[2], 80, "%.2f", actual > 0 ? fp32 / actual : NAN));
     slow = amp_slowest(j, &worst, &best);
     if (slow >= 0 && j->nprocs > 1)
         printf("slowest: rank %ld, %.3f ms of converted and shadow calls, "
@@ -458,9 +423,9 @@ amp_job_print(const struct amp_job_sum *j)
         amp_jsite_label(x, label, sizeof label);
         printf("%-40s %-24s %5zu %17s %17s %26s\n", label,
                x->api ? x->api : "-", x->present,
-               amp_spread_text(x->calls, j->nprocs, 0, 0, b[0], 80),
-               amp_spread_text(x->speedup, j->nprocs, 2, 0, b[1], 80),
-               amp_spread_text(x->max_rel, j->nprocs, 1, 1, b[2], 80));
+               amp_spread_text(x->calls, j->nprocs, "%.0f", b[0], 80),
+               amp_spread_text(x->speedup, j->nprocs, "%.2f", b[1], 80),
+               amp_spread_text(x->max_rel, j->nprocs, "%.1e", b[2], 80));
     }
     for (i = 0; i < j->nsites; i++) {
         amp_jsite_differs(j, &j->sites[i], differs, sizeof differs);
@@ -547,18 +512,18 @@ amp_job_html(const struct amp_job_sum *j, const char *path)
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
             "\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-"
             "width\">\n<title>ampshim job: ");
-    amp_html_text(f, amp_str_or(amp_jstr(prog0, "name"), "-"));
+    amp_html_text(f, amp_or(amp_jstr(prog0, "name"), "-"));
     fprintf(f, "</title>\n<style>\n%s</style></head><body>\n"
             "<h1 id=\"heading\">ampshim job: ", amp_html_style);
-    amp_html_text(f, amp_str_or(amp_jstr(prog0, "name"), "-"));
+    amp_html_text(f, amp_or(amp_jstr(prog0, "name"), "-"));
     fprintf(f, "</h1>\n<p id=\"job\">%zu processes", j->nprocs);
     if (job0 && job0->type == AMP_JSON_OBJECT) {
         fputs(" (", f);
         amp_html_text(f, amp_jstr(job0, "launcher"));
         fputs(", job ", f);
-        amp_html_text(f, amp_str_or(amp_jstr(job0, "id"), "-"));
-        fprintf(f, ", size %s)", amp_jfmt(b[0], 80, 0,
-                                          amp_jnum(job0, "size")));
+        amp_html_text(f, amp_or(amp_jstr(job0, "id"), "-"));
+        fprintf(f, ", size %s)", amp_fmt(b[0], 80, "%.0f",
+                                         amp_num(job0, "size")));
     }
     fputs(".</p>\n<h2>Ranks</h2>\n<div class=\"scroll\"><table "
           "id=\"ranks\"><tr><th>rank</th><th>host</th><th>device</th>"
@@ -567,22 +532,20 @@ amp_job_html(const struct amp_job_sum *j, const char *path)
     for (p = 0; p < j->nprocs; p++) {
         const struct amp_json *r = j->procs[p].root;
         const struct amp_json *t = amp_json_get(r, "totals");
-        double known = amp_jnum(t, "calls_fp32_measured") +
-                       amp_jnum(t, "calls_fp32_estimated");
-        double ms = known == 0.0 ? NAN : 1.0;
+        double ms = amp_fp32_known(t) ? 1.0 : NAN;
 
         fputs("<tr>", f);
         snprintf(b[5], 80, "%ld", j->procs[p].rank);
         amp_jtd(f, j->procs[p].ranked ? b[5] : "-");
-        amp_jtd(f, amp_str_or(amp_jstr(amp_json_get(r, "program"), "host"),
+        amp_jtd(f, amp_or(amp_jstr(amp_json_get(r, "program"), "host"),
                               "-"));
-        amp_jtd(f, amp_str_or(amp_jstr(amp_json_get(r, "device"),
+        amp_jtd(f, amp_or(amp_jstr(amp_json_get(r, "device"),
                                        "reported_name"), "none"));
-        amp_jtd(f, amp_jfmt(b[0], 80, 0, amp_jnum(t, "calls")));
-        amp_jtd(f, amp_jfmt(b[1], 80, 0, amp_jnum(t, "converted")));
-        amp_jtd(f, amp_jfmt(b[2], 80, 3, ms * amp_jnum(t, "fp32_ms")));
-        amp_jtd(f, amp_jfmt(b[3], 80, 3, ms * amp_jnum(t, "actual_ms")));
-        amp_jtd(f, amp_jfmt(b[4], 80, 2, amp_jnum(t, "speedup")));
+        amp_jtd(f, amp_fmt(b[0], 80, "%.0f", amp_num(t, "calls")));
+        amp_jtd(f, amp_fmt(b[1], 80, "%.0f", amp_num(t, "converted")));
+        amp_jtd(f, amp_fmt(b[2], 80, "%.3f", ms * amp_num(t, "fp32_ms")));
+        amp_jtd(f, amp_fmt(b[3], 80, "%.3f", ms * amp_num(t, "actual_ms")));
+        amp_jtd(f, amp_fmt(b[4], 80, "%.2f", amp_num(t, "speedup")));
         amp_jtd(f, j->procs[p].path);
         fputs("</tr>\n", f);
     }
@@ -607,9 +570,9 @@ amp_job_html(const struct amp_job_sum *j, const char *path)
         amp_jtd(f, x->api);
         snprintf(b[5], 80, "%zu", x->present);
         amp_jtd(f, b[5]);
-        amp_jtd(f, amp_spread_text(x->calls, j->nprocs, 0, 0, b[0], 80));
-        amp_jtd(f, amp_spread_text(x->speedup, j->nprocs, 2, 0, b[1], 80));
-        amp_jtd(f, amp_spread_text(x->max_rel, j->nprocs, 1, 1, b[2], 80));
+        amp_jtd(f, amp_spread_text(x->calls, j->nprocs, "%.0f", b[0], 80));
+        amp_jtd(f, amp_spread_text(x->speedup, j->nprocs, "%.2f", b[1], 80));
+        amp_jtd(f, amp_spread_text(x->max_rel, j->nprocs, "%.1e", b[2], 80));
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n<h2>Decisions that differ</h2>\n<ul "

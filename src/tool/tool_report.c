@@ -67,6 +67,15 @@ amp_num(const struct amp_json *obj, const char *key)
     return amp_json_num(amp_json_get(obj, key), NAN);
 }
 
+int
+amp_fp32_known(const struct amp_json *time)
+{
+    double known = amp_num(time, "calls_fp32_measured") +
+                   amp_num(time, "calls_fp32_estimated");
+
+    return isnan(known) || known > 0.0;
+}
+
 static void
 amp_row_modes(struct amp_row *r, const struct amp_json *modes)
 {
@@ -144,8 +153,7 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->shadow_calls = amp_num(err, "shadow_calls");
     r->demoted = demoted && demoted->type == AMP_JSON_BOOL && demoted->boolean;
     r->steady = amp_num(time, "converted_speedup");
-    r->time_known = amp_num(time, "calls_fp32_measured") +
-                        amp_num(time, "calls_fp32_estimated") > 0.0;
+    r->time_known = amp_fp32_known(time);
     if (!r->time_known) /* 0 ms there stands for unknown, not for 0 */
         r->fp32_ms = r->actual_ms = r->saved_ms = NAN;
     r->unknown_reason = amp_json_str(amp_json_get(time,
@@ -458,9 +466,7 @@ amp_print_table(const struct amp_doc *doc)
     size_t i, j, nunknown = 0;
     char b[6][32], reasons[160];
     /* Times summed over no call with an FP32 time are unknown, not 0. */
-    double known = amp_num(tot, "calls_fp32_measured") +
-                   amp_num(tot, "calls_fp32_estimated");
-    double ms = isnan(known) || known > 0.0 ? 1.0 : NAN;
+    double ms = amp_fp32_known(tot) ? 1.0 : NAN;
 
     amp_print_header(doc);
     printf("\n%-32s %-26s %7s %7s %-18s %10s %10s %8s %8s %10s %10s %9s\n",

@@ -44,6 +44,12 @@ const char *amp_or(const char *s, const char *otherwise);
 /* obj's member key as a number; NaN when it is absent or not a number. */
 double amp_num(const struct amp_json *obj, const char *key);
 
+/* 1 when some call of a time object (a site's, a shape's or the totals')
+ * has an FP32 time: its times are then figures, else unknown (the report
+ * writes 0 there). A report without the counts (the totals of version 1)
+ * has them known. */
+int amp_fp32_known(const struct amp_json *time);
+
 /* v as "%.Nf" or "%.Ne" (fmt) says, into buf; "-" for NaN. */
 const char *amp_fmt(char *buf, size_t cap, const char *fmt, double v);
 
