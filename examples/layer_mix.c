@@ -2,7 +2,12 @@
  * sites with different shapes and data: a tiny projection, a large dense
  * layer, a layer whose products cancel, and a 3x3 convolution. It prints
  * a hash of each layer's output and knows nothing of any shim; the
- * calibration test (`ampshim calibrate`) measures it. */
+ * calibration test (`ampshim calibrate`) measures it.
+ *
+ * `layer_mix shapes CALLS` runs instead five GEMM layers whose shapes
+ * favour different modes (skinny, square, long-k, tiny, cancelling),
+ * CALLS times each, in turn as a training loop would: the test of the
+ * policy action auto compares its choices with calibrate's. */
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -95,6 +100,24 @@ dense_layer(cublasHandle_t h, const struct layer *l)
 
 static __attribute__((noinline)) cublasStatus_t
 cancelling_layer(cublasHandle_t h, const struct layer *l)
+{
+    return gemm(h, l);
+}
+
+static __attribute__((noinline)) cublasStatus_t
+skinny_layer(cublasHandle_t h, const struct layer *l)
+{
+    return gemm(h, l);
+}
+
+static __attribute__((noinline)) cublasStatus_t
+square_layer(cublasHandle_t h, const struct layer *l)
+{
+    return gemm(h, l);
+}
+
+static __attribute__((noinline)) cublasStatus_t
+long_k_layer(cublasHandle_t h, const struct layer *l)
 {
     return gemm(h, l);
 }
@@ -204,6 +227,42 @@ run_layer(cublasHandle_t h, const char *name, struct layer *l,
     return rc;
 }
 
+/* The five shapes, `calls` rounds of one call each. */
+static int
+run_shapes(cublasHandle_t h, int calls)
+{
+    static const struct {
+        const char *name;
+        int m, n, k, cancelling;
+        cublasStatus_t (*fn)(cublasHandle_t, const struct layer *);
+    } shapes[] = {
+        {"skinny", 8192, 64, 512, 0, skinny_layer},
+        {"square", 768, 768, 768, 0, square_layer},
+        {"long-k", 128, 128, 32768, 0, long_k_layer},
+        {"tiny", 64, 64, 64, 0, tiny_projection},
+        {"cancelling", 768, 768, 768, 1, cancelling_layer},
+    };
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+    struct layer l[NSHAPES];
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    int i, made = 0, failed = 0;
+
+    for (i = 0; i < NSHAPES && !failed; i++, made++)
+        failed = layer_alloc(&l[i], shapes[i].m, shapes[i].n, shapes[i].k,
+                             10 + (uint64_t)i, shapes[i].cancelling) != 0;
+    for (int round = 0; round + 1 < calls && !failed; round++)
+        for (i = 0; i < NSHAPES && st == CUBLAS_STATUS_SUCCESS; i++)
+            st = shapes[i].fn(h, &l[i]);
+    failed = failed || cublas_failed("cublasSgemm_v2", st);
+    /* The last round prints each layer's hash. */
+    for (i = 0; i < NSHAPES && !failed; i++)
+        failed = run_layer(h, shapes[i].name, &l[i], shapes[i].fn,
+                           calls > 0 ? 1 : 0) != 0;
+    for (i = 0; i < made; i++)
+        layer_free(&l[i]);
+    return failed;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -213,9 +272,24 @@ main(int argc, char **argv)
     uint64_t conv_hash = 0;
     int failed;
 
-    (void)argv;
+    if (argc == 3 && strcmp(argv[1], "shapes") == 0) {
+        char *end;
+        long calls = strtol(argv[2], &end, 10);
+
+        if (*end || end == argv[2] || calls < 1 || calls > 1000000) {
+            fprintf(stderr, "layer_mix: CALLS must be 1 to 1000000, not "
+                    "'%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
+        if (cublas_failed("cublasCreate_v2", cublasCreate_v2(&handle)))
+            return EXIT_CUDA_ERROR;
+        failed = run_shapes(handle, (int)calls);
+        cublasDestroy_v2(handle);
+        fflush(stdout);
+        return failed ? EXIT_CUDA_ERROR : EXIT_ALL_PASS;
+    }
     if (argc != 1) {
-        fprintf(stderr, "usage: layer_mix\n");
+        fprintf(stderr, "usage: layer_mix [shapes CALLS]\n");
         return EXIT_USAGE;
     }
     if (cublas_failed("cublasCreate_v2", cublasCreate_v2(&handle)))

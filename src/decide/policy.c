@@ -94,11 +94,12 @@ static const struct amp_action_name amp_actions[] = {
     {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
     {"shadow:fp16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
     {"shadow:allow-conversion", AMP_MODE_SHADOW, AMP_MODE_ALLOW_CONVERSION},
+    {"auto", AMP_MODE_FP16, AMP_MODE_FP16},
     {NULL, AMP_MODE_FP32, AMP_MODE_FP32},
 };
 
 #define AMP_ACTION_LIST                                                      \
-    "fp32, fp16, bf16, tf32, fp16x3, allow-conversion, shadow or "           \
+    "fp32, fp16, bf16, tf32, fp16x3, allow-conversion, auto, shadow or "     \
     "shadow:MODE"
 
 void
@@ -471,6 +472,7 @@ amp_parse_action(struct amp_parser *ps, struct amp_policy_action *a)
         if (amp_tok_is(&ps->tok, e->name)) {
             a->mode = e->mode;
             a->candidate = e->candidate;
+            a->automatic = strcmp(e->name, "auto") == 0;
             amp_next(ps);
             break;
         }
@@ -491,6 +493,12 @@ amp_parse_action(struct amp_parser *ps, struct amp_policy_action *a)
             amp_fail(ps, ps->tok.col, "expected 'when' or end of line: "
                      "'verify' needs a converting action, not %s",
                      amp_mode_name(a->mode));
+            return -1;
+        }
+        if (a->automatic) {
+            amp_fail(ps, ps->tok.col, "expected 'when' or end of line: "
+                     "auto measures every candidate in shadow first and "
+                     "takes no 'verify'");
             return -1;
         }
         amp_next(ps);
@@ -1334,6 +1342,17 @@ amp_policy_match(const struct amp_policy *p,
     return p->nrules;
 }
 
+int64_t
+amp_policy_sample_period(const struct amp_policy *p)
+{
+    int64_t period;
+
+    if (!(p->set.shadow_rate > 0))
+        return 0;
+    period = (int64_t)(1.0 / p->set.shadow_rate + 0.5);
+    return period >= 1 ? period : 0;
+}
+
 void
 amp_policy_action(const struct amp_policy *p, int match, int64_t count,
                   struct amp_decision *out)
@@ -1359,6 +1378,10 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
     }
     out->mode = a->mode;
     out->candidate = a->candidate;
+    if (a->automatic) {
+        out->why = AMP_WHY_AUTO; /* the site decides: amp_auto_decide */
+        return;
+    }
     if (a->mode == AMP_MODE_FP32 || a->mode == AMP_MODE_SHADOW)
         return;
     if (a->verify > 0 && count <= a->verify) {
@@ -1367,13 +1390,11 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
         out->why = AMP_WHY_VERIFY;
         return;
     }
-    if (p->set.shadow_rate > 0) {
-        period = (int64_t)(1.0 / p->set.shadow_rate + 0.5);
-        if (period >= 1 && count % period == 0) {
-            out->candidate = a->mode;
-            out->mode = AMP_MODE_SHADOW;
-            out->why = AMP_WHY_SAMPLE;
-        }
+    period = amp_policy_sample_period(p);
+    if (period > 0 && count % period == 0) {
+        out->candidate = a->mode;
+        out->mode = AMP_MODE_SHADOW;
+        out->why = AMP_WHY_SAMPLE;
     }
 }
 
@@ -1387,6 +1408,7 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_ENV_MODE] = "AMPSHIM_MODE",
     [AMP_WHY_BROKEN] = "policy has an error",
     [AMP_WHY_BASELINE] = "FP32 baseline of the shape",
+    [AMP_WHY_AUTO] = "auto",
 };
 
 const char *

@@ -106,6 +106,11 @@ void amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,
 struct amp_policy_action {
     enum amp_mode mode;          /* AMP_MODE_SHADOW: candidate is measured */
     enum amp_mode candidate;
+    int automatic;               /* "auto" (decide/auto.h): each (site,
+                                    shape) measures the candidates and
+                                    converts with the fastest within the
+                                    tolerance; mode is then fp16, the
+                                    first candidate */
     int verify;                  /* "verify N": the first N calls of each
                                     shape at a site run as shadow:mode */
 };
@@ -232,6 +237,9 @@ enum amp_decision_why {
     AMP_WHY_BROKEN,              /* the policy has an error: FP32 */
     AMP_WHY_BASELINE,            /* the first call of its shape at its
                                     site (AMPSHIM_BASELINE): shadow:mode */
+    AMP_WHY_AUTO,                /* an auto rule: its (site, shape)'s
+                                    candidate in shadow, its choice, or
+                                    FP32 when nothing qualifies */
 };
 
 struct amp_decision {
@@ -240,6 +248,9 @@ struct amp_decision {
     enum amp_decision_why why;
     int line;                    /* the deciding rule's line, 0: none */
     uint64_t scratch_max;        /* bytes of scratch this call may use */
+    int automatic;               /* an auto rule decided: its results go
+                                    to (site, auto_slot) (decide/auto.h) */
+    int auto_slot;               /* -1: the (site, shape) has no state */
 };
 
 const char *amp_decision_why_name(enum amp_decision_why why);
@@ -256,6 +267,10 @@ int amp_policy_match(const struct amp_policy *p,
  * and shadow-rate make shadow:mode of a converting mode. */
 void amp_policy_action(const struct amp_policy *p, int match, int64_t count,
                        struct amp_decision *out);
+
+/* shadow-rate as a period: every Nth call of a shape is sampled; 0 for
+ * none. */
+int64_t amp_policy_sample_period(const struct amp_policy *p);
 
 /* ---- The decision cache --------------------------------------------------- */
 
@@ -389,6 +404,10 @@ void amp_policy_decide(const struct amp_policy_call *call,
  * call that cannot run in shadow (its stream is being captured): that
  * shape at that site then has no FP32 time. Other decisions stay. */
 void amp_policy_no_baseline(struct amp_decision *out);
+
+/* 1 + the (site, shape) slot of an auto rule's decision (decide/auto.h),
+ * as the paths and the profiler carry it; 0 for any other decision. */
+int amp_decision_auto_shape(const struct amp_decision *dec);
 
 /* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
  * broken policy, a policy whose every action is fp32), else

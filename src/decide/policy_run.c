@@ -4,6 +4,7 @@
 #include "decide/policy.h"
 
 #include "base/log.h"
+#include "decide/auto.h"
 #include "decide/site.h"
 
 #include <math.h>
@@ -160,6 +161,12 @@ amp_policy_baseline_at(struct amp_decision *out, int64_t shape_count)
     out->why = AMP_WHY_BASELINE;
 }
 
+int
+amp_decision_auto_shape(const struct amp_decision *dec)
+{
+    return dec->automatic && dec->auto_slot >= 0 ? dec->auto_slot + 1 : 0;
+}
+
 void
 amp_policy_no_baseline(struct amp_decision *out)
 {
@@ -188,9 +195,11 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     struct amp_site *site = (struct amp_site *)call_in->site;
     struct amp_policy_call call = *call_in;
     int64_t count, shape_count;
+    uint64_t key;
     int match;
 
     memset(out, 0, sizeof *out);
+    out->auto_slot = -1;
     out->mode = AMP_MODE_FP32;
     out->candidate = AMP_MODE_FP16;
     out->scratch_max = amp_cfg ? amp_cfg->scratch_max : 0;
@@ -222,11 +231,12 @@ amp_policy_decide(const struct amp_policy_call *call_in,
                             : amp_policy_match(&amp_active, &call);
     /* verify and shadow-rate count the calls of the call's shape at its
      * site: small calls at a site do not use up its large calls' window. */
-    shape_count = match == AMP_POLICY_SMALL
-                      ? 0
-                      : (int64_t)amp_site_shape_count(
-                            site, amp_call_shape_key(&call));
+    key = match == AMP_POLICY_SMALL ? 0 : amp_call_shape_key(&call);
+    shape_count = key ? (int64_t)amp_site_shape_count(site, key) : 0;
     amp_policy_action(&amp_active, match, shape_count, out);
+    if (out->why == AMP_WHY_AUTO)
+        amp_auto_decide(site, key, call.family, shape_count,
+                        amp_policy_sample_period(&amp_active), out);
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
         amp_policy_baseline_at(out, shape_count);
     if (amp_active.set.scratch_max >= 0 &&

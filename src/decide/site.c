@@ -129,6 +129,29 @@ amp_site_shape_count(struct amp_site *site, uint64_t key)
     return atomic_load_explicit(&site->calls, memory_order_relaxed);
 }
 
+int
+amp_site_shape_slot(const struct amp_site *site, uint64_t key)
+{
+    size_t at, i;
+
+    if (!site)
+        return AMP_SITE_SHAPES;
+    if (key == 0)
+        key = 1;
+    at = (size_t)(key % AMP_SITE_SHAPES);
+    for (i = 0; i < AMP_SITE_SHAPES; i++) {
+        size_t k = (at + i) % AMP_SITE_SHAPES;
+        unsigned long long seen =
+            atomic_load_explicit(&site->shape_keys[k], memory_order_acquire);
+
+        if (seen == key)
+            return (int)k;
+        if (seen == 0)
+            break;
+    }
+    return AMP_SITE_SHAPES;
+}
+
 void
 amp_site_symbolize(struct amp_site *site)
 {

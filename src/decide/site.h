@@ -24,6 +24,8 @@ struct amp_gemm_error {
 /* Shapes a site counts apart (amp_site_shape_count). */
 #define AMP_SITE_SHAPES 32
 
+struct amp_auto_view;
+
 /* One call site. Lives as long as the process; fields after the key are
  * read without a lock. */
 struct amp_site {
@@ -53,6 +55,10 @@ struct amp_site {
      * and its count per slot; shapes beyond the slots share `calls`. */
     atomic_ullong shape_keys[AMP_SITE_SHAPES];
     atomic_ullong shape_calls[AMP_SITE_SHAPES];
+    /* The policy action auto's state per shape slot, and one more for
+     * the shapes beyond them (decide/auto.c, under its lock); NULL until
+     * an auto call comes from here. */
+    struct amp_auto_view *autos;
 };
 
 /* Most sites a process keeps; calls from further sites get NULL. */
@@ -82,6 +88,10 @@ uint64_t amp_site_count(struct amp_site *site);
  * ones with its site count (amp_site_count's last value); a NULL site
  * gives 1. Lock-free. */
 uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key);
+
+/* The slot amp_site_shape_count counts the shape `key` in, from 0;
+ * AMP_SITE_SHAPES for a shape beyond the slots (or a NULL site). */
+int amp_site_shape_slot(const struct amp_site *site, uint64_t key);
 
 /* Resolves the site's caller and module (once; reads the module's file). */
 void amp_site_symbolize(struct amp_site *site);

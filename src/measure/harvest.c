@@ -2,9 +2,11 @@
 #include "measure/harvest.h"
 
 #include "amp_math.h"
+#include "decide/auto.h"
 #include "decide/policy.h"
 #include "measure/prof.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -15,6 +17,8 @@ struct amp_pending {
     int shadow;
     struct amp_api_stats *stats;
     struct amp_site *site;
+    int auto_shape;             /* auto: 1 + the (site, shape) slot */
+    enum amp_mode candidate;
     struct amp_prof_call *call; /* the profiler's record, or NULL */
 };
 
@@ -25,7 +29,8 @@ static int amp_npending;
 enum amp_status
 amp_harvest_pend(struct amp_dev *dev, int slot, amp_devptr slot_at,
                  int shadow, struct amp_api_stats *stats,
-                 struct amp_site *site)
+                 struct amp_site *site, int auto_shape,
+                 enum amp_mode candidate)
 {
     enum amp_status st = AMP_ERR_UNAVAILABLE;
 
@@ -33,7 +38,8 @@ amp_harvest_pend(struct amp_dev *dev, int slot, amp_devptr slot_at,
     if (amp_npending < AMP_HARVEST_MAX_PENDING) {
         amp_pending[amp_npending] = (struct amp_pending){
             .dev = dev, .slot = slot, .slot_at = slot_at, .shadow = shadow,
-            .stats = stats, .site = site, .call = amp_prof_current(),
+            .stats = stats, .site = site, .auto_shape = auto_shape,
+            .candidate = candidate, .call = amp_prof_current(),
         };
         amp_prof_expect_error(amp_pending[amp_npending].call);
         amp_npending++;
@@ -58,8 +64,14 @@ amp_harvest_one(const struct amp_pending *p)
     amp_prof_error(p->call, &e);
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);
+    /* An auto candidate over the tolerance rules itself out at its
+     * (site, shape), not the site. */
     if (p->shadow && p->site)
-        amp_site_shadow(p->site, &e, amp_policy_tolerance());
+        amp_site_shadow(p->site, &e, p->auto_shape ? HUGE_VAL
+                                                   : amp_policy_tolerance());
+    if (p->shadow && p->auto_shape)
+        amp_auto_error(p->site, p->auto_shape - 1, p->candidate, &e,
+                       amp_policy_tolerance());
     if (e.nonfinite && p->site && !p->shadow)
         amp_site_demote(p->site, "a converted call made a non-finite "
                         "result from finite inputs");
@@ -85,6 +97,9 @@ amp_harvest(int wait)
             harvested++;
         } else {
             amp_prof_error(p->call, NULL);
+            if (p->shadow && p->auto_shape)
+                amp_auto_error(p->site, p->auto_shape - 1, p->candidate,
+                               NULL, amp_policy_tolerance());
         }
         amp_dev_slot_release(p->dev, p->slot);
         *p = amp_pending[--amp_npending];

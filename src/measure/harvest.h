@@ -5,6 +5,7 @@
 #ifndef AMP_HARVEST_H
 #define AMP_HARVEST_H
 
+#include "base/config.h"
 #include "base/status.h"
 #include "decide/site.h"
 #include "device/device.h"
@@ -18,7 +19,9 @@
 /* Hands a slot whose struct amp_shadow_error is written by work queued
  * before its event record (amp_dev_slot_record) to the harvest, which
  * gives it back. With `shadow` the errors go to amp_stats_shadow(stats);
- * a non-zero non-finite count demotes `site` (when not NULL). The
+ * a non-zero non-finite count demotes `site` (when not NULL). An auto
+ * rule's shadow call (auto_shape, as struct amp_gemm_desc has it) gives
+ * its errors to auto's candidate `candidate` instead of demoting. The
  * profiler's record of the call open on this thread (amp_prof_current)
  * gets the errors too. Fails with
  * AMP_ERR_UNAVAILABLE when too many are pending (the slot stays the
@@ -26,7 +29,8 @@
 enum amp_status amp_harvest_pend(struct amp_dev *dev, int slot,
                                  amp_devptr slot_at, int shadow,
                                  struct amp_api_stats *stats,
-                                 struct amp_site *site);
+                                 struct amp_site *site, int auto_shape,
+                                 enum amp_mode candidate);
 
 /* Collects every finished slot so far, then the profiler's finished
  * records (amp_prof_harvest), and returns how many that was.

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/shim.h"
+#include "decide/auto.h"
 #include "measure/nvtx.h"
 
 #include <math.h>
@@ -37,6 +38,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_INVALID] = "invalid",
     [AMP_KEPT_EMPTY] = "empty",
     [AMP_KEPT_CAPTURE] = "capture",
+    [AMP_KEPT_AUTO] = "auto",
 };
 
 const char *
@@ -61,6 +63,8 @@ amp_kept_of(const struct amp_decision *dec)
         return AMP_KEPT_DEMOTED;
     case AMP_WHY_BROKEN:
         return AMP_KEPT_BROKEN;
+    case AMP_WHY_AUTO:
+        return AMP_KEPT_AUTO;
     default:
         return AMP_KEPT_MODE;
     }
@@ -275,6 +279,8 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
     if (e) {
         e->calls++;
         e->outcomes[outcome]++;
+        if (w->auto_shape)
+            e->auto_shape = w->auto_shape;
         if (outcome == AMP_OUTCOME_CONVERTED) {
             e->modes[w->mode]++;
             if (w->mode == AMP_MODE_SHADOW)
@@ -314,6 +320,14 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
     char shape[160];
 
     amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, AMP_KEPT_MODE, 0);
+    /* An auto candidate the path cannot run is ruled out; a fallback for
+     * want of a slot, a device or set-up under capture says nothing of
+     * the candidate. */
+    if (w->auto_shape && w->mode == AMP_MODE_SHADOW &&
+        why != AMP_FALLBACK_BUSY && why != AMP_FALLBACK_NO_DEVICE &&
+        why != AMP_FALLBACK_COLD_CAPTURE)
+        amp_auto_failed(w->site, w->auto_shape - 1, w->candidate,
+                        amp_policy_tolerance());
     if (!amp_shim_config()->call_log)
         return;
     amp_shape_format(&w->shape, shape, sizeof shape);
@@ -521,6 +535,12 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     if (c)
         amp_record_settle(c, timed, outcome, span->what.mode);
     pthread_mutex_unlock(&amp_prof_lock);
+    /* An auto candidate's shadow call that no record could time. */
+    if (!c && outcome == AMP_OUTCOME_CONVERTED && span->what.auto_shape &&
+        span->what.mode == AMP_MODE_SHADOW)
+        amp_auto_time(span->what.site, span->what.auto_shape - 1,
+                      span->what.candidate, -1.0, -1.0,
+                      amp_policy_tolerance());
 }
 
 /* ---- Harvest -------------------------------------------------------------------- */
@@ -658,6 +678,10 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     } else if (e && had_end) {
         e->unmeasured++; /* counted untimed at the end otherwise */
     }
+    if (shadow && c->what.auto_shape)
+        amp_auto_time(c->what.site, c->what.auto_shape - 1,
+                      c->what.candidate, timed ? cand : -1.0,
+                      timed ? fp32 : -1.0, amp_policy_tolerance());
     if (e && atomic_load_explicit(&c->error_state, memory_order_acquire) ==
                  AMP_ERROR_DELIVERED) {
         e->nonfinite += c->err.nonfinite;

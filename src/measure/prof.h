@@ -67,6 +67,8 @@ enum amp_kept {
     AMP_KEPT_EMPTY,            /* nothing to compute (a size 0, alpha 0) */
     AMP_KEPT_CAPTURE,          /* a shadow run while the stream is being
                                   captured into a CUDA graph */
+    AMP_KEPT_AUTO,             /* an auto rule: no candidate within the
+                                  tolerance and faster than FP32 */
     AMP_KEPT_COUNT,
 };
 
@@ -91,6 +93,8 @@ struct amp_prof_what {
     int device;                /* the ordinal of the device the call runs
                                   on (its thread's current context), -1
                                   unknown */
+    int auto_shape;            /* an auto rule's call: 1 + its (site,
+                                  shape)'s slot (decide/auto.h); 0: not */
 };
 
 
@@ -177,6 +181,9 @@ struct amp_prof_entry {
     unsigned long long over_tolerance, nonfinite;
     unsigned long long fallbacks[AMP_FALLBACK_COUNT];
     unsigned long long kept[AMP_KEPT_COUNT]; /* FP32 outcomes by reason */
+    int auto_shape;                 /* an auto rule decided its calls: 1 +
+                                       the (site, shape) slot of
+                                       decide/auto.h; 0: none */
     size_t scratch_max;             /* bytes, largest call */
     double scratch_total;
     /* The same calls by the device they ran on, for the report's devices:

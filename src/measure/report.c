@@ -6,6 +6,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "decide/auto.h"
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "device/device.h"
@@ -328,6 +329,58 @@ amp_json_dims(struct amp_json_out *j, const struct amp_shape *s)
     amp_json_end_object(j);
 }
 
+/* An auto rule's (site, shape): its choice and every candidate's
+ * figures (decide/auto.h). */
+static void
+amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    static const char *const states[] = {
+        [AMP_AUTO_MEASURING] = "measuring", [AMP_AUTO_CHOSEN] = "chosen",
+        [AMP_AUTO_FP32] = "fp32",
+    };
+    struct amp_auto_view v;
+    char why[96];
+    int i;
+
+    if (!e->auto_shape || amp_auto_get(e->site, e->auto_shape - 1, &v) != 0)
+        return;
+    amp_json_key(j, "auto");
+    amp_json_object(j);
+    amp_json_kstring(j, "state", states[v.state]);
+    amp_json_kstring(j, "choice",
+                     v.state == AMP_AUTO_CHOSEN ? amp_mode_name(v.c[v.choice].mode)
+                     : v.state == AMP_AUTO_FP32 ? "fp32"
+                                                : NULL);
+    amp_json_kint(j, "changes", v.changes);
+    amp_json_key(j, "candidates");
+    amp_json_array(j);
+    for (i = 0; i < v.ncandidates; i++) {
+        const struct amp_auto_candidate *c = &v.c[i];
+        const char *no = amp_auto_rejects(c, amp_policy_tolerance(), why,
+                                          sizeof why);
+
+        amp_json_object(j);
+        amp_json_kstring(j, "mode", amp_mode_name(c->mode));
+        amp_json_kint(j, "shadow_calls", (long long)c->issued);
+        amp_json_kint(j, "errors_measured", (long long)c->errors);
+        amp_json_kint(j, "times_measured", (long long)c->timed);
+        amp_json_knumber(j, "max_rel", c->errors ? c->max_rel : NAN);
+        amp_json_kint(j, "nonfinite", (long long)c->nonfinite);
+        amp_json_knumber(j, "candidate_ms",
+                         c->timed ? c->candidate_ms / (double)c->timed : NAN);
+        amp_json_knumber(j, "fp32_ms",
+                         c->timed ? c->fp32_ms / (double)c->timed : NAN);
+        amp_json_knumber(j, "speedup", c->timed && c->candidate_ms > 0
+                                           ? c->fp32_ms / c->candidate_ms
+                                           : NAN);
+        amp_json_kbool(j, "eligible", no == NULL);
+        amp_json_kstring(j, "rejected", no);
+        amp_json_end_object(j);
+    }
+    amp_json_end_array(j);
+    amp_json_end_object(j);
+}
+
 static void
 amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
 {
@@ -346,6 +399,7 @@ amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
                   amp_prof_baseline(e) >= 0.0 ? e->converted_ms : 0.0);
     amp_json_errors(j, e);
     amp_json_rest(j, e, &t);
+    amp_json_auto(j, e);
     amp_json_end_object(j);
 }
 

@@ -3,6 +3,7 @@
 
 #include "base/log.h"
 #include "base/shim.h"
+#include "decide/auto.h"
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "device/device.h"
@@ -67,6 +68,7 @@ amp_process_fork_child(void)
     amp_harvest_forget();
     amp_prof_forget();
     amp_site_forget();
+    amp_auto_forget();
     amp_dev_forget();
     amp_report_forget();
     amp_shim_new_generation();

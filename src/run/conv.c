@@ -148,6 +148,7 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     w->flops = d->valid ? amp_conv_flops(d) : 0.0;
     w->mode = dec->mode;
     w->candidate = dec->candidate;
+    w->auto_shape = amp_decision_auto_shape(dec);
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */
@@ -494,7 +495,8 @@ amp_conv_pend(struct amp_conv_run *run, int shadow)
 
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, shadow,
-                              run->desc.stats, run->desc.site);
+                              run->desc.stats, run->desc.site,
+                              run->desc.auto_shape, run->plan.candidate);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */
     return st;

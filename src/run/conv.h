@@ -34,6 +34,8 @@ struct amp_conv_desc {
     const char *api;
     struct amp_api_stats *stats;
     struct amp_site *site;       /* NULL when the site table is full */
+    int auto_shape;              /* an auto rule's call: 1 + its (site,
+                                    shape)'s slot (decide/auto.h); 0: not */
     enum amp_conv_dir dir;
     int64_t groups;
     struct amp_conv_layout x, w, y;

@@ -146,6 +146,7 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
         amp_policy_no_baseline(out);
+    d->auto_shape = amp_decision_auto_shape(out);
 }
 
 void
@@ -169,6 +170,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
                (double)batch;
     w->mode = dec->mode;
     w->candidate = dec->candidate;
+    w->auto_shape = amp_decision_auto_shape(dec);
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */
@@ -913,7 +915,8 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
         st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
-                              run->desc.stats, run->desc.site);
+                              run->desc.stats, run->desc.site,
+                              run->desc.auto_shape, run->candidate);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */
     return st;

@@ -58,6 +58,8 @@ struct amp_gemm_desc {
     amp_stream stream;         /* the application handle's stream */
     const void *caller;        /* return address of the exported hook */
     struct amp_site *site;     /* set by amp_gemm_policy */
+    int auto_shape;            /* an auto rule's call: 1 + its (site,
+                                  shape)'s slot (decide/auto.h); 0: not */
     int lt;                    /* a cuBLASLt call: the fields below */
     amp_devptr d;
     int64_t ldd, stride_d;

@@ -42,7 +42,9 @@ static const char amp_check_help[] =
 static void
 amp_print_action(const struct amp_policy_action *a)
 {
-    if (a->mode == AMP_MODE_SHADOW)
+    if (a->automatic)
+        printf("auto");
+    else if (a->mode == AMP_MODE_SHADOW)
         printf("shadow:%s", amp_mode_name(a->candidate));
     else
         printf("%s", amp_mode_name(a->mode));

@@ -442,6 +442,35 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
            r->reasons);
 }
 
+/* Under a shape an auto rule decided: its choice and each candidate's
+ * modelled speedup and error, or why it was not chosen:
+ * "    auto: tf32 (fp16 0.42x 2.5e-04: not faster than fp32; ...)". */
+static void
+amp_print_auto(const struct amp_json *shape)
+{
+    const struct amp_json *a = amp_json_get(shape, "auto");
+    const struct amp_json *cands = amp_json_get(a, "candidates");
+    const char *choice = amp_json_str(amp_json_get(a, "choice"));
+    char b[2][32];
+    size_t i;
+
+    if (!a || a->type != AMP_JSON_OBJECT)
+        return;
+    printf("    auto: %s (", choice ? choice : "still measuring");
+    for (i = 0; cands && cands->type == AMP_JSON_ARRAY && i < cands->count;
+         i++) {
+        const struct amp_json *c = &cands->items[i];
+        const char *no = amp_json_str(amp_json_get(c, "rejected"));
+
+        printf("%s%s %sx %s%s%s", i ? "; " : "",
+               amp_or(amp_json_str(amp_json_get(c, "mode")), "?"),
+               amp_fmt(b[0], 32, "%.2f", amp_num(c, "speedup")),
+               amp_fmt(b[1], 32, "%.1e", amp_num(c, "max_rel")),
+               no ? ": " : "", no ? no : "");
+    }
+    printf(")\n");
+}
+
 /* The reasons of unknown times, each once, as footnotes. */
 static void
 amp_print_unknown(const struct amp_row *r, const char **seen, size_t *nseen,
@@ -492,6 +521,7 @@ amp_print_table(const struct amp_doc *doc)
                      amp_or(amp_json_str(amp_json_get(&shapes->items[j],
                                                       "shape")), "?"));
             amp_print_row(&shape, name, "");
+            amp_print_auto(&shapes->items[j]);
         }
     }
     for (i = 0; i < nunknown; i++)

@@ -1,0 +1,318 @@
+/* The policy action auto: each (site, shape)'s candidates measured in
+ * shadow, then the fastest within the tolerance. The state of every
+ * (site, shape) is under one lock: an auto call is at least min-size, so
+ * one lock per decision costs nothing beside it. */
+#include "decide/auto.h"
+
+#include "base/log.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Shadow calls of a candidate that ran without a time (no event was
+ * free) after which it is given up. */
+#define AMP_AUTO_UNTIMED_MAX 4
+
+static pthread_mutex_t amp_auto_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const enum amp_mode amp_auto_gemm[] = {
+    AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32,
+};
+static const enum amp_mode amp_auto_conv[] = {
+    AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16, AMP_MODE_BF16,
+};
+
+/* (site, slot)'s state, made on first use. Lock held. */
+static struct amp_auto_view *
+amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
+{
+    struct amp_auto_view *v;
+    const enum amp_mode *modes;
+    int i;
+
+    if (!site->autos) {
+        site->autos = calloc(AMP_SITE_SHAPES + 1, sizeof *site->autos);
+        if (!site->autos)
+            return NULL;
+    }
+    v = &site->autos[slot];
+    if (v->ncandidates)
+        return v;
+    v->family = family;
+    modes = family == AMP_FAMILY_CONV ? amp_auto_conv : amp_auto_gemm;
+    v->ncandidates = 3;
+    for (i = 0; i < v->ncandidates; i++)
+        v->c[i].mode = modes[i];
+    v->state = AMP_AUTO_MEASURING;
+    return v;
+}
+
+static double
+amp_auto_mean(double sum, unsigned long long n)
+{
+    return n ? sum / (double)n : NAN;
+}
+
+const char *
+amp_auto_rejects(const struct amp_auto_candidate *c, double tolerance,
+                 char *buf, size_t cap)
+{
+    double cand = amp_auto_mean(c->candidate_ms, c->timed),
+           fp32 = amp_auto_mean(c->fp32_ms, c->timed);
+
+    if (c->nonfinite) {
+        snprintf(buf, cap, "%llu non-finite elements where FP32 had none",
+                 c->nonfinite);
+    } else if (c->over) {
+        snprintf(buf, cap, "error %.3g over the tolerance %.3g", c->max_rel,
+                 tolerance);
+    } else if (c->failed) {
+        snprintf(buf, cap, c->timed || c->untimed < AMP_AUTO_UNTIMED_MAX
+                               ? "the converted path could not run it"
+                               : "no time measured");
+    } else if (!c->errors || !c->timed) {
+        snprintf(buf, cap, "not measured yet");
+    } else if (!(cand < fp32)) {
+        snprintf(buf, cap, "not faster than fp32");
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
+/* 1 when c needs no more shadow calls to be judged. */
+static int
+amp_auto_settled(const struct amp_auto_candidate *c)
+{
+    return c->failed || c->over || (c->errors && c->timed);
+}
+
+static void
+amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
+                    double tolerance, const char *what)
+{
+    char label[AMP_LABEL_LEN], line[512], why[96];
+    size_t n = 0;
+    int i;
+
+    if (!amp_log_enabled(AMP_LOG_DEBUG))
+        return;
+    for (i = 0; i < v->ncandidates && n < sizeof line; i++) {
+        const struct amp_auto_candidate *c = &v->c[i];
+        const char *no = amp_auto_rejects(c, tolerance, why, sizeof why);
+
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2fx %.3g%s%s",
+                              i ? "; " : "", amp_mode_name(c->mode),
+                              c->candidate_ms > 0
+                                  ? c->fp32_ms / c->candidate_ms
+                                  : 0.0,
+                              c->max_rel, no ? ": " : "", no ? no : "");
+    }
+    amp_log(AMP_LOG_DEBUG, "auto: %s at %s: %s (%s)", site->api,
+            amp_site_label(site, label, sizeof label), what, line);
+}
+
+/* Chooses once every candidate is settled; adds fp16x3 when no GEMM
+ * candidate is within the tolerance. Lock held. */
+static void
+amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
+                double tolerance)
+{
+    char why[96];
+    double best_ms = 0;
+    int i, best = -1, within = 0;
+
+    if (v->state != AMP_AUTO_MEASURING)
+        return;
+    for (i = 0; i < v->ncandidates; i++) {
+        if (!amp_auto_settled(&v->c[i]))
+            return;
+        within += !v->c[i].failed && !v->c[i].over;
+    }
+    if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3) {
+        v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
+        return;
+    }
+    for (i = 0; i < v->ncandidates; i++) {
+        double ms = amp_auto_mean(v->c[i].candidate_ms, v->c[i].timed);
+
+        if (amp_auto_rejects(&v->c[i], tolerance, why, sizeof why))
+            continue;
+        if (best < 0 || ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
+    v->choice = best;
+    amp_auto_log_choice(site, v, tolerance,
+                        best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
+}
+
+/* The candidate of `mode` at (site, slot), or NULL. Lock held. */
+static struct amp_auto_candidate *
+amp_auto_find(struct amp_site *site, int slot, enum amp_mode mode,
+              struct amp_auto_view **view)
+{
+    struct amp_auto_view *v;
+    int i;
+
+    if (!site || !site->autos || slot < 0 || slot > AMP_SITE_SHAPES)
+        return NULL;
+    v = &site->autos[slot];
+    for (i = 0; i < v->ncandidates; i++) {
+        if (v->c[i].mode == mode) {
+            *view = v;
+            return &v->c[i];
+        }
+    }
+    return NULL;
+}
+
+/* After a result: a choice that no longer qualifies gives way, and a
+ * measuring state may now choose. Lock held. */
+static void
+amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
+               const struct amp_auto_candidate *c, double tolerance)
+{
+    char label[AMP_LABEL_LEN], why[96];
+
+    if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
+        amp_auto_rejects(c, tolerance, why, sizeof why)) {
+        v->state = AMP_AUTO_MEASURING;
+        v->changes++;
+        amp_auto_settle(site, v, tolerance);
+        amp_log(AMP_LOG_WARN, "%s called from %s: auto's %s now has %s; "
+                "that shape now runs %s", site->api,
+                amp_site_label(site, label, sizeof label),
+                amp_mode_name(c->mode), why,
+                v->state == AMP_AUTO_CHOSEN
+                    ? amp_mode_name(v->c[v->choice].mode)
+                : v->state == AMP_AUTO_FP32 ? "fp32"
+                                            : "in shadow to measure fp16x3");
+        return;
+    }
+    amp_auto_settle(site, v, tolerance);
+}
+
+void
+amp_auto_decide(struct amp_site *site, uint64_t shape_key,
+                enum amp_family family, int64_t count, int64_t sample_period,
+                struct amp_decision *out)
+{
+    struct amp_auto_view *v;
+    int slot, i, next = -1;
+
+    out->mode = AMP_MODE_FP32;
+    out->why = AMP_WHY_AUTO;
+    out->automatic = 1;
+    out->auto_slot = -1;
+    if (!site)
+        return;
+    slot = amp_site_shape_slot(site, shape_key);
+    pthread_mutex_lock(&amp_auto_lock);
+    v = amp_auto_view(site, slot, family);
+    if (v && v->state == AMP_AUTO_MEASURING) {
+        for (i = 0; i < v->ncandidates; i++)
+            if (!amp_auto_settled(&v->c[i]) &&
+                (next < 0 || v->c[i].issued < v->c[next].issued))
+                next = i;
+        if (next >= 0) {
+            v->c[next].issued++;
+            out->mode = AMP_MODE_SHADOW;
+            out->candidate = v->c[next].mode;
+        }
+    } else if (v && v->state == AMP_AUTO_CHOSEN) {
+        out->mode = v->c[v->choice].mode;
+        if (sample_period > 0 && count % sample_period == 0) {
+            out->candidate = out->mode;
+            out->mode = AMP_MODE_SHADOW;
+            out->why = AMP_WHY_SAMPLE;
+        }
+    }
+    if (v)
+        out->auto_slot = slot;
+    pthread_mutex_unlock(&amp_auto_lock);
+}
+
+void
+amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
+               const struct amp_gemm_error *e, double tolerance)
+{
+    struct amp_auto_view *v;
+    struct amp_auto_candidate *c;
+
+    pthread_mutex_lock(&amp_auto_lock);
+    c = amp_auto_find(site, slot, mode, &v);
+    if (c && !e) {
+        c->failed = 1;
+    } else if (c) {
+        c->errors++;
+        if (e->max_rel > c->max_rel || isnan(e->max_rel))
+            c->max_rel = e->max_rel;
+        if (e->max_abs > c->max_abs)
+            c->max_abs = e->max_abs;
+        c->nonfinite += e->nonfinite;
+        if (!(e->max_rel <= tolerance) || e->nonfinite)
+            c->over = 1;
+    }
+    if (c)
+        amp_auto_after(site, v, c, tolerance);
+    pthread_mutex_unlock(&amp_auto_lock);
+}
+
+void
+amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
+              double candidate_ms, double fp32_ms, double tolerance)
+{
+    struct amp_auto_view *v;
+    struct amp_auto_candidate *c;
+
+    pthread_mutex_lock(&amp_auto_lock);
+    c = amp_auto_find(site, slot, mode, &v);
+    if (c && (candidate_ms < 0 || fp32_ms < 0)) {
+        c->untimed++;
+        if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX)
+            c->failed = 1;
+    } else if (c) {
+        c->timed++;
+        c->candidate_ms += candidate_ms;
+        c->fp32_ms += fp32_ms;
+    }
+    if (c)
+        amp_auto_after(site, v, c, tolerance);
+    pthread_mutex_unlock(&amp_auto_lock);
+}
+
+void
+amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
+                double tolerance)
+{
+    amp_auto_error(site, slot, mode, NULL, tolerance);
+}
+
+int
+amp_auto_get(const struct amp_site *site, int slot, struct amp_auto_view *out)
+{
+    int found = -1;
+
+    memset(out, 0, sizeof *out);
+    if (!site || slot < 0 || slot > AMP_SITE_SHAPES)
+        return -1;
+    pthread_mutex_lock(&amp_auto_lock);
+    if (site->autos && site->autos[slot].ncandidates) {
+        *out = site->autos[slot];
+        found = 0;
+    }
+    pthread_mutex_unlock(&amp_auto_lock);
+    return found;
+}
+
+void
+amp_auto_forget(void)
+{
+    pthread_mutex_init(&amp_auto_lock, NULL);
+}

@@ -1,0 +1,89 @@
+/* The policy action `auto`: for each (site, shape) the first calls run
+ * the candidate modes in shadow, one after another; once each candidate
+ * has an error and a time, the fastest candidate within the tolerance
+ * that is faster than FP32 converts the later calls (FP32 when none is).
+ * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
+ * the tolerance; convolutions try allow-conversion, fp16 and bf16.
+ * Sampled shadow calls (shadow-rate) keep measuring the choice; a choice
+ * whose error goes over the tolerance gives way to the next fastest
+ * candidate within it, or FP32. */
+#ifndef AMP_AUTO_H
+#define AMP_AUTO_H
+
+#include "base/config.h"
+#include "decide/policy.h"
+#include "decide/site.h"
+
+#define AMP_AUTO_CANDIDATES 4
+
+/* What a (site, shape) is doing. */
+enum amp_auto_state {
+    AMP_AUTO_MEASURING = 0,    /* candidates still run in shadow */
+    AMP_AUTO_CHOSEN,           /* `choice` converts */
+    AMP_AUTO_FP32,             /* no candidate within the tolerance and
+                                  faster than FP32 */
+};
+
+/* One candidate at one (site, shape). Times are means in milliseconds
+ * over the timed shadow calls (the candidate, and the FP32 call beside
+ * it); errors the worst over the measured ones. */
+struct amp_auto_candidate {
+    enum amp_mode mode;
+    unsigned long long issued;   /* shadow calls decided */
+    unsigned long long errors;   /* of those, errors harvested */
+    unsigned long long timed;    /* of those, times harvested */
+    unsigned long long untimed;  /* ran without a time (no event free) */
+    double max_rel;              /* worst relative error, max norm */
+    double max_abs;
+    unsigned long long nonfinite;
+    double candidate_ms, fp32_ms;
+    int failed;                  /* fell back, or never timed: not chosen */
+    int over;                    /* an error over the tolerance, or a
+                                    non-finite element */
+};
+
+/* A (site, shape)'s candidates and choice. */
+struct amp_auto_view {
+    enum amp_family family;
+    int ncandidates;             /* tried so far (fp16x3 joins later) */
+    struct amp_auto_candidate c[AMP_AUTO_CANDIDATES];
+    enum amp_auto_state state;
+    int choice;                  /* index in c when AMP_AUTO_CHOSEN */
+    int changes;                 /* choices given up for drift */
+};
+
+/* The decision of an `auto` call, number `count` of its shape at its
+ * site, into *out: shadow:CANDIDATE while measuring, the chosen mode (or
+ * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
+ * when nothing qualifies or the site or shape cannot be tracked.
+ * out->auto_slot names the (site, shape) for the results. */
+void amp_auto_decide(struct amp_site *site, uint64_t shape_key,
+                     enum amp_family family, int64_t count,
+                     int64_t sample_period, struct amp_decision *out);
+
+/* A harvested shadow error of `mode` at (site, slot); e NULL: the
+ * candidate's work failed. A chosen mode over `tolerance` gives way. */
+void amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
+                    const struct amp_gemm_error *e, double tolerance);
+
+/* A timed shadow call of `mode`: the candidate's and FP32's times; a
+ * negative time: the call ran without being timed. */
+void amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
+                   double candidate_ms, double fp32_ms, double tolerance);
+
+/* A conversion of `mode` that fell back (the path could not run it). */
+void amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
+                     double tolerance);
+
+/* A copy of (site, slot)'s state; 0, or -1 when it has none. */
+int amp_auto_get(const struct amp_site *site, int slot,
+                 struct amp_auto_view *out);
+
+/* Why candidate c was not chosen (NULL: it is eligible), into buf. */
+const char *amp_auto_rejects(const struct amp_auto_candidate *c,
+                             double tolerance, char *buf, size_t cap);
+
+/* Forgets every state (a forked child starts clean). */
+void amp_auto_forget(void);
+
+#endif
