@@ -84,9 +84,18 @@ TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
 REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
-        "pedantic", "unsupported", "invalid", "empty", "capture"}
+        "pedantic", "unsupported", "invalid", "empty", "capture", "auto"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
+
+AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
+        "candidates": {ARR}}
+AUTO_CANDIDATE = {"mode": {STR}, "shadow_calls": {INT},
+                  "errors_measured": {INT}, "times_measured": {INT},
+                  "max_rel": {NUM, NULL}, "nonfinite": {INT},
+                  "candidate_ms": {NUM, NULL}, "fp32_ms": {NUM, NULL},
+                  "speedup": {NUM, NULL}, "eligible": {BOOL},
+                  "rejected": {STR, NULL}}
 
 problems = []
 
@@ -119,6 +128,26 @@ def check_reasons(e, where):
         if reasons.get(reason) != n:
             problems.append(f"{where}.fp32_reasons.{reason}: "
                             f"{reasons.get(reason)}, fallbacks say {n}")
+
+
+def check_auto(a, where):
+    """An auto rule's (site, shape): its state and choice agree, and the
+    choice is an eligible candidate."""
+    check(a, AUTO, where)
+    if problems:
+        return
+    for i, c in enumerate(a["candidates"]):
+        check(c, AUTO_CANDIDATE, f"{where}.candidates[{i}]")
+        if not problems and c["eligible"] != (c["rejected"] is None):
+            problems.append(f"{where}.candidates[{i}]: eligible and "
+                            f"rejected disagree")
+    eligible = {c["mode"] for c in a["candidates"] if c["eligible"]}
+    if a["state"] == "chosen" and a["choice"] not in eligible:
+        problems.append(f"{where}.choice: {a['choice']} is not eligible")
+    if a["state"] == "fp32" and (a["choice"] != "fp32" or eligible):
+        problems.append(f"{where}: fp32 with an eligible candidate")
+    if a["state"] == "measuring" and a["choice"] is not None:
+        problems.append(f"{where}.choice: set while measuring")
 
 
 def check_entry(e, where):
@@ -199,6 +228,8 @@ def main(path):
             check(e, SHAPE, f"{where}.shapes[{j}]")
             if not problems:
                 check_entry(e, f"{where}.shapes[{j}]")
+            if "auto" in e:
+                check_auto(e["auto"], f"{where}.shapes[{j}].auto")
     check(r["totals"], TOTALS, "totals")
     if not problems:
         check_reasons(r["totals"], "totals")
