@@ -1,0 +1,250 @@
+/* Unit tests of the policy action auto's choice per (site, shape): the
+ * order candidates are measured in, the fastest within the tolerance,
+ * fp16x3 only when nothing else is within it, FP32 when nothing
+ * qualifies, sampled calls, a choice that drifts over the tolerance, and
+ * candidates that cannot run or be timed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "decide/auto.h"
+
+#include <math.h>
+#include <string.h>
+
+#define TOL 5e-3
+
+static int site_number;
+
+/* A fresh site, and the slot of its one shape (key 42). */
+static struct amp_site *
+fresh_site(int *slot)
+{
+    static const char api[] = "cublasSgemm_v2";
+    struct amp_site *site =
+        amp_site_get(api, (const void *)(uintptr_t)(0x1000 + ++site_number));
+
+    assert_non_null(site);
+    amp_site_shape_count(site, 42);
+    *slot = amp_site_shape_slot(site, 42);
+    assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPES);
+    return site;
+}
+
+static void
+decide(struct amp_site *site, enum amp_family family, int64_t count,
+       int64_t period, struct amp_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    amp_auto_decide(site, 42, family, count, period, out);
+    assert_int_equal(out->automatic, 1);
+}
+
+/* A shadow call of `mode`: its error, and its time beside FP32's. */
+static void
+measured(struct amp_site *site, int slot, enum amp_mode mode, double rel,
+         double ms, double fp32_ms)
+{
+    struct amp_gemm_error e = {.max_abs = rel, .max_rel = rel};
+
+    amp_auto_error(site, slot, mode, &e, TOL);
+    amp_auto_time(site, slot, mode, ms, fp32_ms, TOL);
+}
+
+static void
+expect_shadow(struct amp_site *site, enum amp_family family, int64_t count,
+              enum amp_mode candidate)
+{
+    struct amp_decision d;
+
+    decide(site, family, count, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, candidate);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+}
+
+static void
+expect_mode(struct amp_site *site, enum amp_family family, int64_t count,
+            enum amp_mode mode)
+{
+    struct amp_decision d;
+
+    decide(site, family, count, 0, &d);
+    assert_int_equal(d.mode, mode);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+}
+
+static void
+test_gemm_measures_then_takes_the_fastest(void **state)
+{
+    struct amp_auto_view v;
+    struct amp_decision d;
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    /* No result yet: the candidates run again, least tried first. */
+    expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16);
+    measured(site, slot, AMP_MODE_FP16, 3e-4, 1.0, 2.0);
+    measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
+    expect_shadow(site, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_TF32);
+    assert_int_equal(amp_auto_get(site, slot, &v), 0);
+    assert_int_equal(v.state, AMP_AUTO_CHOSEN);
+    assert_int_equal(v.ncandidates, 3); /* fp16x3 was never needed */
+    assert_int_equal(v.c[v.choice].mode, AMP_MODE_TF32);
+    assert_int_equal(v.c[0].issued, 2);
+    assert_int_equal(v.c[2].issued, 2);
+    /* shadow-rate: every 10th call of the shape is measured again. */
+    decide(site, AMP_FAMILY_GEMM, 20, 10, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, AMP_MODE_TF32);
+    assert_int_equal(d.why, AMP_WHY_SAMPLE);
+    decide(site, AMP_FAMILY_GEMM, 21, 10, &d);
+    assert_int_equal(d.mode, AMP_MODE_TF32);
+}
+
+static void
+test_drift_gives_way(void **state)
+{
+    struct amp_auto_view v;
+    struct amp_gemm_error worse = {.max_rel = 1e-2};
+    char why[96];
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    measured(site, slot, AMP_MODE_FP16, 3e-4, 1.0, 2.0);
+    measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_TF32);
+    /* A sampled tf32 call over the tolerance: the next fastest, bf16. */
+    amp_auto_error(site, slot, AMP_MODE_TF32, &worse, TOL);
+    expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_BF16);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.changes, 1);
+    assert_string_equal(amp_auto_rejects(&v.c[2], TOL, why, sizeof why),
+                        "error 0.01 over the tolerance 0.005");
+    /* Then bf16 and fp16: nothing within, so fp16x3 is measured. */
+    amp_auto_error(site, slot, AMP_MODE_BF16, &worse, TOL);
+    expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_FP16);
+    amp_auto_error(site, slot, AMP_MODE_FP16, &worse, TOL);
+    expect_shadow(site, AMP_FAMILY_GEMM, 7, AMP_MODE_FP16X3);
+    measured(site, slot, AMP_MODE_FP16X3, 1e-6, 1.5, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 8, AMP_MODE_FP16X3);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.ncandidates, 4);
+    assert_int_equal(v.changes, 3);
+}
+
+static void
+test_fp16x3_only_when_nothing_is_within(void **state)
+{
+    struct amp_auto_view v;
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    /* Over the tolerance: judged on the error alone, no time needed. */
+    measured(site, slot, AMP_MODE_FP16, 2e-2, -1.0, -1.0);
+    measured(site, slot, AMP_MODE_BF16, 2e-1, -1.0, -1.0);
+    measured(site, slot, AMP_MODE_TF32, 2e-2, -1.0, -1.0);
+    expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16X3);
+    /* fp16x3 within the tolerance but slower than FP32: FP32. */
+    measured(site, slot, AMP_MODE_FP16X3, 8e-6, 2.5, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_FP32);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.state, AMP_AUTO_FP32);
+}
+
+static void
+test_conv_candidates(void **state)
+{
+    struct amp_auto_view v;
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_CONV, 1, AMP_MODE_ALLOW_CONVERSION);
+    expect_shadow(site, AMP_FAMILY_CONV, 2, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_CONV, 3, AMP_MODE_BF16);
+    measured(site, slot, AMP_MODE_ALLOW_CONVERSION, 2e-2, 0.5, 1.0);
+    measured(site, slot, AMP_MODE_FP16, 2e-2, 0.5, 1.0);
+    measured(site, slot, AMP_MODE_BF16, 2e-1, 0.5, 1.0);
+    /* No fp16x3 for a convolution: nothing within, FP32. */
+    expect_mode(site, AMP_FAMILY_CONV, 4, AMP_MODE_FP32);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.ncandidates, 3);
+}
+
+static void
+test_failures_rule_out(void **state)
+{
+    struct amp_auto_view v;
+    struct amp_gemm_error nonfinite = {.max_rel = 1e-4, .nonfinite = 3};
+    char why[96];
+    int slot, i;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    amp_auto_error(site, slot, AMP_MODE_FP16, &nonfinite, TOL);
+    amp_auto_failed(site, slot, AMP_MODE_BF16, TOL);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, -1.0, -1.0);
+    /* tf32 has its error but no time: it runs again until timed, or
+     * until it has run untimed four times. */
+    for (i = 0; i < 3; i++) {
+        expect_shadow(site, AMP_FAMILY_GEMM, 4 + i, AMP_MODE_TF32);
+        amp_auto_time(site, slot, AMP_MODE_TF32, -1.0, -1.0, TOL);
+    }
+    /* Nothing within: fp16x3. */
+    expect_shadow(site, AMP_FAMILY_GEMM, 7, AMP_MODE_FP16X3);
+    amp_auto_get(site, slot, &v);
+    assert_string_equal(amp_auto_rejects(&v.c[0], TOL, why, sizeof why),
+                        "3 non-finite elements where FP32 had none");
+    assert_string_equal(amp_auto_rejects(&v.c[1], TOL, why, sizeof why),
+                        "the converted path could not run it");
+    assert_string_equal(amp_auto_rejects(&v.c[2], TOL, why, sizeof why),
+                        "no time measured");
+    assert_string_equal(amp_auto_rejects(&v.c[3], TOL, why, sizeof why),
+                        "not measured yet");
+}
+
+static void
+test_no_site_is_fp32(void **state)
+{
+    struct amp_decision d;
+
+    (void)state;
+    decide(NULL, AMP_FAMILY_GEMM, 1, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_equal(d.auto_slot, -1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_measures_then_takes_the_fastest),
+        cmocka_unit_test(test_drift_gives_way),
+        cmocka_unit_test(test_fp16x3_only_when_nothing_is_within),
+        cmocka_unit_test(test_conv_candidates),
+        cmocka_unit_test(test_failures_rule_out),
+        cmocka_unit_test(test_no_site_is_fp32),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
