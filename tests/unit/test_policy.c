@@ -546,11 +546,11 @@ test_builtin_default(void **state)
                      AMP_OK);
     assert_true(pol.set.tolerance > 0 && pol.set.tolerance <= 1e-2);
     assert_int_equal(pol.nmatches, 0);
+    /* auto: the site chooses the mode (decide/auto.h). */
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 1, &d);
-    assert_int_equal(d.mode, AMP_MODE_SHADOW);
-    assert_int_equal(d.candidate, AMP_MODE_FP16);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP16);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     /* Not Tensor Core friendly, or too small to gain on the modelled
      * H100 (policy/README.md): FP32. */
     c = gemm_call(1024, 512, 1020, 0, 1);
@@ -564,7 +564,7 @@ test_builtin_default(void **state)
     assert_int_equal(d.mode, AMP_MODE_FP32);
     c = conv_call(128, 128, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     /* Convolutions: at least 32 input and 64 output channels, multiples
      * of 8, and 512M multiply-adds. 8 images of 64 channels in, 64 out
      * at 32x32 are 302M: FP32; 64 images of them, or of 32 channels in,
@@ -574,11 +574,11 @@ test_builtin_default(void **state)
     assert_int_equal(d.mode, AMP_MODE_FP32);
     amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     c = conv_call(32, 64, AMP_LAYOUT_NCHW);
     amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_ALLOW_CONVERSION);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     /* Few input channels (a network's first layer on its images), few
      * output channels, or channels not a multiple of 8: FP32 at any
      * size. */
