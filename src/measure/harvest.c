@@ -2,9 +2,11 @@
 #include "measure/harvest.h"
 
 #include "amp_math.h"
+#include "base/shim.h"
 #include "decide/policy.h"
 #include "measure/prof.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -54,12 +56,17 @@ amp_harvest_one(const struct amp_pending *p)
     e.max_abs = amp_bits_f32(bits.max_abs);
     e.max_rel = amp_shadow_relative(amp_bits_f32(bits.max_abs),
                                     amp_bits_f32(bits.max_ref));
+    e.fro_rel = sqrt(amp_shadow_relative_sq(bits.sq_diff, bits.sq_ref));
     e.nonfinite = bits.nonfinite;
     amp_prof_error(p->call, &e);
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);
     if (p->shadow && p->site)
-        amp_site_shadow(p->site, &e, amp_policy_tolerance());
+        amp_site_shadow(p->site, &e, amp_policy_tolerance_demotes(),
+                        amp_policy_tolerance_norm(),
+                        amp_shim_config()->tolerance >= 0
+                            ? "AMPSHIM_TOLERANCE's"
+                            : "the policy's");
     if (e.nonfinite && p->site && !p->shadow)
         amp_site_demote(p->site, "a converted call made a non-finite "
                         "result from finite inputs");

@@ -666,10 +666,14 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
             e->sum_rel += c->err.max_rel;
             if (c->err.max_rel > e->max_rel)
                 e->max_rel = c->err.max_rel;
+            e->sum_fro += c->err.fro_rel;
+            if (c->err.fro_rel > e->max_fro)
+                e->max_fro = c->err.fro_rel;
             if (c->err.max_abs > e->max_abs)
                 e->max_abs = c->err.max_abs;
-            e->over_tolerance += !(c->err.max_rel <= amp_policy_tolerance()) ||
-                                 c->err.nonfinite > 0;
+            e->over_tolerance += amp_error_over(&c->err,
+                                                amp_policy_tolerance(),
+                                                amp_policy_tolerance_norm());
         }
     }
     if (!timed)

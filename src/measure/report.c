@@ -76,6 +76,9 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->sum_rel += e->sum_rel;
     if (e->max_rel > s->max_rel)
         s->max_rel = e->max_rel;
+    s->sum_fro += e->sum_fro;
+    if (e->max_fro > s->max_fro)
+        s->max_fro = e->max_fro;
     if (e->max_abs > s->max_abs)
         s->max_abs = e->max_abs;
     s->over_tolerance += e->over_tolerance;
@@ -242,8 +245,13 @@ amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_knumber(j, "mean_rel", amp_ratio(e->sum_rel,
                                               (double)e->error_calls));
     amp_json_knumber(j, "max_abs", e->error_calls ? e->max_abs : NAN);
+    amp_json_knumber(j, "max_fro", e->error_calls ? e->max_fro : NAN);
+    amp_json_knumber(j, "mean_fro", amp_ratio(e->sum_fro,
+                                              (double)e->error_calls));
     amp_json_kint(j, "nonfinite", (long long)e->nonfinite);
     amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_kstring(j, "tolerance_norm",
+                     amp_norm_name(amp_policy_tolerance_norm()));
     amp_json_kint(j, "over_tolerance", (long long)e->over_tolerance);
     amp_json_end_object(j);
 }
@@ -560,7 +568,7 @@ amp_json_policy(struct amp_json_out *j)
 {
     struct amp_policy_info info;
     double tol = amp_policy_tolerance();
-    char mode[48] = "";
+    char mode[48] = "", source[AMP_CONFIG_PATH_LEN + 32];
 
     amp_policy_info(&info);
     if (strcmp(info.source, "AMPSHIM_MODE") == 0)
@@ -576,6 +584,10 @@ amp_json_policy(struct amp_json_out *j)
     amp_json_kbool(j, "broken", info.broken);
     amp_json_kstring(j, "mode", mode[0] ? mode : NULL);
     amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_kstring(j, "tolerance_norm",
+                     amp_norm_name(amp_policy_tolerance_norm()));
+    amp_json_kstring(j, "tolerance_source",
+                     amp_policy_tolerance_source(source, sizeof source));
     amp_json_end_object(j);
 }
 
@@ -1235,6 +1247,61 @@ amp_report_final(const char *path, const struct amp_config *cfg)
     return rc;
 }
 
+/* The norm as the exit line names it. */
+static const char *
+amp_norm_words(enum amp_norm norm)
+{
+    return norm == AMP_NORM_FRO ? "Frobenius norm" : "max norm";
+}
+
+/* Calls whose converted result the program received (shadow calls
+ * return FP32), over every (site, shape). */
+static unsigned long long
+amp_report_converted_results(void)
+{
+    unsigned long long n = 0;
+    struct amp_prof_entry *e;
+    size_t i, count = 0;
+
+    e = amp_prof_snapshot(&count);
+    for (i = 0; i < count; i++)
+        n += e[i].outcomes[AMP_OUTCOME_CONVERTED] - e[i].modes[AMP_MODE_SHADOW];
+    free(e);
+    return n;
+}
+
+void
+amp_report_tolerance_line(void)
+{
+    enum amp_norm norm = amp_policy_tolerance_norm();
+    double tol = amp_policy_tolerance();
+    struct amp_site_worst w;
+    char source[AMP_CONFIG_PATH_LEN + 32], bound[AMP_CONFIG_PATH_LEN + 96];
+    static const char tighten[] = "tighten it with AMPSHIM_TOLERANCE=X[:fro] "
+                                  "or ampshim run --tolerance X[:fro] "
+                                  "(1e-6:fro is FP32 accuracy)";
+
+    if (amp_report_converted_results() == 0)
+        return;
+    amp_site_worst(norm, &w);
+    amp_policy_tolerance_source(source, sizeof source);
+    if (tol == HUGE_VAL)
+        snprintf(bound, sizeof bound, "no tolerance bounds them (%s)",
+                 source);
+    else
+        snprintf(bound, sizeof bound, "the tolerance %g (%s, %s)", tol,
+                 amp_norm_words(norm), source);
+    if (w.shadow_calls == 0)
+        amp_log_line("converted results were not compared with FP32 (no "
+                     "shadow call measured them); %s; %s", bound, tighten);
+    else
+        amp_log_line("converted results differ from FP32 by up to %.2e "
+                     "(relative, %s; the largest of %llu shadow calls), %s "
+                     "%s; %s", w.error, amp_norm_words(norm),
+                     w.shadow_calls, tol == HUGE_VAL ? "and" : "within",
+                     bound, tighten);
+}
+
 void
 amp_report_exit(const struct amp_config *cfg)
 {
@@ -1252,4 +1319,5 @@ amp_report_exit(const struct amp_config *cfg)
     if (amp_report_gather(&r, cfg) == AMP_OK && r.ngroups > 0)
         amp_report_table(&r, device, path);
     amp_report_free(&r);
+    amp_report_tolerance_line();
 }
