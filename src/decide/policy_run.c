@@ -249,6 +249,11 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->candidate = amp_cfg->shadow_candidate;
         out->why = AMP_WHY_ENV_MODE;
         amp_policy_baseline(out, site, &call);
+        /* Counted so that the site's next call harvests this one's error
+         * first, and stays FP32 when it is over. */
+        if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
+            atomic_fetch_add_explicit(&site->shadowed, 1,
+                                      memory_order_relaxed);
         return;
     }
     if (amp_state != AMP_STATE_ACTIVE) {

@@ -230,8 +230,13 @@ amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
         struct amp_site *s = &amp_sites[i].site;
         double err;
 
-        if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire) ||
-            atomic_load(&s->demoted) || s->shadow_calls == 0)
+        if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire))
+            continue;
+        if (atomic_load(&s->demoted)) {
+            out->demoted++;
+            continue;
+        }
+        if (s->shadow_calls == 0)
             continue;
         err = norm == AMP_NORM_FRO ? s->shadow_max_fro : s->shadow_max_rel;
         if (err > out->error || isnan(err))

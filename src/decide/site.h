@@ -122,6 +122,7 @@ struct amp_site_worst {
     double error;              /* 0 when nothing was measured */
     unsigned long long shadow_calls;
     int sites;                 /* sites with shadow calls among them */
+    int demoted;               /* sites left out: demoted */
 };
 void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
 
