@@ -23,6 +23,9 @@ struct amp_row {
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
+    double max_fro;              /* relative error, Frobenius norm */
+    const char *tolerance_norm;  /* "max" or "fro"; NULL: an older
+                                    report's, max */
     double steady;               /* converted calls only (steady state) */
     int demoted;
     int time_known;              /* some calls have an FP32 time */
