@@ -2,6 +2,7 @@
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
 #include "base/path.h"
+#include "decide/site.h"
 #include "decide/symbolize.h"
 #include "measure/report.h"
 #include "tool/tool.h"
@@ -452,6 +453,42 @@ amp_row_fro(const struct amp_row *r)
     return r->tolerance_norm && strcmp(r->tolerance_norm, "fro") == 0;
 }
 
+/* The row's errors as the shim's comparison takes them. */
+static void
+amp_row_errors(const struct amp_row *r, struct amp_gemm_error *e,
+               enum amp_norm *norm)
+{
+    memset(e, 0, sizeof *e);
+    e->max_rel = r->max_rel;
+    e->fro_rel = r->max_fro;
+    *norm = amp_row_fro(r) ? AMP_NORM_FRO : AMP_NORM_MAX;
+}
+
+double
+amp_row_error(const struct amp_row *r)
+{
+    struct amp_gemm_error e;
+    enum amp_norm norm;
+
+    amp_row_errors(r, &e, &norm);
+    return amp_error_in(&e, norm);
+}
+
+int
+amp_row_over(const struct amp_row *r)
+{
+    struct amp_gemm_error e;
+    enum amp_norm norm;
+
+    if (r->over_tolerance > 0.0)
+        return 1;
+    amp_row_errors(r, &e, &norm);
+    /* Not measured, or no tolerance: nothing to be over. */
+    if (isnan(amp_error_in(&e, norm)) || isnan(r->tolerance))
+        return 0;
+    return amp_error_over(&e, r->tolerance, norm);
+}
+
 /* One line of the table: a site, or (indented) one of its shapes. */
 static void
 amp_print_row(const struct amp_row *r, const char *name, const char *api)
@@ -471,8 +508,7 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
            amp_fmt(b[2], 32, "%.2f", r->speedup),
            amp_fmt(b[6], 32, "%.2f", r->steady),
            amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-           amp_fmt(b[4], 32, "%.2e", amp_row_fro(r) ? r->max_fro
-                                                     : r->max_rel),
+           amp_fmt(b[4], 32, "%.2e", amp_row_error(r)),
            amp_fmt(b[5], 32, "%.1e", r->tolerance),
            r->demoted ? "  DEMOTED" : "", r->reasons[0] ? "  fp32: " : "",
            r->reasons);

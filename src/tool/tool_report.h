@@ -34,6 +34,15 @@ struct amp_row {
                                     ran FP32; "" when none did */
 };
 
+/* The row's largest shadow error in its tolerance's norm (max_fro for a
+ * Frobenius tolerance, else max_rel); NaN when not measured. */
+double amp_row_error(const struct amp_row *r);
+
+/* 1 when the row is over its tolerance: shadow calls counted over it, or
+ * its largest error over it in the tolerance's norm (amp_error_over,
+ * decide/site.h); an unmeasured error or no tolerance is not. */
+int amp_row_over(const struct amp_row *r);
+
 /* The parsed report; rows sorted by time saved, largest first. */
 struct amp_doc {
     struct amp_json *root;
