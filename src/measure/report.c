@@ -924,8 +924,11 @@ amp_table_row(const char *site, const char *api, const struct amp_group *g)
     int known = g->t.measured + g->t.estimated > 0;
 
     amp_modes_text(e, modes, sizeof modes);
+    /* In the tolerance's norm, as the header says. */
     if (e->error_calls)
-        snprintf(err, sizeof err, "%.2e", e->max_rel);
+        snprintf(err, sizeof err, "%.2e",
+                 amp_policy_tolerance_norm() == AMP_NORM_FRO ? e->max_fro
+                                                             : e->max_rel);
     else
         snprintf(err, sizeof err, "-");
     amp_log_line("| %-*s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
@@ -979,7 +982,9 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
     amp_log_line("| %-*s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
                  AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
                  "mode", "fp32 ms", "actual ms", "speedup", "steady",
-                 "saved ms", "max rel err");
+                 "saved ms", amp_policy_tolerance_norm() == AMP_NORM_FRO
+                                 ? "fro rel err"
+                                 : "max rel err");
     for (i = 0; i < r->ngroups; i++) {
         char label[AMP_LABEL_LEN];
 

@@ -114,6 +114,11 @@ grep -Eq "$pass" run.out || fail "1e-6:L2: no PASS"
 run 1 AMPSHIM_TOLERANCE=1e-3:fro
 has "converted results differ from FP32 by up to $fro (relative, Frobenius norm; the largest of 2 shadow calls), within the tolerance 0.001 (Frobenius norm, AMPSHIM_TOLERANCE); $how" ||
     fail "1e-3:fro: the exit line"
+# The exit table's error column in that norm too.
+grep -Eq '^ampshim\[[0-9]+\]: \| site .* saved ms fro rel err$' run.err ||
+    fail "1e-3:fro: the table's header"
+grep -Eq "^ampshim\[[0-9]+\]: \| total .* $fro$" run.err ||
+    fail "1e-3:fro: the table's error"
 
 # ---- Under AMPSHIM_MODE: AMPSHIM_TOLERANCE holds too -------------------------
 run 1 AMPSHIM_MODE=fp16
