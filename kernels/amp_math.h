@@ -738,12 +738,19 @@ amp_axpby_batch_thread(const float *r, const float *r_lo, int64_t ld_r,
 
 /* Errors of a candidate against the FP32 result; the maxima are FP32 bits
  * of non-negative numbers, so atomicMax reduces them. The relative error
- * is max_abs / max_ref (in the max norm): element-wise ratios are
- * meaningless where the FP32 result cancels to near zero. */
+ * in the max norm is max_abs / max_ref: element-wise ratios are
+ * meaningless where the FP32 result cancels to near zero. The relative
+ * error in the Frobenius norm is sqrt(sq_diff / sq_ref), the measure a
+ * program that checks ||C - C_ref||_F / ||C_ref||_F sees; the sums are
+ * doubles, so squares of large FP32 values neither overflow nor swamp
+ * the small ones (atomicAdd on double reduces them). */
 struct amp_shadow_error {
     uint32_t max_abs;          /* max |candidate - fp32| */
     uint32_t max_ref;          /* max |fp32| over its finite elements */
     unsigned long long nonfinite;
+    double sq_diff;            /* sum of (candidate - fp32)^2 where both
+                                  are finite */
+    double sq_ref;             /* sum of fp32^2 over its finite elements */
 };
 
 /* The reduction state in device scratch (zeroed before the kernel), and
@@ -764,6 +771,8 @@ amp_shadow_merge(struct amp_shadow_error *into,
     if (e->max_ref > into->max_ref)
         into->max_ref = e->max_ref;
     into->nonfinite += e->nonfinite;
+    into->sq_diff += e->sq_diff;
+    into->sq_ref += e->sq_ref;
 }
 
 /* The relative error of a measurement, max_abs / max_ref: 0 when nothing
@@ -774,6 +783,17 @@ amp_shadow_relative(float max_abs, float max_ref)
     if (max_abs == 0.0f)
         return 0.0;
     return (double)max_abs / (double)max_ref;
+}
+
+/* The squared relative error in the Frobenius norm, sq_diff / sq_ref, on
+ * the same terms (0 when nothing differs, infinite when only a zero result
+ * differs); the host takes its square root. */
+AMP_HD double
+amp_shadow_relative_sq(double sq_diff, double sq_ref)
+{
+    if (sq_diff == 0.0)
+        return 0.0;
+    return sq_diff / sq_ref;
 }
 
 /* Adds one element: ref is the FP32 result, cand the candidate's. Only
@@ -791,6 +811,7 @@ amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
     mag = amp_f32_bits(ref) & 0x7fffffffu;
     if (mag > e->max_ref)
         e->max_ref = mag;
+    e->sq_ref += (double)ref * (double)ref;
     if (!amp_is_finite(cand)) {
         e->nonfinite++;
         return;
@@ -798,6 +819,9 @@ amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
     diff = cand > ref ? cand - ref : ref - cand;
     if (amp_f32_bits(diff) > e->max_abs)
         e->max_abs = amp_f32_bits(diff);
+    /* In double, where the square of an FP32 difference neither
+     * overflows nor underflows. */
+    e->sq_diff += ((double)cand - (double)ref) * ((double)cand - (double)ref);
 }
 
 /* One thread's share of the errors of a compact candidate batch (ld_r,
@@ -809,7 +833,7 @@ amp_shadow_error_thread(const float *cand, int64_t ld_r, int64_t stride_r,
                         int64_t rows, int64_t cols, int64_t tid,
                         int64_t nthreads)
 {
-    struct amp_shadow_error e = {0, 0, 0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
     struct amp_walk w;
     int64_t n = batch * rows * cols;
     int64_t g;
@@ -1138,7 +1162,7 @@ amp_conv_error_thread(const float *cand, const struct amp_conv_layout *lc,
                       const float *ref, const struct amp_conv_layout *lref,
                       int64_t tid, int64_t nthreads)
 {
-    struct amp_shadow_error e = {0, 0, 0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
     struct amp_walk w;
     int64_t n = amp_conv_count(lc, 0), g;
 

@@ -21,6 +21,18 @@ amp_block_max(uint32_t *slots)
     }
 }
 
+// Sum over the block, left in slots[0].
+static __device__ void
+amp_block_sum(double *slots)
+{
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            slots[threadIdx.x] += slots[threadIdx.x + half];
+        __syncthreads();
+    }
+}
+
 // Called by one thread of each block after its block's atomics on device
 // memory: true in the last block of the grid to get here, where every other
 // block's atomics are visible. *done must be zeroed before the kernel.
@@ -40,27 +52,37 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
 {
     __shared__ uint32_t abs_max[AMP_KERNEL_BLOCK];
     __shared__ uint32_t ref_max[AMP_KERNEL_BLOCK];
+    __shared__ double sq_diff[AMP_KERNEL_BLOCK];
+    __shared__ double sq_ref[AMP_KERNEL_BLOCK];
     __shared__ unsigned long long nonfinite;
 
     if (threadIdx.x == 0)
         nonfinite = 0;
     abs_max[threadIdx.x] = e.max_abs;
     ref_max[threadIdx.x] = e.max_ref;
+    sq_diff[threadIdx.x] = e.sq_diff;
+    sq_ref[threadIdx.x] = e.sq_ref;
     __syncthreads();
     if (e.nonfinite)
         atomicAdd(&nonfinite, e.nonfinite);
     amp_block_max(abs_max);
     amp_block_max(ref_max);
+    amp_block_sum(sq_diff);
+    amp_block_sum(sq_ref);
     if (threadIdx.x != 0)
         return;
     atomicMax(&accum->error.max_abs, abs_max[0]);
     atomicMax(&accum->error.max_ref, ref_max[0]);
     atomicAdd(&accum->error.nonfinite, nonfinite);
+    atomicAdd(&accum->error.sq_diff, sq_diff[0]);
+    atomicAdd(&accum->error.sq_ref, sq_ref[0]);
     if (!amp_last_block(&accum->blocks_done))
         return;
     slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
     slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
     slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
+    slot->sq_diff = atomicAdd(&accum->error.sq_diff, 0.0);
+    slot->sq_ref = atomicAdd(&accum->error.sq_ref, 0.0);
     __threadfence_system();
 }
 

@@ -3,6 +3,7 @@
 #include "base/path.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,62 @@ amp_config_path(struct amp_config *cfg, const char *var, const char *value,
     strcpy(out, value);
 }
 
+static const struct amp_name_value amp_norms[] = {
+    {"max", AMP_NORM_MAX},      {"inf", AMP_NORM_MAX},
+    {"infinity", AMP_NORM_MAX}, {"fro", AMP_NORM_FRO},
+    {"frobenius", AMP_NORM_FRO}, {"l2", AMP_NORM_FRO},
+    {NULL, 0},
+};
+
+enum amp_status
+amp_norm_parse(const char *name, enum amp_norm *out)
+{
+    const struct amp_name_value *e;
+
+    for (e = amp_norms; e->name; e++) {
+        if (strcasecmp(name, e->name) == 0) {
+            *out = (enum amp_norm)e->value;
+            return AMP_OK;
+        }
+    }
+    return AMP_ERR_INVALID;
+}
+
+const char *
+amp_norm_name(enum amp_norm norm)
+{
+    return norm == AMP_NORM_FRO ? "fro" : "max";
+}
+
+enum amp_status
+amp_tolerance_parse(const char *text, double *tol, enum amp_norm *norm)
+{
+    char number[64];
+    const char *colon = strchr(text, ':');
+    size_t len = colon ? (size_t)(colon - text) : strlen(text);
+    enum amp_norm n = AMP_NORM_MAX;
+    char *end = NULL;
+    double x;
+
+    if (len == 0 || len >= sizeof number)
+        return AMP_ERR_INVALID;
+    memcpy(number, text, len);
+    number[len] = '\0';
+    /* strtod alone would take " 1e-3", "inf" or "0x1p-3". */
+    if (!((number[0] >= '0' && number[0] <= '9') || number[0] == '.') ||
+        strspn(number, "0123456789.eE+-") != len)
+        return AMP_ERR_INVALID;
+    errno = 0;
+    x = strtod(number, &end);
+    if (errno != 0 || *end != '\0' || !(x >= 0.0) || isinf(x))
+        return AMP_ERR_INVALID;
+    if (colon && amp_norm_parse(colon + 1, &n) != AMP_OK)
+        return AMP_ERR_INVALID;
+    *tol = x;
+    *norm = n;
+    return AMP_OK;
+}
+
 void
 amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
 {
@@ -227,6 +284,7 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     cfg->scratch_max = AMP_SCRATCH_MAX_DEFAULT;
     cfg->snapshot_s = AMP_SNAPSHOT_DEFAULT_S;
     cfg->baseline = 1;
+    cfg->tolerance = -1.0;
 
     if ((v = getenv_fn("AMPSHIM_DISABLE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_DISABLE", v, amp_bools, NULL,
@@ -243,6 +301,13 @@ amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn)
     if ((v = getenv_fn("AMPSHIM_BASELINE")) && *v)
         amp_config_enum(cfg, "AMPSHIM_BASELINE", v, amp_baselines, NULL,
                         &cfg->baseline);
+    if ((v = getenv_fn("AMPSHIM_TOLERANCE")) && *v &&
+        amp_tolerance_parse(v, &cfg->tolerance, &cfg->tolerance_norm) !=
+            AMP_OK)
+        amp_config_problem(cfg, "AMPSHIM_TOLERANCE=\"%.40s\" is not a "
+                           "tolerance (a non-negative number, with :NORM "
+                           "for a norm, NORM " AMP_NORM_WORDS
+                           ", as 1e-6:fro); ignored", v);
     if ((v = getenv_fn("AMPSHIM_LOG_LEVEL")) && *v)
         amp_config_level(cfg, v);
     if ((v = getenv_fn("AMPSHIM_QUIET")) && *v)

@@ -29,6 +29,13 @@ enum amp_mode {
     AMP_MODE_COUNT,
 };
 
+/* The norm a tolerance bounds the candidate's error in, relative to the
+ * FP32 result's norm (decide/site.h, amp_error_in). */
+enum amp_norm {
+    AMP_NORM_MAX = 0,  /* max |cand - fp32| / max |fp32| over a call */
+    AMP_NORM_FRO,      /* ||cand - fp32||_F / ||fp32||_F over a call */
+};
+
 #define AMP_CONFIG_MAX_PROBLEMS 8
 #define AMP_CONFIG_PROBLEM_LEN 320
 #define AMP_CONFIG_PATH_LEN 4096
@@ -47,6 +54,11 @@ struct amp_config {
      * a site that would convert without being measured runs in shadow,
      * so that every converted (site, shape) has an FP32 time; off: no. */
     int baseline;
+    /* AMPSHIM_TOLERANCE=X[:NORM]: the largest relative error a shadow
+     * call may show, overriding the policy's `set tolerance`; negative
+     * when not set (or not valid). */
+    double tolerance;
+    enum amp_norm tolerance_norm;
     enum amp_log_level log_level; /* AMPSHIM_LOG_LEVEL: a name or 0-5 */
     int quiet;                    /* AMPSHIM_QUIET: nothing on stderr */
     char log_file[AMP_CONFIG_PATH_LEN]; /* AMPSHIM_LOG_FILE, "" = stderr */
@@ -87,6 +99,24 @@ typedef const char *(*amp_getenv_fn)(const char *name);
 void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
 
 const char *amp_mode_name(enum amp_mode mode);
+
+/* A norm's name as a user types it (case-insensitive): "max" (also
+ * "inf", "infinity"), "fro" (also "frobenius", "l2"). AMP_ERR_INVALID
+ * for another word. */
+enum amp_status amp_norm_parse(const char *name, enum amp_norm *out);
+
+/* The canonical name of a norm: "max" or "fro". */
+const char *amp_norm_name(enum amp_norm norm);
+
+/* The words for the norms amp_norm_parse accepts, for a message. */
+#define AMP_NORM_WORDS "max or fro"
+
+/* A tolerance as a user types it: "X" or "X:NORM", X a non-negative
+ * finite number (1e-6), NORM as amp_norm_parse (max when left out).
+ * AMP_ERR_INVALID when it is not one; *tol and *norm are then left
+ * alone. */
+enum amp_status amp_tolerance_parse(const char *text, double *tol,
+                                    enum amp_norm *norm);
 
 /* An AMPSHIM_MODE value (case-insensitive) as amp_config_load reads it:
  * the mode and a shadow mode's candidate; AMP_ERR_INVALID for a name

@@ -56,19 +56,36 @@ amp_auto_mean(double sum, unsigned long long n)
     return n ? sum / (double)n : NAN;
 }
 
-const char *
-amp_auto_rejects(const struct amp_auto_candidate *c, double tolerance,
-                 char *buf, size_t cap)
+/* bound, or the policy's for NULL, into *out. */
+static const struct amp_auto_bound *
+amp_auto_bound_or(const struct amp_auto_bound *bound,
+                  struct amp_auto_bound *out)
 {
+    if (bound)
+        return bound;
+    out->tolerance = amp_policy_tolerance();
+    out->norm = amp_policy_tolerance_norm();
+    return out;
+}
+
+const char *
+amp_auto_rejects(const struct amp_auto_candidate *c,
+                 const struct amp_auto_bound *bound_in, char *buf,
+                 size_t cap)
+{
+    struct amp_auto_bound policy;
+    const struct amp_auto_bound *bound =
+        amp_auto_bound_or(bound_in, &policy);
     double cand = amp_auto_mean(c->candidate_ms, c->timed),
            fp32 = amp_auto_mean(c->fp32_ms, c->timed);
 
-    if (c->nonfinite) {
+    if (c->worst.nonfinite) {
         snprintf(buf, cap, "%llu non-finite elements where FP32 had none",
-                 c->nonfinite);
+                 c->worst.nonfinite);
     } else if (c->over) {
-        snprintf(buf, cap, "error %.3g over the tolerance %.3g", c->max_rel,
-                 tolerance);
+        snprintf(buf, cap, "error %.3g over the tolerance %.3g%s",
+                 amp_error_in(&c->worst, bound->norm), bound->tolerance,
+                 bound->norm == AMP_NORM_FRO ? " (Frobenius norm)" : "");
     } else if (c->failed) {
         snprintf(buf, cap, c->timed || c->untimed < AMP_AUTO_UNTIMED_MAX
                                ? "the converted path could not run it"
@@ -92,7 +109,7 @@ amp_auto_settled(const struct amp_auto_candidate *c)
 
 static void
 amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
-                    double tolerance, const char *what)
+                    const struct amp_auto_bound *bound, const char *what)
 {
     char label[AMP_LABEL_LEN], line[512], why[96];
     size_t n = 0;
@@ -102,14 +119,15 @@ amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
         return;
     for (i = 0; i < v->ncandidates && n < sizeof line; i++) {
         const struct amp_auto_candidate *c = &v->c[i];
-        const char *no = amp_auto_rejects(c, tolerance, why, sizeof why);
+        const char *no = amp_auto_rejects(c, bound, why, sizeof why);
 
         n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2fx %.3g%s%s",
                               i ? "; " : "", amp_mode_name(c->mode),
                               c->candidate_ms > 0
                                   ? c->fp32_ms / c->candidate_ms
                                   : 0.0,
-                              c->max_rel, no ? ": " : "", no ? no : "");
+                              amp_error_in(&c->worst, bound->norm),
+                              no ? ": " : "", no ? no : "");
     }
     amp_log(AMP_LOG_DEBUG, "auto: %s at %s: %s (%s)", site->api,
             amp_site_label(site, label, sizeof label), what, line);
@@ -119,7 +137,7 @@ amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
  * candidate is within the tolerance. Lock held. */
 static void
 amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
-                double tolerance)
+                const struct amp_auto_bound *bound)
 {
     char why[96];
     double best_ms = 0;
@@ -139,7 +157,7 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     for (i = 0; i < v->ncandidates; i++) {
         double ms = amp_auto_mean(v->c[i].candidate_ms, v->c[i].timed);
 
-        if (amp_auto_rejects(&v->c[i], tolerance, why, sizeof why))
+        if (amp_auto_rejects(&v->c[i], bound, why, sizeof why))
             continue;
         if (best < 0 || ms < best_ms) {
             best = i;
@@ -148,7 +166,7 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     }
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
-    amp_auto_log_choice(site, v, tolerance,
+    amp_auto_log_choice(site, v, bound,
                         best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
 }
 
@@ -176,15 +194,16 @@ amp_auto_find(struct amp_site *site, int slot, enum amp_mode mode,
  * measuring state may now choose. Lock held. */
 static void
 amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
-               const struct amp_auto_candidate *c, double tolerance)
+               const struct amp_auto_candidate *c,
+               const struct amp_auto_bound *bound)
 {
     char label[AMP_LABEL_LEN], why[96];
 
     if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
-        amp_auto_rejects(c, tolerance, why, sizeof why)) {
+        amp_auto_rejects(c, bound, why, sizeof why)) {
         v->state = AMP_AUTO_MEASURING;
         v->changes++;
-        amp_auto_settle(site, v, tolerance);
+        amp_auto_settle(site, v, bound);
         amp_log(AMP_LOG_WARN, "%s called from %s: auto's %s now has %s; "
                 "that shape now runs %s", site->api,
                 amp_site_label(site, label, sizeof label),
@@ -195,7 +214,7 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
                                             : "in shadow to measure fp16x3");
         return;
     }
-    amp_auto_settle(site, v, tolerance);
+    amp_auto_settle(site, v, bound);
 }
 
 void
@@ -240,8 +259,12 @@ amp_auto_decide(struct amp_site *site, uint64_t shape_key,
 
 void
 amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
-               const struct amp_gemm_error *e, double tolerance)
+               const struct amp_gemm_error *e,
+               const struct amp_auto_bound *bound_in)
 {
+    struct amp_auto_bound policy;
+    const struct amp_auto_bound *bound =
+        amp_auto_bound_or(bound_in, &policy);
     struct amp_auto_view *v;
     struct amp_auto_candidate *c;
 
@@ -251,23 +274,29 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
         c->failed = 1;
     } else if (c) {
         c->errors++;
-        if (e->max_rel > c->max_rel || isnan(e->max_rel))
-            c->max_rel = e->max_rel;
-        if (e->max_abs > c->max_abs)
-            c->max_abs = e->max_abs;
-        c->nonfinite += e->nonfinite;
-        if (!(e->max_rel <= tolerance) || e->nonfinite)
+        if (e->max_rel > c->worst.max_rel || isnan(e->max_rel))
+            c->worst.max_rel = e->max_rel;
+        if (e->fro_rel > c->worst.fro_rel || isnan(e->fro_rel))
+            c->worst.fro_rel = e->fro_rel;
+        if (e->max_abs > c->worst.max_abs)
+            c->worst.max_abs = e->max_abs;
+        c->worst.nonfinite += e->nonfinite;
+        if (amp_error_over(e, bound->tolerance, bound->norm))
             c->over = 1;
     }
     if (c)
-        amp_auto_after(site, v, c, tolerance);
+        amp_auto_after(site, v, c, bound);
     pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void
 amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
-              double candidate_ms, double fp32_ms, double tolerance)
+              double candidate_ms, double fp32_ms,
+              const struct amp_auto_bound *bound_in)
 {
+    struct amp_auto_bound policy;
+    const struct amp_auto_bound *bound =
+        amp_auto_bound_or(bound_in, &policy);
     struct amp_auto_view *v;
     struct amp_auto_candidate *c;
 
@@ -283,15 +312,15 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
         c->fp32_ms += fp32_ms;
     }
     if (c)
-        amp_auto_after(site, v, c, tolerance);
+        amp_auto_after(site, v, c, bound);
     pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void
 amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
-                double tolerance)
+                const struct amp_auto_bound *bound)
 {
-    amp_auto_error(site, slot, mode, NULL, tolerance);
+    amp_auto_error(site, slot, mode, NULL, bound);
 }
 
 int
@@ -309,6 +338,31 @@ amp_auto_get(const struct amp_site *site, int slot, struct amp_auto_view *out)
     }
     pthread_mutex_unlock(&amp_auto_lock);
     return found;
+}
+
+void
+amp_auto_chosen_worst(const struct amp_site *site, enum amp_norm norm,
+                      struct amp_site_worst *out)
+{
+    int slot, counted = site->shadow_calls > site->auto_shadow_calls;
+
+    pthread_mutex_lock(&amp_auto_lock);
+    for (slot = 0; site->autos && slot <= AMP_SITE_SHAPES; slot++) {
+        const struct amp_auto_view *v = &site->autos[slot];
+        const struct amp_auto_candidate *c;
+        double err;
+
+        if (v->state != AMP_AUTO_CHOSEN)
+            continue;
+        c = &v->c[v->choice];
+        err = amp_error_in(&c->worst, norm);
+        if (err > out->error || isnan(err))
+            out->error = err;
+        out->shadow_calls += c->errors;
+        if (!counted++)
+            out->sites++;
+    }
+    pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void

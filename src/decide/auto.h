@@ -33,9 +33,8 @@ struct amp_auto_candidate {
     unsigned long long errors;   /* of those, errors harvested */
     unsigned long long timed;    /* of those, times harvested */
     unsigned long long untimed;  /* ran without a time (no event free) */
-    double max_rel;              /* worst relative error, max norm */
-    double max_abs;
-    unsigned long long nonfinite;
+    struct amp_gemm_error worst; /* each field's worst over the measured
+                                    calls (nonfinite: their sum) */
     double candidate_ms, fp32_ms;
     int failed;                  /* fell back, or never timed: not chosen */
     int over;                    /* an error over the tolerance, or a
@@ -61,19 +60,29 @@ void amp_auto_decide(struct amp_site *site, uint64_t shape_key,
                      enum amp_family family, int64_t count,
                      int64_t sample_period, struct amp_decision *out);
 
+/* The tolerance the candidates are held to, in its norm (compared
+ * through amp_error_over). A NULL bound, where a function takes one:
+ * the policy's (amp_policy_tolerance, amp_policy_tolerance_norm). */
+struct amp_auto_bound {
+    double tolerance;
+    enum amp_norm norm;
+};
+
 /* A harvested shadow error of `mode` at (site, slot); e NULL: the
- * candidate's work failed. A chosen mode over `tolerance` gives way. */
+ * candidate's work failed. A chosen mode over the bound gives way. */
 void amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
-                    const struct amp_gemm_error *e, double tolerance);
+                    const struct amp_gemm_error *e,
+                    const struct amp_auto_bound *bound);
 
 /* A timed shadow call of `mode`: the candidate's and FP32's times; a
  * negative time: the call ran without being timed. */
 void amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
-                   double candidate_ms, double fp32_ms, double tolerance);
+                   double candidate_ms, double fp32_ms,
+                   const struct amp_auto_bound *bound);
 
 /* A conversion of `mode` that fell back (the path could not run it). */
 void amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
-                     double tolerance);
+                     const struct amp_auto_bound *bound);
 
 /* A copy of (site, slot)'s state; 0, or -1 when it has none. */
 int amp_auto_get(const struct amp_site *site, int slot,
@@ -81,7 +90,14 @@ int amp_auto_get(const struct amp_site *site, int slot,
 
 /* Why candidate c was not chosen (NULL: it is eligible), into buf. */
 const char *amp_auto_rejects(const struct amp_auto_candidate *c,
-                             double tolerance, char *buf, size_t cap);
+                             const struct amp_auto_bound *bound, char *buf,
+                             size_t cap);
+
+/* Adds to *out the worst error in `norm` of the candidates the site's
+ * auto shapes convert with, and their shadow calls (the site once, when
+ * it has such a shape and out did not count it). */
+void amp_auto_chosen_worst(const struct amp_site *site, enum amp_norm norm,
+                           struct amp_site_worst *out);
 
 /* Forgets every state (a forked child starts clean). */
 void amp_auto_forget(void);

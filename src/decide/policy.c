@@ -376,6 +376,8 @@ static const char *const amp_statement_words[] = {"match", "set", "rule",
                                                   "default", NULL};
 static const char *const amp_setting_words[] = {
     "tolerance", "shadow-rate", "min-size", "scratch-max", NULL};
+static const char *const amp_norm_words[] = {"max", "fro", "frobenius",
+                                             "l2", NULL};
 static const char *const amp_condition_words[] = {
     "gemm", "conv", "lt", "symbol", "caller", "module", "not", NULL};
 static const char *const amp_and_or[] = {"and", "or", NULL};
@@ -868,7 +870,31 @@ amp_parse_match(struct amp_parser *ps)
     p->nmatches++;
 }
 
-/* set NAME VALUE */
+/* The optional norm after `set tolerance X`: max (the default) or fro,
+ * or one of their other names (amp_norm_parse). */
+static void
+amp_parse_norm(struct amp_parser *ps, enum amp_norm *norm)
+{
+    char word[AMP_NEAR_MAX + 1];
+    struct amp_near near;
+
+    amp_next(ps);
+    if (ps->tok.kind == AMP_TOK_END)
+        return;
+    if (ps->tok.kind == AMP_TOK_WORD && ps->tok.text_len < sizeof word &&
+        amp_norm_parse(amp_tok_copy(&ps->tok, word, sizeof word), norm) ==
+            AMP_OK) {
+        amp_next(ps);
+        amp_expect_end(ps, "end of line after the tolerance's norm");
+        return;
+    }
+    amp_near_init(&near, &ps->tok);
+    amp_near_try_all(&near, amp_norm_words);
+    amp_unknown(ps, "norm", &near, "a norm (" AMP_NORM_WORDS ") or end of "
+                "line after the tolerance");
+}
+
+/* set NAME VALUE; set tolerance X [NORM] */
 static void
 amp_parse_set(struct amp_parser *ps)
 {
@@ -878,8 +904,13 @@ amp_parse_set(struct amp_parser *ps)
     amp_next(ps);
     if (amp_tok_is(&ps->tok, "tolerance")) {
         amp_next(ps);
-        if (amp_parse_real(&ps->tok, &s->tolerance) != 0)
-            expected = "a non-negative number (1e-3) after 'tolerance'";
+        if (amp_parse_real(&ps->tok, &s->tolerance) != 0) {
+            amp_expected(ps, "a non-negative number (1e-3) after "
+                         "'tolerance'");
+            return;
+        }
+        amp_parse_norm(ps, &s->tolerance_norm);
+        return;
     } else if (amp_tok_is(&ps->tok, "shadow-rate")) {
         amp_next(ps);
         if (amp_parse_real(&ps->tok, &s->shadow_rate) != 0 ||

@@ -163,7 +163,8 @@ struct amp_policy_match {
 
 /* Settings: a negative value (-1) was not set. */
 struct amp_policy_settings {
-    double tolerance;            /* max shadow relative error (max norm) */
+    double tolerance;            /* max shadow relative error */
+    enum amp_norm tolerance_norm; /* in which norm (max unless named) */
     double shadow_rate;          /* share of converted calls measured */
     int64_t min_size;            /* multiply-adds under which calls stay FP32 */
     int64_t scratch_max;         /* bytes of scratch per call */
@@ -414,8 +415,26 @@ int amp_decision_auto_shape(const struct amp_decision *dec);
  * AMP_MODE_FP16: an eligibility mode for amp_gemm_decide. */
 enum amp_mode amp_policy_may_convert(void);
 
-/* The active policy's tolerance; a huge value when none applies. */
+/* The tolerance shadow errors are held to, one precedence for every
+ * reader: AMPSHIM_TOLERANCE when set (under AMPSHIM_MODE too), else the
+ * active policy's `set tolerance`; HUGE_VAL when none applies (no
+ * setting, AMPSHIM_MODE without AMPSHIM_TOLERANCE, a broken policy).
+ * Compare an error with it only through amp_error_over (site.h). */
 double amp_policy_tolerance(void);
+
+/* The norm of amp_policy_tolerance (AMP_NORM_MAX when none applies). */
+enum amp_norm amp_policy_tolerance_norm(void);
+
+/* Where amp_policy_tolerance comes from, for messages, into buf:
+ * "AMPSHIM_TOLERANCE", "the built-in policy", "policy FILE"; when none
+ * applies, why: "AMPSHIM_MODE", "policy FILE sets none", "a broken
+ * policy". Returns buf. */
+const char *amp_policy_tolerance_source(char *buf, size_t cap);
+
+/* The tolerance that demotes sites, as amp_site_shadow takes it: the
+ * tolerance, or HUGE_VAL where one only measures (AMPSHIM_MODE=shadow,
+ * whose results stay FP32). */
+double amp_policy_tolerance_demotes(void);
 
 /* Which policy decides this process's calls, for the report. */
 struct amp_policy_info {

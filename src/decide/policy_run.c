@@ -8,6 +8,7 @@
 #include "decide/site.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,9 +108,52 @@ amp_policy_may_convert(void)
 double
 amp_policy_tolerance(void)
 {
+    if (amp_state == AMP_STATE_NONE)
+        return HUGE_VAL;
+    if (amp_cfg->tolerance >= 0)
+        return amp_cfg->tolerance;
     if (amp_state != AMP_STATE_ACTIVE || amp_active.set.tolerance < 0)
         return HUGE_VAL;
     return amp_active.set.tolerance;
+}
+
+enum amp_norm
+amp_policy_tolerance_norm(void)
+{
+    if (amp_state == AMP_STATE_NONE)
+        return AMP_NORM_MAX;
+    if (amp_cfg->tolerance >= 0)
+        return amp_cfg->tolerance_norm;
+    if (amp_state != AMP_STATE_ACTIVE || amp_active.set.tolerance < 0)
+        return AMP_NORM_MAX;
+    return amp_active.set.tolerance_norm;
+}
+
+const char *
+amp_policy_tolerance_source(char *buf, size_t cap)
+{
+    if (amp_state != AMP_STATE_NONE && amp_cfg->tolerance >= 0)
+        snprintf(buf, cap, "AMPSHIM_TOLERANCE");
+    else if (amp_state == AMP_STATE_ENV)
+        snprintf(buf, cap, "AMPSHIM_MODE");
+    else if (amp_state != AMP_STATE_ACTIVE)
+        snprintf(buf, cap, "a broken policy");
+    else if (amp_found.source == AMP_SOURCE_BUILTIN)
+        snprintf(buf, cap, "the built-in policy%s",
+                 amp_active.set.tolerance < 0 ? " sets none" : "");
+    else
+        snprintf(buf, cap, "policy %s%s", amp_found.path,
+                 amp_active.set.tolerance < 0 ? " sets none" : "");
+    return buf;
+}
+
+double
+amp_policy_tolerance_demotes(void)
+{
+    /* Under AMPSHIM_MODE=shadow every result is FP32: nothing to undo. */
+    if (amp_state == AMP_STATE_ENV && amp_cfg->mode == AMP_MODE_SHADOW)
+        return HUGE_VAL;
+    return amp_policy_tolerance();
 }
 
 static void
@@ -204,10 +248,21 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     out->candidate = AMP_MODE_FP16;
     out->scratch_max = amp_cfg ? amp_cfg->scratch_max : 0;
     if (amp_state == AMP_STATE_ENV) {
+        /* AMPSHIM_TOLERANCE holds under AMPSHIM_MODE too: a site whose
+         * shadow error exceeded it stays FP32. */
+        if (amp_cfg->tolerance >= 0 && amp_site_demoted(site)) {
+            out->why = AMP_WHY_DEMOTED;
+            return;
+        }
         out->mode = amp_cfg->mode;
         out->candidate = amp_cfg->shadow_candidate;
         out->why = AMP_WHY_ENV_MODE;
         amp_policy_baseline(out, site, &call);
+        /* Counted so that the site's next call harvests this one's error
+         * first, and stays FP32 when it is over. */
+        if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
+            atomic_fetch_add_explicit(&site->shadowed, 1,
+                                      memory_order_relaxed);
         return;
     }
     if (amp_state != AMP_STATE_ACTIVE) {

@@ -3,6 +3,7 @@
 #include "decide/site.h"
 
 #include "base/log.h"
+#include "decide/auto.h"
 #include "decide/symbolize.h"
 
 #include <math.h>
@@ -192,12 +193,36 @@ amp_site_label(struct amp_site *site, char *buf, size_t cap)
                             site->offset);
 }
 
+double
+amp_error_in(const struct amp_gemm_error *e, enum amp_norm norm)
+{
+    return norm == AMP_NORM_FRO ? e->fro_rel : e->max_rel;
+}
+
+int
+amp_error_over(const struct amp_gemm_error *e, double tol, enum amp_norm norm)
+{
+    /* Written so that a NaN error is over. */
+    return e->nonfinite > 0 || !(amp_error_in(e, norm) <= tol);
+}
+
+void
+amp_site_shadow_auto(struct amp_site *site)
+{
+    if (!site)
+        return;
+    pthread_mutex_lock(&amp_site_lock);
+    __atomic_store_n(&site->shadow_calls, site->shadow_calls + 1,
+                     __ATOMIC_RELAXED);
+    site->auto_shadow_calls++;
+    pthread_mutex_unlock(&amp_site_lock);
+}
+
 void
 amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
-                double tolerance)
+                double tolerance, enum amp_norm norm, const char *source)
 {
     char reason[160];
-    int over;
 
     if (!site)
         return;
@@ -209,21 +234,62 @@ amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
         site->shadow_max_abs = e->max_abs;
     if (e->max_rel > site->shadow_max_rel)
         site->shadow_max_rel = e->max_rel;
+    if (e->fro_rel > site->shadow_max_fro)
+        site->shadow_max_fro = e->fro_rel;
     site->shadow_nonfinite += e->nonfinite;
     pthread_mutex_unlock(&amp_site_lock);
-    /* No tolerance (AMPSHIM_MODE decides): measured, never demoted. */
-    if (tolerance == HUGE_VAL)
-        return;
-    over = !(e->max_rel <= tolerance);
-    if (!over && !e->nonfinite)
+    /* No tolerance acts (AMPSHIM_MODE decides): measured, never demoted. */
+    if (tolerance == HUGE_VAL || !amp_error_over(e, tolerance, norm))
         return;
     if (e->nonfinite)
         snprintf(reason, sizeof reason, "a shadow call's candidate made %llu "
                  "non-finite elements where FP32 did not", e->nonfinite);
+    else if (norm == AMP_NORM_FRO)
+        snprintf(reason, sizeof reason, "shadow fro_rel_err=%.3g exceeds "
+                 "%s tolerance %.3g (Frobenius norm)", e->fro_rel,
+                 source ? source : "the policy's", tolerance);
     else
         snprintf(reason, sizeof reason, "shadow max_rel_err=%.3g exceeds "
-                 "the policy's tolerance %.3g", e->max_rel, tolerance);
+                 "%s tolerance %.3g", e->max_rel,
+                 source ? source : "the policy's", tolerance);
     amp_site_demote(site, reason);
+}
+
+void
+amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
+{
+    size_t i;
+
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&amp_site_lock);
+    for (i = 0; i < AMP_SITE_MAX; i++) {
+        struct amp_site *s = &amp_sites[i].site;
+        double err;
+
+        if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire))
+            continue;
+        if (atomic_load(&s->demoted)) {
+            out->demoted++;
+            continue;
+        }
+        if (s->shadow_calls == s->auto_shadow_calls)
+            continue;
+        err = norm == AMP_NORM_FRO ? s->shadow_max_fro : s->shadow_max_rel;
+        if (err > out->error || isnan(err))
+            out->error = err;
+        out->shadow_calls += s->shadow_calls - s->auto_shadow_calls;
+        out->sites++;
+    }
+    pthread_mutex_unlock(&amp_site_lock);
+    /* auto's choices, outside the site lock (auto's lock comes first
+     * where both are taken). */
+    for (i = 0; i < AMP_SITE_MAX; i++) {
+        struct amp_site *s = &amp_sites[i].site;
+
+        if (atomic_load_explicit(&amp_sites[i].used, memory_order_acquire) &&
+            !atomic_load(&s->demoted))
+            amp_auto_chosen_worst(s, norm, out);
+    }
 }
 
 int

@@ -6,20 +6,36 @@
 #ifndef AMP_SITE_H
 #define AMP_SITE_H
 
+#include "base/config.h"
 #include "decide/symbolize.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Errors of a candidate mode against the FP32 result over one call. */
+/* Errors of a candidate mode against the FP32 result over one call (a
+ * GEMM's batch or a convolution's output). */
 struct amp_gemm_error {
     double max_abs;            /* max |candidate - fp32| */
     double max_rel;            /* max |candidate - fp32| / max |fp32|:
                                   relative error in the max norm */
     unsigned long long nonfinite; /* elements finite in FP32 but not in the
                                      candidate */
+    double fro_rel;            /* ||candidate - fp32||_F / ||fp32||_F:
+                                  relative error in the Frobenius norm */
 };
+
+/* The relative error of e in `norm`: max_rel or fro_rel. */
+double amp_error_in(const struct amp_gemm_error *e, enum amp_norm norm);
+
+/* The one comparison of a shadow error with a tolerance, for every
+ * caller (site demotion, the report's over_tolerance, calibrate, the
+ * policy's actions): 1 when the relative error in `norm` is over `tol`
+ * (or NaN), or when the candidate made a non-finite element where FP32
+ * did not; 0 when it is within. A HUGE_VAL tol (none applies) is over
+ * only for a non-finite element or a NaN error. */
+int amp_error_over(const struct amp_gemm_error *e, double tol,
+                   enum amp_norm norm);
 
 /* Shapes a site counts apart (amp_site_shape_count). */
 #define AMP_SITE_SHAPES 32
@@ -47,8 +63,9 @@ struct amp_site {
     char module[512];         /* the caller's module file */
     uintptr_t offset;         /* the return address in the module */
     /* Shadow measurements at this site, under the table's lock. */
-    unsigned long long shadow_calls;
-    double shadow_max_abs, shadow_max_rel;
+    unsigned long long shadow_calls;   /* auto's included */
+    unsigned long long auto_shadow_calls; /* auto's candidates' */
+    double shadow_max_abs, shadow_max_rel, shadow_max_fro;
     unsigned long long shadow_nonfinite;
     char demoted_why[160];    /* the first demotion's reason */
     /* Calls decided per shape (amp_site_shape_count): a key (0: free)
@@ -101,11 +118,31 @@ void amp_site_symbolize(struct amp_site *site);
  * (the site table is full)". Returns buf; AMP_LABEL_LEN bytes hold it. */
 const char *amp_site_label(struct amp_site *site, char *buf, size_t cap);
 
-/* Adds one shadow call's errors to the site's; a relative error above
- * `tolerance` (or a non-finite element) demotes the site; HUGE_VAL
- * (AMPSHIM_MODE decides) only measures. */
+/* Adds one shadow call's errors to the site's; an error over
+ * `tolerance` in `norm` (amp_error_over, a non-finite element included)
+ * demotes the site, the reason naming the tolerance and `source` (where
+ * it came from: "the policy's", "AMPSHIM_TOLERANCE's"); HUGE_VAL (no
+ * tolerance acts) only measures. */
 void amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
-                     double tolerance);
+                     double tolerance, enum amp_norm norm,
+                     const char *source);
+
+/* Counts one shadow call of an auto rule at the site, whose errors are
+ * its candidate's (decide/auto.h), not the site's: they neither demote
+ * it nor stand for its converted results. */
+void amp_site_shadow_auto(struct amp_site *site);
+
+/* The largest shadow error in `norm` over the sites that are not demoted
+ * (whose converted calls stand), and the shadow calls measured there;
+ * for an auto rule's shapes, those of the candidate each converts with
+ * (amp_auto_chosen_worst). */
+struct amp_site_worst {
+    double error;              /* 0 when nothing was measured */
+    unsigned long long shadow_calls;
+    int sites;                 /* sites with shadow calls among them */
+    int demoted;               /* sites left out: demoted */
+};
+void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
 
 /* 1 while the site has shadow calls whose errors are not harvested. */
 int amp_site_unmeasured(const struct amp_site *site);

@@ -2,6 +2,7 @@
 #include "measure/harvest.h"
 
 #include "amp_math.h"
+#include "base/shim.h"
 #include "decide/auto.h"
 #include "decide/policy.h"
 #include "measure/prof.h"
@@ -60,18 +61,23 @@ amp_harvest_one(const struct amp_pending *p)
     e.max_abs = amp_bits_f32(bits.max_abs);
     e.max_rel = amp_shadow_relative(amp_bits_f32(bits.max_abs),
                                     amp_bits_f32(bits.max_ref));
+    e.fro_rel = sqrt(amp_shadow_relative_sq(bits.sq_diff, bits.sq_ref));
     e.nonfinite = bits.nonfinite;
     amp_prof_error(p->call, &e);
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);
-    /* An auto candidate over the tolerance rules itself out at its
-     * (site, shape), not the site. */
-    if (p->shadow && p->site)
-        amp_site_shadow(p->site, &e, p->auto_shape ? HUGE_VAL
-                                                   : amp_policy_tolerance());
-    if (p->shadow && p->auto_shape)
-        amp_auto_error(p->site, p->auto_shape - 1, p->candidate, &e,
-                       amp_policy_tolerance());
+    /* An auto candidate's errors are its own: over the tolerance, it is
+     * ruled out at its (site, shape), and the site is not demoted. */
+    if (p->shadow && p->auto_shape) {
+        amp_site_shadow_auto(p->site);
+        amp_auto_error(p->site, p->auto_shape - 1, p->candidate, &e, NULL);
+    } else if (p->shadow && p->site) {
+        amp_site_shadow(p->site, &e, amp_policy_tolerance_demotes(),
+                        amp_policy_tolerance_norm(),
+                        amp_shim_config()->tolerance >= 0
+                            ? "AMPSHIM_TOLERANCE's"
+                            : "the policy's");
+    }
     if (e.nonfinite && p->site && !p->shadow)
         amp_site_demote(p->site, "a converted call made a non-finite "
                         "result from finite inputs");
@@ -99,7 +105,7 @@ amp_harvest(int wait)
             amp_prof_error(p->call, NULL);
             if (p->shadow && p->auto_shape)
                 amp_auto_error(p->site, p->auto_shape - 1, p->candidate,
-                               NULL, amp_policy_tolerance());
+                               NULL, NULL);
         }
         amp_dev_slot_release(p->dev, p->slot);
         *p = amp_pending[--amp_npending];

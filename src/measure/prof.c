@@ -326,8 +326,7 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
     if (w->auto_shape && w->mode == AMP_MODE_SHADOW &&
         why != AMP_FALLBACK_BUSY && why != AMP_FALLBACK_NO_DEVICE &&
         why != AMP_FALLBACK_COLD_CAPTURE)
-        amp_auto_failed(w->site, w->auto_shape - 1, w->candidate,
-                        amp_policy_tolerance());
+        amp_auto_failed(w->site, w->auto_shape - 1, w->candidate, NULL);
     if (!amp_shim_config()->call_log)
         return;
     amp_shape_format(&w->shape, shape, sizeof shape);
@@ -539,8 +538,7 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     if (!c && outcome == AMP_OUTCOME_CONVERTED && span->what.auto_shape &&
         span->what.mode == AMP_MODE_SHADOW)
         amp_auto_time(span->what.site, span->what.auto_shape - 1,
-                      span->what.candidate, -1.0, -1.0,
-                      amp_policy_tolerance());
+                      span->what.candidate, -1.0, -1.0, NULL);
 }
 
 /* ---- Harvest -------------------------------------------------------------------- */
@@ -681,7 +679,7 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     if (shadow && c->what.auto_shape)
         amp_auto_time(c->what.site, c->what.auto_shape - 1,
                       c->what.candidate, timed ? cand : -1.0,
-                      timed ? fp32 : -1.0, amp_policy_tolerance());
+                      timed ? fp32 : -1.0, NULL);
     if (e && atomic_load_explicit(&c->error_state, memory_order_acquire) ==
                  AMP_ERROR_DELIVERED) {
         e->nonfinite += c->err.nonfinite;
@@ -690,10 +688,14 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
             e->sum_rel += c->err.max_rel;
             if (c->err.max_rel > e->max_rel)
                 e->max_rel = c->err.max_rel;
+            e->sum_fro += c->err.fro_rel;
+            if (c->err.fro_rel > e->max_fro)
+                e->max_fro = c->err.fro_rel;
             if (c->err.max_abs > e->max_abs)
                 e->max_abs = c->err.max_abs;
-            e->over_tolerance += !(c->err.max_rel <= amp_policy_tolerance()) ||
-                                 c->err.nonfinite > 0;
+            e->over_tolerance += amp_error_over(&c->err,
+                                                amp_policy_tolerance(),
+                                                amp_policy_tolerance_norm());
         }
     }
     if (!timed)

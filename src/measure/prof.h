@@ -175,9 +175,11 @@ struct amp_prof_entry {
     unsigned long long shadow_timed;
     double shadow_fp32_ms;          /* the original FP32 calls */
     double shadow_candidate_ms;     /* the candidates beside them */
-    /* Errors of the shadow calls (relative: max norm). */
+    /* Errors of the shadow calls, relative in the max norm (max_rel,
+     * sum_rel) and in the Frobenius norm (max_fro, sum_fro). */
     unsigned long long error_calls;
     double max_rel, sum_rel, max_abs;
+    double max_fro, sum_fro;
     unsigned long long over_tolerance, nonfinite;
     unsigned long long fallbacks[AMP_FALLBACK_COUNT];
     unsigned long long kept[AMP_KEPT_COUNT]; /* FP32 outcomes by reason */

@@ -77,6 +77,9 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->sum_rel += e->sum_rel;
     if (e->max_rel > s->max_rel)
         s->max_rel = e->max_rel;
+    s->sum_fro += e->sum_fro;
+    if (e->max_fro > s->max_fro)
+        s->max_fro = e->max_fro;
     if (e->max_abs > s->max_abs)
         s->max_abs = e->max_abs;
     s->over_tolerance += e->over_tolerance;
@@ -243,8 +246,13 @@ amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_knumber(j, "mean_rel", amp_ratio(e->sum_rel,
                                               (double)e->error_calls));
     amp_json_knumber(j, "max_abs", e->error_calls ? e->max_abs : NAN);
+    amp_json_knumber(j, "max_fro", e->error_calls ? e->max_fro : NAN);
+    amp_json_knumber(j, "mean_fro", amp_ratio(e->sum_fro,
+                                              (double)e->error_calls));
     amp_json_kint(j, "nonfinite", (long long)e->nonfinite);
     amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_kstring(j, "tolerance_norm",
+                     amp_norm_name(amp_policy_tolerance_norm()));
     amp_json_kint(j, "over_tolerance", (long long)e->over_tolerance);
     amp_json_end_object(j);
 }
@@ -356,16 +364,16 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_array(j);
     for (i = 0; i < v.ncandidates; i++) {
         const struct amp_auto_candidate *c = &v.c[i];
-        const char *no = amp_auto_rejects(c, amp_policy_tolerance(), why,
-                                          sizeof why);
+        const char *no = amp_auto_rejects(c, NULL, why, sizeof why);
 
         amp_json_object(j);
         amp_json_kstring(j, "mode", amp_mode_name(c->mode));
         amp_json_kint(j, "shadow_calls", (long long)c->issued);
         amp_json_kint(j, "errors_measured", (long long)c->errors);
         amp_json_kint(j, "times_measured", (long long)c->timed);
-        amp_json_knumber(j, "max_rel", c->errors ? c->max_rel : NAN);
-        amp_json_kint(j, "nonfinite", (long long)c->nonfinite);
+        amp_json_knumber(j, "max_rel", c->errors ? c->worst.max_rel : NAN);
+        amp_json_knumber(j, "fro_rel", c->errors ? c->worst.fro_rel : NAN);
+        amp_json_kint(j, "nonfinite", (long long)c->worst.nonfinite);
         amp_json_knumber(j, "candidate_ms",
                          c->timed ? c->candidate_ms / (double)c->timed : NAN);
         amp_json_knumber(j, "fp32_ms",
@@ -614,7 +622,7 @@ amp_json_policy(struct amp_json_out *j)
 {
     struct amp_policy_info info;
     double tol = amp_policy_tolerance();
-    char mode[48] = "";
+    char mode[48] = "", source[AMP_CONFIG_PATH_LEN + 32];
 
     amp_policy_info(&info);
     if (strcmp(info.source, "AMPSHIM_MODE") == 0)
@@ -630,6 +638,10 @@ amp_json_policy(struct amp_json_out *j)
     amp_json_kbool(j, "broken", info.broken);
     amp_json_kstring(j, "mode", mode[0] ? mode : NULL);
     amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
+    amp_json_kstring(j, "tolerance_norm",
+                     amp_norm_name(amp_policy_tolerance_norm()));
+    amp_json_kstring(j, "tolerance_source",
+                     amp_policy_tolerance_source(source, sizeof source));
     amp_json_end_object(j);
 }
 
@@ -966,8 +978,11 @@ amp_table_row(const char *site, const char *api, const struct amp_group *g)
     int known = g->t.measured + g->t.estimated > 0;
 
     amp_modes_text(e, modes, sizeof modes);
+    /* In the tolerance's norm, as the header says. */
     if (e->error_calls)
-        snprintf(err, sizeof err, "%.2e", e->max_rel);
+        snprintf(err, sizeof err, "%.2e",
+                 amp_policy_tolerance_norm() == AMP_NORM_FRO ? e->max_fro
+                                                             : e->max_rel);
     else
         snprintf(err, sizeof err, "-");
     amp_log_line("| %-*s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
@@ -1021,7 +1036,9 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
     amp_log_line("| %-*s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
                  AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
                  "mode", "fp32 ms", "actual ms", "speedup", "steady",
-                 "saved ms", "max rel err");
+                 "saved ms", amp_policy_tolerance_norm() == AMP_NORM_FRO
+                                 ? "fro rel err"
+                                 : "max rel err");
     for (i = 0; i < r->ngroups; i++) {
         char label[AMP_LABEL_LEN];
 
@@ -1289,6 +1306,72 @@ amp_report_final(const char *path, const struct amp_config *cfg)
     return rc;
 }
 
+/* The norm as the exit line names it. */
+static const char *
+amp_norm_words(enum amp_norm norm)
+{
+    return norm == AMP_NORM_FRO ? "Frobenius norm" : "max norm";
+}
+
+/* Calls whose converted result the program received (shadow calls
+ * return FP32), over every (site, shape). */
+static unsigned long long
+amp_report_converted_results(void)
+{
+    unsigned long long n = 0;
+    struct amp_prof_entry *e;
+    size_t i, count = 0;
+
+    e = amp_prof_snapshot(&count);
+    for (i = 0; i < count; i++)
+        n += e[i].outcomes[AMP_OUTCOME_CONVERTED] - e[i].modes[AMP_MODE_SHADOW];
+    free(e);
+    return n;
+}
+
+void
+amp_report_tolerance_line(void)
+{
+    enum amp_norm norm = amp_policy_tolerance_norm();
+    double tol = amp_policy_tolerance();
+    struct amp_site_worst w, fro;
+    char source[AMP_CONFIG_PATH_LEN + 32], bound[AMP_CONFIG_PATH_LEN + 256];
+    char also[64] = "";
+    static const char how[] = "AMPSHIM_TOLERANCE=X[:fro] or ampshim run "
+                              "--tolerance X[:fro] (1e-6:fro is FP32 "
+                              "accuracy)";
+
+    if (amp_report_converted_results() == 0)
+        return;
+    amp_site_worst(norm, &w);
+    amp_policy_tolerance_source(source, sizeof source);
+    if (tol == HUGE_VAL)
+        snprintf(bound, sizeof bound, "no tolerance bounds them (%s); "
+                 "bound them with %s", source, how);
+    else
+        snprintf(bound, sizeof bound, "the tolerance %g (%s, %s)%s; "
+                 "tighten it with %s", tol, amp_norm_words(norm), source,
+                 w.demoted == 0 ? ""
+                 : w.demoted == 1 ? " demoted 1 site to FP32"
+                                  : " demoted sites to FP32", how);
+    if (w.shadow_calls == 0) {
+        amp_log_line("converted results were not compared with FP32 (no "
+                     "shadow call at a site still converting); %s%s",
+                     tol == HUGE_VAL ? "" : "held to ", bound);
+        return;
+    }
+    /* A program that checks its result in the L2 norm wants that one too. */
+    if (norm == AMP_NORM_MAX) {
+        amp_site_worst(AMP_NORM_FRO, &fro);
+        snprintf(also, sizeof also, "; %.2e in the Frobenius norm",
+                 fro.error);
+    }
+    amp_log_line("converted results differ from FP32 by up to %.2e "
+                 "(relative, %s%s; the largest of %llu shadow calls), %s%s",
+                 w.error, amp_norm_words(norm), also, w.shadow_calls,
+                 tol == HUGE_VAL ? "" : "within ", bound);
+}
+
 void
 amp_report_exit(const struct amp_config *cfg)
 {
@@ -1306,4 +1389,5 @@ amp_report_exit(const struct amp_config *cfg)
     if (amp_report_gather(&r, cfg) == AMP_OK && r.ngroups > 0)
         amp_report_table(&r, device, path);
     amp_report_free(&r);
+    amp_report_tolerance_line();
 }

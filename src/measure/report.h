@@ -22,6 +22,14 @@ FILE *amp_report_create(const char *path);
  * expanded. A file that cannot be written gets one warning. */
 void amp_report_exit(const struct amp_config *cfg);
 
+/* At exit, with the summary on and when some call's converted result
+ * reached the program: one line saying how far the converted results may
+ * differ from FP32 (the largest shadow error, in the tolerance's norm,
+ * over the sites not demoted), the tolerance and where it came from
+ * (amp_policy_tolerance_source), and how to tighten it; or that no shadow
+ * call measured them. */
+void amp_report_tolerance_line(void);
+
 /* During the run, at most every cfg->snapshot_s seconds (AMPSHIM_SNAPSHOT;
  * the first call starts the clock): the report as it stands, marked
  * incomplete, moved atomically over the previous snapshot, so that a run

@@ -47,6 +47,8 @@ amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e)
         api->shadow_max_abs = e->max_abs;
     if (e->max_rel > api->shadow_max_rel)
         api->shadow_max_rel = e->max_rel;
+    if (e->fro_rel > api->shadow_max_fro)
+        api->shadow_max_fro = e->fro_rel;
     api->shadow_nonfinite += e->nonfinite;
     pthread_mutex_unlock(&amp_stats_lock);
 }
@@ -63,9 +65,10 @@ amp_stats_summary(void)
         if (api->shadow_calls)
             snprintf(shadow, sizeof shadow,
                      " shadow=%llu max_abs_err=%.3g max_rel_err=%.3g "
-                     "nonfinite=%llu",
+                     "nonfinite=%llu fro_rel_err=%.3g",
                      api->shadow_calls, api->shadow_max_abs,
-                     api->shadow_max_rel, api->shadow_nonfinite);
+                     api->shadow_max_rel, api->shadow_nonfinite,
+                     api->shadow_max_fro);
         amp_log_line("summary %s calls=%llu converted=%llu fp32=%llu "
                      "fallback=%llu passthrough=%llu%s",
                      api->name, atomic_load(&api->calls),
@@ -105,6 +108,7 @@ amp_stats_reset(void)
         api->shadow_calls = 0;
         api->shadow_max_abs = 0.0;
         api->shadow_max_rel = 0.0;
+        api->shadow_max_fro = 0.0;
         api->shadow_nonfinite = 0;
     }
 }

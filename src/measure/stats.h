@@ -29,6 +29,7 @@ struct amp_api_stats {
     unsigned long long shadow_calls;
     double shadow_max_abs, shadow_max_rel;
     unsigned long long shadow_nonfinite;
+    double shadow_max_fro;
 };
 
 #define AMP_API_STATS_INIT(api_name) {.name = (api_name)}
@@ -42,8 +43,11 @@ void amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e)
 /* Writes one summary line per API that saw a call:
  * "ampshim[pid]: summary <api> calls=N converted=N fp32=N fallback=N
  * passthrough=N", and when shadow calls were measured
- * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N". */
+ * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N fro_rel_err=X"
+ * (max_rel_err: the largest relative error in the max norm,
+ * fro_rel_err: in the Frobenius norm). */
 void amp_stats_summary(void);
+
 
 /* The APIs counted so far, in first-call order (->next); the list only
  * grows. */

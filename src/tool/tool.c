@@ -83,8 +83,9 @@ amp_print_settings(const struct amp_policy *p)
     const struct amp_policy_settings *s = &p->set;
 
     if (s->tolerance >= 0)
-        printf("  tolerance %g: a site whose shadow relative error exceeds "
-               "it stays FP32\n", s->tolerance);
+        printf("  tolerance %g (%s norm): a site whose shadow relative error "
+               "exceeds it stays FP32\n", s->tolerance,
+               s->tolerance_norm == AMP_NORM_FRO ? "Frobenius" : "max");
     else
         printf("  no tolerance: shadow errors are measured, never acted "
                "on\n");

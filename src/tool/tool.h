@@ -99,6 +99,7 @@ int amp_tool_library(char *out, size_t cap);
 /* The shim's settings for one run; NULL: not set. */
 struct amp_run_options {
     const char *policy, *mode, *report, *trace;
+    const char *tolerance;     /* AMPSHIM_TOLERANCE: X[:NORM] */
     int quiet;                 /* AMPSHIM_QUIET=1 */
     int tell_report;           /* name the report on stderr afterwards */
 };

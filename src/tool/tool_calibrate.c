@@ -3,6 +3,7 @@
  * each call site the fastest mode within the tolerance. */
 #include "base/json.h"
 #include "decide/policy.h"
+#include "decide/site.h"
 #include "decide/symbolize.h"
 #include "tool/tool.h"
 
@@ -19,7 +20,8 @@
 #include <unistd.h>
 
 const char amp_tool_calibrate_help[] =
-    "usage: ampshim calibrate [-o FILE] [--modes LIST] [--tolerance X]\n"
+    "usage: ampshim calibrate [-o FILE] [--modes LIST]\n"
+    "                         [--tolerance X[:NORM]]\n"
     "                         [--force] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under the shim once per candidate mode, every call in\n"
@@ -37,8 +39,12 @@ const char amp_tool_calibrate_help[] =
     "  --modes LIST       candidates, comma-separated (default fp16,bf16,\n"
     "                     tf32,fp16x3,allow-conversion; fp16x3 is a GEMM's\n"
     "                     only, allow-conversion a convolution's)\n"
-    "  --tolerance X      largest relative error (max norm) a site may show\n"
-    "                     (default: the built-in policy's, 5e-3)\n"
+    "  --tolerance X[:NORM]\n"
+    "                     largest relative error a site may show, in NORM:\n"
+    "                     max (max |cand - fp32| / max |fp32|, the\n"
+    "                     default) or fro (||cand - fp32||_F / ||fp32||_F;\n"
+    "                     also frobenius, l2); default AMPSHIM_TOLERANCE,\n"
+    "                     else the built-in policy's, 5e-3 (max norm)\n"
     "  --force            replace FILE if it exists\n"
     "  -h, --help         this help\n"
     "\n"
@@ -61,8 +67,9 @@ const char amp_tool_calibrate_help[] =
     "  AMPSHIM_LIBRARY  the library to preload, as for ampshim run\n"
     "  AMPSHIM_*        the shim's other settings apply to every run;\n"
     "                   AMPSHIM_MODE, AMPSHIM_DISABLE, AMPSHIM_TRACE,\n"
-    "                   AMPSHIM_POLICY and AMPSHIM_REPORT are the\n"
-    "                   calibration's own\n"
+    "                   AMPSHIM_POLICY, AMPSHIM_REPORT and\n"
+    "                   AMPSHIM_TOLERANCE (the tolerance when there is no\n"
+    "                   --tolerance) are the calibration's own\n"
     "\n"
     "exit status:\n"
     "  0; 1 when a run fails (the program's status is named) or FILE\n"
@@ -91,6 +98,7 @@ struct amp_cal_measure {
     double calls, shadow_calls, fallback, nonfinite;
     double fp32_ms, candidate_ms;
     double max_rel;              /* NAN: never measured */
+    double max_fro;              /* in the Frobenius norm; NAN: never */
 };
 
 /* A site as a rule can name it: report sites with the same API, caller
@@ -110,6 +118,7 @@ struct amp_calibration {
     const struct amp_cal_candidate *modes[AMP_CAL_MODES];
     int nmodes;
     double tolerance;
+    enum amp_norm norm;          /* the tolerance's */
     struct amp_cal_site sites[AMP_CAL_SITES];
     int nsites;
     char program[256];           /* the report's program name */
@@ -120,7 +129,9 @@ struct amp_calibration {
 
 struct amp_cal_options {
     const char *out, *modes;
-    double tolerance;            /* < 0: the built-in policy's */
+    double tolerance;            /* < 0: AMPSHIM_TOLERANCE's, else the
+                                    built-in policy's */
+    enum amp_norm norm;
     int force, first;
 };
 
@@ -148,7 +159,6 @@ amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
     };
     struct amp_opt opt = {"ampshim calibrate", "+:o:h", longopts, argc, argv,
                           0};
-    char *end;
     int c;
 
     memset(o, 0, sizeof *o);
@@ -159,12 +169,11 @@ amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
         case 'M': o->modes = optarg; break;
         case 'F': o->force = 1; break;
         case 'T':
-            errno = 0;
-            o->tolerance = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(o->tolerance >= 0) ||
-                isinf(o->tolerance))
+            if (amp_tolerance_parse(optarg, &o->tolerance, &o->norm) !=
+                AMP_OK)
                 return amp_cal_usage("--tolerance needs a non-negative "
-                                     "number", optarg);
+                                     "number with an optional :NORM, NORM "
+                                     AMP_NORM_WORDS " (1e-6:fro)", optarg);
             break;
         case 'h':
             printf("%s", amp_tool_calibrate_help);
@@ -213,18 +222,27 @@ amp_cal_modes(struct amp_calibration *cal, const char *list)
     return cal->nmodes ? 0 : amp_cal_usage("--modes: empty", NULL);
 }
 
-static double
-amp_cal_builtin_tolerance(void)
+/* The tolerance when --tolerance names none: AMPSHIM_TOLERANCE's (as
+ * the shim takes it), else the built-in policy's. */
+static void
+amp_cal_default_tolerance(struct amp_calibration *cal)
 {
     static struct amp_policy p;
     struct amp_policy_error err;
     size_t len;
     const char *text = amp_policy_builtin(&len);
+    const char *env = getenv("AMPSHIM_TOLERANCE");
 
-    if (amp_policy_parse(text, len, "<built-in>", &p, &err) != AMP_OK ||
-        p.set.tolerance < 0)
-        return 5e-3;
-    return p.set.tolerance;
+    cal->tolerance = 5e-3;
+    cal->norm = AMP_NORM_MAX;
+    if (env && *env &&
+        amp_tolerance_parse(env, &cal->tolerance, &cal->norm) == AMP_OK)
+        return;
+    if (amp_policy_parse(text, len, "<built-in>", &p, &err) == AMP_OK &&
+        p.set.tolerance >= 0) {
+        cal->tolerance = p.set.tolerance;
+        cal->norm = p.set.tolerance_norm;
+    }
 }
 
 /* ---- The runs --------------------------------------------------------------- */
@@ -272,8 +290,10 @@ amp_cal_site(struct amp_calibration *cal, const char *api,
         free(s->module);
         return NULL;
     }
-    for (k = 0; k < AMP_CAL_MODES; k++)
+    for (k = 0; k < AMP_CAL_MODES; k++) {
         s->m[k].max_rel = NAN;
+        s->m[k].max_fro = NAN;
+    }
     s->offset = NAN;
     cal->nsites++;
     return s;
@@ -359,6 +379,9 @@ amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
     rel = amp_cal_num(err, "max_rel");
     if (!isnan(rel) && (isnan(m->max_rel) || rel > m->max_rel))
         m->max_rel = rel;
+    rel = amp_cal_num(err, "max_fro");
+    if (!isnan(rel) && (isnan(m->max_fro) || rel > m->max_fro))
+        m->max_fro = rel;
     return 0;
 }
 
@@ -499,6 +522,10 @@ amp_cal_rejects(const struct amp_calibration *cal,
                 const struct amp_cal_measure *m, char *buf, size_t cap)
 {
     double speedup = amp_cal_speedup(m);
+    /* The measurement as the shim's comparison takes it (site.h); the
+     * non-finite elements have their own reason above. */
+    struct amp_gemm_error e = {.max_rel = m->max_rel,
+                               .fro_rel = m->max_fro};
 
     if (m->shadow_calls <= 0 || m->shadow_calls < m->calls) {
         snprintf(buf, cap, "measured on %.0f of %.0f calls (%.0f fell "
@@ -510,8 +537,9 @@ amp_cal_rejects(const struct amp_calibration *cal,
                  m->nonfinite);
         return buf;
     }
-    if (isnan(m->max_rel) || m->max_rel > cal->tolerance) {
-        snprintf(buf, cap, "error over the tolerance %g", cal->tolerance);
+    if (amp_error_over(&e, cal->tolerance, cal->norm)) {
+        snprintf(buf, cap, "error over the tolerance %g%s", cal->tolerance,
+                 cal->norm == AMP_NORM_FRO ? " (Frobenius norm)" : "");
         return buf;
     }
     if (isnan(speedup) || speedup <= 1.0)
@@ -598,7 +626,7 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
     fprintf(f, ", each measured in one run with every call in shadow mode"
             ".\n"
             "# Each site gets the fastest candidate whose largest relative "
-            "error (max\n"
+            "error (%s\n"
             "# norm) is within the tolerance, with no non-finite element "
             "FP32 did not\n"
             "# have, and that is faster than FP32 (the FP32 originals' time "
@@ -606,13 +634,14 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
             "# candidate's); else fp32. verify 1: a site's first call is "
             "measured again\n"
             "# and the site stays FP32 if its error exceeds the tolerance."
-            "\n\n");
+            "\n\n", cal->norm == AMP_NORM_FRO ? "Frobenius" : "max");
     if (amp_cal_glob(glob, sizeof glob, cal->program) == 0)
         fprintf(f, "match exe %s%s%s\n", glob,
                 cal->build_id[0] ? " build-id " : "", cal->build_id);
     else if (cal->build_id[0])
         fprintf(f, "match build-id %s\n", cal->build_id);
-    fprintf(f, "set tolerance %g\n", cal->tolerance);
+    fprintf(f, "set tolerance %g %s\n", cal->tolerance,
+            amp_norm_name(cal->norm));
 }
 
 /* What the rules written so far leave of a policy's bounds. */
@@ -704,9 +733,10 @@ amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
                      amp_mode_name(cal->modes[chosen]->mode));
             no = why;
         }
-        fprintf(f, "#   %-16s %s: max rel error %.3e, speedup %.4f%s%s\n",
+        fprintf(f, "#   %-16s %s: max rel error %.3e, fro rel error %.3e, "
+                "speedup %.4f%s%s\n",
                 amp_mode_name(cal->modes[i]->mode),
-                i == chosen ? "chosen" : "rejected", m->max_rel,
+                i == chosen ? "chosen" : "rejected", m->max_rel, m->max_fro,
                 amp_cal_speedup(m), no ? ": " : "", no ? no : "");
     }
     snprintf(action, sizeof action, "%s%s",
@@ -788,8 +818,9 @@ amp_cal_print(const struct amp_calibration *cal, const char *path)
                m ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
                m ? amp_cal_speedup(m) : 1.0, m ? m->max_rel : 0.0);
     }
-    printf("wrote %s (tolerance %g); run with: ampshim run --policy %s -- "
-           "...\n", path, cal->tolerance, path);
+    printf("wrote %s (tolerance %g, %s norm); run with: ampshim run "
+           "--policy %s -- ...\n", path, cal->tolerance,
+           cal->norm == AMP_NORM_FRO ? "Frobenius" : "max", path);
 }
 
 /* 1 when program is a job launcher (mpirun, srun, torchrun, ...): the
@@ -826,6 +857,9 @@ amp_cal_check(const struct amp_cal_options *o, const char *program,
     unsetenv("AMPSHIM_TRACE");
     unsetenv("AMPSHIM_POLICY");
     unsetenv("AMPSHIM_REPORT");
+    /* A tolerance would demote sites in the runs, which measure every
+     * call: the calibration applies it to the measurements instead. */
+    unsetenv("AMPSHIM_TOLERANCE");
     if (amp_tool_check_settings("ampshim calibrate") != 0 ||
         amp_tool_library(library, cap) != 0 ||
         amp_tool_find_program(program, found, sizeof found) != 0)
@@ -865,8 +899,12 @@ amp_tool_calibrate(int argc, char **argv)
     memset(&cal, 0, sizeof cal);
     if (amp_cal_modes(&cal, o.modes) != 0)
         return AMP_TOOL_USAGE;
-    cal.tolerance = o.tolerance >= 0 ? o.tolerance
-                                     : amp_cal_builtin_tolerance();
+    if (o.tolerance >= 0) {
+        cal.tolerance = o.tolerance;
+        cal.norm = o.norm;
+    } else {
+        amp_cal_default_tolerance(&cal);
+    }
     base = strrchr(argv[o.first], '/');
     snprintf(out, sizeof out, "%s", o.out ? o.out : "");
     if (!o.out && !amp_cal_launcher(argv[o.first]))

@@ -247,14 +247,6 @@ amp_row_why(const struct amp_doc *doc, const struct amp_row *r, char *buf,
 
 /* ---- Site status --------------------------------------------------------- */
 
-static int
-amp_row_over(const struct amp_row *r)
-{
-    return r->over_tolerance > 0.0 ||
-           (!isnan(r->max_rel) && !isnan(r->tolerance) &&
-            r->max_rel > r->tolerance);
-}
-
 /* The text marker of a site that needs a look; NULL for the others. */
 static const char *
 amp_row_marker(const struct amp_row *r)
@@ -322,7 +314,7 @@ static double amp_saved(const struct amp_row *r)
 }
 
 static double amp_speedup(const struct amp_row *r) { return r->speedup; }
-static double amp_error(const struct amp_row *r) { return r->max_rel; }
+static double amp_error(const struct amp_row *r) { return amp_row_error(r); }
 
 static double amp_fp32(const struct amp_row *r)
 {
@@ -770,7 +762,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
                 amp_fmt(b[1], 32, "%.3f", r->actual_ms),
                 amp_fmt(b[2], 32, "%.2f", r->speedup),
                 amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-                amp_fmt(b[4], 32, "%.2e", r->max_rel),
+                amp_fmt(b[4], 32, "%.2e", amp_row_error(r)),
                 amp_fmt(b[5], 32, "%.1e", r->tolerance));
         amp_html_status(f, doc, r);
         fputs("</td></tr>\n", f);
@@ -809,9 +801,15 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
 {
     const struct amp_json *err = amp_json_get(sh, "errors");
     const struct amp_json *time = amp_json_get(sh, "time");
-    double max_rel = amp_num(err, "max_rel"), tol = amp_num(err, "tolerance");
-    int over = amp_num(err, "over_tolerance") > 0.0 ||
-               (!isnan(max_rel) && !isnan(tol) && max_rel > tol);
+    /* The shape's errors as a row, for the one comparison. */
+    struct amp_row shape = {
+        .max_rel = amp_num(err, "max_rel"),
+        .max_fro = amp_num(err, "max_fro"),
+        .tolerance = amp_num(err, "tolerance"),
+        .tolerance_norm = amp_json_str(amp_json_get(err, "tolerance_norm")),
+        .over_tolerance = amp_num(err, "over_tolerance"),
+    };
+    int over = amp_row_over(&shape);
     struct amp_tally t;
     char b[2][32], why[160];
 
@@ -837,7 +835,8 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     amp_speedup_cell(f, time, "speedup");
     amp_speedup_cell(f, time, "converted_speedup");
     fprintf(f, "<td>%s / %s%s</td></tr>\n",
-            amp_fmt(b[0], 32, "%.2e", max_rel), amp_fmt(b[1], 32, "%.1e", tol),
+            amp_fmt(b[0], 32, "%.2e", amp_row_error(&shape)),
+            amp_fmt(b[1], 32, "%.1e", shape.tolerance),
             over ? " <span class=\"mark\">OVER</span>" : "");
 }
 

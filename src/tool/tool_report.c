@@ -2,6 +2,7 @@
  * saved, a self-contained HTML page with SVG charts, and CSV. */
 #include "base/json.h"
 #include "base/path.h"
+#include "decide/site.h"
 #include "decide/symbolize.h"
 #include "measure/report.h"
 #include "tool/tool.h"
@@ -24,7 +25,8 @@ const char amp_tool_report_help[] =
     "docs/report-schema.md) and prints the program, device and policy and\n"
     "a table of its call sites, sorted by time saved: calls, converted\n"
     "calls, modes, FP32 and actual time, speedup, time saved, the largest\n"
-    "shadow error against the policy's tolerance, and the totals. FILE '-'\n"
+    "shadow error against the tolerance (in its norm: 'max rel' or 'fro\n"
+    "rel', the Frobenius norm's), and the totals. FILE '-'\n"
     "reads the report from standard input. Without FILE, the latest\n"
     "ampshim-*.json report (by modification time) of the working directory\n"
     "(where 'ampshim run' writes them) and of the state directory (where a\n"
@@ -148,6 +150,8 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->saved_ms = amp_num(time, "saved_ms");
     r->speedup = amp_num(time, "speedup");
     r->max_rel = amp_num(err, "max_rel");
+    r->max_fro = amp_num(err, "max_fro");
+    r->tolerance_norm = amp_json_str(amp_json_get(err, "tolerance_norm"));
     r->tolerance = amp_num(err, "tolerance");
     r->over_tolerance = amp_num(err, "over_tolerance");
     r->shadow_calls = amp_num(err, "shadow_calls");
@@ -393,9 +397,29 @@ amp_print_devices(const struct amp_json *devices)
     }
 }
 
+/* The policy object's tolerance as a line says it: "5e-03 (max norm),
+ * the built-in policy", or "none (AMPSHIM_MODE)". */
+static const char *
+amp_tolerance_words(const struct amp_json *pol, char *buf, size_t cap)
+{
+    double tol = amp_num(pol, "tolerance");
+    const char *norm = amp_json_str(amp_json_get(pol, "tolerance_norm"));
+    const char *source = amp_json_str(amp_json_get(pol, "tolerance_source"));
+
+    if (isnan(tol))
+        snprintf(buf, cap, "none (%s): shadow errors are measured, never "
+                 "acted on", amp_or(source, "?"));
+    else
+        snprintf(buf, cap, "%g (%s norm), %s", tol,
+                 norm && strcmp(norm, "fro") == 0 ? "Frobenius" : "max",
+                 amp_or(source, "?"));
+    return buf;
+}
+
 static void
 amp_print_header(const struct amp_doc *doc)
 {
+    char b[AMP_LABEL_LEN];
     const struct amp_json *prog = amp_json_get(doc->root, "program");
     const struct amp_json *dev = amp_json_get(doc->root, "device");
     const struct amp_json *pol = amp_json_get(doc->root, "policy");
@@ -410,11 +434,59 @@ amp_print_header(const struct amp_doc *doc)
     printf("policy:  %s: %s\n",
            amp_or(amp_json_str(amp_json_get(pol, "source")), "?"),
            amp_or(amp_json_str(amp_json_get(pol, "why")), "?"));
+    /* A report that names where the tolerance came from (AMPSHIM_TOLERANCE
+     * may override the policy's). */
+    if (amp_json_str(amp_json_get(pol, "tolerance_source")))
+        printf("tolerance: %s\n", amp_tolerance_words(pol, b, sizeof b));
     if (amp_report_incomplete(doc))
         printf("status:  incomplete: a snapshot taken during the run, at "
                "%s; the program did not reach exit\n",
                amp_or(amp_json_str(amp_json_get(doc->root, "generated")),
                       "?"));
+}
+
+/* 1 when the row's tolerance is in the Frobenius norm: its error
+ * column is then the Frobenius one. */
+static int
+amp_row_fro(const struct amp_row *r)
+{
+    return r->tolerance_norm && strcmp(r->tolerance_norm, "fro") == 0;
+}
+
+/* The row's errors as the shim's comparison takes them. */
+static void
+amp_row_errors(const struct amp_row *r, struct amp_gemm_error *e,
+               enum amp_norm *norm)
+{
+    memset(e, 0, sizeof *e);
+    e->max_rel = r->max_rel;
+    e->fro_rel = r->max_fro;
+    *norm = amp_row_fro(r) ? AMP_NORM_FRO : AMP_NORM_MAX;
+}
+
+double
+amp_row_error(const struct amp_row *r)
+{
+    struct amp_gemm_error e;
+    enum amp_norm norm;
+
+    amp_row_errors(r, &e, &norm);
+    return amp_error_in(&e, norm);
+}
+
+int
+amp_row_over(const struct amp_row *r)
+{
+    struct amp_gemm_error e;
+    enum amp_norm norm;
+
+    if (r->over_tolerance > 0.0)
+        return 1;
+    amp_row_errors(r, &e, &norm);
+    /* Not measured, or no tolerance: nothing to be over. */
+    if (isnan(amp_error_in(&e, norm)) || isnan(r->tolerance))
+        return 0;
+    return amp_error_over(&e, r->tolerance, norm);
 }
 
 /* One line of the table: a site, or (indented) one of its shapes. */
@@ -436,14 +508,15 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
            amp_fmt(b[2], 32, "%.2f", r->speedup),
            amp_fmt(b[6], 32, "%.2f", r->steady),
            amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-           amp_fmt(b[4], 32, "%.2e", r->max_rel),
+           amp_fmt(b[4], 32, "%.2e", amp_row_error(r)),
            amp_fmt(b[5], 32, "%.1e", r->tolerance),
            r->demoted ? "  DEMOTED" : "", r->reasons[0] ? "  fp32: " : "",
            r->reasons);
 }
 
 /* Under a shape an auto rule decided: its choice and each candidate's
- * modelled speedup and error, or why it was not chosen:
+ * modelled speedup and error (in the tolerance's norm), or why it was not
+ * chosen:
  * "    auto: tf32 (fp16 0.42x 2.5e-04: not faster than fp32; ...)". */
 static void
 amp_print_auto(const struct amp_json *shape)
@@ -451,6 +524,12 @@ amp_print_auto(const struct amp_json *shape)
     const struct amp_json *a = amp_json_get(shape, "auto");
     const struct amp_json *cands = amp_json_get(a, "candidates");
     const char *choice = amp_json_str(amp_json_get(a, "choice"));
+    const char *norm = amp_json_str(amp_json_get(amp_json_get(shape,
+                                                 "errors"),
+                                                 "tolerance_norm"));
+    /* Each candidate's error in the tolerance's norm. */
+    const char *key = norm && strcmp(norm, "fro") == 0 ? "fro_rel"
+                                                       : "max_rel";
     char b[2][32];
     size_t i;
 
@@ -465,7 +544,7 @@ amp_print_auto(const struct amp_json *shape)
         printf("%s%s %sx %s%s%s", i ? "; " : "",
                amp_or(amp_json_str(amp_json_get(c, "mode")), "?"),
                amp_fmt(b[0], 32, "%.2f", amp_num(c, "speedup")),
-               amp_fmt(b[1], 32, "%.1e", amp_num(c, "max_rel")),
+               amp_fmt(b[1], 32, "%.1e", amp_num(c, key)),
                no ? ": " : "", no ? no : "");
     }
     printf(")\n");
@@ -500,7 +579,8 @@ amp_print_table(const struct amp_doc *doc)
     amp_print_header(doc);
     printf("\n%-32s %-26s %7s %7s %-18s %10s %10s %8s %8s %10s %10s %9s\n",
            "site / shape", "api", "calls", "conv", "mode", "fp32 ms",
-           "actual ms", "speedup", "steady", "saved ms", "max rel",
+           "actual ms", "speedup", "steady", "saved ms",
+           doc->nrows && amp_row_fro(&doc->rows[0]) ? "fro rel" : "max rel",
            "tolerance");
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
@@ -517,6 +597,7 @@ amp_print_table(const struct amp_doc *doc)
             shape.candidate = r->candidate;
             amp_row_modes(&shape, amp_json_get(&shapes->items[j], "modes"));
             shape.tolerance = r->tolerance;
+            shape.tolerance_norm = r->tolerance_norm;
             snprintf(name, sizeof name, "  %s",
                      amp_or(amp_json_str(amp_json_get(&shapes->items[j],
                                                       "shape")), "?"));
@@ -598,7 +679,7 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
     fputs("api,function,module,offset,calls,converted,fp32,fallback,modes,"
           "fp32_ms,actual_ms,saved_ms,speedup,max_rel_err,tolerance,"
           "over_tolerance,demoted,steady_speedup,fp32_reasons,"
-          "fp32_unknown_reason\n", f);
+          "fp32_unknown_reason,fro_rel_err,tolerance_norm\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
 
@@ -621,7 +702,9 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         amp_csv_field(f, r->demoted ? "yes" : "no", 0);
         amp_csv_number(f, r->steady, 0);
         amp_csv_field(f, r->reasons, 0);
-        amp_csv_field(f, r->unknown_reason, 1);
+        amp_csv_field(f, r->unknown_reason, 0);
+        amp_csv_number(f, r->max_fro, 0);
+        amp_csv_field(f, r->tolerance_norm, 1);
     }
     return amp_out_close(f);
 }

@@ -23,6 +23,9 @@ struct amp_row {
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
+    double max_fro;              /* relative error, Frobenius norm */
+    const char *tolerance_norm;  /* "max" or "fro"; NULL: an older
+                                    report's, max */
     double steady;               /* converted calls only (steady state) */
     int demoted;
     int time_known;              /* some calls have an FP32 time */
@@ -30,6 +33,15 @@ struct amp_row {
     char reasons[160];           /* "min-size 12, no-rule 3": why calls
                                     ran FP32; "" when none did */
 };
+
+/* The row's largest shadow error in its tolerance's norm (max_fro for a
+ * Frobenius tolerance, else max_rel); NaN when not measured. */
+double amp_row_error(const struct amp_row *r);
+
+/* 1 when the row is over its tolerance: shadow calls counted over it, or
+ * its largest error over it in the tolerance's norm (amp_error_over,
+ * decide/site.h); an unmeasured error or no tolerance is not. */
+int amp_row_over(const struct amp_row *r);
 
 /* The parsed report; rows sorted by time saved, largest first. */
 struct amp_doc {

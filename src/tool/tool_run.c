@@ -39,6 +39,14 @@ const char amp_tool_run_help[] =
     "  --mode MODE     every call in MODE, no policy read (AMPSHIM_MODE):\n"
     "                  fp32, fp16, bf16, tf32, fp16x3, allow-conversion,\n"
     "                  shadow, shadow:MODE; default: the policy decides\n"
+    "  --tolerance X[:NORM]\n"
+    "                  the largest relative error a shadow call may show\n"
+    "                  before its call site stays FP32 (AMPSHIM_TOLERANCE),\n"
+    "                  over the policy's 'set tolerance', under --mode too;\n"
+    "                  NORM max (max |cand - fp32| / max |fp32|, the\n"
+    "                  default) or fro (||cand - fp32||_F / ||fp32||_F, as\n"
+    "                  a program checking its result in the L2 norm sees\n"
+    "                  it; also frobenius, l2); 1e-6:fro is FP32 accuracy\n"
     "  --report FILE   the JSON report (AMPSHIM_REPORT); 'off' for none;\n"
     "                  default ampshim-PROGRAM-PID.json in the working\n"
     "                  directory (a program preloaded without 'ampshim\n"
@@ -86,6 +94,7 @@ amp_run_parse(int argc, char **argv, struct amp_run_options *o, int *force,
     static const struct option longopts[] = {
         {"policy", required_argument, NULL, 'P'},
         {"mode", required_argument, NULL, 'M'},
+        {"tolerance", required_argument, NULL, 'O'},
         {"report", required_argument, NULL, 'R'},
         {"trace", required_argument, NULL, 'T'},
         {"force", no_argument, NULL, 'F'},
@@ -102,6 +111,7 @@ amp_run_parse(int argc, char **argv, struct amp_run_options *o, int *force,
         switch (c) {
         case 'P': o->policy = optarg; break;
         case 'M': o->mode = optarg; break;
+        case 'O': o->tolerance = optarg; break;
         case 'R': o->report = optarg; break;
         case 'T': o->trace = optarg; break;
         case 'F': *force = 1; break;
@@ -132,6 +142,8 @@ amp_run_settings(const struct amp_run_options *o)
         rc |= setenv("AMPSHIM_POLICY", o->policy, 1);
     if (o->mode)
         rc |= setenv("AMPSHIM_MODE", o->mode, 1);
+    if (o->tolerance)
+        rc |= setenv("AMPSHIM_TOLERANCE", o->tolerance, 1);
     if (o->report)
         rc |= setenv("AMPSHIM_REPORT", o->report, 1);
     if (o->trace)
@@ -467,11 +479,20 @@ amp_run_check(const struct amp_run_options *o, int force,
 {
     char found[PATH_MAX], modes[400];
     enum amp_mode mode, candidate;
+    enum amp_norm norm;
+    double tol;
 
     if (o->mode && amp_config_mode(o->mode, &mode, &candidate) != AMP_OK) {
         amp_config_mode_names(modes, sizeof modes);
         fprintf(stderr, "ampshim run: --mode %s: not a mode; the modes: "
                 "%s\n", o->mode, modes);
+        return -1;
+    }
+    if (o->tolerance &&
+        amp_tolerance_parse(o->tolerance, &tol, &norm) != AMP_OK) {
+        fprintf(stderr, "ampshim run: --tolerance %s: not a tolerance; "
+                "expected a non-negative number with an optional :NORM, "
+                "NORM " AMP_NORM_WORDS " (1e-6:fro)\n", o->tolerance);
         return -1;
     }
     if (amp_run_settings(o) != 0) {

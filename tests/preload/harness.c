@@ -347,9 +347,11 @@ amp_test_parse_summary(const char *text, struct amp_test_summary *sum)
 
             l.has_shadow = sscanf(buf + end,
                                   " shadow=%ld max_abs_err=%lf "
-                                  "max_rel_err=%lf nonfinite=%ld%n",
+                                  "max_rel_err=%lf nonfinite=%ld "
+                                  "fro_rel_err=%lf%n",
                                   &l.shadow, &l.max_abs_err, &l.max_rel_err,
-                                  &l.nonfinite, &more) == 4;
+                                  &l.nonfinite, &l.fro_rel_err,
+                                  &more) == 5;
             if (!l.has_shadow || end + more != (int)len) {
                 sum->malformed++;
                 continue;

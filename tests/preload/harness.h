@@ -97,7 +97,7 @@ struct amp_test_summary_line {
     /* Shadow measurements, when the line has them. */
     int has_shadow;
     long shadow, nonfinite;
-    double max_abs_err, max_rel_err;
+    double max_abs_err, max_rel_err, fro_rel_err;
     int seen;         /* how many lines named this api */
 };
 
@@ -110,7 +110,8 @@ struct amp_test_summary {
 
 /* Collects every "ampshim[<pid>]: summary <api> calls=<n> converted=<n>
  * fp32=<n> fallback=<n> passthrough=<n>" line of text, with its optional
- * " shadow=<n> max_abs_err=<x> max_rel_err=<x> nonfinite=<n>". */
+ * " shadow=<n> max_abs_err=<x> max_rel_err=<x> nonfinite=<n>
+ * fro_rel_err=<x>". */
 void amp_test_parse_summary(const char *text, struct amp_test_summary *sum);
 
 /* The line for api, or NULL. */

@@ -212,15 +212,18 @@ static void
 expect_only_shim_lines(const struct amp_test_run *run, int summary_only,
                        const char *what)
 {
-    char prefix[64], table[64], coverage[64];
+    char prefix[64], table[64], coverage[64], accuracy[80];
     const char *line = run->err;
 
     snprintf(prefix, sizeof(prefix), summary_only ? "ampshim[%d]: summary "
              : "ampshim[%d]", (int)run->pid);
-    /* The exit table's rows ("ampshim[pid]: | ...") and the coverage line
-     * belong to the summary. */
+    /* The exit table's rows ("ampshim[pid]: | ..."), the coverage line and
+     * the line on the converted results' error belong to the summary. */
     snprintf(table, sizeof(table), "ampshim[%d]: | ", (int)run->pid);
     snprintf(coverage, sizeof(coverage), "ampshim[%d]: coverage: ",
+             (int)run->pid);
+    /* The line on how far converted results differ from FP32. */
+    snprintf(accuracy, sizeof(accuracy), "ampshim[%d]: converted results ",
              (int)run->pid);
     while (line && *line) {
         const char *next = strchr(line, '\n');
@@ -228,6 +231,7 @@ expect_only_shim_lines(const struct amp_test_run *run, int summary_only,
         if (strncmp(line, prefix, strlen(prefix)) != 0 &&
             strncmp(line, table, strlen(table)) != 0 &&
             strncmp(line, coverage, strlen(coverage)) != 0 &&
+            strncmp(line, accuracy, strlen(accuracy)) != 0 &&
             *line != '\n') {
             amp_test_run_dump(what, run);
             fail_msg("%s: stderr line not starting '%s'", what, prefix);

@@ -44,7 +44,8 @@ DEVICES.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "flops_fp32",
                                    "flops_converted")})
 DEVICES.update({"name": {STR, NULL}, "speedup": {NUM, NULL}})
 POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
-          "broken": {BOOL}, "mode": {STR, NULL}, "tolerance": {NUM, NULL}}
+          "broken": {BOOL}, "mode": {STR, NULL}, "tolerance": {NUM, NULL},
+          "tolerance_norm": {STR}, "tolerance_source": {STR}}
 API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
                           "passthrough")}
 API["api"] = {STR}
@@ -60,8 +61,10 @@ TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
 TIME["fp32_unknown_reason"] = {STR, NULL}
 ERRORS = {"shadow_calls": {INT}, "max_rel": {NUM, NULL},
           "mean_rel": {NUM, NULL}, "max_abs": {NUM, NULL},
+          "max_fro": {NUM, NULL}, "mean_fro": {NUM, NULL},
           "nonfinite": {INT}, "tolerance": {NUM, NULL},
-          "over_tolerance": {INT}}
+          "tolerance_norm": {STR}, "over_tolerance": {INT}}
+NORMS = {"max", "fro"}
 COMMON = {"calls": {INT}, "converted": {INT}, "fp32": {INT},
           "fallback": {INT}, "unmeasured": {INT}, "modes": {OBJ},
           "shadow_candidate": {STR, NULL}, "time": {OBJ}, "errors": {OBJ},
@@ -92,7 +95,8 @@ AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
         "candidates": {ARR}}
 AUTO_CANDIDATE = {"mode": {STR}, "shadow_calls": {INT},
                   "errors_measured": {INT}, "times_measured": {INT},
-                  "max_rel": {NUM, NULL}, "nonfinite": {INT},
+                  "max_rel": {NUM, NULL}, "fro_rel": {NUM, NULL},
+                  "nonfinite": {INT},
                   "candidate_ms": {NUM, NULL}, "fp32_ms": {NUM, NULL},
                   "speedup": {NUM, NULL}, "eligible": {BOOL},
                   "rejected": {STR, NULL}}
@@ -150,9 +154,29 @@ def check_auto(a, where):
         problems.append(f"{where}.choice: set while measuring")
 
 
-def check_entry(e, where):
+def check_errors(err, policy, where):
+    """Both norms' errors measured on the same shadow calls (null when
+    none), the tolerance and its norm the policy's."""
+    check(err, ERRORS, where)
+    if problems:
+        return
+    if err["tolerance_norm"] not in NORMS:
+        problems.append(f"{where}.tolerance_norm: {err['tolerance_norm']}")
+    for key in ("tolerance", "tolerance_norm"):
+        if err[key] != policy[key]:
+            problems.append(f"{where}.{key}: {err[key]}, the policy's is "
+                            f"{policy[key]}")
+    for key in ("max_fro", "mean_fro"):
+        if (err[key] is None) != (err["shadow_calls"] == 0):
+            problems.append(f"{where}.{key}: {err[key]} with "
+                            f"{err['shadow_calls']} shadow calls")
+        elif err[key] is not None and err[key] < 0:
+            problems.append(f"{where}.{key}: negative")
+
+
+def check_entry(e, where, policy):
     check(e["time"], TIME, where + ".time")
-    check(e["errors"], ERRORS, where + ".errors")
+    check_errors(e["errors"], policy, where + ".errors")
     check(e["scratch_bytes"], {"max": {INT}, "mean": {NUM, NULL}},
           where + ".scratch_bytes")
     check(e["flops"], {"total": {NUM}, "converted": {NUM}}, where + ".flops")
@@ -211,6 +235,11 @@ def main(path):
     if r["job"] is not None:
         check(r["job"], JOB, "job")
     check(r["policy"], POLICY, "policy")
+    if problems:
+        return
+    if r["policy"]["tolerance_norm"] not in NORMS:
+        problems.append(f"policy.tolerance_norm: "
+                        f"{r['policy']['tolerance_norm']}")
     for name, value in r["environment"].items():
         if kind(value) != STR:
             problems.append(f"environment.{name}: not a string")
@@ -223,11 +252,11 @@ def main(path):
             return
         if s["family"] not in ("gemm", "conv"):
             problems.append(f"{where}.family: {s['family']}")
-        check_entry(s, where)
+        check_entry(s, where, r["policy"])
         for j, e in enumerate(s["shapes"]):
             check(e, SHAPE, f"{where}.shapes[{j}]")
             if not problems:
-                check_entry(e, f"{where}.shapes[{j}]")
+                check_entry(e, f"{where}.shapes[{j}]", r["policy"])
             if "auto" in e:
                 check_auto(e["auto"], f"{where}.shapes[{j}].auto")
     check(r["totals"], TOTALS, "totals")

@@ -34,14 +34,14 @@ struct verdict {
     const char *function;
     const char *mode;            /* expected choice */
     double speedup;              /* the chosen mode's, from the file */
-    double max_rel;
+    double max_rel, max_fro;
 };
 
 static struct verdict verdicts[] = {
-    {"tiny_projection", "fp32", 0, 0},   /* nothing is faster */
-    {"dense_layer", "tf32", 0, 0},       /* the fastest within 5e-3 */
-    {"cancelling_layer", "fp16x3", 0, 0}, /* the only one within it */
-    {"conv_layer*", "fp32", 0, 0},       /* too small to gain */
+    {"tiny_projection", "fp32", 0, 0, 0},   /* nothing is faster */
+    {"dense_layer", "tf32", 0, 0, 0},       /* the fastest within 5e-3 */
+    {"cancelling_layer", "fp16x3", 0, 0, 0}, /* the only one within it */
+    {"conv_layer*", "fp32", 0, 0, 0},       /* too small to gain */
 };
 #define NVERDICTS (sizeof verdicts / sizeof verdicts[0])
 
@@ -101,8 +101,11 @@ read_verdict(const char *text, struct verdict *v, char action[32])
         assert_non_null(strstr(chosen, "no candidate is within"));
         return;
     }
-    assert_int_equal(sscanf(chosen, " chosen: max rel error %lf, speedup "
-                            "%lf", &v->max_rel, &v->speedup), 2);
+    assert_int_equal(sscanf(chosen, " chosen: max rel error %lf, fro rel "
+                            "error %lf, speedup %lf", &v->max_rel,
+                            &v->max_fro, &v->speedup), 3);
+    /* The Frobenius norm's error is measured too. */
+    assert_true(v->max_fro > 0 && isfinite(v->max_fro));
 }
 
 static const struct amp_json *
@@ -160,6 +163,7 @@ test_calibrate_and_replay(void **state)
     assert_int_equal(pol.matches[0].build_id_len, 20);
     assert_int_equal(pol.nrules, 4);
     assert_true(fabs(pol.set.tolerance - 5e-3) < 1e-12);
+    assert_int_equal(pol.set.tolerance_norm, AMP_NORM_MAX);
     text = amp_test_read_file(policy_path);
     assert_non_null(text);
     for (i = 0; i < NVERDICTS; i++) {

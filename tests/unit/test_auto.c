@@ -13,7 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#define TOL 5e-3
+/* The policy's bound in these tests: 5e-3 in the max norm. */
+static const struct amp_auto_bound tol = {5e-3, AMP_NORM_MAX};
+#define TOL (&tol)
 
 static int site_number;
 
@@ -46,7 +48,8 @@ static void
 measured(struct amp_site *site, int slot, enum amp_mode mode, double rel,
          double ms, double fp32_ms)
 {
-    struct amp_gemm_error e = {.max_abs = rel, .max_rel = rel};
+    struct amp_gemm_error e = {.max_abs = rel, .max_rel = rel,
+                               .fro_rel = rel / 4};
 
     amp_auto_error(site, slot, mode, &e, TOL);
     amp_auto_time(site, slot, mode, ms, fp32_ms, TOL);
@@ -223,6 +226,37 @@ test_failures_rule_out(void **state)
                         "not measured yet");
 }
 
+/* A tolerance of FP32 accuracy in the Frobenius norm (1e-6:fro): the
+ * 16-bit modes are over it, fp16x3 within it and chosen. */
+static void
+test_frobenius_bound(void **state)
+{
+    static const struct amp_auto_bound fro = {1e-6, AMP_NORM_FRO};
+    struct amp_gemm_error e16 = {.max_rel = 4.6e-5, .fro_rel = 1.1e-5};
+    struct amp_gemm_error e16x3 = {.max_rel = 3e-6, .fro_rel = 4e-7};
+    struct amp_auto_view v;
+    char why[96];
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    amp_auto_error(site, slot, AMP_MODE_FP16, &e16, &fro);
+    amp_auto_error(site, slot, AMP_MODE_BF16, &e16, &fro);
+    amp_auto_error(site, slot, AMP_MODE_TF32, &e16, &fro);
+    expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16X3);
+    /* Over 1e-6 in the max norm, within it in the Frobenius norm. */
+    amp_auto_error(site, slot, AMP_MODE_FP16X3, &e16x3, &fro);
+    amp_auto_time(site, slot, AMP_MODE_FP16X3, 1.0, 2.0, &fro);
+    expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_FP16X3);
+    amp_auto_get(site, slot, &v);
+    assert_string_equal(amp_auto_rejects(&v.c[0], &fro, why, sizeof why),
+                        "error 1.1e-05 over the tolerance 1e-06 "
+                        "(Frobenius norm)");
+}
+
 static void
 test_no_site_is_fp32(void **state)
 {
@@ -243,6 +277,7 @@ main(void)
         cmocka_unit_test(test_fp16x3_only_when_nothing_is_within),
         cmocka_unit_test(test_conv_candidates),
         cmocka_unit_test(test_failures_rule_out),
+        cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
     };
 

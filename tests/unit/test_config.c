@@ -6,6 +6,7 @@
 
 #include "base/config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The environment of one test: name=value pairs. */
@@ -111,6 +112,52 @@ test_bad_values(void **state)
         assert_int_equal(cfg.disabled, defaults.disabled);
         assert_int_equal(cfg.summary, defaults.summary);
         assert_true(cfg.scratch_max == defaults.scratch_max);
+    }
+}
+
+/* AMPSHIM_TOLERANCE=X[:NORM]: a number, and a norm by any of its names. */
+static void
+test_tolerance(void **state)
+{
+    static const struct {
+        const char *value;
+        double tol;
+        enum amp_norm norm;
+    } good[] = {
+        {"5e-3", 5e-3, AMP_NORM_MAX},    {"1e-6:fro", 1e-6, AMP_NORM_FRO},
+        {"1e-6:FRO", 1e-6, AMP_NORM_FRO}, {"0.01:frobenius", 0.01,
+                                            AMP_NORM_FRO},
+        {"2e-4:l2", 2e-4, AMP_NORM_FRO}, {"0:max", 0.0, AMP_NORM_MAX},
+        {".5:inf", 0.5, AMP_NORM_MAX},
+    };
+    static const char *const bad[] = {
+        "1e-3:l3", "fro", "-1e-3", "1e-3:", ":fro", "inf", "nan", "1e999",
+        " 1e-3", "1e-3x", "1e-3:fro:max", "0x1p-3",
+    };
+    const char *env[3] = {"AMPSHIM_TOLERANCE", NULL, NULL};
+    struct amp_config cfg;
+    char want[160];
+    size_t i;
+
+    (void)state;
+    load(&cfg, NULL);
+    assert_true(cfg.tolerance < 0);
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        env[1] = good[i].value;
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 0);
+        assert_true(cfg.tolerance == good[i].tol);
+        assert_int_equal(cfg.tolerance_norm, good[i].norm);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        env[1] = bad[i];
+        load(&cfg, env);
+        assert_int_equal(cfg.nproblems, 1);
+        snprintf(want, sizeof want, "AMPSHIM_TOLERANCE=\"%s\" is not a "
+                 "tolerance (a non-negative number, with :NORM for a norm, "
+                 "NORM max or fro, as 1e-6:fro); ignored", bad[i]);
+        assert_string_equal(cfg.problems[0], want);
+        assert_true(cfg.tolerance < 0);
     }
 }
 
@@ -318,6 +365,7 @@ main(void)
         cmocka_unit_test(test_good_values),
         cmocka_unit_test(test_byte_counts),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_tolerance),
         cmocka_unit_test(test_problem_lists_accepted_values),
         cmocka_unit_test(test_empty_values_are_unset),
         cmocka_unit_test(test_overlong_log_file),

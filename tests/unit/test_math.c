@@ -269,7 +269,7 @@ test_f16x3_split(void **state)
 static void
 test_shadow_element(void **state)
 {
-    struct amp_shadow_error e = {0, 0, 0}, f = {0, 0, 0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0}, f = {0, 0, 0, 0.0, 0.0};
 
     amp_shadow_element(&e, 1.5f, 1.0f);
     amp_shadow_element(&e, 0.25f, 0.0f);
@@ -290,6 +290,58 @@ test_shadow_element(void **state)
     assert_true(amp_shadow_relative(0.0f, 0.0f) == 0.0);
     assert_true(isinf(amp_shadow_relative(1.0f, 0.0f)));
     assert_int_equal(e.nonfinite, 2);
+    /* The Frobenius sums: squares of every finite FP32 element (1, 0, 4,
+     * 4, then 1), of the differences where the candidate is finite too
+     * (0.25, 0.0625, then 9). */
+    assert_true(e.sq_ref == 10.0);
+    assert_true(e.sq_diff == 9.3125);
+    assert_true(amp_shadow_relative_sq(e.sq_diff, e.sq_ref) == 0.93125);
+    assert_true(amp_shadow_relative_sq(0.0, 0.0) == 0.0);
+    assert_true(isinf(amp_shadow_relative_sq(1.0, 0.0)));
+}
+
+/* The relative Frobenius error of a batch, from threads' shares merged as
+ * the kernel's reduction merges them, against ||C - C_ref||_F /
+ * ||C_ref||_F computed directly in double, as a program checks it. */
+static void
+test_shadow_frobenius(void **state)
+{
+    enum { ROWS = 37, COLS = 11, LD = 40, BATCH = 3 };
+    static float ref[BATCH * LD * COLS], cand[BATCH * LD * COLS];
+    double num = 0.0, den = 0.0, want, got;
+    int64_t i, j, b, t;
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+
+    (void)state;
+    for (i = 0; i < BATCH * LD * COLS; i++) {
+        /* Values over six orders of magnitude, candidates off by about
+         * fp16's rounding, and a padding the walk must skip. */
+        ref[i] = (float)((i % 7) - 3) * powf(10.0f, (float)(i % 6) - 3);
+        cand[i] = ref[i] * (1.0f + (float)((i % 5) - 2) * 2.4e-4f);
+    }
+    for (b = 0; b < BATCH; b++)
+        for (j = 0; j < COLS; j++)
+            for (i = 0; i < ROWS; i++) {
+                int64_t off = b * LD * COLS + j * LD + i;
+                double d = (double)cand[off] - (double)ref[off];
+
+                num += d * d;
+                den += (double)ref[off] * ref[off];
+            }
+    want = sqrt(num) / sqrt(den);
+    for (t = 0; t < 5; t++) {
+        struct amp_shadow_error part = amp_shadow_error_thread(
+            cand, LD, LD * COLS, ref, NULL, LD, LD * COLS, BATCH, ROWS,
+            COLS, t, 5);
+
+        amp_shadow_merge(&e, &part);
+    }
+    got = sqrt(amp_shadow_relative_sq(e.sq_diff, e.sq_ref));
+    assert_true(want > 1e-5 && want < 1e-3);
+    assert_true(fabs(got - want) <= 1e-12 * want);
+    /* The max norm's error is larger than the Frobenius norm's here. */
+    assert_true(amp_shadow_relative(amp_bits_f32(e.max_abs),
+                                    amp_bits_f32(e.max_ref)) > got);
 }
 
 /* The batch forms split the index space over matrices given by stride or
@@ -545,7 +597,7 @@ test_conv_walk_layouts(void **state)
             for (ti = 0; ti < NWALK_THREADS; ti++) {
                 int64_t nt = walk_threads[ti], t;
                 uint32_t bad = 0;
-                struct amp_shadow_error e = {0, 0, 0};
+                struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
 
                 memset(packed, 0xff, sizeof packed);
                 for (t = 0; t < nt; t++) {
@@ -590,7 +642,7 @@ test_conv_walk_layouts(void **state)
                     amp_shadow_merge(&e, &part);
                 }
                 {
-                    struct amp_shadow_error want = {0, 0, 0};
+                    struct amp_shadow_error want = {0, 0, 0, 0.0, 0.0};
 
                     for (g = 0; g < n; g++) {
                         int64_t off;
@@ -601,6 +653,10 @@ test_conv_walk_layouts(void **state)
                     }
                     assert_int_equal(e.max_abs, want.max_abs);
                     assert_int_equal(e.max_ref, want.max_ref);
+                    assert_true(fabs(e.sq_diff - want.sq_diff) <=
+                                1e-12 * want.sq_diff);
+                    assert_true(fabs(e.sq_ref - want.sq_ref) <=
+                                1e-12 * want.sq_ref);
                 }
             }
         }
@@ -647,6 +703,7 @@ main(void)
         cmocka_unit_test(test_cast_threads),
         cmocka_unit_test(test_f16x3_split),
         cmocka_unit_test(test_shadow_element),
+        cmocka_unit_test(test_shadow_frobenius),
         cmocka_unit_test(test_batch_threads),
         cmocka_unit_test(test_batch_walk_shapes),
         cmocka_unit_test(test_fold_walk_rows),

@@ -12,8 +12,10 @@
 
 #include "decide/policy.h"
 #include "decide/policy_check.h"
+#include "decide/site.h"
 #include "decide/symbolize.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,56 @@ test_depth_limit_exact(void **state)
 
 /* ---- Parsing what is valid --------------------------------------------------- */
 
+/* set tolerance X NORM: the norm's names and their aliases, any case. */
+static void
+test_tolerance_norm(void **state)
+{
+    static const struct {
+        const char *text;
+        enum amp_norm norm;
+    } cases[] = {
+        {"set tolerance 1e-6 fro\ndefault fp16\n", AMP_NORM_FRO},
+        {"set tolerance 1e-6 Frobenius # c\ndefault fp16\n", AMP_NORM_FRO},
+        {"set tolerance 1e-6 l2\ndefault fp16\n", AMP_NORM_FRO},
+        {"set tolerance 1e-6 max\ndefault fp16\n", AMP_NORM_MAX},
+        {"set tolerance 1e-6\ndefault fp16\n", AMP_NORM_MAX},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        parse_ok(cases[i].text);
+        assert_true(pol.set.tolerance == 1e-6);
+        assert_int_equal(pol.set.tolerance_norm, cases[i].norm);
+    }
+}
+
+/* The one comparison of an error with a tolerance (decide/site.h). */
+static void
+test_error_over(void **state)
+{
+    struct amp_gemm_error e = {.max_abs = 0.5, .max_rel = 3e-4,
+                               .fro_rel = 2e-7};
+
+    (void)state;
+    assert_true(amp_error_in(&e, AMP_NORM_MAX) == 3e-4);
+    assert_true(amp_error_in(&e, AMP_NORM_FRO) == 2e-7);
+    assert_int_equal(amp_error_over(&e, 5e-3, AMP_NORM_MAX), 0);
+    assert_int_equal(amp_error_over(&e, 1e-4, AMP_NORM_MAX), 1);
+    assert_int_equal(amp_error_over(&e, 1e-6, AMP_NORM_FRO), 0);
+    assert_int_equal(amp_error_over(&e, 1e-6, AMP_NORM_MAX), 1);
+    assert_int_equal(amp_error_over(&e, 1e-7, AMP_NORM_FRO), 1);
+    /* Equal is within; no tolerance (HUGE_VAL) is never over... */
+    assert_int_equal(amp_error_over(&e, 2e-7, AMP_NORM_FRO), 0);
+    assert_int_equal(amp_error_over(&e, HUGE_VAL, AMP_NORM_MAX), 0);
+    /* ...but a NaN error or a non-finite element always is. */
+    e.fro_rel = NAN;
+    assert_int_equal(amp_error_over(&e, HUGE_VAL, AMP_NORM_FRO), 1);
+    assert_int_equal(amp_error_over(&e, 1.0, AMP_NORM_MAX), 0);
+    e.nonfinite = 1;
+    assert_int_equal(amp_error_over(&e, 1.0, AMP_NORM_MAX), 1);
+}
+
 static void
 test_settings_and_matches(void **state)
 {
@@ -179,6 +231,7 @@ test_settings_and_matches(void **state)
     assert_int_equal(pol.matches[0].build_id[1], 0xff);
     assert_string_equal(pol.strings + pol.matches[1].exe, "/opt/*/x");
     assert_true(pol.set.tolerance == 2.5e-3);
+    assert_int_equal(pol.set.tolerance_norm, AMP_NORM_MAX);
     assert_true(pol.set.shadow_rate == 0.25);
     assert_int_equal(pol.set.min_size, 4096);
     assert_int_equal(pol.set.scratch_max, 3 << 20);
@@ -1028,6 +1081,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_depth_limit_exact),
         cmocka_unit_test(test_settings_and_matches),
+        cmocka_unit_test(test_tolerance_norm),
+        cmocka_unit_test(test_error_over),
         cmocka_unit_test(test_actions),
         cmocka_unit_test(test_match_shapes_and_order),
         cmocka_unit_test(test_match_symbol_caller_module),
