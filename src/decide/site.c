@@ -97,13 +97,14 @@ amp_site_count(struct amp_site *site)
                                      memory_order_relaxed) + 1;
 }
 
-uint64_t
-amp_site_shape_count(struct amp_site *site, uint64_t key)
+/* The slot of the shape `key` at the site, claimed when `claim` and the
+ * key has none; -1 when the slots are full (or, without `claim`, when
+ * the key has none). */
+static int
+amp_site_shape_find(struct amp_site *site, uint64_t key, int claim)
 {
     size_t at, i;
 
-    if (!site)
-        return 1;
     if (key == 0)
         key = 1;
     at = (size_t)(key % AMP_SITE_SHAPES);
@@ -112,6 +113,8 @@ amp_site_shape_count(struct amp_site *site, uint64_t key)
         unsigned long long seen =
             atomic_load_explicit(&site->shape_keys[k], memory_order_acquire);
 
+        if (seen == 0 && !claim)
+            return -1;
         if (seen == 0) {
             unsigned long long free_key = 0;
 
@@ -124,33 +127,31 @@ amp_site_shape_count(struct amp_site *site, uint64_t key)
                 seen = free_key;
         }
         if (seen == key)
-            return atomic_fetch_add_explicit(&site->shape_calls[k], 1,
-                                             memory_order_relaxed) + 1;
+            return (int)k;
     }
-    return atomic_load_explicit(&site->calls, memory_order_relaxed);
+    return -1;
+}
+
+uint64_t
+amp_site_shape_count(struct amp_site *site, uint64_t key)
+{
+    int k;
+
+    if (!site)
+        return 1;
+    k = amp_site_shape_find(site, key, 1);
+    if (k < 0)
+        return atomic_load_explicit(&site->calls, memory_order_relaxed);
+    return atomic_fetch_add_explicit(&site->shape_calls[k], 1,
+                                     memory_order_relaxed) + 1;
 }
 
 int
 amp_site_shape_slot(const struct amp_site *site, uint64_t key)
 {
-    size_t at, i;
+    int k = site ? amp_site_shape_find((struct amp_site *)site, key, 0) : -1;
 
-    if (!site)
-        return AMP_SITE_SHAPES;
-    if (key == 0)
-        key = 1;
-    at = (size_t)(key % AMP_SITE_SHAPES);
-    for (i = 0; i < AMP_SITE_SHAPES; i++) {
-        size_t k = (at + i) % AMP_SITE_SHAPES;
-        unsigned long long seen =
-            atomic_load_explicit(&site->shape_keys[k], memory_order_acquire);
-
-        if (seen == key)
-            return (int)k;
-        if (seen == 0)
-            break;
-    }
-    return AMP_SITE_SHAPES;
+    return k < 0 ? AMP_SITE_SHAPES : k;
 }
 
 void

@@ -78,6 +78,15 @@ expect_mode(struct amp_site *site, enum amp_family family, int64_t count,
     assert_int_equal(d.why, AMP_WHY_AUTO);
 }
 
+/* A GEMM shape's first three calls: fp16, bf16, tf32 in shadow. */
+static void
+expect_gemm_candidates(struct amp_site *site)
+{
+    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
+    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+}
+
 static void
 test_gemm_measures_then_takes_the_fastest(void **state)
 {
@@ -87,9 +96,7 @@ test_gemm_measures_then_takes_the_fastest(void **state)
     struct amp_site *site = fresh_site(&slot);
 
     (void)state;
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    expect_gemm_candidates(site);
     /* No result yet: the candidates run again, least tried first. */
     expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16);
     measured(site, slot, AMP_MODE_FP16, 3e-4, 1.0, 2.0);
@@ -122,9 +129,7 @@ test_drift_gives_way(void **state)
     struct amp_site *site = fresh_site(&slot);
 
     (void)state;
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    expect_gemm_candidates(site);
     measured(site, slot, AMP_MODE_FP16, 3e-4, 1.0, 2.0);
     measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
     measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
@@ -156,9 +161,7 @@ test_fp16x3_only_when_nothing_is_within(void **state)
     struct amp_site *site = fresh_site(&slot);
 
     (void)state;
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    expect_gemm_candidates(site);
     /* Over the tolerance: judged on the error alone, no time needed. */
     measured(site, slot, AMP_MODE_FP16, 2e-2, -1.0, -1.0);
     measured(site, slot, AMP_MODE_BF16, 2e-1, -1.0, -1.0);
@@ -201,9 +204,7 @@ test_failures_rule_out(void **state)
     struct amp_site *site = fresh_site(&slot);
 
     (void)state;
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    expect_gemm_candidates(site);
     amp_auto_error(site, slot, AMP_MODE_FP16, &nonfinite, TOL);
     amp_auto_failed(site, slot, AMP_MODE_BF16, TOL);
     measured(site, slot, AMP_MODE_TF32, 3e-4, -1.0, -1.0);
@@ -240,9 +241,7 @@ test_frobenius_bound(void **state)
     struct amp_site *site = fresh_site(&slot);
 
     (void)state;
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    expect_gemm_candidates(site);
     amp_auto_error(site, slot, AMP_MODE_FP16, &e16, &fro);
     amp_auto_error(site, slot, AMP_MODE_BF16, &e16, &fro);
     amp_auto_error(site, slot, AMP_MODE_TF32, &e16, &fro);
