@@ -121,13 +121,12 @@ amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
         const struct amp_auto_candidate *c = &v->c[i];
         const char *no = amp_auto_rejects(c, bound, why, sizeof why);
 
-        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2fx %.3g%s%s",
-                              i ? "; " : "", amp_mode_name(c->mode),
-                              c->candidate_ms > 0
-                                  ? c->fp32_ms / c->candidate_ms
-                                  : 0.0,
-                              amp_error_in(&c->worst, bound->norm),
-                              no ? ": " : "", no ? no : "");
+        n += (size_t)snprintf(
+            line + n, sizeof line - n, "%s%s %.2fx %.3g%s%s", i ? "; " : "",
+            amp_mode_name(c->mode),
+            c->candidate_ms > 0 ? c->fp32_ms / c->candidate_ms : 0.0,
+            amp_error_in(&c->worst, bound->norm), no ? ": " : "",
+            no ? no : "");
     }
     amp_log(AMP_LOG_DEBUG, "auto: %s at %s: %s (%s)", site->api,
             amp_site_label(site, label, sizeof label), what, line);
