@@ -394,6 +394,26 @@ amp_launch_fused(struct amp_gemm_run *run, enum amp_kernel k,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* alpha and beta as the kernel that compensates alpha takes them: device
+ * pointers in device pointer mode, else values. */
+static void
+amp_gemm_scalar_args(const struct amp_gemm_desc *d, amp_devptr *alpha_dev,
+                     amp_devptr *beta_dev, float *alpha, float *beta)
+{
+    if (d->alpha_vector) {
+        /* The compensation alone: amp_k_alpha_vector applies it per row;
+         * a per-row beta is the steps' (or the fold's) own. */
+        *alpha = 1.0f;
+        *beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
+    } else if (d->scalars_on_device) {
+        *alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
+        *beta_dev = (amp_devptr)(uintptr_t)d->beta;
+    } else {
+        *alpha = *d->alpha;
+        *beta = *d->beta;
+    }
+}
+
 /* Zeroes the maxima and the block counter (the first words of the
  * scalars), then one kernel reduces both maxima and its last block turns
  * them into scales and compensates alpha; in device pointer mode it reads
@@ -405,22 +425,12 @@ amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr alpha_dev = 0, beta_dev = 0;
     float alpha = 0.0f, beta = 0.0f;
+    amp_devptr rec = run->record;
     void *params[] = {a, b, &run->scalars, &alpha_dev, &beta_dev, &alpha,
-                      &beta};
+                      &beta, &rec};
     enum amp_status st;
 
-    if (d->alpha_vector) {
-        /* The compensation alone: amp_k_alpha_vector applies it per row;
-         * a per-row beta is the steps' (or the fold's) own. */
-        alpha = 1.0f;
-        beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
-    } else if (d->scalars_on_device) {
-        alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
-        beta_dev = (amp_devptr)(uintptr_t)d->beta;
-    } else {
-        alpha = *d->alpha;
-        beta = *d->beta;
-    }
+    amp_gemm_scalar_args(d, &alpha_dev, &beta_dev, &alpha, &beta);
     st = amp_dev_memset32_async(
         run->scalars, 0,
         offsetof(struct amp_gemm_scalars, blocks_done) / 4 + 1, run->stream);
@@ -445,8 +455,31 @@ amp_queue_alpha_vector(struct amp_gemm_run *run,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* The one-pass FP16 casts of a repeating call (delayed scaling): the
+ * casts at the previous call's scales with this call's maxima, then the
+ * kernel that casts again, at the exact scale, an operand whose delayed
+ * scale does not stand (and otherwise only reads its flag). */
+static enum amp_status
+amp_queue_delayed(struct amp_gemm_run *run, struct amp_gemm_operand *a,
+                  struct amp_gemm_operand *b)
+{
+    amp_devptr alpha_dev = 0, beta_dev = 0;
+    float alpha = 0.0f, beta = 0.0f;
+    void *cast[] = {a, b, &run->record, &alpha_dev, &beta_dev, &alpha,
+                    &beta};
+    void *recast[] = {a, b, &run->record};
+    enum amp_status st;
+
+    amp_gemm_scalar_args(&run->desc, &alpha_dev, &beta_dev, &alpha, &beta);
+    st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST_DELAYED, a, b, cast);
+    if (st == AMP_OK)
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_RECAST, a, b, recast);
+    return st;
+}
+
 /* Maxima, scales and scalars in one launch, then the casts (or splits) of
- * A and B and their pointer arrays in another. */
+ * A and B and their pointer arrays in another; for a repeating FP16 call,
+ * one pass (amp_queue_delayed). */
 static enum amp_status
 amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
@@ -468,6 +501,8 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     void *params[] = {&a, &b, &scalars, &format};
     enum amp_status st = AMP_OK;
 
+    if (run->delayed)
+        return amp_queue_delayed(run, &a, &b);
     if (scalars)
         st = amp_queue_scales(run, &a, &b);
     if (st == AMP_OK && run->alpha_vec)
@@ -747,6 +782,62 @@ amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
                                &run->scratch);
 }
 
+_Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&
+                   sizeof(struct amp_gemm_delayed) <= AMP_DEV_RECORD_BYTES,
+               "a record holds the delayed state, scalars first");
+
+/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
+#define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
+
+/* 64-bit FNV-1a over v, continued from h. */
+static uint64_t
+amp_hash_words(uint64_t h, const int64_t *v, size_t n)
+{
+    size_t i, j;
+
+    for (i = 0; i < n; i++)
+        for (j = 0; j < 8; j++) {
+            h ^= (uint64_t)((uint64_t)v[i] >> (8 * j)) & 0xffu;
+            h *= 0x100000001b3ull;
+        }
+    return h;
+}
+
+/* A repeating FP16 call keeps its scalars and the maxima its next call
+ * scales by in a record of the device layer, one per (site, shape,
+ * stream): the first call there takes the two passes and fills it, the
+ * next ones cast in one pass (delayed scaling: AMP_DELAYED_SLACK in
+ * amp_math.h). Not for other modes, an alpha vector (its compensation
+ * runs between the scales and the casts), the per-thread default stream
+ * (one handle, several streams) or a stream being captured (a graph may
+ * replay on any stream). Without a record the call keeps its scalars in
+ * scratch, as every call once did. */
+static void
+amp_gemm_record(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int64_t shape[] = {
+        d->m, d->n, d->k, d->batch, d->batch_kind, d->transa, d->transb,
+        d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
+        d->row_b, (int64_t)(uintptr_t)d->site,
+    };
+    amp_devptr at = 0;
+    int fresh = 1;
+
+    if (run->candidate != AMP_MODE_FP16 || d->alpha_vector ||
+        d->stream == AMP_STREAM_PER_THREAD ||
+        amp_dev_stream_capturing(d->stream) != 0)
+        return;
+    if (amp_dev_record(run->dev,
+                       amp_hash_words(0xcbf29ce484222325ull, shape,
+                                      sizeof shape / sizeof shape[0]),
+                       d->stream, &at, &fresh) != AMP_OK)
+        return;
+    run->record = at;
+    run->scalars = at; /* struct amp_gemm_delayed begins with them */
+    run->delayed = !fresh;
+}
+
 enum amp_status
 amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
                  enum amp_mode mode, enum amp_mode candidate,
@@ -796,6 +887,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
+    amp_gemm_record(run);
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);
     run->hi = amp_at(run->scratch, l.hi);

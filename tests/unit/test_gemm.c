@@ -863,13 +863,20 @@ child(const char *scenario)
     struct amp_gemm_desc d;
     struct amp_gemm_run run;
     size_t free_before, free_after, total;
+    amp_devptr record;
     enum amp_status st;
+    int fresh;
 
     if (sscanf(scenario, "%d/%d/%d", &mode, &candidate, &kind) != 3 ||
         setup(NULL) != 0)
         return 10;
     problem_default(&prob, (enum amp_batch)kind);
     d = desc(&prob, &alpha, &beta, 0);
+    /* The context's records (device memory made on first use and kept
+     * for the context's life, as the slots are) exist before: what is
+     * counted is the call's own memory. */
+    if (amp_dev_record(dev, 1, NULL, &record, &fresh) != AMP_OK)
+        return 13;
     if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_before, &total))
         return 11;
     st = convert(&d, (enum amp_mode)mode, (enum amp_mode)candidate, &run);
