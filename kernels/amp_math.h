@@ -285,7 +285,8 @@ struct amp_gemm_delayed {
     struct amp_gemm_scalars s;
     uint32_t next_a;    /* this call's maxima (FP32 bits): the next call's */
     uint32_t next_b;    /* delayed exponents */
-    uint32_t valid;     /* 1 once next_a and next_b are set */
+    uint32_t valid;     /* 1 once next_a and next_b are set (a record's
+                           memory starts as it was: only 1 counts) */
     uint32_t redo_a;    /* 1: operand A must be cast again at s->scale_a */
     uint32_t redo_b;
 };
@@ -294,7 +295,7 @@ struct amp_gemm_delayed {
 AMP_HD int
 amp_gemm_delayed_exp(const struct amp_gemm_delayed *r, int part)
 {
-    if (!r->valid)
+    if (r->valid != 1)
         return 0;
     return amp_f16_scale_exp(amp_bits_f32(part ? r->next_b : r->next_a));
 }
@@ -323,8 +324,8 @@ amp_gemm_delayed_finish(struct amp_gemm_delayed *r, uint32_t absmax_a,
     int da = amp_gemm_delayed_exp(r, 0), db = amp_gemm_delayed_exp(r, 1);
     int ea = amp_f16_scale_exp(amp_bits_f32(absmax_a));
     int eb = amp_f16_scale_exp(amp_bits_f32(absmax_b));
-    int keep_a = r->valid && amp_gemm_delayed_fits(absmax_a, da, ea);
-    int keep_b = r->valid && amp_gemm_delayed_fits(absmax_b, db, eb);
+    int keep_a = r->valid == 1 && amp_gemm_delayed_fits(absmax_a, da, ea);
+    int keep_b = r->valid == 1 && amp_gemm_delayed_fits(absmax_b, db, eb);
     int fa = keep_a ? da : ea, fb = keep_b ? db : eb;
     float half_way = alpha * amp_pow2f(-fa);
     float compensated = half_way * amp_pow2f(-fb);

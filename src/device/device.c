@@ -31,7 +31,6 @@
     X(cuStreamIsCapturing)                                                   \
     X(cuMemAllocHost)                                                        \
     X(cuMemAlloc)                                                            \
-    X(cuMemsetD32)                                                           \
     X(cuEventCreate)                                                         \
     X(cuEventRecord)                                                         \
     X(cuEventQuery)                                                          \
@@ -582,8 +581,9 @@ amp_dev_slot_release(struct amp_dev *dev, int slot)
 
 /* ---- Records: device state kept between calls ------------------------- */
 
-/* Makes dev's records: device memory, zeroed. Lock held, dev's context
- * current. */
+/* Makes dev's records: device memory (its contents are whatever it holds:
+ * a record's first call sets what the next ones read). Lock held, dev's
+ * context current. */
 static void
 amp_dev_records_make(struct amp_dev *dev)
 {
@@ -591,12 +591,6 @@ amp_dev_records_make(struct amp_dev *dev)
     int relaxed = amp_dev_relax();
     CUresult r = amp_cu.cuMemAlloc(&dev->records, bytes);
 
-    if (r == CUDA_SUCCESS) {
-        r = amp_cu.cuMemsetD32(dev->records, 0, bytes / 4);
-        if (r != CUDA_SUCCESS)
-            amp_log(AMP_LOG_INFO, "records not zeroed (%s); they stay "
-                    "allocated, unused", amp_cu_error(r));
-    }
     amp_dev_unrelax(relaxed);
     if (r != CUDA_SUCCESS) {
         amp_log(AMP_LOG_INFO, "no device memory for delayed scales (%s); "
@@ -664,6 +658,18 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
     }
     pthread_mutex_unlock(&amp_dev_lock);
     return st;
+}
+
+void
+amp_dev_record_drop(struct amp_dev *dev, amp_devptr at)
+{
+    size_t i = (size_t)(at - dev->records) / AMP_DEV_RECORD_BYTES;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->records_state == 1 && at >= dev->records &&
+        i < AMP_DEV_RECORDS)
+        dev->record_keys[i].held = 0;
+    pthread_mutex_unlock(&amp_dev_lock);
 }
 
 /* ---- Timing events ------------------------------------------------------ */

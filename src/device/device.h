@@ -148,8 +148,9 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
  * A converted call that repeats (the same site, shape and stream) keeps
  * what its next call needs (the delayed scales of an FP16 GEMM) in a
  * record: AMP_DEV_RECORD_BYTES of device memory in one allocation per
- * context, made (and zeroed) on first use and kept for the context's life,
- * as the slots and events are. A record belongs to one stream: work on it
+ * context, made on first use (not zeroed: a record's first call sets what
+ * the later ones read) and kept for the context's life, as the slots and
+ * events are. A record belongs to one stream: work on it
  * is stream-ordered, so no two kernels use a record at once; a record
  * changes hands only between keys of one stream. */
 #define AMP_DEV_RECORDS 256
@@ -166,6 +167,10 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
 enum amp_status amp_dev_record(struct amp_dev *dev, uint64_t key,
                                amp_stream stream, amp_devptr *at,
                                int *fresh);
+
+/* Gives up the record at `at`: its key's next call finds it fresh (after a
+ * first call that failed before its record was set). */
+void amp_dev_record_drop(struct amp_dev *dev, amp_devptr at);
 
 /* ---- Timing events: a pool per context ------------------------------------ */
 

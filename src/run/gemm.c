@@ -908,6 +908,11 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         (d->scalars_on_device || *d->beta != 0.0f))
         st = amp_queue_copy_c(run);
     if (st != AMP_OK) {
+        /* A first call that may not have set its record: the key's next
+         * call starts afresh (the one-pass cast needs the counters the
+         * first call zeroes). */
+        if (run->record && !run->delayed)
+            amp_dev_record_drop(dev, run->record);
         amp_gemm_release(run);
         return st;
     }
