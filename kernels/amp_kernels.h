@@ -38,42 +38,33 @@ extern const size_t amp_kernels_fatbin_size;
  * amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
  *                   struct amp_gemm_scalars *s, const float *alpha_dev,
  *                   const float *beta_dev, float alpha, float beta,
- *                   struct amp_gemm_delayed *rec)
+ *                   struct amp_gemm_record *rec)
  *     raises s->absmax_a and s->absmax_b to the largest finite |A| and |B|
  *     (FP32 bits); the last block to finish (counted in s->blocks_done)
  *     calls amp_gemm_scalars_finish() with alpha and beta read from the
  *     device pointers when they are not NULL (device pointer mode), else
  *     the values. absmax_a, absmax_b and blocks_done must be zeroed first.
- *     With rec (struct amp_gemm_delayed *, s being &rec->s; NULL
- *     otherwise) the last block also stores the maxima in rec for the
- *     next call (next_a, next_b, valid) and zeroes the counters.
+ *     With rec (struct amp_gemm_record *; NULL otherwise) the last
+ *     block also sets rec for the next call (amp_gemm_record_set).
  *
  * amp_k_gemm_cast_delayed(struct amp_gemm_operand a,
  *                         struct amp_gemm_operand b,
- *                         struct amp_gemm_delayed *rec,
+ *                         struct amp_gemm_record *rec,
+ *                         struct amp_gemm_delayed *c,
  *                         const float *alpha_dev, const float *beta_dev,
  *                         float alpha, float beta)
  *     the one-pass FP16 cast of a repeating call (no dst_lo): matrix i of
  *     dst = fp16(src_i * 2^amp_gemm_delayed_exp(rec, part)), pointer
- *     arrays as amp_k_gemm_cast, the maxima reduced into rec->s; the last
- *     block calls amp_gemm_delayed_finish() (alpha and beta as
- *     amp_k_gemm_scales reads them). rec's counters are 0 before and
- *     after.
+ *     arrays as amp_k_gemm_cast, the maxima reduced in rec; the last
+ *     block calls amp_gemm_delayed_finish() into the call's scalars c
+ *     (alpha and beta as amp_k_gemm_scales reads them). rec's counters
+ *     are 0 before and after.
  *
  * amp_k_gemm_recast(struct amp_gemm_operand a, struct amp_gemm_operand b,
- *                   const struct amp_gemm_delayed *rec)
- *     after amp_k_gemm_cast_delayed: for each operand whose redo flag is
- *     set, dst = fp16(src * its exact scale in rec->s); for the others
+ *                   const struct amp_gemm_delayed *c)
+ *     after amp_k_gemm_cast_delayed: for each operand whose redo flag in
+ *     c is set, dst = fp16(src * its exact scale in c->s); for the others
  *     each thread reads the flag and returns.
- *
- * amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
- *                 const struct amp_gemm_scalars *s, int32_t format)
- *     for each operand: matrix i of dst = half(src_i * scale), half being
- *     FP16 (format AMP_FORMAT_F16) or BF16 (AMP_FORMAT_BF16), or with
- *     dst_lo the fp16x3 split (amp_split_f16x3) into dst and dst_lo; scale
- *     is s->scale_a or s->scale_b, 1 when s is NULL; and when ptrs is not
- *     0, ptrs[i] = dst + i * stride_dst * 2 (device pointer arrays for a
- *     batched GEMM on the strided copies).
  *
  * The other batched kernels take a batch of FP32 matrices as (base, array,
  * stride, batch): matrix i at base + i * stride (elements) when array is

@@ -277,23 +277,33 @@ amp_gemm_scalars_finish(struct amp_gemm_scalars *s, float alpha, float beta)
  * two-pass path does, bit for bit. */
 #define AMP_DELAYED_SLACK 4
 
-/* One repeating call's device state (a record of the device layer,
- * amp_dev_record): the call's scalars, where the converted steps read
- * them, and what the next call needs. Every kernel that counts blocks in
- * s leaves absmax_a, absmax_b and blocks_done at 0 for the next call. */
-struct amp_gemm_delayed {
-    struct amp_gemm_scalars s;
-    uint32_t next_a;    /* this call's maxima (FP32 bits): the next call's */
-    uint32_t next_b;    /* delayed exponents */
+/* What a repeating call keeps for the next one (a record of the device
+ * layer, amp_dev_record): the one-pass cast's counters, at 0 between
+ * kernels, and the last call's maxima. A record belongs to one stream, so
+ * one kernel at a time uses it; calls queued on the stream by several
+ * threads may interleave their kernels, so each call's own scalars stay
+ * in its scratch (struct amp_gemm_delayed). */
+struct amp_gemm_record {
+    uint32_t absmax_a;  /* the one-pass cast's maxima and block count */
+    uint32_t absmax_b;
+    uint32_t blocks_done;
+    uint32_t next_a;    /* the last call's maxima (FP32 bits): the next */
+    uint32_t next_b;    /* call's delayed exponents */
     uint32_t valid;     /* 1 once next_a and next_b are set (a record's
                            memory starts as it was: only 1 counts) */
-    uint32_t redo_a;    /* 1: operand A must be cast again at s->scale_a */
+};
+
+/* A one-pass call's scalars, in its scratch: what the steps read, and
+ * which operands the second kernel casts again. */
+struct amp_gemm_delayed {
+    struct amp_gemm_scalars s;
+    uint32_t redo_a;    /* 1: operand A is cast again at s.scale_a */
     uint32_t redo_b;
 };
 
-/* The exponent the one-pass cast uses: the previous call's, 0 when none. */
+/* The exponent the one-pass cast uses: the last call's, 0 when none. */
 AMP_HD int
-amp_gemm_delayed_exp(const struct amp_gemm_delayed *r, int part)
+amp_gemm_delayed_exp(const struct amp_gemm_record *r, int part)
 {
     if (r->valid != 1)
         return 0;
@@ -310,16 +320,31 @@ amp_gemm_delayed_fits(uint32_t absmax, int d, int e)
     return d >= e - AMP_DELAYED_SLACK && (h & 0x7c00u) != 0x7c00u;
 }
 
+/* The record after a pass that found these maxima: kept for the next
+ * call, the counters back at 0. */
+AMP_HD void
+amp_gemm_record_set(struct amp_gemm_record *r, uint32_t absmax_a,
+                    uint32_t absmax_b)
+{
+    r->next_a = absmax_a;
+    r->next_b = absmax_b;
+    r->valid = 1;
+    r->absmax_a = 0;
+    r->absmax_b = 0;
+    r->blocks_done = 0;
+}
+
 /* After the one-pass cast, given this call's maxima (FP32 bits): the
- * call's exponents, scales and compensated alpha in r->s, the redo flags
- * of the operands whose copy does not stand, and this call's maxima for
- * the next call. An operand keeps its delayed exponent when it fits; the
+ * call's exponents, scales and compensated alpha in c->s, the redo flags
+ * of the operands whose copy does not stand, and the record set for the
+ * next call. An operand keeps its delayed exponent when it fits; the
  * others take the exact one; if alpha's compensation by the result is not
  * exact, both take what amp_gemm_scalars_finish() gives (the two-pass
  * path's scalars). */
 AMP_HD void
-amp_gemm_delayed_finish(struct amp_gemm_delayed *r, uint32_t absmax_a,
-                        uint32_t absmax_b, float alpha, float beta)
+amp_gemm_delayed_finish(struct amp_gemm_delayed *c, struct amp_gemm_record *r,
+                        uint32_t absmax_a, uint32_t absmax_b, float alpha,
+                        float beta)
 {
     int da = amp_gemm_delayed_exp(r, 0), db = amp_gemm_delayed_exp(r, 1);
     int ea = amp_f16_scale_exp(amp_bits_f32(absmax_a));
@@ -330,30 +355,25 @@ amp_gemm_delayed_finish(struct amp_gemm_delayed *r, uint32_t absmax_a,
     float half_way = alpha * amp_pow2f(-fa);
     float compensated = half_way * amp_pow2f(-fb);
 
+    c->s.absmax_a = absmax_a;
+    c->s.absmax_b = absmax_b;
     if ((keep_a || keep_b) &&
         (alpha == 0.0f || !amp_is_finite(alpha) ||
          (amp_is_normal(alpha) && amp_is_normal(half_way) &&
           amp_is_normal(compensated)))) {
-        r->s.exp_a = fa;
-        r->s.exp_b = fb;
-        r->s.scale_a = amp_pow2f(fa);
-        r->s.scale_b = amp_pow2f(fb);
-        r->s.alpha = compensated;
-        r->s.beta = beta;
-        r->s.one = 1.0f;
+        c->s.exp_a = fa;
+        c->s.exp_b = fb;
+        c->s.scale_a = amp_pow2f(fa);
+        c->s.scale_b = amp_pow2f(fb);
+        c->s.alpha = compensated;
+        c->s.beta = beta;
+        c->s.one = 1.0f;
     } else {
-        r->s.absmax_a = absmax_a;
-        r->s.absmax_b = absmax_b;
-        amp_gemm_scalars_finish(&r->s, alpha, beta);
+        amp_gemm_scalars_finish(&c->s, alpha, beta);
     }
-    r->redo_a = r->s.exp_a != da;
-    r->redo_b = r->s.exp_b != db;
-    r->next_a = absmax_a;
-    r->next_b = absmax_b;
-    r->valid = 1;
-    r->s.absmax_a = 0;
-    r->s.absmax_b = 0;
-    r->s.blocks_done = 0;
+    c->redo_a = c->s.exp_a != da;
+    c->redo_b = c->s.exp_b != db;
+    amp_gemm_record_set(r, absmax_a, absmax_b);
 }
 
 /* ---- Walking an index space without division ---------------------------- */

@@ -102,6 +102,7 @@ struct amp_dev {
         uint64_t key;
         amp_stream stream;
         int held;
+        int ready;             /* the key's first call is queued */
     } record_keys[AMP_DEV_RECORDS];
     int epoch;                 /* the trace's time origin, -1 not yet */
     int ordinal;               /* the context's device (CUdevice) */
@@ -632,16 +633,20 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
         struct amp_dev_record_key *k = &dev->record_keys[at_i];
 
         if (k->held && k->key == key && k->stream == stream) {
+            /* Until its first call is queued, a later call's kernels
+             * could precede that call's: it takes the two passes. */
+            if (!k->ready)
+                st = AMP_ERR_UNAVAILABLE;
             take = (int)at_i;
             *fresh = 0;
             break;
         }
         if (!k->held && take < 0)
             take = (int)at_i;
-        if (k->held && k->stream == stream && same_stream < 0)
+        if (k->held && k->ready && k->stream == stream && same_stream < 0)
             same_stream = (int)at_i;
     }
-    if (st == AMP_OK && take >= 0 && dev->record_keys[take].held == 0)
+    if (st == AMP_OK && take >= 0 && !dev->record_keys[take].held)
         *fresh = 1;
     else if (st == AMP_OK && take < 0 && same_stream >= 0) {
         /* Work on one stream runs in order: a record of this stream can
@@ -650,25 +655,53 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
         *fresh = 1;
     } else if (st == AMP_OK && take < 0)
         st = AMP_ERR_UNAVAILABLE;
-    if (st == AMP_OK) {
+    if (st == AMP_OK && *fresh) {
         dev->record_keys[take].key = key;
         dev->record_keys[take].stream = stream;
         dev->record_keys[take].held = 1;
-        *at = dev->records + (CUdeviceptr)take * AMP_DEV_RECORD_BYTES;
+        dev->record_keys[take].ready = 0;
     }
+    if (st == AMP_OK)
+        *at = dev->records + (CUdeviceptr)take * AMP_DEV_RECORD_BYTES;
     pthread_mutex_unlock(&amp_dev_lock);
     return st;
 }
 
-void
-amp_dev_record_drop(struct amp_dev *dev, amp_devptr at)
+/* The table entry of the record at `at` while it holds `key`, or NULL.
+ * Lock held. */
+static struct amp_dev_record_key *
+amp_dev_record_entry(struct amp_dev *dev, amp_devptr at, uint64_t key)
 {
     size_t i = (size_t)(at - dev->records) / AMP_DEV_RECORD_BYTES;
 
+    if (dev->records_state != 1 || at < dev->records ||
+        i >= AMP_DEV_RECORDS || !dev->record_keys[i].held ||
+        dev->record_keys[i].key != key)
+        return NULL;
+    return &dev->record_keys[i];
+}
+
+void
+amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key)
+{
+    struct amp_dev_record_key *k;
+
     pthread_mutex_lock(&amp_dev_lock);
-    if (dev->records_state == 1 && at >= dev->records &&
-        i < AMP_DEV_RECORDS)
-        dev->record_keys[i].held = 0;
+    k = amp_dev_record_entry(dev, at, key);
+    if (k)
+        k->ready = 1;
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+void
+amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key)
+{
+    struct amp_dev_record_key *k;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    k = amp_dev_record_entry(dev, at, key);
+    if (k)
+        k->held = 0;
     pthread_mutex_unlock(&amp_dev_lock);
 }
 

@@ -257,7 +257,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
 
     l->scalars = scaled || routed_scalars
                      ? amp_scratch_part(total,
-                                        sizeof(struct amp_gemm_scalars))
+                                        sizeof(struct amp_gemm_delayed))
                      : AMP_ABSENT;
     l->accum = shadow ? amp_scratch_part(total,
                                          sizeof(struct amp_shadow_accum))
@@ -465,9 +465,9 @@ amp_queue_delayed(struct amp_gemm_run *run, struct amp_gemm_operand *a,
 {
     amp_devptr alpha_dev = 0, beta_dev = 0;
     float alpha = 0.0f, beta = 0.0f;
-    void *cast[] = {a, b, &run->record, &alpha_dev, &beta_dev, &alpha,
-                    &beta};
-    void *recast[] = {a, b, &run->record};
+    void *cast[] = {a, b, &run->record, &run->scalars, &alpha_dev,
+                    &beta_dev, &alpha, &beta};
+    void *recast[] = {a, b, &run->scalars};
     enum amp_status st;
 
     amp_gemm_scalar_args(&run->desc, &alpha_dev, &beta_dev, &alpha, &beta);
@@ -783,8 +783,8 @@ amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
 }
 
 _Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&
-                   sizeof(struct amp_gemm_delayed) <= AMP_DEV_RECORD_BYTES,
-               "a record holds the delayed state, scalars first");
+                   sizeof(struct amp_gemm_record) <= AMP_DEV_RECORD_BYTES,
+               "a call's scalars lead its delayed ones; a record fits");
 
 /* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
 #define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
@@ -803,15 +803,14 @@ amp_hash_words(uint64_t h, const int64_t *v, size_t n)
     return h;
 }
 
-/* A repeating FP16 call keeps its scalars and the maxima its next call
- * scales by in a record of the device layer, one per (site, shape,
- * stream): the first call there takes the two passes and fills it, the
- * next ones cast in one pass (delayed scaling: AMP_DELAYED_SLACK in
- * amp_math.h). Not for other modes, an alpha vector (its compensation
- * runs between the scales and the casts), the per-thread default stream
- * (one handle, several streams) or a stream being captured (a graph may
- * replay on any stream). Without a record the call keeps its scalars in
- * scratch, as every call once did. */
+/* A repeating FP16 call keeps the maxima its next call scales by in a
+ * record of the device layer, one per (site, shape, stream): the first
+ * call there takes the two passes and sets it, the next ones cast in one
+ * pass (delayed scaling: AMP_DELAYED_SLACK in amp_math.h), each with its
+ * own scalars in its scratch. Not for other modes, an alpha vector (its
+ * compensation runs between the scales and the casts), the per-thread
+ * default stream (one handle, several streams) or a stream being captured
+ * (a graph may replay on any stream). */
 static void
 amp_gemm_record(struct amp_gemm_run *run)
 {
@@ -821,6 +820,8 @@ amp_gemm_record(struct amp_gemm_run *run)
         d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
         d->row_b, (int64_t)(uintptr_t)d->site,
     };
+    uint64_t key = amp_hash_words(0xcbf29ce484222325ull, shape,
+                                  sizeof shape / sizeof shape[0]);
     amp_devptr at = 0;
     int fresh = 1;
 
@@ -828,13 +829,10 @@ amp_gemm_record(struct amp_gemm_run *run)
         d->stream == AMP_STREAM_PER_THREAD ||
         amp_dev_stream_capturing(d->stream) != 0)
         return;
-    if (amp_dev_record(run->dev,
-                       amp_hash_words(0xcbf29ce484222325ull, shape,
-                                      sizeof shape / sizeof shape[0]),
-                       d->stream, &at, &fresh) != AMP_OK)
+    if (amp_dev_record(run->dev, key, d->stream, &at, &fresh) != AMP_OK)
         return;
     run->record = at;
-    run->scalars = at; /* struct amp_gemm_delayed begins with them */
+    run->record_key = key;
     run->delayed = !fresh;
 }
 
@@ -912,10 +910,14 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
          * call starts afresh (the one-pass cast needs the counters the
          * first call zeroes). */
         if (run->record && !run->delayed)
-            amp_dev_record_drop(dev, run->record);
+            amp_dev_record_drop(dev, run->record, run->record_key);
         amp_gemm_release(run);
         return st;
     }
+    /* The record's first call is queued: later calls may take one pass
+     * (their kernels follow these on the stream). */
+    if (run->record && !run->delayed)
+        amp_dev_record_ready(dev, run->record, run->record_key);
     amp_gemm_steps(run, &l);
     return AMP_OK;
 }

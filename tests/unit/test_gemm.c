@@ -980,6 +980,68 @@ delayed_call(int ops, int *delayed)
            g->bandwidth_tbs * 1e3 * g->mem_efficiency;
 }
 
+static void delayed_fill(float scale_a, float scale_b);
+
+/* Two calls at the key queued before either's steps (two threads on one
+ * stream may do that): each call's scalars are its own, so each gives its
+ * own exact-path bits, the second's A 1e4 times larger than the first's. */
+static void
+delayed_interleaved(void)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    static float want1[DM * DN], a2[DNA], c2[DM * DN];
+    struct amp_gemm_desc d = {
+        .api = "test", .stats = &stats, .transa = AMP_OP_T,
+        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
+        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
+        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
+        .beta = &beta, .stream = stream,
+    }, d2 = d;
+    struct amp_gemm_run run1, run2;
+    CUdeviceptr da2, dc2;
+    int i;
+
+    delayed_fill(1.0f, 100.0f);
+    delayed_reference();
+    memcpy(want1, dly.want, sizeof want1);
+    for (i = 0; i < DNA; i++)
+        a2[i] = dly.a[i] * 1e4f;
+    assert_int_equal(cuMemcpyHtoD(dly.da, dly.a, sizeof dly.a),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(dly.db, dly.b, sizeof dly.b),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&da2, sizeof a2), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dc2, sizeof c2), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(da2, a2, sizeof a2), CUDA_SUCCESS);
+    d2.a = da2;
+    d2.c = dc2;
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
+                                      1 << 24, &run1),
+                     AMP_OK);
+    assert_int_equal(amp_gemm_prepare(dev, &d2, AMP_MODE_FP16,
+                                      AMP_MODE_FP16, 1 << 24, &run2),
+                     AMP_OK);
+    assert_true(run1.delayed && run2.delayed);
+    for (i = 0; i < run1.nsteps; i++)
+        assert_int_equal(issue_dims(&run1.steps[i], DM, DN, DK),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(amp_gemm_finish(&run1), AMP_OK);
+    for (i = 0; i < run2.nsteps; i++)
+        assert_int_equal(issue_dims(&run2.steps[i], DM, DN, DK),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(amp_gemm_finish(&run2), AMP_OK);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(dly.c, dly.dc, sizeof dly.c),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(c2, dc2, sizeof c2), CUDA_SUCCESS);
+    assert_memory_equal(dly.c, want1, sizeof want1);
+    memcpy(dly.a, a2, sizeof a2);
+    delayed_reference();
+    assert_memory_equal(c2, dly.want, sizeof c2);
+    cuMemFree(da2);
+    cuMemFree(dc2);
+}
+
 static void
 delayed_fill(float scale_a, float scale_b)
 {
@@ -996,7 +1058,8 @@ delayed_fill(float scale_a, float scale_b)
  * lose bits) are cast again at the exact scale: the exact path's bits, no
  * infinity. Data 8 times smaller keeps the delayed scale (within
  * AMP_DELAYED_SLACK) and, every value staying an FP16 normal, the exact
- * path's bits too, with no second pass. */
+ * path's bits too, with no second pass. Two calls queued before either's
+ * steps keep their own scalars. */
 static void
 test_delayed_scaling(void **state)
 {
@@ -1048,6 +1111,8 @@ test_delayed_scaling(void **state)
     bytes = delayed_call(2, &delayed);
     assert_memory_equal(dly.c, dly.want, sizeof dly.c);
     assert_true(bytes <= 6.0 * elems + 4.0 * page);
+
+    delayed_interleaved();
 
     cuMemFree(dly.da);
     cuMemFree(dly.db);

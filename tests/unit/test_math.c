@@ -194,16 +194,21 @@ test_alpha_compensation_never_inexact(void **state)
 
 /* A record whose previous call's maxima were prev_a and prev_b, finished
  * with this call's. */
+static struct amp_gemm_record last_record;
+
 static struct amp_gemm_delayed
 delayed(float prev_a, float prev_b, float now_a, float now_b, float alpha)
 {
-    struct amp_gemm_delayed r = {.next_a = amp_f32_bits(prev_a),
-                                 .next_b = amp_f32_bits(prev_b),
-                                 .valid = 1};
+    struct amp_gemm_record r = {.absmax_a = 7, .absmax_b = 7,
+                                .blocks_done = 7,
+                                .next_a = amp_f32_bits(prev_a),
+                                .next_b = amp_f32_bits(prev_b), .valid = 1};
+    struct amp_gemm_delayed c = {.redo_a = 7, .redo_b = 7};
 
-    amp_gemm_delayed_finish(&r, amp_f32_bits(now_a), amp_f32_bits(now_b),
-                            alpha, 0.0f);
-    return r;
+    amp_gemm_delayed_finish(&c, &r, amp_f32_bits(now_a),
+                            amp_f32_bits(now_b), alpha, 0.0f);
+    last_record = r;
+    return c;
 }
 
 /* The delayed exponent stands while the scaled maximum stays finite in
@@ -222,6 +227,7 @@ test_delayed_window(void **state)
     /* 1.99 * 2^14 scaled is 32604 * 2 = 65208 < 65504: kept; 4x is not. */
     struct amp_gemm_delayed grew = delayed(1.0f, 1.0f, 1.99f, 1.0f, 1.0f);
     struct amp_gemm_delayed over = delayed(1.0f, 1.0f, 4.0f, 1.0f, 1.0f);
+    struct amp_gemm_record over_record = last_record, none = {.valid = 7};
     struct amp_gemm_delayed first = {0};
 
     (void)state;
@@ -238,13 +244,14 @@ test_delayed_window(void **state)
     assert_false(grew.redo_a);
     assert_int_equal(over.s.exp_a, 12);
     assert_true(over.redo_a);
-    assert_true(over.next_a == amp_f32_bits(4.0f));
-    assert_true(over.valid == 1);
-    assert_true(over.s.absmax_a == 0 && over.s.absmax_b == 0 &&
-                over.s.blocks_done == 0);
-    /* No previous call: the cast used exponent 0; the exact ones stand. */
-    amp_gemm_delayed_finish(&first, amp_f32_bits(1.0f), amp_f32_bits(1.0f),
-                            1.0f, 0.0f);
+    assert_true(over_record.next_a == amp_f32_bits(4.0f));
+    assert_true(over_record.valid == 1);
+    assert_true(over_record.absmax_a == 0 && over_record.absmax_b == 0 &&
+                over_record.blocks_done == 0);
+    /* No earlier call (valid is not 1): the cast used exponent 0; the
+     * exact ones stand. */
+    amp_gemm_delayed_finish(&first, &none, amp_f32_bits(1.0f),
+                            amp_f32_bits(1.0f), 1.0f, 0.0f);
     assert_int_equal(first.s.exp_a, 14);
     assert_true(first.redo_a && first.redo_b);
 }
