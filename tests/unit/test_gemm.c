@@ -866,7 +866,7 @@ test_scratch_at_odd_shapes(void **state)
     cuMemFree(pc);
 }
 
-/* ---- Delayed scaling --------------------------------------------------------- */
+/* ---- Delayed scaling ------------------------------------------------------ */
 
 /* A compact problem of its own shape (so its first call finds no record):
  * op(A) = A^T, A stored DK x DM, B stored DK x DN. */
