@@ -37,21 +37,34 @@ extern const size_t amp_kernels_fatbin_size;
  *
  * amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
  *                   struct amp_gemm_scalars *s, const float *alpha_dev,
- *                   const float *beta_dev, float alpha, float beta)
+ *                   const float *beta_dev, float alpha, float beta,
+ *                   struct amp_gemm_record *rec)
  *     raises s->absmax_a and s->absmax_b to the largest finite |A| and |B|
  *     (FP32 bits); the last block to finish (counted in s->blocks_done)
  *     calls amp_gemm_scalars_finish() with alpha and beta read from the
  *     device pointers when they are not NULL (device pointer mode), else
  *     the values. absmax_a, absmax_b and blocks_done must be zeroed first.
+ *     With rec (struct amp_gemm_record *; NULL otherwise) the last
+ *     block also sets rec for the next call (amp_gemm_record_set).
  *
- * amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
- *                 const struct amp_gemm_scalars *s, int32_t format)
- *     for each operand: matrix i of dst = half(src_i * scale), half being
- *     FP16 (format AMP_FORMAT_F16) or BF16 (AMP_FORMAT_BF16), or with
- *     dst_lo the fp16x3 split (amp_split_f16x3) into dst and dst_lo; scale
- *     is s->scale_a or s->scale_b, 1 when s is NULL; and when ptrs is not
- *     0, ptrs[i] = dst + i * stride_dst * 2 (device pointer arrays for a
- *     batched GEMM on the strided copies).
+ * amp_k_gemm_cast_delayed(struct amp_gemm_operand a,
+ *                         struct amp_gemm_operand b,
+ *                         struct amp_gemm_record *rec,
+ *                         struct amp_gemm_delayed *c,
+ *                         const float *alpha_dev, const float *beta_dev,
+ *                         float alpha, float beta)
+ *     the one-pass FP16 cast of a repeating call (no dst_lo): matrix i of
+ *     dst = fp16(src_i * 2^amp_gemm_delayed_exp(rec, part)), pointer
+ *     arrays as amp_k_gemm_cast, the maxima reduced in rec; the last
+ *     block calls amp_gemm_delayed_finish() into the call's scalars c
+ *     (alpha and beta as amp_k_gemm_scales reads them). rec's counters
+ *     are 0 before and after.
+ *
+ * amp_k_gemm_recast(struct amp_gemm_operand a, struct amp_gemm_operand b,
+ *                   const struct amp_gemm_delayed *c)
+ *     after amp_k_gemm_cast_delayed: for each operand whose redo flag in
+ *     c is set, dst = fp16(src * its exact scale in c->s); for the others
+ *     each thread reads the flag and returns.
  *
  * The other batched kernels take a batch of FP32 matrices as (base, array,
  * stride, batch): matrix i at base + i * stride (elements) when array is
@@ -152,6 +165,8 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CAST_F32_F16 "amp_k_cast_f32_f16"
 #define AMP_K_GEMM_SCALES "amp_k_gemm_scales"
 #define AMP_K_GEMM_CAST "amp_k_gemm_cast"
+#define AMP_K_GEMM_CAST_DELAYED "amp_k_gemm_cast_delayed"
+#define AMP_K_GEMM_RECAST "amp_k_gemm_recast"
 #define AMP_K_FILL_PTRS "amp_k_fill_ptrs"
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"
 #define AMP_K_AXPBY_BATCH "amp_k_axpby_batch"

@@ -250,6 +250,132 @@ amp_gemm_scalars_finish(struct amp_gemm_scalars *s, float alpha, float beta)
     s->one = 1.0f;
 }
 
+/* ---- Delayed scaling: the previous call's scales ------------------------- */
+
+/* A converted FP16 GEMM that repeats (the same site, shape and stream)
+ * casts each operand in one pass with the scale its previous call's
+ * maximum gave, finding this call's maximum on the way; the exact scale
+ * needs a pass for the maximum before the cast. The delayed exponent d of
+ * an operand is kept when, with M its largest finite magnitude and e the
+ * exact exponent (amp_f16_scale_exp(M)):
+ *
+ *   - fp16(M 2^d) is finite: no value overflows to infinity, and
+ *   - d >= e - AMP_DELAYED_SLACK: M 2^d >= 2^(AMP_F16_TARGET_EXP -
+ *     AMP_DELAYED_SLACK).
+ *
+ * Scaling by a power of two is exact, so a value whose scaled magnitude
+ * is an FP16 normal (at least 2^-14) gets the same bits after unscaling
+ * under either exponent; only values below that differ. Under the exact
+ * scale every |x| >= 2^-28 M is normal and a smaller one is off by at
+ * most 2^-25 2^-e <= 2^-39 M; under a kept delayed scale every
+ * |x| >= 2^(AMP_DELAYED_SLACK - 28) M is normal and a smaller one is off
+ * by at most 2^(AMP_DELAYED_SLACK - 39) M: the bound is 2^AMP_DELAYED_SLACK
+ * times the exact scale's floor, and no infinity. When d >= e (the data
+ * did not shrink) the delayed copy is at least as precise as the exact
+ * one, element by element. Otherwise, or when alpha's compensation would
+ * not be exact, the operand is cast again at the exact scale, as the
+ * two-pass path does, bit for bit. */
+#define AMP_DELAYED_SLACK 4
+
+/* What a repeating call keeps for the next one (a record of the device
+ * layer, amp_dev_record): the one-pass cast's counters, at 0 between
+ * kernels, and the last call's maxima. A record belongs to one stream, so
+ * one kernel at a time uses it; calls queued on the stream by several
+ * threads may interleave their kernels, so each call's own scalars stay
+ * in its scratch (struct amp_gemm_delayed). */
+struct amp_gemm_record {
+    uint32_t absmax_a;  /* the one-pass cast's maxima and block count */
+    uint32_t absmax_b;
+    uint32_t blocks_done;
+    uint32_t next_a;    /* the last call's maxima (FP32 bits): the next */
+    uint32_t next_b;    /* call's delayed exponents */
+    uint32_t valid;     /* 1 once next_a and next_b are set (a record's
+                           memory starts as it was: only 1 counts) */
+};
+
+/* A one-pass call's scalars, in its scratch: what the steps read, and
+ * which operands the second kernel casts again. */
+struct amp_gemm_delayed {
+    struct amp_gemm_scalars s;
+    uint32_t redo_a;    /* 1: operand A is cast again at s.scale_a */
+    uint32_t redo_b;
+};
+
+/* The exponent the one-pass cast uses: the last call's, 0 when none. */
+AMP_HD int
+amp_gemm_delayed_exp(const struct amp_gemm_record *r, int part)
+{
+    if (r->valid != 1)
+        return 0;
+    return amp_f16_scale_exp(amp_bits_f32(part ? r->next_b : r->next_a));
+}
+
+/* Whether delayed exponent d may stand for an operand of maximum M (FP32
+ * bits) whose exact exponent is e (see AMP_DELAYED_SLACK). */
+AMP_HD int
+amp_gemm_delayed_fits(uint32_t absmax, int d, int e)
+{
+    uint16_t h = amp_f32_to_f16(amp_bits_f32(absmax) * amp_pow2f(d));
+
+    return d >= e - AMP_DELAYED_SLACK && (h & 0x7c00u) != 0x7c00u;
+}
+
+/* The record after a pass that found these maxima: kept for the next
+ * call, the counters back at 0. */
+AMP_HD void
+amp_gemm_record_set(struct amp_gemm_record *r, uint32_t absmax_a,
+                    uint32_t absmax_b)
+{
+    r->next_a = absmax_a;
+    r->next_b = absmax_b;
+    r->valid = 1;
+    r->absmax_a = 0;
+    r->absmax_b = 0;
+    r->blocks_done = 0;
+}
+
+/* After the one-pass cast, given this call's maxima (FP32 bits): the
+ * call's exponents, scales and compensated alpha in c->s, the redo flags
+ * of the operands whose copy does not stand, and the record set for the
+ * next call. An operand keeps its delayed exponent when it fits; the
+ * others take the exact one; if alpha's compensation by the result is not
+ * exact, both take what amp_gemm_scalars_finish() gives (the two-pass
+ * path's scalars). */
+AMP_HD void
+amp_gemm_delayed_finish(struct amp_gemm_delayed *c, struct amp_gemm_record *r,
+                        uint32_t absmax_a, uint32_t absmax_b, float alpha,
+                        float beta)
+{
+    int da = amp_gemm_delayed_exp(r, 0), db = amp_gemm_delayed_exp(r, 1);
+    int ea = amp_f16_scale_exp(amp_bits_f32(absmax_a));
+    int eb = amp_f16_scale_exp(amp_bits_f32(absmax_b));
+    int keep_a = r->valid == 1 && amp_gemm_delayed_fits(absmax_a, da, ea);
+    int keep_b = r->valid == 1 && amp_gemm_delayed_fits(absmax_b, db, eb);
+    int fa = keep_a ? da : ea, fb = keep_b ? db : eb;
+    float half_way = alpha * amp_pow2f(-fa);
+    float compensated = half_way * amp_pow2f(-fb);
+
+    c->s.absmax_a = absmax_a;
+    c->s.absmax_b = absmax_b;
+    if ((keep_a || keep_b) &&
+        (alpha == 0.0f || !amp_is_finite(alpha) ||
+         (amp_is_normal(alpha) && amp_is_normal(half_way) &&
+          amp_is_normal(compensated)))) {
+        c->s.exp_a = fa;
+        c->s.exp_b = fb;
+        c->s.scale_a = amp_pow2f(fa);
+        c->s.scale_b = amp_pow2f(fb);
+        c->s.alpha = compensated;
+        c->s.beta = beta;
+        c->s.one = 1.0f;
+    } else {
+        amp_gemm_scalars_finish(&c->s, alpha, beta);
+    }
+    c->redo_a = c->s.exp_a != da;
+    c->redo_b = c->s.exp_b != db;
+    amp_gemm_record_set(r, absmax_a, absmax_b);
+}
+
 /* ---- Walking an index space without division ---------------------------- */
 
 /* The element loops give thread tid of nthreads the elements tid,
@@ -432,6 +558,40 @@ amp_cast_batch_thread(const float *base, const float *const *array,
                                                   : amp_f32_to_f16(x);
         amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
+}
+
+/* One thread's share of the one-pass FP16 cast: as amp_cast_batch_thread
+ * times `scale`, returning the largest finite |element| of its share
+ * (FP32 bits) as amp_absmax_batch_thread does. */
+AMP_HD uint32_t
+amp_cast_absmax_batch_thread(const float *base, const float *const *array,
+                             int64_t stride, int64_t batch, int64_t ld_src,
+                             int64_t rows, int64_t cols, uint16_t *dst,
+                             int64_t ld_dst, int64_t stride_dst, float scale,
+                             int64_t tid, int64_t nthreads)
+{
+    struct amp_walk w;
+    int64_t n = batch * rows * cols;
+    uint32_t best = 0;
+    int64_t g;
+
+    if (tid >= n)
+        return best;
+    amp_batch_walk_init(&w, rows, cols);
+    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
+    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
+    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+    for (g = tid; g < n; g += nthreads) {
+        const float *m = array ? array[w.at[2]] : base;
+        float x = m[w.off[0]];
+        uint32_t mag = amp_f32_bits(x) & 0x7fffffffu;
+
+        if (mag < 0x7f800000u && mag > best)
+            best = mag;
+        dst[w.off[1]] = amp_f32_to_f16(x * scale);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
+    }
+    return best;
 }
 
 /* The same over one matrix, into FP16. */

@@ -3,7 +3,16 @@
 # cublasSgemm_v2 timed with CUDA events) without the shim and under
 # LD_PRELOAD=libampshim.so in every mode, and prints one table: GPU, shape,
 # mode, time per call, speed-up over FP32 without the shim, max relative
-# error of a sample of C against a double reference. Then the shim's host
+# error of a sample of C against a double reference, and on the emulator
+# two ratios of the converting modes: the device bytes the shim's own
+# kernels moved in one steady-state call (the emulator's per-kernel
+# counts, AMPSHIM_EMU_KERNEL_STATS) over the least cast traffic (each FP32
+# element of A and B read once, its half copy written once: 6 bytes, 8 for
+# fp16x3's two halves), and for fp16 and bf16 the roofline ideal (the half
+# GEMM's FLOPs at the model's FP16 rate plus that least traffic at its
+# bandwidth, both at the model's efficiencies) over the modelled time.
+# Every GEMM of a shape comes from one call site of gemm_bench, so the
+# timed calls follow a warm-up at their own site. Then the shim's host
 # cost per call of an 8x8x8 SGEMM, and the policy's cost per decision
 # (tests/bench_policy: first and cached). It prints numbers and asserts
 # nothing.
@@ -77,6 +86,8 @@ fi
 count='calls=\([0-9]*\) converted=\([0-9]*\).*'
 modes=(none fp32 fp16 bf16 tf32 fp16x3 shadow)
 
+# The emulator's per-kernel byte counts, for the table (not the host cost).
+kernel_stats=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -86,7 +97,8 @@ run() {
     local gpu=$1 mode=$2
     local -a env_mode=()
     shift 2
-    [[ $gpu == gpu ]] || env_mode+=("AMPSHIM_EMU_GPU=$gpu")
+    [[ $gpu == gpu ]] || env_mode+=("AMPSHIM_EMU_GPU=$gpu"
+                                    "AMPSHIM_EMU_KERNEL_STATS=$kernel_stats")
     case $mode in
     none) ;;
     disable) env_mode+=("LD_PRELOAD=$shim" AMPSHIM_DISABLE=1) ;;
@@ -107,12 +119,68 @@ field() {
     sed -n "s/.*[[:space:]]$name=\([^[:space:]]*\).*/\1/p" "$@"
 }
 
+# kernel_bytes FILE: the bytes the emulator charged every kernel of the
+# run (its AMPSHIM_EMU_KERNEL_STATS lines), summed.
+kernel_bytes() {
+    sed -n 's/^ampshim-emu: kernel .* bytes=\([0-9]*\) .*/\1/p' "$1" |
+        awk '{ t += $1 } END { printf "%.0f", t }'
+}
+
+# model_field NAME FILE: a rate of the emulator's model line.
+model_field() {
+    sed -n "s/^ampshim-emu: model .*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" "$2"
+}
+
+# least_bytes MODE M N K: the least cast traffic of a call, or nothing for
+# a mode that casts nothing.
+least_bytes() {
+    local per
+    case $1 in
+    fp16|bf16) per=6 ;;
+    fp16x3) per=8 ;;
+    *) return 0 ;;
+    esac
+    awk -v p="$per" -v m="$2" -v n="$3" -v k="$4" \
+        'BEGIN { printf "%.0f", p * (m * k + k * n) }'
+}
+
+# steady_bytes MODE M N K: the bytes of the shim's kernels in one
+# steady-state call of the shape: a run with two warm-up calls less a run
+# with one (each then makes one timed call).
+steady_bytes() {
+    local mode=$1 shape=$2x$3x$4 one two
+    run "${gpu_list[0]}" "$mode" --shapes "$shape" --beta "$beta" \
+        --warmup 1 --reps 1
+    one=$(kernel_bytes "$tmp/err")
+    run "${gpu_list[0]}" "$mode" --shapes "$shape" --beta "$beta" \
+        --warmup 2 --reps 1
+    two=$(kernel_bytes "$tmp/err")
+    echo $((two - one))
+}
+
+if [[ $kind == modelled ]]; then
+    IFS=, read -r -a shape_list <<<"$shapes"
+    for mode in fp16 bf16 fp16x3; do
+        for shape in "${shape_list[@]}"; do
+            IFS=x read -r m n k <<<"$shape"
+            steady_bytes "$mode" "$m" "$n" "$k" >"$tmp/bytes.$mode.$shape"
+        done
+    done
+fi
+
 echo "GEMM benchmark: cublasSgemm_v2, C = A B + $beta C (N, N), A and B" \
      "uniform in [0, 1); time per call $kind"
 echo "with CUDA events; error: max |C - C_ref| / |C_ref| over a 16 x 16" \
      "sample of C, C_ref in double."
-printf '%-8s %-16s %-7s %14s %8s %12s  %s\n' GPU shape mode \
-    "ms ($kind)" speedup max_rel_err converted
+if [[ $kind == modelled ]]; then
+    echo "bytes/least: the shim's kernels' device bytes in one steady-state" \
+         "call over the least cast"
+    echo "traffic (6 bytes per element of A and B, 8 for fp16x3);" \
+         "roofline: (2mnk at the model's"
+    echo "FP16 rate + that traffic at its bandwidth) over the modelled time."
+fi
+printf '%-8s %-16s %-7s %14s %8s %12s %11s %8s  %s\n' GPU shape mode \
+    "ms ($kind)" speedup max_rel_err bytes/least roofline converted
 for gpu in "${gpu_list[@]}"; do
     for mode in "${modes[@]}"; do
         run "$gpu" "$mode" --shapes "$shapes" --beta "$beta" \
@@ -130,9 +198,26 @@ for gpu in "${gpu_list[@]}"; do
                        "$tmp/$gpu.none")
             speedup=$(awk -v a="$base" -v b="$ms" \
                           'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-            printf '%-8s %-16s %-7s %14.4f %8s %12s  %s\n' "$gpu" \
+            least=$(least_bytes "$mode" "$m" "$n" "$k")
+            ratio=- roof=-
+            if [[ -n $least && -f $tmp/bytes.$mode.${m}x${n}x${k} ]]; then
+                ratio=$(awk -v b="$(cat "$tmp/bytes.$mode.${m}x${n}x${k}")" \
+                            -v l="$least" 'BEGIN { printf "%.3f", b / l }')
+            fi
+            if [[ $kind == modelled && ($mode == fp16 || $mode == bf16) ]]
+            then
+                roof=$(awk -v m="$m" -v n="$n" -v k="$k" -v l="$least" \
+                    -v ms="$ms" -v f="$(model_field fp16_tflops "$tmp/err")" \
+                    -v fe="$(model_field math_efficiency "$tmp/err")" \
+                    -v bw="$(model_field bandwidth_tbs "$tmp/err")" \
+                    -v be="$(model_field mem_efficiency "$tmp/err")" \
+                    'BEGIN { g = 2 * m * n * k / (f * 1e12 * fe)
+                             c = l / (bw * 1e12 * be)
+                             printf "%.1f%%", 100 * (g + c) / (ms * 1e-3) }')
+            fi
+            printf '%-8s %-16s %-7s %14.4f %8s %12s %11s %8s  %s\n' "$gpu" \
                 "${m}x${n}x${k}" "$mode" "$ms" "$speedup" "$err" \
-                "${summary:--}"
+                "$ratio" "$roof" "${summary:--}"
         done <"$tmp/$gpu.$mode"
     done
     echo "  ($gpu: $name)"
@@ -141,6 +226,7 @@ done
 # The shim's host cost: wall-clock per call of a tiny GEMM, the same loop
 # with and without the shim.
 calls=20000
+kernel_stats=0
 echo
 echo "Host cost per call: 8x8x8 cublasSgemm_v2 issued $calls times in a" \
      "tight loop, then"

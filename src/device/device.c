@@ -30,6 +30,7 @@
     X(cuMemcpyDtoDAsync)                                                     \
     X(cuStreamIsCapturing)                                                   \
     X(cuMemAllocHost)                                                        \
+    X(cuMemAlloc)                                                            \
     X(cuEventCreate)                                                         \
     X(cuEventRecord)                                                         \
     X(cuEventQuery)                                                          \
@@ -55,6 +56,8 @@ static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
     [AMP_KERNEL_CAST_F32_F16] = AMP_K_CAST_F32_F16,
     [AMP_KERNEL_GEMM_SCALES] = AMP_K_GEMM_SCALES,
     [AMP_KERNEL_GEMM_CAST] = AMP_K_GEMM_CAST,
+    [AMP_KERNEL_GEMM_CAST_DELAYED] = AMP_K_GEMM_CAST_DELAYED,
+    [AMP_KERNEL_GEMM_RECAST] = AMP_K_GEMM_RECAST,
     [AMP_KERNEL_FILL_PTRS] = AMP_K_FILL_PTRS,
     [AMP_KERNEL_GATHER_BATCH] = AMP_K_GATHER_BATCH,
     [AMP_KERNEL_AXPBY_BATCH] = AMP_K_AXPBY_BATCH,
@@ -91,6 +94,16 @@ struct amp_dev {
     int free_events[AMP_DEV_EVENTS];
     int nfree;                 /* of those, free (the stack's depth) */
     int events_failed;         /* cuEventCreate failed once: no more */
+    /* Records, under amp_dev_lock: one device allocation, made on first
+     * use; a host table of who holds each record. */
+    int records_state;         /* 0 not yet, 1 made, -1 cannot be made */
+    CUdeviceptr records;
+    struct amp_dev_record_key {
+        uint64_t key;
+        amp_stream stream;
+        int held;
+        int ready;             /* the key's first call is queued */
+    } record_keys[AMP_DEV_RECORDS];
     int epoch;                 /* the trace's time origin, -1 not yet */
     int ordinal;               /* the context's device (CUdevice) */
     char name[128];            /* the device's name */
@@ -564,6 +577,131 @@ amp_dev_slot_release(struct amp_dev *dev, int slot)
 {
     pthread_mutex_lock(&amp_dev_lock);
     dev->slots_taken &= ~(1ull << slot);
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+/* ---- Records: device state kept between calls ------------------------- */
+
+/* Makes dev's records: device memory (its contents are whatever it holds:
+ * a record's first call sets what the next ones read). Lock held, dev's
+ * context current. */
+static void
+amp_dev_records_make(struct amp_dev *dev)
+{
+    size_t bytes = (size_t)AMP_DEV_RECORDS * AMP_DEV_RECORD_BYTES;
+    int relaxed = amp_dev_relax();
+    CUresult r = amp_cu.cuMemAlloc(&dev->records, bytes);
+
+    amp_dev_unrelax(relaxed);
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "no device memory for delayed scales (%s); "
+                "every FP16 GEMM in this context takes two passes",
+                amp_cu_error(r));
+        dev->records_state = -1;
+        return;
+    }
+    dev->records_state = 1;
+}
+
+/* The table's place for (key, stream): a mix of both. */
+static unsigned
+amp_dev_record_hash(uint64_t key, amp_stream stream)
+{
+    uint64_t h = key ^ ((uint64_t)(uintptr_t)stream * 0x9e3779b97f4a7c15ull);
+
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (unsigned)(h % AMP_DEV_RECORDS);
+}
+
+enum amp_status
+amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
+               amp_devptr *at, int *fresh)
+{
+    unsigned home = amp_dev_record_hash(key, stream);
+    int i, take = -1, same_stream = -1;
+    enum amp_status st = AMP_OK;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->records_state == 0)
+        amp_dev_records_make(dev);
+    if (dev->records_state < 0)
+        st = AMP_ERR_DRIVER;
+    for (i = 0; st == AMP_OK && i < AMP_DEV_RECORD_PROBES; i++) {
+        unsigned at_i = (home + (unsigned)i) % AMP_DEV_RECORDS;
+        struct amp_dev_record_key *k = &dev->record_keys[at_i];
+
+        if (k->held && k->key == key && k->stream == stream) {
+            /* Until its first call is queued, a later call's kernels
+             * could precede that call's: it takes the two passes. */
+            if (!k->ready)
+                st = AMP_ERR_UNAVAILABLE;
+            take = (int)at_i;
+            *fresh = 0;
+            break;
+        }
+        if (!k->held && take < 0)
+            take = (int)at_i;
+        if (k->held && k->ready && k->stream == stream && same_stream < 0)
+            same_stream = (int)at_i;
+    }
+    if (st == AMP_OK && take >= 0 && !dev->record_keys[take].held)
+        *fresh = 1;
+    else if (st == AMP_OK && take < 0 && same_stream >= 0) {
+        /* Work on one stream runs in order: a record of this stream can
+         * change hands; one of another stream may be in use right now. */
+        take = same_stream;
+        *fresh = 1;
+    } else if (st == AMP_OK && take < 0)
+        st = AMP_ERR_UNAVAILABLE;
+    if (st == AMP_OK && *fresh) {
+        dev->record_keys[take].key = key;
+        dev->record_keys[take].stream = stream;
+        dev->record_keys[take].held = 1;
+        dev->record_keys[take].ready = 0;
+    }
+    if (st == AMP_OK)
+        *at = dev->records + (CUdeviceptr)take * AMP_DEV_RECORD_BYTES;
+    pthread_mutex_unlock(&amp_dev_lock);
+    return st;
+}
+
+/* The table entry of the record at `at` while it holds `key`, or NULL.
+ * Lock held. */
+static struct amp_dev_record_key *
+amp_dev_record_entry(struct amp_dev *dev, amp_devptr at, uint64_t key)
+{
+    size_t i = (size_t)(at - dev->records) / AMP_DEV_RECORD_BYTES;
+
+    if (dev->records_state != 1 || at < dev->records ||
+        i >= AMP_DEV_RECORDS || !dev->record_keys[i].held ||
+        dev->record_keys[i].key != key)
+        return NULL;
+    return &dev->record_keys[i];
+}
+
+void
+amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key)
+{
+    struct amp_dev_record_key *k;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    k = amp_dev_record_entry(dev, at, key);
+    if (k)
+        k->ready = 1;
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+void
+amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key)
+{
+    struct amp_dev_record_key *k;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    k = amp_dev_record_entry(dev, at, key);
+    if (k)
+        k->held = 0;
     pthread_mutex_unlock(&amp_dev_lock);
 }
 

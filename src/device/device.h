@@ -18,6 +18,8 @@ enum amp_kernel {
     AMP_KERNEL_CAST_F32_F16,
     AMP_KERNEL_GEMM_SCALES,
     AMP_KERNEL_GEMM_CAST,
+    AMP_KERNEL_GEMM_CAST_DELAYED,
+    AMP_KERNEL_GEMM_RECAST,
     AMP_KERNEL_FILL_PTRS,
     AMP_KERNEL_GATHER_BATCH,
     AMP_KERNEL_AXPBY_BATCH,
@@ -141,6 +143,42 @@ int amp_dev_slot_done(struct amp_dev *dev, int slot, int wait);
 
 /* Gives the slot back. */
 void amp_dev_slot_release(struct amp_dev *dev, int slot);
+
+/* ---- Records: small device state kept between calls --------------------
+ * A converted call that repeats (the same site, shape and stream) keeps
+ * what its next call needs (the delayed scales of an FP16 GEMM) in a
+ * record: AMP_DEV_RECORD_BYTES of device memory in one allocation per
+ * context, made on first use (not zeroed: a record's first call sets what
+ * the later ones read) and kept for the context's life, as the slots and
+ * events are. A record belongs to one stream: work on it
+ * is stream-ordered, so no two kernels use a record at once; a record
+ * changes hands only between keys of one stream, and a key's later calls
+ * get it only once its first call's work is queued
+ * (amp_dev_record_ready). */
+#define AMP_DEV_RECORDS 256
+#define AMP_DEV_RECORD_BYTES 64
+/* Places of the table tried for a key. */
+#define AMP_DEV_RECORD_PROBES 8
+
+/* The record of (key, stream) in dev, whose context is current: *at its
+ * device address; *fresh 1 when it was not the key's before (its contents
+ * are another key's, or whatever the memory held): the caller queues the
+ * work that sets it, then calls amp_dev_record_ready or, having failed,
+ * amp_dev_record_drop; 0 when an earlier call of the key set it. Never
+ * for a stream that is being captured (a graph may replay on any stream).
+ * AMP_ERR_UNAVAILABLE while the key's first call is not queued yet or
+ * when the places the key may take are held by other streams;
+ * AMP_ERR_DRIVER when the memory cannot be had (remembered). */
+enum amp_status amp_dev_record(struct amp_dev *dev, uint64_t key,
+                               amp_stream stream, amp_devptr *at,
+                               int *fresh);
+
+/* The key's first call at `at` is queued: its later calls may use it. */
+void amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key);
+
+/* Gives up the record at `at` (a first call that failed before its work
+ * was queued): the key's next call finds it fresh. */
+void amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key);
 
 /* ---- Timing events: a pool per context ------------------------------------ */
 

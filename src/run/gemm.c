@@ -259,7 +259,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
 
     l->scalars = scaled || routed_scalars
                      ? amp_scratch_part(total,
-                                        sizeof(struct amp_gemm_scalars))
+                                        sizeof(struct amp_gemm_delayed))
                      : AMP_ABSENT;
     l->accum = shadow ? amp_scratch_part(total,
                                          sizeof(struct amp_shadow_accum))
@@ -396,6 +396,26 @@ amp_launch_fused(struct amp_gemm_run *run, enum amp_kernel k,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* alpha and beta as the kernel that compensates alpha takes them: device
+ * pointers in device pointer mode, else values. */
+static void
+amp_gemm_scalar_args(const struct amp_gemm_desc *d, amp_devptr *alpha_dev,
+                     amp_devptr *beta_dev, float *alpha, float *beta)
+{
+    if (d->alpha_vector) {
+        /* The compensation alone: amp_k_alpha_vector applies it per row;
+         * a per-row beta is the steps' (or the fold's) own. */
+        *alpha = 1.0f;
+        *beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
+    } else if (d->scalars_on_device) {
+        *alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
+        *beta_dev = (amp_devptr)(uintptr_t)d->beta;
+    } else {
+        *alpha = *d->alpha;
+        *beta = *d->beta;
+    }
+}
+
 /* Zeroes the maxima and the block counter (the first words of the
  * scalars), then one kernel reduces both maxima and its last block turns
  * them into scales and compensates alpha; in device pointer mode it reads
@@ -407,22 +427,12 @@ amp_queue_scales(struct amp_gemm_run *run, struct amp_gemm_operand *a,
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr alpha_dev = 0, beta_dev = 0;
     float alpha = 0.0f, beta = 0.0f;
+    amp_devptr rec = run->record;
     void *params[] = {a, b, &run->scalars, &alpha_dev, &beta_dev, &alpha,
-                      &beta};
+                      &beta, &rec};
     enum amp_status st;
 
-    if (d->alpha_vector) {
-        /* The compensation alone: amp_k_alpha_vector applies it per row;
-         * a per-row beta is the steps' (or the fold's) own. */
-        alpha = 1.0f;
-        beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
-    } else if (d->scalars_on_device) {
-        alpha_dev = (amp_devptr)(uintptr_t)d->alpha;
-        beta_dev = (amp_devptr)(uintptr_t)d->beta;
-    } else {
-        alpha = *d->alpha;
-        beta = *d->beta;
-    }
+    amp_gemm_scalar_args(d, &alpha_dev, &beta_dev, &alpha, &beta);
     st = amp_dev_memset32_async(
         run->scalars, 0,
         offsetof(struct amp_gemm_scalars, blocks_done) / 4 + 1, run->stream);
@@ -447,8 +457,31 @@ amp_queue_alpha_vector(struct amp_gemm_run *run,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* The one-pass FP16 casts of a repeating call (delayed scaling): the
+ * casts at the previous call's scales with this call's maxima, then the
+ * kernel that casts again, at the exact scale, an operand whose delayed
+ * scale does not stand (and otherwise only reads its flag). */
+static enum amp_status
+amp_queue_delayed(struct amp_gemm_run *run, struct amp_gemm_operand *a,
+                  struct amp_gemm_operand *b)
+{
+    amp_devptr alpha_dev = 0, beta_dev = 0;
+    float alpha = 0.0f, beta = 0.0f;
+    void *cast[] = {a, b, &run->record, &run->scalars, &alpha_dev,
+                    &beta_dev, &alpha, &beta};
+    void *recast[] = {a, b, &run->scalars};
+    enum amp_status st;
+
+    amp_gemm_scalar_args(&run->desc, &alpha_dev, &beta_dev, &alpha, &beta);
+    st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST_DELAYED, a, b, cast);
+    if (st == AMP_OK)
+        st = amp_launch_fused(run, AMP_KERNEL_GEMM_RECAST, a, b, recast);
+    return st;
+}
+
 /* Maxima, scales and scalars in one launch, then the casts (or splits) of
- * A and B and their pointer arrays in another. */
+ * A and B and their pointer arrays in another; for a repeating FP16 call,
+ * one pass (amp_queue_delayed). */
 static enum amp_status
 amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
@@ -470,6 +503,8 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     void *params[] = {&a, &b, &scalars, &format};
     enum amp_status st = AMP_OK;
 
+    if (run->delayed)
+        return amp_queue_delayed(run, &a, &b);
     if (scalars)
         st = amp_queue_scales(run, &a, &b);
     if (st == AMP_OK && run->alpha_vec)
@@ -749,6 +784,60 @@ amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
                                &run->scratch);
 }
 
+_Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&
+                   sizeof(struct amp_gemm_record) <= AMP_DEV_RECORD_BYTES,
+               "a call's scalars lead its delayed ones; a record fits");
+
+/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
+#define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
+
+/* A 64-bit hash of n words, a word at a time (a multiply and a shift
+ * each: it runs on every FP16 call). */
+static uint64_t
+amp_hash_words(uint64_t h, const int64_t *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)v[i]) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* A repeating FP16 call keeps the maxima its next call scales by in a
+ * record of the device layer, one per (site, shape, stream): the first
+ * call there takes the two passes and sets it, the next ones cast in one
+ * pass (delayed scaling: AMP_DELAYED_SLACK in amp_math.h), each with its
+ * own scalars in its scratch. Not for other modes, an alpha vector (its
+ * compensation runs between the scales and the casts), the per-thread
+ * default stream (one handle, several streams) or a stream being captured
+ * (a graph may replay on any stream). */
+static void
+amp_gemm_record(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    int64_t shape[] = {
+        d->m, d->n, d->k, d->batch, d->batch_kind, d->transa, d->transb,
+        d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
+        d->row_b, (int64_t)(uintptr_t)d->site,
+    };
+    uint64_t key = amp_hash_words(0xcbf29ce484222325ull, shape,
+                                  sizeof shape / sizeof shape[0]);
+    amp_devptr at = 0;
+    int fresh = 1;
+
+    if (run->candidate != AMP_MODE_FP16 || d->alpha_vector ||
+        d->stream == AMP_STREAM_PER_THREAD ||
+        amp_dev_stream_capturing(d->stream) != 0)
+        return;
+    if (amp_dev_record(run->dev, key, d->stream, &at, &fresh) != AMP_OK)
+        return;
+    run->record = at;
+    run->record_key = key;
+    run->delayed = !fresh;
+}
+
 enum amp_status
 amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
                  enum amp_mode mode, enum amp_mode candidate,
@@ -798,6 +887,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
+    amp_gemm_record(run);
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);
     run->hi = amp_at(run->scratch, l.hi);
@@ -818,9 +908,18 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         (d->scalars_on_device || *d->beta != 0.0f))
         st = amp_queue_copy_c(run);
     if (st != AMP_OK) {
+        /* A first call that may not have set its record: the key's next
+         * call starts afresh (the one-pass cast needs the counters the
+         * first call zeroes). */
+        if (run->record && !run->delayed)
+            amp_dev_record_drop(dev, run->record, run->record_key);
         amp_gemm_release(run);
         return st;
     }
+    /* The record's first call is queued: later calls may take one pass
+     * (their kernels follow these on the stream). */
+    if (run->record && !run->delayed)
+        amp_dev_record_ready(dev, run->record, run->record_key);
     amp_gemm_steps(run, &l);
     return AMP_OK;
 }

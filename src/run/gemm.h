@@ -185,7 +185,13 @@ struct amp_gemm_run {
     amp_devptr scratch;
     amp_devptr result;         /* shadow candidate or routed result, FP32 */
     int routed;                /* the step writes result, one kernel C */
-    amp_devptr scalars;
+    amp_devptr scalars;        /* struct amp_gemm_scalars (a one-pass
+                                  call's struct amp_gemm_delayed) */
+    amp_devptr record;         /* FP16: the struct amp_gemm_record of the
+                                  call's site, shape and stream, 0 none */
+    uint64_t record_key;
+    int delayed;               /* the record holds an earlier call's
+                                  maxima: one-pass casts */
     amp_devptr alpha_vec;      /* cuBLASLt fp16, fp16x3: alpha' per row */
     int64_t alpha_vec_stride;
     int64_t ld_result;

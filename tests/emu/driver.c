@@ -3,6 +3,7 @@
 #include "core_state.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2042,6 +2043,74 @@ struct drv_launch {
     _Alignas(16) unsigned char params[4096];
 };
 
+/* AMPSHIM_EMU_KERNEL_STATS=1: per kernel, the launches that ran, the
+ * bytes they were charged and their modelled time, on stderr at exit, and
+ * the model's rates, for the benchmarks' byte and roofline ratios. */
+#define DRV_STATS_MAX 64
+
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    struct drv_kernel_stats {
+        const char *name;
+        unsigned long long launches;
+        double bytes, model_ns;
+    } k[DRV_STATS_MAX];
+} drv_stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int
+drv_stats_wanted(void)
+{
+    static int wanted = -1;
+
+    if (wanted < 0) {
+        const char *s = secure_getenv("AMPSHIM_EMU_KERNEL_STATS");
+
+        wanted = s && strcmp(s, "1") == 0;
+    }
+    return wanted;
+}
+
+static void
+drv_stats_add(const char *name, double bytes, double model_ns)
+{
+    int i;
+
+    pthread_mutex_lock(&drv_stats.lock);
+    for (i = 0; i < drv_stats.n && strcmp(drv_stats.k[i].name, name); i++)
+        ;
+    if (i == drv_stats.n && drv_stats.n < DRV_STATS_MAX)
+        drv_stats.k[drv_stats.n++].name = name;
+    if (i < drv_stats.n) {
+        drv_stats.k[i].launches++;
+        drv_stats.k[i].bytes += bytes;
+        drv_stats.k[i].model_ns += model_ns;
+    }
+    pthread_mutex_unlock(&drv_stats.lock);
+}
+
+__attribute__((destructor)) static void
+drv_stats_print(void)
+{
+    const struct emu_gpu *g;
+
+    if (!drv_stats_wanted())
+        return;
+    g = emu_gpu();
+    fprintf(stderr, "ampshim-emu: model %s fp16_tflops=%g fp32_tflops=%g "
+            "math_efficiency=%g bandwidth_tbs=%g mem_efficiency=%g "
+            "launch_us=%g\n", g->key, g->fp16_tflops, g->fp32_tflops,
+            g->math_efficiency, g->bandwidth_tbs, g->mem_efficiency,
+            g->launch_latency_us);
+    pthread_mutex_lock(&drv_stats.lock);
+    for (int i = 0; i < drv_stats.n; i++)
+        fprintf(stderr, "ampshim-emu: kernel %s launches=%llu bytes=%.0f "
+                "model_us=%.3f\n", drv_stats.k[i].name,
+                drv_stats.k[i].launches, drv_stats.k[i].bytes,
+                drv_stats.k[i].model_ns * 1e-3);
+    pthread_mutex_unlock(&drv_stats.lock);
+}
+
 /* Runs the kernel's own code for every thread; its modelled time follows
  * the memory it touched. */
 static CUresult
@@ -2052,6 +2121,9 @@ drv_run_launch(void *arg)
     CUresult rc = emu_grid_run(&l->grid, &bytes);
 
     core_op_set_model_ns(emu_model_ns(0.0, EMU_PREC_NONE, bytes));
+    if (drv_stats_wanted())
+        drv_stats_add(l->grid.kernel->name, bytes,
+                      emu_model_ns(0.0, EMU_PREC_NONE, bytes));
     if (rc != CUDA_SUCCESS)
         return emu_op_fail(rc, l->grid.kernel->name, "kernel fault");
     return CUDA_SUCCESS;

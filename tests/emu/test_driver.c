@@ -851,6 +851,70 @@ test_kernel_time_is_its_bytes(void **state)
     CHECK(cuModuleUnload(m));
 }
 
+/* A child that launches the FP16 cast of test_kernel_time_is_its_bytes
+ * twice, for AMPSHIM_EMU_KERNEL_STATS to count at its exit. */
+static int
+child_stats(void)
+{
+    int64_t rows = 256, cols = 192, ld = 256;
+    size_t n = (size_t)rows * (size_t)cols;
+    CUdeviceptr src, dst, scale;
+    void *params[] = {&src, &ld, &dst, &ld, &rows, &cols, &scale};
+    float one = 1.0f;
+    CUcontext c;
+    CUfunction f;
+    CUmodule m;
+
+    make_fatbin(AMP_K_CAST_F32_F16);
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) ||
+        cuModuleLoadData(&m, fake_fatbin) ||
+        cuModuleGetFunction(&f, m, AMP_K_CAST_F32_F16) ||
+        cuMemAlloc(&src, n * 4) || cuMemAlloc(&dst, n * 2) ||
+        cuMemAlloc(&scale, 4) || cuMemsetD32(src, 0x3f800000u, n) ||
+        cuMemcpyHtoD(scale, &one, 4))
+        return 50;
+    for (int i = 0; i < 2; i++)
+        if (cuLaunchKernel(f, amp_kernel_grid((long long)n), 1, 1,
+                           AMP_KERNEL_BLOCK, 1, 1, 0, NULL, params, NULL))
+            return 51;
+    return cuCtxSynchronize() ? 52 : 0;
+}
+
+/* AMPSHIM_EMU_KERNEL_STATS=1: at exit, per kernel, its launches and the
+ * bytes they were charged (the benchmarks' byte counts), and the model's
+ * rates. */
+static void
+test_kernel_stats(void **state)
+{
+    char path[] = "/tmp/emu-stats-XXXXXX", text[4096], want[160];
+    size_t n = 256 * 192;
+    int fd = mkstemp(path), status;
+    ssize_t got;
+    pid_t pid;
+
+    (void)state;
+    assert_true(fd >= 0);
+    pid = fork();
+    if (pid == 0) {
+        dup2(fd, 2);
+        setenv("AMPSHIM_EMU_KERNEL_STATS", "1", 1);
+        execl("/proc/self/exe", "child", "--child", "stats", (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0 && waitpid(pid, &status, 0) == pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    got = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(got > 0);
+    text[got] = '\0';
+    snprintf(want, sizeof want,
+             "ampshim-emu: kernel %s launches=2 bytes=%zu ",
+             AMP_K_CAST_F32_F16, 2 * (n * 4 + n * 2 + 4));
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "ampshim-emu: model h100 fp16_tflops="));
+}
+
 /* ---- Scenarios run in a fresh child process -------------------------------- */
 
 static CUcontext
@@ -1009,6 +1073,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_events_time_the_model),
         cmocka_unit_test(test_kernel_time_is_its_bytes),
+        cmocka_unit_test(test_kernel_stats),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
         cmocka_unit_test(test_capture_thread_modes),
@@ -1029,6 +1094,8 @@ main(int argc, char **argv)
             return child_sticky();
         if (strcmp(argv[2], "model") == 0)
             return child_model();
+        if (strcmp(argv[2], "stats") == 0)
+            return child_stats();
         return 99;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "amp_math.h"
+#include "emu.h"
 #include "emu_child.h"
 #include "measure/harvest.h"
 #include "run/gemm.h"
@@ -198,6 +199,23 @@ issue(const struct amp_gemm_step *s)
             (void *const *)c, dtype(s->type_c), (int)s->ldc, (int)s->batch,
             compute, CUBLAS_GEMM_DEFAULT);
     }
+}
+
+/* issue() for a problem of m x n x k. */
+static cublasStatus_t
+issue_dims(const struct amp_gemm_step *s, int m, int n, int k)
+{
+    int keep_m = issue_m, keep_n = issue_n, keep_k = issue_k;
+    cublasStatus_t st;
+
+    issue_m = m;
+    issue_n = n;
+    issue_k = k;
+    st = issue(s);
+    issue_m = keep_m;
+    issue_n = keep_n;
+    issue_k = keep_k;
+    return st;
 }
 
 /* The original FP32 call of a descriptor, as a step. */
@@ -848,6 +866,261 @@ test_scratch_at_odd_shapes(void **state)
     cuMemFree(pc);
 }
 
+/* ---- Delayed scaling ------------------------------------------------------ */
+
+/* A compact problem of its own shape (so its first call finds no record):
+ * op(A) = A^T, A stored DK x DM, B stored DK x DN. */
+#define DM 256
+#define DN 192
+#define DK 320
+#define DNA (DK * DM)
+#define DNB (DK * DN)
+
+static struct {
+    float a[DNA], b[DNB], c[DM * DN], want[DM * DN];
+    uint16_t ha[DNA], hb[DNB];
+    CUdeviceptr da, db, dc, dha, dhb;
+} dly;
+
+static float
+host_absmax(const float *x, int n)
+{
+    float best = 0.0f;
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (isfinite(x[i]) && fabsf(x[i]) > best)
+            best = fabsf(x[i]);
+    return best;
+}
+
+/* The exact-scale path, done here: the maxima on the host, the FP16 copies
+ * at the scales amp_gemm_scalars_finish() gives, the FP16 GEMM with the
+ * compensated alpha (host alpha 1, beta 0), into dly.want. */
+static void
+delayed_reference(void)
+{
+    struct amp_gemm_scalars s = {
+        .absmax_a = amp_f32_bits(host_absmax(dly.a, DNA)),
+        .absmax_b = amp_f32_bits(host_absmax(dly.b, DNB)),
+    };
+    const float zero = 0.0f;
+    int i;
+
+    amp_gemm_scalars_finish(&s, 1.0f, 0.0f);
+    for (i = 0; i < DNA; i++)
+        dly.ha[i] = amp_f32_to_f16(dly.a[i] * s.scale_a);
+    for (i = 0; i < DNB; i++)
+        dly.hb[i] = amp_f32_to_f16(dly.b[i] * s.scale_b);
+    assert_int_equal(cuMemcpyHtoD(dly.dha, dly.ha, sizeof dly.ha),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(dly.dhb, dly.hb, sizeof dly.hb),
+                     CUDA_SUCCESS);
+    assert_int_equal(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, DM, DN, DK, &s.alpha,
+                     (const void *)(uintptr_t)dly.dha, CUDA_R_16F, DK,
+                     (const void *)(uintptr_t)dly.dhb, CUDA_R_16F, DK, &zero,
+                     (void *)(uintptr_t)dly.dc, CUDA_R_32F, DM,
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(dly.want, dly.dc, sizeof dly.want),
+                     CUDA_SUCCESS);
+}
+
+/* One fp16 call of the problem as the hook makes it; C into dly.c. Returns
+ * the bytes the emulator charged the work amp_gemm_prepare() queued (the
+ * scratch allocation is free of time; `ops` is the number of operations
+ * it queued, each charged the launch latency besides its bytes). */
+static double
+delayed_call(int ops, int *delayed)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    struct amp_gemm_desc d = {
+        .api = "test", .stats = &stats, .transa = AMP_OP_T,
+        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
+        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
+        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
+        .beta = &beta, .stream = stream,
+    };
+    const struct emu_gpu *g = emu_gpu();
+    struct amp_gemm_run run;
+    CUevent e0, e1;
+    float ms;
+    int i;
+
+    assert_int_equal(cuMemcpyHtoD(dly.da, dly.a, sizeof dly.a),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(dly.db, dly.b, sizeof dly.b),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&e0, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&e1, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, stream), CUDA_SUCCESS);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
+                                      1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(cuEventRecord(e1, stream), CUDA_SUCCESS);
+    *delayed = run.delayed;
+    for (i = 0; i < run.nsteps; i++)
+        assert_int_equal(issue_dims(&run.steps[i], DM, DN, DK),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(amp_gemm_finish(&run), AMP_OK);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuEventElapsedTime(&ms, e0, e1), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(dly.c, dly.dc, sizeof dly.c),
+                     CUDA_SUCCESS);
+    cuEventDestroy(e0);
+    cuEventDestroy(e1);
+    for (i = 0; i < DM * DN; i++)
+        assert_true(isfinite(dly.c[i]));
+    /* ms = sum over ops of (latency + bytes / effective bandwidth) */
+    return ((double)ms * 1e6 - ops * g->launch_latency_us * 1e3) *
+           g->bandwidth_tbs * 1e3 * g->mem_efficiency;
+}
+
+static void delayed_fill(float scale_a, float scale_b);
+
+/* Two calls at the key queued before either's steps (two threads on one
+ * stream may do that): each call's scalars are its own, so each gives its
+ * own exact-path bits, the second's A 1e4 times larger than the first's. */
+static void
+delayed_interleaved(void)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    static float want1[DM * DN], a2[DNA], c2[DM * DN];
+    struct amp_gemm_desc d = {
+        .api = "test", .stats = &stats, .transa = AMP_OP_T,
+        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
+        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
+        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
+        .beta = &beta, .stream = stream,
+    }, d2 = d;
+    struct amp_gemm_run run1, run2;
+    CUdeviceptr da2, dc2;
+    int i;
+
+    delayed_fill(1.0f, 100.0f);
+    delayed_reference();
+    memcpy(want1, dly.want, sizeof want1);
+    for (i = 0; i < DNA; i++)
+        a2[i] = dly.a[i] * 1e4f;
+    assert_int_equal(cuMemcpyHtoD(dly.da, dly.a, sizeof dly.a),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(dly.db, dly.b, sizeof dly.b),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&da2, sizeof a2), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dc2, sizeof c2), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyHtoD(da2, a2, sizeof a2), CUDA_SUCCESS);
+    d2.a = da2;
+    d2.c = dc2;
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
+                                      1 << 24, &run1),
+                     AMP_OK);
+    assert_int_equal(amp_gemm_prepare(dev, &d2, AMP_MODE_FP16,
+                                      AMP_MODE_FP16, 1 << 24, &run2),
+                     AMP_OK);
+    assert_true(run1.delayed && run2.delayed);
+    for (i = 0; i < run1.nsteps; i++)
+        assert_int_equal(issue_dims(&run1.steps[i], DM, DN, DK),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(amp_gemm_finish(&run1), AMP_OK);
+    for (i = 0; i < run2.nsteps; i++)
+        assert_int_equal(issue_dims(&run2.steps[i], DM, DN, DK),
+                         CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(amp_gemm_finish(&run2), AMP_OK);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(dly.c, dly.dc, sizeof dly.c),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(c2, dc2, sizeof c2), CUDA_SUCCESS);
+    assert_memory_equal(dly.c, want1, sizeof want1);
+    memcpy(dly.a, a2, sizeof a2);
+    delayed_reference();
+    assert_memory_equal(c2, dly.want, sizeof c2);
+    cuMemFree(da2);
+    cuMemFree(dc2);
+}
+
+static void
+delayed_fill(float scale_a, float scale_b)
+{
+    rng_state = 777;
+    fill(dly.a, DNA, scale_a);
+    fill(dly.b, DNB, scale_b);
+}
+
+/* The first call at a (site, shape, stream) takes the two passes and gives
+ * the exact-scale path's bits; the next ones cast in one pass (6 bytes per
+ * element, read once and written once, besides the record's page) with
+ * the previous call's scales. Data 1e4 times larger than the last call's
+ * (the delayed scale would overflow) and 1e-4 times smaller (it would
+ * lose bits) are cast again at the exact scale: the exact path's bits, no
+ * infinity. Data 8 times smaller keeps the delayed scale (within
+ * AMP_DELAYED_SLACK) and, every value staying an FP16 normal, the exact
+ * path's bits too, with no second pass. Two calls queued before either's
+ * steps keep their own scalars. */
+static void
+test_delayed_scaling(void **state)
+{
+    const double elems = (double)(DNA + DNB), page = 4096.0;
+    double bytes;
+    int delayed;
+
+    (void)state;
+    assert_int_equal(cuMemAlloc(&dly.da, sizeof dly.a), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dly.db, sizeof dly.b), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dly.dc, sizeof dly.c), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dly.dha, sizeof dly.ha), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&dly.dhb, sizeof dly.hb), CUDA_SUCCESS);
+
+    /* First call: memset, maxima, cast; 4 + 4 + 2 bytes per element. */
+    delayed_fill(1.0f, 100.0f);
+    delayed_reference();
+    bytes = delayed_call(3, &delayed);
+    assert_false(delayed);
+    assert_memory_equal(dly.c, dly.want, sizeof dly.c);
+    assert_true(bytes >= 10.0 * elems);
+
+    /* Steady state: one read, one write. */
+    bytes = delayed_call(2, &delayed);
+    assert_true(delayed);
+    assert_memory_equal(dly.c, dly.want, sizeof dly.c);
+    assert_true(bytes >= 6.0 * elems);
+    assert_true(bytes <= 6.0 * elems + 4.0 * page);
+
+    /* A grew 1e4 times: A is cast again, B's delayed scale stands. */
+    delayed_fill(1e4f, 100.0f);
+    delayed_reference();
+    bytes = delayed_call(2, &delayed);
+    assert_true(delayed);
+    assert_memory_equal(dly.c, dly.want, sizeof dly.c);
+    assert_true(bytes >= 6.0 * elems + 6.0 * DNA);
+    assert_true(bytes <= 6.0 * elems + 6.0 * DNA + 4.0 * page);
+
+    /* A back at 1 (1e-4 of the last call's): cast again. */
+    delayed_fill(1.0f, 100.0f);
+    delayed_reference();
+    bytes = delayed_call(2, &delayed);
+    assert_memory_equal(dly.c, dly.want, sizeof dly.c);
+    assert_true(bytes >= 6.0 * elems + 6.0 * DNA);
+
+    /* Both 8 times smaller: the delayed scales stand, no second pass. */
+    delayed_fill(1.0f / 8.0f, 100.0f / 8.0f);
+    delayed_reference();
+    bytes = delayed_call(2, &delayed);
+    assert_memory_equal(dly.c, dly.want, sizeof dly.c);
+    assert_true(bytes <= 6.0 * elems + 4.0 * page);
+
+    delayed_interleaved();
+
+    cuMemFree(dly.da);
+    cuMemFree(dly.db);
+    cuMemFree(dly.dc);
+    cuMemFree(dly.dha);
+    cuMemFree(dly.dhb);
+}
+
 /* ---- Failures, in a fresh child per injected fault ------------------------- */
 
 /* Runs scenario "mode/candidate/kind" once with the injected fault. Exits
@@ -863,13 +1136,20 @@ child(const char *scenario)
     struct amp_gemm_desc d;
     struct amp_gemm_run run;
     size_t free_before, free_after, total;
+    amp_devptr record;
     enum amp_status st;
+    int fresh;
 
     if (sscanf(scenario, "%d/%d/%d", &mode, &candidate, &kind) != 3 ||
         setup(NULL) != 0)
         return 10;
     problem_default(&prob, (enum amp_batch)kind);
     d = desc(&prob, &alpha, &beta, 0);
+    /* The context's records (device memory made on first use and kept
+     * for the context's life, as the slots are) exist before: what is
+     * counted is the call's own memory. */
+    if (amp_dev_record(dev, 1, NULL, &record, &fresh) != AMP_OK)
+        return 13;
     if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_before, &total))
         return 11;
     st = convert(&d, (enum amp_mode)mode, (enum amp_mode)candidate, &run);
@@ -968,6 +1248,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_scratch_cap_and_modes),
         cmocka_unit_test(test_scratch_at_odd_shapes),
         cmocka_unit_test(test_failures_leave_nothing),
+        cmocka_unit_test(test_delayed_scaling),
     };
 
     if (argc == 3 && strcmp(argv[1], "--child") == 0)

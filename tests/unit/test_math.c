@@ -192,6 +192,87 @@ test_alpha_compensation_never_inexact(void **state)
     assert_int_equal(nan.exp_a, 14);
 }
 
+/* A record whose previous call's maxima were prev_a and prev_b, finished
+ * with this call's. */
+static struct amp_gemm_record last_record;
+
+static struct amp_gemm_delayed
+delayed(float prev_a, float prev_b, float now_a, float now_b, float alpha)
+{
+    struct amp_gemm_record r = {.absmax_a = 7, .absmax_b = 7,
+                                .blocks_done = 7,
+                                .next_a = amp_f32_bits(prev_a),
+                                .next_b = amp_f32_bits(prev_b), .valid = 1};
+    struct amp_gemm_delayed c = {.redo_a = 7, .redo_b = 7};
+
+    amp_gemm_delayed_finish(&c, &r, amp_f32_bits(now_a),
+                            amp_f32_bits(now_b), alpha, 0.0f);
+    last_record = r;
+    return c;
+}
+
+/* The delayed exponent stands while the scaled maximum stays finite in
+ * FP16 and at least 2^(14 - AMP_DELAYED_SLACK); otherwise the operand
+ * takes the exact exponent and is flagged for the second pass. The next
+ * call's maxima are this call's; the counters are left at 0. */
+static void
+test_delayed_window(void **state)
+{
+    struct amp_gemm_delayed same = delayed(1.0f, 100.0f, 1.0f, 100.0f, 1.0f);
+    /* 2^-AMP_DELAYED_SLACK of the last maximum: the edge, kept. */
+    struct amp_gemm_delayed edge =
+        delayed(1.0f, 1.0f, ldexpf(1.0f, -AMP_DELAYED_SLACK), 1.0f, 1.0f);
+    struct amp_gemm_delayed below = delayed(
+        1.0f, 1.0f, ldexpf(1.0f, -AMP_DELAYED_SLACK - 1), 1.0f, 1.0f);
+    /* 1.99 * 2^14 scaled is 32604 * 2 = 65208 < 65504: kept; 4x is not. */
+    struct amp_gemm_delayed grew = delayed(1.0f, 1.0f, 1.99f, 1.0f, 1.0f);
+    struct amp_gemm_delayed over = delayed(1.0f, 1.0f, 4.0f, 1.0f, 1.0f);
+    struct amp_gemm_record over_record = last_record, none = {.valid = 7};
+    struct amp_gemm_delayed first = {0};
+
+    (void)state;
+    assert_int_equal(same.s.exp_a, 14);
+    assert_int_equal(same.s.exp_b, 14 - 6);
+    assert_false(same.redo_a || same.redo_b);
+    assert_true(same.s.alpha == ldexpf(1.0f, -14 - 8));
+    assert_int_equal(edge.s.exp_a, 14);
+    assert_false(edge.redo_a);
+    assert_int_equal(below.s.exp_a, 14 + AMP_DELAYED_SLACK + 1);
+    assert_true(below.redo_a);
+    assert_false(below.redo_b);
+    assert_int_equal(grew.s.exp_a, 14);
+    assert_false(grew.redo_a);
+    assert_int_equal(over.s.exp_a, 12);
+    assert_true(over.redo_a);
+    assert_true(over_record.next_a == amp_f32_bits(4.0f));
+    assert_true(over_record.valid == 1);
+    assert_true(over_record.absmax_a == 0 && over_record.absmax_b == 0 &&
+                over_record.blocks_done == 0);
+    /* No earlier call (valid is not 1): the cast used exponent 0; the
+     * exact ones stand. */
+    amp_gemm_delayed_finish(&first, &none, amp_f32_bits(1.0f),
+                            amp_f32_bits(1.0f), 1.0f, 0.0f);
+    assert_int_equal(first.s.exp_a, 14);
+    assert_true(first.redo_a && first.redo_b);
+}
+
+/* An alpha whose compensation by the delayed exponents would not be exact
+ * takes the two-pass path's scalars (here: scaling dropped) and both
+ * operands are cast again. */
+static void
+test_delayed_alpha_exact(void **state)
+{
+    struct amp_gemm_delayed r = delayed(1e-30f, 1e-30f, 1e-30f, 1e-30f,
+                                        1e-30f);
+    struct amp_gemm_scalars s = scalars(1e-30f, 1e-30f, 1e-30f, 0.0f);
+
+    (void)state;
+    assert_int_equal(r.s.exp_a, s.exp_a);
+    assert_int_equal(r.s.exp_b, s.exp_b);
+    assert_true(r.s.alpha == s.alpha);
+    assert_true(r.redo_a && r.redo_b);
+}
+
 /* The maximum ignores NaN and Inf; split over threads it reduces to the
  * same value. */
 static void
@@ -696,6 +777,8 @@ main(void)
         cmocka_unit_test(test_f16_edges),
         cmocka_unit_test(test_bf16_matches_emulator),
         cmocka_unit_test(test_scale_exponent),
+        cmocka_unit_test(test_delayed_window),
+        cmocka_unit_test(test_delayed_alpha_exact),
         cmocka_unit_test(test_scaled_maximum_fits),
         cmocka_unit_test(test_alpha_compensation_exact),
         cmocka_unit_test(test_alpha_compensation_never_inexact),
