@@ -278,8 +278,9 @@ static const struct {
 #define AMP_STATIC_VENDORS                                                   \
     (sizeof amp_static_vendors / sizeof *amp_static_vendors)
 
-/* The vendor whose function `name` is (prefix, then an upper-case letter
- * or an underscore), or -1. */
+/* The vendor whose function `name` is (prefix, then an upper-case
+ * letter: every function the libraries export is so named, while a
+ * program's own helper may be cublas_failed), or -1. */
 static int
 amp_static_vendor_of(const char *name)
 {
@@ -287,7 +288,7 @@ amp_static_vendor_of(const char *name)
         size_t n = strlen(amp_static_vendors[v].prefix);
 
         if (strncmp(name, amp_static_vendors[v].prefix, n) == 0 &&
-            (name[n] == '_' || (name[n] >= 'A' && name[n] <= 'Z')))
+            name[n] >= 'A' && name[n] <= 'Z')
             return (int)v;
     }
     return -1;
