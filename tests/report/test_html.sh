@@ -149,7 +149,7 @@ chart-error	tolerance 1.0e-09
 chart-error	max rel err: 0.000236866 0.000237 DEMOTED
 sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog+0x
-shapes	128x128x128 NN 4 2 2 (demoted) 0.22x 0.25x 2.37e-04 / 1.0e-09 OVER
+shapes	128x128x128 NN 4 2 2 (demoted) 0.25x 0.34x 2.37e-04 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
 shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
