@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct amp_site_entry {
@@ -321,6 +322,11 @@ amp_site_summary(void)
 void
 amp_site_forget(void)
 {
+    size_t i;
+
     pthread_mutex_init(&amp_site_lock, NULL);
+    /* auto's states are the child's copies: freed, not lost. */
+    for (i = 0; i < AMP_SITE_MAX; i++)
+        free(amp_sites[i].site.autos);
     memset(amp_sites, 0, sizeof amp_sites);
 }

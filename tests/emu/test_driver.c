@@ -888,7 +888,7 @@ test_kernel_stats(void **state)
 {
     char path[] = "/tmp/emu-stats-XXXXXX", text[4096], want[160];
     size_t n = 256 * 192;
-    int fd = mkstemp(path), status;
+    int fd = mkstemp(path), status = 0;
     ssize_t got;
     pid_t pid;
 
