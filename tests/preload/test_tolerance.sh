@@ -209,7 +209,8 @@ grep -qx "ampshim run: --tolerance 1e-6:fr: not a tolerance; expected a non-nega
 # ---- ampshim run --tolerance -------------------------------------------------
 rc=0
 rm -f run.json
-"$tool" run --report run.json --tolerance 1e-6:fro -- "$prog" >run.out \
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" run --report run.json \
+    --tolerance 1e-6:fro -- "$prog" >run.out \
     2>run.err || rc=$?
 [[ $rc == 0 ]] || fail "run --tolerance 1e-6:fro: status $rc"
 grep -Eq "$pass" run.out || fail "run --tolerance 1e-6:fro: no PASS"
@@ -227,7 +228,8 @@ run 1 AMPSHIM_QUIET=1 AMPSHIM_POLICY=fp16.policy
 
 # ---- calibrate in the Frobenius norm -----------------------------------------
 rc=0
-"$tool" calibrate -o cal.policy --modes fp16,fp16x3 --tolerance 1e-6:fro \
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" calibrate -o cal.policy \
+    --modes fp16,fp16x3 --tolerance 1e-6:fro \
     -- "$prog" >run.out 2>run.err || rc=$?
 [[ $rc == 0 ]] || fail "calibrate: status $rc"
 grep -qx 'set tolerance 1e-06 fro' cal.policy || fail "calibrate: set tolerance"
@@ -237,7 +239,8 @@ grep -Eq '^#   fp16 +rejected: max rel error [0-9.e+-]+, fro rel error [0-9.e+-]
 grep -E '^#   fp16x3 ' cal.policy | grep -vq 'error over the tolerance' ||
     fail "calibrate: fp16x3 rejected for its error"
 rc=0
-"$tool" run --report off --policy cal.policy -- "$prog" >run.out \
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" run --report off \
+    --policy cal.policy -- "$prog" >run.out \
     2>run.err || rc=$?
 [[ $rc == 0 ]] && grep -Eq "$pass" run.out ||
     fail "the calibrated policy: the check does not pass"
