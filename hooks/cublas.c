@@ -409,6 +409,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
                 d->api, amp_mode_name(dec.mode), (int)st);
         return AMP_HOOK_ORIGINAL;
     }
+    if (amp_gemm_warms_up(&h->run))
+        amp_prof_warmup(&h->prof);
     if (v->issue(own, vendor_call, &h->run) != AMP_OK) {
         amp_gemm_abandon(&h->run);
         amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);

@@ -16,6 +16,10 @@
  * free) after which it is given up. */
 #define AMP_AUTO_UNTIMED_MAX 4
 
+/* Calls of a shape after which a timing call whose time has not come
+ * back is taken as lost, and another one is made. */
+#define AMP_AUTO_TIMING_LOST 16
+
 static pthread_mutex_t amp_auto_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const enum amp_mode amp_auto_gemm[] = {
@@ -47,6 +51,7 @@ amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
     for (i = 0; i < v->ncandidates; i++)
         v->c[i].mode = modes[i];
     v->state = AMP_AUTO_MEASURING;
+    atomic_fetch_add_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     return v;
 }
 
@@ -98,6 +103,14 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
         return NULL;
     }
     return buf;
+}
+
+/* 1 when c lacks only the time of a call after its warm-up: its error
+ * is known and within the tolerance, so that call converts. */
+static int
+amp_auto_awaits_time(const struct amp_auto_candidate *c)
+{
+    return c->warmups && c->errors && !c->timed && !c->failed && !c->over;
 }
 
 /* 1 when c needs no more shadow calls to be judged. */
@@ -165,6 +178,7 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     }
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
+    atomic_fetch_sub_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     amp_auto_log_choice(site, v, bound,
                         best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
 }
@@ -201,6 +215,8 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
         amp_auto_rejects(c, bound, why, sizeof why)) {
         v->state = AMP_AUTO_MEASURING;
+        atomic_fetch_add_explicit(&site->auto_measuring, 1,
+                                  memory_order_relaxed);
         v->changes++;
         amp_auto_settle(site, v, bound);
         amp_log(AMP_LOG_WARN, "%s called from %s: auto's %s now has %s; "
@@ -216,6 +232,34 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     amp_auto_settle(site, v, bound);
 }
 
+/* While a timing call's time is on its way: the fastest candidate so
+ * far, one awaiting its time at its warm-up time (an upper bound), or -1
+ * (FP32) when none is within the tolerance and faster than FP32. Lock
+ * held. */
+static int
+amp_auto_provisional(const struct amp_auto_view *v)
+{
+    char why[96];
+    double best_ms = 0, ms;
+    int i, best = -1;
+
+    for (i = 0; i < v->ncandidates; i++) {
+        const struct amp_auto_candidate *c = &v->c[i];
+
+        if (amp_auto_awaits_time(c) && c->warm_ms < c->warm_fp32_ms)
+            ms = c->warm_ms;
+        else if (!amp_auto_rejects(c, NULL, why, sizeof why))
+            ms = amp_auto_mean(c->candidate_ms, c->timed);
+        else
+            continue;
+        if (best < 0 || ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    return best;
+}
+
 void
 amp_auto_decide(struct amp_site *site, uint64_t shape_key,
                 enum amp_family family, int64_t count, int64_t sample_period,
@@ -228,20 +272,36 @@ amp_auto_decide(struct amp_site *site, uint64_t shape_key,
     out->why = AMP_WHY_AUTO;
     out->automatic = 1;
     out->auto_slot = -1;
+    out->auto_timing = 0;
     if (!site)
         return;
     slot = amp_site_shape_slot(site, shape_key);
     pthread_mutex_lock(&amp_auto_lock);
     v = amp_auto_view(site, slot, family);
     if (v && v->state == AMP_AUTO_MEASURING) {
-        for (i = 0; i < v->ncandidates; i++)
-            if (!amp_auto_settled(&v->c[i]) &&
-                (next < 0 || v->c[i].issued < v->c[next].issued))
+        for (i = 0; i < v->ncandidates; i++) {
+            const struct amp_auto_candidate *c = &v->c[i];
+
+            if (amp_auto_settled(c) ||
+                (c->timing_out &&
+                 count - c->timing_at < AMP_AUTO_TIMING_LOST))
+                continue;
+            if (next < 0 || c->issued + c->converted <
+                                v->c[next].issued + v->c[next].converted)
                 next = i;
-        if (next >= 0) {
+        }
+        if (next >= 0 && amp_auto_awaits_time(&v->c[next])) {
+            v->c[next].converted++;
+            v->c[next].timing_out = 1;
+            v->c[next].timing_at = count;
+            out->mode = v->c[next].mode;
+            out->auto_timing = 1;
+        } else if (next >= 0) {
             v->c[next].issued++;
             out->mode = AMP_MODE_SHADOW;
             out->candidate = v->c[next].mode;
+        } else if ((next = amp_auto_provisional(v)) >= 0) {
+            out->mode = v->c[next].mode;
         }
     } else if (v && v->state == AMP_AUTO_CHOSEN) {
         out->mode = v->c[v->choice].mode;
@@ -290,7 +350,7 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
 
 void
 amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
-              double candidate_ms, double fp32_ms,
+              double candidate_ms, double fp32_ms, int warmup,
               const struct amp_auto_bound *bound_in)
 {
     struct amp_auto_bound policy;
@@ -301,10 +361,26 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
 
     pthread_mutex_lock(&amp_auto_lock);
     c = amp_auto_find(site, slot, mode, &v);
+    /* A converted call counts only while its candidate awaits it. */
+    if (c && isnan(fp32_ms) && !amp_auto_awaits_time(c))
+        c = NULL;
+    else if (c && isnan(fp32_ms)) {
+        c->timing_out = 0;
+        fp32_ms = c->warm_fp32_ms;
+    }
     if (c && (candidate_ms < 0 || fp32_ms < 0)) {
         c->untimed++;
-        if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX)
+        if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX &&
+            c->warmups) { /* its warm-up time is all there is */
+            c->timed = 1;
+            c->candidate_ms = c->warm_ms;
+            c->fp32_ms = c->warm_fp32_ms;
+        } else if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX) {
             c->failed = 1;
+        }
+    } else if (c && warmup && !c->warmups++) {
+        c->warm_ms = candidate_ms; /* a later call measures it */
+        c->warm_fp32_ms = fp32_ms;
     } else if (c) {
         c->timed++;
         c->candidate_ms += candidate_ms;

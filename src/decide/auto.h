@@ -33,6 +33,15 @@ struct amp_auto_candidate {
     unsigned long long errors;   /* of those, errors harvested */
     unsigned long long timed;    /* of those, times harvested */
     unsigned long long untimed;  /* ran without a time (no event free) */
+    unsigned long long warmups;  /* timed, but not counted: the first call
+                                    of its delayed-scaling record, which
+                                    takes the two passes later calls skip */
+    unsigned long long converted; /* timing calls: converted calls decided
+                                    to time it after a warm-up (its error
+                                    known within the tolerance) */
+    int timing_out;              /* a timing call's time is not back */
+    int64_t timing_at;           /* the shape's call count at that call */
+    double warm_ms, warm_fp32_ms; /* the first warm-up's times */
     struct amp_gemm_error worst; /* each field's worst over the measured
                                     calls (nonfinite: their sum) */
     double candidate_ms, fp32_ms;
@@ -52,7 +61,11 @@ struct amp_auto_view {
 };
 
 /* The decision of an `auto` call, number `count` of its shape at its
- * site, into *out: shadow:CANDIDATE while measuring, the chosen mode (or
+ * site, into *out: shadow:CANDIDATE while measuring (the candidate
+ * itself, with out->auto_timing, when only its time after a warm-up is
+ * missing: amp_auto_time; while that time is on its way and nothing
+ * else needs measuring, the fastest candidate so far, or FP32), the
+ * chosen mode (or
  * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
  * when nothing qualifies or the site or shape cannot be tracked.
  * out->auto_slot names the (site, shape) for the results. */
@@ -75,9 +88,17 @@ void amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
                     const struct amp_auto_bound *bound);
 
 /* A timed shadow call of `mode`: the candidate's and FP32's times; a
- * negative time: the call ran without being timed. */
+ * negative time: the call ran without being timed. `warmup`: the call
+ * set up state its later calls reuse (delayed scaling's first call), so
+ * its time is not theirs: the candidate's first such time is not counted
+ * and another call measures it (a second one is: that state does not
+ * last at this shape, and every call pays for it). That call converts
+ * when the candidate's error is known and within the tolerance
+ * (out->auto_timing): fp32_ms NAN, and FP32's time beside the warm-up
+ * stands for it. A candidate never timed but warmed up takes its warm-up
+ * time after 4 untimed calls. */
 void amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
-                   double candidate_ms, double fp32_ms,
+                   double candidate_ms, double fp32_ms, int warmup,
                    const struct amp_auto_bound *bound);
 
 /* A conversion of `mode` that fell back (the path could not run it). */

@@ -252,6 +252,8 @@ struct amp_decision {
     int automatic;               /* an auto rule decided: its results go
                                     to (site, auto_slot) (decide/auto.h) */
     int auto_slot;               /* -1: the (site, shape) has no state */
+    int auto_timing;             /* a converted call auto times (no FP32
+                                    beside it: amp_auto_time) */
 };
 
 const char *amp_decision_why_name(enum amp_decision_why why);
@@ -396,7 +398,8 @@ void amp_policy_start(const struct amp_config *cfg);
 /* The decision for one call. call->site is the call's struct amp_site
  * (or NULL); its symbol and module are resolved when a rule needs them.
  * The site's verdicts are what is harvested so far: a caller whose site
- * has shadow calls in flight (amp_site_unmeasured) harvests first.
+ * has shadow calls in flight, or auto shapes measuring
+ * (amp_site_unmeasured), harvests first.
  * Never fails. */
 void amp_policy_decide(const struct amp_policy_call *call,
                        struct amp_decision *out);

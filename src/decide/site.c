@@ -297,9 +297,12 @@ amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
 int
 amp_site_unmeasured(const struct amp_site *site)
 {
-    return site && atomic_load_explicit(&site->shadowed,
-                                        memory_order_relaxed) >
-                       __atomic_load_n(&site->shadow_calls, __ATOMIC_RELAXED);
+    return site && (atomic_load_explicit(&site->shadowed,
+                                         memory_order_relaxed) >
+                        __atomic_load_n(&site->shadow_calls,
+                                        __ATOMIC_RELAXED) ||
+                    atomic_load_explicit(&site->auto_measuring,
+                                         memory_order_relaxed) > 0);
 }
 
 void

@@ -50,6 +50,7 @@ struct amp_site {
     atomic_int demoted;       /* 1: every call from here stays FP32 */
     atomic_ullong calls;      /* calls the policy decided (amp_site_count) */
     atomic_ullong shadowed;   /* of those, decided to run in shadow mode */
+    atomic_int auto_measuring; /* auto shapes measuring (decide/auto.c) */
     /* amp_site_symbolize(): 1 once caller and module are set. */
     atomic_int symbolized;
     char function[AMP_SYMBOL_LEN]; /* the caller as users know it (C++
@@ -144,7 +145,8 @@ struct amp_site_worst {
 };
 void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
 
-/* 1 while the site has shadow calls whose errors are not harvested. */
+/* 1 while the site has shadow calls whose errors are not harvested, or
+ * auto shapes whose candidates are still measured. */
 int amp_site_unmeasured(const struct amp_site *site);
 
 /* At exit: one line per demoted site, "ampshim[pid]: demoted API at

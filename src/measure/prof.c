@@ -431,6 +431,14 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
 }
 
 void
+amp_prof_warmup(struct amp_prof_span *span)
+{
+    span->what.warmup = 1;
+    if (span->call)
+        span->call->what.warmup = 1;
+}
+
+void
 amp_prof_split(struct amp_prof_span *span)
 {
     if (span->call && span->call->ev[AMP_EV_START] >= 0)
@@ -534,11 +542,15 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     if (c)
         amp_record_settle(c, timed, outcome, span->what.mode);
     pthread_mutex_unlock(&amp_prof_lock);
-    /* An auto candidate's shadow call that no record could time. */
+    /* An auto candidate's call that no record could time. */
     if (!c && outcome == AMP_OUTCOME_CONVERTED && span->what.auto_shape &&
         span->what.mode == AMP_MODE_SHADOW)
         amp_auto_time(span->what.site, span->what.auto_shape - 1,
-                      span->what.candidate, -1.0, -1.0, NULL);
+                      span->what.candidate, -1.0, -1.0, 0, NULL);
+    else if (!c && outcome == AMP_OUTCOME_CONVERTED &&
+             span->what.auto_timing)
+        amp_auto_time(span->what.site, span->what.auto_shape - 1,
+                      span->what.mode, -1.0, NAN, 0, NULL);
 }
 
 /* ---- Harvest -------------------------------------------------------------------- */
@@ -679,7 +691,10 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     if (shadow && c->what.auto_shape)
         amp_auto_time(c->what.site, c->what.auto_shape - 1,
                       c->what.candidate, timed ? cand : -1.0,
-                      timed ? fp32 : -1.0, NULL);
+                      timed ? fp32 : -1.0, c->what.warmup, NULL);
+    else if (c->what.auto_timing)
+        amp_auto_time(c->what.site, c->what.auto_shape - 1, c->what.mode,
+                      timed ? total : -1.0, NAN, c->what.warmup, NULL);
     if (e && atomic_load_explicit(&c->error_state, memory_order_acquire) ==
                  AMP_ERROR_DELIVERED) {
         e->nonfinite += c->err.nonfinite;

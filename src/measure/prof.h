@@ -95,6 +95,8 @@ struct amp_prof_what {
                                   unknown */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
+    int auto_timing;           /* a converted call timed for auto */
+    int warmup;                /* set by amp_prof_warmup */
 };
 
 
@@ -122,6 +124,11 @@ void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
  * and opens an NVTX range. */
 void amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
                     const struct amp_prof_what *w);
+
+/* The call sets up state its later calls of the kind reuse (the first
+ * call of a delayed-scaling record takes the two passes they skip): its
+ * time is not theirs (auto measures the candidate again). */
+void amp_prof_warmup(struct amp_prof_span *span);
 
 /* Shadow: after the candidate, before the original FP32 call. */
 void amp_prof_split(struct amp_prof_span *span);

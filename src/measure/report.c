@@ -371,6 +371,8 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
         amp_json_kint(j, "shadow_calls", (long long)c->issued);
         amp_json_kint(j, "errors_measured", (long long)c->errors);
         amp_json_kint(j, "times_measured", (long long)c->timed);
+        amp_json_kint(j, "warmup_calls", (long long)c->warmups);
+        amp_json_kint(j, "converted_calls", (long long)c->converted);
         amp_json_knumber(j, "max_rel", c->errors ? c->worst.max_rel : NAN);
         amp_json_knumber(j, "fro_rel", c->errors ? c->worst.fro_rel : NAN);
         amp_json_kint(j, "nonfinite", (long long)c->worst.nonfinite);

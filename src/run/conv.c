@@ -149,6 +149,7 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     w->mode = dec->mode;
     w->candidate = dec->candidate;
     w->auto_shape = amp_decision_auto_shape(dec);
+    w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */

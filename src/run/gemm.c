@@ -171,6 +171,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     w->mode = dec->mode;
     w->candidate = dec->candidate;
     w->auto_shape = amp_decision_auto_shape(dec);
+    w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */
@@ -922,6 +923,12 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         amp_dev_record_ready(dev, run->record, run->record_key);
     amp_gemm_steps(run, &l);
     return AMP_OK;
+}
+
+int
+amp_gemm_warms_up(const struct amp_gemm_run *run)
+{
+    return run->record && !run->delayed;
 }
 
 /* C = alpha' * (hi + sum) + beta * C for fp16x3, into the caller's C or,

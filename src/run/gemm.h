@@ -222,6 +222,10 @@ enum amp_status amp_gemm_prepare(struct amp_dev *dev,
                                  uint64_t scratch_max,
                                  struct amp_gemm_run *run);
 
+/* 1 when a prepared run is the first call of its delayed-scaling record:
+ * it takes the two passes the record's later calls skip. */
+int amp_gemm_warms_up(const struct amp_gemm_run *run);
+
 /* After every step (and for shadow the original call) succeeded: queues
  * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
  * not read C when beta is 0; fp16, bf16 and tf32 with a beta that may not

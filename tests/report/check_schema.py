@@ -95,6 +95,7 @@ AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
         "candidates": {ARR}}
 AUTO_CANDIDATE = {"mode": {STR}, "shadow_calls": {INT},
                   "errors_measured": {INT}, "times_measured": {INT},
+                  "warmup_calls": {INT}, "converted_calls": {INT},
                   "max_rel": {NUM, NULL}, "fro_rel": {NUM, NULL},
                   "nonfinite": {INT},
                   "candidate_ms": {NUM, NULL}, "fp32_ms": {NUM, NULL},

@@ -52,7 +52,7 @@ measured(struct amp_site *site, int slot, enum amp_mode mode, double rel,
                                .fro_rel = rel / 4};
 
     amp_auto_error(site, slot, mode, &e, TOL);
-    amp_auto_time(site, slot, mode, ms, fp32_ms, TOL);
+    amp_auto_time(site, slot, mode, ms, fp32_ms, 0, TOL);
 }
 
 static void
@@ -212,7 +212,7 @@ test_failures_rule_out(void **state)
      * until it has run untimed four times. */
     for (i = 0; i < 3; i++) {
         expect_shadow(site, AMP_FAMILY_GEMM, 4 + i, AMP_MODE_TF32);
-        amp_auto_time(site, slot, AMP_MODE_TF32, -1.0, -1.0, TOL);
+        amp_auto_time(site, slot, AMP_MODE_TF32, -1.0, -1.0, 0, TOL);
     }
     /* Nothing within: fp16x3. */
     expect_shadow(site, AMP_FAMILY_GEMM, 7, AMP_MODE_FP16X3);
@@ -225,6 +225,83 @@ test_failures_rule_out(void **state)
                         "no time measured");
     assert_string_equal(amp_auto_rejects(&v.c[3], TOL, why, sizeof why),
                         "not measured yet");
+}
+
+/* fp16's first call at a shape takes two passes (delayed scaling's
+ * first call): its time is not counted, and a second call, converted,
+ * measures the one-pass cost that decides. A second two-pass time
+ * counts: the shape's calls then all take two. */
+static void
+test_warmup_time_measured_again(void **state)
+{
+    struct amp_auto_view v;
+    struct amp_gemm_error e = {.max_rel = 3e-4, .fro_rel = 1e-4};
+    struct amp_decision d;
+    int slot, t, i;
+    struct amp_site *site = fresh_site(&slot);
+    struct amp_site *thrash = fresh_site(&t);
+
+    (void)state;
+    expect_gemm_candidates(site);
+    /* Two passes: slower than tf32; one pass: faster. */
+    amp_auto_error(site, slot, AMP_MODE_FP16, &e, TOL);
+    amp_auto_time(site, slot, AMP_MODE_FP16, 0.9, 2.0, 1, TOL);
+    measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, 0.7, 2.0);
+    /* Its error is within the tolerance: the call that times it
+     * converts, and FP32's time beside the first call stands. */
+    decide(site, AMP_FAMILY_GEMM, 4, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP16);
+    assert_int_equal(d.auto_timing, 1);
+    /* While its time is on its way: the fastest so far, tf32 (fp16 at
+     * its warm-up time, 0.9, is slower), not timed for auto. */
+    decide(site, AMP_FAMILY_GEMM, 5, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_TF32);
+    assert_int_equal(d.auto_timing, 0);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+    /* A converted call of a candidate that is not waiting for it
+     * changes nothing. */
+    amp_auto_time(site, slot, AMP_MODE_BF16, 0.1, NAN, 0, TOL);
+    amp_auto_time(site, slot, AMP_MODE_FP16, 0.6, NAN, 0, TOL);
+    expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_FP16);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.c[0].issued, 1);
+    assert_int_equal(v.c[0].converted, 1);
+    assert_int_equal(v.c[0].timed, 1);
+    assert_int_equal(v.c[0].warmups, 1);
+    assert_true(v.c[0].candidate_ms == 0.6 && v.c[0].fp32_ms == 2.0);
+    assert_int_equal(v.c[1].timed, 1);
+    assert_true(v.c[1].candidate_ms == 0.8);
+    /* Chosen: later converted times are not the measurement's. */
+    amp_auto_time(site, slot, AMP_MODE_FP16, 5.0, NAN, 0, TOL);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.c[0].timed, 1);
+
+    /* Every call two passes (its record never lasts): the second time
+     * counts, and tf32 stays the faster. */
+    expect_gemm_candidates(thrash);
+    amp_auto_error(thrash, t, AMP_MODE_FP16, &e, TOL);
+    amp_auto_time(thrash, t, AMP_MODE_FP16, 0.9, 2.0, 1, TOL);
+    measured(thrash, t, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
+    measured(thrash, t, AMP_MODE_TF32, 3e-4, 0.7, 2.0);
+    decide(thrash, AMP_FAMILY_GEMM, 4, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP16);
+    /* A timing call whose time does not come back is taken as lost
+     * after 16 calls of the shape, and made again. */
+    for (i = 5; i < 20; i++) {
+        decide(thrash, AMP_FAMILY_GEMM, i, 0, &d);
+        assert_int_equal(d.mode, AMP_MODE_TF32);
+        assert_int_equal(d.auto_timing, 0);
+    }
+    decide(thrash, AMP_FAMILY_GEMM, 20, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP16);
+    assert_int_equal(d.auto_timing, 1);
+    amp_auto_time(thrash, t, AMP_MODE_FP16, 0.9, NAN, 1, TOL);
+    expect_mode(thrash, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32);
+    amp_auto_get(thrash, t, &v);
+    assert_int_equal(v.c[0].timed, 1);
+    assert_int_equal(v.c[0].warmups, 2);
+    assert_int_equal(v.c[0].converted, 2);
 }
 
 /* A tolerance of FP32 accuracy in the Frobenius norm (1e-6:fro): the
@@ -248,7 +325,7 @@ test_frobenius_bound(void **state)
     expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16X3);
     /* Over 1e-6 in the max norm, within it in the Frobenius norm. */
     amp_auto_error(site, slot, AMP_MODE_FP16X3, &e16x3, &fro);
-    amp_auto_time(site, slot, AMP_MODE_FP16X3, 1.0, 2.0, &fro);
+    amp_auto_time(site, slot, AMP_MODE_FP16X3, 1.0, 2.0, 0, &fro);
     expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_FP16X3);
     amp_auto_get(site, slot, &v);
     assert_string_equal(amp_auto_rejects(&v.c[0], &fro, why, sizeof why),
@@ -276,6 +353,7 @@ main(void)
         cmocka_unit_test(test_fp16x3_only_when_nothing_is_within),
         cmocka_unit_test(test_conv_candidates),
         cmocka_unit_test(test_failures_rule_out),
+        cmocka_unit_test(test_warmup_time_measured_again),
         cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
     };
