@@ -1369,8 +1369,10 @@ amp_report_tolerance_line(void)
                  fro.error);
     }
     amp_log_line("converted results differ from FP32 by up to %.2e "
-                 "(relative, %s%s; the largest of %llu shadow calls), %s%s",
-                 w.error, amp_norm_words(norm), also, w.shadow_calls,
+                 "(relative, %s%s; %s %llu shadow call%s), %s%s",
+                 w.error, amp_norm_words(norm), also,
+                 w.shadow_calls == 1 ? "measured in" : "the largest of",
+                 w.shadow_calls, w.shadow_calls == 1 ? "" : "s",
                  tol == HUGE_VAL ? "" : "within ", bound);
 }
 
