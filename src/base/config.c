@@ -378,3 +378,18 @@ amp_mode_name(enum amp_mode mode)
         return "?";
     return amp_mode_names[mode];
 }
+
+size_t
+amp_mode_list_add(char *buf, size_t cap, const char *prefix,
+                  const char *word)
+{
+    size_t len = strlen(buf), n = strlen(word);
+    const char *at;
+
+    for (at = strstr(buf, word); at; at = strstr(at + 1, word))
+        if (at > buf && (at[-1] == ',' || at[-1] == ':') &&
+            (at[n] == ',' || at[n] == '\0'))
+            return len;
+    return len + (size_t)snprintf(buf + len, cap - len, "%s%s",
+                                  len ? "," : prefix, word);
+}

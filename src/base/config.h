@@ -100,6 +100,12 @@ void amp_config_load(struct amp_config *cfg, amp_getenv_fn getenv_fn);
 
 const char *amp_mode_name(enum amp_mode mode);
 
+/* Adds `word` to the comma-separated list in buf, after `prefix` when the
+ * list is empty ("auto:tf32,fp32"), unless it is in it already; the
+ * list's length (cap or more when cut). */
+size_t amp_mode_list_add(char *buf, size_t cap, const char *prefix,
+                         const char *word);
+
 /* A norm's name as a user types it (case-insensitive): "max" (also
  * "inf", "infinity"), "fro" (also "frobenius", "l2"). AMP_ERR_INVALID
  * for another word. */

@@ -971,15 +971,55 @@ amp_cell(char *buf, size_t cap, double v, int digits)
 /* The exit table's site column: a longer label goes on its own line. */
 #define AMP_TABLE_SITE_WIDTH 28
 
+/* The table's mode cell of group g (NULL: every group): under auto the
+ * choices of its shapes ("auto:tf32", "auto:tf32,fp32", "auto:measuring"
+ * while one is measured), then "+" and the modes of the shapes without
+ * auto that converted; else the modes its calls ran (amp_modes_text). */
 static void
-amp_table_row(const char *site, const char *api, const struct amp_group *g)
+amp_group_modes(const struct amp_report *r, const struct amp_group *g,
+                char *buf, size_t cap)
 {
-    char modes[64], fp32[32], actual[32], speed[32], steady[32],
-        saved[32], err[32];
+    static const char *const states[] = {"measuring", NULL, "fp32"};
+    struct amp_prof_entry other;
+    struct amp_auto_view v;
+    size_t i, len;
+    int others = 0;
+
+    buf[0] = '\0';
+    memset(&other, 0, sizeof other);
+    for (i = 0; i < r->nentries; i++) {
+        const struct amp_prof_entry *e = &r->entries[i];
+
+        if (g && (e->site != g->site || e->api != g->api))
+            continue;
+        if (e->auto_shape &&
+            amp_auto_get(e->site, e->auto_shape - 1, &v) == 0) {
+            amp_mode_list_add(buf, cap, "auto:",
+                         v.state == AMP_AUTO_CHOSEN
+                             ? amp_mode_name(v.c[v.choice].mode)
+                             : states[v.state]);
+            continue;
+        }
+        amp_sum_entry(&other, e);
+        others |= e->outcomes[AMP_OUTCOME_CONVERTED] > 0;
+    }
+    len = strlen(buf);
+    if (!len) {
+        amp_modes_text(&other, buf, cap);
+    } else if (others && len + 2 < cap) {
+        buf[len] = '+';
+        amp_modes_text(&other, buf + len + 1, cap - len - 1);
+    }
+}
+
+static void
+amp_table_row(const char *site, const char *api, const struct amp_group *g,
+              const char *modes)
+{
+    char fp32[32], actual[32], speed[32], steady[32], saved[32], err[32];
     const struct amp_prof_entry *e = &g->sum;
     int known = g->t.measured + g->t.estimated > 0;
 
-    amp_modes_text(e, modes, sizeof modes);
     /* In the tolerance's norm, as the header says. */
     if (e->error_calls)
         snprintf(err, sizeof err, "%.2e",
@@ -1032,6 +1072,7 @@ amp_reasons_line(const struct amp_prof_entry *e)
 static void
 amp_report_table(struct amp_report *r, const char *device, const char *path)
 {
+    char modes[96];
     size_t i;
 
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
@@ -1044,15 +1085,17 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
     for (i = 0; i < r->ngroups; i++) {
         char label[AMP_LABEL_LEN];
 
+        amp_group_modes(r, &r->groups[i], modes, sizeof modes);
         amp_site_label(r->groups[i].site, label, sizeof label);
         /* A label wider than its column gets a line of its own, whole. */
         if (strlen(label) > AMP_TABLE_SITE_WIDTH) {
             amp_log_line("| %s", label);
             label[0] = '\0';
         }
-        amp_table_row(label, r->groups[i].api, &r->groups[i]);
+        amp_table_row(label, r->groups[i].api, &r->groups[i], modes);
     }
-    amp_table_row("total", "", &r->all);
+    amp_group_modes(r, NULL, modes, sizeof modes);
+    amp_table_row("total", "", &r->all, modes);
     amp_reasons_line(&r->all.sum);
     amp_log_line("| times %s on %s; %.1f%% of the FP32 work (FLOPs) "
                  "converted; report: %s", strcmp(device, "-") == 0 ? "-" :

@@ -755,7 +755,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
         amp_html_text(f, amp_or(r->api, "-"));
         fprintf(f, "</td><td>%.0f</td><td>%.0f</td><td class=\"t\">",
                 r->calls, r->converted);
-        amp_html_text(f, r->modes);
+        amp_html_text(f, r->shown);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                 "<td>%s</td><td>%s</td><td class=\"t status\">",
                 amp_fmt(b[0], 32, "%.3f", r->fp32_ms),

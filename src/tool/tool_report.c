@@ -99,6 +99,45 @@ amp_row_modes(struct amp_row *r, const struct amp_json *modes)
         snprintf(r->modes, sizeof r->modes, "fp32");
 }
 
+/* r->shown, the table's mode cell, from s (a site, or a shape): under
+ * auto the distinct choices of its shapes ("auto:tf32", "auto:bf16,tf32",
+ * "auto:measuring" while one is measured), then "+" and r->modes when a shape
+ * without auto converted; else r->modes. */
+static void
+amp_row_shown(struct amp_row *r, const struct amp_json *s)
+{
+    const struct amp_json *shapes = amp_json_get(s, "shapes");
+    size_t i, n = 1, len;
+    int others = 0;
+
+    if (shapes && shapes->type == AMP_JSON_ARRAY)
+        n = shapes->count;
+    else
+        shapes = NULL;
+    r->shown[0] = '\0';
+    for (i = 0; i < n; i++) {
+        const struct amp_json *shape = shapes ? &shapes->items[i] : s;
+        const struct amp_json *a = amp_json_get(shape, "auto");
+        const char *choice;
+
+        if (!a || a->type != AMP_JSON_OBJECT) {
+            others |= amp_num(shape, "converted") > 0;
+            continue;
+        }
+        choice = amp_or(amp_json_str(amp_json_get(a, "choice")),
+                        "measuring");
+        amp_mode_list_add(r->shown, sizeof r->shown, "auto:", choice);
+    }
+    len = strlen(r->shown);
+    if (!len) {
+        memcpy(r->shown, r->modes, sizeof r->shown);
+    } else if (others && len + 1 < sizeof r->shown &&
+               snprintf(r->shown + len, sizeof r->shown - len, "+%s",
+                        r->modes) < 0) {
+        r->shown[len] = '\0';
+    }
+}
+
 /* "min-size 12, no-rule 3" from a fp32_reasons object, largest first;
  * "" for none (or a report without them). */
 static void
@@ -170,6 +209,7 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     amp_symbol_label(r->name, sizeof r->name, r->function_name, r->module,
                      isnan(r->offset) ? 0 : (uintptr_t)r->offset);
     amp_row_modes(r, amp_json_get(s, "modes"));
+    amp_row_shown(r, s);
 }
 
 static int
@@ -502,7 +542,7 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
         name = "";
     }
     printf("%-32s %-26s %7.0f %7.0f %-18.18s %10s %10s %8s %8s %10s %10s "
-           "%9s%s%s%s\n", name, api, r->calls, r->converted, r->modes,
+           "%9s%s%s%s\n", name, api, r->calls, r->converted, r->shown,
            amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
            amp_fmt(b[1], 32, "%.3f", r->actual_ms),
            amp_fmt(b[2], 32, "%.2f", r->speedup),
@@ -596,6 +636,7 @@ amp_print_table(const struct amp_doc *doc)
             amp_row_read(&shape, &shapes->items[j]);
             shape.candidate = r->candidate;
             amp_row_modes(&shape, amp_json_get(&shapes->items[j], "modes"));
+            amp_row_shown(&shape, &shapes->items[j]);
             shape.tolerance = r->tolerance;
             shape.tolerance_norm = r->tolerance_norm;
             snprintf(name, sizeof name, "  %s",

@@ -19,7 +19,9 @@ struct amp_row {
     char function_name[AMP_SYMBOL_LEN]; /* function as users know it (an
                                            older shim's may be mangled);
                                            "" when null */
-    char modes[96];
+    char modes[96];              /* the modes its calls ran */
+    char shown[96];              /* the table's mode cell: under auto
+                                    its choices (amp_row_shown) */
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
