@@ -120,36 +120,62 @@ amp_auto_settled(const struct amp_auto_candidate *c)
     return c->failed || c->over || (c->errors && c->timed);
 }
 
+/* What a result changed, logged once the lock is released (labelling a
+ * site may read its module's file): each text follows the site's label;
+ * "" for nothing. */
+struct amp_auto_note {
+    char drift[256];             /* a choice gave way: a warning */
+    char choice[640];            /* a choice was made: a debug line */
+};
+
+/* The choice `what` and every candidate's figures into note. */
 static void
-amp_auto_log_choice(struct amp_site *site, const struct amp_auto_view *v,
-                    const struct amp_auto_bound *bound, const char *what)
+amp_auto_note_choice(struct amp_auto_note *note,
+                     const struct amp_auto_view *v,
+                     const struct amp_auto_bound *bound, const char *what)
 {
-    char label[AMP_LABEL_LEN], line[512], why[96];
-    size_t n = 0;
+    char why[96];
+    size_t n;
     int i;
 
     if (!amp_log_enabled(AMP_LOG_DEBUG))
         return;
-    for (i = 0; i < v->ncandidates && n < sizeof line; i++) {
+    n = (size_t)snprintf(note->choice, sizeof note->choice, ": %s (", what);
+    for (i = 0; i < v->ncandidates && n < sizeof note->choice; i++) {
         const struct amp_auto_candidate *c = &v->c[i];
         const char *no = amp_auto_rejects(c, bound, why, sizeof why);
 
         n += (size_t)snprintf(
-            line + n, sizeof line - n, "%s%s %.2fx %.3g%s%s", i ? "; " : "",
-            amp_mode_name(c->mode),
+            note->choice + n, sizeof note->choice - n, "%s%s %.2fx %.3g%s%s",
+            i ? "; " : "", amp_mode_name(c->mode),
             c->candidate_ms > 0 ? c->fp32_ms / c->candidate_ms : 0.0,
             amp_error_in(&c->worst, bound->norm), no ? ": " : "",
             no ? no : "");
     }
-    amp_log(AMP_LOG_DEBUG, "auto: %s at %s: %s (%s)", site->api,
-            amp_site_label(site, label, sizeof label), what, line);
+    if (n < sizeof note->choice)
+        snprintf(note->choice + n, sizeof note->choice - n, ")");
+}
+
+/* Logs note, lock released. */
+static void
+amp_auto_note_log(struct amp_site *site, const struct amp_auto_note *note)
+{
+    char label[AMP_LABEL_LEN];
+
+    if (note->drift[0])
+        amp_log(AMP_LOG_WARN, "%s called from %s%s", site->api,
+                amp_site_label(site, label, sizeof label), note->drift);
+    if (note->choice[0])
+        amp_log(AMP_LOG_DEBUG, "auto: %s at %s%s", site->api,
+                amp_site_label(site, label, sizeof label), note->choice);
 }
 
 /* Chooses once every candidate is settled; adds fp16x3 when no GEMM
  * candidate is within the tolerance. Lock held. */
 static void
 amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
-                const struct amp_auto_bound *bound)
+                const struct amp_auto_bound *bound,
+                struct amp_auto_note *note)
 {
     char why[96];
     double best_ms = 0;
@@ -179,8 +205,8 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
     atomic_fetch_sub_explicit(&site->auto_measuring, 1, memory_order_relaxed);
-    amp_auto_log_choice(site, v, bound,
-                        best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
+    amp_auto_note_choice(note, v, bound,
+                         best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
 }
 
 /* The candidate of `mode` at (site, slot), or NULL. Lock held. */
@@ -208,9 +234,9 @@ amp_auto_find(struct amp_site *site, int slot, enum amp_mode mode,
 static void
 amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
                const struct amp_auto_candidate *c,
-               const struct amp_auto_bound *bound)
+               const struct amp_auto_bound *bound, struct amp_auto_note *note)
 {
-    char label[AMP_LABEL_LEN], why[96];
+    char why[96];
 
     if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
         amp_auto_rejects(c, bound, why, sizeof why)) {
@@ -218,18 +244,17 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
         atomic_fetch_add_explicit(&site->auto_measuring, 1,
                                   memory_order_relaxed);
         v->changes++;
-        amp_auto_settle(site, v, bound);
-        amp_log(AMP_LOG_WARN, "%s called from %s: auto's %s now has %s; "
-                "that shape now runs %s", site->api,
-                amp_site_label(site, label, sizeof label),
-                amp_mode_name(c->mode), why,
-                v->state == AMP_AUTO_CHOSEN
-                    ? amp_mode_name(v->c[v->choice].mode)
-                : v->state == AMP_AUTO_FP32 ? "fp32"
-                                            : "in shadow to measure fp16x3");
+        amp_auto_settle(site, v, bound, note);
+        snprintf(note->drift, sizeof note->drift,
+                 ": auto's %s now has %s; that shape now runs %s",
+                 amp_mode_name(c->mode), why,
+                 v->state == AMP_AUTO_CHOSEN
+                     ? amp_mode_name(v->c[v->choice].mode)
+                 : v->state == AMP_AUTO_FP32 ? "fp32"
+                                             : "in shadow to measure fp16x3");
         return;
     }
-    amp_auto_settle(site, v, bound);
+    amp_auto_settle(site, v, bound, note);
 }
 
 /* While a timing call's time is on its way: the fastest candidate so
@@ -261,21 +286,20 @@ amp_auto_provisional(const struct amp_auto_view *v)
 }
 
 void
-amp_auto_decide(struct amp_site *site, uint64_t shape_key,
+amp_auto_decide(struct amp_site *site, int slot,
                 enum amp_family family, int64_t count, int64_t sample_period,
                 struct amp_decision *out)
 {
     struct amp_auto_view *v;
-    int slot, i, next = -1;
+    int i, next = -1;
 
     out->mode = AMP_MODE_FP32;
     out->why = AMP_WHY_AUTO;
     out->automatic = 1;
     out->auto_slot = -1;
     out->auto_timing = 0;
-    if (!site)
+    if (!site || slot < 0 || slot > AMP_SITE_SHAPES)
         return;
-    slot = amp_site_shape_slot(site, shape_key);
     pthread_mutex_lock(&amp_auto_lock);
     v = amp_auto_view(site, slot, family);
     if (v && v->state == AMP_AUTO_MEASURING) {
@@ -324,6 +348,7 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
     struct amp_auto_bound policy;
     const struct amp_auto_bound *bound =
         amp_auto_bound_or(bound_in, &policy);
+    struct amp_auto_note note = {"", ""};
     struct amp_auto_view *v;
     struct amp_auto_candidate *c;
 
@@ -344,8 +369,9 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
             c->over = 1;
     }
     if (c)
-        amp_auto_after(site, v, c, bound);
+        amp_auto_after(site, v, c, bound, &note);
     pthread_mutex_unlock(&amp_auto_lock);
+    amp_auto_note_log(site, &note);
 }
 
 void
@@ -356,6 +382,7 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
     struct amp_auto_bound policy;
     const struct amp_auto_bound *bound =
         amp_auto_bound_or(bound_in, &policy);
+    struct amp_auto_note note = {"", ""};
     struct amp_auto_view *v;
     struct amp_auto_candidate *c;
 
@@ -387,8 +414,9 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
         c->fp32_ms += fp32_ms;
     }
     if (c)
-        amp_auto_after(site, v, c, bound);
+        amp_auto_after(site, v, c, bound, &note);
     pthread_mutex_unlock(&amp_auto_lock);
+    amp_auto_note_log(site, &note);
 }
 
 void

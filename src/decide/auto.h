@@ -61,7 +61,7 @@ struct amp_auto_view {
 };
 
 /* The decision of an `auto` call, number `count` of its shape at its
- * site, into *out: shadow:CANDIDATE while measuring (the candidate
+ * site (`slot`: the shape's, from amp_site_shape_count), into *out: shadow:CANDIDATE while measuring (the candidate
  * itself, with out->auto_timing, when only its time after a warm-up is
  * missing: amp_auto_time; while that time is on its way and nothing
  * else needs measuring, the fastest candidate so far, or FP32), the
@@ -69,7 +69,7 @@ struct amp_auto_view {
  * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
  * when nothing qualifies or the site or shape cannot be tracked.
  * out->auto_slot names the (site, shape) for the results. */
-void amp_auto_decide(struct amp_site *site, uint64_t shape_key,
+void amp_auto_decide(struct amp_site *site, int slot,
                      enum amp_family family, int64_t count,
                      int64_t sample_period, struct amp_decision *out);
 

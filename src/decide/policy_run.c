@@ -229,7 +229,7 @@ amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
         out->mode == AMP_MODE_SHADOW || !site)
         return;
     amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(
-                                    site, amp_call_shape_key(call)));
+                                    site, amp_call_shape_key(call), NULL));
 }
 
 void
@@ -240,7 +240,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     struct amp_policy_call call = *call_in;
     int64_t count, shape_count;
     uint64_t key;
-    int match;
+    int match, slot = AMP_SITE_SHAPES;
 
     memset(out, 0, sizeof *out);
     out->auto_slot = -1;
@@ -287,10 +287,10 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     /* verify and shadow-rate count the calls of the call's shape at its
      * site: small calls at a site do not use up its large calls' window. */
     key = match == AMP_POLICY_SMALL ? 0 : amp_call_shape_key(&call);
-    shape_count = key ? (int64_t)amp_site_shape_count(site, key) : 0;
+    shape_count = key ? (int64_t)amp_site_shape_count(site, key, &slot) : 0;
     amp_policy_action(&amp_active, match, shape_count, out);
     if (out->why == AMP_WHY_AUTO)
-        amp_auto_decide(site, key, call.family, shape_count,
+        amp_auto_decide(site, slot, call.family, shape_count,
                         amp_policy_sample_period(&amp_active), out);
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
         amp_policy_baseline_at(out, shape_count);

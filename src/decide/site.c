@@ -134,25 +134,18 @@ amp_site_shape_find(struct amp_site *site, uint64_t key, int claim)
 }
 
 uint64_t
-amp_site_shape_count(struct amp_site *site, uint64_t key)
+amp_site_shape_count(struct amp_site *site, uint64_t key, int *slot)
 {
-    int k;
+    int k = site ? amp_site_shape_find(site, key, 1) : -1;
 
+    if (slot)
+        *slot = k < 0 ? AMP_SITE_SHAPES : k;
     if (!site)
         return 1;
-    k = amp_site_shape_find(site, key, 1);
     if (k < 0)
         return atomic_load_explicit(&site->calls, memory_order_relaxed);
     return atomic_fetch_add_explicit(&site->shape_calls[k], 1,
                                      memory_order_relaxed) + 1;
-}
-
-int
-amp_site_shape_slot(const struct amp_site *site, uint64_t key)
-{
-    int k = site ? amp_site_shape_find((struct amp_site *)site, key, 0) : -1;
-
-    return k < 0 ? AMP_SITE_SHAPES : k;
 }
 
 void

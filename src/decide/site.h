@@ -104,12 +104,11 @@ uint64_t amp_site_count(struct amp_site *site);
  * same shape) at the site; returns its number among that shape's calls,
  * from 1. A site with more than AMP_SITE_SHAPES shapes counts the further
  * ones with its site count (amp_site_count's last value); a NULL site
- * gives 1. Lock-free. */
-uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key);
-
-/* The slot amp_site_shape_count counts the shape `key` in, from 0;
- * AMP_SITE_SHAPES for a shape beyond the slots (or a NULL site). */
-int amp_site_shape_slot(const struct amp_site *site, uint64_t key);
+ * gives 1. *slot (when slot is not NULL): the shape's slot, from 0, or
+ * AMP_SITE_SHAPES for a shape beyond the slots (or a NULL site).
+ * Lock-free. */
+uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key,
+                              int *slot);
 
 /* Resolves the site's caller and module (once; reads the module's file). */
 void amp_site_symbolize(struct amp_site *site);

@@ -811,7 +811,7 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     };
     int over = amp_row_over(&shape);
     struct amp_tally t;
-    char b[2][32], why[160];
+    char b[2][32], why[160], text[1024];
 
     amp_reasons_of(sh, r->demoted, amp_json_get(doc->root, "policy"), &t);
     amp_reasons_line(&t, why, sizeof why);
@@ -838,6 +838,13 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
             amp_fmt(b[0], 32, "%.2e", amp_row_error(&shape)),
             amp_fmt(b[1], 32, "%.1e", shape.tolerance),
             over ? " <span class=\"mark\">OVER</span>" : "");
+    /* auto's choice and every candidate's figures, under the shape. */
+    if (amp_auto_text(sh, text, sizeof text)) {
+        fputs("<tr class=\"auto\"><td></td><td class=\"t\" colspan=\"7\">"
+              "auto: ", f);
+        amp_html_text(f, text);
+        fputs("</td></tr>\n", f);
+    }
 }
 
 static void
@@ -852,7 +859,9 @@ amp_html_shapes(FILE *f, const struct amp_doc *doc)
           "every timed call, shadow calls included; steady-state counts the "
           "converted calls alone: what the site gets once verification is "
           "done. Error: the largest relative error of the shadow calls / "
-          "the tolerance.</p>\n<div class=\"scroll\"><table>\n<tr><th "
+          "the tolerance. Under a shape that auto decided: its choice, "
+          "and each candidate's speedup beside FP32, error and why it was "
+          "not chosen.</p>\n<div class=\"scroll\"><table>\n<tr><th "
           "class=\"t\">site</th><th class=\"t\">shape</th><th>calls</th>"
           "<th>converted</th><th class=\"t\">FP32 and why</th><th>blended "
           "speedup</th><th>steady-state speedup</th><th>max rel err / "
@@ -1188,6 +1197,7 @@ const char amp_html_style[] =
     "td{white-space:nowrap;}td.t,th.t{text-align:left;}\n"
     "td.t{white-space:normal;}td.nowrap{white-space:nowrap;}\n"
     "tr.flagged td{background:#fdecea;}\n"
+    "tr.auto td{color:#444;border-top:none;}\n"
     ".mark{color:#b71c1c;font-weight:bold;}\n"
     ".caption,figcaption{color:#444;font-size:.9em;max-width:60em;}\n"
     "figure{margin:1.5em 0;}\n"

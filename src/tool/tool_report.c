@@ -558,8 +558,8 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
  * modelled speedup and error (in the tolerance's norm), or why it was not
  * chosen:
  * "    auto: tf32 (fp16 0.42x 2.5e-04: not faster than fp32; ...)". */
-static void
-amp_print_auto(const struct amp_json *shape)
+const char *
+amp_auto_text(const struct amp_json *shape, char *buf, size_t cap)
 {
     const struct amp_json *a = amp_json_get(shape, "auto");
     const struct amp_json *cands = amp_json_get(a, "candidates");
@@ -571,23 +571,28 @@ amp_print_auto(const struct amp_json *shape)
     const char *key = norm && strcmp(norm, "fro") == 0 ? "fro_rel"
                                                        : "max_rel";
     char b[2][32];
-    size_t i;
+    size_t i, len;
 
     if (!a || a->type != AMP_JSON_OBJECT)
-        return;
-    printf("    auto: %s (", choice ? choice : "still measuring");
-    for (i = 0; cands && cands->type == AMP_JSON_ARRAY && i < cands->count;
+        return NULL;
+    len = (size_t)snprintf(buf, cap, "%s (",
+                           choice ? choice : "still measuring");
+    for (i = 0; cands && cands->type == AMP_JSON_ARRAY && i < cands->count &&
+                len < cap;
          i++) {
         const struct amp_json *c = &cands->items[i];
         const char *no = amp_json_str(amp_json_get(c, "rejected"));
 
-        printf("%s%s %sx %s%s%s", i ? "; " : "",
-               amp_or(amp_json_str(amp_json_get(c, "mode")), "?"),
-               amp_fmt(b[0], 32, "%.2f", amp_num(c, "speedup")),
-               amp_fmt(b[1], 32, "%.1e", amp_num(c, key)),
-               no ? ": " : "", no ? no : "");
+        len += (size_t)snprintf(
+            buf + len, cap - len, "%s%s %sx %s%s%s", i ? "; " : "",
+            amp_or(amp_json_str(amp_json_get(c, "mode")), "?"),
+            amp_fmt(b[0], 32, "%.2f", amp_num(c, "speedup")),
+            amp_fmt(b[1], 32, "%.1e", amp_num(c, key)), no ? ": " : "",
+            no ? no : "");
     }
-    printf(")\n");
+    if (len < cap)
+        snprintf(buf + len, cap - len, ")");
+    return buf;
 }
 
 /* The reasons of unknown times, each once, as footnotes. */
@@ -631,7 +636,7 @@ amp_print_table(const struct amp_doc *doc)
         for (j = 0; shapes && shapes->type == AMP_JSON_ARRAY &&
                     j < shapes->count; j++) {
             struct amp_row shape;
-            char name[200];
+            char name[200], text[1024];
 
             amp_row_read(&shape, &shapes->items[j]);
             shape.candidate = r->candidate;
@@ -643,7 +648,8 @@ amp_print_table(const struct amp_doc *doc)
                      amp_or(amp_json_str(amp_json_get(&shapes->items[j],
                                                       "shape")), "?"));
             amp_print_row(&shape, name, "");
-            amp_print_auto(&shapes->items[j]);
+            if (amp_auto_text(&shapes->items[j], text, sizeof text))
+                printf("    auto: %s\n", text);
         }
     }
     for (i = 0; i < nunknown; i++)

@@ -67,6 +67,13 @@ int amp_fp32_known(const struct amp_json *time);
 /* v as "%.Nf" or "%.Ne" (fmt) says, into buf; "-" for NaN. */
 const char *amp_fmt(char *buf, size_t cap, const char *fmt, double v);
 
+/* A shape's auto choice and its candidates' speedups and errors (in the
+ * tolerance's norm), "tf32 (fp16 1.81x 1.7e-04; bf16 3.23x 2.5e-03: error
+ * ... over the tolerance ...; tf32 5.12x 1.7e-04)", into buf; NULL when
+ * no auto rule decided the shape. */
+const char *amp_auto_text(const struct amp_json *shape, char *buf,
+                          size_t cap);
+
 /* 1 for a snapshot written during the run ("complete": false). */
 int amp_report_incomplete(const struct amp_doc *doc);
 

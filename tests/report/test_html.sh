@@ -220,6 +220,8 @@ chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
 shapes	1024x1024x1024 NN 6 6 0
+shapes	auto: tf32 (fp16
+shapes	; tf32 5.12x 1.7e-04)
 why-fp32	None: every call at the sites ran converted.
 next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED

@@ -10,8 +10,12 @@
 
 #include "decide/auto.h"
 
+#include "base/log.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The policy's bound in these tests: 5e-3 in the max norm. */
 static const struct amp_auto_bound tol = {5e-3, AMP_NORM_MAX};
@@ -28,8 +32,7 @@ fresh_site(int *slot)
         amp_site_get(api, (const void *)(uintptr_t)(0x1000 + ++site_number));
 
     assert_non_null(site);
-    amp_site_shape_count(site, 42);
-    *slot = amp_site_shape_slot(site, 42);
+    amp_site_shape_count(site, 42, slot);
     assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPES);
     return site;
 }
@@ -38,8 +41,11 @@ static void
 decide(struct amp_site *site, enum amp_family family, int64_t count,
        int64_t period, struct amp_decision *out)
 {
+    int slot;
+
     memset(out, 0, sizeof *out);
-    amp_auto_decide(site, 42, family, count, period, out);
+    amp_site_shape_count(site, 42, &slot);
+    amp_auto_decide(site, slot, family, count, period, out);
     assert_int_equal(out->automatic, 1);
 }
 
@@ -124,7 +130,8 @@ test_drift_gives_way(void **state)
 {
     struct amp_auto_view v;
     struct amp_gemm_error worse = {.max_rel = 1e-2};
-    char why[96];
+    char why[96], log[64], text[2048];
+    FILE *f;
     int slot;
     struct amp_site *site = fresh_site(&slot);
 
@@ -134,9 +141,27 @@ test_drift_gives_way(void **state)
     measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
     measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
     expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_TF32);
-    /* A sampled tf32 call over the tolerance: the next fastest, bf16. */
+    /* A sampled tf32 call over the tolerance: the next fastest, bf16,
+     * with one warning and, at debug level, the new choice's figures. */
+    snprintf(log, sizeof log, "/tmp/ampshim-auto-log-%ld.txt",
+             (long)getpid());
+    amp_log_open(AMP_LOG_DEBUG, log, 1);
     amp_auto_error(site, slot, AMP_MODE_TF32, &worse, TOL);
+    amp_log_close();
     expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_BF16);
+    f = fopen(log, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    unlink(log);
+    assert_non_null(strstr(text, "warning: cublasSgemm_v2 called from "));
+    assert_non_null(strstr(text, ": auto's tf32 now has error 0.01 over "
+                                 "the tolerance 0.005; that shape now "
+                                 "runs bf16\n"));
+    assert_non_null(strstr(text, "debug: auto: cublasSgemm_v2 at "));
+    assert_non_null(strstr(text, ": bf16 (fp16 2.00x 0.0003; bf16 2.50x "
+                                 "0.002; tf32 4.00x 0.01: error 0.01 over "
+                                 "the tolerance 0.005)\n"));
     amp_auto_get(site, slot, &v);
     assert_int_equal(v.changes, 1);
     assert_string_equal(amp_auto_rejects(&v.c[2], TOL, why, sizeof why),
