@@ -170,6 +170,36 @@ amp_auto_note_log(struct amp_site *site, const struct amp_auto_note *note)
                 amp_site_label(site, label, sizeof label), note->choice);
 }
 
+/* The fastest eligible candidate, one awaiting its time counted at its
+ * warm-up time (an upper bound), or -1 (FP32) when none is within the
+ * tolerance and faster than FP32: the choice once every candidate is
+ * settled, and the candidate that runs while a timing call's time is on
+ * its way. Lock held. */
+static int
+amp_auto_fastest(const struct amp_auto_view *v,
+                 const struct amp_auto_bound *bound)
+{
+    char why[96];
+    double best_ms = 0, ms;
+    int i, best = -1;
+
+    for (i = 0; i < v->ncandidates; i++) {
+        const struct amp_auto_candidate *c = &v->c[i];
+
+        if (amp_auto_awaits_time(c) && c->warm_ms < c->warm_fp32_ms)
+            ms = c->warm_ms;
+        else if (!amp_auto_rejects(c, bound, why, sizeof why))
+            ms = amp_auto_mean(c->candidate_ms, c->timed);
+        else
+            continue;
+        if (best < 0 || ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    return best;
+}
+
 /* Chooses once every candidate is settled; adds fp16x3 when no GEMM
  * candidate is within the tolerance. Lock held. */
 static void
@@ -177,9 +207,7 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
                 const struct amp_auto_bound *bound,
                 struct amp_auto_note *note)
 {
-    char why[96];
-    double best_ms = 0;
-    int i, best = -1, within = 0;
+    int i, best, within = 0;
 
     if (v->state != AMP_AUTO_MEASURING)
         return;
@@ -192,16 +220,7 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
         v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
         return;
     }
-    for (i = 0; i < v->ncandidates; i++) {
-        double ms = amp_auto_mean(v->c[i].candidate_ms, v->c[i].timed);
-
-        if (amp_auto_rejects(&v->c[i], bound, why, sizeof why))
-            continue;
-        if (best < 0 || ms < best_ms) {
-            best = i;
-            best_ms = ms;
-        }
-    }
+    best = amp_auto_fastest(v, bound);
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
     atomic_fetch_sub_explicit(&site->auto_measuring, 1, memory_order_relaxed);
@@ -257,34 +276,6 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     amp_auto_settle(site, v, bound, note);
 }
 
-/* While a timing call's time is on its way: the fastest candidate so
- * far, one awaiting its time at its warm-up time (an upper bound), or -1
- * (FP32) when none is within the tolerance and faster than FP32. Lock
- * held. */
-static int
-amp_auto_provisional(const struct amp_auto_view *v)
-{
-    char why[96];
-    double best_ms = 0, ms;
-    int i, best = -1;
-
-    for (i = 0; i < v->ncandidates; i++) {
-        const struct amp_auto_candidate *c = &v->c[i];
-
-        if (amp_auto_awaits_time(c) && c->warm_ms < c->warm_fp32_ms)
-            ms = c->warm_ms;
-        else if (!amp_auto_rejects(c, NULL, why, sizeof why))
-            ms = amp_auto_mean(c->candidate_ms, c->timed);
-        else
-            continue;
-        if (best < 0 || ms < best_ms) {
-            best = i;
-            best_ms = ms;
-        }
-    }
-    return best;
-}
-
 void
 amp_auto_decide(struct amp_site *site, int slot,
                 enum amp_family family, int64_t count, int64_t sample_period,
@@ -324,7 +315,7 @@ amp_auto_decide(struct amp_site *site, int slot,
             v->c[next].issued++;
             out->mode = AMP_MODE_SHADOW;
             out->candidate = v->c[next].mode;
-        } else if ((next = amp_auto_provisional(v)) >= 0) {
+        } else if ((next = amp_auto_fastest(v, NULL)) >= 0) {
             out->mode = v->c[next].mode;
         }
     } else if (v && v->state == AMP_AUTO_CHOSEN) {
