@@ -487,6 +487,22 @@ amp_batch_walk_offset(struct amp_walk *w, int k, int64_t ld, int64_t stride)
     w->stride[k][2] = stride;
 }
 
+/* The walk of a copy of a batch, from element tid: offset 0 in the
+ * source's matrix (base + b * stride, or with `array` array[b] at digit
+ * 2, w->at[2]; leading dimension ld_src), offset 1 in the copy (ld_dst,
+ * stride_dst). */
+AMP_HD void
+amp_batch_copy_walk(struct amp_walk *w, int array, int64_t stride,
+                    int64_t ld_src, int64_t rows, int64_t cols,
+                    int64_t ld_dst, int64_t stride_dst, int64_t tid,
+                    int64_t nthreads)
+{
+    amp_batch_walk_init(w, rows, cols);
+    amp_batch_walk_offset(w, 0, ld_src, array ? 0 : stride);
+    amp_batch_walk_offset(w, 1, ld_dst, stride_dst);
+    amp_walk_start(w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+}
+
 /* One thread's share of the absolute maximum of the finite elements of a
  * batch, as FP32 bits (see struct amp_gemm_scalars). */
 AMP_HD uint32_t
@@ -546,10 +562,8 @@ amp_cast_batch_thread(const float *base, const float *const *array,
 
     if (tid >= n)
         return;
-    amp_batch_walk_init(&w, rows, cols);
-    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
-    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
-    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+    amp_batch_copy_walk(&w, array != 0, stride, ld_src, rows, cols, ld_dst,
+                        stride_dst, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         const float *m = array ? array[w.at[2]] : base;
         float x = m[w.off[0]] * scale;
@@ -577,10 +591,8 @@ amp_cast_absmax_batch_thread(const float *base, const float *const *array,
 
     if (tid >= n)
         return best;
-    amp_batch_walk_init(&w, rows, cols);
-    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
-    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
-    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+    amp_batch_copy_walk(&w, array != 0, stride, ld_src, rows, cols, ld_dst,
+                        stride_dst, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         const float *m = array ? array[w.at[2]] : base;
         float x = m[w.off[0]];
@@ -644,10 +656,8 @@ amp_split_batch_thread(const float *base, const float *const *array,
 
     if (tid >= n)
         return;
-    amp_batch_walk_init(&w, rows, cols);
-    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
-    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
-    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+    amp_batch_copy_walk(&w, array != 0, stride, ld_src, rows, cols, ld_dst,
+                        stride_dst, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         const float *m = array ? array[w.at[2]] : base;
 
@@ -721,10 +731,8 @@ amp_gather_batch_thread(const float *base, const float *const *array,
 
     if (tid >= n)
         return;
-    amp_batch_walk_init(&w, rows, cols);
-    amp_batch_walk_offset(&w, 0, ld_src, array ? 0 : stride);
-    amp_batch_walk_offset(&w, 1, ld_dst, stride_dst);
-    amp_walk_start(&w, AMP_BATCH_DIGITS, 2, tid, nthreads);
+    amp_batch_copy_walk(&w, array != 0, stride, ld_src, rows, cols, ld_dst,
+                        stride_dst, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         const float *m = array ? array[w.at[2]] : base;
 

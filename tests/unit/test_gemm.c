@@ -930,6 +930,22 @@ delayed_reference(void)
                      CUDA_SUCCESS);
 }
 
+/* The problem's call as the hook describes it: C = A^T B, host alpha 1
+ * and beta 0. */
+static struct amp_gemm_desc
+delayed_desc(void)
+{
+    static const float alpha = 1.0f, beta = 0.0f;
+
+    return (struct amp_gemm_desc){
+        .api = "test", .stats = &stats, .transa = AMP_OP_T,
+        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
+        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
+        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
+        .beta = &beta, .stream = stream,
+    };
+}
+
 /* One fp16 call of the problem as the hook makes it; C into dly.c. Returns
  * the bytes the emulator charged the work amp_gemm_prepare() queued (the
  * scratch allocation is free of time; `ops` is the number of operations
@@ -937,14 +953,7 @@ delayed_reference(void)
 static double
 delayed_call(int ops, int *delayed)
 {
-    const float alpha = 1.0f, beta = 0.0f;
-    struct amp_gemm_desc d = {
-        .api = "test", .stats = &stats, .transa = AMP_OP_T,
-        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
-        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
-        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
-        .beta = &beta, .stream = stream,
-    };
+    struct amp_gemm_desc d = delayed_desc();
     const struct emu_gpu *g = emu_gpu();
     struct amp_gemm_run run;
     CUevent e0, e1;
@@ -988,15 +997,8 @@ static void delayed_fill(float scale_a, float scale_b);
 static void
 delayed_interleaved(void)
 {
-    const float alpha = 1.0f, beta = 0.0f;
     static float want1[DM * DN], a2[DNA], c2[DM * DN];
-    struct amp_gemm_desc d = {
-        .api = "test", .stats = &stats, .transa = AMP_OP_T,
-        .transb = AMP_OP_N, .ops_valid = 1, .m = DM, .n = DN, .k = DK,
-        .lda = DK, .ldb = DK, .ldc = DM, .batch_kind = AMP_BATCH_NONE,
-        .batch = 1, .a = dly.da, .b = dly.db, .c = dly.dc, .alpha = &alpha,
-        .beta = &beta, .stream = stream,
-    }, d2 = d;
+    struct amp_gemm_desc d = delayed_desc(), d2 = d;
     struct amp_gemm_run run1, run2;
     CUdeviceptr da2, dc2;
     int i;
