@@ -823,8 +823,7 @@ amp_gemm_record(struct amp_gemm_run *run)
         d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
         d->row_b, (int64_t)(uintptr_t)d->site,
     };
-    uint64_t key = amp_hash_words(0xcbf29ce484222325ull, shape,
-                                  sizeof shape / sizeof shape[0]);
+    uint64_t key;
     amp_devptr at = 0;
     int fresh = 1;
 
@@ -832,6 +831,8 @@ amp_gemm_record(struct amp_gemm_run *run)
         d->stream == AMP_STREAM_PER_THREAD ||
         amp_dev_stream_capturing(d->stream) != 0)
         return;
+    key = amp_hash_words(0xcbf29ce484222325ull, shape,
+                         sizeof shape / sizeof shape[0]);
     if (amp_dev_record(run->dev, key, d->stream, &at, &fresh) != AMP_OK)
         return;
     run->record = at;
@@ -912,14 +913,14 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         /* A first call that may not have set its record: the key's next
          * call starts afresh (the one-pass cast needs the counters the
          * first call zeroes). */
-        if (run->record && !run->delayed)
+        if (amp_gemm_warms_up(run))
             amp_dev_record_drop(dev, run->record, run->record_key);
         amp_gemm_release(run);
         return st;
     }
     /* The record's first call is queued: later calls may take one pass
      * (their kernels follow these on the stream). */
-    if (run->record && !run->delayed)
+    if (amp_gemm_warms_up(run))
         amp_dev_record_ready(dev, run->record, run->record_key);
     amp_gemm_steps(run, &l);
     return AMP_OK;
