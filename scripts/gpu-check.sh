@@ -1,290 +1,223 @@
 #!/usr/bin/env bash
-# The project's check on a real GPU, in one command: builds, runs the
-# example programs under the shim against the real NVIDIA libraries in
-# every mode (each case within its bound, the calls converted: the
-# summary's converted count), the GEMM benchmark in every mode with
-# measured times, the convolution and GEMM throughput without the shim,
-# the same GEMMs on the emulator's model of that GPU (how far the model is
-# off), and the legacy trainer on the whole data set plain and under the
-# shim; then writes what it measured to docs/gpu-results.md (a new dated
-# section above the earlier ones). About 10 minutes on an H100.
+# The project's check on a real GPU. The GPU machines this project gets
+# are rare, brief and offline, so the check travels as a bundle: a
+# self-contained directory (at most 48 MiB) that runs anywhere with no
+# source tree, no build and no network.
 #
-# Without a GPU (nvidia-smi lists none) it says so and exits 0. With
-# --dry-run it runs the same steps on the CPU device emulator with small
-# sizes (the suite runs it so) and writes the results to
-# build/gpu-check/gpu-results.md instead (--out FILE elsewhere).
+# usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD]
+#          builds (or takes the tree built in BUILD) and writes the
+#          bundle: the shim, the tool, the example and check programs,
+#          the Python programs, the libraries they need that a bare CUDA
+#          machine may lack, the legacy trainer's data, the emulator's
+#          modelled times for the GPUs it models, and DIR/run.sh; with
+#          --dry-run it also carries the CPU device emulator, so that
+#          DIR/run.sh --dry-run OUTDIR runs the same steps without a GPU
+#          (DIR/run.sh --help says what they are)
+#        scripts/gpu-check.sh [--dry-run] [--out FILE] [--build BUILD]
+#          makes the bundle in BUILD/gpu-check/bundle and runs it here:
+#          on a GPU, the run's results become a new dated section at the
+#          top of docs/gpu-results.md (or FILE); with --dry-run, on the
+#          emulator, they go to BUILD/gpu-check/out/gpu-results.md (or
+#          FILE); without a GPU and without --dry-run it says so, exit 0
+#        scripts/gpu-check.sh --record RESULTS [--out FILE]
+#          adds a bundle's gpu-results.md, brought back from a GPU
+#          machine, as the newest section of docs/gpu-results.md (or FILE)
 #
-# usage: scripts/gpu-check.sh [--dry-run] [--out FILE] [--build DIR]
-# --build DIR uses the tree built in DIR as it is (the test suite's);
-# without it the script builds build/. JOBS=N limits the build's jobs.
+# BUILD defaults to build/ (scripts/build.sh builds it); JOBS=N limits
+# the build's jobs. Exit status: 0; 1 when a check failed or the bundle
+# could not be made; 2 on bad arguments.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-dry=0
-out=
-built=
-while [[ $# -gt 0 ]]; do
-    case $1 in
-    --dry-run) dry=1; shift ;;
-    --out) out=${2:?--out needs a file}; shift 2 ;;
-    --build) built=${2:?--build needs a directory}; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: scripts/gpu-check.sh [--dry-run] [--out FILE]" \
-            "[--build DIR]" >&2
-       exit 2 ;;
-    esac
-done
+max_bytes=$((48 * 1024 * 1024))
 
-gpus=$(nvidia-smi -L 2>/dev/null || true)
-if [[ -z $gpus && $dry == 0 ]]; then
-    echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L lists none):" \
-         "nothing to check; --dry-run runs the steps on the emulator"
-    exit 0
-fi
+usage() {
+    echo "usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD]" >&2
+    echo "       scripts/gpu-check.sh [--dry-run] [--out FILE] [--build BUILD]" >&2
+    echo "       scripts/gpu-check.sh --record RESULTS [--out FILE]" >&2
+    exit 2
+}
+die() { echo "gpu-check: $*" >&2; exit 1; }
 
-if [[ -n $built ]]; then
-    build=$(cd "$built" && pwd)
-else
-    build=$root/build
-    "$root/scripts/build.sh" "$build" gcc >/dev/null
-fi
-shim=$build/hooks/libampshim.so
-emu=$build/tests/emu
-work=$build/gpu-check
-rm -rf "$work"
-mkdir -p "$work"
-if [[ $dry == 1 ]]; then
-    out=${out:-$work/gpu-results.md}
-    gpu_name="emulated $(echo "${AMPSHIM_EMU_GPU:-h100}" | tr a-z A-Z) (dry run)"
-    driver="none (CPU device emulator)"
-    # The emulator stands in for the libraries.
-    lib_env=("LD_LIBRARY_PATH=$emu")
-    timing=modelled
-else
-    out=${out:-$root/docs/gpu-results.md}
-    gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader |
-             head -1)
-    lib_env=()
-    timing=measured
-fi
+# The programs the steps run, from the build tree's examples/.
+programs=(sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph
+          gemm_bench conv_bench speed_bench gemm_numerics solver_check
+          graph_nodes deep_queue legacy_trainer)
+# The emulator's models the bundle carries modelled GEMM times for, and
+# the shapes (those of run.sh's GEMM benchmark the emulator computes in
+# seconds).
+model_keys=(h100 h200 b200)
+model_shapes=1024x1024x1024,2048x2048x2048
+dry_model_shapes=256x256x256,512x512x512
 
-# The shim's settings come from here, not from the caller's shell.
-unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
-export AMPSHIM_REPORT=off AMPSHIM_LOG_LEVEL=warn
-failures=0
-results=$work/results.md
-: >"$results"
-note() { echo "$*" | tee -a "$results"; }
-failed() { echo "gpu-check: FAILED: $*" >&2; failures=$((failures + 1)); }
-
-# ---- 1. The example programs under the shim, every mode ------------------------
-# Each program checks its own cases against the mode's bound (--tol) and
-# ends with a "result:" line; the shim's summary lines say how many calls converted.
-# No baseline shadow call: every eligible call converts.
-note "## Example programs under the shim"
-note ""
-note "| program | mode (bound) | result | calls converted |"
-note "|---|---|---|---|"
-programs=(sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph)
-for prog in "${programs[@]}"; do
-    for mode in fp16 bf16 tf32 fp16x3 shadow; do
-        log=$work/$prog.$mode
-        status=0
-        # The bound each case must meet: the mode's (fp16x3 and shadow:
-        # FP32's).
-        tol=$mode
-        [[ $mode == fp16x3 || $mode == shadow ]] && tol=fp32
-        # cuDNN runs FP32 convolutions in TF32 by default (Ampere on).
-        [[ $prog == conv* && $tol == fp32 ]] && tol=tf32
-        env "${lib_env[@]}" LD_PRELOAD="$shim" AMPSHIM_MODE=$mode \
-            AMPSHIM_BASELINE=off "$build/examples/$prog" --tol $tol \
-            >"$log.out" 2>"$log.err" || status=$?
-        result=$(grep -h '^result:' "$log.out" "$log.err" | head -1 || true)
-        converted=$(sed -n 's/.*summary [^ ]* calls=\([0-9]*\) converted=\([0-9]*\).*/\2/p' \
-                        "$log.err" | awk '{ s += $1 } END { print s + 0 }')
-        calls=$(sed -n 's/.*summary [^ ]* calls=\([0-9]*\) .*/\1/p' \
-                    "$log.err" | awk '{ s += $1 } END { print s + 0 }')
-        note "| $prog | $mode ($tol) | ${result#result: } | $converted of $calls |"
-        [[ $status == 0 ]] ||
-            failed "$prog under $mode exited with status $status ($log.err)"
-        case $result in
-        *" 0 failed, 0 errors"|*" cases pass"|*" cases passed") ;;
-        *) failed "$prog under $mode: '${result:-no result line}'" ;;
+# copy_deps FILE DEST: the shared libraries FILE needs that a bare CUDA
+# machine may lack into DEST: not glibc's, the compiler runtime's, zlib
+# or NVIDIA's (the machine's own are the ones to test against), and not
+# those the bundle holds already.
+copy_deps() {
+    local file=$1 dest=$2 name path
+    while read -r name path; do
+        case $name in
+        linux-vdso*|ld-linux*|libc.so*|libm.so*|libdl.so*|libpthread.so*|\
+        librt.so*|libgcc_s.so*|libstdc++.so*|libz.so*) continue ;;
+        libcu*|libnv*) continue ;;
         esac
-        # fp16x3 converts no convolution; every other program and mode
-        # converts calls.
-        if [[ $converted == 0 && ! ( $mode == fp16x3 && $prog == conv* ) ]]; then
-            failed "$prog under $mode: no call converted"
-        fi
+        [[ -e $dest/$name || -e $bundle/emu/$name ]] && continue
+        [[ -f $path ]] || die "$file needs $name, which is not found"
+        cp -L "$path" "$dest/$name"
+    done < <(ldd "$file" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+}
+
+# modelled KEY SHAPES MODE: the emulator's modelled time per shape for
+# gemm_bench under MODE on the GPU KEY, as "m n k ms" lines.
+modelled() {
+    local key=$1 shapes=$2 mode=$3
+    local -a shim=()
+    [[ $mode == none ]] ||
+        shim=(LD_PRELOAD="$build/hooks/libampshim.so" AMPSHIM_MODE=$mode
+              AMPSHIM_REPORT=off)
+    env LD_LIBRARY_PATH="$build/tests/emu" AMPSHIM_EMU_GPU=$key "${shim[@]}" \
+        "$build/examples/gemm_bench" --shapes "$shapes" --warmup 2 --reps 2 \
+        2>/dev/null |
+        sed -n 's/.* m=\([0-9]*\) n=\([0-9]*\) k=\([0-9]*\) .*ms=\([0-9.e+-]*\).*/\1 \2 \3 \4/p'
+}
+
+make_bundle() {
+    local dir=$1 dry=$2 prog f key mode
+    [[ -e $dir ]] && die "$dir exists: name a new directory"
+    for prog in "${programs[@]}"; do
+        [[ -x $build/examples/$prog ]] || die "$build/examples/$prog is not built"
     done
-done
-note ""
-
-# ---- 2. The GEMM benchmark, every mode --------------------------------------------
-# On a GPU the shapes up to 8192^3; on the emulator (and for the model's
-# side of the comparison) the small ones, which it computes in seconds.
-if [[ $dry == 1 ]]; then
-    shapes=256x256x256,1024x1024x1024
-    model_shapes=$shapes
-    bench_args=(--warmup 1 --reps 1)
-else
-    shapes=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192
-    shapes+=,8192x8192x256,8192x256x8192,256x8192x8192
-    model_shapes=1024x1024x1024,2048x2048x2048
-    bench_args=(--warmup 3 --reps 10)
-fi
-# The emulator's model of this GPU, when it has one.
-case $gpu_name in
-*H100*) model=h100 ;;
-*A100*) model=a100 ;;
-*L4*) model=l4 ;;
-*4090*) model=rtx4090 ;;
-*) model= ;;
-esac
-
-# bench MODE ENV...: gemm_bench's "shape" lines (m n k ms) into
-# $work/bench.MODE[.model]
-bench() {
-    local mode=$1 tag=$1 sh=$shapes
-    shift
-    local -a env_mode=("$@")
-    if [[ ${env_mode[*]:-} == *AMPSHIM_EMU_GPU* ]]; then
-        tag=$mode.model
-        sh=$model_shapes
+    bundle=$dir
+    mkdir -p "$dir"/{bin,lib,python,tools,data,model}
+    for prog in "${programs[@]}"; do
+        cp "$build/examples/$prog" "$dir/bin/"
+    done
+    cp "$build/src/ampshim" "$dir/bin/"
+    cp "$build/hooks/libampshim.so" "$dir/lib/"
+    cp "$root"/examples/python/*.py "$dir/python/"
+    cp "$root/scripts/report_digest.py" "$dir/tools/"
+    cp "$root/scripts/gpu-run.sh" "$dir/run.sh"
+    chmod +x "$dir/run.sh"
+    if [[ $dry == 1 ]]; then
+        mkdir -p "$dir/emu"
+        for f in "$build"/tests/emu/lib*.so.[0-9]*; do
+            [[ -f $f ]] && cp "$f" "$dir/emu/"
+        done
     fi
-    [[ $mode == none ]] || env_mode+=("LD_PRELOAD=$shim" "AMPSHIM_MODE=$mode")
-    if ! env "${env_mode[@]}" "$build/examples/gemm_bench" --shapes "$sh" \
-            "${bench_args[@]}" >"$work/bench.$tag.out" 2>"$work/bench.$tag.err"
-    then
-        failed "gemm_bench under $mode ($work/bench.$tag.err)"
-        : >"$work/bench.$tag"
+    # What the project built, without its debug sections (the symbol
+    # tables stay: the shim names call sites by them); then what they need.
+    for f in "$dir"/bin/* "$dir"/lib/*.so "$dir"/emu/*; do
+        [[ -f $f ]] || continue
+        strip --strip-debug "$f"
+        copy_deps "$f" "$dir/lib"
+    done
+
+    # The modelled times run.sh compares the measured ones with.
+    local shapes=$model_shapes keys=("${model_keys[@]}")
+    if [[ $dry == 1 ]]; then
+        shapes=$dry_model_shapes
+        keys=(h200)
+    fi
+    for key in "${keys[@]}"; do
+        for mode in none fp16 bf16 tf32 fp16x3; do
+            modelled "$key" "$shapes" "$mode" >"$dir/model/gemm.$key.$mode"
+            [[ -s $dir/model/gemm.$key.$mode ]] ||
+                die "the emulator modelled no time for $key under $mode"
+        done
+    done
+
+    # The trainer's data: the whole set where it fits, else its first
+    # images; a dry run trains on 512.
+    local data=/usr/share/datasets/fashion-mnist train=60000 test=10000
+    [[ $dry == 1 ]] && { train=1024; test=512; }
+    if [[ $dry == 0 ]] &&
+       (( $(du -sb "$dir" | cut -f1) + $(du -sbL "$data" | cut -f1) < max_bytes - 1048576 )); then
+        cp -L "$data"/*-ubyte.gz "$dir/data/"
+    else
+        [[ $dry == 1 ]] || train=20000
+        python3 "$root/scripts/idx_subset.py" "$data" "$dir/data" "$train" "$test" ||
+            die "could not write the trainer's data"
+    fi
+    echo "$train training and $test test images of Fashion-MNIST" >"$dir/data/SIZE"
+
+    echo "ampshim $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')," \
+         "bundle made $(date -u +%Y-%m-%dT%H:%MZ)$( [[ $dry == 1 ]] && echo ', with the emulator')" \
+         >"$dir/MANIFEST"
+    local size
+    size=$(du -sb "$dir" | cut -f1)
+    ((size <= max_bytes)) ||
+        die "the bundle is $size bytes, over the $max_bytes (48 MiB) it may take"
+    echo "gpu-check: bundle $dir: $(awk -v s="$size" 'BEGIN { printf "%.1f MiB", s / 1048576 }')"
+}
+
+# record RESULTS FILE: RESULTS (a run's gpu-results.md) as the newest
+# section of FILE, its headings one level down.
+record() {
+    local results=$1 file=$2
+    [[ -s $results ]] || die "$results: no results"
+    {
+        echo "# Results on real GPUs"
+        echo
+        echo "Written by \`scripts/gpu-check.sh\` (a bundle's \`run.sh\`); the newest run first."
+        echo
+        sed 's/^#/##/' "$results"
+        if [[ -f $file ]]; then
+            # The earlier runs, below this one.
+            sed '1,/^Written by/d' "$file" | sed '1{/^$/d}'
+        fi
+    } >"$file.new"
+    mv "$file.new" "$file"
+    echo "gpu-check: recorded $results in $file"
+}
+
+main() {
+    local dir= dry=0 out= built= results=
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+        --bundle) dir=${2:-}; [[ -n $dir ]] || usage; shift 2 ;;
+        --dry-run) dry=1; shift ;;
+        --out) out=${2:-}; [[ -n $out ]] || usage; shift 2 ;;
+        --build) built=${2:-}; [[ -n $built ]] || usage; shift 2 ;;
+        --record) results=${2:-}; [[ -n $results ]] || usage; shift 2 ;;
+        -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "gpu-check: unknown argument $1" >&2; usage ;;
+        esac
+    done
+    if [[ -n $results ]]; then
+        [[ -z $dir && $dry == 0 && -z $built ]] || usage
+        record "$results" "${out:-$root/docs/gpu-results.md}"
         return
     fi
-    sed -n 's/.* m=\([0-9]*\) n=\([0-9]*\) k=\([0-9]*\) .*ms=\([0-9.e+-]*\).*/\1 \2 \3 \4/p' \
-        "$work/bench.$tag.out" >"$work/bench.$tag"
-}
-modes=(none fp16 bf16 tf32 fp16x3)
-for mode in "${modes[@]}"; do
-    bench "$mode" "${lib_env[@]}"
-    if [[ $dry == 0 && -n $model ]]; then
-        bench "$mode" "LD_LIBRARY_PATH=$emu" "AMPSHIM_EMU_GPU=$model"
+    if [[ -z $dir && $dry == 0 ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+        echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L lists none):" \
+             "nothing to check; --dry-run runs the steps on the emulator"
+        return 0
     fi
-done
-note "## GEMM: cublasSgemm_v2, time per call ($timing), speedup over FP32 without the shim"
-note ""
-note "| shape | FP32 ms | $(printf '%s | ' "${modes[@]:1}")"
-note "|---|---|$(printf -- '---|%.0s' "${modes[@]:1}")"
-while read -r m n k base; do
-    row="| ${m}x${n}x${k} | $base |"
-    for mode in "${modes[@]:1}"; do
-        ms=$(awk -v m="$m" -v n="$n" -v k="$k" \
-                 '$1 == m && $2 == n && $3 == k { print $4 }' \
-                 "$work/bench.$mode")
-        row+=$(awk -v a="$base" -v b="${ms:-0}" \
-                   'BEGIN { if (b > 0) printf " %.3f ms, %.2fx |", b, a / b;
-                            else printf " - |" }')
-    done
-    note "$row"
-done <"$work/bench.none"
-note ""
-if [[ $dry == 0 && -n $model ]]; then
-    note "## Measured against the emulator's $model model (modelled ms / measured ms)"
-    note ""
-    note "| shape | $(printf '%s | ' "${modes[@]}")"
-    note "|---|$(printf -- '---|%.0s' "${modes[@]}")"
-    while read -r m n k _; do
-        row="| ${m}x${n}x${k} |"
-        for mode in "${modes[@]}"; do
-            row+=$(awk -v m="$m" -v n="$n" -v k="$k" '
-                FNR == 1 { file++ }
-                $1 == m && $2 == n && $3 == k { t[file] = $4 }
-                END { if (t[1] > 0 && t[2] > 0) printf " %.2f |", t[2] / t[1];
-                      else printf " - |" }' \
-                "$work/bench.$mode" "$work/bench.$mode.model")
-        done
-        note "$row"
-    done <"$work/bench.none.model"
-    note ""
-elif [[ $dry == 0 ]]; then
-    note "(The emulator has no model of this GPU: no comparison.)"
-    note ""
-fi
 
-# ---- 3. Convolution and GEMM throughput without the shim ---------------------------
-if [[ $dry == 1 ]]; then
-    speed_args=(--reps 1 --gemm 256 --conv 8,32,32,16,16,3)
-else
-    speed_args=(--reps 20 --gemm 4096 --conv 64,256,256,56,56,3)
-fi
-if env "${lib_env[@]}" "$build/examples/speed_bench" "${speed_args[@]}" \
-        >"$work/speed.out" 2>"$work/speed.err"; then
-    note "## FP32 throughput without the shim (speed_bench, wall clock)"
-    note ""
-    note '```'
-    cat "$work/speed.out" >>"$results"
-    cat "$work/speed.out"
-    note '```'
-    note ""
-else
-    failed "speed_bench ($work/speed.err)"
-fi
-
-# ---- 4. The legacy trainer, plain and under the shim ---------------------------------
-if [[ $dry == 1 ]]; then
-    train_args=(--train 512 --test 256 --epochs 1 --seed 3)
-else
-    train_args=(--epochs 1 --seed 3)      # the whole data set
-fi
-trainer=$build/examples/legacy_trainer
-declare -A acc
-for run in plain shim; do
-    cmd=("$trainer" "${train_args[@]}")
-    [[ $run == shim ]] && cmd=("$build/src/ampshim" run --report \
-                               "$work/trainer.json" -- "${cmd[@]}")
-    start=$(date +%s.%N)
-    if env "${lib_env[@]}" AMPSHIM_LIBRARY="$shim" "${cmd[@]}" >"$work/trainer.$run.out" 2>"$work/trainer.$run.err"
-    then
-        end=$(date +%s.%N)
-        acc[$run]=$(sed -n 's/.*test_acc \([0-9.]*\).*/\1/p' \
-                        "$work/trainer.$run.out" | tail -1)
-        acc[$run.s]=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+    if [[ -n $built ]]; then
+        build=$(cd "$built" && pwd)
     else
-        failed "the trainer, $run ($work/trainer.$run.err)"
-        acc[$run]=-
-        acc[$run.s]=-
+        build=$root/build
+        "$root/scripts/build.sh" "$build" gcc >/dev/null
     fi
-done
-note "## Legacy trainer (${train_args[*]})"
-note ""
-note "| run | test accuracy | wall seconds |"
-note "|---|---|---|"
-note "| FP32 | ${acc[plain]:--} | ${acc[plain.s]:--} |"
-note "| under the shim (built-in policy) | ${acc[shim]:--} | ${acc[shim.s]:--} |"
-note ""
-if [[ ${acc[plain]:--} != - && ${acc[shim]:--} != - ]] &&
-   ! awk -v a="${acc[plain]}" -v b="${acc[shim]}" \
-         'BEGIN { d = a - b; exit !(d <= 1 && d >= -1) }'; then
-    failed "trainer accuracy: ${acc[shim]} under the shim, ${acc[plain]} FP32"
-fi
+    if [[ -n $dir ]]; then
+        make_bundle "$dir" "$dry"
+        return
+    fi
 
-# ---- The results file ----------------------------------------------------------------
-{
-    echo "# Results on real GPUs"
-    echo
-    echo "Written by \`scripts/gpu-check.sh\`; the newest run first."
-    echo
-    echo "## $(date -u +%Y-%m-%d): $gpu_name, driver $driver"
-    echo
-    echo "ampshim $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')," \
-         "$failures failed checks. Times $timing."
-    echo
-    sed 's/^## /### /' "$results"
-    if [[ -f $out ]]; then
-        # The earlier runs, below this one.
-        sed '1,/^Written by/d' "$out" | sed '1{/^$/d}'
+    local work=$build/gpu-check status=0
+    rm -rf "$work"
+    mkdir -p "$work"
+    make_bundle "$work/bundle" "$dry"
+    if [[ $dry == 1 ]]; then
+        "$work/bundle/run.sh" --dry-run "$work/out" || status=$?
+        [[ -z $out ]] || cp "$work/out/gpu-results.md" "$out"
+    else
+        "$work/bundle/run.sh" "$work/out" || status=$?
+        record "$work/out/gpu-results.md" "${out:-$root/docs/gpu-results.md}"
     fi
-} >"$work/gpu-results.new"
-mv "$work/gpu-results.new" "$out"
-echo "gpu-check: wrote $out; $failures failed checks"
-[[ $failures == 0 ]]
+    return "$status"
+}
+
+main "$@"
