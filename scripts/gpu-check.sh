@@ -5,11 +5,14 @@
 # source tree, no build and no network.
 #
 # usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD]
+#                             [--models KEY,...]
 #          builds (or takes the tree built in BUILD) and writes the
 #          bundle: the shim, the tool, the example and check programs,
 #          the Python programs, the libraries they need that a bare CUDA
 #          machine may lack, the legacy trainer's data, the emulator's
-#          modelled times for the GPUs it models, and DIR/run.sh; with
+#          modelled times for the GPUs it models (--models: the
+#          emulator's keys, default h100,h200,b200; a dry bundle's are
+#          h200's), and DIR/run.sh; with
 #          --dry-run it also carries the CPU device emulator, so that
 #          DIR/run.sh --dry-run OUTDIR runs the same steps without a GPU
 #          (DIR/run.sh --help says what they are)
@@ -32,7 +35,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 max_bytes=$((48 * 1024 * 1024))
 
 usage() {
-    echo "usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD]" >&2
+    echo "usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD] [--models KEY,...]" >&2
     echo "       scripts/gpu-check.sh [--dry-run] [--out FILE] [--build BUILD]" >&2
     echo "       scripts/gpu-check.sh --record RESULTS [--out FILE]" >&2
     exit 2
@@ -43,9 +46,9 @@ die() { echo "gpu-check: $*" >&2; exit 1; }
 programs=(sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph
           gemm_bench conv_bench speed_bench gemm_numerics solver_check
           graph_nodes deep_queue legacy_trainer)
-# The emulator's models the bundle carries modelled GEMM times for, and
-# the shapes (those of run.sh's GEMM benchmark the emulator computes in
-# seconds).
+# The emulator's models the bundle carries modelled GEMM times for (about
+# a minute each, on two cores), and the shapes (those of run.sh's GEMM
+# benchmark the emulator computes in seconds).
 model_keys=(h100 h200 b200)
 model_shapes=1024x1024x1024,2048x2048x2048
 dry_model_shapes=256x256x256,512x512x512
@@ -53,7 +56,8 @@ dry_model_shapes=256x256x256,512x512x512
 # copy_deps FILE DEST: the shared libraries FILE needs that a bare CUDA
 # machine may lack into DEST: not glibc's, the compiler runtime's, zlib
 # or NVIDIA's (the machine's own are the ones to test against), and not
-# those the bundle holds already.
+# those the bundle holds already. They are looked up as the system finds
+# them, whatever LD_LIBRARY_PATH says here (a test's names the emulator).
 copy_deps() {
     local file=$1 dest=$2 name path
     while read -r name path; do
@@ -65,7 +69,8 @@ copy_deps() {
         [[ -e $dest/$name || -e $bundle/emu/$name ]] && continue
         [[ -f $path ]] || die "$file needs $name, which is not found"
         cp -L "$path" "$dest/$name"
-    done < <(ldd "$file" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+    done < <(env -u LD_LIBRARY_PATH ldd "$file" |
+             awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
 }
 
 # modelled KEY SHAPES MODE: the emulator's modelled time per shape for
@@ -77,7 +82,7 @@ modelled() {
         shim=(LD_PRELOAD="$build/hooks/libampshim.so" AMPSHIM_MODE=$mode
               AMPSHIM_REPORT=off)
     env LD_LIBRARY_PATH="$build/tests/emu" AMPSHIM_EMU_GPU=$key "${shim[@]}" \
-        "$build/examples/gemm_bench" --shapes "$shapes" --warmup 2 --reps 2 \
+        "$build/examples/gemm_bench" --shapes "$shapes" --warmup 2 --reps 1 \
         2>/dev/null |
         sed -n 's/.* m=\([0-9]*\) n=\([0-9]*\) k=\([0-9]*\) .*ms=\([0-9.e+-]*\).*/\1 \2 \3 \4/p'
 }
@@ -115,6 +120,7 @@ make_bundle() {
 
     # The modelled times run.sh compares the measured ones with.
     local shapes=$model_shapes keys=("${model_keys[@]}")
+    [[ -z $models ]] || IFS=, read -r -a keys <<<"$models"
     if [[ $dry == 1 ]]; then
         shapes=$dry_model_shapes
         keys=(h200)
@@ -173,12 +179,15 @@ record() {
 
 main() {
     local dir= dry=0 out= built= results=
+    models=
     while [[ $# -gt 0 ]]; do
         case $1 in
         --bundle) dir=${2:-}; [[ -n $dir ]] || usage; shift 2 ;;
         --dry-run) dry=1; shift ;;
         --out) out=${2:-}; [[ -n $out ]] || usage; shift 2 ;;
         --build) built=${2:-}; [[ -n $built ]] || usage; shift 2 ;;
+        --models) models=${2:-}; [[ $models =~ ^[a-z0-9]+(,[a-z0-9]+)*$ ]] || usage
+                  shift 2 ;;
         --record) results=${2:-}; [[ -n $results ]] || usage; shift 2 ;;
         -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu-check: unknown argument $1" >&2; usage ;;
