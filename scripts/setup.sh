@@ -14,11 +14,13 @@ set -euo pipefail
 # `ampshim report --html` in headless Chromium and keeps screenshots.
 # openmpi-bin, libopenmpi-dev: mpirun, and MPI for the data-parallel
 # trainer (examples/legacy_trainer_mpi) and its test trainer_mpi.
+# python3-torch: PyTorch on the CPU for the test python_programs, which
+# runs examples/python/torch_steps.py's models at tiny size.
 packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-dev
           libcmocka-dev libelf-dev libopenblas-dev
           python3 python3-numpy binutils zlib1g-dev dataset-fashion-mnist
           valgrind groff-base man-db chromium fonts-dejavu-core
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
