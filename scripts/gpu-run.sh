@@ -575,6 +575,7 @@ run_step() {
     rm -f "$SECTION.failed"
     if ((limit < 10)); then
         note "## $n. ($fn) not run: the check's time budget was spent"
+        echo "step $n not run: the time budget was spent" >>"$LOGS/failures"
     else
         t0=$(date +%s)
         SECTION=$SECTION timeout -k 5 "$limit" "$SELF" --step "$fn" || status=$?

@@ -109,6 +109,17 @@ grep -qE '^\| shim \| [0-9.]+ \| .*calls=[1-9]' "$results" ||
 tar -tzf "$out/logs.tar.gz" >"$tmp/logs.list" || fail "logs.tar.gz is not a tar file"
 grep -q 'trainer.shim.err' "$tmp/logs.list" || fail "logs.tar.gz lacks the raw logs"
 
+# A budget too small for any step: each says so, a failed check, and the
+# logs go where --logs says.
+status=0
+env -i "$tmp/elsewhere/dry/run.sh" --dry-run --budget 5 --logs "$tmp/logs5" \
+    "$tmp/out5" >/dev/null 2>&1 || status=$?
+[[ $status == 1 ]] || fail "run.sh --budget 5 exited with status $status, not 1"
+[[ $(grep -c 'not run: the check.s time budget was spent' "$tmp/out5/gpu-results.md") == 7 ]] ||
+    fail "not every step says the budget was spent"
+[[ -s $tmp/logs5/libraries && ! -e $tmp/out5/logs ]] || fail "--logs was not followed"
+"$tmp/elsewhere/dry/run.sh" --help | grep -q '^usage: run.sh' || fail "run.sh --help"
+
 # ---- --record: the newest first, one title
 "$check" --record "$results" --out "$tmp/history.md"
 sed -i 's/^# 20[0-9-]*: /# 2000-01-01: /' "$results"
