@@ -328,6 +328,8 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
         return AMP_COVER_PEDANTIC;
     case AMP_GEMM_SKIP_UNSUPPORTED:
         return AMP_COVER_UNCONVERTED;
+    case AMP_GEMM_SKIP_LIBRARY:
+        return AMP_COVER_LIBRARY;
     default:
         return AMP_COVER_POLICY;
     }
@@ -345,6 +347,7 @@ amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
         [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
         [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
         [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
+        [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
     };
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
@@ -723,6 +726,7 @@ amp_call_describe(const struct amp_call *c, int pedantic,
     d->alpha = c->alpha;
     d->beta = c->beta;
     d->caller = c->caller;
+    d->from_library = c->route->library;
 }
 
 /* What the guard of a hook lets through. */
@@ -1003,6 +1007,7 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     base.pedantic = pedantic;
     base.ops_valid = amp_handle_settings(g->handle, &base);
     base.caller = g->caller;
+    base.from_library = g->route->library;
     h->flops = amp_grouped_flops(g, 0); /* when it stays the original */
     if (!amp_grouped_converts(g, &base, amp_policy_may_convert(),
                               &h->cover) ||

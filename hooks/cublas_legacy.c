@@ -157,6 +157,7 @@ cublasSgemm(char transa, char transb, int m, int n, int k, float alpha,
             amp_legacy_describe(&d, transa, transb, m, n, k, &alpha, A, lda,
                                 B, ldb, &beta, C, ldc);
             d.caller = __builtin_return_address(0);
+            d.from_library = route.library;
             if (amp_hook_gemm(&h, &d) == AMP_HOOK_DONE)
                 return;
         }

@@ -1066,6 +1066,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                                                 Cdesc, Ddesc};
                 amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
                                 caller, &d);
+                d.from_library = route.library;
                 if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
                     return CUBLAS_STATUS_SUCCESS;

@@ -679,6 +679,7 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
         return 0;
     }
     memset(&d, 0, sizeof d);
+    d.from_library = c->route->library;
     d.dir = c->dir;
     kind = amp_cudnn_complete ? amp_call_read(c, &d, &l.g, &data)
                               : AMP_KIND_INVALID;

@@ -994,6 +994,7 @@ amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
     else
         a.kind = AMP_GRAPH_INVALID;
     memset(&d, 0, sizeof d);
+    d.from_library = route->library;
     if (a.kind == AMP_GRAPH_OTHER) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
         if (a.conv) {

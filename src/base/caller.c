@@ -77,6 +77,37 @@ amp_lib_release(enum amp_lib lib, const char *name)
     return AMP_RELEASE_OTHER;
 }
 
+/* NVIDIA's libraries by file name stem: the whole stem, or (with a '*')
+ * its beginning. */
+static const char *const amp_nvidia_stems[] = {
+    "libcublas", "libcublasLt", "libcublasMp", "libcudnn", "libcudnn_*",
+    "libcusolver*", "libcusparse*", "libcufft*", "libcurand",
+    "libcutensor*", "libcudss", "libnccl", "libnvshmem*", "libnvinfer*",
+    "libnvonnxparser", "libnpp*", "libnvjpeg", "libcupti", "libcudart",
+    "libcuda",
+};
+
+int
+amp_soname_nvidia(const char *name)
+{
+    const char *base, *release;
+    size_t stem_len, release_len;
+
+    if (!name)
+        return 0;
+    base = amp_name_parts(name, &stem_len, &release, &release_len);
+    for (size_t i = 0; i < sizeof amp_nvidia_stems / sizeof *amp_nvidia_stems;
+         i++) {
+        const char *s = amp_nvidia_stems[i];
+        size_t n = strcspn(s, "*");
+
+        if (s[n] == '*' ? stem_len >= n && memcmp(base, s, n) == 0
+                        : stem_len == n && memcmp(base, s, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- Loaded objects ---------------------------------------------------------- */
 
 /* A pointer of an object's dynamic section: the loader relocates most in
@@ -168,11 +199,12 @@ static struct amp_route
 amp_route_find(enum amp_lib lib, const char *name, const void *ret)
 {
     const struct link_map *lm = amp_object_at(ret);
-    struct amp_route r = {NULL, 0};
+    struct amp_route r = {NULL, 0, 0};
     const char *needed;
 
     if (!lm)
         return r; /* code of no object (generated): the program's */
+    r.library = (unsigned char)amp_soname_nvidia(amp_object_soname(lm));
     needed = amp_object_needs(lm, lib);
     if (needed && amp_lib_release(lib, needed) == AMP_RELEASE_OTHER) {
         r.other = 1;

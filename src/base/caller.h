@@ -1,7 +1,7 @@
 /* Who calls a hook, and which real function serves the call: the loaded
- * object its return address lies in (dladdr1's link map) and which
- * release of the hooked library that object's own import names (its
- * DT_NEEDED). The vendor
+ * object its return address lies in (dladdr1's link map), whether that
+ * object is one of NVIDIA's libraries, and which release of the hooked
+ * library that object's own import names (its DT_NEEDED). The vendor
  * releases are told apart by soname: the shim converts only the releases
  * it was built for (libcublas.so.13, libcublasLt.so.13, libcudnn.so.9 and
  * its sub-libraries), since descriptor layouts differ between releases. */
@@ -33,6 +33,15 @@ const char *amp_lib_soname(enum amp_lib lib);
  * "libcudnn_cnn.so.9" the shim's own of AMP_LIB_CUDNN. */
 enum amp_release amp_lib_release(enum amp_lib lib, const char *name);
 
+/* 1 when `name` (a soname or file name) is one of NVIDIA's libraries,
+ * whose own calls of cuBLAS and cuDNN are theirs to make: cuBLAS, cuBLASLt
+ * and cuBLASMp, cuDNN and its sub-libraries, cuSOLVER (and Mg, Mp),
+ * cuSPARSE (and Lt), cuFFT (and w, Mp), cuRAND, cuTENSOR (and Mg), cuDSS,
+ * NCCL, NVSHMEM, TensorRT (nvinfer*, nvonnxparser), NPP, nvJPEG, CUPTI, the
+ * runtime and the driver. NVBLAS is not one: it runs the program's own
+ * BLAS calls on cuBLAS, so its GEMMs are the program's. */
+int amp_soname_nvidia(const char *name);
+
 /* How one hooked call is served. */
 struct amp_route {
     void *fn;              /* another release's function: the call goes
@@ -41,6 +50,7 @@ struct amp_route {
     unsigned char other;   /* the caller's import names another release
                               of the library (fn may then be NULL: that
                               release lacks the function) */
+    unsigned char library; /* the caller is one of NVIDIA's libraries */
 };
 
 /* The route of a call of `name`, one of lib's hooked functions, that

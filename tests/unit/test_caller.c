@@ -1,5 +1,6 @@
 /* Unit tests of the caller's classification: which release of a hooked
- * library a name is, and the route of a call from this program. */
+ * library a name is, which names are NVIDIA's libraries, and the route of
+ * a call from this program. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,8 +60,40 @@ test_releases(void **state)
     assert_string_equal(amp_lib_soname(AMP_LIB_CUDNN), "libcudnn.so.9");
 }
 
-/* This program depends on no cuBLAS: the shim's own resolution serves its
- * calls, the same route every time. */
+static void
+test_nvidia_libraries(void **state)
+{
+    static const char *const nvidia[] = {
+        "libcusolver.so.12", "libcusolver.so.11", "libcusolverMg.so.12",
+        "libcusparse.so.12", "libcufft.so.12", "libcufftw.so.12",
+        "libcublas.so.13", "libcublas.so.12", "libcublasLt.so.13",
+        "libcudnn.so.9", "libcudnn_cnn.so.9", "libcudnn_graph.so.9",
+        "libcudnn_engines_precompiled.so.9", "libcudnn_ops_infer.so.8",
+        "libnccl.so.2", "libcurand.so.10", "libcutensor.so.2",
+        "libcudss.so.0", "libnvinfer.so.10", "libcudart.so.13",
+        "libcuda.so.1",
+        "/usr/local/lib/python3.12/site-packages/nvidia/cusolver/lib/"
+        "libcusolver.so.11",
+    };
+    static const char *const others[] = {
+        "libnvblas.so.13",          /* the program's own BLAS calls */
+        "libtorch_cuda.so", "libampshim.so", "libc.so.6", "",
+        "cublas.cpython-312-x86_64-linux-gnu.so", /* CuPy's extension */
+        "libcudaxyz.so", "libcublasfoo.so.1", "libxla_extension.so",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof nvidia / sizeof *nvidia; i++)
+        if (!amp_soname_nvidia(nvidia[i]))
+            fail_msg("%s: expected one of NVIDIA's libraries", nvidia[i]);
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (amp_soname_nvidia(others[i]))
+            fail_msg("%s: expected none of NVIDIA's libraries", others[i]);
+    assert_false(amp_soname_nvidia(NULL));
+}
+
+/* This program depends on no cuBLAS and is none of NVIDIA's libraries:
+ * the shim's own resolution serves its calls, the same route every time. */
 static void
 test_route_of_the_program(void **state)
 {
@@ -77,6 +110,7 @@ test_route_of_the_program(void **state)
     again = amp_route(AMP_LIB_CUBLAS, name, here);
     assert_null(r.fn);
     assert_int_equal(r.other, 0);
+    assert_int_equal(r.library, 0);
     assert_memory_equal(&r, &again, sizeof r);
     /* The main program has no soname: its name is "". */
     assert_string_equal(amp_object_soname_at(here), "");
@@ -88,6 +122,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_releases),
+        cmocka_unit_test(test_nvidia_libraries),
         cmocka_unit_test(test_route_of_the_program),
     };
 
