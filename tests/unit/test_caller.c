@@ -72,8 +72,8 @@ test_nvidia_libraries(void **state)
         "libnccl.so.2", "libcurand.so.10", "libcutensor.so.2",
         "libcudss.so.0", "libnvinfer.so.10", "libcudart.so.13",
         "libcuda.so.1",
-        "/usr/local/lib/python3.12/site-packages/nvidia/cusolver/lib/"
-        "libcusolver.so.11",
+        ("/usr/local/lib/python3.12/site-packages/nvidia/cusolver/lib/"
+         "libcusolver.so.11"),
     };
     static const char *const others[] = {
         "libnvblas.so.13",          /* the program's own BLAS calls */
