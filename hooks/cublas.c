@@ -3,6 +3,7 @@
  * when the decision allows, and as the original call otherwise. */
 #include "cublas_symbols.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
@@ -52,9 +53,9 @@ static void **const amp_cublas_slots[] = {AMP_CUBLAS_SYMBOLS(AMP_REAL_SLOT)};
 static pthread_once_t amp_cublas_once = PTHREAD_ONCE_INIT;
 
 /* 1 once the real functions are resolved and the shim is disabled: the
- * hooks call them before building anything (AMPSHIM_DISABLE costs a load
- * and a branch). Set after the resolution, so that a thread that sees it
- * sees the real functions. */
+ * hooks call them before building anything (AMPSHIM_DISABLE costs the
+ * route's look-up, a load and a branch). Set after the resolution, so that
+ * a thread that sees it sees the real functions. */
 static atomic_int amp_cublas_bypass;
 
 static void
@@ -66,10 +67,10 @@ amp_cublas_resolve(void)
                           memory_order_release);
 }
 
-/* The hook of `fn` may call it straight away. */
-#define AMP_BYPASS(fn)                                                       \
+/* The hook may call `real`, its real function, straight away. */
+#define AMP_BYPASS(real)                                                     \
     (atomic_load_explicit(&amp_cublas_bypass, memory_order_acquire) &&       \
-     amp_real.fn != NULL)
+     (real) != NULL)
 
 /* ---- One set of counters per hooked API ----------------------------------- */
 
@@ -87,6 +88,29 @@ static struct amp_api_stats amp_cublas_stats[AMP_API_COUNT] = {
     AMP_CUBLAS_HOOKED(AMP_API_STATS)
 #undef AMP_API_STATS
 };
+
+/* The real function that the call of api returning to ret runs when it
+ * runs as the program made it, and in *route how it is served: the
+ * definition of the cuBLAS release the caller depends on when that is
+ * another release than 13 (passed through untouched), else the one the
+ * shim resolved. NULL when there is none. */
+static void *
+amp_cublas_real(enum amp_cublas_api api, const void *ret,
+                struct amp_route *route)
+{
+    amp_process_start(); /* the log is open before resolution reports */
+    pthread_once(&amp_cublas_once, amp_cublas_resolve);
+    *route = amp_route(AMP_LIB_CUBLAS, amp_cublas_names[api], ret);
+    return route->other ? route->fn : *amp_cublas_slots[api];
+}
+
+/* In a hook of `name`: `route`, how its call is served, and `real`, the
+ * function it runs as the program made it (amp_cublas_real). */
+#define AMP_HOOK_REAL(name)                                                  \
+    struct amp_route route;                                                  \
+    amp_pfn_##name real;                                                     \
+    *(void **)&real = amp_cublas_real(AMP_API_##name,                        \
+                                      __builtin_return_address(0), &route)
 
 /* ---- The shim's own handles: one per thread and context ------------------- */
 
@@ -304,6 +328,8 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
         return AMP_COVER_PEDANTIC;
     case AMP_GEMM_SKIP_UNSUPPORTED:
         return AMP_COVER_UNCONVERTED;
+    case AMP_GEMM_SKIP_LIBRARY:
+        return AMP_COVER_LIBRARY;
     default:
         return AMP_COVER_POLICY;
     }
@@ -321,6 +347,7 @@ amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
         [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
         [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
         [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
+        [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
     };
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
@@ -523,6 +550,8 @@ struct amp_types {
 struct amp_call {
     enum amp_cublas_api api;
     const void *caller;       /* the exported hook's return address */
+    const struct amp_route *route; /* how it is served */
+    int missing;              /* no real function to run */
     cublasHandle_t handle;
     cublasOperation_t transa, transb;
     int64_t m, n, k;
@@ -697,31 +726,35 @@ amp_call_describe(const struct amp_call *c, int pedantic,
     d->alpha = c->alpha;
     d->beta = c->beta;
     d->caller = c->caller;
+    d->from_library = c->route->library;
 }
 
 /* What the guard of a hook lets through. */
 enum amp_guard_next {
     AMP_GUARD_RETURN,      /* the real function is missing: return *status */
-    AMP_GUARD_ORIGINAL,    /* pass through: disabled, re-entered, or not an
-                              FP32 GEMM (counted as passthrough) */
+    AMP_GUARD_ORIGINAL,    /* pass through: disabled, re-entered, another
+                              release's call, or not an FP32 GEMM (the last
+                              two counted as passthrough) */
     AMP_GUARD_FP32_GEMM,   /* describe and decide (*pedantic is set) */
 };
 
+/* The guard of a call served by `route`, whose real function is missing
+ * when `missing`. */
 static enum amp_guard_next
 amp_guard(struct amp_hook *h, enum amp_cublas_api api,
-          const struct amp_types *types, int *pedantic,
-          cublasStatus_t *status)
+          const struct amp_types *types, const struct amp_route *route,
+          int missing, int *pedantic, cublasStatus_t *status)
 {
-    amp_process_start(); /* the log is open before resolution reports */
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
     h->entered = 0;
     *status = CUBLAS_STATUS_NOT_INITIALIZED;
-    if (*amp_cublas_slots[api] == NULL)
+    if (missing)
         return AMP_GUARD_RETURN;
     *status = CUBLAS_STATUS_SUCCESS;
     if (!amp_hook_enter(h, &amp_cublas_stats[api]))
         return AMP_GUARD_ORIGINAL;
-    if (!amp_call_fp32(types, pedantic)) {
+    /* Another release's call is its own: its handle and descriptors are
+     * that release's, never read here. */
+    if (route->other || !amp_call_fp32(types, pedantic)) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
         return AMP_GUARD_ORIGINAL;
     }
@@ -740,8 +773,9 @@ amp_call_begin(struct amp_hook *h, const struct amp_call *c,
     enum amp_guard_next next;
     int pedantic;
 
-    next = amp_guard(h, c->api, &c->types, &pedantic, status);
-    if (next == AMP_GUARD_ORIGINAL && h->entered) {
+    next = amp_guard(h, c->api, &c->types, c->route, c->missing, &pedantic,
+                     status);
+    if (next == AMP_GUARD_ORIGINAL && h->entered && !c->route->other) {
         /* Not an FP32 GEMM: counted by its precision. */
         h->cover = amp_cover_of_types(&c->types);
         h->flops = amp_cover_gemm_flops(c->m, c->n, c->k, c->batch,
@@ -784,6 +818,8 @@ amp_ints_null(struct amp_ints v)
 struct amp_grouped_call {
     enum amp_cublas_api api;
     const void *caller;       /* the exported hook's return address */
+    const struct amp_route *route; /* how it is served */
+    int missing;              /* no real function to run */
     int ex;                   /* GemmGroupedBatchedEx: falls back to
                                  cublasGemmBatchedEx_64, else to
                                  cublasSgemmBatched_64 */
@@ -958,8 +994,9 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     enum amp_guard_next next;
     int pedantic;
 
-    next = amp_guard(h, g->api, &g->types, &pedantic, status);
-    if (next == AMP_GUARD_ORIGINAL && h->entered) {
+    next = amp_guard(h, g->api, &g->types, g->route, g->missing, &pedantic,
+                     status);
+    if (next == AMP_GUARD_ORIGINAL && h->entered && !g->route->other) {
         /* Not an FP32 GEMM: counted by its precision. */
         h->cover = amp_cover_of_types(&g->types);
         h->flops = amp_grouped_flops(g, amp_type_complex(g->types.a));
@@ -970,6 +1007,7 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     base.pedantic = pedantic;
     base.ops_valid = amp_handle_settings(g->handle, &base);
     base.caller = g->caller;
+    base.from_library = g->route->library;
     h->flops = amp_grouped_flops(g, 0); /* when it stays the original */
     if (!amp_grouped_converts(g, &base, amp_policy_may_convert(),
                               &h->cover) ||
@@ -987,6 +1025,7 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
 /* The arguments that every non-grouped entry point names alike. */
 #define AMP_CALL_COMMON(name)                                                \
     .api = AMP_API_##name, .caller = __builtin_return_address(0),            \
+    .route = &route, .missing = !real,                                       \
     .handle = handle, .transa = transa, .transb = transb, .m = m,            \
     .n = n, .k = k, .alpha = alpha, .lda = lda, .ldb = ldb, .beta = beta,   \
     .ldc = ldc
@@ -1014,8 +1053,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
             AMP_FP32_TYPES                                                   \
@@ -1024,7 +1064,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,     \
         ldc));                                                               \
 }
@@ -1042,8 +1082,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount), AMP_FP32_TYPES\
         };                                                                   \
@@ -1051,7 +1092,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb,    \
         beta, Carray, ldc, batchCount));                                     \
 }
@@ -1070,8 +1111,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,     \
             .b = B, .c = C, AMP_FP32_TYPES                                   \
@@ -1080,7 +1122,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb,     \
         strideB, beta, C, ldc, strideC, batchCount));                        \
 }
@@ -1098,8 +1140,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
             AMP_CALL_TYPES(CUBLAS_COMPUTE_32F)                               \
@@ -1108,7 +1151,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
         ldb, beta, C, Ctype, ldc));                                          \
 }
@@ -1127,8 +1170,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ONE, .a = A, .b = B, .c = C,     \
             AMP_CALL_TYPES(computeType),                                     \
@@ -1138,7 +1182,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,     \
         ldb, beta, C, Ctype, ldc, computeType, algo));                       \
 }
@@ -1158,8 +1202,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_ARRAY(batchCount),               \
             AMP_CALL_TYPES(computeType),                                     \
@@ -1169,7 +1214,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,          \
         Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount,            \
         computeType, algo));                                                 \
@@ -1191,8 +1236,9 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_call c = {                                          \
             AMP_CALL_COMMON(name), AMP_CALL_STRIDED(batchCount), .a = A,     \
             .b = B, .c = C, AMP_CALL_TYPES(computeType),                     \
@@ -1202,7 +1248,7 @@ name(cublasHandle_t handle, cublasOperation_t transa,                        \
         if (amp_call_begin(&h, &c, &status) == AMP_HOOK_DONE)                \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,   \
         Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,       \
         computeType, algo));                                                 \
@@ -1213,6 +1259,7 @@ AMP_DEFINE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
 /* The grouped arguments that all four grouped entry points name alike. */
 #define AMP_GROUPED_COMMON(name)                                             \
     .api = AMP_API_##name, .caller = __builtin_return_address(0),            \
+    .route = &route, .missing = !real,                                       \
     .handle = handle, .transa = transa_array, .transb = transb_array,        \
     .a = (const void *const *)Aarray,                                        \
     .b = (const void *const *)Barray, .c = (void *const *)Carray,            \
@@ -1237,8 +1284,9 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_grouped_call g = {                                  \
             AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field),              \
             AMP_FP32_TYPES                                                   \
@@ -1247,7 +1295,7 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
         if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)             \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa_array, transb_array, m_array, n_array, k_array,       \
         alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array,       \
         Carray, ldc_array, group_count, group_size));                        \
@@ -1271,8 +1319,9 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name)) {                                                 \
+    if (!AMP_BYPASS(real)) {                                                 \
         const struct amp_grouped_call g = {                                  \
             AMP_GROUPED_COMMON(name), AMP_GROUPED_INTS(field), .ex = 1,      \
             AMP_CALL_TYPES(computeType)                                      \
@@ -1281,7 +1330,7 @@ name(cublasHandle_t handle, const cublasOperation_t transa_array[],          \
         if (amp_grouped_begin(&h, &g, &status) == AMP_HOOK_DONE)             \
             return status;                                                   \
     }                                                                        \
-    return amp_call_end(&h, amp_real.name(                                   \
+    return amp_call_end(&h, real(                                            \
         handle, transa_array, transb_array, m_array, n_array, k_array,       \
         alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array,     \
         beta_array, Carray, Ctype, ldc_array, group_count, group_size,       \
@@ -1296,13 +1345,11 @@ AMP_DEFINE_GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, int64_t, i64)
  * real function is missing); 0 when it runs the original call, counted by
  * amp_counted_end when h->entered. No descriptor, policy or device work. */
 static int
-amp_counted_begin(struct amp_hook *h, enum amp_cublas_api api,
+amp_counted_begin(struct amp_hook *h, enum amp_cublas_api api, int missing,
                   cublasStatus_t *status)
 {
-    amp_process_start(); /* the log is open before resolution reports */
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
     h->entered = 0;
-    if (*amp_cublas_slots[api] == NULL) {
+    if (missing) {
         *status = CUBLAS_STATUS_NOT_INITIALIZED;
         return 1;
     }
@@ -1332,13 +1379,15 @@ name params                                                                  \
     struct amp_hook h;                                                       \
     cublasStatus_t status;                                                   \
                                                                              \
+    AMP_HOOK_REAL(name);                                                     \
     h.entered = 0;                                                           \
-    if (!AMP_BYPASS(name) &&                                                 \
-        amp_counted_begin(&h, AMP_API_##name, &status))                      \
+    if (!AMP_BYPASS(real) &&                                                 \
+        amp_counted_begin(&h, AMP_API_##name, !real, &status))               \
         return status;                                                       \
-    status = amp_real.name args;                                             \
+    status = real args;                                                      \
     if (h.entered)                                                           \
-        amp_counted_end(&h, cover, flops, status);                           \
+        amp_counted_end(&h, route.other ? AMP_COVER_COUNT : (cover),         \
+                        flops, status);                                      \
     return status;                                                           \
 }
 

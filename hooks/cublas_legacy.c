@@ -3,6 +3,7 @@
  * the v2 calls; cublasSetKernelStream is remembered for it. */
 #include "cublas_legacy_symbols.h"
 
+#include "base/caller.h"
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "cublas_hook.h"
@@ -69,6 +70,27 @@ enum {
 #undef AMP_API_ENUM
 };
 
+/* The legacy function `api` (its index in the hooked list, which comes
+ * first) that the call returning to ret runs, and in *route how the call
+ * is served: another cuBLAS release's, whose implicit context is its own
+ * (passed through, nothing of it remembered), else the one the shim
+ * resolved; NULL when there is none. */
+static void *
+amp_legacy_function(int api, const void *ret, struct amp_route *route)
+{
+    amp_legacy_start();
+    *route = amp_route(AMP_LIB_CUBLAS, amp_legacy_names[api], ret);
+    return route->other ? route->fn : *amp_legacy_slots[api];
+}
+
+/* In a hook of `name`: `route` and `real` (amp_legacy_function). */
+#define AMP_LEGACY_REAL(name)                                                \
+    struct amp_route route;                                                  \
+    amp_pfn_##name real;                                                     \
+    *(void **)&real = amp_legacy_function(AMP_LEGACY_##name,                 \
+                                          __builtin_return_address(0),       \
+                                          &route)
+
 /* The legacy context's stream, as the last successful
  * cublasSetKernelStream set it (NULL: the legacy default stream), and
  * whether a cublasInit succeeded with no cublasShutdown since. */
@@ -124,19 +146,23 @@ cublasSgemm(char transa, char transb, int m, int n, int k, float alpha,
 {
     struct amp_gemm_desc d;
     struct amp_hook h;
+    AMP_LEGACY_REAL(cublasSgemm);
 
-    amp_legacy_start();
-    if (!amp_legacy_real.cublasSgemm)
+    if (!real)
         return;
     if (amp_hook_enter(&h, &amp_legacy_stats[AMP_LEGACY_cublasSgemm])) {
-        amp_legacy_describe(&d, transa, transb, m, n, k, &alpha, A, lda, B,
-                            ldb, &beta, C, ldc);
-        d.caller = __builtin_return_address(0);
-        if (amp_hook_gemm(&h, &d) == AMP_HOOK_DONE)
-            return;
+        if (route.other) {
+            h.outcome = AMP_OUTCOME_PASSTHROUGH;
+        } else {
+            amp_legacy_describe(&d, transa, transb, m, n, k, &alpha, A, lda,
+                                B, ldb, &beta, C, ldc);
+            d.caller = __builtin_return_address(0);
+            d.from_library = route.library;
+            if (amp_hook_gemm(&h, &d) == AMP_HOOK_DONE)
+                return;
+        }
     }
-    amp_legacy_real.cublasSgemm(transa, transb, m, n, k, alpha, A, lda, B,
-                                ldb, beta, C, ldc);
+    real(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     /* The status is cublasGetError's to report and to clear: the shadow
      * run completes on the argument checks that let it start. */
     amp_hook_end(&h, 1);
@@ -158,13 +184,13 @@ cublasSetKernelStream(cudaStream_t stream)
 {
     struct amp_hook h;
     cublasStatus status;
+    AMP_LEGACY_REAL(cublasSetKernelStream);
 
-    amp_legacy_start();
-    if (!amp_legacy_real.cublasSetKernelStream)
+    if (!real)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     amp_hook_enter(&h, &amp_legacy_stats[AMP_LEGACY_cublasSetKernelStream]);
-    status = amp_legacy_real.cublasSetKernelStream(stream);
-    if (status == CUBLAS_STATUS_SUCCESS)
+    status = real(stream);
+    if (status == CUBLAS_STATUS_SUCCESS && !route.other)
         atomic_store(&amp_legacy_stream, (uintptr_t)stream);
     return amp_legacy_passthrough(&h, status);
 }
@@ -174,13 +200,13 @@ cublasInit(void)
 {
     struct amp_hook h;
     cublasStatus status;
+    AMP_LEGACY_REAL(cublasInit);
 
-    amp_legacy_start();
-    if (!amp_legacy_real.cublasInit)
+    if (!real)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     amp_hook_enter(&h, &amp_legacy_stats[AMP_LEGACY_cublasInit]);
-    status = amp_legacy_real.cublasInit();
-    if (status == CUBLAS_STATUS_SUCCESS)
+    status = real();
+    if (status == CUBLAS_STATUS_SUCCESS && !route.other)
         atomic_store(&amp_legacy_ready, 1);
     return amp_legacy_passthrough(&h, status);
 }
@@ -190,13 +216,13 @@ cublasShutdown(void)
 {
     struct amp_hook h;
     cublasStatus status;
+    AMP_LEGACY_REAL(cublasShutdown);
 
-    amp_legacy_start();
-    if (!amp_legacy_real.cublasShutdown)
+    if (!real)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     amp_hook_enter(&h, &amp_legacy_stats[AMP_LEGACY_cublasShutdown]);
-    status = amp_legacy_real.cublasShutdown();
-    if (status == CUBLAS_STATUS_SUCCESS) {
+    status = real();
+    if (status == CUBLAS_STATUS_SUCCESS && !route.other) {
         atomic_store(&amp_legacy_ready, 0);
         atomic_store(&amp_legacy_stream, 0);
     }

@@ -10,6 +10,7 @@
  * and workspace were chosen for FP32 operands. */
 #include "cublaslt_symbols.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
@@ -83,6 +84,20 @@ amp_lt_resolve(void)
 
 static struct amp_api_stats amp_lt_stats =
     AMP_API_STATS_INIT("cublasLtMatmul");
+
+/* The cublasLtMatmul that a call returning to ret runs as the program made
+ * it, and in *route how it is served (base/caller.h): another release's
+ * (its descriptors are laid out as that release lays them out: passed
+ * through untouched), else the one the shim resolved; NULL when there is
+ * none. */
+static void *
+amp_lt_real(const void *ret, struct amp_route *route)
+{
+    amp_process_start(); /* the log is open before resolution reports */
+    pthread_once(&amp_lt_once, amp_lt_resolve);
+    *route = amp_route(AMP_LIB_CUBLASLT, amp_lt_names[0], ret);
+    return route->other ? route->fn : (void *)*amp_lt_slots[0];
+}
 
 /* ---- The shim's own handle and heuristic answers ------------------------- */
 
@@ -1016,19 +1031,23 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     struct amp_lt_hooked k;
     struct amp_lt_call *c = &k.call;
     struct amp_gemm_desc d;
+    struct amp_route route;
+    amp_pfn_cublasLtMatmul real;
     cublasStatus_t status;
     int pedantic;
 
     h.entered = 0;
-    if (!atomic_load_explicit(&amp_lt_bypass, memory_order_acquire) ||
-        !amp_real.cublasLtMatmul) {
-        amp_process_start(); /* the log is open before resolution reports */
-        pthread_once(&amp_lt_once, amp_lt_resolve);
-        if (!amp_real.cublasLtMatmul)
-            return CUBLAS_STATUS_NOT_INITIALIZED;
+    *(void **)&real = amp_lt_real(caller, &route);
+    if (!real)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!atomic_load_explicit(&amp_lt_bypass, memory_order_acquire)) {
         if (amp_hook_enter(&h, &amp_lt_stats)) {
-            if (!amp_lt_complete ||
-                !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, c)) {
+            if (route.other) {
+                /* Another release's descriptors: never read here. */
+                h.outcome = AMP_OUTCOME_PASSTHROUGH;
+            } else if (!amp_lt_complete ||
+                       !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc,
+                                    c)) {
                 /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
                 h.cover = AMP_COVER_INVALID;
@@ -1047,15 +1066,16 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                                                 Cdesc, Ddesc};
                 amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
                                 caller, &d);
+                d.from_library = route.library;
                 if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
                     return CUBLAS_STATUS_SUCCESS;
             }
         }
     }
-    status = amp_real.cublasLtMatmul(lightHandle, computeDesc, alpha, A, Adesc,
-                                     B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
-                                     workspace, workspaceSizeInBytes, stream);
+    status = real(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C,
+                  Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes,
+                  stream);
     amp_hook_end(&h, status == CUBLAS_STATUS_SUCCESS);
     return status;
 }

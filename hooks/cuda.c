@@ -11,6 +11,7 @@
  * calls, so its reset is hooked as cudaDeviceReset. */
 #include "cuda_symbols.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
 #include "device/device.h"
@@ -56,24 +57,43 @@ amp_primary_known(int device)
     return amp_dev_any() ? amp_dev_primary_context(device) : NULL;
 }
 
+/* The names the runtime's routes are kept under (base/caller.h). */
+static const char amp_reset_name[] = "cudaDeviceReset";
+static const char amp_get_device_name[] = "cudaGetDevice";
+
+/* The runtime function `name` for a call returning to ret: the release of
+ * the runtime the caller depends on when it is another than 13 (a CUDA 12
+ * extension's libcudart.so.12: the driver's contexts are the same, so the
+ * shim's state in them ends all the same), else the one resolved into
+ * *cache. */
+static void *
+amp_runtime(void **cache, const char *name, const void *ret)
+{
+    struct amp_route route = amp_route(AMP_LIB_CUDART, name, ret);
+
+    if (route.other)
+        return route.fn;
+    return amp_real(cache, AMP_CUDART_SONAME, name);
+}
+
 AMP_EXPORT cudaError_t
 cudaDeviceReset(void)
 {
     static void *reset_fn, *get_device_fn;
+    const void *ret = __builtin_return_address(0);
     cudaError_t (*reset)(void) = NULL;
     cudaError_t (*get_device)(int *) = NULL;
     void *ctx = NULL;
     cudaError_t e;
     int device;
 
-    *(void **)&reset = amp_real(&reset_fn, AMP_CUDART_SONAME,
-                                "cudaDeviceReset");
+    *(void **)&reset = amp_runtime(&reset_fn, amp_reset_name, ret);
     if (!reset)
         return cudaErrorSymbolNotFound;
     /* The runtime resets the primary context of the thread's device. */
     if (amp_dev_any()) {
-        *(void **)&get_device = amp_real(&get_device_fn, AMP_CUDART_SONAME,
-                                         "cudaGetDevice");
+        *(void **)&get_device = amp_runtime(&get_device_fn,
+                                            amp_get_device_name, ret);
         if (get_device && get_device(&device) == cudaSuccess)
             ctx = amp_primary_known(device);
     }

@@ -4,6 +4,7 @@
  * is the original call with the caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
@@ -73,6 +74,28 @@ enum amp_cudnn_api {
 #undef AMP_API_ENUM
     AMP_API_COUNT
 };
+
+/* The real function that the call of api returning to ret runs as the
+ * program made it, and in *route how it is served (base/caller.h):
+ * another cuDNN release's (libcudnn.so.8: its descriptors are its own,
+ * passed through untouched), else the one the shim resolved; NULL when
+ * there is none. */
+static void *
+amp_cudnn_real(enum amp_cudnn_api api, const void *ret,
+               struct amp_route *route)
+{
+    amp_process_start(); /* the log is open before resolution reports */
+    pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
+    *route = amp_route(AMP_LIB_CUDNN, amp_cudnn_names[api], ret);
+    return route->other ? route->fn : *amp_cudnn_slots[api];
+}
+
+/* In a hook of `name`: `route` and `real` (amp_cudnn_real). */
+#define AMP_CUDNN_REAL(name)                                                 \
+    struct amp_route route;                                                  \
+    amp_pfn_##name real;                                                     \
+    *(void **)&real = amp_cudnn_real(AMP_API_##name,                         \
+                                     __builtin_return_address(0), &route)
 
 static struct amp_api_stats amp_cudnn_stats[AMP_API_COUNT] = {
 #define AMP_API_STATS(ret, name, params) AMP_API_STATS_INIT(#name),
@@ -202,6 +225,8 @@ struct amp_cudnn_call {
     void *workspace;
     size_t workspace_bytes;
     const void *caller;        /* the hook's return address */
+    const struct amp_route *route; /* how it is served */
+    int missing;               /* no real function to run */
 };
 
 /* The convolution's geometry, read from the caller's descriptor. */
@@ -630,18 +655,16 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     enum amp_kind kind;
 
     if (atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) &&
-        *amp_cudnn_slots[c->api]) {
+        !c->missing) {
         h->entered = 0; /* AMPSHIM_DISABLE: straight to the real call */
         return 0;
     }
-    amp_process_start(); /* the log is open before resolution reports */
-    pthread_once(&amp_cudnn_once, amp_cudnn_resolve);
     h->entered = 0;
     h->shadow = 0;
     h->prof.open = 0;
     h->stats = &amp_cudnn_stats[c->api];
     *status = CUDNN_STATUS_NOT_INITIALIZED;
-    if (*amp_cudnn_slots[c->api] == NULL)
+    if (c->missing)
         return 1;
     h->entered = amp_process_enter();
     if (!h->entered)
@@ -649,7 +672,14 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     h->outcome = AMP_OUTCOME_FP32;
     h->cover = AMP_COVER_INVALID;
     h->flops = 0.0;
+    if (c->route->other) {
+        /* Another release's descriptors: never read here. */
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        h->cover = AMP_COVER_COUNT;
+        return 0;
+    }
     memset(&d, 0, sizeof d);
+    d.from_library = c->route->library;
     d.dir = c->dir;
     kind = amp_cudnn_complete ? amp_call_read(c, &d, &l.g, &data)
                               : AMP_KIND_INVALID;
@@ -696,17 +726,18 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
                         size_t workSpaceSizeInBytes, const void *beta,
                         const cudnnTensorDescriptor_t yDesc, void *y)
 {
+    AMP_CUDNN_REAL(cudnnConvolutionForward);
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionForward, AMP_CONV_FWD, handle, alpha, beta,
         xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
-        workSpaceSizeInBytes, __builtin_return_address(0),
+        workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))
         return status;
-    return amp_cudnn_end(&h, amp_real.cudnnConvolutionForward(
+    return amp_cudnn_end(&h, real(
         handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
         workSpaceSizeInBytes, beta, yDesc, y));
 }
@@ -723,17 +754,18 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
                              const void *beta,
                              const cudnnTensorDescriptor_t dxDesc, void *dx)
 {
+    AMP_CUDNN_REAL(cudnnConvolutionBackwardData);
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardData, AMP_CONV_BWD_DATA, handle,
         alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))
         return status;
-    return amp_cudnn_end(&h, amp_real.cudnnConvolutionBackwardData(
+    return amp_cudnn_end(&h, real(
         handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
         workSpaceSizeInBytes, beta, dxDesc, dx));
 }
@@ -750,17 +782,18 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
                                const void *beta,
                                const cudnnFilterDescriptor_t dwDesc, void *dw)
 {
+    AMP_CUDNN_REAL(cudnnConvolutionBackwardFilter);
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardFilter, AMP_CONV_BWD_FILTER, handle,
         alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0),
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
 
     if (amp_cudnn_begin(&h, &c, &status))
         return status;
-    return amp_cudnn_end(&h, amp_real.cudnnConvolutionBackwardFilter(
+    return amp_cudnn_end(&h, real(
         handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
         workSpaceSizeInBytes, beta, dwDesc, dw));
 }

@@ -18,6 +18,7 @@
  * plans are cached per shape key, per thread and context. */
 #include "cudnn_graph_symbols.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
 #include "base/shim.h"
@@ -105,6 +106,34 @@ amp_graph_watching(void)
 
 static struct amp_api_stats amp_graph_stats =
     AMP_API_STATS_INIT("cudnnBackendExecute");
+
+/* The hooked functions, in list order (their real functions' slots). */
+enum amp_graph_api {
+#define AMP_API_ENUM(ret, name, params) AMP_GRAPH_##name,
+    AMP_CUDNN_GRAPH_HOOKED(AMP_API_ENUM)
+#undef AMP_API_ENUM
+};
+
+/* The real function api that the call returning to ret runs as the
+ * program made it, and in *route how it is served (base/caller.h):
+ * another cuDNN release's (its descriptors are its own: passed through
+ * untouched), else the one the shim resolved; NULL when there is none. */
+static void *
+amp_graph_real(enum amp_graph_api api, const void *ret,
+               struct amp_route *route)
+{
+    amp_process_start(); /* the log is open before resolution reports */
+    pthread_once(&amp_graph_once, amp_graph_resolve);
+    *route = amp_route(AMP_LIB_CUDNN, amp_graph_names[api], ret);
+    return route->other ? route->fn : *amp_graph_slots[api];
+}
+
+/* In a hook of `name`: `route` and `real` (amp_graph_real). */
+#define AMP_GRAPH_REAL(name)                                                 \
+    struct amp_route route;                                                  \
+    amp_pfn_##name real;                                                     \
+    *(void **)&real = amp_graph_real(AMP_GRAPH_##name,                       \
+                                     __builtin_return_address(0), &route)
 
 /* ---- Reading descriptors --------------------------------------------------- */
 
@@ -931,34 +960,41 @@ amp_graph_valid(cudnnHandle_t handle, cudnnBackendDescriptor_t pack,
 static int
 amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
                 cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
-                const void *caller, cudnnStatus_t *status)
+                const void *caller, const struct amp_route *route,
+                int missing, cudnnStatus_t *status)
 {
     struct amp_graph_conv a;
     struct amp_graph_call call = {.conv = &a, .twin = NULL};
     struct amp_conv_desc d;
 
     h->entered = 0;
+    *status = CUDNN_STATUS_NOT_INITIALIZED;
+    if (missing)
+        return 1;
     if (!amp_graph_watching())
         return 0; /* AMPSHIM_DISABLE: straight to the real call */
     h->shadow = 0;
     h->prof.open = 0;
     h->stats = &amp_graph_stats;
-    *status = CUDNN_STATUS_NOT_INITIALIZED;
-    if (!amp_real.cudnnBackendExecute)
-        return 1;
     h->entered = amp_process_enter();
     if (!h->entered)
         return 0;
     h->outcome = AMP_OUTCOME_FP32;
     /* The coverage meter counts the plans of one convolution (FP32 ones
-     * set by amp_conv_hook_run); other graphs pass uncounted. */
+     * set by amp_conv_hook_run); other graphs pass uncounted, as do
+     * another release's plans, never read here. */
     h->cover = AMP_COVER_COUNT;
     h->flops = 0.0;
+    if (route->other) {
+        h->outcome = AMP_OUTCOME_PASSTHROUGH;
+        return 0;
+    }
     if (amp_graph_complete)
         amp_plans_get(plan, &a);
     else
         a.kind = AMP_GRAPH_INVALID;
     memset(&d, 0, sizeof d);
+    d.from_library = route->library;
     if (a.kind == AMP_GRAPH_OTHER) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
         if (a.conv) {
@@ -1000,11 +1036,12 @@ cudnnBackendExecute(cudnnHandle_t handle,
 {
     struct amp_conv_hook h;
     cudnnStatus_t status;
+    AMP_GRAPH_REAL(cudnnBackendExecute);
 
     if (amp_graph_begin(&h, handle, executionPlan, variantPack,
-                        __builtin_return_address(0), &status))
+                        __builtin_return_address(0), &route, !real, &status))
         return status;
-    status = amp_real.cudnnBackendExecute(handle, executionPlan, variantPack);
+    status = real(handle, executionPlan, variantPack);
     amp_conv_hook_end(&h, status == CUDNN_STATUS_SUCCESS);
     return status;
 }
@@ -1013,12 +1050,13 @@ AMP_EXPORT cudnnStatus_t
 cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType,
                              cudnnBackendDescriptor_t *descriptor)
 {
+    AMP_GRAPH_REAL(cudnnBackendCreateDescriptor);
     int watching = amp_graph_watching();
     cudnnStatus_t s;
 
-    if (!amp_real.cudnnBackendCreateDescriptor)
+    if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
-    s = amp_real.cudnnBackendCreateDescriptor(descriptorType, descriptor);
+    s = real(descriptorType, descriptor);
     /* A new descriptor where a plan the shim read was. */
     if (watching && s == CUDNN_STATUS_SUCCESS && descriptor)
         amp_plans_forget(*descriptor);
@@ -1028,12 +1066,13 @@ cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType,
 AMP_EXPORT cudnnStatus_t
 cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 {
+    AMP_GRAPH_REAL(cudnnBackendFinalize);
     int watching = amp_graph_watching();
     cudnnStatus_t s;
 
-    if (!amp_real.cudnnBackendFinalize)
+    if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
-    s = amp_real.cudnnBackendFinalize(descriptor);
+    s = real(descriptor);
     if (watching && s == CUDNN_STATUS_SUCCESS)
         amp_plans_forget(descriptor);
     return s;
@@ -1042,9 +1081,11 @@ cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 AMP_EXPORT cudnnStatus_t
 cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor)
 {
+    AMP_GRAPH_REAL(cudnnBackendDestroyDescriptor);
+
     if (amp_graph_watching())
         amp_plans_forget(descriptor);
-    if (!amp_real.cudnnBackendDestroyDescriptor)
+    if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
-    return amp_real.cudnnBackendDestroyDescriptor(descriptor);
+    return real(descriptor);
 }

@@ -1,11 +1,13 @@
 /* dlsym and dlvsym: a program that opens cuBLAS, cuBLASLt or cuDNN itself
  * (dlopen, in a local scope or not) and takes their functions from the
  * library's handle, as TensorFlow's and XLA's loaders and Python's ctypes
- * do, gets the shim's hook for each hooked name; every other lookup gets
- * exactly what the C library gives. The vendor libraries' own lookups
- * (cuDNN 9's front library takes each function from its sub-libraries
- * with dlsym) get the C library's answer too: a hook there would call
- * itself.
+ * do, gets the shim's hook for each hooked name of the releases the shim
+ * converts (libcublas.so.13, libcublasLt.so.13, libcudnn*.so.9); every
+ * other lookup gets exactly what the C library gives, another release's
+ * (libcublas.so.12, whose descriptors and handles are its own) included.
+ * The vendor libraries' own lookups (cuDNN 9's front library takes each
+ * function from its sub-libraries with dlsym) get the C library's answer
+ * too: a hook there would call itself.
  *
  * A lookup through RTLD_DEFAULT or RTLD_NEXT depends on who calls (the
  * object after the caller's, the caller's namespace): those jump to the C
@@ -15,6 +17,7 @@
  * only a vendor library's own definition of a hooked name asked for from
  * outside the vendor libraries. The shim's own lookups use amp_dlsym
  * (base/resolve.c), never these. */
+#include "base/caller.h"
 #include "base/resolve.h"
 #include "process/process.h"
 
@@ -57,11 +60,9 @@ static const struct amp_dl_hook amp_dl_hooks[] = {
 #undef AMP_HOOK_ENTRY
 };
 
-/* The libraries whose definitions the hooks stand for (file names, as the
- * loader knows them: a path or a soname; cuDNN 9's sub-libraries are
- * libcudnn_cnn.so.9 and the like). */
-static const char *const amp_dl_vendors[] = {
-    "libcublas.so", "libcublasLt.so", "libcudnn.so", "libcudnn_",
+/* The libraries whose definitions the hooks stand for. */
+static const enum amp_lib amp_dl_vendors[] = {
+    AMP_LIB_CUBLAS, AMP_LIB_CUBLASLT, AMP_LIB_CUDNN,
 };
 
 static void (*amp_dl_hook_of(const char *name))(void)
@@ -72,28 +73,27 @@ static void (*amp_dl_hook_of(const char *name))(void)
     return NULL;
 }
 
-/* Whether the code or data at p is one of the vendor libraries'. */
+/* Whether the code or data at p is one of the vendor libraries', in the
+ * release the shim converts (`own`) or in any release. */
 static int
-amp_dl_in_vendor(const void *p)
+amp_dl_in_vendor(const void *p, int own)
 {
-    const char *base;
-    Dl_info info;
+    const char *soname = amp_object_soname_at(p);
 
-    if (!dladdr(p, &info) || !info.dli_fname)
-        return 0;
-    base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    for (size_t i = 0; i < sizeof amp_dl_vendors / sizeof *amp_dl_vendors;
-         i++)
-        if (strncmp(base, amp_dl_vendors[i], strlen(amp_dl_vendors[i])) == 0)
+    for (size_t i = 0; soname && i < sizeof amp_dl_vendors /
+                                         sizeof *amp_dl_vendors; i++) {
+        enum amp_release r = amp_lib_release(amp_dl_vendors[i], soname);
+
+        if (own ? r == AMP_RELEASE_OWN : r != AMP_RELEASE_NONE)
             return 1;
+    }
     return 0;
 }
 
 /* What a lookup on a library's handle returns: the C library's answer (and
- * its dlerror state), or the hook when that answer is a vendor library's
- * definition of a hooked name, the caller is not a vendor library and the
- * shim is on. */
+ * its dlerror state), or the hook when that answer is the definition of a
+ * hooked name in a release the shim converts, the caller is not a vendor
+ * library (of any release) and the shim is on. */
 static void *
 amp_dl_answer(void *fn, const char *name, const void *caller)
 {
@@ -101,7 +101,7 @@ amp_dl_answer(void *fn, const char *name, const void *caller)
     void *answer;
 
     if (!fn || !name || !(hook = amp_dl_hook_of(name)) ||
-        !amp_dl_in_vendor(fn) || amp_dl_in_vendor(caller) ||
+        !amp_dl_in_vendor(fn, 1) || amp_dl_in_vendor(caller, 0) ||
         amp_process_start()->disabled)
         return fn;
     memcpy(&answer, &hook, sizeof answer);

@@ -3,6 +3,7 @@
  * shim interposes. */
 #include "base/resolve.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 
 #include <dlfcn.h>
@@ -19,13 +20,28 @@ amp_dlsym(void *handle, const char *name)
 
 /* ---- Vendor functions ----------------------------------------------------- */
 
+/* 1 when fn is defined by another release of the vendor library whose
+ * release soname is (libcublas.so.12's when soname is libcublas.so.13):
+ * the global scope may hold it, and its functions take its own handles
+ * and descriptors. */
+static int
+amp_other_release(const char *soname, const void *fn)
+{
+    for (int lib = 0; lib < AMP_LIB_COUNT; lib++)
+        if (amp_lib_release((enum amp_lib)lib, soname) == AMP_RELEASE_OWN)
+            return amp_lib_release((enum amp_lib)lib,
+                                   amp_object_soname_at(fn)) ==
+                   AMP_RELEASE_OTHER;
+    return 0;
+}
+
 void *
 amp_resolve(const char *soname, const char *name)
 {
     void *fn = amp_dlsym(RTLD_NEXT, name);
     void *lib;
 
-    if (fn)
+    if (fn && !amp_other_release(soname, fn))
         return fn;
     lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
     if (!lib)

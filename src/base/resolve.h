@@ -3,8 +3,10 @@
 #define AMP_RESOLVE_H
 
 /* The definition of `name` that the hook hides: dlsym(RTLD_NEXT) first,
- * then the already-loaded `soname` (a program that opened it in a local
- * scope). Never loads a library. NULL when neither has it. */
+ * unless another release of soname's library defines it there
+ * (libcublas.so.12 for libcublas.so.13), then the already-loaded `soname`
+ * (a program that opened it in a local scope). Never loads a library.
+ * NULL when neither has it. */
 void *amp_resolve(const char *soname, const char *name);
 
 /* The C library's own dlsym and dlvsym, found in its symbol table (never

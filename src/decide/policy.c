@@ -375,7 +375,10 @@ amp_unknown(struct amp_parser *ps, const char *kind,
 static const char *const amp_statement_words[] = {"match", "set", "rule",
                                                   "default", NULL};
 static const char *const amp_setting_words[] = {
-    "tolerance", "shadow-rate", "min-size", "scratch-max", NULL};
+    "tolerance", "shadow-rate", "min-size", "scratch-max", "library-calls",
+    NULL};
+static const char *const amp_library_calls_words[] = {"convert", "fp32",
+                                                      NULL};
 static const char *const amp_norm_words[] = {"max", "fro", "frobenius",
                                              "l2", NULL};
 static const char *const amp_condition_words[] = {
@@ -926,13 +929,23 @@ amp_parse_set(struct amp_parser *ps)
         if (amp_parse_int(&ps->tok, 1, &s->scratch_max) != 0)
             expected = "a byte count (digits with an optional K, M or G) "
                        "after 'scratch-max'";
+    } else if (amp_tok_is(&ps->tok, "library-calls")) {
+        amp_next(ps);
+        if (amp_tok_is(&ps->tok, "convert") || amp_tok_is(&ps->tok, "fp32")) {
+            s->library_calls = amp_tok_is(&ps->tok, "convert");
+        } else {
+            amp_expect_keyword(ps, amp_library_calls_words,
+                               "'convert' or 'fp32' after 'library-calls'");
+            return;
+        }
     } else {
         struct amp_near near;
 
         amp_near_init(&near, &ps->tok);
         amp_near_try_all(&near, amp_setting_words);
         amp_unknown(ps, "setting", &near, "a setting (tolerance, "
-                    "shadow-rate, min-size, scratch-max) after 'set'");
+                    "shadow-rate, min-size, scratch-max, library-calls) "
+                    "after 'set'");
         return;
     }
     if (expected) {

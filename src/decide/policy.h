@@ -168,6 +168,9 @@ struct amp_policy_settings {
     double shadow_rate;          /* share of converted calls measured */
     int64_t min_size;            /* multiply-adds under which calls stay FP32 */
     int64_t scratch_max;         /* bytes of scratch per call */
+    int library_calls;           /* `set library-calls convert`: the calls
+                                    NVIDIA's libraries make go to the
+                                    rules; 0 (fp32): they stay FP32 */
 };
 
 struct amp_policy {
@@ -417,6 +420,12 @@ int amp_decision_auto_shape(const struct amp_decision *dec);
  * broken policy, a policy whose every action is fp32), else
  * AMP_MODE_FP16: an eligibility mode for amp_gemm_decide. */
 enum amp_mode amp_policy_may_convert(void);
+
+/* 1 when the active policy says `set library-calls convert`: a call that
+ * one of NVIDIA's libraries makes (base/caller.h) is decided by its rules
+ * like the program's own; 0 (AMPSHIM_MODE, a broken policy, none, and
+ * every policy that does not say so): such calls stay FP32. */
+int amp_policy_library_calls(void);
 
 /* The tolerance shadow errors are held to, one precedence for every
  * reader: AMPSHIM_TOLERANCE when set (under AMPSHIM_MODE too), else the

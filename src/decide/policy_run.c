@@ -105,6 +105,12 @@ amp_policy_may_convert(void)
     return AMP_MODE_FP32;
 }
 
+int
+amp_policy_library_calls(void)
+{
+    return amp_state == AMP_STATE_ACTIVE && amp_active.set.library_calls;
+}
+
 double
 amp_policy_tolerance(void)
 {

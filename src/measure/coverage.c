@@ -14,6 +14,7 @@ static const char *const amp_cover_names[AMP_COVER_COUNT] = {
     [AMP_COVER_PEDANTIC] = "pedantic",
     [AMP_COVER_FALLBACK] = "fallback",
     [AMP_COVER_UNCONVERTED] = "unconverted",
+    [AMP_COVER_LIBRARY] = "library",
     [AMP_COVER_FP64] = "fp64",
     [AMP_COVER_COMPLEX] = "complex",
     [AMP_COVER_HALF] = "fp16_bf16",

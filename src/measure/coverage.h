@@ -25,6 +25,8 @@ enum amp_cover {
     AMP_COVER_UNCONVERTED,     /* FP32 data on a path the shim does not
                                   convert (a convolution with Tensor Core
                                   math already, an unusual compute type) */
+    AMP_COVER_LIBRARY,         /* FP32 kept: one of NVIDIA's libraries
+                                  called (cuSOLVER's blocked updates) */
     AMP_COVER_FP64,            /* other precisions from here on */
     AMP_COVER_COMPLEX,
     AMP_COVER_HALF,            /* FP16 or BF16 */

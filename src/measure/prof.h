@@ -69,6 +69,8 @@ enum amp_kept {
                                   captured into a CUDA graph */
     AMP_KEPT_AUTO,             /* an auto rule: no candidate within the
                                   tolerance and faster than FP32 */
+    AMP_KEPT_LIBRARY,          /* one of NVIDIA's libraries called, and the
+                                  policy keeps such calls FP32 */
     AMP_KEPT_COUNT,
 };
 

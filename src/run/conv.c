@@ -20,6 +20,7 @@ static const char *const amp_conv_skip_reasons[] = {
     [AMP_CONV_SKIP_EMPTY] = "empty convolution or alpha 0",
     [AMP_CONV_SKIP_STRICT] = "FMA math on the descriptor",
     [AMP_CONV_SKIP_DEMOTED] = "site demoted",
+    [AMP_CONV_SKIP_LIBRARY] = "called from a library of NVIDIA's",
 };
 
 static const float amp_one = 1.0f, amp_zero = 0.0f;
@@ -68,6 +69,8 @@ amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
 {
     if (!d->valid)
         return AMP_CONV_SKIP_INVALID;
+    if (d->from_library && !amp_policy_library_calls())
+        return AMP_CONV_SKIP_LIBRARY;
     if (amp_conv_mode(mode) == AMP_MODE_FP32)
         return AMP_CONV_SKIP_MODE;
     if (d->strict)

@@ -46,6 +46,10 @@ struct amp_conv_desc {
     float alpha, beta;           /* the caller's host scalars */
     int valid;                   /* cuDNN accepts the arguments */
     int strict;                  /* CUDNN_FMA_MATH: no Tensor Cores */
+    int from_library;            /* called from one of NVIDIA's libraries
+                                    (base/caller.h): FP32 unless the
+                                    policy says `set library-calls
+                                    convert` */
     amp_stream stream;
 };
 
@@ -57,6 +61,7 @@ enum amp_conv_skip {
     AMP_CONV_SKIP_EMPTY,         /* a size is 0, or alpha is 0 */
     AMP_CONV_SKIP_STRICT,        /* the program forbade Tensor Cores */
     AMP_CONV_SKIP_DEMOTED,       /* the site made a non-finite result */
+    AMP_CONV_SKIP_LIBRARY,       /* a library of NVIDIA's calls: its own */
     AMP_CONV_SKIP_COUNT,
 };
 

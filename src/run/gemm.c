@@ -19,6 +19,7 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_EMPTY] = "empty product",
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
     [AMP_GEMM_SKIP_UNSUPPORTED] = "not supported by the converted path",
+    [AMP_GEMM_SKIP_LIBRARY] = "called from a library of NVIDIA's",
 };
 
 /* Host scalars of the fp16x3 steps: they live as long as the process. */
@@ -110,6 +111,8 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
 {
     if (!amp_gemm_args_valid(d))
         return AMP_GEMM_SKIP_INVALID;
+    if (d->from_library && !amp_policy_library_calls())
+        return AMP_GEMM_SKIP_LIBRARY;
     if (mode == AMP_MODE_FP32)
         return AMP_GEMM_SKIP_MODE;
     if (d->pedantic)

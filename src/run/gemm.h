@@ -57,6 +57,9 @@ struct amp_gemm_desc {
                                   takes (a cuBLASLt alpha vector, say) */
     amp_stream stream;         /* the application handle's stream */
     const void *caller;        /* return address of the exported hook */
+    int from_library;          /* called from one of NVIDIA's libraries
+                                  (base/caller.h): FP32 unless the policy
+                                  says `set library-calls convert` */
     struct amp_site *site;     /* set by amp_gemm_policy */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
@@ -85,6 +88,7 @@ enum amp_gemm_skip {
     AMP_GEMM_SKIP_EMPTY,     /* m, n, k or batch is 0, or a host alpha is 0 */
     AMP_GEMM_SKIP_PEDANTIC,  /* CUBLAS_PEDANTIC_MATH on the handle */
     AMP_GEMM_SKIP_UNSUPPORTED, /* valid, not for the converted path */
+    AMP_GEMM_SKIP_LIBRARY,   /* a library of NVIDIA's calls: its own */
     AMP_GEMM_SKIP_COUNT,
 };
 

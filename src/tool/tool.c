@@ -98,6 +98,9 @@ amp_print_settings(const struct amp_policy *p)
     if (s->scratch_max >= 0)
         printf("  scratch-max %lld bytes per call\n",
                (long long)s->scratch_max);
+    if (s->library_calls)
+        printf("  library-calls convert: the calls NVIDIA's libraries make "
+               "are decided by the rules\n");
 }
 
 static void

@@ -114,6 +114,9 @@ static const struct amp_reason {
     {"unsupported", "types or options the converted path does not take"},
     {"invalid", "arguments the library refuses"},
     {"empty", "an empty problem (a size 0, a host alpha of 0)"},
+    {"library", "a call one of NVIDIA's libraries made (cuSOLVER's, "
+                "cuBLAS's own); a policy's set library-calls convert lets "
+                "its rules convert them"},
     {"scratch-cap", "fallback: the scratch the call needed is over the cap"},
     {"cold-capture", "fallback: called during a CUDA graph capture before "
                      "the shim had set up for that context or thread"},

@@ -342,6 +342,7 @@ const struct amp_cover_row amp_cover_rows[] = {
     {"fp32_kept", "pedantic", "FP32 kept: pedantic math"},
     {"fp32_kept", "fallback", "FP32 kept: fallback"},
     {"fp32_kept", "unconverted", "FP32 kept: path not converted"},
+    {"fp32_kept", "library", "FP32 kept: NVIDIA library's call"},
     {"other", "fp64", "FP64"},
     {"other", "complex", "complex"},
     {"other", "fp16_bf16", "FP16/BF16"},

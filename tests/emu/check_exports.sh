@@ -7,7 +7,9 @@
 # the share the
 # emulator implements (nm: T, a strong definition) rather than stubs (W,
 # scripts/emu_stubs.py's weak stub) is printed.
-# Each stand-in also has the real soname.
+# Each stand-in also has the real soname. The CUDA 12 copy of cuBLAS
+# (libcublas.so.12) defines the 13 stand-in's functions under its own
+# version node.
 # usage: check_exports.sh CUDA_ROOT EMU_BUILD_DIR [LIST]
 # (LIST: also print the stubbed names)
 set -euo pipefail
@@ -66,4 +68,24 @@ for list in stubs/libcuda.so libcudart.so.13 libcublas.so.13 \
         status=1
     fi
 done
+
+# The CUDA 12 copy of cuBLAS: its soname, and the 13 stand-in's functions
+# under its own version node (libcublas.so.12).
+emu12=$emu_dir/libcublas.so.12
+if [[ $(readelf -d "$emu12" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p') != \
+      libcublas.so.12 ]]; then
+    echo "$emu12: soname is not libcublas.so.12"
+    status=1
+fi
+if ! diff <(functions "$emu_dir/libcublas.so.13" '^[TWi]$' |
+            sed 's/@@libcublas\.so\.13$//') \
+          <(functions "$emu12" '^[TWi]$' | sed 's/@@libcublas\.so\.12$//') \
+          >/dev/null; then
+    echo "libcublas.so.12: not the 13 stand-in's functions under" \
+         "libcublas.so.12"
+    status=1
+fi
+echo "libcublas.so.12: the 13 stand-in's" \
+     "$(functions "$emu12" '^[TWi]$' | grep -c '@@libcublas\.so\.12$')" \
+     "functions under libcublas.so.12"
 exit $status

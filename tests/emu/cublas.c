@@ -132,7 +132,7 @@ cublasGetVersion_v2(cublasHandle_t handle, int *version)
     fault = emu_fault("cublasGetVersion_v2", CUBLAS_STATUS_EXECUTION_FAILED);
     if (fault != 0)
         return (cublasStatus_t)fault;
-    *version = CUBLAS_VERSION;
+    *version = EMU_CUBLAS_VERSION;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -150,13 +150,13 @@ cublasGetProperty(libraryPropertyType type, int *value)
         return (cublasStatus_t)fault;
     switch (type) {
     case MAJOR_VERSION:
-        *value = CUBLAS_VER_MAJOR;
+        *value = EMU_CUBLAS_VER_MAJOR;
         break;
     case MINOR_VERSION:
-        *value = CUBLAS_VER_MINOR;
+        *value = EMU_CUBLAS_VER_MINOR;
         break;
     default:
-        *value = CUBLAS_VER_PATCH;
+        *value = EMU_CUBLAS_VER_PATCH;
         break;
     }
     return CUBLAS_STATUS_SUCCESS;

@@ -10,7 +10,27 @@
 
 #include "emu.h"
 
+/* The release the library stands for: this toolkit's (cuBLAS 13), or,
+ * built with EMU_CUBLAS_RELEASE=12, the CUDA 12 release that CUDA 12
+ * builds of JAX and CuPy carry (libcublas.so.12, cuBLAS 12.9.1: see
+ * meson.build). Each release's handles are its own: a handle one release
+ * made is one the other never initialised, and gets its
+ * CUBLAS_STATUS_NOT_INITIALIZED. */
+#if defined(EMU_CUBLAS_RELEASE) && EMU_CUBLAS_RELEASE == 12
+#define EMU_BLAS_MAGIC 0x32314c42u /* "BL12" while the handle lives */
+#define EMU_CUBLAS_VER_MAJOR 12
+#define EMU_CUBLAS_VER_MINOR 9
+#define EMU_CUBLAS_VER_PATCH 1
+#else
 #define EMU_BLAS_MAGIC 0x424c4153u /* "BLAS" while the handle lives */
+#define EMU_CUBLAS_VER_MAJOR CUBLAS_VER_MAJOR
+#define EMU_CUBLAS_VER_MINOR CUBLAS_VER_MINOR
+#define EMU_CUBLAS_VER_PATCH CUBLAS_VER_PATCH
+#endif
+/* cublas_api.h's CUBLAS_VERSION formula for the release. */
+#define EMU_CUBLAS_VERSION                                                   \
+    (EMU_CUBLAS_VER_MAJOR * 10000 + EMU_CUBLAS_VER_MINOR * 100 +             \
+     EMU_CUBLAS_VER_PATCH)
 
 /* cublas_api.h declares the struct and leaves it to the library. Settings
  * are behind `lock`: one handle may be used from many threads. */

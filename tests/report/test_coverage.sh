@@ -56,6 +56,7 @@ want = {
     ("fp32_kept", "policy"): (0, 0), ("fp32_kept", "invalid"): (0, 0),
     ("fp32_kept", "empty"): (1, 65536), ("fp32_kept", "pedantic"): (0, 0),
     ("fp32_kept", "fallback"): (0, 0), ("fp32_kept", "unconverted"): (0, 0),
+    ("fp32_kept", "library"): (0, 0),
     ("other", "fp64"): (1, 92160), ("other", "complex"): (0, 0),
     ("other", "fp16_bf16"): (3, 118784), ("other", "int8"): (0, 0),
     ("other", "other"): (0, 0),

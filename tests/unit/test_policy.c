@@ -238,6 +238,14 @@ test_settings_and_matches(void **state)
     assert_int_equal(pol.fallback.mode, AMP_MODE_FP16);
     assert_int_equal(pol.default_line, 9);
     assert_int_equal(pol.nrules, 0);
+    assert_int_equal(pol.set.library_calls, 0);
+
+    /* The calls NVIDIA's libraries make: FP32 unless a file opts in. */
+    parse_ok("set library-calls convert\ndefault fp16\n");
+    assert_int_equal(pol.set.library_calls, 1);
+    parse_ok("set library-calls convert\nset library-calls fp32\n"
+             "default fp16\n");
+    assert_int_equal(pol.set.library_calls, 0);
 }
 
 static void
