@@ -337,8 +337,9 @@ static enum amp_cover
 amp_hook_cover(const struct amp_hook *h)
 {
     if (h->outcome == AMP_OUTCOME_CONVERTED)
-        return h->prof.what.mode == AMP_MODE_SHADOW ? AMP_COVER_SHADOW
-                                                    : AMP_COVER_CONVERTED;
+        return h->prof.what.mode == AMP_MODE_SHADOW && !h->prof.what.delivers
+                   ? AMP_COVER_SHADOW
+                   : AMP_COVER_CONVERTED;
     if (h->outcome == AMP_OUTCOME_FALLBACK)
         return AMP_COVER_FALLBACK;
     return h->cover;
@@ -443,10 +444,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     return AMP_HOOK_DONE;
 }
 
-/* A shadow run after its original call. */
+/* A shadow run after its original call. A delivering run whose
+ * candidate's result did not reach the caller's C leaves it FP32's: a
+ * fallback. */
 static void
 amp_shadow_complete(struct amp_hook *h, int original_ok)
 {
+    enum amp_fallback why = AMP_FALLBACK_NONE;
+
     if (!h->shadow)
         return;
     h->shadow = 0;
@@ -456,11 +461,16 @@ amp_shadow_complete(struct amp_hook *h, int original_ok)
         return;
     }
     amp_prof_stop(&h->prof); /* the FP32 original's end */
-    if (amp_gemm_finish(&h->run) != AMP_OK)
-        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
-                h->stats->name);
-    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                 h->run.scratch_bytes);
+    if (amp_gemm_finish(&h->run) != AMP_OK) {
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
+                h->stats->name, h->run.delivers ? " or its result's copy" : "",
+                h->run.delivers ? ": the FP32 result stands" : "");
+        if (h->run.delivers) {
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            why = AMP_FALLBACK_DEVICE;
+        }
+    }
+    amp_prof_end(&h->prof, h->outcome, why, h->run.scratch_bytes);
 }
 
 /* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */

@@ -60,6 +60,10 @@ struct amp_gemm_desc {
     struct amp_site *site;     /* set by amp_gemm_policy */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
+    int delivers;              /* set by amp_gemm_policy: a shadow run
+                                  whose candidate's result then goes to
+                                  the caller's C (D), the FP32 original
+                                  measured beside it (the decision's) */
     int lt;                    /* a cuBLASLt call: the fields below */
     amp_devptr d;
     int64_t ldd, stride_d;
@@ -177,6 +181,9 @@ struct amp_gemm_run {
     /* Shadow: the hook runs the original FP32 call after the steps, then
      * calls amp_gemm_finish(), which compares the two results. */
     int needs_original;
+    /* Shadow: amp_gemm_finish() then gives the caller's C (D) the
+     * candidate's result (desc's delivers). */
+    int delivers;
     amp_stream stream;
     size_t scratch_bytes;
     struct amp_dev *dev;       /* the context it runs in */
@@ -230,8 +237,11 @@ int amp_gemm_warms_up(const struct amp_gemm_run *run);
  * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
  * not read C when beta is 0; fp16, bf16 and tf32 with a beta that may not
  * be 0: C = alpha * result + beta * C, the same kernel; shadow: the error
- * kernel) and the scratch free. On failure the caller's C is untouched except in shadow mode,
- * where C already holds the FP32 result; the scratch free is queued either
+ * kernel, then for a delivering run the candidate's result into C, D for
+ * cuBLASLt, in one kernel that runs whole or fails before it writes) and
+ * the scratch free. On failure the caller's C is untouched except in
+ * shadow mode, where C already holds the FP32 result (a delivering run's
+ * candidate then did not reach it); the scratch free is queued either
  * way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
 

@@ -1122,9 +1122,9 @@ amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
             fputs(")", f);
         }
         fputs(", so what they saved is unknown. A shape's FP32 baseline is "
-              "measured by its shadow calls: leave <code>AMPSHIM_BASELINE"
+              "measured beside its shadow calls: leave <code>AMPSHIM_BASELINE"
               "</code> at <code>first</code> (its first call at each site "
-              "runs in shadow; a call captured into a CUDA graph cannot), "
+              "runs beside FP32; a call captured into a CUDA graph cannot), "
               "add <code>verify 2</code> to the rule that converts it or "
               "<code>set shadow-rate 0.01</code> to the policy.</li>\n", f);
         items++;
