@@ -246,6 +246,13 @@ amp_steps_issue(void *own_handle, const void *call, struct amp_gemm_run *run)
 
     (void)call;
     s = amp_real.cublasSetStream_v2(own, (cudaStream_t)run->stream);
+    /* The program's SM carve-out, or the device's SMs again: the handle
+     * keeps what the last call set. */
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = amp_real.cublasSetSmCountTarget
+                ? amp_real.cublasSetSmCountTarget(own, d->sm_count_target)
+                : d->sm_count_target ? CUBLAS_STATUS_NOT_SUPPORTED
+                                     : CUBLAS_STATUS_SUCCESS;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++)
         s = amp_step_issue(own, d, &run->steps[i]);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -303,6 +310,7 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
     case AMP_GEMM_SKIP_PEDANTIC:
         return AMP_COVER_PEDANTIC;
     case AMP_GEMM_SKIP_UNSUPPORTED:
+    case AMP_GEMM_SKIP_ATOMIC_SYNC:
         return AMP_COVER_UNCONVERTED;
     default:
         return AMP_COVER_POLICY;
@@ -321,6 +329,7 @@ amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
         [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
         [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
         [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
+        [AMP_GEMM_SKIP_ATOMIC_SYNC] = AMP_KEPT_ATOMIC_SYNC,
     };
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
@@ -653,6 +662,7 @@ amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
     cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
     cudaStream_t stream = NULL;
+    int sm_count_target = 0;
     int ok = handle &&
              amp_real.cublasGetPointerMode_v2(handle, &pointer_mode) ==
                  CUBLAS_STATUS_SUCCESS &&
@@ -661,6 +671,13 @@ amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
              amp_real.cublasGetMathMode(handle, &math) ==
                  CUBLAS_STATUS_SUCCESS;
 
+    /* The program's SM carve-out, for the converted steps (a library
+     * without the call has none). */
+    if (ok && amp_real.cublasGetSmCountTarget &&
+        amp_real.cublasGetSmCountTarget(handle, &sm_count_target) !=
+            CUBLAS_STATUS_SUCCESS)
+        sm_count_target = 0;
+    d->sm_count_target = sm_count_target;
     d->scalars_on_device = pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
     d->pedantic |= (math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) ==
                    CUBLAS_PEDANTIC_MATH;

@@ -4,10 +4,11 @@
  * when the decision allows, and as the original call otherwise. The
  * program's descriptors are read at every call: it may initialise one
  * again in place. The steps are cublasLtMatmul calls on the shim's own
- * handle, with descriptors initialised in the shim's memory, the algorithm
- * the heuristics chose for them (cached per shape, per thread and
- * context) and a workspace in the call's scratch: the program's algorithm
- * and workspace were chosen for FP32 operands. */
+ * handle, with descriptors initialised in the shim's memory (the
+ * program's SM count target kept), the algorithm the heuristics chose for
+ * them (cached per shape, per thread and context) and a workspace in the
+ * call's scratch: the program's algorithm and workspace were chosen for
+ * FP32 operands. */
 #include "cublaslt_symbols.h"
 
 #include "base/log.h"
@@ -111,6 +112,7 @@ amp_lt_hash(const void *p, size_t n)
  * so that it compares as bytes. */
 struct amp_lt_key {
     int32_t compute, type_ab, transa, transb, pointer_mode;
+    int32_t sm_count_target;
     uint32_t epilogue;
     int32_t order_a, order_b, order_cd, in_place;
     int64_t m, n, k, lda, ldb, ldc, ldd, batch;
@@ -208,7 +210,9 @@ struct amp_lt_call {
     void *aux;
     int64_t aux_ld, aux_stride;
     int32_t aux_type;
+    int32_t sm_count_target;   /* the program's SM carve-out, 0: none */
     int narrow;                /* FP8 scaling or an emulation descriptor */
+    int atomic_sync;           /* atomic synchronisation (cuBLAS 12.x) */
     struct amp_lt_matrix a, b, c, d;
 };
 
@@ -333,6 +337,44 @@ amp_lt_narrow(cublasLtMatmulDesc_t desc)
     return 0;
 }
 
+/* cuBLAS 12.x's atomic synchronisation of a product with other kernels
+ * (its cublasLt.h: the chunks of D's rows and columns, int32_t, 0 for
+ * none; the device arrays of input and output counters, int32_t *). The
+ * counters' meaning is the program's, so such a call runs as made. cuBLAS
+ * 13.1 has no such attributes and refuses to get them: then none is
+ * set. */
+enum {
+    AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_ROWS = 27,
+    AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_COLS = 28,
+    AMP_LT_ATOMIC_SYNC_IN_COUNTERS_POINTER = 29,
+    AMP_LT_ATOMIC_SYNC_OUT_COUNTERS_POINTER = 30,
+};
+
+static int
+amp_lt_atomic_sync(cublasLtMatmulDesc_t desc)
+{
+    static const int chunks[] = {AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_ROWS,
+                                 AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_COLS};
+    static const int counters[] = {AMP_LT_ATOMIC_SYNC_IN_COUNTERS_POINTER,
+                                   AMP_LT_ATOMIC_SYNC_OUT_COUNTERS_POINTER};
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        int32_t n = 0;
+        const void *p = NULL;
+
+        if ((amp_lt_desc_get(desc, (cublasLtMatmulDescAttributes_t)chunks[i],
+                             &n, sizeof n) &&
+             n != 0) ||
+            (amp_lt_desc_get(desc,
+                             (cublasLtMatmulDescAttributes_t)counters[i], &p,
+                             sizeof p) &&
+             p))
+            return 1;
+    }
+    return 0;
+}
+
 static const struct amp_lt_field amp_lt_desc_fields[] = {
 #define AMP_LT_DESC(attr, member)                                            \
     AMP_LT_FIELD(CUBLASLT_MATMUL_DESC_##attr, struct amp_lt_call, member)
@@ -352,6 +394,7 @@ static const struct amp_lt_field amp_lt_desc_fields[] = {
     AMP_LT_DESC(EPILOGUE_AUX_LD, aux_ld),
     AMP_LT_DESC(EPILOGUE_AUX_BATCH_STRIDE, aux_stride),
     AMP_LT_DESC(EPILOGUE_AUX_DATA_TYPE, aux_type),
+    AMP_LT_DESC(SM_COUNT_TARGET, sm_count_target),
 #undef AMP_LT_DESC
 };
 
@@ -380,6 +423,7 @@ amp_lt_read_all(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
         !amp_lt_matrix_read(ld, &c->d))
         return 0;
     c->narrow = amp_lt_narrow(desc);
+    c->atomic_sync = amp_lt_atomic_sync(desc);
     return 1;
 }
 
@@ -617,6 +661,8 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     }
     d->stream = (amp_stream)stream;
     d->caller = caller;
+    d->sm_count_target = c->sm_count_target;
+    d->atomic_sync = c->atomic_sync;
     d->ops_valid = ops_a && ops_b && A && B && C && D &&
                    (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
                    (!(c->epilogue & 128u) || c->aux) &&
@@ -767,6 +813,11 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
                     sizeof c->transa) ||
         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
                     sizeof c->transb) ||
+        /* The SMs the program leaves its products: the heuristics and
+         * the kernels keep to them. */
+        (c->sm_count_target &&
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                     &c->sm_count_target, sizeof c->sm_count_target)) ||
         !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
         return 0;
     if (!amp_lt_layout(&x->a, tab, c->a.rows, c->a.cols, s->lda, c->a.order,
@@ -785,6 +836,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->transa = c->transa;
     k->transb = c->transb;
     k->pointer_mode = mode;
+    k->sm_count_target = c->sm_count_target;
     k->epilogue = epilogue;
     k->order_a = c->a.order;
     k->order_b = c->b.order;

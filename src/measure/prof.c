@@ -39,6 +39,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_EMPTY] = "empty",
     [AMP_KEPT_CAPTURE] = "capture",
     [AMP_KEPT_AUTO] = "auto",
+    [AMP_KEPT_ATOMIC_SYNC] = "atomic-sync",
 };
 
 const char *

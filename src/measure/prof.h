@@ -69,6 +69,8 @@ enum amp_kept {
                                   captured into a CUDA graph */
     AMP_KEPT_AUTO,             /* an auto rule: no candidate within the
                                   tolerance and faster than FP32 */
+    AMP_KEPT_ATOMIC_SYNC,      /* a cuBLASLt call synchronised with other
+                                  kernels through atomic counters */
     AMP_KEPT_COUNT,
 };
 

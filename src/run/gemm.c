@@ -19,6 +19,8 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_EMPTY] = "empty product",
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
     [AMP_GEMM_SKIP_UNSUPPORTED] = "not supported by the converted path",
+    [AMP_GEMM_SKIP_ATOMIC_SYNC] = "atomic synchronisation with other "
+                                  "kernels",
 };
 
 /* Host scalars of the fp16x3 steps: they live as long as the process. */
@@ -116,6 +118,11 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
         return AMP_GEMM_SKIP_PEDANTIC;
     if (d->unsupported)
         return AMP_GEMM_SKIP_UNSUPPORTED;
+    /* Other kernels wait on the counters of D's chunks the product
+     * writes (or the product waits on theirs): the converted steps would
+     * keep neither, so the call runs as made. */
+    if (d->atomic_sync)
+        return AMP_GEMM_SKIP_ATOMIC_SYNC;
     if (d->m == 0 || d->n == 0 || d->k == 0 || amp_gemm_batch(d) == 0 ||
         (!d->scalars_on_device && *d->alpha == 0.0f))
         return AMP_GEMM_SKIP_EMPTY;

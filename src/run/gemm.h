@@ -55,7 +55,15 @@ struct amp_gemm_desc {
     int pedantic;              /* the handle asked for strict FP32 */
     int unsupported;           /* valid, but not a call the converted path
                                   takes (a cuBLASLt alpha vector, say) */
+    int atomic_sync;           /* cuBLASLt: the call synchronises with
+                                  other kernels through counters in device
+                                  memory (atomic synchronisation): it runs
+                                  as the program made it */
     amp_stream stream;         /* the application handle's stream */
+    int sm_count_target;       /* the SMs the program leaves its calls
+                                  (cublasSetSmCountTarget, cuBLASLt's
+                                  SM_COUNT_TARGET), which the converted
+                                  steps get too; 0: the device's */
     const void *caller;        /* return address of the exported hook */
     struct amp_site *site;     /* set by amp_gemm_policy */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
@@ -89,6 +97,7 @@ enum amp_gemm_skip {
     AMP_GEMM_SKIP_EMPTY,     /* m, n, k or batch is 0, or a host alpha is 0 */
     AMP_GEMM_SKIP_PEDANTIC,  /* CUBLAS_PEDANTIC_MATH on the handle */
     AMP_GEMM_SKIP_UNSUPPORTED, /* valid, not for the converted path */
+    AMP_GEMM_SKIP_ATOMIC_SYNC, /* cuBLASLt's atomic synchronisation */
     AMP_GEMM_SKIP_COUNT,
 };
 

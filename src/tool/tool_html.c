@@ -112,6 +112,8 @@ static const struct amp_reason {
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"unsupported", "types or options the converted path does not take"},
+    {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
+                    "through counters (atomic synchronisation)"},
     {"invalid", "arguments the library refuses"},
     {"empty", "an empty problem (a size 0, a host alpha of 0)"},
     {"scratch-cap", "fallback: the scratch the call needed is over the cap"},
