@@ -6,9 +6,9 @@
  * again in place. The steps are cublasLtMatmul calls on the shim's own
  * handle, with descriptors initialised in the shim's memory (the
  * program's SM count target kept), the algorithm the heuristics chose for
- * them (cached per shape, per thread and context) and a workspace in the
- * call's scratch: the program's algorithm and workspace were chosen for
- * FP32 operands. */
+ * them (cached per shape, per thread and context: the program's was
+ * chosen for FP32 operands) and the program's workspace, or one of the
+ * size they need in the call's scratch when it gave none. */
 #include "cublaslt_symbols.h"
 
 #include "base/log.h"
@@ -30,10 +30,16 @@
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUBLASLT_SONAME "libcublasLt.so.13"
 
-/* The most workspace a converted call gives cuBLASLt (room for split-K
- * reductions): the heuristics keep within it, and the call allocates what
- * its algorithms need, stream-ordered beside its scratch. */
-#define AMP_LT_WORKSPACE ((uint64_t)4 << 20)
+/* The workspace a converted call gives cuBLASLt when the program gave
+ * none: the cuBLAS API Reference's recommendation for cublasSetWorkspace
+ * (32 MiB on Hopper and later, compute capability 9.0 up; 4 MiB before),
+ * which PyTorch follows for its cuBLASLt workspace on Hopper and
+ * Blackwell (getChosenWorkspaceSize). The heuristics keep within it, and
+ * the call allocates what its algorithms need, stream-ordered beside its
+ * scratch. A program's own workspace is the converted call's: split-K
+ * and stream-K algorithms need room. */
+#define AMP_LT_WORKSPACE_HOPPER ((uint64_t)32 << 20)
+#define AMP_LT_WORKSPACE_BEFORE ((uint64_t)4 << 20)
 
 /* Heuristic answers each thread keeps per context. */
 #define AMP_LT_ALGOS 64
@@ -222,10 +228,12 @@ struct amp_lt_descs {
     cublasLtMatrixLayout_t a, b, c, d;
 };
 
-/* What the hook hands the converted path: the call and its descriptors. */
+/* What the hook hands the converted path: the call, its descriptors and
+ * the program's workspace (NULL: none). */
 struct amp_lt_hooked {
     struct amp_lt_call call;
     struct amp_lt_descs descs;
+    void *workspace;
 };
 
 static int
@@ -785,10 +793,12 @@ amp_lt_pointer_mode(const struct amp_gemm_step *s)
     }
 }
 
-/* Initialises the step's descriptors and its heuristic key. */
+/* Initialises the step's descriptors and its heuristic key, for
+ * algorithms within `workspace` bytes. */
 static int
 amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
-                  const struct amp_gemm_step *s, struct amp_lt_step_descs *x)
+                  const struct amp_gemm_step *s, uint64_t workspace,
+                  struct amp_lt_step_descs *x)
 {
     cudaDataType tab = amp_lt_type(s->type_ab);
     cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
@@ -858,7 +868,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->align_b = amp_lt_align(s->b);
     k->align_c = amp_lt_align(s->c);
     k->align_d = amp_lt_align(s->d);
-    k->workspace = AMP_LT_WORKSPACE;
+    k->workspace = workspace;
     return 1;
 }
 
@@ -921,8 +931,11 @@ amp_lt_step_issue(struct amp_lt_own *own, const struct amp_gemm_run *run,
         (cudaStream_t)run->stream);
 }
 
-/* Every step's descriptors and algorithm first, then one workspace of the
- * most they need (stream-ordered, freed after the last), then the steps. */
+/* Every step's descriptors and algorithm first, within the program's
+ * workspace when it gave one (the steps then run in it, one after the
+ * other on its stream, in place of its call), else within the default
+ * for the device and in one workspace of the most they need
+ * (stream-ordered, freed after the last); then the steps. */
 static enum amp_status
 amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
 {
@@ -930,13 +943,19 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     struct amp_lt_step_descs x[AMP_GEMM_MAX_STEPS];
     const struct amp_lt_algo *algo[AMP_GEMM_MAX_STEPS];
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-    amp_devptr workspace = 0;
+    int given = hooked->workspace && hooked->call.workspace_size > 0;
+    uint64_t limit = given ? hooked->call.workspace_size
+                     : amp_dev_cc_major(run->dev) >= 9
+                         ? AMP_LT_WORKSPACE_HOPPER
+                         : AMP_LT_WORKSPACE_BEFORE;
+    amp_devptr workspace = given ? (amp_devptr)(uintptr_t)hooked->workspace
+                                 : 0;
     size_t need = 0;
     int i;
 
     for (i = 0; i < run->nsteps; i++) {
         if (!amp_lt_step_descs(&hooked->call, &run->desc, &run->steps[i],
-                               &x[i]) ||
+                               limit, &x[i]) ||
             !(algo[i] = amp_lt_algo(own, &x[i]))) {
             amp_log(AMP_LOG_INFO, "cublasLtMatmul: no %s algorithm",
                     amp_mode_name(run->mode));
@@ -945,8 +964,10 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
         if (algo[i]->workspace > need)
             need = algo[i]->workspace;
     }
-    if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
-                                        &workspace) != AMP_OK)
+    if (given)
+        need = (size_t)limit;
+    else if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
+                                             &workspace) != AMP_OK)
         return AMP_ERR_DRIVER;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
         if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK) {
@@ -956,7 +977,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
         s = amp_lt_step_issue(own, run, &run->steps[i], &x[i], algo[i],
                               workspace, need);
     }
-    if (workspace)
+    if (workspace && !given)
         amp_dev_free_async(workspace, run->stream);
     if (s == CUBLAS_STATUS_SUCCESS)
         return AMP_OK;
@@ -1097,6 +1118,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 c->workspace_misaligned = ((uintptr_t)workspace & 255u) != 0;
                 k.descs = (struct amp_lt_descs){computeDesc, Adesc, Bdesc,
                                                 Cdesc, Ddesc};
+                k.workspace = workspace;
                 amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
                                 caller, &d);
                 if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==

@@ -8,7 +8,11 @@
  *   of one shape each their own query;
  * - atomic synchronisation (cuBLAS 12.x's attributes, given by the test
  *   double lt_atomic_sync preloaded after the shim): the call passes
- *   through, FP32's bits, kept FP32 with the reason atomic-sync.
+ *   through, FP32's bits, kept FP32 with the reason atomic-sync;
+ * - the cuBLASLt workspace: the converted call's heuristic query and
+ *   execution take the program's workspace where it gave one, else
+ *   cuBLAS's recommended size for the device (32 MiB on compute
+ *   capability 9.0 and later, 4 MiB before).
  *
  * usage: test_carveout CARVEOUT_CHECK LIBAMPSHIM LT_ATOMIC_SYNC EMU_DIR */
 #include <stdarg.h>
@@ -266,6 +270,65 @@ test_atomic_sync_passes_through(void **state)
     rmdir(dir);
 }
 
+/* ---- the cuBLASLt workspace ------------------------------------------------- */
+
+/* The program's 12 MiB workspace for the converted call's heuristic query
+ * and execution. */
+static void
+test_lt_program_workspace(void **state)
+{
+    struct amp_test_run run;
+    struct amp_test_check check;
+
+    (void)state;
+    run_fp16(NULL, 0, &run, &check);
+    expect_log(&run, "the program's workspace, heuristics", 2,
+               "ampshim-emu: call cublasLtMatmulAlgoGetHeuristic m=64 n=48 "
+               "k=96 type_ab=16F", "max_workspace=12582912", NULL);
+    expect_log(&run, "the program's workspace, matmul", 2,
+               "ampshim-emu: call cublasLtMatmul m=64 n=48 k=96 type_ab=16F",
+               "workspace=12582912 ", NULL);
+    amp_test_run_free(&run);
+}
+
+struct workspace_case {
+    const char *gpu;
+    const char *max;           /* the query's limit */
+};
+
+static const struct workspace_case workspace_cases[] = {
+    { "h100", "max_workspace=33554432" }, /* compute capability 9.0 */
+    { "a100", "max_workspace=4194304" },  /* 8.0 */
+};
+
+static const char *
+workspace_label(const void *p)
+{
+    return ((const struct workspace_case *)p)->gpu;
+}
+
+/* No workspace from the program: the heuristic query within cuBLAS's
+ * recommendation for the device, the execution with what the algorithm
+ * needs (none at this shape). */
+static void
+test_lt_default_workspace(void **state)
+{
+    const struct workspace_case *wc = *state;
+    const struct setting set[] = { { "AMPSHIM_EMU_GPU", wc->gpu },
+                                   { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_check check;
+
+    run_fp16(set, 0, &run, &check);
+    expect_log(&run, wc->gpu, 1,
+               "ampshim-emu: call cublasLtMatmulAlgoGetHeuristic m=80 n=56 "
+               "k=72 type_ab=16F", wc->max, NULL);
+    expect_log(&run, wc->gpu, 1,
+               "ampshim-emu: call cublasLtMatmul m=80 n=56 k=72 type_ab=16F",
+               "workspace=0 ", NULL);
+    amp_test_run_free(&run);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -273,6 +336,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_sgemm_sm_count_target),
         cmocka_unit_test(test_lt_sm_count_target),
         cmocka_unit_test(test_atomic_sync_passes_through),
+        cmocka_unit_test(test_lt_program_workspace),
     };
     int failed = 0;
 
@@ -285,8 +349,12 @@ main(int argc, char **argv)
     libampshim_path = argv[2];
     atomic_sync_path = argv[3];
     emu_dir = argv[4];
-    failed += _cmocka_run_group_tests("carve-out, atomic sync", tests,
-                                      COUNT(tests), plain_setup,
+    failed += _cmocka_run_group_tests("carve-out, atomic sync, workspace",
+                                      tests, COUNT(tests), plain_setup,
                                       plain_teardown);
+    failed += amp_test_run_parametrized(
+        "default workspace", test_lt_default_workspace, workspace_cases,
+        sizeof(workspace_cases[0]), COUNT(workspace_cases), "gpu",
+        workspace_label, plain_setup, plain_teardown);
     return failed;
 }
