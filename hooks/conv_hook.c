@@ -153,6 +153,7 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
         amp_conv_policy(d, &dec);
         d->auto_shape = amp_decision_auto_shape(&dec);
         d->auto_candidate = dec.candidate;
+        d->delivers = dec.delivers;
         if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
             skip = AMP_CONV_SKIP_MODE;
     }
@@ -181,20 +182,31 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
 void
 amp_conv_hook_end(struct amp_conv_hook *h, int original_ok)
 {
+    enum amp_fallback why = AMP_FALLBACK_NONE;
+
     if (!h->entered)
         return;
     if (h->shadow && original_ok)
         amp_prof_stop(&h->prof); /* the FP32 original's end */
-    if (h->shadow && amp_conv_shadow_finish(&h->run, original_ok) != AMP_OK)
-        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
-                h->stats->name);
+    if (h->shadow && amp_conv_shadow_finish(&h->run, original_ok) != AMP_OK) {
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
+                h->stats->name, h->run.delivers ? " or its result's copy" : "",
+                h->run.delivers && original_ok ? ": the FP32 result stands"
+                                               : "");
+        /* A delivering run whose candidate did not reach the caller's
+         * output leaves it FP32's: a fallback. */
+        if (h->run.delivers && original_ok) {
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            why = AMP_FALLBACK_DEVICE;
+        }
+    }
     if (h->prof.open) /* a shadow run: prepared, so run is set */
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                     h->run.scratch_bytes);
+        amp_prof_end(&h->prof, h->outcome, why, h->run.scratch_bytes);
     amp_stats_count(h->stats, h->outcome);
     if (h->cover != AMP_COVER_COUNT)
         amp_cover_add(h->outcome == AMP_OUTCOME_CONVERTED
-                          ? (h->prof.what.mode == AMP_MODE_SHADOW
+                          ? (h->prof.what.mode == AMP_MODE_SHADOW &&
+                                     !h->prof.what.delivers
                                  ? AMP_COVER_SHADOW
                                  : AMP_COVER_CONVERTED)
                       : h->outcome == AMP_OUTCOME_FALLBACK ? AMP_COVER_FALLBACK

@@ -270,6 +270,13 @@ amp_steps_issue(void *own_handle, const void *call, struct amp_gemm_run *run)
 
     (void)call;
     s = amp_real.cublasSetStream_v2(own, (cudaStream_t)run->stream);
+    /* The program's SM carve-out, or the device's SMs again: the handle
+     * keeps what the last call set. */
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = amp_real.cublasSetSmCountTarget
+                ? amp_real.cublasSetSmCountTarget(own, d->sm_count_target)
+                : d->sm_count_target ? CUBLAS_STATUS_NOT_SUPPORTED
+                                     : CUBLAS_STATUS_SUCCESS;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++)
         s = amp_step_issue(own, d, &run->steps[i]);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -327,6 +334,7 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
     case AMP_GEMM_SKIP_PEDANTIC:
         return AMP_COVER_PEDANTIC;
     case AMP_GEMM_SKIP_UNSUPPORTED:
+    case AMP_GEMM_SKIP_ATOMIC_SYNC:
         return AMP_COVER_UNCONVERTED;
     case AMP_GEMM_SKIP_LIBRARY:
         return AMP_COVER_LIBRARY;
@@ -348,6 +356,7 @@ amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
         [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
         [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
         [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
+        [AMP_GEMM_SKIP_ATOMIC_SYNC] = AMP_KEPT_ATOMIC_SYNC,
     };
     struct amp_decision dec = {.mode = AMP_MODE_FP32};
     struct amp_prof_what what;
@@ -364,8 +373,9 @@ static enum amp_cover
 amp_hook_cover(const struct amp_hook *h)
 {
     if (h->outcome == AMP_OUTCOME_CONVERTED)
-        return h->prof.what.mode == AMP_MODE_SHADOW ? AMP_COVER_SHADOW
-                                                    : AMP_COVER_CONVERTED;
+        return h->prof.what.mode == AMP_MODE_SHADOW && !h->prof.what.delivers
+                   ? AMP_COVER_SHADOW
+                   : AMP_COVER_CONVERTED;
     if (h->outcome == AMP_OUTCOME_FALLBACK)
         return AMP_COVER_FALLBACK;
     return h->cover;
@@ -470,10 +480,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     return AMP_HOOK_DONE;
 }
 
-/* A shadow run after its original call. */
+/* A shadow run after its original call. A delivering run whose
+ * candidate's result did not reach the caller's C leaves it FP32's: a
+ * fallback. */
 static void
 amp_shadow_complete(struct amp_hook *h, int original_ok)
 {
+    enum amp_fallback why = AMP_FALLBACK_NONE;
+
     if (!h->shadow)
         return;
     h->shadow = 0;
@@ -483,11 +497,16 @@ amp_shadow_complete(struct amp_hook *h, int original_ok)
         return;
     }
     amp_prof_stop(&h->prof); /* the FP32 original's end */
-    if (amp_gemm_finish(&h->run) != AMP_OK)
-        amp_log(AMP_LOG_INFO, "%s: shadow comparison not queued",
-                h->stats->name);
-    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                 h->run.scratch_bytes);
+    if (amp_gemm_finish(&h->run) != AMP_OK) {
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
+                h->stats->name, h->run.delivers ? " or its result's copy" : "",
+                h->run.delivers ? ": the FP32 result stands" : "");
+        if (h->run.delivers) {
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            why = AMP_FALLBACK_DEVICE;
+        }
+    }
+    amp_prof_end(&h->prof, h->outcome, why, h->run.scratch_bytes);
 }
 
 /* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */
@@ -672,6 +691,7 @@ amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
     cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
     cudaStream_t stream = NULL;
+    int sm_count_target = 0;
     int ok = handle &&
              amp_real.cublasGetPointerMode_v2(handle, &pointer_mode) ==
                  CUBLAS_STATUS_SUCCESS &&
@@ -680,6 +700,13 @@ amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
              amp_real.cublasGetMathMode(handle, &math) ==
                  CUBLAS_STATUS_SUCCESS;
 
+    /* The program's SM carve-out, for the converted steps (a library
+     * without the call has none). */
+    if (ok && amp_real.cublasGetSmCountTarget &&
+        amp_real.cublasGetSmCountTarget(handle, &sm_count_target) !=
+            CUBLAS_STATUS_SUCCESS)
+        sm_count_target = 0;
+    d->sm_count_target = sm_count_target;
     d->scalars_on_device = pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
     d->pedantic |= (math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) ==
                    CUBLAS_PEDANTIC_MATH;

@@ -244,7 +244,11 @@
     X(cublasStatus_t, cublasGetPointerMode_v2,                               \
       (cublasHandle_t handle, cublasPointerMode_t * mode))                   \
     X(cublasStatus_t, cublasGetMathMode,                                     \
-      (cublasHandle_t handle, cublasMath_t * mode))
+      (cublasHandle_t handle, cublasMath_t * mode))                         \
+    X(cublasStatus_t, cublasGetSmCountTarget,                                \
+      (cublasHandle_t handle, int *smCountTarget))                           \
+    X(cublasStatus_t, cublasSetSmCountTarget,                                \
+      (cublasHandle_t handle, int smCountTarget))
 
 #define AMP_CUBLAS_SYMBOLS(X) AMP_CUBLAS_HOOKED(X) AMP_CUBLAS_CALLED(X)
 

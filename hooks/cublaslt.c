@@ -4,10 +4,11 @@
  * when the decision allows, and as the original call otherwise. The
  * program's descriptors are read at every call: it may initialise one
  * again in place. The steps are cublasLtMatmul calls on the shim's own
- * handle, with descriptors initialised in the shim's memory, the algorithm
- * the heuristics chose for them (cached per shape, per thread and
- * context) and a workspace in the call's scratch: the program's algorithm
- * and workspace were chosen for FP32 operands. */
+ * handle, with descriptors initialised in the shim's memory (the
+ * program's SM count target kept), the algorithm the heuristics chose for
+ * them (cached per shape, per thread and context: the program's was
+ * chosen for FP32 operands) and the program's workspace, or one of the
+ * size they need in the call's scratch when it gave none. */
 #include "cublaslt_symbols.h"
 
 #include "base/caller.h"
@@ -30,10 +31,16 @@
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUBLASLT_SONAME "libcublasLt.so.13"
 
-/* The most workspace a converted call gives cuBLASLt (room for split-K
- * reductions): the heuristics keep within it, and the call allocates what
- * its algorithms need, stream-ordered beside its scratch. */
-#define AMP_LT_WORKSPACE ((uint64_t)4 << 20)
+/* The workspace a converted call gives cuBLASLt when the program gave
+ * none: the cuBLAS API Reference's recommendation for cublasSetWorkspace
+ * (32 MiB on Hopper and later, compute capability 9.0 up; 4 MiB before),
+ * which PyTorch follows for its cuBLASLt workspace on Hopper and
+ * Blackwell (getChosenWorkspaceSize). The heuristics keep within it, and
+ * the call allocates what its algorithms need, stream-ordered beside its
+ * scratch. A program's own workspace is the converted call's: split-K
+ * and stream-K algorithms need room. */
+#define AMP_LT_WORKSPACE_HOPPER ((uint64_t)32 << 20)
+#define AMP_LT_WORKSPACE_BEFORE ((uint64_t)4 << 20)
 
 /* Heuristic answers each thread keeps per context. */
 #define AMP_LT_ALGOS 64
@@ -126,6 +133,7 @@ amp_lt_hash(const void *p, size_t n)
  * so that it compares as bytes. */
 struct amp_lt_key {
     int32_t compute, type_ab, transa, transb, pointer_mode;
+    int32_t sm_count_target;
     uint32_t epilogue;
     int32_t order_a, order_b, order_cd, in_place;
     int64_t m, n, k, lda, ldb, ldc, ldd, batch;
@@ -223,7 +231,9 @@ struct amp_lt_call {
     void *aux;
     int64_t aux_ld, aux_stride;
     int32_t aux_type;
+    int32_t sm_count_target;   /* the program's SM carve-out, 0: none */
     int narrow;                /* FP8 scaling or an emulation descriptor */
+    int atomic_sync;           /* atomic synchronisation (cuBLAS 12.x) */
     struct amp_lt_matrix a, b, c, d;
 };
 
@@ -233,10 +243,12 @@ struct amp_lt_descs {
     cublasLtMatrixLayout_t a, b, c, d;
 };
 
-/* What the hook hands the converted path: the call and its descriptors. */
+/* What the hook hands the converted path: the call, its descriptors and
+ * the program's workspace (NULL: none). */
 struct amp_lt_hooked {
     struct amp_lt_call call;
     struct amp_lt_descs descs;
+    void *workspace;
 };
 
 static int
@@ -348,6 +360,44 @@ amp_lt_narrow(cublasLtMatmulDesc_t desc)
     return 0;
 }
 
+/* cuBLAS 12.x's atomic synchronisation of a product with other kernels
+ * (its cublasLt.h: the chunks of D's rows and columns, int32_t, 0 for
+ * none; the device arrays of input and output counters, int32_t *). The
+ * counters' meaning is the program's, so such a call runs as made. cuBLAS
+ * 13.1 has no such attributes and refuses to get them: then none is
+ * set. */
+enum {
+    AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_ROWS = 27,
+    AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_COLS = 28,
+    AMP_LT_ATOMIC_SYNC_IN_COUNTERS_POINTER = 29,
+    AMP_LT_ATOMIC_SYNC_OUT_COUNTERS_POINTER = 30,
+};
+
+static int
+amp_lt_atomic_sync(cublasLtMatmulDesc_t desc)
+{
+    static const int chunks[] = {AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_ROWS,
+                                 AMP_LT_ATOMIC_SYNC_NUM_CHUNKS_D_COLS};
+    static const int counters[] = {AMP_LT_ATOMIC_SYNC_IN_COUNTERS_POINTER,
+                                   AMP_LT_ATOMIC_SYNC_OUT_COUNTERS_POINTER};
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        int32_t n = 0;
+        const void *p = NULL;
+
+        if ((amp_lt_desc_get(desc, (cublasLtMatmulDescAttributes_t)chunks[i],
+                             &n, sizeof n) &&
+             n != 0) ||
+            (amp_lt_desc_get(desc,
+                             (cublasLtMatmulDescAttributes_t)counters[i], &p,
+                             sizeof p) &&
+             p))
+            return 1;
+    }
+    return 0;
+}
+
 static const struct amp_lt_field amp_lt_desc_fields[] = {
 #define AMP_LT_DESC(attr, member)                                            \
     AMP_LT_FIELD(CUBLASLT_MATMUL_DESC_##attr, struct amp_lt_call, member)
@@ -367,6 +417,7 @@ static const struct amp_lt_field amp_lt_desc_fields[] = {
     AMP_LT_DESC(EPILOGUE_AUX_LD, aux_ld),
     AMP_LT_DESC(EPILOGUE_AUX_BATCH_STRIDE, aux_stride),
     AMP_LT_DESC(EPILOGUE_AUX_DATA_TYPE, aux_type),
+    AMP_LT_DESC(SM_COUNT_TARGET, sm_count_target),
 #undef AMP_LT_DESC
 };
 
@@ -395,6 +446,7 @@ amp_lt_read_all(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
         !amp_lt_matrix_read(ld, &c->d))
         return 0;
     c->narrow = amp_lt_narrow(desc);
+    c->atomic_sync = amp_lt_atomic_sync(desc);
     return 1;
 }
 
@@ -632,6 +684,8 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     }
     d->stream = (amp_stream)stream;
     d->caller = caller;
+    d->sm_count_target = c->sm_count_target;
+    d->atomic_sync = c->atomic_sync;
     d->ops_valid = ops_a && ops_b && A && B && C && D &&
                    (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
                    (!(c->epilogue & 128u) || c->aux) &&
@@ -754,10 +808,12 @@ amp_lt_pointer_mode(const struct amp_gemm_step *s)
     }
 }
 
-/* Initialises the step's descriptors and its heuristic key. */
+/* Initialises the step's descriptors and its heuristic key, for
+ * algorithms within `workspace` bytes. */
 static int
 amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
-                  const struct amp_gemm_step *s, struct amp_lt_step_descs *x)
+                  const struct amp_gemm_step *s, uint64_t workspace,
+                  struct amp_lt_step_descs *x)
 {
     cudaDataType tab = amp_lt_type(s->type_ab);
     cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
@@ -782,6 +838,11 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
                     sizeof c->transa) ||
         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
                     sizeof c->transb) ||
+        /* The SMs the program leaves its products: the heuristics and
+         * the kernels keep to them. */
+        (c->sm_count_target &&
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                     &c->sm_count_target, sizeof c->sm_count_target)) ||
         !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
         return 0;
     if (!amp_lt_layout(&x->a, tab, c->a.rows, c->a.cols, s->lda, c->a.order,
@@ -800,6 +861,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->transa = c->transa;
     k->transb = c->transb;
     k->pointer_mode = mode;
+    k->sm_count_target = c->sm_count_target;
     k->epilogue = epilogue;
     k->order_a = c->a.order;
     k->order_b = c->b.order;
@@ -821,7 +883,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->align_b = amp_lt_align(s->b);
     k->align_c = amp_lt_align(s->c);
     k->align_d = amp_lt_align(s->d);
-    k->workspace = AMP_LT_WORKSPACE;
+    k->workspace = workspace;
     return 1;
 }
 
@@ -884,8 +946,11 @@ amp_lt_step_issue(struct amp_lt_own *own, const struct amp_gemm_run *run,
         (cudaStream_t)run->stream);
 }
 
-/* Every step's descriptors and algorithm first, then one workspace of the
- * most they need (stream-ordered, freed after the last), then the steps. */
+/* Every step's descriptors and algorithm first, within the program's
+ * workspace when it gave one (the steps then run in it, one after the
+ * other on its stream, in place of its call), else within the default
+ * for the device and in one workspace of the most they need
+ * (stream-ordered, freed after the last); then the steps. */
 static enum amp_status
 amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
 {
@@ -893,13 +958,19 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     struct amp_lt_step_descs x[AMP_GEMM_MAX_STEPS];
     const struct amp_lt_algo *algo[AMP_GEMM_MAX_STEPS];
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-    amp_devptr workspace = 0;
+    int given = hooked->workspace && hooked->call.workspace_size > 0;
+    uint64_t limit = given ? hooked->call.workspace_size
+                     : amp_dev_cc_major(run->dev) >= 9
+                         ? AMP_LT_WORKSPACE_HOPPER
+                         : AMP_LT_WORKSPACE_BEFORE;
+    amp_devptr workspace = given ? (amp_devptr)(uintptr_t)hooked->workspace
+                                 : 0;
     size_t need = 0;
     int i;
 
     for (i = 0; i < run->nsteps; i++) {
         if (!amp_lt_step_descs(&hooked->call, &run->desc, &run->steps[i],
-                               &x[i]) ||
+                               limit, &x[i]) ||
             !(algo[i] = amp_lt_algo(own, &x[i]))) {
             amp_log(AMP_LOG_INFO, "cublasLtMatmul: no %s algorithm",
                     amp_mode_name(run->mode));
@@ -908,8 +979,10 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
         if (algo[i]->workspace > need)
             need = algo[i]->workspace;
     }
-    if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
-                                        &workspace) != AMP_OK)
+    if (given)
+        need = (size_t)limit;
+    else if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
+                                             &workspace) != AMP_OK)
         return AMP_ERR_DRIVER;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
         if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK) {
@@ -919,7 +992,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
         s = amp_lt_step_issue(own, run, &run->steps[i], &x[i], algo[i],
                               workspace, need);
     }
-    if (workspace)
+    if (workspace && !given)
         amp_dev_free_async(workspace, run->stream);
     if (s == CUBLAS_STATUS_SUCCESS)
         return AMP_OK;
@@ -1064,6 +1137,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 c->workspace_misaligned = ((uintptr_t)workspace & 255u) != 0;
                 k.descs = (struct amp_lt_descs){computeDesc, Adesc, Bdesc,
                                                 Cdesc, Ddesc};
+                k.workspace = workspace;
                 amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
                                 caller, &d);
                 d.from_library = route.library;

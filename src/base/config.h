@@ -51,8 +51,10 @@ struct amp_config {
      * choose another. */
     enum amp_mode shadow_candidate;
     /* AMPSHIM_BASELINE=first (default): the first call of each shape at
-     * a site that would convert without being measured runs in shadow,
-     * so that every converted (site, shape) has an FP32 time; off: no. */
+     * a site that would convert without being measured runs its FP32
+     * original beside it (a shadow run; under AMPSHIM_MODE one that gives
+     * the program the mode's result), so that every converted (site,
+     * shape) has an FP32 time; off: no. */
     int baseline;
     /* AMPSHIM_TOLERANCE=X[:NORM]: the largest relative error a shadow
      * call may show, overriding the policy's `set tolerance`; negative

@@ -257,6 +257,11 @@ struct amp_decision {
     int auto_slot;               /* -1: the (site, shape) has no state */
     int auto_timing;             /* a converted call auto times (no FP32
                                     beside it: amp_auto_time) */
+    int delivers;                /* a shadow run whose candidate's result
+                                    the program gets, the FP32 original
+                                    measured beside it: AMPSHIM_MODE's
+                                    baseline call (a forced mode forces
+                                    every call) */
 };
 
 const char *amp_decision_why_name(enum amp_decision_why why);
@@ -408,8 +413,10 @@ void amp_policy_decide(const struct amp_policy_call *call,
                        struct amp_decision *out);
 
 /* A baseline shadow decision (AMP_WHY_BASELINE) back to its mode, for a
- * call that cannot run in shadow (its stream is being captured): that
- * shape at that site then has no FP32 time. Other decisions stay. */
+ * call that cannot run in shadow (its stream is being captured), or whose
+ * converted result could not reach the program from a shadow run (a
+ * cuBLASLt epilogue's auxiliary output under AMPSHIM_MODE): that shape at
+ * that site then has no FP32 time. Other decisions stay. */
 void amp_policy_no_baseline(struct amp_decision *out);
 
 /* 1 + the (site, shape) slot of an auto rule's decision (decide/auto.h),

@@ -224,9 +224,14 @@ amp_policy_no_baseline(struct amp_decision *out)
         return;
     out->mode = out->candidate;
     out->why = amp_state == AMP_STATE_ENV ? AMP_WHY_ENV_MODE : AMP_WHY_RULE;
+    out->delivers = 0;
 }
 
-/* AMPSHIM_MODE's decision, with its baseline call. */
+/* AMPSHIM_MODE's decision, with its baseline call: a forced mode forces
+ * every call, so the baseline's shadow run gives the program the
+ * candidate's result (a program that makes each shape once, a test or a
+ * benchmark, gets that mode's results), its FP32 original measured
+ * beside it. */
 static void
 amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
                     const struct amp_policy_call *call)
@@ -236,6 +241,7 @@ amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
         return;
     amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(
                                     site, amp_call_shape_key(call), NULL));
+    out->delivers = out->why == AMP_WHY_BASELINE;
 }
 
 void

@@ -106,6 +106,8 @@ struct amp_dev {
     } record_keys[AMP_DEV_RECORDS];
     int epoch;                 /* the trace's time origin, -1 not yet */
     int ordinal;               /* the context's device (CUdevice) */
+    int cc_major;              /* its compute capability's major, 0 when
+                                  the driver does not say */
     char name[128];            /* the device's name */
 };
 
@@ -236,6 +238,10 @@ amp_dev_setup(struct amp_dev *dev)
     if (amp_cu.cuDeviceGetName(dev->name, (int)sizeof dev->name, device) !=
         CUDA_SUCCESS)
         snprintf(dev->name, sizeof dev->name, "device %d", (int)device);
+    if (amp_cu.cuDeviceGetAttribute(
+            &dev->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            device) != CUDA_SUCCESS)
+        dev->cc_major = 0;
     dev->epoch = -1;
     dev->usable = 1;
 }
@@ -831,6 +837,12 @@ const char *
 amp_dev_name(const struct amp_dev *dev)
 {
     return dev->name;
+}
+
+int
+amp_dev_cc_major(const struct amp_dev *dev)
+{
+    return dev->cc_major;
 }
 
 int

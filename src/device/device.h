@@ -213,6 +213,10 @@ int amp_dev_epoch(struct amp_dev *dev, amp_stream stream);
 /* The device's name (cuDeviceGetName), e.g. "NVIDIA H100 SXM (emulated)". */
 const char *amp_dev_name(const struct amp_dev *dev);
 
+/* The major of the compute capability of dev's device (9 for Hopper); 0
+ * when the driver did not say. */
+int amp_dev_cc_major(const struct amp_dev *dev);
+
 /* The device (its ordinal, a CUdevice) of dev's context. */
 int amp_dev_ordinal(const struct amp_dev *dev);
 

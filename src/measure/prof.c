@@ -40,6 +40,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_CAPTURE] = "capture",
     [AMP_KEPT_AUTO] = "auto",
     [AMP_KEPT_LIBRARY] = "library",
+    [AMP_KEPT_ATOMIC_SYNC] = "atomic-sync",
 };
 
 const char *
@@ -264,6 +265,10 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
 {
     struct amp_prof_device_part *part = NULL;
     struct amp_prof_entry *e;
+    /* A shadow call whose result is FP32's; a delivering one counts as
+     * its candidate's converted call (its times and error are shadow's:
+     * amp_record_harvest). */
+    int shadow = w->mode == AMP_MODE_SHADOW && !w->delivers;
 
     pthread_mutex_lock(&amp_prof_lock);
     e = amp_entry_get(w);
@@ -272,8 +277,7 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
     if (part) {
         part->calls++;
         part->converted += outcome == AMP_OUTCOME_CONVERTED;
-        part->shadow += outcome == AMP_OUTCOME_CONVERTED &&
-                        w->mode == AMP_MODE_SHADOW;
+        part->shadow += outcome == AMP_OUTCOME_CONVERTED && shadow;
         part->fp32 += outcome == AMP_OUTCOME_FP32;
         part->fallback += outcome == AMP_OUTCOME_FALLBACK;
     }
@@ -283,8 +287,8 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
         if (w->auto_shape)
             e->auto_shape = w->auto_shape;
         if (outcome == AMP_OUTCOME_CONVERTED) {
-            e->modes[w->mode]++;
-            if (w->mode == AMP_MODE_SHADOW)
+            e->modes[w->delivers ? w->candidate : w->mode]++;
+            if (shadow)
                 e->candidate = w->candidate;
             if (scratch_bytes > e->scratch_max)
                 e->scratch_max = scratch_bytes;
@@ -622,7 +626,9 @@ amp_call_log(const struct amp_prof_call *c, double converted_ms,
     char shadow[48];
 
     amp_shape_format(&c->what.shape, shape, sizeof shape);
-    if (c->what.mode == AMP_MODE_SHADOW) {
+    if (c->what.delivers) { /* converted, FP32 measured beside it */
+        mode = amp_mode_name(c->what.candidate);
+    } else if (c->what.mode == AMP_MODE_SHADOW) {
         snprintf(shadow, sizeof shadow, "shadow:%s",
                  amp_mode_name(c->what.candidate));
         mode = shadow;

@@ -71,6 +71,8 @@ enum amp_kept {
                                   tolerance and faster than FP32 */
     AMP_KEPT_LIBRARY,          /* one of NVIDIA's libraries called, and the
                                   policy keeps such calls FP32 */
+    AMP_KEPT_ATOMIC_SYNC,      /* a cuBLASLt call synchronised with other
+                                  kernels through atomic counters */
     AMP_KEPT_COUNT,
 };
 
@@ -91,6 +93,10 @@ struct amp_prof_what {
     double flops;              /* 2 multiply-adds per reduction term */
     enum amp_mode mode;        /* the decision's */
     enum amp_mode candidate;   /* shadow's */
+    int delivers;              /* a shadow call whose candidate's result
+                                  the program gets: a converted call of
+                                  its candidate with a measured FP32
+                                  time (AMPSHIM_MODE's baseline) */
     amp_stream stream;
     int device;                /* the ordinal of the device the call runs
                                   on (its thread's current context), -1
@@ -175,16 +181,21 @@ struct amp_prof_entry {
     unsigned long long calls;       /* decided at the site */
     unsigned long long outcomes[AMP_OUTCOME_COUNT];
     unsigned long long modes[AMP_MODE_COUNT]; /* converted calls, by the
-                                                 mode that ran */
+                                                 mode whose result the
+                                                 program got (shadow:
+                                                 FP32's) */
     enum amp_mode candidate;        /* the last shadow call's candidate */
     unsigned long long unmeasured;  /* converted, not timed (capture, no
                                        event or record free) */
     unsigned long long timed;       /* converted (not shadow), timed */
     double converted_ms;            /* their total */
+    /* Calls timed beside their FP32 original: shadow calls and
+     * delivering ones. */
     unsigned long long shadow_timed;
     double shadow_fp32_ms;          /* the original FP32 calls */
     double shadow_candidate_ms;     /* the candidates beside them */
-    /* Errors of the shadow calls, relative in the max norm (max_rel,
+    /* Errors of the calls compared with FP32 (shadow and delivering ones),
+     * relative in the max norm (max_rel,
      * sum_rel) and in the Frobenius norm (max_fro, sum_fro). */
     unsigned long long error_calls;
     double max_rel, sum_rel, max_abs;

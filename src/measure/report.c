@@ -198,9 +198,10 @@ amp_unknown_reason(const struct amp_prof_entry *e,
                    const struct amp_prof_totals *t)
 {
     if (t->unknown)
-        return "no FP32 baseline: no call of the shape ran in shadow "
-               "(AMPSHIM_BASELINE=off, or its first call was captured into "
-               "a CUDA graph or not timed)";
+        return "no FP32 baseline: no call of the shape ran beside FP32 "
+               "(AMPSHIM_BASELINE=off; its first call was captured into a "
+               "CUDA graph or not timed; or, under AMPSHIM_MODE, a "
+               "cuBLASLt epilogue with an auxiliary output)";
     if (e->unmeasured)
         return "converted calls not timed: captured into a CUDA graph, or "
                "no timing event was free";
@@ -1359,7 +1360,8 @@ amp_norm_words(enum amp_norm norm)
 }
 
 /* Calls whose converted result the program received (shadow calls
- * return FP32), over every (site, shape). */
+ * return FP32; delivering ones count as their candidate's), over every
+ * (site, shape). */
 static unsigned long long
 amp_report_converted_results(void)
 {

@@ -151,6 +151,7 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     w->flops = d->valid ? amp_conv_flops(d) : 0.0;
     w->mode = dec->mode;
     w->candidate = dec->candidate;
+    w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
     w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
@@ -468,6 +469,7 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
     run->workspace = amp_conv_at(run->scratch, parts[6]);
     run->workspace_bytes = workspace_bytes;
     run->needs_original = plan->mode == AMP_MODE_SHADOW;
+    run->delivers = run->needs_original && d->delivers;
     if (!plan->own[out]) {
         /* tf32: the vendor call writes the caller's result itself. */
         run->alpha = &run->desc.alpha;
@@ -580,6 +582,34 @@ amp_conv_finish(struct amp_conv_run *run)
     return st;
 }
 
+/* A delivering run, after its comparison: the candidate (channels last,
+ * packed by its real sizes) into the caller's output over the FP32
+ * original's, by the output kernel with unit scales, alpha 1 and beta 0:
+ * a copy (the output not read). The scales' earlier readers are queued
+ * before it. */
+static enum amp_status
+amp_conv_queue_deliver(struct amp_conv_run *run)
+{
+    int out = amp_conv_out(run->desc.dir);
+    struct amp_conv_layout lr = *amp_plan_layout(&run->plan, out), ld = lr;
+    int32_t format = AMP_FORMAT_F32;
+    amp_devptr dst = amp_desc_ptr(&run->desc, out);
+    float alpha = 1.0f, beta = 0.0f;
+    void *params[] = {&run->candidate, &format, &lr, &dst, &ld, &dst, &ld,
+                      &run->scalars, &alpha, &beta};
+    enum amp_status st;
+
+    lr.per_pad[0] = lr.per[0];
+    lr.per_pad[1] = lr.per[1];
+    st = amp_dev_memset32_async(
+        run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
+        0x3f800000u, 2, run->stream);
+    if (st == AMP_OK)
+        st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT,
+                             amp_conv_count(&lr, 0), params);
+    return st;
+}
+
 enum amp_status
 amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
 {
@@ -597,6 +627,8 @@ amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
                              amp_conv_count(&lc, 0), params);
     if (st == AMP_OK)
         st = amp_conv_pend(run, 1);
+    if (st == AMP_OK && run->delivers)
+        st = amp_conv_queue_deliver(run);
     amp_conv_release(run);
     return st;
 }

@@ -39,6 +39,9 @@ struct amp_conv_desc {
     enum amp_mode auto_candidate; /* the candidate it measures, as the
                                      decision names it (a backend graph
                                      runs allow-conversion as fp16) */
+    int delivers;                /* the decision's: a shadow run whose
+                                    candidate's result then goes to the
+                                    caller's output */
     enum amp_conv_dir dir;
     int64_t groups;
     struct amp_conv_layout x, w, y;
@@ -144,8 +147,10 @@ struct amp_conv_run {
     size_t workspace_bytes;
     const float *alpha, *beta;
     /* Shadow: the hook runs the original call after amp_conv_finish(),
-     * then amp_conv_shadow_finish(). */
+     * then amp_conv_shadow_finish(), which for a delivering run gives the
+     * caller's output the candidate's result (desc's delivers). */
     int needs_original;
+    int delivers;
     size_t scratch_bytes;
     /* Private to conv.c from here on. */
     struct amp_dev *dev;
@@ -175,7 +180,10 @@ enum amp_status amp_conv_prepare(struct amp_dev *dev,
 enum amp_status amp_conv_finish(struct amp_conv_run *run);
 
 /* Shadow, after the original call (original_ok: it succeeded): queues the
- * error kernel and releases the run. */
+ * error kernel, for a delivering run then the candidate's result into the
+ * caller's output (one kernel, which runs whole or fails before it
+ * writes: on failure the output is the FP32 original's), and releases the
+ * run. */
 enum amp_status amp_conv_shadow_finish(struct amp_conv_run *run,
                                        int original_ok);
 

@@ -20,6 +20,8 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
     [AMP_GEMM_SKIP_UNSUPPORTED] = "not supported by the converted path",
     [AMP_GEMM_SKIP_LIBRARY] = "called from a library of NVIDIA's",
+    [AMP_GEMM_SKIP_ATOMIC_SYNC] = "atomic synchronisation with other "
+                                  "kernels",
 };
 
 /* Host scalars of the fp16x3 steps: they live as long as the process. */
@@ -119,10 +121,23 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
         return AMP_GEMM_SKIP_PEDANTIC;
     if (d->unsupported)
         return AMP_GEMM_SKIP_UNSUPPORTED;
+    /* Other kernels wait on the counters of D's chunks the product
+     * writes (or the product waits on theirs): the converted steps would
+     * keep neither, so the call runs as made. */
+    if (d->atomic_sync)
+        return AMP_GEMM_SKIP_ATOMIC_SYNC;
     if (d->m == 0 || d->n == 0 || d->k == 0 || amp_gemm_batch(d) == 0 ||
         (!d->scalars_on_device && *d->alpha == 0.0f))
         return AMP_GEMM_SKIP_EMPTY;
     return AMP_GEMM_CONVERT;
+}
+
+/* 1 when a cuBLASLt epilogue writes an auxiliary output. */
+static int
+amp_epi_aux(enum amp_epi e)
+{
+    return e == AMP_EPI_RELU_AUX || e == AMP_EPI_RELU_AUX_BIAS ||
+           e == AMP_EPI_GELU_AUX || e == AMP_EPI_GELU_AUX_BIAS;
 }
 
 void
@@ -149,7 +164,13 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
         amp_policy_no_baseline(out);
+    /* A delivering run copies D alone: an auxiliary output would keep the
+     * FP32 original's, so such a call converts without its baseline. */
+    if (out->why == AMP_WHY_BASELINE && out->delivers && d->lt &&
+        amp_epi_aux(d->epilogue))
+        amp_policy_no_baseline(out);
     d->auto_shape = amp_decision_auto_shape(out);
+    d->delivers = out->delivers;
 }
 
 void
@@ -173,6 +194,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
                (double)batch;
     w->mode = dec->mode;
     w->candidate = dec->candidate;
+    w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
     w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
@@ -244,6 +266,9 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
     int split = work == AMP_MODE_FP16X3;
     int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
+    /* A delivering shadow run writes the caller's pointer array C with
+     * unit scalars (amp_queue_deliver). */
+    int deliver_scalars = shadow && d->delivers && arrays && !d->lt;
     size_t a16, b16, r32, ptrs, *total = &l->bytes;
 
     memset(l, 0, sizeof *l);
@@ -261,7 +286,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
     ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled || routed_scalars
+    l->scalars = scaled || routed_scalars || deliver_scalars
                      ? amp_scratch_part(total,
                                         sizeof(struct amp_gemm_delayed))
                      : AMP_ABSENT;
@@ -885,6 +910,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     }
     run->scratch_bytes = l.bytes;
     run->needs_original = shadow;
+    run->delivers = shadow && d->delivers;
     run->rows_r = l.rows_r;
     run->cols_r = l.cols_r;
     run->alpha_vec = amp_at(run->scratch, l.alpha_vec);
@@ -935,29 +961,29 @@ amp_gemm_warms_up(const struct amp_gemm_run *run)
     return run->record && !run->delayed;
 }
 
-/* C = alpha' * (hi + sum) + beta * C for fp16x3, into the caller's C or,
- * in a shadow run, into the candidate's copy of C; routed, C = alpha *
- * result + beta * C. */
+/* C = s->alpha * R + s->beta * C (C not read when s->beta is 0), R =
+ * amp_f16x3_sum(r, r_lo) when r_lo is not 0, else r: into the caller's C
+ * (`caller`), or into the candidate's copy of C in a shadow run. fp16x3:
+ * C = alpha' * (hi + sum) + beta * C; routed: C = alpha * result + beta *
+ * C. */
 static enum amp_status
-amp_queue_axpby(struct amp_gemm_run *run)
+amp_queue_axpby(struct amp_gemm_run *run, amp_devptr r, amp_devptr r_lo,
+                int caller)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    int shadow = run->mode == AMP_MODE_SHADOW;
-    amp_devptr r = run->routed ? run->result : run->hi;
-    amp_devptr r_lo = run->routed ? 0 : run->sum;
-    amp_devptr c = shadow ? run->result : d->c, c_array = 0;
-    int64_t ldc = shadow ? run->ld_result : d->ldc;
-    int64_t stride_c = shadow ? run->stride_result : d->stride_c;
+    amp_devptr c = caller ? d->c : run->result, c_array = 0;
+    int64_t ldc = caller ? d->ldc : run->ld_result;
+    int64_t stride_c = caller ? d->stride_c : run->stride_result;
     int64_t batch = d->batch, rows = run->rows_r, cols = run->cols_r;
     void *params[] = {&r, &r_lo, &run->ld_result,
                       &run->stride_result, &c, &c_array, &ldc, &stride_c,
                       &batch, &rows, &cols, &run->scalars};
 
-    if (!shadow && d->batch_kind == AMP_BATCH_ARRAY) {
+    if (caller && d->batch_kind == AMP_BATCH_ARRAY) {
         c_array = c;
         c = 0;
     }
-    if (!shadow && d->batch_kind == AMP_BATCH_NONE)
+    if (caller && d->batch_kind == AMP_BATCH_NONE)
         stride_c = 0;
     return amp_launch(run->dev, AMP_KERNEL_AXPBY_BATCH, batch * rows * cols,
                       run->stream, params);
@@ -1040,9 +1066,33 @@ amp_gemm_candidate_done(struct amp_gemm_run *run)
     /* cuBLASLt's last step wrote the candidate whole. */
     if ((run->candidate == AMP_MODE_FP16X3 || run->routed) &&
         !run->candidate_done && !run->desc.lt)
-        st = amp_queue_axpby(run);
+        st = amp_queue_axpby(run, run->routed ? run->result : run->hi,
+                             run->routed ? 0 : run->sum,
+                             run->mode != AMP_MODE_SHADOW);
     if (st == AMP_OK)
         run->candidate_done = 1;
+    return st;
+}
+
+/* A delivering shadow run, after its comparison: the candidate's result
+ * into the caller's C (D), over the FP32 original's. One kernel, which
+ * runs whole or fails before it writes: a copy, or through the caller's
+ * pointer array C = 1 * result + 0 * C (exact, C not read). */
+static enum amp_status
+amp_queue_deliver(struct amp_gemm_run *run)
+{
+    amp_devptr alpha = run->scalars + offsetof(struct amp_gemm_scalars, alpha);
+    amp_devptr beta = run->scalars + offsetof(struct amp_gemm_scalars, beta);
+    enum amp_status st;
+
+    if (run->desc.batch_kind != AMP_BATCH_ARRAY)
+        return amp_queue_copy_d(run);
+    /* The scalars' earlier readers are queued before: stream order. */
+    st = amp_dev_memset32_async(alpha, 0x3f800000u, 1, run->stream);
+    if (st == AMP_OK)
+        st = amp_dev_memset32_async(beta, 0, 1, run->stream);
+    if (st == AMP_OK)
+        st = amp_queue_axpby(run, run->result, 0, 1);
     return st;
 }
 
@@ -1055,6 +1105,8 @@ amp_gemm_finish(struct amp_gemm_run *run)
         st = amp_queue_copy_d(run);
     if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
         st = amp_queue_shadow_error(run);
+    if (st == AMP_OK && run->delivers)
+        st = amp_queue_deliver(run);
     amp_gemm_release(run);
     return st;
 }

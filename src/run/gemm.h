@@ -55,7 +55,15 @@ struct amp_gemm_desc {
     int pedantic;              /* the handle asked for strict FP32 */
     int unsupported;           /* valid, but not a call the converted path
                                   takes (a cuBLASLt alpha vector, say) */
+    int atomic_sync;           /* cuBLASLt: the call synchronises with
+                                  other kernels through counters in device
+                                  memory (atomic synchronisation): it runs
+                                  as the program made it */
     amp_stream stream;         /* the application handle's stream */
+    int sm_count_target;       /* the SMs the program leaves its calls
+                                  (cublasSetSmCountTarget, cuBLASLt's
+                                  SM_COUNT_TARGET), which the converted
+                                  steps get too; 0: the device's */
     const void *caller;        /* return address of the exported hook */
     int from_library;          /* called from one of NVIDIA's libraries
                                   (base/caller.h): FP32 unless the policy
@@ -63,6 +71,10 @@ struct amp_gemm_desc {
     struct amp_site *site;     /* set by amp_gemm_policy */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
+    int delivers;              /* set by amp_gemm_policy: a shadow run
+                                  whose candidate's result then goes to
+                                  the caller's C (D), the FP32 original
+                                  measured beside it (the decision's) */
     int lt;                    /* a cuBLASLt call: the fields below */
     amp_devptr d;
     int64_t ldd, stride_d;
@@ -89,6 +101,7 @@ enum amp_gemm_skip {
     AMP_GEMM_SKIP_PEDANTIC,  /* CUBLAS_PEDANTIC_MATH on the handle */
     AMP_GEMM_SKIP_UNSUPPORTED, /* valid, not for the converted path */
     AMP_GEMM_SKIP_LIBRARY,   /* a library of NVIDIA's calls: its own */
+    AMP_GEMM_SKIP_ATOMIC_SYNC, /* cuBLASLt's atomic synchronisation */
     AMP_GEMM_SKIP_COUNT,
 };
 
@@ -181,6 +194,9 @@ struct amp_gemm_run {
     /* Shadow: the hook runs the original FP32 call after the steps, then
      * calls amp_gemm_finish(), which compares the two results. */
     int needs_original;
+    /* Shadow: amp_gemm_finish() then gives the caller's C (D) the
+     * candidate's result (desc's delivers). */
+    int delivers;
     amp_stream stream;
     size_t scratch_bytes;
     struct amp_dev *dev;       /* the context it runs in */
@@ -234,8 +250,11 @@ int amp_gemm_warms_up(const struct amp_gemm_run *run);
  * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
  * not read C when beta is 0; fp16, bf16 and tf32 with a beta that may not
  * be 0: C = alpha * result + beta * C, the same kernel; shadow: the error
- * kernel) and the scratch free. On failure the caller's C is untouched except in shadow mode,
- * where C already holds the FP32 result; the scratch free is queued either
+ * kernel, then for a delivering run the candidate's result into C, D for
+ * cuBLASLt, in one kernel that runs whole or fails before it writes) and
+ * the scratch free. On failure the caller's C is untouched except in
+ * shadow mode, where C already holds the FP32 result (a delivering run's
+ * candidate then did not reach it); the scratch free is queued either
  * way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
 

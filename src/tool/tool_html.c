@@ -112,6 +112,8 @@ static const struct amp_reason {
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"unsupported", "types or options the converted path does not take"},
+    {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
+                    "through counters (atomic synchronisation)"},
     {"invalid", "arguments the library refuses"},
     {"empty", "an empty problem (a size 0, a host alpha of 0)"},
     {"library", "a call one of NVIDIA's libraries made (cuSOLVER's, "
@@ -1125,9 +1127,9 @@ amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
             fputs(")", f);
         }
         fputs(", so what they saved is unknown. A shape's FP32 baseline is "
-              "measured by its shadow calls: leave <code>AMPSHIM_BASELINE"
+              "measured beside its shadow calls: leave <code>AMPSHIM_BASELINE"
               "</code> at <code>first</code> (its first call at each site "
-              "runs in shadow; a call captured into a CUDA graph cannot), "
+              "runs beside FP32; a call captured into a CUDA graph cannot), "
               "add <code>verify 2</code> to the rule that converts it or "
               "<code>set shadow-rate 0.01</code> to the policy.</li>\n", f);
         items++;

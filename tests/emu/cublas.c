@@ -32,6 +32,7 @@ emu_blas_config(cublasHandle_t handle, struct emu_blas_config *config)
     config->stream = handle->stream;
     config->pointer_mode = handle->pointer_mode;
     config->math_mode = handle->math_mode;
+    config->sm_count_target = handle->sm_count_target;
     pthread_mutex_unlock(&handle->lock);
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -274,6 +275,40 @@ cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     *mode = handle->math_mode;
+    pthread_mutex_unlock(&handle->lock);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* cuBLAS API Reference, cublasSetSmCountTarget: "When set to 0, the
+ * library returns to its default behavior. The input value should not
+ * exceed the device's multiprocessor count ... Negative values are not
+ * accepted", INVALID_VALUE for "the value of smCountTarget outside of the
+ * allowed range". The emulated routines run as before; the target is the
+ * handle's, for cublasGetSmCountTarget and the call log. */
+cublasStatus_t
+cublasSetSmCountTarget(cublasHandle_t handle, int smCountTarget)
+{
+    int ok = smCountTarget >= 0 && smCountTarget <= emu_gpu()->sm_count;
+    cublasStatus_t st = begin_setting(handle, ok, "cublasSetSmCountTarget");
+
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    handle->sm_count_target = smCountTarget;
+    pthread_mutex_unlock(&handle->lock);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* "obtains the value previously programmed to the library handle";
+ * INVALID_VALUE when smCountTarget is NULL. */
+cublasStatus_t
+cublasGetSmCountTarget(cublasHandle_t handle, int *smCountTarget)
+{
+    cublasStatus_t st = begin_setting(handle, smCountTarget != NULL,
+                                      "cublasGetSmCountTarget");
+
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    *smCountTarget = handle->sm_count_target;
     pthread_mutex_unlock(&handle->lock);
     return CUBLAS_STATUS_SUCCESS;
 }

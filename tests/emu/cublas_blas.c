@@ -669,6 +669,12 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
     st = gemm_kind_of(g, cfg.math_mode, &kind);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
+    if (emu_call_log_on() && g->ngroups > 0)
+        emu_call_log("%s m=%lld n=%lld k=%lld type_ab=%s groups=%lld "
+                     "sm_count_target=%d", g->name,
+                     (long long)g->groups[0].m, (long long)g->groups[0].n,
+                     (long long)g->groups[0].k, type_name(g->atype),
+                     (long long)g->ngroups, cfg.sm_count_target);
     fault = emu_fault_partial(g->name, CUBLAS_STATUS_EXECUTION_FAILED,
                               &partial);
     if (fault != 0 && !partial)

@@ -43,6 +43,7 @@ struct cublasContext {
     cublasMath_t math_mode;
     void *workspace;                 /* user workspace, or NULL */
     size_t workspace_size;
+    int sm_count_target;             /* 0: the device's */
 };
 
 /* A consistent copy of a handle's settings, taken once per call. */
@@ -51,6 +52,7 @@ struct emu_blas_config {
     CUstream stream;
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
+    int sm_count_target;
 };
 
 /* Copies the settings of `handle`. Fails with NOT_INITIALIZED for a NULL

@@ -13,6 +13,19 @@
 /* How FP32 operands are rounded before the multiply. */
 enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32 };
 
+/* A data type as the call log names it: "32F", "16F", "16BF". */
+static inline const char *
+type_name(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_R_32F: return "32F";
+    case CUDA_R_16F: return "16F";
+    case CUDA_R_16BF: return "16BF";
+    case CUDA_R_64F: return "64F";
+    default: return "other";
+    }
+}
+
 static inline size_t
 type_size(cudaDataType t)
 {

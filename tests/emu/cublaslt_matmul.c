@@ -49,6 +49,7 @@ struct lt_problem {
     int64_t bias_stride;
     int64_t aux_ld, aux_stride;
     int sm_count;               /* for the waves count */
+    int32_t sm_count_target;    /* the descriptor's (0: the device's) */
 };
 
 static size_t
@@ -406,6 +407,7 @@ problem_check(cublasLtMatmulDesc_t computeDesc, cublasLtMatrixLayout_t Adesc,
         (st = epilogue_of(desc, p)) != CUBLAS_STATUS_SUCCESS ||
         (st = epilogue_check(desc, p)) != CUBLAS_STATUS_SUCCESS)
         return st;
+    p->sm_count_target = desc->sm_count_target;
     p->sm_count = desc->sm_count_target > 0 ? desc->sm_count_target
                                             : emu_gpu()->sm_count;
     return CUBLAS_STATUS_SUCCESS;
@@ -587,6 +589,12 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
      * which the emulator does not implement. */
     if (pref->search_mode != CUBLASLT_SEARCH_BEST_FIT)
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (emu_call_log_on())
+        emu_call_log("cublasLtMatmulAlgoGetHeuristic m=%lld n=%lld k=%lld "
+                     "type_ab=%s sm_count_target=%d max_workspace=%llu",
+                     (long long)p.m, (long long)p.n, (long long)p.k,
+                     type_name(p.a.type), (int)p.sm_count_target,
+                     (unsigned long long)pref->max_workspace_bytes);
     count = heuristic(pref, &p, heuristicResultsArray, requestedAlgoCount);
     *returnAlgoCount = count;
     return count > 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
@@ -1183,6 +1191,12 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
         (st = algo_choose(&p, algo, workspace, workspaceSizeInBytes,
                           &chosen)) != CUBLAS_STATUS_SUCCESS)
         return st;
+    if (emu_call_log_on())
+        emu_call_log("cublasLtMatmul m=%lld n=%lld k=%lld type_ab=%s "
+                     "sm_count_target=%d workspace=%zu splitk=%d",
+                     (long long)p.m, (long long)p.n, (long long)p.k,
+                     type_name(p.a.type), (int)p.sm_count_target,
+                     workspaceSizeInBytes, (int)chosen.splitk);
     if (p.m == 0 || p.n == 0)
         return CUBLAS_STATUS_SUCCESS;
     st = pointers_check(&p, Cdesc, Ddesc, alpha, A, B, beta, C, D, desc);

@@ -3,6 +3,7 @@
 #include "core_state.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2042,6 +2043,34 @@ struct drv_launch {
      * 4 KB. */
     _Alignas(16) unsigned char params[4096];
 };
+
+/* ---- The call log (AMPSHIM_EMU_CALL_LOG=1) ---------------------------------- */
+
+int
+emu_call_log_on(void)
+{
+    static int on = -1;
+
+    if (on < 0) {
+        const char *s = secure_getenv("AMPSHIM_EMU_CALL_LOG");
+
+        on = s && strcmp(s, "1") == 0;
+    }
+    return on;
+}
+
+void
+emu_call_log(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* One stdio call: lines of several threads do not interleave. */
+    fprintf(stderr, "ampshim-emu: call %s\n", line);
+}
 
 /* AMPSHIM_EMU_KERNEL_STATS=1: per kernel, the launches that ran, the
  * bytes they were charged and their modelled time, on stderr at exit, and

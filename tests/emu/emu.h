@@ -128,6 +128,17 @@ int emu_fault(const char *what, int default_status);
  * fails them whole. */
 int emu_fault_partial(const char *what, int default_status, int *partial);
 
+/* ---- The call log ----------------------------------------------------------- */
+
+/* 1 when AMPSHIM_EMU_CALL_LOG=1: the library stand-ins' GEMM entry points
+ * then print one line per call they accept, with what the caller gave
+ * them, for tests that check what a caller passed on. */
+int emu_call_log_on(void);
+
+/* Prints "ampshim-emu: call " and the formatted text as one line on
+ * stderr. */
+void emu_call_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- Numerics ------------------------------------------------------------ */
 
 /* Bit-exact IEEE conversions: round to nearest even, subnormals, overflow

@@ -519,6 +519,51 @@ test_handle_math_mode(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+/* cublasSetSmCountTarget takes 0 (the device's) up to the device's
+ * multiprocessor count, refuses negative and larger values
+ * (INVALID_VALUE), and cublasGetSmCountTarget gives it back; neither
+ * changes the results. */
+static void
+test_handle_sm_count_target(void **state)
+{
+    cublasHandle_t h = handle_new();
+    int sms = 0, target = -1;
+
+    (void)state;
+    assert_int_equal(cudaDeviceGetAttribute(&sms,
+                                            cudaDevAttrMultiProcessorCount,
+                                            0),
+                     cudaSuccess);
+    assert_true(sms > 8);
+    assert_int_equal(cublasGetSmCountTarget(h, &target),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(target, 0);
+    assert_int_equal(cublasSetSmCountTarget(h, sms - 8),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetSmCountTarget(h, &target),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(target, sms - 8);
+    assert_int_equal(cublasSetSmCountTarget(h, sms + 1),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSetSmCountTarget(h, -1),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGetSmCountTarget(h, &target),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(target, sms - 8);
+    assert_int_equal(cublasSetSmCountTarget(h, sms), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSetSmCountTarget(h, 0), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetSmCountTarget(h, &target),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(target, 0);
+    assert_int_equal(cublasGetSmCountTarget(h, NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasSetSmCountTarget(NULL, 1),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasGetSmCountTarget(NULL, &target),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
 static void
 test_status_names(void **state)
 {
@@ -2630,6 +2675,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_handle_stream),
         cmocka_unit_test(test_handle_pointer_mode),
         cmocka_unit_test(test_handle_math_mode),
+        cmocka_unit_test(test_handle_sm_count_target),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_sgemm_transposes),
         cmocka_unit_test(test_sgemm_blocked_sizes),

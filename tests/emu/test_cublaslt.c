@@ -1151,6 +1151,43 @@ test_attributes(void **state)
     assert_int_equal(cublasLtMatmulPreferenceDestroy(pref), OK);
 }
 
+/* cuBLAS 12.x's atomic synchronisation attributes (27 and 28, the chunks
+ * of D's rows and columns, int32_t; 29 and 30, the input and output
+ * counters, device pointers) are gone from cuBLAS 13.1: its cublasLt.h
+ * has no CUBLASLT_MATMUL_DESC_ATOMIC_SYNC_*, and its libcublasLt.so.13
+ * answers INVALID_VALUE to Set and Get of 27 to 30 (the toolkit's library,
+ * asked on a machine without a GPU), as the emulator does. */
+static void
+test_atomic_sync_attributes_refused(void **state)
+{
+    cublasLtMatmulDesc_t desc;
+    int32_t chunks = 4, got = 0;
+    void *counters = (void *)(uintptr_t)0x1000;
+    size_t written = 99;
+
+    (void)state;
+    assert_int_equal(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F), OK);
+    for (int attr = 27; attr <= 30; attr++) {
+        cublasLtMatmulDescAttributes_t a = (cublasLtMatmulDescAttributes_t)attr;
+
+        assert_int_equal(cublasLtMatmulDescSetAttribute(desc, a, &chunks,
+                                                        sizeof(chunks)),
+                         INVALID);
+        assert_int_equal(cublasLtMatmulDescSetAttribute(desc, a, &counters,
+                                                        sizeof(counters)),
+                         INVALID);
+        assert_int_equal(cublasLtMatmulDescGetAttribute(desc, a, &got,
+                                                        sizeof(got),
+                                                        &written),
+                         INVALID);
+        assert_int_equal(cublasLtMatmulDescGetAttribute(desc, a, NULL, 0,
+                                                        &written),
+                         INVALID);
+    }
+    assert_int_equal(cublasLtMatmulDescDestroy(desc), OK);
+}
+
 /* The Init forms work in the caller's memory of the header's sizes (less
  * is ALLOC_FAILED), start from the defaults Create gives, and serve a
  * product; nothing is destroyed. */
@@ -1864,6 +1901,7 @@ main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handles_and_versions),
         cmocka_unit_test(test_attributes),
+        cmocka_unit_test(test_atomic_sync_attributes_refused),
         cmocka_unit_test(test_stack_descriptors),
         cmocka_unit_test(test_epilogues),
         cmocka_unit_test(test_orders_and_transposes),

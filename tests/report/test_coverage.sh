@@ -2,7 +2,8 @@
 # The coverage meter on the emulator, with coverage_mix (an FP32 SGEMM, an
 # FP32 SGEMM with alpha 0, a DGEMM, an HGEMM, a GemmEx on half operands
 # and an FP32 and a half convolution, of known shapes) in AMPSHIM_MODE=fp16
-# (without the baseline; with it, the shadow runs kept FP32):
+# (without the baseline; with it, the same, each FP32 call measured beside
+# its FP32 original):
 # - every call's status and output bytes as without the shim (the
 #   passthrough calls' and the kept one's bit for bit; the converted ones
 #   too, their data being exact in FP16);
@@ -82,20 +83,22 @@ sys.exit(1 if bad else 0)
 PY
 
 # With the baseline (the default) each of those calls is the first of its
-# shape at its site: it runs in shadow, its result FP32's, and counts as
-# kept FP32 (shadow), not as converted work.
+# shape at its site: its FP32 original runs beside it, but a forced mode
+# gives the program its own result, so it counts as converted work.
 LD_PRELOAD="$preload$lib" AMPSHIM_MODE=fp16 \
     AMPSHIM_REPORT=$tmp/baseline.json "$prog" >baseline.out 2>baseline.err ||
     fail "the run with the baseline failed"
 cmp -s plain.out baseline.out || fail "baseline: outputs differ"
 "$python" - "$tmp/baseline.json" <<'PY' || fail "baseline: coverage figures"
 import json, sys
-cov = json.load(open(sys.argv[1]))["coverage"]
-assert (cov["converted"]["calls"], cov["converted"]["flops"]) == (0, 0), cov
+report = json.load(open(sys.argv[1]))
+cov = report["coverage"]
+assert (cov["converted"]["calls"], cov["converted"]["flops"]) == (2, 102400), cov
 shadow = cov["fp32_kept"]["shadow"]
-assert (shadow["calls"], shadow["flops"]) == (2, 102400), shadow
-assert cov["converted_share"] == 0, cov["converted_share"]
-assert abs(cov["fp32_kept_share"] - 167936 / 378880) < 1e-12, cov
+assert (shadow["calls"], shadow["flops"]) == (0, 0), shadow
+assert abs(cov["converted_share"] - 102400 / 378880) < 1e-12, cov
+assert abs(cov["fp32_kept_share"] - 65536 / 378880) < 1e-12, cov
+assert report["totals"]["calls_fp32_measured"] == 2, report["totals"]
 PY
 
 line="coverage: 0.000379 GFLOP of GEMM and convolution work in 7 calls, "

@@ -310,7 +310,7 @@ ranks	NVIDIA H100 SXM (emulated) 4 0 - - -
 slowest	Slowest: rank 0
 sites	main (report_prog+0x
 sites	cublasSgemm_v2 2 4/4/4
-differ	cublasSgemm_v2: modes: 0=tf32+shadow 1=fp32
+differ	cublasSgemm_v2: modes: 0=tf32 1=fp32
 #script	0
 EOF
 page job "$out/job"

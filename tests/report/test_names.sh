@@ -96,15 +96,15 @@ for x in "3:$step_label" "2:$pair_label"; do
     n=${x%%:*} label=${x#*:}
     row=$(after fp16.err "$label" | sed 's/.*]: | .\{28\} //')
     read -r -a cols <<<"$row"
-    # The first call of each shape is its baseline, in shadow.
-    [[ ${cols[*]:0:4} == "cublasSgemm_v2 $n $n fp16+shadow:fp16" ]] ||
+    # The first call of each shape is its baseline, FP32 measured beside
+    # it: an fp16 call all the same (a forced mode forces every call).
+    [[ ${cols[*]:0:4} == "cublasSgemm_v2 $n $n fp16" ]] ||
         fail "fp16: exit table: '$label', then '$row'"
 done
 echo "exit table: '$step_label' and '$pair_label', each with its row below"
 
-# The trace: each event names its site's label; a shadow call (the first
-# of each shape, its baseline) is two events, its candidate and its FP32
-# original.
+# The trace: each event names its site's label; a baseline call (the first
+# of each shape) is two events, its candidate and its FP32 original.
 "$python" - "$tmp/trace.json" "$step_label" "$pair_label" <<'PY' ||
 import collections, json, sys
 events = [e for e in json.load(open(sys.argv[1]))["traceEvents"]
@@ -129,7 +129,7 @@ for report in names older; do
     for x in "3:$step_label" "2:$pair_label"; do
         n=${x%%:*} label=${x#*:}
         after "table_$report.out" "$label" |
-            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16\+shadow:fp16 " ||
+            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16 " ||
             fail "report $report: no '$label' line with its row below"
     done
     t "csv_$report" -- report --csv - "$tmp/$report.json"

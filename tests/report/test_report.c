@@ -243,10 +243,11 @@ test_report_numbers(void **state)
 }
 
 /* A site's or a shape's numbers: `calls` calls of FP32 time f and TF32
- * time t each, `shadow` of them in shadow mode, the rest in TF32, and
- * `flops` per call. */
+ * time t each, `shadow` of them beside their FP32 original (`delivered`
+ * of those giving the program the candidate's result: converted work),
+ * the rest in TF32, and `flops` per call. */
 struct expect_time {
-    double calls, shadow, f, t, flops;
+    double calls, shadow, f, t, flops, delivered;
 };
 
 static void
@@ -270,7 +271,8 @@ expect_times(const struct amp_json *rep, const char *prefix,
         converted += (e[i].calls - e[i].shadow) * e[i].t;
         shadow_f += e[i].shadow * e[i].f;
         flops += e[i].calls * e[i].flops;
-        flops_conv += (e[i].calls - e[i].shadow) * e[i].flops;
+        flops_conv += (e[i].calls - e[i].shadow + e[i].delivered) *
+                      e[i].flops;
         estimated += (e[i].calls - e[i].shadow) * e[i].f;
     }
     want[0] = fp32;
@@ -300,14 +302,16 @@ test_report_sites_and_shapes(void **state)
 {
     const double m2 = 128, n2 = 64, k2 = 256;
     const struct expect_time a = {CALLS, 2, gemm_ms(EMU_PREC_FP32),
-                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K};
+                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K,
+                                  0};
     /* Calls 1, 3 and 5 of second_site (1 and 3 in shadow), then 2 and 4
      * (both in shadow: the second shape's window is its own). */
     const struct expect_time b[2] = {
         {(CALLS + 1) / 2, 2, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
-         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2},
+         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2, 0},
         {CALLS / 2, 2, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
-         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2},
+         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2,
+         0},
     };
     char path[300], policy2[300];
     struct amp_test_env env;
@@ -380,22 +384,27 @@ test_report_sites_and_shapes(void **state)
 static void run_tool(char **argv, struct amp_test_run *r);
 
 /* AMPSHIM_MODE=tf32 converts every call; with AMPSHIM_BASELINE=first
- * (the default) the first call of each shape at each site runs in shadow
- * all the same, so every converted call has an FP32 time: the times are
- * those of `rule tf32 verify 1` per (site, shape). With the baseline off,
- * no call is measured: the FP32 times are unknown, the report says why,
- * and `ampshim report` prints "-" and that reason, never 0.000. */
+ * (the default) the first call of each shape at each site runs its FP32
+ * original beside it all the same, so every converted call has an FP32
+ * time: the times are those of `rule tf32 verify 1` per (site, shape),
+ * but the program gets the first call's TF32 result (a forced mode
+ * forces every call), counted as a tf32 call and converted work. With
+ * the baseline off, no call is measured: the FP32 times are unknown, the
+ * report says why, and `ampshim report` prints "-" and that reason, never
+ * 0.000. */
 static void
 test_baseline(void **state)
 {
     const double m2 = 128, n2 = 64, k2 = 256;
     const struct expect_time a = {CALLS, 1, gemm_ms(EMU_PREC_FP32),
-                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K};
+                                  gemm_ms(EMU_PREC_TF32), 2.0 * M * N * K,
+                                  1};
     const struct expect_time b[2] = {
         {(CALLS + 1) / 2, 1, gemm_ms_of(m2, n2, k2, EMU_PREC_FP32),
-         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2},
+         gemm_ms_of(m2, n2, k2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2, 1},
         {CALLS / 2, 1, gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_FP32),
-         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2},
+         gemm_ms_of(m2, n2, k2 / 2, EMU_PREC_TF32), 2.0 * m2 * n2 * k2 / 2,
+         1},
     };
     char path[300], off[300];
     char *report[] = {(char *)tool, "report", off, NULL};
@@ -412,9 +421,17 @@ test_baseline(void **state)
     assert_int_equal(r.code, 0);
     expect_schema(path);
     rep = load(path);
-    assert_int_equal((int)num(rep, "sites.0.modes.shadow"), 1);
-    assert_int_equal((int)num(rep, "sites.1.shapes.0.modes.shadow"), 1);
-    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.shadow"), 1);
+    assert_null(amp_json_get(at(rep, "sites.0.modes"), "shadow"));
+    assert_int_equal((int)num(rep, "sites.0.modes.tf32"), CALLS);
+    assert_int_equal((int)num(rep, "sites.1.shapes.0.modes.tf32"),
+                     (CALLS + 1) / 2);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.modes.tf32"),
+                     CALLS / 2);
+    assert_int_equal((int)num(rep, "totals.shadow"), 0);
+    assert_int_equal((int)num(rep, "sites.1.shapes.1.errors.shadow_calls"),
+                     1);
+    assert_close(num(rep, "coverage.converted_share"), 1.0,
+                 "converted share");
     expect_times(rep, "sites.0", &a, 1);
     expect_times(rep, "sites.1.shapes.0", &b[0], 1);
     expect_times(rep, "sites.1.shapes.1", &b[1], 1);
