@@ -20,8 +20,7 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_PEDANTIC] = "pedantic math on the handle",
     [AMP_GEMM_SKIP_UNSUPPORTED] = "not supported by the converted path",
     [AMP_GEMM_SKIP_LIBRARY] = "called from a library of NVIDIA's",
-    [AMP_GEMM_SKIP_ATOMIC_SYNC] = "atomic synchronisation with other "
-                                  "kernels",
+    [AMP_GEMM_SKIP_ATOMIC_SYNC] = "atomic synchronisation with kernels",
 };
 
 /* Host scalars of the fp16x3 steps: they live as long as the process. */
