@@ -137,6 +137,8 @@ fi
 # The emulator's model of this GPU, when it has one.
 case $gpu_name in
 *H100*) model=h100 ;;
+*H200*) model=h200 ;;
+*B200*) model=b200 ;;
 *A100*) model=a100 ;;
 *L4*) model=l4 ;;
 *4090*) model=rtx4090 ;;
