@@ -12,11 +12,21 @@
 /*
  * NVIDIA's published dense peaks (datasheets) plus the limits a program
  * reads through cuDeviceGetAttribute, and for each precision the share of
- * its peak that GEMM-like work reaches (docs/emulator.md, "The GPU
+ * its peak that cuBLAS reaches at large sizes (docs/emulator.md, "The GPU
  * models", names the source of every figure).
  *
- * GEMM-like work reaches 0.8 of each peak, streaming kernels 80-90 % of
- * bandwidth (0.85), and each queued op costs 3 us of launch latency.
+ * Hopper (h100, h200) and Blackwell (b200): published measurements, until
+ * this project's own (scripts/gpu-check.sh) replace them: cuBLAS reaches about
+ * 35-50 TFLOP/s in FP32 on an H100 SXM (0.65 of 66.9), about 320 in TF32
+ * (0.65 of 494.7) and 792 in BF16 (0.80 of 989.4; the Maximum Achievable
+ * Matmul FLOPS table of github.com/stas00/ml-engineering,
+ * compute/accelerator). Back-to-back kernels on one stream start about 1
+ * to 1.3 us apart when the host runs ahead (Hazy Research, "Look Ma, No
+ * Bubbles!", 2025: about 1.3 us per kernel on an H100 with CUDA graphs):
+ * 1.2 us per queued op. FP64 keeps 0.8 of the FP64 Tensor Core peak. The
+ * B200 takes the H100's shares until measured. Older GPUs: 0.8 of every
+ * peak and 3 us per queued op. Streaming kernels reach 80-90 % of
+ * bandwidth (0.85).
  *
  * The H200 is an H100 (same GH100 die, 132 SMs, rates and limits) with 141
  * GB of HBM3e at 4.8 TB/s on a 6144-bit bus (NVIDIA H200 datasheet) and 60
@@ -42,9 +52,9 @@ static const struct core_gpu_spec core_gpus[] = {
                  .fp32_tflops = 66.9, .tf32_tflops = 494.7,
                  .fp16_tflops = 989.4, .fp64_tflops = 66.9,
                  .bandwidth_tbs = 3.35,
-                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
-                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
-                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
         .clock_khz = 1980000, .mem_clock_khz = 2619000, .bus_width = 5120,
         .l2_bytes = 50 * 1024 * 1024, .max_threads_per_sm = 2048,
         .max_blocks_per_sm = 32, .smem_per_sm = 233472,
@@ -57,9 +67,9 @@ static const struct core_gpu_spec core_gpus[] = {
                  .fp32_tflops = 66.9, .tf32_tflops = 494.7,
                  .fp16_tflops = 989.4, .fp64_tflops = 66.9,
                  .bandwidth_tbs = 4.8,
-                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
-                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
-                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
         /* 4.8 TB/s over 6144 bits, double data rate: 3125 MHz. */
         .clock_khz = 1980000, .mem_clock_khz = 3125000, .bus_width = 6144,
         .l2_bytes = 60 * 1024 * 1024, .max_threads_per_sm = 2048,
@@ -73,9 +83,9 @@ static const struct core_gpu_spec core_gpus[] = {
                  .fp32_tflops = 75.0, .tf32_tflops = 1100.0,
                  .fp16_tflops = 2250.0, .fp64_tflops = 37.0,
                  .bandwidth_tbs = 7.7,
-                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
-                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
-                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
         /* 7.7 TB/s over 8192 bits, double data rate: 3760 MHz. */
         .clock_khz = 1965000, .mem_clock_khz = 3760000, .bus_width = 8192,
         .l2_bytes = 132644864, .max_threads_per_sm = 2048,
