@@ -16,9 +16,10 @@
  * models", names the source of every figure).
  *
  * Hopper (h100, h200) and Blackwell (b200): published measurements, until
- * this project's own (scripts/gpu-check.sh) replace them: cuBLAS reaches about
- * 35-50 TFLOP/s in FP32 on an H100 SXM (0.65 of 66.9), about 320 in TF32
- * (0.65 of 494.7) and 792 in BF16 (0.80 of 989.4; the Maximum Achievable
+ * this project's own (scripts/gpu-check.sh) replace them: cuBLAS is
+ * reported at about 35-50 TFLOP/s in FP32 on an H100 SXM (0.65 of 66.9)
+ * and about 320 in TF32 (0.65 of 494.7), with no primary source at hand,
+ * and measured at 792 in BF16 (0.80 of 989.4; the Maximum Achievable
  * Matmul FLOPS table of github.com/stas00/ml-engineering,
  * compute/accelerator). Back-to-back kernels on one stream start about 1
  * to 1.3 us apart when the host runs ahead (Hazy Research, "Look Ma, No
