@@ -25,12 +25,12 @@
 #
 # On a GPU (nvidia-smi lists one) times are measured, on that GPU. Without
 # one the program runs on the CPU device emulator (build/tests/emu) once per
-# modelled GPU (h100 a100 l4 rtx4090; BENCH_GPUS overrides), and the times
-# are the emulator's modelled times. The emulator computes every product on
-# the CPU (about 0.03 s per 1024^3 call on one core: scripts/bench_emu.sh),
-# so its default shapes stop at
-# 1024^3 and 2048x2048x256-sized skinny shapes, with 1 warm-up and 1 timed
-# call (modelled times are deterministic): about two minutes in all.
+# modelled GPU (h100 h200 b200 a100 l4 rtx4090; BENCH_GPUS overrides), and
+# the times are the emulator's modelled times. The emulator computes every
+# product on the CPU (about 0.03 s per 1024^3 call on one core:
+# scripts/bench_emu.sh), so its default shapes stop at 1024^3 and
+# 2048x2048x256-sized skinny shapes, with 1 warm-up and 1 timed call
+# (modelled times are deterministic): a few minutes in all.
 # --full runs 256^3 to 8192^3 and the 8192/256 skinny shapes (the default
 # on a GPU; hours on the emulator).
 # JOBS=N limits the build's parallel jobs.
@@ -77,7 +77,7 @@ if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n $gpus ]]; then
     shapes=${shapes:-$full}
 else
     kind=modelled
-    read -r -a gpu_list <<<"${BENCH_GPUS:-h100 a100 l4 rtx4090}"
+    read -r -a gpu_list <<<"${BENCH_GPUS:-h100 h200 b200 a100 l4 rtx4090}"
     env_run=(env "LD_LIBRARY_PATH=$emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
     bench_args=(--warmup 1 --reps 1)
     shapes=${shapes:-$small}
@@ -208,7 +208,7 @@ for gpu in "${gpu_list[@]}"; do
             then
                 roof=$(awk -v m="$m" -v n="$n" -v k="$k" -v l="$least" \
                     -v ms="$ms" -v f="$(model_field fp16_tflops "$tmp/err")" \
-                    -v fe="$(model_field math_efficiency "$tmp/err")" \
+                    -v fe="$(model_field fp16_efficiency "$tmp/err")" \
                     -v bw="$(model_field bandwidth_tbs "$tmp/err")" \
                     -v be="$(model_field mem_efficiency "$tmp/err")" \
                     'BEGIN { g = 2 * m * n * k / (f * 1e12 * fe)

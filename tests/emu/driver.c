@@ -2126,11 +2126,13 @@ drv_stats_print(void)
     if (!drv_stats_wanted())
         return;
     g = emu_gpu();
-    fprintf(stderr, "ampshim-emu: model %s fp16_tflops=%g fp32_tflops=%g "
-            "math_efficiency=%g bandwidth_tbs=%g mem_efficiency=%g "
-            "launch_us=%g\n", g->key, g->fp16_tflops, g->fp32_tflops,
-            g->math_efficiency, g->bandwidth_tbs, g->mem_efficiency,
-            g->launch_latency_us);
+    fprintf(stderr, "ampshim-emu: model %s fp16_tflops=%g "
+            "fp16_efficiency=%g tf32_tflops=%g tf32_efficiency=%g "
+            "fp32_tflops=%g fp32_efficiency=%g bandwidth_tbs=%g "
+            "mem_efficiency=%g launch_us=%g\n", g->key, g->fp16_tflops,
+            g->fp16_efficiency, g->tf32_tflops, g->tf32_efficiency,
+            g->fp32_tflops, g->fp32_efficiency, g->bandwidth_tbs,
+            g->mem_efficiency, g->launch_latency_us);
     pthread_mutex_lock(&drv_stats.lock);
     for (int i = 0; i < drv_stats.n; i++)
         fprintf(stderr, "ampshim-emu: kernel %s launches=%llu bytes=%.0f "

@@ -42,16 +42,29 @@ struct emu_gpu {
     double fp64_tflops;       /* FP64: Tensor Core (DMMA) peak where there
                                * is one, else the CUDA cores' */
     double bandwidth_tbs;     /* TB/s */
-    double math_efficiency;   /* achievable share of peak for GEMM-like work */
+    /* Achievable shares of each peak for GEMM-like work, what cuBLAS
+     * reaches at large sizes; the rate the model charges is peak times
+     * share (emu_model_tflops). */
+    double fp32_efficiency;
+    double tf32_efficiency;
+    double fp16_efficiency;
+    double fp64_efficiency;
     double mem_efficiency;    /* achievable share of bandwidth */
-    double launch_latency_us; /* per kernel or library launch */
+    double launch_latency_us; /* per queued kernel or library call: how far
+                               * apart back-to-back ops on a stream start */
 };
 
 /* The modelled GPU, chosen once by AMPSHIM_EMU_GPU (default "h100"). */
 const struct emu_gpu *emu_gpu(void);
 
+/* The rate in TFLOP/s the model charges math at `prec` on the modelled
+ * GPU: its published peak times its achievable share; 0 for
+ * EMU_PREC_NONE. */
+double emu_model_tflops(enum emu_prec prec);
+
 /* Modelled duration in nanoseconds of work doing `flops` at `prec` and
- * moving `bytes`: max(flops / rate, bytes / bandwidth) + launch latency. */
+ * moving `bytes`: max(flops / emu_model_tflops(prec), bytes / achievable
+ * bandwidth) + launch latency. */
 double emu_model_ns(double flops, enum emu_prec prec, double bytes);
 
 /* ---- Device memory ------------------------------------------------------ */

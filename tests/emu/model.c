@@ -9,35 +9,115 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* NVIDIA's published dense peaks (datasheets) plus the limits a program reads
- * through cuDeviceGetAttribute. Efficiencies: GEMM reaches 70-85 % of
- * peak, streaming kernels 80-90 % of bandwidth. FP64: the H100 SXM and
- * A100 datasheets' FP64 Tensor Core peaks (67 and 19.5 TFLOPS), which
- * cuBLAS's DGEMM reaches; Ada (L4, RTX 4090) has no FP64 Tensor Cores and
- * runs FP64 at 1/64 of its FP32 rate (Ada whitepaper). */
+/*
+ * NVIDIA's published dense peaks (datasheets) plus the limits a program
+ * reads through cuDeviceGetAttribute, and for each precision the share of
+ * its peak that cuBLAS reaches at large sizes (docs/emulator.md, "The GPU
+ * models", names the source of every figure).
+ *
+ * Hopper (h100, h200) and Blackwell (b200): published measurements, until
+ * this project's own (scripts/gpu-check.sh) replace them: cuBLAS is
+ * reported at about 35-50 TFLOP/s in FP32 on an H100 SXM (0.65 of 66.9)
+ * and about 320 in TF32 (0.65 of 494.7), with no primary source at hand,
+ * and measured at 792 in BF16 (0.80 of 989.4; the Maximum Achievable
+ * Matmul FLOPS table of github.com/stas00/ml-engineering,
+ * compute/accelerator). Back-to-back kernels on one stream start about 1
+ * to 1.3 us apart when the host runs ahead (Hazy Research, "Look Ma, No
+ * Bubbles!", 2025: about 1.3 us per kernel on an H100 with CUDA graphs):
+ * 1.2 us per queued op. FP64 keeps 0.8 of the FP64 Tensor Core peak. The
+ * B200 takes the H100's shares until measured. Older GPUs: 0.8 of every
+ * peak and 3 us per queued op. Streaming kernels reach 80-90 % of
+ * bandwidth (0.85).
+ *
+ * The H200 is an H100 (same GH100 die, 132 SMs, rates and limits) with 141
+ * GB of HBM3e at 4.8 TB/s on a 6144-bit bus (NVIDIA H200 datasheet) and 60
+ * MB of L2 (what PyTorch reads on an H200). The B200: 148 SMs, compute
+ * capability 10.0, per GPU of the HGX B200 (nvidia.com/en-us/data-center/
+ * hgx): FP32 75, TF32 2.2 PFLOPS sparse (1,100 dense), FP16/BF16 4.5
+ * PFLOPS sparse (2,250 dense), FP64 and FP64 Tensor Core 37 TFLOPS, 180 GB
+ * of HBM3e at 7.7 TB/s; the Blackwell tuning guide
+ * (docs.nvidia.com/cuda/blackwell-tuning-guide): 64 warps and 32 blocks
+ * per SM, 228 KB of shared memory per SM and 227 KB per block, 126 MB of
+ * L2 (a B200 reports 132644864 bytes).
+ *
+ * FP64 on the H100, H200, B200 and A100: the FP64 Tensor Core peaks (67,
+ * 37 and 19.5 TFLOPS), which cuBLAS's DGEMM reaches; Ada (L4, RTX 4090)
+ * has no FP64 Tensor Cores and runs FP64 at 1/64 of its FP32 rate (Ada
+ * whitepaper).
+ */
 static const struct core_gpu_spec core_gpus[] = {
     {
-        .pub = { "h100", "NVIDIA H100 SXM (emulated)", 9, 0, 132,
-                 (size_t)(80 * GIB), 66.9, 494.7, 989.4, 66.9, 3.35,
-                 0.8, 0.85, 3.0 },
+        .pub = { .key = "h100", .name = "NVIDIA H100 SXM (emulated)",
+                 .cc_major = 9, .cc_minor = 0, .sm_count = 132,
+                 .total_mem = (size_t)(80 * GIB),
+                 .fp32_tflops = 66.9, .tf32_tflops = 494.7,
+                 .fp16_tflops = 989.4, .fp64_tflops = 66.9,
+                 .bandwidth_tbs = 3.35,
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
         .clock_khz = 1980000, .mem_clock_khz = 2619000, .bus_width = 5120,
         .l2_bytes = 50 * 1024 * 1024, .max_threads_per_sm = 2048,
         .max_blocks_per_sm = 32, .smem_per_sm = 233472,
         .smem_per_block_optin = 232448, .pci_bus = 0x18,
     },
     {
-        .pub = { "a100", "NVIDIA A100 SXM 80GB (emulated)", 8, 0, 108,
-                 (size_t)(80 * GIB), 19.5, 156.0, 312.0, 19.5, 2.04,
-                 0.8, 0.85, 3.0 },
+        .pub = { .key = "h200", .name = "NVIDIA H200 (emulated)",
+                 .cc_major = 9, .cc_minor = 0, .sm_count = 132,
+                 .total_mem = (size_t)(141 * GIB),
+                 .fp32_tflops = 66.9, .tf32_tflops = 494.7,
+                 .fp16_tflops = 989.4, .fp64_tflops = 66.9,
+                 .bandwidth_tbs = 4.8,
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
+        /* 4.8 TB/s over 6144 bits, double data rate: 3125 MHz. */
+        .clock_khz = 1980000, .mem_clock_khz = 3125000, .bus_width = 6144,
+        .l2_bytes = 60 * 1024 * 1024, .max_threads_per_sm = 2048,
+        .max_blocks_per_sm = 32, .smem_per_sm = 233472,
+        .smem_per_block_optin = 232448, .pci_bus = 0x18,
+    },
+    {
+        .pub = { .key = "b200", .name = "NVIDIA B200 (emulated)",
+                 .cc_major = 10, .cc_minor = 0, .sm_count = 148,
+                 .total_mem = (size_t)(180 * GIB),
+                 .fp32_tflops = 75.0, .tf32_tflops = 1100.0,
+                 .fp16_tflops = 2250.0, .fp64_tflops = 37.0,
+                 .bandwidth_tbs = 7.7,
+                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
+                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
+        /* 7.7 TB/s over 8192 bits, double data rate: 3760 MHz. */
+        .clock_khz = 1965000, .mem_clock_khz = 3760000, .bus_width = 8192,
+        .l2_bytes = 132644864, .max_threads_per_sm = 2048,
+        .max_blocks_per_sm = 32, .smem_per_sm = 233472,
+        .smem_per_block_optin = 232448, .pci_bus = 0x18,
+    },
+    {
+        .pub = { .key = "a100", .name = "NVIDIA A100 SXM 80GB (emulated)",
+                 .cc_major = 8, .cc_minor = 0, .sm_count = 108,
+                 .total_mem = (size_t)(80 * GIB),
+                 .fp32_tflops = 19.5, .tf32_tflops = 156.0,
+                 .fp16_tflops = 312.0, .fp64_tflops = 19.5,
+                 .bandwidth_tbs = 2.04,
+                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
+                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
         .clock_khz = 1410000, .mem_clock_khz = 1593000, .bus_width = 5120,
         .l2_bytes = 40 * 1024 * 1024, .max_threads_per_sm = 2048,
         .max_blocks_per_sm = 32, .smem_per_sm = 167936,
         .smem_per_block_optin = 166912, .pci_bus = 0x07,
     },
     {
-        .pub = { "l4", "NVIDIA L4 (emulated)", 8, 9, 58,
-                 (size_t)(24 * GIB), 30.3, 60.0, 121.0, 0.47, 0.30,
-                 0.8, 0.85, 3.0 },
+        .pub = { .key = "l4", .name = "NVIDIA L4 (emulated)",
+                 .cc_major = 8, .cc_minor = 9, .sm_count = 58,
+                 .total_mem = (size_t)(24 * GIB),
+                 .fp32_tflops = 30.3, .tf32_tflops = 60.0,
+                 .fp16_tflops = 121.0, .fp64_tflops = 0.47,
+                 .bandwidth_tbs = 0.30,
+                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
+                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
         .clock_khz = 2040000, .mem_clock_khz = 6251000, .bus_width = 192,
         .l2_bytes = 48 * 1024 * 1024, .max_threads_per_sm = 1536,
         .max_blocks_per_sm = 24, .smem_per_sm = 102400,
@@ -46,9 +126,16 @@ static const struct core_gpu_spec core_gpus[] = {
     {
         /* FP16 Tensor Core rate with FP32 accumulate: half the
          * FP16-accumulate rate on GeForce parts. */
-        .pub = { "rtx4090", "NVIDIA GeForce RTX 4090 (emulated)", 8, 9, 128,
-                 (size_t)(24 * GIB), 82.6, 82.6, 165.2, 1.29, 1.01,
-                 0.8, 0.85, 3.0 },
+        .pub = { .key = "rtx4090",
+                 .name = "NVIDIA GeForce RTX 4090 (emulated)",
+                 .cc_major = 8, .cc_minor = 9, .sm_count = 128,
+                 .total_mem = (size_t)(24 * GIB),
+                 .fp32_tflops = 82.6, .tf32_tflops = 82.6,
+                 .fp16_tflops = 165.2, .fp64_tflops = 1.29,
+                 .bandwidth_tbs = 1.01,
+                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
+                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
         .clock_khz = 2520000, .mem_clock_khz = 10501000, .bus_width = 384,
         .l2_bytes = 72 * 1024 * 1024, .max_threads_per_sm = 1536,
         .max_blocks_per_sm = 24, .smem_per_sm = 102400,
@@ -77,7 +164,8 @@ core_gpu_choose(void)
         }
     }
     fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_GPU=%s is not a known GPU "
-            "(accepted: h100, a100, l4, rtx4090); using h100\n", want);
+            "(accepted: h100, h200, b200, a100, l4, rtx4090); using h100\n",
+            want);
 }
 
 const struct core_gpu_spec *
@@ -94,21 +182,29 @@ emu_gpu(void)
 }
 
 double
+emu_model_tflops(enum emu_prec prec)
+{
+    const struct emu_gpu *gpu = emu_gpu();
+
+    switch (prec) {
+    case EMU_PREC_FP32: return gpu->fp32_tflops * gpu->fp32_efficiency;
+    case EMU_PREC_TF32: return gpu->tf32_tflops * gpu->tf32_efficiency;
+    case EMU_PREC_FP16: return gpu->fp16_tflops * gpu->fp16_efficiency;
+    case EMU_PREC_FP64: return gpu->fp64_tflops * gpu->fp64_efficiency;
+    case EMU_PREC_NONE: break;
+    }
+    return 0.0;
+}
+
+double
 emu_model_ns(double flops, enum emu_prec prec, double bytes)
 {
     const struct emu_gpu *gpu = emu_gpu();
-    double tflops = 0.0, math_ns = 0.0, mem_ns = 0.0;
+    double tflops = emu_model_tflops(prec), math_ns = 0.0, mem_ns = 0.0;
 
-    switch (prec) {
-    case EMU_PREC_FP32: tflops = gpu->fp32_tflops; break;
-    case EMU_PREC_TF32: tflops = gpu->tf32_tflops; break;
-    case EMU_PREC_FP16: tflops = gpu->fp16_tflops; break;
-    case EMU_PREC_FP64: tflops = gpu->fp64_tflops; break;
-    case EMU_PREC_NONE: break;
-    }
     /* 1 TFLOP/s is 1e3 flop per ns, 1 TB/s is 1e3 bytes per ns. */
     if (tflops > 0.0 && flops > 0.0)
-        math_ns = flops / (tflops * 1e3 * gpu->math_efficiency);
+        math_ns = flops / (tflops * 1e3);
     if (bytes > 0.0)
         mem_ns = bytes / (gpu->bandwidth_tbs * 1e3 * gpu->mem_efficiency);
     return (math_ns > mem_ns ? math_ns : mem_ns) +

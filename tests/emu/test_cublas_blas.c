@@ -2038,7 +2038,7 @@ test_fp64_modelled_time(void **state)
     assert_int_equal(cudaEventRecord(stop, NULL), cudaSuccess);
     assert_int_equal(cudaEventSynchronize(stop), cudaSuccess);
     assert_int_equal(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
-    math_ms = flops / (g->fp64_tflops * 1e9 * g->math_efficiency);
+    math_ms = flops / (g->fp64_tflops * 1e9 * g->fp64_efficiency);
     mem_ms = bytes / (g->bandwidth_tbs * 1e9 * g->mem_efficiency);
     want = (math_ms > mem_ms ? math_ms : mem_ms) +
            g->launch_latency_us * 1e-3;

@@ -1711,12 +1711,13 @@ test_heuristics(void **state)
 
 /* ---- Streams and modelled time ------------------------------------------------ */
 
-/* The roofline, from the modelled GPU's published rates. */
+/* The roofline, from the modelled GPU's published rates and the shares
+ * of them it delivers (tflops: peak times share). */
 static double
 roofline_ms(double flops, double tflops, double bytes)
 {
     const struct emu_gpu *g = emu_gpu();
-    double math = flops / (tflops * 1e9 * g->math_efficiency);
+    double math = flops / (tflops * 1e9);
     double mem = bytes / (g->bandwidth_tbs * 1e9 * g->mem_efficiency);
 
     return (math > mem ? math : mem) + g->launch_latency_us * 1e-3;
@@ -1734,7 +1735,9 @@ test_stream_order_and_time(void **state)
         CUBLAS_COMPUTE_32F_FAST_16F,
     };
     const struct emu_gpu *g = emu_gpu();
-    double rates[] = { g->fp32_tflops, g->tf32_tflops, g->fp16_tflops };
+    double rates[] = { g->fp32_tflops * g->fp32_efficiency,
+                       g->tf32_tflops * g->tf32_efficiency,
+                       g->fp16_tflops * g->fp16_efficiency };
     size_t nn = (size_t)NN * NN;
     float *ones = malloc(nn * 4), *got = malloc(nn * 4);
     float alpha = 1.0f, beta = 0.0f, ms[3];

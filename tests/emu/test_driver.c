@@ -1034,25 +1034,106 @@ test_sticky_error(void **state)
     assert_int_equal(run_child("sticky", NULL, NULL), 0);
 }
 
+/* What the driver reports for each modelled GPU (tests/emu/model.c names
+ * the sources): name, memory, compute capability, SMs, L2, shared memory
+ * per SM and per block, and the published bandwidth and launch latency a
+ * device-to-device copy is timed with. */
+struct model_want {
+    const char *key;
+    const char *name;
+    double mem_gib;
+    int cc_major, cc_minor, sm_count, l2_bytes, smem_sm, smem_block;
+    double bandwidth_tbs, launch_us;
+};
+
+static const struct model_want model_wants[] = {
+    { "h100", "NVIDIA H100 SXM (emulated)", 80, 9, 0, 132, 50 << 20,
+      233472, 232448, 3.35, 1.2 },
+    { "h200", "NVIDIA H200 (emulated)", 141, 9, 0, 132, 60 << 20, 233472,
+      232448, 4.8, 1.2 },
+    { "b200", "NVIDIA B200 (emulated)", 180, 10, 0, 148, 132644864,
+      233472, 232448, 7.7, 1.2 },
+    { "a100", "NVIDIA A100 SXM 80GB (emulated)", 80, 8, 0, 108, 40 << 20,
+      167936, 166912, 2.04, 3.0 },
+};
+
+static int
+attribute_is(CUdevice_attribute attr, int want)
+{
+    int v = -1;
+
+    return cuDeviceGetAttribute(&v, attr, 0) == CUDA_SUCCESS && v == want;
+}
+
+/* In a child with AMPSHIM_EMU_GPU set: the device is the GPU it names, and
+ * a 64 MiB device-to-device copy between events takes its bytes, read and
+ * written, over 0.85 of the published bandwidth plus one launch. */
 static int
 child_model(void)
 {
+    const char *key = getenv("AMPSHIM_EMU_GPU");
+    const struct model_want *w = NULL;
+    size_t bytes = (size_t)64 << 20, total = 0;
     char name[256];
-    int cc;
+    CUdeviceptr a, b;
+    CUevent e0, e1;
+    float ms;
+    double want;
 
-    if (cuInit(0) || cuDeviceGetName(name, sizeof(name), 0) ||
-        cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                             0))
+    for (size_t i = 0; i < sizeof(model_wants) / sizeof(model_wants[0]); i++)
+        if (key && strcmp(key, model_wants[i].key) == 0)
+            w = &model_wants[i];
+    if (!w)
         return 40;
-    return strcmp(name, "NVIDIA A100 SXM 80GB (emulated)") == 0 && cc == 8
-               ? 0
-               : 41;
+    if (cuInit(0) || cuDeviceGetName(name, sizeof(name), 0) ||
+        strcmp(name, w->name) != 0)
+        return 41;
+    if (cuDeviceTotalMem(&total, 0) ||
+        total != (size_t)(w->mem_gib * 1024 * 1024 * 1024))
+        return 42;
+    if (!attribute_is(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                      w->cc_major) ||
+        !attribute_is(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                      w->cc_minor))
+        return 43;
+    if (!attribute_is(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, w->sm_count))
+        return 44;
+    if (!attribute_is(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, w->l2_bytes) ||
+        !attribute_is(
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            w->smem_sm) ||
+        !attribute_is(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                      w->smem_block))
+        return 45;
+    child_bring_up();
+    if (cuMemAlloc(&a, bytes) || cuMemAlloc(&b, bytes) ||
+        cuEventCreate(&e0, 0) || cuEventCreate(&e1, 0) ||
+        cuEventRecord(e0, NULL) || cuMemcpyDtoDAsync(b, a, bytes, NULL) ||
+        cuEventRecord(e1, NULL) || cuEventSynchronize(e1) ||
+        cuEventElapsedTime(&ms, e0, e1))
+        return 46;
+    want = 2.0 * (double)bytes / (w->bandwidth_tbs * 1e12 * 0.85) * 1e3 +
+           w->launch_us * 1e-3;
+    if (fabs(ms - want) > 1e-4 * want) {
+        fprintf(stderr, "%s: copy %.6f ms, want %.6f ms\n", key, ms, want);
+        return 47;
+    }
+    return 0;
 }
 
 static void
 test_gpu_choice(void **state)
 {
-    assert_int_equal(run_child("model", "AMPSHIM_EMU_GPU", "a100"), 0);
+    (void)state;
+    for (size_t i = 0; i < sizeof(model_wants) / sizeof(model_wants[0]);
+         i++) {
+        int rc = run_child("model", "AMPSHIM_EMU_GPU", model_wants[i].key);
+
+        if (rc != 0)
+            print_error("AMPSHIM_EMU_GPU=%s: check %d failed\n",
+                        model_wants[i].key, rc);
+        assert_int_equal(rc, 0);
+    }
 }
 
 int

@@ -170,10 +170,12 @@ test_calibrate_and_replay(void **state)
         read_verdict(text, &verdicts[i], action);
         assert_string_equal(action, verdicts[i].mode);
     }
-    /* The rejected candidates, with their reasons. */
+    /* The rejected candidates, with their reasons: dense_layer's fp16,
+     * bf16 and fp16x3 (on the H100 model fp16x3's three half products
+     * beat FP32 at 1024^3, but not tf32). */
     assert_true(amp_test_count_lines_with(text, "error over the tolerance "
                                           "0.005") >= 3);
-    assert_int_equal(amp_test_count_lines_with(text, "slower than tf32"), 2);
+    assert_int_equal(amp_test_count_lines_with(text, "slower than tf32"), 3);
     assert_true(amp_test_count_lines_with(text, "not faster than fp32") >= 8);
     assert_true(verdicts[1].speedup > 1.0 && verdicts[1].max_rel <= 5e-3);
     assert_true(verdicts[2].speedup > 1.0 && verdicts[2].max_rel <= 5e-3);

@@ -149,7 +149,7 @@ chart-error	tolerance 1.0e-09
 chart-error	max rel err: 0.000236866 0.000237 DEMOTED
 sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog+0x
-shapes	128x128x128 NN 4 2 2 (demoted) 0.25x 0.34x 2.37e-04 / 1.0e-09 OVER
+shapes	128x128x128 NN 4 2 2 (demoted) 0.26x 0.35x 2.37e-04 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
 shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
@@ -221,7 +221,7 @@ chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
 shapes	1024x1024x1024 NN 6 6 0
 shapes	auto: tf32 (fp16
-shapes	; tf32 5.12x 1.7e-04)
+shapes	; tf32 6.42x 1.7e-04)
 why-fp32	None: every call at the sites ran converted.
 next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED

@@ -7,8 +7,10 @@
  * convolutions' alone (from the report); the convolutions carry most of
  * the FLOPs. Every such shape chose the fastest candidate within the
  * tolerance: on the H100 model the fully connected layers' GEMMs convert
- * and gain, and the convolutions, slower converted than cuDNN's TF32 FP32,
- * stay FP32. The test accuracy after the same steps is within 1
+ * and gain, and the convolutions of fewer than 128 input channels,
+ * slower converted than cuDNN's TF32 FP32, stay FP32 (of 128 and more,
+ * some gain a little converted and convert). The test accuracy after the
+ * same steps is within 1
  * percentage point of FP32. TRAIN and TEST images
  * (default 8192 and 1024: 16 steps); the default suites run fewer (the
  * arguments in meson.build). fc-lt: both runs with --fc-lt (the fully
@@ -147,12 +149,13 @@ static double reached_flops, reached_conv_flops;
 
 /* auto's choice at a shape: made, the fastest candidate within the
  * tolerance (or fp32 when none is faster than FP32), every shadow call a
- * candidate's; the convolutions (on the H100 model, slower converted than
- * cuDNN's TF32 FP32) stay FP32, the GEMMs convert. Returns the number of
- * shadow calls. */
+ * candidate's; the GEMMs convert, and the convolutions with fewer than 128
+ * input channels (narrow: on the H100 model every candidate is slower
+ * than cuDNN's TF32 FP32 there) stay FP32. Returns the number of shadow
+ * calls. */
 static double
-check_auto(const struct amp_json *shape, int is_conv, double calls,
-           double converted)
+check_auto(const struct amp_json *shape, int is_conv, int narrow,
+           double calls, double converted)
 {
     const struct amp_json *a = amp_json_get(shape, "auto");
     const struct amp_json *cands = amp_json_get(a, "candidates");
@@ -175,10 +178,10 @@ check_auto(const struct amp_json *shape, int is_conv, double calls,
         }
     }
     assert_string_equal(choice, best);
-    if (is_conv)
-        assert_string_equal(choice, "fp32");
-    else
+    if (!is_conv)
         assert_string_not_equal(choice, "fp32");
+    else if (narrow)
+        assert_string_equal(choice, "fp32");
     /* The choice converts the calls after the measurements; fp32 keeps
      * them FP32 (reason auto). */
     assert_true(issued >= 3 && issued <= calls);
@@ -201,6 +204,7 @@ check_shape(const struct amp_json *shape, int is_conv)
 {
     const struct amp_json *dims = amp_json_get(shape, "dims");
     double converted = amp_json_num(amp_json_get(shape, "converted"), -1.0);
+    double channels = 0.0;
     double calls = amp_json_num(amp_json_get(shape, "calls"), -1.0);
     double shadow = amp_json_num(amp_json_get(amp_json_get(shape, "modes"),
                                               "shadow"), 0.0);
@@ -214,7 +218,8 @@ check_shape(const struct amp_json *shape, int is_conv)
 
         assert_non_null(x);
         assert_true(x->count >= 2);
-        small = amp_json_num(&x->items[1], -1.0) == 1.0;
+        channels = amp_json_num(&x->items[1], -1.0);
+        small = channels == 1.0;
     } else {
         small = amp_json_num(amp_json_get(dims, "m"), -1.0) == 10.0 ||
                 amp_json_num(amp_json_get(dims, "n"), -1.0) == 10.0 ||
@@ -224,7 +229,8 @@ check_shape(const struct amp_json *shape, int is_conv)
         assert_true(converted == 0.0);
         return;
     }
-    assert_true(shadow == check_auto(shape, is_conv, calls, converted));
+    assert_true(shadow == check_auto(shape, is_conv, channels < 128.0, calls,
+                                     converted));
     shadow_calls += shadow;
     reached_flops += flops;
     if (is_conv)
@@ -236,8 +242,8 @@ check_shape(const struct amp_json *shape, int is_conv)
  * *converted_sites when it took the converted path for any call (shadow
  * calls included). Times modelled on the H100 (README, the demo): a site
  * of the fully connected layers' GEMMs gains, one of the convolutions,
- * whose candidates against cuDNN's TF32 FP32 are slower, loses what its
- * shadow calls cost. */
+ * whose candidates against cuDNN's TF32 FP32 are slower or gain little,
+ * loses what its shadow calls cost. */
 static void
 check_site(const struct amp_json *site, double *conv,
            double *conv_converted, int *converted_sites)
@@ -360,15 +366,15 @@ test_converted_and_accurate(void **state)
      * convolutions carry most of the work. At least 90 % of the FLOPs (75 %
      * of the convolutions') took the converted path: the shapes auto
      * measures, then decides. What ran converted is the GEMMs' calls after
-     * their measurements; no convolution converted (auto keeps them
-     * FP32). */
+     * their measurements and those of the convolutions auto converted;
+     * the narrow ones stayed FP32, so not all of the convolutions'. */
     assert_true(fabs(flops - (want_conv + want_gemm)) <= 1e-9 * flops);
     assert_true(fabs(conv - want_conv) <= 1e-9 * conv);
     assert_true(conv >= 0.75 * flops);
     assert_true(reached_flops >= 0.90 * flops);
     assert_true(reached_conv_flops >= 0.75 * conv);
     assert_true(share > 0.0 && share < reached_flops / flops);
-    assert_true(conv_converted == 0.0);
+    assert_true(conv_converted < conv);
     assert_int_equal(amp_json_num(amp_json_get(tot, "fallback"), -1.0), 0);
     /* The three sites of the convolutions and the three of the fully
      * connected layers' GEMMs took the converted path, each shape
