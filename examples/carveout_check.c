@@ -42,31 +42,6 @@
 
 static int failed;
 
-static float *
-host_data(size_t n, uint64_t *seed)
-{
-    float *v = malloc(n * sizeof(*v));
-
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = rng_float(seed, 1.0f);
-    return v;
-}
-
-static void *
-device_copy(const void *host, size_t bytes)
-{
-    void *dev = NULL;
-
-    if (cudaMalloc(&dev, bytes) != cudaSuccess)
-        return NULL;
-    if (host && cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) !=
-                    cudaSuccess) {
-        cudaFree(dev);
-        return NULL;
-    }
-    return dev;
-}
-
 /* The worst error / bound of C = A B (compact, column-major, A m x k, B
  * k x n), its hash, and the case line. */
 static void

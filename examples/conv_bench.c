@@ -335,20 +335,6 @@ usage(FILE *f)
             "  exit 0 every line printed, 2 usage, 3 a failed call\n");
 }
 
-static int
-parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* A comma-separated list of names from `names`: on[i] set for each. */
 static int
 parse_list(const char *s, const char *const *names, int count, int *on)
@@ -400,10 +386,10 @@ parse_options(int argc, char **argv, struct options *o)
                 d[3] < 1 || d[4] < 1 || d[5] < 1)
                 return -1;
         } else if (strcmp(arg, "--warmup") == 0) {
-            if (parse_int(val, 0, 100000, &o->warmup))
+            if (parse_int_range(val, 0, 100000, &o->warmup))
                 return -1;
         } else if (strcmp(arg, "--reps") == 0) {
-            if (parse_int(val, 1, 100000, &o->reps))
+            if (parse_int_range(val, 1, 100000, &o->reps))
                 return -1;
         } else if (strcmp(arg, "--math") == 0) {
             int m = 0, count = (int)(sizeof(maths) / sizeof(maths[0]));

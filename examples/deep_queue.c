@@ -570,20 +570,6 @@ usage(FILE *f)
             "  exit 0 ran, 2 usage, 3 a failed call\n");
 }
 
-static int
-parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* 0 to run, 1 after --help, -1 on a bad option. */
 static int
 parse_options(int argc, char **argv, struct options *o)
@@ -612,16 +598,16 @@ parse_options(int argc, char **argv, struct options *o)
             return -1;
         i++;
         if (strcmp(arg, "--long") == 0) {
-            if (parse_int(val, 1, 65536, &o->long_n))
+            if (parse_int_range(val, 1, 65536, &o->long_n))
                 return -1;
         } else if (strcmp(arg, "--gemms") == 0) {
-            if (parse_int(val, 0, 10000000, &o->gemms))
+            if (parse_int_range(val, 0, 10000000, &o->gemms))
                 return -1;
         } else if (strcmp(arg, "--gemm-size") == 0) {
-            if (parse_int(val, 1, 16384, &o->gemm_size))
+            if (parse_int_range(val, 1, 16384, &o->gemm_size))
                 return -1;
         } else if (strcmp(arg, "--convs") == 0) {
-            if (parse_int(val, 0, 10000000, &o->convs))
+            if (parse_int_range(val, 0, 10000000, &o->convs))
                 return -1;
         } else if (strcmp(arg, "--conv") == 0) {
             int *d = o->conv, used = 0;

@@ -91,6 +91,49 @@ rng_float(uint64_t *state, float scale)
     return (float)bits * 0x1p-23f * scale;
 }
 
+/* n floats uniform in [-1, 1) from *seed; NULL when out of memory. */
+static inline float *
+host_data(size_t n, uint64_t *seed)
+{
+    float *v = malloc(n * sizeof(*v));
+
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = rng_float(seed, 1.0f);
+    return v;
+}
+
+/* A device copy of `bytes` of host (uninitialised when host is NULL);
+ * NULL when the allocation or the copy fails. */
+static inline void *
+device_copy(const void *host, size_t bytes)
+{
+    void *dev = NULL;
+
+    if (cudaMalloc(&dev, bytes) != cudaSuccess)
+        return NULL;
+    if (host && cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) !=
+                    cudaSuccess) {
+        cudaFree(dev);
+        return NULL;
+    }
+    return dev;
+}
+
+/* A decimal integer in [min, max] into *out: 0, or -1 when s is not one. */
+static inline int
+parse_int_range(const char *s, int min, int max, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 static inline uint64_t
 fnv1a64(const void *data, size_t len, uint64_t h)
 {

@@ -49,31 +49,6 @@ print_case(const char *name, long m, int n, int k, const char *ops,
     *failed += !ok;
 }
 
-static float *
-host_data(size_t n, uint64_t *seed)
-{
-    float *v = malloc(n * sizeof(*v));
-
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = rng_float(seed, 1.0f);
-    return v;
-}
-
-static void *
-device_copy(const void *host, size_t bytes)
-{
-    void *dev = NULL;
-
-    if (cudaMalloc(&dev, bytes) != cudaSuccess)
-        return NULL;
-    if (host && cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) !=
-                    cudaSuccess) {
-        cudaFree(dev);
-        return NULL;
-    }
-    return dev;
-}
-
 /* ---- cuBLAS ----------------------------------------------------------- */
 
 enum gemm_api { SGEMM, BATCHED, STRIDED };

@@ -399,20 +399,6 @@ usage(FILE *f)
             "3 a failed call\n");
 }
 
-static int
-parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -433,10 +419,10 @@ main(int argc, char **argv)
             return EXIT_ALL_PASS;
         }
         if (i + 1 < argc && strcmp(argv[i], "--n") == 0 &&
-            parse_int(argv[i + 1], 1, 32768, &r.n) == 0) {
+            parse_int_range(argv[i + 1], 1, 32768, &r.n) == 0) {
             i++;
         } else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0 &&
-                   parse_int(argv[i + 1], 1, 1000, &r.reps) == 0) {
+                   parse_int_range(argv[i + 1], 1, 1000, &r.reps) == 0) {
             i++;
         } else if (i + 1 < argc && strcmp(argv[i], "--library") == 0) {
             library = argv[++i];
