@@ -60,16 +60,6 @@ struct bench {
     cudaEvent_t start, stop;
 };
 
-static int
-cudnn_failed(const char *what, cudnnStatus_t s)
-{
-    if (s == CUDNN_STATUS_SUCCESS)
-        return 0;
-    fprintf(stderr, EXAMPLE_PROG ": %s failed: %s (%d)\n", what,
-            cudnnGetErrorString(s), (int)s);
-    return 1;
-}
-
 /* ---- one direction --------------------------------------------------- */
 
 static int

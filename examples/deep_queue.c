@@ -89,16 +89,6 @@ now_us(void)
     return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
 }
 
-static int
-cudnn_failed(const char *what, cudnnStatus_t s)
-{
-    if (s == CUDNN_STATUS_SUCCESS)
-        return 0;
-    fprintf(stderr, EXAMPLE_PROG ": %s failed: %s (%d)\n", what,
-            cudnnGetErrorString(s), (int)s);
-    return 1;
-}
-
 /* ---- buffers ----------------------------------------------------------- */
 
 /* count floats uniform in [-1, 1), on the host and staged on the device;

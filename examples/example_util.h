@@ -71,6 +71,20 @@ cublas_failed(const char *what, cublasStatus_t s)
     return 1;
 }
 
+#ifdef CUDNN_MAJOR
+/* 0 when s is success, else 1 after naming the call and status on stderr
+ * (in the programs that include cudnn.h before this header). */
+static inline int
+cudnn_failed(const char *what, cudnnStatus_t s)
+{
+    if (s == CUDNN_STATUS_SUCCESS)
+        return 0;
+    fprintf(stderr, EXAMPLE_PROG ": %s failed: %s (%d)\n", what,
+            cudnnGetErrorString(s), (int)s);
+    return 1;
+}
+#endif
+
 /* splitmix64: deterministic test data. */
 static inline uint64_t
 rng_next(uint64_t *state)
