@@ -29,16 +29,6 @@
 #define IMAGE_PIXELS (IMAGE_SIDE * IMAGE_SIDE)
 #define CLASSES 10
 
-static inline int
-cudnn_failed(const char *what, cudnnStatus_t s)
-{
-    if (s == CUDNN_STATUS_SUCCESS)
-        return 0;
-    fprintf(stderr, EXAMPLE_PROG ": %s failed: %s (%d)\n", what,
-            cudnnGetErrorString(s), (int)s);
-    return 1;
-}
-
 /* ---- data.c: Fashion-MNIST from its IDX files ---------------------------- */
 
 /* The first `count` images of one split, normalised to zero mean and unit
