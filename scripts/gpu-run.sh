@@ -61,6 +61,13 @@ c_run() {
     shift
     timeout -k 5 "$limit" env LD_LIBRARY_PATH="$CLIB" "$@"
 }
+# forced MODE: in the array FORCED, the settings that preload the shim
+# forcing MODE, with no report; none for "none" and "plain" (no shim).
+forced() {
+    FORCED=()
+    [[ $1 == none || $1 == plain ]] ||
+        FORCED=(LD_PRELOAD="$B/lib/libampshim.so" AMPSHIM_MODE="$1" AMPSHIM_REPORT=off)
+}
 # py_run SECONDS [NAME=VALUE...] PROGRAM [ARGS...]: a Python program
 # likewise, with only the bundle's libraries: the frameworks find
 # NVIDIA's themselves.
@@ -147,10 +154,8 @@ step_examples() {
 # bench_gemm MODE: gemm_bench's "m n k ms" lines into $LOGS/gemm.MODE.
 bench_gemm() {
     local mode=$1 log=$LOGS/gemm.$1
-    local -a shim=()
-    [[ $mode == none ]] ||
-        shim=(LD_PRELOAD="$B/lib/libampshim.so" AMPSHIM_MODE=$mode AMPSHIM_REPORT=off)
-    if ! c_run 60 "${shim[@]}" "$B/bin/gemm_bench" \
+    forced "$mode"
+    if ! c_run 60 "${FORCED[@]}" "$B/bin/gemm_bench" \
             --shapes "$GEMM_SHAPES" "${GEMM_ARGS[@]}" >"$log.out" 2>"$log.err"; then
         failed "gemm_bench under $mode (logs/gemm.$mode.err)"
     fi
@@ -214,10 +219,8 @@ step_bench() {
     local conv_modes=(none fp16 bf16 tf32) log
     for mode in "${conv_modes[@]}"; do
         log=$LOGS/conv.$mode
-        local -a shim=()
-        [[ $mode == none ]] ||
-            shim=(LD_PRELOAD="$B/lib/libampshim.so" AMPSHIM_MODE=$mode AMPSHIM_REPORT=off)
-        c_run 60 "${shim[@]}" "$B/bin/conv_bench" --shape "$CONV_SHAPE" \
+        forced "$mode"
+        c_run 60 "${FORCED[@]}" "$B/bin/conv_bench" --shape "$CONV_SHAPE" \
             "${CONV_ARGS[@]}" >"$log.out" 2>"$log.err" ||
             failed "conv_bench under $mode (logs/conv.$mode.err)"
         grep '^result:' "$log.out" | tr ' ' '\n' |
@@ -280,12 +283,10 @@ risk_graph() {
     local run log status
     for run in plain fp16; do
         log=$LOGS/graph.$run
-        local -a shim=()
-        [[ $run == plain ]] ||
-            shim=(LD_PRELOAD="$B/lib/libampshim.so" AMPSHIM_MODE=$run AMPSHIM_REPORT=off)
+        forced "$run"
         status=0
         # The launch's result is checked against the mode's bound.
-        c_run 30 "${shim[@]}" "$B/bin/graph_nodes" "${GRAPH_ARGS[@]}" \
+        c_run 30 "${FORCED[@]}" "$B/bin/graph_nodes" "${GRAPH_ARGS[@]}" \
             --tol "$( [[ $run == plain ]] && echo fp32 || echo "$run")" \
             >"$log.out" 2>"$log.err" || status=$?
         note "| $run | $status | $(grep '^result: nodes=' "$log.out" | cut -d' ' -f2-) |" \
