@@ -349,8 +349,7 @@ core_ctx_teardown(struct CUctx_st *ctx)
         struct CUgraph_st *gr = ctx->graphs;
 
         ctx->graphs = gr->next;
-        core_oplist_put(gr->list);
-        free(gr);
+        core_graph_drop(gr);
     }
     while (ctx->execs) {
         struct CUgraphExec_st *x = ctx->execs;
@@ -970,7 +969,7 @@ core_implicit_deps(struct CUstream_st *s, struct core_qop *q)
     return 0;
 }
 
-static int
+int
 core_oplist_add(struct core_oplist *list, const struct emu_op *op)
 {
     if (list->n == list->cap) {
@@ -983,6 +982,9 @@ core_oplist_add(struct core_oplist *list, const struct emu_op *op)
         list->cap = cap;
     }
     list->ops[list->n++] = *op;
+    if (op->node == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+        op->node == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        list->mem_nodes++;
     return 0;
 }
 
@@ -1000,8 +1002,11 @@ core_oplist_put(struct core_oplist *list)
             list->ops[i].release(list->ops[i].arg);
     for (i = 0; i < list->nallocs; i++)
         core_free(list->allocs[i]);
+    for (i = 0; i < list->nurefs; i++)
+        core_uobj_put(list->urefs[i].obj, list->urefs[i].count);
     free(list->ops);
     free(list->allocs);
+    free(list->urefs);
     free(list);
 }
 
@@ -1192,7 +1197,8 @@ core_sync_stream(struct CUstream_st *s)
     if (s->kind == CORE_STREAM_LEGACY) {
         /* Waiting for the legacy stream also waits for earlier work in the
          * blocking streams: a barrier op carries those dependencies. */
-        struct emu_op barrier = { "sync", NULL, NULL, NULL, 0.0 };
+        struct emu_op barrier = { "sync", NULL, NULL, NULL, 0.0,
+                                  CU_GRAPH_NODE_TYPE_EMPTY };
 
         if (core_enqueue(s, &barrier, NULL, NULL) != CUDA_SUCCESS)
             return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1200,6 +1206,7 @@ core_sync_stream(struct CUstream_st *s)
     core_run_until(s, s->next_seq);
     core_raise_floor(ctx, s->clock_ns);
     core_reap(ctx);
+    core_pool_trim(ctx->dev);
     return ctx->sticky;
 }
 
@@ -1212,6 +1219,7 @@ core_sync_mark(struct CUctx_st *ctx, struct core_mark *m)
         core_raise_floor(ctx, m->end_ns);
     }
     core_reap(ctx);
+    core_pool_trim(ctx->dev);
     return ctx->sticky;
 }
 
@@ -1225,6 +1233,7 @@ core_sync_ctx(struct CUctx_st *ctx)
         core_raise_floor(ctx, s->clock_ns);
     }
     core_reap(ctx);
+    core_pool_trim(ctx->dev);
     return ctx->sticky;
 }
 

@@ -57,24 +57,57 @@ enum core_stream_kind {
     CORE_STREAM_PER_THREAD,
 };
 
-/* Ops recorded by stream capture, shared by a graph and its executables. */
+/* A reference count on a user object (cuUserObjectCreate): its
+ * destructor runs once the count is 0, after the driver call that dropped
+ * it has returned (graph.c). */
+struct CUuserObject_st {
+    unsigned refs;
+    void *ptr;
+    void (*destroy)(void *);
+    struct CUuserObject_st *next; /* on the list of those to destroy */
+};
+
+struct core_uref {
+    struct CUuserObject_st *obj;
+    unsigned count;
+};
+
+/* Ops recorded by stream capture, shared by a graph, its executables and
+ * the child graph nodes that embed it (the emulator's graphs gain nodes
+ * only by appending, so sharing the list is a clone). A child graph node
+ * is an op of type CU_GRAPH_NODE_TYPE_GRAPH whose arg is the child's
+ * list. */
 struct core_oplist {
     int refs;
     struct emu_op *ops;
     int n, cap;
     CUdeviceptr *allocs;        /* stream-ordered allocations made in it */
     int nallocs, acap;
+    int mem_nodes;              /* its MEM_ALLOC and MEM_FREE nodes */
+    struct core_uref *urefs;    /* user objects the graph holds */
+    int nurefs, ucap;
+};
+
+/* A node handle (cuGraphGetNodes): the graph's op at `index`. */
+struct CUgraphNode_st {
+    struct CUgraph_st *graph;
+    int index;
 };
 
 struct CUgraph_st {
     struct CUctx_st *ctx;
     struct core_oplist *list;
+    struct CUgraphNode_st **nodes; /* handles given out, by op index */
+    int nnodes;
+    int execs;                  /* executables of it not yet destroyed */
     struct CUgraph_st *next;
 };
 
 struct CUgraphExec_st {
     struct CUctx_st *ctx;
     struct core_oplist *list;
+    int n;                      /* the list's ops when instantiated */
+    struct CUgraph_st *graph;   /* instantiated from; NULL once destroyed */
     struct CUgraphExec_st *next;
 };
 
@@ -234,7 +267,34 @@ void core_reap(struct CUctx_st *ctx);
 CUresult core_capture_guard(struct CUctx_st *ctx);
 /* Sets the calling thread's capture interaction mode; returns the old. */
 CUstreamCaptureMode core_capture_exchange(CUstreamCaptureMode mode);
+/* Appends op to a graph's list: 0, or -1 out of memory. */
+int core_oplist_add(struct core_oplist *list, const struct emu_op *op);
 void core_oplist_put(struct core_oplist *list);
+
+/* Graphs (graph.c). core_graph_drop frees a graph already unlinked from
+ * its context; core_uobj_put drops count references of a user object
+ * (the destructor is queued at 0); core_uobj_run runs the queued
+ * destructors, without the lock, as the driver runs them on a thread of
+ * its own. */
+void core_graph_drop(struct CUgraph_st *graph);
+/* Unlinks graph from ctx's list and drops it. */
+void core_graph_free(struct CUctx_st *ctx, struct CUgraph_st *graph);
+void core_uobj_put(struct CUuserObject_st *obj, unsigned count);
+void core_uobj_run(void);
+
+/* Memory pools (mempool.c). Stream-ordered allocations from a pool are
+ * counted in it until freed; a synchronisation trims every pool of the
+ * context's device to its release threshold. */
+struct CUmemPoolHandle_st;
+struct CUmemPoolHandle_st *core_pool_current(int dev);
+CUresult core_pool_alloc(struct CUmemPoolHandle_st *pool, CUdeviceptr p,
+                         size_t bytes);
+void core_pool_free(CUdeviceptr p);
+void core_pool_trim(int dev);
+
+/* driver.c's entry and exit of a call that needs the current context. */
+CUresult drv_enter(struct CUctx_st **ctx, int sticky);
+CUresult drv_leave(CUresult rc);
 
 /* Frees a module and its functions (already unlinked from its context). */
 void core_module_free(struct CUmod_st *m);

@@ -652,7 +652,7 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
     struct emu_blas_config cfg;
     struct gemm_kind kind;
     struct gemm_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cublasStatus_t st;
     int fault, partial, idle;
 
@@ -1161,7 +1161,7 @@ sgemv(cublasHandle_t handle, const char *name, cublasOperation_t trans,
 {
     struct emu_blas_config cfg;
     struct gemv_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cublasStatus_t st;
     double bytes;
     int fault;
@@ -1260,7 +1260,7 @@ saxpy(cublasHandle_t handle, const char *name, int64_t n, const float *alpha,
 {
     struct emu_blas_config cfg;
     struct axpy_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cublasStatus_t st;
     int fault;
 

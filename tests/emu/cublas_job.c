@@ -318,7 +318,7 @@ blas_submit(struct blas_job *j, double flops)
     int host_result = j->result.size != 0 && !j->result.on_device;
     double bytes = 0.0;
     cublasStatus_t st;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     CUstream stream = j->cfg.stream;
 
     /* Debian's OpenBLAS has 32-bit ints: a _64 call beyond them is

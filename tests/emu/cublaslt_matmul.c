@@ -1180,7 +1180,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     struct lt_problem p;
     struct lt_algo chosen;
     struct lt_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cublasStatus_t st;
     int device, fault, partial;
 

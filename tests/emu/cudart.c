@@ -51,19 +51,30 @@
     X(cuEventQuery) \
     X(cuEventRecord) \
     X(cuEventSynchronize) \
+    X(cuDeviceGetMemPool) \
+    X(cuDeviceSetMemPool) \
+    X(cuGraphAddChildGraphNode) \
+    X(cuGraphCreate) \
     X(cuGraphDestroy) \
     X(cuGraphExecDestroy) \
+    X(cuGraphGetNodes) \
     X(cuGraphInstantiateWithFlags) \
     X(cuGraphLaunch) \
+    X(cuGraphNodeGetType) \
     X(cuInit) \
     X(cuLaunchKernel) \
     X(cuMemAlloc) \
     X(cuMemAllocAsync) \
+    X(cuMemAllocFromPoolAsync) \
     X(cuMemAllocHost) \
     X(cuMemFree) \
     X(cuMemFreeAsync) \
     X(cuMemFreeHost) \
     X(cuMemGetInfo) \
+    X(cuMemPoolCreate) \
+    X(cuMemPoolDestroy) \
+    X(cuMemPoolGetAttribute) \
+    X(cuMemPoolSetAttribute) \
     X(cuMemcpy2D) \
     X(cuMemcpyDtoD) \
     X(cuMemcpyDtoDAsync) \
@@ -1046,6 +1057,7 @@ rt_enqueue_host_copy(void *dst, const void *src, size_t count,
         .name = "cudaMemcpyAsync(HostToHost)",
         .run = rt_host_copy_run,
         .release = free,
+        .node = cudaGraphNodeTypeMemcpy,
     };
 
     if (c == NULL)
@@ -1428,6 +1440,98 @@ cudaGraphDestroy(cudaGraph_t graph)
     if (e != cudaSuccess)
         return rt_ret(e);
     return rt_cu(rt_drv.cuGraphDestroy(graph));
+}
+
+/* Binds the runtime, then answers the driver call's status as the
+ * runtime's. */
+#define RT_BOUND(call)                                                       \
+    do {                                                                     \
+        cudaError_t e_ = rt_bind();                                          \
+        if (e_ != cudaSuccess)                                               \
+            return rt_ret(e_);                                               \
+        return rt_cu(call);                                                  \
+    } while (0)
+
+cudaError_t
+cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+    RT_BOUND(rt_drv.cuGraphCreate(pGraph, flags));
+}
+
+cudaError_t
+cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+    RT_BOUND(rt_drv.cuGraphGetNodes(graph, nodes, numNodes));
+}
+
+/* cudaGraphNodeType and CUgraphNodeType have one numbering. */
+cudaError_t
+cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
+{
+    RT_BOUND(rt_drv.cuGraphNodeGetType(node, (CUgraphNodeType *)pType));
+}
+
+cudaError_t
+cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                           const cudaGraphNode_t *pDependencies,
+                           size_t numDependencies, cudaGraph_t childGraph)
+{
+    RT_BOUND(rt_drv.cuGraphAddChildGraphNode(pGraphNode, graph, pDependencies,
+                                             numDependencies, childGraph));
+}
+
+/* ---- Memory pools ------------------------------------------------------------ */
+
+/* cudaMemPoolProps and CUmemPoolProps have one layout, as have the pool
+ * attributes' numberings. */
+cudaError_t
+cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *props)
+{
+    RT_BOUND(rt_drv.cuMemPoolCreate(memPool, (const CUmemPoolProps *)props));
+}
+
+cudaError_t
+cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+    RT_BOUND(rt_drv.cuMemPoolDestroy(memPool));
+}
+
+cudaError_t
+cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                        void *value)
+{
+    RT_BOUND(rt_drv.cuMemPoolSetAttribute(memPool, (CUmemPool_attribute)attr,
+                                          value));
+}
+
+cudaError_t
+cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                        void *value)
+{
+    RT_BOUND(rt_drv.cuMemPoolGetAttribute(memPool, (CUmemPool_attribute)attr,
+                                          value));
+}
+
+cudaError_t
+cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
+{
+    RT_BOUND(rt_drv.cuDeviceSetMemPool(device, memPool));
+}
+
+cudaError_t
+cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
+{
+    RT_BOUND(rt_drv.cuDeviceGetMemPool(memPool, device));
+}
+
+cudaError_t
+cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                        cudaStream_t stream)
+{
+    if (ptr == NULL)
+        return rt_ret(cudaErrorInvalidValue);
+    RT_BOUND(rt_drv.cuMemAllocFromPoolAsync((CUdeviceptr *)ptr, size, memPool,
+                                            stream));
 }
 
 /* ---- Events ----------------------------------------------------------------- */

@@ -765,7 +765,7 @@ conv_submit(const struct conv_call *call)
     struct conv_problem p;
     struct algo_eval e;
     struct conv_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cudnnStatus_t st, fault;
     int partial;
 
@@ -1408,7 +1408,7 @@ emu_dnn_conv_enqueue(const struct emu_dnn_config *config, const char *api,
         [EMU_DNN_CONV_BWD_FILTER] = DIR_BWD_FILTER,
     };
     struct conv_job *job;
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     size_t ws = 0;
     double ns = 0.0;
     int det;

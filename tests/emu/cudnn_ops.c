@@ -225,7 +225,7 @@ emu_dnn_submit(const struct emu_dnn_config *config, const char *api,
                CUresult (*run)(void *), void (*release)(void *), void *arg,
                double flops, double bytes)
 {
-    struct emu_op op;
+    struct emu_op op = { 0 }; /* a kernel node when captured */
     cudnnStatus_t st = emu_dnn_fault(api);
 
     if (st != CUDNN_STATUS_SUCCESS) {

@@ -21,7 +21,7 @@
 /* Enters a call that needs the current context: takes the lock, then
  * checks initialisation and the context (and its sticky error when
  * `sticky`). On failure the lock is released. */
-static CUresult
+CUresult
 drv_enter(struct CUctx_st **ctx, int sticky)
 {
     CUresult rc;
@@ -33,7 +33,7 @@ drv_enter(struct CUctx_st **ctx, int sticky)
     return rc;
 }
 
-static CUresult
+CUresult
 drv_leave(CUresult rc)
 {
     core_unlock();
@@ -715,19 +715,46 @@ drv_run_free_async(void *arg)
 
     /* Captured frees replay with every graph launch; the graph owns what
      * it allocated, so a second free of the same address is a no-op. */
+    core_pool_free(p);
     core_free(p);
     return CUDA_SUCCESS;
 }
 
-CUresult
-cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+/* Records a stream-ordered allocation in the capture's graph: an
+ * allocation node, and the memory the graph owns. */
+static CUresult
+drv_capture_alloc(struct CUstream_st *s, CUdeviceptr p)
+{
+    struct emu_op node = { "cuMemAllocAsync", NULL, NULL, NULL, 0.0,
+                           CU_GRAPH_NODE_TYPE_MEM_ALLOC };
+    struct core_oplist *list = s->graph->list;
+
+    if (list->nallocs == list->acap) {
+        int cap = list->acap ? list->acap * 2 : 8;
+        CUdeviceptr *a = realloc(list->allocs, (size_t)cap * sizeof(*a));
+
+        if (!a)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        list->allocs = a;
+        list->acap = cap;
+    }
+    if (core_enqueue(s, &node, NULL, NULL) != CUDA_SUCCESS)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    list->allocs[list->nallocs++] = p;
+    return CUDA_SUCCESS;
+}
+
+/* cuMemAllocAsync (pool NULL: the device's current pool) and
+ * cuMemAllocFromPoolAsync. During capture the allocation is the graph's,
+ * not the pool's (cuMemAllocFromPoolAsync's documentation). */
+static CUresult
+drv_alloc_async(CUdeviceptr *dptr, size_t bytesize,
+                struct CUmemPoolHandle_st *pool, CUstream hStream)
 {
     struct CUctx_st *ctx;
     struct CUstream_st *s;
     CUresult rc;
 
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
     rc = drv_enter(&ctx, 1);
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -742,30 +769,40 @@ cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
     /* The pool hands out an address at once; the memory is usable in
      * stream order from here on. */
     rc = core_alloc(ctx, bytesize, 1, dptr);
-    if (rc == CUDA_SUCCESS && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        struct core_oplist *list = s->graph->list;
-
-        if (list->nallocs == list->acap) {
-            int cap = list->acap ? list->acap * 2 : 8;
-            CUdeviceptr *a = realloc(list->allocs, (size_t)cap * sizeof(*a));
-
-            if (!a) {
-                core_free(*dptr);
-                return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
-            }
-            list->allocs = a;
-            list->acap = cap;
-        }
-        list->allocs[list->nallocs++] = *dptr;
-    }
+    if (rc != CUDA_SUCCESS)
+        return drv_leave(rc);
+    if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        rc = drv_capture_alloc(s, *dptr);
+    else
+        rc = core_pool_alloc(pool ? pool : core_pool_current(ctx->dev),
+                             *dptr, bytesize);
+    if (rc != CUDA_SUCCESS)
+        core_free(*dptr);
     return drv_leave(rc);
+}
+
+CUresult
+cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_alloc_async(dptr, bytesize, NULL, hStream);
+}
+
+CUresult
+cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                        CUmemoryPool pool, CUstream hStream)
+{
+    if (!dptr || bytesize == 0 || !pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    return drv_alloc_async(dptr, bytesize, pool, hStream);
 }
 
 CUresult
 cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     struct emu_op op = { "cuMemFreeAsync", drv_run_free_async, NULL, NULL,
-                         0.0 };
+                         0.0, CU_GRAPH_NODE_TYPE_MEM_FREE };
     struct CUctx_st *ctx;
     struct CUstream_st *s;
     CUresult rc;
@@ -864,7 +901,7 @@ drv_copy(struct CUctx_st *ctx, CUstream stream, const struct drv_copy *in,
          int sync)
 {
     struct emu_op op = { "memcpy", drv_run_copy, drv_release_copy, NULL,
-                         0.0 };
+                         0.0, CU_GRAPH_NODE_TYPE_MEMCPY };
     size_t src_span, dst_span;
     struct CUstream_st *s;
     struct core_mark *mark = NULL;
@@ -1116,7 +1153,8 @@ static CUresult
 drv_memset(CUdeviceptr dst, uint32_t value, unsigned elem, size_t count,
            CUstream stream)
 {
-    struct emu_op op = { "memset", drv_run_memset, free, NULL, 0.0 };
+    struct emu_op op = { "memset", drv_run_memset, free, NULL, 0.0,
+                         CU_GRAPH_NODE_TYPE_MEMSET };
     struct CUctx_st *ctx;
     struct CUstream_st *s;
     struct drv_memset *m;
@@ -1405,7 +1443,8 @@ cuStreamQuery(CUstream hStream)
 CUresult
 cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
 {
-    struct emu_op op = { "wait-event", NULL, NULL, NULL, 0.0 };
+    struct emu_op op = { "wait-event", NULL, NULL, NULL, 0.0,
+                         CU_GRAPH_NODE_TYPE_WAIT_EVENT };
     struct CUctx_st *ctx;
     struct CUstream_st *s;
     struct CUevent_st *e;
@@ -1508,21 +1547,6 @@ cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
     return drv_leave(CUDA_SUCCESS);
 }
 
-static void
-drv_graph_free(struct CUctx_st *ctx, struct CUgraph_st *graph)
-{
-    struct CUgraph_st **pp;
-
-    for (pp = &ctx->graphs; *pp; pp = &(*pp)->next) {
-        if (*pp == graph) {
-            *pp = graph->next;
-            break;
-        }
-    }
-    core_oplist_put(graph->list);
-    free(graph);
-}
-
 CUresult
 cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
@@ -1556,7 +1580,7 @@ cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     }
     s->capture_id = 0;
     if (invalidated) {
-        drv_graph_free(ctx, graph);
+        core_graph_free(ctx, graph);
         *phGraph = NULL;
         return drv_leave(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     }
@@ -1630,102 +1654,6 @@ cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *status,
     return CUDA_SUCCESS;
 }
 
-CUresult
-cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
-                   unsigned long long flags)
-{
-    struct CUctx_st *ctx;
-    struct CUgraph_st *gr;
-    struct CUgraphExec_st *x;
-    CUresult rc;
-
-    (void)flags;
-    if (!phGraphExec || !hGraph)
-        return CUDA_ERROR_INVALID_VALUE;
-    rc = drv_enter(&ctx, 0);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    for (gr = ctx->graphs; gr && gr != hGraph; gr = gr->next)
-        ;
-    if (!gr)
-        return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    x = calloc(1, sizeof(*x));
-    if (!x)
-        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
-    x->ctx = ctx;
-    x->list = gr->list;
-    x->list->refs++;
-    x->next = ctx->execs;
-    ctx->execs = x;
-    *phGraphExec = x;
-    return drv_leave(CUDA_SUCCESS);
-}
-
-CUresult
-cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-    struct CUctx_st *ctx;
-    struct CUgraphExec_st *x;
-    struct CUstream_st *s;
-    CUresult rc;
-    int i;
-
-    rc = drv_enter(&ctx, 1);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    for (x = ctx->execs; x && x != hGraphExec; x = x->next)
-        ;
-    if (!x)
-        return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    rc = core_stream_resolve(ctx, hStream, &s);
-    for (i = 0; rc == CUDA_SUCCESS && i < x->list->n; i++) {
-        struct emu_op op = x->list->ops[i];
-
-        op.release = NULL;  /* the graph owns the arguments */
-        rc = core_enqueue(s, &op, NULL, NULL);
-    }
-    return drv_leave(rc);
-}
-
-CUresult
-cuGraphDestroy(CUgraph hGraph)
-{
-    struct CUctx_st *ctx;
-    struct CUgraph_st *gr;
-    CUresult rc = drv_enter(&ctx, 0);
-
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    for (gr = ctx->graphs; gr && gr != hGraph; gr = gr->next)
-        ;
-    if (!gr)
-        return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    drv_graph_free(ctx, gr);
-    return drv_leave(CUDA_SUCCESS);
-}
-
-CUresult
-cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    struct CUctx_st *ctx;
-    struct CUgraphExec_st **pp, *x;
-    CUresult rc = drv_enter(&ctx, 0);
-
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    for (pp = &ctx->execs; *pp && *pp != hGraphExec; pp = &(*pp)->next)
-        ;
-    if (!*pp)
-        return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    x = *pp;
-    *pp = x->next;
-    /* Launched work may still replay the ops: run it first. */
-    core_sync_ctx(ctx);
-    core_oplist_put(x->list);
-    free(x);
-    return drv_leave(CUDA_SUCCESS);
-}
-
 /* ---- Events ------------------------------------------------------------------ */
 
 CUresult
@@ -1780,7 +1708,8 @@ cuEventDestroy(CUevent hEvent)
 CUresult
 cuEventRecord(CUevent hEvent, CUstream hStream)
 {
-    struct emu_op op = { "event-record", NULL, NULL, NULL, 0.0 };
+    struct emu_op op = { "event-record", NULL, NULL, NULL, 0.0,
+                         CU_GRAPH_NODE_TYPE_EVENT_RECORD };
     struct CUctx_st *ctx;
     struct CUstream_st *s;
     struct CUevent_st *e;
@@ -2186,7 +2115,8 @@ cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                unsigned bx, unsigned by, unsigned bz, unsigned shared,
                CUstream hStream, void **params, void **extra)
 {
-    struct emu_op op = { NULL, drv_run_launch, free, NULL, 0.0 };
+    struct emu_op op = { NULL, drv_run_launch, free, NULL, 0.0,
+                         CU_GRAPH_NODE_TYPE_KERNEL };
     const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
     struct CUctx_st *ctx;
     struct CUfunc_st *fn;

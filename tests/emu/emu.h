@@ -89,6 +89,9 @@ struct emu_op {
     void (*release)(void *arg); /* frees arg after run (or on teardown); may be NULL */
     void *arg;
     double model_ns;          /* modelled duration (see emu_model_ns) */
+    /* What a stream capture records the op as: a CUgraphNodeType
+     * (0, CU_GRAPH_NODE_TYPE_KERNEL, unless set). */
+    int node;
 };
 
 /* Queues op on stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a

@@ -1,0 +1,515 @@
+/* The emulated driver's graphs: executable graphs and their launches, the
+ * nodes a capture records (by the driver's node types), child graph nodes,
+ * and user objects. The rules are those of the CUDA 13 driver API
+ * reference (the documentation in cuda.h):
+ * - cuGraphInstantiate: "If hGraph contains any allocation or free nodes,
+ *   there can be at most one executable graph in existence for that graph
+ *   at a time"; a second instantiation fails (CUDA_ERROR_INVALID_VALUE,
+ *   the status the function documents).
+ * - cuGraphAddChildGraphNode: "If childGraph contains allocation nodes,
+ *   free nodes, or conditional nodes, this call will return an error"
+ *   (CUDA_ERROR_INVALID_VALUE); the child graph is cloned.
+ * - cuGraphGetNodes: with nodes NULL, the count; else up to *numNodes
+ *   handles, the rest of the array NULL, the count obtained back.
+ * - cuUserObjectCreate: flags must be CU_USER_OBJECT_NO_DESTRUCTOR_SYNC;
+ *   "Destructor callbacks cannot make CUDA API calls", they run on a
+ *   thread of the driver's. Graphs hold references
+ *   (cuGraphRetainUserObject, CU_GRAPH_USER_OBJECT_MOVE moving the
+ *   caller's); executables and clones hold the graph's too. Here the
+ *   destructor runs after the driver call that dropped the last reference,
+ *   without the core lock. */
+#include "core_state.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+/* ---- User objects -------------------------------------------------------- */
+
+static struct CUuserObject_st *graph_dead; /* under the core lock */
+
+void
+core_uobj_put(struct CUuserObject_st *obj, unsigned count)
+{
+    if (!obj)
+        return;
+    obj->refs = obj->refs > count ? obj->refs - count : 0;
+    if (obj->refs == 0) {
+        obj->next = graph_dead;
+        graph_dead = obj;
+    }
+}
+
+void
+core_uobj_run(void)
+{
+    struct CUuserObject_st *obj, *next;
+
+    core_lock();
+    obj = graph_dead;
+    graph_dead = NULL;
+    core_unlock();
+    for (; obj; obj = next) {
+        next = obj->next;
+        obj->destroy(obj->ptr);
+        free(obj);
+    }
+}
+
+static CUresult
+graph_leave(CUresult rc)
+{
+    drv_leave(rc);
+    core_uobj_run();
+    return rc;
+}
+
+CUresult
+cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
+                   unsigned int initialRefcount, unsigned int flags)
+{
+    struct CUuserObject_st *obj;
+
+    if (!object_out || !destroy || initialRefcount == 0 ||
+        initialRefcount > INT_MAX || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
+        return CUDA_ERROR_INVALID_VALUE;
+    obj = calloc(1, sizeof(*obj));
+    if (!obj)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    obj->refs = initialRefcount;
+    obj->ptr = ptr;
+    obj->destroy = destroy;
+    *object_out = obj;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+cuUserObjectRetain(CUuserObject object, unsigned int count)
+{
+    if (!object || count == 0 || count > INT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    core_lock();
+    object->refs += count;
+    core_unlock();
+    return CUDA_SUCCESS;
+}
+
+CUresult
+cuUserObjectRelease(CUuserObject object, unsigned int count)
+{
+    if (!object || count == 0 || count > INT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    core_lock();
+    core_uobj_put(object, count);
+    core_unlock();
+    core_uobj_run();
+    return CUDA_SUCCESS;
+}
+
+/* ---- Graphs ---------------------------------------------------------------- */
+
+static struct CUgraph_st *
+graph_lookup(struct CUctx_st *ctx, CUgraph h)
+{
+    struct CUgraph_st *gr;
+
+    for (gr = ctx->graphs; gr && gr != h; gr = gr->next)
+        ;
+    return gr;
+}
+
+void
+core_graph_drop(struct CUgraph_st *graph)
+{
+    int i;
+
+    for (i = 0; i < graph->nnodes; i++)
+        free(graph->nodes[i]);
+    free(graph->nodes);
+    core_oplist_put(graph->list);
+    free(graph);
+}
+
+void
+core_graph_free(struct CUctx_st *ctx, struct CUgraph_st *graph)
+{
+    struct CUgraph_st **pp;
+    struct CUgraphExec_st *x;
+
+    for (pp = &ctx->graphs; *pp; pp = &(*pp)->next) {
+        if (*pp == graph) {
+            *pp = graph->next;
+            break;
+        }
+    }
+    /* Its executables stay valid on their own. */
+    for (x = ctx->execs; x; x = x->next)
+        if (x->graph == graph)
+            x->graph = NULL;
+    core_graph_drop(graph);
+}
+
+CUresult
+cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    CUresult rc;
+
+    if (!phGraph || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = calloc(1, sizeof(*gr));
+    if (gr)
+        gr->list = calloc(1, sizeof(*gr->list));
+    if (!gr || !gr->list) {
+        free(gr);
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    gr->list->refs = 1;
+    gr->ctx = ctx;
+    gr->next = ctx->graphs;
+    ctx->graphs = gr;
+    *phGraph = gr;
+    return drv_leave(CUDA_SUCCESS);
+}
+
+CUresult
+cuGraphDestroy(CUgraph hGraph)
+{
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    CUresult rc = drv_enter(&ctx, 0);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = graph_lookup(ctx, hGraph);
+    if (!gr)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    core_graph_free(ctx, gr);
+    return graph_leave(CUDA_SUCCESS);
+}
+
+/* The handle of the graph's node at `index`, made on first request. */
+static struct CUgraphNode_st *
+graph_node(struct CUgraph_st *gr, int index)
+{
+    if (index >= gr->nnodes) {
+        int n = gr->list->n;
+        struct CUgraphNode_st **nodes =
+            realloc(gr->nodes, (size_t)n * sizeof(*nodes));
+
+        if (!nodes)
+            return NULL;
+        for (int i = gr->nnodes; i < n; i++)
+            nodes[i] = NULL;
+        gr->nodes = nodes;
+        gr->nnodes = n;
+    }
+    if (!gr->nodes[index]) {
+        gr->nodes[index] = calloc(1, sizeof(**gr->nodes));
+        if (gr->nodes[index]) {
+            gr->nodes[index]->graph = gr;
+            gr->nodes[index]->index = index;
+        }
+    }
+    return gr->nodes[index];
+}
+
+/* The node a handle names, in a graph of ctx; NULL when it names none. */
+static const struct CUgraphNode_st *
+graph_node_lookup(struct CUctx_st *ctx, CUgraphNode h)
+{
+    struct CUgraph_st *gr;
+
+    for (gr = ctx->graphs; gr; gr = gr->next)
+        for (int i = 0; i < gr->nnodes; i++)
+            if (gr->nodes[i] == h)
+                return h;
+    return NULL;
+}
+
+CUresult
+cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    size_t i, n;
+    CUresult rc;
+
+    if (!numNodes)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = graph_lookup(ctx, hGraph);
+    if (!gr)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    n = (size_t)gr->list->n;
+    if (!nodes) {
+        *numNodes = n;
+        return drv_leave(CUDA_SUCCESS);
+    }
+    for (i = 0; i < *numNodes; i++) {
+        nodes[i] = i < n ? graph_node(gr, (int)i) : NULL;
+        if (i < n && !nodes[i])
+            return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    if (*numNodes > n)
+        *numNodes = n;
+    return drv_leave(CUDA_SUCCESS);
+}
+
+CUresult
+cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    const struct CUgraphNode_st *node;
+    struct CUctx_st *ctx;
+    CUresult rc;
+
+    if (!hNode || !type)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    node = graph_node_lookup(ctx, hNode);
+    if (!node)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    *type = (CUgraphNodeType)node->graph->list->ops[node->index].node;
+    return drv_leave(CUDA_SUCCESS);
+}
+
+/* A child graph node's argument: the child's ops as they were when it was
+ * cloned. */
+struct graph_child {
+    struct core_oplist *list;
+    int n;
+};
+
+static void
+graph_child_release(void *arg)
+{
+    struct graph_child *child = arg;
+
+    core_oplist_put(child->list);
+    free(child);
+}
+
+CUresult
+cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                         const CUgraphNode *dependencies,
+                         size_t numDependencies, CUgraph childGraph)
+{
+    struct emu_op op = { "child-graph", NULL, graph_child_release, NULL, 0.0,
+                         CU_GRAPH_NODE_TYPE_GRAPH };
+    struct CUgraph_st *parent, *child;
+    struct graph_child *arg;
+    struct CUctx_st *ctx;
+    CUresult rc;
+    size_t i;
+
+    if (!phGraphNode || (numDependencies && !dependencies))
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    parent = graph_lookup(ctx, hGraph);
+    child = graph_lookup(ctx, childGraph);
+    if (!parent || !child || parent == child)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    for (i = 0; i < numDependencies; i++) {
+        const struct CUgraphNode_st *dep =
+            graph_node_lookup(ctx, dependencies[i]);
+
+        if (!dep || dep->graph != parent)
+            return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (child->list->mem_nodes)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    arg = malloc(sizeof(*arg));
+    if (!arg)
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    arg->list = child->list;
+    arg->n = child->list->n;
+    child->list->refs++;
+    op.arg = arg;
+    if (core_oplist_add(parent->list, &op) != 0) {
+        graph_child_release(arg);
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *phGraphNode = graph_node(parent, parent->list->n - 1);
+    return drv_leave(*phGraphNode ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+CUresult
+cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
+                        unsigned int count, unsigned int flags)
+{
+    struct core_oplist *list;
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    CUresult rc;
+    int i;
+
+    if (!object || count == 0 || count > INT_MAX ||
+        (flags != 0 && flags != CU_GRAPH_USER_OBJECT_MOVE))
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = graph_lookup(ctx, graph);
+    if (!gr)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    list = gr->list;
+    for (i = 0; i < list->nurefs && list->urefs[i].obj != object; i++)
+        ;
+    if (i == list->nurefs) {
+        if (list->nurefs == list->ucap) {
+            int cap = list->ucap ? list->ucap * 2 : 4;
+            struct core_uref *u =
+                realloc(list->urefs, (size_t)cap * sizeof(*u));
+
+            if (!u)
+                return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+            list->urefs = u;
+            list->ucap = cap;
+        }
+        list->urefs[list->nurefs].obj = object;
+        list->urefs[list->nurefs++].count = 0;
+    }
+    list->urefs[i].count += count;
+    if (!(flags & CU_GRAPH_USER_OBJECT_MOVE))
+        object->refs += count;
+    return drv_leave(CUDA_SUCCESS);
+}
+
+CUresult
+cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
+                         unsigned int count)
+{
+    struct core_oplist *list;
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    CUresult rc;
+    int i;
+
+    if (!object || count == 0 || count > INT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = graph_lookup(ctx, graph);
+    if (!gr)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    list = gr->list;
+    for (i = 0; i < list->nurefs && list->urefs[i].obj != object; i++)
+        ;
+    if (i == list->nurefs || list->urefs[i].count < count)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    list->urefs[i].count -= count;
+    core_uobj_put(object, count);
+    return graph_leave(CUDA_SUCCESS);
+}
+
+/* ---- Executable graphs ------------------------------------------------------ */
+
+CUresult
+cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                   unsigned long long flags)
+{
+    struct CUctx_st *ctx;
+    struct CUgraph_st *gr;
+    struct CUgraphExec_st *x;
+    CUresult rc;
+
+    (void)flags;
+    if (!phGraphExec || !hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gr = graph_lookup(ctx, hGraph);
+    if (!gr || (gr->list->mem_nodes && gr->execs > 0))
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    x = calloc(1, sizeof(*x));
+    if (!x)
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    x->ctx = ctx;
+    x->list = gr->list;
+    x->list->refs++;
+    x->n = gr->list->n;
+    x->graph = gr;
+    gr->execs++;
+    x->next = ctx->execs;
+    ctx->execs = x;
+    *phGraphExec = x;
+    return drv_leave(CUDA_SUCCESS);
+}
+
+/* Queues the first n ops of list on s, child graphs' ops in their place. */
+static CUresult
+graph_enqueue(struct CUstream_st *s, const struct core_oplist *list, int n)
+{
+    CUresult rc = CUDA_SUCCESS;
+    int i;
+
+    for (i = 0; rc == CUDA_SUCCESS && i < n; i++) {
+        struct emu_op op = list->ops[i];
+
+        if (op.node == CU_GRAPH_NODE_TYPE_GRAPH) {
+            const struct graph_child *child = op.arg;
+
+            rc = graph_enqueue(s, child->list, child->n);
+            continue;
+        }
+        op.release = NULL; /* the graph owns the arguments */
+        rc = core_enqueue(s, &op, NULL, NULL);
+    }
+    return rc;
+}
+
+CUresult
+cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    struct CUctx_st *ctx;
+    struct CUgraphExec_st *x;
+    struct CUstream_st *s;
+    CUresult rc;
+
+    rc = drv_enter(&ctx, 1);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    for (x = ctx->execs; x && x != hGraphExec; x = x->next)
+        ;
+    if (!x)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    rc = core_stream_resolve(ctx, hStream, &s);
+    if (rc == CUDA_SUCCESS)
+        rc = graph_enqueue(s, x->list, x->n);
+    return drv_leave(rc);
+}
+
+CUresult
+cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    struct CUctx_st *ctx;
+    struct CUgraphExec_st **pp, *x;
+    CUresult rc = drv_enter(&ctx, 0);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    for (pp = &ctx->execs; *pp && *pp != hGraphExec; pp = &(*pp)->next)
+        ;
+    if (!*pp)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    x = *pp;
+    *pp = x->next;
+    if (x->graph)
+        x->graph->execs--;
+    /* Launched work may still replay the ops: run it first. */
+    core_sync_ctx(ctx);
+    core_oplist_put(x->list);
+    free(x);
+    return graph_leave(CUDA_SUCCESS);
+}
