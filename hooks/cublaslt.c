@@ -966,7 +966,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     amp_devptr workspace = given ? (amp_devptr)(uintptr_t)hooked->workspace
                                  : 0;
     size_t need = 0;
-    int i;
+    int i, in_graph = 0;
 
     for (i = 0; i < run->nsteps; i++) {
         if (!amp_lt_step_descs(&hooked->call, &run->desc, &run->steps[i],
@@ -982,7 +982,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     if (given)
         need = (size_t)limit;
     else if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
-                                             &workspace) != AMP_OK)
+                                             &workspace, &in_graph) != AMP_OK)
         return AMP_ERR_DRIVER;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
         if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK) {
@@ -993,7 +993,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
                               workspace, need);
     }
     if (workspace && !given)
-        amp_dev_free_async(workspace, run->stream);
+        amp_dev_free_async(workspace, run->stream, in_graph);
     if (s == CUBLAS_STATUS_SUCCESS)
         return AMP_OK;
     amp_log(AMP_LOG_INFO, "cublasLtMatmul: a %s step returned cuBLAS status "

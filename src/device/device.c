@@ -26,6 +26,15 @@
     X(cuLaunchKernel)                                                        \
     X(cuMemAllocAsync)                                                       \
     X(cuMemFreeAsync)                                                        \
+    X(cuMemPoolCreate)                                                       \
+    X(cuMemPoolSetAttribute)                                                 \
+    X(cuMemAllocFromPoolAsync)                                               \
+    X(cuDeviceTotalMem)                                                      \
+    X(cuStreamGetCaptureInfo)                                                \
+    X(cuUserObjectCreate)                                                    \
+    X(cuUserObjectRelease)                                                   \
+    X(cuGraphRetainUserObject)                                               \
+    X(cuMemFree)                                                             \
     X(cuMemsetD32Async)                                                      \
     X(cuMemcpyDtoDAsync)                                                     \
     X(cuStreamIsCapturing)                                                   \
@@ -109,6 +118,9 @@ struct amp_dev {
     int cc_major;              /* its compute capability's major, 0 when
                                   the driver does not say */
     char name[128];            /* the device's name */
+    /* The scratch pool, under amp_dev_lock: made on first use. */
+    int pool_state;            /* 0 not yet, 1 made, -1 cannot be made */
+    CUmemoryPool pool;
 };
 
 static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
@@ -399,14 +411,198 @@ amp_dev_stream_capturing(amp_stream stream)
     return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* ---- Scratch ------------------------------------------------------------------
+
+ * Outside a capture, scratch is stream-ordered memory from a pool of the
+ * shim's own, never the device's current pool: a program's pool (RMM,
+ * CuPy's, PyTorch's cudaMallocAsync backend) does not pay for it, and the
+ * pool's attributes are the shim's. The pool keeps up to
+ * amp_dev_pool_keep's bytes across synchronisations (the default release
+ * threshold, 0, would give its memory back at every synchronisation and
+ * map it again inside the next call's timed window), and inserts no
+ * dependencies of its own between streams (scratch freed on one stream is
+ * reused on another only when the streams are already ordered).
+ *
+ * Inside a capture, a stream-ordered allocation would become memory
+ * nodes of the program's graph, and such a graph can have only one
+ * executable instance and cannot be embedded as a child graph. Scratch
+ * there is ordinary device memory (cuMemAlloc) that the graph owns through
+ * a user object: the driver calls amp_graph_scratch_done once the graph,
+ * its executables and the graphs that embed it are gone, and the memory
+ * is freed by a later call of the shim's (a destructor may not call the
+ * driver). */
+
+struct amp_graph_scratch {
+    CUdeviceptr ptr;
+    struct amp_dev *dev;
+    struct amp_graph_scratch *next;
+};
+
+/* Scratch of graphs that are gone, to free: a lock-free stack, pushed by
+ * the driver's thread. */
+static struct amp_graph_scratch *amp_graph_dead;
+
+static void
+amp_graph_scratch_push(struct amp_graph_scratch *gs)
+{
+    struct amp_graph_scratch *head =
+        __atomic_load_n(&amp_graph_dead, __ATOMIC_RELAXED);
+
+    do
+        gs->next = head;
+    while (!__atomic_compare_exchange_n(&amp_graph_dead, &head, gs, 1,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static void
+amp_graph_scratch_done(void *arg)
+{
+    amp_graph_scratch_push(arg);
+}
+
+/* Frees the scratch of dev's graphs that are gone (the calling thread's
+ * current context is dev's); others go back on the stack. */
+static void
+amp_graph_scratch_reap(struct amp_dev *dev)
+{
+    struct amp_graph_scratch *gs, *next;
+    int relaxed;
+
+    if (!__atomic_load_n(&amp_graph_dead, __ATOMIC_RELAXED))
+        return;
+    gs = __atomic_exchange_n(&amp_graph_dead, NULL, __ATOMIC_ACQUIRE);
+    relaxed = amp_dev_relax();
+    for (; gs; gs = next) {
+        next = gs->next;
+        if (gs->dev != dev && !amp_dev_retired(gs->dev)) {
+            amp_graph_scratch_push(gs);
+            continue;
+        }
+        /* A retired context's memory went with it. */
+        if (gs->dev == dev)
+            amp_cu.cuMemFree(gs->ptr);
+        free(gs);
+    }
+    amp_dev_unrelax(relaxed);
+}
+
+/* Scratch owned by the graph `stream` is being captured into. */
+static enum amp_status
+amp_dev_alloc_captured(struct amp_dev *dev, size_t bytes, amp_stream stream,
+                       amp_devptr *ptr)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    struct amp_graph_scratch *gs;
+    CUuserObject obj = NULL;
+    CUgraph graph = NULL;
+    CUresult r;
+    int relaxed;
+
+    r = amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL,
+                                      &graph, NULL, NULL, NULL);
+    if (r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE ||
+        !graph)
+        return AMP_ERR_UNAVAILABLE;
+    gs = calloc(1, sizeof(*gs));
+    if (!gs)
+        return AMP_ERR_NOMEM;
+    gs->dev = dev;
+    relaxed = amp_dev_relax();
+    r = amp_cu.cuMemAlloc(&gs->ptr, bytes);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuUserObjectCreate(&obj, gs, amp_graph_scratch_done, 1,
+                                      CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuGraphRetainUserObject(graph, obj, 1,
+                                           CU_GRAPH_USER_OBJECT_MOVE);
+    if (r != CUDA_SUCCESS) {
+        amp_log(AMP_LOG_INFO, "scratch of %zu bytes for a captured call "
+                "refused: %s", bytes, amp_cu_error(r));
+        if (obj)
+            amp_cu.cuUserObjectRelease(obj, 1); /* frees it in time */
+        else {
+            if (gs->ptr)
+                amp_cu.cuMemFree(gs->ptr);
+            free(gs);
+        }
+    }
+    amp_dev_unrelax(relaxed);
+    if (r != CUDA_SUCCESS)
+        return AMP_ERR_DRIVER;
+    *ptr = gs->ptr;
+    return AMP_OK;
+}
+
+/* Bytes the scratch pool keeps across synchronisations: a 64th of the
+ * device's memory, at most 512 MiB. */
+static cuuint64_t
+amp_dev_pool_keep(const struct amp_dev *dev)
+{
+    const cuuint64_t most = (cuuint64_t)512 << 20;
+    size_t total = 0;
+
+    if (amp_cu.cuDeviceTotalMem(&total, (CUdevice)dev->ordinal) !=
+        CUDA_SUCCESS)
+        return 0;
+    return total / 64 < most ? total / 64 : most;
+}
+
+/* dev's scratch pool, made on first use; NULL when the driver cannot make
+ * one (scratch then comes from the device's current pool). */
+static CUmemoryPool
+amp_dev_pool(struct amp_dev *dev)
+{
+    CUmemPoolProps props;
+    cuuint64_t keep;
+    int no = 0, relaxed;
+    CUresult r;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    if (dev->pool_state != 0)
+        goto out;
+    dev->pool_state = -1;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev->ordinal;
+    keep = amp_dev_pool_keep(dev);
+    relaxed = amp_dev_relax();
+    r = amp_cu.cuMemPoolCreate(&dev->pool, &props);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuMemPoolSetAttribute(
+            dev->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    if (r == CUDA_SUCCESS)
+        r = amp_cu.cuMemPoolSetAttribute(
+            dev->pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &no);
+    amp_dev_unrelax(relaxed);
+    if (r == CUDA_SUCCESS)
+        dev->pool_state = 1;
+    else
+        amp_log(AMP_LOG_INFO, "no memory pool of the shim's own (%s): "
+                "scratch comes from the device's current pool",
+                amp_cu_error(r));
+out:
+    pthread_mutex_unlock(&amp_dev_lock);
+    return dev->pool_state == 1 ? dev->pool : NULL;
+}
+
 enum amp_status
 amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
-                    amp_devptr *ptr)
+                    amp_devptr *ptr, int *in_graph)
 {
+    CUmemoryPool pool;
     CUdeviceptr p = 0;
-    CUresult r = amp_cu.cuMemAllocAsync(&p, bytes, (CUstream)stream);
+    CUresult r;
 
-    (void)dev;
+    *in_graph = amp_dev_stream_capturing(stream) == 1;
+    if (*in_graph)
+        return amp_dev_alloc_captured(dev, bytes, stream, ptr);
+    amp_graph_scratch_reap(dev);
+    pool = amp_dev_pool(dev);
+    r = pool ? amp_cu.cuMemAllocFromPoolAsync(&p, bytes, pool,
+                                              (CUstream)stream)
+             : amp_cu.cuMemAllocAsync(&p, bytes, (CUstream)stream);
     if (r != CUDA_SUCCESS) {
         amp_log(AMP_LOG_INFO, "scratch of %zu bytes refused: %s", bytes,
                 amp_cu_error(r));
@@ -417,10 +613,13 @@ amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
 }
 
 void
-amp_dev_free_async(amp_devptr ptr, amp_stream stream)
+amp_dev_free_async(amp_devptr ptr, amp_stream stream, int in_graph)
 {
-    CUresult r = amp_cu.cuMemFreeAsync((CUdeviceptr)ptr, (CUstream)stream);
+    CUresult r;
 
+    if (in_graph)
+        return; /* the graph's, freed when the graph is gone */
+    r = amp_cu.cuMemFreeAsync((CUdeviceptr)ptr, (CUstream)stream);
     if (r != CUDA_SUCCESS)
         amp_log(AMP_LOG_WARN, "scratch free failed: %s", amp_cu_error(r));
 }

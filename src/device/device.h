@@ -92,11 +92,14 @@ void amp_dev_unrelax(int token);
  * driver cannot tell. */
 int amp_dev_stream_capturing(amp_stream stream);
 
-/* Stream-ordered scratch: usable by work queued on `stream` after the call;
- * freed when `stream` reaches the free. */
+/* Scratch usable by work queued on `stream` after the call, freed when
+ * `stream` reaches amp_dev_free_async: stream-ordered memory of a pool of
+ * the shim's own, or, when `stream` is being captured, memory the graph
+ * owns (*in_graph set; see device.c). */
 enum amp_status amp_dev_alloc_async(struct amp_dev *dev, size_t bytes,
-                                    amp_stream stream, amp_devptr *ptr);
-void amp_dev_free_async(amp_devptr ptr, amp_stream stream);
+                                    amp_stream stream, amp_devptr *ptr,
+                                    int *in_graph);
+void amp_dev_free_async(amp_devptr ptr, amp_stream stream, int in_graph);
 
 /* Parts of one scratch allocation: places `bytes` at the end of a scratch
  * of *total bytes, AMP_SCRATCH_ALIGN-aligned, and returns the part's

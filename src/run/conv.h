@@ -157,6 +157,7 @@ struct amp_conv_run {
     struct amp_conv_desc desc;
     amp_stream stream;
     amp_devptr scratch, scalars, accum, result, candidate;
+    int scratch_in_graph;      /* owned by the graph being captured */
     int slot;
     amp_devptr slot_at;
 };

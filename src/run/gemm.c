@@ -785,7 +785,7 @@ static void
 amp_gemm_release(struct amp_gemm_run *run)
 {
     if (run->scratch)
-        amp_dev_free_async(run->scratch, run->stream);
+        amp_dev_free_async(run->scratch, run->stream, run->scratch_in_graph);
     run->scratch = 0;
     if (run->slot >= 0)
         amp_dev_slot_release(run->dev, run->slot);
@@ -809,7 +809,7 @@ amp_gemm_acquire(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     if (l->bytes == 0)
         return AMP_OK;
     return amp_dev_alloc_async(run->dev, l->bytes, run->stream,
-                               &run->scratch);
+                               &run->scratch, &run->scratch_in_graph);
 }
 
 _Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&

@@ -203,6 +203,7 @@ struct amp_gemm_run {
     /* Private to gemm.c from here on. */
     struct amp_gemm_desc desc;
     amp_devptr scratch;
+    int scratch_in_graph;      /* owned by the graph being captured */
     amp_devptr result;         /* shadow candidate or routed result, FP32 */
     int routed;                /* the step writes result, one kernel C */
     amp_devptr scalars;        /* struct amp_gemm_scalars (a one-pass

@@ -57,6 +57,7 @@ test_scratch_and_launch(void **state)
     float scale = 0.5f;
     CUdeviceptr src;
     amp_devptr dst, sc;
+    int in_graph;
     CUstream stream;
     int64_t ld_src = 3, ld_dst = 4, rows = 3, cols = 2;
     void *params[] = {&src, &ld_src, &dst, &ld_dst, &rows, &cols, &sc};
@@ -67,8 +68,8 @@ test_scratch_and_launch(void **state)
                      CUDA_SUCCESS);
     assert_int_equal(cuMemAlloc(&src, sizeof host), CUDA_SUCCESS);
     assert_int_equal(cuMemcpyHtoD(src, host, sizeof host), CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst), AMP_OK);
-    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc), AMP_OK);
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst, &in_graph), AMP_OK);
+    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc, &in_graph), AMP_OK);
     assert_int_equal(dst % 256, 0);
     assert_int_equal(amp_dev_memset32_async(dst, 0x7e007e00u, 4, stream),
                      AMP_OK);
@@ -83,10 +84,79 @@ test_scratch_and_launch(void **state)
                          amp_f32_to_f16(host[i] * 0.5f));
     assert_int_equal(out[3], 0x7e00); /* padding keeps the memset value */
     assert_int_equal(out[7], 0x7e00);
-    amp_dev_free_async(dst, stream);
-    amp_dev_free_async(sc, stream);
+    amp_dev_free_async(dst, stream, in_graph);
+    amp_dev_free_async(sc, stream, in_graph);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
     cuMemFree(src);
+    cuStreamDestroy(stream);
+}
+
+/* The scratch pool's memory stays across a synchronisation (a threshold
+ * of its own) and comes from no pool of the program's: a pool the program
+ * made current has nothing in use. */
+static void
+test_scratch_pool(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    CUmemPoolProps props;
+    CUmemoryPool mine, was;
+    cuuint64_t used_high = 1;
+    size_t free_before, free_after, total;
+    amp_devptr p;
+    int in_graph;
+    CUstream stream;
+
+    assert_non_null(dev);
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    assert_int_equal(cuMemPoolCreate(&mine, &props), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceGetMemPool(&was, 0), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceSetMemPool(0, mine), CUDA_SUCCESS);
+    assert_int_equal(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                     CUDA_SUCCESS);
+    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p, &in_graph),
+                     AMP_OK);
+    assert_int_equal(in_graph, 0);
+    amp_dev_free_async(p, stream, in_graph);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemPoolGetAttribute(
+                         mine, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &used_high),
+                     CUDA_SUCCESS);
+    assert_int_equal(used_high, 0);
+    assert_int_equal(cuDeviceSetMemPool(0, was), CUDA_SUCCESS);
+    assert_int_equal(cuMemPoolDestroy(mine), CUDA_SUCCESS);
+
+    /* Captured: no memory node, and the graph's scratch is freed by the
+     * shim's next call once the graph is gone. */
+    {
+        CUgraph graph;
+        CUgraphNode node;
+        size_t nodes = 1;
+
+        assert_int_equal(cuMemGetInfo(&free_before, &total), CUDA_SUCCESS);
+        assert_int_equal(cuStreamBeginCapture(stream,
+                                              CU_STREAM_CAPTURE_MODE_GLOBAL),
+                         CUDA_SUCCESS);
+        assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p,
+                                             &in_graph),
+                         AMP_OK);
+        assert_int_equal(in_graph, 1);
+        amp_dev_free_async(p, stream, in_graph);
+        assert_int_equal(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+        assert_int_equal(cuGraphGetNodes(graph, &node, &nodes), CUDA_SUCCESS);
+        assert_int_equal(nodes, 0);
+        assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+        assert_true(free_after + (1 << 20) <= free_before);
+        assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
+        assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &p,
+                                             &in_graph),
+                         AMP_OK);
+        amp_dev_free_async(p, stream, in_graph);
+        assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+        assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+        assert_int_equal(free_after, free_before);
+    }
     cuStreamDestroy(stream);
 }
 
@@ -97,6 +167,7 @@ child(const char *scenario)
     struct amp_dev *dev;
     amp_devptr p = 0;
     int64_t n = 1;
+    int in_graph;
     void *params[] = {&p, &n, &n, &n, &p};
 
     if (bring_up() != 0)
@@ -108,8 +179,8 @@ child(const char *scenario)
     if (!dev)
         return 2;
     if (strcmp(scenario, "alloc") == 0)
-        return amp_dev_alloc_async(dev, 64, NULL, &p) == AMP_ERR_DRIVER &&
-                       amp_dev_alloc_async(dev, 64, NULL, &p) == AMP_OK
+        return amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) == AMP_ERR_DRIVER &&
+                       amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) == AMP_OK
                    ? 0
                    : 3;
     if (strcmp(scenario, "launch") == 0)
@@ -135,6 +206,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_no_context),
         cmocka_unit_test(test_context_state_is_cached),
         cmocka_unit_test(test_scratch_and_launch),
+        cmocka_unit_test(test_scratch_pool),
         cmocka_unit_test(test_faults),
     };
 
