@@ -8,6 +8,7 @@
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "cublas_hook.h"
+#include "own.h"
 #include "device/device.h"
 #include "measure/stats.h"
 #include "process/process.h"
@@ -17,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
@@ -127,25 +129,32 @@ static _Thread_local struct {
     struct amp_own_handle slot[AMP_OWN_HANDLES];
 } amp_own;
 
-/* A thread that made handles destroys them when it exits (a program that
- * starts a thread per task would otherwise leak a handle per task). */
+/* The shelf's kind for these handles (own.h). */
+static const char amp_own_kind_cublas[] = "cuBLAS handle";
+
+/* A thread that made handles leaves them, when it exits, for the next
+ * thread in their context (a program that starts a thread per task would
+ * otherwise make a handle per task; destroying one synchronises the
+ * device). A handle of an ended context died with it. */
 static void
-amp_own_release(void)
+amp_cublas_own_exit(void)
 {
-    int i, relaxed;
+    cublasHandle_t *kept;
+    int i;
 
     if (amp_own.generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's handles */
-    relaxed = amp_dev_relax();
     for (i = 0; i < amp_own.count; i++) {
-        /* A handle of an ended context died with it. */
         if (!amp_own.slot[i].handle || amp_dev_retired(amp_own.slot[i].dev))
             continue;
-        /* Off the program's stream first: it may be gone already. */
-        amp_real.cublasSetStream_v2(amp_own.slot[i].handle, NULL);
-        amp_real.cublasDestroy_v2(amp_own.slot[i].handle);
+        kept = malloc(sizeof *kept);
+        if (!kept)
+            continue; /* kept by nobody: a handle's memory, once */
+        *kept = amp_own.slot[i].handle;
+        if (amp_own_shelve(amp_own_kind_cublas, amp_own.slot[i].dev, kept,
+                           NULL) != 0)
+            free(kept);
     }
-    amp_dev_unrelax(relaxed);
     amp_own.count = 0;
 }
 
@@ -156,6 +165,7 @@ static cublasHandle_t
 amp_own_handle(struct amp_dev *dev, int make)
 {
     struct amp_own_handle *own;
+    cublasHandle_t *kept;
     cublasStatus_t s;
     int i, relaxed;
 
@@ -175,10 +185,17 @@ amp_own_handle(struct amp_dev *dev, int make)
             break;
     if (i == AMP_OWN_HANDLES)
         return NULL;
-    amp_shim_at_thread_exit(amp_own_release);
+    amp_shim_at_thread_exit(amp_cublas_own_exit);
     own = &amp_own.slot[amp_own.count < AMP_OWN_HANDLES ? amp_own.count++
                                                        : i];
     own->dev = dev;
+    kept = amp_own_unshelve(amp_own_kind_cublas, dev);
+    if (kept) {
+        /* An exited thread's handle, made in this context. */
+        own->handle = *kept;
+        free(kept);
+        return own->handle;
+    }
     relaxed = amp_dev_relax();
     s = amp_real.cublasCreate_v2(&own->handle);
     if (s == CUBLAS_STATUS_SUCCESS) {

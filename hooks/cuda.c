@@ -6,18 +6,24 @@
  * the same address) convert afresh. The program's call itself is made
  * unchanged and its status returned as is.
  *
- * Programs that take the driver's entry points through cuGetProcAddress
- * do not reach the driver hooks; NVIDIA's runtime does so for its own
- * calls, so its reset is hooked as cudaDeviceReset. */
+ * A runtime takes the driver's entry points from cuGetProcAddress, never
+ * through the dynamic linker, and a runtime linked statically into the
+ * program has no cudaDeviceReset to hook: cuGetProcAddress is hooked, and
+ * hands out the driver hooks here for the driver's own definitions
+ * (amp_cuda_hook_for; dlsym on libcuda.so.1's handle does the same). A
+ * stream that ends (cuStreamDestroy) lets the records of the shim's
+ * delayed scales on it go. */
 #include "cuda_symbols.h"
 
 #include "base/caller.h"
 #include "base/log.h"
 #include "base/resolve.h"
+#include "base/shim.h"
 #include "device/device.h"
 #include "measure/harvest.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUDART_SONAME "libcudart.so.13"
@@ -160,5 +166,111 @@ cuCtxDestroy_v2(CUcontext ctx)
     r = destroy(ctx);
     if (r == CUDA_SUCCESS)
         amp_dev_retire(ctx);
+    return r;
+}
+
+AMP_EXPORT CUresult
+cuStreamDestroy_v2(CUstream stream)
+{
+    static void *fn;
+    CUresult (*destroy)(CUstream) = NULL;
+
+    *(void **)&destroy = amp_real(&fn, AMP_CUDA_SONAME, "cuStreamDestroy_v2");
+    if (!destroy)
+        return CUDA_ERROR_NOT_FOUND;
+    /* Before the stream goes, while work can still be queued on it. */
+    if (amp_dev_any())
+        amp_dev_stream_ending(stream);
+    return destroy(stream);
+}
+
+/* The driver's entry points that have a hook here, with the driver's own
+ * definition of each (resolved on first use). */
+static struct {
+    const char *name;
+    void (*hook)(void);
+    void *real;
+} amp_driver_hooks[] = {
+#define AMP_DRIVER_HOOK_ENTRY(name) {#name, (void (*)(void))name, NULL},
+    AMP_CUDA_DRIVER_HOOKED(AMP_DRIVER_HOOK_ENTRY)
+#undef AMP_DRIVER_HOOK_ENTRY
+};
+
+#define AMP_DRIVER_NHOOKS (sizeof amp_driver_hooks / sizeof *amp_driver_hooks)
+
+static void *
+amp_hook_address(size_t i)
+{
+    void *hook;
+
+    memcpy(&hook, &amp_driver_hooks[i].hook, sizeof hook);
+    return hook;
+}
+
+void *amp_cuda_hook_of(const char *name, const void *fn)
+    __attribute__((visibility("hidden")));
+
+/* The hook of the driver's function `name` (its exported, versioned name)
+ * when fn is the driver's definition (in libcuda.so.1), else NULL. For
+ * dlsym on the driver's handle. */
+void *
+amp_cuda_hook_of(const char *name, const void *fn)
+{
+    const char *soname;
+    size_t i;
+
+    for (i = 0; name && fn && i < AMP_DRIVER_NHOOKS; i++) {
+        if (strcmp(amp_driver_hooks[i].name, name) != 0)
+            continue;
+        soname = amp_object_soname_at(fn);
+        if (!soname || strcmp(soname, AMP_CUDA_SONAME) != 0 ||
+            amp_shim_config()->disabled)
+            return NULL;
+        return amp_hook_address(i);
+    }
+    return NULL;
+}
+
+/* What cuGetProcAddress hands out for `symbol` (a base name, as the
+ * driver takes it) found at fn: the hook when fn is the driver's own
+ * definition of a hooked function's version, else fn. */
+static void *
+amp_cuda_hook_for(const char *symbol, void *fn)
+{
+    size_t i, n = strlen(symbol);
+
+    if (amp_shim_config()->disabled)
+        return fn;
+    for (i = 0; i < AMP_DRIVER_NHOOKS; i++) {
+        const char *name = amp_driver_hooks[i].name;
+
+        if (strncmp(name, symbol, n) != 0 ||
+            (name[n] != '\0' && name[n] != '_'))
+            continue;
+        if (amp_real(&amp_driver_hooks[i].real, AMP_CUDA_SONAME, name) == fn)
+            return amp_hook_address(i);
+    }
+    return fn;
+}
+
+/* cuGetProcAddress: the driver's answer, with the driver's definitions of
+ * the hooked functions replaced by their hooks (the documented contract
+ * otherwise: CUDA_SUCCESS with *pfn NULL when the symbol is not found). */
+AMP_EXPORT CUresult
+cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                    cuuint64_t flags,
+                    CUdriverProcAddressQueryResult *symbolStatus)
+{
+    static void *fn;
+    CUresult (*get)(const char *, void **, int, cuuint64_t,
+                    CUdriverProcAddressQueryResult *) = NULL;
+    CUresult r;
+
+    *(void **)&get = amp_real(&fn, AMP_CUDA_SONAME, "cuGetProcAddress_v2");
+    if (!get)
+        return CUDA_ERROR_NOT_FOUND;
+    r = get(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
+        *pfn = amp_cuda_hook_for(symbol, *pfn);
     return r;
 }

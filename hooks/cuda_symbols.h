@@ -1,5 +1,6 @@
 /* The CUDA runtime and driver functions the shim hooks: the ones that end
- * a context the shim may have work and state in. Each X(ret, name, params)
+ * a context or stream the shim may have work and state in, and the
+ * driver's cuGetProcAddress, which hands out those hooks. Each X(ret, name, params)
  * names the exported symbol (the driver's versioned names, as CUDA 13's
  * cuda.h maps cuCtxDestroy to cuCtxDestroy_v2). */
 #ifndef AMP_CUDA_SYMBOLS_H
@@ -16,6 +17,21 @@
     X(cudaError_t, cudaDeviceReset, (void))                                  \
     X(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice dev))                  \
     X(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                \
-    X(CUresult, cuCtxDestroy_v2, (CUcontext ctx))
+    X(CUresult, cuCtxDestroy_v2, (CUcontext ctx))                            \
+    X(CUresult, cuStreamDestroy_v2, (CUstream stream))                       \
+    X(CUresult, cuGetProcAddress_v2,                                         \
+      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,    \
+       CUdriverProcAddressQueryResult *symbolStatus))
+
+/* The driver's hooks that cuGetProcAddress and dlsym on libcuda.so.1's
+ * handle hand out in place of the driver's own definitions: the calls a
+ * runtime linked into the program (which takes every driver function
+ * from cuGetProcAddress) makes to end a context or a stream. */
+#define AMP_CUDA_DRIVER_HOOKED(X)                                            \
+    X(cuDevicePrimaryCtxReset_v2)                                            \
+    X(cuDevicePrimaryCtxRelease_v2)                                          \
+    X(cuCtxDestroy_v2)                                                       \
+    X(cuStreamDestroy_v2)                                                    \
+    X(cuGetProcAddress_v2)
 
 #endif

@@ -9,6 +9,7 @@
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "conv_hook.h"
+#include "own.h"
 #include "decide/site.h"
 #include "device/device.h"
 #include "measure/stats.h"
@@ -18,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
@@ -124,7 +126,7 @@ static _Thread_local struct {
 /* Destroys own's descriptors (host objects) and its handle, unless the
  * handle's context has ended: it died with the context. */
 static void
-amp_own_drop(struct amp_own *own)
+amp_dnn_own_drop(struct amp_own *own)
 {
     int relaxed;
 
@@ -143,18 +145,46 @@ amp_own_drop(struct amp_own *own)
     amp_dev_unrelax(relaxed);
 }
 
-/* A thread that made a handle destroys it and its descriptors when it
- * exits (a program that starts a thread per task would otherwise leak
- * them per task). */
+/* The shelf's kind for these objects (own.h). */
+static const char amp_dnn_own_kind[] = "cuDNN handle";
+
+/* A shelved handle and descriptors whose context ended: the descriptors
+ * (host objects); the handle died with its context. */
 static void
-amp_own_release(void)
+amp_dnn_own_ended(void *obj)
 {
+    amp_dnn_own_drop(obj);
+}
+
+/* A thread that made a handle leaves it and its descriptors, when it
+ * exits, for the next thread in its context: a program that starts a
+ * thread per task would otherwise make them per task, and cudnnDestroy
+ * synchronises the whole device (and crashes on a context that ended
+ * while it was not seen). */
+static void
+amp_dnn_own_exit(void)
+{
+    struct amp_own *kept;
     int i;
 
     if (amp_owns.generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's handles */
-    for (i = 0; i < amp_owns.count; i++)
-        amp_own_drop(&amp_owns.slot[i]);
+    for (i = 0; i < amp_owns.count; i++) {
+        struct amp_own *own = &amp_owns.slot[i];
+
+        if (!own->handle)
+            continue;
+        if (amp_dev_retired(own->dev) || !(kept = malloc(sizeof *kept))) {
+            amp_dnn_own_drop(own);
+            continue;
+        }
+        *kept = *own;
+        if (amp_own_shelve(amp_dnn_own_kind, own->dev, kept,
+                           amp_dnn_own_ended) != 0) {
+            free(kept);
+            amp_dnn_own_drop(own);
+        }
+    }
     amp_owns.count = 0;
 }
 
@@ -162,9 +192,9 @@ amp_own_release(void)
  * first use when `make`; NULL when there are none (then calls in that
  * context stay FP32). They live until the thread exits. */
 static struct amp_own *
-amp_own_get(struct amp_dev *dev, int make)
+amp_dnn_own_get(struct amp_dev *dev, int make)
 {
-    struct amp_own *own;
+    struct amp_own *own, *kept;
     int i, relaxed, made;
 
     if (amp_shim_thread_stale(&amp_owns.generation))
@@ -180,15 +210,22 @@ amp_own_get(struct amp_dev *dev, int make)
             break;
     if (i == AMP_OWN_HANDLES)
         return NULL;
-    amp_shim_at_thread_exit(amp_own_release);
+    amp_shim_at_thread_exit(amp_dnn_own_exit);
     if (amp_owns.count < AMP_OWN_HANDLES) {
         own = &amp_owns.slot[amp_owns.count++];
     } else {
         own = &amp_owns.slot[i];
-        amp_own_drop(own);
+        amp_dnn_own_drop(own);
     }
     memset(own, 0, sizeof *own);
     own->dev = dev;
+    kept = amp_own_unshelve(amp_dnn_own_kind, dev);
+    if (kept) {
+        /* An exited thread's, made in this context. */
+        *own = *kept;
+        free(kept);
+        return own;
+    }
     relaxed = amp_dev_relax();
     made = amp_real.cudnnCreate(&own->handle) == CUDNN_STATUS_SUCCESS;
     amp_dev_unrelax(relaxed);
@@ -604,7 +641,7 @@ struct amp_cudnn_legacy {
 static void *
 amp_cudnn_own(struct amp_dev *dev, int make)
 {
-    return amp_cudnn_complete ? amp_own_get(dev, make) : NULL;
+    return amp_cudnn_complete ? amp_dnn_own_get(dev, make) : NULL;
 }
 
 static int

@@ -2,7 +2,10 @@
  * (dlopen, in a local scope or not) and takes their functions from the
  * library's handle, as TensorFlow's and XLA's loaders and Python's ctypes
  * do, gets the shim's hook for each hooked name of the releases the shim
- * converts (libcublas.so.13, libcublasLt.so.13, libcudnn*.so.9); every
+ * converts (libcublas.so.13, libcublasLt.so.13, libcudnn*.so.9), and a
+ * runtime linked into the program that opens libcuda.so.1 gets the hooks
+ * of the driver's functions that end a context or a stream and of its
+ * cuGetProcAddress (hooks/cuda.c); every
  * other lookup gets exactly what the C library gives, another release's
  * (libcublas.so.12, whose descriptors and handles are its own) included.
  * The vendor libraries' own lookups (cuDNN 9's front library takes each
@@ -44,6 +47,10 @@ AMP_CUBLASLT_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_GRAPH_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
+
+/* The driver hook of `name` for the driver's definition fn, or NULL
+ * (cuda.c). */
+void *amp_cuda_hook_of(const char *name, const void *fn);
 
 struct amp_dl_hook {
     const char *name;
@@ -99,7 +106,19 @@ amp_dl_answer(void *fn, const char *name, const void *caller)
 {
     void (*hook)(void);
     void *answer;
+    const char *from;
 
+    /* The driver's functions that end a context or stream, and its
+     * cuGetProcAddress, for a caller other than the driver itself (its
+     * cuGetProcAddress looks itself up) and the vendor libraries. */
+    answer = amp_cuda_hook_of(name, fn);
+    if (answer) {
+        from = amp_object_soname_at(caller);
+        if ((from && strcmp(from, "libcuda.so.1") == 0) ||
+            amp_dl_in_vendor(caller, 0))
+            return fn;
+        return answer;
+    }
     if (!fn || !name || !(hook = amp_dl_hook_of(name)) ||
         !amp_dl_in_vendor(fn, 1) || amp_dl_in_vendor(caller, 0) ||
         amp_process_start()->disabled)

@@ -4,8 +4,80 @@
 #include "base/log.h"
 #include "base/shim.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Objects left by threads that exited, for the next thread in their
+ * context. Entries of ended contexts are swept as the shelf is searched;
+ * a forked child's copy of its parent's entries is dropped unused. */
+struct amp_own_shelved {
+    const void *kind;
+    struct amp_dev *dev;
+    void *obj;
+    void (*drop)(void *obj);
+    unsigned generation;
+    struct amp_own_shelved *next;
+};
+
+static pthread_mutex_t amp_own_shelf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_own_shelved *amp_own_shelf;
+
+int
+amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
+               void (*drop)(void *obj))
+{
+    struct amp_own_shelved *e = malloc(sizeof *e);
+
+    if (!e)
+        return -1;
+    e->kind = kind;
+    e->dev = dev;
+    e->obj = obj;
+    e->drop = drop;
+    e->generation = amp_shim_generation();
+    pthread_mutex_lock(&amp_own_shelf_lock);
+    e->next = amp_own_shelf;
+    amp_own_shelf = e;
+    pthread_mutex_unlock(&amp_own_shelf_lock);
+    return 0;
+}
+
+void *
+amp_own_unshelve(const void *kind, struct amp_dev *dev)
+{
+    struct amp_own_shelved **p, *e, *gone = NULL;
+    unsigned generation = amp_shim_generation();
+    void *obj = NULL;
+
+    pthread_mutex_lock(&amp_own_shelf_lock);
+    for (p = &amp_own_shelf; (e = *p) != NULL;) {
+        int stale = e->generation != generation;
+
+        if (!obj && !stale && e->kind == kind && e->dev == dev) {
+            obj = e->obj;
+            *p = e->next;
+            free(e);
+        } else if (stale || amp_dev_retired(e->dev)) {
+            *p = e->next;
+            e->next = gone;
+            gone = e;
+        } else {
+            p = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&amp_own_shelf_lock);
+    while ((e = gone) != NULL) {
+        gone = e->next;
+        /* An ended context's objects died with it (host parts aside); a
+         * forked child's copies of its parent's are not its own. */
+        if (e->drop && e->generation == generation)
+            e->drop(e->obj);
+        free(e->obj);
+        free(e);
+    }
+    return obj;
+}
 
 static void
 amp_own_drop(const struct amp_own_kind *k, struct amp_own_table *t, int i)
@@ -28,6 +100,12 @@ amp_own_release(struct amp_own_table *t, const struct amp_own_kind *k)
     if (t->generation != amp_shim_generation())
         return; /* a forked child's copy of its parent's objects */
     for (i = 0; i < t->count; i++) {
+        if (t->slot[i].made && !amp_dev_retired(t->slot[i].dev) &&
+            amp_own_shelve(k, t->slot[i].dev, t->slot[i].obj,
+                           k->drop_ended) == 0) {
+            t->slot[i].obj = NULL;
+            continue;
+        }
         amp_own_drop(k, t, i);
         free(t->slot[i].obj);
         t->slot[i].obj = NULL;
@@ -39,6 +117,7 @@ void *
 amp_own_get(struct amp_own_table *t, const struct amp_own_kind *k,
             struct amp_dev *dev, int make)
 {
+    void *shelved;
     int i, relaxed;
 
     if (amp_shim_thread_stale(&t->generation)) {
@@ -65,6 +144,14 @@ amp_own_get(struct amp_own_table *t, const struct amp_own_kind *k,
         amp_own_drop(k, t, i);
     t->slot[i].dev = dev;
     t->slot[i].made = 0;
+    shelved = amp_own_unshelve(k, dev);
+    if (shelved) {
+        /* An exited thread's, made in this context. */
+        free(t->slot[i].obj);
+        t->slot[i].obj = shelved;
+        t->slot[i].made = 1;
+        return shelved;
+    }
     if (!t->slot[i].obj)
         t->slot[i].obj = malloc(k->size);
     if (!t->slot[i].obj)

@@ -1,7 +1,9 @@
 /* The shim's own vendor objects (a handle and what goes with it), one per
- * thread and context: made on first use, destroyed when the thread exits
- * (unless their context has ended: they died with it), never used in a
- * forked child. Each hook file keeps one thread-local table per kind. */
+ * thread and context: made on first use, left at thread exit for the next
+ * thread that needs one in the same context (destroying a cuBLAS or cuDNN
+ * handle synchronises the whole device, and a thread may exit after its
+ * context has ended), never used in a forked child. Each hook file keeps
+ * one thread-local table per kind. */
 #ifndef AMP_OWN_H
 #define AMP_OWN_H
 
@@ -19,6 +21,8 @@ struct amp_own_kind {
     int (*make)(void *obj);
     /* Destroys what make made; `live` is 0 when its context has ended. */
     void (*drop)(void *obj, int live);
+    /* drop(obj, 0): for an object left on the shelf whose context ended. */
+    void (*drop_ended)(void *obj);
     /* The kind's thread-exit function: amp_own_release on its table. */
     void (*at_exit)(void);
 };
@@ -39,7 +43,18 @@ struct amp_own_table {
 void *amp_own_get(struct amp_own_table *t, const struct amp_own_kind *k,
                   struct amp_dev *dev, int make);
 
-/* Destroys the thread's objects of kind k (at thread exit). */
+/* Leaves the thread's objects of kind k for other threads (at thread
+ * exit); those of ended contexts are dropped. */
 void amp_own_release(struct amp_own_table *t, const struct amp_own_kind *k);
+
+/* The process-wide shelf of objects left by exited threads, for any kind
+ * (`kind`: the kind's own address). amp_own_shelve takes `obj` (memory
+ * from malloc) for dev's context and returns 0, or -1 when it cannot (the
+ * caller keeps it); `drop` (NULL for nothing) frees what obj holds once
+ * its context has ended, before obj itself is freed. amp_own_unshelve
+ * gives back an object of kind for dev, or NULL. */
+int amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
+                   void (*drop)(void *obj));
+void *amp_own_unshelve(const void *kind, struct amp_dev *dev);
 
 #endif

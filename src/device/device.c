@@ -19,6 +19,8 @@
  * string alike. */
 #define AMP_DRIVER_SYMBOLS(X)                                                \
     X(cuCtxGetCurrent)                                                       \
+    X(cuCtxGetId)                                                            \
+    X(cuStreamGetId)                                                         \
     X(cuCtxGetDevice)                                                        \
     X(cuDeviceGetAttribute)                                                  \
     X(cuModuleLoadData)                                                      \
@@ -88,6 +90,10 @@ struct amp_dev {
      * thread's amp_dev_last reads it while another thread retires it. */
     CUcontext ctx;
     int retired;               /* atomic, as ctx */
+    /* The context's id (cuCtxGetId): unique for the process's life, where
+     * the address is not (a primary context reset unseen, through an
+     * entry point cuGetProcAddress gave, comes back at its address). */
+    unsigned long long ctx_id;
     int usable;
     CUmodule module;
     CUfunction kernels[AMP_KERNEL_COUNT];
@@ -109,9 +115,18 @@ struct amp_dev {
     CUdeviceptr records;
     struct amp_dev_record_key {
         uint64_t key;
-        amp_stream stream;
+        /* The stream's id (cuStreamGetId): a stream made where one was
+         * destroyed has another, so its calls never meet the old one's
+         * records while its last kernels may still run. */
+        unsigned long long stream;
         int held;
         int ready;             /* the key's first call is queued */
+        /* Not held, but a kernel queued on `stream` may still write it:
+         * only that stream's calls may take it, until done_event (a
+         * timing event recorded after that kernel, -1 when none could be
+         * had) is known to have finished. */
+        int draining;
+        int done_event;
     } record_keys[AMP_DEV_RECORDS];
     int epoch;                 /* the trace's time origin, -1 not yet */
     int ordinal;               /* the context's device (CUdevice) */
@@ -258,32 +273,59 @@ amp_dev_setup(struct amp_dev *dev)
     dev->usable = 1;
 }
 
+/* Drops dev's state: its context has ended. Lock held. */
+static void
+amp_dev_retire_locked(struct amp_dev *dev)
+{
+    /* Its module, events and page-locked slots ended with the context; a
+     * later context at the same address gets a new entry. */
+    __atomic_store_n(&dev->retired, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&dev->ctx, NULL, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&amp_dev_generation, 1, __ATOMIC_RELEASE);
+}
+
 /* The state of the current context, made (kernels loaded) on first use
- * when `make`. */
+ * when `make`. A context is the pair of its address and its id: an entry
+ * at the address with another id is of a context that ended without the
+ * shim seeing it (a reset through an entry point it does not hook), and
+ * is retired here. */
 static struct amp_dev *
 amp_dev_find(int make)
 {
     struct amp_dev *dev = NULL;
     CUcontext ctx = NULL;
+    unsigned long long id = 0;
     int i;
 
     if (amp_dev_init() != AMP_OK)
         return NULL;
-    if (amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    if (amp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+        amp_cu.cuCtxGetId(ctx, &id) != CUDA_SUCCESS)
         return NULL;
-    if (amp_dev_last && amp_dev_context(amp_dev_last) == ctx)
+    if (amp_dev_last && amp_dev_context(amp_dev_last) == ctx &&
+        amp_dev_last->ctx_id == id)
         return amp_dev_last->usable ? amp_dev_last : NULL;
 
     pthread_mutex_lock(&amp_dev_lock);
-    for (i = 0; i < amp_ndevs; i++)
-        if (amp_dev_context(&amp_devs[i]) == ctx)
+    for (i = 0; i < amp_ndevs; i++) {
+        if (amp_dev_context(&amp_devs[i]) != ctx)
+            continue;
+        if (amp_devs[i].ctx_id == id) {
             dev = &amp_devs[i];
+            continue;
+        }
+        amp_log(AMP_LOG_DEBUG, "context %p was replaced unseen (id %llu, "
+                "now %llu): the shim's state in the old one is dropped",
+                (void *)ctx, amp_devs[i].ctx_id, id);
+        amp_dev_retire_locked(&amp_devs[i]);
+    }
     if (!dev && make && amp_ndevs < AMP_DEV_MAX_CONTEXTS) {
         /* Entries are never reused: a retired one may still be named by
          * a thread's amp_dev_last or own handles. */
         int relaxed = amp_dev_relax();
 
         dev = &amp_devs[amp_ndevs++];
+        dev->ctx_id = id;
         amp_dev_setup(dev);
         amp_dev_unrelax(relaxed);
         __atomic_store_n(&dev->ctx, ctx, __ATOMIC_RELEASE);
@@ -381,12 +423,7 @@ amp_dev_retire(void *ctx)
 
         if (amp_dev_context(dev) != (CUcontext)ctx)
             continue;
-        /* Its module, events and page-locked slots ended with the
-         * context; a later context at the same address gets a new
-         * entry. */
-        __atomic_store_n(&dev->retired, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&dev->ctx, NULL, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&amp_dev_generation, 1, __ATOMIC_RELEASE);
+        amp_dev_retire_locked(dev);
         amp_log(AMP_LOG_DEBUG, "context %p ended: the shim's state in it "
                 "is dropped", ctx);
     }
@@ -397,6 +434,24 @@ int
 amp_dev_retired(const struct amp_dev *dev)
 {
     return __atomic_load_n(&dev->retired, __ATOMIC_ACQUIRE);
+}
+
+/* Makes dev's context current (pushes it) for work on its objects from
+ * any thread: 0, or -1 when it has ended, cannot be pushed, or the
+ * address is now another context's (then nothing is left pushed). */
+static int
+amp_dev_enter(struct amp_dev *dev)
+{
+    CUcontext ctx = amp_dev_context(dev), popped;
+    unsigned long long id = 0;
+
+    if (!ctx || amp_cu.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
+        return -1;
+    if (amp_cu.cuCtxGetId(NULL, &id) != CUDA_SUCCESS || id != dev->ctx_id) {
+        amp_cu.cuCtxPopCurrent(&popped);
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -765,8 +820,7 @@ amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
     int relaxed;
     CUresult r;
 
-    if (!amp_dev_context(dev) ||
-        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
+    if (amp_dev_enter(dev) != 0)
         return -1;
     relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
@@ -808,11 +862,11 @@ amp_dev_records_make(struct amp_dev *dev)
     dev->records_state = 1;
 }
 
-/* The table's place for (key, stream): a mix of both. */
+/* The table's place for (key, stream id): a mix of both. */
 static unsigned
-amp_dev_record_hash(uint64_t key, amp_stream stream)
+amp_dev_record_hash(uint64_t key, unsigned long long stream)
 {
-    uint64_t h = key ^ ((uint64_t)(uintptr_t)stream * 0x9e3779b97f4a7c15ull);
+    uint64_t h = key ^ ((uint64_t)stream * 0x9e3779b97f4a7c15ull);
 
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
@@ -820,14 +874,81 @@ amp_dev_record_hash(uint64_t key, amp_stream stream)
     return (unsigned)(h % AMP_DEV_RECORDS);
 }
 
+static int amp_dev_event_take_locked(struct amp_dev *dev, int *event);
+
+/* Whether the draining record k's last kernel is known done (then k is
+ * free again and its event back in the pool). Lock held, dev's context
+ * current. */
+static int
+amp_dev_record_settle(struct amp_dev *dev, struct amp_dev_record_key *k)
+{
+    CUresult r;
+    int relaxed;
+
+    if (k->done_event < 0)
+        return 0;
+    relaxed = amp_dev_relax();
+    r = amp_cu.cuEventQuery(dev->events[k->done_event]);
+    amp_dev_unrelax(relaxed);
+    if (r != CUDA_SUCCESS)
+        return 0; /* not yet, or failed: the stream keeps it */
+    dev->free_events[dev->nfree++] = k->done_event;
+    k->done_event = -1;
+    k->draining = 0;
+    return 1;
+}
+
+/* Lets the record k go from its holder: it drains until a timing event
+ * recorded now on `stream` (the last stream that queued work on it)
+ * finishes. Lock held, the stream's context current. */
+static void
+amp_dev_record_release(struct amp_dev *dev, struct amp_dev_record_key *k,
+                       amp_stream stream)
+{
+    int e = -1, relaxed;
+
+    if (k->draining && k->done_event >= 0) {
+        k->held = 0;
+        return;
+    }
+    if (amp_dev_event_take_locked(dev, &e) == 0) {
+        relaxed = amp_dev_relax();
+        if (amp_cu.cuEventRecord(dev->events[e], (CUstream)stream) !=
+            CUDA_SUCCESS) {
+            dev->free_events[dev->nfree++] = e;
+            e = -1;
+        }
+        amp_dev_unrelax(relaxed);
+    }
+    k->held = 0;
+    k->ready = 0;
+    k->draining = 1;
+    k->done_event = e;
+}
+
+/* The id of `stream` in the current context; 0 when the driver cannot
+ * say (no record then). */
+static unsigned long long
+amp_dev_stream_id(amp_stream stream)
+{
+    unsigned long long id = 0;
+
+    if (amp_cu.cuStreamGetId((CUstream)stream, &id) != CUDA_SUCCESS)
+        return 0;
+    return id;
+}
+
 enum amp_status
 amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
                amp_devptr *at, int *fresh)
 {
-    unsigned home = amp_dev_record_hash(key, stream);
+    unsigned long long sid = amp_dev_stream_id(stream);
+    unsigned home = amp_dev_record_hash(key, sid);
     int i, take = -1, same_stream = -1;
     enum amp_status st = AMP_OK;
 
+    if (!sid)
+        return AMP_ERR_UNAVAILABLE;
     pthread_mutex_lock(&amp_dev_lock);
     if (dev->records_state == 0)
         amp_dev_records_make(dev);
@@ -837,7 +958,7 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
         unsigned at_i = (home + (unsigned)i) % AMP_DEV_RECORDS;
         struct amp_dev_record_key *k = &dev->record_keys[at_i];
 
-        if (k->held && k->key == key && k->stream == stream) {
+        if (k->held && k->key == key && k->stream == sid) {
             /* Until its first call is queued, a later call's kernels
              * could precede that call's: it takes the two passes. */
             if (!k->ready)
@@ -846,9 +967,13 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
             *fresh = 0;
             break;
         }
-        if (!k->held && take < 0)
+        /* A draining record: this stream's work follows its kernels;
+         * another stream's may run beside them until they are done. */
+        if (!k->held && k->draining && k->stream != sid)
+            amp_dev_record_settle(dev, k);
+        if (!k->held && (!k->draining || k->stream == sid) && take < 0)
             take = (int)at_i;
-        if (k->held && k->ready && k->stream == stream && same_stream < 0)
+        if (k->held && k->ready && k->stream == sid && same_stream < 0)
             same_stream = (int)at_i;
     }
     if (st == AMP_OK && take >= 0 && !dev->record_keys[take].held)
@@ -861,10 +986,16 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
     } else if (st == AMP_OK && take < 0)
         st = AMP_ERR_UNAVAILABLE;
     if (st == AMP_OK && *fresh) {
-        dev->record_keys[take].key = key;
-        dev->record_keys[take].stream = stream;
-        dev->record_keys[take].held = 1;
-        dev->record_keys[take].ready = 0;
+        struct amp_dev_record_key *k = &dev->record_keys[take];
+
+        if (k->draining && k->done_event >= 0)
+            dev->free_events[dev->nfree++] = k->done_event;
+        k->key = key;
+        k->stream = sid;
+        k->held = 1;
+        k->ready = 0;
+        k->draining = 0;
+        k->done_event = -1;
     }
     if (st == AMP_OK)
         *at = dev->records + (CUdeviceptr)take * AMP_DEV_RECORD_BYTES;
@@ -899,14 +1030,34 @@ amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key)
 }
 
 void
-amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key)
+amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key,
+                    amp_stream stream)
 {
     struct amp_dev_record_key *k;
 
     pthread_mutex_lock(&amp_dev_lock);
     k = amp_dev_record_entry(dev, at, key);
     if (k)
-        k->held = 0;
+        amp_dev_record_release(dev, k, stream);
+    pthread_mutex_unlock(&amp_dev_lock);
+}
+
+void
+amp_dev_stream_ending(amp_stream stream)
+{
+    struct amp_dev *dev = amp_dev_current_made();
+    unsigned long long sid;
+    int i;
+
+    if (!dev || !(sid = amp_dev_stream_id(stream)))
+        return;
+    pthread_mutex_lock(&amp_dev_lock);
+    for (i = 0; dev->records_state == 1 && i < AMP_DEV_RECORDS; i++) {
+        struct amp_dev_record_key *k = &dev->record_keys[i];
+
+        if (k->stream == sid && (k->held || k->draining))
+            amp_dev_record_release(dev, k, stream);
+    }
     pthread_mutex_unlock(&amp_dev_lock);
 }
 
@@ -922,30 +1073,40 @@ amp_dev_event_create(CUevent *e)
     return r;
 }
 
-enum amp_status
-amp_dev_event_take(struct amp_dev *dev, int *event)
+/* amp_dev_event_take with the lock held; 0 or -1. */
+static int
+amp_dev_event_take_locked(struct amp_dev *dev, int *event)
 {
-    enum amp_status st = AMP_OK;
     CUevent e;
 
-    pthread_mutex_lock(&amp_dev_lock);
     if (dev->nfree > 0) {
         *event = dev->free_events[--dev->nfree];
-    } else if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed &&
-               amp_dev_event_create(&e) == CUDA_SUCCESS) {
+        return 0;
+    }
+    if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed &&
+        amp_dev_event_create(&e) == CUDA_SUCCESS) {
         /* dev's context is current: the caller is about to record. */
         dev->events[dev->nevents] = e;
         *event = dev->nevents++;
-    } else {
-        if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed) {
-            dev->events_failed = 1;
-            amp_log(AMP_LOG_INFO, "cannot create timing events; calls in "
-                    "this context go unmeasured");
-        }
-        st = AMP_ERR_UNAVAILABLE;
+        return 0;
     }
+    if (dev->nevents < AMP_DEV_EVENTS && !dev->events_failed) {
+        dev->events_failed = 1;
+        amp_log(AMP_LOG_INFO, "cannot create timing events; calls in "
+                "this context go unmeasured");
+    }
+    return -1;
+}
+
+enum amp_status
+amp_dev_event_take(struct amp_dev *dev, int *event)
+{
+    int r;
+
+    pthread_mutex_lock(&amp_dev_lock);
+    r = amp_dev_event_take_locked(dev, event);
     pthread_mutex_unlock(&amp_dev_lock);
-    return st;
+    return r == 0 ? AMP_OK : AMP_ERR_UNAVAILABLE;
 }
 
 enum amp_status
@@ -964,8 +1125,7 @@ amp_dev_event_done(struct amp_dev *dev, int event, int wait)
     int relaxed;
     CUresult r;
 
-    if (!amp_dev_context(dev) ||
-        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
+    if (amp_dev_enter(dev) != 0)
         return -1;
     relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
@@ -984,8 +1144,7 @@ amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
     int relaxed;
     CUresult r;
 
-    if (!amp_dev_context(dev) ||
-        amp_cu.cuCtxPushCurrent(amp_dev_context(dev)) != CUDA_SUCCESS)
+    if (amp_dev_enter(dev) != 0)
         return AMP_ERR_DRIVER;
     relaxed = amp_dev_relax();
     r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
@@ -1098,9 +1257,7 @@ amp_dev_ordinal_name(int ordinal, char *name, size_t cap)
 int
 amp_dev_push(struct amp_dev *dev)
 {
-    CUcontext ctx = amp_dev_context(dev);
-
-    return ctx && amp_cu.cuCtxPushCurrent(ctx) == CUDA_SUCCESS ? 0 : -1;
+    return amp_dev_enter(dev);
 }
 
 void

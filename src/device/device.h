@@ -153,11 +153,14 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
  * record: AMP_DEV_RECORD_BYTES of device memory in one allocation per
  * context, made on first use (not zeroed: a record's first call sets what
  * the later ones read) and kept for the context's life, as the slots and
- * events are. A record belongs to one stream: work on it
+ * events are. A record belongs to one stream, named by its id
+ * (cuStreamGetId, never reused, where a handle's address is): work on it
  * is stream-ordered, so no two kernels use a record at once; a record
  * changes hands only between keys of one stream, and a key's later calls
  * get it only once its first call's work is queued
- * (amp_dev_record_ready). */
+ * (amp_dev_record_ready). A record let go (a failed first call, a stream
+ * that ends) drains: only its stream may take it until a timing event
+ * recorded after its last kernel has finished. */
 #define AMP_DEV_RECORDS 256
 #define AMP_DEV_RECORD_BYTES 64
 /* Places of the table tried for a key. */
@@ -169,9 +172,10 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
  * work that sets it, then calls amp_dev_record_ready or, having failed,
  * amp_dev_record_drop; 0 when an earlier call of the key set it. Never
  * for a stream that is being captured (a graph may replay on any stream).
- * AMP_ERR_UNAVAILABLE while the key's first call is not queued yet or
- * when the places the key may take are held by other streams;
- * AMP_ERR_DRIVER when the memory cannot be had (remembered). */
+ * AMP_ERR_UNAVAILABLE while the key's first call is not queued yet, when
+ * the places the key may take are held by other streams or drain their
+ * kernels, or when the driver cannot name the stream; AMP_ERR_DRIVER when
+ * the memory cannot be had (remembered). */
 enum amp_status amp_dev_record(struct amp_dev *dev, uint64_t key,
                                amp_stream stream, amp_devptr *at,
                                int *fresh);
@@ -179,9 +183,16 @@ enum amp_status amp_dev_record(struct amp_dev *dev, uint64_t key,
 /* The key's first call at `at` is queued: its later calls may use it. */
 void amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key);
 
-/* Gives up the record at `at` (a first call that failed before its work
- * was queued): the key's next call finds it fresh. */
-void amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key);
+/* Gives up the record at `at` (a first call that failed; some of its
+ * kernels, queued on `stream`, may still write the record): the key's
+ * next call finds it fresh, and the record drains. */
+void amp_dev_record_drop(struct amp_dev *dev, amp_devptr at, uint64_t key,
+                         amp_stream stream);
+
+/* `stream`, of the current context, is about to be destroyed: its
+ * records drain, and then serve other streams (its id never comes back).
+ * Called before the destruction, while work can still be queued on it. */
+void amp_dev_stream_ending(amp_stream stream);
 
 /* ---- Timing events: a pool per context ------------------------------------ */
 

@@ -308,7 +308,8 @@ static void
 amp_conv_release(struct amp_conv_run *run)
 {
     if (run->scratch)
-        amp_dev_free_async(run->scratch, run->stream, run->scratch_in_graph);
+        amp_dev_free_async(run->scratch, run->stream,
+                           run->scratch_in_graph);
     run->scratch = 0;
     if (run->slot >= 0)
         amp_dev_slot_release(run->dev, run->slot);
@@ -423,7 +424,8 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
     }
     run->scratch_bytes = total;
     return total ? amp_dev_alloc_async(run->dev, total, run->stream,
-                                       &run->scratch, &run->scratch_in_graph)
+                                       &run->scratch,
+                                       &run->scratch_in_graph)
                  : AMP_OK;
 }
 

@@ -785,7 +785,8 @@ static void
 amp_gemm_release(struct amp_gemm_run *run)
 {
     if (run->scratch)
-        amp_dev_free_async(run->scratch, run->stream, run->scratch_in_graph);
+        amp_dev_free_async(run->scratch, run->stream,
+                           run->scratch_in_graph);
     run->scratch = 0;
     if (run->slot >= 0)
         amp_dev_slot_release(run->dev, run->slot);
@@ -940,9 +941,11 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     if (st != AMP_OK) {
         /* A first call that may not have set its record: the key's next
          * call starts afresh (the one-pass cast needs the counters the
-         * first call zeroes). */
+         * first call zeroes); its scales kernel may be queued already, so
+         * the record drains before another stream may take it. */
         if (amp_gemm_warms_up(run))
-            amp_dev_record_drop(dev, run->record, run->record_key);
+            amp_dev_record_drop(dev, run->record, run->record_key,
+                                run->stream);
         amp_gemm_release(run);
         return st;
     }

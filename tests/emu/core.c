@@ -260,6 +260,17 @@ core_primary(int dev)
     return g.primary[dev];
 }
 
+/* The next context or stream id: unique for the life of the process, as
+ * cuCtxGetId and cuStreamGetId promise (a primary context reset and made
+ * again at the same address gets a new one). Lock held. */
+static unsigned long long
+core_next_id(void)
+{
+    static unsigned long long last;
+
+    return ++last;
+}
+
 static CUresult
 core_ctx_activate(struct CUctx_st *ctx, unsigned flags)
 {
@@ -268,9 +279,11 @@ core_ctx_activate(struct CUctx_st *ctx, unsigned flags)
     if (!legacy)
         return CUDA_ERROR_OUT_OF_MEMORY;
     legacy->ctx = ctx;
+    legacy->id = core_next_id();
     legacy->kind = CORE_STREAM_LEGACY;
     ctx->legacy = legacy;
     ctx->streams = legacy;
+    ctx->id = core_next_id();
     ctx->flags = flags;
     ctx->sticky = CUDA_SUCCESS;
     ctx->active = 1;
@@ -1247,6 +1260,7 @@ core_stream_alloc(struct CUctx_st *ctx, enum core_stream_kind kind,
     if (!s)
         return NULL;
     s->ctx = ctx;
+    s->id = core_next_id();
     s->kind = kind;
     s->flags = flags;
     s->priority = priority;

@@ -113,6 +113,7 @@ struct CUgraphExec_st {
 
 struct CUstream_st {
     struct CUctx_st *ctx;
+    unsigned long long id;      /* cuStreamGetId: never reused */
     unsigned flags;
     int priority;
     enum core_stream_kind kind;
@@ -157,6 +158,7 @@ struct CUmod_st {
 
 struct CUctx_st {
     int dev;
+    unsigned long long id;      /* cuCtxGetId: new at each activation */
     int primary;
     int refs;                   /* primary: retain count */
     int active;

@@ -492,6 +492,34 @@ cuCtxDestroy(CUcontext ctx)
     return rc;
 }
 
+/* cuCtxGetId: "the unique Id associated with the context supplied ...
+ * unique for the life of the program"; a NULL context names the current
+ * one. A primary context reset and retained again keeps its handle here
+ * but is a new context with a new id (core.c). An inactive primary
+ * context has no id: CONTEXT_IS_DESTROYED, as for its other calls. */
+CUresult
+cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    struct CUctx_st *c = ctx;
+    CUresult rc = CUDA_SUCCESS;
+
+    if (!ctxId)
+        return CUDA_ERROR_INVALID_VALUE;
+    core_lock();
+    if (!core_initialised())
+        rc = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!c && !(c = core_tls_current()))
+        rc = CUDA_ERROR_INVALID_CONTEXT;
+    else if (!core_ctx_valid(c))
+        rc = CUDA_ERROR_INVALID_CONTEXT;
+    else if (!c->active)
+        rc = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else
+        *ctxId = c->id;
+    core_unlock();
+    return rc;
+}
+
 CUresult
 cuCtxGetCurrent(CUcontext *pctx)
 {
@@ -615,6 +643,8 @@ cuCtxSynchronize(void)
     rc = core_capture_guard(ctx);
     if (rc == CUDA_SUCCESS)
         rc = core_sync_ctx(ctx);
+    if (emu_call_log_on())
+        emu_call_log("cuCtxSynchronize");
     return drv_leave(rc);
 }
 
@@ -1339,6 +1369,29 @@ cuStreamDestroy(CUstream hStream)
     rc = drv_user_stream(ctx, hStream, &s);
     if (rc == CUDA_SUCCESS)
         core_stream_destroy(s);
+    return drv_leave(rc);
+}
+
+/* cuStreamGetId: "the unique Id associated with the stream handle
+ * supplied ... unique for the life of the program"; the special streams
+ * (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are accepted and name the
+ * current context's. A stream made after another was destroyed at the
+ * same address has a new id. */
+CUresult
+cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+    struct CUctx_st *ctx;
+    struct CUstream_st *s;
+    CUresult rc;
+
+    if (!streamId)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = core_stream_resolve(ctx, hStream, &s);
+    if (rc == CUDA_SUCCESS)
+        *streamId = s->id;
     return drv_leave(rc);
 }
 

@@ -136,9 +136,9 @@ test_exports_are_the_hooked_list(void **state)
      * the legacy cublasSgemm with the three context calls it depends on;
      * cublasLtMatmul; the three cuDNN convolutions; cuDNN's backend
      * descriptor creation, finalization, destruction and execution;
-     * cudaDeviceReset and the driver's three calls that end a context;
-     * dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 74);
+     * cudaDeviceReset and the driver's three calls that end a context,
+     * cuStreamDestroy and cuGetProcAddress; dlsym and dlvsym. */
+    assert_int_equal(N_HOOKED, 76);
     amp_test_run_free(&run);
 }
 

@@ -10,6 +10,7 @@
 #include "emu_child.h"
 
 #include <cuda.h>
+#include <stdio.h>
 #include <string.h>
 
 static CUcontext primary;
@@ -68,8 +69,10 @@ test_scratch_and_launch(void **state)
                      CUDA_SUCCESS);
     assert_int_equal(cuMemAlloc(&src, sizeof host), CUDA_SUCCESS);
     assert_int_equal(cuMemcpyHtoD(src, host, sizeof host), CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst, &in_graph), AMP_OK);
-    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc, &in_graph), AMP_OK);
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst, &in_graph),
+                     AMP_OK);
+    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc, &in_graph),
+                     AMP_OK);
     assert_int_equal(dst % 256, 0);
     assert_int_equal(amp_dev_memset32_async(dst, 0x7e007e00u, 4, stream),
                      AMP_OK);
@@ -160,6 +163,76 @@ test_scratch_pool(void **state)
     cuStreamDestroy(stream);
 }
 
+/* A record let go while a kernel queued on its stream may still write it
+ * (a first call that failed after its scales kernel was queued) is not
+ * handed to another stream's key until that kernel is done: when stream
+ * b gets the record, a's write has landed. */
+static void
+test_record_drains(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    CUstream a, b;
+    amp_devptr at_a, at;
+    uint32_t seen = 0;
+    int fresh, got = 0;
+    uint64_t key;
+
+    assert_non_null(dev);
+    assert_int_equal(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING), 0);
+    assert_int_equal(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING), 0);
+    assert_int_equal(amp_dev_record(dev, 7, a, &at_a, &fresh), AMP_OK);
+    assert_int_equal(fresh, 1);
+    assert_int_equal(amp_dev_memset32_async(at_a, 0xa5a5a5a5u, 16, a),
+                     AMP_OK);
+    amp_dev_record_drop(dev, at_a, 7, a);
+    for (key = 1000; key < 5000 && !got; key++) {
+        if (amp_dev_record(dev, key, b, &at, &fresh) != AMP_OK)
+            continue;
+        if (at == at_a) {
+            got = 1;
+            assert_int_equal(cuMemcpyDtoH(&seen, at_a, 4), 0);
+            assert_int_equal(seen, 0xa5a5a5a5u);
+        }
+        amp_dev_record_drop(dev, at, key, b);
+    }
+    assert_true(got); /* the record serves again once drained */
+    assert_int_equal(cuCtxSynchronize(), 0);
+    cuStreamDestroy(a);
+    cuStreamDestroy(b);
+}
+
+/* Records belong to a stream by its id: a stream made where one was
+ * destroyed does not find the old one's record, and a destroyed
+ * stream's records serve other streams again, so a program that makes a
+ * stream per task keeps getting records. */
+static void
+test_record_streams_end(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    amp_devptr first = 0, at;
+    CUstream s;
+    int i, fresh, refused = 0;
+
+    assert_non_null(dev);
+    for (i = 0; i < 600; i++) {
+        assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
+        if (amp_dev_record(dev, 99, s, &at, &fresh) != AMP_OK) {
+            refused++;
+        } else {
+            /* Each stream is new: its key's record is fresh. */
+            assert_int_equal(fresh, 1);
+            amp_dev_record_ready(dev, at, 99);
+            if (!first)
+                first = at;
+        }
+        amp_dev_stream_ending(s);
+        assert_int_equal(cuStreamDestroy(s), 0);
+        assert_int_equal(cuCtxSynchronize(), 0);
+    }
+    printf("records refused to 600 short-lived streams: %d\n", refused);
+    assert_int_equal(refused, 0);
+}
+
 /* Child scenarios: each exits 0 when the layer behaved. */
 static int
 child(const char *scenario)
@@ -179,8 +252,10 @@ child(const char *scenario)
     if (!dev)
         return 2;
     if (strcmp(scenario, "alloc") == 0)
-        return amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) == AMP_ERR_DRIVER &&
-                       amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) == AMP_OK
+        return amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) ==
+                           AMP_ERR_DRIVER &&
+                       amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) ==
+                           AMP_OK
                    ? 0
                    : 3;
     if (strcmp(scenario, "launch") == 0)
@@ -207,6 +282,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_context_state_is_cached),
         cmocka_unit_test(test_scratch_and_launch),
         cmocka_unit_test(test_scratch_pool),
+        cmocka_unit_test(test_record_drains),
+        cmocka_unit_test(test_record_streams_end),
         cmocka_unit_test(test_faults),
     };
 
