@@ -68,10 +68,14 @@ cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
                    unsigned int initialRefcount, unsigned int flags)
 {
     struct CUuserObject_st *obj;
+    CUresult rc;
 
     if (!object_out || !destroy || initialRefcount == 0 ||
         initialRefcount > INT_MAX || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
         return CUDA_ERROR_INVALID_VALUE;
+    rc = (CUresult)emu_fault("user-object", CUDA_ERROR_OUT_OF_MEMORY);
+    if (rc != CUDA_SUCCESS)
+        return rc;
     obj = calloc(1, sizeof(*obj));
     if (!obj)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -128,7 +128,8 @@ struct fault {
     { fn ":1+:partial", "cudnn", fn, "fp16" }
 
 static const struct fault faults[] = {
-    { "alloc-async:1+", NULL, "*", NULL },
+    /* Scratch, outside a capture and in one. */
+    { "alloc-async:1+,user-object:1+", NULL, "*", NULL },
     { "module:1+", NULL, "*", NULL },
     { "launch:1+", NULL, "*", NULL },
     { "launch:2+", NULL, "*", NULL },

@@ -362,7 +362,7 @@ test_mode_fp32_is_bit_exact(void **state)
 /* Faults that make every conversion fail (N+ = the Nth occurrence and
  * every later one): the run must be FP32, bit for bit. */
 static const char *const fatal_faults[] = {
-    "alloc-async:1+",
+    "alloc-async:1+,user-object:1+", /* scratch, outside and in capture */
     "module:1+",
     "launch:1+",   /* the maxima and scales of a converted call */
     "launch:2+",   /* its casts, after the scales were queued */
@@ -1162,7 +1162,8 @@ static const struct exact_setting exact_settings[] = {
     { "AMPSHIM_SCRATCH_MAX", "1K", EXPECT_CONVERT, "*" },
 };
 static const struct exact_setting program_faults[] = {
-    { "AMPSHIM_EMU_FAIL", "alloc-async:1+", EXPECT_CONVERT, "*" },
+    { "AMPSHIM_EMU_FAIL", "alloc-async:1+,user-object:1+", EXPECT_CONVERT,
+      "*" },
     { "AMPSHIM_EMU_FAIL", "launch:1+", EXPECT_CONVERT, "*" },
     { "AMPSHIM_EMU_FAIL", "module:1+", EXPECT_CONVERT, "*" },
     { "AMPSHIM_EMU_FAIL", "cublasGemmEx:1+", EXPECT_CONVERT,
