@@ -404,6 +404,48 @@ test_stream_query_and_flags(void **state)
     CHECK(cuStreamDestroy(s));
 }
 
+/* cuStreamGetId: "the unique Id associated with the stream handle
+ * supplied ... unique for the life of the program", for a created stream
+ * or a special one (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) (CUDA
+ * Driver API, cuStreamGetId; as in
+ * https://nvidia.github.io/cuda-python/pr-preview/pr-3095/cuda-bindings/
+ * latest/module/generated/driver_v2/cuda.bindings._v2.driver.
+ * stream_get_id.html). Streams made one after another where the last was
+ * destroyed (the same address, often) never get an id seen before. */
+static void
+test_stream_ids(void **state)
+{
+    enum { ROUNDS = 8 };
+    unsigned long long ids[ROUNDS + 3], legacy, id;
+    CUstream s, last = NULL;
+    int n = 0, reused = 0;
+
+    CHECK(cuStreamGetId(NULL, &legacy));
+    CHECK(cuStreamGetId(CU_STREAM_LEGACY, &id));
+    assert_true(id == legacy);           /* the same stream */
+    ids[n++] = legacy;
+    CHECK(cuStreamGetId(CU_STREAM_PER_THREAD, &id));
+    ids[n++] = id;
+    CHECK(cuStreamGetId(CU_STREAM_PER_THREAD, &id));
+    assert_true(id == ids[1]);           /* the thread's, again */
+    for (int r = 0; r < ROUNDS; r++) {
+        CHECK(cuStreamCreate(&s, r % 2 ? CU_STREAM_NON_BLOCKING : 0));
+        reused += s == last;
+        CHECK(cuStreamGetId(s, &id));
+        for (int i = 0; i < n; i++)
+            assert_true(id != ids[i]);
+        ids[n++] = id;
+        /* Stable for the stream's life. */
+        CHECK(cuStreamGetId(s, &id));
+        assert_true(id == ids[n - 1]);
+        CHECK(cuStreamDestroy(s));
+        last = s;
+    }
+    print_message("stream ids: %d of %d streams at a destroyed one's "
+                  "address\n", reused, ROUNDS - 1);
+    assert_int_equal(cuStreamGetId(NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
 static void
 test_stream_ordered_allocation(void **state)
 {
@@ -928,6 +970,49 @@ child_bring_up(void)
     return c;
 }
 
+/* cuCtxGetId: "the unique Id associated with the context supplied ...
+ * unique for the life of the program", the current context's for NULL
+ * (CUDA Driver API, cuCtxGetId; as in
+ * https://nvidia.github.io/cuda-python/pr-preview/pr-3095/cuda-bindings/
+ * latest/module/generated/driver_v2/cuda.bindings._v2.driver.
+ * ctx_get_id.html). A primary context reset and retained again comes back
+ * at the same address (its handle) but is another context: another id;
+ * a created context has its own. In a child: the reset ends the primary
+ * context the other tests share. */
+static int
+child_ctx_ids(void)
+{
+    CUcontext first = child_bring_up(), again = NULL, own = NULL, popped;
+    unsigned long long id = 0, id_null = 0, id_again = 0, id_own = 0, x;
+
+    if (cuCtxGetId(first, &id) || cuCtxGetId(NULL, &id_null) || !id ||
+        id_null != id)
+        return 40;
+    if (cuCtxGetId(first, &x) || x != id)
+        return 41; /* stable for the context's life */
+    if (cuCtxCreate(&own, NULL, 0, 0) || cuCtxGetId(own, &id_own) ||
+        id_own == id || cuCtxPopCurrent(&popped) || popped != own ||
+        cuCtxDestroy(own))
+        return 42;
+    if (cuDevicePrimaryCtxReset(0))
+        return 43;
+    /* Ended: no id until it is made again. */
+    if (cuCtxGetId(first, &x) != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        return 44;
+    if (cuDevicePrimaryCtxRetain(&again, 0) || cuCtxSetCurrent(again))
+        return 45;
+    if (again != first)
+        return 46; /* the emulator's primary context keeps its address */
+    if (cuCtxGetId(again, &id_again) || cuCtxGetId(NULL, &x) ||
+        x != id_again)
+        return 47;
+    if (id_again == id || id_again == id_own)
+        return 48;
+    if (cuCtxGetId(NULL, NULL) != CUDA_ERROR_INVALID_VALUE)
+        return 49;
+    return 0;
+}
+
 /* The host dereferences a device pointer: SIGSEGV, as on a GPU system. */
 static int
 child_host_read(void)
@@ -1011,6 +1096,12 @@ child_sticky(void)
     if (cuMemAlloc(&a, 64) != CUDA_ERROR_ILLEGAL_ADDRESS)
         return 33;
     return 0;
+}
+
+static void
+test_ctx_ids(void **state)
+{
+    assert_int_equal(run_child("ctx-ids", NULL, NULL), 0);
 }
 
 static void
@@ -1144,12 +1235,14 @@ main(int argc, char **argv)
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_proc_address),
         cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_ctx_ids),
         cmocka_unit_test(test_memory_round_trip),
         cmocka_unit_test(test_memcpy_2d),
         cmocka_unit_test(test_memsets),
         cmocka_unit_test(test_unsynchronised_read_is_stale),
         cmocka_unit_test(test_async_copy_stages_pageable_source),
         cmocka_unit_test(test_stream_query_and_flags),
+        cmocka_unit_test(test_stream_ids),
         cmocka_unit_test(test_stream_ordered_allocation),
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_events_time_the_model),
@@ -1173,6 +1266,8 @@ main(int argc, char **argv)
             return child_faults();
         if (strcmp(argv[2], "sticky") == 0)
             return child_sticky();
+        if (strcmp(argv[2], "ctx-ids") == 0)
+            return child_ctx_ids();
         if (strcmp(argv[2], "model") == 0)
             return child_model();
         if (strcmp(argv[2], "stats") == 0)

@@ -1,0 +1,274 @@
+/* Preload tests of contexts and threads that end under the shim
+ * (docs/design.md, invariant 9), on the emulator, under AMPSHIM_MODE=fp16:
+ * - static_reset: a program with the CUDA runtime linked statically, as
+ *   the driver sees it (every driver function from cuGetProcAddress),
+ *   resets the device through the cuDevicePrimaryCtxReset it was given,
+ *   SGEMMs still queued, then makes new buffers and converts again: both
+ *   rounds within the FP16 bound, every call converted and timed, none
+ *   fallen back or unmeasured;
+ * - thread_exit: threads that made converted SGEMMs and a convolution
+ *   exit one after another; with the emulator's call log on, no
+ *   device-wide synchronisation (`ampshim-emu: call cuCtxSynchronize`)
+ *   between the lines the program prints around each join, and the later
+ *   thread converts too.
+ *
+ * usage: test_lifetime static_reset|thread_exit PROGRAM LIBAMPSHIM EMU_DIR */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "harness.h"
+#include "expect.h"
+
+#define RUN_TIMEOUT_S 120
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *prog_path;
+static const char *libampshim_path;
+static const char *emu_dir;
+
+static struct amp_test_run plain_run;
+static struct amp_test_check plain;
+
+/* The program on the emulator with tolerance tol; with `report` (a path),
+ * under the shim in fp16 writing its report there. */
+static void
+run_prog(const char *tol, const char *report, struct amp_test_run *run)
+{
+    char *argv[] = { (char *)prog_path, (char *)tol, NULL };
+    struct amp_test_env env;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "AMPSHIM_EMU_CALL_LOG", "1");
+    if (report) {
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+        amp_test_env_set(&env, "AMPSHIM_REPORT", report);
+    }
+    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
+        fail_msg("cannot start %s: %s", prog_path, strerror(errno));
+    amp_test_env_free(&env);
+}
+
+static int
+plain_setup(void **state)
+{
+    (void)state;
+    /* tf32: cuDNN's default math on the emulated Hopper. */
+    run_prog("tf32", NULL, &plain_run);
+    if (!plain_run.exited || plain_run.code != 0 ||
+        amp_test_parse_check(plain_run.out, &plain) != 0 ||
+        !plain.have_result || plain.count == 0) {
+        amp_test_run_dump("without the shim", &plain_run);
+        fprintf(stderr, "%s does not pass without the shim\n", prog_path);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+plain_teardown(void **state)
+{
+    (void)state;
+    amp_test_run_free(&plain_run);
+    return 0;
+}
+
+/* Member of the report by a dotted path ("sites.0.time.calls_timed"). */
+static double
+report_num(const struct amp_json *v, const char *path)
+{
+    char buf[128], *save = NULL, *part;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (part = strtok_r(buf, ".", &save); part && v;
+         part = strtok_r(NULL, ".", &save)) {
+        if (v->type == AMP_JSON_ARRAY) {
+            size_t i = strtoul(part, NULL, 10);
+
+            v = i < v->count ? &v->items[i] : NULL;
+        } else {
+            v = amp_json_get(v, part);
+        }
+    }
+    if (!v || v->type != AMP_JSON_NUMBER)
+        fail_msg("the report has no number %s", path);
+    return v->number;
+}
+
+/* Under the shim in fp16: the run passes every plain case within the FP16
+ * bound; its summary for api and its report count `calls` calls, all
+ * converted and timed. */
+static void
+expect_all_converted(const char *api, int calls, struct amp_test_run *run)
+{
+    char dir[] = "/tmp/test_lifetime.XXXXXX", report[64], err[128], key[64];
+    const struct amp_test_summary_line *l;
+    struct amp_test_summary sum;
+    struct amp_test_check check;
+    struct amp_json *rep;
+    const struct amp_json *sites;
+    char *text;
+    int timed = 0;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    run_prog("fp16", report, run);
+    amp_test_expect_exit(run, 0, "fp16");
+    amp_test_expect_cases_pass(run, &plain, "fp16", &check);
+    amp_test_parse_summary(run->err, &sum);
+    l = amp_test_summary_find(&sum, api);
+    if (!l || l->calls != calls || l->converted != calls || l->fallback ||
+        l->fp32 || l->passthrough) {
+        amp_test_run_dump("fp16", run);
+        fail_msg("want the summary's %s calls=%d converted=%d, no other "
+                 "outcome", api, calls, calls);
+    }
+    text = amp_test_read_file(report);
+    if (!text)
+        fail_msg("no report %s", report);
+    rep = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!rep)
+        fail_msg("%s: %s", report, err);
+    sites = amp_json_get(rep, "sites");
+    assert_non_null(sites);
+    for (size_t i = 0; i < sites->count; i++) {
+        snprintf(key, sizeof key, "sites.%zu.time.calls_timed", i);
+        timed += (int)report_num(rep, key);
+    }
+    if (report_num(rep, "totals.converted") !=
+            report_num(rep, "totals.calls") ||
+        report_num(rep, "totals.fallback") != 0 ||
+        report_num(rep, "totals.unmeasured") != 0 ||
+        timed != (int)report_num(rep, "totals.converted")) {
+        fprintf(stderr, "%s\n", text);
+        amp_test_run_dump("fp16", run);
+        fail_msg("report: calls=%g converted=%g fallback=%g unmeasured=%g "
+                 "timed=%d; want every call converted and timed",
+                 report_num(rep, "totals.calls"),
+                 report_num(rep, "totals.converted"),
+                 report_num(rep, "totals.fallback"),
+                 report_num(rep, "totals.unmeasured"), timed);
+    }
+    amp_json_free(rep);
+    free(text);
+    unlink(report);
+    rmdir(dir);
+}
+
+/* ---- A statically linked runtime's reset -------------------------------- */
+
+/* static_reset: 3 checked calls and 3 queued at the reset, then 3 checked
+ * in the primary context made again at the same address. */
+static void
+test_static_reset(void **state)
+{
+    struct amp_test_run run;
+
+    (void)state;
+    expect_all_converted("cublasSgemm_v2", 9, &run);
+    amp_test_run_free(&run);
+}
+
+/* ---- Thread exit -------------------------------------------------------- */
+
+/* Lines of text between the line containing `from` and the next one
+ * containing `to` that contain needle; -1 when the markers are not
+ * there. */
+static int
+count_between(const char *text, const char *from, const char *to,
+              const char *needle)
+{
+    const char *start = strstr(text, from), *end;
+    int n = 0;
+
+    if (!start || !(end = strstr(start, to)))
+        return -1;
+    for (const char *p = strstr(start, needle); p && p < end;
+         p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* thread_exit: two workers, each 2 SGEMMs and a convolution; no
+ * cuCtxSynchronize while either exits; both convert every call. */
+static void
+test_thread_exit(void **state)
+{
+    static const char *const apis[] = { "cublasSgemm_v2",
+                                        "cudnnConvolutionForward" };
+    static const int calls[] = { 4, 2 };
+    struct amp_test_run run;
+    struct amp_test_summary sum;
+
+    (void)state;
+    expect_all_converted(apis[0], calls[0], &run);
+    amp_test_parse_summary(run.err, &sum);
+    for (size_t i = 1; i < COUNT(apis); i++) {
+        const struct amp_test_summary_line *l =
+            amp_test_summary_find(&sum, apis[i]);
+
+        if (!l || l->calls != calls[i] || l->converted != calls[i]) {
+            amp_test_run_dump("fp16", &run);
+            fail_msg("want the summary's %s calls=%d converted=%d", apis[i],
+                     calls[i], calls[i]);
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        char from[64], to[64];
+        int n;
+
+        snprintf(from, sizeof from, "thread_exit: joining worker %d\n", w);
+        snprintf(to, sizeof to, "thread_exit: joined worker %d\n", w);
+        n = count_between(run.err, from, to,
+                          "ampshim-emu: call cuCtxSynchronize");
+        printf("worker %d: %d cuCtxSynchronize line(s) while it exits\n", w,
+               n);
+        if (n != 0) {
+            amp_test_run_dump("fp16", &run);
+            fail_msg("worker %d: %d device-wide synchronisations while it "
+                     "exits, want 0 (markers %s)", w, n,
+                     n < 0 ? "missing" : "found");
+        }
+    }
+    amp_test_run_free(&run);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest reset_tests[] = {
+        cmocka_unit_test(test_static_reset),
+    };
+    const struct CMUnitTest exit_tests[] = {
+        cmocka_unit_test(test_thread_exit),
+    };
+
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s static_reset|thread_exit PROGRAM "
+                "LIBAMPSHIM EMU_DIR\n", argv[0]);
+        return 2;
+    }
+    prog_path = argv[2];
+    libampshim_path = argv[3];
+    emu_dir = argv[4];
+    if (strcmp(argv[1], "static_reset") == 0)
+        return _cmocka_run_group_tests("static runtime reset", reset_tests,
+                                       COUNT(reset_tests), plain_setup,
+                                       plain_teardown);
+    if (strcmp(argv[1], "thread_exit") == 0)
+        return _cmocka_run_group_tests("thread exit", exit_tests,
+                                       COUNT(exit_tests), plain_setup,
+                                       plain_teardown);
+    fprintf(stderr, "%s: no group %s\n", argv[0], argv[1]);
+    return 2;
+}
