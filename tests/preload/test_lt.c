@@ -241,8 +241,10 @@ test_exact(void **state)
 }
 
 /* A policy that names cuBLASLt calls by their epilogue: the report's
- * shapes show the epilogue, gelu-bias ones stay FP32, relu-aux ones run in
- * tf32, the others in the default fp16. */
+ * shapes show the epilogue, each of lt_check's shapes under its own
+ * epilogue's name (as many shapes under each name as lt_check has cases
+ * of that epilogue), gelu-bias and gelu-aux ones stay FP32, relu-aux ones
+ * run in tf32, the others in the default fp16. */
 static void
 test_policy_epilogue(void **state)
 {
@@ -257,6 +259,14 @@ test_policy_epilogue(void **state)
     char *text;
     FILE *f;
     int seen[3] = { 0, 0, 0 };
+    /* lt_check's cases per epilogue; "" is CUBLASLT_EPILOGUE_DEFAULT,
+     * whose shapes name none. */
+    static const struct { const char *name; int cases; } epilogues[] = {
+        { "", 13 }, { "bias", 4 }, { "relu", 3 }, { "relu-aux", 1 },
+        { "relu-bias", 4 }, { "relu-aux-bias", 2 }, { "gelu", 1 },
+        { "gelu-aux", 2 }, { "gelu-bias", 2 }, { "gelu-aux-bias", 1 },
+    };
+    int named[sizeof epilogues / sizeof *epilogues] = { 0 };
 
     (void)state;
     assert_non_null(mkdtemp(dir));
@@ -264,7 +274,8 @@ test_policy_epilogue(void **state)
     snprintf(report, sizeof report, "%s/lt.json", dir);
     f = fopen(policy, "w");
     assert_non_null(f);
-    fputs("rule fp32 when lt and epilogue == gelu-bias\n"
+    fputs("rule fp32 when lt and (epilogue == gelu-bias or "
+          "epilogue == gelu-aux)\n"
           "rule tf32 when lt and (epilogue == relu-aux or "
           "epilogue == relu-aux-bias)\n"
           "default fp16\n", f);
@@ -293,7 +304,11 @@ test_policy_epilogue(void **state)
             assert_non_null(name);
             if (epi)    /* the shape's text ends with the epilogue */
                 assert_string_equal(name + strlen(name) - strlen(epi), epi);
-            if (epi && strcmp(epi, "gelu-bias") == 0) {
+            for (size_t e = 0; e < sizeof epilogues / sizeof *epilogues;
+                 e++)
+                named[e] += strcmp(epi ? epi : "", epilogues[e].name) == 0;
+            if (epi && (strcmp(epi, "gelu-bias") == 0 ||
+                        strcmp(epi, "gelu-aux") == 0)) {
                 assert_true(conv == 0.0);
                 seen[0]++;
             } else if (epi && strncmp(epi, "relu-aux", 8) == 0) {
@@ -305,11 +320,18 @@ test_policy_epilogue(void **state)
             }
         }
     }
-    /* gelu_bias and no_algo; relu_aux, relu_aux_bias and the batched
-     * one; the other 28 cases. */
-    assert_int_equal(seen[0], 2);
+    for (size_t e = 0; e < sizeof epilogues / sizeof *epilogues; e++) {
+        if (named[e] != epilogues[e].cases)
+            print_message("epilogue '%s': %d shapes, lt_check has %d "
+                          "cases\n", epilogues[e].name, named[e],
+                          epilogues[e].cases);
+        assert_int_equal(named[e], epilogues[e].cases);
+    }
+    /* gelu_bias, no_algo, gelu_aux and in_place_beta_zero; relu_aux,
+     * relu_aux_bias and the batched one; the other 26 cases. */
+    assert_int_equal(seen[0], 4);
     assert_int_equal(seen[1], 3);
-    assert_int_equal(seen[2], 28);
+    assert_int_equal(seen[2], 26);
     amp_json_free(doc);
     free(text);
     amp_test_run_free(&run);
