@@ -173,6 +173,52 @@ test_modes(void **state)
     }
 }
 
+/* Each case run twice in a row at its site, on the same inputs (lt_check
+ * --repeat 2): the second call of an fp16 case is a repeating call
+ * (delayed scaling where it applies; every pointer mode, alpha vectors
+ * included), and both calls' D meet the mode's bound, every call
+ * converted. */
+static void
+test_repeated_calls(void **state)
+{
+    static const char *const modes[][2] = { { "fp16", "fp16" },
+                                            { "bf16", "bf16" } };
+
+    (void)state;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        char *argv[] = { (char *)lt_check_path, (char *)"--tol",
+                         (char *)modes[m][1], (char *)"--repeat",
+                         (char *)"2", NULL };
+        struct amp_test_env env;
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+        const struct amp_test_summary_line *l;
+        char what[64], result[64];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=%s, lt_check --repeat 2",
+                 modes[m][0]);
+        amp_test_env_init(&env);
+        amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        amp_test_env_set(&env, "AMPSHIM_MODE", modes[m][0]);
+        if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
+            fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
+        amp_test_env_free(&env);
+        snprintf(result, sizeof result, "result: %d of %d cases pass\n",
+                 2 * plain.count, 2 * plain.count);
+        amp_test_parse_summary(run.err, &sum);
+        l = amp_test_summary_find(&sum, API);
+        if (!run.exited || run.code != 0 || !strstr(run.out, result) ||
+            !l || l->calls != 2 * plain.count ||
+            l->converted != 2 * plain_converts) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: expected '%.*s', every call converted", what,
+                     (int)strlen(result) - 1, result);
+        }
+        amp_test_run_free(&run);
+    }
+}
+
 /* fp16 is measurably coarser than FP32: the FP32 bound fails it, every
  * call still successful. */
 static void
@@ -404,6 +450,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_fp16_exceeds_fp32_bound),
         cmocka_unit_test(test_exact),
         cmocka_unit_test(test_policy_epilogue),
+        cmocka_unit_test(test_repeated_calls),
     };
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_faults),
