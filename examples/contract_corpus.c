@@ -7,8 +7,11 @@
  * modes, descriptors that do not fit, workspaces too small; and
  * cublasLtMatmul over types, orders, leading dimensions, pointer modes,
  * epilogues and their auxiliary settings, batches, in-place and NULL
- * arguments, algorithms and workspaces. It prints one
- * line per call:
+ * arguments, algorithms and workspaces (one 16 bytes past a 256-byte
+ * boundary, which cuBLASLt refuses); and one convolution through cuDNN's
+ * backend API, executed with whole variant packs and ones cuDNN refuses
+ * (a unique id missing, no workspace for a plan that needs one). It
+ * prints one line per call:
  *
  * case ID api=API status=N sync=N last=N peek=N hash=H trivial=0|1
  *      reset=0|1 args=DESCRIPTION
@@ -772,6 +775,7 @@ struct lcase {
     enum lt_null nul;
     enum lt_algo algo;
     int small_ws;
+    int ws_shift; /* bytes past the workspace's (256-aligned) start */
 };
 
 static void
@@ -870,7 +874,7 @@ run_lt(const struct lcase *c)
     cublasStatus_t st;
     int count = 0;
     int32_t ta = c->ta, tb = c->tb, mode = c->mode;
-    uint64_t ws = c->small_ws ? 0 : WORKSPACE;
+    uint64_t ws = c->small_ws ? 0 : WORKSPACE - (uint64_t)c->ws_shift;
 
     if (c->batch == -2)
         batch = 1;
@@ -893,12 +897,12 @@ run_lt(const struct lcase *c)
     snprintf(args, sizeof(args),
              "m=%d n=%d k=%d op=%d,%d order=%s ld=%s mode=%d alpha=%g "
              "beta=%g epilogue=%u aux=%d types=%d batch=%d place=%s "
-             "null=%s algo=%s ws=%llu",
+             "null=%s algo=%s ws=%llu ws_at=+%d",
              c->m, c->n, c->k, c->ta, c->tb, lt_order_names[c->order],
              lt_ld_names[c->ld], c->mode, alpha_v, beta_v,
              (unsigned)c->epilogue, (int)c->aux, c->types, c->batch,
              lt_place_names[c->place], lt_null_names[c->nul],
-             lt_algo_names[c->algo], (unsigned long long)ws);
+             lt_algo_names[c->algo], (unsigned long long)ws, c->ws_shift);
 
     memcpy(image, base_image, ARENA);
     /* Scalars and vectors: alpha and beta at the head of their vectors. */
@@ -994,7 +998,9 @@ run_lt(const struct lcase *c)
                             c->nul == LN_A ? NULL : a, la, b, lb, beta,
                             c->nul == LN_C ? NULL : cm, lc,
                             c->nul == LN_D ? NULL : dm, ld, algo,
-                            ws ? workspace : NULL, ws, NULL);
+                            ws || c->ws_shift ? workspace + c->ws_shift
+                                               : NULL,
+                            ws, NULL);
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
     if (lc && lc != ld)
@@ -1015,6 +1021,36 @@ run_lt_corpus(void)
     rng = SEED + 200;
     for (int i = 0; i < opt_lt; i++, case_id++) {
         lcase_make(i, &c);
+        if (case_id % opt_every != 0)
+            continue;
+        if (run_lt(&c) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The program's workspace where cuBLASLt requires it 256-byte aligned: a
+ * valid 8 x 8 x 8 FP32 call, with and without an algorithm, its workspace
+ * at offsets 0, 16 (aligned for every element type, still refused:
+ * INVALID_VALUE) and 256, and at offset 16 with size 0 (nothing to
+ * align). */
+static int
+run_lt_workspace_corpus(void)
+{
+    static const int shifts[] = {0, 16, 256, 16};
+    struct lcase c;
+
+    for (int i = 0; i < 2 * N_OF(shifts); i++, case_id++) {
+        memset(&c, 0, sizeof(c));
+        c.m = c.n = c.k = 8;
+        c.ta = c.tb = CUBLAS_OP_N;
+        c.mode = CUBLASLT_POINTER_MODE_HOST;
+        c.scalars = 1; /* alpha 0.5, beta -1: C is read */
+        c.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+        c.batch = 1;
+        c.algo = i % 2 ? LG_HEURISTIC : LG_NULL;
+        c.ws_shift = shifts[i / 2];
+        c.small_ws = i / 2 == N_OF(shifts) - 1;
         if (case_id % opt_every != 0)
             continue;
         if (run_lt(&c) != 0)
@@ -1277,6 +1313,275 @@ run_conv_corpus(void)
     return 0;
 }
 
+/* ---- cuDNN's backend (graph) API ------------------------------------------ */
+
+/* One FP32 forward convolution (1 x 4 x 6 x 6 input, 4 x 4 x 3 x 3
+ * filter, padding 1, NCHW) as a graph, executed with variant packs cuDNN
+ * runs and ones it refuses: a unique id missing (BAD_PARAM), a plan that
+ * needs a workspace given none (BAD_PARAM_NULL_POINTER). The x, w and y
+ * tensors are the arena's A, B and C. */
+enum { G_UID_X = 11, G_UID_W = 12, G_UID_Y = 13 };
+
+static cudnnBackendDescriptor_t
+graph_tensor(int64_t uid, const int64_t dim[4])
+{
+    cudnnBackendDescriptor_t t = NULL;
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int64_t stride[4], align = 16;
+
+    stride[3] = 1;
+    for (int i = 2; i >= 0; i--)
+        stride[i] = stride[i + 1] * dim[i + 1];
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t) !=
+        CUDNN_STATUS_SUCCESS)
+        return NULL;
+    if (cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE,
+                                 CUDNN_TYPE_DATA_TYPE, 1, &type) ||
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS,
+                                 CUDNN_TYPE_INT64, 4, dim) ||
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES,
+                                 CUDNN_TYPE_INT64, 4, stride) ||
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID,
+                                 CUDNN_TYPE_INT64, 1, &uid) ||
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+                                 CUDNN_TYPE_INT64, 1, &align) ||
+        cudnnBackendFinalize(t)) {
+        cudnnBackendDestroyDescriptor(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* The operation graph of the convolution on tensors t (x, w, y). */
+static cudnnBackendDescriptor_t
+graph_of(const cudnnBackendDescriptor_t t[3])
+{
+    static const int64_t pad[2] = {1, 1}, one[2] = {1, 1};
+    cudnnBackendDescriptor_t conv = NULL, op = NULL, graph = NULL;
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    int64_t nsp = 2;
+    float alpha = 0.5f, beta = -1.0f;
+    int bad;
+
+    bad = cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR,
+                                       &conv) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+                                   CUDNN_TYPE_DATA_TYPE, 1, &comp) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                                   CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+                                   CUDNN_TYPE_INT64, 1, &nsp) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+                                   CUDNN_TYPE_INT64, 2, pad) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+                                   CUDNN_TYPE_INT64, 2, pad) ||
+          cudnnBackendSetAttribute(conv,
+                                   CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+                                   CUDNN_TYPE_INT64, 2, one) ||
+          cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS,
+                                   CUDNN_TYPE_INT64, 2, one) ||
+          cudnnBackendFinalize(conv) ||
+          cudnnBackendCreateDescriptor(
+              CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+              CUDNN_TYPE_FLOAT, 1, &alpha) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+              CUDNN_TYPE_FLOAT, 1, &beta) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t[0]) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t[1]) ||
+          cudnnBackendSetAttribute(
+              op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t[2]) ||
+          cudnnBackendFinalize(op) ||
+          cudnnBackendCreateDescriptor(
+              CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph) ||
+          cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+                                   CUDNN_TYPE_HANDLE, 1, &dnn) ||
+          cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op) ||
+          cudnnBackendFinalize(graph);
+    cudnnBackendDestroyDescriptor(op);
+    cudnnBackendDestroyDescriptor(conv);
+    if (bad) {
+        cudnnBackendDestroyDescriptor(graph);
+        return NULL;
+    }
+    return graph;
+}
+
+/* Plans of the heuristics' configurations (mode A), in its order: into
+ * plans[0] the first that needs no workspace, into plans[1] the first that
+ * needs one (NULL when none does); their workspace sizes in ws. */
+static void
+graph_plans(cudnnBackendDescriptor_t graph, cudnnBackendDescriptor_t plans[2],
+            int64_t ws[2])
+{
+    cudnnBackendDescriptor_t heur = NULL, cfgs[16] = {NULL};
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    int64_t n = 0, got = 0;
+
+    plans[0] = plans[1] = NULL;
+    ws[0] = ws[1] = 0;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR,
+                                     &heur) ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE,
+                                 CUDNN_TYPE_HEUR_MODE, 1, &mode) ||
+        cudnnBackendFinalize(heur) ||
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n,
+                                 NULL))
+        n = 0;
+    if (n > N_OF(cfgs))
+        n = N_OF(cfgs);
+    for (int64_t i = 0; i < n; i++)
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                     &cfgs[i]);
+    if (n > 0 &&
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
+                                 cfgs) != CUDNN_STATUS_SUCCESS)
+        got = 0;
+    for (int64_t i = 0; i < got; i++) {
+        cudnnBackendDescriptor_t plan = NULL;
+        int64_t need = 0, one = 0;
+        int k;
+
+        if (cudnnBackendCreateDescriptor(
+                CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ||
+            cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                     CUDNN_TYPE_HANDLE, 1, &dnn) ||
+            cudnnBackendSetAttribute(
+                plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]) ||
+            cudnnBackendFinalize(plan) ||
+            cudnnBackendGetAttribute(
+                plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                CUDNN_TYPE_INT64, 1, &one, &need)) {
+            cudnnBackendDestroyDescriptor(plan);
+            continue;
+        }
+        k = need > 0;
+        if (plans[k] == NULL && need <= (int64_t)WORKSPACE) {
+            plans[k] = plan;
+            ws[k] = need;
+        } else {
+            cudnnBackendDestroyDescriptor(plan);
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        cudnnBackendDestroyDescriptor(cfgs[i]);
+    cudnnBackendDestroyDescriptor(heur);
+}
+
+enum graph_pack { GP_WHOLE, GP_NO_X, GP_NO_W, GP_NO_Y, GP_NO_WORKSPACE,
+                  GP_COUNT };
+static const char *const graph_pack_names[] = {"whole", "noX", "noW",
+                                               "noY", "noWorkspace"};
+
+/* Executes `plan` with a variant pack of kind `kind`; the case's line. */
+static int
+run_graph(cudnnBackendDescriptor_t plan, int64_t ws, enum graph_pack kind,
+          const char *plan_name)
+{
+    const int64_t all_uid[3] = {G_UID_X, G_UID_W, G_UID_Y};
+    void *all_ptr[3] = {arena + OFF_A, arena + OFF_B, arena + OFF_C};
+    int64_t uid[3];
+    void *ptr[3], *wsp = ws > 0 && kind != GP_NO_WORKSPACE ? workspace
+                                                             : NULL;
+    cudnnBackendDescriptor_t pack = NULL;
+    cudnnStatus_t st;
+    int64_t n = 0;
+    char args[128];
+
+    for (int i = 0; i < 3; i++) {
+        if ((int)kind == GP_NO_X + i)
+            continue;
+        uid[n] = all_uid[i];
+        ptr[n++] = all_ptr[i];
+    }
+    snprintf(args, sizeof(args), "plan=%s ws=%lld pack=%s", plan_name,
+             (long long)ws, graph_pack_names[kind]);
+    memcpy(image, base_image, ARENA);
+    if (upload() != 0)
+        return -1;
+    st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                      &pack);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(pack,
+                                      CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                      CUDNN_TYPE_INT64, n, uid);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(pack,
+                                      CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                      CUDNN_TYPE_VOID_PTR, n, ptr);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                      CUDNN_TYPE_VOID_PTR, 1, &wsp);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendFinalize(pack);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendExecute(dnn, plan, pack);
+    cudnnBackendDestroyDescriptor(pack);
+    return report("cudnnBackendExecute", (int)st, 0, args);
+}
+
+/* Every pack kind on the plan without a workspace, then on the plan with
+ * one (its pack without a workspace only there). */
+static int
+run_graph_corpus(void)
+{
+    static const int64_t dims[3][4] = {
+        {1, 4, 6, 6}, {4, 4, 3, 3}, {1, 4, 6, 6},
+    };
+    static const int64_t uids[3] = {G_UID_X, G_UID_W, G_UID_Y};
+    cudnnBackendDescriptor_t t[3] = {NULL}, graph = NULL, plans[2];
+    int64_t ws[2];
+    int rc = -1;
+
+    for (int i = 0; i < 3; i++)
+        if ((t[i] = graph_tensor(uids[i], dims[i])) == NULL)
+            goto out;
+    if ((graph = graph_of(t)) == NULL)
+        goto out;
+    graph_plans(graph, plans, ws);
+    if (plans[0] == NULL || plans[1] == NULL) {
+        fprintf(stderr, EXAMPLE_PROG ": no plan %s a workspace\n",
+                plans[0] ? "that needs" : "without");
+        goto done;
+    }
+    rc = 0;
+    for (int p = 0; p < 2 && rc == 0; p++)
+        for (int k = 0; k < GP_COUNT && rc == 0; k++, case_id++) {
+            if ((k == GP_NO_WORKSPACE && p == 0) ||
+                case_id % opt_every != 0)
+                continue;
+            rc = run_graph(plans[p], ws[p], (enum graph_pack)k,
+                           p ? "workspace" : "plain");
+        }
+done:
+    cudnnBackendDestroyDescriptor(plans[0]);
+    cudnnBackendDestroyDescriptor(plans[1]);
+out:
+    if (rc != 0 && graph == NULL)
+        fprintf(stderr, EXAMPLE_PROG ": cannot build the graph\n");
+    cudnnBackendDestroyDescriptor(graph);
+    for (int i = 0; i < 3; i++)
+        cudnnBackendDestroyDescriptor(t[i]);
+    return rc;
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 static int
@@ -1330,7 +1635,8 @@ main(int argc, char **argv)
     if (setup() != 0)
         return EXIT_CUDA_ERROR;
     if (run_gemm_corpus() != 0 || run_conv_corpus() != 0 ||
-        run_lt_corpus() != 0)
+        run_lt_corpus() != 0 || run_lt_workspace_corpus() != 0 ||
+        run_graph_corpus() != 0)
         return EXIT_CUDA_ERROR;
     printf("result: %d cases of %d\n", cases_run, case_id);
     return EXIT_ALL_PASS;

@@ -7,7 +7,13 @@
  * FLOPs (2 m n k per GEMM, 2 per output element and reduction term per
  * convolution): SGEMM 64x32x16 65,536; SGEMM alpha 0 32x32x32 65,536;
  * DGEMM 48x40x24 92,160; HGEMM 32x16x64 65,536; GemmEx 16x16x32 16,384;
- * each convolution (x 1x4x8x8, w 8x4x3x3, pad 1) 36,864. */
+ * each convolution (x 1x4x8x8, w 8x4x3x3, pad 1) 36,864.
+ *
+ * --more: instead, a complex CGEMM 16x8x4 (8 m n k: 4,096 FLOPs), then an
+ * SGEMM, a DGEMM and a CGEMM of the same shape that cuBLAS refuses (lda
+ * 8, under m: INVALID_VALUE), which do no work.
+ *
+ * usage: coverage_mix [--more] */
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -122,6 +128,44 @@ run_gemms(cublasHandle_t h)
     return failed;
 }
 
+/* --more's calls: the complex GEMM, then the three refused ones, whose
+ * status must be INVALID_VALUE and whose C must stay as it was. */
+static int
+run_more(cublasHandle_t h)
+{
+    const cuComplex cone = {1.0f, 0.0f}, cbeta = {0.5f, 0.0f};
+    const float one = 1.0f, half_beta = 0.5f;
+    const double done = 1.0, dbeta = 0.5;
+    /* Complex elements as pairs of floats. */
+    void *ca = device_data(2 * 16 * 4, 4, 30);
+    void *cb = device_data(2 * 4 * 8, 4, 31);
+    void *cc = device_data(2 * 16 * 8, 4, 32);
+    void *sa = device_data(16 * 4, 4, 33), *sb = device_data(4 * 8, 4, 34);
+    void *sc = device_data(16 * 8, 4, 35);
+    void *da = device_data(16 * 4, 8, 36), *db = device_data(4 * 8, 8, 37);
+    void *dc = device_data(16 * 8, 8, 38);
+    int failed = 0, st;
+
+    if (!ca || !cb || !cc || !sa || !sb || !sc || !da || !db || !dc)
+        return 1;
+    failed |= report("cgemm 16x8x4", cublasCgemm_v2(h, CUBLAS_OP_N,
+        CUBLAS_OP_N, 16, 8, 4, &cone, ca, 16, cb, 4, &cbeta, cc, 16),
+        cc, 16 * 8 * 8);
+    st = cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 8, 4, &one, sa, 8,
+                        sb, 4, &half_beta, sc, 16);
+    report("sgemm_bad_lda 16x8x4", st, sc, 16 * 8 * 4);
+    failed |= st != CUBLAS_STATUS_INVALID_VALUE;
+    st = cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 8, 4, &done, da, 8,
+                        db, 4, &dbeta, dc, 16);
+    report("dgemm_bad_lda 16x8x4", st, dc, 16 * 8 * 8);
+    failed |= st != CUBLAS_STATUS_INVALID_VALUE;
+    st = cublasCgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 8, 4, &cone, ca, 8,
+                        cb, 4, &cbeta, cc, 16);
+    report("cgemm_bad_lda 16x8x4", st, cc, 16 * 8 * 8);
+    failed |= st != CUBLAS_STATUS_INVALID_VALUE;
+    return failed;
+}
+
 /* A forward convolution x 1x4x8x8, w 8x4x3x3, pad 1, of `type` data
  * (half: PSEUDO_HALF, float compute). */
 static int
@@ -160,20 +204,29 @@ run_conv(cudnnHandle_t h, cudnnDataType_t type, const char *what)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     cublasHandle_t blas;
     cudnnHandle_t dnn;
-    int failed;
+    int failed, more = argc == 2 && strcmp(argv[1], "--more") == 0;
 
+    if (argc > 2 || (argc == 2 && !more)) {
+        fprintf(stderr, "usage: " EXAMPLE_PROG " [--more]\n");
+        return EXIT_USAGE;
+    }
     if (cublasCreate_v2(&blas) != CUBLAS_STATUS_SUCCESS ||
         cudnnCreate(&dnn) != CUDNN_STATUS_SUCCESS) {
         fprintf(stderr, EXAMPLE_PROG ": no cuBLAS or cuDNN handle\n");
         return EXIT_CUDA_ERROR;
     }
-    failed = run_gemms(blas);
-    failed |= run_conv(dnn, CUDNN_DATA_FLOAT, "conv_fp32 1x4x8x8 8x4x3x3");
-    failed |= run_conv(dnn, CUDNN_DATA_HALF, "conv_half 1x4x8x8 8x4x3x3");
+    if (more) {
+        failed = run_more(blas);
+    } else {
+        failed = run_gemms(blas);
+        failed |= run_conv(dnn, CUDNN_DATA_FLOAT,
+                           "conv_fp32 1x4x8x8 8x4x3x3");
+        failed |= run_conv(dnn, CUDNN_DATA_HALF, "conv_half 1x4x8x8 8x4x3x3");
+    }
     cudaDeviceSynchronize();
     cudnnDestroy(dnn);
     cublasDestroy_v2(blas);

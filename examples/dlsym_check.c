@@ -2,8 +2,12 @@
  * run under the shim can be compared line by line with a run without it:
  * lookups through RTLD_DEFAULT and RTLD_NEXT (which depend on the caller),
  * names that are not cuBLAS's on a cuBLAS handle, a failed lookup and its
- * dlerror, and many threads looking names up at once. Opens libcublas.so.13
- * in the global scope; links no CUDA library. */
+ * dlerror, many threads looking names up at once, and, given a library
+ * that is not NVIDIA's defining cublasSgemm_v2 (WRAPPER: a program's own
+ * wrapper, a mock), the function a lookup on its handle finds, called.
+ * Opens libcublas.so.13 in the global scope; links no CUDA library.
+ *
+ * usage: dlsym_check [WRAPPER] */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -45,8 +49,44 @@ lookups(void *arg)
     return NULL;
 }
 
+/* cublasSgemm_v2's parameters as the ABI passes them. */
+typedef int (*sgemm_fn)(void *, int, int, int, int, int, const float *,
+                        const float *, int, const float *, int,
+                        const float *, float *, int);
+
+/* The wrapper's cublasSgemm_v2 as a lookup on its handle finds it, called
+ * with arguments cuBLAS would refuse (no handle): its status and how many
+ * calls the wrapper counted. */
+static int
+wrapper_lookup(const char *path)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const float one = 1.0f;
+    int (*calls)(void);
+    sgemm_fn sgemm;
+    void *p;
+
+    if (!lib) {
+        fprintf(stderr, "dlsym_check: %s\n", dlerror());
+        return -1;
+    }
+    p = dlsym(lib, "cublasSgemm_v2");
+    memcpy(&sgemm, &p, sizeof sgemm);
+    p = dlsym(lib, "sgemm_wrapper_calls");
+    memcpy(&calls, &p, sizeof calls);
+    if (!sgemm || !calls) {
+        fprintf(stderr, "dlsym_check: %s lacks its functions\n", path);
+        return -1;
+    }
+    printf("wrapper sgemm: status %d\n",
+           sgemm(NULL, 0, 0, 1, 1, 1, &one, NULL, 1, NULL, 1, &one, NULL, 1));
+    printf("wrapper calls: %d\n", calls());
+    dlclose(lib);
+    return 0;
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
     pthread_t t[THREADS];
     const char *err;
@@ -102,6 +142,8 @@ main(void)
         pthread_join(t[i], NULL);
     printf("threads: %d lookups, %d answers that differ\n",
            THREADS * LOOKUPS, mismatches);
+    if (argc > 1 && wrapper_lookup(argv[1]) != 0)
+        return 1;
     dlclose(cublas);
     return 0;
 }

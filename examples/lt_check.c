@@ -571,7 +571,8 @@ static void
 usage(FILE *to)
 {
     fprintf(to,
-        "usage: lt_check [--tol TOL] [--seed N] [--case NAME] [--help]\n"
+        "usage: lt_check [--tol TOL] [--seed N] [--case NAME] "
+        "[--repeat N] [--help]\n"
         "Runs FP32 cublasLtMatmul cases (epilogues, orders, batches, "
         "pointer\nmodes, in place, NaN in an unread C, wide-range inputs) "
         "and checks each\nelement of D against a double-precision "
@@ -584,6 +585,8 @@ usage(FILE *to)
         "              tf32: cuBLASLt may use TF32 for FP32 products)\n"
         "  --seed N    the data's seed (default 1)\n"
         "  --case NAME only that case\n"
+        "  --repeat N  each case N times in a row, each run checked "
+        "(default 1)\n"
         "Prints one line per case (name, shape, status, max error/bound, "
         "a hash of\nD and the auxiliary output, ok or FAIL).\n"
         "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
@@ -596,6 +599,7 @@ main(int argc, char **argv)
     struct tolerance tol = {TOL_TF32, 0.0};
     uint64_t seed = 1;
     const char *only = NULL;
+    int repeat = 1;
     cublasLtHandle_t lt;
     cudaStream_t stream;
     int failures = 0, ran = 0;
@@ -618,6 +622,12 @@ main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "--case") == 0) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--repeat") == 0) {
+            repeat = atoi(argv[++i]);
+            if (repeat < 1 || repeat > 100) {
+                fprintf(stderr, "lt_check: bad --repeat '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
         } else {
             usage(stderr);
             return EXIT_USAGE;
@@ -629,8 +639,12 @@ main(int argc, char **argv)
     for (int c = 0; c < NCASES; c++) {
         if (only && strcmp(only, cases[c].name) != 0)
             continue;
-        failures += one_case(&cases[c], &tol, seed, lt, stream);
-        ran++;
+        /* Repeated, a case's later calls are the same call again at the
+         * same site: what a training step makes each iteration. */
+        for (int r = 0; r < repeat; r++) {
+            failures += one_case(&cases[c], &tol, seed, lt, stream);
+            ran++;
+        }
     }
     cudaStreamDestroy(stream);
     cublasLtDestroy(lt);

@@ -5,10 +5,12 @@
  * the shim disabled, the library's own call, bit for bit. dlsym_check: the
  * answers of dlsym and dlvsym to everything else (RTLD_DEFAULT and
  * RTLD_NEXT lookups, other names, failed lookups and dlerror, many
- * threads) are the same with and without the shim.
+ * threads) are the same with and without the shim, and a lookup on the
+ * handle of a library that is not NVIDIA's (SGEMM_WRAPPER, which defines
+ * cublasSgemm_v2 itself) finds that library's function.
  *
  * usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM EMU_DIR DLSYM_CHECK PYTHON3
- *                    CTYPES_SGEMM */
+ *                    CTYPES_SGEMM SGEMM_WRAPPER */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,7 +25,7 @@
 #define RUN_TIMEOUT_S 120
 
 static const char *program, *libampshim_path, *emu_dir, *dlsym_check,
-    *python3, *ctypes_sgemm;
+    *python3, *ctypes_sgemm, *sgemm_wrapper;
 
 enum shim { PLAIN, SHIM, SHIM_DISABLED };
 
@@ -152,7 +154,7 @@ test_every_lookup_is_converted(void **state)
 static void
 test_other_lookups_are_unchanged(void **state)
 {
-    char *argv[] = {(char *)dlsym_check, NULL};
+    char *argv[] = {(char *)dlsym_check, (char *)sgemm_wrapper, NULL};
     struct amp_test_run plain, shimmed, disabled;
 
     (void)state;
@@ -162,6 +164,15 @@ test_other_lookups_are_unchanged(void **state)
     assert_non_null(strstr(plain.out, "next sgemm is default sgemm: 1\n"));
     assert_non_null(strstr(plain.out, "missing: null\n"));
     assert_non_null(strstr(plain.out, ", 0 answers that differ\n"));
+    /* The wrapper's own function: its status, its one call counted. */
+    assert_non_null(strstr(plain.out, "wrapper sgemm: status 77\n"
+                                      "wrapper calls: 1\n"));
+    if (!strstr(shimmed.out, "wrapper sgemm: status 77\n"
+                             "wrapper calls: 1\n")) {
+        amp_test_run_dump("dlsym_check under the shim", &shimmed);
+        fail_msg("dlsym on a wrapper's handle did not find the wrapper's "
+                 "cublasSgemm_v2");
+    }
     assert_string_equal(shimmed.out, plain.out);
     assert_string_equal(disabled.out, plain.out);
     amp_test_run_free(&plain);
@@ -212,9 +223,9 @@ main(int argc, char **argv)
         cmocka_unit_test(test_python_ctypes_is_converted),
     };
 
-    if (argc != 7) {
+    if (argc != 8) {
         fprintf(stderr, "usage: test_dlopen DLOPEN_SGEMM LIBAMPSHIM EMU_DIR "
-                "DLSYM_CHECK PYTHON3 CTYPES_SGEMM\n");
+                "DLSYM_CHECK PYTHON3 CTYPES_SGEMM SGEMM_WRAPPER\n");
         return 2;
     }
     program = argv[1];
@@ -223,5 +234,6 @@ main(int argc, char **argv)
     dlsym_check = argv[4];
     python3 = argv[5];
     ctypes_sgemm = argv[6];
+    sgemm_wrapper = argv[7];
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,6 +173,52 @@ test_modes(void **state)
     }
 }
 
+/* Each case run twice in a row at its site, on the same inputs (lt_check
+ * --repeat 2): the second call of an fp16 case is a repeating call
+ * (delayed scaling where it applies; every pointer mode, alpha vectors
+ * included), and both calls' D meet the mode's bound, every call
+ * converted. */
+static void
+test_repeated_calls(void **state)
+{
+    static const char *const modes[][2] = { { "fp16", "fp16" },
+                                            { "bf16", "bf16" } };
+
+    (void)state;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        char *argv[] = { (char *)lt_check_path, (char *)"--tol",
+                         (char *)modes[m][1], (char *)"--repeat",
+                         (char *)"2", NULL };
+        struct amp_test_env env;
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+        const struct amp_test_summary_line *l;
+        char what[64], result[64];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=%s, lt_check --repeat 2",
+                 modes[m][0]);
+        amp_test_env_init(&env);
+        amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        amp_test_env_set(&env, "AMPSHIM_MODE", modes[m][0]);
+        if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
+            fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
+        amp_test_env_free(&env);
+        snprintf(result, sizeof result, "result: %d of %d cases pass\n",
+                 2 * plain.count, 2 * plain.count);
+        amp_test_parse_summary(run.err, &sum);
+        l = amp_test_summary_find(&sum, API);
+        if (!run.exited || run.code != 0 || !strstr(run.out, result) ||
+            !l || l->calls != 2 * plain.count ||
+            l->converted != 2 * plain_converts) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: expected '%.*s', every call converted", what,
+                     (int)strlen(result) - 1, result);
+        }
+        amp_test_run_free(&run);
+    }
+}
+
 /* fp16 is measurably coarser than FP32: the FP32 bound fails it, every
  * call still successful. */
 static void
@@ -241,8 +287,10 @@ test_exact(void **state)
 }
 
 /* A policy that names cuBLASLt calls by their epilogue: the report's
- * shapes show the epilogue, gelu-bias ones stay FP32, relu-aux ones run in
- * tf32, the others in the default fp16. */
+ * shapes show the epilogue, each of lt_check's shapes under its own
+ * epilogue's name (as many shapes under each name as lt_check has cases
+ * of that epilogue), gelu-bias and gelu-aux ones stay FP32, relu-aux ones
+ * run in tf32, the others in the default fp16. */
 static void
 test_policy_epilogue(void **state)
 {
@@ -257,6 +305,14 @@ test_policy_epilogue(void **state)
     char *text;
     FILE *f;
     int seen[3] = { 0, 0, 0 };
+    /* lt_check's cases per epilogue; "" is CUBLASLT_EPILOGUE_DEFAULT,
+     * whose shapes name none. */
+    static const struct { const char *name; int cases; } epilogues[] = {
+        { "", 13 }, { "bias", 4 }, { "relu", 3 }, { "relu-aux", 1 },
+        { "relu-bias", 4 }, { "relu-aux-bias", 2 }, { "gelu", 1 },
+        { "gelu-aux", 2 }, { "gelu-bias", 2 }, { "gelu-aux-bias", 1 },
+    };
+    int named[sizeof epilogues / sizeof *epilogues] = { 0 };
 
     (void)state;
     assert_non_null(mkdtemp(dir));
@@ -264,7 +320,8 @@ test_policy_epilogue(void **state)
     snprintf(report, sizeof report, "%s/lt.json", dir);
     f = fopen(policy, "w");
     assert_non_null(f);
-    fputs("rule fp32 when lt and epilogue == gelu-bias\n"
+    fputs("rule fp32 when lt and (epilogue == gelu-bias or "
+          "epilogue == gelu-aux)\n"
           "rule tf32 when lt and (epilogue == relu-aux or "
           "epilogue == relu-aux-bias)\n"
           "default fp16\n", f);
@@ -293,7 +350,11 @@ test_policy_epilogue(void **state)
             assert_non_null(name);
             if (epi)    /* the shape's text ends with the epilogue */
                 assert_string_equal(name + strlen(name) - strlen(epi), epi);
-            if (epi && strcmp(epi, "gelu-bias") == 0) {
+            for (size_t e = 0; e < sizeof epilogues / sizeof *epilogues;
+                 e++)
+                named[e] += strcmp(epi ? epi : "", epilogues[e].name) == 0;
+            if (epi && (strcmp(epi, "gelu-bias") == 0 ||
+                        strcmp(epi, "gelu-aux") == 0)) {
                 assert_true(conv == 0.0);
                 seen[0]++;
             } else if (epi && strncmp(epi, "relu-aux", 8) == 0) {
@@ -305,11 +366,18 @@ test_policy_epilogue(void **state)
             }
         }
     }
-    /* gelu_bias and no_algo; relu_aux, relu_aux_bias and the batched
-     * one; the other 28 cases. */
-    assert_int_equal(seen[0], 2);
+    for (size_t e = 0; e < sizeof epilogues / sizeof *epilogues; e++) {
+        if (named[e] != epilogues[e].cases)
+            print_message("epilogue '%s': %d shapes, lt_check has %d "
+                          "cases\n", epilogues[e].name, named[e],
+                          epilogues[e].cases);
+        assert_int_equal(named[e], epilogues[e].cases);
+    }
+    /* gelu_bias, no_algo, gelu_aux and in_place_beta_zero; relu_aux,
+     * relu_aux_bias and the batched one; the other 26 cases. */
+    assert_int_equal(seen[0], 4);
     assert_int_equal(seen[1], 3);
-    assert_int_equal(seen[2], 28);
+    assert_int_equal(seen[2], 26);
     amp_json_free(doc);
     free(text);
     amp_test_run_free(&run);
@@ -382,6 +450,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_fp16_exceeds_fp32_bound),
         cmocka_unit_test(test_exact),
         cmocka_unit_test(test_policy_epilogue),
+        cmocka_unit_test(test_repeated_calls),
     };
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_faults),

@@ -9,6 +9,9 @@
 #   too, their data being exact in FP16);
 # - the report's coverage: each kind's calls and FLOPs exactly, the shares;
 # - the exit line; `ampshim report` shows the coverage section;
+# - coverage_mix --more: a complex GEMM counts 8 m n k FLOPs; an SGEMM, a
+#   DGEMM and a CGEMM that cuBLAS refuses count as calls of their kind and
+#   did no work (0 FLOPs); their statuses and bytes as without the shim;
 # - dlsym on cuBLAS's handle answers the counting hook of cublasDgemm_v2;
 # - AMPSHIM_DISABLE=1: no line, no report.
 # usage: test_coverage.sh COVERAGE_MIX LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
@@ -115,6 +118,37 @@ grep -Eq "^FP64 +1 +9\.216e-05 +24\.3%$" table.out ||
     fail "table: no FP64 row"
 "$tool" report r.json --html page.html >/dev/null 2>&1 || fail "--html"
 grep -q "<h2>Coverage</h2>" page.html || fail "html: no coverage"
+
+# Complex work and refused calls. The CGEMM 16x8x4: 8 m n k = 4096 FLOPs;
+# the refused SGEMM (kept FP32 as invalid), DGEMM and CGEMM: 0.
+"$prog" --more >more-plain.out 2>more-plain.err ||
+    fail "the plain run of --more failed"
+LD_PRELOAD="$preload$lib" AMPSHIM_MODE=fp16 AMPSHIM_BASELINE=off \
+    AMPSHIM_REPORT=$tmp/more.json "$prog" --more >more.out 2>more.err ||
+    fail "the run of --more under the shim failed"
+[[ $(grep -c ' status=7 hash=' more-plain.out) == 3 ]] ||
+    fail "--more: the refused calls' statuses"
+cmp -s more-plain.out more.out || { diff more-plain.out more.out >&2;
+                                    fail "--more: outputs differ"; }
+"$python" - "$tmp/more.json" <<'PY' || fail "--more: coverage figures"
+import json, sys
+cov = json.load(open(sys.argv[1]))["coverage"]
+got = {
+    "complex": (cov["other"]["complex"]["calls"],
+                cov["other"]["complex"]["flops"]),
+    "fp64": (cov["other"]["fp64"]["calls"], cov["other"]["fp64"]["flops"]),
+    "invalid": (cov["fp32_kept"]["invalid"]["calls"],
+                cov["fp32_kept"]["invalid"]["flops"]),
+    "converted": (cov["converted"]["calls"], cov["converted"]["flops"]),
+    "total": (cov["calls"], cov["flops"]),
+}
+want = {"complex": (2, 4096), "fp64": (1, 0), "invalid": (1, 0),
+        "converted": (0, 0), "total": (4, 4096)}
+bad = [f"{k}: calls and FLOPs {got[k]}, want {want[k]}"
+       for k in want if got[k] != want[k]]
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
 
 # dlsym on the library's handle (ctypes) gives the shim's hook. Under
 # AddressSanitizer, the interpreter's own allocations at exit are not

@@ -10,6 +10,7 @@
 
 #include "decide/auto.h"
 
+#include "base/config.h"
 #include "base/log.h"
 
 #include <math.h>
@@ -334,6 +335,44 @@ test_warmup_time_measured_again(void **state)
     assert_int_equal(v.c[0].converted, 2);
 }
 
+/* A candidate within the tolerance whose warm-up (two passes, 2.5 ms)
+ * was slower than FP32 (2.0 ms), the other candidates over the
+ * tolerance: while its timing call's time is out, the shape's calls run
+ * FP32, never the candidate; its one-pass time (0.6 ms) then makes it
+ * the choice. */
+static void
+test_slow_warmup_runs_fp32_while_timed(void **state)
+{
+    struct amp_gemm_error e = {.max_rel = 3e-4, .fro_rel = 1e-4};
+    struct amp_auto_view v;
+    struct amp_decision d;
+    int slot, i;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_gemm_candidates(site);
+    amp_auto_error(site, slot, AMP_MODE_FP16, &e, TOL);
+    amp_auto_time(site, slot, AMP_MODE_FP16, 2.5, 2.0, 1, TOL);
+    measured(site, slot, AMP_MODE_BF16, 2e-2, 0.8, 2.0);
+    measured(site, slot, AMP_MODE_TF32, 2e-2, 0.7, 2.0);
+    decide(site, AMP_FAMILY_GEMM, 4, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP16);
+    assert_int_equal(d.auto_timing, 1);
+    for (i = 5; i < 12; i++) {
+        decide(site, AMP_FAMILY_GEMM, i, 0, &d);
+        if (d.mode != AMP_MODE_FP32)
+            print_message("call %d in the timing window runs %s\n", i,
+                          amp_mode_name(d.mode));
+        assert_int_equal(d.mode, AMP_MODE_FP32);
+        assert_int_equal(d.auto_timing, 0);
+        assert_int_equal(d.why, AMP_WHY_AUTO);
+    }
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.c[0].converted, 1);
+    amp_auto_time(site, slot, AMP_MODE_FP16, 0.6, NAN, 0, TOL);
+    expect_mode(site, AMP_FAMILY_GEMM, 12, AMP_MODE_FP16);
+}
+
 /* A tolerance of FP32 accuracy in the Frobenius norm (1e-6:fro): the
  * 16-bit modes are over it, fp16x3 within it and chosen. */
 static void
@@ -384,6 +423,7 @@ main(void)
         cmocka_unit_test(test_conv_candidates),
         cmocka_unit_test(test_failures_rule_out),
         cmocka_unit_test(test_warmup_time_measured_again),
+        cmocka_unit_test(test_slow_warmup_runs_fp32_while_timed),
         cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
     };
