@@ -2,7 +2,8 @@
  * backward data, backward filter) go through the backend (graph) API,
  * built with the raw descriptors as cudnn-frontend builds them: tensors,
  * a convolution, one operation, an operation graph, the heuristics'
- * engine configurations (mode A; the count first), an execution plan
+ * engine configurations (mode A; the count first) with each one's
+ * numerical and behaviour notes (a count query first), an execution plan
  * with its workspace and a variant pack. Layouts NCHW and NHWC, odd
  * channel counts, groups, strides, dilations, asymmetric padding, 2-d and
  * 3-d, alpha and beta.
@@ -278,6 +279,42 @@ static const cudnnBackendAttributeName_t op_attr[3][6] = {
       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY },
 };
 
+/* Reads configuration `cfg`'s engine's numerical and behaviour notes as
+ * cudnn-frontend does for every configuration the heuristics return,
+ * before it builds a plan (to deselect the notes a user excludes): a
+ * count query with the largest count and no array, then the notes. */
+static void
+read_notes(cudnnBackendDescriptor_t cfg)
+{
+    cudnnBackendDescriptor_t eng = NULL;
+    cudnnBackendNumericalNote_t num[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    cudnnBackendBehaviorNote_t beh[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t n = 0;
+
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    DNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng));
+    DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                 CUDNN_TYPE_NUMERICAL_NOTE,
+                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, NULL));
+    if (n < 0 || n > CUDNN_NUMERICAL_NOTE_TYPE_COUNT) {
+        failed("numerical note count out of range", CUDNN_STATUS_BAD_PARAM);
+        n = 0;
+    }
+    DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                 CUDNN_TYPE_NUMERICAL_NOTE, n, &n, num));
+    DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                 CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, NULL));
+    if (n < 0 || n > CUDNN_BEHAVIOR_NOTE_TYPE_COUNT) {
+        failed("behaviour note count out of range", CUDNN_STATUS_BAD_PARAM);
+        n = 0;
+    }
+    DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                 CUDNN_TYPE_BEHAVIOR_NOTE, n, &n, beh));
+    cudnnBackendDestroyDescriptor(eng);
+}
+
 /* The graph of one convolution in direction `dir` (alpha, beta as
  * floats), and the plan of the heuristics' first configuration. */
 static cudnnBackendDescriptor_t
@@ -328,6 +365,8 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
         DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
                                      cfgs));
+    for (int64_t i = 0; i < n; i++)
+        read_notes(cfgs[i]);
     /* The first configuration whose plan finalizes, as the frontend
      * does. */
     for (int64_t i = 0; i < n && plan == NULL; i++) {

@@ -4,13 +4,18 @@
  * is a plain FP32 product, which an optimized BLAS does at the CPU's speed.
  * The thread count is fixed for the process (AMPSHIM_EMU_THREADS, default
  * 1), so that results are the same run to run: with a given count, each
- * element of the product is summed by one thread in one order. */
+ * element of the product is summed by one thread in one order. The kernel
+ * family is fixed too (Haswell's, below), so that they are the same from
+ * one x86-64 CPU to another. */
 #include "emu.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 /* OpenBLAS frees its buffers in its ELF destructor, while a program that
  * calls exit() with threads still running may have one of them in a
@@ -54,6 +59,61 @@ emu_cpu_sgemm_loop(int transa, int transb, int64_t m, int64_t n, int64_t k,
 static pthread_once_t emu_cpu_once = PTHREAD_ONCE_INIT;
 static int emu_cpu_nthreads = 1;
 
+/* The OpenBLAS kernel family every product runs on. A DYNAMIC_ARCH
+ * OpenBLAS (Debian's) picks its kernels for the CPU it finds when it
+ * loads, and the families block and order their sums differently (AVX2
+ * against AVX-512, with and without fused multiply-adds), so the last bits
+ * of a product, and the errors the shim's reports show, would change from
+ * one CPU model to another. Haswell's (AVX2 and FMA) runs on every x86-64
+ * CPU of the last ten years, Intel's since Haswell and AMD's since
+ * Excavator and Zen.
+ *
+ * OpenBLAS reads OPENBLAS_CORETYPE in gotoblas_dynamic_init(), which its
+ * constructor calls, before this library's constructor can run (the
+ * dynamic linker initialises a library's dependencies first) and perhaps
+ * long before, when the program loaded OpenBLAS itself. So, before the
+ * first product, the emulator sets the variable and has OpenBLAS choose
+ * again (gotoblas_dynamic_quit, gotoblas_dynamic_init: the exported
+ * functions of a DYNAMIC_ARCH build, found at run time so that a build
+ * without them still links), then puts the variable back as it was. The
+ * choice is the process's: a program that uses the same OpenBLAS for its
+ * own work gets Haswell's kernels too. */
+#define EMU_CPU_CORETYPE "Haswell"
+
+static void
+emu_cpu_pin_kernels(void)
+{
+    void *quit_sym = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
+    void *init_sym = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
+    void (*quit)(void), (*init)(void);
+    const char *was = getenv("OPENBLAS_CORETYPE");
+    char *saved = was ? strdup(was) : NULL;
+
+    if (quit_sym == NULL || init_sym == NULL)
+        goto out;           /* one kernel family built in: nothing to pin */
+    memcpy(&quit, &quit_sym, sizeof(quit));
+    memcpy(&init, &init_sym, sizeof(init));
+    if (strcasecmp(openblas_get_corename(), EMU_CPU_CORETYPE) == 0)
+        goto out;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        fprintf(stderr, "ampshim-emu: this CPU has no AVX2 and FMA for "
+                "OpenBLAS's %s kernels; products use its %s kernels, whose "
+                "last bits may differ from other machines'\n",
+                EMU_CPU_CORETYPE, openblas_get_corename());
+        goto out;
+    }
+    setenv("OPENBLAS_CORETYPE", EMU_CPU_CORETYPE, 1);
+    quit();
+    init();
+    if (saved != NULL)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+out:
+    free(saved);
+}
+
 static void
 emu_cpu_setup(void)
 {
@@ -69,6 +129,7 @@ emu_cpu_setup(void)
             fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_THREADS=%s is not a "
                     "count from 1 to %d; using 1\n", v, EMU_CPU_MAX_THREADS);
     }
+    emu_cpu_pin_kernels();
     openblas_set_num_threads(emu_cpu_nthreads);
 }
 

@@ -1080,7 +1080,12 @@ rt_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
     CUdeviceptr s = (CUdeviceptr)(uintptr_t)src;
     CUresult r = CUDA_SUCCESS;
 
-    if (e != cudaSuccess)
+    /* A copy of no bytes succeeds whatever its pointers (NULL ones
+     * included) once the kind is one, as NVIDIA's runtime does: its
+     * cuBLASLt samples copy an empty bias that way, and RAPIDS found
+     * cudaMemcpyAsync of 0 bytes to succeed (rapidsai/rmm#259). */
+    if (e != cudaSuccess &&
+        !(count == 0 && e == cudaErrorInvalidValue))
         return rt_ret(e);
     e = rt_bind();
     if (e != cudaSuccess)

@@ -1774,11 +1774,20 @@ cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
     if (d == NULL)
         return ERR(CUDNN_STATUS_BAD_PARAM, "%s: not a backend descriptor",
                    a.what);
+    /* A NULL array is a count query whatever the requested count:
+     * cudnn-frontend asks each engine's numerical and behaviour notes with
+     * the largest count and no array before it builds any plan
+     * (include/cudnn_frontend/plans.h, NVIDIA/cudnn-frontend), so cuDNN
+     * answers the count then. With no place for the count either there is
+     * nothing to answer. */
     if (requestedElementCount < 0 ||
-        (arrayOfElements == NULL && requestedElementCount > 0))
+        (arrayOfElements == NULL && requestedElementCount > 0 &&
+         elementCount == NULL))
         return ERR(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
                    "%s: %lld elements requested into %p", a.what,
                    (long long)requestedElementCount, arrayOfElements);
+    if (arrayOfElements == NULL)
+        a.requested = 0;
     /* A reference to the finalized body, then no lock held: receiving
      * descriptors are locked one at a time. */
     pthread_mutex_lock(&d->lock);

@@ -340,6 +340,7 @@ struct ew_args {
     cudnnStatus_t mismatch;
     int strides_like[EW_NVIEWS];
     cudnnStatus_t stride_mismatch;
+    int any_types;              /* inputs of any type (transform) */
 };
 
 /* Every tensor given must be set, non-NULL, of one type and of the same
@@ -367,9 +368,15 @@ ew_check(const struct ew_args *a)
 
         if (t == NULL)
             continue;
-        if (t->type != out->type || !emu_dnn_same_dims(t, out))
+        if ((t->type != out->type && !a->any_types) ||
+            !emu_dnn_same_dims(t, out))
             return emu_dnn_error(mismatch, "%s: tensors differ in type or "
                                  "sizes", a->api);
+        if (t->type != out->type && i != a->out &&
+            a->data[i] == a->data[a->out])
+            return BAD("%s: in-place call changing the type", a->api);
+        if (a->any_types && !emu_dnn_float_type(t->type))
+            return emu_dnn_type_ok(t, a->api);
     }
     for (int i = 0; i < EW_NVIEWS; i++) {
         if (a->desc[i] != NULL && i != a->out &&
@@ -499,7 +506,14 @@ cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
     return ew_submit(&cfg, api, add_run, job, EW_Y, 2.0);
 }
 
-/* y = alpha * x + beta * y between layouts: the same sizes and type. */
+/* y = alpha * x + beta * y between layouts and between data types: the
+ * same sizes. The API reference lists differing data types among its
+ * BAD_PARAM cases, but NVIDIA's own mnistCUDNN sample converts its FP32
+ * weights to FP16 with this call (its FP16_CUDNN import: a FLOAT and a
+ * HALF 1 x size x 1 x 1 tensor) and TensorFlow's stream executor
+ * (DoTransformTensor, input and output types) converts with it, so
+ * cuDNN does it; the emulator follows the library (docs/emulator.md).
+ * Alpha and beta are of y's kind. */
 cudnnStatus_t
 cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
                      const cudnnTensorDescriptor_t xDesc, const void *x,
@@ -507,7 +521,7 @@ cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
                      void *y)
 {
     struct ew_args a = { "cudnnTransformTensor", { xDesc, yDesc }, { x, y },
-                         EW_Y, 0, { 0 }, 0 };
+                         EW_Y, 0, { 0 }, 0, 1 };
     struct emu_dnn_config cfg;
     struct ew_job *job = NULL;
     cudnnStatus_t st;
@@ -879,7 +893,7 @@ cudnnActivationForward(cudnnHandle_t handle,
                        const cudnnTensorDescriptor_t yDesc, void *y)
 {
     struct ew_args a = { "cudnnActivationForward", { xDesc, yDesc },
-                         { x, y }, EW_Y, 0, { 0 }, 0 };
+                         { x, y }, EW_Y, 0, { 0 }, 0, 0 };
     struct emu_dnn_config cfg;
     struct ew_job *job = NULL;
     cudnnStatus_t st = act_check(activationDesc, a.api);
@@ -912,7 +926,7 @@ cudnnActivationBackward(cudnnHandle_t handle,
         "cudnnActivationBackward", { xDesc, yDesc, dyDesc, dxDesc },
         { x, y, dy, dx }, EW_DX, CUDNN_STATUS_NOT_SUPPORTED,
         { [EW_DX] = EW_X + 1, [EW_DY] = EW_Y + 1 },
-        CUDNN_STATUS_NOT_SUPPORTED,
+        CUDNN_STATUS_NOT_SUPPORTED, 0,
     };
     struct emu_dnn_config cfg;
     struct ew_job *job = NULL;
@@ -1144,10 +1158,10 @@ cudnnPoolingBackward(cudnnHandle_t handle,
 {
     struct ew_args in = { "cudnnPoolingBackward", { xDesc, NULL, NULL,
                           dxDesc }, { x, NULL, NULL, dx }, EW_DX, 0,
-                          { [EW_DX] = EW_X + 1 }, 0 };
+                          { [EW_DX] = EW_X + 1 }, 0, 0 };
     struct ew_args out = { "cudnnPoolingBackward", { NULL, yDesc, dyDesc,
                            NULL }, { NULL, y, dy, NULL }, EW_Y, 0,
-                           { [EW_DY] = EW_Y + 1 }, 0 };
+                           { [EW_DY] = EW_Y + 1 }, 0, 0 };
     struct emu_dnn_config cfg;
     struct ew_job *job = NULL;
     cudnnStatus_t st = pool_check(poolingDesc, xDesc, yDesc, in.api);
@@ -1288,7 +1302,7 @@ cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
                     void *y)
 {
     struct ew_args a = { "cudnnSoftmaxForward", { xDesc, yDesc }, { x, y },
-                         EW_Y, 0, { 0 }, 0 };
+                         EW_Y, 0, { 0 }, 0, 0 };
 
     return softmax_submit(handle, algo, mode, &a, alpha, beta);
 }
@@ -1304,7 +1318,7 @@ cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
 {
     struct ew_args a = { "cudnnSoftmaxBackward",
                          { NULL, yDesc, dyDesc, dxDesc }, { NULL, y, dy, dx },
-                         EW_DX, 0, { [EW_DY] = EW_Y + 1 }, 0 };
+                         EW_DX, 0, { [EW_DY] = EW_Y + 1 }, 0, 0 };
 
     return softmax_submit(handle, algo, mode, &a, alpha, beta);
 }

@@ -785,6 +785,16 @@ drv_alloc_async(CUdeviceptr *dptr, size_t bytesize,
     struct CUstream_st *s;
     CUresult rc;
 
+    /* 0 bytes: NVIDIA documents no failure for it (cuMemAlloc's 0 is
+     * INVALID_VALUE, cuMemAllocAsync's page names none), and programs
+     * see it succeed; the emulator answers a NULL pointer and queues
+     * nothing (docs/emulator.md). */
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (bytesize == 0) {
+        *dptr = 0;
+        return CUDA_SUCCESS;
+    }
     rc = drv_enter(&ctx, 1);
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -814,8 +824,6 @@ drv_alloc_async(CUdeviceptr *dptr, size_t bytesize,
 CUresult
 cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
     return drv_alloc_async(dptr, bytesize, NULL, hStream);
 }
 
@@ -823,7 +831,7 @@ CUresult
 cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                         CUmemoryPool pool, CUstream hStream)
 {
-    if (!dptr || bytesize == 0 || !pool)
+    if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     return drv_alloc_async(dptr, bytesize, pool, hStream);
 }
@@ -979,6 +987,15 @@ drv_copy(struct CUctx_st *ctx, CUstream stream, const struct drv_copy *in,
         c->src = (uintptr_t)c->snapshot;
         c->src_pitch = c->width;
     }
+    /* An asynchronous copy from the device into pageable memory returns
+     * once it is done: CUDA's "API synchronization behavior" (driver and
+     * runtime API references: "For transfers from device memory to
+     * pageable host memory, the function will return only once the copy
+     * has completed"; the current pages say it "might be synchronous").
+     * Captured, it stays in the graph. */
+    if (!sync && !c->dst_is_device && !drv_pinned(c->dst) &&
+        s->capture != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        sync = 1;
     op.arg = c;
     op.model_ns = drv_copy_model_ns(c->width * c->height,
                                     !c->src_is_device || !c->dst_is_device);

@@ -846,6 +846,91 @@ test_event_orders_streams(void **state)
     assert_int_equal(cudaFreeHost(h), cudaSuccess);
 }
 
+/* A copy of no bytes succeeds whatever its pointers, NULL included, in
+ * every kind, synchronous and asynchronous: as NVIDIA's runtime does
+ * (cuBLASLt's samples copy an empty bias so before their first matmul). */
+static void
+test_zero_byte_copies(void **state)
+{
+    static const enum cudaMemcpyKind kinds[] = {
+        cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+        cudaMemcpyDeviceToDevice, cudaMemcpyDefault,
+    };
+    cudaStream_t s = NULL;
+    void *d = NULL;
+    unsigned char h[4] = { 1, 2, 3, 4 };
+
+    (void)state;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc(&d, 64), cudaSuccess);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        assert_int_equal(cudaMemcpy(NULL, NULL, 0, kinds[i]), cudaSuccess);
+        assert_int_equal(cudaMemcpyAsync(NULL, NULL, 0, kinds[i], s),
+                         cudaSuccess);
+        assert_int_equal(cudaMemcpyAsync(NULL, NULL, 0, kinds[i], NULL),
+                         cudaSuccess);
+    }
+    /* A device pointer and NULL, either way round. */
+    assert_int_equal(cudaMemcpy(d, NULL, 0, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(NULL, d, 0, cudaMemcpyDeviceToHost, s),
+                     cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    assert_true(h[0] == 1 && h[3] == 4);
+    /* A kind that is none is still refused. */
+    assert_int_equal(cudaMemcpy(NULL, NULL, 0, (enum cudaMemcpyKind)7),
+                     cudaErrorInvalidMemcpyDirection);
+    (void)cudaGetLastError();
+    assert_int_equal(cudaFree(d), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+/* An asynchronous copy from the device into pageable memory returns once
+ * the copy is done, as CUDA's "API synchronization behavior" says: the
+ * program reads the result without a synchronisation. Into page-locked
+ * memory it stays queued. */
+static void
+test_async_copy_to_pageable_is_done_on_return(void **state)
+{
+    const size_t n = 3 * MIB + 5;
+    unsigned char *pageable = malloc(n), *pinned = NULL;
+    cudaStream_t s = NULL;
+    void *d = NULL;
+
+    (void)state;
+    assert_non_null(pageable);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc(&d, n), cudaSuccess);
+    assert_int_equal(cudaMallocHost((void **)&pinned, n), cudaSuccess);
+    memset(pageable, 0, n);
+    memset(pinned, 0, n);
+    assert_int_equal(cudaMemsetAsync(d, 0x5a, n, s), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(pageable, d, n, cudaMemcpyDeviceToHost,
+                                     s),
+                     cudaSuccess);
+    assert_true(all_bytes(pageable, n, 0x5a));
+    /* The legacy stream, and the default kind, alike. */
+    assert_int_equal(cudaMemsetAsync(d, 0x33, n, NULL), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(pageable, d, n, cudaMemcpyDefault, NULL),
+                     cudaSuccess);
+    assert_true(all_bytes(pageable, n, 0x33));
+    /* Page-locked: queued, there once the stream is waited for. */
+    assert_int_equal(cudaMemsetAsync(d, 0x77, n, s), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(pinned, d, n, cudaMemcpyDeviceToHost, s),
+                     cudaSuccess);
+    assert_true(all_bytes(pinned, n, 0));
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_true(all_bytes(pinned, n, 0x77));
+
+    assert_int_equal(cudaFreeHost(pinned), cudaSuccess);
+    assert_int_equal(cudaFree(d), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    free(pageable);
+}
+
 /* ---- Fidelity: what a GPU would do to a careless program ----------------------- */
 
 /* A host read or write of device memory faults, as on a GPU. */
@@ -1274,6 +1359,9 @@ main(int argc, char **argv)
                                setup_clean),
         cmocka_unit_test_setup(test_memcpy_all_kinds, setup_clean),
         cmocka_unit_test_setup(test_memcpy_async, setup_clean),
+        cmocka_unit_test_setup(test_zero_byte_copies, setup_clean),
+        cmocka_unit_test_setup(test_async_copy_to_pageable_is_done_on_return,
+                               setup_clean),
         cmocka_unit_test_setup(test_memcpy_2d, setup_clean),
         cmocka_unit_test_setup(test_memset, setup_clean),
         cmocka_unit_test_setup(test_streams, setup_clean),

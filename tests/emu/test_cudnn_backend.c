@@ -569,6 +569,29 @@ has_note(cudnnBackendDescriptor_t cfg, cudnnBackendNumericalNote_t note)
     return found;
 }
 
+/* The notes of engine configuration `cfg`'s engine as cudnn-frontend
+ * reads them: a count query (the most there can be, a NULL array), then
+ * the notes into an array of that count. Returns the count. */
+static int64_t
+notes_frontend_way(cudnnBackendDescriptor_t cfg,
+                   cudnnBackendAttributeName_t name,
+                   cudnnBackendAttributeType_t type, int64_t most,
+                   int32_t *notes)
+{
+    cudnnBackendDescriptor_t e = bk_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    int64_t n = -1, again = -1, one = -1;
+
+    DNN_OK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &one,
+                                    &e));
+    DNN_OK(cudnnBackendGetAttribute(e, name, type, most, &n, NULL));
+    assert_true(n >= 0 && n <= most);
+    DNN_OK(cudnnBackendGetAttribute(e, name, type, n, &again, notes));
+    assert_int_equal(again, n);
+    bk_free(e);
+    return n;
+}
+
 /* ---- The numbers ------------------------------------------------------------- */
 
 /* Every direction, layout, type and geometry with the heuristics' first
@@ -1054,6 +1077,54 @@ unfinished_tensor(int64_t uid)
 
 /* Descriptors: creation, attribute names and types, finalization, reads
  * before it, incomplete and inconsistent descriptors. */
+/* A count query with a positive requested count and a NULL array, the
+ * way cudnn-frontend asks each engine for its numerical and behaviour
+ * notes before it builds a plan: answered with the count, nothing
+ * written. The notes read after it are those has_note() reads at once. */
+static void
+test_note_count_queries(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    cudnnBackendDescriptor_t cfgs[8], t;
+    int32_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT +
+                  CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t n, count = -1;
+    struct prob p;
+
+    (void)state;
+    prob_new(&p, h, &geoms[0], FWD, CUDNN_DATA_FLOAT, L_NCHW, 1.0, 0.0);
+    n = bk_heuristics(p.graph, CUDNN_HEUR_MODE_A, cfgs, 8);
+    assert_true(n >= 2);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = notes_frontend_way(cfgs[i],
+                                       CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                       CUDNN_TYPE_NUMERICAL_NOTE,
+                                       CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
+                                       notes);
+        int tc = 0;
+
+        for (int64_t j = 0; j < k; j++)
+            tc |= notes[j] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
+        assert_int_equal(tc, has_note(cfgs[i],
+                                      CUDNN_NUMERICAL_NOTE_TENSOR_CORE));
+        notes_frontend_way(cfgs[i], CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                           CUDNN_TYPE_BEHAVIOR_NOTE,
+                           CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, notes);
+        bk_free(cfgs[i]);
+    }
+    /* Any attribute: a tensor's dimensions, asked for up to 8. */
+    t = p.t[0];
+    DNN_OK(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS,
+                                    CUDNN_TYPE_INT64, 8, &count, NULL));
+    assert_int_equal(count, 4);
+    /* Without a place for the count either, there is nothing to answer. */
+    ST(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID,
+                                CUDNN_TYPE_INT64, 1, NULL, NULL),
+       CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    prob_free(&p);
+    DNN_OK(cudnnDestroy(h));
+}
+
 static void
 test_descriptor_statuses(void **state)
 {
@@ -1115,12 +1186,10 @@ test_descriptor_statuses(void **state)
        CUDNN_STATUS_BAD_PARAM);
     ST(cudnnBackendFinalize(t), CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(get_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID), 1);
-    /* Get: a negative request, a NULL array for a positive one. */
+    /* Get: a negative request; a NULL array for a positive one is a
+     * count query (test_note_count_queries). */
     ST(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID,
                                 CUDNN_TYPE_INT64, -1, &n, &v),
-       CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
-    ST(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID,
-                                CUDNN_TYPE_INT64, 1, &n, NULL),
        CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
     ST(cudnnBackendGetAttribute(t, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
                                 CUDNN_TYPE_DATA_TYPE, 1, &n, &v),
@@ -1607,6 +1676,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_beta_zero_ignores_output),
         cmocka_unit_test(test_plan_walk),
         cmocka_unit_test(test_engines_knobs_workspaces),
+        cmocka_unit_test(test_note_count_queries),
         cmocka_unit_test(test_descriptor_statuses),
         cmocka_unit_test(test_graph_and_execute_statuses),
         cmocka_unit_test(test_stream_order_and_time),

@@ -91,8 +91,9 @@ test_transform_tensor(void **state)
 
         assert_int_equal(cudnnTransformTensor(h, &one, a, d, &zero, b, e),
                          CUDNN_STATUS_BAD_PARAM);
+        /* Of other types, the sizes must still agree. */
         DNN_OK(cudnnSetTensor4dDescriptor(b, CUDNN_TENSOR_NHWC,
-                                          CUDNN_DATA_HALF, 2, 3, 4, 5));
+                                          CUDNN_DATA_HALF, 2, 3, 5, 4));
         assert_int_equal(cudnnTransformTensor(h, &one, a, d, &zero, b, e),
                          CUDNN_STATUS_BAD_PARAM);
         assert_int_equal(cudnnTransformTensor(h, &one, a, NULL, &zero, a, e),
@@ -107,6 +108,98 @@ test_transform_tensor(void **state)
         DNN_OK(cudnnDestroyTensorDescriptor(a));
         DNN_OK(cudnnDestroyTensorDescriptor(b));
         DNN_OK(cudnnDestroyTensorDescriptor(i8));
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* Between data types of the same sizes, as NVIDIA's mnistCUDNN sample
+ * converts its FP32 weights to FP16 on the device (a 1 x size x 1 x 1
+ * FLOAT tensor into a HALF one, alpha 1, beta 0) and TensorFlow's
+ * stream executor converts between types: each element loaded exactly,
+ * scaled, and rounded once to y's type; alpha and beta are of y's kind
+ * (doubles for a DOUBLE y). Every pair of FLOAT, DOUBLE, HALF and
+ * BFLOAT16, packed and between layouts. In place, a change of type is
+ * refused. */
+static void
+test_transform_tensor_between_types(void **state)
+{
+    static const cudnnDataType_t types[] = {
+        CUDNN_DATA_FLOAT, CUDNN_DATA_DOUBLE, CUDNN_DATA_HALF,
+        CUDNN_DATA_BFLOAT16,
+    };
+    static const int dims[4] = { 2, 3, 4, 5 };
+    const size_t nt = sizeof(types) / sizeof(types[0]);
+    cudnnHandle_t h = handle_new();
+    union scalar sa, sb;
+
+    (void)state;
+    /* mnistCUDNN's call: 500 weights, FLOAT to HALF. */
+    {
+        const int size = 500;
+        cudnnTensorDescriptor_t src, dst;
+        float *w = malloc((size_t)size * sizeof(float)), one = 1.0f,
+              zero = 0.0f;
+        float *got = malloc((size_t)size * sizeof(float));
+        void *wd, *hd = dev_alloc((size_t)size * 2);
+
+        for (int i = 0; i < size; i++)
+            w[i] = rnd();
+        wd = dev_upload(w, (size_t)size * sizeof(float));
+        DNN_OK(cudnnCreateTensorDescriptor(&src));
+        DNN_OK(cudnnCreateTensorDescriptor(&dst));
+        DNN_OK(cudnnSetTensor4dDescriptorEx(src, CUDNN_DATA_FLOAT, 1, size, 1,
+                                            1, size, 1, 1, 1));
+        DNN_OK(cudnnSetTensor4dDescriptorEx(dst, CUDNN_DATA_HALF, 1, size, 1,
+                                            1, size, 1, 1, 1));
+        DNN_OK(cudnnTransformTensor(h, &one, src, wd, &zero, dst, hd));
+        tensor_download(dst, hd, got);
+        for (int i = 0; i < size; i++)
+            assert_true(got[i] == (float)ref_f16(w[i]));
+        DNN_OK(cudnnDestroyTensorDescriptor(src));
+        DNN_OK(cudnnDestroyTensorDescriptor(dst));
+        dev_free(wd), dev_free(hd);
+        free(w), free(got);
+    }
+    for (size_t a = 0; a < nt; a++)
+    for (size_t b = 0; b < nt; b++)
+    for (int l = 0; l < 2; l++) {
+        cudnnDataType_t xt_type = types[a], yt_type = types[b];
+        double alpha = 0.5, beta = l ? 0.25 : 0.0;
+        cudnnTensorDescriptor_t xt = tensor_layout(LAYOUT_NCHW, xt_type, 4, dims);
+        cudnnTensorDescriptor_t yt = tensor_layout(l ? LAYOUT_NHWC : LAYOUT_NCHW,
+                                                   yt_type, 4, dims);
+        size_t n = count_of(4, dims);
+        double *x = exact_values(n, xt_type, 1.0);
+        double *old = exact_values(n, yt_type, 2.0);
+        double *got = malloc(n * sizeof(double));
+        void *xd = tensor_upload_d(xt, x, 0.0);
+        void *yd = tensor_upload_d(yt, old, 7.0);
+
+        DNN_OK(cudnnTransformTensor(h, scalar(&sa, yt_type, alpha), xt, xd,
+                                    scalar(&sb, yt_type, beta), yt, yd));
+        tensor_download_d(yt, yd, got);
+        for (size_t i = 0; i < n; i++)
+            assert_close(got[i], alpha * x[i] + beta * old[i],
+                         tol_of(yt_type), "y", i);
+        free(x), free(old), free(got);
+        dev_free(xd), dev_free(yd);
+        DNN_OK(cudnnDestroyTensorDescriptor(xt));
+        DNN_OK(cudnnDestroyTensorDescriptor(yt));
+    }
+    /* In place with another type: refused, nothing written. */
+    {
+        cudnnTensorDescriptor_t f = tensor_layout(LAYOUT_NCHW, CUDNN_DATA_FLOAT, 4,
+                                                  dims);
+        cudnnTensorDescriptor_t hf = tensor_layout(LAYOUT_NCHW, CUDNN_DATA_HALF,
+                                                   4, dims);
+        void *d = dev_alloc(count_of(4, dims) * 4);
+        float one = 1.0f, zero = 0.0f;
+
+        assert_int_equal(cudnnTransformTensor(h, &one, f, d, &zero, hf, d),
+                         CUDNN_STATUS_BAD_PARAM);
+        dev_free(d);
+        DNN_OK(cudnnDestroyTensorDescriptor(f));
+        DNN_OK(cudnnDestroyTensorDescriptor(hf));
     }
     DNN_OK(cudnnDestroy(h));
 }
@@ -1357,6 +1450,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transform_tensor),
+        cmocka_unit_test(test_transform_tensor_between_types),
         cmocka_unit_test(test_add_tensor_broadcast),
         cmocka_unit_test(test_backward_bias),
         cmocka_unit_test(test_op_tensor),

@@ -455,7 +455,6 @@ test_stream_ordered_allocation(void **state)
     uint32_t v;
 
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    assert_int_equal(cuMemAllocAsync(&d, 0, s), CUDA_ERROR_INVALID_VALUE);
     CHECK(cuMemAllocAsync(&d, 1024, s));
     CHECK(cuMemsetD32Async(d, 7, 256, s));
     CHECK(cuMemcpyDtoHAsync(&v, d + 1020, 4, s));
@@ -471,6 +470,47 @@ test_stream_ordered_allocation(void **state)
                      CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuMemAllocAsync(&d, 16, (CUstream)&v),
                      CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuStreamDestroy(s));
+}
+
+/* A stream-ordered allocation of 0 bytes succeeds with a NULL pointer
+ * and queues nothing (NVIDIA documents no failure for it, unlike
+ * cuMemAlloc's; see docs/emulator.md); without a place for the pointer
+ * it is still refused. */
+static void
+test_zero_byte_async_allocation(void **state)
+{
+    CUstream s;
+    CUdeviceptr d = 1;
+
+    (void)state;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAllocAsync(&d, 0, s));
+    assert_true(d == 0);
+    assert_int_equal(cuMemAllocAsync(NULL, 0, s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuStreamDestroy(s));
+}
+
+/* cuMemcpyDtoHAsync into pageable memory returns once the copy is done:
+ * no synchronisation is needed to read it. */
+static void
+test_async_copy_to_pageable_is_done_on_return(void **state)
+{
+    uint32_t seen[64];
+    CUstream s;
+    CUdeviceptr d;
+
+    (void)state;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, sizeof(seen)));
+    memset(seen, 0, sizeof(seen));
+    CHECK(cuMemsetD32Async(d, 9, 64, s));
+    CHECK(cuMemcpyDtoHAsync(seen, d, sizeof(seen), s));
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(seen[i], 9);
+    CHECK(cuMemFree(d));
     CHECK(cuStreamDestroy(s));
 }
 
@@ -1244,6 +1284,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_stream_query_and_flags),
         cmocka_unit_test(test_stream_ids),
         cmocka_unit_test(test_stream_ordered_allocation),
+        cmocka_unit_test(test_zero_byte_async_allocation),
+        cmocka_unit_test(test_async_copy_to_pageable_is_done_on_return),
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_events_time_the_model),
         cmocka_unit_test(test_kernel_time_is_its_bytes),

@@ -2,6 +2,7 @@
  * written here, and its GPU model (named GPUs, roofline durations). */
 #include "emu.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -889,6 +891,37 @@ test_model_precision_order(void **state)
     assert_true(t16 < ttf);
 }
 
+/* The emulator's products run on one OpenBLAS kernel family, Haswell's,
+ * whatever the CPU and whatever core type OpenBLAS chose when it loaded
+ * (meson also runs this test with OPENBLAS_CORETYPE=Sandybridge), so
+ * that their last bits are the same on every x86-64 machine with AVX2
+ * and FMA; the program's OPENBLAS_CORETYPE is left as it was. */
+static void
+test_one_blas_kernel_family(void **state)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    const char *(*corename)(void);
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    char *before = env ? strdup(env) : NULL;
+
+    (void)state;
+    assert_non_null(sym);
+    memcpy(&corename, &sym, sizeof(corename));
+    emu_cpu_threads();          /* what the first product sets up */
+    if (dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") == NULL ||
+        !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        free(before);
+        skip();
+    }
+    assert_int_equal(strcasecmp(corename(), "Haswell"), 0);
+    env = getenv("OPENBLAS_CORETYPE");
+    if (before == NULL)
+        assert_null(env);
+    else
+        assert_string_equal(env, before);
+    free(before);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -907,6 +940,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_model_roofline_max),
         cmocka_unit_test(test_model_precision_order),
         cmocka_unit_test(test_model_hopper_and_blackwell),
+        cmocka_unit_test(test_one_blas_kernel_family),
     };
 
     if (argc == 3 && strcmp(argv[1], "--gpu-child") == 0)
