@@ -131,14 +131,39 @@ next	What to do next
 EOF
 }
 
+# The largest relative error of a site's shadow calls (SITE) or of one of
+# its shapes (SITE SHAPE) in report JSON, printed with FORMAT: the page is
+# checked against the run's own figures (the emulator's FP32 products, and
+# so the errors' last digits, are those of the CPU's BLAS kernels).
+err() {
+    "$python" - "$@" <<'PY'
+import json, sys
+path, fmt, site = sys.argv[1:4]
+shape = sys.argv[4] if len(sys.argv) > 4 else None
+for s in json.load(open(path))['sites']:
+    if s['function'] != site:
+        continue
+    if shape is None:
+        print(fmt % s['errors']['max_rel'])
+    for sh in s['shapes']:
+        if sh['shape'] == shape:
+            print(fmt % sh['errors']['max_rel'])
+PY
+}
+
 # ---- Demoted: a tolerance no FP16 product meets ----------------------------------
 printf 'set tolerance 1e-9\nrule fp16 verify 1 when gemm\ndefault fp32\n' \
     >demote.policy
 run --policy demote.policy --report "$out/demoted.json" -- "$prog" \
     --calls 4 --m 128 --n 128 --k 128 --m2 64 --n2 64 --k2 64
+d=$out/demoted.json
+e6=$(err "$d" %.6g main) e3=$(err "$d" %.3g main)
+s128=$(err "$d" %.2e main '128x128x128 NN')
+s64=$(err "$d" %.2e second_site '64x64x64 NN')
+s32=$(err "$d" %.2e second_site '64x64x32 NN')
 {
     common
-    cat <<'EOF'
+    cat <<EOF
 meta	AMPSHIM_POLICY: demote.policy, tolerance 1.0e-09
 meta	AMPSHIM_POLICY=demote.policy (match lines are not consulted)
 meta	NVIDIA H100 SXM (emulated)
@@ -146,17 +171,17 @@ meta	modelled by the CPU emulator (NVIDIA H100 SXM), not measured on a GPU
 meta	complete: written at exit (schema version
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 1.0e-09
-chart-error	max rel err: 0.000236866 0.000237 DEMOTED
-sites	DEMOTED: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09
+chart-error	max rel err: $e6 $e3 DEMOTED
+sites	DEMOTED: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog+0x
-shapes	128x128x128 NN 4 2 2 (demoted) 0.26x 0.35x 2.37e-04 / 1.0e-09 OVER
+shapes	128x128x128 NN 4 2 2 (demoted) 0.26x 0.35x $s128 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
-shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - 1.26e-04 / 1.0e-09 OVER
+shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - $s64 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
-shapes	64x64x32 NN 2 1 1 (demoted) 0.20x - 1.24e-04 / 1.0e-09 OVER
+shapes	64x64x32 NN 2 1 1 (demoted) 0.20x - $s32 / 1.0e-09 OVER
 why-fp32	demoted 4 100.0% 2 the site's shadow error went over the tolerance
 next	main (report_prog+0x
-next	was demoted to FP32: shadow max_rel_err=0.000237 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
+next	was demoted to FP32: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
 next	second_site (report_prog+0x
 next	was demoted to FP32
 next	rule fp16x3 verify 2 when caller "second_site"
@@ -211,9 +236,13 @@ page broken
 # depends on when their results are harvested.)
 run --report "$out/converted.json" -- "$prog" --calls 6 --m 1024 --n 1024 \
     --k 1024
+tf32_err=$("$python" -c 'import json, sys
+for c in json.load(open(sys.argv[1]))["sites"][0]["shapes"][0]["auto"]["candidates"]:
+    if c["mode"] == "tf32":
+        print("%.1e" % c["max_rel"])' "$out/converted.json")
 {
     common
-    cat <<'EOF'
+    cat <<EOF
 meta	built-in
 summary	6 calls at 1 site, 6 converted
 chart-speedup	1.0x = FP32 speed
@@ -221,7 +250,7 @@ chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
 shapes	1024x1024x1024 NN 6 6 0
 shapes	auto: tf32 (fp16
-shapes	; tf32 6.42x 1.7e-04)
+shapes	; tf32 6.42x $tf32_err)
 why-fp32	None: every call at the sites ran converted.
 next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED
