@@ -276,6 +276,10 @@ main(int argc, char **argv)
     cudnnDestroyConvolutionDescriptor(wk.cd);
     cudnnDestroy(wk.dnn);
     cublasDestroy(wk.blas);
+    free(wk.a);
+    free(wk.b);
+    free(wk.x);
+    free(wk.w);
     printf("result: %d of %d results within the bound\n",
            wk.checked - wk.failed, wk.checked);
     return wk.failed ? EXIT_CHECK_FAILED : EXIT_ALL_PASS;

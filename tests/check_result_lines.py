@@ -4,8 +4,11 @@ conv_bench) and asserts its "result: KEY=VALUE ..." lines, as the GPU
 check's script reads them.
 
 usage: check_result_lines.py [--lines N] [--expect KEY:ALT[|ALT...]]...
-                             -- PROGRAM [ARGS...]
+                             [--preload LIB] -- PROGRAM [ARGS...]
   --lines N   exactly N result lines
+  --preload   runs the program with LIB in LD_PRELOAD, after the
+              sanitizer runtime that AMP_TEST_PRELOAD_FIRST names (a
+              sanitized build's tests set it)
   --expect    every result line that has KEY has a value matching one of
               the alternatives, and at least one line has KEY; an
               alternative is a literal (ok, 0, na) or a comparison with a
@@ -16,6 +19,7 @@ output is printed first.
 """
 import argparse
 import operator
+import os
 import re
 import subprocess
 import sys
@@ -56,11 +60,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--lines', type=int)
     parser.add_argument('--expect', action='append', default=[])
+    parser.add_argument('--preload')
     parser.add_argument('command', nargs='+')
     args = parser.parse_args()
 
+    env = dict(os.environ)
+    if args.preload:
+        first = env.get('AMP_TEST_PRELOAD_FIRST', '')
+        env['LD_PRELOAD'] = ' '.join(p for p in (first, args.preload) if p)
     run = subprocess.run(args.command, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, check=False)
+                         stderr=subprocess.PIPE, text=True, check=False,
+                         env=env)
     sys.stdout.write(run.stdout)
     sys.stderr.write(run.stderr)
     if run.returncode == 77:
