@@ -133,8 +133,9 @@ struct amp_dev {
     int cc_major;              /* its compute capability's major, 0 when
                                   the driver does not say */
     char name[128];            /* the device's name */
-    /* The scratch pool, under amp_dev_lock: made on first use. */
-    int pool_state;            /* 0 not yet, 1 made, -1 cannot be made */
+    /* The scratch pool: made on first use, under amp_dev_lock. */
+    int pool_state;            /* atomic: 0 not yet, 1 made, -1 cannot be
+                                  made */
     CUmemoryPool pool;
 };
 
@@ -436,24 +437,6 @@ amp_dev_retired(const struct amp_dev *dev)
     return __atomic_load_n(&dev->retired, __ATOMIC_ACQUIRE);
 }
 
-/* Makes dev's context current (pushes it) for work on its objects from
- * any thread: 0, or -1 when it has ended, cannot be pushed, or the
- * address is now another context's (then nothing is left pushed). */
-static int
-amp_dev_enter(struct amp_dev *dev)
-{
-    CUcontext ctx = amp_dev_context(dev), popped;
-    unsigned long long id = 0;
-
-    if (!ctx || amp_cu.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
-        return -1;
-    if (amp_cu.cuCtxGetId(NULL, &id) != CUDA_SUCCESS || id != dev->ctx_id) {
-        amp_cu.cuCtxPopCurrent(&popped);
-        return -1;
-    }
-    return 0;
-}
-
 int
 amp_dev_stream_capturing(amp_stream stream)
 {
@@ -541,23 +524,16 @@ amp_graph_scratch_reap(struct amp_dev *dev)
     amp_dev_unrelax(relaxed);
 }
 
-/* Scratch owned by the graph `stream` is being captured into. */
+/* Scratch owned by `graph`, which a stream is being captured into. */
 static enum amp_status
-amp_dev_alloc_captured(struct amp_dev *dev, size_t bytes, amp_stream stream,
+amp_dev_alloc_captured(struct amp_dev *dev, size_t bytes, CUgraph graph,
                        amp_devptr *ptr)
 {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     struct amp_graph_scratch *gs;
     CUuserObject obj = NULL;
-    CUgraph graph = NULL;
     CUresult r;
     int relaxed;
 
-    r = amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL,
-                                      &graph, NULL, NULL, NULL);
-    if (r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE ||
-        !graph)
-        return AMP_ERR_UNAVAILABLE;
     gs = calloc(1, sizeof(*gs));
     if (!gs)
         return AMP_ERR_NOMEM;
@@ -607,15 +583,17 @@ amp_dev_pool_keep(const struct amp_dev *dev)
 static CUmemoryPool
 amp_dev_pool(struct amp_dev *dev)
 {
+    int state = __atomic_load_n(&dev->pool_state, __ATOMIC_ACQUIRE);
     CUmemPoolProps props;
     cuuint64_t keep;
     int no = 0, relaxed;
     CUresult r;
 
+    if (state != 0) /* made, or failed for good: no lock on every call */
+        return state == 1 ? dev->pool : NULL;
     pthread_mutex_lock(&amp_dev_lock);
     if (dev->pool_state != 0)
         goto out;
-    dev->pool_state = -1;
     memset(&props, 0, sizeof(props));
     props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
@@ -631,12 +609,12 @@ amp_dev_pool(struct amp_dev *dev)
         r = amp_cu.cuMemPoolSetAttribute(
             dev->pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &no);
     amp_dev_unrelax(relaxed);
-    if (r == CUDA_SUCCESS)
-        dev->pool_state = 1;
-    else
+    if (r != CUDA_SUCCESS)
         amp_log(AMP_LOG_INFO, "no memory pool of the shim's own (%s): "
                 "scratch comes from the device's current pool",
                 amp_cu_error(r));
+    __atomic_store_n(&dev->pool_state, r == CUDA_SUCCESS ? 1 : -1,
+                     __ATOMIC_RELEASE);
 out:
     pthread_mutex_unlock(&amp_dev_lock);
     return dev->pool_state == 1 ? dev->pool : NULL;
@@ -646,13 +624,21 @@ enum amp_status
 amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
                     amp_devptr *ptr, int *in_graph)
 {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = NULL;
     CUmemoryPool pool;
     CUdeviceptr p = 0;
     CUresult r;
 
-    *in_graph = amp_dev_stream_capturing(stream) == 1;
+    /* A stream whose capture status the driver cannot tell gets
+     * stream-ordered scratch, as one that is not capturing. */
+    r = amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL,
+                                      &graph, NULL, NULL, NULL);
+    *in_graph = r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
     if (*in_graph)
-        return amp_dev_alloc_captured(dev, bytes, stream, ptr);
+        return status == CU_STREAM_CAPTURE_STATUS_ACTIVE && graph
+                   ? amp_dev_alloc_captured(dev, bytes, graph, ptr)
+                   : AMP_ERR_UNAVAILABLE;
     amp_graph_scratch_reap(dev);
     pool = amp_dev_pool(dev);
     r = pool ? amp_cu.cuMemAllocFromPoolAsync(&p, bytes, pool,
@@ -820,7 +806,7 @@ amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
     int relaxed;
     CUresult r;
 
-    if (amp_dev_enter(dev) != 0)
+    if (amp_dev_push(dev) != 0)
         return -1;
     relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
@@ -1125,7 +1111,7 @@ amp_dev_event_done(struct amp_dev *dev, int event, int wait)
     int relaxed;
     CUresult r;
 
-    if (amp_dev_enter(dev) != 0)
+    if (amp_dev_push(dev) != 0)
         return -1;
     relaxed = amp_dev_relax();
     r = wait ? amp_cu.cuEventSynchronize(e) : amp_cu.cuEventQuery(e);
@@ -1144,7 +1130,7 @@ amp_dev_event_elapsed(struct amp_dev *dev, int from, int to, double *ms)
     int relaxed;
     CUresult r;
 
-    if (amp_dev_enter(dev) != 0)
+    if (amp_dev_push(dev) != 0)
         return AMP_ERR_DRIVER;
     relaxed = amp_dev_relax();
     r = amp_cu.cuEventElapsedTime(&elapsed, dev->events[from],
@@ -1257,7 +1243,16 @@ amp_dev_ordinal_name(int ordinal, char *name, size_t cap)
 int
 amp_dev_push(struct amp_dev *dev)
 {
-    return amp_dev_enter(dev);
+    CUcontext ctx = amp_dev_context(dev), popped;
+    unsigned long long id = 0;
+
+    if (!ctx || amp_cu.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
+        return -1;
+    if (amp_cu.cuCtxGetId(NULL, &id) != CUDA_SUCCESS || id != dev->ctx_id) {
+        amp_cu.cuCtxPopCurrent(&popped);
+        return -1;
+    }
+    return 0;
 }
 
 void

@@ -245,7 +245,8 @@ enum amp_status amp_dev_ordinal_name(int ordinal, char *name, size_t cap);
 
 /* Makes dev's context current on the calling thread (pushes it), for the
  * shim's work on an object of that context while another may be current;
- * 0, or -1 when it has ended or cannot be pushed (nothing to pop). */
+ * 0, or -1 when it has ended, cannot be pushed, or its address is now
+ * another context's (nothing to pop). */
 int amp_dev_push(struct amp_dev *dev);
 void amp_dev_pop(void);
 
