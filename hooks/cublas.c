@@ -18,7 +18,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
@@ -116,88 +115,19 @@ amp_cublas_real(enum amp_cublas_api api, const void *ret,
 
 /* ---- The shim's own handles: one per thread and context ------------------- */
 
-#define AMP_OWN_HANDLES 8
-
-struct amp_own_handle {
-    struct amp_dev *dev;
-    cublasHandle_t handle; /* NULL: creation failed, stays failed */
+/* A cuBLAS handle in the device pointer mode the steps use (own.h keeps
+ * one per thread and context, and leaves it at thread exit for the next
+ * thread in the context). */
+struct amp_cublas_own {
+    cublasHandle_t handle;
 };
 
-static _Thread_local struct {
-    unsigned generation;
-    int count;
-    struct amp_own_handle slot[AMP_OWN_HANDLES];
-} amp_own;
-
-/* The shelf's kind for these handles (own.h). */
-static const char amp_own_kind_cublas[] = "cuBLAS handle";
-
-/* A thread that made handles leaves them, when it exits, for the next
- * thread in their context (a program that starts a thread per task would
- * otherwise make a handle per task; destroying one synchronises the
- * device). A handle of an ended context died with it. */
-static void
-amp_cublas_own_exit(void)
+static int
+amp_cublas_own_make(void *obj)
 {
-    cublasHandle_t *kept;
-    int i;
+    struct amp_cublas_own *own = obj;
+    cublasStatus_t s = amp_real.cublasCreate_v2(&own->handle);
 
-    if (amp_own.generation != amp_shim_generation())
-        return; /* a forked child's copy of its parent's handles */
-    for (i = 0; i < amp_own.count; i++) {
-        if (!amp_own.slot[i].handle || amp_dev_retired(amp_own.slot[i].dev))
-            continue;
-        kept = malloc(sizeof *kept);
-        if (!kept)
-            continue; /* kept by nobody: a handle's memory, once */
-        *kept = amp_own.slot[i].handle;
-        if (amp_own_shelve(amp_own_kind_cublas, amp_own.slot[i].dev, kept,
-                           NULL) != 0)
-            free(kept);
-    }
-    amp_own.count = 0;
-}
-
-/* The calling thread's handle for dev's context, made on first use when
- * `make`. NULL when there is none (then calls in that context stay
- * FP32). */
-static cublasHandle_t
-amp_own_handle(struct amp_dev *dev, int make)
-{
-    struct amp_own_handle *own;
-    cublasHandle_t *kept;
-    cublasStatus_t s;
-    int i, relaxed;
-
-    if (amp_shim_thread_stale(&amp_own.generation))
-        amp_own.count = 0; /* forked child: the parent's are not ours */
-    for (i = 0; i < amp_own.count; i++)
-        if (amp_own.slot[i].dev == dev)
-            return amp_own.slot[i].handle;
-    if (!make || !amp_real.cublasCreate_v2 ||
-        !amp_real.cublasSetPointerMode_v2 || !amp_real.cublasDestroy_v2 ||
-        !amp_real.cublasSetStream_v2)
-        return NULL;
-    /* A new slot, or the slot of a context that has ended (its handle
-     * died with the context). */
-    for (i = 0; amp_own.count == AMP_OWN_HANDLES && i < AMP_OWN_HANDLES; i++)
-        if (amp_dev_retired(amp_own.slot[i].dev))
-            break;
-    if (i == AMP_OWN_HANDLES)
-        return NULL;
-    amp_shim_at_thread_exit(amp_cublas_own_exit);
-    own = &amp_own.slot[amp_own.count < AMP_OWN_HANDLES ? amp_own.count++
-                                                       : i];
-    own->dev = dev;
-    kept = amp_own_unshelve(amp_own_kind_cublas, dev);
-    if (kept) {
-        /* An exited thread's handle, made in this context. */
-        own->handle = *kept;
-        free(kept);
-        return own->handle;
-    }
-    relaxed = amp_dev_relax();
-    s = amp_real.cublasCreate_v2(&own->handle);
     if (s == CUBLAS_STATUS_SUCCESS) {
         /* A handle that takes a setting is one the steps can use. */
         s = amp_real.cublasSetPointerMode_v2(own->handle,
@@ -205,13 +135,40 @@ amp_own_handle(struct amp_dev *dev, int make)
         if (s != CUBLAS_STATUS_SUCCESS)
             amp_real.cublasDestroy_v2(own->handle);
     }
-    amp_dev_unrelax(relaxed);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        amp_log(AMP_LOG_WARN, "cannot create the shim's cuBLAS handle "
-                "(status %d); this thread's calls stay FP32", (int)s);
-        own->handle = NULL;
-    }
-    return own->handle;
+    if (s != CUBLAS_STATUS_SUCCESS)
+        amp_log(AMP_LOG_INFO, "the shim's cuBLAS handle: status %d", (int)s);
+    return s != CUBLAS_STATUS_SUCCESS;
+}
+
+/* A handle of an ended context died with it. */
+static void
+amp_cublas_own_drop(void *obj, int live)
+{
+    struct amp_cublas_own *own = obj;
+
+    if (!live)
+        return;
+    /* Off the program's stream first: it may be gone already. */
+    amp_real.cublasSetStream_v2(own->handle, NULL);
+    amp_real.cublasDestroy_v2(own->handle);
+}
+
+static _Thread_local struct amp_own_table amp_cublas_owns;
+
+static void amp_cublas_own_exit(void);
+
+static const struct amp_own_kind amp_cublas_own_kind = {
+    .what = "cuBLAS handle",
+    .size = sizeof(struct amp_cublas_own),
+    .make = amp_cublas_own_make,
+    .drop = amp_cublas_own_drop,
+    .at_exit = amp_cublas_own_exit,
+};
+
+static void
+amp_cublas_own_exit(void)
+{
+    amp_own_release(&amp_cublas_owns, &amp_cublas_own_kind);
 }
 
 /* ---- The steps of a converted call ------------------------------------------ */
@@ -307,11 +264,16 @@ amp_steps_issue(void *own_handle, const void *call, struct amp_gemm_run *run)
 static void *
 amp_cublas_own(struct amp_dev *dev, int make)
 {
+    struct amp_cublas_own *own;
+
     pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    if (!amp_real.cublasSetStream_v2 || !amp_real.cublasGemmEx ||
-        !amp_real.cublasGemmStridedBatchedEx || !amp_real.cublasGemmBatchedEx)
+    if (!amp_real.cublasCreate_v2 || !amp_real.cublasSetPointerMode_v2 ||
+        !amp_real.cublasDestroy_v2 || !amp_real.cublasSetStream_v2 ||
+        !amp_real.cublasGemmEx || !amp_real.cublasGemmStridedBatchedEx ||
+        !amp_real.cublasGemmBatchedEx)
         return NULL;
-    return amp_own_handle(dev, make);
+    own = amp_own_get(&amp_cublas_owns, &amp_cublas_own_kind, dev, make);
+    return own ? own->handle : NULL;
 }
 
 static const struct amp_gemm_vendor amp_cublas_vendor = {

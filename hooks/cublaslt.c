@@ -172,13 +172,6 @@ amp_lt_own_drop(void *obj, int live)
         amp_real.cublasLtDestroy(own->handle);
 }
 
-/* An object left by an exited thread whose context has ended. */
-static void
-amp_lt_own_ended(void *obj)
-{
-    amp_lt_own_drop(obj, 0);
-}
-
 static _Thread_local struct amp_own_table amp_lt_owns;
 
 static void amp_lt_own_exit(void);
@@ -188,7 +181,6 @@ static const struct amp_own_kind amp_lt_own_kind = {
     .size = sizeof(struct amp_lt_own),
     .make = amp_lt_own_make,
     .drop = amp_lt_own_drop,
-    .drop_ended = amp_lt_own_ended,
     .at_exit = amp_lt_own_exit,
 };
 

@@ -19,7 +19,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define AMP_EXPORT __attribute__((visibility("default")))
@@ -107,130 +106,48 @@ static struct amp_api_stats amp_cudnn_stats[AMP_API_COUNT] = {
 
 /* ---- The shim's own handle and descriptors: per thread and context --------- */
 
-#define AMP_OWN_HANDLES 8
-
+/* The shim's cuDNN handle and the descriptors of its converted calls (own.h
+ * keeps them per thread and context, and leaves them at thread exit for the
+ * next thread in the context). */
 struct amp_own {
-    struct amp_dev *dev;
-    cudnnHandle_t handle;      /* NULL: creation failed, stays failed */
+    cudnnHandle_t handle;
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
 };
 
-static _Thread_local struct {
-    unsigned generation;
-    int count;
-    struct amp_own slot[AMP_OWN_HANDLES];
-} amp_owns;
-
-/* Destroys own's descriptors (host objects) and its handle, unless the
- * handle's context has ended: it died with the context. */
+/* Destroys own's descriptors (host objects), and its handle when its
+ * context is `live` (else it died with the context). */
 static void
-amp_dnn_own_drop(struct amp_own *own)
+amp_dnn_own_drop(void *obj, int live)
 {
-    int relaxed;
+    struct amp_own *own = obj;
 
-    if (!own->handle)
+    if (own->x)
+        amp_real.cudnnDestroyTensorDescriptor(own->x);
+    if (own->y)
+        amp_real.cudnnDestroyTensorDescriptor(own->y);
+    if (own->w)
+        amp_real.cudnnDestroyFilterDescriptor(own->w);
+    if (own->conv)
+        amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
+    if (!live || !own->handle)
         return;
-    amp_real.cudnnDestroyTensorDescriptor(own->x);
-    amp_real.cudnnDestroyTensorDescriptor(own->y);
-    amp_real.cudnnDestroyFilterDescriptor(own->w);
-    amp_real.cudnnDestroyConvolutionDescriptor(own->conv);
-    if (amp_dev_retired(own->dev))
-        return;
-    relaxed = amp_dev_relax();
     /* Off the program's stream first: it may be gone already. */
     amp_real.cudnnSetStream(own->handle, NULL);
     amp_real.cudnnDestroy(own->handle);
-    amp_dev_unrelax(relaxed);
 }
 
-/* The shelf's kind for these objects (own.h). */
-static const char amp_dnn_own_kind[] = "cuDNN handle";
-
-/* A shelved handle and descriptors whose context ended: the descriptors
- * (host objects); the handle died with its context. */
-static void
-amp_dnn_own_ended(void *obj)
+static int
+amp_dnn_own_make(void *obj)
 {
-    amp_dnn_own_drop(obj);
-}
+    struct amp_own *own = obj;
 
-/* A thread that made a handle leaves it and its descriptors, when it
- * exits, for the next thread in its context: a program that starts a
- * thread per task would otherwise make them per task, and cudnnDestroy
- * synchronises the whole device (and crashes on a context that ended
- * while it was not seen). */
-static void
-amp_dnn_own_exit(void)
-{
-    struct amp_own *kept;
-    int i;
-
-    if (amp_owns.generation != amp_shim_generation())
-        return; /* a forked child's copy of its parent's handles */
-    for (i = 0; i < amp_owns.count; i++) {
-        struct amp_own *own = &amp_owns.slot[i];
-
-        if (!own->handle)
-            continue;
-        if (amp_dev_retired(own->dev) || !(kept = malloc(sizeof *kept))) {
-            amp_dnn_own_drop(own);
-            continue;
-        }
-        *kept = *own;
-        if (amp_own_shelve(amp_dnn_own_kind, own->dev, kept,
-                           amp_dnn_own_ended) != 0) {
-            free(kept);
-            amp_dnn_own_drop(own);
-        }
+    if (amp_real.cudnnCreate(&own->handle) != CUDNN_STATUS_SUCCESS) {
+        own->handle = NULL;
+        return -1;
     }
-    amp_owns.count = 0;
-}
-
-/* The calling thread's handle and descriptors for dev's context, made on
- * first use when `make`; NULL when there are none (then calls in that
- * context stay FP32). They live until the thread exits. */
-static struct amp_own *
-amp_dnn_own_get(struct amp_dev *dev, int make)
-{
-    struct amp_own *own, *kept;
-    int i, relaxed, made;
-
-    if (amp_shim_thread_stale(&amp_owns.generation))
-        amp_owns.count = 0; /* forked child: the parent's are not ours */
-    for (i = 0; i < amp_owns.count; i++)
-        if (amp_owns.slot[i].dev == dev)
-            return amp_owns.slot[i].handle ? &amp_owns.slot[i] : NULL;
-    if (!make)
-        return NULL;
-    /* A new slot, or the slot of a context that has ended. */
-    for (i = 0; amp_owns.count == AMP_OWN_HANDLES && i < AMP_OWN_HANDLES; i++)
-        if (amp_dev_retired(amp_owns.slot[i].dev))
-            break;
-    if (i == AMP_OWN_HANDLES)
-        return NULL;
-    amp_shim_at_thread_exit(amp_dnn_own_exit);
-    if (amp_owns.count < AMP_OWN_HANDLES) {
-        own = &amp_owns.slot[amp_owns.count++];
-    } else {
-        own = &amp_owns.slot[i];
-        amp_dnn_own_drop(own);
-    }
-    memset(own, 0, sizeof *own);
-    own->dev = dev;
-    kept = amp_own_unshelve(amp_dnn_own_kind, dev);
-    if (kept) {
-        /* An exited thread's, made in this context. */
-        *own = *kept;
-        free(kept);
-        return own;
-    }
-    relaxed = amp_dev_relax();
-    made = amp_real.cudnnCreate(&own->handle) == CUDNN_STATUS_SUCCESS;
-    amp_dev_unrelax(relaxed);
-    if (!made ||
-        amp_real.cudnnCreateTensorDescriptor(&own->x) !=
+    if (amp_real.cudnnCreateTensorDescriptor(&own->x) !=
             CUDNN_STATUS_SUCCESS ||
         amp_real.cudnnCreateTensorDescriptor(&own->y) !=
             CUDNN_STATUS_SUCCESS ||
@@ -238,12 +155,28 @@ amp_dnn_own_get(struct amp_dev *dev, int make)
             CUDNN_STATUS_SUCCESS ||
         amp_real.cudnnCreateConvolutionDescriptor(&own->conv) !=
             CUDNN_STATUS_SUCCESS) {
-        amp_log(AMP_LOG_WARN, "cannot create the shim's cuDNN handle or "
-                "descriptors; this thread's convolutions stay FP32");
-        own->handle = NULL;
-        return NULL;
+        amp_dnn_own_drop(own, 1);
+        return -1;
     }
-    return own;
+    return 0;
+}
+
+static _Thread_local struct amp_own_table amp_dnn_owns;
+
+static void amp_dnn_own_exit(void);
+
+static const struct amp_own_kind amp_dnn_own_kind = {
+    .what = "cuDNN handle or descriptors",
+    .size = sizeof(struct amp_own),
+    .make = amp_dnn_own_make,
+    .drop = amp_dnn_own_drop,
+    .at_exit = amp_dnn_own_exit,
+};
+
+static void
+amp_dnn_own_exit(void)
+{
+    amp_own_release(&amp_dnn_owns, &amp_dnn_own_kind);
 }
 
 /* ---- A call as the application made it ------------------------------------ */
@@ -641,7 +574,9 @@ struct amp_cudnn_legacy {
 static void *
 amp_cudnn_own(struct amp_dev *dev, int make)
 {
-    return amp_cudnn_complete ? amp_dnn_own_get(dev, make) : NULL;
+    return amp_cudnn_complete
+               ? amp_own_get(&amp_dnn_owns, &amp_dnn_own_kind, dev, make)
+               : NULL;
 }
 
 static int

@@ -571,13 +571,6 @@ amp_graph_own_drop(void *obj, int live)
     amp_real.cudnnDestroy(own->handle);
 }
 
-/* An object left by an exited thread whose context has ended. */
-static void
-amp_graph_own_ended(void *obj)
-{
-    amp_graph_own_drop(obj, 0);
-}
-
 static _Thread_local struct amp_own_table amp_graph_owns;
 
 static void amp_graph_own_exit(void);
@@ -587,7 +580,6 @@ static const struct amp_own_kind amp_graph_own_kind = {
     .size = sizeof(struct amp_graph_own),
     .make = amp_graph_own_make,
     .drop = amp_graph_own_drop,
-    .drop_ended = amp_graph_own_ended,
     .at_exit = amp_graph_own_exit,
 };
 

@@ -12,10 +12,9 @@
  * context. Entries of ended contexts are swept as the shelf is searched;
  * a forked child's copy of its parent's entries is dropped unused. */
 struct amp_own_shelved {
-    const void *kind;
+    const struct amp_own_kind *kind;
     struct amp_dev *dev;
     void *obj;
-    void (*drop)(void *obj);
     unsigned generation;
     struct amp_own_shelved *next;
 };
@@ -23,9 +22,11 @@ struct amp_own_shelved {
 static pthread_mutex_t amp_own_shelf_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_own_shelved *amp_own_shelf;
 
-int
-amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
-               void (*drop)(void *obj))
+/* Takes obj (from malloc) for dev's context: 0, or -1 when it cannot (the
+ * caller keeps it). */
+static int
+amp_own_shelve(const struct amp_own_kind *kind, struct amp_dev *dev,
+               void *obj)
 {
     struct amp_own_shelved *e = malloc(sizeof *e);
 
@@ -34,7 +35,6 @@ amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
     e->kind = kind;
     e->dev = dev;
     e->obj = obj;
-    e->drop = drop;
     e->generation = amp_shim_generation();
     pthread_mutex_lock(&amp_own_shelf_lock);
     e->next = amp_own_shelf;
@@ -43,8 +43,11 @@ amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
     return 0;
 }
 
-void *
-amp_own_unshelve(const void *kind, struct amp_dev *dev)
+/* An object of kind for dev's context left by an exited thread, or NULL;
+ * the entries of ended contexts and a forked child's copies of its
+ * parent's go meanwhile. */
+static void *
+amp_own_unshelve(const struct amp_own_kind *kind, struct amp_dev *dev)
 {
     struct amp_own_shelved **p, *e, *gone = NULL;
     unsigned generation = amp_shim_generation();
@@ -71,8 +74,8 @@ amp_own_unshelve(const void *kind, struct amp_dev *dev)
         gone = e->next;
         /* An ended context's objects died with it (host parts aside); a
          * forked child's copies of its parent's are not its own. */
-        if (e->drop && e->generation == generation)
-            e->drop(e->obj);
+        if (e->generation == generation)
+            e->kind->drop(e->obj, 0);
         free(e->obj);
         free(e);
     }
@@ -101,8 +104,7 @@ amp_own_release(struct amp_own_table *t, const struct amp_own_kind *k)
         return; /* a forked child's copy of its parent's objects */
     for (i = 0; i < t->count; i++) {
         if (t->slot[i].made && !amp_dev_retired(t->slot[i].dev) &&
-            amp_own_shelve(k, t->slot[i].dev, t->slot[i].obj,
-                           k->drop_ended) == 0) {
+            amp_own_shelve(k, t->slot[i].dev, t->slot[i].obj) == 0) {
             t->slot[i].obj = NULL;
             continue;
         }

@@ -19,10 +19,9 @@ struct amp_own_kind {
     /* Makes *obj (zeroed) for the current context, in the relaxed
      * capture mode; 0 on success. */
     int (*make)(void *obj);
-    /* Destroys what make made; `live` is 0 when its context has ended. */
+    /* Destroys what make made; `live` is 0 when its context has ended
+     * (then it frees host parts only, and calls no driver function). */
     void (*drop)(void *obj, int live);
-    /* drop(obj, 0): for an object left on the shelf whose context ended. */
-    void (*drop_ended)(void *obj);
     /* The kind's thread-exit function: amp_own_release on its table. */
     void (*at_exit)(void);
 };
@@ -46,15 +45,5 @@ void *amp_own_get(struct amp_own_table *t, const struct amp_own_kind *k,
 /* Leaves the thread's objects of kind k for other threads (at thread
  * exit); those of ended contexts are dropped. */
 void amp_own_release(struct amp_own_table *t, const struct amp_own_kind *k);
-
-/* The process-wide shelf of objects left by exited threads, for any kind
- * (`kind`: the kind's own address). amp_own_shelve takes `obj` (memory
- * from malloc) for dev's context and returns 0, or -1 when it cannot (the
- * caller keeps it); `drop` (NULL for nothing) frees what obj holds once
- * its context has ended, before obj itself is freed. amp_own_unshelve
- * gives back an object of kind for dev, or NULL. */
-int amp_own_shelve(const void *kind, struct amp_dev *dev, void *obj,
-                   void (*drop)(void *obj));
-void *amp_own_unshelve(const void *kind, struct amp_dev *dev);
 
 #endif
