@@ -55,6 +55,14 @@ core_uobj_run(void)
     }
 }
 
+/* A user object and a reference count as the user-object calls take
+ * them: "Must be nonzero and not larger than INT_MAX". */
+static int
+graph_uobj_args(const void *object, unsigned int count)
+{
+    return object && count != 0 && count <= INT_MAX;
+}
+
 static CUresult
 graph_leave(CUresult rc)
 {
@@ -70,8 +78,9 @@ cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
     struct CUuserObject_st *obj;
     CUresult rc;
 
-    if (!object_out || !destroy || initialRefcount == 0 ||
-        initialRefcount > INT_MAX || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
+    if (!object_out || !destroy ||
+        !graph_uobj_args(object_out, initialRefcount) ||
+        flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
         return CUDA_ERROR_INVALID_VALUE;
     rc = (CUresult)emu_fault("user-object", CUDA_ERROR_OUT_OF_MEMORY);
     if (rc != CUDA_SUCCESS)
@@ -89,7 +98,7 @@ cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
 CUresult
 cuUserObjectRetain(CUuserObject object, unsigned int count)
 {
-    if (!object || count == 0 || count > INT_MAX)
+    if (!graph_uobj_args(object, count))
         return CUDA_ERROR_INVALID_VALUE;
     core_lock();
     object->refs += count;
@@ -100,7 +109,7 @@ cuUserObjectRetain(CUuserObject object, unsigned int count)
 CUresult
 cuUserObjectRelease(CUuserObject object, unsigned int count)
 {
-    if (!object || count == 0 || count > INT_MAX)
+    if (!graph_uobj_args(object, count))
         return CUDA_ERROR_INVALID_VALUE;
     core_lock();
     core_uobj_put(object, count);
@@ -346,17 +355,41 @@ cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     return drv_leave(*phGraphNode ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY);
 }
 
+/* The graph's references to object; with `add`, a new entry (count 0)
+ * when it has none. NULL when it has none, or out of memory. */
+static struct core_uref *
+graph_uref(struct core_oplist *list, CUuserObject object, int add)
+{
+    int i;
+
+    for (i = 0; i < list->nurefs; i++)
+        if (list->urefs[i].obj == object)
+            return &list->urefs[i];
+    if (!add)
+        return NULL;
+    if (list->nurefs == list->ucap) {
+        int cap = list->ucap ? list->ucap * 2 : 4;
+        struct core_uref *u = realloc(list->urefs, (size_t)cap * sizeof(*u));
+
+        if (!u)
+            return NULL;
+        list->urefs = u;
+        list->ucap = cap;
+    }
+    list->urefs[list->nurefs] = (struct core_uref){ object, 0 };
+    return &list->urefs[list->nurefs++];
+}
+
 CUresult
 cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
                         unsigned int count, unsigned int flags)
 {
-    struct core_oplist *list;
+    struct core_uref *u;
     struct CUctx_st *ctx;
     struct CUgraph_st *gr;
     CUresult rc;
-    int i;
 
-    if (!object || count == 0 || count > INT_MAX ||
+    if (!graph_uobj_args(object, count) ||
         (flags != 0 && flags != CU_GRAPH_USER_OBJECT_MOVE))
         return CUDA_ERROR_INVALID_VALUE;
     rc = drv_enter(&ctx, 0);
@@ -365,24 +398,10 @@ cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
     gr = graph_lookup(ctx, graph);
     if (!gr)
         return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    list = gr->list;
-    for (i = 0; i < list->nurefs && list->urefs[i].obj != object; i++)
-        ;
-    if (i == list->nurefs) {
-        if (list->nurefs == list->ucap) {
-            int cap = list->ucap ? list->ucap * 2 : 4;
-            struct core_uref *u =
-                realloc(list->urefs, (size_t)cap * sizeof(*u));
-
-            if (!u)
-                return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
-            list->urefs = u;
-            list->ucap = cap;
-        }
-        list->urefs[list->nurefs].obj = object;
-        list->urefs[list->nurefs++].count = 0;
-    }
-    list->urefs[i].count += count;
+    u = graph_uref(gr->list, object, 1);
+    if (!u)
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    u->count += count;
     if (!(flags & CU_GRAPH_USER_OBJECT_MOVE))
         object->refs += count;
     return drv_leave(CUDA_SUCCESS);
@@ -392,13 +411,12 @@ CUresult
 cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
                          unsigned int count)
 {
-    struct core_oplist *list;
+    struct core_uref *u;
     struct CUctx_st *ctx;
     struct CUgraph_st *gr;
     CUresult rc;
-    int i;
 
-    if (!object || count == 0 || count > INT_MAX)
+    if (!graph_uobj_args(object, count))
         return CUDA_ERROR_INVALID_VALUE;
     rc = drv_enter(&ctx, 0);
     if (rc != CUDA_SUCCESS)
@@ -406,12 +424,10 @@ cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
     gr = graph_lookup(ctx, graph);
     if (!gr)
         return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    list = gr->list;
-    for (i = 0; i < list->nurefs && list->urefs[i].obj != object; i++)
-        ;
-    if (i == list->nurefs || list->urefs[i].count < count)
+    u = graph_uref(gr->list, object, 0);
+    if (!u || u->count < count)
         return drv_leave(CUDA_ERROR_INVALID_VALUE);
-    list->urefs[i].count -= count;
+    u->count -= count;
     core_uobj_put(object, count);
     return graph_leave(CUDA_SUCCESS);
 }

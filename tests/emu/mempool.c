@@ -226,10 +226,59 @@ cuMemPoolDestroy(CUmemoryPool h)
     return pool_leave(CUDA_SUCCESS);
 }
 
+/* Where attribute attr of pool lives: an int flag (*flag) or a byte count
+ * (*bytes), and how cuMemPoolSetAttribute may set it. -1 for an
+ * attribute pools do not have. */
+enum pool_set { POOL_READ_ONLY, POOL_ANY, POOL_RESET_ONLY };
+
+static int
+pool_attr(struct CUmemPoolHandle_st *pool, CUmemPool_attribute attr,
+          int **flag, cuuint64_t **bytes, enum pool_set *set)
+{
+    *flag = NULL;
+    *bytes = NULL;
+    *set = POOL_ANY;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        *flag = &pool->follow_events;
+        return 0;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        *flag = &pool->opportunistic;
+        return 0;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *flag = &pool->internal_deps;
+        return 0;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        *bytes = &pool->threshold;
+        return 0;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+        *bytes = &pool->reserved;
+        *set = POOL_READ_ONLY;
+        return 0;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        *bytes = &pool->reserved_high;
+        *set = POOL_RESET_ONLY;
+        return 0;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        *bytes = &pool->used;
+        *set = POOL_READ_ONLY;
+        return 0;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        *bytes = &pool->used_high;
+        *set = POOL_RESET_ONLY;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 CUresult
 cuMemPoolSetAttribute(CUmemoryPool h, CUmemPool_attribute attr, void *value)
 {
     struct CUmemPoolHandle_st *pool;
+    cuuint64_t *bytes;
+    enum pool_set set;
+    int *flag;
     CUresult rc;
 
     if (!value)
@@ -238,33 +287,14 @@ cuMemPoolSetAttribute(CUmemoryPool h, CUmemPool_attribute attr, void *value)
     if (rc != CUDA_SUCCESS)
         return rc;
     pool = pool_lookup(h);
-    if (!pool)
+    if (!pool || pool_attr(pool, attr, &flag, &bytes, &set) != 0 ||
+        set == POOL_READ_ONLY ||
+        (set == POOL_RESET_ONLY && *(cuuint64_t *)value != 0))
         return pool_leave(CUDA_ERROR_INVALID_VALUE);
-    switch (attr) {
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-        pool->follow_events = *(int *)value != 0;
-        break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-        pool->opportunistic = *(int *)value != 0;
-        break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-        pool->internal_deps = *(int *)value != 0;
-        break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-        pool->threshold = *(cuuint64_t *)value;
-        break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-        if (*(cuuint64_t *)value != 0)
-            return pool_leave(CUDA_ERROR_INVALID_VALUE);
-        if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
-            pool->reserved_high = 0;
-        else
-            pool->used_high = 0;
-        break;
-    default:
-        return pool_leave(CUDA_ERROR_INVALID_VALUE);
-    }
+    if (flag)
+        *flag = *(int *)value != 0;
+    else
+        *bytes = *(cuuint64_t *)value;
     return pool_leave(CUDA_SUCCESS);
 }
 
@@ -272,6 +302,9 @@ CUresult
 cuMemPoolGetAttribute(CUmemoryPool h, CUmemPool_attribute attr, void *value)
 {
     struct CUmemPoolHandle_st *pool;
+    cuuint64_t *bytes;
+    enum pool_set set;
+    int *flag;
     CUresult rc;
 
     if (!value)
@@ -280,36 +313,12 @@ cuMemPoolGetAttribute(CUmemoryPool h, CUmemPool_attribute attr, void *value)
     if (rc != CUDA_SUCCESS)
         return rc;
     pool = pool_lookup(h);
-    if (!pool)
+    if (!pool || pool_attr(pool, attr, &flag, &bytes, &set) != 0)
         return pool_leave(CUDA_ERROR_INVALID_VALUE);
-    switch (attr) {
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-        *(int *)value = pool->follow_events;
-        break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-        *(int *)value = pool->opportunistic;
-        break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-        *(int *)value = pool->internal_deps;
-        break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-        *(cuuint64_t *)value = pool->threshold;
-        break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-        *(cuuint64_t *)value = pool->reserved;
-        break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-        *(cuuint64_t *)value = pool->reserved_high;
-        break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-        *(cuuint64_t *)value = pool->used;
-        break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-        *(cuuint64_t *)value = pool->used_high;
-        break;
-    default:
-        return pool_leave(CUDA_ERROR_INVALID_VALUE);
-    }
+    if (flag)
+        *(int *)value = *flag;
+    else
+        *(cuuint64_t *)value = *bytes;
     return pool_leave(CUDA_SUCCESS);
 }
 
