@@ -94,9 +94,9 @@ test_scratch_and_launch(void **state)
     cuStreamDestroy(stream);
 }
 
-/* The scratch pool's memory stays across a synchronisation (a threshold
- * of its own) and comes from no pool of the program's: a pool the program
- * made current has nothing in use. */
+/* Scratch comes from no pool of the program's: a pool the program made
+ * the device's current one has nothing in use after a converted call's
+ * scratch came and went. */
 static void
 test_scratch_pool(void **state)
 {
@@ -104,7 +104,6 @@ test_scratch_pool(void **state)
     CUmemPoolProps props;
     CUmemoryPool mine, was;
     cuuint64_t used_high = 1;
-    size_t free_before, free_after, total;
     amp_devptr p;
     int in_graph;
     CUstream stream;
@@ -129,37 +128,45 @@ test_scratch_pool(void **state)
     assert_int_equal(used_high, 0);
     assert_int_equal(cuDeviceSetMemPool(0, was), CUDA_SUCCESS);
     assert_int_equal(cuMemPoolDestroy(mine), CUDA_SUCCESS);
+    cuStreamDestroy(stream);
+}
 
-    /* Captured: no memory node, and the graph's scratch is freed by the
-     * shim's next call once the graph is gone. */
-    {
-        CUgraph graph;
-        CUgraphNode node;
-        size_t nodes = 1;
+/* Scratch of a captured call adds no node to the graph, and its memory is
+ * freed by the shim's next call once the graph is gone. */
+static void
+test_captured_scratch(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    size_t free_before, free_after, total, nodes = 1;
+    CUgraphNode node;
+    CUgraph graph;
+    amp_devptr p;
+    int in_graph;
+    CUstream stream;
 
-        assert_int_equal(cuMemGetInfo(&free_before, &total), CUDA_SUCCESS);
-        assert_int_equal(cuStreamBeginCapture(stream,
-                                              CU_STREAM_CAPTURE_MODE_GLOBAL),
-                         CUDA_SUCCESS);
-        assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p,
-                                             &in_graph),
-                         AMP_OK);
-        assert_int_equal(in_graph, 1);
-        amp_dev_free_async(p, stream, in_graph);
-        assert_int_equal(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
-        assert_int_equal(cuGraphGetNodes(graph, &node, &nodes), CUDA_SUCCESS);
-        assert_int_equal(nodes, 0);
-        assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
-        assert_true(free_after + (1 << 20) <= free_before);
-        assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
-        assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &p,
-                                             &in_graph),
-                         AMP_OK);
-        amp_dev_free_async(p, stream, in_graph);
-        assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
-        assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
-        assert_int_equal(free_after, free_before);
-    }
+    assert_non_null(dev);
+    assert_int_equal(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemGetInfo(&free_before, &total), CUDA_SUCCESS);
+    assert_int_equal(cuStreamBeginCapture(stream,
+                                          CU_STREAM_CAPTURE_MODE_GLOBAL),
+                     CUDA_SUCCESS);
+    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p, &in_graph),
+                     AMP_OK);
+    assert_int_equal(in_graph, 1);
+    amp_dev_free_async(p, stream, in_graph);
+    assert_int_equal(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    assert_int_equal(cuGraphGetNodes(graph, &node, &nodes), CUDA_SUCCESS);
+    assert_int_equal(nodes, 0);
+    assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+    assert_true(free_after + (1 << 20) <= free_before);
+    assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &p, &in_graph),
+                     AMP_OK);
+    amp_dev_free_async(p, stream, in_graph);
+    assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+    assert_int_equal(free_after, free_before);
     cuStreamDestroy(stream);
 }
 
@@ -282,6 +289,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_context_state_is_cached),
         cmocka_unit_test(test_scratch_and_launch),
         cmocka_unit_test(test_scratch_pool),
+        cmocka_unit_test(test_captured_scratch),
         cmocka_unit_test(test_record_drains),
         cmocka_unit_test(test_record_streams_end),
         cmocka_unit_test(test_faults),
