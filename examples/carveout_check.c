@@ -55,14 +55,7 @@ check_and_print(const char *name, const char *api, const char *cls, int m,
     int ok;
 
     if (status == 0) {
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++) {
-                double r = gemm_element_ratio(&va, &vb, i, j, k, 1.0f, 0.0f,
-                                              0.0f, c[(size_t)j * m + i],
-                                              tol);
-                if (r > worst)
-                    worst = r;
-            }
+        worst = gemm_worst_ratio(&va, &vb, m, n, k, c, tol);
         hash = fnv1a64(c, (size_t)m * n * 4, 0xcbf29ce484222325ull);
     }
     ok = status == 0 && worst <= 1.0;
@@ -217,16 +210,7 @@ done:
     check_and_print(tc->name, "cublasLtMatmul", atomic ? "atomic" : "gemm",
                     m, n, k, a, b, d, (int)s, cublas_status_name(s),
                     tol_factor(tol, k));
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
-    if (la)
-        cublasLtMatrixLayoutDestroy(la);
-    if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
-    if (lc)
-        cublasLtMatrixLayoutDestroy(lc);
+    lt_descs_destroy(pref, op, la, lb, lc);
     cudaFree(da);
     cudaFree(db);
     cudaFree(dd);

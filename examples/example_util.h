@@ -85,6 +85,28 @@ cudnn_failed(const char *what, cudnnStatus_t s)
 }
 #endif
 
+#ifdef CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA
+/* Destroys the descriptors of one cuBLASLt product, those that were made
+ * (NULL: not), in the programs that include cublasLt.h before this
+ * header. */
+static inline void
+lt_descs_destroy(cublasLtMatmulPreference_t pref, cublasLtMatmulDesc_t op,
+                 cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                 cublasLtMatrixLayout_t lc)
+{
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+}
+#endif
+
 /* splitmix64: deterministic test data. */
 static inline uint64_t
 rng_next(uint64_t *state)
@@ -273,6 +295,26 @@ gemm_element_ratio(const struct operand_view *a, const struct operand_view *b,
         bound += fabs((double)beta) * fabs((double)c0);
     }
     return element_ratio(got, ref, bound * tol);
+}
+
+/* The largest error / bound over C = op(A) op(B) (m x n, column-major with
+ * leading dimension m; alpha 1, beta 0), each element judged as
+ * gemm_element_ratio does. */
+static inline double
+gemm_worst_ratio(const struct operand_view *a, const struct operand_view *b,
+                 int m, int n, int k, const float *c, double tol)
+{
+    double worst = 0.0;
+
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double r = gemm_element_ratio(a, b, i, j, k, 1.0f, 0.0f, 0.0f,
+                                          c[(size_t)j * m + i], tol);
+
+            if (r > worst)
+                worst = r;
+        }
+    return worst;
 }
 
 #endif

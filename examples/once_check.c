@@ -311,16 +311,7 @@ done:
     o.status = (int)s;
     o.status_name = cublas_status_name(s);
     print_case(tc->name, m, n, k, ops, "cublasLtMatmul", &o, &failed);
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
-    if (la)
-        cublasLtMatrixLayoutDestroy(la);
-    if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
-    if (lc)
-        cublasLtMatrixLayoutDestroy(lc);
+    lt_descs_destroy(pref, op, la, lb, lc);
     cudaFree(da);
     cudaFree(db);
     cudaFree(dc);

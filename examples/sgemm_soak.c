@@ -112,17 +112,9 @@ check_result(const float *a, const float *b, const float *c,
              const struct tolerance *tol)
 {
     const struct operand_view va = { a, SIDE, 0 }, vb = { b, SIDE, 1 };
-    double worst = 0.0;
 
-    for (int j = 0; j < SIDE; j++)
-        for (int i = 0; i < SIDE; i++) {
-            double r = gemm_element_ratio(&va, &vb, i, j, SIDE, 1.0f, 0.0f,
-                                          0.0f, c[j * SIDE + i],
-                                          tol_factor(tol, SIDE));
-            if (!(r <= worst))
-                worst = r;
-        }
-    return worst;
+    return gemm_worst_ratio(&va, &vb, SIDE, SIDE, SIDE, c,
+                            tol_factor(tol, SIDE));
 }
 
 /* The largest growth of each figure of `now` over `base` so far. */

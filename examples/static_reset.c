@@ -100,17 +100,11 @@ check_and_print(int phase, int call, const float *a, const float *b,
                 const float *c, const struct tolerance *tol)
 {
     struct operand_view va = {a, M, 0}, vb = {b, K, 0};
-    double worst = 0.0, factor = tol_factor(tol, K);
+    double worst = gemm_worst_ratio(&va, &vb, M, N, K, c,
+                                    tol_factor(tol, K));
     uint64_t hash;
     int ok;
 
-    for (int j = 0; j < N; j++)
-        for (int i = 0; i < M; i++) {
-            double r = gemm_element_ratio(&va, &vb, i, j, K, 1.0f, 0.0f,
-                                          0.0f, c[(size_t)j * M + i], factor);
-            if (r > worst)
-                worst = r;
-        }
     hash = fnv1a64(c, (size_t)M * N * 4, 0xcbf29ce484222325ull);
     ok = worst <= 1.0;
     printf("case phase%d-call%d m=%d n=%d k=%d op=NN "

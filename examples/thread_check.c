@@ -86,16 +86,8 @@ static double
 gemm_ratio(const float *a, const float *b, const float *c, double tol)
 {
     struct operand_view va = { a, GM, 0 }, vb = { b, GK, 0 };
-    double worst = 0.0;
 
-    for (int j = 0; j < GN; j++)
-        for (int i = 0; i < GM; i++) {
-            double r = gemm_element_ratio(&va, &vb, i, j, GK, 1.0f, 0.0f,
-                                          0.0f, c[(size_t)j * GM + i], tol);
-            if (!(r <= worst))
-                worst = r;
-        }
-    return worst;
+    return gemm_worst_ratio(&va, &vb, GM, GN, GK, c, tol);
 }
 
 #define XN (CN * CC * CH * CW)

@@ -82,16 +82,10 @@ static void
 check_sgemm(struct work *wk, int call, const float *c)
 {
     struct operand_view va = {wk->a, M, 0}, vb = {wk->b, K, 0};
-    double worst = 0.0, factor = tol_factor(&wk->tol, K);
+    double worst = gemm_worst_ratio(&va, &vb, M, N, K, c,
+                                    tol_factor(&wk->tol, K));
     char name[32];
 
-    for (int j = 0; j < N; j++)
-        for (int i = 0; i < M; i++) {
-            double r = gemm_element_ratio(&va, &vb, i, j, K, 1.0f, 0.0f,
-                                          0.0f, c[(size_t)j * M + i], factor);
-            if (r > worst)
-                worst = r;
-        }
     snprintf(name, sizeof name, "sgemm%d", call);
     print_case(wk, name, "cublasSgemm_v2", M, N, K, "NN", 0,
                "CUBLAS_STATUS_SUCCESS", worst, c, (size_t)M * N);
