@@ -1417,36 +1417,6 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
     return rt_cu(rt_drv.cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
-cudaError_t
-cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-    cudaError_t e = rt_bind();
-
-    if (e != cudaSuccess)
-        return rt_ret(e);
-    return rt_cu(rt_drv.cuGraphLaunch(graphExec, stream));
-}
-
-cudaError_t
-cudaGraphExecDestroy(cudaGraphExec_t graphExec)
-{
-    cudaError_t e = rt_bind();
-
-    if (e != cudaSuccess)
-        return rt_ret(e);
-    return rt_cu(rt_drv.cuGraphExecDestroy(graphExec));
-}
-
-cudaError_t
-cudaGraphDestroy(cudaGraph_t graph)
-{
-    cudaError_t e = rt_bind();
-
-    if (e != cudaSuccess)
-        return rt_ret(e);
-    return rt_cu(rt_drv.cuGraphDestroy(graph));
-}
-
 /* Binds the runtime, then answers the driver call's status as the
  * runtime's. */
 #define RT_BOUND(call)                                                       \
@@ -1456,6 +1426,24 @@ cudaGraphDestroy(cudaGraph_t graph)
             return rt_ret(e_);                                               \
         return rt_cu(call);                                                  \
     } while (0)
+
+cudaError_t
+cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    RT_BOUND(rt_drv.cuGraphLaunch(graphExec, stream));
+}
+
+cudaError_t
+cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    RT_BOUND(rt_drv.cuGraphExecDestroy(graphExec));
+}
+
+cudaError_t
+cudaGraphDestroy(cudaGraph_t graph)
+{
+    RT_BOUND(rt_drv.cuGraphDestroy(graph));
+}
 
 cudaError_t
 cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
