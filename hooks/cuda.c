@@ -212,7 +212,8 @@ void *amp_cuda_hook_of(const char *name, const void *fn)
 
 /* The hook of the driver's function `name` (its exported, versioned name)
  * when fn is the driver's definition (in libcuda.so.1), else NULL. For
- * dlsym on the driver's handle. */
+ * dlsym on the driver's handle, which decides whether the caller gets it
+ * (this starts nothing: it is asked on every lookup). */
 void *
 amp_cuda_hook_of(const char *name, const void *fn)
 {
@@ -223,8 +224,7 @@ amp_cuda_hook_of(const char *name, const void *fn)
         if (strcmp(amp_driver_hooks[i].name, name) != 0)
             continue;
         soname = amp_object_soname_at(fn);
-        if (!soname || strcmp(soname, AMP_CUDA_SONAME) != 0 ||
-            amp_shim_config()->disabled)
+        if (!soname || strcmp(soname, AMP_CUDA_SONAME) != 0)
             return NULL;
         return amp_hook_address(i);
     }

@@ -22,6 +22,7 @@
  * (base/resolve.c), never these. */
 #include "base/caller.h"
 #include "base/resolve.h"
+#include "base/shim.h"
 #include "process/process.h"
 
 #define AMP_SYMBOL_NAMES_ONLY
@@ -113,12 +114,15 @@ amp_dl_answer(void *fn, const char *name, const void *caller)
      * cuGetProcAddress looks itself up), the shared CUDA runtime (whose
      * resets the runtime's hooks see; it looks the driver up as it
      * loads, which must not start the shim) and the vendor libraries. */
-    from = amp_object_soname_at(caller);
-    if (!(from && (strcmp(from, "libcuda.so.1") == 0 ||
-                   strncmp(from, "libcudart.so", 12) == 0)) &&
-        !amp_dl_in_vendor(caller, 0) &&
-        (answer = amp_cuda_hook_of(name, fn)) != NULL)
+    answer = amp_cuda_hook_of(name, fn);
+    if (answer) {
+        from = amp_object_soname_at(caller);
+        if ((from && (strcmp(from, "libcuda.so.1") == 0 ||
+                      strncmp(from, "libcudart.so", 12) == 0)) ||
+            amp_dl_in_vendor(caller, 0) || amp_shim_config()->disabled)
+            return fn;
         return answer;
+    }
     if (!fn || !name || !(hook = amp_dl_hook_of(name)) ||
         !amp_dl_in_vendor(fn, 1) || amp_dl_in_vendor(caller, 0) ||
         amp_process_start()->disabled)
