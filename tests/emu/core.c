@@ -1013,12 +1013,9 @@ core_oplist_put(struct core_oplist *list)
     for (i = 0; i < list->n; i++)
         if (list->ops[i].release)
             list->ops[i].release(list->ops[i].arg);
-    for (i = 0; i < list->nallocs; i++)
-        core_free(list->allocs[i]);
     for (i = 0; i < list->nurefs; i++)
         core_uobj_put(list->urefs[i].obj, list->urefs[i].count);
     free(list->ops);
-    free(list->allocs);
     free(list->urefs);
     free(list);
 }

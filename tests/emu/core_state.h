@@ -81,8 +81,6 @@ struct core_oplist {
     int refs;
     struct emu_op *ops;
     int n, cap;
-    CUdeviceptr *allocs;        /* stream-ordered allocations made in it */
-    int nallocs, acap;
     int mem_nodes;              /* its MEM_ALLOC and MEM_FREE nodes */
     struct core_uref *urefs;    /* user objects the graph holds */
     int nurefs, ucap;

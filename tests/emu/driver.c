@@ -743,35 +743,33 @@ drv_run_free_async(void *arg)
 {
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)arg;
 
-    /* Captured frees replay with every graph launch; the graph owns what
-     * it allocated, so a second free of the same address is a no-op. */
+    /* Back to its pool's count, then to the device. (A captured free is
+     * a node that runs nothing: the graph frees what it allocated.) */
     core_pool_free(p);
     core_free(p);
     return CUDA_SUCCESS;
 }
 
-/* Records a stream-ordered allocation in the capture's graph: an
- * allocation node, and the memory the graph owns. */
+static void
+drv_release_graph_alloc(void *arg)
+{
+    core_free((CUdeviceptr)(uintptr_t)arg);
+}
+
+/* Records a stream-ordered allocation in the capture's graph as an
+ * allocation node, which owns the memory: it is freed with the node (with
+ * the graph, its executables and the graphs that embed it), or at once
+ * when the node cannot be recorded. */
 static CUresult
 drv_capture_alloc(struct CUstream_st *s, CUdeviceptr p)
 {
-    struct emu_op node = { "cuMemAllocAsync", NULL, NULL, NULL, 0.0,
+    struct emu_op node = { "cuMemAllocAsync", NULL, drv_release_graph_alloc,
+                           (void *)(uintptr_t)p, 0.0,
                            CU_GRAPH_NODE_TYPE_MEM_ALLOC };
-    struct core_oplist *list = s->graph->list;
 
-    if (list->nallocs == list->acap) {
-        int cap = list->acap ? list->acap * 2 : 8;
-        CUdeviceptr *a = realloc(list->allocs, (size_t)cap * sizeof(*a));
-
-        if (!a)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        list->allocs = a;
-        list->acap = cap;
-    }
-    if (core_enqueue(s, &node, NULL, NULL) != CUDA_SUCCESS)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    list->allocs[list->nallocs++] = p;
-    return CUDA_SUCCESS;
+    return core_enqueue(s, &node, NULL, NULL) == CUDA_SUCCESS
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* cuMemAllocAsync (pool NULL: the device's current pool) and
@@ -812,10 +810,9 @@ drv_alloc_async(CUdeviceptr *dptr, size_t bytesize,
     if (rc != CUDA_SUCCESS)
         return drv_leave(rc);
     if (s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        rc = drv_capture_alloc(s, *dptr);
-    else
-        rc = core_pool_alloc(pool ? pool : core_pool_current(ctx->dev),
-                             *dptr, bytesize);
+        return drv_leave(drv_capture_alloc(s, *dptr));
+    rc = core_pool_alloc(pool ? pool : core_pool_current(ctx->dev), *dptr,
+                         bytesize);
     if (rc != CUDA_SUCCESS)
         core_free(*dptr);
     return drv_leave(rc);
