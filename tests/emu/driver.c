@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2042,17 +2043,29 @@ struct drv_launch {
 
 /* ---- The call log (AMPSHIM_EMU_CALL_LOG=1) ---------------------------------- */
 
+/* Whether the environment variable NAME is "1", decided once: every thread
+ * may ask, the first to look decides and each gets the same answer, so a
+ * relaxed atomic cache is enough. */
+static int
+drv_env_flag(const char *name, _Atomic int *cache)
+{
+    int v = atomic_load_explicit(cache, memory_order_relaxed);
+
+    if (v < 0) {
+        const char *s = secure_getenv(name);
+
+        v = s && strcmp(s, "1") == 0;
+        atomic_store_explicit(cache, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 int
 emu_call_log_on(void)
 {
-    static int on = -1;
+    static _Atomic int on = -1;
 
-    if (on < 0) {
-        const char *s = secure_getenv("AMPSHIM_EMU_CALL_LOG");
-
-        on = s && strcmp(s, "1") == 0;
-    }
-    return on;
+    return drv_env_flag("AMPSHIM_EMU_CALL_LOG", &on);
 }
 
 void
@@ -2086,14 +2099,9 @@ static struct {
 static int
 drv_stats_wanted(void)
 {
-    static int wanted = -1;
+    static _Atomic int wanted = -1;
 
-    if (wanted < 0) {
-        const char *s = secure_getenv("AMPSHIM_EMU_KERNEL_STATS");
-
-        wanted = s && strcmp(s, "1") == 0;
-    }
-    return wanted;
+    return drv_env_flag("AMPSHIM_EMU_KERNEL_STATS", &wanted);
 }
 
 static void
