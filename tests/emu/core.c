@@ -46,6 +46,12 @@ static struct {
     size_t cursor;              /* next-fit start, delays address reuse */
     struct core_alloc_rec *allocs;  /* sorted by base */
     size_t nallocs, cap;
+    struct core_vc host_vc;     /* the work the host has waited for */
+    struct core_writer {        /* per page of the span: its last writer */
+        unsigned long long stream;
+        uint64_t seq;
+    } *writers;
+    int race_said;              /* the unordered-access line was printed */
 } g;
 
 static pthread_once_t core_lock_once = PTHREAD_ONCE_INIT;
@@ -87,6 +93,72 @@ core_page(void)
     if (!page)
         page = (size_t)sysconf(_SC_PAGESIZE);
     return page;
+}
+
+/* ---- Vector clocks: which ops come before which ----------------------------- */
+
+static uint64_t
+core_vc_get(const struct core_vc *vc, unsigned long long stream)
+{
+    for (int i = 0; i < vc->n; i++)
+        if (vc->e[i].stream == stream)
+            return vc->e[i].seq;
+    return 0;
+}
+
+/* Raises vc's entry for stream to at least seq: 0, or -1 out of memory. */
+static int
+core_vc_raise(struct core_vc *vc, unsigned long long stream, uint64_t seq)
+{
+    for (int i = 0; i < vc->n; i++) {
+        if (vc->e[i].stream == stream) {
+            if (vc->e[i].seq < seq)
+                vc->e[i].seq = seq;
+            return 0;
+        }
+    }
+    if (vc->n == vc->cap) {
+        int cap = vc->cap ? vc->cap * 2 : 4;
+        struct core_vc_entry *e = realloc(vc->e, (size_t)cap * sizeof(*e));
+
+        if (!e)
+            return -1;
+        vc->e = e;
+        vc->cap = cap;
+    }
+    vc->e[vc->n].stream = stream;
+    vc->e[vc->n++].seq = seq;
+    return 0;
+}
+
+static int
+core_vc_merge(struct core_vc *to, const struct core_vc *from)
+{
+    for (int i = 0; i < from->n; i++)
+        if (core_vc_raise(to, from->e[i].stream, from->e[i].seq) != 0)
+            return -1;
+    return 0;
+}
+
+/* A stream that is gone no longer matters to what the host waited for. */
+static void
+core_vc_drop(struct core_vc *vc, unsigned long long stream)
+{
+    for (int i = 0; i < vc->n; i++) {
+        if (vc->e[i].stream == stream) {
+            vc->e[i] = vc->e[--vc->n];
+            return;
+        }
+    }
+}
+
+/* The host waited for the op of mark m, and so for all that came before. */
+static void
+core_host_waited(const struct core_mark *m)
+{
+    /* Out of memory the host forgets an order: at worst a line too many. */
+    if (m)
+        (void)core_vc_merge(&g.host_vc, &m->vc);
 }
 
 /* ---- Initialisation ------------------------------------------------------ */
@@ -310,6 +382,9 @@ core_alloc_remove(size_t i)
         free((void *)(uintptr_t)r->base);
     } else {
         core_release_pages(i);
+        if (g.writers)
+            memset(&g.writers[r->place / core_page()], 0,
+                   r->pages / core_page() * sizeof(g.writers[0]));
         g.used[r->dev] -= r->span;
     }
     memmove(&g.allocs[i], &g.allocs[i + 1],
@@ -342,6 +417,7 @@ core_ctx_teardown(struct CUctx_st *ctx)
         struct CUstream_st *s = ctx->streams;
 
         ctx->streams = s->next;
+        core_vc_drop(&g.host_vc, s->id);
         core_mark_put(s->last);
         free(s);
     }
@@ -465,6 +541,82 @@ core_ctx_destroy(struct CUctx_st *ctx)
             tls_stack[i] = NULL;
     free(ctx);
     return CUDA_SUCCESS;
+}
+
+/* ---- Accesses with no order between them ---------------------------------- */
+
+/* CUDA orders the work of two streams only by an event wait or by the host
+ * waiting for the first (Programming Guide, "Streams" and "Explicit
+ * Synchronization"): a kernel that reads what another stream's work wrote
+ * with neither between them may run before or after the write on a GPU.
+ * The emulator runs work in the order it was queued (core_run_until), the
+ * order a GPU that keeps up with its host shows, and names the first such
+ * access it meets, on stderr, once. Pages are the unit: each allocation
+ * has pages of its own. Kernels' accesses are the pages they touch,
+ * copies' and memsets' their ranges; the libraries' ops are not followed. */
+
+/* The op whose run() is running (core_run_one). */
+static struct core_qop *core_running_q;
+
+/* Whether a stream with this id still exists in some context. */
+static int
+core_stream_live(unsigned long long id)
+{
+    for (struct CUctx_st *c = g.ctxs; c; c = c->next)
+        for (struct CUstream_st *t = c->streams; t; t = t->next)
+            if (t->id == id && !t->destroyed)
+                return 1;
+    return 0;
+}
+
+static void
+core_note_page(size_t pg, int writes)
+{
+    const struct core_qop *q = core_running_q;
+    const struct core_writer *w;
+
+    if (!q || g.race_said)
+        return;
+    if (!g.writers) {
+        void *t = mmap(NULL, g.span / core_page() * sizeof(*g.writers),
+                       PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (t == MAP_FAILED) {
+            g.race_said = 1;        /* no table, no check */
+            return;
+        }
+        g.writers = t;
+    }
+    w = &g.writers[pg];
+    if (w->stream && w->stream != q->mark->stream->id &&
+        core_vc_get(&q->mark->vc, w->stream) < w->seq &&
+        core_stream_live(w->stream)) {
+        fprintf(stderr, "ampshim-emu: %s on stream %llu uses device memory "
+                "that stream %llu wrote with nothing ordering the two (an "
+                "event wait or a synchronisation): a GPU may run them in "
+                "either order (said once)\n", q->op.name,
+                q->mark->stream->id, w->stream);
+        g.race_said = 1;
+        return;
+    }
+    if (writes) {
+        g.writers[pg].stream = q->mark->stream->id;
+        g.writers[pg].seq = q->seq;
+    }
+}
+
+static void
+core_note_access(uintptr_t p, size_t bytes, int writes)
+{
+    uintptr_t dev0 = (uintptr_t)g.dev_base;
+    size_t page = core_page();
+
+    if (bytes == 0 || p < dev0 || p - dev0 >= g.span)
+        return;
+    for (size_t pg = (p - dev0) / page; pg <= (p - dev0 + bytes - 1) / page;
+         pg++)
+        core_note_page(pg, writes);
 }
 
 /* ---- Memory ---------------------------------------------------------------- */
@@ -714,8 +866,19 @@ emu_dev_at(CUdeviceptr p, size_t bytes)
             at = r->is_host ? (void *)(uintptr_t)p
                             : g.rw_base + (p - (uintptr_t)g.dev_base);
     }
+    if (at && core_running_q)
+        core_note_access(p, bytes, 0);
     core_unlock();
     return at;
+}
+
+void
+emu_dev_wrote(CUdeviceptr p, size_t bytes)
+{
+    core_lock();
+    if (core_running_q)
+        core_note_access(p, bytes, 1);
+    core_unlock();
 }
 
 /* ---- The device window ------------------------------------------------------ */
@@ -880,6 +1043,7 @@ core_window_close(void)
     for (size_t i = 0; i < win.nopened; i++) {
         size_t pg = win.opened[i];
 
+        core_note_page(pg, win.state[pg] == WIN_WRITTEN);
         if (win.state[pg] == WIN_WRITTEN)
             memcpy(g.rw_base + pg * page, g.dev_base + pg * page, page);
         win.state[pg] = WIN_CLOSED;
@@ -923,8 +1087,10 @@ emu_is_device_address(const void *p)
 void
 core_mark_put(struct core_mark *m)
 {
-    if (m && --m->refs == 0)
+    if (m && --m->refs == 0) {
+        free(m->vc.e);
         free(m);
+    }
 }
 
 static void
@@ -953,7 +1119,12 @@ core_add_dep(struct core_qop *q, struct core_mark *m)
 {
     struct core_mark **d;
 
-    if (!m || m->done)
+    if (!m)
+        return 0;
+    /* Whether or not it has run, what came before m comes before q. */
+    if (core_vc_merge(&q->mark->vc, &m->vc) != 0)
+        return -1;
+    if (m->done)
         return 0;
     d = realloc(q->deps, (size_t)(q->ndeps + 1) * sizeof(*d));
     if (!d)
@@ -1076,12 +1247,16 @@ core_enqueue(struct CUstream_st *s, const struct emu_op *op,
         goto fail;
     q->op = *op;
     q->seq = ++s->next_seq;
+    q->order = ++s->ctx->next_order;
     q->floor_ns = s->ctx->floor_ns;
     q->mark = m;
     m->refs = 2;                /* the op and the stream's `last` */
     m->stream = s;
     m->seq = q->seq;
-    if (core_implicit_deps(s, q) != 0 || core_add_dep(q, dep) != 0) {
+    if (core_implicit_deps(s, q) != 0 || core_add_dep(q, dep) != 0 ||
+        (s->last && core_vc_merge(&m->vc, &s->last->vc) != 0) ||
+        core_vc_merge(&m->vc, &g.host_vc) != 0 ||
+        core_vc_raise(&m->vc, s->id, q->seq) != 0) {
         s->next_seq--;
         q->op.release = NULL;
         m->refs = 1;
@@ -1109,7 +1284,8 @@ fail:
     return rc;
 }
 
-/* The op whose run() is running, for core_op_set_model_ns. */
+/* The op whose run() is running, for core_op_set_model_ns and
+ * core_note_access. */
 static struct emu_op *core_running_op;
 
 void
@@ -1147,8 +1323,10 @@ core_run_one(struct CUstream_st *s)
         CUresult rc;
 
         core_running_op = &q->op;
+        core_running_q = q;
         rc = q->op.run(q->op.arg);
         core_running_op = NULL;
+        core_running_q = NULL;
 
         if (rc != CUDA_SUCCESS)
             ctx->sticky = rc;
@@ -1161,11 +1339,32 @@ core_run_one(struct CUstream_st *s)
     core_qop_free(q);
 }
 
+/* The stream of ctx whose next queued op was queued first, or NULL. */
+static struct CUstream_st *
+core_first_queued(struct CUctx_st *ctx)
+{
+    struct CUstream_st *t, *first = NULL;
+
+    for (t = ctx->streams; t; t = t->next)
+        if (t->head && (!first || t->head->order < first->head->order))
+            first = t;
+    return first;
+}
+
+/* Runs s's work up to seq, and before each op every op of the context's
+ * other streams queued before it: the order in which a GPU that keeps up
+ * with its host finishes work, so that a consumer on one stream that
+ * forgot to wait for a producer on another sees what it would see on a
+ * GPU, where the earlier kernel had long finished (a benign race there).
+ * CUDA promises no order between streams (Programming Guide, "Streams":
+ * work of different streams may run in any order or concurrently); the
+ * call log names such a race (core_race_check). Dependencies point to
+ * earlier ops, so queue order keeps them. */
 void
 core_run_until(struct CUstream_st *s, uint64_t seq)
 {
     while (s->head && s->done_seq < seq)
-        core_run_one(s);
+        core_run_one(core_first_queued(s->ctx));
 }
 
 int
@@ -1191,6 +1390,7 @@ core_reap(struct CUctx_st *ctx)
 
         if (s->destroyed && !s->head) {
             *pp = s->next;
+            core_vc_drop(&g.host_vc, s->id);
             core_mark_put(s->last);
             free(s);
         } else {
@@ -1215,6 +1415,7 @@ core_sync_stream(struct CUstream_st *s)
     }
     core_run_until(s, s->next_seq);
     core_raise_floor(ctx, s->clock_ns);
+    core_host_waited(s->last);
     core_reap(ctx);
     core_pool_trim(ctx->dev);
     return ctx->sticky;
@@ -1227,6 +1428,7 @@ core_sync_mark(struct CUctx_st *ctx, struct core_mark *m)
         if (!m->done)
             core_run_until(m->stream, m->seq);
         core_raise_floor(ctx, m->end_ns);
+        core_host_waited(m);
     }
     core_reap(ctx);
     core_pool_trim(ctx->dev);
@@ -1241,6 +1443,7 @@ core_sync_ctx(struct CUctx_st *ctx)
     for (s = ctx->streams; s; s = s->next) {
         core_run_until(s, s->next_seq);
         core_raise_floor(ctx, s->clock_ns);
+        core_host_waited(s->last);
     }
     core_reap(ctx);
     core_pool_trim(ctx->dev);

@@ -33,17 +33,29 @@ const struct core_gpu_spec *core_gpu_spec(void);
 
 /* Completion of one queued op, shared by the op, the stream (its last op),
  * events recorded after it and ops that depend on it. */
+/* A vector clock: for each stream, the last of its ops known to come
+ * before (by stream order, an event, or a synchronisation of the host). */
+struct core_vc {
+    int n, cap;
+    struct core_vc_entry {
+        unsigned long long stream;  /* CUstream_st.id */
+        uint64_t seq;
+    } *e;
+};
+
 struct core_mark {
     int refs;
     int done;
     double end_ns;
     struct CUstream_st *stream; /* valid while !done */
     uint64_t seq;
+    struct core_vc vc;          /* what comes before the op, itself included */
 };
 
 struct core_qop {
     struct emu_op op;
     uint64_t seq;
+    uint64_t order;             /* enqueue order across the context's streams */
     double floor_ns;            /* host-sync floor when it was enqueued */
     struct core_mark *mark;
     struct core_mark **deps;
@@ -163,6 +175,7 @@ struct CUctx_st {
     unsigned flags;
     CUresult sticky;            /* first error of a failed op */
     double floor_ns;            /* device time the host has waited for */
+    uint64_t next_order;        /* the last core_qop.order given out */
     struct CUstream_st *legacy;
     struct CUstream_st *streams;    /* every stream, legacy included */
     struct CUevent_st *events;

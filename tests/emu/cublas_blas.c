@@ -283,6 +283,7 @@ run_problem(const struct gemm_problem *j, CUdeviceptr da, CUdeviceptr db,
     c = emu_dev_at(dc, matrix_bytes(j->m, j->n, j->ldc, type_size(j->ctype)));
     if (c == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    emu_dev_wrote(dc, matrix_bytes(j->m, j->n, j->ldc, type_size(j->ctype)));
     if (alpha == 0.0f || j->k == 0) {
         scale_c(j, c, beta);
         return CUDA_SUCCESS;
@@ -1115,6 +1116,7 @@ gemv_run(void *arg)
     y = emu_dev_at(j->y, vector_bytes(leny, j->incy));
     if (y == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    emu_dev_wrote(j->y, vector_bytes(leny, j->incy));
     acc = calloc((size_t)leny, sizeof(float));
     if (acc == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1246,6 +1248,7 @@ axpy_run(void *arg)
     y = emu_dev_at(j->y, vector_bytes(j->n, j->incy));
     if (x == NULL || y == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    emu_dev_wrote(j->y, vector_bytes(j->n, j->incy));
     for (int64_t i = 0; i < j->n; i++) {
         float *yi = &y[vector_index(i, j->n, j->incy)];
         *yi = alpha * x[vector_index(i, j->n, j->incx)] + *yi;

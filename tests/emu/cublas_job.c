@@ -287,6 +287,7 @@ job_run(void *arg)
 
         if (out == NULL)
             return CUDA_ERROR_ILLEGAL_ADDRESS;
+        emu_dev_wrote(j->result.at, j->result.size);
         memcpy(out, j->result.value, j->result.size);
     } else {
         memcpy(j->result.host, j->result.value, j->result.size);

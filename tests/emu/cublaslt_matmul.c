@@ -888,6 +888,7 @@ member_outputs(const struct lt_job *j, int64_t member, int read_c,
         return rc;
     if ((mb->d = emu_dev_at(d, matrix_bytes(&p->d))) == NULL)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    emu_dev_wrote(d, matrix_bytes(&p->d));
     if (read_c) {
         if ((rc = member_at(j, j->c, &p->c, member, &c)) != CUDA_SUCCESS)
             return rc;

@@ -710,6 +710,7 @@ conv_run(void *arg)
     /* The algorithm leaves its scratch data behind. */
     if (ws != NULL)
         memset(ws, 0xa5, j->workspace_size);
+    emu_dnn_view_wrote(dst);
     da = j->dir == DIR_FWD ? ya : j->dir == DIR_BWD_DATA ? xa : wa;
     float *res = malloc((count > 0 ? count : 1) * sizeof(float));
 
@@ -899,6 +900,7 @@ bias_run(void *arg)
         return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS,
                            "cudnnConvolutionBackwardBias",
                            "dy or db is not in device memory");
+    emu_dnn_view_wrote(&j->db);
     for (size_t k = 0; k < k_count; k++) {
         double acc = 0.0;
 

@@ -197,6 +197,8 @@ int64_t emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin);
 /* Inside an op: the host alias of the whole view, or NULL when it is not
  * in device memory. */
 void *emu_dnn_view_at(const struct emu_dnn_view *v);
+/* Inside an op: notes that it wrote the view (emu_dev_wrote). */
+void emu_dnn_view_wrote(const struct emu_dnn_view *v);
 
 /* Element idx of a FLOAT, HALF or BFLOAT16 array as float, and back. */
 float emu_dnn_load(const void *base, int64_t idx, cudnnDataType_t type);

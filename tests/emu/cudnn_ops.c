@@ -84,14 +84,26 @@ emu_dnn_view_offset(const struct emu_dnn_view *v, size_t lin)
     return off;
 }
 
-void *
-emu_dnn_view_at(const struct emu_dnn_view *v)
+static size_t
+dnn_view_bytes(const struct emu_dnn_view *v)
 {
     size_t span = 1;
 
     for (int i = 0; i < v->nb_dims; i++)
         span += (size_t)(v->dim[i] - 1) * (size_t)v->stride[i];
-    return emu_dev_at(v->ptr, span * emu_dnn_type_size(v->type));
+    return span * emu_dnn_type_size(v->type);
+}
+
+void *
+emu_dnn_view_at(const struct emu_dnn_view *v)
+{
+    return emu_dev_at(v->ptr, dnn_view_bytes(v));
+}
+
+void
+emu_dnn_view_wrote(const struct emu_dnn_view *v)
+{
+    emu_dev_wrote(v->ptr, dnn_view_bytes(v));
 }
 
 double

@@ -889,6 +889,8 @@ drv_run_copy(void *arg)
         if (!from || !to)
             return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, "memcpy",
                                "address no longer allocated");
+        if (c->dst_is_device)
+            emu_dev_wrote(d, c->width);
         memmove(to, from, c->width);
     }
     return CUDA_SUCCESS;
@@ -1185,6 +1187,7 @@ drv_run_memset(void *arg)
     if (!to)
         return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, "memset",
                            "address no longer allocated");
+    emu_dev_wrote(m->dst, m->count * m->elem);
     if (m->elem == 1) {
         memset(to, (int)(m->value & 0xff), m->count);
         return CUDA_SUCCESS;

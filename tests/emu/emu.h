@@ -75,6 +75,11 @@ double emu_model_ns(double flops, enum emu_prec prec, double bytes);
  * illegal-address error). bytes == 0 checks only that p is inside one. */
 void *emu_dev_at(CUdeviceptr p, size_t bytes);
 
+/* Inside an op: notes that it wrote [p, p + bytes), so that a later op of
+ * another stream that uses the range with nothing ordering it after this
+ * one is named (docs/emulator.md, "Streams"). emu_dev_at notes the use. */
+void emu_dev_wrote(CUdeviceptr p, size_t bytes);
+
 /* 1 if p lies in the emulator's device address range (live or not). */
 int emu_is_device_address(const void *p);
 

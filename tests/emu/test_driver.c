@@ -318,45 +318,120 @@ test_memsets(void **state)
     CHECK(cuMemFree(d));
 }
 
-/* Work queued on a stream has not happened until something waits for it:
- * a read ordered only after it on another stream sees the old bytes. */
+/* The line the emulator prints, once, for an access with no order. */
+#define UNORDERED_LINE "with nothing ordering the two"
+
+/* Producer and consumer on two streams, run as the child "unordered" with
+ * stderr in a file: work runs in the order it was queued, whatever stream
+ * is waited for, and the first access ordered neither by an event nor by
+ * the host is named once. Ordered accesses first, none of them named. */
 static void
-test_unsynchronised_read_is_stale(void **state)
+test_unordered_access_named(void **state)
 {
-    CUstream writer, reader;
+    char path[] = "/tmp/emu-unordered-XXXXXX", text[2048];
+    int fd = mkstemp(path), status = 0;
+    const char *line;
+    ssize_t got;
+    pid_t pid;
+
+    (void)state;
+    assert_true(fd >= 0);
+    pid = fork();
+    if (pid == 0) {
+        dup2(fd, 2);
+        execl("/proc/self/exe", "child", "--child", "unordered", (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0 && waitpid(pid, &status, 0) == pid);
+    got = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(got >= 0);
+    text[got] = '\0';
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child exit %d, stderr: %s", WEXITSTATUS(status), text);
+    line = strstr(text, UNORDERED_LINE);
+    assert_non_null(line);
+    assert_null(strstr(line + 1, UNORDERED_LINE));  /* said once */
+    assert_non_null(strstr(text, "ampshim-emu: memcpy on stream "));
+}
+
+static int
+child_unordered_reads(CUstream writer, CUstream reader, CUstream other,
+                      CUdeviceptr d)
+{
     uint32_t seen[8];
-    CUdeviceptr d;
+    CUevent written;
     int i;
 
-    CHECK(cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING));
-    CHECK(cuStreamCreate(&reader, CU_STREAM_NON_BLOCKING));
-    CHECK(cuMemAlloc(&d, sizeof(seen)));
-    CHECK(cuMemsetD32(d, 1, 8));
-    CHECK(cuCtxSynchronize());
-
-    CHECK(cuMemsetD32Async(d, 2, 8, writer));
-    CHECK(cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader));
-    CHECK(cuStreamSynchronize(reader));
-    for (i = 0; i < 8; i++)
-        assert_int_equal(seen[i], 1);
-
-    /* Ordered by an event, the reader sees the write. */
-    {
-        CUevent written;
-
-        CHECK(cuEventCreate(&written, CU_EVENT_DISABLE_TIMING));
-        CHECK(cuEventRecord(written, writer));
-        CHECK(cuStreamWaitEvent(reader, written, 0));
-        CHECK(cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader));
-        CHECK(cuStreamSynchronize(reader));
+    if (cuEventCreate(&written, CU_EVENT_DISABLE_TIMING))
+        return 20;
+    /* Ordered by an event. */
+    if (cuMemsetD32Async(d, 2, 8, writer) || cuEventRecord(written, writer) ||
+        cuStreamWaitEvent(reader, written, 0) ||
+        cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader) ||
+        cuStreamSynchronize(reader) || seen[0] != 2)
+        return 21;
+    /* Ordered by an event whose work another stream's wait already ran
+     * (queue order): still ordered. */
+    if (cuMemsetD32Async(d, 3, 8, writer) || cuEventRecord(written, writer) ||
+        cuStreamSynchronize(other) || cuStreamWaitEvent(reader, written, 0) ||
+        cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader) ||
+        cuStreamSynchronize(reader) || seen[0] != 3)
+        return 22;
+    /* Ordered by the host waiting for the writer. */
+    if (cuMemsetD32Async(d, 4, 8, writer) || cuStreamSynchronize(writer) ||
+        cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader) ||
+        cuStreamSynchronize(reader) || seen[0] != 4)
+        return 23;
+    if (cuEventDestroy(written))
+        return 24;
+    fputs("ordered accesses done\n", stderr);
+    /* Unordered: the copy was queued after the memset and runs after it,
+     * as on a GPU that keeps up, and the access is named; a second one is
+     * not named again. */
+    for (int round = 5; round <= 6; round++) {
+        if (cuMemsetD32Async(d, (unsigned)round, 8, writer) ||
+            cuMemcpyDtoHAsync(seen, d, sizeof(seen), reader) ||
+            cuStreamSynchronize(reader))
+            return 25;
         for (i = 0; i < 8; i++)
-            assert_int_equal(seen[i], 2);
-        CHECK(cuEventDestroy(written));
+            if (seen[i] != (uint32_t)round)
+                return 26;
     }
-    CHECK(cuMemFree(d));
-    CHECK(cuStreamDestroy(writer));
-    CHECK(cuStreamDestroy(reader));
-    assert_int_equal(cuStreamDestroy(reader), CUDA_ERROR_INVALID_HANDLE);
+    return 0;
+}
+
+static CUcontext child_bring_up(void);
+
+static int
+child_unordered(void)
+{
+    CUstream writer, reader, other;
+    CUdeviceptr d;
+    char text[256];
+    int rc;
+
+    child_bring_up();
+    setvbuf(stderr, NULL, _IONBF, 0);
+    if (cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING) ||
+        cuStreamCreate(&reader, CU_STREAM_NON_BLOCKING) ||
+        cuStreamCreate(&other, CU_STREAM_NON_BLOCKING) ||
+        cuMemAlloc(&d, 8 * sizeof(uint32_t)) || cuMemsetD32(d, 1, 8) ||
+        cuCtxSynchronize())
+        return 10;
+    rc = child_unordered_reads(writer, reader, other, d);
+    if (rc)
+        return rc;
+    /* Nothing was named before the unordered access. */
+    if (pread(2, text, sizeof text - 1, 0) > 0) {
+        text[sizeof text - 1] = '\0';
+        if (strstr(text, UNORDERED_LINE) &&
+            strstr(text, UNORDERED_LINE) < strstr(text, "ordered accesses"))
+            return 30;
+    }
+    return cuMemFree(d) || cuStreamDestroy(writer) ||
+           cuStreamDestroy(reader) || cuStreamDestroy(other) ? 31 : 0;
 }
 
 /* A pageable source is staged at the call; the caller may reuse it. */
@@ -1279,7 +1354,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_memory_round_trip),
         cmocka_unit_test(test_memcpy_2d),
         cmocka_unit_test(test_memsets),
-        cmocka_unit_test(test_unsynchronised_read_is_stale),
+        cmocka_unit_test(test_unordered_access_named),
         cmocka_unit_test(test_async_copy_stages_pageable_source),
         cmocka_unit_test(test_stream_query_and_flags),
         cmocka_unit_test(test_stream_ids),
@@ -1314,6 +1389,8 @@ main(int argc, char **argv)
             return child_model();
         if (strcmp(argv[2], "stats") == 0)
             return child_stats();
+        if (strcmp(argv[2], "unordered") == 0)
+            return child_unordered();
         return 99;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);
