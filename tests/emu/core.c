@@ -1082,6 +1082,105 @@ emu_is_device_address(const void *p)
     return g.dev_base && a >= b && a - b < g.span;
 }
 
+static void core_run_one(struct CUstream_st *s);
+static struct CUstream_st *core_first_queued(struct CUctx_st *ctx);
+
+/* ---- How the device keeps up: behind, noisy ------------------------------- */
+
+/* AMPSHIM_EMU_BEHIND=DEPTH: the device runs behind the host as a real one
+ * under a framework does. Work runs when the host waits for it or when a
+ * stream has more than DEPTH ops queued (the oldest of the context run
+ * until it has DEPTH), and a query of unfinished work answers "not ready"
+ * without running anything; only a host that polls the same unfinished
+ * work CORE_POLLS_TO_FINISH times in a row with nothing queued between
+ * sees it finish, so that a polling loop ends. 0 (the default): queries
+ * of unfinished work see it finish at the next query, and nothing bounds
+ * a queue.
+ * AMPSHIM_EMU_NOISE=FRACTION[:SEED]: each op's modelled time is scaled by
+ * a factor drawn uniformly from [1 - FRACTION, 1 + FRACTION] (FRACTION
+ * below 1; SEED 1 by default), so that a decision taken on one timed
+ * sample is seen to flip. */
+#define CORE_POLLS_TO_FINISH 1000
+
+static struct {
+    int read;
+    unsigned long depth;        /* 0: not behind */
+    double noise;
+    uint64_t rng;
+    unsigned long polls;        /* "not ready" answers since the last enqueue */
+} pace;
+
+static void
+core_pace_read(void)
+{
+    const char *s = secure_getenv("AMPSHIM_EMU_BEHIND");
+    char *end;
+
+    if (pace.read)
+        return;
+    pace.read = 1;
+    pace.rng = 1;
+    if (s && *s) {
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || *end || v > 1000000)
+            fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_BEHIND=%s is not a "
+                    "queue depth (accepted: 0 to 1000000); the device keeps "
+                    "up\n", s);
+        else
+            pace.depth = v;
+    }
+    s = secure_getenv("AMPSHIM_EMU_NOISE");
+    if (s && *s) {
+        double f;
+        unsigned long long seed = 1;
+
+        errno = 0;
+        f = strtod(s, &end);
+        if (*end == ':')
+            seed = strtoull(end + 1, &end, 10);
+        if (errno || *end || !(f >= 0.0 && f < 1.0))
+            fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_NOISE=%s is not a "
+                    "noise (accepted: FRACTION[:SEED], FRACTION from 0 to "
+                    "below 1); modelled times are exact\n", s);
+        else {
+            pace.noise = f;
+            pace.rng = seed ? seed : 1;
+        }
+    }
+}
+
+/* The factor of the next op's modelled time. */
+static double
+core_noise_factor(void)
+{
+    core_pace_read();
+    if (pace.noise == 0.0)
+        return 1.0;
+    /* xorshift64*: enough for a uniform draw, the same for a seed. */
+    pace.rng ^= pace.rng >> 12;
+    pace.rng ^= pace.rng << 25;
+    pace.rng ^= pace.rng >> 27;
+    double u = (double)((pace.rng * 0x2545F4914F6CDD1DULL) >> 11) /
+               (double)(1ULL << 53);
+
+    return 1.0 + pace.noise * (2.0 * u - 1.0);
+}
+
+int
+core_query_runs(void)
+{
+    core_pace_read();
+    if (pace.depth == 0)
+        return 1;
+    if (++pace.polls < CORE_POLLS_TO_FINISH)
+        return 0;
+    pace.polls = 0;
+    return 1;
+}
+
 /* ---- Streams and queued work ----------------------------------------------- */
 
 void
@@ -1276,6 +1375,12 @@ core_enqueue(struct CUstream_st *s, const struct emu_op *op,
         m->refs++;
         *mark_out = m;
     }
+    core_pace_read();
+    pace.polls = 0;
+    /* Behind: a full queue makes the device catch up to its depth. */
+    if (pace.depth)
+        while (s->head && s->next_seq - s->done_seq > pace.depth)
+            core_run_one(core_first_queued(s->ctx));
     return CUDA_SUCCESS;
 fail:
     free(q);
@@ -1331,7 +1436,7 @@ core_run_one(struct CUstream_st *s)
         if (rc != CUDA_SUCCESS)
             ctx->sticky = rc;
     }
-    s->clock_ns = start + q->op.model_ns;
+    s->clock_ns = start + q->op.model_ns * core_noise_factor();
     s->done_seq = q->seq;
     q->mark->done = 1;
     q->mark->end_ns = s->clock_ns;

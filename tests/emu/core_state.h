@@ -185,6 +185,11 @@ struct CUctx_st {
     struct CUctx_st *next;
 };
 
+/* Whether a query of unfinished work lets it finish (AMPSHIM_EMU_BEHIND,
+ * core.c): 1 unless the device runs behind and the host has not polled
+ * long enough. */
+int core_query_runs(void);
+
 /* The core lock (recursive). */
 void core_lock(void);
 void core_unlock(void);

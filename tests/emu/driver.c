@@ -1504,7 +1504,8 @@ cuStreamQuery(CUstream hStream)
     if (core_stream_pending(s)) {
         /* Work still queued is "running": this query sees it unfinished,
          * and the device makes progress meanwhile, so a polling loop ends. */
-        core_run_until(s, s->next_seq);
+        if (core_query_runs())
+            core_run_until(s, s->next_seq);
         return drv_leave(CUDA_ERROR_NOT_READY);
     }
     rc = core_sync_stream(s);   /* nothing to run: moves the host clock */
@@ -1829,7 +1830,8 @@ cuEventQuery(CUevent hEvent)
         return drv_leave(rc);
     if (e->mark && !e->mark->done) {
         /* As cuStreamQuery: unfinished now, finished by the next query. */
-        core_run_until(e->mark->stream, e->mark->seq);
+        if (core_query_runs())
+            core_run_until(e->mark->stream, e->mark->seq);
         return drv_leave(CUDA_ERROR_NOT_READY);
     }
     return drv_leave(core_sync_mark(ctx, e->mark));

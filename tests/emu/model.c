@@ -2,6 +2,7 @@
  * AMPSHIM_EMU_GPU, that gives every queued op its modelled duration. */
 #include "core_state.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,37 @@ static const struct core_gpu_spec core_gpus[] = {
 #define CORE_NGPUS (sizeof(core_gpus) / sizeof(core_gpus[0]))
 
 static pthread_once_t core_gpu_once = PTHREAD_ONCE_INIT;
-static const struct core_gpu_spec *core_gpu_chosen;
+static struct core_gpu_spec core_gpu_chosen;
+
+/* AMPSHIM_EMU_MEMORY=SIZE: the device's memory in bytes, with an optional
+ * K, M or G (binary), in place of the GPU's own; allocations past it fail
+ * as on a full GPU. */
+static void
+core_gpu_memory(void)
+{
+    const char *s = secure_getenv("AMPSHIM_EMU_MEMORY");
+    unsigned long long v;
+    char *end;
+
+    if (!s || !*s)
+        return;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'K': v <<= 10; end++; break;
+    case 'M': v <<= 20; end++; break;
+    case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (errno || *end || v < (1u << 20) || v > core_gpu_chosen.pub.total_mem) {
+        fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_MEMORY=%s is not a memory "
+                "size (accepted: 1M to the GPU's %zu bytes, a number with an "
+                "optional K, M or G); using the GPU's\n", s,
+                core_gpu_chosen.pub.total_mem);
+        return;
+    }
+    core_gpu_chosen.pub.total_mem = (size_t)v;
+}
 
 static void
 core_gpu_choose(void)
@@ -154,25 +185,26 @@ core_gpu_choose(void)
     const char *want = secure_getenv("AMPSHIM_EMU_GPU");
     size_t i;
 
-    core_gpu_chosen = &core_gpus[0];
-    if (!want || !*want)
-        return;
-    for (i = 0; i < CORE_NGPUS; i++) {
-        if (strcmp(want, core_gpus[i].pub.key) == 0) {
-            core_gpu_chosen = &core_gpus[i];
-            return;
-        }
+    core_gpu_chosen = core_gpus[0];
+    if (want && *want) {
+        for (i = 0; i < CORE_NGPUS; i++)
+            if (strcmp(want, core_gpus[i].pub.key) == 0)
+                break;
+        if (i < CORE_NGPUS)
+            core_gpu_chosen = core_gpus[i];
+        else
+            fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_GPU=%s is not a known "
+                    "GPU (accepted: h100, h200, b200, a100, l4, rtx4090); "
+                    "using h100\n", want);
     }
-    fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_GPU=%s is not a known GPU "
-            "(accepted: h100, h200, b200, a100, l4, rtx4090); using h100\n",
-            want);
+    core_gpu_memory();
 }
 
 const struct core_gpu_spec *
 core_gpu_spec(void)
 {
     pthread_once(&core_gpu_once, core_gpu_choose);
-    return core_gpu_chosen;
+    return &core_gpu_chosen;
 }
 
 const struct emu_gpu *

@@ -1072,6 +1072,17 @@ test_kernel_stats(void **state)
     assert_non_null(strstr(text, "ampshim-emu: model h100 fp16_tflops="));
 }
 
+/* AMPSHIM_EMU_BEHIND, AMPSHIM_EMU_NOISE, AMPSHIM_EMU_MEMORY: the device
+ * behind the host, noisy times, a smaller memory (child_pace). */
+static void
+test_device_behind(void **state)
+{
+    (void)state;
+    assert_int_equal(run_child("behind", "AMPSHIM_EMU_BEHIND", "4"), 0);
+    assert_int_equal(run_child("noise", "AMPSHIM_EMU_NOISE", "0.3:7"), 0);
+    assert_int_equal(run_child("memory", "AMPSHIM_EMU_MEMORY", "64M"), 0);
+}
+
 /* ---- Scenarios run in a fresh child process -------------------------------- */
 
 static CUcontext
@@ -1342,6 +1353,90 @@ test_gpu_choice(void **state)
     }
 }
 
+/* Behind by 4: a query neither runs work nor sees it finish at the next
+ * query; a fifth op queued makes the oldest run; a host that polls long
+ * enough sees the rest finish. */
+static int
+child_behind(void)
+{
+    CUstream st;
+    CUevent first, last;
+    CUdeviceptr d;
+    int polls = 0, i;
+
+    child_bring_up();
+    if (cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
+        cuEventCreate(&first, CU_EVENT_DISABLE_TIMING) ||
+        cuEventCreate(&last, CU_EVENT_DISABLE_TIMING) ||
+        cuMemAlloc(&d, 4096))
+        return 10;
+    /* Four ops queued: the memset and the record, then two more. */
+    if (cuMemsetD32Async(d, 1, 1024, st) || cuEventRecord(first, st) ||
+        cuMemsetD32Async(d, 2, 1024, st) || cuMemsetD32Async(d, 3, 1024, st))
+        return 11;
+    for (i = 0; i < 10; i++)
+        if (cuEventQuery(first) != CUDA_ERROR_NOT_READY ||
+            cuStreamQuery(st) != CUDA_ERROR_NOT_READY)
+            return 12;
+    /* Two more: the queue of 6 runs its oldest two. */
+    if (cuMemsetD32Async(d, 4, 1024, st) || cuEventRecord(last, st))
+        return 13;
+    if (cuEventQuery(first) != CUDA_SUCCESS ||
+        cuEventQuery(last) != CUDA_ERROR_NOT_READY)
+        return 14;
+    while (cuStreamQuery(st) == CUDA_ERROR_NOT_READY && polls < 100000)
+        polls++;
+    if (polls < 100 || polls >= 100000 || cuEventQuery(last) != CUDA_SUCCESS)
+        return 15;
+    return cuMemFree(d) || cuStreamDestroy(st) ? 16 : 0;
+}
+
+/* Noise 0.3: the same op's time varies, within 30 % of the exact time. */
+static int
+child_noise(void)
+{
+    CUstream st;
+    CUevent e0, e1;
+    CUdeviceptr d;
+    float ms, lo = 1e30f, hi = 0.0f;
+    double exact = emu_model_ns(0.0, EMU_PREC_NONE, 64.0 * 1024 * 1024) / 1e6;
+
+    child_bring_up();
+    if (cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
+        cuEventCreate(&e0, 0) || cuEventCreate(&e1, 0) ||
+        cuMemAlloc(&d, 64u << 20))
+        return 10;
+    for (int i = 0; i < 20; i++) {
+        if (cuEventRecord(e0, st) || cuMemsetD32Async(d, 0, 16u << 20, st) ||
+            cuEventRecord(e1, st) || cuEventSynchronize(e1) ||
+            cuEventElapsedTime(&ms, e0, e1))
+            return 11;
+        lo = ms < lo ? ms : lo;
+        hi = ms > hi ? ms : hi;
+    }
+    if (lo < 0.69 * exact || hi > 1.31 * exact || hi - lo < 0.1 * exact)
+        return 12;
+    return cuMemFree(d) ? 13 : 0;
+}
+
+/* A 64 MiB device: its memory as cuMemGetInfo reports it, and an
+ * allocation past it fails as on a full GPU. */
+static int
+child_memory(void)
+{
+    CUdeviceptr a, b;
+    size_t free_b, total;
+
+    child_bring_up();
+    if (cuMemGetInfo(&free_b, &total) || total != 64u << 20 || free_b > total)
+        return 10;
+    if (cuMemAlloc(&a, 48u << 20))
+        return 11;
+    if (cuMemAlloc(&b, 48u << 20) != CUDA_ERROR_OUT_OF_MEMORY)
+        return 12;
+    return cuMemFree(a) ? 13 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1355,6 +1450,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_memcpy_2d),
         cmocka_unit_test(test_memsets),
         cmocka_unit_test(test_unordered_access_named),
+        cmocka_unit_test(test_device_behind),
         cmocka_unit_test(test_async_copy_stages_pageable_source),
         cmocka_unit_test(test_stream_query_and_flags),
         cmocka_unit_test(test_stream_ids),
@@ -1391,6 +1487,12 @@ main(int argc, char **argv)
             return child_stats();
         if (strcmp(argv[2], "unordered") == 0)
             return child_unordered();
+        if (strcmp(argv[2], "behind") == 0)
+            return child_behind();
+        if (strcmp(argv[2], "noise") == 0)
+            return child_noise();
+        if (strcmp(argv[2], "memory") == 0)
+            return child_memory();
         return 99;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);
