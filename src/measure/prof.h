@@ -196,8 +196,12 @@ struct amp_prof_entry {
     double shadow_candidate_ms;     /* the candidates beside them */
     /* Errors of the calls compared with FP32 (shadow and delivering ones),
      * relative in the max norm (max_rel,
-     * sum_rel) and in the Frobenius norm (max_fro, sum_fro). */
+     * sum_rel) and in the Frobenius norm (max_fro, sum_fro); the sums over
+     * the measured calls, those that compared an element (an FP32 result
+     * with no finite element has nothing to measure). */
     unsigned long long error_calls;
+    unsigned long long measured_calls; /* of those, comparing an element */
+    unsigned long long compared;    /* elements compared, summed */
     double max_rel, sum_rel, max_abs;
     double max_fro, sum_fro;
     unsigned long long over_tolerance, nonfinite;
