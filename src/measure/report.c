@@ -541,17 +541,27 @@ amp_json_job(struct amp_json_out *j)
 }
 
 /* The device's name: of the first context the shim used, else of the
- * calling thread's current one; -1 when there is none. */
+ * calling thread's current one, else of the first device (by ordinal)
+ * the program's calls ran on: a program that reset the device or
+ * released its context before exit, with every call kept FP32 (the shim
+ * set nothing up), still ran them there. -1 when there is none. */
 static int
 amp_report_device(char *name, size_t cap)
 {
     const struct amp_dev *dev = amp_dev_first();
+    struct amp_prof_device ran;
+    unsigned long long dropped;
 
     if (dev) {
         snprintf(name, cap, "%s", amp_dev_name(dev));
         return 0;
     }
-    return amp_dev_current_name(name, cap) == AMP_OK ? 0 : -1;
+    if (amp_dev_current_name(name, cap) == AMP_OK)
+        return 0;
+    if (amp_prof_devices(&ran, 1, &dropped) == 1 &&
+        amp_dev_ordinal_name(ran.ordinal, name, cap) == AMP_OK)
+        return 0;
+    return -1;
 }
 
 /* The device label: its name, and whether the emulator models it. */

@@ -5,7 +5,9 @@
  *   resets the device through the cuDevicePrimaryCtxReset it was given,
  *   SGEMMs still queued, then makes new buffers and converts again: both
  *   rounds within the FP16 bound, every call converted and timed, none
- *   fallen back or unmeasured;
+ *   fallen back or unmeasured; and under AMPSHIM_MODE=fp32, where the shim
+ *   sets nothing up on the device and no context is current at exit, the
+ *   report and the exit table still name the device the calls ran on;
  * - thread_exit: threads that made converted SGEMMs and a convolution
  *   exit one after another; with the emulator's call log on, no
  *   device-wide synchronisation (`ampshim-emu: call cuCtxSynchronize`)
@@ -39,9 +41,10 @@ static struct amp_test_run plain_run;
 static struct amp_test_check plain;
 
 /* The program on the emulator with tolerance tol; with `report` (a path),
- * under the shim in fp16 writing its report there. */
+ * under the shim in `mode` (AMPSHIM_MODE) writing its report there. */
 static void
-run_prog(const char *tol, const char *report, struct amp_test_run *run)
+run_prog(const char *tol, const char *mode, const char *report,
+         struct amp_test_run *run)
 {
     char *argv[] = { (char *)prog_path, (char *)tol, NULL };
     struct amp_test_env env;
@@ -51,7 +54,7 @@ run_prog(const char *tol, const char *report, struct amp_test_run *run)
     amp_test_env_set(&env, "AMPSHIM_EMU_CALL_LOG", "1");
     if (report) {
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
-        amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+        amp_test_env_set(&env, "AMPSHIM_MODE", mode);
         amp_test_env_set(&env, "AMPSHIM_REPORT", report);
     }
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
@@ -64,7 +67,7 @@ plain_setup(void **state)
 {
     (void)state;
     /* tf32: cuDNN's default math on the emulated Hopper. */
-    run_prog("tf32", NULL, &plain_run);
+    run_prog("tf32", NULL, NULL, &plain_run);
     if (!plain_run.exited || plain_run.code != 0 ||
         amp_test_parse_check(plain_run.out, &plain) != 0 ||
         !plain.have_result || plain.count == 0) {
@@ -83,9 +86,10 @@ plain_teardown(void **state)
     return 0;
 }
 
-/* Member of the report by a dotted path ("sites.0.time.calls_timed"). */
-static double
-report_num(const struct amp_json *v, const char *path)
+/* Member of the report by a dotted path ("sites.0.time.calls_timed"), or
+ * NULL. */
+static const struct amp_json *
+report_at(const struct amp_json *v, const char *path)
 {
     char buf[128], *save = NULL, *part;
 
@@ -100,9 +104,27 @@ report_num(const struct amp_json *v, const char *path)
             v = amp_json_get(v, part);
         }
     }
+    return v;
+}
+
+static double
+report_num(const struct amp_json *rep, const char *path)
+{
+    const struct amp_json *v = report_at(rep, path);
+
     if (!v || v->type != AMP_JSON_NUMBER)
         fail_msg("the report has no number %s", path);
     return v->number;
+}
+
+static const char *
+report_str(const struct amp_json *rep, const char *path)
+{
+    const struct amp_json *v = report_at(rep, path);
+
+    if (!v || v->type != AMP_JSON_STRING)
+        fail_msg("the report has no string %s", path);
+    return v->string;
 }
 
 /* Under the shim in fp16: the run passes every plain case within the FP16
@@ -122,7 +144,7 @@ expect_all_converted(const char *api, int calls, struct amp_test_run *run)
 
     assert_non_null(mkdtemp(dir));
     snprintf(report, sizeof report, "%s/r.json", dir);
-    run_prog("fp16", report, run);
+    run_prog("fp16", "fp16", report, run);
     amp_test_expect_exit(run, 0, "fp16");
     amp_test_expect_cases_pass(run, &plain, "fp16", &check);
     amp_test_parse_summary(run->err, &sum);
@@ -177,6 +199,51 @@ test_static_reset(void **state)
     (void)state;
     expect_all_converted("cublasSgemm_v2", 9, &run);
     amp_test_run_free(&run);
+}
+
+/* static_reset under AMPSHIM_MODE=fp32: every call kept FP32, so the shim
+ * never sets up its state in a context, and the program has released the
+ * primary context at exit. The report's device and the exit table still
+ * name the device its calls ran on (the report's devices[0], named by
+ * its ordinal), not "none". */
+static void
+test_static_reset_device_named(void **state)
+{
+    char dir[] = "/tmp/test_lifetime.XXXXXX", report[64], err[128];
+    char line[256];
+    struct amp_test_run run;
+    struct amp_json *rep;
+    const char *name;
+    char *text;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    run_prog("fp32", "fp32", report, &run);
+    amp_test_expect_exit(&run, 0, "fp32");
+    text = amp_test_read_file(report);
+    if (!text)
+        fail_msg("no report %s", report);
+    rep = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!rep)
+        fail_msg("%s: %s", report, err);
+    assert_int_equal((int)report_num(rep, "totals.fp32"), 9);
+    name = report_str(rep, "devices.0.name");
+    snprintf(line, sizeof line, "| times modelled on %s;", name);
+    if (!report_at(rep, "device.reported_name") ||
+        report_at(rep, "device.reported_name")->type != AMP_JSON_STRING ||
+        strcmp(report_str(rep, "device.reported_name"), name) != 0 ||
+        amp_test_count_lines_with(run.err, line) != 1) {
+        fprintf(stderr, "%s\n", text);
+        amp_test_run_dump("fp32", &run);
+        fail_msg("want the device named %s in the report and the exit "
+                 "table after the reset", name);
+    }
+    amp_json_free(rep);
+    free(text);
+    amp_test_run_free(&run);
+    unlink(report);
+    rmdir(dir);
 }
 
 /* ---- Thread exit -------------------------------------------------------- */
@@ -248,6 +315,7 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest reset_tests[] = {
         cmocka_unit_test(test_static_reset),
+        cmocka_unit_test(test_static_reset_device_named),
     };
     const struct CMUnitTest exit_tests[] = {
         cmocka_unit_test(test_thread_exit),
