@@ -62,6 +62,9 @@ enum amp_kept {
     AMP_KEPT_DEMOTED,          /* the site's error went over the tolerance */
     AMP_KEPT_BROKEN,           /* the policy file has an error */
     AMP_KEPT_PEDANTIC,         /* pedantic or FMA-only math asked for */
+    AMP_KEPT_NO_TC_ENGINE,     /* a cuDNN backend plan on an engine without
+                                  Tensor Cores: the program chose FP32
+                                  math by its engine */
     AMP_KEPT_UNSUPPORTED,      /* valid, not for the converted path */
     AMP_KEPT_INVALID,          /* arguments the library refuses */
     AMP_KEPT_EMPTY,            /* nothing to compute (a size 0, alpha 0) */

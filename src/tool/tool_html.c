@@ -111,6 +111,8 @@ static const struct amp_reason {
     {"demoted", "the site's shadow error went over the tolerance"},
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
+    {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "
+                              "Tensor Cores: the program chose FP32 math"},
     {"unsupported", "types or options the converted path does not take"},
     {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
                     "through counters (atomic synchronisation)"},

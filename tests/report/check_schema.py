@@ -88,7 +88,7 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
-        "library", "atomic-sync"}
+        "library", "atomic-sync", "no-tensor-core-engine"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 
