@@ -8,13 +8,20 @@
  *   fallen back or unmeasured; and under AMPSHIM_MODE=fp32, where the shim
  *   sets nothing up on the device and no context is current at exit, the
  *   report and the exit table still name the device the calls ran on;
+ * - dlsym_loader: a loader that takes every function from its own dlopen
+ *   handles with dlsym, the context-ending ones included, ends four
+ *   contexts (cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxReset_v2,
+ *   cuCtxDestroy_v2, cudaDeviceReset), SGEMMs queued in each: under
+ *   AMPSHIM_MODE=shadow:fp16 every call's shadow check is measured and
+ *   timed, none unmeasured;
  * - thread_exit: threads that made converted SGEMMs and a convolution
  *   exit one after another; with the emulator's call log on, no
  *   device-wide synchronisation (`ampshim-emu: call cuCtxSynchronize`)
  *   between the lines the program prints around each join, and the later
  *   thread converts too.
  *
- * usage: test_lifetime static_reset|thread_exit PROGRAM LIBAMPSHIM EMU_DIR */
+ * usage: test_lifetime static_reset|dlsym_loader|thread_exit PROGRAM
+ *        LIBAMPSHIM EMU_DIR */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -246,6 +253,72 @@ test_static_reset_device_named(void **state)
     rmdir(dir);
 }
 
+/* ---- A loader's own lookups --------------------------------------------- */
+
+/* dlsym_loader under AMPSHIM_MODE=shadow:fp16: 4 rounds of 3 checked and
+ * 3 queued calls, each round's context ended through a function the
+ * program took with dlsym. Every call is a shadow call whose error and
+ * times the report has: the shim harvested each context before it
+ * ended. */
+static void
+test_dlsym_loader(void **state)
+{
+    char dir[] = "/tmp/test_lifetime.XXXXXX", report[64], err[128], key[64];
+    const int calls = 24;
+    const struct amp_test_summary_line *l;
+    struct amp_test_summary sum;
+    struct amp_test_check check;
+    struct amp_test_run run;
+    struct amp_json *rep;
+    int measured = 0, timed = 0;
+    size_t nsites;
+    char *text;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    run_prog("fp16", "shadow:fp16", report, &run);
+    amp_test_expect_exit(&run, 0, "shadow:fp16");
+    amp_test_expect_cases_pass(&run, &plain, "shadow:fp16", &check);
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, "cublasSgemm_v2");
+    if (!l || l->calls != calls || l->converted != calls ||
+        l->shadow != calls || l->fallback || l->fp32 || l->passthrough) {
+        amp_test_run_dump("shadow:fp16", &run);
+        fail_msg("want the summary's cublasSgemm_v2 calls=%d, every one a "
+                 "measured shadow call", calls);
+    }
+    text = amp_test_read_file(report);
+    if (!text)
+        fail_msg("no report %s", report);
+    rep = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!rep)
+        fail_msg("%s: %s", report, err);
+    nsites = report_at(rep, "sites")->count;
+    for (size_t i = 0; i < nsites; i++) {
+        snprintf(key, sizeof key, "sites.%zu.errors.shadow_calls", i);
+        measured += (int)report_num(rep, key);
+        snprintf(key, sizeof key, "sites.%zu.time.calls_timed", i);
+        timed += (int)report_num(rep, key);
+    }
+    if (report_num(rep, "totals.calls") != calls ||
+        report_num(rep, "totals.unmeasured") != 0 || measured != calls ||
+        timed != calls) {
+        fprintf(stderr, "%s\n", text);
+        amp_test_run_dump("shadow:fp16", &run);
+        fail_msg("report: calls=%g unmeasured=%g shadow checks measured=%d "
+                 "timed=%d; want all %d measured and timed",
+                 report_num(rep, "totals.calls"),
+                 report_num(rep, "totals.unmeasured"), measured, timed,
+                 calls);
+    }
+    amp_json_free(rep);
+    free(text);
+    amp_test_run_free(&run);
+    unlink(report);
+    rmdir(dir);
+}
+
 /* ---- Thread exit -------------------------------------------------------- */
 
 /* Lines of text between the line containing `from` and the next one
@@ -317,13 +390,16 @@ main(int argc, char **argv)
         cmocka_unit_test(test_static_reset),
         cmocka_unit_test(test_static_reset_device_named),
     };
+    const struct CMUnitTest loader_tests[] = {
+        cmocka_unit_test(test_dlsym_loader),
+    };
     const struct CMUnitTest exit_tests[] = {
         cmocka_unit_test(test_thread_exit),
     };
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s static_reset|thread_exit PROGRAM "
-                "LIBAMPSHIM EMU_DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s static_reset|dlsym_loader|thread_exit "
+                "PROGRAM LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     prog_path = argv[2];
@@ -332,6 +408,10 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "static_reset") == 0)
         return _cmocka_run_group_tests("static runtime reset", reset_tests,
                                        COUNT(reset_tests), plain_setup,
+                                       plain_teardown);
+    if (strcmp(argv[1], "dlsym_loader") == 0)
+        return _cmocka_run_group_tests("loader's own lookups", loader_tests,
+                                       COUNT(loader_tests), plain_setup,
                                        plain_teardown);
     if (strcmp(argv[1], "thread_exit") == 0)
         return _cmocka_run_group_tests("thread exit", exit_tests,
