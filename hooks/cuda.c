@@ -10,7 +10,8 @@
  * through the dynamic linker, and a runtime linked statically into the
  * program has no cudaDeviceReset to hook: cuGetProcAddress is hooked, and
  * hands out the driver hooks here for the driver's own definitions
- * (amp_cuda_hook_for; dlsym on libcuda.so.1's handle does the same). A
+ * (amp_cuda_hook_for; dlsym on libcuda.so.1's handle does the same, and
+ * dlsym on libcudart.so.13's hands out cudaDeviceReset's hook). A
  * stream that ends (cuStreamDestroy) lets the records of the shim's
  * delayed scales on it go. */
 #include "cuda_symbols.h"
@@ -196,6 +197,16 @@ static struct {
 #undef AMP_DRIVER_HOOK_ENTRY
 };
 
+/* The runtime's functions that dlsym on its handle answers with a hook. */
+static const struct {
+    const char *name;
+    void (*hook)(void);
+} amp_runtime_hooks[] = {
+#define AMP_RUNTIME_HOOK_ENTRY(name) {#name, (void (*)(void))name},
+    AMP_CUDA_RUNTIME_HOOKED(AMP_RUNTIME_HOOK_ENTRY)
+#undef AMP_RUNTIME_HOOK_ENTRY
+};
+
 #define AMP_DRIVER_NHOOKS (sizeof amp_driver_hooks / sizeof *amp_driver_hooks)
 
 static void *
@@ -210,23 +221,41 @@ amp_hook_address(size_t i)
 void *amp_cuda_hook_of(const char *name, const void *fn)
     __attribute__((visibility("hidden")));
 
+/* 1 when fn is defined in the object whose soname is `soname`. */
+static int
+amp_defined_in(const void *fn, const char *soname)
+{
+    const char *in = amp_object_soname_at(fn);
+
+    return in && strcmp(in, soname) == 0;
+}
+
 /* The hook of the driver's function `name` (its exported, versioned name)
- * when fn is the driver's definition (in libcuda.so.1), else NULL. For
- * dlsym on the driver's handle, which decides whether the caller gets it
- * (this starts nothing: it is asked on every lookup). */
+ * when fn is the driver's definition (in libcuda.so.1), or of the
+ * runtime's when fn is the runtime's (libcudart.so.13, the release the
+ * shim hooks; another release's is its own), else NULL. For dlsym on
+ * their handles, which decides whether the caller gets it (this starts
+ * nothing: it is asked on every lookup). */
 void *
 amp_cuda_hook_of(const char *name, const void *fn)
 {
-    const char *soname;
+    void *hook;
     size_t i;
 
-    for (i = 0; name && fn && i < AMP_DRIVER_NHOOKS; i++) {
-        if (strcmp(amp_driver_hooks[i].name, name) != 0)
+    if (!name || !fn)
+        return NULL;
+    for (i = 0; i < AMP_DRIVER_NHOOKS; i++)
+        if (strcmp(amp_driver_hooks[i].name, name) == 0)
+            return amp_defined_in(fn, AMP_CUDA_SONAME) ? amp_hook_address(i)
+                                                       : NULL;
+    for (i = 0; i < sizeof amp_runtime_hooks / sizeof *amp_runtime_hooks;
+         i++) {
+        if (strcmp(amp_runtime_hooks[i].name, name) != 0)
             continue;
-        soname = amp_object_soname_at(fn);
-        if (!soname || strcmp(soname, AMP_CUDA_SONAME) != 0)
+        if (!amp_defined_in(fn, AMP_CUDART_SONAME))
             return NULL;
-        return amp_hook_address(i);
+        memcpy(&hook, &amp_runtime_hooks[i].hook, sizeof hook);
+        return hook;
     }
     return NULL;
 }

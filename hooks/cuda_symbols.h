@@ -34,4 +34,11 @@
     X(cuStreamDestroy_v2)                                                    \
     X(cuGetProcAddress_v2)
 
+/* The runtime's hooks that dlsym on libcudart.so.13's handle hands out in
+ * place of the runtime's own definitions: a program that opens the
+ * runtime itself and takes its reset from the handle (a framework's
+ * loader) ends the context through the hook all the same. */
+#define AMP_CUDA_RUNTIME_HOOKED(X)                                           \
+    X(cudaDeviceReset)
+
 #endif

@@ -205,7 +205,7 @@ amp_bk_scale(cudnnBackendDescriptor_t op, cudnnBackendAttributeName_t name,
 
 enum amp_graph_kind {
     AMP_GRAPH_FP32 = 0,        /* one FP32 convolution, Tensor Core engine */
-    AMP_GRAPH_STRICT,          /* the same on an engine without Tensor
+    AMP_GRAPH_NO_TC_ENGINE,    /* the same on an engine without Tensor
                                   Cores: the program kept to FP32 math */
     AMP_GRAPH_OTHER,           /* another graph, or other types */
     AMP_GRAPH_INVALID,         /* not a plan cuDNN can read back */
@@ -430,7 +430,7 @@ amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
                                   : amp_graph_read_op(d[2], a);
     if (a->kind == AMP_GRAPH_FP32 &&
         !amp_graph_engine_note(d[1], CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
-        a->kind = AMP_GRAPH_STRICT;
+        a->kind = AMP_GRAPH_NO_TC_ENGINE;
 out:
     amp_bk_destroy(d, 3);
 }
@@ -1018,7 +1018,7 @@ amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
         d.y = a.l[AMP_CONV_Y];
         d.alpha = a.alpha;
         d.beta = a.beta;
-        d.strict = a.kind == AMP_GRAPH_STRICT;
+        d.no_tc_engine = a.kind == AMP_GRAPH_NO_TC_ENGINE;
         d.site = amp_site_get(h->stats->name, caller);
     }
     if (!amp_conv_hook_run(h, &d, &amp_graph_vendor, &call))

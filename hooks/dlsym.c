@@ -3,9 +3,11 @@
  * library's handle, as TensorFlow's and XLA's loaders and Python's ctypes
  * do, gets the shim's hook for each hooked name of the releases the shim
  * converts (libcublas.so.13, libcublasLt.so.13, libcudnn*.so.9), and a
- * runtime linked into the program that opens libcuda.so.1 gets the hooks
- * of the driver's functions that end a context or a stream and of its
- * cuGetProcAddress (hooks/cuda.c); every
+ * runtime linked into the program that opens libcuda.so.1, or a loader
+ * that opens it and libcudart.so.13 itself, gets the hooks of the
+ * driver's functions that end a context or a stream, of its
+ * cuGetProcAddress and of the runtime's cudaDeviceReset (hooks/cuda.c);
+ * every
  * other lookup gets exactly what the C library gives, another release's
  * (libcublas.so.12, whose descriptors and handles are its own) included.
  * The vendor libraries' own lookups (cuDNN 9's front library takes each
@@ -49,8 +51,8 @@ AMP_CUDNN_HOOKED(AMP_DECLARE_HOOK)
 AMP_CUDNN_GRAPH_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
 
-/* The driver hook of `name` for the driver's definition fn, or NULL
- * (cuda.c). */
+/* The driver's or the runtime's hook of `name` for their definition fn,
+ * or NULL (cuda.c). */
 void *amp_cuda_hook_of(const char *name, const void *fn);
 
 struct amp_dl_hook {
@@ -109,8 +111,9 @@ amp_dl_answer(void *fn, const char *name, const void *caller)
     void *answer;
     const char *from;
 
-    /* The driver's functions that end a context or stream, and its
-     * cuGetProcAddress, for a caller other than the driver itself (its
+    /* The driver's functions that end a context or stream, its
+     * cuGetProcAddress and the runtime's cudaDeviceReset, for a caller
+     * other than the driver itself (its
      * cuGetProcAddress looks itself up), the shared CUDA runtime (whose
      * resets the runtime's hooks see; it looks the driver up as it
      * loads, which must not start the shim) and the vendor libraries. */

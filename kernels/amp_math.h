@@ -919,6 +919,8 @@ struct amp_shadow_error {
     double sq_diff;            /* sum of (candidate - fp32)^2 where both
                                   are finite */
     double sq_ref;             /* sum of fp32^2 over its finite elements */
+    unsigned long long compared; /* elements finite in FP32: the ones
+                                    measured (0: nothing was measurable) */
 };
 
 /* The reduction state in device scratch (zeroed before the kernel), and
@@ -941,6 +943,7 @@ amp_shadow_merge(struct amp_shadow_error *into,
     into->nonfinite += e->nonfinite;
     into->sq_diff += e->sq_diff;
     into->sq_ref += e->sq_ref;
+    into->compared += e->compared;
 }
 
 /* The relative error of a measurement, max_abs / max_ref: 0 when nothing
@@ -975,6 +978,7 @@ amp_shadow_element(struct amp_shadow_error *e, float cand, float ref)
 
     if (!amp_is_finite(ref))
         return;
+    e->compared++;
     /* |ref| by its bits: -0.0 must not compare above every positive. */
     mag = amp_f32_bits(ref) & 0x7fffffffu;
     if (mag > e->max_ref)
@@ -1001,7 +1005,7 @@ amp_shadow_error_thread(const float *cand, int64_t ld_r, int64_t stride_r,
                         int64_t rows, int64_t cols, int64_t tid,
                         int64_t nthreads)
 {
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
     struct amp_walk w;
     int64_t n = batch * rows * cols;
     int64_t g;
@@ -1330,7 +1334,7 @@ amp_conv_error_thread(const float *cand, const struct amp_conv_layout *lc,
                       const float *ref, const struct amp_conv_layout *lref,
                       int64_t tid, int64_t nthreads)
 {
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
     struct amp_walk w;
     int64_t n = amp_conv_count(lc, 0), g;
 

@@ -54,10 +54,10 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     __shared__ uint32_t ref_max[AMP_KERNEL_BLOCK];
     __shared__ double sq_diff[AMP_KERNEL_BLOCK];
     __shared__ double sq_ref[AMP_KERNEL_BLOCK];
-    __shared__ unsigned long long nonfinite;
+    __shared__ unsigned long long nonfinite, compared;
 
     if (threadIdx.x == 0)
-        nonfinite = 0;
+        nonfinite = compared = 0;
     abs_max[threadIdx.x] = e.max_abs;
     ref_max[threadIdx.x] = e.max_ref;
     sq_diff[threadIdx.x] = e.sq_diff;
@@ -65,6 +65,8 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     __syncthreads();
     if (e.nonfinite)
         atomicAdd(&nonfinite, e.nonfinite);
+    if (e.compared)
+        atomicAdd(&compared, e.compared);
     amp_block_max(abs_max);
     amp_block_max(ref_max);
     amp_block_sum(sq_diff);
@@ -76,6 +78,7 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     atomicAdd(&accum->error.nonfinite, nonfinite);
     atomicAdd(&accum->error.sq_diff, sq_diff[0]);
     atomicAdd(&accum->error.sq_ref, sq_ref[0]);
+    atomicAdd(&accum->error.compared, compared);
     if (!amp_last_block(&accum->blocks_done))
         return;
     slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
@@ -83,6 +86,7 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
     slot->sq_diff = atomicAdd(&accum->error.sq_diff, 0.0);
     slot->sq_ref = atomicAdd(&accum->error.sq_ref, 0.0);
+    slot->compared = atomicAdd(&accum->error.compared, 0ull);
     __threadfence_system();
 }
 

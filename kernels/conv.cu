@@ -67,7 +67,7 @@ amp_k_conv_check(const void *r, int64_t n, int32_t format,
                  const struct amp_conv_scalars *s,
                  struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
 {
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
 
     // Non-finite inputs may rightly make non-finite outputs.
     if (!s->nonfinite_in)

@@ -356,6 +356,7 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
         if (e->max_abs > c->worst.max_abs)
             c->worst.max_abs = e->max_abs;
         c->worst.nonfinite += e->nonfinite;
+        c->worst.compared += e->compared;
         if (amp_error_over(e, bound->tolerance, bound->norm))
             c->over = 1;
     }
@@ -453,6 +454,7 @@ amp_auto_chosen_worst(const struct amp_site *site, enum amp_norm norm,
         if (err > out->error || isnan(err))
             out->error = err;
         out->shadow_calls += c->errors;
+        out->compared += c->worst.compared;
         if (!counted++)
             out->sites++;
     }

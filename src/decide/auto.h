@@ -43,7 +43,8 @@ struct amp_auto_candidate {
     int64_t timing_at;           /* the shape's call count at that call */
     double warm_ms, warm_fp32_ms; /* the first warm-up's times */
     struct amp_gemm_error worst; /* each field's worst over the measured
-                                    calls (nonfinite: their sum) */
+                                    calls (nonfinite, compared: their
+                                    sums) */
     double candidate_ms, fp32_ms;
     int failed;                  /* fell back, or never timed: not chosen */
     int over;                    /* an error over the tolerance, or a

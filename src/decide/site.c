@@ -232,6 +232,7 @@ amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
     if (e->fro_rel > site->shadow_max_fro)
         site->shadow_max_fro = e->fro_rel;
     site->shadow_nonfinite += e->nonfinite;
+    site->shadow_compared += e->compared;
     pthread_mutex_unlock(&amp_site_lock);
     /* No tolerance acts (AMPSHIM_MODE decides): measured, never demoted. */
     if (tolerance == HUGE_VAL || !amp_error_over(e, tolerance, norm))
@@ -273,6 +274,7 @@ amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
         if (err > out->error || isnan(err))
             out->error = err;
         out->shadow_calls += s->shadow_calls - s->auto_shadow_calls;
+        out->compared += s->shadow_compared;
         out->sites++;
     }
     pthread_mutex_unlock(&amp_site_lock);

@@ -23,6 +23,9 @@ struct amp_gemm_error {
                                      candidate */
     double fro_rel;            /* ||candidate - fp32||_F / ||fp32||_F:
                                   relative error in the Frobenius norm */
+    unsigned long long compared; /* elements compared: finite in FP32; 0
+                                    when none was, and the errors above
+                                    measure nothing */
 };
 
 /* The relative error of e in `norm`: max_rel or fro_rel. */
@@ -68,6 +71,7 @@ struct amp_site {
     unsigned long long auto_shadow_calls; /* auto's candidates' */
     double shadow_max_abs, shadow_max_rel, shadow_max_fro;
     unsigned long long shadow_nonfinite;
+    unsigned long long shadow_compared; /* elements compared, summed */
     char demoted_why[160];    /* the first demotion's reason */
     /* Calls decided per shape (amp_site_shape_count): a key (0: free)
      * and its count per slot; shapes beyond the slots share `calls`. */
@@ -139,6 +143,8 @@ void amp_site_shadow_auto(struct amp_site *site);
 struct amp_site_worst {
     double error;              /* 0 when nothing was measured */
     unsigned long long shadow_calls;
+    unsigned long long compared; /* elements their shadow calls compared:
+                                    0 when none was measurable */
     int sites;                 /* sites with shadow calls among them */
     int demoted;               /* sites left out: demoted */
 };

@@ -24,7 +24,9 @@ enum amp_cover {
     AMP_COVER_FALLBACK,        /* FP32 kept: conversion tried and failed */
     AMP_COVER_UNCONVERTED,     /* FP32 data on a path the shim does not
                                   convert (a convolution with Tensor Core
-                                  math already, an unusual compute type) */
+                                  math already, a backend plan on an
+                                  engine without Tensor Cores, an unusual
+                                  compute type) */
     AMP_COVER_LIBRARY,         /* FP32 kept: one of NVIDIA's libraries
                                   called (cuSOLVER's blocked updates) */
     AMP_COVER_FP64,            /* other precisions from here on */

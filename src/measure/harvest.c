@@ -63,6 +63,7 @@ amp_harvest_one(const struct amp_pending *p)
                                     amp_bits_f32(bits.max_ref));
     e.fro_rel = sqrt(amp_shadow_relative_sq(bits.sq_diff, bits.sq_ref));
     e.nonfinite = bits.nonfinite;
+    e.compared = bits.compared;
     amp_prof_error(p->call, &e);
     if (p->shadow && p->stats)
         amp_stats_shadow(p->stats, &e);

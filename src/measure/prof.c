@@ -34,6 +34,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_DEMOTED] = "demoted",
     [AMP_KEPT_BROKEN] = "broken-policy",
     [AMP_KEPT_PEDANTIC] = "pedantic",
+    [AMP_KEPT_NO_TC_ENGINE] = "no-tensor-core-engine",
     [AMP_KEPT_UNSUPPORTED] = "unsupported",
     [AMP_KEPT_INVALID] = "invalid",
     [AMP_KEPT_EMPTY] = "empty",
@@ -624,6 +625,7 @@ amp_call_log(const struct amp_prof_call *c, double converted_ms,
          err[32] = "-";
     const char *mode = amp_mode_name(c->what.mode);
     char shadow[48];
+    int measured_error;
 
     amp_shape_format(&c->what.shape, shape, sizeof shape);
     if (c->what.delivers) { /* converted, FP32 measured beside it */
@@ -640,8 +642,13 @@ amp_call_log(const struct amp_prof_call *c, double converted_ms,
                  measured ? "measured" : "estimated");
     if (converted_ms > 0.0 && fp32_ms >= 0.0)
         snprintf(speed, sizeof speed, "%.3f", fp32_ms / converted_ms);
-    if (atomic_load(&c->error_state) == AMP_ERROR_DELIVERED &&
-        c->what.mode == AMP_MODE_SHADOW)
+    measured_error = atomic_load(&c->error_state) == AMP_ERROR_DELIVERED &&
+                     c->what.mode == AMP_MODE_SHADOW;
+    /* A call that compared no element (FP32's result had none finite)
+     * measured nothing: not an error of 0. */
+    if (measured_error && c->err.compared == 0)
+        snprintf(err, sizeof err, "not-measurable");
+    else if (measured_error)
         snprintf(err, sizeof err, "%.3g", c->err.max_rel);
     amp_log_line("call %s site=%s shape=%s mode=%s converted=%s fp32=%s "
                  "speedup=%s max_rel_err=%s fallback=-", c->what.api,
@@ -707,6 +714,8 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         e->nonfinite += c->err.nonfinite;
         if (shadow) {
             e->error_calls++;
+            e->compared += c->err.compared;
+            e->measured_calls += c->err.compared > 0;
             e->sum_rel += c->err.max_rel;
             if (c->err.max_rel > e->max_rel)
                 e->max_rel = c->err.max_rel;

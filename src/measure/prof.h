@@ -62,6 +62,9 @@ enum amp_kept {
     AMP_KEPT_DEMOTED,          /* the site's error went over the tolerance */
     AMP_KEPT_BROKEN,           /* the policy file has an error */
     AMP_KEPT_PEDANTIC,         /* pedantic or FMA-only math asked for */
+    AMP_KEPT_NO_TC_ENGINE,     /* a cuDNN backend plan on an engine without
+                                  Tensor Cores: the program chose FP32
+                                  math by its engine */
     AMP_KEPT_UNSUPPORTED,      /* valid, not for the converted path */
     AMP_KEPT_INVALID,          /* arguments the library refuses */
     AMP_KEPT_EMPTY,            /* nothing to compute (a size 0, alpha 0) */
@@ -196,8 +199,12 @@ struct amp_prof_entry {
     double shadow_candidate_ms;     /* the candidates beside them */
     /* Errors of the calls compared with FP32 (shadow and delivering ones),
      * relative in the max norm (max_rel,
-     * sum_rel) and in the Frobenius norm (max_fro, sum_fro). */
+     * sum_rel) and in the Frobenius norm (max_fro, sum_fro); the sums over
+     * the measured calls, those that compared an element (an FP32 result
+     * with no finite element has nothing to measure). */
     unsigned long long error_calls;
+    unsigned long long measured_calls; /* of those, comparing an element */
+    unsigned long long compared;    /* elements compared, summed */
     double max_rel, sum_rel, max_abs;
     double max_fro, sum_fro;
     unsigned long long over_tolerance, nonfinite;

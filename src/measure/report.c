@@ -74,6 +74,8 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->shadow_fp32_ms += e->shadow_fp32_ms;
     s->shadow_candidate_ms += e->shadow_candidate_ms;
     s->error_calls += e->error_calls;
+    s->measured_calls += e->measured_calls;
+    s->compared += e->compared;
     s->sum_rel += e->sum_rel;
     if (e->max_rel > s->max_rel)
         s->max_rel = e->max_rel;
@@ -242,14 +244,17 @@ amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
 
     amp_json_key(j, "errors");
     amp_json_object(j);
+    /* Errors of the calls that compared an element: none (null) when
+     * every FP32 result had no finite element, never an error of 0. */
     amp_json_kint(j, "shadow_calls", (long long)e->error_calls);
-    amp_json_knumber(j, "max_rel", e->error_calls ? e->max_rel : NAN);
+    amp_json_kint(j, "compared", (long long)e->compared);
+    amp_json_knumber(j, "max_rel", e->measured_calls ? e->max_rel : NAN);
     amp_json_knumber(j, "mean_rel", amp_ratio(e->sum_rel,
-                                              (double)e->error_calls));
-    amp_json_knumber(j, "max_abs", e->error_calls ? e->max_abs : NAN);
-    amp_json_knumber(j, "max_fro", e->error_calls ? e->max_fro : NAN);
+                                              (double)e->measured_calls));
+    amp_json_knumber(j, "max_abs", e->measured_calls ? e->max_abs : NAN);
+    amp_json_knumber(j, "max_fro", e->measured_calls ? e->max_fro : NAN);
     amp_json_knumber(j, "mean_fro", amp_ratio(e->sum_fro,
-                                              (double)e->error_calls));
+                                              (double)e->measured_calls));
     amp_json_kint(j, "nonfinite", (long long)e->nonfinite);
     amp_json_knumber(j, "tolerance", tol == HUGE_VAL ? NAN : tol);
     amp_json_kstring(j, "tolerance_norm",
@@ -374,8 +379,11 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
         amp_json_kint(j, "times_measured", (long long)c->timed);
         amp_json_kint(j, "warmup_calls", (long long)c->warmups);
         amp_json_kint(j, "converted_calls", (long long)c->converted);
-        amp_json_knumber(j, "max_rel", c->errors ? c->worst.max_rel : NAN);
-        amp_json_knumber(j, "fro_rel", c->errors ? c->worst.fro_rel : NAN);
+        amp_json_kint(j, "compared", (long long)c->worst.compared);
+        amp_json_knumber(j, "max_rel",
+                         c->worst.compared ? c->worst.max_rel : NAN);
+        amp_json_knumber(j, "fro_rel",
+                         c->worst.compared ? c->worst.fro_rel : NAN);
         amp_json_kint(j, "nonfinite", (long long)c->worst.nonfinite);
         amp_json_knumber(j, "candidate_ms",
                          c->timed ? c->candidate_ms / (double)c->timed : NAN);
@@ -533,17 +541,27 @@ amp_json_job(struct amp_json_out *j)
 }
 
 /* The device's name: of the first context the shim used, else of the
- * calling thread's current one; -1 when there is none. */
+ * calling thread's current one, else of the first device (by ordinal)
+ * the program's calls ran on: a program that reset the device or
+ * released its context before exit, with every call kept FP32 (the shim
+ * set nothing up), still ran them there. -1 when there is none. */
 static int
 amp_report_device(char *name, size_t cap)
 {
     const struct amp_dev *dev = amp_dev_first();
+    struct amp_prof_device ran;
+    unsigned long long dropped;
 
     if (dev) {
         snprintf(name, cap, "%s", amp_dev_name(dev));
         return 0;
     }
-    return amp_dev_current_name(name, cap) == AMP_OK ? 0 : -1;
+    if (amp_dev_current_name(name, cap) == AMP_OK)
+        return 0;
+    if (amp_prof_devices(&ran, 1, &dropped) == 1 &&
+        amp_dev_ordinal_name(ran.ordinal, name, cap) == AMP_OK)
+        return 0;
+    return -1;
 }
 
 /* The device label: its name, and whether the emulator models it. */
@@ -1022,10 +1040,12 @@ amp_table_row(const char *site, const char *api, const struct amp_group *g,
     int known = g->t.measured + g->t.estimated > 0;
 
     /* In the tolerance's norm, as the header says. */
-    if (e->error_calls)
+    if (e->measured_calls)
         snprintf(err, sizeof err, "%.2e",
                  amp_policy_tolerance_norm() == AMP_NORM_FRO ? e->max_fro
                                                              : e->max_rel);
+    else if (e->error_calls) /* no FP32 result had a finite element */
+        snprintf(err, sizeof err, "not measurable");
     else
         snprintf(err, sizeof err, "-");
     amp_log_line("| %-*s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
@@ -1404,6 +1424,15 @@ amp_report_tolerance_line(void)
     if (w.shadow_calls == 0) {
         amp_log_line("converted results were not compared with FP32 (no "
                      "shadow call at a site still converting); %s%s",
+                     tol == HUGE_VAL ? "" : "held to ", bound);
+        return;
+    }
+    if (w.compared == 0) {
+        amp_log_line("converted results differ from FP32 by an amount not "
+                     "measurable: FP32's result had no finite element in "
+                     "%s %llu shadow call%s; %s%s",
+                     w.shadow_calls == 1 ? "its" : "any of the",
+                     w.shadow_calls, w.shadow_calls == 1 ? "" : "s",
                      tol == HUGE_VAL ? "" : "held to ", bound);
         return;
     }

@@ -50,6 +50,7 @@ amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e)
     if (e->fro_rel > api->shadow_max_fro)
         api->shadow_max_fro = e->fro_rel;
     api->shadow_nonfinite += e->nonfinite;
+    api->shadow_compared += e->compared;
     pthread_mutex_unlock(&amp_stats_lock);
 }
 
@@ -57,18 +58,23 @@ void
 amp_stats_summary(void)
 {
     struct amp_api_stats *api;
-    char shadow[160];
+    char shadow[224];
 
     pthread_mutex_lock(&amp_stats_lock);
     for (api = amp_stats_list_head; api; api = api->next) {
         shadow[0] = '\0';
-        if (api->shadow_calls)
+        if (api->shadow_calls && api->shadow_compared)
             snprintf(shadow, sizeof shadow,
                      " shadow=%llu max_abs_err=%.3g max_rel_err=%.3g "
-                     "nonfinite=%llu fro_rel_err=%.3g",
+                     "nonfinite=%llu fro_rel_err=%.3g compared=%llu",
                      api->shadow_calls, api->shadow_max_abs,
                      api->shadow_max_rel, api->shadow_nonfinite,
-                     api->shadow_max_fro);
+                     api->shadow_max_fro, api->shadow_compared);
+        else if (api->shadow_calls) /* no element to compare: none */
+            snprintf(shadow, sizeof shadow,
+                     " shadow=%llu max_abs_err=- max_rel_err=- "
+                     "nonfinite=%llu fro_rel_err=- compared=0",
+                     api->shadow_calls, api->shadow_nonfinite);
         amp_log_line("summary %s calls=%llu converted=%llu fp32=%llu "
                      "fallback=%llu passthrough=%llu%s",
                      api->name, atomic_load(&api->calls),
@@ -110,5 +116,6 @@ amp_stats_reset(void)
         api->shadow_max_rel = 0.0;
         api->shadow_max_fro = 0.0;
         api->shadow_nonfinite = 0;
+        api->shadow_compared = 0;
     }
 }

@@ -30,6 +30,7 @@ struct amp_api_stats {
     double shadow_max_abs, shadow_max_rel;
     unsigned long long shadow_nonfinite;
     double shadow_max_fro;
+    unsigned long long shadow_compared; /* elements compared, summed */
 };
 
 #define AMP_API_STATS_INIT(api_name) {.name = (api_name)}
@@ -43,9 +44,10 @@ void amp_stats_shadow(struct amp_api_stats *api, const struct amp_gemm_error *e)
 /* Writes one summary line per API that saw a call:
  * "ampshim[pid]: summary <api> calls=N converted=N fp32=N fallback=N
  * passthrough=N", and when shadow calls were measured
- * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N fro_rel_err=X"
- * (max_rel_err: the largest relative error in the max norm,
- * fro_rel_err: in the Frobenius norm). */
+ * " shadow=N max_abs_err=X max_rel_err=X nonfinite=N fro_rel_err=X
+ * compared=N" (max_rel_err: the largest relative error in the max norm,
+ * fro_rel_err: in the Frobenius norm; compared: the elements compared,
+ * finite in FP32; when none was, the errors are "-": not measurable). */
 void amp_stats_summary(void);
 
 

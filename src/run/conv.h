@@ -49,6 +49,8 @@ struct amp_conv_desc {
     float alpha, beta;           /* the caller's host scalars */
     int valid;                   /* cuDNN accepts the arguments */
     int strict;                  /* CUDNN_FMA_MATH: no Tensor Cores */
+    int no_tc_engine;            /* a backend plan whose engine has no
+                                    Tensor Cores */
     int from_library;            /* called from one of NVIDIA's libraries
                                     (base/caller.h): FP32 unless the
                                     policy says `set library-calls
@@ -63,6 +65,8 @@ enum amp_conv_skip {
     AMP_CONV_SKIP_INVALID,       /* cuDNN refuses the call: it says so */
     AMP_CONV_SKIP_EMPTY,         /* a size is 0, or alpha is 0 */
     AMP_CONV_SKIP_STRICT,        /* the program forbade Tensor Cores */
+    AMP_CONV_SKIP_NO_TC_ENGINE,  /* the program's plan runs on an engine
+                                    without Tensor Cores */
     AMP_CONV_SKIP_DEMOTED,       /* the site made a non-finite result */
     AMP_CONV_SKIP_LIBRARY,       /* a library of NVIDIA's calls: its own */
     AMP_CONV_SKIP_COUNT,

@@ -111,6 +111,8 @@ static const struct amp_reason {
     {"demoted", "the site's shadow error went over the tolerance"},
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
+    {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "
+                              "Tensor Cores: the program chose FP32 math"},
     {"unsupported", "types or options the converted path does not take"},
     {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
                     "through counters (atomic synchronisation)"},
@@ -767,7 +769,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
                 amp_fmt(b[1], 32, "%.3f", r->actual_ms),
                 amp_fmt(b[2], 32, "%.2f", r->speedup),
                 amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-                amp_fmt(b[4], 32, "%.2e", amp_row_error(r)),
+                amp_row_error_text(r, b[4], 32),
                 amp_fmt(b[5], 32, "%.1e", r->tolerance));
         amp_html_status(f, doc, r);
         fputs("</td></tr>\n", f);
@@ -813,6 +815,8 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
         .tolerance = amp_num(err, "tolerance"),
         .tolerance_norm = amp_json_str(amp_json_get(err, "tolerance_norm")),
         .over_tolerance = amp_num(err, "over_tolerance"),
+        .shadow_calls = amp_num(err, "shadow_calls"),
+        .compared = amp_num(err, "compared"),
     };
     int over = amp_row_over(&shape);
     struct amp_tally t;
@@ -840,7 +844,7 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     amp_speedup_cell(f, time, "speedup");
     amp_speedup_cell(f, time, "converted_speedup");
     fprintf(f, "<td>%s / %s%s</td></tr>\n",
-            amp_fmt(b[0], 32, "%.2e", amp_row_error(&shape)),
+            amp_row_error_text(&shape, b[0], 32),
             amp_fmt(b[1], 32, "%.1e", shape.tolerance),
             over ? " <span class=\"mark\">OVER</span>" : "");
     /* auto's choice and every candidate's figures, under the shape. */

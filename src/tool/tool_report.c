@@ -194,6 +194,7 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->tolerance = amp_num(err, "tolerance");
     r->over_tolerance = amp_num(err, "over_tolerance");
     r->shadow_calls = amp_num(err, "shadow_calls");
+    r->compared = amp_num(err, "compared");
     r->demoted = demoted && demoted->type == AMP_JSON_BOOL && demoted->boolean;
     r->steady = amp_num(time, "converted_speedup");
     r->time_known = amp_fp32_known(time);
@@ -515,6 +516,16 @@ amp_row_error(const struct amp_row *r)
     return amp_error_in(&e, norm);
 }
 
+const char *
+amp_row_error_text(const struct amp_row *r, char *buf, size_t cap)
+{
+    if (r->shadow_calls > 0.0 && r->compared == 0.0)
+        snprintf(buf, cap, "not measurable");
+    else
+        amp_fmt(buf, cap, "%.2e", amp_row_error(r));
+    return buf;
+}
+
 int
 amp_row_over(const struct amp_row *r)
 {
@@ -549,7 +560,7 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
            amp_fmt(b[2], 32, "%.2f", r->speedup),
            amp_fmt(b[6], 32, "%.2f", r->steady),
            amp_fmt(b[3], 32, "%.3f", r->saved_ms),
-           amp_fmt(b[4], 32, "%.2e", amp_row_error(r)),
+           amp_row_error_text(r, b[4], 32),
            amp_fmt(b[5], 32, "%.1e", r->tolerance),
            r->demoted ? "  DEMOTED" : "", r->reasons[0] ? "  fp32: " : "",
            r->reasons);

@@ -25,6 +25,8 @@ struct amp_row {
     double offset, calls, converted, fp32_calls, fallback;
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
+    double compared;             /* elements its shadow calls compared;
+                                    NaN: an older report's, not counted */
     double max_fro;              /* relative error, Frobenius norm */
     const char *tolerance_norm;  /* "max" or "fro"; NULL: an older
                                     report's, max */
@@ -39,6 +41,12 @@ struct amp_row {
 /* The row's largest shadow error in its tolerance's norm (max_fro for a
  * Frobenius tolerance, else max_rel); NaN when not measured. */
 double amp_row_error(const struct amp_row *r);
+
+/* The row's error as a cell: amp_row_error as "%.2e", "-" when not
+ * measured, or "not measurable" when its shadow calls compared no element
+ * (no FP32 result had a finite one). Returns buf. */
+const char *amp_row_error_text(const struct amp_row *r, char *buf,
+                               size_t cap);
 
 /* 1 when the row is over its tolerance: shadow calls counted over it, or
  * its largest error over it in the tolerance's norm (amp_error_over,

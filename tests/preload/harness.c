@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -312,6 +313,21 @@ summary_add(struct amp_test_summary *sum,
     sum->count++;
 }
 
+/* One error field of a summary line: a number when elements were
+ * compared, "-" (NAN) when none was; -1 when it is neither. */
+static int
+summary_error(const char *text, long compared, double *out)
+{
+    char *end;
+
+    if (compared == 0) {
+        *out = NAN;
+        return strcmp(text, "-") == 0 ? 0 : -1;
+    }
+    *out = strtod(text, &end);
+    return end != text && *end == '\0' ? 0 : -1;
+}
+
 void
 amp_test_parse_summary(const char *text, struct amp_test_summary *sum)
 {
@@ -343,16 +359,19 @@ amp_test_parse_summary(const char *text, struct amp_test_summary *sum)
             continue;
         }
         if (end != (int)len) {
+            char abs_err[32], rel_err[32], fro_err[32];
             int more = -1;
 
             l.has_shadow = sscanf(buf + end,
-                                  " shadow=%ld max_abs_err=%lf "
-                                  "max_rel_err=%lf nonfinite=%ld "
-                                  "fro_rel_err=%lf%n",
-                                  &l.shadow, &l.max_abs_err, &l.max_rel_err,
-                                  &l.nonfinite, &l.fro_rel_err,
-                                  &more) == 5;
-            if (!l.has_shadow || end + more != (int)len) {
+                                  " shadow=%ld max_abs_err=%31s "
+                                  "max_rel_err=%31s nonfinite=%ld "
+                                  "fro_rel_err=%31s compared=%ld%n",
+                                  &l.shadow, abs_err, rel_err, &l.nonfinite,
+                                  fro_err, &l.compared, &more) == 6;
+            if (!l.has_shadow || end + more != (int)len ||
+                summary_error(abs_err, l.compared, &l.max_abs_err) != 0 ||
+                summary_error(rel_err, l.compared, &l.max_rel_err) != 0 ||
+                summary_error(fro_err, l.compared, &l.fro_rel_err) != 0) {
                 sum->malformed++;
                 continue;
             }

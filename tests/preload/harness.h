@@ -96,8 +96,9 @@ struct amp_test_summary_line {
     long calls, converted, fp32, fallback, passthrough;
     /* Shadow measurements, when the line has them. */
     int has_shadow;
-    long shadow, nonfinite;
-    double max_abs_err, max_rel_err, fro_rel_err;
+    long shadow, nonfinite, compared;
+    double max_abs_err, max_rel_err, fro_rel_err; /* NAN: "-", nothing
+                                                     was compared */
     int seen;         /* how many lines named this api */
 };
 
@@ -111,7 +112,8 @@ struct amp_test_summary {
 /* Collects every "ampshim[<pid>]: summary <api> calls=<n> converted=<n>
  * fp32=<n> fallback=<n> passthrough=<n>" line of text, with its optional
  * " shadow=<n> max_abs_err=<x> max_rel_err=<x> nonfinite=<n>
- * fro_rel_err=<x>". */
+ * fro_rel_err=<x> compared=<n>" (each <x> a number, or "-" when compared
+ * is 0). */
 void amp_test_parse_summary(const char *text, struct amp_test_summary *sum);
 
 /* The line for api, or NULL. */

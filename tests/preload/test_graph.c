@@ -232,6 +232,14 @@ test_mode(void **state)
         amp_test_run_dump(what, &run);
         fail_msg("%s: not the coverage line of the 33 plans", what);
     }
+    /* The plans on engines without Tensor Cores are FP32 for a reason of
+     * their own, not pedantic math (CUDNN_FMA_MATH's). */
+    if (amp_test_count_lines_with(run.err, "| FP32 calls by reason: "
+                                           "no-tensor-core-engine 3") != 1) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: the plans on engines without Tensor Cores are not "
+                 "counted as no-tensor-core-engine", what);
+    }
     amp_test_run_free(&run);
 }
 

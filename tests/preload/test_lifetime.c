@@ -5,14 +5,23 @@
  *   resets the device through the cuDevicePrimaryCtxReset it was given,
  *   SGEMMs still queued, then makes new buffers and converts again: both
  *   rounds within the FP16 bound, every call converted and timed, none
- *   fallen back or unmeasured;
+ *   fallen back or unmeasured; and under AMPSHIM_MODE=fp32, where the shim
+ *   sets nothing up on the device and no context is current at exit, the
+ *   report and the exit table still name the device the calls ran on;
+ * - dlsym_loader: a loader that takes every function from its own dlopen
+ *   handles with dlsym, the context-ending ones included, ends four
+ *   contexts (cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxReset_v2,
+ *   cuCtxDestroy_v2, cudaDeviceReset), SGEMMs queued in each: under
+ *   AMPSHIM_MODE=shadow:fp16 every call's shadow check is measured and
+ *   timed, none unmeasured;
  * - thread_exit: threads that made converted SGEMMs and a convolution
  *   exit one after another; with the emulator's call log on, no
  *   device-wide synchronisation (`ampshim-emu: call cuCtxSynchronize`)
  *   between the lines the program prints around each join, and the later
  *   thread converts too.
  *
- * usage: test_lifetime static_reset|thread_exit PROGRAM LIBAMPSHIM EMU_DIR */
+ * usage: test_lifetime static_reset|dlsym_loader|thread_exit PROGRAM
+ *        LIBAMPSHIM EMU_DIR */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -39,9 +48,10 @@ static struct amp_test_run plain_run;
 static struct amp_test_check plain;
 
 /* The program on the emulator with tolerance tol; with `report` (a path),
- * under the shim in fp16 writing its report there. */
+ * under the shim in `mode` (AMPSHIM_MODE) writing its report there. */
 static void
-run_prog(const char *tol, const char *report, struct amp_test_run *run)
+run_prog(const char *tol, const char *mode, const char *report,
+         struct amp_test_run *run)
 {
     char *argv[] = { (char *)prog_path, (char *)tol, NULL };
     struct amp_test_env env;
@@ -51,7 +61,7 @@ run_prog(const char *tol, const char *report, struct amp_test_run *run)
     amp_test_env_set(&env, "AMPSHIM_EMU_CALL_LOG", "1");
     if (report) {
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
-        amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+        amp_test_env_set(&env, "AMPSHIM_MODE", mode);
         amp_test_env_set(&env, "AMPSHIM_REPORT", report);
     }
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
@@ -64,7 +74,7 @@ plain_setup(void **state)
 {
     (void)state;
     /* tf32: cuDNN's default math on the emulated Hopper. */
-    run_prog("tf32", NULL, &plain_run);
+    run_prog("tf32", NULL, NULL, &plain_run);
     if (!plain_run.exited || plain_run.code != 0 ||
         amp_test_parse_check(plain_run.out, &plain) != 0 ||
         !plain.have_result || plain.count == 0) {
@@ -83,9 +93,10 @@ plain_teardown(void **state)
     return 0;
 }
 
-/* Member of the report by a dotted path ("sites.0.time.calls_timed"). */
-static double
-report_num(const struct amp_json *v, const char *path)
+/* Member of the report by a dotted path ("sites.0.time.calls_timed"), or
+ * NULL. */
+static const struct amp_json *
+report_at(const struct amp_json *v, const char *path)
 {
     char buf[128], *save = NULL, *part;
 
@@ -100,9 +111,27 @@ report_num(const struct amp_json *v, const char *path)
             v = amp_json_get(v, part);
         }
     }
+    return v;
+}
+
+static double
+report_num(const struct amp_json *rep, const char *path)
+{
+    const struct amp_json *v = report_at(rep, path);
+
     if (!v || v->type != AMP_JSON_NUMBER)
         fail_msg("the report has no number %s", path);
     return v->number;
+}
+
+static const char *
+report_str(const struct amp_json *rep, const char *path)
+{
+    const struct amp_json *v = report_at(rep, path);
+
+    if (!v || v->type != AMP_JSON_STRING)
+        fail_msg("the report has no string %s", path);
+    return v->string;
 }
 
 /* Under the shim in fp16: the run passes every plain case within the FP16
@@ -122,7 +151,7 @@ expect_all_converted(const char *api, int calls, struct amp_test_run *run)
 
     assert_non_null(mkdtemp(dir));
     snprintf(report, sizeof report, "%s/r.json", dir);
-    run_prog("fp16", report, run);
+    run_prog("fp16", "fp16", report, run);
     amp_test_expect_exit(run, 0, "fp16");
     amp_test_expect_cases_pass(run, &plain, "fp16", &check);
     amp_test_parse_summary(run->err, &sum);
@@ -177,6 +206,117 @@ test_static_reset(void **state)
     (void)state;
     expect_all_converted("cublasSgemm_v2", 9, &run);
     amp_test_run_free(&run);
+}
+
+/* static_reset under AMPSHIM_MODE=fp32: every call kept FP32, so the shim
+ * never sets up its state in a context, and the program has released the
+ * primary context at exit. The report's device and the exit table still
+ * name the device its calls ran on (the report's devices[0], named by
+ * its ordinal), not "none". */
+static void
+test_static_reset_device_named(void **state)
+{
+    char dir[] = "/tmp/test_lifetime.XXXXXX", report[64], err[128];
+    char line[256];
+    struct amp_test_run run;
+    struct amp_json *rep;
+    const char *name;
+    char *text;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    run_prog("fp32", "fp32", report, &run);
+    amp_test_expect_exit(&run, 0, "fp32");
+    text = amp_test_read_file(report);
+    if (!text)
+        fail_msg("no report %s", report);
+    rep = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!rep)
+        fail_msg("%s: %s", report, err);
+    assert_int_equal((int)report_num(rep, "totals.fp32"), 9);
+    name = report_str(rep, "devices.0.name");
+    snprintf(line, sizeof line, "| times modelled on %s;", name);
+    if (!report_at(rep, "device.reported_name") ||
+        report_at(rep, "device.reported_name")->type != AMP_JSON_STRING ||
+        strcmp(report_str(rep, "device.reported_name"), name) != 0 ||
+        amp_test_count_lines_with(run.err, line) != 1) {
+        fprintf(stderr, "%s\n", text);
+        amp_test_run_dump("fp32", &run);
+        fail_msg("want the device named %s in the report and the exit "
+                 "table after the reset", name);
+    }
+    amp_json_free(rep);
+    free(text);
+    amp_test_run_free(&run);
+    unlink(report);
+    rmdir(dir);
+}
+
+/* ---- A loader's own lookups --------------------------------------------- */
+
+/* dlsym_loader under AMPSHIM_MODE=shadow:fp16: 4 rounds of 3 checked and
+ * 3 queued calls, each round's context ended through a function the
+ * program took with dlsym. Every call is a shadow call whose error and
+ * times the report has: the shim harvested each context before it
+ * ended. */
+static void
+test_dlsym_loader(void **state)
+{
+    char dir[] = "/tmp/test_lifetime.XXXXXX", report[64], err[128], key[64];
+    const int calls = 24;
+    const struct amp_test_summary_line *l;
+    struct amp_test_summary sum;
+    struct amp_test_check check;
+    struct amp_test_run run;
+    struct amp_json *rep;
+    int measured = 0, timed = 0;
+    size_t nsites;
+    char *text;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    run_prog("fp16", "shadow:fp16", report, &run);
+    amp_test_expect_exit(&run, 0, "shadow:fp16");
+    amp_test_expect_cases_pass(&run, &plain, "shadow:fp16", &check);
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, "cublasSgemm_v2");
+    if (!l || l->calls != calls || l->converted != calls ||
+        l->shadow != calls || l->fallback || l->fp32 || l->passthrough) {
+        amp_test_run_dump("shadow:fp16", &run);
+        fail_msg("want the summary's cublasSgemm_v2 calls=%d, every one a "
+                 "measured shadow call", calls);
+    }
+    text = amp_test_read_file(report);
+    if (!text)
+        fail_msg("no report %s", report);
+    rep = amp_json_parse(text, strlen(text), err, sizeof err);
+    if (!rep)
+        fail_msg("%s: %s", report, err);
+    nsites = report_at(rep, "sites")->count;
+    for (size_t i = 0; i < nsites; i++) {
+        snprintf(key, sizeof key, "sites.%zu.errors.shadow_calls", i);
+        measured += (int)report_num(rep, key);
+        snprintf(key, sizeof key, "sites.%zu.time.calls_timed", i);
+        timed += (int)report_num(rep, key);
+    }
+    if (report_num(rep, "totals.calls") != calls ||
+        report_num(rep, "totals.unmeasured") != 0 || measured != calls ||
+        timed != calls) {
+        fprintf(stderr, "%s\n", text);
+        amp_test_run_dump("shadow:fp16", &run);
+        fail_msg("report: calls=%g unmeasured=%g shadow checks measured=%d "
+                 "timed=%d; want all %d measured and timed",
+                 report_num(rep, "totals.calls"),
+                 report_num(rep, "totals.unmeasured"), measured, timed,
+                 calls);
+    }
+    amp_json_free(rep);
+    free(text);
+    amp_test_run_free(&run);
+    unlink(report);
+    rmdir(dir);
 }
 
 /* ---- Thread exit -------------------------------------------------------- */
@@ -248,14 +388,18 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest reset_tests[] = {
         cmocka_unit_test(test_static_reset),
+        cmocka_unit_test(test_static_reset_device_named),
+    };
+    const struct CMUnitTest loader_tests[] = {
+        cmocka_unit_test(test_dlsym_loader),
     };
     const struct CMUnitTest exit_tests[] = {
         cmocka_unit_test(test_thread_exit),
     };
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s static_reset|thread_exit PROGRAM "
-                "LIBAMPSHIM EMU_DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s static_reset|dlsym_loader|thread_exit "
+                "PROGRAM LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     prog_path = argv[2];
@@ -264,6 +408,10 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "static_reset") == 0)
         return _cmocka_run_group_tests("static runtime reset", reset_tests,
                                        COUNT(reset_tests), plain_setup,
+                                       plain_teardown);
+    if (strcmp(argv[1], "dlsym_loader") == 0)
+        return _cmocka_run_group_tests("loader's own lookups", loader_tests,
+                                       COUNT(loader_tests), plain_setup,
                                        plain_teardown);
     if (strcmp(argv[1], "thread_exit") == 0)
         return _cmocka_run_group_tests("thread exit", exit_tests,

@@ -59,7 +59,7 @@ TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
                                 "calls_fp32_estimated",
                                 "calls_fp32_unknown")})
 TIME["fp32_unknown_reason"] = {STR, NULL}
-ERRORS = {"shadow_calls": {INT}, "max_rel": {NUM, NULL},
+ERRORS = {"shadow_calls": {INT}, "compared": {INT}, "max_rel": {NUM, NULL},
           "mean_rel": {NUM, NULL}, "max_abs": {NUM, NULL},
           "max_fro": {NUM, NULL}, "mean_fro": {NUM, NULL},
           "nonfinite": {INT}, "tolerance": {NUM, NULL},
@@ -88,7 +88,7 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
-        "library", "atomic-sync"}
+        "library", "atomic-sync", "no-tensor-core-engine"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 
@@ -96,6 +96,7 @@ AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
         "candidates": {ARR}}
 AUTO_CANDIDATE = {"mode": {STR}, "shadow_calls": {INT},
                   "errors_measured": {INT}, "times_measured": {INT},
+                  "compared": {INT},
                   "warmup_calls": {INT}, "converted_calls": {INT},
                   "max_rel": {NUM, NULL}, "fro_rel": {NUM, NULL},
                   "nonfinite": {INT},
@@ -158,7 +159,8 @@ def check_auto(a, where):
 
 def check_errors(err, policy, where):
     """Both norms' errors measured on the same shadow calls (null when
-    none), the tolerance and its norm the policy's."""
+    none, or when they compared no element), the tolerance and its norm the
+    policy's."""
     check(err, ERRORS, where)
     if problems:
         return
@@ -168,10 +170,14 @@ def check_errors(err, policy, where):
         if err[key] != policy[key]:
             problems.append(f"{where}.{key}: {err[key]}, the policy's is "
                             f"{policy[key]}")
-    for key in ("max_fro", "mean_fro"):
-        if (err[key] is None) != (err["shadow_calls"] == 0):
+    if err["shadow_calls"] == 0 and err["compared"] != 0:
+        problems.append(f"{where}.compared: {err['compared']} with no "
+                        "shadow call")
+    for key in ("max_rel", "mean_rel", "max_abs", "max_fro", "mean_fro"):
+        if (err[key] is None) != (err["compared"] == 0):
             problems.append(f"{where}.{key}: {err[key]} with "
-                            f"{err['shadow_calls']} shadow calls")
+                            f"{err['shadow_calls']} shadow calls comparing "
+                            f"{err['compared']} elements")
         elif err[key] is not None and err[key] < 0:
             problems.append(f"{where}.{key}: negative")
 

@@ -4,7 +4,8 @@
  * from main or, with --exit-thread, from a worker thread while main waits
  * in pthread_join. With --m2 --n2 --k2, a second call site (second_site)
  * then makes --calls calls more on the first stream, M2 x N2 x K2 and
- * M2 x N2 x K2/2 in turn, starting with K2. */
+ * M2 x N2 x K2/2 in turn, starting with K2. With --nonfinite every element
+ * of A and B is NaN, so that no element of a product is finite. */
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -120,6 +121,7 @@ main(int argc, char **argv)
     pthread_t worker;
     int m2 = option(argc, argv, "--m2", 0), n2 = option(argc, argv, "--n2", 0);
     int k2 = option(argc, argv, "--k2", 0);
+    int nonfinite = flag(argc, argv, "--nonfinite");
     size_t big = (size_t)(m > n ? m : n) * (size_t)(k > n ? k : n);
     size_t big2 = larger((size_t)m2, (size_t)n2) * larger((size_t)k2,
                                                           (size_t)n2);
@@ -134,7 +136,7 @@ main(int argc, char **argv)
     host = malloc(big * sizeof *host);
     result = malloc((size_t)m * n * sizeof *result);
     for (size_t i = 0; i < big; i++)
-        host[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+        host[i] = nonfinite ? NAN : (float)((i * 7) % 13) / 13.0f - 0.5f;
     /* Once, or twice with a reset between and --again. */
     int rounds = how ? 1 + again : 1;
 

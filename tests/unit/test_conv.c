@@ -456,6 +456,12 @@ test_decide(void **state)
     d.strict = 1;
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16), AMP_CONV_SKIP_STRICT);
     d.strict = 0;
+    /* A backend plan on an engine without Tensor Cores: its own reason. */
+    d.no_tc_engine = 1;
+    assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16),
+                     AMP_CONV_SKIP_NO_TC_ENGINE);
+    assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP32), AMP_CONV_SKIP_MODE);
+    d.no_tc_engine = 0;
     d.alpha = 0.0f;
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16), AMP_CONV_SKIP_EMPTY);
     d.alpha = 1.0f;

@@ -350,7 +350,8 @@ test_f16x3_split(void **state)
 static void
 test_shadow_element(void **state)
 {
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0}, f = {0, 0, 0, 0.0, 0.0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
+    struct amp_shadow_error f = {0, 0, 0, 0.0, 0.0, 0};
 
     amp_shadow_element(&e, 1.5f, 1.0f);
     amp_shadow_element(&e, 0.25f, 0.0f);
@@ -363,6 +364,8 @@ test_shadow_element(void **state)
      * candidate is not finite. */
     assert_true(amp_bits_f32(e.max_ref) == 2.0f);
     assert_int_equal(e.nonfinite, 2);
+    /* Compared: the four elements finite in FP32. */
+    assert_int_equal(e.compared, 4);
     amp_shadow_element(&f, -4.0f, -1.0f);
     amp_shadow_merge(&e, &f);
     assert_true(amp_bits_f32(e.max_abs) == 3.0f);
@@ -371,6 +374,7 @@ test_shadow_element(void **state)
     assert_true(amp_shadow_relative(0.0f, 0.0f) == 0.0);
     assert_true(isinf(amp_shadow_relative(1.0f, 0.0f)));
     assert_int_equal(e.nonfinite, 2);
+    assert_int_equal(e.compared, 5);
     /* The Frobenius sums: squares of every finite FP32 element (1, 0, 4,
      * 4, then 1), of the differences where the candidate is finite too
      * (0.25, 0.0625, then 9). */
@@ -391,7 +395,7 @@ test_shadow_frobenius(void **state)
     static float ref[BATCH * LD * COLS], cand[BATCH * LD * COLS];
     double num = 0.0, den = 0.0, want, got;
     int64_t i, j, b, t;
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
 
     (void)state;
     for (i = 0; i < BATCH * LD * COLS; i++) {
@@ -420,6 +424,7 @@ test_shadow_frobenius(void **state)
     got = sqrt(amp_shadow_relative_sq(e.sq_diff, e.sq_ref));
     assert_true(want > 1e-5 && want < 1e-3);
     assert_true(fabs(got - want) <= 1e-12 * want);
+    assert_int_equal(e.compared, ROWS * COLS * BATCH);
     /* The max norm's error is larger than the Frobenius norm's here. */
     assert_true(amp_shadow_relative(amp_bits_f32(e.max_abs),
                                     amp_bits_f32(e.max_ref)) > got);
@@ -678,7 +683,7 @@ test_conv_walk_layouts(void **state)
             for (ti = 0; ti < NWALK_THREADS; ti++) {
                 int64_t nt = walk_threads[ti], t;
                 uint32_t bad = 0;
-                struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0};
+                struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
 
                 memset(packed, 0xff, sizeof packed);
                 for (t = 0; t < nt; t++) {
@@ -723,7 +728,7 @@ test_conv_walk_layouts(void **state)
                     amp_shadow_merge(&e, &part);
                 }
                 {
-                    struct amp_shadow_error want = {0, 0, 0, 0.0, 0.0};
+                    struct amp_shadow_error want = {0, 0, 0, 0.0, 0.0, 0};
 
                     for (g = 0; g < n; g++) {
                         int64_t off;

@@ -93,8 +93,9 @@ static void
 test_passthrough_and_shadow(void **state)
 {
     static struct amp_api_stats lt = AMP_API_STATS_INIT("ltC");
-    const struct amp_gemm_error e1 = {0.5, 1e-3, 2, 2e-4},
-                                e2 = {0.25, 4e-3, 1, 1e-4};
+    const struct amp_gemm_error e1 = {0.5, 1e-3, 2, 2e-4, 100},
+                                e2 = {0.25, 4e-3, 1, 1e-4, 60},
+                                none = {0.0, 0.0, 0, 0.0, 0};
     char text[1024], expect[256];
 
     amp_stats_reset();
@@ -106,7 +107,18 @@ test_passthrough_and_shadow(void **state)
     snprintf(expect, sizeof expect,
              "ampshim[%ld]: summary ltC calls=2 converted=1 fp32=0 "
              "fallback=0 passthrough=1 shadow=2 max_abs_err=0.5 "
-             "max_rel_err=0.004 nonfinite=3 fro_rel_err=0.0002\n",
+             "max_rel_err=0.004 nonfinite=3 fro_rel_err=0.0002 "
+             "compared=160\n", (long)getpid());
+    assert_non_null(strstr(text, expect));
+    /* A shadow call that compared no element measured no error. */
+    amp_stats_reset();
+    amp_stats_count(&lt, AMP_OUTCOME_CONVERTED);
+    amp_stats_shadow(&lt, &none);
+    summary_text(text, sizeof text);
+    snprintf(expect, sizeof expect,
+             "ampshim[%ld]: summary ltC calls=1 converted=1 fp32=0 "
+             "fallback=0 passthrough=0 shadow=1 max_abs_err=- "
+             "max_rel_err=- nonfinite=0 fro_rel_err=- compared=0\n",
              (long)getpid());
     assert_non_null(strstr(text, expect));
     assert_non_null(strstr(text, "summary gemmA calls=0 converted=0 fp32=0 "
