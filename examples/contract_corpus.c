@@ -10,8 +10,9 @@
  * arguments, algorithms and workspaces (one 16 bytes past a 256-byte
  * boundary, which cuBLASLt refuses); and one convolution through cuDNN's
  * backend API, executed with whole variant packs and ones cuDNN refuses
- * (a unique id missing, no workspace for a plan that needs one). It
- * prints one line per call:
+ * (a unique id missing, no workspace for a plan that needs one, a
+ * pointer off its tensor's byte alignment). It prints one line per
+ * call:
  *
  * case ID api=API status=N sync=N last=N peek=N hash=H trivial=0|1
  *      reset=0|1 args=DESCRIPTION
@@ -1318,8 +1319,9 @@ run_conv_corpus(void)
 /* One FP32 forward convolution (1 x 4 x 6 x 6 input, 4 x 4 x 3 x 3
  * filter, padding 1, NCHW) as a graph, executed with variant packs cuDNN
  * runs and ones it refuses: a unique id missing (BAD_PARAM), a plan that
- * needs a workspace given none (BAD_PARAM_NULL_POINTER). The x, w and y
- * tensors are the arena's A, B and C. */
+ * needs a workspace given none (BAD_PARAM_NULL_POINTER), a pointer that
+ * breaks its tensor's byte alignment (BAD_PARAM_MISALIGNED_POINTER). The
+ * x, w and y tensors are the arena's A, B and C. */
 enum { G_UID_X = 11, G_UID_W = 12, G_UID_Y = 13 };
 
 static cudnnBackendDescriptor_t
@@ -1485,10 +1487,15 @@ graph_plans(cudnnBackendDescriptor_t graph, cudnnBackendDescriptor_t plans[2],
     cudnnBackendDestroyDescriptor(heur);
 }
 
+/* The packs: whole; each tensor's unique id missing; no workspace; the
+ * input's and the output's pointer 4 bytes past the tensors' 16-byte
+ * alignment (CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT). */
 enum graph_pack { GP_WHOLE, GP_NO_X, GP_NO_W, GP_NO_Y, GP_NO_WORKSPACE,
-                  GP_COUNT };
-static const char *const graph_pack_names[] = {"whole", "noX", "noW",
-                                               "noY", "noWorkspace"};
+                  GP_MISALIGNED_X, GP_MISALIGNED_Y, GP_COUNT };
+static const char *const graph_pack_names[] = {
+    "whole", "noX", "noW", "noY", "noWorkspace", "misalignedX",
+    "misalignedY",
+};
 
 /* Executes `plan` with a variant pack of kind `kind`; the case's line. */
 static int
@@ -1505,6 +1512,10 @@ run_graph(cudnnBackendDescriptor_t plan, int64_t ws, enum graph_pack kind,
     int64_t n = 0;
     char args[128];
 
+    if (kind == GP_MISALIGNED_X)
+        all_ptr[0] = arena + OFF_A + 4;
+    if (kind == GP_MISALIGNED_Y)
+        all_ptr[2] = arena + OFF_C + 4;
     for (int i = 0; i < 3; i++) {
         if ((int)kind == GP_NO_X + i)
             continue;

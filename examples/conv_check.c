@@ -10,7 +10,9 @@
  * With --only NAME, only the case of that name runs (as printed, e.g.
  * fma_math_FW). With --reset, the cases run twice, in two contexts: the program then
  * resets the device (cudaDeviceReset), makes a new handle, runs them
- * again and ends with a reset, as many CUDA samples do.
+ * again and ends with a reset, as many CUDA samples do. With --repeat N,
+ * each case runs N times in a row on the same inputs, each run checked:
+ * the same call again at the same site, as a training step makes it.
  *
  * Prints one line per case:
  * case NAME m=OUT n=GROUPS k=LEN op=DIR status=NAME(N) err/bound=R hash=H
@@ -380,7 +382,7 @@ main(int argc, char **argv)
     struct tolerance tol = { TOL_TF32, 0.0 };
     cudnnHandle_t dnn;
     cudnnStatus_t st;
-    int failed = 0, cases = 0, resets = 0;
+    int failed = 0, cases = 0, resets = 0, repeat = 1;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -396,8 +398,13 @@ main(int argc, char **argv)
             only = argv[++i];
             continue;
         }
+        if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc &&
+            parse_int_range(argv[i + 1], 1, 100, &repeat) == 0) {
+            i++;
+            continue;
+        }
         fprintf(stderr, "usage: conv_check [--tol fp32|tf32|fp16|bf16|X] "
-                "[--only CASE] [--reset]\n");
+                "[--only CASE] [--reset] [--repeat N]\n");
         return EXIT_USAGE;
     }
 again:
@@ -426,16 +433,17 @@ again:
         for (int d = 0; d < 3; d++) {
             if (!selected(&all_dirs[i], (enum dir)d))
                 continue;
-            failed += !run_case(dnn, &all_dirs[i], (enum dir)d, &tol,
-                                0x5eed0000u + i * 3 + (unsigned)d);
-            cases++;
+            for (int r = 0; r < repeat; r++, cases++)
+                failed += !run_case(dnn, &all_dirs[i], (enum dir)d, &tol,
+                                    0x5eed0000u + i * 3 + (unsigned)d);
         }
     for (size_t i = 0; i < sizeof forward_only / sizeof forward_only[0];
          i++) {
         if (!selected(&forward_only[i], FWD))
             continue;
-        failed += !run_case(dnn, &forward_only[i], FWD, &tol, 0x5eedf000u + i);
-        cases++;
+        for (int r = 0; r < repeat; r++, cases++)
+            failed += !run_case(dnn, &forward_only[i], FWD, &tol,
+                                0x5eedf000u + i);
     }
     cudnnDestroy(dnn);
     if (resets > 0 &&

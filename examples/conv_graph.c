@@ -24,7 +24,9 @@
  * then "result: P of N cases passed", and exits 0 when every case passed,
  * 1 when one failed, 3 on an unexpected API error. --threads T runs every
  * case in T threads at once, each on its own handle, building its own
- * plans, and prints only the counts. */
+ * plans, and prints only the counts. --repeat N executes each case's plan
+ * N times in a row on the same inputs (the output's old contents restored
+ * before each), each execution checked and printed. */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -102,6 +104,8 @@ static _Atomic int api_errors;
 /* --threads: each thread runs every case on its own handle, and only the
  * counts are printed. */
 static _Thread_local int quiet;
+/* --repeat: executions of each case's plan. */
+static int repeat = 1;
 
 /* Records a failed call; returns nonzero when it failed. */
 static int
@@ -535,7 +539,8 @@ worst_error(const struct gcase *g, enum dir dir, float *const val[3],
     return err;
 }
 
-/* Runs one case in one direction; returns 1 when it passed. */
+/* Runs one case in one direction (its plan executed `repeat` times);
+ * returns the executions that failed. */
 static int
 run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
 {
@@ -552,7 +557,7 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
     size_t cnt[3], nout;
     double err = 0.0;
     char ratio[32];
-    int nb = 0, pass;
+    int nb = 0, pass, fails = 0;
 
     for (int i = 0; i < 3; i++) {
         nb = shape(g, i, dim[i], stride[i]);
@@ -575,6 +580,8 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
                            half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT);
     }
     nout = cnt[out];
+    back = malloc(nout * esize);
+    got = malloc(nout * sizeof(float));
     plan = make_plan(h, g, dir, t, &engine);
     if (plan != NULL) {
         DNN(cudnnBackendGetAttribute(plan,
@@ -583,36 +590,43 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
         if (ws > 0 && cudaMalloc(&wsp, (size_t)ws) != cudaSuccess)
             failed("cudaMalloc(workspace)", CUDNN_STATUS_EXECUTION_FAILED);
         pack = make_pack(g, dev, wsp);
-        st = cudnnBackendExecute(h, plan, pack);
     }
-    if (cudaDeviceSynchronize() != cudaSuccess)
-        failed("cudaDeviceSynchronize", CUDNN_STATUS_EXECUTION_FAILED);
-    back = malloc(nout * esize);
-    got = malloc(nout * sizeof(float));
-    cudaMemcpy(back, dev[out], nout * esize, cudaMemcpyDeviceToHost);
-    if (st != CUDNN_STATUS_SUCCESS || half) {
-        /* Refused: the output untouched; FP16 data: the status. */
-        pass = st == CUDNN_STATUS_SUCCESS
-                   ? plan != NULL
-                   : g->cls == INVALID &&
-                         memcmp(back, mem[out], nout * esize) == 0;
-        snprintf(ratio, sizeof(ratio), "-");
-    } else {
-        for (size_t j = 0; j < nout; j++)
-            memcpy(&got[j], back + offset(nb, dim[out], stride[out], j) * 4,
-                   4);
-        err = worst_error(g, dir, val, got, nout);
-        pass = plan != NULL && err <= bound && g->cls != INVALID;
-        snprintf(ratio, sizeof(ratio), "%.3e", err / bound);
+    /* --repeat: the plan executed again on the same inputs, the output's
+     * old contents (beta) restored first. */
+    for (int r = 0; r < repeat; r++) {
+        if (r > 0 && cudaMemcpy(dev[out], mem[out], nout * esize,
+                                cudaMemcpyHostToDevice) != cudaSuccess)
+            failed("cudaMemcpy", CUDNN_STATUS_EXECUTION_FAILED);
+        if (plan != NULL)
+            st = cudnnBackendExecute(h, plan, pack);
+        if (cudaDeviceSynchronize() != cudaSuccess)
+            failed("cudaDeviceSynchronize", CUDNN_STATUS_EXECUTION_FAILED);
+        cudaMemcpy(back, dev[out], nout * esize, cudaMemcpyDeviceToHost);
+        if (st != CUDNN_STATUS_SUCCESS || half) {
+            /* Refused: the output untouched; FP16 data: the status. */
+            pass = st == CUDNN_STATUS_SUCCESS
+                       ? plan != NULL
+                       : g->cls == INVALID &&
+                             memcmp(back, mem[out], nout * esize) == 0;
+            snprintf(ratio, sizeof(ratio), "-");
+        } else {
+            for (size_t j = 0; j < nout; j++)
+                memcpy(&got[j],
+                       back + offset(nb, dim[out], stride[out], j) * 4, 4);
+            err = worst_error(g, dir, val, got, nout);
+            pass = plan != NULL && err <= bound && g->cls != INVALID;
+            snprintf(ratio, sizeof(ratio), "%.3e", err / bound);
+        }
+        if (!quiet)
+            printf("case %s_%s m=%zu n=%d k=%d op=%s status=%s(%d) "
+                   "err/bound=%s hash=%016" PRIx64 " %s "
+                   "api=cudnnBackendExecute class=%s engine=%lld ws=%lld\n",
+                   g->name, dir_op[dir], nout, g->groups, reduction(g, dir),
+                   dir_op[dir], status_name(st), (int)st, ratio,
+                   fnv1a64(back, nout * esize), pass ? "ok" : "FAIL",
+                   cls_name[g->cls], (long long)engine, (long long)ws);
+        fails += !pass;
     }
-    if (!quiet)
-        printf("case %s_%s m=%zu n=%d k=%d op=%s status=%s(%d) "
-               "err/bound=%s hash=%016" PRIx64 " %s api=cudnnBackendExecute "
-               "class=%s engine=%lld ws=%lld\n", g->name, dir_op[dir], nout,
-               g->groups, reduction(g, dir), dir_op[dir], status_name(st),
-               (int)st, ratio, fnv1a64(back, nout * esize),
-               pass ? "ok" : "FAIL", cls_name[g->cls], (long long)engine,
-               (long long)ws);
     if (pack != NULL)
         cudnnBackendDestroyDescriptor(pack);
     if (plan != NULL)
@@ -624,7 +638,7 @@ run_case(cudnnHandle_t h, const struct gcase *g, enum dir dir, double bound)
     }
     cudaFree(wsp);
     free(back), free(got);
-    return pass;
+    return fails;
 }
 
 static int
@@ -658,7 +672,7 @@ run_all(double bound)
         return (int)CASE_COUNT * 3;
     for (size_t c = 0; c < CASE_COUNT; c++) {
         for (int d = FWD; d <= BWD_FILTER; d++)
-            fails += !run_case(h, &cases[c], (enum dir)d, bound);
+            fails += run_case(h, &cases[c], (enum dir)d, bound);
     }
     cudnnDestroy(h);
     return fails;
@@ -708,7 +722,7 @@ int
 main(int argc, char **argv)
 {
     double bound = 1.0 / 1024;
-    int fails, threads = 0, total = (int)CASE_COUNT * 3;
+    int fails, threads = 0, total;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -721,10 +735,16 @@ main(int argc, char **argv)
             i++;
             continue;
         }
+        if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc &&
+            (repeat = atoi(argv[i + 1])) >= 1 && repeat <= 100) {
+            i++;
+            continue;
+        }
         fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X] "
-                "[--threads 1-16]\n");
+                "[--threads 1-16] [--repeat 1-100]\n");
         return 2;
     }
+    total = (int)CASE_COUNT * 3 * repeat;
     if (threads > 0) {
         fails = run_threads(threads, bound);
         if (fails < 0)

@@ -6,7 +6,7 @@
  * shim's exit summary per API.
  *
  * usage: test_conv GROUP CONV_CHECK LIBAMPSHIM EMU_DIR
- * GROUP: modes | exact | faults */
+ * GROUP: modes | exact | faults | repeat */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -60,11 +60,12 @@ struct setting {
  * preload, plus the settings (NULL-name terminated; AMPSHIM_MODE there
  * replaces the fp16 default of these tests). */
 static void
-run_conv_check(const char *tol, int preload, const struct setting *extra,
-               struct amp_test_run *run)
+run_conv_check_args(const char *tol, int preload, const struct setting *extra,
+                    const char *more, const char *more_value,
+                    struct amp_test_run *run)
 {
     char *argv[] = { (char *)conv_check_path, (char *)"--tol", (char *)tol,
-                     NULL };
+                     (char *)more, (char *)more_value, NULL };
     struct amp_test_env env;
 
     amp_test_env_init(&env);
@@ -78,6 +79,13 @@ run_conv_check(const char *tol, int preload, const struct setting *extra,
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", conv_check_path, strerror(errno));
     amp_test_env_free(&env);
+}
+
+static void
+run_conv_check(const char *tol, int preload, const struct setting *extra,
+               struct amp_test_run *run)
+{
+    run_conv_check_args(tol, preload, extra, NULL, NULL, run);
 }
 
 static int
@@ -251,6 +259,61 @@ test_mode(void **state)
                  what, c->name, c->cls, same ? "" : " not");
     }
     expect_summary(&run, 1, NULL, what, &sum);
+    amp_test_run_free(&run);
+}
+
+/* ---- repeat: each case twice in a row ------------------------------------- */
+
+/* conv_check --repeat 2: each case run twice in a row at its site on the
+ * same inputs, so that every converted case's second call takes the
+ * path of a shape already seen (no baseline run). Both calls pass within
+ * the mode's bound with the plain run's status, and every FP32
+ * convolution converts both times. */
+static void
+test_repeated(void **state)
+{
+    const struct mode_case *m = *state;
+    const struct setting mode[] = { { "AMPSHIM_MODE", m->mode },
+                                    { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_test_summary sum;
+    char what[64];
+
+    snprintf(what, sizeof(what), "AMPSHIM_MODE=%s, conv_check --repeat 2",
+             m->mode);
+    run_conv_check_args(m->tol, 1, mode, "--repeat", "2", &run);
+    amp_test_expect_exit(&run, 0, what);
+    if (amp_test_parse_check(run.out, &check) != 0 || !check.have_result ||
+        check.count != 2 * plain.count) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: %d cases parsed, want twice the plain run's %d", what,
+                 check.count, plain.count);
+    }
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        const struct amp_test_case *p = &plain.cases[i / 2];
+
+        if (strcmp(c->name, p->name) == 0 && c->status == p->status && c->ok)
+            continue;
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: case %s, call %d: status %d (plain %d), %s", what,
+                 c->name, i % 2 + 1, c->status, p->status,
+                 c->ok ? "ok" : "outside its bound");
+    }
+    amp_test_parse_summary(run.err, &sum);
+    for (int i = 0; i < N_APIS; i++) {
+        const struct amp_test_summary_line *l =
+            amp_test_summary_find(&sum, apis[i]);
+
+        if (l && l->calls == 2 * expected[i].calls &&
+            l->converted == 2 * expected[i].conv && l->fallback == 0)
+            continue;
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: want the summary's %s calls=%ld converted=%ld "
+                 "fallback=0", what, apis[i], 2 * expected[i].calls,
+                 2 * expected[i].conv);
+    }
     amp_test_run_free(&run);
 }
 
@@ -584,7 +647,7 @@ main(int argc, char **argv)
     int failed = 0;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s modes|exact|faults CONV_CHECK "
+        fprintf(stderr, "usage: %s modes|exact|faults|repeat CONV_CHECK "
                 "LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
@@ -608,6 +671,11 @@ main(int argc, char **argv)
             plain_teardown);
         return failed;
     }
+    if (strcmp(group, "repeat") == 0)
+        return amp_test_run_parametrized(
+            "repeat", test_repeated, mode_cases, sizeof(mode_cases[0]),
+            COUNT(mode_cases), "mode", mode_label, plain_setup,
+            plain_teardown);
     if (strcmp(group, "exact") == 0) {
         failed += _cmocka_run_group_tests("exact", exact, COUNT(exact),
                                           plain_setup, plain_teardown);

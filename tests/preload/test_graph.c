@@ -6,7 +6,7 @@
  * statuses, hashes and the shim's exit summary for cudnnBackendExecute.
  *
  * usage: test_graph GROUP CONV_GRAPH LIBAMPSHIM EMU_DIR
- * GROUP: modes | exact | faults | threads */
+ * GROUP: modes | exact | faults | threads | repeat */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -52,11 +52,12 @@ struct setting {
  * preload (mode fp16 unless the settings say otherwise or name a policy
  * first, no report file), plus the settings (NULL-name terminated). */
 static void
-run_conv_graph(const char *tol, int preload, const struct setting *extra,
-               struct amp_test_run *run)
+run_conv_graph_args(const char *tol, int preload, const struct setting *extra,
+                    const char *more, const char *more_value,
+                    struct amp_test_run *run)
 {
     char *argv[] = { (char *)conv_graph_path, (char *)"--tol", (char *)tol,
-                     NULL };
+                     (char *)more, (char *)more_value, NULL };
     struct amp_test_env env;
 
     amp_test_env_init(&env);
@@ -72,6 +73,13 @@ run_conv_graph(const char *tol, int preload, const struct setting *extra,
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", conv_graph_path, strerror(errno));
     amp_test_env_free(&env);
+}
+
+static void
+run_conv_graph(const char *tol, int preload, const struct setting *extra,
+               struct amp_test_run *run)
+{
+    run_conv_graph_args(tol, preload, extra, NULL, NULL, run);
 }
 
 /* ---- Assertions ------------------------------------------------------------ */
@@ -239,6 +247,59 @@ test_mode(void **state)
         amp_test_run_dump(what, &run);
         fail_msg("%s: the plans on engines without Tensor Cores are not "
                  "counted as no-tensor-core-engine", what);
+    }
+    amp_test_run_free(&run);
+}
+
+/* ---- repeat: each plan executed twice ------------------------------------ */
+
+/* conv_graph --repeat 2: each plan executed twice in a row on the same
+ * inputs (the output's old contents restored), so that every converted
+ * plan's second execution takes what the first left (the plan's analysis,
+ * the twin plan) and no baseline run. Both executions pass within the
+ * mode's bound with the plain run's status, and every FP32 plan converts
+ * both times. */
+static void
+test_repeated(void **state)
+{
+    const struct mode_case *m = *state;
+    const struct setting mode[] = { { "AMPSHIM_MODE", m->mode },
+                                    { NULL, NULL } };
+    const struct amp_test_summary_line *l;
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_test_summary sum;
+    char what[64];
+
+    snprintf(what, sizeof(what), "AMPSHIM_MODE=%s, conv_graph --repeat 2",
+             m->mode);
+    run_conv_graph_args(m->tol, 1, mode, "--repeat", "2", &run);
+    amp_test_expect_exit(&run, 0, what);
+    if (amp_test_parse_check(run.out, &check) != 0 || !check.have_result ||
+        check.count != 2 * plain.count) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: %d cases parsed, want twice the plain run's %d", what,
+                 check.count, plain.count);
+    }
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        const struct amp_test_case *p = &plain.cases[i / 2];
+
+        if (strcmp(c->name, p->name) == 0 && c->status == p->status && c->ok)
+            continue;
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: case %s, execution %d: status %d (plain %d), %s", what,
+                 c->name, i % 2 + 1, c->status, p->status,
+                 c->ok ? "ok" : "outside its bound");
+    }
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, API);
+    if (!l || l->calls != 2 * expected.calls ||
+        l->converted != 2 * expected.conv || l->fallback != 0) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: want the summary's %s calls=%ld converted=%ld "
+                 "fallback=0", what, API, 2 * expected.calls,
+                 2 * expected.conv);
     }
     amp_test_run_free(&run);
 }
@@ -596,8 +657,8 @@ main(int argc, char **argv)
     int failed = 0;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s modes|exact|faults|threads CONV_GRAPH "
-                "LIBAMPSHIM EMU_DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s modes|exact|faults|threads|repeat "
+                "CONV_GRAPH LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     group = argv[1];
@@ -620,6 +681,11 @@ main(int argc, char **argv)
             plain_teardown);
         return failed;
     }
+    if (strcmp(group, "repeat") == 0)
+        return amp_test_run_parametrized(
+            "repeat", test_repeated, mode_cases, sizeof(mode_cases[0]),
+            COUNT(mode_cases), "mode", mode_label, plain_setup,
+            plain_teardown);
     if (strcmp(group, "exact") == 0) {
         failed += _cmocka_run_group_tests("exact", exact, COUNT(exact),
                                           plain_setup, plain_teardown);

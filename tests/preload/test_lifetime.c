@@ -18,10 +18,19 @@
  *   exit one after another; with the emulator's call log on, no
  *   device-wide synchronisation (`ampshim-emu: call cuCtxSynchronize`)
  *   between the lines the program prints around each join, and the later
- *   thread converts too.
+ *   thread converts too;
+ * - primary_retain: a library retains and releases the primary context
+ *   around each SGEMM, 100 rounds while the runtime holds it, after two
+ *   cycles in which its release is the last one (a new context each):
+ *   every call converted and timed (no context-table exhaustion), device
+ *   memory at exit what the program leaves plus the shim's records of the
+ *   one context still alive; and after a first call whose cast kernel's
+ *   launch fails (an injected fault), the key's next call takes the two
+ *   passes and the one after the one-pass delayed cast (the emulator's
+ *   kernel launch counts).
  *
- * usage: test_lifetime static_reset|dlsym_loader|thread_exit PROGRAM
- *        LIBAMPSHIM EMU_DIR */
+ * usage: test_lifetime static_reset|dlsym_loader|thread_exit|primary_retain
+ *        PROGRAM LIBAMPSHIM EMU_DIR */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -47,6 +56,11 @@ static const char *emu_dir;
 static struct amp_test_run plain_run;
 static struct amp_test_check plain;
 
+/* The shim's records (src/device/device.h: AMP_DEV_RECORDS records of
+ * AMP_DEV_RECORD_BYTES), device memory an FP16 GEMM makes once per
+ * context and keeps for the context's life. */
+#define SHIM_RECORD_BYTES (256 * 64)
+
 /* The program on the emulator with tolerance tol; with `report` (a path),
  * under the shim in `mode` (AMPSHIM_MODE) writing its report there. */
 static void
@@ -59,6 +73,7 @@ run_prog(const char *tol, const char *mode, const char *report,
     amp_test_env_init(&env);
     amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
     amp_test_env_set(&env, "AMPSHIM_EMU_CALL_LOG", "1");
+    amp_test_env_set(&env, "AMPSHIM_EMU_MEMCHECK", "1");
     if (report) {
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
         amp_test_env_set(&env, "AMPSHIM_MODE", mode);
@@ -383,6 +398,125 @@ test_thread_exit(void **state)
     amp_test_run_free(&run);
 }
 
+/* ---- A library's retain and release of the primary context ------------- */
+
+/* "ampshim-emu: device memory at exit: N bytes": N, or -1. */
+static long
+device_at_exit(const struct amp_test_run *run)
+{
+    const char *line = strstr(run->err, "device memory at exit: ");
+    long bytes = -1;
+
+    if (line)
+        sscanf(line, "device memory at exit: %ld bytes", &bytes);
+    return bytes;
+}
+
+/* primary_retain: 2 SGEMMs in contexts whose release is the last, then
+ * 100 between a library's retain and release while the runtime holds the
+ * context: all 102 converted and timed, and at exit the device holds what
+ * the program left plus the records of the one context still alive (a
+ * context the shim took for ended would leave its records behind, and
+ * after 64 such the calls would stay FP32). */
+static void
+test_primary_retain(void **state)
+{
+    struct amp_test_run run;
+    long plain_bytes = device_at_exit(&plain_run), bytes;
+
+    (void)state;
+    expect_all_converted("cublasSgemm_v2", 102, &run);
+    bytes = device_at_exit(&run);
+    printf("device memory at exit: %ld bytes without the shim, %ld with\n",
+           plain_bytes, bytes);
+    if (plain_bytes < 0 || bytes != plain_bytes + SHIM_RECORD_BYTES) {
+        amp_test_run_dump("fp16", &run);
+        fail_msg("device memory at exit %ld bytes, want %ld (the program's) "
+                 "+ %d (the records of one context)", bytes, plain_bytes,
+                 SHIM_RECORD_BYTES);
+    }
+    amp_test_run_free(&run);
+}
+
+/* Launches of kernel `name` in the emulator's kernel statistics
+ * ("ampshim-emu: kernel NAME launches=N ..."); 0 when it never ran. */
+static long
+kernel_launches(const char *err, const char *name)
+{
+    char want[96];
+    const char *line;
+    long n = 0;
+
+    snprintf(want, sizeof want, "ampshim-emu: kernel %s launches=", name);
+    line = strstr(err, want);
+    if (line)
+        sscanf(line + strlen(want), "%ld", &n);
+    return n;
+}
+
+/* The shim's first launch in the process is its first call's scales
+ * kernel (the two-pass cast's first pass), the second that call's cast:
+ * AMPSHIM_EMU_FAIL=launch:2 fails the cast after the scales kernel, which
+ * sets the record, was queued. */
+#define FIRST_CAST_LAUNCH "launch:2"
+
+/* primary_retain fp16 3 0: three calls at one key (site, shape, stream).
+ * The first one's cast launch fails: it falls back to FP32 and gives its
+ * record up; the second takes the two passes (scales, cast) and the
+ * third the one-pass delayed cast (with its recast check). */
+static void
+test_fault_then_one_pass(void **state)
+{
+    char *argv[] = { (char *)prog_path, (char *)"fp16", (char *)"3",
+                     (char *)"0", NULL };
+    static const struct {
+        const char *kernel;
+        long launches;
+    } want[] = {
+        { "amp_k_gemm_scales", 2 },       /* the first call's, the second's */
+        { "amp_k_gemm_cast", 1 },         /* the second call's */
+        { "amp_k_gemm_cast_delayed", 1 }, /* the third call's */
+        { "amp_k_gemm_recast", 1 },       /* the third call's check */
+    };
+    struct amp_test_env env;
+    struct amp_test_run run;
+    struct amp_test_summary sum;
+    const struct amp_test_summary_line *l;
+    int wrong = 0;
+
+    (void)state;
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+    amp_test_env_set(&env, "AMPSHIM_MODE", "fp16");
+    amp_test_env_set(&env, "AMPSHIM_EMU_FAIL", FIRST_CAST_LAUNCH);
+    amp_test_env_set(&env, "AMPSHIM_EMU_KERNEL_STATS", "1");
+    if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
+        fail_msg("cannot start %s: %s", prog_path, strerror(errno));
+    amp_test_env_free(&env);
+    amp_test_expect_exit(&run, 0, "fp16, first cast launch failing");
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, "cublasSgemm_v2");
+    if (!l || l->calls != 3 || l->converted != 2 || l->fallback != 1) {
+        amp_test_run_dump("fp16, first cast launch failing", &run);
+        fail_msg("want the summary's cublasSgemm_v2 calls=3 converted=2 "
+                 "fallback=1");
+    }
+    for (size_t i = 0; i < COUNT(want); i++) {
+        long n = kernel_launches(run.err, want[i].kernel);
+
+        printf("%s: %ld launch(es), want %ld\n", want[i].kernel, n,
+               want[i].launches);
+        wrong += n != want[i].launches;
+    }
+    if (wrong) {
+        amp_test_run_dump("fp16, first cast launch failing", &run);
+        fail_msg("after a first call whose cast failed, want the next call "
+                 "in two passes and the one after in one");
+    }
+    amp_test_run_free(&run);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -396,10 +530,14 @@ main(int argc, char **argv)
     const struct CMUnitTest exit_tests[] = {
         cmocka_unit_test(test_thread_exit),
     };
+    const struct CMUnitTest retain_tests[] = {
+        cmocka_unit_test(test_primary_retain),
+        cmocka_unit_test(test_fault_then_one_pass),
+    };
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s static_reset|dlsym_loader|thread_exit "
-                "PROGRAM LIBAMPSHIM EMU_DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s static_reset|dlsym_loader|thread_exit|"
+                "primary_retain PROGRAM LIBAMPSHIM EMU_DIR\n", argv[0]);
         return 2;
     }
     prog_path = argv[2];
@@ -417,6 +555,10 @@ main(int argc, char **argv)
         return _cmocka_run_group_tests("thread exit", exit_tests,
                                        COUNT(exit_tests), plain_setup,
                                        plain_teardown);
+    if (strcmp(argv[1], "primary_retain") == 0)
+        return _cmocka_run_group_tests("primary context retained",
+                                       retain_tests, COUNT(retain_tests),
+                                       plain_setup, plain_teardown);
     fprintf(stderr, "%s: no group %s\n", argv[0], argv[1]);
     return 2;
 }
