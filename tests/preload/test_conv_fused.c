@@ -37,6 +37,7 @@ static struct amp_test_check plain;
  * passed through). */
 static struct {
     long calls, conv, apart, invalid;
+    double conv_flops, apart_flops; /* 2 per output element and term */
 } expected;
 
 struct setting {
@@ -124,10 +125,13 @@ plain_setup(void **state)
             fprintf(stderr, "case %s: api %s\n", c->name, c->api);
             return -1;
         }
-        if (strcmp(c->cls, "conv") == 0)
+        if (strcmp(c->cls, "conv") == 0) {
             expected.conv++;
-        else if (strcmp(c->cls, "apart") == 0)
+            expected.conv_flops += 2.0 * c->m * c->k;
+        } else if (strcmp(c->cls, "apart") == 0) {
             expected.apart++;
+            expected.apart_flops += 2.0 * c->m * c->k;
+        }
         else if (strcmp(c->cls, "invalid") == 0)
             expected.invalid++;
         else {
@@ -159,10 +163,30 @@ test_plain_case_list(void **state)
     assert_int_equal(expected.invalid, 1);
 }
 
+/* The coverage meter's line: every call, the converted FLOPs and the side
+ * input's kept FP32 (a refused call has none). */
+static void
+expect_coverage(const struct amp_test_run *run, const char *what)
+{
+    double total = expected.conv_flops + expected.apart_flops;
+    char line[256];
+
+    snprintf(line, sizeof(line), "of GEMM and convolution work in %ld "
+             "calls, 100.0 %% FP32 within the shim's reach (converted "
+             "%.1f %%, kept FP32 %.1f %%), 0.0 %% in other precisions",
+             expected.calls, 100.0 * expected.conv_flops / total,
+             100.0 * expected.apart_flops / total);
+    if (amp_test_count_lines_with(run->err, line) == 1)
+        return;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: no coverage line \"%s\"", what, line);
+}
+
 /* ---- The modes --------------------------------------------------------- */
 
 /* fp16, bf16 and tf32 convert every FP32 case: each within its mode's
- * bound (the bias and activation within FP32's), the statuses plain's. */
+ * bound (the bias and activation within FP32's), the statuses plain's,
+ * the coverage meter's figures. */
 static void
 test_converting_modes(void **state)
 {
@@ -181,6 +205,7 @@ test_converting_modes(void **state)
         amp_test_expect_exit(&run, 0, what);
         amp_test_expect_cases_pass(&run, &plain, what, &check);
         expect_summary(&run, expected.conv, 0, 0, what);
+        expect_coverage(&run, what);
         amp_test_run_free(&run);
     }
 }
