@@ -1266,7 +1266,8 @@ test_modelled_time(void **state)
 #define FAULT_ARG "--fault-child"
 #define FAULT_SPEC "cudnnCreate:1,cudnnConvolutionForward:2," \
                    "cudnnConvolutionBackwardFilter:1:3000," \
-                   "cudnnConvolutionBackwardData:1:partial"
+                   "cudnnConvolutionBackwardData:1:partial," \
+                   "cudnnConvolutionBiasActivationForward:1:partial"
 
 /* In the child: the first create fails (NOT_INITIALIZED), the second
  * forward call fails (EXECUTION_FAILED) without touching y, the first
@@ -1346,6 +1347,45 @@ test_fault_partial_child(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+/* The same for the fused forward: the first half of y holds the whole
+ * act(alpha1 * conv + alpha2 * z + bias), the rest its old values. */
+static void
+test_fault_partial_fused_child(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    struct run r;
+    struct fused f;
+    size_t n, half;
+    float *want;
+    void *y_d;
+
+    (void)state;
+    run_new(&r, &shapes[1], CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+    n = count_y(r.g);
+    want = values(n, rnd);
+    half = (n + 1) / 2;
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.5f, 0.5f, f.z_d),
+                     CUDNN_STATUS_EXECUTION_FAILED);
+    y_d = r.y_d;
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    DNN_OK(fused_call(h, &r, &f, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      NULL, 0, 1.5f, 0.5f, f.z_d));
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    tensor_download(r.d.y, y_d, r.y);
+    tensor_download(r.d.y, r.y_d, want);
+    assert_memory_equal(r.y, want, half * sizeof(float));
+    assert_memory_equal(r.y + half, r.y0 + half, (n - half) * sizeof(float));
+    dev_free(y_d);
+    free(want);
+    fused_free(&f);
+    run_free(&r);
+    DNN_OK(cudnnDestroy(h));
+}
+
 /* The variable is read once per process: run the checks in a fresh one. */
 static void
 test_fault_injection(void **state)
@@ -1360,6 +1400,7 @@ main(int argc, char **argv)
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_fault_child),
         cmocka_unit_test(test_fault_partial_child),
+        cmocka_unit_test(test_fault_partial_fused_child),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp32_shapes),
