@@ -1,10 +1,11 @@
 /* contract_corpus: an ordinary CUDA program that makes thousands of small
  * cuBLAS GEMM and cuDNN convolution calls, generated from a fixed seed over
  * every hooked entry point (int and _64, the legacy cublasSgemm, the three
- * convolutions and the fused bias-activation forward): every transpose, both pointer modes, zero and negative
- * sizes, short leading dimensions, NULL scalars and arrays, batch 0,
- * groups with zero sizes, type and compute-type mixes, algorithms, math
- * modes, descriptors that do not fit, workspaces too small; and
+ * convolutions and the fused bias-activation forward): every transpose,
+ * both pointer modes, zero and negative sizes, short leading dimensions,
+ * NULL scalars and arrays, batch 0, groups with zero sizes, type and
+ * compute-type mixes, algorithms, math modes, descriptors that do not
+ * fit, workspaces too small; and
  * cublasLtMatmul over types, orders, leading dimensions, pointer modes,
  * epilogues and their auxiliary settings, batches, in-place and NULL
  * arguments, algorithms and workspaces (one 16 bytes past a 256-byte

@@ -703,7 +703,8 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionForward, AMP_CONV_FWD, handle, alpha, beta,
         xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
-        workSpaceSizeInBytes, __builtin_return_address(0), &route, !real, 0,
+        workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
+        0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -731,7 +732,8 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardData, AMP_CONV_BWD_DATA, handle,
         alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real, 0,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
+        !real, 0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -759,7 +761,8 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardFilter, AMP_CONV_BWD_FILTER, handle,
         alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real, 0,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
+        !real, 0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
