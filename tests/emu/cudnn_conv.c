@@ -912,7 +912,10 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
  * - a bias that is not 1 x K x 1 ... of y's rank: BAD_PARAM;
  * then the convolution's own checks, algorithm and workspace as
  * cudnnConvolutionForward's. z may be y (in place); it is not read when
- * alpha2 is 0.
+ * alpha2 is 0. Frameworks built on the library agree on the activations:
+ * "only relu is supported" (apache/tvm#10997, cuDNN 8), and IDENTITY
+ * "only with CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM"
+ * (PaddlePaddle/Paddle#14744).
  */
 static cudnnStatus_t
 fused_check(const char *api, const void *alpha2,
