@@ -887,6 +887,40 @@ test_fused_forward(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+/* The fused forward waits on the handle's stream like the other
+ * convolutions; its host scalars are read at the call. */
+static void
+test_fused_deferred(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    cudaStream_t quiet;
+    struct run r;
+    struct fused f;
+    float alpha1 = 0.75f, alpha2 = 0.5f;
+
+    (void)state;
+    run_new(&r, &shapes[1], CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
+                     cudaSuccess);
+    DNN_OK(cudnnSetStream(h, quiet));
+    DNN_OK(cudnnConvolutionBiasActivationForward(
+        h, &alpha1, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &alpha2, r.d.y,
+        f.z_d, f.bias_desc, f.bias_d, f.act, r.d.y, r.y_d));
+    alpha1 = alpha2 = 100.0f;
+    tensor_download(r.d.y, r.y_d, r.y);
+    assert_memory_equal(r.y, r.y0, count_y(r.g) * sizeof(float));
+    assert_int_equal(cudaStreamSynchronize(quiet), cudaSuccess);
+    tensor_download(r.d.y, r.y_d, r.y);
+    fused_check(&r, &f, 0.75f, 0.5f, f.z, 1);
+    DNN_OK(cudnnDestroy(h));
+    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
+    fused_free(&f);
+    run_free(&r);
+}
+
 /* The statuses cuDNN 9 documents for the fused forward. */
 static void
 test_fused_statuses(void **state)
@@ -1412,6 +1446,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_bad_param),
         cmocka_unit_test(test_fused_forward),
         cmocka_unit_test(test_fused_statuses),
+        cmocka_unit_test(test_fused_deferred),
         cmocka_unit_test(test_algorithm_queries),
         cmocka_unit_test(test_deferred_execution),
         cmocka_unit_test(test_modelled_time),
