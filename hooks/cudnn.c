@@ -1,7 +1,9 @@
 /* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
  * become a descriptor, are decided, and run on the converted path
- * (conv_hook.c) on the shim's own handle and descriptors; everything else
- * is the original call with the caller's unchanged arguments. */
+ * (conv_hook.c) on the shim's own handle and descriptors; the fused
+ * bias-activation forward runs so as a forward convolution, its bias and
+ * activation then in FP32; everything else is the original call with the
+ * caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
 #include "base/caller.h"
