@@ -708,11 +708,9 @@ done:
  * blend's destination is not read when beta is 0: programs pass their
  * unwritten output as z then (TensorFlow's fused convolution does). */
 static void
-fused_store(const struct conv_epilogue *ep, void *ya, int64_t off, int k,
-            float alpha, float value)
+fused_store(const struct conv_epilogue *ep, const float *za, const float *ba,
+            void *ya, int64_t off, int k, float alpha, float value)
 {
-    const float *za = emu_dnn_view_at(&ep->z);
-    const float *ba = emu_dnn_view_at(&ep->bias);
     float v = alpha * value;
 
     if (ep->alpha2 != 0.0f)
@@ -731,16 +729,20 @@ conv_run(void *arg)
                                      : j->dir == DIR_BWD_DATA ? &j->x : &j->w;
     void *xa = emu_dnn_view_at(&j->x), *wa = emu_dnn_view_at(&j->w);
     void *ya = emu_dnn_view_at(&j->y), *da;
+    const float *za = NULL, *ba = NULL;    /* the fused forward's z, bias */
     size_t count = emu_dnn_view_count(dst);
     void *ws = NULL;
 
     if (j->workspace_size > 0)
         ws = emu_dev_at(j->workspace, j->workspace_size);
+    if (j->fused) {
+        ba = emu_dnn_view_at(&j->ep.bias);
+        if (j->ep.alpha2 != 0.0f)
+            za = emu_dnn_view_at(&j->ep.z);
+    }
     if (xa == NULL || wa == NULL || ya == NULL ||
         (j->workspace_size > 0 && ws == NULL) ||
-        (j->fused && (emu_dnn_view_at(&j->ep.bias) == NULL ||
-                           (j->ep.alpha2 != 0.0f &&
-                            emu_dnn_view_at(&j->ep.z) == NULL))))
+        (j->fused && (ba == NULL || (j->ep.alpha2 != 0.0f && za == NULL))))
         return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS,
                            j->fused ? FUSED_API : dir_api[j->dir],
                            "a tensor or the workspace is not in device "
@@ -768,7 +770,8 @@ conv_run(void *arg)
         count = (count + 1) / 2;
     for (size_t lin = 0; lin < count; lin++) {
         if (j->fused)
-            fused_store(&j->ep, da, off, coord[1], j->alpha, res[lin]);
+            fused_store(&j->ep, za, ba, da, off, coord[1], j->alpha,
+                        res[lin]);
         else
             emu_dnn_blend(da, off, dst->type, j->alpha, j->beta, res[lin]);
         for (int d = dst->nb_dims - 1; d >= 0; d--) {
