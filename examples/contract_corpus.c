@@ -1,10 +1,11 @@
 /* contract_corpus: an ordinary CUDA program that makes thousands of small
  * cuBLAS GEMM and cuDNN convolution calls, generated from a fixed seed over
  * every hooked entry point (int and _64, the legacy cublasSgemm, the three
- * convolutions): every transpose, both pointer modes, zero and negative
- * sizes, short leading dimensions, NULL scalars and arrays, batch 0,
- * groups with zero sizes, type and compute-type mixes, algorithms, math
- * modes, descriptors that do not fit, workspaces too small; and
+ * convolutions and the fused bias-activation forward): every transpose,
+ * both pointer modes, zero and negative sizes, short leading dimensions,
+ * NULL scalars and arrays, batch 0, groups with zero sizes, type and
+ * compute-type mixes, algorithms, math modes, descriptors that do not
+ * fit, workspaces too small; and
  * cublasLtMatmul over types, orders, leading dimensions, pointer modes,
  * epilogues and their auxiliary settings, batches, in-place and NULL
  * arguments, algorithms and workspaces (one 16 bytes past a 256-byte
@@ -1062,14 +1063,20 @@ run_lt_workspace_corpus(void)
 
 /* ---- cuDNN ----------------------------------------------------------------- */
 
-enum dir { FWD, BWD_DATA, BWD_FILTER, DIR_COUNT };
+enum dir { FWD, BWD_DATA, BWD_FILTER, FUSED, DIR_COUNT };
 static const char *const dir_api[DIR_COUNT] = {
     "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
-    "cudnnConvolutionBackwardFilter",
+    "cudnnConvolutionBackwardFilter", "cudnnConvolutionBiasActivationForward",
 };
 static const int dir_algos[DIR_COUNT] = {
     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+};
+/* The fused forward's activations: the two cuDNN takes and one it
+ * refuses. */
+static const cudnnActivationMode_t fused_acts[] = {
+    CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_IDENTITY,
+    CUDNN_ACTIVATION_SIGMOID,
 };
 
 static const struct { cudnnDataType_t x, w, y; } dtypes[] = {
@@ -1119,6 +1126,7 @@ struct ccase {
     enum ws ws;
     enum dnn_null nul;
     int scalars;
+    int act, z_apart;   /* the fused forward's: activation, z not y */
 };
 
 static void
@@ -1139,6 +1147,10 @@ ccase_make(enum dir dir, int i, struct ccase *c)
     c->ws = (enum ws)pick(i + 10, WS_COUNT);
     c->nul = (enum dnn_null)pick(i + 11, DN_COUNT);
     c->scalars = pick(i + 12, N_OF(dnn_scalars));
+    /* Only the fused forward draws these: the other directions' cases
+     * stay as they were. */
+    c->act = dir == FUSED ? pick(i + 13, N_OF(fused_acts)) : 0;
+    c->z_apart = dir == FUSED ? pick(i + 14, 2) : 0;
 }
 
 static int
@@ -1156,6 +1168,35 @@ tensor_set(cudnnTensorDescriptor_t t, cudnnDataType_t type,
                                                  1);
     return (int)cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, type, n, c,
                                            h, w);
+}
+
+/* The fused forward with alpha2 for beta: z is y, or x's bytes read as
+ * y's (z_apart); the bias is the first k elements of x's bytes, FLOAT
+ * 1 x k x 1 x 1. Returns cuDNN's status. */
+static int
+run_fused(const struct ccase *cc, cudnnHandle_t h, const void *alpha1,
+          cudnnTensorDescriptor_t xd, const void *x,
+          cudnnFilterDescriptor_t wd, const void *w,
+          cudnnConvolutionDescriptor_t cd, void *ws, size_t ws_bytes,
+          const void *alpha2, cudnnTensorDescriptor_t yd, void *y, int k)
+{
+    cudnnTensorDescriptor_t bd;
+    cudnnActivationDescriptor_t ad;
+    int st;
+
+    cudnnCreateTensorDescriptor(&bd);
+    cudnnCreateActivationDescriptor(&ad);
+    cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                               k > 0 ? k : 1, 1, 1);
+    cudnnSetActivationDescriptor(ad, fused_acts[cc->act],
+                                 CUDNN_NOT_PROPAGATE_NAN, 0.0);
+    st = (int)cudnnConvolutionBiasActivationForward(
+        h, alpha1, xd, x, wd, w, cd, (cudnnConvolutionFwdAlgo_t)cc->algo, ws,
+        ws_bytes, alpha2, yd, cc->z_apart ? arena + OFF_A : y, bd,
+        arena + OFF_A, ad, yd, y);
+    cudnnDestroyTensorDescriptor(bd);
+    cudnnDestroyActivationDescriptor(ad);
+    return st;
 }
 
 static int
@@ -1213,6 +1254,7 @@ run_conv(const struct ccase *cc)
 
     switch (cc->dir) {
     case FWD:
+    case FUSED:
         q = cudnnGetConvolutionForwardWorkspaceSize(
             dnn, xd, wd, cd, yd, (cudnnConvolutionFwdAlgo_t)cc->algo, &need);
         break;
@@ -1241,7 +1283,7 @@ run_conv(const struct ccase *cc)
              "types=%d/%d/%d,compute=%d,math=%d,layout=%d,groups=%d,"
              "nchwkr=%d/%d/%d/%d/%d/%d,y=%d/%d/%d/%d(%d),pad=%d,stride=%d,"
              "dil=%d,mode=%d,algo=%d,ws=%d(need %zu),null=%s,alpha=%g,"
-             "beta=%g,set=%d/%d/%d/%d",
+             "beta=%g,set=%d/%d/%d/%d,act=%d,z_apart=%d",
              (int)dtypes[cc->dtypes].x, (int)dtypes[cc->dtypes].w,
              (int)dtypes[cc->dtypes].y, (int)computes[cc->compute],
              (int)dnn_maths[cc->math], (int)cc->layout, cc->groups, nd, nc,
@@ -1249,7 +1291,7 @@ run_conv(const struct ccase *cc)
              geoms[cc->geom].pad, geoms[cc->geom].stride,
              geoms[cc->geom].dil, cc->mode, cc->algo, (int)cc->ws, need,
              dn_names[cc->nul], (double)alpha, (double)beta, set[0], set[1],
-             set[2], set[3]);
+             set[2], set[3], (int)fused_acts[cc->act], cc->z_apart);
 
     /* Half and double tensors: the same bytes, read as their type. */
     memcpy(image, base_image, ARENA);
@@ -1271,6 +1313,10 @@ run_conv(const struct ccase *cc)
                 h, pa, xdd, x, wdd, w, cdd,
                 (cudnnConvolutionFwdAlgo_t)cc->algo, ws_ptr, ws_bytes, pb, yd,
                 y);
+            break;
+        case FUSED:
+            st = run_fused(cc, h, pa, xdd, x, wdd, w, cdd, ws_ptr, ws_bytes,
+                           pb, yd, y, ok);
             break;
         case BWD_DATA:
             st = (int)cudnnConvolutionBackwardData(

@@ -1,7 +1,9 @@
 /* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
  * become a descriptor, are decided, and run on the converted path
- * (conv_hook.c) on the shim's own handle and descriptors; everything else
- * is the original call with the caller's unchanged arguments. */
+ * (conv_hook.c) on the shim's own handle and descriptors; the fused
+ * bias-activation forward runs so as a forward convolution, its bias and
+ * activation then in FP32; everything else is the original call with the
+ * caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
 #include "base/caller.h"
@@ -197,6 +199,9 @@ struct amp_cudnn_call {
     const void *caller;        /* the hook's return address */
     const struct amp_route *route; /* how it is served */
     int missing;               /* no real function to run */
+    int opaque;                /* a fused forward whose bias and activation
+                                  the shim does not split off: passed
+                                  through */
 };
 
 /* The convolution's geometry, read from the caller's descriptor. */
@@ -626,13 +631,11 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     cudnnDataType_t data = CUDNN_DATA_FLOAT;
     enum amp_kind kind;
 
-    if (atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) &&
-        !c->missing) {
-        h->entered = 0; /* AMPSHIM_DISABLE: straight to the real call */
-        return 0;
-    }
     h->entered = 0;
     h->shadow = 0;
+    if (atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) &&
+        !c->missing)
+        return 0; /* AMPSHIM_DISABLE: straight to the real call */
     h->prof.open = 0;
     h->stats = &amp_cudnn_stats[c->api];
     *status = CUDNN_STATUS_NOT_INITIALIZED;
@@ -655,7 +658,7 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     d.dir = c->dir;
     kind = amp_cudnn_complete ? amp_call_read(c, &d, &l.g, &data)
                               : AMP_KIND_INVALID;
-    if (kind == AMP_KIND_OTHER) {
+    if (kind == AMP_KIND_OTHER || (c->opaque && kind != AMP_KIND_INVALID)) {
         h->outcome = AMP_OUTCOME_PASSTHROUGH;
         h->cover = amp_conv_cover_of_data(data);
         h->flops = amp_conv_flops(&d);
@@ -703,6 +706,7 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
         AMP_API_cudnnConvolutionForward, AMP_CONV_FWD, handle, alpha, beta,
         xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
         workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
+        0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -730,7 +734,8 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardData, AMP_CONV_BWD_DATA, handle,
         alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
+        !real, 0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -758,7 +763,8 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBackwardFilter, AMP_CONV_BWD_FILTER, handle,
         alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
-        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
+        workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
+        !real, 0,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -768,4 +774,136 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
     return amp_cudnn_end(&h, real(
         handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
         workSpaceSizeInBytes, beta, dwDesc, dw));
+}
+
+/* ---- The fused forward --------------------------------------------------- */
+
+/* How cudnnConvolutionBiasActivationForward's y = act(alpha1 * conv(x) +
+ * alpha2 * z + bias) splits into a forward convolution with alpha1 and
+ * `beta` (alpha2 when z is y, else 0) and then, in FP32 on its result,
+ * the bias (cudnnAddTensor) and the activation (cudnnActivationForward
+ * in place; none for IDENTITY): exactly the FP32 sums the fused call
+ * makes, in its order. */
+struct amp_cba_split {
+    const void *beta;
+    int relu;
+};
+
+/* 1 when the call splits: the activation is RELU without NaN propagation
+ * or IDENTITY on the algorithm cuDNN allows it with, alpha2 is 0 or z is y
+ * (a residual in place), and the bias is FLOAT 1 x K x 1 ... of y's rank.
+ * Anything else (an unreadable descriptor, a call cuDNN refuses, a z
+ * apart) is passed through for cuDNN to run or refuse. Reads nothing
+ * when the shim is disabled or cannot run. */
+static int
+amp_cba_split(const struct amp_route *route, int missing,
+              const void *alpha2, cudnnTensorDescriptor_t z_desc,
+              const void *z, cudnnTensorDescriptor_t bias_desc,
+              const void *bias, cudnnActivationDescriptor_t act,
+              cudnnConvolutionFwdAlgo_t algo, cudnnTensorDescriptor_t y_desc,
+              const void *y, struct amp_cba_split *out)
+{
+    static const float zero = 0.0f;
+    cudnnActivationMode_t mode;
+    cudnnNanPropagation_t nan;
+    cudnnDataType_t ty, tz, tb;
+    struct amp_conv_layout ly, lz, lb;
+    double coef;
+    float a2;
+    int d;
+
+    if (missing || route->other || !amp_cudnn_complete ||
+        atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) ||
+        !alpha2 || !bias || !act || !y ||
+        amp_real.cudnnGetActivationDescriptor(act, &mode, &nan, &coef) !=
+            CUDNN_STATUS_SUCCESS ||
+        nan != CUDNN_NOT_PROPAGATE_NAN ||
+        !(mode == CUDNN_ACTIVATION_RELU ||
+          (mode == CUDNN_ACTIVATION_IDENTITY &&
+           algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) ||
+        !amp_tensor_read(y_desc, &ty, &ly) ||
+        !amp_tensor_read(bias_desc, &tb, &lb) || tb != CUDNN_DATA_FLOAT ||
+        lb.nb_dims != ly.nb_dims || lb.dim[1] != ly.dim[1] ||
+        lb.stride[1] != 1)
+        return 0;
+    for (d = 0; d < lb.nb_dims; d++) {
+        if (d != 1 && lb.dim[d] != 1)
+            return 0;
+    }
+    memcpy(&a2, alpha2, sizeof a2);
+    if (a2 != 0.0f) {
+        if (z != y || !amp_tensor_read(z_desc, &tz, &lz) || tz != ty ||
+            memcmp(&lz, &ly, sizeof lz) != 0)
+            return 0;
+        out->beta = alpha2;
+    } else {
+        out->beta = &zero;
+    }
+    out->relu = mode == CUDNN_ACTIVATION_RELU;
+    return 1;
+}
+
+/* The bias and activation on y, on the caller's handle (its stream). */
+static cudnnStatus_t
+amp_cba_epilogue(cudnnHandle_t handle, cudnnTensorDescriptor_t bias_desc,
+                 const void *bias, cudnnActivationDescriptor_t act,
+                 cudnnTensorDescriptor_t y_desc, void *y, int relu)
+{
+    static const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s = amp_real.cudnnAddTensor(handle, &one, bias_desc, bias,
+                                              &one, y_desc, y);
+
+    if (s == CUDNN_STATUS_SUCCESS && relu)
+        s = amp_real.cudnnActivationForward(handle, act, &one, y_desc, y,
+                                            &zero, y_desc, y);
+    return s;
+}
+
+AMP_EXPORT cudnnStatus_t
+cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t handle, const void *alpha1,
+    const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionFwdAlgo_t algo, void *workSpace,
+    size_t workSpaceSizeInBytes, const void *alpha2,
+    const cudnnTensorDescriptor_t zDesc, const void *z,
+    const cudnnTensorDescriptor_t biasDesc, const void *bias,
+    const cudnnActivationDescriptor_t activationDesc,
+    const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    AMP_CUDNN_REAL(cudnnConvolutionBiasActivationForward);
+    struct amp_cba_split split = {NULL, 0};
+    int splits = amp_cba_split(&route, !real, alpha2, zDesc, z, biasDesc,
+                               bias, activationDesc, algo, yDesc, y, &split);
+    const struct amp_cudnn_call c = {
+        AMP_API_cudnnConvolutionBiasActivationForward, AMP_CONV_FWD, handle,
+        alpha1, split.beta, xDesc, yDesc, wDesc, convDesc, x, w, y,
+        (int)algo, workSpace, workSpaceSizeInBytes,
+        __builtin_return_address(0), &route, !real, !splits,
+    };
+    struct amp_conv_hook h;
+    cudnnStatus_t status;
+
+    if (amp_cudnn_begin(&h, &c, &status)) {
+        /* Converted: y = alpha1 * conv(x) + beta * y. */
+        if (status == CUDNN_STATUS_SUCCESS)
+            status = amp_cba_epilogue(handle, biasDesc, bias, activationDesc,
+                                      yDesc, y, split.relu);
+        return status;
+    }
+    if (!h.shadow)
+        return amp_cudnn_end(&h, real(
+            handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+            workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias,
+            activationDesc, yDesc, y));
+    /* A shadow run compares the convolution: FP32's runs alone, then the
+     * bias and activation on whichever result y holds. */
+    status = amp_cudnn_end(&h, amp_real.cudnnConvolutionForward(
+        handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+        workSpaceSizeInBytes, split.beta, yDesc, y));
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = amp_cba_epilogue(handle, biasDesc, bias, activationDesc,
+                                  yDesc, y, split.relu);
+    return status;
 }

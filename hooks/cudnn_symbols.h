@@ -34,11 +34,37 @@
        const cudnnConvolutionDescriptor_t convDesc,                          \
        cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace,                \
        size_t workSpaceSizeInBytes, const void *beta,                        \
-       const cudnnFilterDescriptor_t dwDesc, void *dw))
+       const cudnnFilterDescriptor_t dwDesc, void *dw))                      \
+    X(cudnnStatus_t, cudnnConvolutionBiasActivationForward,                  \
+      (cudnnHandle_t handle, const void *alpha1,                             \
+       const cudnnTensorDescriptor_t xDesc, const void *x,                   \
+       const cudnnFilterDescriptor_t wDesc, const void *w,                   \
+       const cudnnConvolutionDescriptor_t convDesc,                          \
+       cudnnConvolutionFwdAlgo_t algo, void *workSpace,                      \
+       size_t workSpaceSizeInBytes, const void *alpha2,                      \
+       const cudnnTensorDescriptor_t zDesc, const void *z,                   \
+       const cudnnTensorDescriptor_t biasDesc, const void *bias,             \
+       const cudnnActivationDescriptor_t activationDesc,                     \
+       const cudnnTensorDescriptor_t yDesc, void *y))
 
 /* Called only: reading the application's handle and descriptors, the
- * shim's own handle and descriptors, and the algorithm queries. */
+ * shim's own handle and descriptors, the algorithm queries, and the bias
+ * and activation of a fused forward run after its converted
+ * convolution. */
 #define AMP_CUDNN_CALLED(X)                                                  \
+    X(cudnnStatus_t, cudnnGetActivationDescriptor,                           \
+      (const cudnnActivationDescriptor_t activationDesc,                     \
+       cudnnActivationMode_t * mode, cudnnNanPropagation_t * reluNanOpt,     \
+       double *coef))                                                        \
+    X(cudnnStatus_t, cudnnAddTensor,                                         \
+      (cudnnHandle_t handle, const void *alpha,                              \
+       const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, \
+       const cudnnTensorDescriptor_t cDesc, void *C))                        \
+    X(cudnnStatus_t, cudnnActivationForward,                                 \
+      (cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc,     \
+       const void *alpha, const cudnnTensorDescriptor_t xDesc,               \
+       const void *x, const void *beta,                                      \
+       const cudnnTensorDescriptor_t yDesc, void *y))                        \
     X(cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle))                  \
     X(cudnnStatus_t, cudnnDestroy, (cudnnHandle_t handle))                   \
     X(cudnnStatus_t, cudnnDestroyTensorDescriptor,                           \

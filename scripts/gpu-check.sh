@@ -44,6 +44,7 @@ die() { echo "gpu-check: $*" >&2; exit 1; }
 
 # The programs the steps run, from the build tree's examples/.
 programs=(sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph
+          conv_fused
           gemm_bench conv_bench speed_bench gemm_numerics solver_check
           graph_nodes deep_queue legacy_trainer)
 # The emulator's models the bundle carries modelled GEMM times for (about

@@ -114,7 +114,8 @@ step_examples() {
     note "| program | mode (bound) | result | calls converted | seconds |"
     note "|---|---|---|---|---|"
     local prog mode tol log status result converted calls t0 t1
-    for prog in sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph; do
+    for prog in sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph \
+                conv_fused; do
         for mode in fp16 bf16 tf32 fp16x3 shadow; do
             log=$LOGS/examples.$prog.$mode
             tol=$mode

@@ -23,6 +23,8 @@ static const char *const dir_api[DIR_COUNT] = {
     "cudnnConvolutionBackwardFilter",
 };
 
+static const char FUSED_API[] = "cudnnConvolutionBiasActivationForward";
+
 static const int dir_algo_count[DIR_COUNT] = {
     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
@@ -389,6 +391,16 @@ algo_evaluate(enum conv_dir dir, int algo, const struct conv_problem *p,
 
 /* ---- The convolution core ------------------------------------------------ */
 
+/* cudnnConvolutionBiasActivationForward's work after the convolution:
+ * y = act(alpha * conv(x) + alpha2 * z + bias), in FP32. z has y's sizes
+ * and strides, so an element's offset is the same in both; the bias is
+ * 1 x K x 1 ... */
+struct conv_epilogue {
+    struct emu_dnn_view z, bias;
+    float alpha2;
+    int relu;           /* CUDNN_ACTIVATION_RELU; else IDENTITY */
+};
+
 struct conv_job {
     enum conv_dir dir;
     struct conv_problem p;
@@ -397,6 +409,8 @@ struct conv_job {
     size_t workspace_size;
     float alpha, beta;
     int partial;        /* an injected fault: the first half only */
+    int fused;          /* cudnnConvolutionBiasActivationForward: ep */
+    struct conv_epilogue ep;
 };
 
 /* emu_dnn_load without the call for FP32 tensors, the common case. */
@@ -689,6 +703,24 @@ done:
     return rc;
 }
 
+/* One element of the fused forward, in FP32 as cuDNN's FLOAT
+ * configuration computes it. z is not read when alpha2 is 0, as a
+ * blend's destination is not read when beta is 0: programs pass their
+ * unwritten output as z then (TensorFlow's fused convolution does). */
+static void
+fused_store(const struct conv_epilogue *ep, const float *za, const float *ba,
+            void *ya, int64_t off, int k, float alpha, float value)
+{
+    float v = alpha * value;
+
+    if (ep->alpha2 != 0.0f)
+        v += ep->alpha2 * za[off];
+    v += ba[(int64_t)k * ep->bias.stride[1]];
+    if (ep->relu && !(v > 0.0f))
+        v = 0.0f;   /* CUDNN_NOT_PROPAGATE_NAN: NaN gives 0 too */
+    ((float *)ya)[off] = v;
+}
+
 static CUresult
 conv_run(void *arg)
 {
@@ -697,14 +729,22 @@ conv_run(void *arg)
                                      : j->dir == DIR_BWD_DATA ? &j->x : &j->w;
     void *xa = emu_dnn_view_at(&j->x), *wa = emu_dnn_view_at(&j->w);
     void *ya = emu_dnn_view_at(&j->y), *da;
+    const float *za = NULL, *ba = NULL;    /* the fused forward's z, bias */
     size_t count = emu_dnn_view_count(dst);
     void *ws = NULL;
 
     if (j->workspace_size > 0)
         ws = emu_dev_at(j->workspace, j->workspace_size);
+    if (j->fused) {
+        ba = emu_dnn_view_at(&j->ep.bias);
+        if (j->ep.alpha2 != 0.0f)
+            za = emu_dnn_view_at(&j->ep.z);
+    }
     if (xa == NULL || wa == NULL || ya == NULL ||
-        (j->workspace_size > 0 && ws == NULL))
-        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, dir_api[j->dir],
+        (j->workspace_size > 0 && ws == NULL) ||
+        (j->fused && (ba == NULL || (j->ep.alpha2 != 0.0f && za == NULL))))
+        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS,
+                           j->fused ? FUSED_API : dir_api[j->dir],
                            "a tensor or the workspace is not in device "
                            "memory");
     /* The algorithm leaves its scratch data behind. */
@@ -716,7 +756,8 @@ conv_run(void *arg)
 
     if (res == NULL || conv_compute(j, xa, wa, ya, res) != 0) {
         free(res);
-        return emu_op_fail(CUDA_ERROR_OUT_OF_MEMORY, dir_api[j->dir],
+        return emu_op_fail(CUDA_ERROR_OUT_OF_MEMORY,
+                           j->fused ? FUSED_API : dir_api[j->dir],
                            "out of host memory");
     }
     /* The destination's elements in row-major order, their coordinates
@@ -729,7 +770,11 @@ conv_run(void *arg)
     if (j->partial)
         count = (count + 1) / 2;
     for (size_t lin = 0; lin < count; lin++) {
-        emu_dnn_blend(da, off, dst->type, j->alpha, j->beta, res[lin]);
+        if (j->fused)
+            fused_store(&j->ep, za, ba, da, off, coord[1], j->alpha,
+                        res[lin]);
+        else
+            emu_dnn_blend(da, off, dst->type, j->alpha, j->beta, res[lin]);
         for (int d = dst->nb_dims - 1; d >= 0; d--) {
             off += dst->stride[d];
             if (++coord[d] < dst->dim[d])
@@ -756,12 +801,13 @@ struct conv_call {
     int algo;
     void *workspace;
     size_t workspace_size;
+    const struct conv_epilogue *ep; /* the fused forward's, checked */
 };
 
 static cudnnStatus_t
 conv_submit(const struct conv_call *call)
 {
-    const char *api = dir_api[call->dir];
+    const char *api = call->ep != NULL ? FUSED_API : dir_api[call->dir];
     struct emu_dnn_config cfg;
     struct conv_problem p;
     struct algo_eval e;
@@ -778,6 +824,12 @@ conv_submit(const struct conv_call *call)
         return BAD("%s: NULL data or scaling pointer", api);
     st = conv_setup(&p, call->x_desc, call->w_desc, call->conv, call->y_desc,
                     api);
+    /* cuDNN's fused forward takes FLOAT data in more configurations than
+     * FLOAT (half, int8); only FLOAT is emulated. */
+    if (st == CUDNN_STATUS_SUCCESS && call->ep != NULL &&
+        p.type != CUDNN_DATA_FLOAT)
+        st = UNSUPPORTED("%s: data type %d (only FLOAT is emulated)", api,
+                         (int)p.type);
     if (st == CUDNN_STATUS_SUCCESS)
         st = algo_evaluate(call->dir, call->algo, &p, &e);
     if (st != CUDNN_STATUS_SUCCESS)
@@ -810,6 +862,10 @@ conv_submit(const struct conv_call *call)
     job->workspace_size = e.workspace;
     memcpy(&job->alpha, call->alpha, sizeof(float));
     memcpy(&job->beta, call->beta, sizeof(float));
+    if (call->ep != NULL) {
+        job->fused = 1;
+        job->ep = *call->ep;
+    }
     op.name = api;
     op.run = conv_run;
     op.release = free;
@@ -831,9 +887,115 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
 {
     struct conv_call c = {
         DIR_FWD, handle, alpha, beta, xDesc, yDesc, wDesc, convDesc,
-        x, w, y, (int)algo, workSpace, workSpaceSizeInBytes,
+        x, w, y, (int)algo, workSpace, workSpaceSizeInBytes, NULL,
     };
 
+    return conv_submit(&c);
+}
+
+/* ---- The fused forward --------------------------------------------------- */
+
+/*
+ * cudnnConvolutionBiasActivationForward, as cuDNN 9's API reference
+ * documents it (the cudnn_cnn library,
+ * https://docs.nvidia.com/deeplearning/cudnn/backend/v9.6.0/api/cudnn-cnn-library.html):
+ * y = act(alpha1 * conv(x) + alpha2 * z + bias), the convolution as
+ * cudnnConvolutionForward's with alpha1 for alpha. Its checks:
+ * - a NULL handle, descriptor, data pointer or scaling factor:
+ *   BAD_PARAM, as the other convolutions answer;
+ * - the activation's mode neither CUDNN_ACTIVATION_RELU nor
+ *   CUDNN_ACTIVATION_IDENTITY, or its reluNanOpt not
+ *   CUDNN_NOT_PROPAGATE_NAN: NOT_SUPPORTED (RELU ignores coef);
+ * - IDENTITY with an algorithm other than
+ *   CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: NOT_SUPPORTED
+ *   (cudnnActivationMode_t: IDENTITY "must use" that algorithm here, and
+ *   does not work in cudnnActivationForward or Backward);
+ * - z not of y's sizes, strides and type ("zDesc and destDesc do not
+ *   match"), the bias not of y's type, or its second stride not 1:
+ *   NOT_SUPPORTED;
+ * - a bias that is not 1 x K x 1 ... of y's rank: BAD_PARAM;
+ * then the convolution's own checks, algorithm and workspace as
+ * cudnnConvolutionForward's. z may be y (in place); it is not read when
+ * alpha2 is 0. Frameworks built on the library agree on the activations:
+ * "only relu is supported" (apache/tvm#10997, cuDNN 8), and IDENTITY
+ * "only with CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM"
+ * (PaddlePaddle/Paddle#14744).
+ */
+static cudnnStatus_t
+fused_check(const char *api, const void *alpha2,
+            cudnnTensorDescriptor_t zDesc, const void *z,
+            cudnnTensorDescriptor_t biasDesc, const void *bias,
+            cudnnActivationDescriptor_t act, cudnnConvolutionFwdAlgo_t algo,
+            cudnnTensorDescriptor_t yDesc, struct conv_epilogue *ep)
+{
+    if (alpha2 == NULL || z == NULL || bias == NULL || act == NULL ||
+        zDesc == NULL || biasDesc == NULL)
+        return BAD("%s: NULL data, descriptor or scaling pointer", api);
+    if (act->magic != EMU_DNN_MAGIC_ACT || !emu_dnn_tensor_ok(zDesc) ||
+        !emu_dnn_tensor_ok(biasDesc) || !emu_dnn_tensor_ok(yDesc))
+        return BAD("%s: invalid or unset descriptor", api);
+    if (biasDesc->nb_dims != yDesc->nb_dims ||
+        biasDesc->dim[1] != yDesc->dim[1])
+        return BAD("%s: the bias is not 1 x K x 1 ...", api);
+    for (int d = 0; d < biasDesc->nb_dims; d++) {
+        if (d != 1 && biasDesc->dim[d] != 1)
+            return BAD("%s: bias dimension %d is %d", api, d,
+                       biasDesc->dim[d]);
+    }
+    if (act->mode != CUDNN_ACTIVATION_RELU &&
+        act->mode != CUDNN_ACTIVATION_IDENTITY)
+        return UNSUPPORTED("%s: activation mode %d (RELU or IDENTITY only)",
+                           api, (int)act->mode);
+    if (act->nan_opt != CUDNN_NOT_PROPAGATE_NAN)
+        return UNSUPPORTED("%s: reluNanOpt is not CUDNN_NOT_PROPAGATE_NAN",
+                           api);
+    if (act->mode == CUDNN_ACTIVATION_IDENTITY &&
+        algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        return UNSUPPORTED("%s: IDENTITY needs "
+                           "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "
+                           "not algorithm %d", api, (int)algo);
+    if (!emu_dnn_same_dims(zDesc, yDesc) ||
+        !emu_dnn_same_strides(zDesc, yDesc) || zDesc->type != yDesc->type)
+        return UNSUPPORTED("%s: zDesc and yDesc do not match", api);
+    if (biasDesc->type != yDesc->type || biasDesc->stride[1] != 1)
+        return UNSUPPORTED("%s: the bias is not of y's type or its second "
+                           "stride is not 1", api);
+    memset(ep, 0, sizeof(*ep));
+    emu_dnn_view_tensor(&ep->z, zDesc, z);
+    emu_dnn_view_tensor(&ep->bias, biasDesc, bias);
+    memcpy(&ep->alpha2, alpha2, sizeof(float));
+    ep->relu = act->mode == CUDNN_ACTIVATION_RELU;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t
+cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t handle, const void *alpha1,
+    const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionFwdAlgo_t algo, void *workSpace,
+    size_t workSpaceSizeInBytes, const void *alpha2,
+    const cudnnTensorDescriptor_t zDesc, const void *z,
+    const cudnnTensorDescriptor_t biasDesc, const void *bias,
+    const cudnnActivationDescriptor_t activationDesc,
+    const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    static const float zero = 0.0f;
+    struct emu_dnn_config cfg;
+    struct conv_epilogue ep;
+    struct conv_call c = {
+        DIR_FWD, handle, alpha1, &zero, xDesc, yDesc, wDesc, convDesc,
+        x, w, y, (int)algo, workSpace, workSpaceSizeInBytes, &ep,
+    };
+    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
+
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    st = fused_check(FUSED_API, alpha2, zDesc, z, biasDesc, bias,
+                     activationDesc, algo, yDesc, &ep);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
     return conv_submit(&c);
 }
 
@@ -851,7 +1013,7 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
 {
     struct conv_call c = {
         DIR_BWD_DATA, handle, alpha, beta, dxDesc, dyDesc, wDesc, convDesc,
-        dx, w, dy, (int)algo, workSpace, workSpaceSizeInBytes,
+        dx, w, dy, (int)algo, workSpace, workSpaceSizeInBytes, NULL,
     };
 
     return conv_submit(&c);
@@ -871,7 +1033,7 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
 {
     struct conv_call c = {
         DIR_BWD_FILTER, handle, alpha, beta, xDesc, dyDesc, dwDesc, convDesc,
-        x, dw, dy, (int)algo, workSpace, workSpaceSizeInBytes,
+        x, dw, dy, (int)algo, workSpace, workSpaceSizeInBytes, NULL,
     };
 
     return conv_submit(&c);

@@ -733,6 +733,316 @@ test_bad_param(void **state)
 
 /* ---- Algorithms and workspaces -------------------------------------------- */
 
+
+/* ---- The fused forward --------------------------------------------------- */
+
+/* cudnnConvolutionBiasActivationForward's operands beside a run's: z, the
+ * bias (1 x K x 1 ...) and the activation. */
+struct fused {
+    float *z, *bias;
+    void *z_d, *bias_d;
+    cudnnTensorDescriptor_t bias_desc;
+    cudnnActivationDescriptor_t act;
+};
+
+static void
+fused_new(struct fused *f, const struct run *r, cudnnActivationMode_t mode)
+{
+    const struct geom *g = r->g;
+    int dim[5] = { 1, g->k, 1, 1, 1 };
+
+    f->z = values(count_y(g), rnd);
+    f->bias = values((size_t)g->k, rnd);
+    f->z_d = tensor_upload(r->d.y, f->z, 0.0f);
+    f->bias_desc = tensor_new(CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                              2 + g->nsp, dim);
+    f->bias_d = tensor_upload(f->bias_desc, f->bias, 0.0f);
+    DNN_OK(cudnnCreateActivationDescriptor(&f->act));
+    DNN_OK(cudnnSetActivationDescriptor(f->act, mode,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+}
+
+static void
+fused_free(struct fused *f)
+{
+    free(f->z), free(f->bias);
+    dev_free(f->z_d), dev_free(f->bias_d);
+    DNN_OK(cudnnDestroyTensorDescriptor(f->bias_desc));
+    DNN_OK(cudnnDestroyActivationDescriptor(f->act));
+}
+
+static cudnnStatus_t
+fused_call(cudnnHandle_t h, struct run *r, struct fused *f, int algo,
+           void *ws, size_t ws_size, float alpha1, float alpha2,
+           const void *z)
+{
+    return cudnnConvolutionBiasActivationForward(
+        h, &alpha1, r->d.x, r->x_d, r->d.w, r->w_d, r->d.conv,
+        (cudnnConvolutionFwdAlgo_t)algo, ws, ws_size, &alpha2, r->d.y, z,
+        f->bias_desc, f->bias_d, f->act, r->d.y, r->y_d);
+}
+
+/* y against act(alpha1 * conv + alpha2 * z + bias) from the double
+ * reference, z being `z` (NULL: not read); where ReLU's argument is
+ * clearly negative, y is exactly 0. */
+static void
+fused_check(const struct run *r, const struct fused *f, float alpha1,
+            float alpha2, const float *z, int relu)
+{
+    const struct geom *g = r->g;
+    size_t ny = count_y(g), per_k = ny / ((size_t)g->n * g->k);
+    double *buf = calloc(2 * ny, sizeof(double));
+    struct ref ref = { buf, NULL, NULL, buf + ny, NULL, NULL };
+
+    assert_non_null(buf);
+    ref_conv(g, r->x, r->w, r->dy, &ref);
+    for (size_t i = 0; i < ny; i++) {
+        double bias = f->bias[(i / per_k) % (size_t)g->k];
+        double want = (double)alpha1 * ref.y[i] + bias;
+        double tol = FP32_REL * (fabs((double)alpha1) * ref.mag_y[i] +
+                                 fabs(bias)) + 1e-30;
+
+        if (z != NULL) {
+            want += (double)alpha2 * z[i];
+            tol += FP32_REL * fabs((double)alpha2 * z[i]);
+        }
+        if (relu && want < -tol) {
+            if (r->y[i] != 0.0f)
+                fail_msg("element %zu: got %.9g, want 0 (ReLU of %.9g)", i,
+                         (double)r->y[i], want);
+            continue;
+        }
+        if (relu && want < 0.0)
+            want = 0.0;
+        if (!(fabs(r->y[i] - want) <= tol))
+            fail_msg("element %zu: got %.9g, want %.9g (tol %.3g)", i,
+                     (double)r->y[i], want, tol);
+    }
+    free(buf);
+}
+
+/* y = act(alpha1 * conv(x) + alpha2 * z + bias) on every shape: ReLU
+ * with z apart, z in place of y, alpha2 == 0 over a y of NaN (z is not
+ * read), and IDENTITY with IMPLICIT_PRECOMP_GEMM and its workspace. */
+static void
+test_fused_forward(void **state)
+{
+    cudnnHandle_t h = handle_new();
+
+    (void)state;
+    for (size_t i = 0; i < NSHAPES; i++) {
+        const struct geom *g = &shapes[i];
+        struct run r;
+        struct fused f;
+        size_t ny = count_y(g), ws_size;
+        void *ws;
+
+        run_new(&r, g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+        fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+        r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+        DNN_OK(fused_call(h, &r, &f, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                          NULL, 0, 0.75f, 0.5f, f.z_d));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        tensor_download(r.d.y, r.y_d, r.y);
+        fused_check(&r, &f, 0.75f, 0.5f, f.z, 1);
+
+        /* z in place of y: a residual connection. */
+        dev_free(r.y_d);
+        r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+        DNN_OK(fused_call(h, &r, &f, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                          NULL, 0, 1.0f, -1.5f, r.y_d));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        tensor_download(r.d.y, r.y_d, r.y);
+        fused_check(&r, &f, 1.0f, -1.5f, r.y0, 1);
+
+        /* alpha2 == 0: z (here y, all NaN) is not read. */
+        for (size_t e = 0; e < ny; e++)
+            r.y0[e] = NAN;
+        dev_free(r.y_d);
+        r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+        DNN_OK(fused_call(h, &r, &f, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                          NULL, 0, 2.0f, 0.0f, r.y_d));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        tensor_download(r.d.y, r.y_d, r.y);
+        fused_check(&r, &f, 2.0f, 0.0f, NULL, 1);
+
+        /* IDENTITY: negative results stay. */
+        DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_IDENTITY,
+                                            CUDNN_NOT_PROPAGATE_NAN, 0.0));
+        DNN_OK(cudnnGetConvolutionForwardWorkspaceSize(
+            h, r.d.x, r.d.w, r.d.conv, r.d.y,
+            CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &ws_size));
+        ws = ws_size > 0 ? dev_alloc(ws_size) : NULL;
+        DNN_OK(fused_call(h, &r, &f,
+                          CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                          ws, ws_size, -0.5f, 0.25f, f.z_d));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        tensor_download(r.d.y, r.y_d, r.y);
+        fused_check(&r, &f, -0.5f, 0.25f, f.z, 0);
+        if (ws != NULL)
+            dev_free(ws);
+        fused_free(&f);
+        run_free(&r);
+    }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* The fused forward waits on the handle's stream like the other
+ * convolutions; its host scalars are read at the call. */
+static void
+test_fused_deferred(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    cudaStream_t quiet;
+    struct run r;
+    struct fused f;
+    float alpha1 = 0.75f, alpha2 = 0.5f;
+
+    (void)state;
+    run_new(&r, &shapes[1], CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    assert_int_equal(cudaStreamCreateWithFlags(&quiet, cudaStreamNonBlocking),
+                     cudaSuccess);
+    DNN_OK(cudnnSetStream(h, quiet));
+    DNN_OK(cudnnConvolutionBiasActivationForward(
+        h, &alpha1, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &alpha2, r.d.y,
+        f.z_d, f.bias_desc, f.bias_d, f.act, r.d.y, r.y_d));
+    alpha1 = alpha2 = 100.0f;
+    tensor_download(r.d.y, r.y_d, r.y);
+    assert_memory_equal(r.y, r.y0, count_y(r.g) * sizeof(float));
+    assert_int_equal(cudaStreamSynchronize(quiet), cudaSuccess);
+    tensor_download(r.d.y, r.y_d, r.y);
+    fused_check(&r, &f, 0.75f, 0.5f, f.z, 1);
+    DNN_OK(cudnnDestroy(h));
+    assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
+    fused_free(&f);
+    run_free(&r);
+}
+
+/* The statuses cuDNN 9 documents for the fused forward. */
+static void
+test_fused_statuses(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    const struct geom *g = &shapes[1];
+    int small[4] = { 1, g->k, 1, 1 }, wide[4] = { 1, g->k, 2, 1 };
+    int zdim[4] = { g->n, g->k, out_size(g, 1), out_size(g, 2) + 1 };
+    cudnnTensorDescriptor_t bias_bad = tensor_new(CUDNN_TENSOR_NCHW,
+                                                  CUDNN_DATA_FLOAT, 4, wide);
+    cudnnTensorDescriptor_t bias_half = tensor_new(CUDNN_TENSOR_NCHW,
+                                                   CUDNN_DATA_HALF, 4, small);
+    cudnnTensorDescriptor_t z_bad = tensor_new(CUDNN_TENSOR_NCHW,
+                                               CUDNN_DATA_FLOAT, 4, zdim);
+    float one = 1.0f, zero = 0.0f;
+    struct run r, rh;
+    struct fused f;
+    void *y_before, *y_after;
+    size_t ybytes;
+
+    (void)state;
+    run_new(&r, g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    ybytes = tensor_span(r.d.y) * sizeof(float);
+    y_before = malloc(ybytes), y_after = malloc(ybytes);
+    assert_non_null(y_before), assert_non_null(y_after);
+    dev_download(y_before, r.y_d, ybytes);
+
+    /* NULL pointers and descriptors: BAD_PARAM. */
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, r.d.y,
+        f.z_d, f.bias_desc, NULL, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, r.d.y,
+        f.z_d, f.bias_desc, f.bias_d, NULL, r.d.y, r.y_d),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, NULL, r.d.y,
+        f.z_d, f.bias_desc, f.bias_d, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, NULL, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, r.d.y,
+        f.z_d, f.bias_desc, f.bias_d, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_BAD_PARAM);
+    /* A bias that is not 1 x K x 1 x 1: BAD_PARAM. */
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, r.d.y,
+        f.z_d, bias_bad, f.bias_d, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_BAD_PARAM);
+    /* A bias of another type than y's, z unlike y: NOT_SUPPORTED. */
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, r.d.y,
+        f.z_d, bias_half, f.bias_d, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_NOT_SUPPORTED);
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, r.d.x, r.x_d, r.d.w, r.w_d, r.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, z_bad,
+        f.z_d, f.bias_desc, f.bias_d, f.act, r.d.y, r.y_d),
+        CUDNN_STATUS_NOT_SUPPORTED);
+    /* Activations other than RELU and IDENTITY; NaN propagation. */
+    DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_SIGMOID,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.0f, 0.0f, f.z_d),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_CLIPPED_RELU,
+                                        CUDNN_NOT_PROPAGATE_NAN, 6.0));
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.0f, 0.0f, f.z_d),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_RELU,
+                                        CUDNN_PROPAGATE_NAN, 0.0));
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.0f, 0.0f, f.z_d),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    /* IDENTITY only with IMPLICIT_PRECOMP_GEMM. */
+    DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_IDENTITY,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.0f, 0.0f, f.z_d),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    /* The convolution's own checks: too little workspace. */
+    DNN_OK(cudnnSetActivationDescriptor(f.act, CUDNN_ACTIVATION_RELU,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_GEMM, NULL, 0,
+                                1.0f, 0.0f, f.z_d),
+                     CUDNN_STATUS_BAD_PARAM);
+    /* HALF data is not emulated. */
+    run_new(&rh, g, CUDNN_DATA_HALF, CUDNN_TENSOR_OP_MATH, rnd_grid);
+    rh.y_d = tensor_upload(rh.d.y, rh.y0, 0.0f);
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+        h, &one, rh.d.x, rh.x_d, rh.d.w, rh.w_d, rh.d.conv,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, rh.d.y,
+        rh.y_d, bias_half, f.bias_d, f.act, rh.d.y, rh.y_d),
+        CUDNN_STATUS_NOT_SUPPORTED);
+    run_free(&rh);
+    /* No refused call wrote y. */
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(y_after, r.y_d, ybytes);
+    assert_memory_equal(y_before, y_after, ybytes);
+    free(y_before), free(y_after);
+    DNN_OK(cudnnDestroyTensorDescriptor(bias_bad));
+    DNN_OK(cudnnDestroyTensorDescriptor(bias_half));
+    DNN_OK(cudnnDestroyTensorDescriptor(z_bad));
+    fused_free(&f);
+    run_free(&r);
+    DNN_OK(cudnnDestroy(h));
+}
+
 /* Every query agrees with the workspace sizes; working algorithms come
  * first, fastest first; a workspace one byte short is refused. */
 static void
@@ -989,7 +1299,8 @@ test_modelled_time(void **state)
 #define FAULT_ARG "--fault-child"
 #define FAULT_SPEC "cudnnCreate:1,cudnnConvolutionForward:2," \
                    "cudnnConvolutionBackwardFilter:1:3000," \
-                   "cudnnConvolutionBackwardData:1:partial"
+                   "cudnnConvolutionBackwardData:1:partial," \
+                   "cudnnConvolutionBiasActivationForward:1:partial"
 
 /* In the child: the first create fails (NOT_INITIALIZED), the second
  * forward call fails (EXECUTION_FAILED) without touching y, the first
@@ -1069,6 +1380,45 @@ test_fault_partial_child(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+/* The same for the fused forward: the first half of y holds the whole
+ * act(alpha1 * conv + alpha2 * z + bias), the rest its old values. */
+static void
+test_fault_partial_fused_child(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    struct run r;
+    struct fused f;
+    size_t n, half;
+    float *want;
+    void *y_d;
+
+    (void)state;
+    run_new(&r, &shapes[1], CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, rnd);
+    fused_new(&f, &r, CUDNN_ACTIVATION_RELU);
+    n = count_y(r.g);
+    want = values(n, rnd);
+    half = (n + 1) / 2;
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    assert_int_equal(fused_call(h, &r, &f,
+                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                NULL, 0, 1.5f, 0.5f, f.z_d),
+                     CUDNN_STATUS_EXECUTION_FAILED);
+    y_d = r.y_d;
+    r.y_d = tensor_upload(r.d.y, r.y0, 0.0f);
+    DNN_OK(fused_call(h, &r, &f, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      NULL, 0, 1.5f, 0.5f, f.z_d));
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    tensor_download(r.d.y, y_d, r.y);
+    tensor_download(r.d.y, r.y_d, want);
+    assert_memory_equal(r.y, want, half * sizeof(float));
+    assert_memory_equal(r.y + half, r.y0 + half, (n - half) * sizeof(float));
+    dev_free(y_d);
+    free(want);
+    fused_free(&f);
+    run_free(&r);
+    DNN_OK(cudnnDestroy(h));
+}
+
 /* The variable is read once per process: run the checks in a fresh one. */
 static void
 test_fault_injection(void **state)
@@ -1083,6 +1433,7 @@ main(int argc, char **argv)
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_fault_child),
         cmocka_unit_test(test_fault_partial_child),
+        cmocka_unit_test(test_fault_partial_fused_child),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp32_shapes),
@@ -1092,6 +1443,9 @@ main(int argc, char **argv)
         cmocka_unit_test(test_backward_bias),
         cmocka_unit_test(test_not_supported),
         cmocka_unit_test(test_bad_param),
+        cmocka_unit_test(test_fused_forward),
+        cmocka_unit_test(test_fused_statuses),
+        cmocka_unit_test(test_fused_deferred),
         cmocka_unit_test(test_algorithm_queries),
         cmocka_unit_test(test_deferred_execution),
         cmocka_unit_test(test_modelled_time),

@@ -94,8 +94,8 @@ for section in "## 1. Example programs under the shim" "## 2. Benchmarks" \
     has "$results" "$section"
 done
 # Every example program in every mode, within its bound.
-[[ $(grep -cE '^\| (sgemm_check|gemm_suite|legacy_sgemm|conv_check|lt_check|conv_graph) \| ' "$results") == 30 ]] ||
-    fail "not 30 rows of example programs"
+[[ $(grep -cE '^\| (sgemm_check|gemm_suite|legacy_sgemm|conv_check|lt_check|conv_graph|conv_fused) \| ' "$results") == 35 ]] ||
+    fail "not 35 rows of example programs"
 # The GEMM table's two shapes, each with a time and speedup per mode.
 [[ $(grep -cE '^\| [0-9]+x[0-9]+x[0-9]+ \| [0-9.]+ \|( [0-9.]+ ms, [0-9.]+x \|){4}$' "$results") == 2 ]] ||
     fail "the GEMM table lacks its rows"

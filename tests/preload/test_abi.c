@@ -134,11 +134,12 @@ test_exports_are_the_hooked_list(void **state)
     /* Every GEMM entry point of both APIs: 18 of cublas_v2.h that the
      * shim converts and 38 that it counts (FP64, complex and FP16), and
      * the legacy cublasSgemm with the three context calls it depends on;
-     * cublasLtMatmul; the three cuDNN convolutions; cuDNN's backend
+     * cublasLtMatmul; the three cuDNN convolutions and the fused
+     * bias-activation forward; cuDNN's backend
      * descriptor creation, finalization, destruction and execution;
      * cudaDeviceReset and the driver's three calls that end a context,
      * cuStreamDestroy and cuGetProcAddress; dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 76);
+    assert_int_equal(N_HOOKED, 77);
     amp_test_run_free(&run);
 }
 
