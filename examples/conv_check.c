@@ -92,6 +92,12 @@ static const struct ccase forward_only[] = {
       .tiny_workspace = 1 },
 };
 
+/* --long: a backward-filter reduction over N P Q = 9 x 32 x 32 = 9,216
+ * terms, longer than the shim runs in FP16 (2^13). */
+static const struct ccase long_reduction[] = {
+    { "long_nhw", 9, 2, 2, 32, 32, 3, 3, BASE },
+};
+
 static const char *
 dnn_status_name(cudnnStatus_t s)
 {
@@ -382,7 +388,7 @@ main(int argc, char **argv)
     struct tolerance tol = { TOL_TF32, 0.0 };
     cudnnHandle_t dnn;
     cudnnStatus_t st;
-    int failed = 0, cases = 0, resets = 0, repeat = 1;
+    int failed = 0, cases = 0, resets = 0, repeat = 1, long_only = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -392,6 +398,10 @@ main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--reset") == 0) {
             resets = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--long") == 0) {
+            long_only = 1;
             continue;
         }
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -404,7 +414,7 @@ main(int argc, char **argv)
             continue;
         }
         fprintf(stderr, "usage: conv_check [--tol fp32|tf32|fp16|bf16|X] "
-                "[--only CASE] [--reset] [--repeat N]\n");
+                "[--only CASE] [--reset] [--repeat N] [--long]\n");
         return EXIT_USAGE;
     }
 again:
@@ -429,6 +439,12 @@ again:
         }
         return EXIT_CUDA_ERROR;
     }
+    if (long_only) {
+        for (int r = 0; r < repeat; r++, cases++)
+            failed += !run_case(dnn, &long_reduction[0], BWD_FILTER, &tol,
+                                0x5eed1000u);
+        goto done;
+    }
     for (size_t i = 0; i < sizeof all_dirs / sizeof all_dirs[0]; i++)
         for (int d = 0; d < 3; d++) {
             if (!selected(&all_dirs[i], (enum dir)d))
@@ -445,6 +461,7 @@ again:
             failed += !run_case(dnn, &forward_only[i], FWD, &tol,
                                 0x5eedf000u + i);
     }
+done:
     cudnnDestroy(dnn);
     if (resets > 0 &&
         cuda_failed("cudaDeviceReset", cudaDeviceReset()))

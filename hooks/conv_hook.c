@@ -37,6 +37,12 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         return 0; /* a mode with no convolution candidate: FP32 */
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
+    /* The shim's own FP16 copies: a reduction too long for FP16's range
+     * once scaled runs FP32 (an auto candidate is ruled out). */
+    if (plan.type == AMP_CONV_F16 && !amp_conv_f16_fits(d)) {
+        amp_prof_fallback(what, AMP_FALLBACK_F16_RANGE);
+        return 0;
+    }
     /* Loading the kernels and creating a handle are not capture-safe: a
      * call on a capturing stream uses only what earlier calls made. */
     capturing = amp_dev_stream_capturing(d->stream) > 0;

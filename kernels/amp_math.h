@@ -1245,6 +1245,15 @@ struct amp_conv_scalars {
  * keep every output below 2^15, half of FP16's largest finite 65504. */
 #define AMP_CONV_F16_OUT_EXP 15
 
+/* The longest reduction, as ceil(log2(length)), a convolution runs in FP16
+ * for: up to 2^13 terms the output bound leaves each scaled input's
+ * maximum at 2^0 or above, so FP16's normal range keeps at least 15
+ * binades below it. A longer one (a backward-filter reduction over N H W
+ * of 2^20 would put the maxima near 2^-4 and the smaller elements into
+ * subnormals, losing their bits) runs in FP32 with the fallback reason
+ * fp16-range (src/run/conv.c, amp_conv_f16_fits). */
+#define AMP_CONV_F16_MAX_LOG2_LEN (AMP_CONV_F16_OUT_EXP - 2)
+
 /* The scales of a convolution's two inputs for `format`: for FP16, powers
  * of two chosen from the maxima so that |output| <= scaled max_a * scaled
  * max_b * 2^log2_len < 2^15 cannot overflow (`log2_len` is

@@ -24,6 +24,7 @@ static const char *const amp_fallback_names[AMP_FALLBACK_COUNT] = {
     [AMP_FALLBACK_VENDOR] = "vendor-error",
     [AMP_FALLBACK_NO_ALGORITHM] = "no-algorithm",
     [AMP_FALLBACK_COLD_CAPTURE] = "cold-capture",
+    [AMP_FALLBACK_F16_RANGE] = "fp16-range",
 };
 
 static const char *const amp_kept_names[AMP_KEPT_COUNT] = {

@@ -46,6 +46,9 @@ enum amp_fallback {
     AMP_FALLBACK_COLD_CAPTURE, /* the caller's stream is capturing and the
                                   shim's set-up for this context or thread
                                   is not made (it is not capture-safe) */
+    AMP_FALLBACK_F16_RANGE,    /* an FP16 convolution whose reduction is
+                                  too long for FP16's range once scaled
+                                  (AMP_CONV_F16_MAX_LOG2_LEN) */
     AMP_FALLBACK_COUNT,
 };
 

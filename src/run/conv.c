@@ -65,6 +65,22 @@ amp_conv_reduction(const struct amp_conv_desc *d)
     return d->w.dim[1] * amp_spatial(&d->w);
 }
 
+static int32_t
+amp_ceil_log2(int64_t n)
+{
+    int32_t l = 0;
+
+    while (l < 62 && ((int64_t)1 << l) < n)
+        l++;
+    return l;
+}
+
+int
+amp_conv_f16_fits(const struct amp_conv_desc *d)
+{
+    return amp_ceil_log2(amp_conv_reduction(d)) <= AMP_CONV_F16_MAX_LOG2_LEN;
+}
+
 enum amp_conv_skip
 amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
 {
@@ -325,16 +341,6 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
 {
     return amp_dev_launch(run->dev, k, amp_kernel_grid(elems),
                           AMP_KERNEL_BLOCK, run->stream, params);
-}
-
-static int32_t
-amp_ceil_log2(int64_t n)
-{
-    int32_t l = 0;
-
-    while (l < 62 && ((int64_t)1 << l) < n)
-        l++;
-    return l;
 }
 
 /* Zeroes the scalars and the error accumulator after them (parts 3 and

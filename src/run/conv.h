@@ -98,6 +98,11 @@ double amp_conv_flops(const struct amp_conv_desc *d);
  * K/groups R S (backward data), N P Q (backward filter). */
 int64_t amp_conv_reduction(const struct amp_conv_desc *d);
 
+/* 1 when d's reduction is short enough for FP16 once scaled
+ * (AMP_CONV_F16_MAX_LOG2_LEN, kernels/amp_math.h); a longer one runs
+ * FP32. */
+int amp_conv_f16_fits(const struct amp_conv_desc *d);
+
 /* ---- The plan: the vendor convolution of a converted call ------------------ */
 
 /* Data types of the vendor call; math types, mapped by the hook to

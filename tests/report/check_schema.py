@@ -85,7 +85,7 @@ TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
                                   "calls_fp32_estimated",
                                   "calls_fp32_unknown")})
 REASONS = {"no-device", "scratch-cap", "busy", "device-error",
-           "vendor-error", "no-algorithm", "cold-capture"}
+           "vendor-error", "no-algorithm", "cold-capture", "fp16-range"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
         "library", "atomic-sync", "no-tensor-core-engine"}
