@@ -83,6 +83,8 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         return 0;
     }
     amp_prof_stop(&h->prof);
+    if (d->output_in_scratch)
+        return 1; /* the hook's steps first: amp_conv_hook_steps_end */
     amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
                  h->run.scratch_bytes);
     return 1;
@@ -182,10 +184,28 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     }
     if (!amp_conv_hook_convert(h, d, &dec, &what, v, call))
         return 0;
+    if (d->output_in_scratch)
+        return 1; /* recorded by amp_conv_hook_steps_end */
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
     amp_cover_add(AMP_COVER_CONVERTED, h->flops);
     amp_shim_leave();
     return 1;
+}
+
+void
+amp_conv_hook_steps_end(struct amp_conv_hook *h, int steps_ok)
+{
+    amp_conv_abandon(&h->run);
+    if (!steps_ok) {
+        h->outcome = AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
+        return;
+    }
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
+    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
+    amp_shim_leave();
 }
 
 void

@@ -57,9 +57,19 @@ struct amp_conv_vendor {
  * accepts the call as made), and runs its converted path through v. 1:
  * the caller's result is the shim's, the call is counted and the guard
  * left; the hook returns success. 0: nothing of the caller's was written;
- * the hook runs the original call, then amp_conv_hook_end. */
+ * the hook runs the original call, then amp_conv_hook_end. For a d with
+ * output_in_scratch, 1 says only that the convolution is queued into the
+ * run's scratch (h->run.desc.yp): the hook queues its steps after it, then
+ * calls amp_conv_hook_steps_end. */
 int amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                       const struct amp_conv_vendor *v, void *call);
+
+/* After the steps of an output_in_scratch call converted by
+ * amp_conv_hook_run, the last of them queued (steps_ok) or one failed:
+ * queues the scratch free, then counts the call converted and leaves the
+ * guard, or, after a failure, marks it a fallback, for the hook to run the
+ * original call, then amp_conv_hook_end. */
+void amp_conv_hook_steps_end(struct amp_conv_hook *h, int steps_ok);
 
 /* After the original call, whose success original_ok says: completes a
  * shadow run, counts the call and leaves the guard (nothing when the

@@ -1,9 +1,10 @@
 /* cuDNN hooks: the three legacy convolutions, when every tensor is FP32,
  * become a descriptor, are decided, and run on the converted path
  * (conv_hook.c) on the shim's own handle and descriptors; the fused
- * bias-activation forward runs so as a forward convolution, its bias and
- * activation then in FP32; everything else is the original call with the
- * caller's unchanged arguments. */
+ * bias-activation forward runs so as a forward convolution into scratch,
+ * its side input, bias and activation then in FP32 into y, or, when any of
+ * that fails, as the original call; everything else is the original call
+ * with the caller's unchanged arguments. */
 #include "cudnn_symbols.h"
 
 #include "base/caller.h"
@@ -665,6 +666,9 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
         return 0;
     }
     d.valid = kind != AMP_KIND_INVALID && amp_call_valid(c, &d);
+    /* The fused forward's convolution goes to scratch, y untouched. */
+    d.output_in_scratch =
+        c->api == AMP_API_cudnnConvolutionBiasActivationForward;
     d.strict = kind == AMP_KIND_STRICT;
     if (d.valid) {
         memcpy(&d.alpha, c->alpha, sizeof d.alpha);
@@ -779,31 +783,64 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
 /* ---- The fused forward --------------------------------------------------- */
 
 /* How cudnnConvolutionBiasActivationForward's y = act(alpha1 * conv(x) +
- * alpha2 * z + bias) splits into a forward convolution with alpha1 and
- * `beta` (alpha2 when z is y, else 0) and then, in FP32 on its result,
- * the bias (cudnnAddTensor) and the activation (cudnnActivationForward
- * in place; none for IDENTITY): exactly the FP32 sums the fused call
- * makes, in its order. */
-struct amp_cba_split {
-    const void *beta;
-    int relu;
+ * alpha2 * z + bias) splits: a forward convolution with alpha1 and beta 0
+ * into a tensor of y's layout in the shim's scratch (run/conv.h's
+ * output_in_scratch), then in FP32 on the caller's handle alpha2 * z
+ * (none when alpha2 is 0) and the bias added there (cudnnAddTensor), and
+ * last the activation from there into y (cudnnActivationForward, alpha 1
+ * and beta 0; for IDENTITY a copy by cudnnAddTensor): the FP32 sums the
+ * fused call makes, in its order. Only the last step writes y, so when
+ * any step fails the original fused call runs on its untouched arguments.
+ * A vendor call may fail after writing part of its output: when z is y
+ * (alpha2 not 0) the fused call reads y, so the activation stays in
+ * scratch and one copy, after every vendor call succeeded, writes y. */
+struct amp_cba_call {
+    cudnnHandle_t handle;
+    const void *alpha2;
+    cudnnTensorDescriptor_t z_desc, bias_desc, y_desc;
+    const void *z, *bias;
+    cudnnActivationDescriptor_t act;
+    void *y;
+    int relu;      /* the activation is RELU, else IDENTITY */
+    int in_place;  /* z is y and alpha2 is not 0 */
+    size_t y_bytes; /* in_place: y's, which fills them */
 };
 
-/* 1 when the call splits: the activation is RELU without NaN propagation
- * or IDENTITY on the algorithm cuDNN allows it with, alpha2 is 0 or z is y
- * (a residual in place), and the bias is FLOAT 1 x K x 1 ... of y's rank.
- * Anything else (an unreadable descriptor, a call cuDNN refuses, a z
- * apart) is passed through for cuDNN to run or refuse. Reads nothing
- * when the shim is disabled or cannot run. */
+/* The bytes of l when its elements fill them once each (some order of its
+ * dimensions is packed), else 0. */
+static size_t
+amp_cba_dense_bytes(const struct amp_conv_layout *l)
+{
+    int used[AMP_CONV_MAX_DIMS] = {0};
+    int64_t expect = 1;
+    int d, left = 0;
+
+    for (d = 0; d < l->nb_dims; d++)
+        left += l->dim[d] > 1;
+    while (left-- > 0) {
+        for (d = 0; d < l->nb_dims; d++) {
+            if (!used[d] && l->dim[d] > 1 && l->stride[d] == expect)
+                break;
+        }
+        if (d == l->nb_dims)
+            return 0;
+        used[d] = 1;
+        expect *= l->dim[d];
+    }
+    return (size_t)expect * sizeof(float);
+}
+
+/* 1 when f's call splits: the activation is RELU without NaN propagation
+ * or IDENTITY on the algorithm cuDNN allows it with, z (when alpha2 is not
+ * 0) has y's type and layout, y fills its bytes when it is z, and the bias
+ * is FLOAT 1 x K x 1 ... of y's rank; sets f's relu, in_place and
+ * y_bytes. Anything else (an unreadable descriptor, a call cuDNN refuses)
+ * is passed through for cuDNN to run or refuse. Reads nothing when the
+ * shim is disabled or cannot run. */
 static int
 amp_cba_split(const struct amp_route *route, int missing,
-              const void *alpha2, cudnnTensorDescriptor_t z_desc,
-              const void *z, cudnnTensorDescriptor_t bias_desc,
-              const void *bias, cudnnActivationDescriptor_t act,
-              cudnnConvolutionFwdAlgo_t algo, cudnnTensorDescriptor_t y_desc,
-              const void *y, struct amp_cba_split *out)
+              cudnnConvolutionFwdAlgo_t algo, struct amp_cba_call *f)
 {
-    static const float zero = 0.0f;
     cudnnActivationMode_t mode;
     cudnnNanPropagation_t nan;
     cudnnDataType_t ty, tz, tb;
@@ -814,15 +851,15 @@ amp_cba_split(const struct amp_route *route, int missing,
 
     if (missing || route->other || !amp_cudnn_complete ||
         atomic_load_explicit(&amp_cudnn_bypass, memory_order_acquire) ||
-        !alpha2 || !bias || !act || !y ||
-        amp_real.cudnnGetActivationDescriptor(act, &mode, &nan, &coef) !=
+        !f->alpha2 || !f->bias || !f->act || !f->y ||
+        amp_real.cudnnGetActivationDescriptor(f->act, &mode, &nan, &coef) !=
             CUDNN_STATUS_SUCCESS ||
         nan != CUDNN_NOT_PROPAGATE_NAN ||
         !(mode == CUDNN_ACTIVATION_RELU ||
           (mode == CUDNN_ACTIVATION_IDENTITY &&
            algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) ||
-        !amp_tensor_read(y_desc, &ty, &ly) ||
-        !amp_tensor_read(bias_desc, &tb, &lb) || tb != CUDNN_DATA_FLOAT ||
+        !amp_tensor_read(f->y_desc, &ty, &ly) ||
+        !amp_tensor_read(f->bias_desc, &tb, &lb) || tb != CUDNN_DATA_FLOAT ||
         lb.nb_dims != ly.nb_dims || lb.dim[1] != ly.dim[1] ||
         lb.stride[1] != 1)
         return 0;
@@ -830,32 +867,59 @@ amp_cba_split(const struct amp_route *route, int missing,
         if (d != 1 && lb.dim[d] != 1)
             return 0;
     }
-    memcpy(&a2, alpha2, sizeof a2);
-    if (a2 != 0.0f) {
-        if (z != y || !amp_tensor_read(z_desc, &tz, &lz) || tz != ty ||
-            memcmp(&lz, &ly, sizeof lz) != 0)
-            return 0;
-        out->beta = alpha2;
-    } else {
-        out->beta = &zero;
-    }
-    out->relu = mode == CUDNN_ACTIVATION_RELU;
+    memcpy(&a2, f->alpha2, sizeof a2);
+    if (a2 != 0.0f &&
+        (!f->z || !amp_tensor_read(f->z_desc, &tz, &lz) || tz != ty ||
+         memcmp(&lz, &ly, sizeof lz) != 0))
+        return 0;
+    f->in_place = a2 != 0.0f && f->z == f->y;
+    f->y_bytes = f->in_place ? amp_cba_dense_bytes(&ly) : 0;
+    if (f->in_place && !f->y_bytes)
+        return 0;
+    f->relu = mode == CUDNN_ACTIVATION_RELU;
     return 1;
 }
 
-/* The bias and activation on y, on the caller's handle (its stream). */
+/* The steps after the convolution, whose result `scratch` holds in y's
+ * layout, on the caller's handle (its stream): alpha2 * z and the bias
+ * into scratch, then the activation (IDENTITY: a copy) into y, the only
+ * step that writes it; in place, the activation in scratch, then one
+ * copy into y. The first failing step's status. */
 static cudnnStatus_t
-amp_cba_epilogue(cudnnHandle_t handle, cudnnTensorDescriptor_t bias_desc,
-                 const void *bias, cudnnActivationDescriptor_t act,
-                 cudnnTensorDescriptor_t y_desc, void *y, int relu)
+amp_cba_steps(const struct amp_cba_call *f, void *scratch)
 {
     static const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t s = amp_real.cudnnAddTensor(handle, &one, bias_desc, bias,
-                                              &one, y_desc, y);
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    cudaStream_t stream;
+    float a2;
 
-    if (s == CUDNN_STATUS_SUCCESS && relu)
-        s = amp_real.cudnnActivationForward(handle, act, &one, y_desc, y,
-                                            &zero, y_desc, y);
+    memcpy(&a2, f->alpha2, sizeof a2);
+    if (a2 != 0.0f)
+        s = amp_real.cudnnAddTensor(f->handle, f->alpha2, f->z_desc, f->z,
+                                    &one, f->y_desc, scratch);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = amp_real.cudnnAddTensor(f->handle, &one, f->bias_desc, f->bias,
+                                    &one, f->y_desc, scratch);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return s;
+    if (!f->in_place && f->relu)
+        return amp_real.cudnnActivationForward(f->handle, f->act, &one,
+                                               f->y_desc, scratch, &zero,
+                                               f->y_desc, f->y);
+    if (!f->in_place)
+        return amp_real.cudnnAddTensor(f->handle, &one, f->y_desc, scratch,
+                                       &zero, f->y_desc, f->y);
+    if (f->relu)
+        s = amp_real.cudnnActivationForward(f->handle, f->act, &one,
+                                            f->y_desc, scratch, &zero,
+                                            f->y_desc, scratch);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = amp_real.cudnnGetStream(f->handle, &stream);
+    if (s == CUDNN_STATUS_SUCCESS &&
+        amp_dev_copy_async((amp_devptr)(uintptr_t)f->y,
+                           (amp_devptr)(uintptr_t)scratch, f->y_bytes,
+                           (amp_stream)stream) != AMP_OK)
+        s = CUDNN_STATUS_EXECUTION_FAILED;
     return s;
 }
 
@@ -872,38 +936,57 @@ cudnnConvolutionBiasActivationForward(
     const cudnnActivationDescriptor_t activationDesc,
     const cudnnTensorDescriptor_t yDesc, void *y)
 {
+    static const float zero = 0.0f;
     AMP_CUDNN_REAL(cudnnConvolutionBiasActivationForward);
-    struct amp_cba_split split = {NULL, 0};
-    int splits = amp_cba_split(&route, !real, alpha2, zDesc, z, biasDesc,
-                               bias, activationDesc, algo, yDesc, y, &split);
+    struct amp_cba_call f = {
+        handle, alpha2, zDesc, biasDesc, yDesc, z, bias, activationDesc, y,
+        0, 0, 0,
+    };
+    int splits = amp_cba_split(&route, !real, algo, &f);
     const struct amp_cudnn_call c = {
         AMP_API_cudnnConvolutionBiasActivationForward, AMP_CONV_FWD, handle,
-        alpha1, split.beta, xDesc, yDesc, wDesc, convDesc, x, w, y,
+        alpha1, &zero, xDesc, yDesc, wDesc, convDesc, x, w, y,
         (int)algo, workSpace, workSpaceSizeInBytes,
         __builtin_return_address(0), &route, !real, !splits,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
+    void *scratch;
 
     if (amp_cudnn_begin(&h, &c, &status)) {
-        /* Converted: y = alpha1 * conv(x) + beta * y. */
+        if (status != CUDNN_STATUS_SUCCESS)
+            return status; /* no real function */
+        /* Converted: alpha1 * conv(x) in scratch, y untouched. */
+        scratch = (void *)(uintptr_t)h.run.scratch_output;
+        status = amp_cba_steps(&f, scratch);
+        amp_conv_hook_steps_end(&h, status == CUDNN_STATUS_SUCCESS);
         if (status == CUDNN_STATUS_SUCCESS)
-            status = amp_cba_epilogue(handle, biasDesc, bias, activationDesc,
-                                      yDesc, y, split.relu);
-        return status;
+            return status;
+        amp_log(AMP_LOG_INFO, "%s: a step after the converted convolution "
+                "returned cuDNN status %d; FP32", h.stats->name,
+                (int)status);
     }
-    if (!h.shadow)
+    if (!h.shadow) /* not converted, or a step failed: y untouched */
         return amp_cudnn_end(&h, real(
             handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
             workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias,
             activationDesc, yDesc, y));
-    /* A shadow run compares the convolution: FP32's runs alone, then the
-     * bias and activation on whichever result y holds. */
+    /* A shadow run compares the convolution: FP32's runs alone into the
+     * scratch, where a delivering run's result replaces it; the steps
+     * after it follow. */
+    scratch = (void *)(uintptr_t)h.run.scratch_output;
     status = amp_cudnn_end(&h, amp_real.cudnnConvolutionForward(
         handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
-        workSpaceSizeInBytes, split.beta, yDesc, y));
+        workSpaceSizeInBytes, &zero, yDesc, scratch));
     if (status == CUDNN_STATUS_SUCCESS)
-        status = amp_cba_epilogue(handle, biasDesc, bias, activationDesc,
-                                  yDesc, y, split.relu);
-    return status;
+        status = amp_cba_steps(&f, scratch);
+    amp_conv_abandon(&h.run);
+    if (status == CUDNN_STATUS_SUCCESS)
+        return status;
+    /* Recorded already (the shadow's measure stands); y untouched. */
+    amp_log(AMP_LOG_INFO, "%s: shadow: a step returned cuDNN status %d; "
+            "the original call", h.stats->name, (int)status);
+    return real(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo,
+                workSpace, workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc,
+                bias, activationDesc, yDesc, y);
 }

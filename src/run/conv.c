@@ -387,6 +387,18 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
                           AMP_KERNEL_BLOCK, run->stream, casts);
 }
 
+/* Elements from the first to the last of l, whatever its strides. */
+static size_t
+amp_conv_span(const struct amp_conv_layout *l)
+{
+    int64_t last = 0;
+    int d;
+
+    for (d = 0; d < (int)l->nb_dims; d++)
+        last += (l->dim[d] - 1) * l->stride[d];
+    return (size_t)last + 1;
+}
+
 /* Scratch parts, then the slot of the check or the shadow errors. */
 static enum amp_status
 amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
@@ -419,6 +431,9 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
                       : SIZE_MAX;
     parts[6] = workspace_bytes ? amp_scratch_part(&total, workspace_bytes)
                                : SIZE_MAX;
+    parts[7] = run->desc.output_in_scratch
+                   ? amp_scratch_part(&total, amp_conv_span(&run->desc.y) * 4)
+                   : SIZE_MAX;
     if (total == SIZE_MAX || total > scratch_max)
         return AMP_ERR_TOO_BIG;
     /* The check (and shadow's errors) need a slot, and never run in a
@@ -450,7 +465,7 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
                  uint64_t scratch_max, struct amp_conv_run *run)
 {
     amp_devptr copies[3];
-    size_t parts[7];
+    size_t parts[8];
     int out = amp_conv_out(d->dir), i;
     enum amp_status st;
 
@@ -467,9 +482,13 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         amp_conv_release(run);
         return st;
     }
+    if (d->output_in_scratch) {
+        run->scratch_output = amp_conv_at(run->scratch, parts[7]);
+        run->desc.yp = run->scratch_output;
+    }
     for (i = 0; i < 3; i++)
         copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
-                                 : amp_desc_ptr(d, i);
+                                 : amp_desc_ptr(&run->desc, i);
     run->x = copies[AMP_CONV_X];
     run->w = copies[AMP_CONV_W];
     run->y = copies[AMP_CONV_Y];
@@ -588,7 +607,8 @@ amp_conv_finish(struct amp_conv_run *run)
         if (st == AMP_OK)
             st = amp_conv_queue_output(run);
     }
-    if (st != AMP_OK || !run->needs_original)
+    if (st != AMP_OK ||
+        (!run->needs_original && !run->desc.output_in_scratch))
         amp_conv_release(run);
     return st;
 }
@@ -640,7 +660,13 @@ amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
         st = amp_conv_pend(run, 1);
     if (st == AMP_OK && run->delivers)
         st = amp_conv_queue_deliver(run);
-    amp_conv_release(run);
+    if (!run->desc.output_in_scratch) {
+        amp_conv_release(run);
+    } else if (run->slot >= 0) {
+        /* The output stays for the hook; the slot is not its. */
+        amp_dev_slot_release(run->dev, run->slot);
+        run->slot = -1;
+    }
     return st;
 }
 

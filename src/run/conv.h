@@ -56,6 +56,12 @@ struct amp_conv_desc {
                                     policy says `set library-calls
                                     convert` */
     amp_stream stream;
+    /* The fused forward's (forward only, beta 0): the converted path
+     * writes y into an FP32 tensor of y's layout in its own scratch, not
+     * the caller's yp, and keeps it until amp_conv_abandon() (the run's
+     * scratch_output says where) for the hook's steps after the
+     * convolution. */
+    int output_in_scratch;
 };
 
 enum amp_conv_skip {
@@ -161,6 +167,9 @@ struct amp_conv_run {
     int needs_original;
     int delivers;
     size_t scratch_bytes;
+    /* desc's output_in_scratch: where in scratch the output is, in the
+     * caller's layout of y. */
+    amp_devptr scratch_output;
     /* Private to conv.c from here on. */
     struct amp_dev *dev;
     struct amp_conv_desc desc;
@@ -185,19 +194,20 @@ enum amp_status amp_conv_prepare(struct amp_dev *dev,
 /* After the vendor call succeeded: queues the non-finite check and the
  * output cast (shadow: into the candidate; the caller's destination is read
  * for beta before the original call overwrites it). Without shadow the
- * scratch free is queued too. On failure the caller's memory is untouched
- * and everything is released. */
+ * scratch free is queued too, unless the output is in scratch. On failure
+ * the caller's memory is untouched and everything is released. */
 enum amp_status amp_conv_finish(struct amp_conv_run *run);
 
 /* Shadow, after the original call (original_ok: it succeeded): queues the
  * error kernel, for a delivering run then the candidate's result into the
  * caller's output (one kernel, which runs whole or fails before it
  * writes: on failure the output is the FP32 original's), and releases the
- * run. */
+ * run (its slot only when the output is in scratch). */
 enum amp_status amp_conv_shadow_finish(struct amp_conv_run *run,
                                        int original_ok);
 
-/* After a failure before amp_conv_finish(): queues the scratch free. */
+/* After a failure before amp_conv_finish(), or once the hook has queued
+ * its last reader of an output_in_scratch: queues the scratch free. */
 void amp_conv_abandon(struct amp_conv_run *run);
 
 #endif

@@ -4,12 +4,15 @@
  * packed NCHW, packed NHWC and strided layouts, 4-d and 5-d, each against
  * a double-precision reference written here, the backward passes also
  * against central differences of the forward pass (in DOUBLE), alpha and
- * beta blending (beta 0 over NaN) and the documented statuses. */
+ * beta blending (beta 0 over NaN), the documented statuses and injected
+ * faults. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "fault_test.h"
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -1445,9 +1448,71 @@ test_softmax_statuses(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
-int
-main(void)
+/* ---- Fault injection (in a child with AMPSHIM_EMU_FAIL set) ------------ */
+
+#define FAULT_ARG "--fault-child"
+#define FAULT_SPEC "cudnnAddTensor:2,cudnnActivationForward:1"
+
+/* The element-wise calls are fault points by name (the shim's steps after
+ * a fused forward's convolution are): the second cudnnAddTensor and the
+ * first cudnnActivationForward return EXECUTION_FAILED and leave their
+ * output as it was; the calls around them run. */
+static void
+test_fault_child(void **state)
 {
+    int dims[4] = { 1, 2, 3, 4 };
+    cudnnHandle_t h = handle_new();
+    cudnnTensorDescriptor_t t = tensor_new(CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 4, dims);
+    cudnnActivationDescriptor_t act;
+    float a[24], c[24], got[24], one = 1.0f, zero = 0.0f;
+    void *ad, *cd;
+
+    (void)state;
+    for (int i = 0; i < 24; i++) {
+        a[i] = (float)(i - 12);
+        c[i] = (float)(100 + i);
+    }
+    DNN_OK(cudnnCreateActivationDescriptor(&act));
+    DNN_OK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU,
+                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    ad = dev_upload(a, sizeof(a));
+    cd = dev_upload(c, sizeof(c));
+    DNN_OK(cudnnAddTensor(h, &one, t, ad, &one, t, cd));
+    assert_int_equal(cudnnAddTensor(h, &one, t, ad, &one, t, cd),
+                     CUDNN_STATUS_EXECUTION_FAILED);
+    assert_int_equal(cudnnActivationForward(h, act, &one, t, ad, &zero, t,
+                                            cd),
+                     CUDNN_STATUS_EXECUTION_FAILED);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(got, cd, sizeof(got));
+    for (int i = 0; i < 24; i++)
+        assert_true(got[i] == a[i] + c[i]);
+    DNN_OK(cudnnActivationForward(h, act, &one, t, ad, &zero, t, cd));
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(got, cd, sizeof(got));
+    for (int i = 0; i < 24; i++)
+        assert_true(got[i] == (a[i] > 0.0f ? a[i] : 0.0f));
+    dev_free(ad), dev_free(cd);
+    DNN_OK(cudnnDestroyActivationDescriptor(act));
+    DNN_OK(cudnnDestroyTensorDescriptor(t));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* The variable is read once per process: run the checks in a fresh one. */
+static void
+test_fault_injection(void **state)
+{
+    (void)state;
+    emu_test_rerun_with_faults("test_emu_cudnn_ops", FAULT_SPEC, FAULT_ARG);
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct CMUnitTest fault_tests[] = {
+        cmocka_unit_test(test_fault_child),
+    };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transform_tensor),
         cmocka_unit_test(test_transform_tensor_between_types),
@@ -1462,8 +1527,12 @@ main(void)
         cmocka_unit_test(test_pooling_nan),
         cmocka_unit_test(test_softmax_modes),
         cmocka_unit_test(test_softmax_statuses),
+        cmocka_unit_test(test_fault_injection),
     };
 
+    if (argc > 1 && strcmp(argv[1], FAULT_ARG) == 0)
+        return cmocka_run_group_tests_name("emu_cudnn_ops_faults",
+                                           fault_tests, NULL, NULL);
     unsetenv("AMPSHIM_EMU_FAIL");
     return cmocka_run_group_tests_name("emu_cudnn_ops", tests, NULL, NULL);
 }

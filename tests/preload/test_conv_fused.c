@@ -2,8 +2,9 @@
  * unmodified FP32 program conv_fused (cudnnConvolutionBiasActivationForward
  * cases, each against a double-precision reference) under
  * LD_PRELOAD=libampshim.so on the CPU device emulator, in every mode, with
- * a policy naming the symbol and with the shim's convolutions failing,
- * judged by its results, statuses, hashes and the shim's exit summary.
+ * a policy naming the symbol and with the shim's convolutions, or the
+ * bias or activation steps after them, failing, judged by its results,
+ * statuses, hashes and the shim's exit summary.
  *
  * usage: test_conv_fused CONV_FUSED LIBAMPSHIM EMU_DIR */
 #include <stdarg.h>
@@ -32,12 +33,10 @@ static const char *emu_dir;
 static struct amp_test_run plain_run;
 static struct amp_test_check plain;
 
-/* The plain run's cases by class: conv (the shim converts them), apart (a
- * side input apart from y: passed through), invalid (refused by cuDNN:
- * passed through). */
+/* The plain run's cases by class: conv (the shim converts them), invalid
+ * (refused by cuDNN: passed through). */
 static struct {
-    long calls, conv, apart, invalid;
-    double conv_flops, apart_flops; /* 2 per output element and term */
+    long calls, conv, invalid;
 } expected;
 
 struct setting {
@@ -77,7 +76,7 @@ expect_summary(const struct amp_test_run *run, long converted,
     struct amp_test_summary sum;
     const struct amp_test_summary_line *l;
     long fp32 = expected.conv - converted - fallback;
-    long passthrough = expected.apart + expected.invalid;
+    long passthrough = expected.invalid;
 
     amp_test_parse_summary(run->err, &sum);
     l = amp_test_summary_find(&sum, API);
@@ -125,13 +124,8 @@ plain_setup(void **state)
             fprintf(stderr, "case %s: api %s\n", c->name, c->api);
             return -1;
         }
-        if (strcmp(c->cls, "conv") == 0) {
+        if (strcmp(c->cls, "conv") == 0)
             expected.conv++;
-            expected.conv_flops += 2.0 * c->m * c->k;
-        } else if (strcmp(c->cls, "apart") == 0) {
-            expected.apart++;
-            expected.apart_flops += 2.0 * c->m * c->k;
-        }
         else if (strcmp(c->cls, "invalid") == 0)
             expected.invalid++;
         else {
@@ -151,31 +145,28 @@ plain_teardown(void **state)
 }
 
 /* The case list: ReLU and IDENTITY, no side input, a residual in place,
- * groups and strides converted; a side input apart and a refused SIGMOID
+ * a side input apart, groups and strides converted; a refused SIGMOID
  * passed through. */
 static void
 test_plain_case_list(void **state)
 {
     (void)state;
     assert_int_equal(expected.calls, 7);
-    assert_int_equal(expected.conv, 5);
-    assert_int_equal(expected.apart, 1);
+    assert_int_equal(expected.conv, 6);
     assert_int_equal(expected.invalid, 1);
 }
 
-/* The coverage meter's line: every call, the converted FLOPs and the side
- * input's kept FP32 (a refused call has none). */
+/* The coverage meter's line: every call, all the FLOPs converted (a
+ * refused call has none). */
 static void
 expect_coverage(const struct amp_test_run *run, const char *what)
 {
-    double total = expected.conv_flops + expected.apart_flops;
     char line[256];
 
     snprintf(line, sizeof(line), "of GEMM and convolution work in %ld "
              "calls, 100.0 %% FP32 within the shim's reach (converted "
-             "%.1f %%, kept FP32 %.1f %%), 0.0 %% in other precisions",
-             expected.calls, 100.0 * expected.conv_flops / total,
-             100.0 * expected.apart_flops / total);
+             "100.0 %%, kept FP32 0.0 %%), 0.0 %% in other precisions",
+             expected.calls);
     if (amp_test_count_lines_with(run->err, line) == 1)
         return;
     amp_test_run_dump(what, run);
@@ -340,6 +331,74 @@ test_vendor_failure_falls_back(void **state)
     amp_test_run_free(&run);
 }
 
+/* The shim's bias step fails in cuDNN (cudnnAddTensor, which the program
+ * never calls) after every converted convolution: each call falls back to
+ * the original fused call, with y (z when it is y) untouched until then:
+ * the plain run's statuses and bytes, every convertible call a fallback.
+ * In shadow mode the same bytes, the calls measured before the step. */
+static void
+test_bias_failure_falls_back(void **state)
+{
+    static const struct setting fail[] = {
+        { "AMPSHIM_MODE", "fp16" },
+        { "AMPSHIM_EMU_FAIL", "cudnnAddTensor:1+" },
+        { NULL, NULL } };
+    static const struct setting shadow[] = {
+        { "AMPSHIM_MODE", "shadow" },
+        { "AMPSHIM_EMU_FAIL", "cudnnAddTensor:1+" },
+        { NULL, NULL } };
+    struct amp_test_run run;
+    const char *what = "fp16, the shim's cudnnAddTensor failing";
+
+    (void)state;
+    run_conv_fused("tf32", 1, fail, &run);
+    amp_test_expect_exit(&run, 0, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
+    expect_summary(&run, 0, expected.conv, 0, what);
+    amp_test_run_free(&run);
+    what = "shadow, the shim's cudnnAddTensor failing";
+    run_conv_fused("tf32", 1, shadow, &run);
+    amp_test_expect_exit(&run, 0, what);
+    amp_test_expect_plain_stdout(&run, &plain_run, what);
+    expect_summary(&run, expected.conv, 0, expected.conv, what);
+    amp_test_run_free(&run);
+}
+
+/* The shim's activation step fails (cudnnActivationForward, the last
+ * step of the RELU calls, which the program never calls): the RELU calls
+ * fall back to the original fused call, with the plain run's status and
+ * y's bytes; the IDENTITY call, which needs no activation step, stays
+ * converted within fp16's bound. */
+static void
+test_activation_failure_falls_back(void **state)
+{
+    static const struct setting fail[] = {
+        { "AMPSHIM_MODE", "fp16" },
+        { "AMPSHIM_EMU_FAIL", "cudnnActivationForward:1+" },
+        { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_check check;
+    const char *what = "fp16, the shim's cudnnActivationForward failing";
+
+    (void)state;
+    run_conv_fused("fp16", 1, fail, &run);
+    amp_test_expect_exit(&run, 0, what);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        const struct amp_test_case *p = &plain.cases[i];
+
+        if (strcmp(c->name, "identity_precomp") == 0 ||
+            strcmp(c->hash, p->hash) == 0)
+            continue;
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: case %s: y's hash %s, the plain run's %s", what,
+                 c->name, c->hash, p->hash);
+    }
+    expect_summary(&run, 1, expected.conv - 1, 0, what);
+    amp_test_run_free(&run);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -351,6 +410,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_policy_symbol),
         cmocka_unit_test(test_vendor_failure_falls_back),
+        cmocka_unit_test(test_bias_failure_falls_back),
+        cmocka_unit_test(test_activation_failure_falls_back),
     };
 
     if (argc != 4) {

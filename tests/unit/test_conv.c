@@ -2,8 +2,9 @@
  * reduction length, the plan's padded channels-last tensors, the FP16
  * scale bound, and prepare / vendor call (issued here as hooks/cudnn.c
  * issues it) / finish on the emulated driver and cuDNN for every
- * direction and mode against a double reference; failures leave the
- * destination untouched and nothing allocated. */
+ * direction and mode against a double reference, the fused forward's
+ * output in scratch; failures leave the destination untouched and nothing
+ * allocated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -951,6 +952,62 @@ test_scratch_cap(void **state)
     problem_free(&p);
 }
 
+/* The fused forward's output in scratch (beta 0), in fp16 and in tf32
+ * (whose vendor call writes the output itself): the caller's y is never
+ * written; the convolution lands in the run's scratch, within the bound,
+ * and stays there after finish until amp_conv_abandon, which gives the
+ * device memory back. */
+static void
+test_output_in_scratch(void **state)
+{
+    static const struct geometry g = {13, 6, 1, 1, 1, 1, 1, 1.5f, 0.0f};
+    static const enum amp_mode scratch_modes[] = {AMP_MODE_FP16,
+                                                  AMP_MODE_TF32};
+
+    (void)state;
+    for (size_t mi = 0; mi < 2; mi++) {
+        struct problem p;
+        struct amp_conv_run run;
+        struct amp_conv_desc d;
+        struct amp_conv_plan plan;
+        struct vendor v;
+        size_t n, free0, free1, total;
+        float *got;
+
+        make_geometry(&p, &g, AMP_CONV_FWD, 1.0f, 1.0f, 1.0f);
+        d = describe(&p);
+        d.output_in_scratch = 1;
+        n = count4(&d.y);
+        got = malloc(n * 4);
+        assert_non_null(got);
+        assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+        assert_int_equal(cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+        assert_int_equal(amp_conv_plan(&d, scratch_modes[mi], AMP_MODE_FP16,
+                                       &plan), AMP_OK);
+        vendor_make(&p, &plan, &v);
+        assert_int_equal(amp_conv_prepare(dev, &d, &plan, v.bytes, 1 << 30,
+                                          &run), AMP_OK);
+        assert_true(run.scratch_output >= run.scratch &&
+                    run.scratch_output + n * 4 <=
+                        run.scratch + run.scratch_bytes);
+        assert_int_equal(vendor_run(&p, &v, &run), CUDNN_STATUS_SUCCESS);
+        assert_int_equal(amp_conv_finish(&run), AMP_OK);
+        vendor_free(&p, &v);
+        download(&p, got);
+        assert_memory_equal(got, p.y, n * 4); /* NaN, as the caller left it */
+        assert_int_equal(cuMemcpyDtoH(got, (CUdeviceptr)run.scratch_output,
+                                      n * 4), CUDA_SUCCESS);
+        check_output(&p, got, mode_rel(scratch_modes[mi]));
+        amp_conv_abandon(&run);
+        amp_harvest(1);
+        assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
+        assert_int_equal(cuMemGetInfo(&free1, &total), CUDA_SUCCESS);
+        assert_int_equal(free1, free0);
+        free(got);
+        problem_free(&p);
+    }
+}
+
 /* ---- Failures, in a fresh child per injected fault ------------------------- */
 
 /* Scenario "mode/dir": one converted call with the fault. Exits 0 when a
@@ -1054,6 +1111,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_nonfinite_demotes_site),
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_scratch_cap),
+        cmocka_unit_test(test_output_in_scratch),
         cmocka_unit_test(test_failures_leave_nothing),
     };
 
