@@ -984,7 +984,8 @@ conv_reference(const struct conv_layer *l, double *y, double *dx, double *dw)
 static void
 conv_check(const struct conv_layer *l, double err[DIRS])
 {
-    size_t ny = conv_count(l->n, l->k, l->o), nx = conv_count(l->n, l->c, l->h);
+    size_t ny = conv_count(l->n, l->k, l->o);
+    size_t nx = conv_count(l->n, l->c, l->h);
     size_t nw = conv_count(l->k, l->c, l->r);
     double *y = calloc(ny, sizeof(double)), *dx = calloc(nx, sizeof(double));
     double *dw = calloc(nw, sizeof(double));

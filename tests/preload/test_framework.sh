@@ -53,7 +53,8 @@ run() {
         LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
         >run.out 2>run.err || rc=$?
     [[ $rc == "$want" ]] || fail "$what: exit status $rc, not $want"
-    echo "$what: exit $rc in $((SECONDS - start)) s; $(grep '^framework:' run.out)"
+    echo "$what: exit $rc in $((SECONDS - start)) s;" \
+         "$(grep '^framework:' run.out)"
 }
 
 # The program's count of its calls of one kind: gemm, lt or conv.
@@ -80,7 +81,8 @@ EOF
 check_counts() {
     local what=$1 api kind n
     "$python" "$schema" run.json >schema.out || fail "$what: report schema"
-    for api in cublasSgemm_v2:gemm cublasLtMatmul:lt cudnnBackendExecute:conv; do
+    for api in cublasSgemm_v2:gemm cublasLtMatmul:lt \
+               cudnnBackendExecute:conv; do
         kind=${api#*:} api=${api%:*}
         n=$(issued "$kind")
         [[ -n $n && $n -gt 0 ]] || fail "$what: no $kind calls issued"
@@ -123,7 +125,8 @@ framework)
     AMPSHIM_EMU_BEHIND=64 "$prog" "${args[@]}" >run.out 2>run.err || rc=$?
     [[ $rc == 0 ]] || fail "bare: exit status $rc"
     grep -q '^framework: .* failed=0 ' run.out || fail "bare: summary line"
-    echo "bare: exit 0 in $((SECONDS - start)) s; $(grep '^framework:' run.out)"
+    echo "bare: exit 0 in $((SECONDS - start)) s;" \
+         "$(grep '^framework:' run.out)"
     for mode in tf32 fp16; do
         run "$mode" 1 AMPSHIM_MODE=$mode
         check_counts "$mode"
