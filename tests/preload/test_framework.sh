@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# examples/framework (a program shaped like a framework: one GEMM wrapper,
+# cuBLASLt Linear layers with a bias each, graph-API convolution plans
+# from its own cache, backward from a second thread, steps captured into
+# CUDA graphs and replayed) at --small, the device running behind the
+# host (AMPSHIM_EMU_BEHIND=64).
+#
+# CHECK framework:
+# - bare (the emulator alone): exit 0, every layer within the bound;
+# - AMPSHIM_MODE=tf32 and fp16: the program's calls counted in the exit
+#   summary and the report (cublasSgemm_v2, cublasLtMatmul,
+#   cudnnBackendExecute: as many as it issued), every GEMM and cuBLASLt
+#   call converted, fp16 every plan execution too; a forced mode converts
+#   the ill-conditioned layer as asked, so its forward product, and only
+#   that one, is over the bound (exit 1, one FAIL line: gemm11);
+# - a policy of `rule auto` for GEMMs and convolutions: exit 0 (no layer
+#   over the bound, the ill-conditioned one included), the calls counted.
+# CHECK tf32_plans: in tf32 every plan execution converted (no fallback).
+# CHECK auto_accuracy: at the program's default size (3 replays), where
+#   auto finds converting faster than FP32, the auto policy keeps every
+#   layer within the bound, the ill-conditioned one included.
+# usage: test_framework.sh CHECK FRAMEWORK LIBAMPSHIM EMU_DIR PYTHON3 SCHEMA
+set -euo pipefail
+
+check=$1 prog=$(realpath "$2") lib=$(realpath "$3") emu=$(realpath "$4")
+python=$5 schema=$(realpath "$6")
+tmp=$(mktemp -d /tmp/ampshim-framework-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+# A sanitized build's runtime must come first in a preloaded child.
+preload="${AMP_TEST_PRELOAD_FIRST:+$AMP_TEST_PRELOAD_FIRST }"
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu
+cd "$tmp"
+args=(--small)
+
+fail() {
+    echo "framework test: $*" >&2
+    for f in "$tmp"/run.out "$tmp"/run.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; tail -40 "$f" >&2; }
+    done
+    exit 1
+}
+
+# run WHAT WANT_RC [ENV...]: the program under the shim with ENV, its
+# report in run.json; it must exit WANT_RC (any: its status in $status).
+run() {
+    local what=$1 want=$2 rc=0 start
+    shift 2
+    rm -f run.json
+    start=$SECONDS
+    env "$@" AMPSHIM_EMU_BEHIND=64 AMPSHIM_REPORT="$tmp/run.json" \
+        LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
+        >run.out 2>run.err || rc=$?
+    status=$rc
+    [[ $want == any || $rc == "$want" ]] ||
+        fail "$what: exit status $rc, not $want"
+    echo "$what: exit $rc in $((SECONDS - start)) s;" \
+         "$(grep '^framework:' run.out)"
+}
+
+# The program's count of its calls of one kind: gemm, lt or conv.
+issued() {
+    grep -o "^calls: .*" run.out | grep -o " $1=[0-9]*" | cut -d= -f2
+}
+
+# The exit summary line's field for an API.
+field() {
+    grep -o "summary $1 .*" run.err | grep -o " $2=[0-9]*" | cut -d= -f2
+}
+
+# The report's apis[] counter for an API.
+report_field() {
+    "$python" - run.json "$1" "$2" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(sum(a[sys.argv[3]] for a in r["apis"] if a["api"] == sys.argv[2]))
+EOF
+}
+
+# Every API's calls as the program issued them, in the summary and the
+# report; the report conforms to the schema.
+check_counts() {
+    local what=$1 api kind n
+    "$python" "$schema" run.json >schema.out || fail "$what: report schema"
+    for api in cublasSgemm_v2:gemm cublasLtMatmul:lt \
+               cudnnBackendExecute:conv; do
+        kind=${api#*:} api=${api%:*}
+        n=$(issued "$kind")
+        [[ -n $n && $n -gt 0 ]] || fail "$what: no $kind calls issued"
+        [[ $(field "$api" calls) == "$n" ]] ||
+            fail "$what: summary $api calls=$(field "$api" calls), not $n"
+        [[ $(report_field "$api" calls) == "$n" ]] ||
+            fail "$what: report $api calls=$(report_field "$api" calls)"
+        echo "  $api calls=$n converted=$(field "$api" converted)" \
+             "fp32=$(field "$api" fp32) fallback=$(field "$api" fallback)"
+    done
+}
+
+# All of API's calls converted.
+all_converted() {
+    [[ $(field "$2" converted) == "$(field "$2" calls)" ]] ||
+        fail "$1: $2 converted $(field "$2" converted) of $(field "$2" calls)"
+}
+
+# A forced mode: the ill-conditioned layer's forward product alone over
+# the bound.
+only_ill_fails() {
+    local fails
+    fails=$(grep ' FAIL$' run.out | cut -d' ' -f2 | tr '\n' ' ')
+    [[ $fails == "gemm11 " ]] || fail "$1: layers over the bound: '$fails'"
+    grep '^layer gemm11 ' run.out | grep -q ' ill=1 ' ||
+        fail "$1: gemm11 is not the ill-conditioned layer"
+}
+
+cat >auto.policy <<'EOF'
+set tolerance 5e-3
+rule auto when gemm
+rule auto when conv
+default fp32
+EOF
+
+case $check in
+framework)
+    rc=0
+    start=$SECONDS
+    AMPSHIM_EMU_BEHIND=64 "$prog" "${args[@]}" >run.out 2>run.err || rc=$?
+    [[ $rc == 0 ]] || fail "bare: exit status $rc"
+    grep -q '^framework: .* failed=0 ' run.out || fail "bare: summary line"
+    echo "bare: exit 0 in $((SECONDS - start)) s;" \
+         "$(grep '^framework:' run.out)"
+    for mode in tf32 fp16; do
+        run "$mode" 1 AMPSHIM_MODE=$mode
+        check_counts "$mode"
+        all_converted "$mode" cublasSgemm_v2
+        all_converted "$mode" cublasLtMatmul
+        [[ $mode == fp16 ]] && all_converted "$mode" cudnnBackendExecute
+        [[ $(field cudnnBackendExecute converted) -gt 0 ]] ||
+            fail "$mode: no plan execution converted"
+        only_ill_fails "$mode"
+    done
+    run auto 0 AMPSHIM_POLICY="$tmp/auto.policy"
+    check_counts auto
+    grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
+    ;;
+tf32_plans)
+    run tf32 1 AMPSHIM_MODE=tf32
+    check_counts tf32
+    all_converted tf32 cudnnBackendExecute
+    ;;
+auto_accuracy)
+    # The calls counted first: only the layers' check is expected to fail.
+    args=(--replays 3)
+    run auto any AMPSHIM_POLICY="$tmp/auto.policy"
+    check_counts auto
+    grep ' FAIL$' run.out || true
+    [[ $status == 0 ]] || fail "auto: exit status $status, not 0"
+    grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
+    ;;
+*)
+    fail "unknown check $check"
+    ;;
+esac
+echo "framework test $check: passed"
