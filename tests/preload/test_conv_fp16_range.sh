@@ -52,12 +52,18 @@ for site in report["sites"]:
 EOF
 }
 
-# run MODE TOL [ARGS...]: conv_check --long under the shim in MODE.
+# An auto policy with no size floor: auto comes from a policy's rule.
+printf 'set min-size 0\nrule auto when conv\ndefault fp32\n' >"$tmp/auto.policy"
+
+# run MODE TOL [ARGS...]: conv_check --long under the shim in MODE (auto:
+# under the auto policy).
 run() {
     local mode=$1 tol=$2 rc=0
+    local -a env=(AMPSHIM_MODE="$mode")
     shift 2
+    [[ $mode == auto ]] && env=(AMPSHIM_POLICY="$tmp/auto.policy")
     rm -f "$tmp/run.json"
-    AMPSHIM_MODE=$mode AMPSHIM_REPORT=$tmp/run.json \
+    env "${env[@]}" AMPSHIM_REPORT="$tmp/run.json" \
         LD_PRELOAD="$preload$lib" "$prog" --long --tol "$tol" "$@" \
         >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
     [[ $rc == 0 ]] || fail "$mode: exit status $rc"
