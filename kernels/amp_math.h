@@ -1246,13 +1246,15 @@ struct amp_conv_scalars {
 #define AMP_CONV_F16_OUT_EXP 15
 
 /* The longest reduction, as ceil(log2(length)), a convolution runs in FP16
- * for: up to 2^13 terms the output bound leaves each scaled input's
- * maximum at 2^0 or above, so FP16's normal range keeps at least 15
- * binades below it. A longer one (a backward-filter reduction over N H W
- * of 2^20 would put the maxima near 2^-4 and the smaller elements into
- * subnormals, losing their bits) runs in FP32 with the fallback reason
- * fp16-range (src/run/conv.c, amp_conv_f16_fits). */
-#define AMP_CONV_F16_MAX_LOG2_LEN (AMP_CONV_F16_OUT_EXP - 2)
+ * for. Up to 2^19 terms the output bound leaves both scaled maxima at 2^-3
+ * or above (amp_conv_scalars_finish: a budget of 13 - 19 = -6 gives each
+ * input -3), so every element within FP16's 11 significant bits of its
+ * input's maximum (down to max 2^-11) is still a normal number (2^-14 and
+ * above) and keeps all its bits. A longer one (a backward-filter
+ * reduction over N P Q of 2^20 puts the maxima at 2^-4 and such elements
+ * into the subnormals) runs in FP32 with the fallback reason fp16-range
+ * (src/run/conv.c, amp_conv_f16_fits). */
+#define AMP_CONV_F16_MAX_LOG2_LEN 19
 
 /* The scales of a convolution's two inputs for `format`: for FP16, powers
  * of two chosen from the maxima so that |output| <= scaled max_a * scaled

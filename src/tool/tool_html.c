@@ -129,7 +129,7 @@ static const struct amp_reason {
     {"busy", "fallback: every result slot was taken"},
     {"no-device", "fallback: no driver, context, kernels or handle"},
     {"fp16-range", "fallback: a convolution whose reduction is too long "
-                   "for FP16's range (over 8,192 terms): FP32"},
+                   "for FP16's range (over 2^19 terms): FP32"},
     {"no-algorithm", "fallback: cuDNN has no algorithm for the converted "
                      "types"},
     {"policy", "kept FP32 by the policy: a rule, its default or min-size "

@@ -64,6 +64,30 @@ run_child(const char *scenario, const char *var, const char *value)
     return WEXITSTATUS(status);
 }
 
+/* run_child with the child's stderr in text (cap bytes, terminated). */
+static int
+run_child_stderr(const char *scenario, const char *var, const char *value,
+                 char *text, size_t cap)
+{
+    char path[] = "/tmp/emu-child-XXXXXX";
+    int fd = mkstemp(path), saved, rc;
+    ssize_t got;
+
+    text[0] = '\0';
+    if (fd < 0)
+        return -1;
+    saved = dup(2);
+    dup2(fd, 2);
+    rc = run_child(scenario, var, value);
+    dup2(saved, 2);
+    close(saved);
+    got = pread(fd, text, cap - 1, 0);
+    close(fd);
+    unlink(path);
+    text[got > 0 ? got : 0] = '\0';
+    return rc;
+}
+
 static CUcontext primary;
 
 /* Runs first: nothing works before cuInit. */
@@ -328,28 +352,14 @@ test_memsets(void **state)
 static void
 test_unordered_access_named(void **state)
 {
-    char path[] = "/tmp/emu-unordered-XXXXXX", text[2048];
-    int fd = mkstemp(path), status = 0;
+    char text[2048];
     const char *line;
-    ssize_t got;
-    pid_t pid;
+    int rc;
 
     (void)state;
-    assert_true(fd >= 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(fd, 2);
-        execl("/proc/self/exe", "child", "--child", "unordered", (char *)NULL);
-        _exit(127);
-    }
-    assert_true(pid > 0 && waitpid(pid, &status, 0) == pid);
-    got = pread(fd, text, sizeof text - 1, 0);
-    close(fd);
-    unlink(path);
-    assert_true(got >= 0);
-    text[got] = '\0';
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail_msg("child exit %d, stderr: %s", WEXITSTATUS(status), text);
+    rc = run_child_stderr("unordered", NULL, NULL, text, sizeof text);
+    if (rc != 0)
+        fail_msg("child exit %d, stderr: %s", rc, text);
     line = strstr(text, UNORDERED_LINE);
     assert_non_null(line);
     assert_null(strstr(line + 1, UNORDERED_LINE));  /* said once */
@@ -1043,28 +1053,12 @@ child_stats(void)
 static void
 test_kernel_stats(void **state)
 {
-    char path[] = "/tmp/emu-stats-XXXXXX", text[4096], want[160];
+    char text[4096], want[160];
     size_t n = 256 * 192;
-    int fd = mkstemp(path), status = 0;
-    ssize_t got;
-    pid_t pid;
 
     (void)state;
-    assert_true(fd >= 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(fd, 2);
-        setenv("AMPSHIM_EMU_KERNEL_STATS", "1", 1);
-        execl("/proc/self/exe", "child", "--child", "stats", (char *)NULL);
-        _exit(127);
-    }
-    assert_true(pid > 0 && waitpid(pid, &status, 0) == pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    got = pread(fd, text, sizeof text - 1, 0);
-    close(fd);
-    unlink(path);
-    assert_true(got > 0);
-    text[got] = '\0';
+    assert_int_equal(run_child_stderr("stats", "AMPSHIM_EMU_KERNEL_STATS",
+                                      "1", text, sizeof text), 0);
     snprintf(want, sizeof want,
              "ampshim-emu: kernel %s launches=2 bytes=%zu ",
              AMP_K_CAST_F32_F16, 2 * (n * 4 + n * 2 + 4));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A convolution whose reduction is too long for FP16 once scaled (a
-# backward-filter reduction over N P Q = 9,216 terms, more than 2^13):
+# backward-filter reduction over N P Q = 786,432 terms, more than 2^19):
 # - forced fp16: the call runs FP32, the program's own call, byte for
 #   byte the bare run's result, with the fallback reason fp16-range;
 # - forced bf16 (FP32's range): converted, within the BF16 bound;
