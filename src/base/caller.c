@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -280,4 +281,71 @@ amp_route(enum amp_lib lib, const char *name, const void *ret)
     }
     pthread_mutex_unlock(&amp_route_lock);
     return r; /* a full table: found again at each call */
+}
+
+/* ---- Call stacks ------------------------------------------------------------- */
+
+/* Frames one walk reads at most: the shim's own below the hook's return
+ * address, then the caller's. */
+#define AMP_STACK_WALK 32
+/* Return addresses each thread remembers (direct-mapped). */
+#define AMP_STACK_CACHE 64
+
+/* Per thread and return address: the index of the return address in the
+ * last walk that found it (the shim's frames below it; the same for
+ * every call of one hook through one path), or -1 when a walk did not
+ * find it (no unwind information on the way): that address then stands
+ * alone, unwalked. Per thread, so without a lock. */
+static _Thread_local struct {
+    const void *ret;
+    int at;
+} amp_stack_cache[AMP_STACK_CACHE];
+
+/* The index of ret in walk[0..n), or -1. */
+static int
+amp_stack_find(void *const *walk, int n, const void *ret)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (walk[i] == ret)
+            return i;
+    return -1;
+}
+
+int
+amp_caller_stack(const void *ret, const void **frames, int max)
+{
+    void *walk[AMP_STACK_WALK];
+    size_t c = ((uintptr_t)ret >> 4) % AMP_STACK_CACHE;
+    int n, at = -1, i;
+
+    if (max < 1)
+        return 0;
+    frames[0] = ret;
+    if (max == 1 || !ret)
+        return 1;
+    if (amp_stack_cache[c].ret == ret) {
+        at = amp_stack_cache[c].at;
+        if (at < 0)
+            return 1;
+        /* Only as deep as needed: the cached index and the frames
+         * above it. */
+        n = backtrace(walk, at + max < AMP_STACK_WALK ? at + max
+                                                      : AMP_STACK_WALK);
+        if (at >= n || walk[at] != ret)
+            at = -1;
+    }
+    if (at < 0) {
+        /* First walk from ret, or another path into the hook. */
+        n = backtrace(walk, AMP_STACK_WALK);
+        at = amp_stack_find(walk, n, ret);
+        amp_stack_cache[c].ret = ret;
+        amp_stack_cache[c].at = at;
+        if (at < 0)
+            return 1;
+    }
+    for (i = 1; i < max && at + i < n; i++)
+        frames[i] = walk[at + i];
+    return i;
 }

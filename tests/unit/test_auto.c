@@ -34,7 +34,7 @@ fresh_site(int *slot)
 
     assert_non_null(site);
     amp_site_shape_count(site, 42, slot);
-    assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPES);
+    assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPE_TABLE);
     return site;
 }
 
