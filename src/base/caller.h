@@ -71,11 +71,11 @@ const char *amp_object_soname_at(const void *p);
 /* The call stack of a hooked call, into frames[0..max): `ret` (the
  * hook's return address), then the return addresses of the functions
  * that called its caller, outermost last; returns how many, at least 1
- * (max >= 1). The walk (backtrace, over the unwind tables) starts in the
- * shim, so how deep ret lies is kept per thread and return address, and
- * later walks read no frame beyond; a return address that a walk does
- * not find (no unwind information on the way) stands alone from then
- * on. The first walk of the process loads the unwinder (libgcc_s). */
+ * (max >= 1). The unwinder (_Unwind_Backtrace over the unwind tables)
+ * walks it once per thread, return address and stack: each return
+ * address's slot in memory is kept, and a later call whose slots hold
+ * the same addresses takes the kept stack without a walk. A return
+ * address with no unwind information on the way stands alone. */
 int amp_caller_stack(const void *ret, const void **frames, int max);
 
 #endif
