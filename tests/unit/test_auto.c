@@ -450,20 +450,23 @@ layer_b(void)
 static void
 test_stacks_tell_sites_apart(void **state)
 {
-    struct amp_site *(*volatile layer[])(void) = {layer_a, layer_a, layer_b};
-    struct amp_site *got[3], *a, *again, *b;
+    struct amp_site *(*volatile layer[])(void) = {layer_a, layer_b, layer_a,
+                                                  layer_b, layer_a, layer_b};
+    struct amp_site *got[6], *a, *b;
     int i;
 
     (void)state;
-    /* Every call from one place: the stacks differ only in the layer. */
-    for (i = 0; i < 3; i++)
+    /* Every call from one place, the layers in turn: the stacks differ
+     * only in the layer, and a stack kept from an earlier call is taken
+     * only for its own layer. */
+    for (i = 0; i < 6; i++)
         got[i] = layer[i]();
     a = got[0];
-    again = got[1];
-    b = got[2];
+    b = got[1];
     assert_non_null(a);
     assert_non_null(b);
-    assert_ptr_equal(a, again);
+    for (i = 2; i < 6; i++)
+        assert_ptr_equal(got[i], i % 2 ? b : a);
     assert_ptr_not_equal(a, b);
     /* The same return address (the wrapper's), other layers above it. */
     assert_ptr_equal(a->caller, b->caller);
