@@ -1428,8 +1428,8 @@ amp_report_tolerance_line(void)
         snprintf(bound, sizeof bound, "the tolerance %g (%s, %s)%s; "
                  "tighten it with %s", tol, amp_norm_words(norm), source,
                  w.demoted == 0 ? ""
-                 : w.demoted == 1 ? " demoted 1 site or its shape to FP32"
-                                  : " demoted sites or shapes to FP32", how);
+                 : w.demoted == 1 ? " demoted calls at 1 site to FP32"
+                                  : " demoted calls at sites to FP32", how);
     if (w.shadow_calls == 0) {
         amp_log_line("converted results were not compared with FP32 (no "
                      "shadow call at a site still converting); %s%s",
