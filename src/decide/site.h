@@ -44,8 +44,12 @@ double amp_error_in(const struct amp_gemm_error *e, enum amp_norm norm);
 int amp_error_over(const struct amp_gemm_error *e, double tol,
                    enum amp_norm norm);
 
-/* Return addresses a site is keyed by: the hook's and three above it. */
-#define AMP_SITE_FRAMES 4
+/* Return addresses a site is keyed by: the hook's and the one above it,
+ * the function that called the hook's caller. Enough to tell apart the
+ * layers that call one wrapper; a deeper key would also split one
+ * layer's calls by the path above it (training and evaluation), each
+ * then measuring and deciding on its own. */
+#define AMP_SITE_FRAMES 2
 
 /* (site, shape)s the process tells apart (amp_site_shape_count), over all
  * sites; a shape beyond them stays FP32 (AMP_WHY_SHAPE_LIMIT). The table
