@@ -163,6 +163,7 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     if (skip == AMP_CONV_CONVERT) {
         amp_conv_policy(d, &dec);
         d->auto_shape = amp_decision_auto_shape(&dec);
+        d->shape = amp_decision_shape(&dec);
         d->auto_candidate = dec.candidate;
         d->delivers = dec.delivers;
         if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unwind.h>
 
 /* ---- Names ------------------------------------------------------------------- */
 
@@ -280,4 +281,117 @@ amp_route(enum amp_lib lib, const char *name, const void *ret)
     }
     pthread_mutex_unlock(&amp_route_lock);
     return r; /* a full table: found again at each call */
+}
+
+/* ---- Call stacks ------------------------------------------------------------- */
+
+/* Stacks each thread remembers: AMP_STACK_WAYS per group of return
+ * addresses (a wrapper has one stack per layer that calls it). */
+#define AMP_STACK_GROUPS 32
+#define AMP_STACK_WAYS 8
+#define AMP_STACK_MAX 4
+
+/* Per thread: a return address, the stack of a walk from it, and where
+ * each of its return addresses lay in memory (the word below the CFA of
+ * the frame it returns from: x86-64's call pushes it there), for a call
+ * at one depth in the shim (the address of a local of amp_caller_stack).
+ * A later call at that depth whose slots still hold those addresses has
+ * that stack: the first frame that differed would hold another return
+ * address in its slot, which lies where the frames below it (the same
+ * functions) put it. Per thread, so without a lock. */
+struct amp_stack_memo {
+    const void *ret;
+    uintptr_t at;                  /* the local's address */
+    int n;                         /* frames; 0: unused */
+    int slotted;                   /* the slots held the frames */
+    const void *frames[AMP_STACK_MAX];
+    uintptr_t slots[AMP_STACK_MAX];
+};
+static _Thread_local struct {
+    struct amp_stack_memo way[AMP_STACK_WAYS];
+    unsigned next;                 /* the way a new stack replaces */
+} amp_stack_memos[AMP_STACK_GROUPS];
+
+/* One walk's state: frames from ret up. */
+struct amp_stack_walk {
+    struct amp_stack_memo *m;
+    int max;
+};
+
+/* Each frame's return address, and its slot: the word below the CFA
+ * the context gives with it (the called frame's, where x86-64's call
+ * pushed it; amp_stack_slots_hold checks it). */
+static _Unwind_Reason_Code
+amp_stack_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct amp_stack_walk *w = arg;
+    uintptr_t ip = _Unwind_GetIP(ctx);
+
+    if (w->m->n > 0 || ip == (uintptr_t)w->m->ret) {
+        w->m->frames[w->m->n] = (const void *)ip;
+        w->m->slots[w->m->n] = _Unwind_GetCFA(ctx) - sizeof(void *);
+        if (++w->m->n == w->max)
+            return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* 1 when every slot of m holds its frame. */
+static int
+amp_stack_slots_hold(const struct amp_stack_memo *m)
+{
+    int i;
+
+    for (i = 0; i < m->n; i++)
+        if (*(const void *const *)m->slots[i] != m->frames[i])
+            return 0;
+    return 1;
+}
+
+int
+amp_caller_stack(const void *ret, const void **frames, int max)
+{
+    volatile char here = 0;
+    uintptr_t at = (uintptr_t)&here;
+    unsigned group = (unsigned)(((uintptr_t)ret >> 4) % AMP_STACK_GROUPS);
+    struct amp_stack_memo *m = NULL;
+    struct amp_stack_walk w;
+    int i;
+
+    if (max < 1)
+        return 0;
+    frames[0] = ret;
+    if (max == 1 || !ret)
+        return 1;
+    if (max > AMP_STACK_MAX)
+        max = AMP_STACK_MAX;
+    for (i = 0; i < AMP_STACK_WAYS && !m; i++) {
+        struct amp_stack_memo *k = &amp_stack_memos[group].way[i];
+
+        if (k->ret == ret && k->at == at && k->n > 0 &&
+            (k->slotted ? amp_stack_slots_hold(k) : k->n == 1))
+            m = k;
+    }
+    if (!m) {
+        /* Walked: the first call of this stack at this depth, or slots
+         * that do not hold return addresses (another ABI: then every
+         * call walks). */
+        m = &amp_stack_memos[group]
+                 .way[amp_stack_memos[group].next++ % AMP_STACK_WAYS];
+        m->ret = ret;
+        m->at = at;
+        m->n = 0;
+        w.m = m;
+        w.max = max;
+        _Unwind_Backtrace(amp_stack_frame, &w);
+        if (m->n == 0) {
+            m->frames[m->n++] = ret; /* no unwind information to it */
+            m->slotted = 0;
+        } else {
+            m->slotted = amp_stack_slots_hold(m);
+        }
+    }
+    for (i = 1; i < m->n && i < max; i++)
+        frames[i] = m->frames[i];
+    return i;
 }

@@ -68,4 +68,14 @@ struct amp_route amp_route(enum amp_lib lib, const char *name,
  * it. The string lives as long as the object. */
 const char *amp_object_soname_at(const void *p);
 
+/* The call stack of a hooked call, into frames[0..max): `ret` (the
+ * hook's return address), then the return addresses of the functions
+ * that called its caller, outermost last; returns how many, at least 1
+ * (max >= 1). The unwinder (_Unwind_Backtrace over the unwind tables)
+ * walks it once per thread, return address and stack: each return
+ * address's slot in memory is kept, and a later call whose slots hold
+ * the same addresses takes the kept stack without a walk. A return
+ * address with no unwind information on the way stands alone. */
+int amp_caller_stack(const void *ret, const void **frames, int max);
+
 #endif

@@ -33,16 +33,18 @@ static const enum amp_mode amp_auto_conv[] = {
 static struct amp_auto_view *
 amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
 {
-    struct amp_auto_view *v;
+    struct amp_auto_view **at = amp_site_shape_auto(slot), *v;
     const enum amp_mode *modes;
     int i;
 
-    if (!site->autos) {
-        site->autos = calloc(AMP_SITE_SHAPES + 1, sizeof *site->autos);
-        if (!site->autos)
+    if (!at)
+        return NULL;
+    if (!*at) {
+        *at = calloc(1, sizeof **at);
+        if (!*at)
             return NULL;
     }
-    v = &site->autos[slot];
+    v = *at;
     if (v->ncandidates)
         return v;
     v->family = family;
@@ -233,12 +235,12 @@ static struct amp_auto_candidate *
 amp_auto_find(struct amp_site *site, int slot, enum amp_mode mode,
               struct amp_auto_view **view)
 {
-    struct amp_auto_view *v;
+    struct amp_auto_view **at = amp_site_shape_auto(slot), *v;
     int i;
 
-    if (!site || !site->autos || slot < 0 || slot > AMP_SITE_SHAPES)
+    if (!site || !at || !*at || amp_site_shape_site(slot) != site)
         return NULL;
-    v = &site->autos[slot];
+    v = *at;
     for (i = 0; i < v->ncandidates; i++) {
         if (v->c[i].mode == mode) {
             *view = v;
@@ -289,7 +291,7 @@ amp_auto_decide(struct amp_site *site, int slot,
     out->automatic = 1;
     out->auto_slot = -1;
     out->auto_timing = 0;
-    if (!site || slot < 0 || slot > AMP_SITE_SHAPES)
+    if (!site || amp_site_shape_site(slot) != site)
         return;
     pthread_mutex_lock(&amp_auto_lock);
     v = amp_auto_view(site, slot, family);
@@ -421,44 +423,44 @@ amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
 int
 amp_auto_get(const struct amp_site *site, int slot, struct amp_auto_view *out)
 {
+    struct amp_auto_view **at = amp_site_shape_auto(slot);
     int found = -1;
 
     memset(out, 0, sizeof *out);
-    if (!site || slot < 0 || slot > AMP_SITE_SHAPES)
+    if (!site || !at || amp_site_shape_site(slot) != site)
         return -1;
     pthread_mutex_lock(&amp_auto_lock);
-    if (site->autos && site->autos[slot].ncandidates) {
-        *out = site->autos[slot];
+    if (*at && (*at)->ncandidates) {
+        *out = **at;
         found = 0;
     }
     pthread_mutex_unlock(&amp_auto_lock);
     return found;
 }
 
-void
-amp_auto_chosen_worst(const struct amp_site *site, enum amp_norm norm,
+int
+amp_auto_chosen_worst(int slot, enum amp_norm norm,
                       struct amp_site_worst *out)
 {
-    int slot, counted = site->shadow_calls > site->auto_shadow_calls;
+    struct amp_auto_view **at = amp_site_shape_auto(slot);
+    const struct amp_auto_candidate *c;
+    double err;
+    int added = 0;
 
+    if (!at)
+        return 0;
     pthread_mutex_lock(&amp_auto_lock);
-    for (slot = 0; site->autos && slot <= AMP_SITE_SHAPES; slot++) {
-        const struct amp_auto_view *v = &site->autos[slot];
-        const struct amp_auto_candidate *c;
-        double err;
-
-        if (v->state != AMP_AUTO_CHOSEN)
-            continue;
-        c = &v->c[v->choice];
+    if (*at && (*at)->state == AMP_AUTO_CHOSEN) {
+        c = &(*at)->c[(*at)->choice];
         err = amp_error_in(&c->worst, norm);
         if (err > out->error || isnan(err))
             out->error = err;
         out->shadow_calls += c->errors;
         out->compared += c->worst.compared;
-        if (!counted++)
-            out->sites++;
+        added = 1;
     }
     pthread_mutex_unlock(&amp_auto_lock);
+    return added;
 }
 
 void

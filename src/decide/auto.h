@@ -62,13 +62,15 @@ struct amp_auto_view {
 };
 
 /* The decision of an `auto` call, number `count` of its shape at its
- * site (`slot`: the shape's, from amp_site_shape_count), into *out: shadow:CANDIDATE while measuring (the candidate
+ * site (`slot`: the (site, shape)'s, from amp_site_shape_count), into
+ * *out: shadow:CANDIDATE while measuring (the candidate
  * itself, with out->auto_timing, when only its time after a warm-up is
  * missing: amp_auto_time; while that time is on its way and nothing
  * else needs measuring, the fastest candidate so far, or FP32), the
  * chosen mode (or
  * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
- * when nothing qualifies or the site or shape cannot be tracked.
+ * when nothing qualifies or the (site, shape) has no entry (a slot of
+ * -1).
  * out->auto_slot names the (site, shape) for the results. */
 void amp_auto_decide(struct amp_site *site, int slot,
                      enum amp_family family, int64_t count,
@@ -115,11 +117,11 @@ const char *amp_auto_rejects(const struct amp_auto_candidate *c,
                              const struct amp_auto_bound *bound, char *buf,
                              size_t cap);
 
-/* Adds to *out the worst error in `norm` of the candidates the site's
- * auto shapes convert with, and their shadow calls (the site once, when
- * it has such a shape and out did not count it). */
-void amp_auto_chosen_worst(const struct amp_site *site, enum amp_norm norm,
-                           struct amp_site_worst *out);
+/* Adds to *out the worst error in `norm` of the candidate the (site,
+ * shape) of `slot` converts with, and its shadow calls; 1 when it
+ * converts with one (out->sites is the caller's to count), else 0. */
+int amp_auto_chosen_worst(int slot, enum amp_norm norm,
+                          struct amp_site_worst *out);
 
 /* Forgets every state (a forked child starts clean). */
 void amp_auto_forget(void);

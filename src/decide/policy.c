@@ -1448,11 +1448,12 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_MIN_SIZE] = "under min-size",
     [AMP_WHY_VERIFY] = "verify",
     [AMP_WHY_SAMPLE] = "shadow-rate sample",
-    [AMP_WHY_DEMOTED] = "site demoted",
+    [AMP_WHY_DEMOTED] = "site or shape demoted",
     [AMP_WHY_ENV_MODE] = "AMPSHIM_MODE",
     [AMP_WHY_BROKEN] = "policy has an error",
     [AMP_WHY_BASELINE] = "FP32 baseline of the shape",
     [AMP_WHY_AUTO] = "auto",
+    [AMP_WHY_SHAPE_LIMIT] = "no (site, shape) entry left",
 };
 
 const char *

@@ -236,7 +236,8 @@ enum amp_decision_why {
     AMP_WHY_MIN_SIZE,            /* smaller than min-size: FP32 */
     AMP_WHY_VERIFY,              /* a rule's verify: shadow:mode */
     AMP_WHY_SAMPLE,              /* shadow-rate: shadow:mode */
-    AMP_WHY_DEMOTED,             /* the site's error exceeded tolerance */
+    AMP_WHY_DEMOTED,             /* the site's, or the (site, shape)'s,
+                                    error exceeded tolerance */
     AMP_WHY_ENV_MODE,            /* AMPSHIM_MODE overrides the policy */
     AMP_WHY_BROKEN,              /* the policy has an error: FP32 */
     AMP_WHY_BASELINE,            /* the first call of its shape at its
@@ -244,6 +245,8 @@ enum amp_decision_why {
     AMP_WHY_AUTO,                /* an auto rule: its (site, shape)'s
                                     candidate in shadow, its choice, or
                                     FP32 when nothing qualifies */
+    AMP_WHY_SHAPE_LIMIT,         /* the (site, shape) table is full: a
+                                    shape with no entry stays FP32 */
 };
 
 struct amp_decision {
@@ -255,6 +258,8 @@ struct amp_decision {
     int automatic;               /* an auto rule decided: its results go
                                     to (site, auto_slot) (decide/auto.h) */
     int auto_slot;               /* -1: the (site, shape) has no state */
+    int shape_slot;              /* the (site, shape)'s entry
+                                    (amp_site_shape_count); -1: none */
     int auto_timing;             /* a converted call auto times (no FP32
                                     beside it: amp_auto_time) */
     int delivers;                /* a shadow run whose candidate's result
@@ -422,6 +427,10 @@ void amp_policy_no_baseline(struct amp_decision *out);
 /* 1 + the (site, shape) slot of an auto rule's decision (decide/auto.h),
  * as the paths and the profiler carry it; 0 for any other decision. */
 int amp_decision_auto_shape(const struct amp_decision *dec);
+
+/* 1 + the (site, shape) slot of a decision (its shadow errors demote
+ * that (site, shape)); 0 when it has none. */
+int amp_decision_shape(const struct amp_decision *dec);
 
 /* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
  * broken policy, a policy whose every action is fp32), else

@@ -217,6 +217,12 @@ amp_decision_auto_shape(const struct amp_decision *dec)
     return dec->automatic && dec->auto_slot >= 0 ? dec->auto_slot + 1 : 0;
 }
 
+int
+amp_decision_shape(const struct amp_decision *dec)
+{
+    return dec->shape_slot >= 0 ? dec->shape_slot + 1 : 0;
+}
+
 void
 amp_policy_no_baseline(struct amp_decision *out)
 {
@@ -227,20 +233,34 @@ amp_policy_no_baseline(struct amp_decision *out)
     out->delivers = 0;
 }
 
-/* AMPSHIM_MODE's decision, with its baseline call: a forced mode forces
- * every call, so the baseline's shadow run gives the program the
- * candidate's result (a program that makes each shape once, a test or a
- * benchmark, gets that mode's results), its FP32 original measured
- * beside it. */
+/* AMPSHIM_MODE's decision for the call numbered shape_count of its
+ * (site, shape), with its baseline call: a forced mode forces every call,
+ * so the baseline's shadow run gives the program the candidate's result
+ * (a program that makes each shape once, a test or a benchmark, gets that
+ * mode's results), its FP32 original measured beside it. Under
+ * AMPSHIM_TOLERANCE a demoted site or (site, shape) stays FP32, and so
+ * does a shape without an entry: its errors would demote nothing. */
 static void
-amp_policy_baseline(struct amp_decision *out, struct amp_site *site,
-                    const struct amp_policy_call *call)
+amp_policy_env(struct amp_decision *out, const struct amp_site *site,
+               int64_t shape_count)
 {
+    if (amp_cfg->tolerance >= 0 &&
+        (amp_site_demoted(site) || amp_site_shape_demoted(out->shape_slot))) {
+        out->why = AMP_WHY_DEMOTED;
+        return;
+    }
+    if (amp_cfg->tolerance >= 0 && site && out->shape_slot < 0 &&
+        amp_cfg->mode != AMP_MODE_FP32) {
+        out->why = AMP_WHY_SHAPE_LIMIT;
+        return;
+    }
+    out->mode = amp_cfg->mode;
+    out->candidate = amp_cfg->shadow_candidate;
+    out->why = AMP_WHY_ENV_MODE;
     if (!amp_cfg->baseline || out->mode == AMP_MODE_FP32 ||
         out->mode == AMP_MODE_SHADOW || !site)
         return;
-    amp_policy_baseline_at(out, (int64_t)amp_site_shape_count(
-                                    site, amp_call_shape_key(call), NULL));
+    amp_policy_baseline_at(out, shape_count);
     out->delivers = out->why == AMP_WHY_BASELINE;
 }
 
@@ -252,24 +272,20 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     struct amp_policy_call call = *call_in;
     int64_t count, shape_count;
     uint64_t key;
-    int match, slot = AMP_SITE_SHAPES;
+    int match, slot = -1;
 
     memset(out, 0, sizeof *out);
     out->auto_slot = -1;
+    out->shape_slot = -1;
     out->mode = AMP_MODE_FP32;
     out->candidate = AMP_MODE_FP16;
     out->scratch_max = amp_cfg ? amp_cfg->scratch_max : 0;
     if (amp_state == AMP_STATE_ENV) {
-        /* AMPSHIM_TOLERANCE holds under AMPSHIM_MODE too: a site whose
-         * shadow error exceeded it stays FP32. */
-        if (amp_cfg->tolerance >= 0 && amp_site_demoted(site)) {
-            out->why = AMP_WHY_DEMOTED;
-            return;
-        }
-        out->mode = amp_cfg->mode;
-        out->candidate = amp_cfg->shadow_candidate;
-        out->why = AMP_WHY_ENV_MODE;
-        amp_policy_baseline(out, site, &call);
+        shape_count = site ? (int64_t)amp_site_shape_count(
+                                 site, amp_call_shape_key(&call), &slot)
+                           : 0;
+        out->shape_slot = slot;
+        amp_policy_env(out, site, shape_count);
         /* Counted so that the site's next call harvests this one's error
          * first, and stays FP32 when it is over. */
         if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
@@ -300,10 +316,21 @@ amp_policy_decide(const struct amp_policy_call *call_in,
      * site: small calls at a site do not use up its large calls' window. */
     key = match == AMP_POLICY_SMALL ? 0 : amp_call_shape_key(&call);
     shape_count = key ? (int64_t)amp_site_shape_count(site, key, &slot) : 0;
+    out->shape_slot = slot;
     amp_policy_action(&amp_active, match, shape_count, out);
-    if (out->why == AMP_WHY_AUTO)
+    if (amp_site_shape_demoted(slot)) {
+        out->mode = AMP_MODE_FP32;
+        out->why = AMP_WHY_DEMOTED;
+    } else if (key && site && slot < 0 &&
+               (out->why == AMP_WHY_AUTO || out->mode != AMP_MODE_FP32)) {
+        /* No entry of its own: it would share no one's measurements and
+         * keep none of its own, so it is not converted unchecked. */
+        out->mode = AMP_MODE_FP32;
+        out->why = AMP_WHY_SHAPE_LIMIT;
+    } else if (out->why == AMP_WHY_AUTO) {
         amp_auto_decide(site, slot, call.family, shape_count,
                         amp_policy_sample_period(&amp_active), out);
+    }
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
         amp_policy_baseline_at(out, shape_count);
     if (amp_active.set.scratch_max >= 0 &&

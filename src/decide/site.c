@@ -1,7 +1,8 @@
-/* The call-site table: open addressing over a fixed array, lock-free
- * lookups, inserts under a lock. */
+/* The call-site table and the (site, shape) table: open addressing over
+ * fixed arrays, lock-free lookups, inserts under a lock. */
 #include "decide/site.h"
 
+#include "base/caller.h"
 #include "base/log.h"
 #include "decide/auto.h"
 #include "decide/symbolize.h"
@@ -18,56 +19,109 @@ struct amp_site_entry {
     struct amp_site site;
 };
 
+/* One (site, shape): its key and site are set before `used` is
+ * published, and never change. */
+struct amp_shape_entry {
+    atomic_int used;
+    struct amp_site *site;
+    uint64_t key;
+    atomic_ullong calls;       /* calls decided (amp_site_shape_count) */
+    atomic_int demoted;        /* 1: its calls stay FP32 */
+    char demoted_why[160];
+    /* Shadow measurements of its own rules (not auto's candidates), under
+     * the site table's lock. */
+    unsigned long long shadow_calls;
+    double shadow_max_rel, shadow_max_fro;
+    unsigned long long shadow_compared;
+    struct amp_auto_view *autos; /* decide/auto.c's, under its lock */
+};
+
 static struct amp_site_entry amp_sites[AMP_SITE_MAX];
 static pthread_mutex_t amp_site_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_shape_entry amp_shapes[AMP_SITE_SHAPE_TABLE];
+static int amp_nshapes;        /* entries used, under amp_shape_lock */
+static pthread_mutex_t amp_shape_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static size_t
-amp_site_hash(const char *api, const void *caller)
+static uint64_t
+amp_site_mix(uint64_t h)
 {
-    uint64_t h = (uint64_t)(uintptr_t)caller ^
-                 ((uint64_t)(uintptr_t)api * 0x9e3779b97f4a7c15ull);
-
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 32;
+    return h;
+}
+
+static size_t
+amp_site_hash(const char *api, const void *const *stack, int depth)
+{
+    uint64_t h = (uint64_t)(uintptr_t)api * 0x9e3779b97f4a7c15ull;
+    int i;
+
+    for (i = 0; i < depth; i++)
+        h = amp_site_mix(h ^ (uint64_t)(uintptr_t)stack[i]);
     return (size_t)(h % AMP_SITE_MAX);
+}
+
+static int
+amp_site_is(const struct amp_site *s, const char *api,
+            const void *const *stack, int depth)
+{
+    return s->api == api && s->depth == depth &&
+           memcmp(s->stack, stack, (size_t)depth * sizeof *stack) == 0;
 }
 
 /* The entry of the key, or with `insert` the free entry where it goes;
  * NULL when neither is found. */
 static struct amp_site_entry *
-amp_site_probe(const char *api, const void *caller, int insert)
+amp_site_probe(const char *api, const void *const *stack, int depth,
+               int insert)
 {
-    size_t at = amp_site_hash(api, caller), i;
+    size_t at = amp_site_hash(api, stack, depth), i;
 
     for (i = 0; i < AMP_SITE_MAX; i++) {
         struct amp_site_entry *e = &amp_sites[(at + i) % AMP_SITE_MAX];
 
         if (!atomic_load_explicit(&e->used, memory_order_acquire))
             return insert ? e : NULL;
-        if (e->site.api == api && e->site.caller == caller)
+        if (amp_site_is(&e->site, api, stack, depth))
             return e;
     }
     return NULL;
 }
 
 struct amp_site *
-amp_site_get(const char *api, const void *caller)
+amp_site_get_stack(const char *api, const void *const *stack, int depth)
 {
-    struct amp_site_entry *e = amp_site_probe(api, caller, 0);
+    struct amp_site_entry *e;
 
+    if (depth < 1)
+        return NULL;
+    if (depth > AMP_SITE_FRAMES)
+        depth = AMP_SITE_FRAMES;
+    e = amp_site_probe(api, stack, depth, 0);
     if (e)
         return &e->site;
     pthread_mutex_lock(&amp_site_lock);
-    e = amp_site_probe(api, caller, 1);
+    e = amp_site_probe(api, stack, depth, 1);
     if (e && !atomic_load_explicit(&e->used, memory_order_relaxed)) {
         memset(&e->site, 0, sizeof e->site);
         e->site.api = api;
-        e->site.caller = caller;
+        e->site.caller = stack[0];
+        memcpy(e->site.stack, stack, (size_t)depth * sizeof *stack);
+        e->site.depth = depth;
         atomic_store_explicit(&e->used, 1, memory_order_release);
     }
     pthread_mutex_unlock(&amp_site_lock);
     return e ? &e->site : NULL;
+}
+
+struct amp_site *
+amp_site_get(const char *api, const void *caller)
+{
+    const void *stack[AMP_SITE_FRAMES];
+    int depth = amp_caller_stack(caller, stack, AMP_SITE_FRAMES);
+
+    return amp_site_get_stack(api, stack, depth);
 }
 
 int
@@ -76,14 +130,51 @@ amp_site_demoted(const struct amp_site *site)
     return site && atomic_load_explicit(&site->demoted, memory_order_relaxed);
 }
 
-void
-amp_site_demote(struct amp_site *site, const char *reason)
+static struct amp_shape_entry *
+amp_shape_at(int slot)
 {
+    if (slot < 0 || slot >= AMP_SITE_SHAPE_TABLE ||
+        !atomic_load_explicit(&amp_shapes[slot].used, memory_order_acquire))
+        return NULL;
+    return &amp_shapes[slot];
+}
+
+int
+amp_site_shape_demoted(int slot)
+{
+    const struct amp_shape_entry *e = amp_shape_at(slot);
+
+    return e && atomic_load_explicit(&e->demoted, memory_order_relaxed);
+}
+
+void
+amp_site_demote(struct amp_site *site, int slot, const char *reason)
+{
+    struct amp_shape_entry *e = amp_shape_at(slot);
     char label[AMP_LABEL_LEN];
 
-    if (!site || atomic_exchange(&site->demoted, 1))
+    if (!site || (e && e->site != site))
         return;
+    if (e) {
+        if (atomic_exchange(&e->demoted, 1))
+            return;
+        snprintf(e->demoted_why, sizeof e->demoted_why, "%s", reason);
+        pthread_mutex_lock(&amp_site_lock);
+        if (!site->demoted_why[0])
+            snprintf(site->demoted_why, sizeof site->demoted_why, "%s",
+                     reason);
+        pthread_mutex_unlock(&amp_site_lock);
+        atomic_fetch_add(&site->demoted_shapes, 1);
+        amp_log(AMP_LOG_WARN, "%s called from %s: %s; that shape's calls "
+                "from there stay FP32", site->api,
+                amp_site_label(site, label, sizeof label), reason);
+        return;
+    }
+    if (atomic_exchange(&site->demoted, 1))
+        return;
+    pthread_mutex_lock(&amp_site_lock);
     snprintf(site->demoted_why, sizeof site->demoted_why, "%s", reason);
+    pthread_mutex_unlock(&amp_site_lock);
     amp_log(AMP_LOG_WARN, "%s called from %s: %s; calls from there stay "
             "FP32", site->api, amp_site_label(site, label, sizeof label),
             reason);
@@ -98,54 +189,107 @@ amp_site_count(struct amp_site *site)
                                      memory_order_relaxed) + 1;
 }
 
-/* The slot of the shape `key` at the site, claimed when `claim` and the
- * key has none; -1 when the slots are full (or, without `claim`, when
- * the key has none). */
-static int
-amp_site_shape_find(struct amp_site *site, uint64_t key, int claim)
+static size_t
+amp_shape_hash(const struct amp_site *site, uint64_t key)
 {
-    size_t at, i;
+    return (size_t)(amp_site_mix((uint64_t)(uintptr_t)site *
+                                     0x9e3779b97f4a7c15ull ^ key) %
+                    AMP_SITE_SHAPE_TABLE);
+}
 
-    if (key == 0)
-        key = 1;
-    at = (size_t)(key % AMP_SITE_SHAPES);
-    for (i = 0; i < AMP_SITE_SHAPES; i++) {
-        size_t k = (at + i) % AMP_SITE_SHAPES;
-        unsigned long long seen =
-            atomic_load_explicit(&site->shape_keys[k], memory_order_acquire);
+/* The entry of (site, key), or with `insert` the free entry where it
+ * goes; -1 when neither is found. */
+static int
+amp_shape_probe(const struct amp_site *site, uint64_t key, int insert)
+{
+    size_t at = amp_shape_hash(site, key), i;
 
-        if (seen == 0 && !claim)
-            return -1;
-        if (seen == 0) {
-            unsigned long long free_key = 0;
+    for (i = 0; i < AMP_SITE_SHAPE_TABLE; i++) {
+        size_t k = (at + i) % AMP_SITE_SHAPE_TABLE;
+        const struct amp_shape_entry *e = &amp_shapes[k];
 
-            /* Claim the slot; another thread may claim it first, for
-             * this key or another. */
-            if (atomic_compare_exchange_strong(&site->shape_keys[k],
-                                               &free_key, key))
-                seen = key;
-            else
-                seen = free_key;
-        }
-        if (seen == key)
+        if (!atomic_load_explicit(&e->used, memory_order_acquire))
+            return insert ? (int)k : -1;
+        if (e->site == site && e->key == key)
             return (int)k;
     }
     return -1;
 }
 
+/* The slot of (site, key), made on first use; -1 when the table holds
+ * AMP_SITE_SHAPE_MAX entries. */
+static int
+amp_shape_find(struct amp_site *site, uint64_t key)
+{
+    int k = amp_shape_probe(site, key, 0);
+
+    if (k >= 0)
+        return k;
+    pthread_mutex_lock(&amp_shape_lock);
+    k = amp_shape_probe(site, key, 1);
+    if (k >= 0 &&
+        !atomic_load_explicit(&amp_shapes[k].used, memory_order_relaxed)) {
+        if (amp_nshapes >= AMP_SITE_SHAPE_MAX) {
+            k = -1;
+        } else {
+            struct amp_shape_entry *e = &amp_shapes[k];
+
+            memset(e, 0, sizeof *e);
+            e->site = site;
+            e->key = key;
+            amp_nshapes++;
+            atomic_store_explicit(&e->used, 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&amp_shape_lock);
+    return k;
+}
+
 uint64_t
 amp_site_shape_count(struct amp_site *site, uint64_t key, int *slot)
 {
-    int k = site ? amp_site_shape_find(site, key, 1) : -1;
+    int k = site ? amp_shape_find(site, key ? key : 1) : -1;
 
     if (slot)
-        *slot = k < 0 ? AMP_SITE_SHAPES : k;
+        *slot = k;
     if (!site)
         return 1;
     if (k < 0)
         return atomic_load_explicit(&site->calls, memory_order_relaxed);
-    return atomic_fetch_add_explicit(&site->shape_calls[k], 1,
+    return atomic_fetch_add_explicit(&amp_shapes[k].calls, 1,
                                      memory_order_relaxed) + 1;
+}
+
+struct amp_auto_view **
+amp_site_shape_auto(int slot)
+{
+    struct amp_shape_entry *e = amp_shape_at(slot);
+
+    return e ? &e->autos : NULL;
+}
+
+struct amp_site *
+amp_site_shape_site(int slot)
+{
+    struct amp_shape_entry *e = amp_shape_at(slot);
+
+    return e ? e->site : NULL;
+}
+
+const char *
+amp_site_frame_label(const struct amp_site *site, int i, char *buf,
+                     size_t cap)
+{
+    struct amp_symbol sym;
+    char offset[32];
+
+    if (!site || i < 1 || i >= site->depth)
+        return NULL;
+    if (amp_symbolize(site->stack[i], &sym) != AMP_OK)
+        return amp_symbol_label(buf, cap, NULL, NULL, 0);
+    return amp_symbol_label(buf, cap,
+                            amp_symbol_caller(&sym, offset, sizeof offset),
+                            sym.module, sym.offset);
 }
 
 void
@@ -214,14 +358,26 @@ amp_site_shadow_auto(struct amp_site *site)
 }
 
 void
-amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
-                double tolerance, enum amp_norm norm, const char *source)
+amp_site_shadow(struct amp_site *site, int slot,
+                const struct amp_gemm_error *e, double tolerance,
+                enum amp_norm norm, const char *source)
 {
+    struct amp_shape_entry *shape = amp_shape_at(slot);
     char reason[160];
 
     if (!site)
         return;
+    if (shape && shape->site != site)
+        shape = NULL;
     pthread_mutex_lock(&amp_site_lock);
+    if (shape) {
+        shape->shadow_calls++;
+        if (e->max_rel > shape->shadow_max_rel || isnan(e->max_rel))
+            shape->shadow_max_rel = e->max_rel;
+        if (e->fro_rel > shape->shadow_max_fro || isnan(e->fro_rel))
+            shape->shadow_max_fro = e->fro_rel;
+        shape->shadow_compared += e->compared;
+    }
     /* Atomic for amp_site_unmeasured, which reads it without the lock. */
     __atomic_store_n(&site->shadow_calls, site->shadow_calls + 1,
                      __ATOMIC_RELAXED);
@@ -248,44 +404,74 @@ amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
         snprintf(reason, sizeof reason, "shadow max_rel_err=%.3g exceeds "
                  "%s tolerance %.3g", e->max_rel,
                  source ? source : "the policy's", tolerance);
-    amp_site_demote(site, reason);
+    amp_site_demote(site, shape ? slot : -1, reason);
+}
+
+/* The index of site in amp_sites. */
+static size_t
+amp_site_index(const struct amp_site *site)
+{
+    return (size_t)((const struct amp_site_entry *)(const void *)(
+                        (const char *)site -
+                        offsetof(struct amp_site_entry, site)) -
+                    amp_sites);
+}
+
+/* Adds one (site, shape)'s own shadow errors to *out. Lock held. */
+static void
+amp_shape_worst(const struct amp_shape_entry *e, enum amp_norm norm,
+                struct amp_site_worst *out)
+{
+    double err = norm == AMP_NORM_FRO ? e->shadow_max_fro : e->shadow_max_rel;
+
+    if (err > out->error || isnan(err))
+        out->error = err;
+    out->shadow_calls += e->shadow_calls;
+    out->compared += e->shadow_compared;
 }
 
 void
 amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
 {
+    unsigned char counted[AMP_SITE_MAX] = {0};
     size_t i;
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&amp_site_lock);
     for (i = 0; i < AMP_SITE_MAX; i++) {
-        struct amp_site *s = &amp_sites[i].site;
-        double err;
+        const struct amp_site *s = &amp_sites[i].site;
 
-        if (!atomic_load_explicit(&amp_sites[i].used, memory_order_acquire))
+        if (atomic_load_explicit(&amp_sites[i].used, memory_order_acquire))
+            out->demoted += atomic_load(&s->demoted) ||
+                            atomic_load(&s->demoted_shapes) > 0;
+    }
+    /* The (site, shape)s whose converted calls stand. */
+    for (i = 0; i < AMP_SITE_SHAPE_TABLE; i++) {
+        const struct amp_shape_entry *e = &amp_shapes[i];
+        size_t site;
+
+        if (!atomic_load_explicit(&e->used, memory_order_acquire) ||
+            atomic_load(&e->site->demoted) || atomic_load(&e->demoted))
             continue;
-        if (atomic_load(&s->demoted)) {
-            out->demoted++;
-            continue;
+        site = amp_site_index(e->site);
+        if (e->shadow_calls) {
+            amp_shape_worst(e, norm, out);
+            out->sites += !counted[site]++;
         }
-        if (s->shadow_calls == s->auto_shadow_calls)
-            continue;
-        err = norm == AMP_NORM_FRO ? s->shadow_max_fro : s->shadow_max_rel;
-        if (err > out->error || isnan(err))
-            out->error = err;
-        out->shadow_calls += s->shadow_calls - s->auto_shadow_calls;
-        out->compared += s->shadow_compared;
-        out->sites++;
     }
     pthread_mutex_unlock(&amp_site_lock);
     /* auto's choices, outside the site lock (auto's lock comes first
-     * where both are taken). */
-    for (i = 0; i < AMP_SITE_MAX; i++) {
-        struct amp_site *s = &amp_sites[i].site;
+     * where both are taken); a site counted once. */
+    for (i = 0; i < AMP_SITE_SHAPE_TABLE; i++) {
+        const struct amp_shape_entry *e = &amp_shapes[i];
+        size_t site;
 
-        if (atomic_load_explicit(&amp_sites[i].used, memory_order_acquire) &&
-            !atomic_load(&s->demoted))
-            amp_auto_chosen_worst(s, norm, out);
+        if (!atomic_load_explicit(&e->used, memory_order_acquire) ||
+            atomic_load(&e->site->demoted) || atomic_load(&e->demoted))
+            continue;
+        site = amp_site_index(e->site);
+        if (amp_auto_chosen_worst((int)i, norm, out) && !counted[site]++)
+            out->sites++;
     }
 }
 
@@ -315,6 +501,17 @@ amp_site_summary(void)
         amp_log_line("demoted %s at %s: %s", s->api,
                      amp_site_label(s, label, sizeof label), s->demoted_why);
     }
+    for (i = 0; i < AMP_SITE_SHAPE_TABLE; i++) {
+        struct amp_shape_entry *e = &amp_shapes[i];
+        char label[AMP_LABEL_LEN];
+
+        if (!atomic_load_explicit(&e->used, memory_order_acquire) ||
+            !atomic_load(&e->demoted) || atomic_load(&e->site->demoted))
+            continue;
+        amp_log_line("demoted %s at %s: %s", e->site->api,
+                     amp_site_label(e->site, label, sizeof label),
+                     e->demoted_why);
+    }
 }
 
 void
@@ -323,8 +520,11 @@ amp_site_forget(void)
     size_t i;
 
     pthread_mutex_init(&amp_site_lock, NULL);
+    pthread_mutex_init(&amp_shape_lock, NULL);
     /* auto's states are the child's copies: freed, not lost. */
-    for (i = 0; i < AMP_SITE_MAX; i++)
-        free(amp_sites[i].site.autos);
+    for (i = 0; i < AMP_SITE_SHAPE_TABLE; i++)
+        free(amp_shapes[i].autos);
+    memset(amp_shapes, 0, sizeof amp_shapes);
+    amp_nshapes = 0;
     memset(amp_sites, 0, sizeof amp_sites);
 }

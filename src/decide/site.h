@@ -1,8 +1,12 @@
 /* Call sites: where in the program a hooked call comes from, keyed by the
- * hooked API and the return address of the exported hook, and what the
- * shim has learnt about that site: the calling function and its module
+ * hooked API and a short call stack (the return address of the exported
+ * hook and those of the functions above it: a wrapper that every layer
+ * calls is as many sites as the layers that call it), and what the shim
+ * has learnt about that site: the calling function and its module
  * (resolved once, when a policy rule or the summary needs them), how many
- * calls the policy decided there, and the shadow errors measured there. */
+ * calls the policy decided there, and the shadow errors measured there;
+ * and per (site, shape), in one bounded table for the process, its calls,
+ * its demotion and its auto state. */
 #ifndef AMP_SITE_H
 #define AMP_SITE_H
 
@@ -40,8 +44,18 @@ double amp_error_in(const struct amp_gemm_error *e, enum amp_norm norm);
 int amp_error_over(const struct amp_gemm_error *e, double tol,
                    enum amp_norm norm);
 
-/* Shapes a site counts apart (amp_site_shape_count). */
-#define AMP_SITE_SHAPES 32
+/* Return addresses a site is keyed by: the hook's and the one above it,
+ * the function that called the hook's caller. Enough to tell apart the
+ * layers that call one wrapper; a deeper key would also split one
+ * layer's calls by the path above it (training and evaluation), each
+ * then measuring and deciding on its own. */
+#define AMP_SITE_FRAMES 2
+
+/* (site, shape)s the process tells apart (amp_site_shape_count), over all
+ * sites; a shape beyond them stays FP32 (AMP_WHY_SHAPE_LIMIT). The table
+ * holds AMP_SITE_SHAPE_TABLE entries, filled to three quarters at most. */
+#define AMP_SITE_SHAPE_TABLE 8192
+#define AMP_SITE_SHAPE_MAX (AMP_SITE_SHAPE_TABLE / 4 * 3)
 
 struct amp_auto_view;
 
@@ -49,8 +63,13 @@ struct amp_auto_view;
  * read without a lock. */
 struct amp_site {
     const char *api;          /* the hooked API's name (a static string) */
-    const void *caller;       /* return address of the exported hook */
+    const void *caller;       /* return address of the exported hook:
+                                 stack[0] */
+    const void *stack[AMP_SITE_FRAMES]; /* the call stack, the hook's
+                                           return address first */
+    int depth;                /* return addresses in stack, from 1 */
     atomic_int demoted;       /* 1: every call from here stays FP32 */
+    atomic_int demoted_shapes; /* its (site, shape)s demoted */
     atomic_ullong calls;      /* calls the policy decided (amp_site_count) */
     atomic_ullong shadowed;   /* of those, decided to run in shadow mode */
     atomic_int auto_measuring; /* auto shapes measuring (decide/auto.c) */
@@ -72,33 +91,38 @@ struct amp_site {
     double shadow_max_abs, shadow_max_rel, shadow_max_fro;
     unsigned long long shadow_nonfinite;
     unsigned long long shadow_compared; /* elements compared, summed */
-    char demoted_why[160];    /* the first demotion's reason */
-    /* Calls decided per shape (amp_site_shape_count): a key (0: free)
-     * and its count per slot; shapes beyond the slots share `calls`. */
-    atomic_ullong shape_keys[AMP_SITE_SHAPES];
-    atomic_ullong shape_calls[AMP_SITE_SHAPES];
-    /* The policy action auto's state per shape slot, and one more for
-     * the shapes beyond them (decide/auto.c, under its lock); NULL until
-     * an auto call comes from here. */
-    struct amp_auto_view *autos;
+    char demoted_why[160];    /* the first demotion's reason, the
+                                 site's or one of its shapes' */
 };
 
 /* Most sites a process keeps; calls from further sites get NULL. */
 #define AMP_SITE_MAX 1024
 
-/* The site of (api, caller), made on its first call. Lock-free when the
- * site exists; NULL when the table is full. `api` is compared by address:
- * pass the same static string every time. */
+/* The site of a call of `api` whose hook returns to `caller`, made on
+ * its first call: keyed by the call stack from caller up
+ * (amp_caller_stack, AMP_SITE_FRAMES return addresses; call it from
+ * within the hook's call). Lock-free when the site exists; NULL when the
+ * table is full. `api` is compared by address: pass the same static
+ * string every time. */
 struct amp_site *amp_site_get(const char *api, const void *caller);
 
-/* 1 when calls from the site are to stay FP32. A NULL site is never
+/* The site of (api, stack[0..depth)) as amp_site_get keys it. */
+struct amp_site *amp_site_get_stack(const char *api, const void *const *stack,
+                                    int depth);
+
+/* 1 when every call from the site is to stay FP32. A NULL site is never
  * demoted. */
 int amp_site_demoted(const struct amp_site *site);
 
-/* Sends every later call from the site to FP32; the first demotion of a
- * site is logged once at warn with its label and `reason` (symbolizing
- * the site). */
-void amp_site_demote(struct amp_site *site, const char *reason);
+/* 1 when the (site, shape) of `slot` (amp_site_shape_count) is to stay
+ * FP32; a slot of -1 (none) is never demoted. */
+int amp_site_shape_demoted(int slot);
+
+/* Sends every later call of the (site, shape) of `slot` to FP32, or with
+ * a slot of -1 every later call from the site; the first demotion of
+ * each is logged once at warn with the site's label and `reason`
+ * (symbolizing the site). */
+void amp_site_demote(struct amp_site *site, int slot, const char *reason);
 
 /* Counts one call the policy decides at the site; returns its number,
  * from 1 (1 for a NULL site). */
@@ -106,13 +130,28 @@ uint64_t amp_site_count(struct amp_site *site);
 
 /* Counts one call of the shape `key` (any value but 0, the same for the
  * same shape) at the site; returns its number among that shape's calls,
- * from 1. A site with more than AMP_SITE_SHAPES shapes counts the further
- * ones with its site count (amp_site_count's last value); a NULL site
- * gives 1. *slot (when slot is not NULL): the shape's slot, from 0, or
- * AMP_SITE_SHAPES for a shape beyond the slots (or a NULL site).
- * Lock-free. */
+ * from 1. *slot (when slot is not NULL): the (site, shape)'s entry in the
+ * process's table, from 0, made on its first call; -1 for a NULL site or
+ * when the table holds AMP_SITE_SHAPE_MAX (site, shape)s already (the
+ * call is then counted with its site, amp_site_count's last value, and
+ * is to stay FP32: no (site, shape) can keep its results). Lock-free once
+ * the entry exists. */
 uint64_t amp_site_shape_count(struct amp_site *site, uint64_t key,
                               int *slot);
+
+/* The auto state of the (site, shape) of `slot` (decide/auto.c's, read
+ * and written under its lock): where its pointer lives, NULL for a slot
+ * out of range. */
+struct amp_auto_view **amp_site_shape_auto(int slot);
+
+/* The site of `slot`, or NULL. */
+struct amp_site *amp_site_shape_site(int slot);
+
+/* The site's label for its frame `i` (1 to depth - 1: the functions
+ * above its caller), as amp_site_label's; reads the module. Returns buf,
+ * or NULL when the site has no such frame. */
+const char *amp_site_frame_label(const struct amp_site *site, int i,
+                                 char *buf, size_t cap);
 
 /* Resolves the site's caller and module (once; reads the module's file). */
 void amp_site_symbolize(struct amp_site *site);
@@ -122,31 +161,33 @@ void amp_site_symbolize(struct amp_site *site);
  * (the site table is full)". Returns buf; AMP_LABEL_LEN bytes hold it. */
 const char *amp_site_label(struct amp_site *site, char *buf, size_t cap);
 
-/* Adds one shadow call's errors to the site's; an error over
- * `tolerance` in `norm` (amp_error_over, a non-finite element included)
- * demotes the site, the reason naming the tolerance and `source` (where
- * it came from: "the policy's", "AMPSHIM_TOLERANCE's"); HUGE_VAL (no
- * tolerance acts) only measures. */
-void amp_site_shadow(struct amp_site *site, const struct amp_gemm_error *e,
-                     double tolerance, enum amp_norm norm,
-                     const char *source);
+/* Adds one shadow call's errors to the site's and its (site, shape)'s
+ * (`slot`, -1: none); an error over `tolerance` in `norm`
+ * (amp_error_over, a non-finite element included) demotes that (site,
+ * shape) (the site, without one), the reason naming the tolerance and
+ * `source` (where it came from: "the policy's", "AMPSHIM_TOLERANCE's");
+ * HUGE_VAL (no tolerance acts) only measures. */
+void amp_site_shadow(struct amp_site *site, int slot,
+                     const struct amp_gemm_error *e, double tolerance,
+                     enum amp_norm norm, const char *source);
 
 /* Counts one shadow call of an auto rule at the site, whose errors are
  * its candidate's (decide/auto.h), not the site's: they neither demote
  * it nor stand for its converted results. */
 void amp_site_shadow_auto(struct amp_site *site);
 
-/* The largest shadow error in `norm` over the sites that are not demoted
- * (whose converted calls stand), and the shadow calls measured there;
- * for an auto rule's shapes, those of the candidate each converts with
- * (amp_auto_chosen_worst). */
+/* The largest shadow error in `norm` over the (site, shape)s that are not
+ * demoted (whose converted calls stand), and the shadow calls measured
+ * there; for an auto rule's shapes, those of the candidate each converts
+ * with (amp_auto_chosen_worst). */
 struct amp_site_worst {
     double error;              /* 0 when nothing was measured */
     unsigned long long shadow_calls;
     unsigned long long compared; /* elements their shadow calls compared:
                                     0 when none was measurable */
     int sites;                 /* sites with shadow calls among them */
-    int demoted;               /* sites left out: demoted */
+    int demoted;               /* sites left out: demoted, or with a
+                                  demoted shape */
 };
 void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
 
@@ -154,8 +195,8 @@ void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
  * auto shapes whose candidates are still measured. */
 int amp_site_unmeasured(const struct amp_site *site);
 
-/* At exit: one line per demoted site, "ampshim[pid]: demoted API at
- * LABEL: REASON" (amp_site_label). */
+/* At exit: one line per demoted site and (site, shape), "ampshim[pid]:
+ * demoted API at LABEL: REASON" (amp_site_label). */
 void amp_site_summary(void);
 
 /* Forgets every site (a forked child starts clean). */

@@ -18,6 +18,7 @@ struct amp_pending {
     int shadow;
     struct amp_api_stats *stats;
     struct amp_site *site;
+    int shape;                  /* 1 + the (site, shape) slot; 0: none */
     int auto_shape;             /* auto: 1 + the (site, shape) slot */
     enum amp_mode candidate;
     struct amp_prof_call *call; /* the profiler's record, or NULL */
@@ -30,7 +31,7 @@ static int amp_npending;
 enum amp_status
 amp_harvest_pend(struct amp_dev *dev, int slot, amp_devptr slot_at,
                  int shadow, struct amp_api_stats *stats,
-                 struct amp_site *site, int auto_shape,
+                 struct amp_site *site, int shape, int auto_shape,
                  enum amp_mode candidate)
 {
     enum amp_status st = AMP_ERR_UNAVAILABLE;
@@ -39,7 +40,8 @@ amp_harvest_pend(struct amp_dev *dev, int slot, amp_devptr slot_at,
     if (amp_npending < AMP_HARVEST_MAX_PENDING) {
         amp_pending[amp_npending] = (struct amp_pending){
             .dev = dev, .slot = slot, .slot_at = slot_at, .shadow = shadow,
-            .stats = stats, .site = site, .auto_shape = auto_shape,
+            .stats = stats, .site = site, .shape = shape,
+            .auto_shape = auto_shape,
             .candidate = candidate, .call = amp_prof_current(),
         };
         amp_prof_expect_error(amp_pending[amp_npending].call);
@@ -73,14 +75,16 @@ amp_harvest_one(const struct amp_pending *p)
         amp_site_shadow_auto(p->site);
         amp_auto_error(p->site, p->auto_shape - 1, p->candidate, &e, NULL);
     } else if (p->shadow && p->site) {
-        amp_site_shadow(p->site, &e, amp_policy_tolerance_demotes(),
+        amp_site_shadow(p->site, p->shape - 1, &e,
+                        amp_policy_tolerance_demotes(),
                         amp_policy_tolerance_norm(),
                         amp_shim_config()->tolerance >= 0
                             ? "AMPSHIM_TOLERANCE's"
                             : "the policy's");
     }
     if (e.nonfinite && p->site && !p->shadow)
-        amp_site_demote(p->site, "a converted call made a non-finite "
+        amp_site_demote(p->site, p->shape - 1,
+                        "a converted call made a non-finite "
                         "result from finite inputs");
 }
 

@@ -18,8 +18,10 @@
 
 /* Hands a slot whose struct amp_shadow_error is written by work queued
  * before its event record (amp_dev_slot_record) to the harvest, which
- * gives it back. With `shadow` the errors go to amp_stats_shadow(stats);
- * a non-zero non-finite count demotes `site` (when not NULL). An auto
+ * gives it back. With `shadow` the errors go to amp_stats_shadow(stats)
+ * and to the (site, shape) of `shape` (1 + its slot; 0: the site), which
+ * an error over the tolerance demotes; without, a non-zero non-finite
+ * count demotes it (when site is not NULL). An auto
  * rule's shadow call (auto_shape, as struct amp_gemm_desc has it) gives
  * its errors to auto's candidate `candidate` instead of demoting. The
  * profiler's record of the call open on this thread (amp_prof_current)
@@ -29,8 +31,8 @@
 enum amp_status amp_harvest_pend(struct amp_dev *dev, int slot,
                                  amp_devptr slot_at, int shadow,
                                  struct amp_api_stats *stats,
-                                 struct amp_site *site, int auto_shape,
-                                 enum amp_mode candidate);
+                                 struct amp_site *site, int shape,
+                                 int auto_shape, enum amp_mode candidate);
 
 /* Collects every finished slot so far, then the profiler's finished
  * records (amp_prof_harvest), and returns how many that was.

@@ -43,6 +43,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_AUTO] = "auto",
     [AMP_KEPT_LIBRARY] = "library",
     [AMP_KEPT_ATOMIC_SYNC] = "atomic-sync",
+    [AMP_KEPT_SHAPE_LIMIT] = "shape-limit",
 };
 
 const char *
@@ -69,6 +70,8 @@ amp_kept_of(const struct amp_decision *dec)
         return AMP_KEPT_BROKEN;
     case AMP_WHY_AUTO:
         return AMP_KEPT_AUTO;
+    case AMP_WHY_SHAPE_LIMIT:
+        return AMP_KEPT_SHAPE_LIMIT;
     default:
         return AMP_KEPT_MODE;
     }

@@ -62,7 +62,8 @@ enum amp_kept {
     AMP_KEPT_RULE,             /* an fp32 rule matched */
     AMP_KEPT_NO_RULE,          /* no rule matched: the closing default */
     AMP_KEPT_MIN_SIZE,         /* under the policy's min-size */
-    AMP_KEPT_DEMOTED,          /* the site's error went over the tolerance */
+    AMP_KEPT_DEMOTED,          /* the site's, or the (site, shape)'s,
+                                  error went over the tolerance */
     AMP_KEPT_BROKEN,           /* the policy file has an error */
     AMP_KEPT_PEDANTIC,         /* pedantic or FMA-only math asked for */
     AMP_KEPT_NO_TC_ENGINE,     /* a cuDNN backend plan on an engine without
@@ -79,6 +80,8 @@ enum amp_kept {
                                   policy keeps such calls FP32 */
     AMP_KEPT_ATOMIC_SYNC,      /* a cuBLASLt call synchronised with other
                                   kernels through atomic counters */
+    AMP_KEPT_SHAPE_LIMIT,      /* the (site, shape) table was full: no
+                                  entry to measure or decide it */
     AMP_KEPT_COUNT,
 };
 

@@ -427,7 +427,9 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
 {
     const struct amp_group *grp = &r->groups[g];
     const struct amp_site *s = grp->site;
-    int demoted = amp_site_demoted(s);
+    int demoted = amp_site_demoted(s) ||
+                  (s && atomic_load(&s->demoted_shapes) > 0);
+    char label[AMP_LABEL_LEN];
     size_t i;
 
     amp_json_object(j);
@@ -438,6 +440,13 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
     amp_json_kstring(j, "symbol", s && s->symbol[0] ? s->symbol : NULL);
     amp_json_kstring(j, "module", s && s->module[0] ? s->module : NULL);
     amp_json_knumber(j, "offset", s && s->module[0] ? (double)s->offset : NAN);
+    /* The frames above the caller that tell this site from others. */
+    amp_json_key(j, "stack");
+    amp_json_array(j);
+    for (i = 1; s && i < (size_t)s->depth; i++)
+        amp_json_string(j, amp_site_frame_label(s, (int)i, label,
+                                                sizeof label));
+    amp_json_end_array(j);
     amp_json_counts(j, &grp->sum);
     amp_json_time(j, &grp->sum, &grp->t, grp->conv_known_ms);
     amp_json_errors(j, &grp->sum);
@@ -1419,8 +1428,8 @@ amp_report_tolerance_line(void)
         snprintf(bound, sizeof bound, "the tolerance %g (%s, %s)%s; "
                  "tighten it with %s", tol, amp_norm_words(norm), source,
                  w.demoted == 0 ? ""
-                 : w.demoted == 1 ? " demoted 1 site to FP32"
-                                  : " demoted sites to FP32", how);
+                 : w.demoted == 1 ? " demoted calls at 1 site to FP32"
+                                  : " demoted calls at sites to FP32", how);
     if (w.shadow_calls == 0) {
         amp_log_line("converted results were not compared with FP32 (no "
                      "shadow call at a site still converting); %s%s",

@@ -532,7 +532,7 @@ amp_conv_pend(struct amp_conv_run *run, int shadow)
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, shadow,
                               run->desc.stats, run->desc.site,
-                              run->desc.auto_shape,
+                              run->desc.shape, run->desc.auto_shape,
                               run->desc.auto_candidate);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */

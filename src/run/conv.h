@@ -36,6 +36,8 @@ struct amp_conv_desc {
     struct amp_site *site;       /* NULL when the site table is full */
     int auto_shape;              /* an auto rule's call: 1 + its (site,
                                     shape)'s slot (decide/auto.h); 0: not */
+    int shape;                   /* 1 + its (site, shape)'s slot, which
+                                    its shadow errors demote; 0: none */
     enum amp_mode auto_candidate; /* the candidate it measures, as the
                                      decision names it (a backend graph
                                      runs allow-conversion as fp16) */

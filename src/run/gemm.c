@@ -169,6 +169,7 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
         amp_epi_aux(d->epilogue))
         amp_policy_no_baseline(out);
     d->auto_shape = amp_decision_auto_shape(out);
+    d->shape = amp_decision_shape(out);
     d->delivers = out->delivers;
 }
 
@@ -1054,7 +1055,8 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
                               run->desc.stats, run->desc.site,
-                              run->desc.auto_shape, run->candidate);
+                              run->desc.shape, run->desc.auto_shape,
+                              run->candidate);
     if (st == AMP_OK)
         run->slot = -1; /* the harvest's now */
     return st;

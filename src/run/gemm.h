@@ -71,6 +71,9 @@ struct amp_gemm_desc {
     struct amp_site *site;     /* set by amp_gemm_policy */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
+    int shape;                 /* set by amp_gemm_policy: 1 + its (site,
+                                  shape)'s slot, which its shadow errors
+                                  demote; 0: none */
     int delivers;              /* set by amp_gemm_policy: a shadow run
                                   whose candidate's result then goes to
                                   the caller's C (D), the FP32 original

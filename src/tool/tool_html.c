@@ -108,7 +108,10 @@ static const struct amp_reason {
     {"rule", "an fp32 rule of the policy matched"},
     {"no-rule", "no rule matched, and the policy's default is fp32"},
     {"min-size", "smaller than the policy's min-size"},
-    {"demoted", "the site's shadow error went over the tolerance"},
+    {"demoted", "the shape's shadow error at the site went over the "
+                "tolerance"},
+    {"shape-limit", "beyond the (site, shape)s the shim tells apart in a "
+                    "process: not converted unmeasured"},
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "

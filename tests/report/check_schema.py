@@ -88,7 +88,7 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture", "fp16-range"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
-        "library", "atomic-sync", "no-tensor-core-engine"}
+        "library", "atomic-sync", "no-tensor-core-engine", "shape-limit"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 
@@ -256,6 +256,10 @@ def main(path):
     for i, s in enumerate(r["sites"]):
         where = f"sites[{i}]"
         check(s, SITE, where)
+        # Optional within version 2: the frames above the caller.
+        if "stack" in s and (kind(s["stack"]) != ARR or len(s["stack"]) > 1
+                             or any(kind(f) != STR for f in s["stack"])):
+            problems.append(f"{where}.stack: not up to 1 string")
         if problems:
             return
         if s["family"] not in ("gemm", "conv"):

@@ -179,7 +179,7 @@ shapes	second_site (report_prog+0x
 shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - $s64 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
 shapes	64x64x32 NN 2 1 1 (demoted) 0.20x - $s32 / 1.0e-09 OVER
-why-fp32	demoted 4 100.0% 2 the site's shadow error went over the tolerance
+why-fp32	demoted 4 100.0% 2 the shape's shadow error at the site went over the tolerance
 next	main (report_prog+0x
 next	was demoted to FP32: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
 next	second_site (report_prog+0x

@@ -2,7 +2,9 @@
  * order candidates are measured in, the fastest within the tolerance,
  * fp16x3 only when nothing else is within it, FP32 when nothing
  * qualifies, sampled calls, a choice that drifts over the tolerance, and
- * candidates that cannot run or be timed. */
+ * candidates that cannot run or be timed; and of what it is per: sites
+ * told apart by their call stack behind one wrapper, every (site, shape)
+ * deciding alone, and a shape beyond the table FP32. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +36,7 @@ fresh_site(int *slot)
 
     assert_non_null(site);
     amp_site_shape_count(site, 42, slot);
-    assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPES);
+    assert_true(*slot >= 0 && *slot < AMP_SITE_SHAPE_TABLE);
     return site;
 }
 
@@ -402,6 +404,161 @@ test_frobenius_bound(void **state)
                         "(Frobenius norm)");
 }
 
+/* A stand-in for a hook: its site, from its return address. */
+static __attribute__((noinline)) struct amp_site *
+hook_stand_in(void)
+{
+    static const char api[] = "cublasSgemm_v2";
+    struct amp_site *site = amp_site_get(api, __builtin_return_address(0));
+
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return site;
+}
+
+/* The one function a framework's layers call for every GEMM. */
+static __attribute__((noinline)) struct amp_site *
+wrapper(void)
+{
+    struct amp_site *site = hook_stand_in();
+
+    __asm__ volatile("" ::: "memory");
+    return site;
+}
+
+/* Two layers, each different so that the compiler does not fold them
+ * into one. */
+static volatile int layer_seen;
+
+static __attribute__((noinline)) struct amp_site *
+layer_a(void)
+{
+    struct amp_site *site = wrapper();
+
+    layer_seen += 1;
+    return site;
+}
+
+static __attribute__((noinline)) struct amp_site *
+layer_b(void)
+{
+    struct amp_site *site = wrapper();
+
+    layer_seen += 2;
+    return site;
+}
+
+static void
+test_stacks_tell_sites_apart(void **state)
+{
+    struct amp_site *(*volatile layer[])(void) = {layer_a, layer_b, layer_a,
+                                                  layer_b, layer_a, layer_b};
+    struct amp_site *got[6], *a, *b;
+    int i;
+
+    (void)state;
+    /* Every call from one place, the layers in turn: the stacks differ
+     * only in the layer, and a stack kept from an earlier call is taken
+     * only for its own layer. */
+    for (i = 0; i < 6; i++)
+        got[i] = layer[i]();
+    a = got[0];
+    b = got[1];
+    assert_non_null(a);
+    assert_non_null(b);
+    for (i = 2; i < 6; i++)
+        assert_ptr_equal(got[i], i % 2 ? b : a);
+    assert_ptr_not_equal(a, b);
+    /* The same return address (the wrapper's), other layers above it. */
+    assert_ptr_equal(a->caller, b->caller);
+    assert_true(a->depth >= 2 && b->depth >= 2);
+    assert_ptr_not_equal(a->stack[1], b->stack[1]);
+}
+
+static void
+test_shapes_decide_alone(void **state)
+{
+    static const char api[] = "cublasSgemm_v2";
+    struct amp_site *site = amp_site_get(api, (const void *)(uintptr_t)0x7000);
+    struct amp_decision d;
+    struct amp_auto_view v;
+    int slot[100], ill, i, j;
+
+    (void)state;
+    assert_non_null(site);
+    for (i = 0; i < 100; i++) {
+        assert_int_equal(amp_site_shape_count(site, 5000 + i, &slot[i]), 1);
+        assert_true(slot[i] >= 0);
+        for (j = 0; j < i; j++)
+            assert_int_not_equal(slot[i], slot[j]);
+    }
+    /* Every shape counts its own calls. */
+    assert_int_equal(amp_site_shape_count(site, 5000 + 77, &ill), 2);
+    assert_int_equal(ill, slot[77]);
+    /* Shape 40 chooses tf32; shape 77 (ill-conditioned) rules all three
+     * out; shape 90 has measured nothing yet. */
+    for (i = 0; i < 3; i++) {
+        memset(&d, 0, sizeof d);
+        amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, i + 1, 0, &d);
+        amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, i + 1, 0, &d);
+    }
+    measured(site, slot[40], AMP_MODE_FP16, 3e-4, 1.0, 2.0);
+    measured(site, slot[40], AMP_MODE_BF16, 2e-3, 0.8, 2.0);
+    measured(site, slot[40], AMP_MODE_TF32, 3e-4, 0.5, 2.0);
+    measured(site, slot[77], AMP_MODE_FP16, 0.2, 1.0, 2.0);
+    measured(site, slot[77], AMP_MODE_BF16, 0.9, 0.8, 2.0);
+    measured(site, slot[77], AMP_MODE_TF32, 0.2, 0.5, 2.0);
+    amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 4, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_TF32);
+    assert_int_equal(d.auto_slot, slot[40]);
+    amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 4, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, AMP_MODE_FP16X3);
+    amp_auto_decide(site, slot[90], AMP_FAMILY_GEMM, 1, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, AMP_MODE_FP16);
+    assert_int_equal(d.auto_slot, slot[90]);
+    /* A slot is its site's alone. */
+    assert_int_equal(amp_auto_get(site, slot[77], &v), 0);
+    assert_int_equal(amp_auto_get(hook_stand_in(), slot[77], &v), -1);
+    /* A demoted shape leaves its site and its other shapes as they were. */
+    amp_site_demote(site, slot[77], "test");
+    assert_true(amp_site_shape_demoted(slot[77]));
+    assert_false(amp_site_shape_demoted(slot[40]));
+    assert_false(amp_site_demoted(site));
+}
+
+/* Last: it fills the (site, shape) table. */
+static void
+test_shapes_beyond_the_table(void **state)
+{
+    static const char api[] = "cublasSgemm_v2";
+    struct amp_site *site = amp_site_get(api, (const void *)(uintptr_t)0x7100);
+    struct amp_decision d;
+    int first, slot = 0, made = 0;
+    uint64_t key;
+
+    (void)state;
+    assert_non_null(site);
+    amp_site_count(site);
+    amp_site_shape_count(site, 1, &first);
+    assert_true(first >= 0);
+    for (key = 2; slot >= 0; key++, made++)
+        amp_site_shape_count(site, key, &slot);
+    assert_true(made > 1 && made <= AMP_SITE_SHAPE_MAX);
+    /* Beyond the table: no entry, the site's count, and auto keeps it
+     * FP32 with no state to share. */
+    assert_int_equal(amp_site_shape_count(site, key, &slot), 1);
+    assert_int_equal(slot, -1);
+    memset(&d, 0, sizeof d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 1, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_equal(d.auto_slot, -1);
+    assert_false(amp_site_shape_demoted(slot));
+    /* A shape made before keeps its entry. */
+    assert_int_equal(amp_site_shape_count(site, 1, &slot), 2);
+    assert_int_equal(slot, first);
+}
+
 static void
 test_no_site_is_fp32(void **state)
 {
@@ -426,6 +583,9 @@ main(void)
         cmocka_unit_test(test_slow_warmup_runs_fp32_while_timed),
         cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
+        cmocka_unit_test(test_stacks_tell_sites_apart),
+        cmocka_unit_test(test_shapes_decide_alone),
+        cmocka_unit_test(test_shapes_beyond_the_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

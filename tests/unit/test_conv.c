@@ -479,7 +479,7 @@ test_decide(void **state)
     assert_non_null(site);
     d.site = site;
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16), AMP_CONV_CONVERT);
-    amp_site_demote(site, "test");
+    amp_site_demote(site, -1, "test");
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16),
                      AMP_CONV_SKIP_DEMOTED);
     assert_string_equal(amp_conv_skip_reason(AMP_CONV_SKIP_DEMOTED),
