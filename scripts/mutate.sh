@@ -20,6 +20,9 @@
 #                   survivors whose reason starts with "equivalent:" (the
 #                   change alters no behaviour; no test can kill it)
 #   MUTATE_TIMEOUT  seconds one mutant's tests may take (default 1800)
+# A mutant whose record names tests ("tests: NAME...") runs those first;
+# one they kill is killed (minutes, not the suite's half hour), one they
+# do not kill runs the whole selection before it is called a survivor.
 # Exits 0 when the rate meets the goal and every survivor is a known one
 # (its record says why it survives), 1 otherwise, 2 on a broken list or a
 # tree whose tests fail unmutated.
@@ -100,11 +103,14 @@ recs = records(path)
 if cmd == "check":
     bad = 0
     for n, rec in enumerate(recs, 1):
-        missing = [k for k in ("file", "from", "to", "bug") if k not in rec]
+        missing = [k for k in ("file", "from", "to", "bug", "tests") if k not in rec]
         if missing:
             print(f"mutant {n}: no {', '.join(missing)}", file=sys.stderr)
             bad = 1
             continue
+        if not rec["tests"].split():
+            print(f"mutant {n} ({rec['file']}): no test named", file=sys.stderr)
+            bad = 1
         _, at, why = locate(root, rec)
         if at < 0:
             print(f"mutant {n} ({rec['file']}): {why}", file=sys.stderr)
@@ -153,29 +159,78 @@ if ! "$src/scripts/build.sh" "$build" gcc >"$scratch/build.log" 2>&1; then
     echo "mutate: the unmutated tree does not build" >&2
     exit 2
 fi
-# shellcheck disable=SC2086 # $tests is a list of meson test arguments
-if ! meson test -C "$build" --no-rebuild ${JOBS:+--num-processes "$JOBS"} \
-        $tests >"$scratch/baseline.log" 2>&1; then
-    grep -E '^ *[0-9]+/[0-9]+ ' "$scratch/baseline.log" | grep -v ' OK ' >&2 ||
-        tail -n 20 "$scratch/baseline.log" >&2
-    echo "mutate: the unmutated tree fails its tests; no kill means anything" >&2
-    exit 2
-fi
+# run_tests LOG ARGS...: meson test with these arguments, its output
+# appended to LOG; fails when a test fails or the time runs out.
+run_tests() {
+    local log=$1
+    shift
+    timeout "$limit" meson test -C "$build" --no-rebuild --maxfail 1 \
+        ${JOBS:+--num-processes "$JOBS"} "$@" >>"$log" 2>&1
+}
+# failed_tests LOG: the tests that failed in LOG, or nothing when the
+# run was cut short by the time limit.
+failed_tests() {
+    grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$1" |
+        sed -E 's/^ *[0-9]+\/[0-9]+ +[^ ]+ \/ ([^ ]+).*/\1/' |
+        sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
+# A name that is not a test would fail meson test and pass for a kill.
+all_tests=$(meson test -C "$build" --no-rebuild --list 2>/dev/null |
+            sed -E 's/^[^ ]+ \/ //')
+for n in "${chosen[@]}"; do
+    for t in $(mutant_tool field "$list" "$src" "$n" tests); do
+        if ! grep -qxF "$t" <<<"$all_tests"; then
+            echo "mutate: mutant $n names $t, which is not a test" >&2
+            exit 2
+        fi
+    done
+done
+
+# The unmutated tree must pass what a mutant is held to, or no kill means
+# anything: the named tests of the chosen mutants here, any other test
+# that kills a mutant once that mutant is undone.
+baseline() {
+    if ! run_tests "$scratch/baseline.log" "$@"; then
+        grep -E '^ *[0-9]+/[0-9]+ ' "$scratch/baseline.log" | grep -v ' OK ' >&2 ||
+            tail -n 20 "$scratch/baseline.log" >&2
+        echo "mutate: the unmutated tree fails its tests; no kill means anything" >&2
+        exit 2
+    fi
+}
+# shellcheck disable=SC2046 # the names are words
+baseline $(for n in "${chosen[@]}"; do
+               mutant_tool field "$list" "$src" "$n" tests
+           done | tr ' ' '\n' | sort -u)
 
 killed=0 survived=0 unexplained=0 stillborn=0 equivalent=0
 for n in "${chosen[@]}"; do
     file=$(mutant_tool field "$list" "$src" "$n" file)
+    named=$(mutant_tool field "$list" "$src" "$n" tests)
     bug=$(mutant_tool field "$list" "$src" "$n" bug)
     known=$(mutant_tool field "$list" "$src" "$n" survives)
     cp "$src/$file" "$scratch/original"
     mutant_tool apply "$list" "$src" "$n"
     log=$scratch/mutant-$n.log
+    # shellcheck disable=SC2086 # $named and $tests are lists of arguments
     if ! ninja -C "$build" ${JOBS:+-j "$JOBS"} >"$log" 2>&1; then
         verdict="stillborn (does not build)"
         stillborn=$((stillborn + 1))
-    # shellcheck disable=SC2086
-    elif timeout "$limit" meson test -C "$build" --no-rebuild --maxfail 1 \
-            ${JOBS:+--num-processes "$JOBS"} $tests >>"$log" 2>&1; then
+    elif ! run_tests "$log" $named; then
+        killed=$((killed + 1))
+        by=$(failed_tests "$log")
+        verdict="killed by ${by:-the time limit}"
+    elif ! run_tests "$log" $tests; then
+        # Tests beyond the named ones were not run unmutated: a kill
+        # counts only if they pass on the original.
+        by=$(failed_tests "$log")
+        cp "$scratch/original" "$src/$file"
+        touch "$src/$file"
+        ninja -C "$build" ${JOBS:+-j "$JOBS"} >>"$log" 2>&1
+        [[ -z $by ]] || baseline $by
+        killed=$((killed + 1))
+        verdict="killed by ${by:-the time limit} (not by its named tests)"
+    else
         survived=$((survived + 1))
         if [[ -n $known ]]; then
             verdict="survived (known: $known)"
@@ -184,12 +239,6 @@ for n in "${chosen[@]}"; do
             verdict="SURVIVED"
             unexplained=$((unexplained + 1))
         fi
-    else
-        by=$(grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$log" |
-             sed -E 's/^ *[0-9]+\/[0-9]+ +[^ ]+ \/ ([^ ]+).*/\1/' |
-             sort -u | tr '\n' ' ')
-        verdict="killed${by:+ by ${by% }}"
-        killed=$((killed + 1))
     fi
     # The original back, newer than the mutant's objects.
     cp "$scratch/original" "$src/$file"
