@@ -4,7 +4,9 @@
  * column- and row-major matrices, strided batches, every pointer mode,
  * an in-place C == D, beta == 0 over a C full of NaN, wide-range and huge
  * inputs, descriptors initialised on the stack and again in place, the
- * algorithm from the heuristics or none. Prints one line per case and
+ * algorithm from the heuristics, from a search of the program's own
+ * (cublasLtMatmulAlgoGetIds, AlgoInit, split-K configured by hand,
+ * AlgoCheck) or none. Prints one line per case and
  * exits 0 when every case is within the tolerance. */
 #define EXAMPLE_PROG "lt_check"
 
@@ -21,6 +23,7 @@
 #define HUGE 8u       /* A near 2^100, B near 2^-90: beyond FP16 */
 #define STACK 16u     /* descriptors on the stack, initialised again */
 #define NO_ALGO 32u   /* no algorithm: cuBLASLt's own heuristics */
+#define SEARCH 64u    /* the algorithm API: split-K of 3, checked */
 
 #define ROW CUBLASLT_ORDER_ROW
 #define COL CUBLASLT_ORDER_COL
@@ -113,6 +116,8 @@ static const struct lcase cases[] = {
      0.0f, STACK},
     {"no_algo", 80, 72, 64, N, N, COL, COL, COL, 1, E(GELU_BIAS), HOST, 1.0f,
      0.0f, NO_ALGO},
+    {"algo_search", 64, 48, 192, N, T, COL, COL, COL, 1, E(BIAS), HOST, 1.0f,
+     0.25f, SEARCH},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -211,6 +216,55 @@ struct host {
     int64_t aux_ld, aux_stride;   /* elements (bits for the ReLU mask) */
     size_t aux_bytes;
 };
+
+/* The algorithm as a tuning program finds one with cuBLASLt's lower-level
+ * API: the ids for FP32, the first initialised, split-K of 3 reduced in
+ * FP32 set by hand, and cublasLtMatmulAlgoCheck for the workspace it
+ * needs, which must fit the program's own. */
+static cublasStatus_t
+search_algo(cublasLtHandle_t lt, cublasLtMatmulDesc_t op,
+            cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+            cublasLtMatrixLayout_t lc, cublasLtMatrixLayout_t ld,
+            size_t work_bytes, cublasLtMatmulAlgo_t *algo)
+{
+    cublasLtMatmulHeuristicResult_t check;
+    int ids[8], count = 0;
+    int32_t parts = 3;
+    uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    cublasStatus_t s;
+
+    s = cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                 CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                 CUDA_R_32F, 8, ids, &count);
+    if (cublas_failed("cublasLtMatmulAlgoGetIds", s))
+        return s;
+    if (count < 1) {
+        fprintf(stderr, EXAMPLE_PROG ": no cuBLASLt algorithm for FP32\n");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    s = cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
+                               CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, ids[0],
+                               algo);
+    if (cublas_failed("cublasLtMatmulAlgoInit", s))
+        return s;
+    s = cublasLtMatmulAlgoConfigSetAttribute(
+        algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts, sizeof(parts));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoConfigSetAttribute(
+            algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+            sizeof(scheme));
+    if (cublas_failed("cublasLtMatmulAlgoConfigSetAttribute", s))
+        return s;
+    s = cublasLtMatmulAlgoCheck(lt, op, la, lb, lc, ld, algo, &check);
+    if (cublas_failed("cublasLtMatmulAlgoCheck", s))
+        return s;
+    if (check.workspaceSize > work_bytes) {
+        fprintf(stderr, EXAMPLE_PROG ": the algorithm needs %zu bytes of "
+                "workspace, more than %zu\n", check.workspaceSize, work_bytes);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
 
 /* Runs the case on the device; the results land in h->hd and the aux.
  * Returns cublasLtMatmul's status, or CUBLAS_STATUS_INTERNAL_ERROR when
@@ -333,7 +387,12 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
                               stack ? &ls[3] : NULL);
     if (!la || !lb || !lc || !ld)
         goto done;
-    if (!(tc->flags & NO_ALGO)) {
+    if (tc->flags & SEARCH) {
+        s = search_algo(lt, op, la, lb, lc, ld, work_bytes, &heur.algo);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            goto done;
+        algo = &heur.algo;
+    } else if (!(tc->flags & NO_ALGO)) {
         /* As frameworks do: the heuristics' first answer for the FP32
          * product, with the program's own workspace. */
         uint64_t ws = work_bytes;

@@ -92,6 +92,12 @@ _Static_assert(sizeof(struct emu_lt_pref) <=
  * NOT_INITIALIZED for NULL or anything else. */
 cublasStatus_t emu_lt_handle_device(cublasLtHandle_t handle, int *device);
 
+/* The logger (cublaslt_log.c): whether it writes anything, and one call
+ * ("ARGS -> STATUS") to the API trace, and to the errors when it failed. */
+int emu_lt_log_on(void);
+void emu_lt_log_call(const char *function, cublasStatus_t status,
+                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The descriptors behind the handles, or NULL when the handle is NULL or
  * does not hold a live descriptor of that kind. */
 const struct emu_lt_desc *emu_lt_desc_at(cublasLtMatmulDesc_t desc);

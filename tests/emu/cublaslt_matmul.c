@@ -432,6 +432,12 @@ struct lt_algo {
     int32_t atype, btype, ctype, dtype;
     int32_t splitk;
     uint32_t reduction;                 /* cublasLtReductionScheme_t */
+    /* What cublasLtMatmulAlgoConfigSetAttribute may set beyond those;
+     * the emulator's algorithm has one configuration of each (tile and
+     * stages UNDEFINED, the others 0), which cublasLtMatmulAlgoCheck and
+     * cublasLtMatmul hold the algorithm to. */
+    uint32_t tile, stages, swizzling, custom_option;
+    uint16_t inner_shape, cluster_shape;
 };
 
 _Static_assert(sizeof(struct lt_algo) <= sizeof(cublasLtMatmulAlgo_t),
@@ -455,18 +461,30 @@ algo_workspace(const struct lt_problem *p, const struct lt_algo *a)
            (size_t)p->batch;
 }
 
+/* The algorithm for these types in its default configuration: the
+ * whole depth at once (cublasLtMatmulAlgoInit's). */
 static void
-algo_make(const struct lt_problem *p, int splitk, struct lt_algo *a)
+algo_default(int32_t compute, int32_t scale, int32_t atype, int32_t btype,
+             int32_t ctype, int32_t dtype, struct lt_algo *a)
 {
     memset(a, 0, sizeof(*a));
     a->magic = EMU_LT_ALGO_MAGIC;
     a->id = 0;
-    a->compute = p->compute;
-    a->scale = p->scale;
-    a->atype = p->a.type;
-    a->btype = p->b.type;
-    a->ctype = p->c.type;
-    a->dtype = p->d.type;
+    a->compute = compute;
+    a->scale = scale;
+    a->atype = atype;
+    a->btype = btype;
+    a->ctype = ctype;
+    a->dtype = dtype;
+    a->splitk = 1;
+    a->reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+}
+
+static void
+algo_make(const struct lt_problem *p, int splitk, struct lt_algo *a)
+{
+    algo_default(p->compute, p->scale, p->a.type, p->b.type, p->c.type,
+                 p->d.type, a);
     a->splitk = splitk;
     a->reduction = splitk > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
                               : CUBLASLT_REDUCTION_SCHEME_NONE;
@@ -474,7 +492,9 @@ algo_make(const struct lt_problem *p, int splitk, struct lt_algo *a)
 
 /* An algorithm given to cublasLtMatmul: one of the emulator's, made for
  * these types and this depth (INVALID_VALUE otherwise, as for descriptors
- * that do not match the algorithm). */
+ * that do not match the algorithm). Split-K takes any number of parts
+ * from 2 to k, each at least one deep, reduced in the compute type (the
+ * one scheme CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK offers). */
 static cublasStatus_t
 algo_check(const struct lt_problem *p, const cublasLtMatmulAlgo_t *given,
            struct lt_algo *a)
@@ -485,11 +505,14 @@ algo_check(const struct lt_problem *p, const cublasLtMatmulAlgo_t *given,
         a->atype != (int32_t)p->a.type || a->btype != (int32_t)p->b.type ||
         a->ctype != (int32_t)p->c.type || a->dtype != (int32_t)p->d.type)
         return CUBLAS_STATUS_INVALID_VALUE;
+    if (a->tile != CUBLASLT_MATMUL_TILE_UNDEFINED ||
+        a->stages != CUBLASLT_MATMUL_STAGES_UNDEFINED || a->swizzling != 0 ||
+        a->custom_option != 0 || a->inner_shape != 0 || a->cluster_shape != 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
     if (a->splitk == 1 && a->reduction == CUBLASLT_REDUCTION_SCHEME_NONE)
         return CUBLAS_STATUS_SUCCESS;
-    if (a->splitk == SPLIT_K &&
-        a->reduction == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE &&
-        p->k >= SPLIT_K)
+    if (a->splitk >= 2 && a->splitk <= p->k &&
+        a->reduction == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
         return CUBLAS_STATUS_SUCCESS;
     return CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -554,8 +577,8 @@ heuristic(const struct emu_lt_pref *pref, const struct lt_problem *p,
     return count;
 }
 
-cublasStatus_t
-cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
+static cublasStatus_t
+algo_get_heuristic(cublasLtHandle_t lightHandle,
                                cublasLtMatmulDesc_t operationDesc,
                                cublasLtMatrixLayout_t Adesc,
                                cublasLtMatrixLayout_t Bdesc,
@@ -585,10 +608,27 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
     st = problem_check(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
-    /* LIMITED_BY_ALGO_ID needs algorithms from cublasLtMatmulAlgoInit,
-     * which the emulator does not implement. */
-    if (pref->search_mode != CUBLASLT_SEARCH_BEST_FIT)
+    /* LIMITED_BY_ALGO_ID searches the configurations of the algorithm
+     * whose id the first result holds, which "must be initialized with
+     * cublasLtMatmulAlgoInit()" (cublasLt.h): here for these types, else
+     * the descriptors do not match it. The emulator's one id has the
+     * configurations BEST_FIT offers. */
+    if (pref->search_mode == CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID) {
+        struct lt_algo given, checked;
+        cublasLtMatmulAlgo_t id_only;
+
+        memcpy(&given, &heuristicResultsArray[0].algo, sizeof(given));
+        algo_default(given.compute, given.scale, given.atype, given.btype,
+                     given.ctype, given.dtype, &checked);
+        checked.magic = given.magic;
+        checked.id = given.id;
+        memset(&id_only, 0, sizeof(id_only));
+        memcpy(&id_only, &checked, sizeof(checked));
+        if (algo_check(&p, &id_only, &checked) != CUBLAS_STATUS_SUCCESS)
+            return CUBLAS_STATUS_INVALID_VALUE;
+    } else if (pref->search_mode != CUBLASLT_SEARCH_BEST_FIT) {
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     if (emu_call_log_on())
         emu_call_log("cublasLtMatmulAlgoGetHeuristic m=%lld n=%lld k=%lld "
                      "type_ab=%s sm_count_target=%d max_workspace=%llu",
@@ -638,6 +678,276 @@ cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
     result->state = CUBLAS_STATUS_SUCCESS;
     result->wavesCount = algo_waves(&p, &a);
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- The algorithm API ----------------------------------------------------- */
+
+/*
+ * cublasLtMatmulAlgoGetIds, AlgoInit, AlgoCapGetAttribute and
+ * AlgoConfigSet/GetAttribute, as cublasLt.h (CUDA 13) documents them:
+ * the lower-level API with which a program runs its own search (list the
+ * ids, initialise each, read its capabilities, set a configuration,
+ * cublasLtMatmulAlgoCheck it, time it). The emulator has one algorithm,
+ * id 0, for every type combination it emulates.
+ */
+
+/* Whether the emulator has an algorithm for these types: those
+ * cublasLtMatmul runs (C and D of one type). */
+static int
+algo_types_ok(cublasComputeType_t compute, cudaDataType_t scale,
+              cudaDataType_t atype, cudaDataType_t btype, cudaDataType_t ctype,
+              cudaDataType_t dtype)
+{
+    struct lt_kind kind;
+
+    return atype == btype && ctype == dtype &&
+           kind_of((int32_t)compute, (int32_t)scale, atype, dtype, &kind) ==
+               CUBLAS_STATUS_SUCCESS;
+}
+
+/* "INVALID_VALUE if requestedAlgoCount is less or equal to zero"; the
+ * ids that can run these types in algoIdsArray, their count (0 for types
+ * with none) in *returnAlgoCount. */
+cublasStatus_t
+cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle,
+                         cublasComputeType_t computeType,
+                         cudaDataType_t scaleType, cudaDataType_t Atype,
+                         cudaDataType_t Btype, cudaDataType_t Ctype,
+                         cudaDataType_t Dtype, int requestedAlgoCount,
+                         int algoIdsArray[], int *returnAlgoCount)
+{
+    cublasStatus_t st;
+    int device;
+
+    if ((st = emu_lt_handle_device(lightHandle, &device)) !=
+        CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (requestedAlgoCount <= 0 || algoIdsArray == NULL ||
+        returnAlgoCount == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *returnAlgoCount = 0;
+    if (algo_types_ok(computeType, scaleType, Atype, Btype, Ctype, Dtype)) {
+        algoIdsArray[0] = 0;
+        *returnAlgoCount = 1;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* "INVALID_VALUE if algo is NULL or algoId is outside of recognized
+ * range; NOT_SUPPORTED if algoId is not supported for given combination
+ * of data types". */
+cublasStatus_t
+cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle,
+                       cublasComputeType_t computeType,
+                       cudaDataType_t scaleType, cudaDataType_t Atype,
+                       cudaDataType_t Btype, cudaDataType_t Ctype,
+                       cudaDataType_t Dtype, int algoId,
+                       cublasLtMatmulAlgo_t *algo)
+{
+    struct lt_algo a;
+    cublasStatus_t st;
+    int device;
+
+    if ((st = emu_lt_handle_device(lightHandle, &device)) !=
+        CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (algo == NULL || algoId != 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!algo_types_ok(computeType, scaleType, Atype, Btype, Ctype, Dtype))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    algo_default((int32_t)computeType, (int32_t)scaleType, (int32_t)Atype,
+                 (int32_t)Btype, (int32_t)Ctype, (int32_t)Dtype, &a);
+    memset(algo, 0, sizeof(*algo));
+    memcpy(algo, &a, sizeof(a));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* An attribute's value written to a caller's buffer as cublasLt.h's
+ * Get functions do: sizeInBytes 0 asks for the size (in *sizeWritten,
+ * which must then be given); otherwise buf must be given and hold it: a
+ * scalar exactly, an array at least. */
+static cublasStatus_t
+attr_write(const void *value, size_t size, int is_array, void *buf,
+           size_t sizeInBytes, size_t *sizeWritten)
+{
+    if (sizeInBytes == 0) {
+        if (sizeWritten == NULL)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        *sizeWritten = size;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    if (buf == NULL || (is_array ? sizeInBytes < size : sizeInBytes != size))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(buf, value, size);
+    if (sizeWritten != NULL)
+        *sizeWritten = size;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The algorithm's capabilities: split-K reduced in the compute type,
+ * strided batches, D apart from C; no tiles, stages, swizzling, custom
+ * options or orders beyond COL and ROW; the pointer modes and epilogues
+ * cublasLtMatmul takes; elements aligned to their own size (what the
+ * heuristic's alignment check wants). */
+cublasStatus_t
+cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo,
+                                  cublasLtMatmulAlgoCapAttributes_t attr,
+                                  void *buf, size_t sizeInBytes,
+                                  size_t *sizeWritten)
+{
+    static const uint32_t epilogues =
+        CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_RELU |
+        CUBLASLT_EPILOGUE_RELU_AUX | CUBLASLT_EPILOGUE_BIAS |
+        CUBLASLT_EPILOGUE_RELU_BIAS | CUBLASLT_EPILOGUE_RELU_AUX_BIAS |
+        CUBLASLT_EPILOGUE_DRELU | CUBLASLT_EPILOGUE_GELU |
+        CUBLASLT_EPILOGUE_GELU_AUX | CUBLASLT_EPILOGUE_GELU_BIAS |
+        CUBLASLT_EPILOGUE_GELU_AUX_BIAS | CUBLASLT_EPILOGUE_DGELU;
+    static const uint32_t pointer_modes =
+        CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE |
+        CUBLASLT_POINTER_MODE_MASK_DEVICE_VECTOR |
+        CUBLASLT_POINTER_MODE_MASK_ALPHA_DEVICE_VECTOR_BETA_ZERO |
+        CUBLASLT_POINTER_MODE_MASK_ALPHA_DEVICE_VECTOR_BETA_HOST;
+    const uint32_t undefined[1] = { 0 };   /* TILE_ / STAGES_UNDEFINED */
+    struct lt_algo a;
+    struct lt_kind kind;
+    int32_t i32;
+    uint32_t u32;
+    uint64_t u64;
+
+    if (algo == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&a, algo, sizeof(a));
+    if (a.magic != EMU_LT_ALGO_MAGIC)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    switch (attr) {
+    case CUBLASLT_ALGO_CAP_SPLITK_SUPPORT:
+    case CUBLASLT_ALGO_CAP_STRIDED_BATCH_SUPPORT:
+    case CUBLASLT_ALGO_CAP_OUT_OF_PLACE_RESULT_SUPPORT:
+        i32 = 1;
+        return attr_write(&i32, sizeof(i32), 0, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_UPLO_SUPPORT:
+    case CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX:
+    case CUBLASLT_ALGO_CAP_CUSTOM_MEMORY_ORDER:
+    case CUBLASLT_ALGO_CAP_LD_NEGATIVE:
+    case CUBLASLT_ALGO_CAP_POINTER_ARRAY_BATCH_SUPPORT:
+    case CUBLASLT_ALGO_CAP_FLOATING_POINT_EMULATION_SUPPORT:
+        i32 = 0;
+        return attr_write(&i32, sizeof(i32), 0, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK:
+        u32 = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        return attr_write(&u32, sizeof(u32), 0, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT:
+        u32 = 0;
+        return attr_write(&u32, sizeof(u32), 0, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_POINTER_MODE_MASK:
+        return attr_write(&pointer_modes, sizeof(pointer_modes), 0, buf,
+                          sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_EPILOGUE_MASK:
+        return attr_write(&epilogues, sizeof(epilogues), 0, buf, sizeInBytes,
+                          sizeWritten);
+    case CUBLASLT_ALGO_CAP_TILE_IDS:
+    case CUBLASLT_ALGO_CAP_STAGES_IDS:
+        return attr_write(undefined, sizeof(undefined), 1, buf, sizeInBytes,
+                          sizeWritten);
+    case CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS:
+        if (kind_of(a.compute, a.scale, (cudaDataType)a.atype,
+                    (cudaDataType)a.dtype, &kind) != CUBLAS_STATUS_SUCCESS)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        u64 = kind.impl_flags;
+        return attr_write(&u64, sizeof(u64), 0, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES:
+        u32 = (uint32_t)type_size(
+            (cudaDataType)(attr == CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES ? a.atype
+                           : attr == CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES ? a.btype
+                           : attr == CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES ? a.ctype
+                                                                            : a.dtype));
+        return attr_write(&u32, sizeof(u32), 0, buf, sizeInBytes, sizeWritten);
+    default:
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+/* A configuration attribute's field in the algorithm and its size. */
+static void *
+config_field(struct lt_algo *a, cublasLtMatmulAlgoConfigAttributes_t attr,
+             size_t *size)
+{
+    switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_ID:
+        *size = sizeof(a->id);
+        return &a->id;
+    case CUBLASLT_ALGO_CONFIG_TILE_ID:
+        *size = sizeof(a->tile);
+        return &a->tile;
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM:
+        *size = sizeof(a->splitk);
+        return &a->splitk;
+    case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME:
+        *size = sizeof(a->reduction);
+        return &a->reduction;
+    case CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING:
+        *size = sizeof(a->swizzling);
+        return &a->swizzling;
+    case CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION:
+        *size = sizeof(a->custom_option);
+        return &a->custom_option;
+    case CUBLASLT_ALGO_CONFIG_STAGES_ID:
+        *size = sizeof(a->stages);
+        return &a->stages;
+    case CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID:
+        *size = sizeof(a->inner_shape);
+        return &a->inner_shape;
+    case CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID:
+        *size = sizeof(a->cluster_shape);
+        return &a->cluster_shape;
+    default:
+        return NULL;
+    }
+}
+
+/* "INVALID_VALUE if buf is NULL or sizeInBytes doesn't match size of
+ * internal storage for selected attribute"; the id is read-only ("set by
+ * cublasLtMatmulAlgoInit()"). A value the algorithm does not support is
+ * stored: cublasLtMatmulAlgoCheck and cublasLtMatmul refuse it. */
+cublasStatus_t
+cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo,
+                                     cublasLtMatmulAlgoConfigAttributes_t attr,
+                                     const void *buf, size_t sizeInBytes)
+{
+    struct lt_algo a;
+    size_t size;
+    void *field;
+
+    if (algo == NULL || buf == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&a, algo, sizeof(a));
+    field = config_field(&a, attr, &size);
+    if (field == NULL || attr == CUBLASLT_ALGO_CONFIG_ID || sizeInBytes != size)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(field, buf, size);
+    memcpy(algo, &a, sizeof(a));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo,
+                                     cublasLtMatmulAlgoConfigAttributes_t attr,
+                                     void *buf, size_t sizeInBytes,
+                                     size_t *sizeWritten)
+{
+    struct lt_algo a;
+    size_t size;
+    void *field;
+
+    if (algo == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&a, algo, sizeof(a));
+    if ((field = config_field(&a, attr, &size)) == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    return attr_write(field, size, 0, buf, sizeInBytes, sizeWritten);
 }
 
 /* ---- The queued product --------------------------------------------------- */
@@ -1168,8 +1478,8 @@ matmul_model_ns(const struct lt_job *j)
                         bytes * batch);
 }
 
-cublasStatus_t
-cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+static cublasStatus_t
+matmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
                const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
                const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
@@ -1237,4 +1547,62 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
         return CUBLAS_STATUS_EXECUTION_FAILED;
     /* A partial fault: the part is queued, the call still fails. */
     return fault ? (cublasStatus_t)fault : CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- The entry points, through the logger ---------------------------------- */
+
+cublasStatus_t
+cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
+                               cublasLtMatmulDesc_t operationDesc,
+                               cublasLtMatrixLayout_t Adesc,
+                               cublasLtMatrixLayout_t Bdesc,
+                               cublasLtMatrixLayout_t Cdesc,
+                               cublasLtMatrixLayout_t Ddesc,
+                               cublasLtMatmulPreference_t preference,
+                               int requestedAlgoCount,
+                               cublasLtMatmulHeuristicResult_t
+                                   heuristicResultsArray[],
+                               int *returnAlgoCount)
+{
+    cublasStatus_t st = algo_get_heuristic(
+        lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference,
+        requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
+
+    if (emu_lt_log_on())
+        emu_lt_log_call("cublasLtMatmulAlgoGetHeuristic", st,
+                        "operationDesc=%p Adesc=%p Bdesc=%p Cdesc=%p "
+                        "Ddesc=%p preference=%p requestedAlgoCount=%d "
+                        "returnAlgoCount=%d",
+                        (void *)operationDesc, (void *)Adesc, (void *)Bdesc,
+                        (void *)Cdesc, (void *)Ddesc, (void *)preference,
+                        requestedAlgoCount,
+                        st == CUBLAS_STATUS_SUCCESS && returnAlgoCount != NULL
+                            ? *returnAlgoCount
+                            : 0);
+    return st;
+}
+
+cublasStatus_t
+cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+               const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
+               const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
+               const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
+               void *workspace, size_t workspaceSizeInBytes,
+               cudaStream_t stream)
+{
+    cublasStatus_t st = matmul(lightHandle, computeDesc, alpha, A, Adesc, B,
+                               Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+                               workspace, workspaceSizeInBytes, stream);
+
+    if (emu_lt_log_on())
+        emu_lt_log_call("cublasLtMatmul", st,
+                        "computeDesc=%p A=%p Adesc=%p B=%p Bdesc=%p C=%p "
+                        "Cdesc=%p D=%p Ddesc=%p algo=%p workspace=%p "
+                        "workspaceSizeInBytes=%zu stream=%p",
+                        (void *)computeDesc, A, (void *)Adesc, B,
+                        (void *)Bdesc, C, (void *)Cdesc, D, (void *)Ddesc,
+                        (const void *)algo, workspace, workspaceSizeInBytes,
+                        (void *)stream);
+    return st;
 }

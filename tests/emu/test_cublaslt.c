@@ -1606,8 +1606,7 @@ test_heuristics(void **state)
     assert_int_equal(n, 1);
     pref_u32(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
              CUBLASLT_REDUCTION_SCHEME_MASK);
-    /* Nothing fits: FP32 elements only 2-byte aligned, FMA excluded, or a
-     * search by algorithm id (not emulated). */
+    /* Nothing fits: FP32 elements only 2-byte aligned, or FMA excluded. */
     pref_u32(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, 2);
     assert_int_equal(HEUR(desc, la, 4), UNSUPPORTED);
     assert_int_equal(n, 0);
@@ -1617,9 +1616,23 @@ test_heuristics(void **state)
     assert_int_equal(HEUR(desc, la, 4), UNSUPPORTED);
     assert_int_equal(HEUR(tf32, la, 4), OK);    /* TF32 is HMMA */
     pref_u64(pref, CUBLASLT_MATMUL_PREF_IMPL_MASK, UINT64_MAX);
+    /* A search by algorithm id: the first result must hold an algorithm
+     * cublasLtMatmulAlgoInit made for these types (a zeroed one, or one
+     * for TF32, is refused); its configurations are BEST_FIT's. */
     pref_u32(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE,
              CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID);
-    assert_int_equal(HEUR(desc, la, 4), UNSUPPORTED);
+    memset(res, 0, sizeof(res));
+    assert_int_equal(HEUR(desc, la, 4), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, 0,
+                                            &res[0].algo), OK);
+    assert_int_equal(HEUR(desc, la, 4), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, 0, &res[0].algo), OK);
+    assert_int_equal(HEUR(desc, la, 4), OK);
+    assert_int_equal(n, 2);
     pref_u32(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, CUBLASLT_SEARCH_BEST_FIT);
     assert_int_equal(HEUR(desc, la, 0), INVALID);
     assert_int_equal(HEUR(desc, short_a, 4), INVALID);
@@ -1706,6 +1719,285 @@ test_heuristics(void **state)
     assert_int_equal(cublasLtMatrixLayoutDestroy(lc), OK);
     assert_int_equal(cublasLtMatmulDescDestroy(desc), OK);
     assert_int_equal(cublasLtMatmulDescDestroy(tf32), OK);
+    assert_int_equal(cublasLtDestroy(h), OK);
+}
+
+/* ---- The algorithm API: a program's own search -------------------------------- */
+
+static cublasLtMatmulAlgo_t
+algo_init_fp32(cublasLtHandle_t h)
+{
+    cublasLtMatmulAlgo_t algo;
+
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, 0, &algo), OK);
+    return algo;
+}
+
+static void
+algo_config(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t a,
+            const void *v, size_t size)
+{
+    assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(algo, a, v, size),
+                     OK);
+}
+
+/* What cublasLt.h documents of GetIds, Init, CapGetAttribute and
+ * ConfigSet/GetAttribute, and a search as a tuning program runs one:
+ * every id, each capability it reads, split-K of 2, 3 and 8 parts
+ * configured by hand, checked, run, and within FP32's bound of the
+ * product; a configuration the algorithm lacks refused by AlgoCheck and
+ * cublasLtMatmul. */
+static void
+test_algo_api(void **state)
+{
+    enum { M = 8, N = 8, K = 96 };
+    cublasLtHandle_t h = lt_new();
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulHeuristicResult_t chk;
+    cublasLtMatmulAlgo_t algo;
+    float *a = malloc(M * K * 4), *b = malloc(K * N * 4), got[M * N];
+    float alpha = 1.0f, beta = 0.0f;
+    int ids[4] = { -1, -1, -1, -1 }, n = -1;
+    int32_t i32 = -1, parts[3] = { 2, 3, 8 };
+    uint32_t u32 = 0, tiles[8];
+    uint64_t u64 = 0;
+    size_t written = 0;
+    void *da, *db, *dd, *ws;
+
+    (void)state;
+    assert_true(a && b);
+    for (int i = 0; i < M * K; i++)
+        a[i] = rnd(), b[i] = rnd();
+
+    /* The ids: one for FP32, none for types the emulator has no kernel
+     * for; a count of 0 or less is refused. */
+    assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, 4, ids, &n), OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F, CUDA_R_64F,
+                                              CUDA_R_64F, CUDA_R_64F,
+                                              CUDA_R_64F, 4, ids, &n), OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, 0, ids, &n),
+                     INVALID);
+    assert_int_equal(cublasLtMatmulAlgoGetIds(NULL, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, CUDA_R_32F,
+                                              CUDA_R_32F, 4, ids, &n),
+                     CUBLAS_STATUS_NOT_INITIALIZED);
+
+    /* Init: an id outside the range or no algo is a bad value; types
+     * without it are not supported. */
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, 1, &algo), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, 0, NULL), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                                            CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
+                                            CUDA_R_64F, 0, &algo),
+                     UNSUPPORTED);
+    algo = algo_init_fp32(h);
+
+    /* Capabilities: scalars of their documented size only; arrays by a
+     * size query (sizeInBytes 0) and into a larger buffer. */
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &i32,
+                         sizeof(i32), &written), OK);
+    assert_int_equal(i32, 1);
+    assert_int_equal(written, sizeof(i32));
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &u32,
+                         sizeof(u32), NULL), OK);
+    assert_int_equal(u32, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &u64,
+                         sizeof(u64), &written), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, NULL, 0,
+                         NULL), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_TILE_IDS, NULL, 0, &written),
+                     OK);
+    assert_int_equal(written, sizeof(uint32_t));
+    memset(tiles, 0xff, sizeof(tiles));
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles,
+                         sizeof(tiles), &written), OK);
+    assert_int_equal(written, sizeof(uint32_t));
+    assert_int_equal(tiles[0], CUBLASLT_MATMUL_TILE_UNDEFINED);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &u64,
+                         sizeof(u64), NULL), OK);
+    assert_true((u64 & CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA) != 0);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, &u32,
+                         sizeof(u32), NULL), OK);
+    assert_int_equal(u32, 4);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                         &algo, (cublasLtMatmulAlgoCapAttributes_t)9, &u32,
+                         sizeof(u32), NULL), INVALID);
+
+    /* Configuration: the id is read-only, sizes must match, values read
+     * back as set. */
+    i32 = 0;
+    assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
+                         &algo, CUBLASLT_ALGO_CONFIG_ID, &i32, sizeof(i32)),
+                     INVALID);
+    assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
+                         &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &u64,
+                         sizeof(u64)), INVALID);
+    assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
+                         &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, NULL, 4),
+                     INVALID);
+    assert_int_equal(cublasLtMatmulAlgoConfigGetAttribute(
+                         &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &i32,
+                         sizeof(i32), &written), OK);
+    assert_int_equal(i32, 1);
+
+    assert_int_equal(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, M, K, M), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, M, N, M), OK);
+    da = dev_upload(a, M * K * 4), db = dev_upload(b, K * N * 4);
+    dd = dev_upload(got, sizeof(got));
+    assert_int_equal(cudaMalloc(&ws, 8 * M * N * sizeof(float)), cudaSuccess);
+
+    /* Split-K needs a reduction scheme; with one, any count of parts up to
+     * k runs, with its workspace, within FP32's bound. */
+    algo_config(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts[0], 4);
+    assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &algo,
+                                             &chk), INVALID);
+    u32 = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    algo_config(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &u32, 4);
+    for (int t = 0; t < 3; t++) {
+        algo_config(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts[t], 4);
+        assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc,
+                                                 &algo, &chk), OK);
+        assert_int_equal(chk.workspaceSize,
+                         (size_t)parts[t] * M * N * sizeof(float));
+        assert_int_equal(cublasLtMatmul(h, desc, &alpha, da, la, db, lb, &beta,
+                                        dd, lc, dd, lc, &algo, ws,
+                                        chk.workspaceSize, 0), OK);
+        dev_download(got, dd, sizeof(got));
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < M; i++) {
+                double sum = 0.0, mag = 0.0;
+
+                for (int p = 0; p < K; p++) {
+                    sum += (double)a[i + p * M] * b[p + j * K];
+                    mag += fabs((double)a[i + p * M] * b[p + j * K]);
+                }
+                assert_true(fabs(got[i + j * M] - sum) <=
+                            (K + 8) * 0x1p-24 * mag);
+            }
+    }
+    /* More parts than k is deep; a tile or stages the algorithm has no
+     * configuration of: refused by the check and by cublasLtMatmul. */
+    i32 = K + 1;
+    algo_config(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &i32, 4);
+    assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &algo,
+                                             &chk), INVALID);
+    algo = algo_init_fp32(h);
+    u32 = CUBLASLT_MATMUL_TILE_128x128;
+    algo_config(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &u32, 4);
+    assert_int_equal(cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &algo,
+                                             &chk), INVALID);
+    assert_int_equal(cublasLtMatmul(h, desc, &alpha, da, la, db, lb, &beta,
+                                    dd, lc, dd, lc, &algo, NULL, 0, 0),
+                     INVALID);
+
+    dev_free(da), dev_free(db), dev_free(dd), dev_free(ws);
+    free(a), free(b);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(la), OK);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(lb), OK);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(lc), OK);
+    assert_int_equal(cublasLtMatmulDescDestroy(desc), OK);
+    assert_int_equal(cublasLtDestroy(h), OK);
+}
+
+/* ---- The logger ---------------------------------------------------------------- */
+
+static int logged_api, logged_errors;
+static char logged_function[64];
+
+static void
+log_callback(int level, const char *function, const char *message)
+{
+    (void)message;
+    if (level == 5)
+        logged_api++;
+    else if (level == 1)
+        logged_errors++;
+    snprintf(logged_function, sizeof(logged_function), "%s", function);
+}
+
+/* Levels 0 to 5 are taken, others refused; at level 5 the callback hears
+ * every cublasLtMatmul, at level 1 only the failed ones; a mask picks the
+ * kinds; after ForceDisable nothing more. */
+static void
+test_logger(void **state)
+{
+    cublasLtHandle_t h = lt_new();
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t l;
+    float alpha = 1.0f, beta = 0.0f, x[4] = { 1, 2, 3, 4 }, y[4];
+    void *dx, *dy;
+
+    (void)state;
+    assert_int_equal(cublasLtLoggerSetLevel(6), INVALID);
+    assert_int_equal(cublasLtLoggerSetLevel(-1), INVALID);
+    assert_int_equal(cublasLtLoggerSetCallback(log_callback), OK);
+    assert_int_equal(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F,
+                                              CUDA_R_32F), OK);
+    assert_int_equal(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 2, 2, 2), OK);
+    dx = dev_upload(x, sizeof(x)), dy = dev_upload(x, sizeof(x));
+
+#define MATMUL(handle) \
+    cublasLtMatmul(handle, desc, &alpha, dx, l, dx, l, &beta, dy, l, dy, l, \
+                   NULL, NULL, 0, 0)
+    assert_int_equal(cublasLtLoggerSetLevel(5), OK);
+    assert_int_equal(MATMUL(h), OK);
+    assert_int_equal(logged_api, 1);
+    assert_string_equal(logged_function, "cublasLtMatmul");
+    assert_int_equal(logged_errors, 0);
+    assert_int_equal(MATMUL(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(logged_api, 2);
+    assert_int_equal(logged_errors, 1);
+    assert_int_equal(cublasLtLoggerSetLevel(1), OK);
+    assert_int_equal(MATMUL(h), OK);
+    assert_int_equal(MATMUL(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(logged_api, 2);
+    assert_int_equal(logged_errors, 2);
+    assert_int_equal(cublasLtLoggerSetMask(16), OK);
+    assert_int_equal(MATMUL(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(logged_api, 3);
+    assert_int_equal(logged_errors, 2);
+    assert_int_equal(cublasLtLoggerForceDisable(), OK);
+    assert_int_equal(cublasLtLoggerSetLevel(5), OK);
+    assert_int_equal(MATMUL(h), OK);
+    assert_int_equal(MATMUL(NULL), CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(logged_api, 3);
+    assert_int_equal(logged_errors, 2);
+#undef MATMUL
+    dev_download(y, dy, sizeof(y));
+    assert_true(y[0] == 1 * 1 + 3 * 2);   /* the product ran: x x */
+
+    dev_free(dx), dev_free(dy);
+    assert_int_equal(cublasLtMatrixLayoutDestroy(l), OK);
+    assert_int_equal(cublasLtMatmulDescDestroy(desc), OK);
     assert_int_equal(cublasLtDestroy(h), OK);
 }
 
@@ -1824,7 +2116,7 @@ call_stub_twice(void)
     assert_int_equal(cublasLtMatrixTransformDescCreate(&t, CUDA_R_32F),
                      UNSUPPORTED);
     assert_null(t);
-    assert_int_equal(cublasLtLoggerSetLevel(1), UNSUPPORTED);
+    assert_int_equal(cublasLtHeuristicsCacheGetCapacity(NULL), UNSUPPORTED);
 }
 
 /* An export the emulator does not implement says so once, by name. */
@@ -1838,7 +2130,7 @@ test_stub_message(void **state)
                         "ampshim-emu: cublasLtMatrixTransformDescCreate is not "
                         "implemented by the emulator (returns "
                         "CUBLAS_STATUS_NOT_SUPPORTED)\n"
-                        "ampshim-emu: cublasLtLoggerSetLevel is not "
+                        "ampshim-emu: cublasLtHeuristicsCacheGetCapacity is not "
                         "implemented by the emulator (returns "
                         "CUBLAS_STATUS_NOT_SUPPORTED)\n");
     free(text);
@@ -1915,8 +2207,10 @@ main(int argc, char **argv)
         cmocka_unit_test(test_operand_rounding_visible),
         cmocka_unit_test(test_argument_checks),
         cmocka_unit_test(test_heuristics),
+        cmocka_unit_test(test_algo_api),
         cmocka_unit_test(test_stream_order_and_time),
         cmocka_unit_test(test_stub_message),
+        cmocka_unit_test(test_logger),
         cmocka_unit_test(test_fault_injection),
     };
 

@@ -1,5 +1,5 @@
 /* Preload tests of the cuBLASLt hook: the unmodified FP32 program lt_check
- * (33 cublasLtMatmul cases: every forward epilogue, both orders, strided
+ * (34 cublasLtMatmul cases: every forward epilogue, both orders, strided
  * batches, every pointer mode (alpha vectors included), in place, beta 0 over NaN, wide-range and
  * huge inputs, stack descriptors initialised again in place) under
  * LD_PRELOAD=libampshim.so on the CPU device emulator, in every mode and
@@ -106,14 +106,14 @@ plain_teardown(void **state)
     return 0;
 }
 
-/* 33 cases, all successful, all of them the shim converts (the alpha
+/* 34 cases, all successful, all of them the shim converts (the alpha
  * vectors of every pointer mode included). */
 static void
 test_plain_case_list(void **state)
 {
     (void)state;
-    assert_int_equal(plain.count, 33);
-    assert_int_equal(plain_converts, 33);
+    assert_int_equal(plain.count, 34);
+    assert_int_equal(plain_converts, 34);
     for (int i = 0; i < plain.count; i++)
         assert_int_equal(plain.cases[i].status, 0);
 }
@@ -162,11 +162,11 @@ test_modes(void **state)
         expect_summary(&run, plain_converts, 0, what, &sum);
         /* The coverage meter counts every product, all FP32 converted. */
         if (amp_test_count_lines_with(
-                run.err, "of GEMM and convolution work in 33 calls, 100.0 % "
+                run.err, "of GEMM and convolution work in 34 calls, 100.0 % "
                          "FP32 within the shim's reach (converted 100.0 %") !=
             1) {
             amp_test_run_dump(what, &run);
-            fail_msg("%s: no coverage line for the 33 converted products",
+            fail_msg("%s: no coverage line for the 34 converted products",
                      what);
         }
         amp_test_run_free(&run);
@@ -308,7 +308,7 @@ test_policy_epilogue(void **state)
     /* lt_check's cases per epilogue; "" is CUBLASLT_EPILOGUE_DEFAULT,
      * whose shapes name none. */
     static const struct { const char *name; int cases; } epilogues[] = {
-        { "", 13 }, { "bias", 4 }, { "relu", 3 }, { "relu-aux", 1 },
+        { "", 13 }, { "bias", 5 }, { "relu", 3 }, { "relu-aux", 1 },
         { "relu-bias", 4 }, { "relu-aux-bias", 2 }, { "gelu", 1 },
         { "gelu-aux", 2 }, { "gelu-bias", 2 }, { "gelu-aux-bias", 1 },
     };
@@ -374,10 +374,10 @@ test_policy_epilogue(void **state)
         assert_int_equal(named[e], epilogues[e].cases);
     }
     /* gelu_bias, no_algo, gelu_aux and in_place_beta_zero; relu_aux,
-     * relu_aux_bias and the batched one; the other 26 cases. */
+     * relu_aux_bias and the batched one; the other 27 cases. */
     assert_int_equal(seen[0], 4);
     assert_int_equal(seen[1], 3);
-    assert_int_equal(seen[2], 26);
+    assert_int_equal(seen[2], 27);
     amp_json_free(doc);
     free(text);
     amp_test_run_free(&run);
@@ -398,9 +398,9 @@ struct fault_case {
  * (the first case's step in fp16; the second of its three in fp16x3)
  * falls back to the program's own call. */
 static const struct fault_case faults[] = {
-    { "fp16", "fp16", "alloc-async:1+", 33 },
-    { "fp16", "fp16", "launch:1+", 33 },
-    { "fp16x3", "fp32", "launch:3+", 33 },
+    { "fp16", "fp16", "alloc-async:1+", 34 },
+    { "fp16", "fp16", "launch:1+", 34 },
+    { "fp16x3", "fp32", "launch:3+", 34 },
     { "fp16", "fp16", "cublasLtMatmul:1:partial", 1 },
     { "fp16x3", "fp32", "cublasLtMatmul:2:partial", 1 },
     { "bf16", "bf16", "cublasLtMatmul:3", 1 },
