@@ -8,10 +8,47 @@
 # intercepted work, and where the report and its HTML page are. On the GPU
 # when there is one (the whole data set), else on the CPU device emulator
 # (a subset sized for a few minutes; times modelled).
+# usage: scripts/demo.sh [--gpu NAME]   (--help: the models' names)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build
+
+# The emulator's GPU models, as tests/emu/model.c names them.
+models=$(sed -n 's/^ *\.pub = { \.key = "\([a-z0-9]*\)".*/\1/p' \
+    "$root/tests/emu/model.c")
+model_list=$(echo $models | sed 's/ /, /g')
+usage() {
+    cat <<EOF
+usage: scripts/demo.sh [--gpu NAME]
+
+Trains examples/legacy_trainer twice with the same seed, plain FP32 and
+under 'ampshim run' with the built-in default policy, and prints both side
+by side. On the GPU when there is one (nvidia-smi -L), else on the CPU
+device emulator's H100 model.
+
+  --gpu NAME  on the CPU device emulator's model of GPU NAME, a GPU
+              present or not (AMPSHIM_EMU_GPU=NAME); NAME is one of
+              $model_list
+  -h, --help  this text
+EOF
+}
+gpu=
+while (($#)); do
+    case $1 in
+        -h | --help) usage; exit 0 ;;
+        --gpu)
+            (($# >= 2)) || { echo "demo: --gpu needs a name" >&2; exit 2; }
+            gpu=$2
+            shift 2 ;;
+        --gpu=*) gpu=${1#--gpu=}; shift ;;
+        *) echo "demo: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+if [[ -n $gpu ]] && ! grep -qx -- "$gpu" <<<"$models"; then
+    echo "demo: unknown GPU model '$gpu' (known: $model_list)" >&2
+    exit 2
+fi
 
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" "$build" gcc
@@ -27,7 +64,8 @@ done
 # The shim's own settings come from here, not from the caller's shell: the
 # built-in default policy decides (no user or system policy file).
 unset AMPSHIM_DISABLE AMPSHIM_LOG_FILE AMPSHIM_MODE AMPSHIM_EMU_FAIL \
-      AMPSHIM_POLICY AMPSHIM_REPORT AMPSHIM_TRACE AMPSHIM_SCRATCH_MAX
+      AMPSHIM_POLICY AMPSHIM_REPORT AMPSHIM_TRACE AMPSHIM_SCRATCH_MAX \
+      AMPSHIM_EMU_GPU
 export AMPSHIM_SUMMARY=1
 export XDG_CONFIG_HOME=$out/no-config XDG_CONFIG_DIRS=$out/no-config
 
@@ -36,15 +74,22 @@ export XDG_CONFIG_HOME=$out/no-config XDG_CONFIG_DIRS=$out/no-config
 # convolutions but the first (1 input channel) and its first fully
 # connected layer's GEMMs (policy/default.policy).
 echo
-if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n $gpus ]]; then
+if [[ -z $gpu ]] && gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n $gpus ]]; then
     echo "demo: running on the GPU: ${gpus%%$'\n'*}"
     env_run=(env)
     args=(--epochs 2)
     what="the whole data set (60000 training, 10000 test images), 2 epochs"
 else
-    echo "demo: no GPU (nvidia-smi -L failed): running on the CPU device" \
-         "emulator in $emu"
-    env_run=(env "LD_LIBRARY_PATH=$emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    if [[ -z $gpu ]]; then
+        gpu=h100
+        echo "demo: no GPU (nvidia-smi -L failed): running on the CPU" \
+             "device emulator in $emu, its $gpu model"
+    else
+        echo "demo: running on the CPU device emulator in $emu, its $gpu" \
+             "model (--gpu $gpu)"
+    fi
+    env_run=(env "LD_LIBRARY_PATH=$emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             "AMPSHIM_EMU_GPU=$gpu")
     args=(--epochs 1 --train 5120 --test 1024)
     what="5120 training images (10 steps of 512) and 1024 test images,"
     what+=" 1 epoch: a subset, as the emulator does the math on the CPU"

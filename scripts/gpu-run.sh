@@ -672,6 +672,8 @@ model_key() {
     *A100*) echo a100 ;;
     *L4*) echo l4 ;;
     *4090*) echo rtx4090 ;;
+    *V100*) echo v100 ;;
+    *T4*) echo t4 ;;
     esac
 }
 

@@ -29,9 +29,35 @@ static const enum amp_mode amp_auto_conv[] = {
     AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16, AMP_MODE_BF16,
 };
 
-/* (site, slot)'s state, made on first use. Lock held. */
+int
+amp_auto_half_fits(const struct amp_policy_call *call)
+{
+    static const enum amp_field gemm[] = {AMP_FIELD_M, AMP_FIELD_N,
+                                          AMP_FIELD_K};
+    static const enum amp_field conv[] = {AMP_FIELD_CONV_C,
+                                          AMP_FIELD_CONV_K};
+    const enum amp_field *f = call->family == AMP_FAMILY_CONV ? conv : gemm;
+    size_t i, n = call->family == AMP_FAMILY_CONV ? 2 : 3;
+
+    for (i = 0; i < n; i++)
+        if (!(call->present & (1u << f[i])) || call->field[f[i]] % 8 != 0)
+            return 0;
+    return 1;
+}
+
+/* 1 when `mode` computes on half-precision copies of the operands. */
+static int
+amp_auto_half(enum amp_mode mode)
+{
+    return mode != AMP_MODE_TF32;
+}
+
+/* (site, slot)'s state, made on first use; a shape whose dimensions do
+ * not suit half precision (half_fits 0) has those candidates ruled out.
+ * *made: 1 when this call made it. Lock held. */
 static struct amp_auto_view *
-amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
+amp_auto_view(struct amp_site *site, int slot, enum amp_family family,
+              int half_fits, int *made)
 {
     struct amp_auto_view **at = amp_site_shape_auto(slot), *v;
     const enum amp_mode *modes;
@@ -50,9 +76,12 @@ amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
     v->family = family;
     modes = family == AMP_FAMILY_CONV ? amp_auto_conv : amp_auto_gemm;
     v->ncandidates = 3;
-    for (i = 0; i < v->ncandidates; i++)
+    for (i = 0; i < v->ncandidates; i++) {
         v->c[i].mode = modes[i];
+        v->c[i].unfit = !half_fits && amp_auto_half(modes[i]);
+    }
     v->state = AMP_AUTO_MEASURING;
+    *made = 1;
     atomic_fetch_add_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     return v;
 }
@@ -86,7 +115,10 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
     double cand = amp_auto_mean(c->candidate_ms, c->timed),
            fp32 = amp_auto_mean(c->fp32_ms, c->timed);
 
-    if (c->worst.nonfinite) {
+    if (c->unfit) {
+        snprintf(buf, cap, "its half-precision copies need dimensions "
+                           "that are multiples of 8");
+    } else if (c->worst.nonfinite) {
         snprintf(buf, cap, "%llu non-finite elements where FP32 had none",
                  c->worst.nonfinite);
     } else if (c->over) {
@@ -119,7 +151,7 @@ amp_auto_awaits_time(const struct amp_auto_candidate *c)
 static int
 amp_auto_settled(const struct amp_auto_candidate *c)
 {
-    return c->failed || c->over || (c->errors && c->timed);
+    return c->unfit || c->failed || c->over || (c->errors && c->timed);
 }
 
 /* What a result changed, logged once the lock is released (labelling a
@@ -216,9 +248,11 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     for (i = 0; i < v->ncandidates; i++) {
         if (!amp_auto_settled(&v->c[i]))
             return;
-        within += !v->c[i].failed && !v->c[i].over;
+        within += !v->c[i].unfit && !v->c[i].failed && !v->c[i].over;
     }
-    if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3) {
+    /* fp16x3 runs on FP16 copies too: not where fp16 does not fit. */
+    if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3 &&
+        !v->c[0].unfit) {
         v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
         return;
     }
@@ -279,12 +313,14 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
 }
 
 void
-amp_auto_decide(struct amp_site *site, int slot,
-                enum amp_family family, int64_t count, int64_t sample_period,
+amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
+                int half_fits, int64_t count, int64_t sample_period,
                 struct amp_decision *out)
 {
+    struct amp_auto_bound policy;
+    struct amp_auto_note note = {"", ""};
     struct amp_auto_view *v;
-    int i, next = -1;
+    int i, next = -1, made = 0;
 
     out->mode = AMP_MODE_FP32;
     out->why = AMP_WHY_AUTO;
@@ -294,7 +330,9 @@ amp_auto_decide(struct amp_site *site, int slot,
     if (!site || amp_site_shape_site(slot) != site)
         return;
     pthread_mutex_lock(&amp_auto_lock);
-    v = amp_auto_view(site, slot, family);
+    v = amp_auto_view(site, slot, family, half_fits, &made);
+    if (made) /* nothing to measure (no candidate fits): FP32 at once */
+        amp_auto_settle(site, v, amp_auto_bound_or(NULL, &policy), &note);
     if (v && v->state == AMP_AUTO_MEASURING) {
         for (i = 0; i < v->ncandidates; i++) {
             const struct amp_auto_candidate *c = &v->c[i];
@@ -331,6 +369,7 @@ amp_auto_decide(struct amp_site *site, int slot,
     if (v)
         out->auto_slot = slot;
     pthread_mutex_unlock(&amp_auto_lock);
+    amp_auto_note_log(site, &note);
 }
 
 void

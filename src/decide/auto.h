@@ -3,7 +3,11 @@
  * has an error and a time, the fastest candidate within the tolerance
  * that is faster than FP32 converts the later calls (FP32 when none is).
  * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
- * the tolerance; convolutions try allow-conversion, fp16 and bf16.
+ * the tolerance; convolutions try allow-conversion, fp16 and bf16. The
+ * candidates that run on half-precision copies (all but tf32) need
+ * Tensor Core friendly dimensions (amp_auto_half_fits); a call without
+ * them rules those out from the start, so an unaligned GEMM measures
+ * tf32 alone and an unaligned convolution stays FP32.
  * Sampled shadow calls (shadow-rate) keep measuring the choice; a choice
  * whose error goes over the tolerance gives way to the next fastest
  * candidate within it, or FP32. */
@@ -49,6 +53,9 @@ struct amp_auto_candidate {
     int failed;                  /* fell back, or never timed: not chosen */
     int over;                    /* an error over the tolerance, or a
                                     non-finite element */
+    int unfit;                   /* a half-precision candidate at a shape
+                                    without the dimensions it needs
+                                    (amp_auto_half_fits): never run */
 };
 
 /* A (site, shape)'s candidates and choice. */
@@ -61,9 +68,18 @@ struct amp_auto_view {
     int changes;                 /* choices given up for drift */
 };
 
+/* 1 when the call's dimensions suit the candidates that run on
+ * half-precision copies (fp16, bf16, fp16x3, allow-conversion): a GEMM's
+ * m, n and k, a convolution's C and K, all multiples of 8, the sizes
+ * cuBLAS's and cuDNN's FP16 Tensor Core kernels are built for (16-byte
+ * rows of FP16); else 0. tf32 runs on the program's own FP32 operands
+ * and needs nothing of them. */
+int amp_auto_half_fits(const struct amp_policy_call *call);
+
 /* The decision of an `auto` call, number `count` of its shape at its
- * site (`slot`: the (site, shape)'s, from amp_site_shape_count), into
- * *out: shadow:CANDIDATE while measuring (the candidate
+ * site (`slot`: the (site, shape)'s, from amp_site_shape_count;
+ * `half_fits`: amp_auto_half_fits of the call, which the (site, shape)'s
+ * first call fixes), into *out: shadow:CANDIDATE while measuring (the candidate
  * itself, with out->auto_timing, when only its time after a warm-up is
  * missing: amp_auto_time; while that time is on its way and nothing
  * else needs measuring, the fastest candidate so far, or FP32), the
@@ -73,7 +89,7 @@ struct amp_auto_view {
  * -1).
  * out->auto_slot names the (site, shape) for the results. */
 void amp_auto_decide(struct amp_site *site, int slot,
-                     enum amp_family family, int64_t count,
+                     enum amp_family family, int half_fits, int64_t count,
                      int64_t sample_period, struct amp_decision *out);
 
 /* The tolerance the candidates are held to, in its norm (compared

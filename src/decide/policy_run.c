@@ -328,8 +328,9 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->mode = AMP_MODE_FP32;
         out->why = AMP_WHY_SHAPE_LIMIT;
     } else if (out->why == AMP_WHY_AUTO) {
-        amp_auto_decide(site, slot, call.family, shape_count,
-                        amp_policy_sample_period(&amp_active), out);
+        amp_auto_decide(site, slot, call.family, amp_auto_half_fits(&call),
+                        shape_count, amp_policy_sample_period(&amp_active),
+                        out);
     }
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)
         amp_policy_baseline_at(out, shape_count);

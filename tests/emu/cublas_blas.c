@@ -456,7 +456,8 @@ half_kind(cudaDataType atype, cudaDataType ctype, int standard,
     if (ctype != CUDA_R_32F && ctype != atype)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     kind->round = ROUND_NONE;
-    kind->prec = standard ? EMU_PREC_FP32 : EMU_PREC_FP16;
+    kind->prec = standard ? EMU_PREC_FP32
+                          : emu_half_prec(atype == CUDA_R_16BF);
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -490,7 +491,7 @@ gemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
             return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_FAST_16BF:
             kind->round = ROUND_BF16;
-            kind->prec = EMU_PREC_FP16;
+            kind->prec = emu_half_prec(1);
             return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_FAST_TF32:
             if (emu_tf32_available()) {

@@ -153,7 +153,8 @@ kind_of(int32_t compute, int32_t scale, cudaDataType ab, cudaDataType cd,
                 return CUBLAS_STATUS_NOT_SUPPORTED;
             /* Half operands are exact in FP32; pedantic arithmetic keeps
              * off the Tensor Cores. */
-            k->prec = pedantic ? EMU_PREC_FP32 : EMU_PREC_FP16;
+            k->prec = pedantic ? EMU_PREC_FP32
+                               : emu_half_prec(ab == CUDA_R_16BF);
             k->impl_flags = (pedantic ? fma : hmma) |
                             (ab == CUDA_R_16F
                                  ? CUBLASLT_NUMERICAL_IMPL_FLAGS_INPUT_16F
@@ -184,7 +185,7 @@ kind_of(int32_t compute, int32_t scale, cudaDataType ab, cudaDataType cd,
         break;
     case CUBLAS_COMPUTE_32F_FAST_16BF:
         k->round = ROUND_BF16;
-        k->prec = EMU_PREC_FP16;
+        k->prec = emu_half_prec(1);
         k->impl_flags = hmma | CUBLASLT_NUMERICAL_IMPL_FLAGS_INPUT_16BF;
         break;
     case CUBLAS_COMPUTE_32F_FAST_TF32:

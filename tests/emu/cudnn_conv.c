@@ -80,7 +80,7 @@ conv_config(struct conv_problem *p, cudnnDataType_t compute, const char *api)
     case CUDNN_DATA_HALF:
     case CUDNN_DATA_BFLOAT16:
         if (p->math != CUDNN_FMA_MATH)
-            p->prec = EMU_PREC_FP16;
+            p->prec = emu_half_prec(p->type == CUDNN_DATA_BFLOAT16);
         return CUDNN_STATUS_SUCCESS;
     default:
         return UNSUPPORTED("%s: data type %d", api, (int)p->type);
@@ -1529,7 +1529,7 @@ spec_problem(const struct emu_dnn_conv_spec *s, struct conv_problem *p)
         p->round = ROUND_TF32;
         p->prec = EMU_PREC_TF32;
     } else if (s->tensor_core) {
-        p->prec = EMU_PREC_FP16;
+        p->prec = emu_half_prec(s->type == CUDNN_DATA_BFLOAT16);
     }
 }
 

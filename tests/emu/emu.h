@@ -176,6 +176,12 @@ float emu_round_tf32(float f);
  * (compute capability 8 and later) and NVIDIA_TF32_OVERRIDE is not "0". */
 int emu_tf32_available(void);
 
+/* The rate Tensor Core math on half operands runs at: FP16 Tensor Cores
+ * from compute capability 7.0 (Volta); BF16 ones only from 8.0 (Ampere),
+ * before which BF16 products run on the CUDA cores at the FP32 rate.
+ * bf16: the operands are BF16. */
+enum emu_prec emu_half_prec(int bf16);
+
 /* Element types the library stand-ins store in device memory. */
 /* ---- Matrix products (blas.c) --------------------------------------------- */
 

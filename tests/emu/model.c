@@ -45,6 +45,26 @@
  * 37 and 19.5 TFLOPS), which cuBLAS's DGEMM reaches; Ada (L4, RTX 4090)
  * has no FP64 Tensor Cores and runs FP64 at 1/64 of its FP32 rate (Ada
  * whitepaper).
+ *
+ * The GPUs before TF32, which legacy FP32 programs still run on: FP32 on
+ * CUDA cores, FP16 Tensor Cores 8x faster. Tesla V100 SXM2 (NVIDIA V100
+ * datasheet, images.nvidia.com/content/technologies/volta/pdf/
+ * volta-v100-datasheet-update-us-1165301-r5.pdf): FP64 7.8, FP32 15.7,
+ * Tensor Core 125 TFLOPS, 32 GB of HBM2 at 900 GB/s; the Volta
+ * architecture whitepaper: 80 SMs, 6 MB of L2, up to 96 KB of shared
+ * memory per SM and per block, 2048 threads and 32 blocks per SM; compute
+ * capability 7.0. T4 (NVIDIA T4 datasheet, nvidia.com/en-us/data-center/
+ * tesla-t4): FP32 8.1, mixed-precision (FP16/FP32) 65 TFLOPS, 16 GB of
+ * GDDR6 at 320 GB/s; the Turing tuning guide: 40 SMs, 4 MB of L2, 64 KB
+ * of shared memory per SM, 1024 threads and 16 blocks per SM; compute
+ * capability 7.5, FP64 at 1/32 of FP32. Neither has TF32 (an Ampere
+ * format, compute capability 8.0 and later) or BF16 Tensor Cores: cuBLAS
+ * "allows" TF32 (CUBLAS_TF32_TENSOR_OP_MATH, CUBLAS_COMPUTE_32F_FAST_TF32:
+ * docs.nvidia.com/cuda/cublas, cublasMath_t and cublasComputeType_t), so
+ * a request for it computes FP32 there, and cuDNN's FP32 convolutions use
+ * TF32 only on Ampere and later (emu_tf32_available); BF16 operands run
+ * on the CUDA cores at the FP32 rate (emu_half_prec). 3 us per queued op
+ * and 0.8 of each peak, as the other GPUs without a measurement.
  */
 static const struct core_gpu_spec core_gpus[] = {
     {
@@ -142,6 +162,43 @@ static const struct core_gpu_spec core_gpus[] = {
         .max_blocks_per_sm = 24, .smem_per_sm = 102400,
         .smem_per_block_optin = 101376, .pci_bus = 0x01,
     },
+    {
+        /* No TF32 (compute capability 7.0): its cuBLAS and cuDNN run FP32
+         * math on the CUDA cores, and the model charges a TF32 request
+         * the FP32 rate (emu_model_tflops). */
+        .pub = { .key = "v100", .name = "Tesla V100-SXM2-32GB (emulated)",
+                 .cc_major = 7, .cc_minor = 0, .sm_count = 80,
+                 .total_mem = (size_t)(32 * GIB),
+                 .fp32_tflops = 15.7, .tf32_tflops = 0.0,
+                 .fp16_tflops = 125.0, .fp64_tflops = 7.8,
+                 .bandwidth_tbs = 0.9,
+                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
+                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
+        /* 900 GB/s over 4096 bits of HBM2, double data rate: 877 MHz. */
+        .clock_khz = 1530000, .mem_clock_khz = 877000, .bus_width = 4096,
+        .l2_bytes = 6 * 1024 * 1024, .max_threads_per_sm = 2048,
+        .max_blocks_per_sm = 32, .smem_per_sm = 98304,
+        .smem_per_block_optin = 98304, .pci_bus = 0x06,
+    },
+    {
+        /* Turing, compute capability 7.5: FP16 Tensor Cores, no TF32. */
+        .pub = { .key = "t4", .name = "Tesla T4 (emulated)",
+                 .cc_major = 7, .cc_minor = 5, .sm_count = 40,
+                 .total_mem = (size_t)(16 * GIB),
+                 .fp32_tflops = 8.1, .tf32_tflops = 0.0,
+                 .fp16_tflops = 65.0, .fp64_tflops = 0.25,
+                 .bandwidth_tbs = 0.32,
+                 .fp32_efficiency = 0.8, .tf32_efficiency = 0.8,
+                 .fp16_efficiency = 0.8, .fp64_efficiency = 0.8,
+                 .mem_efficiency = 0.85, .launch_latency_us = 3.0 },
+        /* 320 GB/s over 256 bits of GDDR6, as cudaDeviceProp reports it:
+         * 5001 MHz, double data rate. */
+        .clock_khz = 1590000, .mem_clock_khz = 5001000, .bus_width = 256,
+        .l2_bytes = 4 * 1024 * 1024, .max_threads_per_sm = 1024,
+        .max_blocks_per_sm = 16, .smem_per_sm = 65536,
+        .smem_per_block_optin = 65536, .pci_bus = 0x3b,
+    },
 };
 
 #define CORE_NGPUS (sizeof(core_gpus) / sizeof(core_gpus[0]))
@@ -194,8 +251,8 @@ core_gpu_choose(void)
             core_gpu_chosen = core_gpus[i];
         else
             fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_GPU=%s is not a known "
-                    "GPU (accepted: h100, h200, b200, a100, l4, rtx4090); "
-                    "using h100\n", want);
+                    "GPU (accepted: h100, h200, b200, a100, l4, rtx4090, "
+                    "v100, t4); using h100\n", want);
     }
     core_gpu_memory();
 }
@@ -220,7 +277,10 @@ emu_model_tflops(enum emu_prec prec)
 
     switch (prec) {
     case EMU_PREC_FP32: return gpu->fp32_tflops * gpu->fp32_efficiency;
-    case EMU_PREC_TF32: return gpu->tf32_tflops * gpu->tf32_efficiency;
+    case EMU_PREC_TF32: /* none: a TF32 request runs FP32 */
+        return gpu->tf32_tflops > 0.0
+                   ? gpu->tf32_tflops * gpu->tf32_efficiency
+                   : gpu->fp32_tflops * gpu->fp32_efficiency;
     case EMU_PREC_FP16: return gpu->fp16_tflops * gpu->fp16_efficiency;
     case EMU_PREC_FP64: return gpu->fp64_tflops * gpu->fp64_efficiency;
     case EMU_PREC_NONE: break;

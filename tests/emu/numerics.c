@@ -109,6 +109,12 @@ emu_tf32_available(void)
     return !tf32_override_off && emu_gpu()->cc_major >= 8;
 }
 
+enum emu_prec
+emu_half_prec(int bf16)
+{
+    return bf16 && emu_gpu()->cc_major < 8 ? EMU_PREC_FP32 : EMU_PREC_FP16;
+}
+
 float
 emu_elem_load(const void *base, size_t idx, enum emu_elem elem)
 {

@@ -1852,6 +1852,127 @@ test_batched_modelled_time(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+/* ---- A GPU without TF32 ---------------------------------------------------- */
+
+#define V100_ARG "--v100"
+
+/* One N^3 GEMM of `type` operands (FP32 C) on h with `compute`, timed
+ * between events: its modelled milliseconds; C into c (N * N floats). */
+static float
+timed_gemm_ex(cublasHandle_t h, cudaDataType type, cublasComputeType_t compute,
+              const void *da, void *dc, int n, float *c)
+{
+    float alpha = 1.0f, beta = 0.0f, ms = 0.0f;
+    cudaEvent_t e0, e1;
+
+    assert_int_equal(cudaEventCreate(&e0), cudaSuccess);
+    assert_int_equal(cudaEventCreate(&e1), cudaSuccess);
+    assert_int_equal(cudaEventRecord(e0, NULL), cudaSuccess);
+    assert_int_equal(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n,
+                                  &alpha, da, type, n, da, type, n, &beta,
+                                  dc, CUDA_R_32F, n, compute,
+                                  CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaEventRecord(e1, NULL), cudaSuccess);
+    assert_int_equal(cudaEventSynchronize(e1), cudaSuccess);
+    assert_int_equal(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
+    dev_download(c, dc, (size_t)n * n * sizeof(float));
+    assert_int_equal(cudaEventDestroy(e0), cudaSuccess);
+    assert_int_equal(cudaEventDestroy(e1), cudaSuccess);
+    return ms;
+}
+
+/* Under AMPSHIM_EMU_GPU=v100: a Tesla V100 (compute capability 7.0) has
+ * no TF32. cuBLAS's TF32 requests only allow it (cublasMath_t's
+ * CUBLAS_TF32_TENSOR_OP_MATH, cublasComputeType_t's
+ * CUBLAS_COMPUTE_32F_FAST_TF32: "allows the library to use Tensor Cores
+ * with TF32 compute"): they are accepted and compute plain FP32, at the
+ * FP32 rate. Its FP16 Tensor Cores run 125 TFLOPS to FP32's 15.7 (the V100
+ * datasheet): a compute-bound FP16 GEMM takes 1/7.96 of the FP32 one's
+ * time past the launch; BF16 operands, without BF16 Tensor Cores before
+ * Ampere, run at the FP32 rate. */
+static void
+test_v100_model(void **state)
+{
+    enum { N = 1024 };
+    size_t nn = (size_t)N * N;
+    struct cudaDeviceProp prop;
+    cublasHandle_t h = handle_new();
+    cublasMath_t math;
+    float *a = host_floats(nn), *ref = malloc(nn * 4), *c = malloc(nn * 4);
+    float alpha = 1.0f, beta = 0.0f, ms32, mstf, ms16, ms_bf;
+    void *da = dev_upload(a, nn * 4), *dh, *dc;
+    uint16_t *half = malloc(nn * 2);
+    double lat = emu_gpu()->launch_latency_us * 1e-3;
+
+    (void)state;
+    assert_true(ref && c && half);
+    assert_int_equal(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+    assert_int_equal(prop.major, 7);
+    assert_int_equal(prop.minor, 0);
+    assert_non_null(strstr(prop.name, "V100"));
+    assert_int_equal(cudaMalloc(&dc, nn * 4), cudaSuccess);
+
+    /* FP32, the reference. */
+    ms32 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F, da, dc, N, ref);
+    /* TF32 asked through the compute type: FP32's bits and time. */
+    mstf = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, da, dc,
+                         N, c);
+    assert_memory_equal(c, ref, nn * 4);
+    assert_true(mstf == ms32);
+    /* ... and through the math mode, which the handle keeps. */
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasGetMathMode(h, &math), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(math, CUBLAS_TF32_TENSOR_OP_MATH);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, N, N, N,
+                                    &alpha, da, N, da, N, &beta, dc, N),
+                     CUBLAS_STATUS_SUCCESS);
+    dev_download(c, dc, nn * 4);
+    assert_memory_equal(c, ref, nn * 4);
+
+    /* FP16 Tensor Cores: 125 / 15.7 times the FP32 rate. */
+    for (size_t i = 0; i < nn; i++)
+        half[i] = emu_f32_to_f16(a[i]);
+    dh = dev_upload(half, nn * 2);
+    ms16 = timed_gemm_ex(h, CUDA_R_16F, CUBLAS_COMPUTE_32F, dh, dc, N, c);
+    print_message("v100 %dx%dx%d: fp32 %.4f ms, fp16 %.4f ms\n", N, N, N,
+                  ms32, ms16);
+    assert_true(fabs((ms32 - lat) / (ms16 - lat) - 125.0 / 15.7) <
+                1e-3 * 125.0 / 15.7);
+    /* BF16 operands: the CUDA cores, FP32's rate (and bytes of half). */
+    for (size_t i = 0; i < nn; i++)
+        half[i] = emu_f32_to_bf16(a[i]);
+    assert_int_equal(cudaMemcpy(dh, half, nn * 2, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    ms_bf = timed_gemm_ex(h, CUDA_R_16BF, CUBLAS_COMPUTE_32F, dh, dc, N, c);
+    assert_true(fabs(ms_bf - ms32) < 1e-3 * ms32);
+    dev_free(da), dev_free(dh), dev_free(dc);
+    free(a), free(ref), free(c), free(half);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* The V100 model in its own process: AMPSHIM_EMU_GPU is read once. */
+static void
+test_v100_without_tf32(void **state)
+{
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("AMPSHIM_EMU_GPU", "v100", 1);
+        execl("/proc/self/exe", "test_emu_cublas", V100_ARG, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ---- Matrix and vector copies ------------------------------------------- */
 
 /* A rows x cols matrix of elem-byte elements through the device and back,
@@ -2711,10 +2832,17 @@ main(int argc, char **argv)
         cmocka_unit_test(test_graph_capture_replay),
         cmocka_unit_test(test_modelled_timing),
         cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_v100_without_tf32),
+    };
+    const struct CMUnitTest v100_tests[] = {
+        cmocka_unit_test(test_v100_model),
     };
 
     if (argc > 1 && strcmp(argv[1], FAULT_ARG) == 0)
         return cmocka_run_group_tests_name("emu_cublas_faults", fault_tests,
+                                           NULL, NULL);
+    if (argc > 1 && strcmp(argv[1], V100_ARG) == 0)
+        return cmocka_run_group_tests_name("emu_cublas_v100", v100_tests,
                                            NULL, NULL);
     /* Faults only where a test asks for them, in its own process. */
     unsetenv("AMPSHIM_EMU_FAIL");

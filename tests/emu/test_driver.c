@@ -1266,6 +1266,10 @@ static const struct model_want model_wants[] = {
       233472, 232448, 7.7, 1.2 },
     { "a100", "NVIDIA A100 SXM 80GB (emulated)", 80, 8, 0, 108, 40 << 20,
       167936, 166912, 2.04, 3.0 },
+    { "v100", "Tesla V100-SXM2-32GB (emulated)", 32, 7, 0, 80, 6 << 20,
+      98304, 98304, 0.9, 3.0 },
+    { "t4", "Tesla T4 (emulated)", 16, 7, 5, 40, 4 << 20, 65536, 65536,
+      0.32, 3.0 },
 };
 
 static int

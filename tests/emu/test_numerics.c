@@ -535,6 +535,11 @@ static const struct want_gpu want_gpus[] = {
       0.8, 0.8, 0.8, 0.8, 3.0 },
     { "rtx4090", "RTX 4090", 8, 9, 128, 24, 82.6, 82.6, 165.2, 1.29, 1.01,
       0.8, 0.8, 0.8, 0.8, 3.0 },
+    /* No TF32: a TF32 request runs at the FP32 rate. */
+    { "v100", "V100", 7, 0, 80, 32, 15.7, 0.0, 125.0, 7.8, 0.9,
+      0.8, 0.8, 0.8, 0.8, 3.0 },
+    { "t4", "T4", 7, 5, 40, 16, 8.1, 0.0, 65.0, 0.25, 0.32,
+      0.8, 0.8, 0.8, 0.8, 3.0 },
 };
 
 static const struct want_gpu *
@@ -603,7 +608,7 @@ child_check_gpu(const char *key)
         return 11;
     r32 = w->fp32 * w->e32;
     r16 = w->fp16 * w->e16;
-    rtf = w->tf32 * w->etf;
+    rtf = w->tf32 > 0.0 ? w->tf32 * w->etf : r32;
     r64 = w->fp64 * w->e64;
     if (emu_model_tflops(EMU_PREC_FP32) != r32 ||
         emu_model_tflops(EMU_PREC_TF32) != rtf ||
@@ -712,7 +717,9 @@ test_gpu_selection(void **state)
         { "a100", "a100", 0 },
         { "l4", "l4", 0 },
         { "rtx4090", "rtx4090", 0 },
-        { "v100", "h100", 1 },          /* unknown: one warning, default */
+        { "v100", "v100", 0 },
+        { "t4", "t4", 0 },
+        { "p100", "h100", 1 },          /* unknown: one warning, default */
     };
     char err[4096];
     size_t i;

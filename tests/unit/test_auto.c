@@ -48,7 +48,7 @@ decide(struct amp_site *site, enum amp_family family, int64_t count,
 
     memset(out, 0, sizeof *out);
     amp_site_shape_count(site, 42, &slot);
-    amp_auto_decide(site, slot, family, count, period, out);
+    amp_auto_decide(site, slot, family, 1, count, period, out);
     assert_int_equal(out->automatic, 1);
 }
 
@@ -220,6 +220,74 @@ test_conv_candidates(void **state)
     expect_mode(site, AMP_FAMILY_CONV, 4, AMP_MODE_FP32);
     amp_auto_get(site, slot, &v);
     assert_int_equal(v.ncandidates, 3);
+}
+
+/* A GEMM whose m, n or k is not a multiple of 8 measures tf32 alone (it
+ * needs no half-precision copies), and converts with it when it gains;
+ * fp16x3, on FP16 copies too, never joins; a convolution without such
+ * channels has no candidate and is FP32 from its first call. */
+static void
+test_unaligned_shapes(void **state)
+{
+    struct amp_policy_call gemm = {.family = AMP_FAMILY_GEMM},
+                           conv = {.family = AMP_FAMILY_CONV};
+    struct amp_auto_view v;
+    struct amp_decision d;
+    char why[96];
+    int slot, i;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    amp_policy_call_set(&gemm, AMP_FIELD_M, 2048);
+    amp_policy_call_set(&gemm, AMP_FIELD_N, 2048);
+    amp_policy_call_set(&gemm, AMP_FIELD_K, 256);
+    assert_int_equal(amp_auto_half_fits(&gemm), 1);
+    amp_policy_call_set(&gemm, AMP_FIELD_K, 250);
+    assert_int_equal(amp_auto_half_fits(&gemm), 0);
+    amp_policy_call_set(&conv, AMP_FIELD_CONV_C, 64);
+    amp_policy_call_set(&conv, AMP_FIELD_CONV_K, 64);
+    assert_int_equal(amp_auto_half_fits(&conv), 1);
+    amp_policy_call_set(&conv, AMP_FIELD_CONV_C, 3);
+    assert_int_equal(amp_auto_half_fits(&conv), 0);
+
+    /* tf32 is measured first, and chosen. */
+    memset(&d, 0, sizeof d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, AMP_MODE_TF32);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_TF32);
+    assert_int_equal(amp_auto_get(site, slot, &v), 0);
+    assert_int_equal(v.state, AMP_AUTO_CHOSEN);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(v.c[i].issued, 0);
+        assert_string_equal(amp_auto_rejects(&v.c[i], TOL, why, sizeof why),
+                            "its half-precision copies need dimensions "
+                            "that are multiples of 8");
+    }
+
+    /* tf32 over the tolerance: FP32, without fp16x3. */
+    site = fresh_site(&slot);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    measured(site, slot, AMP_MODE_TF32, 0.2, 0.5, 2.0);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.ncandidates, 3);
+    assert_int_equal(v.state, AMP_AUTO_FP32);
+
+    /* A convolution: FP32 at once, every candidate ruled out. */
+    site = fresh_site(&slot);
+    amp_auto_decide(site, slot, AMP_FAMILY_CONV, 0, 1, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+    assert_int_equal(d.auto_slot, slot);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.state, AMP_AUTO_FP32);
+    for (i = 0; i < v.ncandidates; i++)
+        assert_int_equal(v.c[i].unfit, 1);
+    assert_int_equal(atomic_load(&site->auto_measuring), 0);
 }
 
 static void
@@ -498,8 +566,8 @@ test_shapes_decide_alone(void **state)
      * out; shape 90 has measured nothing yet. */
     for (i = 0; i < 3; i++) {
         memset(&d, 0, sizeof d);
-        amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, i + 1, 0, &d);
-        amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, i + 1, 0, &d);
+        amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, i + 1, 0, &d);
+        amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, i + 1, 0, &d);
     }
     measured(site, slot[40], AMP_MODE_FP16, 3e-4, 1.0, 2.0);
     measured(site, slot[40], AMP_MODE_BF16, 2e-3, 0.8, 2.0);
@@ -507,13 +575,13 @@ test_shapes_decide_alone(void **state)
     measured(site, slot[77], AMP_MODE_FP16, 0.2, 1.0, 2.0);
     measured(site, slot[77], AMP_MODE_BF16, 0.9, 0.8, 2.0);
     measured(site, slot[77], AMP_MODE_TF32, 0.2, 0.5, 2.0);
-    amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 4, 0, &d);
+    amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, 4, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_TF32);
     assert_int_equal(d.auto_slot, slot[40]);
-    amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 4, 0, &d);
+    amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, 4, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_FP16X3);
-    amp_auto_decide(site, slot[90], AMP_FAMILY_GEMM, 1, 0, &d);
+    amp_auto_decide(site, slot[90], AMP_FAMILY_GEMM, 1, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_FP16);
     assert_int_equal(d.auto_slot, slot[90]);
@@ -550,7 +618,7 @@ test_shapes_beyond_the_table(void **state)
     assert_int_equal(amp_site_shape_count(site, key, &slot), 1);
     assert_int_equal(slot, -1);
     memset(&d, 0, sizeof d);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 1, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     assert_int_equal(d.auto_slot, -1);
     assert_false(amp_site_shape_demoted(slot));
@@ -578,6 +646,7 @@ main(void)
         cmocka_unit_test(test_drift_gives_way),
         cmocka_unit_test(test_fp16x3_only_when_nothing_is_within),
         cmocka_unit_test(test_conv_candidates),
+        cmocka_unit_test(test_unaligned_shapes),
         cmocka_unit_test(test_failures_rule_out),
         cmocka_unit_test(test_warmup_time_measured_again),
         cmocka_unit_test(test_slow_warmup_runs_fp32_while_timed),

@@ -612,56 +612,57 @@ test_builtin_default(void **state)
     assert_int_equal(d.why, AMP_WHY_AUTO);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.why, AMP_WHY_AUTO);
-    /* Not Tensor Core friendly, or too small to gain on the modelled
-     * H100 (policy/README.md): FP32. */
+    /* Every GEMM of at least 512M multiply-adds goes to auto, whatever
+     * its dimensions: a short k (2048x2048x256, which tf32 speeds up), a
+     * skinny m, dimensions that are not multiples of 8 (auto then
+     * measures tf32 alone: test_auto's test_unaligned_shapes). */
+    c = gemm_call(2048, 2048, 256, 0, 0);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+    c = gemm_call(48, 4096, 4096, 0, 0);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+    c = gemm_call(1000, 1000, 1000, 0, 1);
+    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
+    /* Under 512M multiply-adds (policy/README.md): FP32, the rules not
+     * asked. 1024x512x1020 is 535M, 512x256x1024 134M. */
     c = gemm_call(1024, 512, 1020, 0, 1);
+    assert_int_equal(amp_policy_match(&pol, &c), AMP_POLICY_SMALL);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     c = gemm_call(512, 256, 1024, 0, 1);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
-    c = gemm_call(48, 4096, 4096, 0, 0);
-    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_not_equal(d.why, AMP_WHY_AUTO);
+    /* Convolutions likewise: 8 images of 128 channels in and out at
+     * 32x32, 3x3, are 1.2G multiply-adds; of 64 channels 302M (FP32),
+     * and 64 images of them 2.4G. */
     c = conv_call(128, 128, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.why, AMP_WHY_AUTO);
-    /* Convolutions: at least 32 input and 64 output channels, multiples
-     * of 8, and 512M multiply-adds. 8 images of 64 channels in, 64 out
-     * at 32x32 are 302M: FP32; 64 images of them, or of 32 channels in,
-     * convert. */
     c = conv_call(64, 64, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_not_equal(d.why, AMP_WHY_AUTO);
     amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.why, AMP_WHY_AUTO);
-    c = conv_call(32, 64, AMP_LAYOUT_NCHW);
-    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 64);
+    /* Few input or output channels, or channels not multiples of 8, are
+     * auto's to measure (it rules out what does not fit); small ones stay
+     * FP32. */
+    c = conv_call(3, 64, AMP_LAYOUT_NCHW);
+    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.why, AMP_WHY_AUTO);
-    /* Few input channels (a network's first layer on its images), few
-     * output channels, or channels not a multiple of 8: FP32 at any
-     * size. */
-    c = conv_call(16, 64, AMP_LAYOUT_NCHW);
+    c = conv_call(128, 36, AMP_LAYOUT_NHWC);
     amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP32);
-    c = conv_call(1, 64, AMP_LAYOUT_NCHW);
-    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 65536);
-    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP32);
-    c = conv_call(128, 32, AMP_LAYOUT_NCHW);
-    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
-    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP32);
-    c = conv_call(36, 64, AMP_LAYOUT_NCHW);
-    amp_policy_call_set(&c, AMP_FIELD_CONV_N, 4096);
-    amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
-    assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_equal(d.why, AMP_WHY_AUTO);
     c = conv_call(3, 64, AMP_LAYOUT_NCHW);
     amp_policy_action(&pol, amp_policy_match(&pol, &c), 3, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
+    assert_int_not_equal(d.why, AMP_WHY_AUTO);
 }
 
 static void

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The built-in policy on the emulator's H100 model (no policy file
+# anywhere): every GEMM above its minimum work goes to auto, which decides.
+# - 2048x2048x256 (k under 512): auto measures fp16, bf16 and tf32 and
+#   converts the later calls with the fastest, tf32;
+# - 1004x1000x1000 (m not a multiple of 8): fp16 and bf16 are ruled out
+#   without a shadow call (their half-precision copies need multiples of
+#   8), tf32 alone is measured and converts;
+# - 512x256x1024 (134M multiply-adds, under min-size): FP32.
+# The program's output under the shim matches its FP32 run within the
+# tolerance (report_prog prints nothing of its results: the report's
+# errors say it).
+# usage: test_default_policy.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM
+#                               PYTHON3 CHECK_SCHEMA
+set -euo pipefail
+
+prog=$(realpath "$1") shim=$(realpath "$2") emu=$(realpath "$3")
+tool=$(realpath "$4") python=$5 schema=$(realpath "$6")
+tmp=$(mktemp -d /tmp/ampshim-default-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "default policy test: $*" >&2
+    for f in "$tmp"/*.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
+    done
+    exit 1
+}
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$shim AMPSHIM_EMU_GPU=h100
+cd "$tmp"
+
+# run NAME M N K: 8 calls of M x N x K from one site, under the built-in
+# policy, into NAME.json.
+run() {
+    "$tool" run --report "$1.json" -- "$prog" --calls 8 --m "$2" --n "$3" \
+        --k "$4" >"$1.out" 2>"$1.err" || fail "$1: ampshim run failed"
+    "$python" "$schema" "$1.json" >"$1-schema.out" || fail "$1.json: schema"
+}
+run short 2048 2048 256
+run unaligned 1004 1000 1000
+run small 512 256 1024
+
+"$python" - <<'PY' || fail "reports"
+import json
+
+def shape(name):
+    r = json.load(open(name + ".json"))
+    assert r["policy"]["source"] == "built-in", r["policy"]
+    (site,) = r["sites"]
+    (s,) = site["shapes"]
+    assert s["calls"] == 8, (name, s["calls"])
+    return s
+
+def candidates(s):
+    return {c["mode"]: c for c in s["auto"]["candidates"]}
+
+half = "its half-precision copies need dimensions that are multiples of 8"
+
+s = shape("short")
+assert s["dims"]["k"] == 256
+a = s["auto"]
+assert a["state"] == "chosen" and a["choice"] == "tf32", a
+c = candidates(s)
+assert set(c) == {"fp16", "bf16", "tf32"}, c
+for mode in ("fp16", "bf16", "tf32"):
+    assert c[mode]["shadow_calls"] >= 1, (mode, c[mode])
+assert c["tf32"]["eligible"] and c["tf32"]["speedup"] > 1, c["tf32"]
+assert c["tf32"]["max_rel"] <= 5e-3, c["tf32"]
+# Later calls ran tf32 (converted counts shadow calls too).
+assert s["modes"].get("tf32", 0) >= 2, s["modes"]
+print("2048x2048x256: tf32, %.2fx, %d of 8 calls tf32"
+      % (c["tf32"]["speedup"], s["modes"]["tf32"]))
+
+s = shape("unaligned")
+a = s["auto"]
+assert a["state"] == "chosen" and a["choice"] == "tf32", a
+c = candidates(s)
+assert set(c) == {"fp16", "bf16", "tf32"}, c
+for mode in ("fp16", "bf16"):
+    assert c[mode]["shadow_calls"] == 0, (mode, c[mode])
+    assert c[mode]["rejected"] == half, (mode, c[mode])
+assert c["tf32"]["eligible"], c["tf32"]
+assert s["modes"].get("tf32", 0) >= 5, s["modes"]
+print("1004x1000x1000: tf32 alone measured, %d of 8 calls tf32"
+      % s["modes"]["tf32"])
+
+s = shape("small")
+assert "auto" not in s or s["auto"] is None, s.get("auto")
+assert s["fp32"] == 8 and s["converted"] == 0, s
+assert s["fp32_reasons"] == {"min-size": 8}, s["fp32_reasons"]
+print("512x256x1024: FP32 (min-size)")
+PY
+echo "default policy: auto decides every GEMM above min-size"
