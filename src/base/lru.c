@@ -1,6 +1,6 @@
 /* A bounded least-recently-used map of byte keys: the shim's caches of
  * vendor answers (heuristics, algorithms, execution plans). */
-#include "lru.h"
+#include "base/lru.h"
 
 #include <stdlib.h>
 #include <string.h>

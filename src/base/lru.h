@@ -5,7 +5,7 @@
 #ifndef AMP_LRU_H
 #define AMP_LRU_H
 
-#include "status.h"
+#include "base/status.h"
 
 #include <stddef.h>
 #include <stdint.h>
