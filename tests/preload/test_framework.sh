@@ -21,6 +21,12 @@
 #   captured ones included; twin plans finalized and cuBLASLt heuristic
 #   queries bounded by the model's plans and shapes, and the same at twice
 #   the steps.
+# CHECK evict: --conv-layers 256 in tf32, more twin plans than a thread
+#   keeps (the backward thread runs 512 plans, each with its first call's
+#   twin beside): every convolution layer within the bound, the calls
+#   counted, and still two twin plans finalized per plan, none again: the
+#   twins evicted are the least recently used, the first calls' (destroyed
+#   once an event after their last execution has completed).
 # CHECK auto_accuracy: at the program's default size (3 replays), where
 #   auto finds converting faster than FP32, the auto policy keeps every
 #   layer within the bound, the ill-conditioned one included.
@@ -206,6 +212,17 @@ tf32_plans)
     [[ "$built $queries" == "${first% *}" ]] ||
         fail "tf32: plans and queries $built $queries at 8 steps," \
              "${first% *} at the default"
+    ;;
+evict)
+    args+=(--conv-layers 256)
+    run tf32 1 AMPSHIM_MODE=tf32
+    check_counts tf32
+    only_ill_fails tf32
+    plans=$(program_field plans)
+    built=$(report_field cudnnBackendExecute plans_built)
+    echo "  twin plans finalized=$built (program plans=$plans)"
+    [[ $plans -gt 512 && $built == $((2 * plans)) ]] ||
+        fail "evict: $built twin plans finalized, not 2 x $plans"
     ;;
 auto_accuracy)
     # The calls counted first: only the layers' check is expected to fail.
