@@ -48,7 +48,7 @@
  * plan per layer and direction, hundreds of them. */
 #define AMP_GRAPH_TWINS 512
 /* Evicted twin plans a thread holds until their last execution is done. */
-#define AMP_GRAPH_RETIRED 16
+#define AMP_GRAPH_RETIRED 64
 /* Engine configurations of the heuristics the twin tries. */
 #define AMP_GRAPH_CONFIGS 8
 /* Variant pack entries the shim reads. */

@@ -23,10 +23,11 @@
 #   the steps.
 # CHECK evict: --conv-layers 256 in tf32, more twin plans than a thread
 #   keeps (the backward thread runs 512 plans, each with its first call's
-#   twin beside): every convolution layer within the bound, the calls
-#   counted, and still two twin plans finalized per plan, none again: the
-#   twins evicted are the least recently used, the first calls' (destroyed
-#   once an event after their last execution has completed).
+#   twin beside): every plan execution converted, every convolution layer
+#   within the bound, the calls counted, and still two twin plans
+#   finalized per plan, none again: the twins evicted are the least
+#   recently used, the first calls' (destroyed once an event after their
+#   last execution has completed).
 # CHECK auto_accuracy: at the program's default size (3 replays), where
 #   auto finds converting faster than FP32, the auto policy keeps every
 #   layer within the bound, the ill-conditioned one included.
@@ -217,6 +218,7 @@ evict)
     args+=(--conv-layers 256)
     run tf32 1 AMPSHIM_MODE=tf32
     check_counts tf32
+    all_converted tf32 cudnnBackendExecute
     only_ill_fails tf32
     plans=$(program_field plans)
     built=$(report_field cudnnBackendExecute plans_built)
