@@ -32,7 +32,11 @@
  * worst_rel=.."; exits 0 when every layer is within --bound, 1 when one
  * is not, 2 on a usage error, 3 when a CUDA call fails.
  *
- * usage: framework [--steps N] [--replays N] [--small] [--bound X] */
+ * --conv-layers N (1 to 256, 40 by default) sets the convolution layers,
+ * each of its own shape.
+ *
+ * usage: framework [--steps N] [--replays N] [--small] [--conv-layers N]
+ *                  [--bound X] */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -46,7 +50,8 @@
 
 #define GEMM_LAYERS 18
 #define LINEAR_LAYERS 6
-#define CONV_LAYERS 40
+#define CONV_LAYERS 40          /* the default; --conv-layers */
+#define CONV_LAYERS_MAX 256
 #define SEQ_LENGTHS 3
 #define MAP_SLOTS 1024          /* a power of two */
 #define KEY_INTS 10
@@ -108,7 +113,7 @@ struct lane {
 };
 
 struct options {
-    int steps, replays, small;
+    int steps, replays, small, conv_layers;
     double bound;
 };
 
@@ -117,7 +122,7 @@ struct model {
     int seq[SEQ_LENGTHS], tmax;
     struct gemm_layer gemm[GEMM_LAYERS];
     struct linear_layer linear[LINEAR_LAYERS];
-    struct conv_layer conv[CONV_LAYERS];
+    struct conv_layer conv[CONV_LAYERS_MAX];
     cublasLtHandle_t lt;
     struct lane fwd, bwd;
     cudaEvent_t fwd_done, bwd_done;
@@ -579,7 +584,7 @@ forward(struct model *md, int s)
     }
     for (int i = 0; i < LINEAR_LAYERS; i++)
         linear_forward(md, &md->linear[i], s);
-    for (int i = 0; i < CONV_LAYERS; i++)
+    for (int i = 0; i < md->opt.conv_layers; i++)
         conv_execute(md, ln, &md->conv[i], FWD);
 }
 
@@ -591,7 +596,7 @@ backward(struct model *md, int s)
     const struct lane *ln = &md->bwd;
     int t = md->seq[s];
 
-    for (int i = CONV_LAYERS - 1; i >= 0; i--) {
+    for (int i = md->opt.conv_layers - 1; i >= 0; i--) {
         conv_execute(md, ln, &md->conv[i], BWD_DATA);
         conv_execute(md, ln, &md->conv[i], BWD_FILTER);
     }
@@ -808,7 +813,7 @@ conv_count(int n, int c, int h)
 }
 
 /* Layer i's shape: 40 distinct (c, k) pairs, 1x1 and 3x3 filters, some
- * strided. */
+ * strided; each further 40 layers (--conv-layers) two pixels taller. */
 static void
 setup_conv(struct model *md, int i, uint64_t *seed)
 {
@@ -820,7 +825,7 @@ setup_conv(struct model *md, int i, uint64_t *seed)
     l->n = md->opt.small ? 1 : 2;
     l->c = cs[i % 5] == 3 ? 3 : cs[i % 5] * scale;
     l->k = ks[(i / 5) % 8] * scale;
-    l->h = md->opt.small ? 6 : 12;
+    l->h = (md->opt.small ? 6 : 12) + 2 * (i / 40);
     l->r = i % 3 == 2 ? 1 : 3;
     l->stride = i % 4 == 3 ? 2 : 1;
     l->pad = l->r / 2;
@@ -880,7 +885,7 @@ setup(struct model *md)
         setup_gemm(md, i, unit, &seed);
     for (int i = 0; i < LINEAR_LAYERS; i++)
         setup_linear(md, i, unit, &seed);
-    for (int i = 0; i < CONV_LAYERS; i++)
+    for (int i = 0; i < md->opt.conv_layers; i++)
         setup_conv(md, i, &seed);
     return api_errors > 0 ? -1 : 0;
 }
@@ -1075,7 +1080,7 @@ check(const struct model *md, int s, struct verdict *v)
                  t, l->in, l->out);
         judge(v, name, report_layer(name, shape, err, bound), bound);
     }
-    for (int i = 0; i < CONV_LAYERS; i++) {
+    for (int i = 0; i < md->opt.conv_layers; i++) {
         const struct conv_layer *l = &md->conv[i];
 
         conv_check(l, err);
@@ -1095,6 +1100,7 @@ parse_options(int argc, char **argv, struct options *opt)
     opt->steps = 4;
     opt->replays = -1;
     opt->small = 0;
+    opt->conv_layers = CONV_LAYERS;
     opt->bound = 1e-2;
     for (int i = 1; i < argc; i++) {
         char *end;
@@ -1109,13 +1115,17 @@ parse_options(int argc, char **argv, struct options *opt)
                    parse_int_range(argv[i + 1], 0, 1000000, &opt->replays) ==
                        0) {
             i++;
+        } else if (strcmp(argv[i], "--conv-layers") == 0 && i + 1 < argc &&
+                   parse_int_range(argv[i + 1], 1, CONV_LAYERS_MAX,
+                                   &opt->conv_layers) == 0) {
+            i++;
         } else if (strcmp(argv[i], "--bound") == 0 && i + 1 < argc &&
                    (opt->bound = strtod(argv[i + 1], &end)) > 0.0 &&
                    *end == '\0') {
             i++;
         } else {
             fprintf(stderr, "usage: framework [--steps N] [--replays N] "
-                    "[--small] [--bound X]\n");
+                    "[--small] [--conv-layers N] [--bound X]\n");
             return -1;
         }
     }
@@ -1198,7 +1208,7 @@ main(int argc, char **argv)
            v.worst, md.opt.bound);
     printf("framework: layers=%d shapes=%d plans=%d graphs=%d steps=%d "
            "replays=%d failed=%d worst_rel=%.3e\n",
-           GEMM_LAYERS + LINEAR_LAYERS + CONV_LAYERS,
+           GEMM_LAYERS + LINEAR_LAYERS + md.opt.conv_layers,
            map_count(&md.shapes) + map_count(&md.plans),
            map_count(&md.plans), SEQ_LENGTHS, md.opt.steps, md.opt.replays,
            v.failed, v.worst);

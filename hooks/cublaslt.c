@@ -6,13 +6,15 @@
  * again in place. The steps are cublasLtMatmul calls on the shim's own
  * handle, with descriptors initialised in the shim's memory (the
  * program's SM count target kept), the algorithm the heuristics chose for
- * them (cached per shape, per thread and context: the program's was
+ * them (cached per shape, per thread and context, the least recently
+ * used forgotten first: the program's was
  * chosen for FP32 operands) and the program's workspace, or one of the
  * size they need in the call's scratch when it gave none. */
 #include "cublaslt_symbols.h"
 
 #include "base/caller.h"
 #include "base/log.h"
+#include "base/lru.h"
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "cublas_hook.h"
@@ -42,11 +44,16 @@
 #define AMP_LT_WORKSPACE_HOPPER ((uint64_t)32 << 20)
 #define AMP_LT_WORKSPACE_BEFORE ((uint64_t)4 << 20)
 
-/* Heuristic answers each thread keeps per context. */
-#define AMP_LT_ALGOS 64
+/* Heuristic answers each thread keeps per context: a model's products,
+ * hundreds of shapes. */
+#define AMP_LT_ALGOS 512
 
 /* cuBLASLt's verdicts on programs' calls each thread keeps. */
-#define AMP_LT_VERDICTS 32
+#define AMP_LT_VERDICTS 512
+
+/* Readings of the program's descriptors each thread keeps: a descriptor
+ * per layer, a layout per shape. */
+#define AMP_LT_READINGS 256
 
 /* ---- The real functions --------------------------------------------------- */
 
@@ -108,25 +115,6 @@ amp_lt_real(const void *ret, struct amp_route *route)
 
 /* ---- The shim's own handle and heuristic answers ------------------------- */
 
-/* The caches' index of a key compared as bytes: eight bytes a step (the
- * keys are a few hundred bytes, hashed on every call). */
-static uint64_t
-amp_lt_hash(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 0x9e3779b97f4a7c15ull, w;
-    size_t i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h ^ (h >> 32);
-}
-
 
 /* A key of the shim's steps: everything of a step's descriptors that can
  * change the algorithm the heuristics choose. Zeroed before it is filled,
@@ -139,12 +127,12 @@ struct amp_lt_key {
     int64_t m, n, k, lda, ldb, ldc, ldd, batch;
     int64_t stride_a, stride_b, stride_c, stride_d;
     uint32_t align_a, align_b, align_c, align_d;
+    uint32_t align_bias, align_aux; /* 0: the epilogue has none */
     uint64_t workspace;
 };
 
+/* The heuristics' answer for a key (its value in the own's map). */
 struct amp_lt_algo {
-    int used;
-    struct amp_lt_key key;
     int found;                 /* 0: the heuristics had none */
     cublasLtMatmulAlgo_t algo;
     size_t workspace;          /* what it needs */
@@ -152,7 +140,7 @@ struct amp_lt_algo {
 
 struct amp_lt_own {
     cublasLtHandle_t handle;
-    struct amp_lt_algo algos[AMP_LT_ALGOS];
+    struct amp_lru algos;      /* struct amp_lt_key -> struct amp_lt_algo */
 };
 
 static int
@@ -160,7 +148,13 @@ amp_lt_own_make(void *obj)
 {
     struct amp_lt_own *own = obj;
 
-    return amp_real.cublasLtCreate(&own->handle) != CUBLAS_STATUS_SUCCESS;
+    if (amp_lru_init(&own->algos, AMP_LT_ALGOS, sizeof(struct amp_lt_key),
+                     sizeof(struct amp_lt_algo)) != AMP_OK)
+        return 1;
+    if (amp_real.cublasLtCreate(&own->handle) == CUBLAS_STATUS_SUCCESS)
+        return 0;
+    amp_lru_fini(&own->algos, NULL, NULL);
+    return 1;
 }
 
 static void
@@ -168,6 +162,7 @@ amp_lt_own_drop(void *obj, int live)
 {
     struct amp_lt_own *own = obj;
 
+    amp_lru_fini(&own->algos, NULL, NULL);
     if (live)
         amp_real.cublasLtDestroy(own->handle);
 }
@@ -463,16 +458,41 @@ struct amp_lt_bytes {
     int c_is_d;                /* Cdesc NULL: D's layout */
 };
 
-#define AMP_LT_READINGS 16
-
+/* What each thread keeps of the program's calls: the readings of their
+ * descriptors, and cuBLASLt's verdicts on them (below). */
 static _Thread_local struct {
     unsigned generation;
-    struct {
-        int used;
-        struct amp_lt_bytes key;
-        struct amp_lt_call call;
-    } slot[AMP_LT_READINGS];
-} amp_lt_readings;
+    int tried;                 /* set up once; a failure stays failed */
+    struct amp_lru readings;   /* struct amp_lt_bytes -> struct amp_lt_call */
+    struct amp_lru verdicts;   /* struct amp_lt_call -> int, accepted */
+} amp_lt_thread;
+
+static void
+amp_lt_thread_exit(void)
+{
+    amp_lru_fini(&amp_lt_thread.readings, NULL, NULL);
+    amp_lru_fini(&amp_lt_thread.verdicts, NULL, NULL);
+}
+
+/* The calling thread's maps, set up on first use (a map that cannot be
+ * had stays empty: every call is read and asked about in full). */
+static void
+amp_lt_thread_get(void)
+{
+    if (amp_shim_thread_stale(&amp_lt_thread.generation)) {
+        /* A forked child's copies of its parent's: freed, not used. */
+        amp_lt_thread_exit();
+        amp_lt_thread.tried = 0;
+    }
+    if (amp_lt_thread.tried)
+        return;
+    amp_lt_thread.tried = 1;
+    amp_lru_init(&amp_lt_thread.readings, AMP_LT_READINGS,
+                 sizeof(struct amp_lt_bytes), sizeof(struct amp_lt_call));
+    amp_lru_init(&amp_lt_thread.verdicts, AMP_LT_VERDICTS,
+                 sizeof(struct amp_lt_call), sizeof(int));
+    amp_shim_at_thread_exit(amp_lt_thread_exit);
+}
 
 static int
 amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
@@ -480,12 +500,11 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
             cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
 {
     struct amp_lt_bytes key;
-    int i;
+    struct amp_lt_call *kept;
 
     if (!desc || !la || !lb || !ld)
         return amp_lt_read_all(desc, la, lb, lc, ld, c);
-    if (amp_shim_thread_stale(&amp_lt_readings.generation))
-        memset(amp_lt_readings.slot, 0, sizeof amp_lt_readings.slot);
+    amp_lt_thread_get();
     memset(&key, 0, sizeof key);
     key.op = *desc;
     key.a = *la;
@@ -493,17 +512,16 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     key.c = lc ? *lc : *ld;
     key.d = *ld;
     key.c_is_d = lc == NULL;
-    i = (int)(amp_lt_hash(&key, sizeof key) % AMP_LT_READINGS);
-    if (amp_lt_readings.slot[i].used &&
-        memcmp(&amp_lt_readings.slot[i].key, &key, sizeof key) == 0) {
-        *c = amp_lt_readings.slot[i].call;
+    kept = amp_lru_find(&amp_lt_thread.readings, &key);
+    if (kept) {
+        memcpy(c, kept, sizeof *c);
         return 1;
     }
     if (!amp_lt_read_all(desc, la, lb, lc, ld, c))
         return 0;
-    amp_lt_readings.slot[i].used = 1;
-    amp_lt_readings.slot[i].key = key;
-    amp_lt_readings.slot[i].call = *c;
+    kept = amp_lru_add(&amp_lt_thread.readings, &key, NULL, NULL);
+    if (kept)
+        memcpy(kept, c, sizeof *c);
     return 1;
 }
 
@@ -883,6 +901,12 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->align_b = amp_lt_align(s->b);
     k->align_c = amp_lt_align(s->c);
     k->align_d = amp_lt_align(s->d);
+    /* The epilogue's pointers count by what the heuristics may assume of
+     * them, not by address: a layer's bias is not a shape of its own. */
+    if (epilogue & CUBLASLT_EPILOGUE_BIAS)
+        k->align_bias = amp_lt_align((amp_devptr)(uintptr_t)c->bias);
+    if (epilogue & 128u)
+        k->align_aux = amp_lt_align((amp_devptr)(uintptr_t)c->aux);
     k->workspace = workspace;
     return 1;
 }
@@ -894,18 +918,17 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
 static const struct amp_lt_algo *
 amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
 {
-    struct amp_lt_algo *slot =
-        &own->algos[amp_lt_hash(&x->key, sizeof x->key) % AMP_LT_ALGOS];
+    struct amp_lt_algo *slot = amp_lru_find(&own->algos, &x->key);
     cublasLtMatmulPreferenceOpaque_t pref;
     cublasLtMatmulHeuristicResult_t result;
     const uint32_t *align = &x->key.align_a;
     int count = 0, i;
 
-    if (slot->used && memcmp(&slot->key, &x->key, sizeof x->key) == 0)
+    if (slot)
         return slot->found ? slot : NULL;
-    slot->used = 1;
-    slot->key = x->key;
-    slot->found = 0;
+    slot = amp_lru_add(&own->algos, &x->key, NULL, NULL);
+    if (!slot)
+        return NULL; /* the map could not be set up */
     if (amp_real.cublasLtMatmulPreferenceInit_internal(&pref, sizeof pref) !=
             CUBLAS_STATUS_SUCCESS ||
         amp_real.cublasLtMatmulPreferenceSetAttribute(
@@ -920,6 +943,7 @@ amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i),
                 &align[i], sizeof align[i]) != CUBLAS_STATUS_SUCCESS)
             return NULL;
+    atomic_fetch_add(&amp_lt_stats.heuristic_queries, 1);
     if (amp_real.cublasLtMatmulAlgoGetHeuristic(
             own->handle, &x->op, &x->a, &x->b, x->in_place ? &x->d : &x->c,
             &x->d, &pref, 1, &result, &count) != CUBLAS_STATUS_SUCCESS ||
@@ -1009,16 +1033,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
  * descriptors and its workspace fit the one given, 256-byte aligned. The
  * shim never runs the program's algorithm, so it asks cuBLASLt the same
  * questions on the program's handle and descriptors, once per call as
- * read (the answer is kept per thread). */
-struct amp_lt_verdict {
-    int used, accepted;
-    struct amp_lt_call call;
-};
-
-static _Thread_local struct {
-    unsigned generation;
-    struct amp_lt_verdict slot[AMP_LT_VERDICTS];
-} amp_lt_verdicts;
+ * read (the answer is kept per thread, amp_lt_thread.verdicts). */
 
 static int
 amp_lt_ask(const struct amp_lt_hooked *k)
@@ -1031,6 +1046,7 @@ amp_lt_ask(const struct amp_lt_hooked *k)
 
     if (c->workspace_size > 0 && c->workspace_misaligned)
         return 0;
+    atomic_fetch_add(&amp_lt_stats.heuristic_queries, 1);
     if (c->has_algo) {
         if (amp_real.cublasLtMatmulAlgoCheck(c->handle, x->op, x->a, x->b,
                                              x->c, x->d, &c->algo,
@@ -1053,18 +1069,25 @@ static int
 amp_lt_accepts(const void *call)
 {
     const struct amp_lt_hooked *k = call;
-    struct amp_lt_verdict *v;
+    struct amp_lt_call key;
+    int *accepted;
 
-    if (amp_shim_thread_stale(&amp_lt_verdicts.generation))
-        memset(amp_lt_verdicts.slot, 0, sizeof amp_lt_verdicts.slot);
-    v = &amp_lt_verdicts.slot[amp_lt_hash(&k->call, sizeof k->call) %
-                              AMP_LT_VERDICTS];
-    if (v->used && memcmp(&v->call, &k->call, sizeof k->call) == 0)
-        return v->accepted;
-    v->used = 1;
-    v->call = k->call;
-    v->accepted = amp_lt_ask(k);
-    return v->accepted;
+    /* The call as read, its epilogue's pointers by their alignment (what
+     * cuBLASLt may judge of them): a layer's bias is no call of its own. */
+    memcpy(&key, &k->call, sizeof key);
+    key.bias = (const void *)(uintptr_t)(
+        key.bias ? amp_lt_align((amp_devptr)(uintptr_t)key.bias) : 0);
+    key.aux = (void *)(uintptr_t)(
+        key.aux ? amp_lt_align((amp_devptr)(uintptr_t)key.aux) : 0);
+    amp_lt_thread_get();
+    accepted = amp_lru_find(&amp_lt_thread.verdicts, &key);
+    if (accepted)
+        return *accepted;
+    accepted = amp_lru_add(&amp_lt_thread.verdicts, &key, NULL, NULL);
+    if (!accepted)
+        return amp_lt_ask(k);
+    *accepted = amp_lt_ask(k);
+    return *accepted;
 }
 
 static const struct amp_gemm_vendor amp_lt_vendor = {

@@ -9,6 +9,7 @@
 
 #include "base/caller.h"
 #include "base/log.h"
+#include "base/lru.h"
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "conv_hook.h"
@@ -470,10 +471,13 @@ amp_vendor_algo(struct amp_own *own, enum amp_conv_dir dir,
     return 0;
 }
 
-/* Algorithms by shape: the heuristic is host work, but not free. */
-#define AMP_ALGO_CACHE 64
+/* Algorithms by shape, mode and device, the least recently used
+ * forgotten first: the heuristic is host work, but not free, and a model
+ * has hundreds of shapes. */
+#define AMP_ALGO_CACHE 512
 
 struct amp_algo_key {
+    int device;                /* the CUDA ordinal, -1: unknown */
     int dir, type, math, nsp, groups, mode;
     int own[3];
     int pad[AMP_CONV_MAX_DIMS], stride[AMP_CONV_MAX_DIMS];
@@ -481,19 +485,22 @@ struct amp_algo_key {
     struct amp_conv_layout x, w, y;
 };
 
-static pthread_mutex_t amp_algo_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    struct amp_algo_key key;
+/* The heuristic's answer for a key. */
+struct amp_algo_answer {
     int algo;
     size_t bytes;
-} amp_algo_cache[AMP_ALGO_CACHE];
-static int amp_algo_count, amp_algo_next;
+};
+
+static pthread_mutex_t amp_algo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_lru amp_algo_cache; /* amp_algo_key -> amp_algo_answer */
+static int amp_algo_tried;            /* set up once, under the lock */
 
 static void
 amp_algo_key(const struct amp_conv_desc *d, const struct amp_geometry *g,
              const struct amp_conv_plan *p, struct amp_algo_key *k)
 {
     memset(k, 0, sizeof *k);
+    k->device = amp_dev_current_ordinal();
     k->dir = d->dir;
     k->type = p->type;
     k->math = p->math;
@@ -513,27 +520,26 @@ static int
 amp_algo_cached(const struct amp_algo_key *k, int *algo, size_t *bytes,
                 int store)
 {
-    int i, found = 0;
+    struct amp_algo_answer *a;
 
     pthread_mutex_lock(&amp_algo_lock);
-    for (i = 0; i < amp_algo_count && !found; i++) {
-        if (memcmp(&amp_algo_cache[i].key, k, sizeof *k) == 0) {
-            found = 1;
-            if (!store) {
-                *algo = amp_algo_cache[i].algo;
-                *bytes = amp_algo_cache[i].bytes;
-            }
-        }
+    if (!amp_algo_tried) {
+        /* A map that cannot be had stays empty: every call asks. */
+        amp_algo_tried = 1;
+        amp_lru_init(&amp_algo_cache, AMP_ALGO_CACHE, sizeof *k, sizeof *a);
     }
-    if (store && !found) {
-        i = amp_algo_count < AMP_ALGO_CACHE ? amp_algo_count++
-                                            : amp_algo_next++ % AMP_ALGO_CACHE;
-        amp_algo_cache[i].key = *k;
-        amp_algo_cache[i].algo = *algo;
-        amp_algo_cache[i].bytes = *bytes;
+    a = amp_lru_find(&amp_algo_cache, k);
+    if (a && !store) {
+        *algo = a->algo;
+        *bytes = a->bytes;
+    }
+    if (!a && store) {
+        a = amp_lru_add(&amp_algo_cache, k, NULL, NULL);
+        if (a)
+            *a = (struct amp_algo_answer){*algo, *bytes};
     }
     pthread_mutex_unlock(&amp_algo_lock);
-    return found;
+    return a != NULL;
 }
 
 static cudnnStatus_t
@@ -597,6 +603,7 @@ amp_cudnn_ready(void *own, void *call, const struct amp_conv_desc *d,
     amp_algo_key(d, &l->g, plan, &key);
     if (amp_algo_cached(&key, &l->algo, workspace, 0))
         return 1;
+    atomic_fetch_add(&amp_cudnn_stats[l->c->api].heuristic_queries, 1);
     if (!amp_vendor_algo(own, d->dir, &l->v, &l->algo, workspace))
         return 0;
     amp_algo_cached(&key, &l->algo, workspace, 1);

@@ -15,11 +15,13 @@
  * convolution), so plans built before the shim was loaded are reached as
  * well; what a plan is gets cached by its address, and creating,
  * finalizing or destroying a descriptor at that address forgets it. Twin
- * plans are cached per shape key, per thread and context. */
+ * plans are cached per shape key, per thread and context, the least
+ * recently used evicted first. */
 #include "cudnn_graph_symbols.h"
 
 #include "base/caller.h"
 #include "base/log.h"
+#include "base/lru.h"
 #include "base/resolve.h"
 #include "base/shim.h"
 #include "conv_hook.h"
@@ -39,10 +41,14 @@
 #define AMP_EXPORT __attribute__((visibility("default")))
 #define AMP_CUDNN_SONAME "libcudnn.so.9"
 
-/* Plans whose analysis the process keeps. */
-#define AMP_GRAPH_PLANS 256
-/* Twin plans each thread keeps per context. */
-#define AMP_GRAPH_TWINS 32
+/* Plans whose analysis the process keeps: a model's, a plan per layer
+ * and direction. */
+#define AMP_GRAPH_PLANS 1024
+/* Twin plans each thread keeps per context: a model's convolutions, a
+ * plan per layer and direction, hundreds of them. */
+#define AMP_GRAPH_TWINS 512
+/* Evicted twin plans a thread holds until their last execution is done. */
+#define AMP_GRAPH_RETIRED 64
 /* Engine configurations of the heuristics the twin tries. */
 #define AMP_GRAPH_CONFIGS 8
 /* Variant pack entries the shim reads. */
@@ -437,37 +443,24 @@ out:
 
 /* ---- Plans read, by address ---------------------------------------------- */
 
-enum amp_plan_state { AMP_PLAN_EMPTY = 0, AMP_PLAN_READING, AMP_PLAN_READ };
+enum amp_plan_state { AMP_PLAN_READING = 1, AMP_PLAN_READ };
 
-static pthread_mutex_t amp_plans_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    cudnnBackendDescriptor_t plan;
+/* What a plan is (the value of its address in amp_plans). */
+struct amp_plan_read {
     enum amp_plan_state state;
     struct amp_graph_conv conv;
-} amp_plans[AMP_GRAPH_PLANS];
-static unsigned amp_plans_next;
+};
 
-/* A slot for plan: a free one, or a read one in turn; -1 when every slot
- * is being read. Under the lock. */
+static pthread_mutex_t amp_plans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_lru amp_plans; /* cudnnBackendDescriptor_t -> above */
+static int amp_plans_tried;      /* set up once: a failure stays failed */
+
+/* amp_lru_evict_fn: a plan being read stays. */
 static int
-amp_plans_claim(cudnnBackendDescriptor_t plan)
+amp_plans_evict(void *value, void *arg)
 {
-    int i, at;
-
-    for (i = 0; i < AMP_GRAPH_PLANS; i++)
-        if (amp_plans[i].state == AMP_PLAN_EMPTY)
-            break;
-    for (at = i; at == AMP_GRAPH_PLANS && i > 0; i--) {
-        int j = (int)(amp_plans_next++ % AMP_GRAPH_PLANS);
-
-        if (amp_plans[j].state == AMP_PLAN_READ)
-            at = j;
-    }
-    if (at == AMP_GRAPH_PLANS)
-        return -1;
-    amp_plans[at].plan = plan;
-    amp_plans[at].state = AMP_PLAN_READING;
-    return at;
+    (void)arg;
+    return ((struct amp_plan_read *)value)->state == AMP_PLAN_READ;
 }
 
 /* What plan is: read once, then from the table until a descriptor at its
@@ -476,31 +469,41 @@ amp_plans_claim(cudnnBackendDescriptor_t plan)
 static void
 amp_plans_get(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
 {
-    int i, slot = -1;
+    struct amp_plan_read *r;
+    int claimed = 0;
 
     pthread_mutex_lock(&amp_plans_lock);
-    for (i = 0; i < AMP_GRAPH_PLANS; i++)
-        if (amp_plans[i].plan == plan &&
-            amp_plans[i].state != AMP_PLAN_EMPTY)
-            break;
-    if (i < AMP_GRAPH_PLANS && amp_plans[i].state == AMP_PLAN_READ) {
-        *a = amp_plans[i].conv;
+    if (!amp_plans_tried) {
+        amp_plans_tried = 1;
+        amp_lru_init(&amp_plans, AMP_GRAPH_PLANS, sizeof plan, sizeof *r);
+    }
+    r = amp_lru_find(&amp_plans, &plan);
+    if (r && r->state == AMP_PLAN_READ) {
+        *a = r->conv;
         pthread_mutex_unlock(&amp_plans_lock);
         return;
     }
-    if (i == AMP_GRAPH_PLANS) /* else another thread is reading it */
-        slot = amp_plans_claim(plan);
+    if (!r) { /* else another thread is reading it */
+        r = amp_lru_add(&amp_plans, &plan, amp_plans_evict, NULL);
+        if (r) {
+            r->state = AMP_PLAN_READING;
+            claimed = 1;
+        }
+    }
     pthread_mutex_unlock(&amp_plans_lock);
     amp_graph_read(plan, a);
-    if (slot < 0)
+    if (!claimed)
         return;
     pthread_mutex_lock(&amp_plans_lock);
     /* Unless the address was forgotten meanwhile. */
-    if (amp_plans[slot].plan == plan &&
-        amp_plans[slot].state == AMP_PLAN_READING) {
-        amp_plans[slot].conv = *a;
-        amp_plans[slot].state = a->kind == AMP_GRAPH_INVALID ? AMP_PLAN_EMPTY
-                                                             : AMP_PLAN_READ;
+    r = amp_lru_find(&amp_plans, &plan);
+    if (r && r->state == AMP_PLAN_READING) {
+        if (a->kind == AMP_GRAPH_INVALID) {
+            amp_lru_remove(&amp_plans, &plan);
+        } else {
+            r->conv = *a;
+            r->state = AMP_PLAN_READ;
+        }
     }
     pthread_mutex_unlock(&amp_plans_lock);
 }
@@ -509,14 +512,8 @@ amp_plans_get(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
 static void
 amp_plans_forget(cudnnBackendDescriptor_t d)
 {
-    int i;
-
     pthread_mutex_lock(&amp_plans_lock);
-    for (i = 0; i < AMP_GRAPH_PLANS; i++)
-        if (amp_plans[i].plan == d && amp_plans[i].state != AMP_PLAN_EMPTY) {
-            amp_plans[i].plan = NULL;
-            amp_plans[i].state = AMP_PLAN_EMPTY;
-        }
+    amp_lru_remove(&amp_plans, &d);
     pthread_mutex_unlock(&amp_plans_lock);
 }
 
@@ -534,17 +531,29 @@ struct amp_twin_key {
     float alpha, beta;
 };
 
+/* A twin plan (the value of its key in the own's map). */
 struct amp_twin {
-    int used;
-    struct amp_twin_key key;
     cudnnBackendDescriptor_t plan;     /* NULL: no engine takes it */
     int64_t workspace;
+    struct amp_dev *dev;       /* its context */
+    amp_stream stream;         /* of its last execution */
+    int ran;                   /* executed at least once */
+    int captured;              /* executed into a graph being captured */
+};
+
+/* An evicted twin plan, destroyed once `event`, recorded after its last
+ * execution, has completed. */
+struct amp_twin_retired {
+    cudnnBackendDescriptor_t plan;
+    struct amp_dev *dev;
+    int event;
 };
 
 struct amp_graph_own {
     cudnnHandle_t handle;
-    unsigned next;
-    struct amp_twin twins[AMP_GRAPH_TWINS];
+    struct amp_lru twins;      /* struct amp_twin_key -> struct amp_twin */
+    int nretired;
+    struct amp_twin_retired retired[AMP_GRAPH_RETIRED];
 };
 
 static int
@@ -552,18 +561,112 @@ amp_graph_own_make(void *obj)
 {
     struct amp_graph_own *own = obj;
 
-    return amp_real.cudnnCreate(&own->handle) != CUDNN_STATUS_SUCCESS;
+    if (amp_lru_init(&own->twins, AMP_GRAPH_TWINS,
+                     sizeof(struct amp_twin_key),
+                     sizeof(struct amp_twin)) != AMP_OK)
+        return 1;
+    if (amp_real.cudnnCreate(&own->handle) == CUDNN_STATUS_SUCCESS)
+        return 0;
+    amp_lru_fini(&own->twins, NULL, NULL);
+    return 1;
+}
+
+/* Destroys the retired plans whose last execution has completed (all of
+ * them, waiting, when `wait`); `live` 0: their context has ended, and
+ * with it their work. */
+static void
+amp_twin_reap(struct amp_graph_own *own, int wait, int live)
+{
+    int i = 0;
+
+    while (i < own->nretired) {
+        struct amp_twin_retired *r = &own->retired[i];
+
+        if (live && amp_dev_event_done(r->dev, r->event, wait) == 0) {
+            i++;
+            continue; /* still queued work that may run the plan */
+        }
+        if (live)
+            amp_dev_event_release(r->dev, r->event);
+        amp_real.cudnnBackendDestroyDescriptor(r->plan);
+        *r = own->retired[--own->nretired];
+    }
+}
+
+/* An event of t's context recorded on the stream of t's last execution,
+ * after it; -1 when none can be (that stream being captured, no event
+ * free, the context gone). */
+static int
+amp_twin_mark(const struct amp_twin *t)
+{
+    int event = -1, relaxed;
+
+    if (amp_dev_stream_capturing(t->stream) != 0 || amp_dev_push(t->dev))
+        return -1;
+    relaxed = amp_dev_relax();
+    if (amp_dev_event_take(t->dev, &event) == AMP_OK &&
+        amp_dev_event_record(t->dev, event, t->stream) != AMP_OK) {
+        amp_dev_event_release(t->dev, event);
+        event = -1;
+    }
+    amp_dev_unrelax(relaxed);
+    amp_dev_pop();
+    return event;
+}
+
+/* amp_lru_evict_fn for own's twins: 1 when the twin's plan is destroyed
+ * or retired (to be destroyed once an event recorded after its last
+ * execution has completed), 0 when it must stay: executed into a graph
+ * (the graph runs its kernels at every launch), or no event can be
+ * recorded for it now. */
+static int
+amp_twin_evict(void *value, void *arg)
+{
+    struct amp_twin *t = value;
+    struct amp_graph_own *own = arg;
+    int event;
+
+    if (!t->plan)
+        return 1;
+    if (t->captured)
+        return 0;
+    if (!t->ran) {
+        amp_real.cudnnBackendDestroyDescriptor(t->plan);
+        return 1;
+    }
+    if (own->nretired == AMP_GRAPH_RETIRED || (event = amp_twin_mark(t)) < 0)
+        return 0;
+    own->retired[own->nretired++] =
+        (struct amp_twin_retired){t->plan, t->dev, event};
+    return 1;
+}
+
+/* amp_lru_fini's drop at the end of a thread's or context's own: the
+ * twin's plan destroyed, in a live context once its last execution is
+ * done (waited for: never in a hook). *(int *)arg: the context is live. */
+static int
+amp_twin_drop(void *value, void *arg)
+{
+    struct amp_twin *t = value;
+    int event;
+
+    if (!t->plan)
+        return 1;
+    if (*(int *)arg && t->ran && (event = amp_twin_mark(t)) >= 0) {
+        amp_dev_event_done(t->dev, event, 1);
+        amp_dev_event_release(t->dev, event);
+    }
+    amp_real.cudnnBackendDestroyDescriptor(t->plan);
+    return 1;
 }
 
 static void
 amp_graph_own_drop(void *obj, int live)
 {
     struct amp_graph_own *own = obj;
-    int i;
 
-    for (i = 0; i < AMP_GRAPH_TWINS; i++)
-        if (own->twins[i].used && own->twins[i].plan)
-            amp_real.cudnnBackendDestroyDescriptor(own->twins[i].plan);
+    amp_twin_reap(own, 1, live);
+    amp_lru_fini(&own->twins, amp_twin_drop, &live);
     if (!live)
         return; /* the handle died with its context */
     /* Off the program's stream first: it may be gone already. */
@@ -735,8 +838,10 @@ amp_twin_try(struct amp_graph_own *own, const struct amp_twin_key *k,
                    1, &own->handle) &&
         amp_bk_set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg) &&
-        amp_bk_finalize(plan))
+        amp_bk_finalize(plan)) {
+        atomic_fetch_add(&amp_graph_stats.plans_built, 1);
         return plan;
+    }
     amp_bk_destroy(&plan, 1);
     return NULL;
 }
@@ -760,8 +865,10 @@ amp_twin_build(struct amp_graph_own *own, const struct amp_twin_key *k,
                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) ||
         !amp_bk_set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
                     &mode) ||
-        !amp_bk_finalize(heur) ||
-        amp_real.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+        !amp_bk_finalize(heur))
+        goto out;
+    atomic_fetch_add(&amp_graph_stats.heuristic_queries, 1);
+    if (amp_real.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
                                           &n, NULL) != CUDNN_STATUS_SUCCESS)
         goto out;
@@ -794,7 +901,7 @@ out:
  * twin plan `ready` found. */
 struct amp_graph_call {
     const struct amp_graph_conv *conv;
-    cudnnBackendDescriptor_t twin;
+    struct amp_twin *twin;
 };
 
 /* The twin of the converted call: the shim's own tensors (packed,
@@ -840,33 +947,31 @@ amp_graph_ready(void *obj, void *call, const struct amp_conv_desc *d,
     struct amp_graph_own *own = obj;
     struct amp_graph_call *c = call;
     struct amp_twin_key key;
-    struct amp_twin *t = NULL;
-    int i;
+    struct amp_twin *t;
 
     amp_twin_key(c->conv, d, plan, &key);
-    for (i = 0; i < AMP_GRAPH_TWINS && !t; i++)
-        if (own->twins[i].used &&
-            memcmp(&own->twins[i].key, &key, sizeof key) == 0)
-            t = &own->twins[i];
+    t = amp_lru_find(&own->twins, &key);
     if (!t) {
         /* Building a plan is not capture-safe: a capture uses only what
          * earlier calls built. */
         if (amp_dev_stream_capturing(d->stream) != 0)
             return 0;
-        t = &own->twins[own->next++ % AMP_GRAPH_TWINS];
-        if (t->used && t->plan)
-            amp_real.cudnnBackendDestroyDescriptor(t->plan);
-        t->key = key;
-        t->workspace = 0;
+        amp_twin_reap(own, 0, 1);
+        t = amp_lru_add(&own->twins, &key, amp_twin_evict, own);
+        if (!t) {
+            amp_log(AMP_LOG_INFO, "%s: every twin plan is in use; FP32",
+                    d->api);
+            return 0;
+        }
+        t->dev = amp_dev_current_made();
         t->plan = amp_twin_build(own, &key, &t->workspace);
-        t->used = 1;
         if (!t->plan)
             amp_log(AMP_LOG_INFO, "%s: no engine takes the %s twin plan; "
                     "FP32", d->api, amp_mode_name(plan->candidate));
     }
     if (!t->plan || t->workspace < 0)
         return 0;
-    c->twin = t->plan;
+    c->twin = t;
     *workspace = (size_t)t->workspace;
     return 1;
 }
@@ -901,8 +1006,14 @@ amp_graph_issue(void *obj, void *call, const struct amp_conv_run *run)
     if (s == CUDNN_STATUS_SUCCESS)
         s = amp_real.cudnnSetStream(own->handle, (cudaStream_t)run->stream);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = amp_real.cudnnBackendExecute(own->handle, c->twin, pack);
+        s = amp_real.cudnnBackendExecute(own->handle, c->twin->plan, pack);
     amp_real.cudnnBackendDestroyDescriptor(pack);
+    if (s == CUDNN_STATUS_SUCCESS) {
+        c->twin->ran = 1;
+        c->twin->stream = run->stream;
+        if (amp_dev_stream_capturing(run->stream) > 0)
+            c->twin->captured = 1;
+    }
     return (int)s;
 }
 

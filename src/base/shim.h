@@ -40,7 +40,7 @@ int amp_shim_thread_stale(unsigned *generation);
  * thread, however often registered), so that a thread's own vendor
  * handles do not outlive it. At most AMP_SHIM_THREAD_RELEASES functions;
  * when the handler cannot be registered, one warning and no release. */
-#define AMP_SHIM_THREAD_RELEASES 4
+#define AMP_SHIM_THREAD_RELEASES 8
 void amp_shim_at_thread_exit(void (*release)(void));
 
 #endif

@@ -716,6 +716,10 @@ amp_json_apis(struct amp_json_out *j)
         amp_json_kint(j, "passthrough",
                       (long long)atomic_load(
                           &api->outcomes[AMP_OUTCOME_PASSTHROUGH]));
+        amp_json_kint(j, "plans_built",
+                      (long long)atomic_load(&api->plans_built));
+        amp_json_kint(j, "heuristic_queries",
+                      (long long)atomic_load(&api->heuristic_queries));
         amp_json_end_object(j);
     }
     amp_json_end_array(j);

@@ -109,6 +109,8 @@ amp_stats_reset(void)
     pthread_mutex_init(&amp_stats_lock, NULL);
     for (api = amp_stats_list_head; api; api = api->next) {
         atomic_store(&api->calls, 0);
+        atomic_store(&api->plans_built, 0);
+        atomic_store(&api->heuristic_queries, 0);
         for (i = 0; i < AMP_OUTCOME_COUNT; i++)
             atomic_store(&api->outcomes[i], 0);
         api->shadow_calls = 0;

@@ -24,6 +24,9 @@ struct amp_api_stats {
     atomic_ullong calls;
     atomic_ullong outcomes[AMP_OUTCOME_COUNT];
     atomic_int listed;
+    /* The vendor's host work the shim's own calls cost on a cache miss:
+     * execution plans it finalized and heuristics it queried. */
+    atomic_ullong plans_built, heuristic_queries;
     struct amp_api_stats *next;
     /* Shadow measurements, under the stats lock. */
     unsigned long long shadow_calls;

@@ -12,10 +12,22 @@
 #   cudnnBackendExecute: as many as it issued), every GEMM and cuBLASLt
 #   call converted, fp16 every plan execution too; a forced mode converts
 #   the ill-conditioned layer as asked, so its forward product, and only
-#   that one, is over the bound (exit 1, one FAIL line: gemm11);
+#   that one, is over the bound (exit 1, one FAIL line: gemm11); twin
+#   plans finalized and cuBLASLt heuristic queries bounded by the model's
+#   plans and shapes (check_caches);
 # - a policy of `rule auto` for GEMMs and convolutions: exit 0 (no layer
 #   over the bound, the ill-conditioned one included), the calls counted.
-# CHECK tf32_plans: in tf32 every plan execution converted (no fallback).
+# CHECK tf32_plans: in tf32 every plan execution converted (no fallback),
+#   captured ones included; twin plans finalized and cuBLASLt heuristic
+#   queries bounded by the model's plans and shapes, and the same at twice
+#   the steps.
+# CHECK evict: --conv-layers 256 in tf32, more twin plans than a thread
+#   keeps (the backward thread runs 512 plans, each with its first call's
+#   twin beside): every plan execution converted, every convolution layer
+#   within the bound, the calls counted, and still two twin plans
+#   finalized per plan, none again: the twins evicted are the least
+#   recently used, the first calls' (destroyed once an event after their
+#   last execution has completed).
 # CHECK auto_accuracy: at the program's default size (3 replays), where
 #   auto finds converting faster than FP32, the auto policy keeps every
 #   layer within the bound, the ill-conditioned one included.
@@ -103,6 +115,48 @@ all_converted() {
         fail "$1: $2 converted $(field "$2" converted) of $(field "$2" calls)"
 }
 
+# The framework line's field: plans, graphs.
+program_field() {
+    grep -o '^framework: .*' run.out | grep -o " $1=[0-9]*" | cut -d= -f2
+}
+
+# A forced mode's vendor host work, bounded by the model, not its calls.
+# Twin plans finalized, one per distinct plan the shim runs: in tf32 two
+# per plan of the program (a plan per convolution layer and direction,
+# each direction run by one thread and its own), one for its first call
+# (FP32's baseline, the tf32 result measured beside it into the shim's own
+# output tensor) and one for the later calls, which write the program's
+# output; in fp16 one per distinct shape of the shim's own tensors, so at
+# most one per plan of the program (layers whose channels round up to the
+# same padded count share theirs). cuBLASLt's heuristics asked at most
+# three times per key, a Linear shape (in, out) at one sequence length (a
+# graph per length): cuBLASLt's verdict on the call as the program makes
+# it, the algorithm of the shim's step into the program's output and that
+# of the first call's step into its own.
+check_caches() {
+    local what=$1 plans shapes
+    plans=$(program_field plans)
+    built=$(report_field cudnnBackendExecute plans_built)
+    [[ -n $plans && $plans -gt 0 && $built -gt 0 ]] ||
+        fail "$what: $built twin plans finalized for $plans"
+    if [[ $what == tf32 ]]; then
+        [[ $built == $((2 * plans)) ]] ||
+            fail "$what: $built twin plans finalized, not 2 x $plans"
+    else
+        ((built <= plans)) ||
+            fail "$what: $built twin plans finalized for $plans"
+    fi
+    shapes=$(grep '^layer linear' run.out | grep -o ' in=[0-9]* out=[0-9]*' |
+             sort -u | wc -l)
+    keys=$((shapes * $(program_field graphs)))
+    queries=$(report_field cublasLtMatmul heuristic_queries)
+    calls=$(report_field cublasLtMatmul calls)
+    echo "  twin plans finalized=$built (program plans=$plans);" \
+         "cuBLASLt heuristic queries=$queries for $keys keys, $calls calls"
+    ((keys > 0 && queries > 0 && queries <= 3 * keys)) ||
+        fail "$what: $queries cuBLASLt heuristic queries for $keys keys"
+}
+
 # A forced mode: the ill-conditioned layer's forward product alone over
 # the bound.
 only_ill_fails() {
@@ -138,6 +192,7 @@ framework)
         [[ $(field cudnnBackendExecute converted) -gt 0 ]] ||
             fail "$mode: no plan execution converted"
         only_ill_fails "$mode"
+        check_caches "$mode"
     done
     run auto 0 AMPSHIM_POLICY="$tmp/auto.policy"
     check_counts auto
@@ -147,6 +202,29 @@ tf32_plans)
     run tf32 1 AMPSHIM_MODE=tf32
     check_counts tf32
     all_converted tf32 cudnnBackendExecute
+    check_caches tf32
+    # Twice the steps, twice the calls: the same plans and queries.
+    first="$built $queries $calls"
+    args+=(--steps 8)
+    run tf32 1 AMPSHIM_MODE=tf32
+    all_converted tf32 cudnnBackendExecute
+    check_caches tf32
+    [[ $calls -gt ${first##* } ]] || fail "tf32: no more calls at 8 steps"
+    [[ "$built $queries" == "${first% *}" ]] ||
+        fail "tf32: plans and queries $built $queries at 8 steps," \
+             "${first% *} at the default"
+    ;;
+evict)
+    args+=(--conv-layers 256)
+    run tf32 1 AMPSHIM_MODE=tf32
+    check_counts tf32
+    all_converted tf32 cudnnBackendExecute
+    only_ill_fails tf32
+    plans=$(program_field plans)
+    built=$(report_field cudnnBackendExecute plans_built)
+    echo "  twin plans finalized=$built (program plans=$plans)"
+    [[ $plans -gt 512 && $built == $((2 * plans)) ]] ||
+        fail "evict: $built twin plans finalized, not 2 x $plans"
     ;;
 auto_accuracy)
     # The calls counted first: only the layers' check is expected to fail.

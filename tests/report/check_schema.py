@@ -47,7 +47,8 @@ POLICY = {"source": {STR}, "path": {STR, NULL}, "why": {STR},
           "broken": {BOOL}, "mode": {STR, NULL}, "tolerance": {NUM, NULL},
           "tolerance_norm": {STR}, "tolerance_source": {STR}}
 API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
-                          "passthrough")}
+                          "passthrough", "plans_built",
+                          "heuristic_queries")}
 API["api"] = {STR}
 TIME = {k: {NUM} for k in ("converted_ms", "shadow_fp32_ms",
                            "shadow_candidate_ms", "fp32_ms",
