@@ -2,6 +2,7 @@
 #include "base/config.h"
 #include "base/path.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -369,6 +370,53 @@ void
 amp_config_mode_names(char *out, size_t cap)
 {
     amp_config_names(amp_modes, out, cap);
+}
+
+/* Levenshtein distance of a and b, ignoring ASCII case; both short (at
+ * most 31 bytes, else a large distance). */
+static int
+amp_config_distance(const char *a, const char *b)
+{
+    int row[32], i, j, la = (int)strlen(a), lb = (int)strlen(b);
+
+    if (la > 31 || lb > 31)
+        return 99;
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        int diag = row[0];
+
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (tolower((unsigned char)a[i - 1]) !=
+                                            tolower((unsigned char)b[j - 1]));
+
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+const char *
+amp_config_mode_near(const char *name)
+{
+    const struct amp_name_value *e;
+    const char *best = NULL;
+    int dist = 3, d;
+
+    for (e = amp_modes; e->name; e++) {
+        d = amp_config_distance(name, e->name);
+        if (d > 0 && d < dist) {
+            dist = d;
+            best = e->name;
+        }
+    }
+    return best;
 }
 
 const char *

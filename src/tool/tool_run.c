@@ -61,7 +61,9 @@ const char amp_tool_run_help[] =
     "\n"
     "Options take their value as --opt VALUE or --opt=VALUE. Arguments\n"
     "after PROGRAM are PROGRAM's. In FILE, %p and %i are the process id,\n"
-    "%h the host name and %% a percent sign.\n"
+    "%h the host name, %r the job rank (from the launcher's variables:\n"
+    "RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID; 0\n"
+    "outside a job) and %% a percent sign.\n"
     "\n"
     "Before PROGRAM starts, the tool checks the mode, the policy that\n"
     "would apply (an error is printed as FILE:LINE:COLUMN), the AMPSHIM_*\n"
@@ -483,9 +485,12 @@ amp_run_check(const struct amp_run_options *o, int force,
     double tol;
 
     if (o->mode && amp_config_mode(o->mode, &mode, &candidate) != AMP_OK) {
+        const char *near = amp_config_mode_near(o->mode);
+
         amp_config_mode_names(modes, sizeof modes);
-        fprintf(stderr, "ampshim run: --mode %s: not a mode; the modes: "
-                "%s\n", o->mode, modes);
+        fprintf(stderr, "ampshim run: --mode %s: not a mode%s%s%s; the "
+                "modes: %s\n", o->mode, near ? "; did you mean '" : "",
+                near ? near : "", near ? "'?" : "", modes);
         return -1;
     }
     if (o->tolerance &&
