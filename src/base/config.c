@@ -372,34 +372,38 @@ amp_config_mode_names(char *out, size_t cap)
     amp_config_names(amp_modes, out, cap);
 }
 
-/* Levenshtein distance of a and b, ignoring ASCII case; both short (at
- * most 31 bytes, else a large distance). */
+/* The optimal string alignment distance of a and b (insertions,
+ * deletions, substitutions and swaps of adjacent bytes, each 1), ignoring
+ * ASCII case; both at most 31 bytes (else a large distance). */
 static int
 amp_config_distance(const char *a, const char *b)
 {
-    int row[32], i, j, la = (int)strlen(a), lb = (int)strlen(b);
+    int d[32][32], i, j, la = (int)strlen(a), lb = (int)strlen(b);
 
     if (la > 31 || lb > 31)
         return 99;
+    for (i = 0; i <= la; i++)
+        d[i][0] = i;
     for (j = 0; j <= lb; j++)
-        row[j] = j;
+        d[0][j] = j;
     for (i = 1; i <= la; i++) {
-        int diag = row[0];
-
-        row[0] = i;
         for (j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (tolower((unsigned char)a[i - 1]) !=
-                                            tolower((unsigned char)b[j - 1]));
+            int ca = tolower((unsigned char)a[i - 1]);
+            int cb = tolower((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + (ca != cb);
 
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                cb == tolower((unsigned char)a[i - 2]) &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
     }
-    return row[lb];
+    return d[la][lb];
 }
 
 const char *
@@ -407,7 +411,10 @@ amp_config_mode_near(const char *name)
 {
     const struct amp_name_value *e;
     const char *best = NULL;
-    int dist = 3, d;
+    size_t len = strlen(name);
+    /* Near enough: one edit up to five bytes, two up to eight, three
+     * beyond; none for one or two bytes. */
+    int dist = len <= 2 ? 1 : len <= 5 ? 2 : len <= 8 ? 3 : 4, d;
 
     for (e = amp_modes; e->name; e++) {
         d = amp_config_distance(name, e->name);

@@ -194,9 +194,10 @@ struct amp_steady {
 
 /* Adds e's steady state: under auto, the chosen candidate's mean time
  * beside the mean FP32 time measured with it (FP32's own when auto kept
- * FP32); else the converted calls' mean time (or their candidates' beside
- * the FP32 baseline), or, for a shape only ever shadowed, the FP32
- * original plus its candidate, against the baseline. A shape without an
+ * FP32); for a demoted shape, FP32's; else the converted calls' mean
+ * time (or their candidates' beside the FP32 baseline), or, for a shape
+ * only ever shadowed, the FP32 original plus its candidate, against the
+ * baseline. A shape without an
  * FP32 time adds nothing. */
 static void
 amp_steady_add(struct amp_steady *s, const struct amp_prof_entry *e)
@@ -222,6 +223,9 @@ amp_steady_add(struct amp_steady *s, const struct amp_prof_entry *e)
         }
         if (cost < 0.0 && v.state == AMP_AUTO_FP32)
             cost = base;
+    } else if (base >= 0.0 && (amp_site_demoted(e->site) ||
+                               e->kept[AMP_KEPT_DEMOTED] > 0)) {
+        cost = base; /* demoted: its calls run FP32 from now on */
     } else if (base >= 0.0 && amp_entry_delivered(e) > 0) {
         cost = e->timed ? e->converted_ms / (double)e->timed
                         : e->shadow_candidate_ms / (double)e->shadow_timed;
@@ -422,8 +426,11 @@ amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
                  isnan(v->steady) ? "in this run" : "in steady state",
                  isnan(v->steady) ? "" : run);
     } else {
-        snprintf(buf, cap, "nothing to gain here: the converted calls run "
-                 "as fast as FP32 (%.2fx%s)", figure, run);
+        snprintf(buf, cap, "nothing to gain here: %s the calls run as fast "
+                 "as FP32 (%.2fx)%s%s%s", isnan(v->steady) ? "in this run"
+                                                          : "in steady state",
+                 figure, isnan(v->steady) ? "" : run, why ? ": " : "",
+                 why ? why : "");
     }
     return buf;
 }
@@ -1426,6 +1433,26 @@ amp_table_row(const struct amp_report *r, const char *site, const char *api,
                  err);
 }
 
+/* Under a site with shadow calls: the error their candidates showed,
+ * which the program did not get. */
+static void
+amp_table_candidates(const struct amp_prof_entry *e)
+{
+    int fro = amp_policy_tolerance_norm() == AMP_NORM_FRO;
+
+    if (!amp_entry_shadow(e) || !e->error_calls)
+        return;
+    if (e->measured_calls)
+        amp_log_line("|   candidates measured in shadow (%llu calls): %s "
+                     "rel err up to %.2e, a result the program did not get",
+                     amp_entry_shadow(e), fro ? "fro" : "max",
+                     fro ? e->max_fro : e->max_rel);
+    else
+        amp_log_line("|   candidates measured in shadow (%llu calls): error "
+                     "not measurable (no FP32 result had a finite element)",
+                     amp_entry_shadow(e));
+}
+
 /* "| FP32 calls by reason: min-size 12, no-rule 3" (fallbacks
  * included); nothing when every call converted. */
 static void
@@ -1478,6 +1505,7 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
             label[0] = '\0';
         }
         amp_table_row(r, label, r->groups[i].api, &r->groups[i], modes);
+        amp_table_candidates(&r->groups[i].sum);
     }
     amp_group_modes(r, NULL, modes, sizeof modes);
     amp_table_row(r, "total", "", &r->all, modes);

@@ -707,6 +707,8 @@ amp_html_summary(FILE *f, const struct amp_doc *doc)
     char b[5][32];
 
     double shadow = amp_num(tot, "shadow"), conv = amp_num(tot, "delivered");
+    /* Times summed over no call with an FP32 time are unknown, not 0. */
+    double ms = amp_fp32_known(tot) ? 1.0 : NAN;
 
     if (isnan(shadow))
         shadow = 0.0;
@@ -718,9 +720,9 @@ amp_html_summary(FILE *f, const struct amp_doc *doc)
             "FP32 %s ms, actual %s ms, saved %s ms, speedup %s; %s%s of the "
             "FP32 FLOPs converted.</p>\n", amp_count(tot, "calls"),
             doc->nrows, doc->nrows == 1 ? "" : "s", conv, shadow,
-            amp_fmt(b[0], 32, "%.3f", amp_num(tot, "fp32_ms")),
-            amp_fmt(b[1], 32, "%.3f", amp_num(tot, "actual_ms")),
-            amp_fmt(b[2], 32, "%.3f", amp_num(tot, "saved_ms")),
+            amp_fmt(b[0], 32, "%.3f", ms * amp_num(tot, "fp32_ms")),
+            amp_fmt(b[1], 32, "%.3f", ms * amp_num(tot, "actual_ms")),
+            amp_fmt(b[2], 32, "%.3f", ms * amp_num(tot, "saved_ms")),
             amp_fmt(b[3], 32, "%.2f", amp_num(tot, "speedup")),
             amp_fmt(b[4], 32, "%.1f", 100.0 * share),
             isnan(share) ? "" : "%");
@@ -746,9 +748,14 @@ amp_html_status(FILE *f, const struct amp_doc *doc, const struct amp_row *r)
     } else if (r->converted > 0.0) {
         fprintf(f, "converted: %.0f of %.0f calls", r->converted, r->calls);
     } else {
-        if (r->shadow > 0.0)
+        if (r->shadow > 0.0 && amp_shadow_text(r, why, sizeof why)) {
+            fputs("measured in shadow, the program got FP32's results: ", f);
+            amp_html_text(f, why);
+            fputs("; ", f);
+        } else if (r->shadow > 0.0) {
             fprintf(f, "measured in shadow (%.0f calls; the program got "
                     "FP32's results); ", r->shadow);
+        }
         amp_row_why(doc, r, why, sizeof why);
         amp_html_text(f, why);
     }
@@ -868,11 +875,21 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     fprintf(f, "<td>%s / %s%s</td></tr>\n",
             amp_row_error_text(&shape, b[0], 32),
             amp_fmt(b[1], 32, "%.1e", shape.tolerance),
-            over ? " <span class=\"mark\">OVER</span>" : "");
-    /* auto's choice and every candidate's figures, under the shape. */
+            !over ? ""
+            : shape.converted > 0.0 ? " <span class=\"mark\">OVER</span>"
+                                    : " <span class=\"mark\">(its candidate "
+                                      "was over)</span>");
+    /* auto's choice and every candidate's figures, under the shape; or
+     * the candidate its shadow calls measured. */
+    shape.candidate = r->candidate;
     if (amp_auto_text(sh, text, sizeof text)) {
         fputs("<tr class=\"auto\"><td></td><td class=\"t\" colspan=\"7\">"
               "auto: ", f);
+        amp_html_text(f, text);
+        fputs("</td></tr>\n", f);
+    } else if (amp_shadow_text(&shape, text, sizeof text)) {
+        fputs("<tr class=\"auto\"><td></td><td class=\"t\" colspan=\"7\">"
+              "shadow: ", f);
         amp_html_text(f, text);
         fputs("</td></tr>\n", f);
     }

@@ -497,7 +497,7 @@ amp_doc_shadow(const struct amp_json *tot)
     return isnan(n) ? 0.0 : n;
 }
 
-static double
+double
 amp_doc_delivered(const struct amp_json *tot)
 {
     double n = amp_num(tot, "delivered");
@@ -721,6 +721,26 @@ amp_auto_text(const struct amp_json *shape, char *buf, size_t cap)
     return buf;
 }
 
+const char *
+amp_shadow_text(const struct amp_row *r, char *buf, size_t cap)
+{
+    char b[32];
+
+    if (!(r->shadow > 0.0) || !(r->shadow_calls > 0.0))
+        return NULL;
+    if (r->compared == 0.0)
+        snprintf(b, sizeof b, "not measurable");
+    else
+        amp_fmt(b, sizeof b, "%.2e", amp_row_fro(r) ? r->max_fro
+                                                     : r->max_rel);
+    snprintf(buf, cap, "%s candidate, %s rel err %s in %.0f call%s measured "
+             "beside FP32 (%s discarded)",
+             amp_or(r->candidate, "?"), amp_row_fro(r) ? "fro" : "max", b,
+             r->shadow, r->shadow == 1.0 ? "" : "s",
+             r->shadow == 1.0 ? "its result" : "their results");
+    return buf;
+}
+
 /* The reasons of unknown times, each once, as footnotes. */
 static void
 amp_print_unknown(const struct amp_row *r, const char **seen, size_t *nseen,
@@ -777,6 +797,8 @@ amp_print_table(const struct amp_doc *doc)
             amp_print_row(&shape, name, "");
             if (amp_auto_text(&shapes->items[j], text, sizeof text))
                 printf("    auto: %s\n", text);
+            else if (amp_shadow_text(&shape, text, sizeof text))
+                printf("    shadow: %s\n", text);
         }
     }
     for (i = 0; i < nunknown; i++)

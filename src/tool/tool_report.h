@@ -46,6 +46,11 @@ struct amp_row {
                                     ran FP32; "" when none did */
 };
 
+/* The calls of a totals object whose converted result reached the
+ * program: "delivered", or an older report's converted less its shadow
+ * calls. */
+double amp_doc_delivered(const struct amp_json *tot);
+
 /* r's counts of converted and shadow calls, steady state and delivered
  * errors from s (a site or a shape), an older report's read as this
  * one's. */
@@ -101,6 +106,12 @@ const char *amp_auto_text(const struct amp_json *shape, char *buf,
  * older report's without steady_speedup from its speedups. */
 const char *amp_doc_verdict(const struct amp_doc *doc, char *buf,
                             size_t cap);
+
+/* A shape measured in shadow without an auto rule: its candidate's
+ * error, which the program did not get ("fp16 candidate, max rel err
+ * 1.84e-04 in 4 calls measured beside FP32 ..."), into buf; NULL when
+ * the row has no shadow call measured. */
+const char *amp_shadow_text(const struct amp_row *r, char *buf, size_t cap);
 
 /* 1 for a snapshot written during the run ("complete": false). */
 int amp_report_incomplete(const struct amp_doc *doc);

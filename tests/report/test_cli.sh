@@ -214,6 +214,14 @@ printf 'default fp32\nrule fp16 when\n' >bad.policy
 printf 'set tolerance 1e-2\nrule tf32 when gemm\ndefault fp32\n' >good.policy
 t mode -- run --mode fp8 "${marker[@]}"
 refused mode "ampshim run: --mode fp8: not a mode; the modes: fp32, fp16,"
+# A mode one swap away from a known one: its name suggested.
+t mode_near -- run --mode fp61 "${marker[@]}"
+refused mode_near "ampshim run: --mode fp61: not a mode; did you mean 'fp16'?; the modes: fp32,"
+# A policy file that is not there: its path and why, no line or column.
+t policy_missing -- run --policy "$tmp/no-such.policy" "${marker[@]}"
+refused policy_missing "ampshim run: $tmp/no-such.policy: cannot read: No such file"
+! grep -q ":0:0:" "$tmp/policy_missing.err" ||
+    fail "policy_missing: a line and column 0:0 for a file-level error"
 t mode_env AMPSHIM_MODE=fp9 -- run "${marker[@]}"
 refused mode_env "ampshim run: AMPSHIM_MODE=\"fp9\" is not one of: fp32,"
 t setting AMPSHIM_SNAPSHOT=soon -- run "${marker[@]}"
