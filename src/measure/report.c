@@ -378,9 +378,13 @@ const char *
 amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
 {
     const char *why = amp_verdict_why(v);
-    char run[96] = "", steady[32];
+    char run[96] = "", steady[32], measuring[80] = "";
     double figure = !isnan(v->steady) ? v->steady : v->speedup;
 
+    if (v->measuring > 0.0)
+        snprintf(measuring, sizeof measuring, "; %.0f shape%s still "
+                 "measuring, left out of the steady state", v->measuring,
+                 v->measuring == 1.0 ? "" : "s");
     if (!isnan(v->speedup))
         snprintf(run, sizeof run, " (this run: %.2fx, %.3f ms %s)",
                  v->speedup, fabs(v->saved_ms),
@@ -416,8 +420,7 @@ amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
                  "delivered converted results, %.0f measured in shadow%s",
                  figure, isnan(v->steady) ? "in this run" : "in steady state",
                  isnan(v->steady) ? "" : run, v->delivered, v->calls,
-                 v->shadow, v->measuring > 0.0 ? "; some shapes still "
-                                                "measuring" : "");
+                 v->shadow, measuring);
     } else if (figure <= 0.995) {
         snprintf(buf, cap, "slower: the intercepted GEMMs and convolutions "
                  "run %.2fx as fast as FP32 %s%s: converting costs more than it "
