@@ -1289,8 +1289,13 @@ const char amp_html_style[] =
     ".caption,figcaption{color:#444;font-size:.9em;max-width:60em;}\n"
     "figure{margin:1.5em 0;}\n"
     "figure svg{display:block;width:100%;max-width:1000px;height:auto;}\n"
-    "td.status{min-width:10em;}\n"
-    "#sites th{white-space:normal;}\n"
+    "td.status{min-width:9em;}\n"
+    /* The sites table fits 1200 pixels: its text cells break anywhere
+     * (an API's or a mode's name is one long word) and it is set
+     * tighter. */
+    "#sites table{font-size:.85em;}#sites td,#sites th{padding:2px 4px;}\n"
+    "#sites td.t{overflow-wrap:anywhere;min-width:6em;}\n"
+    "#shapes td{white-space:normal;}#shapes td.nowrap{white-space:nowrap;}\n"
     "svg text{font-size:12px;fill:#222;}\n"
     "svg g.flagged text.name{fill:#b71c1c;font-weight:bold;}\n"
     "svg tspan.mark{fill:#b71c1c;font-weight:bold;}\n"

@@ -14,6 +14,8 @@
 # - the metadata block, the captions, the labelled reference lines, the
 #   per-shape table, the why-FP32 breakdown and the what-to-do-next items
 #   that report calls for, by their exact text in the rendered DOM;
+# - the sites and shapes tables fit 1200 and 1400 pixels: nothing to
+#   scroll sideways;
 # - screenshots 800 and 1600 pixels wide, kept in OUT_DIR (printed).
 # Chromium comes from scripts/setup.sh; without it the test fails.
 # usage: test_html.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
@@ -76,6 +78,19 @@ page() {
         "$python" "$check" "$out/$name.dom" "$out/$name-$w.log" \
             /dev/null || fail "$name: console messages at $w px"
         echo "screenshot: $out/$name-$w.png"
+    done
+    # Read at 1200 and 1400 pixels, the sites and shapes tables fit: no
+    # sideways scrolling. Measured on a copy with a script that writes
+    # each table's overflow into the DOM (the page itself has none).
+    for w in 1200 1400; do
+        sed 's|</body>|<script>document.body.setAttribute("data-overflow", Array.from(document.querySelectorAll("#sites .scroll, #shapes .scroll")).map(e => e.scrollWidth - e.clientWidth).join(","))</script></body>|' \
+            "$out/$name.html" >"$tmp/width.html"
+        got=$(timeout 120 "$chromium" --headless=new --disable-gpu \
+            --no-sandbox --user-data-dir="$tmp/profile" --hide-scrollbars \
+            --window-size="$w,3000" --dump-dom "file://$tmp/width.html" \
+            2>/dev/null | grep -o 'data-overflow="[^"]*"' || true)
+        [[ -n $got && ! $got =~ [1-9] ]] ||
+            fail "$name: at $w px a table scrolls sideways ($got pixels)"
     done
     echo "$name: the page renders with what it should say"
 }
