@@ -20,7 +20,9 @@
 #   on stderr, the report still written.
 # - run warns, once per library, about a program that holds a static copy
 #   of cuBLAS or cuDNN, and runs it; a dynamically linked one gets no
-#   warning.
+#   warning;
+# - SIGTERM to `ampshim run` goes to the program, which it waits for:
+#   status 143, no process left behind.
 # usage: test_cli.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3 VERSION
 #                    STATIC_VENDOR
 set -euo pipefail
@@ -473,3 +475,27 @@ err_has nothing "may have a static copy of them"
 (cd "$tmp/wd" && t nothing_quiet -- run -q -- /bin/true)
 err_empty nothing_quiet
 echo "a run that intercepted nothing: said, with the likely reasons"
+
+# SIGTERM to `ampshim run` (a scheduler's, `kill PID`): the program gets
+# it, the tool waits for it and exits with its status; no process is left.
+"$tool" run --report off -- sleep 30 >"$tmp/term.out" 2>"$tmp/term.err" &
+tool_pid=$!
+child=
+for _ in $(seq 50); do
+    child=$(pgrep -P "$tool_pid" || true)
+    [[ -n $child ]] && break
+    sleep 0.1
+done
+[[ -n $child ]] || fail "term: the program did not start"
+kill -TERM "$tool_pid"
+set +e
+wait "$tool_pid"
+code=$?
+set -e
+sleep 0.2
+if kill -0 "$child" 2>/dev/null; then
+    kill -KILL "$child"
+    fail "term: the program outlived ampshim run (status $code)"
+fi
+[[ $code == 143 ]] || fail "term: status $code, not 143 (128 + SIGTERM)"
+echo "SIGTERM to ampshim run: passed to the program, status 143, nothing left"
