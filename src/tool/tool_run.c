@@ -214,12 +214,21 @@ amp_run_tell_nothing(int status)
 {
     char how[64];
 
+    /* A program a signal killed may have made calls: the shim writes its
+     * report at exit, and a snapshot AMPSHIM_SNAPSHOT seconds into the
+     * run; it died before either. */
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "ampshim run: the program died (killed by signal "
+                "%d, %s) before the shim wrote a report: before its first "
+                "cuBLAS, cuBLASLt or cuDNN call, or before the first "
+                "snapshot of the report (AMPSHIM_SNAPSHOT seconds, 30 by "
+                "default, after that call)\n", WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+        return;
+    }
     if (WIFEXITED(status))
         snprintf(how, sizeof how, "it exited with status %d",
                  WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(how, sizeof how, "it was killed by signal %d",
-                 WTERMSIG(status));
     else
         snprintf(how, sizeof how, "it ended");
     fprintf(stderr,

@@ -474,6 +474,11 @@ err_has nothing "may have a static copy of them"
 ! grep -qF "saw no cuBLAS" "$tmp/nothing_off.err" || fail "nothing_off: told"
 (cd "$tmp/wd" && t nothing_quiet -- run -q -- /bin/true)
 err_empty nothing_quiet
+# One that a signal killed died; that is not "no call was seen".
+(cd "$tmp/wd" && t died -- run -- /bin/sh -c 'kill -SEGV $$')
+status died 139
+err_has died "ampshim run: the program died (killed by signal 11, "
+! grep -qF "saw no cuBLAS" "$tmp/died.err" || fail "died: told no call"
 echo "a run that intercepted nothing: said, with the likely reasons"
 
 # SIGTERM to `ampshim run` (a scheduler's, `kill PID`): the program gets
