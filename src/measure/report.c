@@ -355,8 +355,8 @@ amp_verdict_why(const struct amp_verdict *v)
                     "default is fp32"},
         {"min-size", "the calls are smaller than the policy's min-size: too "
                      "small to gain from a conversion"},
-        {"demoted", "their converted results went over the tolerance, so "
-                    "they were put back to FP32"},
+        {"demoted", "their errors measured beside FP32 went over the "
+                    "tolerance, so they were put back to FP32"},
         {"pedantic", "the program asked for pedantic FP32 math"},
         {"library", "NVIDIA's own libraries made these calls, which stay "
                     "FP32 unless the policy says set library-calls convert"},
@@ -412,12 +412,14 @@ amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
                  why ? ": " : "", why ? why : "", run);
     } else if (isnan(figure)) {
         snprintf(buf, cap, "converted, speed unknown: %.0f of %.0f calls "
-                 "delivered converted results, none timed beside FP32",
+                 "converted (their results reached the program), none "
+                 "timed beside FP32",
                  v->delivered, v->calls);
     } else if (figure >= 1.005) {
         snprintf(buf, cap, "faster: the intercepted GEMMs and convolutions "
                  "run %.2fx as fast as FP32 %s%s; %.0f of %.0f calls "
-                 "delivered converted results, %.0f measured in shadow%s",
+                 "converted (their results reached the program), %.0f "
+                 "measured in shadow%s",
                  figure, isnan(v->steady) ? "in this run" : "in steady state",
                  isnan(v->steady) ? "" : run, v->delivered, v->calls,
                  v->shadow, measuring);

@@ -189,7 +189,7 @@ chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 1.0e-09
 chart-error	max rel err: $e6 $e3 DEMOTED
 verdict	nothing to gain here: in steady state the calls run as fast as FP32 (1.00x)
-verdict	their converted results went over the tolerance, so they were put back to FP32
+verdict	their errors measured beside FP32 went over the tolerance, so they were put back to FP32
 summary	8 calls at 2 sites, 1 converted (their converted results reached the program), 3 measured in shadow (the program got FP32's results)
 sites	DEMOTED: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog+0x
@@ -278,7 +278,7 @@ print(t["delivered"], t["shadow"], "%.2f" % t["steady_speedup"])' \
 meta	built-in
 summary	6 calls at 1 site, $conv converted (their converted results reached the program), $shadow measured in shadow (the program got FP32's results)
 verdict	faster: the intercepted GEMMs and convolutions run ${steady}x as fast as FP32 in steady state (this run:
-verdict	$conv of 6 calls delivered converted results, $shadow measured in shadow
+verdict	$conv of 6 calls converted (their results reached the program), $shadow measured in shadow
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
@@ -301,7 +301,7 @@ cp "$src/html_v1.json" "$out/v1.json"
     common
     cat <<'EOF'
 heading	ampshim report: <img src=x onerror=alert(1)>
-verdict	faster: the intercepted GEMMs and convolutions run 2.00x as fast as FP32 in this run; 7 of 15 calls delivered converted results, 0 measured in shadow
+verdict	faster: the intercepted GEMMs and convolutions run 2.00x as fast as FP32 in this run; 7 of 15 calls converted (their results reached the program), 0 measured in shadow
 snapshot	SNAPSHOT: this report was written during the run
 meta	/opt/<b>bold</b>/trainer & co
 meta	Command line -
@@ -336,7 +336,7 @@ cp "$src/html_v2.json" "$out/v2.json"
     cat <<'EOF'
 meta	./train --epochs 3 --note 'it'\''s <fast>'
 meta	Host node-7
-verdict	faster: the intercepted GEMMs and convolutions run 1.63x as fast as FP32 in this run; 98 of 132 calls delivered converted results, 4 measured in shadow
+verdict	faster: the intercepted GEMMs and convolutions run 1.63x as fast as FP32 in this run; 98 of 132 calls converted (their results reached the program), 4 measured in shadow
 meta	measured on the GPU (events on the caller's stream)
 meta	complete: written at exit (schema version 2)
 chart-speedup	bias_small (train+0x12c) stayed FP32: min-size 10, no-rule 2 stayed FP32: min-size 10, no-rule 2

@@ -130,7 +130,7 @@ for report in names older; do
     for x in "3:$step_label" "2:$pair_label"; do
         n=${x%%:*} label=${x#*:}
         after "table_$report.out" "$label" |
-            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16 " ||
+            grep -qE "^ {33}cublasSgemm_v2 +$n +$n +0 fp16 " ||
             fail "report $report: no '$label' line with its row below"
     done
     t "csv_$report" -- report --csv - "$tmp/$report.json"

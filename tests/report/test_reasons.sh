@@ -64,7 +64,7 @@ head -1 v1.csv | grep -q ',demoted,steady_speedup,fp32_reasons,fp32_unknown_reas
     fail "v1 CSV: header"
 # Its shadow calls apart from the converted ones, from its modes; nothing
 # converted reached the program: exactly FP32, an error of 0.
-grep -q '^cublasSgemm_v2,tiny_projection,.*,no,,,,,0,0,0$' v1.csv ||
+grep -q '^cublasSgemm_v2,tiny_projection,.*,no,,,,,,0,0,0$' v1.csv ||
     fail "v1 CSV: a site without the new figures"
 
 sed 's/"version": 1,/"version": 9,/' "$v1" >v9.json
