@@ -2,6 +2,7 @@
 #include "base/config.h"
 #include "base/path.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -369,6 +370,60 @@ void
 amp_config_mode_names(char *out, size_t cap)
 {
     amp_config_names(amp_modes, out, cap);
+}
+
+/* The optimal string alignment distance of a and b (insertions,
+ * deletions, substitutions and swaps of adjacent bytes, each 1), ignoring
+ * ASCII case; both at most 31 bytes (else a large distance). */
+static int
+amp_config_distance(const char *a, const char *b)
+{
+    int d[32][32], i, j, la = (int)strlen(a), lb = (int)strlen(b);
+
+    if (la > 31 || lb > 31)
+        return 99;
+    for (i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (i = 1; i <= la; i++) {
+        for (j = 1; j <= lb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]);
+            int cb = tolower((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + (ca != cb);
+
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                cb == tolower((unsigned char)a[i - 2]) &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+const char *
+amp_config_mode_near(const char *name)
+{
+    const struct amp_name_value *e;
+    const char *best = NULL;
+    size_t len = strlen(name);
+    /* Near enough: one edit up to five bytes, two up to eight, three
+     * beyond; none for one or two bytes. */
+    int dist = len <= 2 ? 1 : len <= 5 ? 2 : len <= 8 ? 3 : 4, d;
+
+    for (e = amp_modes; e->name; e++) {
+        d = amp_config_distance(name, e->name);
+        if (d > 0 && d < dist) {
+            dist = d;
+            best = e->name;
+        }
+    }
+    return best;
 }
 
 const char *

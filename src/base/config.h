@@ -135,6 +135,11 @@ enum amp_status amp_config_mode(const char *name, enum amp_mode *mode,
 /* The AMPSHIM_MODE values, comma-separated, into out. */
 void amp_config_mode_names(char *out, size_t cap);
 
+/* The mode name nearest name, for "did you mean": one edit away (a swap
+ * of adjacent letters counts one) up to five bytes, two up to eight,
+ * three beyond; NULL when none is that near. */
+const char *amp_config_mode_near(const char *name);
+
 /* NVIDIA_TF32_OVERRIDE and the CUBLAS_* variables that change FP32
  * results (as NVIDIA documents them): AMP_CONFIG_FP32_ENV names. */
 extern const char *const amp_config_fp32_env_names[AMP_CONFIG_FP32_ENV];

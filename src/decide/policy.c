@@ -1153,7 +1153,7 @@ amp_file_error(struct amp_policy *p, struct amp_policy_error *err,
     amp_policy_reset(p, path);
     memset(err, 0, sizeof *err);
     snprintf(err->message, sizeof err->message, "%s", message);
-    snprintf(err->text, sizeof err->text, "%s:0:0: %s", path, err->message);
+    snprintf(err->text, sizeof err->text, "%s: %s", path, err->message);
 }
 
 enum amp_status

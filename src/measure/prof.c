@@ -613,6 +613,8 @@ amp_trace_add(const struct amp_prof_call *c, int fp32, int from, int to,
                                          ? c->what.candidate
                                          : c->what.mode;
     t->fp32 = fp32;
+    t->delivered = fp32 ? !c->what.delivers
+                        : c->what.mode != AMP_MODE_SHADOW || c->what.delivers;
     t->track = amp_track(c->dev, c->what.stream);
     t->ts_us = ts * 1e3;
     t->dur_us = dur * 1e3;

@@ -285,6 +285,9 @@ struct amp_trace_event {
     struct amp_shape shape;
     enum amp_mode mode;        /* what ran */
     int fp32;                  /* the shadow's original FP32 call */
+    int delivered;             /* its result reached the program: a
+                                  converted call, a delivering call's
+                                  candidate, a shadow call's FP32 original */
     int track;                 /* amp_prof_tracks() index */
     double ts_us, dur_us;      /* from the context's first event */
     double converted_ms, fp32_ms; /* negative: unknown */

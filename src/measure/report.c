@@ -168,6 +168,302 @@ amp_ratio(double a, double b)
     return b > 0.0 ? a / b : NAN;
 }
 
+/* ---- What the program got ------------------------------------------------------ */
+
+/* Calls measured in shadow: the program got FP32's result. */
+static unsigned long long
+amp_entry_shadow(const struct amp_prof_entry *e)
+{
+    return e->modes[AMP_MODE_SHADOW];
+}
+
+/* Calls whose result the program got from a converted path. */
+static unsigned long long
+amp_entry_delivered(const struct amp_prof_entry *e)
+{
+    return e->outcomes[AMP_OUTCOME_CONVERTED] - e->modes[AMP_MODE_SHADOW];
+}
+
+/* The steady state of (site, shape)s: what their calls cost in FP32 and
+ * under the choice made, each shape's mean times weighted by its calls. */
+struct amp_steady {
+    double fp32_ms, chosen_ms;
+    unsigned long long timed;      /* shapes with both times */
+    unsigned long long measuring;  /* auto shapes still measuring */
+};
+
+/* Adds e's steady state: under auto, the chosen candidate's mean time
+ * beside the mean FP32 time measured with it (FP32's own when auto kept
+ * FP32); for a demoted shape, FP32's; else the converted calls' mean
+ * time (or their candidates' beside the FP32 baseline), or, for a shape
+ * only ever shadowed, the FP32 original plus its candidate, against the
+ * baseline. A shape without an
+ * FP32 time adds nothing. */
+static void
+amp_steady_add(struct amp_steady *s, const struct amp_prof_entry *e)
+{
+    double base = amp_prof_baseline(e), cost = -1.0, n = (double)e->calls;
+    struct amp_auto_view v;
+    int i;
+
+    if (e->auto_shape && amp_auto_get(e->site, e->auto_shape - 1, &v) == 0) {
+        if (v.state == AMP_AUTO_MEASURING) {
+            s->measuring++;
+            return;
+        }
+        for (i = 0; i < v.ncandidates; i++) {
+            const struct amp_auto_candidate *c = &v.c[i];
+
+            if (!c->timed || (v.state == AMP_AUTO_CHOSEN && i != v.choice))
+                continue;
+            base = c->fp32_ms / (double)c->timed;
+            cost = v.state == AMP_AUTO_CHOSEN
+                       ? c->candidate_ms / (double)c->timed : base;
+            break;
+        }
+        if (cost < 0.0 && v.state == AMP_AUTO_FP32)
+            cost = base;
+    } else if (base >= 0.0 && (amp_site_demoted(e->site) ||
+                               e->kept[AMP_KEPT_DEMOTED] > 0)) {
+        cost = base; /* demoted: its calls run FP32 from now on */
+    } else if (base >= 0.0 && amp_entry_delivered(e) > 0) {
+        cost = e->timed ? e->converted_ms / (double)e->timed
+                        : e->shadow_candidate_ms / (double)e->shadow_timed;
+    } else if (base >= 0.0 && amp_entry_shadow(e) > 0) {
+        cost = (e->shadow_fp32_ms + e->shadow_candidate_ms) /
+               (double)e->shadow_timed;
+    }
+    if (base <= 0.0 || cost <= 0.0)
+        return;
+    s->fp32_ms += n * base;
+    s->chosen_ms += n * cost;
+    s->timed++;
+}
+
+/* The largest of a and b, a NaN standing for "not measured" only when
+ * both are. */
+static double
+amp_max_known(double a, double b)
+{
+    return isnan(a) ? b : isnan(b) ? a : a > b ? a : b;
+}
+
+/* The error of what the program got from e, in the max and Frobenius
+ * norms: 0 (exactly FP32's) when no converted result reached it; under
+ * auto, the chosen candidate's measured error; else the error measured
+ * of the mode's results; NaN when none was measured. */
+static void
+amp_delivered_error(const struct amp_prof_entry *e, double *rel, double *fro)
+{
+    struct amp_auto_view v;
+    int i;
+
+    *rel = *fro = NAN;
+    if (amp_entry_delivered(e) == 0) {
+        *rel = *fro = 0.0;
+    } else if (e->auto_shape &&
+               amp_auto_get(e->site, e->auto_shape - 1, &v) == 0) {
+        /* The chosen candidate's, and those whose timing calls gave the
+         * program their results. */
+        for (i = 0; i < v.ncandidates; i++) {
+            const struct amp_auto_candidate *c = &v.c[i];
+
+            if (!c->worst.compared ||
+                !((v.state == AMP_AUTO_CHOSEN && i == v.choice) ||
+                  c->converted > 0))
+                continue;
+            *rel = amp_max_known(*rel, c->worst.max_rel);
+            *fro = amp_max_known(*fro, c->worst.fro_rel);
+        }
+    } else if (e->measured_calls) {
+        *rel = e->max_rel;
+        *fro = e->max_fro;
+    }
+}
+
+/* The delivered errors of the entries of group g (NULL: all). */
+static void
+amp_group_delivered_error(const struct amp_report *r,
+                          const struct amp_group *g, double *rel,
+                          double *fro)
+{
+    size_t i;
+    double er, ef;
+
+    *rel = *fro = NAN;
+    for (i = 0; i < r->nentries; i++) {
+        const struct amp_prof_entry *e = &r->entries[i];
+
+        if (g && (e->site != g->site || e->api != g->api))
+            continue;
+        amp_delivered_error(e, &er, &ef);
+        *rel = amp_max_known(*rel, er);
+        *fro = amp_max_known(*fro, ef);
+    }
+}
+
+/* The steady state of group g's entries (NULL: all). */
+static void
+amp_group_steady(const struct amp_report *r, const struct amp_group *g,
+                 struct amp_steady *s)
+{
+    size_t i;
+
+    memset(s, 0, sizeof *s);
+    for (i = 0; i < r->nentries; i++) {
+        const struct amp_prof_entry *e = &r->entries[i];
+
+        if (!g || (e->site == g->site && e->api == g->api))
+            amp_steady_add(s, e);
+    }
+}
+
+/* The commonest reason the calls ran FP32 (fp32_reasons), NULL for none. */
+static const char *
+amp_top_reason(const struct amp_prof_entry *e)
+{
+    unsigned long long best = 0;
+    const char *name = NULL;
+    int i;
+
+    for (i = 0; i < AMP_KEPT_COUNT; i++)
+        if (e->kept[i] > best) {
+            best = e->kept[i];
+            name = amp_kept_name((enum amp_kept)i);
+        }
+    for (i = 1; i < AMP_FALLBACK_COUNT; i++)
+        if (e->fallbacks[i] > best) {
+            best = e->fallbacks[i];
+            name = amp_fallback_name((enum amp_fallback)i);
+        }
+    return name;
+}
+
+/* Why every call ran FP32, in words, from its commonest reason. */
+static const char *
+amp_verdict_why(const struct amp_verdict *v)
+{
+    static const struct {
+        const char *reason, *words;
+    } words[] = {
+        {"auto", "auto found no candidate both within the tolerance and "
+                 "faster than FP32 for these shapes (converting them would "
+                 "cost more than it saves, or lose accuracy)"},
+        {"mode", "the mode asked for is fp32, or cannot run these calls"},
+        {"rule", "the policy's fp32 rules keep these calls FP32"},
+        {"no-rule", "no policy rule matched these calls, and the policy's "
+                    "default is fp32"},
+        {"min-size", "the calls are smaller than the policy's min-size: too "
+                     "small to gain from a conversion"},
+        {"demoted", "their errors measured beside FP32 went over the "
+                    "tolerance, so they were put back to FP32"},
+        {"pedantic", "the program asked for pedantic FP32 math"},
+        {"library", "NVIDIA's own libraries made these calls, which stay "
+                    "FP32 unless the policy says set library-calls convert"},
+        {"broken-policy", "the policy file has an error"},
+    };
+    size_t i;
+
+    if (v->shadow > 0.0 && v->shadow + 0.5 >= v->calls - v->delivered &&
+        !v->why_fp32)
+        return "every converted call ran in shadow (the program got FP32's "
+               "results; the candidates were only measured)";
+    for (i = 0; v->why_fp32 && i < sizeof words / sizeof *words; i++)
+        if (strcmp(words[i].reason, v->why_fp32) == 0)
+            return words[i].words;
+    return NULL;
+}
+
+const char *
+amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
+{
+    const char *why = amp_verdict_why(v);
+    char run[96] = "", steady[32], measuring[80] = "";
+    double figure = !isnan(v->steady) ? v->steady : v->speedup;
+
+    if (v->measuring > 0.0)
+        snprintf(measuring, sizeof measuring, "; %.0f shape%s still "
+                 "measuring, left out of the steady state", v->measuring,
+                 v->measuring == 1.0 ? "" : "s");
+    if (!isnan(v->speedup))
+        snprintf(run, sizeof run, " (this run: %.2fx, %.3f ms %s)",
+                 v->speedup, fabs(v->saved_ms),
+                 v->saved_ms >= 0.0 ? "saved" : "lost");
+    snprintf(steady, sizeof steady, "%.2fx", v->steady);
+    if (!(v->calls > 0.0)) {
+        snprintf(buf, cap, "nothing to gain here: the shim saw no FP32 GEMM "
+                 "or convolution it could convert");
+    } else if (v->broken) {
+        snprintf(buf, cap, "nothing to gain here: the policy file has an "
+                 "error, so every call ran FP32 (see the policy line)");
+    } else if (v->measuring > 0.0 && (v->delivered <= 0.0 ||
+                                      isnan(v->steady))) {
+        snprintf(buf, cap, "still measuring: auto needs about four calls "
+                 "per shape to choose, and %.0f of %.0f shapes had fewer%s; "
+                 "the measuring calls run FP32 and a candidate beside it%s%s"
+                 "; run longer to see the steady state",
+                 v->measuring, v->shapes, run,
+                 isnan(v->steady) ? "" : "; the shapes decided: ",
+                 isnan(v->steady) ? "" : steady);
+    } else if (v->delivered <= 0.0) {
+        snprintf(buf, cap, "nothing to gain here: no converted result reached "
+                 "the program (%.0f calls ran FP32%s)%s%s%s", v->calls,
+                 v->shadow > 0.0 ? ", some measured in shadow" : "",
+                 why ? ": " : "", why ? why : "", run);
+    } else if (isnan(figure)) {
+        snprintf(buf, cap, "converted, speed unknown: %.0f of %.0f calls "
+                 "converted (their results reached the program), none "
+                 "timed beside FP32",
+                 v->delivered, v->calls);
+    } else if (figure >= 1.005) {
+        snprintf(buf, cap, "faster: the intercepted GEMMs and convolutions "
+                 "run %.2fx as fast as FP32 %s%s; %.0f of %.0f calls "
+                 "converted (their results reached the program), %.0f "
+                 "measured in shadow%s",
+                 figure, isnan(v->steady) ? "in this run" : "in steady state",
+                 isnan(v->steady) ? "" : run, v->delivered, v->calls,
+                 v->shadow, measuring);
+    } else if (figure <= 0.995) {
+        snprintf(buf, cap, "slower: the intercepted GEMMs and convolutions "
+                 "run %.2fx as fast as FP32 %s%s: converting costs more than it "
+                 "saves here; keep these calls FP32 (an fp32 rule, or "
+                 "AMPSHIM_MODE=fp32)", figure,
+                 isnan(v->steady) ? "in this run" : "in steady state",
+                 isnan(v->steady) ? "" : run);
+    } else {
+        snprintf(buf, cap, "nothing to gain here: %s the calls run as fast "
+                 "as FP32 (%.2fx)%s%s%s", isnan(v->steady) ? "in this run"
+                                                          : "in steady state",
+                 figure, isnan(v->steady) ? "" : run, why ? ": " : "",
+                 why ? why : "");
+    }
+    return buf;
+}
+
+/* The verdict of the report r. */
+static const char *
+amp_report_verdict(const struct amp_report *r, char *buf, size_t cap)
+{
+    struct amp_policy_info info;
+    struct amp_verdict v;
+    struct amp_steady s;
+
+    amp_policy_info(&info);
+    amp_group_steady(r, NULL, &s);
+    memset(&v, 0, sizeof v);
+    v.calls = (double)r->all.sum.calls;
+    v.delivered = (double)amp_entry_delivered(&r->all.sum);
+    v.shadow = (double)amp_entry_shadow(&r->all.sum);
+    v.speedup = amp_ratio(r->all.t.fp32_ms, r->all.t.actual_ms);
+    v.steady = amp_ratio(s.fp32_ms, s.chosen_ms);
+    v.saved_ms = r->all.t.saved_ms;
+    v.measuring = (double)s.measuring;
+    v.shapes = (double)r->nentries;
+    v.why_fp32 = amp_top_reason(&r->all.sum);
+    v.broken = info.broken;
+    return amp_verdict_line(&v, buf, cap);
+}
+
 /* ---- JSON -------------------------------------------------------------------- */
 
 static void
@@ -178,6 +474,8 @@ amp_json_counts(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_kint(j, "calls", (long long)e->calls);
     amp_json_kint(j, "converted",
                   (long long)e->outcomes[AMP_OUTCOME_CONVERTED]);
+    amp_json_kint(j, "delivered", (long long)amp_entry_delivered(e));
+    amp_json_kint(j, "shadow", (long long)amp_entry_shadow(e));
     amp_json_kint(j, "fp32", (long long)e->outcomes[AMP_OUTCOME_FP32]);
     amp_json_kint(j, "fallback", (long long)e->outcomes[AMP_OUTCOME_FALLBACK]);
     amp_json_kint(j, "unmeasured", (long long)e->unmeasured);
@@ -212,7 +510,8 @@ amp_unknown_reason(const struct amp_prof_entry *e,
 
 static void
 amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
-              const struct amp_prof_totals *t, double conv_known_ms)
+              const struct amp_prof_totals *t, double conv_known_ms,
+              const struct amp_steady *steady)
 {
     amp_json_key(j, "time");
     amp_json_object(j);
@@ -229,6 +528,8 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
                      amp_ratio(t->fp32_estimated_ms, conv_known_ms));
     amp_json_knumber(j, "candidate_speedup",
                      amp_ratio(e->shadow_fp32_ms, e->shadow_candidate_ms));
+    amp_json_knumber(j, "steady_speedup",
+                     amp_ratio(steady->fp32_ms, steady->chosen_ms));
     amp_json_kint(j, "calls_timed", (long long)(e->timed + e->shadow_timed));
     amp_json_kint(j, "calls_fp32_measured", (long long)t->measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)t->estimated);
@@ -238,7 +539,8 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
 }
 
 static void
-amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
+amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e,
+                double delivered_rel, double delivered_fro)
 {
     double tol = amp_policy_tolerance();
 
@@ -260,6 +562,8 @@ amp_json_errors(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_kstring(j, "tolerance_norm",
                      amp_norm_name(amp_policy_tolerance_norm()));
     amp_json_kint(j, "over_tolerance", (long long)e->over_tolerance);
+    amp_json_knumber(j, "delivered_max_rel", delivered_rel);
+    amp_json_knumber(j, "delivered_max_fro", delivered_fro);
     amp_json_end_object(j);
 }
 
@@ -404,9 +708,14 @@ static void
 amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
 {
     struct amp_prof_totals t;
+    struct amp_steady steady;
+    double rel, fro;
     char text[160];
 
     amp_prof_totals(e, &t);
+    memset(&steady, 0, sizeof steady);
+    amp_steady_add(&steady, e);
+    amp_delivered_error(e, &rel, &fro);
     amp_shape_format(&e->shape, text, sizeof text);
     amp_json_object(j);
     amp_json_kstring(j, "shape", text);
@@ -415,8 +724,9 @@ amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_knumber(j, "fp32_baseline_ms",
                      e->shadow_timed ? amp_prof_baseline(e) : NAN);
     amp_json_time(j, e, &t,
-                  amp_prof_baseline(e) >= 0.0 ? e->converted_ms : 0.0);
-    amp_json_errors(j, e);
+                  amp_prof_baseline(e) >= 0.0 ? e->converted_ms : 0.0,
+                  &steady);
+    amp_json_errors(j, e, rel, fro);
     amp_json_rest(j, e, &t);
     amp_json_auto(j, e);
     amp_json_end_object(j);
@@ -430,8 +740,12 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
     int demoted = amp_site_demoted(s) ||
                   (s && atomic_load(&s->demoted_shapes) > 0);
     char label[AMP_LABEL_LEN];
+    struct amp_steady steady;
+    double rel, fro;
     size_t i;
 
+    amp_group_steady(r, grp, &steady);
+    amp_group_delivered_error(r, grp, &rel, &fro);
     amp_json_object(j);
     amp_json_kstring(j, "api", grp->api);
     amp_json_kstring(j, "family",
@@ -448,8 +762,8 @@ amp_json_site(struct amp_json_out *j, const struct amp_report *r, size_t g)
                                                 sizeof label));
     amp_json_end_array(j);
     amp_json_counts(j, &grp->sum);
-    amp_json_time(j, &grp->sum, &grp->t, grp->conv_known_ms);
-    amp_json_errors(j, &grp->sum);
+    amp_json_time(j, &grp->sum, &grp->t, grp->conv_known_ms, &steady);
+    amp_json_errors(j, &grp->sum, rel, fro);
     amp_json_rest(j, &grp->sum, &grp->t);
     amp_json_kbool(j, "demoted", demoted);
     amp_json_kstring(j, "demoted_reason", demoted ? s->demoted_why : NULL);
@@ -630,6 +944,8 @@ amp_json_devices(struct amp_json_out *j)
                              : NULL);
         amp_json_kint(j, "calls", (long long)d[i].calls);
         amp_json_kint(j, "converted", (long long)d[i].converted);
+        amp_json_kint(j, "delivered",
+                      (long long)(d[i].converted - d[i].shadow));
         amp_json_kint(j, "shadow", (long long)d[i].shadow);
         amp_json_kint(j, "fp32", (long long)d[i].fp32);
         amp_json_kint(j, "fallback", (long long)d[i].fallback);
@@ -729,13 +1045,17 @@ static void
 amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
 {
     const struct amp_group *a = &r->all;
+    struct amp_steady steady;
+    char verdict[512];
 
+    amp_group_steady(r, NULL, &steady);
     amp_json_key(j, "totals");
     amp_json_object(j);
     amp_json_kint(j, "sites", (long long)r->ngroups);
     amp_json_kint(j, "calls", (long long)a->sum.calls);
     amp_json_kint(j, "converted",
                   (long long)a->sum.outcomes[AMP_OUTCOME_CONVERTED]);
+    amp_json_kint(j, "delivered", (long long)amp_entry_delivered(&a->sum));
     amp_json_kint(j, "shadow", (long long)a->sum.modes[AMP_MODE_SHADOW]);
     amp_json_kint(j, "fp32", (long long)a->sum.outcomes[AMP_OUTCOME_FP32]);
     amp_json_kint(j, "fallback",
@@ -752,6 +1072,12 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
                      amp_ratio(a->t.flops_converted, a->t.flops_total));
     amp_json_knumber(j, "converted_speedup",
                      amp_ratio(a->t.fp32_estimated_ms, a->conv_known_ms));
+    amp_json_knumber(j, "steady_speedup",
+                     amp_ratio(steady.fp32_ms, steady.chosen_ms));
+    amp_json_kint(j, "shapes", (long long)r->nentries);
+    amp_json_kint(j, "shapes_measuring", (long long)steady.measuring);
+    amp_json_kstring(j, "verdict", amp_report_verdict(r, verdict,
+                                                      sizeof verdict));
     amp_json_kint(j, "calls_fp32_measured", (long long)a->t.measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)a->t.estimated);
     amp_json_kint(j, "calls_fp32_unknown", (long long)a->t.unknown);
@@ -885,13 +1211,21 @@ amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
 {
     char name[96], shape[160], label[AMP_LABEL_LEN];
     const char *mode = amp_mode_name(t->mode);
+    /* What the program got, by its category: "converted" (a converted
+     * result), "shadow" (a shadow call's FP32 original, whose result it
+     * got), "candidate" (a shadow call's candidate, measured and
+     * discarded), "baseline" (the FP32 original timed beside a converted
+     * call, discarded). */
+    const char *cat = t->fp32 ? (t->delivered ? "shadow" : "baseline")
+                              : (t->delivered ? "converted" : "candidate");
 
     amp_shape_format(&t->shape, shape, sizeof shape);
     snprintf(name, sizeof name, "%s %s%s", t->api, t->fp32 ? "fp32" : mode,
-             t->fp32 ? " (shadow)" : "");
+             t->fp32 ? (t->delivered ? " (shadow)" : " (baseline)")
+                     : t->delivered ? "" : " (shadow candidate)");
     amp_json_object(j);
     amp_json_kstring(j, "name", name);
-    amp_json_kstring(j, "cat", t->fp32 ? "shadow" : "converted");
+    amp_json_kstring(j, "cat", cat);
     amp_json_kstring(j, "ph", "X");
     amp_json_knumber(j, "ts", t->ts_us - origin);
     amp_json_knumber(j, "dur", t->dur_us);
@@ -903,6 +1237,7 @@ amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
     amp_json_kstring(j, "site", amp_site_label(t->site, label, sizeof label));
     amp_json_kstring(j, "shape", shape);
     amp_json_kstring(j, "mode", t->fp32 ? "fp32" : mode);
+    amp_json_kbool(j, "delivered", t->delivered);
     amp_json_knumber(j, "converted_ms", t->converted_ms >= 0.0
                                             ? t->converted_ms : NAN);
     amp_json_knumber(j, "fp32_ms", t->fp32_ms >= 0.0 ? t->fp32_ms : NAN);
@@ -911,6 +1246,26 @@ amp_trace_event(struct amp_json_out *j, const struct amp_trace_event *t,
                                                         : "estimated");
     amp_json_end_object(j);
     amp_json_end_object(j);
+}
+
+/* The calls the events stand for, as the report counts them: kept-FP32
+ * calls run untimed and have no event of their own. */
+static void
+amp_trace_counts(struct amp_json_out *j)
+{
+    struct amp_prof_entry sum, *e;
+    size_t n = 0, i;
+
+    memset(&sum, 0, sizeof sum);
+    e = amp_prof_snapshot(&n);
+    for (i = 0; i < n; i++)
+        amp_sum_entry(&sum, &e[i]);
+    free(e);
+    amp_json_kint(j, "calls", (long long)sum.calls);
+    amp_json_kint(j, "delivered", (long long)amp_entry_delivered(&sum));
+    amp_json_kint(j, "shadow", (long long)amp_entry_shadow(&sum));
+    amp_json_kint(j, "fp32", (long long)(sum.outcomes[AMP_OUTCOME_FP32] +
+                                         sum.outcomes[AMP_OUTCOME_FALLBACK]));
 }
 
 enum amp_status
@@ -951,6 +1306,7 @@ amp_report_trace(FILE *f)
     amp_json_key(&j, "otherData");
     amp_json_object(&j);
     amp_json_kint(&j, "dropped_events", (long long)dropped);
+    amp_trace_counts(&j);
     amp_json_end_object(&j);
     amp_json_end_object(&j);
     fputc('\n', f);
@@ -1044,37 +1400,66 @@ amp_group_modes(const struct amp_report *r, const struct amp_group *g,
     }
 }
 
+/* A row of the exit table: group g (r->all for the total). The "conv"
+ * column counts the calls whose converted result the program got,
+ * "shadow" those measured beside FP32 (the program got FP32's result);
+ * the error is of what the program got, "exactly FP32" when no converted
+ * result reached it. */
 static void
-amp_table_row(const char *site, const char *api, const struct amp_group *g,
-              const char *modes)
+amp_table_row(const struct amp_report *r, const char *site, const char *api,
+              const struct amp_group *g, const char *modes)
 {
     char fp32[32], actual[32], speed[32], steady[32], saved[32], err[32];
     const struct amp_prof_entry *e = &g->sum;
     int known = g->t.measured + g->t.estimated > 0;
+    struct amp_steady st;
+    double rel, fro, v;
 
+    amp_group_steady(r, g == &r->all ? NULL : g, &st);
+    amp_group_delivered_error(r, g == &r->all ? NULL : g, &rel, &fro);
     /* In the tolerance's norm, as the header says. */
-    if (e->measured_calls)
-        snprintf(err, sizeof err, "%.2e",
-                 amp_policy_tolerance_norm() == AMP_NORM_FRO ? e->max_fro
-                                                             : e->max_rel);
+    v = amp_policy_tolerance_norm() == AMP_NORM_FRO ? fro : rel;
+    if (amp_entry_delivered(e) == 0)
+        snprintf(err, sizeof err, "exactly FP32");
+    else if (!isnan(v))
+        snprintf(err, sizeof err, "%.2e", v);
     else if (e->error_calls) /* no FP32 result had a finite element */
         snprintf(err, sizeof err, "not measurable");
     else
         snprintf(err, sizeof err, "-");
-    amp_log_line("| %-*s %-28.28s %7llu %7llu %-18.18s %10s %10s %8s "
-                 "%8s %10s %11s", AMP_TABLE_SITE_WIDTH, site, api, e->calls,
-                 e->outcomes[AMP_OUTCOME_CONVERTED], modes,
+    amp_log_line("| %-*s %-28.28s %7llu %7llu %7llu %-18.18s %10s %10s %8s "
+                 "%8s %10s %12s", AMP_TABLE_SITE_WIDTH, site, api, e->calls,
+                 amp_entry_delivered(e), amp_entry_shadow(e), modes,
                  amp_cell(fp32, sizeof fp32, known ? g->t.fp32_ms : NAN, 3),
                  amp_cell(actual, sizeof actual,
                           known ? g->t.actual_ms : NAN, 3),
                  amp_cell(speed, sizeof speed,
                           amp_ratio(g->t.fp32_ms, g->t.actual_ms), 2),
                  amp_cell(steady, sizeof steady,
-                          amp_ratio(g->t.fp32_estimated_ms, g->conv_known_ms),
-                          2),
+                          amp_ratio(st.fp32_ms, st.chosen_ms), 2),
                  amp_cell(saved, sizeof saved,
                           known ? g->t.saved_ms : NAN, 3),
                  err);
+}
+
+/* Under a site with shadow calls: the error their candidates showed,
+ * which the program did not get. */
+static void
+amp_table_candidates(const struct amp_prof_entry *e)
+{
+    int fro = amp_policy_tolerance_norm() == AMP_NORM_FRO;
+
+    if (!amp_entry_shadow(e) || !e->error_calls)
+        return;
+    if (e->measured_calls)
+        amp_log_line("|   candidates measured in shadow (%llu calls): %s "
+                     "rel err up to %.2e, a result the program did not get",
+                     amp_entry_shadow(e), fro ? "fro" : "max",
+                     fro ? e->max_fro : e->max_rel);
+    else
+        amp_log_line("|   candidates measured in shadow (%llu calls): error "
+                     "not measurable (no FP32 result had a finite element)",
+                     amp_entry_shadow(e));
 }
 
 /* "| FP32 calls by reason: min-size 12, no-rule 3" (fallbacks
@@ -1106,13 +1491,15 @@ amp_reasons_line(const struct amp_prof_entry *e)
 static void
 amp_report_table(struct amp_report *r, const char *device, const char *path)
 {
-    char modes[96];
+    char modes[96], verdict[512];
     size_t i;
 
+    amp_log_line("verdict: %s", amp_report_verdict(r, verdict,
+                                                   sizeof verdict));
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
-    amp_log_line("| %-*s %-28s %7s %7s %-18s %10s %10s %8s %8s %10s %11s",
-                 AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
-                 "mode", "fp32 ms", "actual ms", "speedup", "steady",
+    amp_log_line("| %-*s %-28s %7s %7s %7s %-18s %10s %10s %8s %8s %10s "
+                 "%12s", AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",
+                 "shadow", "mode", "fp32 ms", "actual ms", "speedup", "steady",
                  "saved ms", amp_policy_tolerance_norm() == AMP_NORM_FRO
                                  ? "fro rel err"
                                  : "max rel err");
@@ -1126,11 +1513,15 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
             amp_log_line("| %s", label);
             label[0] = '\0';
         }
-        amp_table_row(label, r->groups[i].api, &r->groups[i], modes);
+        amp_table_row(r, label, r->groups[i].api, &r->groups[i], modes);
+        amp_table_candidates(&r->groups[i].sum);
     }
     amp_group_modes(r, NULL, modes, sizeof modes);
-    amp_table_row("total", "", &r->all, modes);
+    amp_table_row(r, "total", "", &r->all, modes);
     amp_reasons_line(&r->all.sum);
+    amp_log_line("| conv: calls whose converted result the program got; "
+                 "shadow: measured beside FP32 (the program got FP32's "
+                 "result); steady: once measuring is over");
     amp_log_line("| times %s on %s; %.1f%% of the FP32 work (FLOPs) "
                  "converted; report: %s", strcmp(device, "-") == 0 ? "-" :
                  strstr(device, AMP_EMULATED_SUFFIX) ? "modelled" : "measured",

@@ -44,6 +44,31 @@ void amp_report_forget(void);
 /* The report as JSON into f; AMP_ERR_IO when writing fails. */
 enum amp_status amp_report_write(FILE *f, const struct amp_config *cfg);
 
+/* What the verdict line is made of: the report's totals (counts as
+ * doubles, so that a reader of a report file fills it the same way; NaN
+ * for a figure not known). */
+struct amp_verdict {
+    double calls;              /* FP32 calls decided at the sites */
+    double delivered;          /* of those, whose result the program got
+                                  from a converted path */
+    double shadow;             /* measured in shadow: FP32's result */
+    double speedup;            /* this run, fp32_ms / actual_ms */
+    double steady;             /* steady state: each timed shape's FP32
+                                  time over its time under the choice
+                                  made, weighted by its calls */
+    double saved_ms;           /* this run */
+    double measuring;          /* auto shapes still measuring */
+    double shapes;             /* shapes seen */
+    const char *why_fp32;      /* the commonest reason calls ran FP32
+                                  (an fp32_reasons key), or NULL */
+    int broken;                /* the policy file has an error */
+};
+
+/* "faster: ...", "slower: ...", "still measuring: ..." or "nothing to
+ * gain here: ..." (and why, in words), into buf; returns buf. */
+const char *amp_verdict_line(const struct amp_verdict *v, char *buf,
+                             size_t cap);
+
 /* The trace as JSON into f. */
 enum amp_status amp_report_trace(FILE *f);
 

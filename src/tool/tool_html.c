@@ -706,14 +706,23 @@ amp_html_summary(FILE *f, const struct amp_doc *doc)
     double share = amp_num(tot, "converted_share");
     char b[5][32];
 
-    fprintf(f, "<p id=\"summary\">%.0f calls at %zu site%s, %.0f converted; "
+    double shadow = amp_num(tot, "shadow"), conv = amp_num(tot, "delivered");
+    /* Times summed over no call with an FP32 time are unknown, not 0. */
+    double ms = amp_fp32_known(tot) ? 1.0 : NAN;
+
+    if (isnan(shadow))
+        shadow = 0.0;
+    if (isnan(conv)) /* an older report counts shadow calls as converted */
+        conv = amp_count(tot, "converted") - shadow;
+    fprintf(f, "<p id=\"summary\">%.0f calls at %zu site%s, %.0f converted "
+            "(their converted results reached the program), %.0f measured in "
+            "shadow (the program got FP32's results); "
             "FP32 %s ms, actual %s ms, saved %s ms, speedup %s; %s%s of the "
             "FP32 FLOPs converted.</p>\n", amp_count(tot, "calls"),
-            doc->nrows, doc->nrows == 1 ? "" : "s",
-            amp_count(tot, "converted"),
-            amp_fmt(b[0], 32, "%.3f", amp_num(tot, "fp32_ms")),
-            amp_fmt(b[1], 32, "%.3f", amp_num(tot, "actual_ms")),
-            amp_fmt(b[2], 32, "%.3f", amp_num(tot, "saved_ms")),
+            doc->nrows, doc->nrows == 1 ? "" : "s", conv, shadow,
+            amp_fmt(b[0], 32, "%.3f", ms * amp_num(tot, "fp32_ms")),
+            amp_fmt(b[1], 32, "%.3f", ms * amp_num(tot, "actual_ms")),
+            amp_fmt(b[2], 32, "%.3f", ms * amp_num(tot, "saved_ms")),
             amp_fmt(b[3], 32, "%.2f", amp_num(tot, "speedup")),
             amp_fmt(b[4], 32, "%.1f", 100.0 * share),
             isnan(share) ? "" : "%");
@@ -734,9 +743,19 @@ amp_html_status(FILE *f, const struct amp_doc *doc, const struct amp_row *r)
         } else if (!r->demoted) {
             fprintf(f, ": %.0f shadow calls over", r->over_tolerance);
         }
-    } else if (r->converted > 0.0) {
+    } else if (r->converted > 0.0 && r->converted >= r->calls) {
         fputs("converted", f);
+    } else if (r->converted > 0.0) {
+        fprintf(f, "converted: %.0f of %.0f calls", r->converted, r->calls);
     } else {
+        if (r->shadow > 0.0 && amp_shadow_text(r, why, sizeof why)) {
+            fputs("measured in shadow, the program got FP32's results: ", f);
+            amp_html_text(f, why);
+            fputs("; ", f);
+        } else if (r->shadow > 0.0) {
+            fprintf(f, "measured in shadow (%.0f calls; the program got "
+                    "FP32's results); ", r->shadow);
+        }
         amp_row_why(doc, r, why, sizeof why);
         amp_html_text(f, why);
     }
@@ -745,7 +764,7 @@ amp_html_status(FILE *f, const struct amp_doc *doc, const struct amp_row *r)
 static void
 amp_html_table(FILE *f, const struct amp_doc *doc)
 {
-    char b[6][32];
+    char b[7][32];
     size_t i;
 
     fputs("<section id=\"sites\">\n<h2>Sites</h2>\n<p class=\"caption\">One "
@@ -753,9 +772,11 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
           "it), sorted by time saved. Rows in red need a look: a demoted "
           "site or one over the tolerance.</p>\n<div class=\"scroll\">"
           "<table>\n<tr><th class=\"t\">site</th><th class=\"t\">api</th>"
-          "<th>calls</th><th>converted</th><th class=\"t\">mode</th><th>"
-          "FP32 ms</th><th>actual ms</th><th>speedup</th><th>saved ms</th>"
-          "<th>max rel err</th><th>tolerance</th><th class=\"t\">status"
+          "<th>calls</th><th>converted</th><th>shadow</th>"
+          "<th class=\"t\">mode</th><th>"
+          "FP32 ms</th><th>actual ms</th><th>speedup</th><th>steady</th>"
+          "<th>saved ms</th>"
+          "<th>error delivered</th><th>tolerance</th><th class=\"t\">status"
           "</th></tr>\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
@@ -765,14 +786,15 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
         amp_html_text(f, r->name);
         fputs("</td><td class=\"t\">", f);
         amp_html_text(f, amp_or(r->api, "-"));
-        fprintf(f, "</td><td>%.0f</td><td>%.0f</td><td class=\"t\">",
-                r->calls, r->converted);
+        fprintf(f, "</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>"
+                "<td class=\"t\">", r->calls, r->converted, r->shadow);
         amp_html_text(f, r->shown);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                "<td>%s</td><td>%s</td><td class=\"t status\">",
+                "<td>%s</td><td>%s</td><td>%s</td><td class=\"t status\">",
                 amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
                 amp_fmt(b[1], 32, "%.3f", r->actual_ms),
                 amp_fmt(b[2], 32, "%.2f", r->speedup),
+                amp_fmt(b[6], 32, "%.2f", r->steady),
                 amp_fmt(b[3], 32, "%.3f", r->saved_ms),
                 amp_row_error_text(r, b[4], 32),
                 amp_fmt(b[5], 32, "%.1e", r->tolerance));
@@ -780,7 +802,7 @@ amp_html_table(FILE *f, const struct amp_doc *doc)
         fputs("</td></tr>\n", f);
     }
     if (doc->nrows == 0)
-        fputs("<tr><td class=\"t\" colspan=\"12\">no call site saw an "
+        fputs("<tr><td class=\"t\" colspan=\"14\">no call site saw an "
               "eligible FP32 call</td></tr>\n", f);
     fputs("</table></div>\n</section>\n", f);
 }
@@ -827,6 +849,7 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     struct amp_tally t;
     char b[2][32], why[160], text[1024];
 
+    amp_row_delivered(&shape, sh);
     amp_reasons_of(sh, r->demoted, amp_json_get(doc->root, "policy"), &t);
     amp_reasons_line(&t, why, sizeof why);
     fprintf(f, "<tr%s><td class=\"t\">", over ? " class=\"flagged\"" : "");
@@ -834,7 +857,7 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     fputs("</td><td class=\"t nowrap\">", f);
     amp_html_text(f, amp_or(amp_str(sh, "shape"), "-"));
     fprintf(f, "</td><td>%.0f</td><td>%.0f</td><td class=\"t\">%.0f",
-            amp_count(sh, "calls"), amp_count(sh, "converted"),
+            amp_count(sh, "calls"), shape.converted,
             amp_count(sh, "fp32") + amp_count(sh, "fallback"));
     if (t.n == 1) {
         fputs(" (", f);
@@ -847,15 +870,26 @@ amp_shape_row(FILE *f, const struct amp_doc *doc, const struct amp_row *r,
     }
     fputs("</td>", f);
     amp_speedup_cell(f, time, "speedup");
-    amp_speedup_cell(f, time, "converted_speedup");
+    amp_speedup_cell(f, time, amp_json_get(time, "steady_speedup")
+                                  ? "steady_speedup" : "converted_speedup");
     fprintf(f, "<td>%s / %s%s</td></tr>\n",
             amp_row_error_text(&shape, b[0], 32),
             amp_fmt(b[1], 32, "%.1e", shape.tolerance),
-            over ? " <span class=\"mark\">OVER</span>" : "");
-    /* auto's choice and every candidate's figures, under the shape. */
+            !over ? ""
+            : shape.converted > 0.0 ? " <span class=\"mark\">OVER</span>"
+                                    : " <span class=\"mark\">(its candidate "
+                                      "was over)</span>");
+    /* auto's choice and every candidate's figures, under the shape; or
+     * the candidate its shadow calls measured. */
+    shape.candidate = r->candidate;
     if (amp_auto_text(sh, text, sizeof text)) {
         fputs("<tr class=\"auto\"><td></td><td class=\"t\" colspan=\"7\">"
               "auto: ", f);
+        amp_html_text(f, text);
+        fputs("</td></tr>\n", f);
+    } else if (amp_shadow_text(&shape, text, sizeof text)) {
+        fputs("<tr class=\"auto\"><td></td><td class=\"t\" colspan=\"7\">"
+              "shadow: ", f);
         amp_html_text(f, text);
         fputs("</td></tr>\n", f);
     }
@@ -870,15 +904,18 @@ amp_html_shapes(FILE *f, const struct amp_doc *doc)
           "row per problem shape at each site (GEMM: m x n x k and the "
           "transposes; convolution: x and w dimensions). FP32: calls that "
           "ran FP32 (kept or fallen back) and why. Blended speedup counts "
-          "every timed call, shadow calls included; steady-state counts the "
-          "converted calls alone: what the site gets once verification is "
-          "done. Error: the largest relative error of the shadow calls / "
-          "the tolerance. Under a shape that auto decided: its choice, "
+          "every timed call, shadow calls included; steady-state: the "
+          "shape's FP32 time over its time under the choice made, what it "
+          "gets once measuring is done. Converted: calls whose converted "
+          "result reached the program (shadow calls return FP32's). Error: "
+          "of what the program got (exactly FP32 where nothing was "
+          "converted) / the tolerance; the candidates' errors are with the "
+          "candidates. Under a shape that auto decided: its choice, "
           "and each candidate's speedup beside FP32, error and why it was "
           "not chosen.</p>\n<div class=\"scroll\"><table>\n<tr><th "
           "class=\"t\">site</th><th class=\"t\">shape</th><th>calls</th>"
           "<th>converted</th><th class=\"t\">FP32 and why</th><th>blended "
-          "speedup</th><th>steady-state speedup</th><th>max rel err / "
+          "speedup</th><th>steady-state speedup</th><th>error delivered / "
           "tolerance</th></tr>\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_json *shapes = amp_json_get(doc->rows[i].site,
@@ -1078,6 +1115,30 @@ amp_unknown_calls(const struct amp_doc *doc, const char **reason)
     return n;
 }
 
+/* Calls whose converted result reached the program (an older report
+ * counts shadow calls as converted). */
+static double
+amp_doc_delivered_calls(const struct amp_doc *doc)
+{
+    const struct amp_json *tot = amp_json_get(doc->root, "totals");
+    double conv = amp_num(tot, "delivered"), shadow = amp_num(tot, "shadow");
+
+    if (!isnan(conv))
+        return conv;
+    return amp_count(tot, "converted") - (isnan(shadow) ? 0.0 : shadow);
+}
+
+/* 1 when the converted calls made the work slower: in steady state when
+ * it is known, else in this run. */
+static int
+amp_doc_slower(const struct amp_doc *doc)
+{
+    const struct amp_json *tot = amp_json_get(doc->root, "totals");
+    double steady = amp_num(tot, "steady_speedup");
+
+    return isnan(steady) ? amp_num(tot, "speedup") < 0.995 : steady < 0.995;
+}
+
 static void
 amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
 {
@@ -1097,8 +1158,20 @@ amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
         fputs(". Let it run to the end for the complete report.</li>\n", f);
         items++;
     }
-    if (amp_count(tot, "converted") <= 0.0) {
+    if (amp_doc_delivered_calls(doc) <= 0.0) {
         amp_next_nothing(f, doc, all);
+        items++;
+    } else if (amp_doc_slower(doc)) {
+        char b[2][32];
+
+        fprintf(f, "<li class=\"next-slower\">The converted calls made the "
+                "intercepted work slower: speedup %s in this run, %s in "
+                "steady state. Keep the slower sites FP32 (an "
+                "<code>fp32</code> rule for them, or "
+                "<code>AMPSHIM_MODE=fp32</code>), or let <code>auto</code> "
+                "choose per shape.</li>\n",
+                amp_fmt(b[0], 32, "%.2f", amp_num(tot, "speedup")),
+                amp_fmt(b[1], 32, "%.2f", amp_num(tot, "steady_speedup")));
         items++;
     }
     for (i = 0; i < doc->nrows; i++) {
@@ -1148,7 +1221,7 @@ amp_html_next(FILE *f, const struct amp_doc *doc, const struct amp_tally *all)
 
         fprintf(f, "<li class=\"next-fine\">Nothing to change: %.0f of %.0f "
                 "calls converted, no site over the tolerance, speedup %s of "
-                "the intercepted work.</li>\n", amp_count(tot, "converted"),
+                "the intercepted work.</li>\n", amp_doc_delivered_calls(doc),
                 amp_count(tot, "calls"),
                 amp_fmt(b, sizeof b, "%.2f", amp_num(tot, "speedup")));
     }
@@ -1216,7 +1289,13 @@ const char amp_html_style[] =
     ".caption,figcaption{color:#444;font-size:.9em;max-width:60em;}\n"
     "figure{margin:1.5em 0;}\n"
     "figure svg{display:block;width:100%;max-width:1000px;height:auto;}\n"
-    "td.status{min-width:16em;}\n"
+    "td.status{min-width:9em;}\n"
+    /* The sites table fits 1200 pixels: its text cells break anywhere
+     * (an API's or a mode's name is one long word) and it is set
+     * tighter. */
+    "#sites table{font-size:.85em;}#sites td,#sites th{padding:2px 4px;}\n"
+    "#sites td.t{overflow-wrap:anywhere;min-width:6em;}\n"
+    "#shapes td{white-space:normal;}#shapes td.nowrap{white-space:nowrap;}\n"
     "svg text{font-size:12px;fill:#222;}\n"
     "svg g.flagged text.name{fill:#b71c1c;font-weight:bold;}\n"
     "svg tspan.mark{fill:#b71c1c;font-weight:bold;}\n"
@@ -1252,6 +1331,13 @@ amp_write_html(const struct amp_doc *doc, const char *path)
         fputs("<p class=\"mark\" id=\"snapshot\">SNAPSHOT: this report was "
               "written during the run; the program did not reach exit.</p>\n",
               f);
+    {
+        char verdict[512];
+
+        fputs("<p id=\"verdict\"><strong>", f);
+        amp_html_text(f, amp_doc_verdict(doc, verdict, sizeof verdict));
+        fputs("</strong></p>\n", f);
+    }
     amp_html_summary(f, doc);
     amp_html_meta(f, doc);
     amp_html_next(f, doc, &reasons);

@@ -393,13 +393,13 @@ amp_job_print(const struct amp_job_sum *j)
                amp_jstr(prog, "host") ? amp_jstr(prog, "host") : "-",
                amp_jstr(dev, "reported_name") ? amp_jstr(dev, "reported_name")
                                               : "none",
-               amp_num(t, "calls"), amp_num(t, "converted"),
+               amp_num(t, "calls"), amp_doc_delivered(t),
                amp_fmt(b[0], 80, "%.3f", ms * amp_num(t, "fp32_ms")),
                amp_fmt(b[1], 80, "%.3f", ms * amp_num(t, "actual_ms")),
                amp_fmt(b[2], 80, "%.2f", amp_num(t, "speedup")),
                j->procs[p].path);
         calls += amp_num(t, "calls");
-        conv += amp_num(t, "converted");
+        conv += amp_doc_delivered(t);
         if (!isnan(ms)) {
             fp32 += amp_num(t, "fp32_ms");
             actual += amp_num(t, "actual_ms");
@@ -542,7 +542,7 @@ amp_job_html(const struct amp_job_sum *j, const char *path)
         amp_jtd(f, amp_or(amp_jstr(amp_json_get(r, "device"),
                                        "reported_name"), "none"));
         amp_jtd(f, amp_fmt(b[0], 80, "%.0f", amp_num(t, "calls")));
-        amp_jtd(f, amp_fmt(b[1], 80, "%.0f", amp_num(t, "converted")));
+        amp_jtd(f, amp_fmt(b[1], 80, "%.0f", amp_doc_delivered(t)));
         amp_jtd(f, amp_fmt(b[2], 80, "%.3f", ms * amp_num(t, "fp32_ms")));
         amp_jtd(f, amp_fmt(b[3], 80, "%.3f", ms * amp_num(t, "actual_ms")));
         amp_jtd(f, amp_fmt(b[4], 80, "%.2f", amp_num(t, "speedup")));

@@ -23,10 +23,14 @@ const char amp_tool_report_help[] =
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
     "docs/report-schema.md) and prints the program, device and policy and\n"
-    "a table of its call sites, sorted by time saved: calls, converted\n"
-    "calls, modes, FP32 and actual time, speedup, time saved, the largest\n"
-    "shadow error against the tolerance (in its norm: 'max rel' or 'fro\n"
-    "rel', the Frobenius norm's), and the totals. FILE '-'\n"
+    "a table of its call sites, sorted by time saved, after a verdict line\n"
+    "(faster, slower, still measuring, or nothing to gain here, and why):\n"
+    "calls, converted calls (whose converted result reached the program),\n"
+    "shadow calls (measured beside FP32; the program got FP32's result),\n"
+    "modes, FP32 and actual time, speedup, steady-state speedup, time\n"
+    "saved, the error of what the program got against the tolerance (in\n"
+    "its norm: 'max rel' or 'fro rel', the Frobenius norm's; 'exactly\n"
+    "FP32' where nothing was converted), and the totals. FILE '-'\n"
     "reads the report from standard input. Without FILE, the latest\n"
     "ampshim-*.json report (by modification time) of the working directory\n"
     "(where 'ampshim run' writes them) and of the state directory (where a\n"
@@ -165,6 +169,31 @@ amp_reasons_text(const struct amp_json *reasons, char *buf, size_t cap)
     }
 }
 
+void
+amp_row_delivered(struct amp_row *r, const struct amp_json *s)
+{
+    const struct amp_json *time = amp_json_get(s, "time");
+    const struct amp_json *err = amp_json_get(s, "errors");
+
+    /* Calls whose converted result the program got apart from those
+     * measured in shadow (an older report counts both as converted). */
+    r->shadow = amp_num(amp_json_get(s, "modes"), "shadow");
+    if (isnan(r->shadow))
+        r->shadow = 0.0;
+    r->converted = amp_num(s, "delivered");
+    if (isnan(r->converted))
+        r->converted = amp_num(s, "converted") - r->shadow;
+    r->steady = amp_num(time, "steady_speedup");
+    if (!amp_json_get(time, "steady_speedup"))
+        r->steady = amp_num(time, "converted_speedup");
+    r->delivered_rel = amp_num(err, "delivered_max_rel");
+    r->delivered_fro = amp_num(err, "delivered_max_fro");
+    if (!amp_json_get(err, "delivered_max_rel")) { /* an older report */
+        r->delivered_rel = r->converted > 0.0 ? amp_num(err, "max_rel") : 0.0;
+        r->delivered_fro = r->converted > 0.0 ? amp_num(err, "max_fro") : 0.0;
+    }
+}
+
 static void
 amp_row_read(struct amp_row *r, const struct amp_json *s)
 {
@@ -181,7 +210,6 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->demoted_reason = amp_json_str(amp_json_get(s, "demoted_reason"));
     r->offset = amp_num(s, "offset");
     r->calls = amp_num(s, "calls");
-    r->converted = amp_num(s, "converted");
     r->fp32_calls = amp_num(s, "fp32");
     r->fallback = amp_num(s, "fallback");
     r->fp32_ms = amp_num(time, "fp32_ms");
@@ -196,7 +224,7 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
     r->shadow_calls = amp_num(err, "shadow_calls");
     r->compared = amp_num(err, "compared");
     r->demoted = demoted && demoted->type == AMP_JSON_BOOL && demoted->boolean;
-    r->steady = amp_num(time, "converted_speedup");
+    amp_row_delivered(r, s);
     r->time_known = amp_fp32_known(time);
     if (!r->time_known) /* 0 ms there stands for unknown, not for 0 */
         r->fp32_ms = r->actual_ms = r->saved_ms = NAN;
@@ -458,15 +486,101 @@ amp_tolerance_words(const struct amp_json *pol, char *buf, size_t cap)
     return buf;
 }
 
+/* The totals' shadow calls, converted calls whose result the program got
+ * (an older report counts shadow calls as converted), steady state (an
+ * older report's: the converted calls alone). */
+static double
+amp_doc_shadow(const struct amp_json *tot)
+{
+    double n = amp_num(tot, "shadow");
+
+    return isnan(n) ? 0.0 : n;
+}
+
+double
+amp_doc_delivered(const struct amp_json *tot)
+{
+    double n = amp_num(tot, "delivered");
+
+    return isnan(n) ? amp_num(tot, "converted") - amp_doc_shadow(tot) : n;
+}
+
+static double
+amp_doc_steady(const struct amp_json *tot)
+{
+    return amp_json_get(tot, "steady_speedup")
+               ? amp_num(tot, "steady_speedup")
+               : amp_num(tot, "converted_speedup");
+}
+
+/* The auto shapes still measuring, of an older report's sites. */
+static double
+amp_doc_measuring(const struct amp_doc *doc, double *shapes)
+{
+    const struct amp_json *sites = amp_json_get(doc->root, "sites");
+    double n = 0.0;
+    size_t i, k;
+
+    *shapes = 0.0;
+    for (i = 0; sites && sites->type == AMP_JSON_ARRAY && i < sites->count;
+         i++) {
+        const struct amp_json *sh = amp_json_get(&sites->items[i], "shapes");
+
+        for (k = 0; sh && sh->type == AMP_JSON_ARRAY && k < sh->count; k++) {
+            const char *state = amp_json_str(amp_json_get(
+                amp_json_get(&sh->items[k], "auto"), "state"));
+
+            *shapes += 1.0;
+            n += state && strcmp(state, "measuring") == 0;
+        }
+    }
+    return n;
+}
+
+const char *
+amp_doc_verdict(const struct amp_doc *doc, char *buf, size_t cap)
+{
+    const struct amp_json *tot = amp_json_get(doc->root, "totals");
+    const struct amp_json *reasons = amp_json_get(tot, "fp32_reasons");
+    const char *said = amp_json_str(amp_json_get(tot, "verdict"));
+    struct amp_verdict v;
+    double best = 0.0;
+    size_t i;
+
+    if (said) {
+        snprintf(buf, cap, "%s", said);
+        return buf;
+    }
+    memset(&v, 0, sizeof v);
+    v.calls = amp_num(tot, "calls");
+    v.delivered = amp_doc_delivered(tot);
+    v.shadow = amp_doc_shadow(tot);
+    v.speedup = amp_num(tot, "speedup");
+    v.steady = amp_doc_steady(tot);
+    v.saved_ms = amp_num(tot, "saved_ms");
+    v.measuring = amp_doc_measuring(doc, &v.shapes);
+    for (i = 0; reasons && reasons->type == AMP_JSON_OBJECT &&
+                i < reasons->count; i++)
+        if (reasons->items[i].number > best) {
+            best = reasons->items[i].number;
+            v.why_fp32 = reasons->keys[i];
+        }
+    v.broken = amp_json_get(amp_json_get(doc->root, "policy"), "broken") &&
+               amp_json_get(amp_json_get(doc->root, "policy"), "broken")
+                   ->boolean;
+    return amp_verdict_line(&v, buf, cap);
+}
+
 static void
 amp_print_header(const struct amp_doc *doc)
 {
-    char b[AMP_LABEL_LEN];
+    char b[AMP_LABEL_LEN], verdict[512];
     const struct amp_json *prog = amp_json_get(doc->root, "program");
     const struct amp_json *dev = amp_json_get(doc->root, "device");
     const struct amp_json *pol = amp_json_get(doc->root, "policy");
     const char *reported = amp_json_str(amp_json_get(dev, "reported_name"));
 
+    printf("verdict: %s\n", amp_doc_verdict(doc, verdict, sizeof verdict));
     printf("program: %s (pid %.0f)\n",
            amp_or(amp_json_str(amp_json_get(prog, "path")), "?"),
            amp_num(prog, "pid"));
@@ -509,17 +623,16 @@ amp_row_errors(const struct amp_row *r, struct amp_gemm_error *e,
 double
 amp_row_error(const struct amp_row *r)
 {
-    struct amp_gemm_error e;
-    enum amp_norm norm;
-
-    amp_row_errors(r, &e, &norm);
-    return amp_error_in(&e, norm);
+    return amp_row_fro(r) ? r->delivered_fro : r->delivered_rel;
 }
 
 const char *
 amp_row_error_text(const struct amp_row *r, char *buf, size_t cap)
 {
-    if (r->shadow_calls > 0.0 && r->compared == 0.0)
+    if (!(r->converted > 0.0))
+        snprintf(buf, cap, "exactly FP32");
+    else if (isnan(amp_row_error(r)) && r->shadow_calls > 0.0 &&
+             r->compared == 0.0)
         snprintf(buf, cap, "not measurable");
     else
         amp_fmt(buf, cap, "%.2e", amp_row_error(r));
@@ -553,8 +666,9 @@ amp_print_row(const struct amp_row *r, const char *name, const char *api)
         printf("%s\n", name);
         name = "";
     }
-    printf("%-32s %-26s %7.0f %7.0f %-18.18s %10s %10s %8s %8s %10s %10s "
-           "%9s%s%s%s\n", name, api, r->calls, r->converted, r->shown,
+    printf("%-32s %-26s %7.0f %7.0f %7.0f %-18.18s %10s %10s %8s %8s %10s "
+           "%12s %9s%s%s%s\n", name, api, r->calls, r->converted, r->shadow,
+           r->shown,
            amp_fmt(b[0], 32, "%.3f", r->fp32_ms),
            amp_fmt(b[1], 32, "%.3f", r->actual_ms),
            amp_fmt(b[2], 32, "%.2f", r->speedup),
@@ -607,6 +721,26 @@ amp_auto_text(const struct amp_json *shape, char *buf, size_t cap)
     return buf;
 }
 
+const char *
+amp_shadow_text(const struct amp_row *r, char *buf, size_t cap)
+{
+    char b[32];
+
+    if (!(r->shadow > 0.0) || !(r->shadow_calls > 0.0))
+        return NULL;
+    if (r->compared == 0.0)
+        snprintf(b, sizeof b, "not measurable");
+    else
+        amp_fmt(b, sizeof b, "%.2e", amp_row_fro(r) ? r->max_fro
+                                                     : r->max_rel);
+    snprintf(buf, cap, "%s candidate, %s rel err %s in %.0f call%s measured "
+             "beside FP32 (%s discarded)",
+             amp_or(r->candidate, "?"), amp_row_fro(r) ? "fro" : "max", b,
+             r->shadow, r->shadow == 1.0 ? "" : "s",
+             r->shadow == 1.0 ? "its result" : "their results");
+    return buf;
+}
+
 /* The reasons of unknown times, each once, as footnotes. */
 static void
 amp_print_unknown(const struct amp_row *r, const char **seen, size_t *nseen,
@@ -634,8 +768,9 @@ amp_print_table(const struct amp_doc *doc)
     double ms = amp_fp32_known(tot) ? 1.0 : NAN;
 
     amp_print_header(doc);
-    printf("\n%-32s %-26s %7s %7s %-18s %10s %10s %8s %8s %10s %10s %9s\n",
-           "site / shape", "api", "calls", "conv", "mode", "fp32 ms",
+    printf("\n%-32s %-26s %7s %7s %7s %-18s %10s %10s %8s %8s %10s %12s "
+           "%9s\n", "site / shape", "api", "calls", "conv", "shadow", "mode",
+           "fp32 ms",
            "actual ms", "speedup", "steady", "saved ms",
            doc->nrows && amp_row_fro(&doc->rows[0]) ? "fro rel" : "max rel",
            "tolerance");
@@ -662,19 +797,25 @@ amp_print_table(const struct amp_doc *doc)
             amp_print_row(&shape, name, "");
             if (amp_auto_text(&shapes->items[j], text, sizeof text))
                 printf("    auto: %s\n", text);
+            else if (amp_shadow_text(&shape, text, sizeof text))
+                printf("    shadow: %s\n", text);
         }
     }
     for (i = 0; i < nunknown; i++)
         printf("-: %s\n", unknown[i]);
-    printf("\ntotal: %.0f calls, %.0f converted; fp32 %s ms, actual %s ms, "
-           "saved %s ms, speedup %s (converted calls alone %s); %s%% of the "
-           "FP32 FLOPs converted\n",
-           amp_num(tot, "calls"), amp_num(tot, "converted"),
+    printf("\nconv: calls whose converted result the program got; shadow: "
+           "measured beside FP32 (the program got FP32's result); steady: "
+           "once measuring is over; error: of what the program got\n");
+    printf("total: %.0f calls, %.0f converted, %.0f measured in shadow; "
+           "fp32 %s ms, actual %s ms, saved %s ms, speedup %s (steady state "
+           "%s); %s%% of the FP32 FLOPs converted\n",
+           amp_num(tot, "calls"), amp_doc_delivered(tot),
+           amp_doc_shadow(tot),
            amp_fmt(b[0], 32, "%.3f", ms * amp_num(tot, "fp32_ms")),
            amp_fmt(b[1], 32, "%.3f", ms * amp_num(tot, "actual_ms")),
            amp_fmt(b[2], 32, "%.3f", ms * amp_num(tot, "saved_ms")),
            amp_fmt(b[3], 32, "%.2f", amp_num(tot, "speedup")),
-           amp_fmt(b[5], 32, "%.2f", amp_num(tot, "converted_speedup")),
+           amp_fmt(b[5], 32, "%.2f", amp_doc_steady(tot)),
            amp_fmt(b[4], 32, "%.1f",
                    100.0 * amp_num(tot, "converted_share")));
     amp_reasons_text(amp_json_get(tot, "fp32_reasons"), reasons,
@@ -738,7 +879,8 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
     fputs("api,function,module,offset,calls,converted,fp32,fallback,modes,"
           "fp32_ms,actual_ms,saved_ms,speedup,max_rel_err,tolerance,"
           "over_tolerance,demoted,steady_speedup,fp32_reasons,"
-          "fp32_unknown_reason,fro_rel_err,tolerance_norm\n", f);
+          "fp32_unknown_reason,fro_rel_err,tolerance_norm,shadow,"
+          "delivered_rel_err,delivered_fro_err\n", f);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
 
@@ -763,7 +905,10 @@ amp_write_csv(const struct amp_doc *doc, const char *path)
         amp_csv_field(f, r->reasons, 0);
         amp_csv_field(f, r->unknown_reason, 0);
         amp_csv_number(f, r->max_fro, 0);
-        amp_csv_field(f, r->tolerance_norm, 1);
+        amp_csv_field(f, r->tolerance_norm, 0);
+        amp_csv_number(f, r->shadow, 0);
+        amp_csv_number(f, r->delivered_rel, 0);
+        amp_csv_number(f, r->delivered_fro, 1);
     }
     return amp_out_close(f);
 }

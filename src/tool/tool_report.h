@@ -22,7 +22,11 @@ struct amp_row {
     char modes[96];              /* the modes its calls ran */
     char shown[96];              /* the table's mode cell: under auto
                                     its choices (amp_row_shown) */
-    double offset, calls, converted, fp32_calls, fallback;
+    double offset, calls, fp32_calls, fallback;
+    double converted;            /* calls whose result the program got
+                                    from a converted path */
+    double shadow;               /* calls measured in shadow: the program
+                                    got FP32's result */
     double fp32_ms, actual_ms, saved_ms, speedup;
     double max_rel, tolerance, over_tolerance, shadow_calls;
     double compared;             /* elements its shadow calls compared;
@@ -30,7 +34,11 @@ struct amp_row {
     double max_fro;              /* relative error, Frobenius norm */
     const char *tolerance_norm;  /* "max" or "fro"; NULL: an older
                                     report's, max */
-    double steady;               /* converted calls only (steady state) */
+    double steady;               /* the steady state: steady_speedup (an
+                                    older report's converted_speedup) */
+    double delivered_rel, delivered_fro; /* the error of what the program
+                                    got: 0 when no converted result
+                                    reached it; NaN: not measured */
     int demoted;
     int time_known;              /* some calls have an FP32 time */
     const char *unknown_reason;  /* why some have none; NULL: every one */
@@ -38,11 +46,23 @@ struct amp_row {
                                     ran FP32; "" when none did */
 };
 
-/* The row's largest shadow error in its tolerance's norm (max_fro for a
- * Frobenius tolerance, else max_rel); NaN when not measured. */
+/* The calls of a totals object whose converted result reached the
+ * program: "delivered", or an older report's converted less its shadow
+ * calls. */
+double amp_doc_delivered(const struct amp_json *tot);
+
+/* r's counts of converted and shadow calls, steady state and delivered
+ * errors from s (a site or a shape), an older report's read as this
+ * one's. */
+void amp_row_delivered(struct amp_row *r, const struct amp_json *s);
+
+/* The error of what the program got at the row, in its tolerance's norm
+ * (Frobenius for a Frobenius tolerance, else max): 0 when no converted
+ * result reached it; NaN when not measured. */
 double amp_row_error(const struct amp_row *r);
 
-/* The row's error as a cell: amp_row_error as "%.2e", "-" when not
+/* The row's error as a cell: "exactly FP32" when no converted result
+ * reached the program, else amp_row_error as "%.2e", "-" when not
  * measured, or "not measurable" when its shadow calls compared no element
  * (no FP32 result had a finite one). Returns buf. */
 const char *amp_row_error_text(const struct amp_row *r, char *buf,
@@ -81,6 +101,17 @@ const char *amp_fmt(char *buf, size_t cap, const char *fmt, double v);
  * no auto rule decided the shape. */
 const char *amp_auto_text(const struct amp_json *shape, char *buf,
                           size_t cap);
+
+/* The report's verdict line (amp_verdict_line), from its totals; an
+ * older report's without steady_speedup from its speedups. */
+const char *amp_doc_verdict(const struct amp_doc *doc, char *buf,
+                            size_t cap);
+
+/* A shape measured in shadow without an auto rule: its candidate's
+ * error, which the program did not get ("fp16 candidate, max rel err
+ * 1.84e-04 in 4 calls measured beside FP32 ..."), into buf; NULL when
+ * the row has no shadow call measured. */
+const char *amp_shadow_text(const struct amp_row *r, char *buf, size_t cap);
 
 /* 1 for a snapshot written during the run ("complete": false). */
 int amp_report_incomplete(const struct amp_doc *doc);

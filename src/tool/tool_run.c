@@ -61,7 +61,9 @@ const char amp_tool_run_help[] =
     "\n"
     "Options take their value as --opt VALUE or --opt=VALUE. Arguments\n"
     "after PROGRAM are PROGRAM's. In FILE, %p and %i are the process id,\n"
-    "%h the host name and %% a percent sign.\n"
+    "%h the host name, %r the job rank (from the launcher's variables:\n"
+    "RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID; 0\n"
+    "outside a job) and %% a percent sign.\n"
     "\n"
     "Before PROGRAM starts, the tool checks the mode, the policy that\n"
     "would apply (an error is printed as FILE:LINE:COLUMN), the AMPSHIM_*\n"
@@ -83,7 +85,12 @@ const char amp_tool_run_help[] =
     "  reports it); 125 when nothing ran: a usage error, a failed check,\n"
     "  no library, or PROGRAM could not be started (not found, not\n"
     "  executable: the message says which). PROGRAM's own 126 or 127 stays\n"
-    "  its status, and the tool says that it ran.\n";
+    "  its status, and the tool says that it ran.\n"
+    "\n"
+    "signals:\n"
+    "  Ctrl-C reaches PROGRAM with the terminal's process group; SIGTERM\n"
+    "  sent to the tool is passed to PROGRAM. Either way the tool waits\n"
+    "  for PROGRAM and exits with its status: no process is left behind.\n";
 
 /* 0, 1 after --help, or AMP_RUN_FAILED after a usage message; *first:
  * the argv index of the program. */
@@ -207,12 +214,21 @@ amp_run_tell_nothing(int status)
 {
     char how[64];
 
+    /* A program a signal killed may have made calls: the shim writes its
+     * report at exit, and a snapshot AMPSHIM_SNAPSHOT seconds into the
+     * run; it died before either. */
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "ampshim run: the program died (killed by signal "
+                "%d, %s) before the shim wrote a report: before its first "
+                "cuBLAS, cuBLASLt or cuDNN call, or before the first "
+                "snapshot of the report (AMPSHIM_SNAPSHOT seconds, 30 by "
+                "default, after that call)\n", WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+        return;
+    }
     if (WIFEXITED(status))
         snprintf(how, sizeof how, "it exited with status %d",
                  WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(how, sizeof how, "it was killed by signal %d",
-                 WTERMSIG(status));
     else
         snprintf(how, sizeof how, "it ended");
     fprintf(stderr,
@@ -287,16 +303,67 @@ amp_run_tell_report(pid_t pid, int status)
             shown);
 }
 
+/* SIGTERM sent to the tool alone (a scheduler's, `kill PID`) is the
+ * program's: the tool passes it on and waits for the program, which
+ * handles it as it would have (its own dispositions decide), and leaves
+ * no process behind. Before the program's pid is known, the signal waits
+ * in amp_run_pending. (Ctrl-C reaches the program with the terminal's
+ * process group; the tool ignores it and waits.) */
+#define AMP_RUN_FORWARDED 1
+static const int amp_run_forwarded[AMP_RUN_FORWARDED] = {SIGTERM};
+static volatile sig_atomic_t amp_run_child_pid;
+static volatile sig_atomic_t amp_run_pending;
+
+static void
+amp_run_forward(int sig)
+{
+    int saved = errno;
+
+    if (amp_run_child_pid > 0)
+        kill((pid_t)amp_run_child_pid, sig);
+    else
+        amp_run_pending = sig;
+    errno = saved;
+}
+
+/* Installs the forwarding handlers, the old dispositions into old. */
+static void
+amp_run_forward_start(struct sigaction *old)
+{
+    struct sigaction sa;
+    int i;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = amp_run_forward;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    amp_run_child_pid = 0;
+    amp_run_pending = 0;
+    for (i = 0; i < AMP_RUN_FORWARDED; i++)
+        sigaction(amp_run_forwarded[i], &sa, &old[i]);
+}
+
+static void
+amp_run_forward_stop(const struct sigaction *old)
+{
+    int i;
+
+    for (i = 0; i < AMP_RUN_FORWARDED; i++)
+        sigaction(amp_run_forwarded[i], &old[i], NULL);
+    amp_run_child_pid = 0;
+}
+
 /* The child: the program, or its exec's errno written to `failed` (a
  * close-on-exec pipe that a successful exec closes unwritten). */
 static void
 amp_run_child(char **argv, int failed, void (*old_int)(int),
-              void (*old_quit)(int))
+              void (*old_quit)(int), const struct sigaction *old_term)
 {
     int saved;
 
     signal(SIGINT, old_int);
     signal(SIGQUIT, old_quit);
+    amp_run_forward_stop(old_term);
     execvp(argv[0], argv);
     saved = errno;
     /* A failed write leaves the parent the status 125 alone. */
@@ -325,6 +392,7 @@ amp_tool_launch(const struct amp_run_options *o, const char *library,
 {
     int status = 0, exec_errno, failed[2];
     void (*old_int)(int), (*old_quit)(int);
+    struct sigaction old_term[AMP_RUN_FORWARDED];
     pid_t pid;
 
     if (amp_run_environment(o, library) != 0) {
@@ -338,6 +406,7 @@ amp_tool_launch(const struct amp_run_options *o, const char *library,
     /* Ctrl-C is the program's to handle; the tool waits for it. */
     old_int = signal(SIGINT, SIG_IGN);
     old_quit = signal(SIGQUIT, SIG_IGN);
+    amp_run_forward_start(old_term);
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
@@ -346,22 +415,28 @@ amp_tool_launch(const struct amp_run_options *o, const char *library,
         close(failed[1]);
         signal(SIGINT, old_int);
         signal(SIGQUIT, old_quit);
+        amp_run_forward_stop(old_term);
         return AMP_RUN_FAILED;
     }
     if (pid == 0) {
         close(failed[0]);
-        amp_run_child(argv, failed[1], old_int, old_quit);
+        amp_run_child(argv, failed[1], old_int, old_quit, old_term);
     }
+    amp_run_child_pid = (sig_atomic_t)pid;
+    if (amp_run_pending)
+        kill(pid, amp_run_pending);
     close(failed[1]);
     exec_errno = amp_run_exec_errno(failed[0]);
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
             perror("ampshim: waitpid");
+            amp_run_forward_stop(old_term);
             return AMP_RUN_FAILED;
         }
     }
     signal(SIGINT, old_int);
     signal(SIGQUIT, old_quit);
+    amp_run_forward_stop(old_term);
     if (exec_errno) {
         fprintf(stderr, "ampshim: cannot run %s: %s; nothing ran\n",
                 argv[0], strerror(exec_errno));
@@ -483,9 +558,12 @@ amp_run_check(const struct amp_run_options *o, int force,
     double tol;
 
     if (o->mode && amp_config_mode(o->mode, &mode, &candidate) != AMP_OK) {
+        const char *near = amp_config_mode_near(o->mode);
+
         amp_config_mode_names(modes, sizeof modes);
-        fprintf(stderr, "ampshim run: --mode %s: not a mode; the modes: "
-                "%s\n", o->mode, modes);
+        fprintf(stderr, "ampshim run: --mode %s: not a mode%s%s%s; the "
+                "modes: %s\n", o->mode, near ? "; did you mean '" : "",
+                near ? near : "", near ? "'?" : "", modes);
         return -1;
     }
     if (o->tolerance &&

@@ -163,9 +163,10 @@ run fp16 "$tool" "AMPSHIM_LIBRARY=$lib" AMPSHIM_BASELINE=off -- \
 grep -q '^cxx_site c0=' "$tmp/fp16.out" || fail "fp16: no program output"
 has fp16 "summary cublasSgemm_v2 calls=1 converted=1 fp32=0 fallback=0"
 has fp16 "ampshim: report: $tmp/fp16.json (ampshim report $tmp/fp16.json)"
-# api calls conv mode fp32-ms actual-ms speedup steady saved-ms max-rel-err
+# api calls conv shadow mode fp32-ms actual-ms speedup steady saved-ms
+# max-rel-err
 read -r -a cols <<<"$(row fp16)"
-[[ ${cols[*]:-} == "cublasSgemm_v2 1 1 fp16 - - - - - -" ]] ||
+[[ ${cols[*]:-} == "cublasSgemm_v2 1 1 0 fp16 - - - - - -" ]] ||
     fail "fp16: table row '${cols[*]:-}'"
 offset=$("$python" - "$tmp/fp16.json" <<'PY') || fail "fp16: report"
 import json, sys
@@ -186,7 +187,7 @@ label="app::trainStep() (cxx_site+$offset)"
 grep -qxF "$label" "$tmp/report.out" ||
     fail "report: no line '$label'"
 grep -A1 -xF "$label" "$tmp/report.out" | tail -n 1 |
-    grep -qE '^ {33}cublasSgemm_v2 +1 +1 fp16 ' ||
+    grep -qE '^ {33}cublasSgemm_v2 +1 +1 +0 fp16 ' ||
     fail "report: no row after '$label'"
 echo "ampshim report: the site's label $label, its row below"
 
@@ -196,7 +197,8 @@ run shadow "$tool" -- run --mode shadow -- "$prog"
 [[ $(rc shadow) == 0 ]] || fail "shadow: status $(rc shadow)"
 has shadow "summary cublasSgemm_v2 calls=1 converted=1"
 read -r -a cols <<<"$(row shadow)"
-[[ ${cols[3]:-} == shadow:fp16 && ${cols[6]:-} =~ ^[0-9]+\.[0-9]+$ ]] ||
+[[ ${cols[3]:-} == 1 && ${cols[4]:-} == shadow:fp16 &&
+   ${cols[7]:-} =~ ^[0-9]+\.[0-9]+$ ]] ||
     fail "shadow: table row '${cols[*]:-}'"
 report=$(ls "$tmp"/ampshim-cxx_site-*.json 2>/dev/null || true)
 [[ -n $report ]] || fail "shadow: no ampshim-cxx_site-PID.json"

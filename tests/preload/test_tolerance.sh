@@ -125,7 +125,7 @@ run 1 AMPSHIM_TOLERANCE=1e-3:fro AMPSHIM_POLICY=fp16.policy
 has "converted results differ from FP32 by up to $fro (relative, Frobenius norm; the largest of 2 shadow calls), within the tolerance 0.001 (Frobenius norm, AMPSHIM_TOLERANCE); $how" ||
     fail "1e-3:fro: the exit line"
 # The exit table's error column in that norm too.
-grep -Eq '^ampshim\[[0-9]+\]: \| site .* saved ms fro rel err$' run.err ||
+grep -Eq '^ampshim\[[0-9]+\]: \| site .* saved ms +fro rel err$' run.err ||
     fail "1e-3:fro: the table's header"
 grep -Eq "^ampshim\[[0-9]+\]: \| total .* $fro$" run.err ||
     fail "1e-3:fro: the table's error"

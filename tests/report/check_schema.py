@@ -37,7 +37,8 @@ JOB = {"launcher": {STR}, "rank": {INT}, "local_rank": {INT, NULL},
        "size": {INT, NULL}, "id": {STR, NULL}}
 DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
           "modelled_gpu": {STR, NULL}, "timing": {STR}}
-DEVICES = {k: {INT} for k in ("ordinal", "calls", "converted", "shadow",
+DEVICES = {k: {INT} for k in ("ordinal", "calls", "converted", "delivered",
+                              "shadow",
                               "fp32", "fallback", "calls_fp32_measured",
                               "calls_fp32_estimated", "calls_fp32_unknown")}
 DEVICES.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "flops_fp32",
@@ -55,7 +56,7 @@ TIME = {k: {NUM} for k in ("converted_ms", "shadow_fp32_ms",
                            "fp32_measured_ms", "fp32_estimated_ms",
                            "actual_ms", "saved_ms")}
 TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
-                                      "candidate_speedup")})
+                                      "candidate_speedup", "steady_speedup")})
 TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
                                 "calls_fp32_estimated",
                                 "calls_fp32_unknown")})
@@ -64,9 +65,11 @@ ERRORS = {"shadow_calls": {INT}, "compared": {INT}, "max_rel": {NUM, NULL},
           "mean_rel": {NUM, NULL}, "max_abs": {NUM, NULL},
           "max_fro": {NUM, NULL}, "mean_fro": {NUM, NULL},
           "nonfinite": {INT}, "tolerance": {NUM, NULL},
-          "tolerance_norm": {STR}, "over_tolerance": {INT}}
+          "tolerance_norm": {STR}, "over_tolerance": {INT},
+          "delivered_max_rel": {NUM, NULL}, "delivered_max_fro": {NUM, NULL}}
 NORMS = {"max", "fro"}
-COMMON = {"calls": {INT}, "converted": {INT}, "fp32": {INT},
+COMMON = {"calls": {INT}, "converted": {INT}, "delivered": {INT},
+          "shadow": {INT}, "fp32": {INT},
           "fallback": {INT}, "unmeasured": {INT}, "modes": {OBJ},
           "shadow_candidate": {STR, NULL}, "time": {OBJ}, "errors": {OBJ},
           "fallbacks": {OBJ}, "fp32_reasons": {OBJ}, "scratch_bytes": {OBJ},
@@ -76,12 +79,16 @@ SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
             module={STR, NULL}, offset={NUM, NULL}, demoted={BOOL},
             demoted_reason={STR, NULL}, shapes={ARR})
 SHAPE = dict(COMMON, shape={STR}, dims={OBJ}, fp32_baseline_ms={NUM, NULL})
-TOTALS = {k: {INT} for k in ("sites", "calls", "converted", "shadow", "fp32",
-                             "fallback", "unmeasured", "dropped")}
+TOTALS = {k: {INT} for k in ("sites", "calls", "converted", "delivered",
+                             "shadow", "fp32", "fallback", "unmeasured",
+                             "dropped", "shapes", "shapes_measuring")}
 TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
                                   "flops_fp32", "flops_converted")})
 TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
-               "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ}})
+               "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ},
+               "steady_speedup": {NUM, NULL}, "verdict": {STR}})
+VERDICTS = ("faster: ", "slower: ", "still measuring: ",
+            "nothing to gain here: ", "converted, speed unknown: ")
 TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
                                   "calls_fp32_estimated",
                                   "calls_fp32_unknown")})
@@ -196,6 +203,24 @@ def check_entry(e, where, policy):
     for mode, n in e["modes"].items():
         if mode not in MODES or kind(n) != INT:
             problems.append(f"{where}.modes.{mode}: unknown or not int")
+    check_delivered(e, where)
+
+
+def check_delivered(e, where):
+    """Calls that delivered a converted result apart from shadow calls;
+    no error where nothing converted reached the program."""
+    shadow = e["modes"].get("shadow", 0)
+    if e["shadow"] != shadow:
+        problems.append(f"{where}.shadow: {e['shadow']}, modes.shadow "
+                        f"{shadow}")
+    if e["delivered"] != e["converted"] - shadow:
+        problems.append(f"{where}.delivered: {e['delivered']}, not converted "
+                        f"{e['converted']} less shadow {shadow}")
+    err = e["errors"]
+    for key in ("delivered_max_rel", "delivered_max_fro"):
+        if e["delivered"] == 0 and err.get(key) != 0:
+            problems.append(f"{where}.errors.{key}: {err.get(key)} with no "
+                            "converted result delivered, not 0")
 
 
 def check_devices(devices):
@@ -275,7 +300,14 @@ def main(path):
     check(r["totals"], TOTALS, "totals")
     if not problems:
         check_reasons(r["totals"], "totals")
-        for key in ("calls", "fp32", "fallback"):
+        t = r["totals"]
+        if t["delivered"] != t["converted"] - t["shadow"]:
+            problems.append("totals.delivered: not converted less shadow")
+        if not t["verdict"].startswith(VERDICTS):
+            problems.append(f"totals.verdict: {t['verdict']!r}")
+        if t["shapes"] != sum(len(s["shapes"]) for s in r["sites"]):
+            problems.append("totals.shapes: not the sites' shapes")
+        for key in ("calls", "fp32", "fallback", "delivered", "shadow"):
             if r["totals"][key] != sum(s[key] for s in r["sites"]):
                 problems.append(f"totals.{key}: not the sites' sum")
         check_devices_totals(r["devices"], r["totals"])

@@ -20,7 +20,9 @@
 #   on stderr, the report still written.
 # - run warns, once per library, about a program that holds a static copy
 #   of cuBLAS or cuDNN, and runs it; a dynamically linked one gets no
-#   warning.
+#   warning;
+# - SIGTERM to `ampshim run` goes to the program, which it waits for:
+#   status 143, no process left behind.
 # usage: test_cli.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3 VERSION
 #                    STATIC_VENDOR
 set -euo pipefail
@@ -214,6 +216,14 @@ printf 'default fp32\nrule fp16 when\n' >bad.policy
 printf 'set tolerance 1e-2\nrule tf32 when gemm\ndefault fp32\n' >good.policy
 t mode -- run --mode fp8 "${marker[@]}"
 refused mode "ampshim run: --mode fp8: not a mode; the modes: fp32, fp16,"
+# A mode one swap away from a known one: its name suggested.
+t mode_near -- run --mode fp61 "${marker[@]}"
+refused mode_near "ampshim run: --mode fp61: not a mode; did you mean 'fp16'?; the modes: fp32,"
+# A policy file that is not there: its path and why, no line or column.
+t policy_missing -- run --policy "$tmp/no-such.policy" "${marker[@]}"
+refused policy_missing "ampshim run: $tmp/no-such.policy: cannot read: No such file"
+! grep -q ":0:0:" "$tmp/policy_missing.err" ||
+    fail "policy_missing: a line and column 0:0 for a file-level error"
 t mode_env AMPSHIM_MODE=fp9 -- run "${marker[@]}"
 refused mode_env "ampshim run: AMPSHIM_MODE=\"fp9\" is not one of: fp32,"
 t setting AMPSHIM_SNAPSHOT=soon -- run "${marker[@]}"
@@ -464,4 +474,33 @@ err_has nothing "may have a static copy of them"
 ! grep -qF "saw no cuBLAS" "$tmp/nothing_off.err" || fail "nothing_off: told"
 (cd "$tmp/wd" && t nothing_quiet -- run -q -- /bin/true)
 err_empty nothing_quiet
+# One that a signal killed died; that is not "no call was seen".
+(cd "$tmp/wd" && t died -- run -- /bin/sh -c 'kill -SEGV $$')
+status died 139
+err_has died "ampshim run: the program died (killed by signal 11, "
+! grep -qF "saw no cuBLAS" "$tmp/died.err" || fail "died: told no call"
 echo "a run that intercepted nothing: said, with the likely reasons"
+
+# SIGTERM to `ampshim run` (a scheduler's, `kill PID`): the program gets
+# it, the tool waits for it and exits with its status; no process is left.
+"$tool" run --report off -- sleep 30 >"$tmp/term.out" 2>"$tmp/term.err" &
+tool_pid=$!
+child=
+for _ in $(seq 50); do
+    child=$(pgrep -P "$tool_pid" || true)
+    [[ -n $child ]] && break
+    sleep 0.1
+done
+[[ -n $child ]] || fail "term: the program did not start"
+kill -TERM "$tool_pid"
+set +e
+wait "$tool_pid"
+code=$?
+set -e
+sleep 0.2
+if kill -0 "$child" 2>/dev/null; then
+    kill -KILL "$child"
+    fail "term: the program outlived ampshim run (status $code)"
+fi
+[[ $code == 143 ]] || fail "term: status $code, not 143 (128 + SIGTERM)"
+echo "SIGTERM to ampshim run: passed to the program, status 143, nothing left"

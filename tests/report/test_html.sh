@@ -14,6 +14,8 @@
 # - the metadata block, the captions, the labelled reference lines, the
 #   per-shape table, the why-FP32 breakdown and the what-to-do-next items
 #   that report calls for, by their exact text in the rendered DOM;
+# - the sites and shapes tables fit 1200 and 1400 pixels: nothing to
+#   scroll sideways;
 # - screenshots 800 and 1600 pixels wide, kept in OUT_DIR (printed).
 # Chromium comes from scripts/setup.sh; without it the test fails.
 # usage: test_html.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
@@ -77,6 +79,19 @@ page() {
             /dev/null || fail "$name: console messages at $w px"
         echo "screenshot: $out/$name-$w.png"
     done
+    # Read at 1200 and 1400 pixels, the sites and shapes tables fit: no
+    # sideways scrolling. Measured on a copy with a script that writes
+    # each table's overflow into the DOM (the page itself has none).
+    for w in 1200 1400; do
+        sed 's|</body>|<script>document.body.setAttribute("data-overflow", Array.from(document.querySelectorAll("#sites .scroll, #shapes .scroll")).map(e => e.scrollWidth - e.clientWidth).join(","))</script></body>|' \
+            "$out/$name.html" >"$tmp/width.html"
+        got=$(timeout 120 "$chromium" --headless=new --disable-gpu \
+            --no-sandbox --user-data-dir="$tmp/profile" --hide-scrollbars \
+            --window-size="$w,3000" --dump-dom "file://$tmp/width.html" \
+            2>/dev/null | grep -o 'data-overflow="[^"]*"' || true)
+        [[ -n $got && ! $got =~ [1-9] ]] ||
+            fail "$name: at $w px a table scrolls sideways ($got pixels)"
+    done
     echo "$name: the page renders with what it should say"
 }
 
@@ -124,7 +139,8 @@ chart-speedup	FP32 time over the time under the shim (blended
 chart-error	The largest relative error (max norm) of a site's shadow calls
 chart-time	Per site, grey: what the calls with a known FP32 time would have taken in FP32
 shapes	One row per problem shape at each site
-shapes	site shape calls converted FP32 and why blended speedup steady-state speedup max rel err / tolerance
+shapes	site shape calls converted FP32 and why blended speedup steady-state speedup error delivered / tolerance
+sites	site api calls converted shadow mode FP32 ms actual ms speedup steady saved ms error delivered tolerance status
 why-fp32	The calls at the sites that ran FP32
 next	What to do next
 #script	0
@@ -172,13 +188,18 @@ meta	complete: written at exit (schema version
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 1.0e-09
 chart-error	max rel err: $e6 $e3 DEMOTED
+verdict	nothing to gain here: in steady state the calls run as fast as FP32 (1.00x)
+verdict	their errors measured beside FP32 went over the tolerance, so they were put back to FP32
+summary	8 calls at 2 sites, 1 converted (their converted results reached the program), 3 measured in shadow (the program got FP32's results)
 sites	DEMOTED: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09
 shapes	main (report_prog+0x
-shapes	128x128x128 NN 4 2 2 (demoted) 0.26x 0.35x $s128 / 1.0e-09 OVER
+shapes	128x128x128 NN 4 1 2 (demoted) 0.26x 1.00x $s128 / 1.0e-09 OVER
 shapes	second_site (report_prog+0x
-shapes	64x64x64 NN 2 1 1 (demoted) 0.20x - $s64 / 1.0e-09 OVER
+shapes	64x64x64 NN 2 0 1 (demoted) 0.20x 1.00x exactly FP32 / 1.0e-09 (its candidate was over)
+shapes	shadow: fp16 candidate, max rel err $s64 in 1 call measured beside FP32 (its result discarded)
 shapes	second_site (report_prog+0x
-shapes	64x64x32 NN 2 1 1 (demoted) 0.20x - $s32 / 1.0e-09 OVER
+shapes	64x64x32 NN 2 0 1 (demoted) 0.20x 1.00x exactly FP32 / 1.0e-09 (its candidate was over)
+shapes	shadow: fp16 candidate, max rel err $s32 in 1 call measured beside FP32 (its result discarded)
 why-fp32	demoted 4 100.0% 2 the shape's shadow error at the site went over the tolerance
 next	main (report_prog+0x
 next	was demoted to FP32: shadow max_rel_err=$e3 exceeds the policy's tolerance 1e-09. Keep it FP32 with rule fp32 when caller "main", or try the FP32-accurate split with rule fp16x3 verify 2 when caller "main", placed above the rule that converts it.
@@ -200,12 +221,14 @@ run --mode fp32 --report "$out/fp32.json" -- "$prog" --calls 4 \
     common
     cat <<'EOF'
 meta	AMPSHIM_MODE, mode fp32, tolerance -
-summary	4 calls at 1 site, 0 converted
+summary	4 calls at 1 site, 0 converted (their converted results reached the program), 0 measured in shadow
 chart-speedup	main (report_prog+0x
 chart-speedup	stayed FP32: mode 4
 chart-error	The policy sets no tolerance: errors are measured, never acted on.
 shapes	main (report_prog+0x
-shapes	128x128x128 NN 4 0 4 (mode) - - - / -
+shapes	128x128x128 NN 4 0 4 (mode) - - exactly FP32 / -
+verdict	nothing to gain here: no converted result reached the program (4 calls ran FP32): the mode asked for is fp32
+summary	FP32 - ms, actual - ms, saved - ms, speedup -
 why-fp32	mode 4 100.0% 1 the mode is fp32 (AMPSHIM_MODE or the policy's)
 next	Nothing was converted: the mode is fp32 (AMPSHIM_MODE overrides any policy). Run with a converting mode (ampshim run --mode fp16 -- PROGRAM) or a policy whose rules convert.
 !next	Nothing to change
@@ -224,6 +247,7 @@ env LD_PRELOAD="${first:+$first }$lib" AMPSHIM_POLICY=broken.policy \
     common
     cat <<'EOF'
 meta	BROKEN: nothing was converted
+verdict	nothing to gain here: the policy file has an error
 next	Nothing was converted: the policy file has an error (
 next	Fix it, ampshim policy check FILE says where, and run again.
 !next	Nothing to change
@@ -240,19 +264,29 @@ tf32_err=$("$python" -c 'import json, sys
 for c in json.load(open(sys.argv[1]))["sites"][0]["shapes"][0]["auto"]["candidates"]:
     if c["mode"] == "tf32":
         print("%.1e" % c["max_rel"])' "$out/converted.json")
+# The calls whose converted result reached the program, and those measured
+# in shadow: the page counts them apart.
+read -r conv shadow steady < <("$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+print(t["delivered"], t["shadow"], "%.2f" % t["steady_speedup"])' \
+    "$out/converted.json")
+[[ $shadow -gt 0 && $((conv + shadow)) == 6 ]] ||
+    fail "converted: $conv converted and $shadow shadow calls of 6"
 {
     common
     cat <<EOF
 meta	built-in
-summary	6 calls at 1 site, 6 converted
+summary	6 calls at 1 site, $conv converted (their converted results reached the program), $shadow measured in shadow (the program got FP32's results)
+verdict	faster: the intercepted GEMMs and convolutions run ${steady}x as fast as FP32 in steady state (this run:
+verdict	$conv of 6 calls converted (their results reached the program), $shadow measured in shadow
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
-shapes	1024x1024x1024 NN 6 6 0
+shapes	1024x1024x1024 NN 6 $conv 0
 shapes	auto: tf32 (fp16
 shapes	; tf32 6.42x $tf32_err)
 why-fp32	None: every call at the sites ran converted.
-next	Nothing to change: 6 of 6 calls converted, no site over the tolerance, speedup
+next	Nothing to change: $conv of 6 calls converted, no site over the tolerance, speedup
 !sites	DEMOTED
 !next	Nothing was converted
 coverage	FP32, converted
@@ -267,6 +301,7 @@ cp "$src/html_v1.json" "$out/v1.json"
     common
     cat <<'EOF'
 heading	ampshim report: <img src=x onerror=alert(1)>
+verdict	faster: the intercepted GEMMs and convolutions run 2.00x as fast as FP32 in this run; 7 of 15 calls converted (their results reached the program), 0 measured in shadow
 snapshot	SNAPSHOT: this report was written during the run
 meta	/opt/<b>bold</b>/trainer & co
 meta	Command line -
@@ -301,6 +336,7 @@ cp "$src/html_v2.json" "$out/v2.json"
     cat <<'EOF'
 meta	./train --epochs 3 --note 'it'\''s <fast>'
 meta	Host node-7
+verdict	faster: the intercepted GEMMs and convolutions run 1.63x as fast as FP32 in this run; 98 of 132 calls converted (their results reached the program), 4 measured in shadow
 meta	measured on the GPU (events on the caller's stream)
 meta	complete: written at exit (schema version 2)
 chart-speedup	bias_small (train+0x12c) stayed FP32: min-size 10, no-rule 2 stayed FP32: min-size 10, no-rule 2
@@ -308,7 +344,7 @@ chart-speedup	speedup: 0.8 x 0.8 DEMOTED
 chart-error	tolerance 1.0e-03
 shapes	dense_forward (train+0x64) 4096x4096x4096 NN 92 92 0 1.82x 2.05x 2.00e-04 / 1.0e-03
 shapes	dense_forward (train+0x64) 4096x4096x2048 NN 8 8 0 - (no FP32 baseline measured for this shape) - (no FP32 baseline measured for this shape)
-shapes	bias_small (train+0x12c) 64x64x64 NN 10 0 10 (min-size) - - - / 1.0e-03
+shapes	bias_small (train+0x12c) 64x64x64 NN 10 0 10 (min-size) - - exactly FP32 / 1.0e-03
 why-fp32	demoted 18 60.0% 1
 why-fp32	min-size 10 33.3% 1 smaller than the policy's min-size
 why-fp32	no-rule 2 6.7% 1

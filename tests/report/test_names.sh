@@ -91,14 +91,15 @@ PY
 read -r step_off pair_off <offsets.txt
 step_label="$step (cxx_names+$step_off)"
 pair_label="$pair (cxx_names+$pair_off)"
-# site api calls conv mode fp32-ms actual-ms speedup saved-ms max-rel-err
+# site api calls conv shadow mode fp32-ms actual-ms speedup steady
+# saved-ms max-rel-err
 for x in "3:$step_label" "2:$pair_label"; do
     n=${x%%:*} label=${x#*:}
     row=$(after fp16.err "$label" | sed 's/.*]: | .\{28\} //')
     read -r -a cols <<<"$row"
     # The first call of each shape is its baseline, FP32 measured beside
     # it: an fp16 call all the same (a forced mode forces every call).
-    [[ ${cols[*]:0:4} == "cublasSgemm_v2 $n $n fp16" ]] ||
+    [[ ${cols[*]:0:5} == "cublasSgemm_v2 $n $n 0 fp16" ]] ||
         fail "fp16: exit table: '$label', then '$row'"
 done
 echo "exit table: '$step_label' and '$pair_label', each with its row below"
@@ -129,7 +130,7 @@ for report in names older; do
     for x in "3:$step_label" "2:$pair_label"; do
         n=${x%%:*} label=${x#*:}
         after "table_$report.out" "$label" |
-            grep -qE "^ {33}cublasSgemm_v2 +$n +$n fp16 " ||
+            grep -qE "^ {33}cublasSgemm_v2 +$n +$n +0 fp16 " ||
             fail "report $report: no '$label' line with its row below"
     done
     t "csv_$report" -- report --csv - "$tmp/$report.json"

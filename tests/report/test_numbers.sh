@@ -2,14 +2,15 @@
 # The figures a user reads in three places agree with the report's JSON to
 # the digits shown: report_prog's two call sites (three shapes) under
 # AMPSHIM_MODE=fp16, each shape's first call an FP32 baseline (so that
-# speedup, over every call, and steady, over the converted calls alone,
-# differ):
+# speedup, over every call, and steady, each shape's FP32 time over its
+# time under the mode, differ):
 # - the exit table: each site row's speedup and steady columns are its
-#   site's time.speedup and time.converted_speedup, the total row the
-#   totals' speedup and converted_speedup;
+#   site's time.speedup and time.steady_speedup, the total row the
+#   totals' speedup and steady_speedup;
 # - `ampshim report`: the same for its site rows, each shape row against
 #   its shape's, and the total line;
-# - the page of `ampshim report --html`: each shape's two speedup cells.
+# - the page of `ampshim report --html`: each site's speedup and steady
+#   cells in the sites table, each shape's two speedup cells.
 # usage: test_numbers.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
 set -euo pipefail
 
@@ -51,7 +52,7 @@ def cell(v):
     return "-" if v is None else f"{v:.2f}"
 
 def pair(time):
-    return (cell(time.get("speedup")), cell(time.get("converted_speedup")))
+    return (cell(time.get("speedup")), cell(time.get("steady_speedup")))
 
 sites = [pair(s["time"]) for s in doc["sites"]]
 shapes = [pair(sh["time"]) for s in doc["sites"] for sh in s["shapes"]]
@@ -73,7 +74,7 @@ for line in exit_lines:
     m = re.match(r"ampshim\[\d+\]: \| (.*)$", line)
     if not m:
         continue
-    f = m.group(1).split()
+    f = m.group(1).replace("exactly FP32", "exactly-FP32").split()
     if len(f) < 10 or f[0] == "site":
         continue
     if f[0] == "total":
@@ -89,7 +90,7 @@ if tot != total:
 # after their site), the total line.
 rows, shape_rows = [], []
 for line in table:
-    f = line.split()
+    f = line.replace("exactly FP32", "exactly-FP32").split()
     if len(f) < 11 or f[0] == "site":
         continue
     if line.startswith("  "):
@@ -98,11 +99,21 @@ for line in table:
         rows.append((f[-5], f[-4]))
 same("ampshim report, sites", rows, sites)
 same("ampshim report, shapes", shape_rows, shapes)
-m = re.search(r"speedup (\S+) \(converted calls alone (\S+)\);",
+m = re.search(r"speedup (\S+) \(steady state (\S+)\);",
               "\n".join(table))
 if not m or (m.group(1), m.group(2)) != total:
     bad.append(f"ampshim report, total: "
                f"{m.groups() if m else None}, the report {total}")
+
+# The page's sites table: site, api, calls, converted, shadow, mode, FP32
+# ms, actual ms, speedup, steady, ...
+section = page.split('<section id="sites">', 1)[1].split("</section>", 1)[0]
+cells = []
+for row in re.findall(r"<tr[^>]*>(.*?)</tr>", section, re.S):
+    tds = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    if len(tds) >= 10:
+        cells.append((tds[8], tds[9]))
+same("page, sites", cells, sites)
 
 # The page: each shape's cells, "<td>S.SSx</td><td>T.TTx</td>".
 cells = re.findall(r"<td>([0-9.]+|-)x?</td><td>([0-9.]+|-)x?</td><td>"

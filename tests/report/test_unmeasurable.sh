@@ -6,9 +6,13 @@
 # error of 0:
 # - the report: errors.compared is 0, max_rel, max_fro, max_abs and the
 #   means null, shadow_calls the calls made; the report follows the schema;
-# - the summary line says compared=0 and no error; the exit table's error
-#   cells say "not measurable", and so does the exit line under fp16;
-# - `ampshim report` and its page say "not measurable";
+# - the summary line says compared=0 and no error; under fp16 (the
+#   program got the candidate's result) the exit table's error cells say
+#   "not measurable", and so does the exit line; under shadow:fp16 the
+#   program got FP32's results: the cells say "exactly FP32" and the line
+#   of the candidates measured in shadow "not measurable";
+# - `ampshim report` and its page say "not measurable" (under shadow,
+#   of the candidate);
 # and the same runs on finite data compare every element of every call.
 # usage: test_unmeasurable.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
 #        CHECK_SCHEMA
@@ -89,12 +93,17 @@ def exit_lines(name):
     return [re.sub(r"^ampshim\[\d+\]: ", "", l)
             for l in open(name + ".err").read().splitlines()]
 
-for name in ("nonfinite", "nonfinite-fp16"):
+for name, cell in (("nonfinite", "exactly FP32"),
+                   ("nonfinite-fp16", "not measurable")):
     lines = exit_lines(name)
     rows = [l for l in lines if l.startswith("| ") and "cublasSgemm" in l
             or l.startswith("| total")]
-    if len(rows) != 2 or not all(l.endswith("not measurable") for l in rows):
+    if len(rows) != 2 or not all(l.endswith(cell) for l in rows):
         bad.append(f"{name}: exit table rows: {rows}")
+    cands = [l for l in lines if l.startswith("|   candidates measured")]
+    if name == "nonfinite" and (len(cands) != 1 or
+                                "not measurable" not in cands[0]):
+        bad.append(f"{name}: the candidates' line: {cands}")
     summary = [l for l in lines if l.startswith("summary cublasSgemm_v2 ")]
     if (len(summary) != 1 or not summary[0].endswith(" compared=0")
             or "max_rel_err=0" in summary[0]):
@@ -114,8 +123,16 @@ if len(summary) != 1 or not summary[0].endswith(f" compared={4 * 96 * 64}"):
     bad.append(f"finite: summary line: {summary}")
 table = open("nonfinite-table.out").read().splitlines()
 trows = [l for l in table if "cublasSgemm" in l]
-if not trows or not all("not measurable" in l for l in trows):
+if not trows or not all("exactly FP32" in l for l in trows):
     bad.append(f"ampshim report rows: {trows}")
+shadow = [l for l in table if l.startswith("    shadow: ")]
+if len(shadow) != 1 or "fp16 candidate, max rel err not measurable" \
+        not in shadow[0]:
+    bad.append(f"ampshim report: the candidate's line: {shadow}")
+table = open("nonfinite-fp16-table.out").read().splitlines()
+trows = [l for l in table if "cublasSgemm" in l]
+if not trows or not all("not measurable" in l for l in trows):
+    bad.append(f"ampshim report rows, fp16: {trows}")
 if "e+00" in "\n".join(trows):
     bad.append(f"ampshim report shows an error of 0: {trows}")
 page = open("nonfinite.html").read()
