@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shadow calls of a candidate that ran without a time (no event was
- * free) after which it is given up. */
+/* Shadow calls of a candidate whose work or times failed after which it
+ * is given up (a call the shim could not time is not counted:
+ * amp_auto_missed). */
 #define AMP_AUTO_UNTIMED_MAX 4
 
 /* Calls of a shape after which a timing call whose time has not come
@@ -411,6 +412,22 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
         amp_auto_after(site, v, c, bound, &note);
     pthread_mutex_unlock(&amp_auto_lock);
     amp_auto_note_log(site, &note);
+}
+
+void
+amp_auto_missed(struct amp_site *site, int slot, enum amp_mode mode,
+                int timing)
+{
+    struct amp_auto_view *v;
+    struct amp_auto_candidate *c;
+
+    if (!timing)
+        return; /* the candidate's next shadow call measures it */
+    pthread_mutex_lock(&amp_auto_lock);
+    c = amp_auto_find(site, slot, mode, &v);
+    if (c)
+        c->timing_out = 0;
+    pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void
