@@ -10,27 +10,30 @@
 #
 # usage: scripts/bench_depth.sh [--depths "1 500"] [--setting SETTING]
 #                               [-- FRAMEWORK_ARGS...]
-#   SETTING: an AMPSHIM_MODE, shadow:tf32 by default (every call run in
-#   shadow: a result slot and a timed record per call, the most the
-#   harvest has to collect; the fp16 and bf16 casts fault in the
-#   emulator under valgrind), or auto (an auto policy for GEMMs and
-#   convolutions). FRAMEWORK_ARGS default to --small --steps 12
-#   --replays 0.
+#   SETTING: an AMPSHIM_MODE, fp16 by default (every call converted and
+#   timed, every convolution's non-finite check in a result slot), or
+#   auto (an auto policy for GEMMs and convolutions). FRAMEWORK_ARGS
+#   default to --small --steps 4 --replays 0.
 #
 # Method (docs/benchmarks.md): callgrind collects only inside the hooked
 # entry points (--toggle-collect on their names: the shim's hook turns
 # collection on, the real function it calls, of the same name, turns it
 # off while it runs), and scripts/callgrind_costs.py sums the profile's
 # instructions in libampshim.so's own code (exclusive: the emulated
-# driver and vendor calls it makes are not counted). Calls: the
+# driver and vendor calls it makes are not counted). The emulator opens
+# device pages from a SIGSEGV handler while a kernel runs and retries the
+# access: valgrind runs one instruction per translation, with precise
+# registers, for that retry to be exact (--vex-guest-max-insns=1
+# --vex-iropt-register-updates=allregs-at-each-insn; slow, and without
+# them the shim's kernels fault). Calls: the
 # program's own count of what it issued. JOBS=N limits the build's jobs.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build
 depths="1 500"
-setting=shadow:tf32
-args=(--small --steps 12 --replays 0)
+setting=fp16
+args=(--small --steps 4 --replays 0)
 while [[ $# -gt 0 ]]; do
     case $1 in
     --depths) depths=${2:?}; shift 2 ;;
@@ -83,6 +86,8 @@ for depth in $depths; do
     env "${set_env[@]}" AMPSHIM_EMU_BEHIND="$depth" \
         AMPSHIM_REPORT="$tmp/report.json" LD_PRELOAD="$shim" \
         valgrind --tool=callgrind "--callgrind-out-file=$tmp/cg.%p" \
+        --vex-guest-max-insns=1 \
+        --vex-iropt-register-updates=allregs-at-each-insn \
         --collect-atstart=no --toggle-collect=cublasSgemm_v2 \
         --toggle-collect=cublasLtMatmul \
         --toggle-collect=cudnnBackendExecute \

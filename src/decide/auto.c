@@ -54,7 +54,6 @@ amp_auto_view(struct amp_site *site, int slot, enum amp_family family)
     for (i = 0; i < v->ncandidates; i++)
         v->c[i].mode = modes[i];
     v->state = AMP_AUTO_MEASURING;
-    atomic_fetch_add_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     return v;
 }
 
@@ -226,7 +225,6 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     best = amp_auto_fastest(v, bound);
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
-    atomic_fetch_sub_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     amp_auto_note_choice(note, v, bound,
                          best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
 }
@@ -263,8 +261,6 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
         amp_auto_rejects(c, bound, why, sizeof why)) {
         v->state = AMP_AUTO_MEASURING;
-        atomic_fetch_add_explicit(&site->auto_measuring, 1,
-                                  memory_order_relaxed);
         v->changes++;
         amp_auto_settle(site, v, bound, note);
         snprintf(note->drift, sizeof note->drift,
