@@ -54,6 +54,7 @@ struct amp_queue {
     struct amp_dev *dev;
     amp_stream stream;
     struct amp_item *head, *tail;
+    int active;                 /* its place in amp_active; -1: empty */
 };
 
 /* The queues, the free items and the generation (bumped by a fork's
@@ -61,6 +62,10 @@ struct amp_queue {
 static pthread_mutex_t amp_harvest_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_queue *amp_queues[AMP_HARVEST_QUEUES];
 static int amp_nqueues;
+/* The queues that hold work, the ones a harvest takes in turn: streams
+ * that ended or went idle cost it nothing. */
+static struct amp_queue *amp_active[AMP_HARVEST_QUEUES];
+static int amp_nactive;
 static struct amp_item *amp_free_items;
 static unsigned amp_harvest_generation;
 static atomic_int amp_npending;     /* items queued, over all queues */
@@ -97,6 +102,7 @@ amp_queue_get(struct amp_dev *dev, amp_stream stream)
     if (!q)
         return NULL;
     pthread_mutex_init(&q->poll, NULL);
+    q->active = -1;
     q->dev = dev;
     q->stream = stream;
     amp_queues[amp_nqueues++] = q;
@@ -151,6 +157,10 @@ amp_queue_add(amp_stream stream, const struct amp_item *item)
         else
             q->head = it;
         q->tail = it;
+        if (q->active < 0) {
+            q->active = amp_nactive;
+            amp_active[amp_nactive++] = q;
+        }
         atomic_fetch_add_explicit(&amp_npending, 1, memory_order_relaxed);
         st = AMP_OK;
     }
@@ -281,8 +291,12 @@ amp_queue_harvest(struct amp_queue *q, int wait, int *budget)
         --*budget;
         pthread_mutex_lock(&amp_harvest_lock);
         q->head = it->next;
-        if (!q->head)
+        if (!q->head) {
             q->tail = NULL;
+            amp_active[q->active] = amp_active[--amp_nactive];
+            amp_active[q->active]->active = q->active;
+            q->active = -1;
+        }
         atomic_fetch_sub_explicit(&amp_npending, 1, memory_order_relaxed);
         pthread_mutex_unlock(&amp_harvest_lock);
         amp_item_harvest(it, done);
@@ -307,21 +321,26 @@ amp_harvest(int wait)
         atomic_load_explicit(&amp_npending, memory_order_relaxed) == 0)
         return 0;
     pthread_mutex_lock(&amp_harvest_lock);
-    n = amp_nqueues;
+    n = wait ? amp_nqueues : amp_nactive;
     pthread_mutex_unlock(&amp_harvest_lock);
     if (n == 0)
         return 0;
-    /* The queues in turn: each harvest starts one further on, so that
-     * every queue's head is asked however many there are. */
+    /* The queues with work in turn: each harvest starts one further on,
+     * so that every queue's head is asked however many there are. */
     start = (int)(atomic_fetch_add_explicit(&amp_cursor, 1,
                                             memory_order_relaxed) %
                   (unsigned)n);
     visits = wait || n < AMP_HARVEST_VISITS ? n : AMP_HARVEST_VISITS;
     for (i = 0; i < visits && (wait || budget > 0); i++) {
         pthread_mutex_lock(&amp_harvest_lock);
-        q = amp_queues[(start + i) % n];
+        /* The active set may have shrunk since: a queue asked twice, or
+         * one left for the next harvest. */
+        q = wait ? amp_queues[(start + i) % n]
+            : amp_nactive ? amp_active[(start + i) % amp_nactive]
+                          : NULL;
         pthread_mutex_unlock(&amp_harvest_lock);
-        harvested += amp_queue_harvest(q, wait, &budget);
+        if (q)
+            harvested += amp_queue_harvest(q, wait, &budget);
     }
     return harvested;
 }
@@ -339,6 +358,7 @@ amp_harvest_forget(void)
      * child's to leak): its pending work is not the child's. */
     pthread_mutex_init(&amp_harvest_lock, NULL);
     amp_nqueues = 0;
+    amp_nactive = 0;
     amp_free_items = NULL;
     amp_harvest_generation++;
     atomic_store(&amp_npending, 0);
