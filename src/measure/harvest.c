@@ -345,12 +345,6 @@ amp_harvest(int wait)
     return harvested;
 }
 
-int
-amp_harvest_pending(void)
-{
-    return atomic_load_explicit(&amp_npending, memory_order_relaxed);
-}
-
 void
 amp_harvest_forget(void)
 {

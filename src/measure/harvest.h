@@ -52,10 +52,6 @@ enum amp_status amp_harvest_record(struct amp_dev *dev, amp_stream stream,
  * Returns how many slots and records it collected. */
 uint64_t amp_harvest(int wait);
 
-/* Slots and records handed over and not yet collected (0: a harvest has
- * nothing to do). */
-int amp_harvest_pending(void);
-
 /* Forgets pending work (a forked child starts clean). */
 void amp_harvest_forget(void);
 
