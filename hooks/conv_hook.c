@@ -154,10 +154,9 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
 
     d->api = h->stats->name;
     d->stats = h->stats;
-    /* Demotions of earlier calls, never blocking; no event can be queried
-     * while the caller's stream is being captured. */
-    if (amp_dev_stream_capturing(d->stream) == 0)
-        amp_harvest(0);
+    /* Demotions and verdicts of earlier calls, never blocking, at a
+     * bounded cost (also while the stream is being captured). */
+    amp_harvest(0);
     /* Eligibility first (a converting mode), then the policy's mode. */
     skip = amp_conv_decide(d, AMP_MODE_FP16);
     if (skip == AMP_CONV_CONVERT) {

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shadow calls of a candidate that ran without a time (no event was
- * free) after which it is given up. */
+/* Shadow calls of a candidate whose work or times failed after which it
+ * is given up (a call the shim could not time is not counted:
+ * amp_auto_missed). */
 #define AMP_AUTO_UNTIMED_MAX 4
 
 /* Calls of a shape after which a timing call whose time has not come
@@ -82,7 +83,6 @@ amp_auto_view(struct amp_site *site, int slot, enum amp_family family,
     }
     v->state = AMP_AUTO_MEASURING;
     *made = 1;
-    atomic_fetch_add_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     return v;
 }
 
@@ -259,7 +259,6 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
     best = amp_auto_fastest(v, bound);
     v->state = best < 0 ? AMP_AUTO_FP32 : AMP_AUTO_CHOSEN;
     v->choice = best;
-    atomic_fetch_sub_explicit(&site->auto_measuring, 1, memory_order_relaxed);
     amp_auto_note_choice(note, v, bound,
                          best < 0 ? "fp32" : amp_mode_name(v->c[best].mode));
 }
@@ -296,8 +295,6 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     if (v->state == AMP_AUTO_CHOSEN && c == &v->c[v->choice] &&
         amp_auto_rejects(c, bound, why, sizeof why)) {
         v->state = AMP_AUTO_MEASURING;
-        atomic_fetch_add_explicit(&site->auto_measuring, 1,
-                                  memory_order_relaxed);
         v->changes++;
         amp_auto_settle(site, v, bound, note);
         snprintf(note->drift, sizeof note->drift,
@@ -450,6 +447,22 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
         amp_auto_after(site, v, c, bound, &note);
     pthread_mutex_unlock(&amp_auto_lock);
     amp_auto_note_log(site, &note);
+}
+
+void
+amp_auto_missed(struct amp_site *site, int slot, enum amp_mode mode,
+                int timing)
+{
+    struct amp_auto_view *v;
+    struct amp_auto_candidate *c;
+
+    if (!timing)
+        return; /* the candidate's next shadow call measures it */
+    pthread_mutex_lock(&amp_auto_lock);
+    c = amp_auto_find(site, slot, mode, &v);
+    if (c)
+        c->timing_out = 0;
+    pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void

@@ -36,7 +36,7 @@ struct amp_auto_candidate {
     unsigned long long issued;   /* shadow calls decided */
     unsigned long long errors;   /* of those, errors harvested */
     unsigned long long timed;    /* of those, times harvested */
-    unsigned long long untimed;  /* ran without a time (no event free) */
+    unsigned long long untimed;  /* ran, its work or its times failed */
     unsigned long long warmups;  /* timed, but not counted: the first call
                                     of its delayed-scaling record, which
                                     takes the two passes later calls skip */
@@ -119,6 +119,13 @@ void amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
 void amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
                    double candidate_ms, double fp32_ms, int warmup,
                    const struct amp_auto_bound *bound);
+
+/* A call of `mode` at (site, slot) that ran without a time for a reason
+ * of the shim's (no record or event to time it with, a capture): nothing
+ * is counted against the candidate. A `timing` call (out->auto_timing)
+ * is made again at the shape's next call. */
+void amp_auto_missed(struct amp_site *site, int slot, enum amp_mode mode,
+                     int timing);
 
 /* A conversion of `mode` that fell back (the path could not run it). */
 void amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,

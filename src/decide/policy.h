@@ -410,9 +410,8 @@ void amp_policy_start(const struct amp_config *cfg);
 
 /* The decision for one call. call->site is the call's struct amp_site
  * (or NULL); its symbol and module are resolved when a rule needs them.
- * The site's verdicts are what is harvested so far: a caller whose site
- * has shadow calls in flight, or auto shapes measuring
- * (amp_site_unmeasured), harvests first.
+ * The site's verdicts are what is harvested so far: the caller harvests
+ * first (amp_harvest, at a bounded cost).
  * Never fails. */
 void amp_policy_decide(const struct amp_policy_call *call,
                        struct amp_decision *out);

@@ -378,7 +378,7 @@ amp_site_shadow(struct amp_site *site, int slot,
             shape->shadow_max_fro = e->fro_rel;
         shape->shadow_compared += e->compared;
     }
-    /* Atomic for amp_site_unmeasured, which reads it without the lock. */
+    /* Atomic: read without the lock. */
     __atomic_store_n(&site->shadow_calls, site->shadow_calls + 1,
                      __ATOMIC_RELAXED);
     if (e->max_abs > site->shadow_max_abs)
@@ -473,17 +473,6 @@ amp_site_worst(enum amp_norm norm, struct amp_site_worst *out)
         if (amp_auto_chosen_worst((int)i, norm, out) && !counted[site]++)
             out->sites++;
     }
-}
-
-int
-amp_site_unmeasured(const struct amp_site *site)
-{
-    return site && (atomic_load_explicit(&site->shadowed,
-                                         memory_order_relaxed) >
-                        __atomic_load_n(&site->shadow_calls,
-                                        __ATOMIC_RELAXED) ||
-                    atomic_load_explicit(&site->auto_measuring,
-                                         memory_order_relaxed) > 0);
 }
 
 void

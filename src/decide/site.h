@@ -72,7 +72,6 @@ struct amp_site {
     atomic_int demoted_shapes; /* its (site, shape)s demoted */
     atomic_ullong calls;      /* calls the policy decided (amp_site_count) */
     atomic_ullong shadowed;   /* of those, decided to run in shadow mode */
-    atomic_int auto_measuring; /* auto shapes measuring (decide/auto.c) */
     /* amp_site_symbolize(): 1 once caller and module are set. */
     atomic_int symbolized;
     char function[AMP_SYMBOL_LEN]; /* the caller as users know it (C++
@@ -190,10 +189,6 @@ struct amp_site_worst {
                                   demoted shape */
 };
 void amp_site_worst(enum amp_norm norm, struct amp_site_worst *out);
-
-/* 1 while the site has shadow calls whose errors are not harvested, or
- * auto shapes whose candidates are still measured. */
-int amp_site_unmeasured(const struct amp_site *site);
 
 /* At exit: one line per demoted site and (site, shape), "ampshim[pid]:
  * demoted API at LABEL: REASON" (amp_site_label). */

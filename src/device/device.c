@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AMP_STR(x) AMP_STR_(x)
@@ -97,11 +98,17 @@ struct amp_dev {
     int usable;
     CUmodule module;
     CUfunction kernels[AMP_KERNEL_COUNT];
-    /* Slots, under amp_dev_lock; made on first use. */
+    /* Slots, under amp_dev_lock: blocks made as the slots run out (block
+     * b holds AMP_DEV_SLOTS << b of them), kept for the context's life. A
+     * block's memory and events never move once made: a slot's harvest
+     * reads its event without the lock. */
     int slots_state;           /* 0 not yet, 1 made, -1 cannot be made */
-    char *slots;
-    CUevent slot_events[AMP_DEV_SLOTS];
-    uint64_t slots_taken;      /* bit i: slot i is taken */
+    int slot_blocks;           /* made */
+    int slots_grow_failed;     /* a later block could not be made */
+    char *slot_memory[AMP_DEV_SLOT_BLOCKS];
+    CUevent *slot_events[AMP_DEV_SLOT_BLOCKS];
+    int *free_slots;           /* a stack of the free slots */
+    int nfree_slots;
     /* Timing events, under amp_dev_lock: made when none is free, kept
      * for the life of the context, recycled after harvest. */
     CUevent events[AMP_DEV_EVENTS];
@@ -725,70 +732,110 @@ amp_dev_launch(struct amp_dev *dev, enum amp_kernel k, unsigned grid,
     return AMP_OK;
 }
 
-/* Makes dev's slots: page-locked memory the device reaches at the same
- * address (unified addressing), and one event per slot. Lock held. */
-static void
-amp_dev_slots_make(struct amp_dev *dev)
+/* Slot `slot`'s block (*block) and place in it. */
+static int
+amp_dev_slot_place(int slot, int *block)
 {
+    unsigned q = (unsigned)slot / AMP_DEV_SLOTS + 1;
+    int b = 31 - __builtin_clz(q);
+
+    *block = b;
+    return slot - AMP_DEV_SLOTS * ((1 << b) - 1);
+}
+
+/* Makes dev's next block of slots: page-locked memory the device reaches
+ * at the same address (unified addressing), and one event per slot; its
+ * slots go to the free stack. -1 when it cannot be made (the first block:
+ * remembered in slots_state, a later one in slots_grow_failed). Lock held,
+ * dev's context current. */
+static int
+amp_dev_slots_grow(struct amp_dev *dev)
+{
+    int b = dev->slot_blocks, n = AMP_DEV_SLOTS << b, first, i;
+    CUevent *events = calloc((size_t)n, sizeof *events);
+    int *stack = realloc(dev->free_slots,
+                         (size_t)(AMP_DEV_SLOTS * ((1 << (b + 1)) - 1)) *
+                             sizeof *stack);
     CUdevice device;
     void *host = NULL;
     int unified = 0;
-    CUresult r;
-    int i;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 
-    dev->slots_state = -1;
-    r = amp_cu.cuCtxGetDevice(&device);
+    if (stack)
+        dev->free_slots = stack;
+    if (events && stack)
+        r = amp_cu.cuCtxGetDevice(&device);
     if (r == CUDA_SUCCESS)
         r = amp_cu.cuDeviceGetAttribute(
             &unified, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device);
     if (r == CUDA_SUCCESS && unified)
-        r = amp_cu.cuMemAllocHost(&host, AMP_DEV_SLOTS * AMP_DEV_SLOT_BYTES);
-    for (i = 0; r == CUDA_SUCCESS && unified && i < AMP_DEV_SLOTS; i++)
-        r = amp_cu.cuEventCreate(&dev->slot_events[i],
-                                 CU_EVENT_DISABLE_TIMING);
+        r = amp_cu.cuMemAllocHost(&host, (size_t)n * AMP_DEV_SLOT_BYTES);
+    for (i = 0; r == CUDA_SUCCESS && unified && i < n; i++)
+        r = amp_cu.cuEventCreate(&events[i], CU_EVENT_DISABLE_TIMING);
     if (r != CUDA_SUCCESS || !unified) {
         /* What was made stays: a few events and pinned bytes, once. */
-        amp_log(AMP_LOG_WARN, "no page-locked memory for shadow results "
-                "(%s); shadow calls in this context stay FP32",
-                unified ? amp_cu_error(r) : "no unified addressing");
-        return;
+        amp_log(AMP_LOG_WARN, "no page-locked memory for %s (%s); %s",
+                b ? "more result slots" : "shadow results",
+                unified ? amp_cu_error(r) : "no unified addressing",
+                b ? "calls that need one while all are taken stay FP32"
+                  : "shadow calls in this context stay FP32");
+        free(events);
+        if (b)
+            dev->slots_grow_failed = 1;
+        else
+            dev->slots_state = -1;
+        return -1;
     }
-    dev->slots = host;
+    dev->slot_memory[b] = host;
+    dev->slot_events[b] = events;
+    dev->slot_blocks = b + 1;
     dev->slots_state = 1;
+    first = AMP_DEV_SLOTS * ((1 << b) - 1);
+    for (i = n - 1; i >= 0; i--)
+        dev->free_slots[dev->nfree_slots++] = first + i;
+    return 0;
 }
 
 enum amp_status
 amp_dev_slot_take(struct amp_dev *dev, int *slot, amp_devptr *at)
 {
     enum amp_status st = AMP_ERR_UNAVAILABLE;
-    int i;
+    int block, place;
 
     pthread_mutex_lock(&amp_dev_lock);
-    if (dev->slots_state == 0) {
+    if (dev->slots_state >= 0 && dev->nfree_slots == 0 &&
+        dev->slot_blocks < AMP_DEV_SLOT_BLOCKS && !dev->slots_grow_failed) {
         int relaxed = amp_dev_relax();
 
-        amp_dev_slots_make(dev);
+        amp_dev_slots_grow(dev);
         amp_dev_unrelax(relaxed);
     }
     if (dev->slots_state < 0)
         st = AMP_ERR_DRIVER;
-    for (i = 0; st == AMP_ERR_UNAVAILABLE && i < AMP_DEV_SLOTS; i++) {
-        if (!(dev->slots_taken & (1ull << i))) {
-            dev->slots_taken |= 1ull << i;
-            *slot = i;
-            *at = (amp_devptr)(uintptr_t)(dev->slots +
-                                          i * AMP_DEV_SLOT_BYTES);
-            st = AMP_OK;
-        }
+    if (st == AMP_ERR_UNAVAILABLE && dev->nfree_slots > 0) {
+        *slot = dev->free_slots[--dev->nfree_slots];
+        place = amp_dev_slot_place(*slot, &block);
+        *at = (amp_devptr)(uintptr_t)(dev->slot_memory[block] +
+                                      (size_t)place * AMP_DEV_SLOT_BYTES);
+        st = AMP_OK;
     }
     pthread_mutex_unlock(&amp_dev_lock);
     return st;
 }
 
+/* The event of slot `slot`. */
+static CUevent
+amp_dev_slot_event(const struct amp_dev *dev, int slot)
+{
+    int block, place = amp_dev_slot_place(slot, &block);
+
+    return dev->slot_events[block][place];
+}
+
 enum amp_status
 amp_dev_slot_record(struct amp_dev *dev, int slot, amp_stream stream)
 {
-    CUresult r = amp_cu.cuEventRecord(dev->slot_events[slot],
+    CUresult r = amp_cu.cuEventRecord(amp_dev_slot_event(dev, slot),
                                       (CUstream)stream);
 
     if (r != CUDA_SUCCESS) {
@@ -801,7 +848,7 @@ amp_dev_slot_record(struct amp_dev *dev, int slot, amp_stream stream)
 int
 amp_dev_slot_done(struct amp_dev *dev, int slot, int wait)
 {
-    CUevent e = dev->slot_events[slot];
+    CUevent e = amp_dev_slot_event(dev, slot);
     CUcontext popped;
     int relaxed;
     CUresult r;
@@ -821,7 +868,7 @@ void
 amp_dev_slot_release(struct amp_dev *dev, int slot)
 {
     pthread_mutex_lock(&amp_dev_lock);
-    dev->slots_taken &= ~(1ull << slot);
+    dev->free_slots[dev->nfree_slots++] = slot;
     pthread_mutex_unlock(&amp_dev_lock);
 }
 

@@ -123,15 +123,20 @@ enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,
 
 /* ---- Slots: page-locked host memory that device work writes ------------ */
 
-/* Slots per context, and bytes per slot. */
+/* Slots of a context's first block, blocks at most (each twice the
+ * slots of the one before: 16,320 slots in all), and bytes per slot. */
 #define AMP_DEV_SLOTS 64
+#define AMP_DEV_SLOT_BLOCKS 8
 #define AMP_DEV_SLOT_BYTES 64
 
 /* Takes a free slot of dev: *at is its address, the same on the host and
  * the device (unified addressing). The slots' memory and events are made
- * on first use, in dev's context, which is current. Fails with
- * AMP_ERR_UNAVAILABLE when every slot is taken, or AMP_ERR_DRIVER when the
- * memory or events cannot be had (remembered: no further attempts). */
+ * on first use, in dev's context, which is current, and another block of
+ * them whenever every slot is taken (a device far behind the host holds
+ * as many as it has calls queued). Fails with AMP_ERR_UNAVAILABLE when
+ * every slot is taken and no block can be added, or AMP_ERR_DRIVER when
+ * the first block's memory or events cannot be had (remembered: no
+ * further attempts). */
 enum amp_status amp_dev_slot_take(struct amp_dev *dev, int *slot,
                                   amp_devptr *at);
 

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/shim.h"
 #include "decide/auto.h"
+#include "measure/harvest.h"
 #include "measure/nvtx.h"
 
 #include <math.h>
@@ -138,12 +139,12 @@ amp_shape_format(const struct amp_shape *s, char *buf, size_t cap)
 
 /* ---- State ------------------------------------------------------------------ */
 
-#define AMP_PROF_RECORDS 1024
+/* Records made at once when none is free (as many as the device has
+ * calls queued are pending: there is no bound but memory). */
+#define AMP_PROF_RECORD_BLOCK 256
 #define AMP_PROF_ENTRIES 4096
 #define AMP_PROF_TRACKS 256
 #define AMP_PROF_TRACE_MAX 200000
-/* Pending records beyond which a new call harvests first. */
-#define AMP_PROF_HARVEST_AT 32
 
 enum { AMP_EV_START = 0, AMP_EV_SPLIT, AMP_EV_END, AMP_EV_COUNT };
 
@@ -155,6 +156,7 @@ enum amp_error_state {
 };
 
 struct amp_prof_call {
+    struct amp_prof_call *next_free;
     struct amp_prof_what what;
     struct amp_dev *dev;
     int ev[AMP_EV_COUNT];      /* pool indices; -1 none */
@@ -164,9 +166,7 @@ struct amp_prof_call {
 };
 
 static pthread_mutex_t amp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct amp_prof_call amp_records[AMP_PROF_RECORDS];
-static int amp_free[AMP_PROF_RECORDS], amp_nfree = -1; /* -1: not set up */
-static int amp_pending[AMP_PROF_RECORDS], amp_npending;
+static struct amp_prof_call *amp_free_records;
 static _Thread_local struct amp_prof_call *amp_prof_open;
 
 static struct {
@@ -348,39 +348,32 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
 
 /* ---- Records ------------------------------------------------------------------ */
 
-static void
-amp_records_setup(void)
-{
-    int i;
-
-    if (amp_nfree >= 0)
-        return;
-    for (i = 0; i < AMP_PROF_RECORDS; i++)
-        amp_free[i] = AMP_PROF_RECORDS - 1 - i;
-    amp_nfree = AMP_PROF_RECORDS;
-}
-
+/* A free record, from a new block when none is left; NULL when none can
+ * be had. */
 static struct amp_prof_call *
 amp_record_take(void)
 {
-    struct amp_prof_call *c = NULL;
-    int pending;
+    struct amp_prof_call *c;
+    int i;
 
     pthread_mutex_lock(&amp_prof_lock);
-    amp_records_setup();
-    pending = amp_npending;
-    pthread_mutex_unlock(&amp_prof_lock);
-    if (pending >= AMP_PROF_HARVEST_AT)
-        amp_prof_harvest(0);
-    pthread_mutex_lock(&amp_prof_lock);
-    if (amp_nfree > 0)
-        c = &amp_records[amp_free[--amp_nfree]];
+    if (!amp_free_records) {
+        struct amp_prof_call *block = calloc(AMP_PROF_RECORD_BLOCK,
+                                             sizeof *block);
+
+        for (i = 0; block && i < AMP_PROF_RECORD_BLOCK; i++) {
+            block[i].next_free = amp_free_records;
+            amp_free_records = &block[i];
+        }
+    }
+    c = amp_free_records;
+    if (c)
+        amp_free_records = c->next_free;
     pthread_mutex_unlock(&amp_prof_lock);
     return c;
 }
 
-/* Gives the record's events back and the record to the free list. Lock
- * held. */
+/* Gives the record's events back and the record to the free list. */
 static void
 amp_record_free(struct amp_prof_call *c)
 {
@@ -389,7 +382,10 @@ amp_record_free(struct amp_prof_call *c)
     for (i = 0; i < AMP_EV_COUNT; i++)
         if (c->ev[i] >= 0)
             amp_dev_event_release(c->dev, c->ev[i]);
-    amp_free[amp_nfree++] = (int)(c - amp_records);
+    pthread_mutex_lock(&amp_prof_lock);
+    c->next_free = amp_free_records;
+    amp_free_records = c;
+    pthread_mutex_unlock(&amp_prof_lock);
 }
 
 /* Takes and records one event of c; 0 on success. */
@@ -492,9 +488,9 @@ amp_prof_error(struct amp_prof_call *call, const struct amp_gemm_error *e)
                           memory_order_release);
 }
 
-/* A record at its call's end: timed, or waiting for its error, it goes to
- * the harvest; otherwise it is freed. Lock held. */
-static void
+/* A record at its call's end: 1 when it goes to the harvest (timed, or
+ * waiting for its error); otherwise it is freed. */
+static int
 amp_record_settle(struct amp_prof_call *c, int timed, enum amp_outcome outcome,
                   enum amp_mode mode)
 {
@@ -509,10 +505,22 @@ amp_record_settle(struct amp_prof_call *c, int timed, enum amp_outcome outcome,
     }
     if (!timed && state != AMP_ERROR_EXPECTED && state != AMP_ERROR_DELIVERED) {
         amp_record_free(c);
-        return;
+        return 0;
     }
     c->what.mode = outcome == AMP_OUTCOME_CONVERTED ? mode : AMP_MODE_FP32;
-    amp_pending[amp_npending++] = (int)(c - amp_records);
+    return 1;
+}
+
+/* An auto call converted without a time for want of a record or an event
+ * (or under capture): nothing is counted against its candidate, and a
+ * timing call is made again. */
+static void
+amp_prof_missed(const struct amp_prof_what *w)
+{
+    if (w->auto_shape && w->mode == AMP_MODE_SHADOW)
+        amp_auto_missed(w->site, w->auto_shape - 1, w->candidate, 0);
+    else if (w->auto_timing)
+        amp_auto_missed(w->site, w->auto_shape - 1, w->mode, 1);
 }
 
 void
@@ -542,25 +550,22 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
                        scratch_bytes);
     }
     timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
-    pthread_mutex_lock(&amp_prof_lock);
     if (!timed && outcome == AMP_OUTCOME_CONVERTED) {
-        struct amp_prof_entry *e = amp_entry_get(&span->what);
+        struct amp_prof_entry *e;
 
+        pthread_mutex_lock(&amp_prof_lock);
+        e = amp_entry_get(&span->what);
         if (e)
             e->unmeasured++;
+        pthread_mutex_unlock(&amp_prof_lock);
+        amp_prof_missed(&span->what);
     }
-    if (c)
-        amp_record_settle(c, timed, outcome, span->what.mode);
-    pthread_mutex_unlock(&amp_prof_lock);
-    /* An auto candidate's call that no record could time. */
-    if (!c && outcome == AMP_OUTCOME_CONVERTED && span->what.auto_shape &&
-        span->what.mode == AMP_MODE_SHADOW)
-        amp_auto_time(span->what.site, span->what.auto_shape - 1,
-                      span->what.candidate, -1.0, -1.0, 0, NULL);
-    else if (!c && outcome == AMP_OUTCOME_CONVERTED &&
-             span->what.auto_timing)
-        amp_auto_time(span->what.site, span->what.auto_shape - 1,
-                      span->what.mode, -1.0, NAN, 0, NULL);
+    /* A record the harvest cannot take (no memory) stays: its slot, if
+     * it has one, still names it. */
+    if (c && amp_record_settle(c, timed, outcome, span->what.mode) &&
+        amp_harvest_record(c->dev, span->what.stream, c) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: no memory to harvest a call's record",
+                span->what.api);
 }
 
 /* ---- Harvest -------------------------------------------------------------------- */
@@ -581,12 +586,31 @@ amp_track(const struct amp_dev *dev, amp_stream stream)
     return (int)amp_ntracks++;
 }
 
+/* A span of a finished record on the trace: its start from the context's
+ * origin and its length, read before the lock is taken. */
+struct amp_trace_span {
+    int ok;
+    double ts, dur;
+};
+
 static void
-amp_trace_add(const struct amp_prof_call *c, int fp32, int from, int to,
-              double converted_ms, double fp32_ms, int measured)
+amp_trace_span(const struct amp_prof_call *c, int from, int to,
+               struct amp_trace_span *out)
+{
+    out->ts = out->dur = 0.0;
+    out->ok = amp_dev_event_elapsed(c->dev, c->epoch, c->ev[from],
+                                    &out->ts) == AMP_OK &&
+              amp_dev_event_elapsed(c->dev, c->ev[from], c->ev[to],
+                                    &out->dur) == AMP_OK;
+}
+
+/* Lock held. */
+static void
+amp_trace_add(const struct amp_prof_call *c, int fp32,
+              const struct amp_trace_span *span, double converted_ms,
+              double fp32_ms, int measured)
 {
     struct amp_trace_event *t;
-    double ts = 0.0, dur = 0.0;
 
     if (amp_ntrace == amp_trace_cap) {
         size_t cap = amp_trace_cap ? amp_trace_cap * 2 : 1024;
@@ -600,8 +624,7 @@ amp_trace_add(const struct amp_prof_call *c, int fp32, int from, int to,
         amp_trace_events = more;
         amp_trace_cap = cap;
     }
-    if (amp_dev_event_elapsed(c->dev, c->epoch, c->ev[from], &ts) != AMP_OK ||
-        amp_dev_event_elapsed(c->dev, c->ev[from], c->ev[to], &dur) != AMP_OK) {
+    if (!span->ok) {
         amp_trace_dropped++;
         return;
     }
@@ -616,8 +639,8 @@ amp_trace_add(const struct amp_prof_call *c, int fp32, int from, int to,
     t->delivered = fp32 ? !c->what.delivers
                         : c->what.mode != AMP_MODE_SHADOW || c->what.delivers;
     t->track = amp_track(c->dev, c->what.stream);
-    t->ts_us = ts * 1e3;
-    t->dur_us = dur * 1e3;
+    t->ts_us = span->ts * 1e3;
+    t->dur_us = span->dur * 1e3;
     t->converted_ms = converted_ms;
     t->fp32_ms = fp32_ms;
     t->fp32_measured = measured;
@@ -662,14 +685,17 @@ amp_call_log(const struct amp_prof_call *c, double converted_ms,
                  err);
 }
 
-/* A finished record into its entry, the log and the trace. Lock held. */
+/* A finished record into its entry, the log and the trace; the driver is
+ * asked for its times before the lock is taken. */
 static void
 amp_record_harvest(struct amp_prof_call *c, int events_ok)
 {
-    struct amp_prof_entry *e = amp_entry_get(&c->what);
+    struct amp_prof_entry *e;
     struct amp_prof_device_part *part = NULL;
+    struct amp_trace_span spans[2];
     int shadow = c->what.mode == AMP_MODE_SHADOW;
     int had_end = c->ev[AMP_EV_END] >= 0, timed = events_ok && had_end;
+    int traced, delivered, i;
     double total = -1.0, cand = -1.0, fp32 = -1.0, base;
     int measured = 0;
 
@@ -683,6 +709,17 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
                               &total) != AMP_OK)
         timed = 0;
+    traced = timed && c->epoch >= 0;
+    for (i = 0; traced && i < 1 + shadow; i++)
+        amp_trace_span(c, shadow ? (i ? AMP_EV_SPLIT : AMP_EV_START)
+                                 : AMP_EV_START,
+                       shadow ? (i ? AMP_EV_END : AMP_EV_SPLIT) : AMP_EV_END,
+                       &spans[i]);
+    delivered = atomic_load_explicit(&c->error_state, memory_order_acquire) ==
+                AMP_ERROR_DELIVERED;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    e = amp_entry_get(&c->what);
     if (e && timed)
         part = amp_entry_device(e, c->what.device, 0);
     if (e && timed && shadow) {
@@ -708,15 +745,7 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     } else if (e && had_end) {
         e->unmeasured++; /* counted untimed at the end otherwise */
     }
-    if (shadow && c->what.auto_shape)
-        amp_auto_time(c->what.site, c->what.auto_shape - 1,
-                      c->what.candidate, timed ? cand : -1.0,
-                      timed ? fp32 : -1.0, c->what.warmup, NULL);
-    else if (c->what.auto_timing)
-        amp_auto_time(c->what.site, c->what.auto_shape - 1, c->what.mode,
-                      timed ? total : -1.0, NAN, c->what.warmup, NULL);
-    if (e && atomic_load_explicit(&c->error_state, memory_order_acquire) ==
-                 AMP_ERROR_DELIVERED) {
+    if (e && delivered) {
         e->nonfinite += c->err.nonfinite;
         if (shadow) {
             e->error_calls++;
@@ -735,24 +764,28 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
                                                 amp_policy_tolerance_norm());
         }
     }
-    if (!timed)
-        return;
-    if (amp_shim_config()->call_log)
-        amp_call_log(c, total, fp32, measured);
-    if (c->epoch < 0)
-        return;
-    if (shadow) {
-        amp_trace_add(c, 0, AMP_EV_START, AMP_EV_SPLIT, cand, fp32, 1);
-        amp_trace_add(c, 1, AMP_EV_SPLIT, AMP_EV_END, cand, fp32, 1);
-    } else {
-        amp_trace_add(c, 0, AMP_EV_START, AMP_EV_END, total, fp32, 0);
+    if (traced && shadow) {
+        amp_trace_add(c, 0, &spans[0], cand, fp32, 1);
+        amp_trace_add(c, 1, &spans[1], cand, fp32, 1);
+    } else if (traced) {
+        amp_trace_add(c, 0, &spans[0], total, fp32, 0);
     }
+    pthread_mutex_unlock(&amp_prof_lock);
+    /* A call with no end event was told to auto as missed at its end
+     * (amp_prof_missed); one whose work or times failed is untimed. */
+    if (had_end && shadow && c->what.auto_shape)
+        amp_auto_time(c->what.site, c->what.auto_shape - 1,
+                      c->what.candidate, timed ? cand : -1.0,
+                      timed ? fp32 : -1.0, c->what.warmup, NULL);
+    else if (had_end && c->what.auto_timing)
+        amp_auto_time(c->what.site, c->what.auto_shape - 1, c->what.mode,
+                      timed ? total : -1.0, NAN, c->what.warmup, NULL);
+    if (timed && amp_shim_config()->call_log)
+        amp_call_log(c, total, fp32, measured);
 }
 
-/* 1 when every event and the error of c are in, 0 when not yet, -1 when
- * its work failed. */
-static int
-amp_record_ready(struct amp_prof_call *c, int wait)
+int
+amp_prof_record_done(struct amp_prof_call *c, int wait)
 {
     int state = atomic_load_explicit(&c->error_state, memory_order_acquire);
 
@@ -763,36 +796,18 @@ amp_record_ready(struct amp_prof_call *c, int wait)
     return amp_dev_event_done(c->dev, c->ev[AMP_EV_END], wait);
 }
 
-uint64_t
-amp_prof_harvest(int wait)
+void
+amp_prof_record_harvest(struct amp_prof_call *c, int events_ok)
 {
-    uint64_t harvested = 0;
-    int i = 0;
-
-    pthread_mutex_lock(&amp_prof_lock);
-    while (i < amp_npending) {
-        struct amp_prof_call *c = &amp_records[amp_pending[i]];
-        int ready = amp_record_ready(c, wait);
-
-        if (ready == 0) {
-            i++;
-            continue;
-        }
-        amp_record_harvest(c, ready > 0);
-        harvested++;
-        amp_record_free(c);
-        amp_pending[i] = amp_pending[--amp_npending];
-    }
-    pthread_mutex_unlock(&amp_prof_lock);
-    return harvested;
+    amp_record_harvest(c, events_ok);
+    amp_record_free(c);
 }
 
 void
 amp_prof_forget(void)
 {
     pthread_mutex_init(&amp_prof_lock, NULL);
-    amp_nfree = -1;
-    amp_npending = 0;
+    amp_free_records = NULL; /* the parent's pending ones are not ours */
     amp_prof_open = NULL;
     memset(amp_entries, 0, sizeof amp_entries);
     amp_nentries = 0;

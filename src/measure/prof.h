@@ -169,9 +169,16 @@ void amp_prof_expect_error(struct amp_prof_call *call);
 void amp_prof_error(struct amp_prof_call *call,
                     const struct amp_gemm_error *e);
 
-/* Harvests finished records (part of amp_harvest); with `wait`, waits for
- * every one. Returns how many. */
-uint64_t amp_prof_harvest(int wait);
+/* For the harvest (measure/harvest.h), which holds a record that a call
+ * timed or whose errors are to come from the end of its call: 1 when its
+ * events and its slot's errors are in (with `wait`, after waiting for its
+ * end event), 0 when not yet, -1 when its work failed. */
+int amp_prof_record_done(struct amp_prof_call *call, int wait);
+
+/* A record done (events_ok: its work did not fail) into its (site,
+ * shape)'s statistics, auto's candidate, the call log and the trace, and
+ * back to the free records. */
+void amp_prof_record_harvest(struct amp_prof_call *call, int events_ok);
 
 /* Forgets everything (a forked child starts clean). */
 void amp_prof_forget(void);

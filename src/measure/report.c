@@ -683,6 +683,7 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
         amp_json_kint(j, "times_measured", (long long)c->timed);
         amp_json_kint(j, "warmup_calls", (long long)c->warmups);
         amp_json_kint(j, "converted_calls", (long long)c->converted);
+        amp_json_kint(j, "untimed_calls", (long long)c->untimed);
         amp_json_kint(j, "compared", (long long)c->worst.compared);
         amp_json_knumber(j, "max_rel",
                          c->worst.compared ? c->worst.max_rel : NAN);

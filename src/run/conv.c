@@ -125,11 +125,8 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
         amp_policy_call_set(&call, AMP_FIELD_CONV_W, x->dim[3]);
         amp_policy_call_set(&call, AMP_FIELD_CONV_S, w->dim[3]);
     }
-    /* The verdicts of earlier shadow calls at the site decide this one;
-     * their events cannot be queried while a capture is running. */
-    if (amp_site_unmeasured(call.site) &&
-        amp_dev_stream_capturing(d->stream) == 0)
-        amp_harvest(0);
+    /* The verdicts of earlier shadow calls at the site decide this one:
+     * the hook harvested before (conv_hook.c). */
     amp_policy_decide(&call, out);
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
@@ -441,11 +438,9 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
      * construction, allow-conversion is not. */
     if (capturing && (shadow || p->candidate == AMP_MODE_ALLOW_CONVERSION))
         return AMP_ERR_UNAVAILABLE;
-    if (!capturing && !unchecked) {
-        amp_harvest(0); /* frees the slots of finished calls */
-        if (amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
-            return AMP_ERR_UNAVAILABLE;
-    }
+    if (!capturing && !unchecked &&
+        amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
+        return AMP_ERR_UNAVAILABLE;
     run->scratch_bytes = total;
     return total ? amp_dev_alloc_async(run->dev, total, run->stream,
                                        &run->scratch,
@@ -530,7 +525,8 @@ amp_conv_pend(struct amp_conv_run *run, int shadow)
                                              run->stream);
 
     if (st == AMP_OK)
-        st = amp_harvest_pend(run->dev, run->slot, run->slot_at, shadow,
+        st = amp_harvest_pend(run->dev, run->stream, run->slot,
+                              run->slot_at, shadow,
                               run->desc.stats, run->desc.site,
                               run->desc.shape, run->desc.auto_shape,
                               run->desc.auto_candidate);

@@ -154,11 +154,10 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
     amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
     amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
-    /* The verdicts of earlier shadow calls at the site decide this one;
-     * their events cannot be queried while a capture is running. */
-    if (amp_site_unmeasured(call.site) &&
-        amp_dev_stream_capturing(d->stream) == 0)
-        amp_harvest(0);
+    /* Earlier calls' results (the verdicts of shadow calls at the site
+     * decide this one, demotions), never blocking, at a bounded cost
+     * (also while the stream is being captured). */
+    amp_harvest(0);
     amp_policy_decide(&call, out);
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
@@ -899,8 +898,6 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     /* Shadow work is never captured into a graph: the caller runs FP32. */
     if (shadow && amp_dev_stream_capturing(d->stream) != 0)
         return AMP_ERR_UNAVAILABLE;
-    if (shadow)
-        amp_harvest(0); /* frees the slots of finished calls */
 
     run->routed = amp_gemm_routes_c(d, run->candidate, shadow);
     amp_gemm_layout(d, run->candidate, shadow, run->routed, &l);
@@ -1053,7 +1050,8 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
     if (st == AMP_OK)
         st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
-        st = amp_harvest_pend(run->dev, run->slot, run->slot_at, 1,
+        st = amp_harvest_pend(run->dev, run->stream, run->slot,
+                              run->slot_at, 1,
                               run->desc.stats, run->desc.site,
                               run->desc.shape, run->desc.auto_shape,
                               run->candidate);

@@ -31,6 +31,13 @@
 # CHECK auto_accuracy: at the program's default size (3 replays), where
 #   auto finds converting faster than FP32, the auto policy keeps every
 #   layer within the bound, the ill-conditioned one included.
+# CHECK depth: the device 1 and 500 operations behind the host
+#   (AMPSHIM_EMU_BEHIND) give the same conversions: under the auto policy
+#   (12 steps, where auto chooses for GEMMs) the GEMMs and convolutions
+#   that ran converted (shadow calls apart), every (site, shape)'s auto
+#   state and choice, and no candidate's call counted untimed; under
+#   AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
+#   (no convolution short of a slot for its non-finite check: busy).
 # usage: test_framework.sh CHECK FRAMEWORK LIBAMPSHIM EMU_DIR PYTHON3 SCHEMA
 set -euo pipefail
 
@@ -45,6 +52,7 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu
 cd "$tmp"
 args=(--small)
+behind=64
 
 fail() {
     echo "framework test: $*" >&2
@@ -61,7 +69,7 @@ run() {
     shift 2
     rm -f run.json
     start=$SECONDS
-    env "$@" AMPSHIM_EMU_BEHIND=64 AMPSHIM_REPORT="$tmp/run.json" \
+    env "$@" AMPSHIM_EMU_BEHIND=$behind AMPSHIM_REPORT="$tmp/run.json" \
         LD_PRELOAD="$preload$lib" "$prog" "${args[@]}" \
         >run.out 2>run.err || rc=$?
     status=$rc
@@ -167,6 +175,32 @@ only_ill_fails() {
         fail "$1: gemm11 is not the ill-conditioned layer"
 }
 
+# What ran converted, from the report: "gemm=N conv=N" (converted calls,
+# shadow calls apart, per family), then per auto (site, shape) its state
+# and choice, one line each; the untimed auto calls and the fallbacks by
+# reason on the last lines.
+conversions() {
+    "$python" - run.json <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+converted = {"gemm": 0, "conv": 0}
+autos, untimed = [], 0
+for s in r["sites"]:
+    for sh in s["shapes"]:
+        converted[s["family"]] += sh["converted"] - sh["modes"].get("shadow", 0)
+        a = sh.get("auto")
+        if a:
+            autos.append("%s %s %s: %s %s" % (s["api"], s["function"],
+                                             sh["shape"], a["state"],
+                                             a["choice"]))
+            untimed += sum(c["untimed_calls"] for c in a["candidates"])
+print("gemm=%d conv=%d" % (converted["gemm"], converted["conv"]))
+print("\n".join(sorted(autos)))
+print("untimed=%d" % untimed)
+print("fallbacks=%s" % json.dumps(r["totals"]["fp32_reasons"], sort_keys=True))
+EOF
+}
+
 cat >auto.policy <<'EOF'
 set tolerance 5e-3
 rule auto when gemm
@@ -234,6 +268,39 @@ auto_accuracy)
     grep ' FAIL$' run.out || true
     [[ $status == 0 ]] || fail "auto: exit status $status, not 0"
     grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
+    ;;
+depth)
+    for setting in auto fp16; do
+        if [[ $setting == auto ]]; then
+            args=(--small --steps 12) want=0
+            set -- AMPSHIM_POLICY="$tmp/auto.policy"
+        else
+            args=(--small) want=1
+            set -- AMPSHIM_MODE=fp16
+        fi
+        for behind in 1 500; do
+            run "$setting depth $behind" $want "$@"
+            check_counts "$setting depth $behind"
+            conversions >"$setting-$behind.txt"
+            echo "  $(head -n 1 "$setting-$behind.txt")" \
+                 "$(tail -n 2 "$setting-$behind.txt" | tr '\n' ' ')"
+            grep -qx 'untimed=0' "$setting-$behind.txt" ||
+                fail "$setting depth $behind: auto calls counted untimed"
+            if [[ $setting == fp16 ]]; then
+                only_ill_fails "fp16 depth $behind"
+                all_converted "fp16 depth $behind" cublasSgemm_v2
+                all_converted "fp16 depth $behind" cublasLtMatmul
+                all_converted "fp16 depth $behind" cudnnBackendExecute
+                grep -qx 'fallbacks={}' "$setting-$behind.txt" ||
+                    fail "fp16 depth $behind: $(tail -n 1 \
+                         "$setting-$behind.txt")"
+            fi
+        done
+        [[ $(head -n 1 "$setting-1.txt") != "gemm=0 conv=0" ]] ||
+            fail "$setting: nothing converted"
+        diff "$setting-1.txt" "$setting-500.txt" >&2 ||
+            fail "$setting: depths 1 and 500 differ (above)"
+    done
     ;;
 *)
     fail "unknown check $check"
