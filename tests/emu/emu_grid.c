@@ -4,10 +4,11 @@
  * phase starts. AMPSHIM_EMU_SHUFFLE=SEED shuffles the order of the threads
  * in every phase, so that a missing barrier shows.
  *
- * A fiber takes a stack when it first runs and gives it back when it ends,
- * so the threads of a kernel without barriers all run on one stack, warm
- * in the cache, and a kernel with barriers holds one stack per thread only
- * while its threads wait. */
+ * A fiber takes a stack when it first runs and gives it back when it ends;
+ * a thread that ends runs the next one that has not started on the same
+ * stack, without a switch, so a kernel without barriers runs each block
+ * as a loop over its threads on one stack, warm in the cache, and a kernel
+ * with barriers holds one stack per thread only while its threads wait. */
 #include "core_state.h"
 #include "emu_kernels.h"
 
