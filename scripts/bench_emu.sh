@@ -6,21 +6,33 @@
 # machine in the same run, at the same thread count: 1, then every core.
 # Prints seconds and GFLOP/s per product, the emulator's time over
 # NumPy's, and the convolution's time over a GEMM of the same FLOPs (its
-# GFLOP/s against the 2048^3 SGEMM's). Asserts nothing.
+# GFLOP/s against the 2048^3 SGEMM's). Then the cost of converted work:
+# examples/legacy_trainer's CNN, one epoch of 1024 training and 256 test
+# images in batches of 256 (1 thread), bare and preloaded with the shim
+# under AMPSHIM_MODE=fp16, bf16 and tf32: wall and CPU seconds (user plus
+# system, the least of --reps runs) and each mode's over bare FP32's.
+# Asserts nothing.
 #
-# usage: scripts/bench_emu.sh [--reps N]
+# usage: scripts/bench_emu.sh [--reps N] [--only gemm|cnn]
 # JOBS=N limits the build's parallel jobs.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build
 reps=3
+only=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --reps) reps=${2:?--reps needs a count}; shift 2 ;;
-    *) echo "usage: scripts/bench_emu.sh [--reps N]" >&2; exit 2 ;;
+    --only) only=${2:?--only needs gemm or cnn}; shift 2 ;;
+    *) echo "usage: scripts/bench_emu.sh [--reps N] [--only gemm|cnn]" >&2
+       exit 2 ;;
     esac
 done
+case $only in
+'' | gemm | cnn) ;;
+*) echo "bench_emu: --only takes gemm or cnn" >&2; exit 2 ;;
+esac
 python=/usr/bin/python3
 if ! "$python" -c 'import numpy' 2>/dev/null; then
     echo "bench_emu: $python has no numpy (Debian: apt-get install" \
@@ -50,7 +62,59 @@ PY
 field() { sed -E "s/.* $2=([^ ]+).*/\1/" <<<"$1"; }
 
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
-     "$(nproc) cores; $reps timed calls each, after one untimed call"
+     "$(nproc) cores"
+
+# cnn_run [VAR=VALUE...]: "WALL CPU" seconds of one epoch of the legacy
+# trainer's small CNN on the emulator with the given environment, the
+# least of $reps runs; the trainer's output goes to $tmp.
+cnn_run() {
+    "$python" - "$reps" "$tmp" "$build/examples/legacy_trainer" "$@" <<'PY'
+import os, resource, subprocess, sys, time
+reps, tmp, trainer = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+env = dict(os.environ)
+env.update(kv.split("=", 1) for kv in sys.argv[4:])
+args = [trainer, "--train", "1024", "--test", "256", "--batch-size", "256",
+        "--epochs", "1", "--seed", "3"]
+best = None
+for _ in range(reps):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    with open(os.path.join(tmp, "trainer.log"), "w") as log:
+        subprocess.run(args, env=env, stdout=log, stderr=log, check=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if best is None or cpu < best[1]:
+        best = (wall, cpu)
+print(f"{best[0]:.2f} {best[1]:.2f}")
+PY
+}
+
+bench_cnn() {
+    local tmp fp32 mode out
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' RETURN
+    echo
+    echo "legacy_trainer's CNN on the emulator, one epoch (1024 + 256 images," \
+         "batches of 256), least CPU of $reps runs"
+    printf '%-6s %9s %9s %14s\n' mode "wall s" "CPU s" "CPU / FP32"
+    fp32=$(cnn_run LD_LIBRARY_PATH="$build/tests/emu" AMPSHIM_EMU_THREADS=1)
+    printf '%-6s %9s %9s %14s\n' fp32 ${fp32% *} ${fp32#* } 1.00
+    for mode in fp16 bf16 tf32; do
+        out=$(cnn_run LD_LIBRARY_PATH="$build/tests/emu" AMPSHIM_EMU_THREADS=1 \
+              LD_PRELOAD="$build/hooks/libampshim.so" AMPSHIM_MODE=$mode \
+              AMPSHIM_REPORT="$tmp/report.json")
+        printf '%-6s %9s %9s %14s\n' "$mode" ${out% *} ${out#* } \
+               "$(awk -v a="${out#* }" -v b="${fp32#* }" \
+                  'BEGIN { printf "%.2f", a / b }')"
+    done
+}
+
+if [[ $only == cnn ]]; then
+    bench_cnn
+    exit 0
+fi
+echo "$reps timed calls each, after one untimed call"
 printf '%-8s %-26s %10s %9s %10s %9s %8s\n' threads product "emu s" "emu GF/s" \
        "numpy s" "numpy GF" "emu/np"
 for threads in 1 "$(nproc)"; do
@@ -78,3 +142,4 @@ for threads in 1 "$(nproc)"; do
         fi
     done <<<"$out"
 done
+[[ $only == gemm ]] || bench_cnn

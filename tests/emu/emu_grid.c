@@ -4,10 +4,11 @@
  * phase starts. AMPSHIM_EMU_SHUFFLE=SEED shuffles the order of the threads
  * in every phase, so that a missing barrier shows.
  *
- * A fiber takes a stack when it first runs and gives it back when it ends,
- * so the threads of a kernel without barriers all run on one stack, warm
- * in the cache, and a kernel with barriers holds one stack per thread only
- * while its threads wait. */
+ * A fiber takes a stack when it first runs and gives it back when it ends;
+ * a thread that ends runs the next one that has not started on the same
+ * stack, without a switch, so a kernel without barriers runs each block
+ * as a loop over its threads on one stack, warm in the cache, and a kernel
+ * with barriers holds one stack per thread only while its threads wait. */
 #include "core_state.h"
 #include "emu_kernels.h"
 
@@ -316,7 +317,7 @@ emu_arrived(void *fake_stack)
  * Fibers hand over to each other directly, so a switch returns where the
  * fiber it continues left off, at the same barrier as the one that leaves:
  * the processor predicts it. */
-static void
+static inline __attribute__((always_inline)) void
 emu_switch(struct emu_fiber *from, struct emu_fiber *to)
 {
     void *fake_stack = NULL;
@@ -357,15 +358,33 @@ emu_next(void)
     return NULL;
 }
 
+/* Runs thread f, and after it each next thread of the phase that has not
+ * started yet, in turn on this stack: a thread that ends without reaching
+ * a barrier leaves nothing to keep, so its successor needs no fiber of
+ * its own and no switch. A kernel without barriers runs a block as one
+ * loop; one with barriers switches only where a thread waits, or where
+ * the next one waits already. */
 void
 emu_fiber_main(struct emu_fiber *f)
 {
+    struct emu_fiber *next;
+
     emu_arrived(NULL);
-    grid.launch->kernel->entry(grid.launch->params);
-    f->done = 1;
-    grid.live--;
-    grid.pos++;
-    emu_switch(f, emu_next());
+    for (;;) {
+        grid.launch->kernel->entry(grid.launch->params);
+        f->done = 1;
+        grid.live--;
+        grid.pos++;
+        next = emu_next();
+        if (next == NULL || next->stack != NULL)
+            break;
+        next->stack = f->stack;
+        f->stack = NULL;
+        f = next;
+        grid.cur = f;
+        emu_thread_idx = f->idx;
+    }
+    emu_switch(f, next);
     __builtin_unreachable();
 }
 

@@ -54,13 +54,18 @@ struct emu_dim3 {
     unsigned x, y, z;
 };
 
-extern struct emu_dim3 emu_thread_idx, emu_block_idx, emu_block_dim,
-    emu_grid_dim;
+/* Hidden, as the barrier below: the kernels reach them directly, not
+ * through the library's tables, in every thread of every launch. */
+#define EMU_GRID_HIDDEN __attribute__((visibility("hidden")))
+
+extern struct emu_dim3 emu_thread_idx EMU_GRID_HIDDEN,
+    emu_block_idx EMU_GRID_HIDDEN, emu_block_dim EMU_GRID_HIDDEN,
+    emu_grid_dim EMU_GRID_HIDDEN;
 
 /* __syncthreads: the running thread waits until every thread of its block
  * has reached a barrier or ended. Returns whether any of them passed a
  * non-zero `pred` (__syncthreads_or). */
-int emu_grid_barrier(int pred);
+int emu_grid_barrier(int pred) EMU_GRID_HIDDEN;
 
 #ifdef __cplusplus
 }
