@@ -4,6 +4,7 @@
  * queued on the caller's stream and run in stream order. */
 #include <cublasLt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -871,42 +872,35 @@ cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo,
     }
 }
 
+/* Each configuration attribute's field in the algorithm (its size is
+ * the attribute's documented type's). */
+#define CONFIG_FIELD(attr, field) \
+    [attr] = { offsetof(struct lt_algo, field), \
+               sizeof(((struct lt_algo *)0)->field) }
+static const struct {
+    size_t offset, size;
+} config_fields[] = {
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_ID, id),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_TILE_ID, tile),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, splitk),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, reduction),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, swizzling),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, custom_option),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_STAGES_ID, stages),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, inner_shape),
+    CONFIG_FIELD(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster_shape),
+};
+#undef CONFIG_FIELD
+
 /* A configuration attribute's field in the algorithm and its size. */
 static void *
 config_field(struct lt_algo *a, cublasLtMatmulAlgoConfigAttributes_t attr,
              size_t *size)
 {
-    switch (attr) {
-    case CUBLASLT_ALGO_CONFIG_ID:
-        *size = sizeof(a->id);
-        return &a->id;
-    case CUBLASLT_ALGO_CONFIG_TILE_ID:
-        *size = sizeof(a->tile);
-        return &a->tile;
-    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM:
-        *size = sizeof(a->splitk);
-        return &a->splitk;
-    case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME:
-        *size = sizeof(a->reduction);
-        return &a->reduction;
-    case CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING:
-        *size = sizeof(a->swizzling);
-        return &a->swizzling;
-    case CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION:
-        *size = sizeof(a->custom_option);
-        return &a->custom_option;
-    case CUBLASLT_ALGO_CONFIG_STAGES_ID:
-        *size = sizeof(a->stages);
-        return &a->stages;
-    case CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID:
-        *size = sizeof(a->inner_shape);
-        return &a->inner_shape;
-    case CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID:
-        *size = sizeof(a->cluster_shape);
-        return &a->cluster_shape;
-    default:
+    if ((unsigned)attr >= sizeof(config_fields) / sizeof(config_fields[0]))
         return NULL;
-    }
+    *size = config_fields[attr].size;
+    return (unsigned char *)a + config_fields[attr].offset;
 }
 
 /* "INVALID_VALUE if buf is NULL or sizeInBytes doesn't match size of
