@@ -30,18 +30,21 @@ static const enum amp_mode amp_auto_conv[] = {
     AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16, AMP_MODE_BF16,
 };
 
+/* A convolution's half copies pad its channels to Tensor Core multiples
+ * (src/run/conv.c), so every convolution fits; a GEMM's need m, n and k
+ * multiples of 8. */
 int
 amp_auto_half_fits(const struct amp_policy_call *call)
 {
     static const enum amp_field gemm[] = {AMP_FIELD_M, AMP_FIELD_N,
                                           AMP_FIELD_K};
-    static const enum amp_field conv[] = {AMP_FIELD_CONV_C,
-                                          AMP_FIELD_CONV_K};
-    const enum amp_field *f = call->family == AMP_FAMILY_CONV ? conv : gemm;
-    size_t i, n = call->family == AMP_FAMILY_CONV ? 2 : 3;
+    size_t i;
 
-    for (i = 0; i < n; i++)
-        if (!(call->present & (1u << f[i])) || call->field[f[i]] % 8 != 0)
+    if (call->family == AMP_FAMILY_CONV)
+        return 1;
+    for (i = 0; i < 3; i++)
+        if (!(call->present & (1u << gemm[i])) ||
+            call->field[gemm[i]] % 8 != 0)
             return 0;
     return 1;
 }

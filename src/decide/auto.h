@@ -5,9 +5,9 @@
  * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
  * the tolerance; convolutions try allow-conversion, fp16 and bf16. The
  * candidates that run on half-precision copies (all but tf32) need
- * Tensor Core friendly dimensions (amp_auto_half_fits); a call without
- * them rules those out from the start, so an unaligned GEMM measures
- * tf32 alone and an unaligned convolution stays FP32.
+ * Tensor Core friendly dimensions (amp_auto_half_fits): a GEMM without
+ * them rules those out from the start and measures tf32 alone; a
+ * convolution's copies pad its channels, so every one fits.
  * Sampled shadow calls (shadow-rate) keep measuring the choice; a choice
  * whose error goes over the tolerance gives way to the next fastest
  * candidate within it, or FP32. */

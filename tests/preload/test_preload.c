@@ -212,15 +212,19 @@ static void
 expect_only_shim_lines(const struct amp_test_run *run, int summary_only,
                        const char *what)
 {
-    char prefix[64], table[64], coverage[64], accuracy[80];
+    char prefix[64], table[64], coverage[64], verdict[64], accuracy[80];
     const char *line = run->err;
 
     snprintf(prefix, sizeof(prefix), summary_only ? "ampshim[%d]: summary "
              : "ampshim[%d]", (int)run->pid);
-    /* The exit table's rows ("ampshim[pid]: | ..."), the coverage line and
-     * the line on the converted results' error belong to the summary. */
+    /* The exit table's rows ("ampshim[pid]: | ..."), the coverage line,
+     * the verdict and the line on the converted results' error belong to
+     * the summary. */
     snprintf(table, sizeof(table), "ampshim[%d]: | ", (int)run->pid);
     snprintf(coverage, sizeof(coverage), "ampshim[%d]: coverage: ",
+             (int)run->pid);
+    /* The verdict: faster, slower, still measuring or nothing to gain. */
+    snprintf(verdict, sizeof(verdict), "ampshim[%d]: verdict: ",
              (int)run->pid);
     /* The line on how far converted results differ from FP32. */
     snprintf(accuracy, sizeof(accuracy), "ampshim[%d]: converted results ",
@@ -231,6 +235,7 @@ expect_only_shim_lines(const struct amp_test_run *run, int summary_only,
         if (strncmp(line, prefix, strlen(prefix)) != 0 &&
             strncmp(line, table, strlen(table)) != 0 &&
             strncmp(line, coverage, strlen(coverage)) != 0 &&
+            strncmp(line, verdict, strlen(verdict)) != 0 &&
             strncmp(line, accuracy, strlen(accuracy)) != 0 &&
             *line != '\n') {
             amp_test_run_dump(what, run);

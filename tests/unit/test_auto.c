@@ -224,8 +224,8 @@ test_conv_candidates(void **state)
 
 /* A GEMM whose m, n or k is not a multiple of 8 measures tf32 alone (it
  * needs no half-precision copies), and converts with it when it gains;
- * fp16x3, on FP16 copies too, never joins; a convolution without such
- * channels has no candidate and is FP32 from its first call. */
+ * fp16x3, on FP16 copies too, never joins; a convolution fits whatever
+ * its channels (its copies pad them). */
 static void
 test_unaligned_shapes(void **state)
 {
@@ -247,8 +247,9 @@ test_unaligned_shapes(void **state)
     amp_policy_call_set(&conv, AMP_FIELD_CONV_C, 64);
     amp_policy_call_set(&conv, AMP_FIELD_CONV_K, 64);
     assert_int_equal(amp_auto_half_fits(&conv), 1);
+    /* A convolution's copies pad its channels: 3 fits too. */
     amp_policy_call_set(&conv, AMP_FIELD_CONV_C, 3);
-    assert_int_equal(amp_auto_half_fits(&conv), 0);
+    assert_int_equal(amp_auto_half_fits(&conv), 1);
 
     /* tf32 is measured first, and chosen. */
     memset(&d, 0, sizeof d);
@@ -277,7 +278,9 @@ test_unaligned_shapes(void **state)
     assert_int_equal(v.ncandidates, 3);
     assert_int_equal(v.state, AMP_AUTO_FP32);
 
-    /* A convolution: FP32 at once, every candidate ruled out. */
+    /* A call without fitting dimensions and no tf32 candidate (the
+     * convolutions' list; a GEMM always has tf32): FP32 at once, every
+     * candidate ruled out. */
     site = fresh_site(&slot);
     amp_auto_decide(site, slot, AMP_FAMILY_CONV, 0, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
