@@ -13,7 +13,7 @@
 #          modelled times for the GPUs it models (--models: the
 #          emulator's keys, default h100,h200,b200; a dry bundle's are
 #          h200's), and DIR/run.sh; with
-#          --dry-run it also carries the CPU device emulator, so that
+#          --dry-run it also carries the CPU device emulator (at most 56 MiB), so that
 #          DIR/run.sh --dry-run OUTDIR runs the same steps without a GPU
 #          (DIR/run.sh --help says what they are)
 #        scripts/gpu-check.sh [--dry-run] [--out FILE] [--build BUILD]
@@ -33,6 +33,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 max_bytes=$((48 * 1024 * 1024))
+# A dry bundle never travels to a GPU machine: it adds the emulator and
+# the OpenBLAS it computes on (36 MiB of the host's library).
+dry_max_bytes=$((56 * 1024 * 1024))
 
 usage() {
     echo "usage: scripts/gpu-check.sh --bundle DIR [--dry-run] [--build BUILD] [--models KEY,...]" >&2
@@ -151,10 +154,11 @@ make_bundle() {
     echo "ampshim $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')," \
          "bundle made $(date -u +%Y-%m-%dT%H:%MZ)$( [[ $dry == 1 ]] && echo ', with the emulator')" \
          >"$dir/MANIFEST"
-    local size
+    local size cap=$max_bytes
+    [[ $dry == 1 ]] && cap=$dry_max_bytes
     size=$(du -sb "$dir" | cut -f1)
-    ((size <= max_bytes)) ||
-        die "the bundle is $size bytes, over the $max_bytes (48 MiB) it may take"
+    ((size <= cap)) ||
+        die "the bundle is $size bytes, over the $cap ($((cap / 1048576)) MiB) it may take"
     echo "gpu-check: bundle $dir: $(awk -v s="$size" 'BEGIN { printf "%.1f MiB", s / 1048576 }')"
 }
 

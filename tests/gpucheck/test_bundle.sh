@@ -4,7 +4,8 @@
 # environment (env -i).
 #   the GPU bundle: at most 48 MiB, no emulator in it; its run.sh, with
 #     no GPU here, says so and exits 0 writing nothing
-#   the dry bundle (--dry-run): at most 48 MiB; its run.sh --dry-run runs
+#   the dry bundle (--dry-run): at most 56 MiB (the emulator and its
+#     OpenBLAS besides; it never travels); its run.sh --dry-run runs
 #     every step on the emulator it carries, with 0 failed checks, and
 #     writes gpu-results.md (every section, the tables' rows) and
 #     logs.tar.gz
@@ -23,11 +24,12 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
 
+# size_ok DIR NAME [CAP]: DIR's bytes at most CAP (48 MiB by default).
 size_ok() {
-    local size
+    local size cap=${3:-$max}
     size=$(du -sb "$1" | cut -f1)
     echo "$2 bundle: $size bytes"
-    ((size <= max)) || fail "the $2 bundle is $size bytes, over $max"
+    ((size <= cap)) || fail "the $2 bundle is $size bytes, over $cap"
 }
 
 # ---- The GPU bundle
@@ -73,7 +75,7 @@ rm -rf "$tmp/elsewhere/gpu"
 
 # ---- The dry bundle, from a copy, in a bare environment
 "$check" --bundle "$tmp/dry" --dry-run --build "$build"
-size_ok "$tmp/dry" dry
+size_ok "$tmp/dry" dry $((56 * 1024 * 1024))
 cp -r "$tmp/dry" "$tmp/elsewhere/dry"
 rm -rf "$tmp/dry"
 out=$tmp/out

@@ -122,8 +122,8 @@ has_line(const char *text, const char *prefix, const char *suffix)
 }
 
 /* One rank's report: its job object, and converted calls at a
- * convolution site and at a GEMM site. Adds its calls and converted
- * calls to *calls and *converted; its job id in id. */
+ * convolution site and at a GEMM site. Adds its calls and delivered
+ * converted calls to *calls and *converted; its job id in id. */
 static void
 check_report(const char *path, int rank, double *calls, double *converted,
              char *id, size_t id_cap)
@@ -185,7 +185,9 @@ check_report(const char *path, int rank, double *calls, double *converted,
     tot = amp_json_get(doc, "totals");
     assert_int_equal(amp_json_num(amp_json_get(tot, "fallback"), -1.0), 0);
     *calls += amp_json_num(amp_json_get(tot, "calls"), -1.0);
-    *converted += amp_json_num(amp_json_get(tot, "converted"), -1.0);
+    /* The job's "converted" counts the calls whose converted result the
+     * program got (a rank's delivered calls), not shadow calls. */
+    *converted += amp_json_num(amp_json_get(tot, "delivered"), -1.0);
     amp_json_free(doc);
     free(text);
 }
