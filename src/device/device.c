@@ -1338,12 +1338,34 @@ amp_dev_first(void)
     return dev;
 }
 
+/* What a fork's child drops of the parent's contexts (their slot stacks
+ * and event arrays), kept reachable: the child neither uses nor frees
+ * memory the parent's threads may have been using. */
+struct amp_dev_dropped {
+    struct amp_dev_dropped *next;
+    void *mem[AMP_DEV_SLOT_BLOCKS + 1];
+};
+static struct amp_dev_dropped *amp_devs_dropped;
+
 void
 amp_dev_forget(void)
 {
+    int i, b;
+
     /* After fork the child has no contexts of its own yet; the lock may
      * have been held by a thread that does not exist in the child. */
     pthread_mutex_init(&amp_dev_lock, NULL);
+    for (i = 0; i < amp_ndevs; i++) {
+        struct amp_dev_dropped *d = calloc(1, sizeof *d);
+
+        if (!d)
+            break;
+        d->mem[0] = amp_devs[i].free_slots;
+        for (b = 0; b < amp_devs[i].slot_blocks; b++)
+            d->mem[b + 1] = amp_devs[i].slot_events[b];
+        d->next = amp_devs_dropped;
+        amp_devs_dropped = d;
+    }
     memset(amp_devs, 0, sizeof amp_devs);
     amp_ndevs = 0;
     amp_devs_full = 0;

@@ -55,6 +55,13 @@ struct amp_queue {
     amp_stream stream;
     struct amp_item *head, *tail;
     int active;                 /* its place in amp_active; -1: empty */
+    struct amp_queue *made_next; /* amp_made_queues */
+};
+
+/* A block of items, as allocated. */
+struct amp_item_block {
+    struct amp_item_block *next;
+    struct amp_item items[AMP_HARVEST_ITEM_BLOCK];
 };
 
 /* The queues, the free items and the generation (bumped by a fork's
@@ -67,6 +74,10 @@ static int amp_nqueues;
 static struct amp_queue *amp_active[AMP_HARVEST_QUEUES];
 static int amp_nactive;
 static struct amp_item *amp_free_items;
+/* Every queue and item block made: a fork's child drops the parent's
+ * queues and pending items, and keeps their memory here. */
+static struct amp_queue *amp_made_queues;
+static struct amp_item_block *amp_item_blocks;
 static unsigned amp_harvest_generation;
 static atomic_int amp_npending;     /* items queued, over all queues */
 static atomic_uint amp_cursor;      /* the queue a harvest starts at */
@@ -105,6 +116,8 @@ amp_queue_get(struct amp_dev *dev, amp_stream stream)
     q->active = -1;
     q->dev = dev;
     q->stream = stream;
+    q->made_next = amp_made_queues;
+    amp_made_queues = q;
     amp_queues[amp_nqueues++] = q;
 out:
     amp_last_queue.queue = q;
@@ -123,14 +136,15 @@ amp_item_take(void)
     int i;
 
     if (!amp_free_items) {
-        struct amp_item *block = calloc(AMP_HARVEST_ITEM_BLOCK,
-                                        sizeof *block);
+        struct amp_item_block *block = calloc(1, sizeof *block);
 
         if (!block)
             return NULL;
+        block->next = amp_item_blocks;
+        amp_item_blocks = block;
         for (i = 0; i < AMP_HARVEST_ITEM_BLOCK; i++) {
-            block[i].next = amp_free_items;
-            amp_free_items = &block[i];
+            block->items[i].next = amp_free_items;
+            amp_free_items = &block->items[i];
         }
     }
     it = amp_free_items;
@@ -348,8 +362,9 @@ amp_harvest(int wait)
 void
 amp_harvest_forget(void)
 {
-    /* The parent's queues and items stay with it (their memory is the
-     * child's to leak): its pending work is not the child's. */
+    /* The parent's pending work is not the child's: its queues and
+     * items are dropped (their memory stays in amp_made_queues and
+     * amp_item_blocks, unused). */
     pthread_mutex_init(&amp_harvest_lock, NULL);
     amp_nqueues = 0;
     amp_nactive = 0;

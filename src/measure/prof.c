@@ -167,6 +167,12 @@ struct amp_prof_call {
 
 static pthread_mutex_t amp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_prof_call *amp_free_records;
+/* Every block of records made: a fork's child drops the parent's pending
+ * records and keeps their memory here. */
+static struct amp_record_block {
+    struct amp_record_block *next;
+    struct amp_prof_call records[AMP_PROF_RECORD_BLOCK];
+} *amp_record_blocks;
 static _Thread_local struct amp_prof_call *amp_prof_open;
 
 static struct {
@@ -358,12 +364,15 @@ amp_record_take(void)
 
     pthread_mutex_lock(&amp_prof_lock);
     if (!amp_free_records) {
-        struct amp_prof_call *block = calloc(AMP_PROF_RECORD_BLOCK,
-                                             sizeof *block);
+        struct amp_record_block *block = calloc(1, sizeof *block);
 
+        if (block) {
+            block->next = amp_record_blocks;
+            amp_record_blocks = block;
+        }
         for (i = 0; block && i < AMP_PROF_RECORD_BLOCK; i++) {
-            block[i].next_free = amp_free_records;
-            amp_free_records = &block[i];
+            block->records[i].next_free = amp_free_records;
+            amp_free_records = &block->records[i];
         }
     }
     c = amp_free_records;

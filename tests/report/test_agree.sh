@@ -46,7 +46,8 @@ fail() {
 run() {
     local name=$1
     shift
-    "$tool" run "$@" --report "$name.json" --trace "$name.trace" -- "$prog" \
+    env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" \
+        "$tool" run "$@" --report "$name.json" --trace "$name.trace" -- "$prog" \
         --calls 1 --m 1024 --n 1024 --k 1024 --m2 1024 --n2 768 --k2 1024 \
         >"$name.out" 2>"$name.err" || fail "$name: the run failed"
     "$python" "$schema" "$name.json" >"$name-schema.out" 2>&1 ||

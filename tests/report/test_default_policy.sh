@@ -33,7 +33,8 @@ cd "$tmp"
 # run NAME M N K: 8 calls of M x N x K from one site, under the built-in
 # policy, into NAME.json.
 run() {
-    "$tool" run --report "$1.json" -- "$prog" --calls 8 --m "$2" --n "$3" \
+    env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" \
+        "$tool" run --report "$1.json" -- "$prog" --calls 8 --m "$2" --n "$3" \
         --k "$4" >"$1.out" 2>"$1.err" || fail "$1: ampshim run failed"
     "$python" "$schema" "$1.json" >"$1-schema.out" || fail "$1.json: schema"
 }
