@@ -497,15 +497,22 @@ algo_make(const struct lt_problem *p, int splitk, struct lt_algo *a)
  * that do not match the algorithm). Split-K takes any number of parts
  * from 2 to k, each at least one deep, reduced in the compute type (the
  * one scheme CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK offers). */
+/* Whether a is the emulator's algorithm, made for p's types. */
+static int
+algo_for_types(const struct lt_problem *p, const struct lt_algo *a)
+{
+    return a->magic == EMU_LT_ALGO_MAGIC && a->id == 0 &&
+           a->compute == p->compute && a->scale == p->scale &&
+           a->atype == (int32_t)p->a.type && a->btype == (int32_t)p->b.type &&
+           a->ctype == (int32_t)p->c.type && a->dtype == (int32_t)p->d.type;
+}
+
 static cublasStatus_t
 algo_check(const struct lt_problem *p, const cublasLtMatmulAlgo_t *given,
            struct lt_algo *a)
 {
     memcpy(a, given, sizeof(*a));
-    if (a->magic != EMU_LT_ALGO_MAGIC || a->id != 0 ||
-        a->compute != p->compute || a->scale != p->scale ||
-        a->atype != (int32_t)p->a.type || a->btype != (int32_t)p->b.type ||
-        a->ctype != (int32_t)p->c.type || a->dtype != (int32_t)p->d.type)
+    if (!algo_for_types(p, a))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (a->tile != CUBLASLT_MATMUL_TILE_UNDEFINED ||
         a->stages != CUBLASLT_MATMUL_STAGES_UNDEFINED || a->swizzling != 0 ||
@@ -616,17 +623,10 @@ algo_get_heuristic(cublasLtHandle_t lightHandle,
      * the descriptors do not match it. The emulator's one id has the
      * configurations BEST_FIT offers. */
     if (pref->search_mode == CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID) {
-        struct lt_algo given, checked;
-        cublasLtMatmulAlgo_t id_only;
+        struct lt_algo given;
 
         memcpy(&given, &heuristicResultsArray[0].algo, sizeof(given));
-        algo_default(given.compute, given.scale, given.atype, given.btype,
-                     given.ctype, given.dtype, &checked);
-        checked.magic = given.magic;
-        checked.id = given.id;
-        memset(&id_only, 0, sizeof(id_only));
-        memcpy(&id_only, &checked, sizeof(checked));
-        if (algo_check(&p, &id_only, &checked) != CUBLAS_STATUS_SUCCESS)
+        if (!algo_for_types(&p, &given))
             return CUBLAS_STATUS_INVALID_VALUE;
     } else if (pref->search_mode != CUBLASLT_SEARCH_BEST_FIT) {
         return CUBLAS_STATUS_NOT_SUPPORTED;

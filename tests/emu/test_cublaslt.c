@@ -1547,6 +1547,24 @@ pref_u32(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a,
     assert_int_equal(cublasLtMatmulPreferenceSetAttribute(p, a, &v, 4), OK);
 }
 
+/* got (M x N) is op(A) op(B) of the column-major a (M x K) and b (K x
+ * N) within FP32's bound of a sum of K products. */
+static void
+expect_fp32_product(const float *a, const float *b, const float *got, int m,
+                    int n, int k)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double s = 0.0, mag = 0.0;
+
+            for (int p = 0; p < k; p++) {
+                s += (double)a[i + p * m] * b[p + j * k];
+                mag += fabs((double)a[i + p * m] * b[p + j * k]);
+            }
+            assert_true(fabs(got[i + j * m] - s) <= (k + 8) * 0x1p-24 * mag);
+        }
+}
+
 /* The algorithms offered for a deep product (8 x 8, k 512): without
  * workspace, and split-K in 1024 bytes of it, second; what the preference
  * caps or excludes is left out, NOT_SUPPORTED when nothing is left. Both
@@ -1658,17 +1676,8 @@ test_heuristics(void **state)
                                         res[i].workspaceSize, 0), OK);
         dev_download(got[i], dd, sizeof(got[i]));
     }
-    for (int j = 0; j < N; j++)
-        for (int i = 0; i < M; i++) {
-            double s = 0.0, mag = 0.0;
-            for (int p = 0; p < K; p++) {
-                s += (double)a[i + p * M] * b[p + j * K];
-                mag += fabs((double)a[i + p * M] * b[p + j * K]);
-            }
-            for (int v = 0; v < 2; v++)
-                assert_true(fabs(got[v][i + j * M] - s) <=
-                            (K + 8) * 0x1p-24 * mag);
-        }
+    for (int v = 0; v < 2; v++)
+        expect_fp32_product(a, b, got[v], M, N, K);
     /* The split-K algorithm without its workspace; an algorithm found for
      * other types. */
     assert_int_equal(cublasLtMatmul(h, desc, &alpha, da, la, db, lb, &beta,
@@ -1892,17 +1901,7 @@ test_algo_api(void **state)
                                         dd, lc, dd, lc, &algo, ws,
                                         chk.workspaceSize, 0), OK);
         dev_download(got, dd, sizeof(got));
-        for (int j = 0; j < N; j++)
-            for (int i = 0; i < M; i++) {
-                double sum = 0.0, mag = 0.0;
-
-                for (int p = 0; p < K; p++) {
-                    sum += (double)a[i + p * M] * b[p + j * K];
-                    mag += fabs((double)a[i + p * M] * b[p + j * K]);
-                }
-                assert_true(fabs(got[i + j * M] - sum) <=
-                            (K + 8) * 0x1p-24 * mag);
-            }
+        expect_fp32_product(a, b, got, M, N, K);
     }
     /* More parts than k is deep; a tile or stages the algorithm has no
      * configuration of: refused by the check and by cublasLtMatmul. */
