@@ -117,7 +117,8 @@ extern const size_t amp_kernels_fatbin_size;
  *     to *slot (page-locked host memory mapped for the device).
  *
  * The convolution kernels take tensors as struct amp_conv_layout (by
- * value; see amp_math.h) and cover them as grid-stride loops:
+ * value; see amp_math.h; the plan checks amp_conv_walks_fit) and cover
+ * them as grid-stride loops:
  *
  * amp_k_conv_scales(const float *a, struct amp_conv_layout la,
  *                   const float *b, struct amp_conv_layout lb,
@@ -154,11 +155,12 @@ extern const size_t amp_kernels_fatbin_size;
  *     slot->nonfinite (0 when s->nonfinite_in), reduced as
  *     amp_k_shadow_error.
  *
- * amp_k_conv_error(const float *cand, struct amp_conv_layout lc,
- *                  const float *ref, struct amp_conv_layout lref,
+ * amp_k_conv_error(const float *cand, const float *ref,
+ *                  struct amp_conv_layout lref,
  *                  struct amp_shadow_accum *accum,
  *                  struct amp_shadow_error *slot)
- *     the errors of a shadow candidate against the FP32 result, as
+ *     the errors of a shadow candidate (packed channels last by its real
+ *     sizes) against the FP32 result ref (by lref's strides), as
  *     amp_k_shadow_error.
  */
 #define AMP_K_ABSMAX_F32 "amp_k_absmax_f32"

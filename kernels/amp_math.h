@@ -1058,8 +1058,11 @@ amp_conv_count(const struct amp_conv_layout *l, int packed)
                        : l->dim[0] * l->dim[1];
     int d;
 
-    for (d = 2; d < l->nb_dims; d++)
-        n *= l->dim[d];
+    /* A constant trip count, unrolled: constant indices into a kernel's
+     * by-value layout (amp_conv_pick). */
+    for (d = 2; d < AMP_CONV_MAX_DIMS; d++)
+        if (d < l->nb_dims)
+            n *= l->dim[d];
     return n;
 }
 
@@ -1087,6 +1090,84 @@ amp_conv_offset(const struct amp_conv_layout *l, const int64_t *at)
  * copy: element g of the packed copy is step g of the packed walk. */
 #define AMP_CONV_DIGITS 7
 
+/* The walk of a convolution's tensors: struct amp_walk's, with the
+ * digits, the thread count's digits and the carries' moves in 32 bits so
+ * that a thread's walk of up to three offsets stays in registers next to
+ * its work (64 per thread, kernels/conv.cu). The host checks that every
+ * tensor a walk covers fits (amp_conv_walks_fit); its sizes and offsets
+ * stay 64-bit. */
+struct amp_conv_walk {
+    int64_t radix[AMP_CONV_DIGITS];
+    /* stride[k][i]: how far offset k moves per unit of digit i */
+    int64_t stride[AMP_WALK_OFFSETS][AMP_CONV_DIGITS];
+    uint32_t bound[AMP_CONV_DIGITS]; /* radix, but the last's */
+    uint32_t at[AMP_CONV_DIGITS];    /* the current index's digits */
+    uint32_t step[AMP_CONV_DIGITS];  /* the thread count's digits */
+    int64_t off[AMP_WALK_OFFSETS];   /* the current element's offsets */
+    int64_t delta[AMP_WALK_OFFSETS]; /* what a step adds to them ... */
+    /* ... and what a carry out of digit i adds besides */
+    int32_t wrap[AMP_WALK_OFFSETS][AMP_CONV_DIGITS];
+};
+
+/* Starts the walk as amp_walk_start (radix and stride set) at index g
+ * stepping by nthreads, both below 2^32. Returns 1 when every carry's
+ * move fits in 32 bits, else 0 (the walk is then wrong). */
+AMP_HD int
+amp_conv_walk_start(struct amp_conv_walk *w, int offsets, int64_t g,
+                    int64_t nthreads)
+{
+    uint32_t g32 = (uint32_t)g, n32 = (uint32_t)nthreads;
+    int fits = 1, i, k;
+
+    for (i = 0; i < AMP_CONV_DIGITS - 1; i++) {
+        w->bound[i] = (uint32_t)w->radix[i];
+        w->at[i] = g32 % w->bound[i];
+        g32 /= w->bound[i];
+        w->step[i] = n32 % w->bound[i];
+        n32 /= w->bound[i];
+    }
+    w->at[AMP_CONV_DIGITS - 1] = g32;
+    w->step[AMP_CONV_DIGITS - 1] = n32;
+    for (k = 0; k < offsets; k++) {
+        w->off[k] = 0;
+        w->delta[k] = 0;
+        for (i = 0; i < AMP_CONV_DIGITS; i++) {
+            w->off[k] += (int64_t)w->at[i] * w->stride[k][i];
+            w->delta[k] += (int64_t)w->step[i] * w->stride[k][i];
+            if (i < AMP_CONV_DIGITS - 1) {
+                int64_t wrap = w->stride[k][i + 1] -
+                               w->radix[i] * w->stride[k][i];
+
+                w->wrap[k][i] = (int32_t)wrap;
+                fits &= wrap >= INT32_MIN && wrap <= INT32_MAX;
+            }
+        }
+    }
+    return fits;
+}
+
+/* The next index, as amp_walk_next; the last digit is not kept (the
+ * loops end by the element count). */
+AMP_HD void
+amp_conv_walk_next(struct amp_conv_walk *w, int offsets)
+{
+    uint32_t carry = 0;
+    int i, k;
+
+    for (k = 0; k < offsets; k++)
+        w->off[k] += w->delta[k];
+    for (i = 0; i < AMP_CONV_DIGITS - 1; i++) {
+        /* at + step + carry < 2 * radix <= 2^32 */
+        w->at[i] += w->step[i] + carry;
+        carry = w->at[i] >= w->bound[i];
+        if (carry) {
+            w->at[i] -= w->bound[i];
+            for (k = 0; k < offsets; k++)
+                w->off[k] += w->wrap[k][i];
+        }
+    }
+}
+
 /* The spatial dim of digit 2 + i (i < 3), or 0 when the tensor has no
  * such dim. The walk's arrays are indexed by digit, in loops the compiler
  * unrolls, so that they stay in registers. */
@@ -1098,9 +1179,17 @@ amp_conv_spatial_dim(const struct amp_conv_layout *l, int i)
     return d >= 2 ? d : 0;
 }
 
+/* v[d] for d in {0, 2, 3, 4}, by constant indices: a runtime index into
+ * a kernel's by-value layout would copy it to local memory. */
+AMP_HD int64_t
+amp_conv_pick(const int64_t *v, int d)
+{
+    return d == 4 ? v[4] : d == 3 ? v[3] : d == 2 ? v[2] : v[0];
+}
+
 /* The walk over l's elements, or with `packed` over its packed copy's. */
 AMP_HD void
-amp_conv_walk_init(struct amp_walk *w, const struct amp_conv_layout *l,
+amp_conv_walk_init(struct amp_conv_walk *w, const struct amp_conv_layout *l,
                    int packed)
 {
     int i;
@@ -1110,7 +1199,7 @@ amp_conv_walk_init(struct amp_walk *w, const struct amp_conv_layout *l,
     for (i = 0; i < 3; i++) {
         int d = amp_conv_spatial_dim(l, i);
 
-        w->radix[2 + i] = d ? l->dim[d] : 1;
+        w->radix[2 + i] = d ? amp_conv_pick(l->dim, d) : 1;
     }
     w->radix[5] = packed ? l->per_pad[0] : l->per[0];
     w->radix[6] = 0; /* unbounded */
@@ -1119,7 +1208,7 @@ amp_conv_walk_init(struct amp_walk *w, const struct amp_conv_layout *l,
 /* Offset k of the walk: the real element's offset by l's strides. A
  * packed walk's padding has an offset too, of no element. */
 AMP_HD void
-amp_conv_walk_offset(struct amp_walk *w, int k,
+amp_conv_walk_offset(struct amp_conv_walk *w, int k,
                      const struct amp_conv_layout *l)
 {
     int i;
@@ -1129,7 +1218,7 @@ amp_conv_walk_offset(struct amp_walk *w, int k,
     for (i = 0; i < 3; i++) {
         int d = amp_conv_spatial_dim(l, i);
 
-        w->stride[k][2 + i] = d ? l->stride[d] : 0;
+        w->stride[k][2 + i] = d ? amp_conv_pick(l->stride, d) : 0;
     }
     w->stride[k][5] = l->stride[0];
     w->stride[k][6] = l->per[0] * l->stride[0];
@@ -1137,7 +1226,7 @@ amp_conv_walk_offset(struct amp_walk *w, int k,
 
 /* Offset k of the walk: the element's offset in l's packed copy. */
 AMP_HD void
-amp_conv_walk_packed_offset(struct amp_walk *w, int k,
+amp_conv_walk_packed_offset(struct amp_conv_walk *w, int k,
                             const struct amp_conv_layout *l)
 {
     int64_t inner = amp_conv_packed_dim(l, 1);
@@ -1149,7 +1238,7 @@ amp_conv_walk_packed_offset(struct amp_walk *w, int k,
         int d = amp_conv_spatial_dim(l, i);
 
         w->stride[k][2 + i] = d ? inner : 0;
-        inner *= d ? l->dim[d] : 1;
+        inner *= d ? amp_conv_pick(l->dim, d) : 1;
     }
     w->stride[k][5] = inner;
     w->stride[k][6] = l->per_pad[0] * inner;
@@ -1161,7 +1250,7 @@ AMP_HD uint32_t
 amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
                        uint32_t *nonfinite, int64_t tid, int64_t nthreads)
 {
-    struct amp_walk w;
+    struct amp_conv_walk w;
     int64_t n = amp_conv_count(l, 0), g;
     uint32_t best = 0;
 
@@ -1169,7 +1258,7 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
         return best;
     amp_conv_walk_init(&w, l, 0);
     amp_conv_walk_offset(&w, 0, l);
-    amp_walk_start(&w, AMP_CONV_DIGITS, 1, tid, nthreads);
+    amp_conv_walk_start(&w, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         uint32_t mag = amp_f32_bits(src[w.off[0]]) & 0x7fffffffu;
 
@@ -1177,7 +1266,7 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
             *nonfinite = 1;
         else if (mag > best)
             best = mag;
-        amp_walk_next(&w, AMP_CONV_DIGITS, 1);
+        amp_conv_walk_next(&w, 1);
     }
     return best;
 }
@@ -1189,7 +1278,7 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
                      uint16_t *dst, float scale, int32_t format, int64_t tid,
                      int64_t nthreads)
 {
-    struct amp_walk w;
+    struct amp_conv_walk w;
     int64_t n = amp_conv_count(l, 1), g;
     int64_t per0 = l->per[0], per1 = l->per[1];
 
@@ -1197,7 +1286,7 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
         return;
     amp_conv_walk_init(&w, l, 1);
     amp_conv_walk_offset(&w, 0, l);
-    amp_walk_start(&w, AMP_CONV_DIGITS, 1, tid, nthreads);
+    amp_conv_walk_start(&w, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         float x = 0.0f;
 
@@ -1206,7 +1295,7 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
             x = src[w.off[0]] * scale;
         dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
                                            : amp_f32_to_f16(x);
-        amp_walk_next(&w, AMP_CONV_DIGITS, 1);
+        amp_conv_walk_next(&w, 1);
     }
 }
 
@@ -1304,7 +1393,7 @@ amp_conv_output_thread(const void *r, int32_t format,
                        const struct amp_conv_scalars *s, float alpha,
                        float beta, int64_t tid, int64_t nthreads)
 {
-    struct amp_walk w;
+    struct amp_conv_walk w;
     int64_t n = amp_conv_count(lr, 0), g;
     float unscale_a = s->unscale_a, unscale_b = s->unscale_b;
 
@@ -1314,14 +1403,14 @@ amp_conv_output_thread(const void *r, int32_t format,
     amp_conv_walk_packed_offset(&w, 0, lr);
     amp_conv_walk_offset(&w, 1, ld);
     amp_conv_walk_offset(&w, 2, lo);
-    amp_walk_start(&w, AMP_CONV_DIGITS, 3, tid, nthreads);
+    amp_conv_walk_start(&w, 3, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         float v = amp_conv_result(r, w.off[0], format) * unscale_a *
                   unscale_b;
 
         dst[w.off[1]] = amp_axpby(alpha, v, beta,
                                   beta == 0.0f ? 0.0f : old[w.off[2]]);
-        amp_walk_next(&w, AMP_CONV_DIGITS, 3);
+        amp_conv_walk_next(&w, 3);
     }
 }
 
@@ -1338,28 +1427,55 @@ amp_conv_nonfinite_thread(const void *r, int64_t n, int32_t format,
     return count;
 }
 
-/* One thread's share of a shadow candidate's errors: cand and ref are the
- * same tensor laid out by their own strides. */
+/* One thread's share of a shadow candidate's errors: ref is laid out by
+ * lref's strides, cand is the same tensor packed channels last by its
+ * real sizes (no padding): element g of lref's walk is cand[g]. */
 AMP_HD struct amp_shadow_error
-amp_conv_error_thread(const float *cand, const struct amp_conv_layout *lc,
-                      const float *ref, const struct amp_conv_layout *lref,
-                      int64_t tid, int64_t nthreads)
+amp_conv_error_thread(const float *cand, const float *ref,
+                      const struct amp_conv_layout *lref, int64_t tid,
+                      int64_t nthreads)
 {
     struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
-    struct amp_walk w;
-    int64_t n = amp_conv_count(lc, 0), g;
+    struct amp_conv_walk w;
+    int64_t n = amp_conv_count(lref, 0), g;
 
     if (tid >= n)
         return e;
-    amp_conv_walk_init(&w, lc, 0);
-    amp_conv_walk_offset(&w, 0, lc);
-    amp_conv_walk_offset(&w, 1, lref);
-    amp_walk_start(&w, AMP_CONV_DIGITS, 2, tid, nthreads);
+    amp_conv_walk_init(&w, lref, 0);
+    amp_conv_walk_offset(&w, 0, lref);
+    amp_conv_walk_start(&w, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        amp_shadow_element(&e, cand[w.off[0]], ref[w.off[1]]);
-        amp_walk_next(&w, AMP_CONV_DIGITS, 2);
+        amp_shadow_element(&e, cand[g], ref[w.off[0]]);
+        amp_conv_walk_next(&w, 1);
     }
     return e;
+}
+
+/* Whether the kernels' walks cover l (a plan's tensor, padded or not):
+ * its packed copy has fewer than 2^31 elements, and every carry's move,
+ * in l's strides, in its packed copy's and in its copy packed by its real
+ * sizes, fits in 32 bits (struct amp_conv_walk). */
+AMP_HD int
+amp_conv_walks_fit(const struct amp_conv_layout *l)
+{
+    struct amp_conv_layout real = *l;
+    struct amp_conv_walk w;
+    int packed, fits = 1;
+
+    if (amp_conv_count(l, 0) == 0)
+        return 1; /* nothing to walk */
+    if (amp_conv_count(l, 1) > INT32_MAX)
+        return 0;
+    real.per_pad[0] = l->per[0];
+    real.per_pad[1] = l->per[1];
+    for (packed = 0; packed < 2; packed++) {
+        amp_conv_walk_init(&w, l, packed);
+        amp_conv_walk_offset(&w, 0, l);
+        amp_conv_walk_packed_offset(&w, 1, l);
+        amp_conv_walk_packed_offset(&w, 2, &real);
+        fits &= amp_conv_walk_start(&w, 3, 0, 1);
+    }
+    return fits;
 }
 
 #endif

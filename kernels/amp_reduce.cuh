@@ -5,6 +5,15 @@
 #include "amp_kernels.h"
 #include "amp_math.h"
 
+// Every kernel's launch bounds: blocks of AMP_KERNEL_BLOCK threads, at
+// least 4 of them resident per multiprocessor (65536 registers: 64 per
+// thread at most), so that an element loop's latency is hidden by enough
+// warps. The kernel_resources test checks each kernel's registers and that
+// none uses a stack (scripts/ptxas_resources.py).
+#define AMP_KERNEL_MIN_BLOCKS 4
+#define AMP_KERNEL_BOUNDS \
+    __launch_bounds__(AMP_KERNEL_BLOCK, AMP_KERNEL_MIN_BLOCKS)
+
 // A grid-stride kernel's thread index and thread count.
 #define AMP_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
 #define AMP_NTHREADS ((int64_t)gridDim.x * blockDim.x)

@@ -2,12 +2,14 @@
 // inputs (one launch), their half-precision packed copies with padded
 // channels (one launch), the output cast with alpha and beta, the
 // non-finite check and the shadow errors. The arithmetic lives in
-// amp_math.h, shared with the emulator's host build.
+// amp_math.h, shared with the emulator's host build. Each kernel keeps to
+// 64 registers and no stack (AMP_KERNEL_BOUNDS; the kernel_resources
+// test).
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
                   struct amp_conv_layout lb, int64_t blocks_a,
                   struct amp_conv_scalars *s, int32_t log2_len,
@@ -19,8 +21,11 @@ amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
     int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
                              &tid, &nthreads);
 
-    block_max[threadIdx.x] = amp_conv_absmax_thread(
-        part ? b : a, part ? &lb : &la, &bad, tid, nthreads);
+    // One call per input: a pointer chosen between two by-value
+    // parameters would copy both to local memory.
+    block_max[threadIdx.x] =
+        part ? amp_conv_absmax_thread(b, &lb, &bad, tid, nthreads)
+             : amp_conv_absmax_thread(a, &la, &bad, tid, nthreads);
     bad = __syncthreads_or(bad);
     amp_block_max(block_max);
     if (threadIdx.x != 0)
@@ -36,7 +41,7 @@ amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
     amp_conv_scalars_finish(s, log2_len, format);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_cast(const float *a, struct amp_conv_layout la, uint16_t *dst_a,
                 const float *b, struct amp_conv_layout lb, uint16_t *dst_b,
                 int64_t blocks_a, const struct amp_conv_scalars *s,
@@ -46,13 +51,16 @@ amp_k_conv_cast(const float *a, struct amp_conv_layout la, uint16_t *dst_a,
     int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
                              &tid, &nthreads);
 
-    amp_conv_cast_thread(part ? b : a, part ? &lb : &la,
-                         part ? dst_b : dst_a,
-                         part ? s->scale_b : s->scale_a, format, tid,
-                         nthreads);
+    // One call per input, as in amp_k_conv_scales.
+    if (part)
+        amp_conv_cast_thread(b, &lb, dst_b, s->scale_b, format, tid,
+                             nthreads);
+    else
+        amp_conv_cast_thread(a, &la, dst_a, s->scale_a, format, tid,
+                             nthreads);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_output(const void *r, int32_t format, struct amp_conv_layout lr,
                   float *dst, struct amp_conv_layout ld, const float *old,
                   struct amp_conv_layout lo, const struct amp_conv_scalars *s,
@@ -62,7 +70,7 @@ amp_k_conv_output(const void *r, int32_t format, struct amp_conv_layout lr,
                            AMP_TID, AMP_NTHREADS);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_check(const void *r, int64_t n, int32_t format,
                  const struct amp_conv_scalars *s,
                  struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
@@ -76,12 +84,12 @@ amp_k_conv_check(const void *r, int64_t n, int32_t format,
     amp_shadow_reduce(e, accum, slot);
 }
 
-extern "C" __global__ void
-amp_k_conv_error(const float *cand, struct amp_conv_layout lc,
-                 const float *ref, struct amp_conv_layout lref,
-                 struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
+extern "C" __global__ void AMP_KERNEL_BOUNDS
+amp_k_conv_error(const float *cand, const float *ref,
+                 struct amp_conv_layout lref, struct amp_shadow_accum *accum,
+                 struct amp_shadow_error *slot)
 {
-    amp_shadow_reduce(amp_conv_error_thread(cand, &lc, ref, &lref, AMP_TID,
+    amp_shadow_reduce(amp_conv_error_thread(cand, ref, &lref, AMP_TID,
                                             AMP_NTHREADS),
                       accum, slot);
 }

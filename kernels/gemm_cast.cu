@@ -7,7 +7,7 @@
 #include "amp_math.h"
 #include "amp_reduce.cuh"
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_absmax_f32(const float *src, int64_t ld, int64_t rows, int64_t cols,
                  uint32_t *absmax)
 {
@@ -20,7 +20,7 @@ amp_k_absmax_f32(const float *src, int64_t ld, int64_t rows, int64_t cols,
         atomicMax(absmax, block_max[0]);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_cast_f32_f16(const float *src, int64_t ld_src, uint16_t *dst,
                    int64_t ld_dst, int64_t rows, int64_t cols,
                    const float *scale)
@@ -29,7 +29,7 @@ amp_k_cast_f32_f16(const float *src, int64_t ld_src, uint16_t *dst,
                         AMP_NTHREADS);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
                   struct amp_gemm_scalars *s, const float *alpha_dev,
                   const float *beta_dev, float alpha, float beta,
@@ -60,7 +60,7 @@ amp_k_gemm_scales(struct amp_gemm_operand a, struct amp_gemm_operand b,
         amp_gemm_record_set(rec, s->absmax_a, s->absmax_b);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
                 const struct amp_gemm_scalars *s, int32_t format)
 {
@@ -91,7 +91,7 @@ amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
 // call's maxima reduced on the way in the record; the last block decides
 // what stands (amp_gemm_delayed_finish) into the call's scalars c and
 // sets the record for the next call.
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gemm_cast_delayed(struct amp_gemm_operand a, struct amp_gemm_operand b,
                         struct amp_gemm_record *rec,
                         struct amp_gemm_delayed *c, const float *alpha_dev,
@@ -126,7 +126,7 @@ amp_k_gemm_cast_delayed(struct amp_gemm_operand a, struct amp_gemm_operand b,
 
 // After amp_k_gemm_cast_delayed: the operands whose redo flag is set cast
 // again at the exact scale; the others' blocks return at once.
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gemm_recast(struct amp_gemm_operand a, struct amp_gemm_operand b,
                   const struct amp_gemm_delayed *c)
 {

@@ -5,7 +5,7 @@
 #include "amp_math.h"
 #include "amp_reduce.cuh"
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
                 int64_t batch)
 {
@@ -13,7 +13,7 @@ amp_k_fill_ptrs(uint64_t *ptrs, uint64_t base, int64_t stride_bytes,
                          AMP_NTHREADS);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gather_batch(const float *base, const float *const *array,
                    int64_t stride, int64_t batch, int64_t ld_src,
                    int64_t rows, int64_t cols, float *dst, int64_t ld_dst,
@@ -23,7 +23,7 @@ amp_k_gather_batch(const float *base, const float *const *array,
                             dst, ld_dst, stride_dst, AMP_TID, AMP_NTHREADS);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
                   int64_t stride_r, float *c, float *const *c_array,
                   int64_t ldc, int64_t stride_c, int64_t batch, int64_t rows,
@@ -34,7 +34,7 @@ amp_k_axpby_batch(const float *r, const float *r_lo, int64_t ld_r,
                            AMP_NTHREADS);
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_f16x3_fold(float *s, int64_t ld_s, int64_t stride_s, const float *c,
                  int64_t ldc, int64_t stride_c, int64_t batch, int64_t rows,
                  int64_t cols, const struct amp_gemm_scalars *sc,
@@ -49,7 +49,7 @@ amp_k_f16x3_fold(float *s, int64_t ld_s, int64_t stride_s, const float *c,
 // vector of n elements (members `stride` apart in alpha, m apart in
 // out); when one element's compensation is not exact, scaling is dropped
 // for the whole call (the casts that follow read the scales).
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
                    int64_t m, float *out, struct amp_gemm_scalars *s)
 {
@@ -71,7 +71,7 @@ amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
     }
 }
 
-extern "C" __global__ void
+extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_shadow_error(const float *cand, int64_t ld_r, int64_t stride_r,
                    const float *c, const float *const *c_array, int64_t ldc,
                    int64_t stride_c, int64_t batch, int64_t rows,

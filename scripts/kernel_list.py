@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Writes the header through which the emulator compiles the kernels for the
 host: an #include of every given .cu file, then AMP_KERNEL_LIST(X), X(name)
-for every extern "C" __global__ kernel they define, in their order."""
+for every extern "C" __global__ kernel they define (with or without
+AMP_KERNEL_BOUNDS), in their order."""
 import os
 import re
 import sys
 
-KERNEL = re.compile(r'^extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(', re.M)
+KERNEL = re.compile(r'^extern\s+"C"\s+__global__\s+void\s+'
+                    r'(?:AMP_KERNEL_BOUNDS\s+)?(\w+)\s*\(', re.M)
 
 out, sources = sys.argv[1], sys.argv[2:]
 names = []

@@ -282,6 +282,12 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
         if (plan->own[i] && st == AMP_OK)
             st = amp_conv_own_tensor(l[i], &plan->tensor[i]);
     }
+    /* The shim's kernels (with half copies or an output of its own) keep
+     * their walks' moves in 32 bits: a tensor beyond them (2^31 elements
+     * apart and more) runs FP32. */
+    for (i = 0; i < 3 && st == AMP_OK && (half || plan->own[out]); i++)
+        if (!amp_conv_walks_fit(l[i]))
+            st = AMP_ERR_TOO_BIG;
     return st;
 }
 
@@ -642,16 +648,16 @@ amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
 {
     int out = amp_conv_out(run->desc.dir);
     struct amp_conv_layout lref = *amp_plan_layout(&run->plan, out);
-    struct amp_conv_layout lc = amp_conv_packed_layout(&lref);
     amp_devptr ref = amp_desc_ptr(&run->desc, out);
-    void *params[] = {&run->candidate, &lc, &ref, &lref, &run->accum,
+    /* The candidate is packed channels last by its real sizes. */
+    void *params[] = {&run->candidate, &ref, &lref, &run->accum,
                       &run->slot_at};
     enum amp_status st = original_ok ? AMP_OK : AMP_ERR_DRIVER;
 
     /* run->accum was zeroed with the scalars. */
     if (st == AMP_OK)
         st = amp_conv_launch(run, AMP_KERNEL_CONV_ERROR,
-                             amp_conv_count(&lc, 0), params);
+                             amp_conv_count(&lref, 0), params);
     if (st == AMP_OK)
         st = amp_conv_pend(run, 1);
     if (st == AMP_OK && run->delivers)

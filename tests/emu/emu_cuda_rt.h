@@ -14,6 +14,8 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+// Launch bounds guide the device compiler's register allocation only.
+#define __launch_bounds__(...)
 // One instance for the whole grid, reused by each block in turn: the
 // block that runs owns it, as on a GPU.
 #define __shared__ static

@@ -720,10 +720,15 @@ test_conv_walk_layouts(void **state)
                     assert_true(out[amp_conv_offset(&l, at)] ==
                                 (float)walk_packed_offset(&l, at) * 1.5f);
                 }
-                /* The errors of out against src: largest |difference|. */
+                /* The errors of out, packed channels last by its real
+                 * sizes, against src: largest |difference|. */
+                for (g = 0; g < n; g++) {
+                    walk_coords(&l, 0, g, at);
+                    packed_f32[g] = out[amp_conv_offset(&l, at)];
+                }
                 for (t = 0; t < nt; t++) {
                     struct amp_shadow_error part =
-                        amp_conv_error_thread(out, &l, src, &l, t, nt);
+                        amp_conv_error_thread(packed_f32, src, &l, t, nt);
 
                     amp_shadow_merge(&e, &part);
                 }
@@ -773,6 +778,33 @@ test_alpha_walk(void **state)
     }
 }
 
+/* The walks keep the moves of their carries in 32 bits: a tensor whose
+ * elements lie 2^31 or more apart, even across a dim of size 1, is
+ * refused; one just below is walked. */
+static void
+test_conv_walks_fit(void **state)
+{
+    static const int64_t dims[4] = {2, 16, 4, 4};
+    static const int order[4] = {1, 3, 2, 0};
+    struct amp_conv_layout l = walk_layout(4, dims, order, 2, 2, 16, 16);
+
+    (void)state;
+    assert_true(amp_conv_walks_fit(&l));
+    l.stride[0] = ((int64_t)1 << 31) - 1024;
+    assert_true(amp_conv_walks_fit(&l));
+    l.stride[0] = (int64_t)1 << 31;
+    assert_false(amp_conv_walks_fit(&l));
+    l = walk_layout(4, dims, order, 2, 2, 16, 16);
+    l.dim[0] = 1;
+    l.per[0] = l.per_pad[0] = 1;
+    l.stride[0] = (int64_t)1 << 40;
+    assert_false(amp_conv_walks_fit(&l));
+    /* A packed copy of 2^31 elements and more. */
+    l = walk_layout(4, dims, order, 2, 2, 16, 16);
+    l.dim[0] = l.per[0] = l.per_pad[0] = (int64_t)1 << 28;
+    assert_false(amp_conv_walks_fit(&l));
+}
+
 int
 main(void)
 {
@@ -796,6 +828,7 @@ main(void)
         cmocka_unit_test(test_batch_walk_shapes),
         cmocka_unit_test(test_fold_walk_rows),
         cmocka_unit_test(test_conv_walk_layouts),
+        cmocka_unit_test(test_conv_walks_fit),
         cmocka_unit_test(test_alpha_walk),
     };
 
