@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +580,37 @@ amp_cal_read_run(struct amp_calibration *cal, int k, const char *dir,
     return rc;
 }
 
+/* SIGTERM to the tool: passed on to the program during a run (as
+ * `ampshim run` does); the calibration then stops, writes no policy and
+ * removes its temporary files. */
+static volatile sig_atomic_t amp_cal_stop;
+
+static void
+amp_cal_on_term(int sig)
+{
+    amp_cal_stop = sig;
+}
+
+/* Removes dir and the files in it (a run's reports, a snapshot's
+ * temporary file). */
+static void
+amp_cal_remove_dir(const char *dir)
+{
+    char path[4400];
+    struct dirent *e;
+    DIR *d = opendir(dir);
+
+    if (d) {
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+                    (int)sizeof path)
+                unlink(path);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 /* 1 when the program made a call candidate c applies to, by the sites
  * of the runs so far. */
 static int
@@ -623,6 +655,8 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
         k = (int)(cal->modes[i] - amp_cal_candidates);
         /* After the first run the sites say which families the program
          * calls: a candidate for none of them would measure nothing. */
+        if (amp_cal_stop)
+            return 1;
         if (runs && !amp_cal_usable(cal, cal->modes[i])) {
             cal->skipped[i] = 1;
             fprintf(stderr, "ampshim calibrate: %s skipped: the program "
@@ -649,14 +683,16 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
         clock_gettime(CLOCK_MONOTONIC, &t0);
         status = amp_tool_launch(&o, library, argv);
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (amp_tool_launch_signal())
+            amp_cal_stop = amp_tool_launch_signal();
         if (status != 0)
             fprintf(stderr, "ampshim calibrate: %s exited with status %d "
                     "in the run measuring %s\n", argv[0], status, name);
         failed = amp_cal_read_run(cal, k, run_dir, runs == 0,
-                                  status == 0) != 0;
-        rmdir(run_dir);
+                                  status == 0 && !amp_cal_stop) != 0;
+        amp_cal_remove_dir(run_dir);
         unlink(policy);
-        if (status != 0 || failed)
+        if (status != 0 || failed || amp_cal_stop)
             return 1;
         runs++;
         fprintf(stderr, "ampshim calibrate: %s measured: %d site%s, %d "
@@ -1165,7 +1201,9 @@ amp_tool_calibrate(int argc, char **argv)
 {
     static struct amp_calibration cal;
     struct amp_cal_options o;
-    char dir[] = "/tmp/ampshim-calibrate-XXXXXX", out[4096];
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], out[4096];
+    struct sigaction sa, old_term;
     char library[PATH_MAX];
     const char *base;
     int rc = amp_cal_parse(argc, argv, &o), i;
@@ -1190,11 +1228,25 @@ amp_tool_calibrate(int argc, char **argv)
     /* Before minutes of runs. */
     if (amp_cal_check(&o, argv[o.first], out, library, sizeof library) != 0)
         return AMP_RUN_FAILED;
+    /* $TMPDIR, else /tmp, as mktemp(1) takes it. */
+    snprintf(dir, sizeof dir, "%s/ampshim-calibrate-XXXXXX",
+             tmp && *tmp == '/' ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
-        perror("ampshim calibrate: mkdtemp");
+        fprintf(stderr, "ampshim calibrate: %s: %s\n", dir, strerror(errno));
         return 1;
     }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = amp_cal_on_term;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    amp_cal_stop = 0;
+    sigaction(SIGTERM, &sa, &old_term);
     rc = amp_cal_measure(&cal, library, argv + o.first, dir);
+    if (amp_cal_stop) {
+        fprintf(stderr, "ampshim calibrate: stopped by %s: no policy "
+                "written\n", strsignal(amp_cal_stop));
+        rc = 128 + amp_cal_stop;
+    }
     if (rc == 0 && cal.nsites == 0) {
         fprintf(stderr, "ampshim calibrate: %s made no call the shim "
                 "hooks: nothing to calibrate\n", argv[o.first]);
@@ -1215,6 +1267,7 @@ amp_tool_calibrate(int argc, char **argv)
         amp_cal_print(&cal, out);
     if (rmdir(dir) != 0)
         fprintf(stderr, "ampshim calibrate: %s left behind\n", dir);
+    sigaction(SIGTERM, &old_term, NULL);
     for (i = 0; i < cal.nsites; i++) {
         free(cal.sites[i].shapes);
         free(cal.sites[i].api);
