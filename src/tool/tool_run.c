@@ -215,14 +215,14 @@ amp_run_tell_nothing(int status)
     char how[64];
 
     /* A program a signal killed may have made calls: the shim writes its
-     * report at exit, and a snapshot AMPSHIM_SNAPSHOT seconds into the
-     * run; it died before either. */
+     * report at exit, and a first snapshot at a call 1 s after the first
+     * (AMPSHIM_SNAPSHOT when shorter); it died before either. */
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "ampshim run: the program died (killed by signal "
                 "%d, %s) before the shim wrote a report: before its first "
                 "cuBLAS, cuBLASLt or cuDNN call, or before the first "
-                "snapshot of the report (AMPSHIM_SNAPSHOT seconds, 30 by "
-                "default, after that call)\n", WTERMSIG(status),
+                "snapshot of the report (at a call 1 s after that one)\n",
+                WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
         return;
     }
