@@ -83,11 +83,17 @@ const char amp_tool_calibrate_help[] =
     "                   AMPSHIM_TOLERANCE (the tolerance when there is no\n"
     "                   --tolerance) are the calibration's own\n"
     "\n"
+    "signals:\n"
+    "  SIGTERM goes to the program of the run, as under ampshim run; the\n"
+    "  calibration then stops, writes no policy and removes its temporary\n"
+    "  directory (in $TMPDIR, else /tmp).\n"
+    "\n"
     "exit status:\n"
     "  0; 1 when a run fails (the program's status is named) or FILE\n"
     "  cannot be written after the runs; 2 on a usage error (an unknown\n"
-    "  option, a bad --modes or --tolerance, no PROGRAM); 125 when a check\n"
-    "  before the runs fails and nothing ran.\n";
+    "  option, a bad --modes, --tolerance or --min-speedup, no PROGRAM);\n"
+    "  125 when a check before the runs fails and nothing ran; 143 after\n"
+    "  SIGTERM.\n";
 
 /* The candidates, in the default order; which families each applies to. */
 static const struct amp_cal_candidate {
