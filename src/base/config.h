@@ -91,6 +91,10 @@ struct amp_config {
 
 #define AMP_SCRATCH_MAX_DEFAULT (1ull << 30)
 #define AMP_SNAPSHOT_DEFAULT_S 30
+/* The first snapshot, this long after the first hooked call (or after
+ * the interval, when shorter): a run that dies within seconds leaves
+ * what the shim knew. */
+#define AMP_SNAPSHOT_FIRST_S 1
 #define AMP_SNAPSHOT_MAX_S 86400
 
 /* Where values come from: secure_getenv in the shim, a table in tests. */

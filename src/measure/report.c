@@ -1722,10 +1722,14 @@ amp_report_snapshot(const struct amp_config *cfg)
     now = amp_now_ns();
     due = atomic_load_explicit(&amp_snapshot_due_ns, memory_order_relaxed);
     if (due == 0) {
-        /* The first call starts the clock. */
+        /* The first call starts the clock; the first snapshot comes
+         * within seconds, the later ones at the interval. */
         atomic_compare_exchange_strong(
             &amp_snapshot_due_ns, &due,
-            now + (long long)cfg->snapshot_s * 1000000000LL);
+            now + (long long)(cfg->snapshot_s < AMP_SNAPSHOT_FIRST_S
+                                  ? cfg->snapshot_s
+                                  : AMP_SNAPSHOT_FIRST_S) *
+                      1000000000LL);
         return;
     }
     if (now < due || pthread_mutex_trylock(&amp_snapshot_lock) != 0)

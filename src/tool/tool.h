@@ -112,6 +112,10 @@ struct amp_run_options {
 int amp_tool_launch(const struct amp_run_options *o, const char *library,
                     char **argv);
 
+/* The signal the tool received (and passed on to the program) during the
+ * last amp_tool_launch; 0 when none. */
+int amp_tool_launch_signal(void);
+
 /* `ampshim run [OPTIONS] [--] PROGRAM ARGS...`: the program's exit status,
  * or 125 when nothing ran. */
 int amp_tool_run(int argc, char **argv);

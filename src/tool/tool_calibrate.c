@@ -6,12 +6,14 @@
 #include "decide/site.h"
 #include "decide/symbolize.h"
 #include "tool/tool.h"
+#include "tool/tool_report.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 
 const char amp_tool_calibrate_help[] =
     "usage: ampshim calibrate [-o FILE] [--modes LIST]\n"
-    "                         [--tolerance X[:NORM]]\n"
+    "                         [--tolerance X[:NORM]] [--min-speedup X]\n"
     "                         [--force] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under the shim once per candidate mode, every call in\n"
@@ -29,9 +31,15 @@ const char amp_tool_calibrate_help[] =
     "the reports, and writes a policy for PROGRAM (match exe and build-id)\n"
     "that gives each call site (the hooked API, the calling function and\n"
     "its module) the fastest candidate whose largest relative error is\n"
-    "within the tolerance and that is faster than FP32; other sites stay\n"
-    "fp32. Each rule is annotated with the measured error and speedup of\n"
-    "every candidate. Each site's first call is verified at run time.\n"
+    "within the tolerance and that is at least --min-speedup as fast as\n"
+    "FP32; other sites stay fp32. Where a site's shapes choose differently,\n"
+    "each shape gets a rule of its own (m, n, k, ... of a GEMM; N, C, H,\n"
+    "W, K, R, S, groups of a convolution). Each rule is annotated with the\n"
+    "measured error and speedup of every candidate. Each site's first call\n"
+    "is verified at run time. A candidate the program has no call for\n"
+    "(fp16x3 without an FP32 GEMM, allow-conversion without an FP32\n"
+    "convolution) is not run. A line on stderr per run, and one summary\n"
+    "on stdout: a line per site (per shape where they differ).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  the policy (default PROGRAM.policy, PROGRAM's\n"
@@ -45,14 +53,18 @@ const char amp_tool_calibrate_help[] =
     "                     default) or fro (||cand - fp32||_F / ||fp32||_F;\n"
     "                     also frobenius, l2); default AMPSHIM_TOLERANCE,\n"
     "                     else the built-in policy's, 5e-3 (max norm)\n"
+    "  --min-speedup X    the least speedup over FP32 worth converting\n"
+    "                     for (default 1.05: 5 % faster; below it a site\n"
+    "                     stays fp32, its results FP32's)\n"
     "  --force            replace FILE if it exists\n"
     "  -h, --help         this help\n"
     "\n"
     "Options take their value as --opt VALUE or --opt=VALUE; arguments\n"
     "after PROGRAM are PROGRAM's. PROGRAM must do the same work on every\n"
-    "run. Call sites in one function get one rule (their calls together),\n"
-    "which names the function as users know it: C++ demangled, without\n"
-    "the suffixes compilers give its clones (caller \"app::step(int)\").\n"
+    "run. Call sites in one function share their rules (their calls\n"
+    "together), which name the function as users know it: C++ demangled,\n"
+    "without the suffixes compilers give its clones (caller\n"
+    "\"app::step(int)\").\n"
     "PROGRAM may be a job launcher (mpirun, mpiexec, srun, torchrun, ...):\n"
     "every process of a run writes its report, their measurements add up\n"
     "to one policy that every rank of the next run decides alike, and the\n"
@@ -67,15 +79,21 @@ const char amp_tool_calibrate_help[] =
     "  AMPSHIM_LIBRARY  the library to preload, as for ampshim run\n"
     "  AMPSHIM_*        the shim's other settings apply to every run;\n"
     "                   AMPSHIM_MODE, AMPSHIM_DISABLE, AMPSHIM_TRACE,\n"
-    "                   AMPSHIM_POLICY, AMPSHIM_REPORT and\n"
+    "                   AMPSHIM_POLICY, AMPSHIM_REPORT, AMPSHIM_SUMMARY and\n"
     "                   AMPSHIM_TOLERANCE (the tolerance when there is no\n"
     "                   --tolerance) are the calibration's own\n"
+    "\n"
+    "signals:\n"
+    "  SIGTERM goes to the program of the run, as under ampshim run; the\n"
+    "  calibration then stops, writes no policy and removes its temporary\n"
+    "  directory (in $TMPDIR, else /tmp).\n"
     "\n"
     "exit status:\n"
     "  0; 1 when a run fails (the program's status is named) or FILE\n"
     "  cannot be written after the runs; 2 on a usage error (an unknown\n"
-    "  option, a bad --modes or --tolerance, no PROGRAM); 125 when a check\n"
-    "  before the runs fails and nothing ran.\n";
+    "  option, a bad --modes, --tolerance or --min-speedup, no PROGRAM);\n"
+    "  125 when a check before the runs fails and nothing ran; 143 after\n"
+    "  SIGTERM.\n";
 
 /* The candidates, in the default order; which families each applies to. */
 static const struct amp_cal_candidate {
@@ -101,6 +119,16 @@ struct amp_cal_measure {
     double max_fro;              /* in the Frobenius norm; NAN: never */
 };
 
+/* A shape at a site: its measurements, and the conditions that select
+ * it in a rule ("m == 1024 and n == 768 and ..."; "" when its dimensions
+ * cannot be named: an older report's, a convolution of other than 4
+ * dimensions). */
+struct amp_cal_shape {
+    char text[96];
+    char cond[200];
+    struct amp_cal_measure m[AMP_CAL_MODES];
+};
+
 /* A site as a rule can name it: report sites with the same API, caller
  * and module merged. */
 struct amp_cal_site {
@@ -109,7 +137,7 @@ struct amp_cal_site {
     int conv;
     int merged;                  /* report sites, in the first report */
     double offset;               /* the first one's offset in the module */
-    char shape[96];              /* the first shape, and how many */
+    struct amp_cal_shape *shapes; /* distinct shapes, by text */
     int nshapes;
     struct amp_cal_measure m[AMP_CAL_MODES];
 };
@@ -117,6 +145,10 @@ struct amp_cal_site {
 struct amp_calibration {
     const struct amp_cal_candidate *modes[AMP_CAL_MODES];
     int nmodes;
+    int skipped[AMP_CAL_MODES];  /* by index of modes: not run, the
+                                    program has no call it applies to */
+    double min_speedup;          /* below it a candidate is not worth
+                                    converting for */
     double tolerance;
     enum amp_norm norm;          /* the tolerance's */
     struct amp_cal_site sites[AMP_CAL_SITES];
@@ -132,8 +164,14 @@ struct amp_cal_options {
     double tolerance;            /* < 0: AMPSHIM_TOLERANCE's, else the
                                     built-in policy's */
     enum amp_norm norm;
+    double min_speedup;
     int force, first;
 };
+
+/* The least speedup over FP32 a candidate must show to convert: below
+ * it, a few per cent of gain (within a measurement's noise on a GPU) is
+ * not worth results that differ from FP32's. */
+#define AMP_CAL_MIN_SPEEDUP 1.05
 
 /* ---- Options ---------------------------------------------------------------- */
 
@@ -154,6 +192,7 @@ amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
         {"modes", required_argument, NULL, 'M'},
         {"tolerance", required_argument, NULL, 'T'},
         {"force", no_argument, NULL, 'F'},
+        {"min-speedup", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -163,9 +202,21 @@ amp_cal_parse(int argc, char **argv, struct amp_cal_options *o)
 
     memset(o, 0, sizeof *o);
     o->tolerance = -1;
+    o->min_speedup = AMP_CAL_MIN_SPEEDUP;
     while ((c = amp_opt_next(&opt)) != -1) {
+        char *end;
+
         switch (c) {
         case 'o': o->out = optarg; break;
+        case 'S':
+            errno = 0;
+            o->min_speedup = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(o->min_speedup >= 1.0) ||
+                !isfinite(o->min_speedup))
+                return amp_cal_usage("--min-speedup needs a number of at "
+                                     "least 1 (1.05: 5 % faster than "
+                                     "FP32)", optarg);
+            break;
         case 'M': o->modes = optarg; break;
         case 'F': o->force = 1; break;
         case 'T':
@@ -330,6 +381,98 @@ amp_cal_program(struct amp_calibration *cal, const struct amp_json *root)
              dname ? dname : "no device", timing ? timing : "not taken");
 }
 
+/* Adds the measurements of obj (a report site or shape) to m. */
+static void
+amp_cal_measure_add(struct amp_cal_measure *m, const struct amp_json *obj)
+{
+    const struct amp_json *time = amp_json_get(obj, "time");
+    const struct amp_json *err = amp_json_get(obj, "errors");
+    double rel;
+
+    m->calls += amp_cal_count(obj, "calls");
+    m->fallback += amp_cal_count(obj, "fallback");
+    m->shadow_calls += amp_cal_count(err, "shadow_calls");
+    m->nonfinite += amp_cal_count(err, "nonfinite");
+    m->fp32_ms += amp_cal_count(time, "shadow_fp32_ms");
+    m->candidate_ms += amp_cal_count(time, "shadow_candidate_ms");
+    rel = amp_cal_num(err, "max_rel");
+    if (!isnan(rel) && (isnan(m->max_rel) || rel > m->max_rel))
+        m->max_rel = rel;
+    rel = amp_cal_num(err, "max_fro");
+    if (!isnan(rel) && (isnan(m->max_fro) || rel > m->max_fro))
+        m->max_fro = rel;
+}
+
+/* The conditions that select a shape by its report dims, into buf; ""
+ * when they cannot be named. */
+static void
+amp_cal_shape_cond(const struct amp_json *dims, int conv, char *buf,
+                   size_t cap)
+{
+    const struct amp_json *x = amp_json_get(dims, "x");
+    const struct amp_json *w = amp_json_get(dims, "w");
+    const char *ta = amp_json_str(amp_json_get(dims, "transa"));
+    const char *tb = amp_json_str(amp_json_get(dims, "transb"));
+    const char *epi = amp_json_str(amp_json_get(dims, "epilogue"));
+    double g = amp_cal_num(dims, "groups");
+    int n;
+
+    buf[0] = '\0';
+    if (!conv) {
+        if (!ta || !tb || isnan(amp_cal_num(dims, "m")) ||
+            isnan(amp_cal_num(dims, "n")) || isnan(amp_cal_num(dims, "k")) ||
+            isnan(amp_cal_num(dims, "batch")))
+            return;
+        n = snprintf(buf, cap, "m == %.0f and n == %.0f and k == %.0f and "
+                     "batch == %.0f and transa == %c and transb == %c%s%s",
+                     amp_cal_num(dims, "m"), amp_cal_num(dims, "n"),
+                     amp_cal_num(dims, "k"), amp_cal_num(dims, "batch"),
+                     ta[0] == 'T' ? 't' : 'n', tb[0] == 'T' ? 't' : 'n',
+                     epi ? " and epilogue == " : "", epi ? epi : "");
+    } else {
+        /* The policy's fields name a 4-dimensional convolution only. */
+        if (!x || x->type != AMP_JSON_ARRAY || x->count != 4 || !w ||
+            w->type != AMP_JSON_ARRAY || w->count != 4 || isnan(g))
+            return;
+        n = snprintf(buf, cap, "N == %.0f and C == %.0f and H == %.0f and "
+                     "W == %.0f and K == %.0f and R == %.0f and S == %.0f "
+                     "and groups == %.0f", x->items[0].number,
+                     x->items[1].number, x->items[2].number,
+                     x->items[3].number, w->items[0].number,
+                     w->items[2].number, w->items[3].number, g);
+    }
+    if (n < 0 || (size_t)n >= cap)
+        buf[0] = '\0';
+}
+
+/* The shape of s with the text of obj, made on first sight; NULL out of
+ * memory. */
+static struct amp_cal_shape *
+amp_cal_shape(struct amp_cal_site *s, const struct amp_json *obj)
+{
+    const char *text = amp_or(amp_json_str(amp_json_get(obj, "shape")), "?");
+    struct amp_cal_shape *sh, *more;
+    int i, k;
+
+    for (i = 0; i < s->nshapes; i++)
+        if (strcmp(s->shapes[i].text, text) == 0)
+            return &s->shapes[i];
+    more = realloc(s->shapes, ((size_t)s->nshapes + 1) * sizeof *more);
+    if (!more)
+        return NULL;
+    s->shapes = more;
+    sh = &s->shapes[s->nshapes++];
+    memset(sh, 0, sizeof *sh);
+    snprintf(sh->text, sizeof sh->text, "%s", text);
+    amp_cal_shape_cond(amp_json_get(obj, "dims"), s->conv, sh->cond,
+                       sizeof sh->cond);
+    for (k = 0; k < AMP_CAL_MODES; k++) {
+        sh->m[k].max_rel = NAN;
+        sh->m[k].max_fro = NAN;
+    }
+    return sh;
+}
+
 /* Adds one report site's measurements of candidate k. */
 static int
 amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
@@ -340,12 +483,9 @@ amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
     char name[AMP_SYMBOL_LEN] = "";
     const char *module = amp_json_str(amp_json_get(js, "module"));
     const char *family = amp_json_str(amp_json_get(js, "family"));
-    const struct amp_json *time = amp_json_get(js, "time");
-    const struct amp_json *err = amp_json_get(js, "errors");
     const struct amp_json *shapes = amp_json_get(js, "shapes");
     struct amp_cal_site *s;
-    struct amp_cal_measure *m;
-    double rel;
+    size_t i;
 
     if (!api || !family)
         return -1;
@@ -357,31 +497,17 @@ amp_cal_add(struct amp_calibration *cal, int k, const struct amp_json *js,
     if (!s)
         return -1;
     s->conv = strcmp(family, "conv") == 0;
-    if (first) {
-        if (!s->merged++)
-            s->offset = amp_cal_num(js, "offset");
-        if (shapes && shapes->type == AMP_JSON_ARRAY && shapes->count) {
-            const char *sh = amp_json_str(amp_json_get(&shapes->items[0],
-                                                       "shape"));
+    if (first && !s->merged++)
+        s->offset = amp_cal_num(js, "offset");
+    amp_cal_measure_add(&s->m[k], js);
+    for (i = 0; shapes && shapes->type == AMP_JSON_ARRAY &&
+                i < shapes->count; i++) {
+        struct amp_cal_shape *sh = amp_cal_shape(s, &shapes->items[i]);
 
-            if (!s->nshapes)
-                snprintf(s->shape, sizeof s->shape, "%s", sh ? sh : "?");
-            s->nshapes += (int)shapes->count;
-        }
+        if (!sh)
+            return -1;
+        amp_cal_measure_add(&sh->m[k], &shapes->items[i]);
     }
-    m = &s->m[k];
-    m->calls += amp_cal_count(js, "calls");
-    m->fallback += amp_cal_count(js, "fallback");
-    m->shadow_calls += amp_cal_count(err, "shadow_calls");
-    m->nonfinite += amp_cal_count(err, "nonfinite");
-    m->fp32_ms += amp_cal_count(time, "shadow_fp32_ms");
-    m->candidate_ms += amp_cal_count(time, "shadow_candidate_ms");
-    rel = amp_cal_num(err, "max_rel");
-    if (!isnan(rel) && (isnan(m->max_rel) || rel > m->max_rel))
-        m->max_rel = rel;
-    rel = amp_cal_num(err, "max_fro");
-    if (!isnan(rel) && (isnan(m->max_fro) || rel > m->max_fro))
-        m->max_fro = rel;
     return 0;
 }
 
@@ -460,19 +586,90 @@ amp_cal_read_run(struct amp_calibration *cal, int k, const char *dir,
     return rc;
 }
 
-/* One run per candidate, its reports read; 0 or 1. */
+/* SIGTERM to the tool: passed on to the program during a run (as
+ * `ampshim run` does); the calibration then stops, writes no policy and
+ * removes its temporary files. */
+static volatile sig_atomic_t amp_cal_stop;
+
+static void
+amp_cal_on_term(int sig)
+{
+    amp_cal_stop = sig;
+}
+
+/* Removes dir and the files in it (a run's reports, a snapshot's
+ * temporary file). */
+static void
+amp_cal_remove_dir(const char *dir)
+{
+    char path[4400];
+    struct dirent *e;
+    DIR *d = opendir(dir);
+
+    if (d) {
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+                    (int)sizeof path)
+                unlink(path);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* 1 when the program made a call candidate c applies to, by the sites
+ * of the runs so far. */
+static int
+amp_cal_usable(const struct amp_calibration *cal,
+               const struct amp_cal_candidate *c)
+{
+    int i;
+
+    for (i = 0; i < cal->nsites; i++)
+        if (cal->sites[i].conv ? c->conv : c->gemm)
+            return 1;
+    return 0;
+}
+
+/* The shapes of the sites so far. */
+static int
+amp_cal_nshapes(const struct amp_calibration *cal)
+{
+    int i, n = 0;
+
+    for (i = 0; i < cal->nsites; i++)
+        n += cal->sites[i].nshapes;
+    return n;
+}
+
+/* One run per candidate the program can use, its reports read; 0 or 1.
+ * A line on stderr per run; the shim's own exit tables are left out. */
 static int
 amp_cal_measure(struct amp_calibration *cal, const char *library,
                 char **argv, const char *dir)
 {
     char policy[4200], run_dir[4200], report[4300];
     struct amp_run_options o;
-    int i, k, status, failed = 0;
+    struct timespec t0, t1;
+    int i, k, status, failed = 0, runs = 0;
 
+    /* The summary at the end stands for the runs' exit tables. */
+    setenv("AMPSHIM_SUMMARY", "0", 1);
     for (i = 0; i < cal->nmodes; i++) {
         const char *name = amp_mode_name(cal->modes[i]->mode);
 
         k = (int)(cal->modes[i] - amp_cal_candidates);
+        /* After the first run the sites say which families the program
+         * calls: a candidate for none of them would measure nothing. */
+        if (amp_cal_stop)
+            return 1;
+        if (runs && !amp_cal_usable(cal, cal->modes[i])) {
+            cal->skipped[i] = 1;
+            fprintf(stderr, "ampshim calibrate: %s skipped: the program "
+                    "made no %s\n", name,
+                    cal->modes[i]->gemm ? "FP32 GEMM" : "FP32 convolution");
+            continue;
+        }
         snprintf(policy, sizeof policy, "%s/%s.policy", dir, name);
         snprintf(run_dir, sizeof run_dir, "%s/%s", dir, name);
         /* One report per process of the run. */
@@ -483,31 +680,46 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
                     strerror(errno));
             return 1;
         }
-        fprintf(stderr, "ampshim calibrate: run %d of %d: every call in "
-                "shadow:%s\n", i + 1, cal->nmodes, name);
+        fprintf(stderr, "ampshim calibrate: run %d of at most %d: every "
+                "call in shadow:%s\n", runs + 1, cal->nmodes - i + runs,
+                name);
         memset(&o, 0, sizeof o);
         o.policy = policy;
         o.report = report;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         status = amp_tool_launch(&o, library, argv);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (amp_tool_launch_signal())
+            amp_cal_stop = amp_tool_launch_signal();
         if (status != 0)
             fprintf(stderr, "ampshim calibrate: %s exited with status %d "
                     "in the run measuring %s\n", argv[0], status, name);
-        failed = amp_cal_read_run(cal, k, run_dir, i == 0,
-                                  status == 0) != 0;
-        rmdir(run_dir);
+        failed = amp_cal_read_run(cal, k, run_dir, runs == 0,
+                                  status == 0 && !amp_cal_stop) != 0;
+        amp_cal_remove_dir(run_dir);
         unlink(policy);
-        if (status != 0 || failed)
+        if (status != 0 || failed || amp_cal_stop)
             return 1;
+        runs++;
+        fprintf(stderr, "ampshim calibrate: %s measured: %d site%s, %d "
+                "shape%s, %.1f s\n", name, cal->nsites,
+                cal->nsites == 1 ? "" : "s", amp_cal_nshapes(cal),
+                amp_cal_nshapes(cal) == 1 ? "" : "s",
+                (double)(t1.tv_sec - t0.tv_sec) +
+                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     }
     return 0;
 }
 
 /* ---- Choosing --------------------------------------------------------------- */
 
+/* 1 when mode i of cal->modes was run and applies to a site of the
+ * family conv. */
 static int
-amp_cal_applies(const struct amp_cal_candidate *c, const struct amp_cal_site *s)
+amp_cal_applies(const struct amp_calibration *cal, int i, int conv)
 {
-    return s->conv ? c->conv : c->gemm;
+    return !cal->skipped[i] &&
+           (conv ? cal->modes[i]->conv : cal->modes[i]->gemm);
 }
 
 static double
@@ -544,30 +756,57 @@ amp_cal_rejects(const struct amp_calibration *cal,
     }
     if (isnan(speedup) || speedup <= 1.0)
         return "not faster than fp32";
+    if (speedup < cal->min_speedup) {
+        snprintf(buf, cap, "a gain of %.1f %%, below the %.0f %% worth "
+                 "converting for", 100.0 * (speedup - 1.0),
+                 100.0 * (cal->min_speedup - 1.0));
+        return buf;
+    }
     return NULL;
 }
 
-/* The index in cal->modes of s's choice, or -1 for fp32. */
+/* The index in cal->modes of the choice for measurements m (a site's or
+ * a shape's, by candidate) of the family conv, or -1 for fp32. */
 static int
-amp_cal_choose(const struct amp_calibration *cal, const struct amp_cal_site *s)
+amp_cal_choose(const struct amp_calibration *cal,
+               const struct amp_cal_measure *m, int conv)
 {
     char buf[128];
     double best_speedup = 0;
     int i, best = -1;
 
     for (i = 0; i < cal->nmodes; i++) {
-        const struct amp_cal_measure *m =
-            &s->m[cal->modes[i] - amp_cal_candidates];
+        const struct amp_cal_measure *c =
+            &m[cal->modes[i] - amp_cal_candidates];
 
-        if (!amp_cal_applies(cal->modes[i], s) ||
-            amp_cal_rejects(cal, m, buf, sizeof buf))
+        if (!amp_cal_applies(cal, i, conv) ||
+            amp_cal_rejects(cal, c, buf, sizeof buf))
             continue;
-        if (amp_cal_speedup(m) > best_speedup) {
-            best_speedup = amp_cal_speedup(m);
+        if (amp_cal_speedup(c) > best_speedup) {
+            best_speedup = amp_cal_speedup(c);
             best = i;
         }
     }
     return best;
+}
+
+/* 1 when the shapes of s get rules of their own: their choices differ
+ * and every one of them can be named in a rule. */
+static int
+amp_cal_per_shape(const struct amp_calibration *cal,
+                  const struct amp_cal_site *s)
+{
+    int i, differ = 0, first;
+
+    if (s->nshapes < 2)
+        return 0;
+    first = amp_cal_choose(cal, s->shapes[0].m, s->conv);
+    for (i = 0; i < s->nshapes; i++) {
+        if (!s->shapes[i].cond[0])
+            return 0;
+        differ |= amp_cal_choose(cal, s->shapes[i].m, s->conv) != first;
+    }
+    return differ;
 }
 
 /* ---- Writing ---------------------------------------------------------------- */
@@ -622,19 +861,32 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
                 cal->processes);
     fprintf(f, "# Candidates:");
     for (i = 0; i < cal->nmodes; i++)
-        fprintf(f, " %s", amp_mode_name(cal->modes[i]->mode));
+        if (!cal->skipped[i])
+            fprintf(f, " %s", amp_mode_name(cal->modes[i]->mode));
     fprintf(f, ", each measured in one run with every call in shadow mode"
-            ".\n"
-            "# Each site gets the fastest candidate whose largest relative "
-            "error (%s\n"
+            ".\n");
+    for (i = 0; i < cal->nmodes; i++)
+        if (cal->skipped[i])
+            fprintf(f, "# Not run: %s (the program made no %s).\n",
+                    amp_mode_name(cal->modes[i]->mode),
+                    cal->modes[i]->gemm ? "FP32 GEMM" : "FP32 convolution");
+    fprintf(f, "# Each site gets the fastest candidate whose largest "
+            "relative error (%s\n"
             "# norm) is within the tolerance, with no non-finite element "
             "FP32 did not\n"
-            "# have, and that is faster than FP32 (the FP32 originals' time "
-            "over the\n"
-            "# candidate's); else fp32. verify 1: a site's first call is "
+            "# have, and that is at least %.2fx as fast as FP32 (the FP32 "
+            "originals'\n"
+            "# time over the candidate's): a smaller gain is not worth "
+            "results that\n"
+            "# differ from FP32's (--min-speedup); else fp32. Where the "
+            "shapes of a site\n"
+            "# choose differently, each shape gets a rule of its own, and "
+            "shapes not\n"
+            "# measured stay fp32. verify 1: a site's first call is "
             "measured again\n"
             "# and the site stays FP32 if its error exceeds the tolerance."
-            "\n\n", cal->norm == AMP_NORM_FRO ? "Frobenius" : "max");
+            "\n\n", cal->norm == AMP_NORM_FRO ? "Frobenius" : "max",
+            cal->min_speedup);
     if (amp_cal_glob(glob, sizeof glob, cal->program) == 0)
         fprintf(f, "match exe %s%s%s\n", glob,
                 cal->build_id[0] ? " build-id " : "", cal->build_id);
@@ -667,12 +919,13 @@ amp_cal_label(const struct amp_cal_site *s, char *buf, size_t cap)
     return buf;
 }
 
-/* The site's rule, when its caller and module can be named and it fits
- * a line and the room left; 0, or -1 with why not. */
+/* The site's rule (of one of its shapes, with cond, its conditions),
+ * when its caller and module can be named and it fits a line and the
+ * room left; 0, or -1 with why not. */
 static int
 amp_cal_rule(char *line, size_t cap, const struct amp_cal_site *s,
-             const char *action, struct amp_cal_room *room,
-             const char **why)
+             const char *cond, const char *action,
+             struct amp_cal_room *room, const char **why)
 {
     const char *base = strrchr(s->module, '/');
     char fglob[2 * AMP_SYMBOL_LEN + 3], mglob[600];
@@ -686,7 +939,8 @@ amp_cal_rule(char *line, size_t cap, const struct amp_cal_site *s,
         amp_cal_glob(mglob, sizeof mglob, base) != 0)
         return -1;
     n = snprintf(line, cap, "rule %s when symbol %s and caller %s and "
-                 "module %s", action, s->api, fglob, mglob);
+                 "module %s%s%s", action, s->api, fglob, mglob,
+                 cond ? " and " : "", cond ? cond : "");
     /* The glob texts without their quotes, each with its NUL. */
     bytes = strlen(s->api) + 1 + strlen(fglob) - 1 + strlen(mglob) - 1;
     *why = "the caller's name is longer than a policy line allows";
@@ -700,53 +954,94 @@ amp_cal_rule(char *line, size_t cap, const struct amp_cal_site *s,
     return 0;
 }
 
-static void
-amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
-                   const struct amp_cal_site *s, struct amp_cal_room *room)
+/* The comment lines of measurements m (a site's or a shape's), each
+ * candidate's figures and why it was rejected; the index of the
+ * choice in cal->modes, or -1 for fp32. */
+static int
+amp_cal_write_choice(FILE *f, const struct amp_calibration *cal,
+                     const struct amp_cal_measure *ms, int conv,
+                     const char *indent)
 {
-    char label[AMP_LABEL_LEN], line[AMP_POLICY_MAX_LINE + 2], action[48];
+    int chosen = amp_cal_choose(cal, ms, conv), i;
     char why[128];
-    const char *no_rule;
-    int chosen = amp_cal_choose(cal, s), i;
-    const struct amp_cal_measure *best =
-        chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates] : NULL;
 
-    fprintf(f, "\n# %s in %s: %.0f calls, %d shape%s (%s)", s->api,
-            amp_cal_label(s, label, sizeof label),
-            s->m[cal->modes[0] - amp_cal_candidates].calls, s->nshapes,
-            s->nshapes == 1 ? "" : "s", s->shape);
-    if (s->merged > 1)
-        fprintf(f, ", %d call sites in the function", s->merged);
-    fprintf(f, "\n");
     if (chosen < 0)
-        fprintf(f, "#   %-16s chosen: no candidate is within the tolerance "
-                "and faster\n", "fp32");
+        fprintf(f, "#%s%-16s chosen: no candidate is within the tolerance "
+                "and fast enough\n", indent, "fp32");
     for (i = 0; i < cal->nmodes; i++) {
         const struct amp_cal_measure *m =
-            &s->m[cal->modes[i] - amp_cal_candidates];
+            &ms[cal->modes[i] - amp_cal_candidates];
         const char *no = amp_cal_rejects(cal, m, why, sizeof why);
 
-        if (!amp_cal_applies(cal->modes[i], s))
+        if (!amp_cal_applies(cal, i, conv))
             continue;
         if (!no && i != chosen) {
             snprintf(why, sizeof why, "slower than %s",
                      amp_mode_name(cal->modes[chosen]->mode));
             no = why;
         }
-        fprintf(f, "#   %-16s %s: max rel error %.3e, fro rel error %.3e, "
-                "speedup %.4f%s%s\n",
+        fprintf(f, "#%s%-16s %s: max rel error %.3e, fro rel error %.3e, "
+                "speedup %.4f%s%s\n", indent,
                 amp_mode_name(cal->modes[i]->mode),
                 i == chosen ? "chosen" : "rejected", m->max_rel, m->max_fro,
                 amp_cal_speedup(m), no ? ": " : "", no ? no : "");
     }
+    return chosen;
+}
+
+/* The rule of a choice (cond: a shape's conditions, or NULL), or why
+ * there is none. */
+static void
+amp_cal_write_rule(FILE *f, const struct amp_calibration *cal,
+                   const struct amp_cal_site *s, const char *cond,
+                   int chosen, struct amp_cal_room *room)
+{
+    char line[AMP_POLICY_MAX_LINE + 2], action[48];
+    const char *no_rule;
+
     snprintf(action, sizeof action, "%s%s",
              chosen >= 0 ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
-             best ? " verify 1" : "");
-    if (amp_cal_rule(line, sizeof line, s, action, room, &no_rule) != 0) {
+             chosen >= 0 ? " verify 1" : "");
+    if (amp_cal_rule(line, sizeof line, s, cond, action, room, &no_rule) !=
+        0) {
         fprintf(f, "#   no rule: %s; the default decides\n", no_rule);
         return;
     }
     fprintf(f, "%s\n", line);
+}
+
+static void
+amp_cal_write_site(FILE *f, const struct amp_calibration *cal,
+                   const struct amp_cal_site *s, struct amp_cal_room *room)
+{
+    char label[AMP_LABEL_LEN];
+    int i;
+
+    fprintf(f, "\n# %s in %s: %.0f calls, %d shape%s (%s%s)", s->api,
+            amp_cal_label(s, label, sizeof label),
+            s->m[cal->modes[0] - amp_cal_candidates].calls, s->nshapes,
+            s->nshapes == 1 ? "" : "s", s->nshapes ? s->shapes[0].text : "?",
+            s->nshapes > 1 ? ", ..." : "");
+    if (s->merged > 1)
+        fprintf(f, ", %d call sites in the function", s->merged);
+    fprintf(f, "\n");
+    if (!amp_cal_per_shape(cal, s)) {
+        amp_cal_write_rule(f, cal, s, NULL,
+                           amp_cal_write_choice(f, cal, s->m, s->conv, "   "),
+                           room);
+        return;
+    }
+    fprintf(f, "#   its shapes choose differently: a rule per shape\n");
+    for (i = 0; i < s->nshapes; i++) {
+        const struct amp_cal_shape *sh = &s->shapes[i];
+
+        fprintf(f, "#   shape %s: %.0f calls\n", sh->text,
+                sh->m[cal->modes[0] - amp_cal_candidates].calls);
+        amp_cal_write_rule(f, cal, s, sh->cond,
+                           amp_cal_write_choice(f, cal, sh->m, s->conv,
+                                                "     "),
+                           room);
+    }
 }
 
 /* Writes the policy to path (never replacing a file unless force): 0 or
@@ -793,34 +1088,57 @@ out:
     return rc;
 }
 
-/* One line per site on stdout. */
+/* One summary line: a site's (or, indented, a shape's) choice. */
+static void
+amp_cal_print_line(const struct amp_calibration *cal, const char *name,
+                   const char *api, const struct amp_cal_measure *ms,
+                   int conv)
+{
+    int chosen = amp_cal_choose(cal, ms, conv);
+    const struct amp_cal_measure *m =
+        chosen >= 0 ? &ms[cal->modes[chosen] - amp_cal_candidates] : NULL;
+
+    /* A label wider than its column gets a line of its own, whole. */
+    if (strlen(name) > 40) {
+        printf("%s\n", name);
+        name = "";
+    }
+    printf("%-40s %-26s %-16s %10.4f %10.3e\n", name, api,
+           m ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
+           m ? amp_cal_speedup(m) : 1.0, m ? m->max_rel : 0.0);
+}
+
+/* The summary on stdout: one line per site, and under a site whose
+ * shapes choose differently one per shape. */
 static void
 amp_cal_print(const struct amp_calibration *cal, const char *path)
 {
-    int i;
+    char name[AMP_LABEL_LEN], shape[128];
+    int i, j;
 
-    printf("%-40s %-26s %-16s %10s %10s\n", "site", "api", "mode", "speedup",
-           "max rel");
+    printf("%-40s %-26s %-16s %10s %10s\n", "site / shape", "api", "mode",
+           "speedup", "max rel");
     for (i = 0; i < cal->nsites; i++) {
         const struct amp_cal_site *s = &cal->sites[i];
-        int chosen = amp_cal_choose(cal, s);
-        const struct amp_cal_measure *m =
-            chosen >= 0 ? &s->m[cal->modes[chosen] - amp_cal_candidates]
-                        : NULL;
-        char name[AMP_LABEL_LEN];
+        int per_shape = amp_cal_per_shape(cal, s);
 
-        /* A label wider than its column gets a line of its own, whole. */
-        if (strlen(amp_cal_label(s, name, sizeof name)) > 40) {
+        amp_cal_label(s, name, sizeof name);
+        if (per_shape)
             printf("%s\n", name);
-            name[0] = '\0';
+        else
+            amp_cal_print_line(cal, name, s->api, s->m, s->conv);
+        for (j = 0; j < s->nshapes; j++) {
+            if (!per_shape)
+                break;
+            snprintf(shape, sizeof shape, "  %s", s->shapes[j].text);
+            amp_cal_print_line(cal, shape, s->api, s->shapes[j].m, s->conv);
         }
-        printf("%-40s %-26s %-16s %10.4f %10.3e\n", name, s->api,
-               m ? amp_mode_name(cal->modes[chosen]->mode) : "fp32",
-               m ? amp_cal_speedup(m) : 1.0, m ? m->max_rel : 0.0);
     }
-    printf("wrote %s (tolerance %g, %s norm); run with: ampshim run "
-           "--policy %s -- ...\n", path, cal->tolerance,
-           cal->norm == AMP_NORM_FRO ? "Frobenius" : "max", path);
+    printf("wrote %s (tolerance %g, %s norm; at least %.2fx as fast as "
+           "FP32 to convert); run with: ampshim run --policy %s -- ...\n",
+           path, cal->tolerance,
+           cal->norm == AMP_NORM_FRO ? "Frobenius" : "max",
+           cal->min_speedup, path);
 }
 
 /* 1 when program is a job launcher (mpirun, srun, torchrun, ...): the
@@ -889,7 +1207,9 @@ amp_tool_calibrate(int argc, char **argv)
 {
     static struct amp_calibration cal;
     struct amp_cal_options o;
-    char dir[] = "/tmp/ampshim-calibrate-XXXXXX", out[4096];
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], out[4096];
+    struct sigaction sa, old_term;
     char library[PATH_MAX];
     const char *base;
     int rc = amp_cal_parse(argc, argv, &o), i;
@@ -899,6 +1219,7 @@ amp_tool_calibrate(int argc, char **argv)
     memset(&cal, 0, sizeof cal);
     if (amp_cal_modes(&cal, o.modes) != 0)
         return AMP_TOOL_USAGE;
+    cal.min_speedup = o.min_speedup;
     if (o.tolerance >= 0) {
         cal.tolerance = o.tolerance;
         cal.norm = o.norm;
@@ -913,11 +1234,25 @@ amp_tool_calibrate(int argc, char **argv)
     /* Before minutes of runs. */
     if (amp_cal_check(&o, argv[o.first], out, library, sizeof library) != 0)
         return AMP_RUN_FAILED;
+    /* $TMPDIR, else /tmp, as mktemp(1) takes it. */
+    snprintf(dir, sizeof dir, "%s/ampshim-calibrate-XXXXXX",
+             tmp && *tmp == '/' ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
-        perror("ampshim calibrate: mkdtemp");
+        fprintf(stderr, "ampshim calibrate: %s: %s\n", dir, strerror(errno));
         return 1;
     }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = amp_cal_on_term;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    amp_cal_stop = 0;
+    sigaction(SIGTERM, &sa, &old_term);
     rc = amp_cal_measure(&cal, library, argv + o.first, dir);
+    if (amp_cal_stop) {
+        fprintf(stderr, "ampshim calibrate: stopped by %s: no policy "
+                "written\n", strsignal(amp_cal_stop));
+        rc = 128 + amp_cal_stop;
+    }
     if (rc == 0 && cal.nsites == 0) {
         fprintf(stderr, "ampshim calibrate: %s made no call the shim "
                 "hooks: nothing to calibrate\n", argv[o.first]);
@@ -938,7 +1273,9 @@ amp_tool_calibrate(int argc, char **argv)
         amp_cal_print(&cal, out);
     if (rmdir(dir) != 0)
         fprintf(stderr, "ampshim calibrate: %s left behind\n", dir);
+    sigaction(SIGTERM, &old_term, NULL);
     for (i = 0; i < cal.nsites; i++) {
+        free(cal.sites[i].shapes);
         free(cal.sites[i].api);
         free(cal.sites[i].function);
         free(cal.sites[i].module);

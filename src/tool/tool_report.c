@@ -18,8 +18,9 @@
 #include <sys/stat.h>
 
 const char amp_tool_report_help[] =
-    "usage: ampshim report [FILE] [--html OUT] [--csv OUT]\n"
+    "usage: ampshim report [FILE] [--html OUT] [--csv OUT [--shapes]]\n"
     "       ampshim report FILE... | DIR [--html OUT] [--csv OUT]\n"
+    "       ampshim report --diff A B [--csv OUT]\n"
     "\n"
     "Reads a report that the shim wrote at a program's exit (its schema:\n"
     "docs/report-schema.md) and prints the program, device and policy and\n"
@@ -43,6 +44,14 @@ const char amp_tool_report_help[] =
     "error: min/median/max) and the sites whose decisions differ; --csv\n"
     "writes a row per site, --html a page of the summary.\n"
     "\n"
+    "--diff A B compares two reports (before and after a change of policy\n"
+    "or code): per site and shape, calls, mode, time under the shim, B's\n"
+    "time over A's, speedup and the error of what the program got, side by\n"
+    "side; rows that match nothing are marked only in A or only in B.\n"
+    "Sites match by API, calling function and module file name (the k-th\n"
+    "such site by offset in A is the k-th in B), shapes by their text.\n"
+    "--csv writes the comparison, one row per (site, shape).\n"
+    "\n"
     "options:\n"
     "  --html OUT   also write a self-contained HTML page (no external\n"
     "               resources): the run's metadata, captioned charts (time\n"
@@ -50,6 +59,9 @@ const char amp_tool_report_help[] =
     "               versus actual time per site), a table per shape, why\n"
     "               calls stayed FP32, and what to do next\n"
     "  --csv OUT    also write one CSV row per site\n"
+    "  --shapes     with --csv: one row per (site, shape), its text in the\n"
+    "               column shape, the site's identity in every row\n"
+    "  --diff       compare the two reports A and B\n"
     "  -h, --help   this help\n"
     "\n"
     "OUT is replaced if it exists. OUT '-' writes the page or the CSV to\n"
@@ -58,8 +70,9 @@ const char amp_tool_report_help[] =
     "value as --opt VALUE or --opt=VALUE, before or after FILE.\n"
     "\n"
     "exit status:\n"
-    "  0; 1 when FILE cannot be read or is not a report, or OUT cannot be\n"
-    "  written; 2 on a usage error.\n";
+    "  0; 1 when FILE (A or B) cannot be read or is not a report (named,\n"
+    "  before anything is printed), or OUT cannot be written; 2 on a usage\n"
+    "  error.\n";
 
 const char *
 amp_or(const char *s, const char *otherwise)
@@ -194,7 +207,7 @@ amp_row_delivered(struct amp_row *r, const struct amp_json *s)
     }
 }
 
-static void
+void
 amp_row_read(struct amp_row *r, const struct amp_json *s)
 {
     const struct amp_json *time = amp_json_get(s, "time");
@@ -239,6 +252,26 @@ amp_row_read(struct amp_row *r, const struct amp_json *s)
                      isnan(r->offset) ? 0 : (uintptr_t)r->offset);
     amp_row_modes(r, amp_json_get(s, "modes"));
     amp_row_shown(r, s);
+}
+
+void
+amp_row_shape(struct amp_row *shape, const struct amp_row *site,
+              const struct amp_json *s)
+{
+    amp_row_read(shape, s);
+    shape->api = site->api;
+    shape->function = site->function;
+    shape->module = site->module;
+    shape->offset = site->offset;
+    memcpy(shape->function_name, site->function_name,
+           sizeof shape->function_name);
+    memcpy(shape->name, site->name, sizeof shape->name);
+    shape->shape = amp_or(amp_json_str(amp_json_get(s, "shape")), "?");
+    shape->candidate = site->candidate;
+    amp_row_modes(shape, amp_json_get(s, "modes"));
+    amp_row_shown(shape, s);
+    shape->tolerance = site->tolerance;
+    shape->tolerance_norm = site->tolerance_norm;
 }
 
 static int
@@ -292,8 +325,7 @@ amp_tool_read_file(const char *path, size_t *len)
     return text;
 }
 
-/* Reads and checks the document; 0, or -1 after a message. */
-static int
+int
 amp_doc_load(const char *path, struct amp_doc *doc)
 {
     const struct amp_json *sites, *schema;
@@ -341,6 +373,15 @@ amp_doc_load(const char *path, struct amp_doc *doc)
         amp_row_read(&doc->rows[doc->nrows++], &sites->items[i]);
     qsort(doc->rows, doc->nrows, sizeof *doc->rows, amp_by_saved);
     return 0;
+}
+
+void
+amp_doc_free(struct amp_doc *doc)
+{
+    free(doc->rows);
+    amp_json_free(doc->root);
+    doc->rows = NULL;
+    doc->root = NULL;
 }
 
 /* v as "%.Nf" or "%.Ne" (fmt) says; "-" for NaN. */
@@ -785,15 +826,8 @@ amp_print_table(const struct amp_doc *doc)
             struct amp_row shape;
             char name[200], text[1024];
 
-            amp_row_read(&shape, &shapes->items[j]);
-            shape.candidate = r->candidate;
-            amp_row_modes(&shape, amp_json_get(&shapes->items[j], "modes"));
-            amp_row_shown(&shape, &shapes->items[j]);
-            shape.tolerance = r->tolerance;
-            shape.tolerance_norm = r->tolerance_norm;
-            snprintf(name, sizeof name, "  %s",
-                     amp_or(amp_json_str(amp_json_get(&shapes->items[j],
-                                                      "shape")), "?"));
+            amp_row_shape(&shape, r, &shapes->items[j]);
+            snprintf(name, sizeof name, "  %s", shape.shape);
             amp_print_row(&shape, name, "");
             if (amp_auto_text(&shapes->items[j], text, sizeof text))
                 printf("    auto: %s\n", text);
@@ -844,7 +878,7 @@ amp_csv_field(FILE *f, const char *s, int last)
     fputc(last ? '\n' : ',', f);
 }
 
-static void
+void
 amp_csv_number(FILE *f, double v, int last)
 {
     char buf[40];
@@ -868,77 +902,112 @@ amp_out_close(FILE *f)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* The columns of a row after its site's (or shape's) identity. */
+static const char amp_csv_columns[] =
+    "calls,converted,fp32,fallback,modes,fp32_ms,actual_ms,saved_ms,"
+    "speedup,max_rel_err,tolerance,over_tolerance,demoted,steady_speedup,"
+    "fp32_reasons,fp32_unknown_reason,fro_rel_err,tolerance_norm,shadow,"
+    "delivered_rel_err,delivered_fro_err\n";
+
+static void
+amp_csv_row(FILE *f, const struct amp_row *r)
+{
+    amp_csv_number(f, r->calls, 0);
+    amp_csv_number(f, r->converted, 0);
+    amp_csv_number(f, r->fp32_calls, 0);
+    amp_csv_number(f, r->fallback, 0);
+    amp_csv_field(f, r->modes, 0);
+    amp_csv_number(f, r->fp32_ms, 0);
+    amp_csv_number(f, r->actual_ms, 0);
+    amp_csv_number(f, r->saved_ms, 0);
+    amp_csv_number(f, r->speedup, 0);
+    amp_csv_number(f, r->max_rel, 0);
+    amp_csv_number(f, r->tolerance, 0);
+    amp_csv_number(f, r->over_tolerance, 0);
+    amp_csv_field(f, r->demoted ? "yes" : "no", 0);
+    amp_csv_number(f, r->steady, 0);
+    amp_csv_field(f, r->reasons, 0);
+    amp_csv_field(f, r->unknown_reason, 0);
+    amp_csv_number(f, r->max_fro, 0);
+    amp_csv_field(f, r->tolerance_norm, 0);
+    amp_csv_number(f, r->shadow, 0);
+    amp_csv_number(f, r->delivered_rel, 0);
+    amp_csv_number(f, r->delivered_fro, 1);
+}
+
+/* One row per site, or with shapes one per (site, shape): the site's
+ * identity, the shape's text, then the same columns. */
 static int
-amp_write_csv(const struct amp_doc *doc, const char *path)
+amp_write_csv(const struct amp_doc *doc, const char *path, int shapes)
 {
     FILE *f = amp_out_open(path);
-    size_t i;
+    size_t i, j;
 
     if (!f)
         return -1;
-    fputs("api,function,module,offset,calls,converted,fp32,fallback,modes,"
-          "fp32_ms,actual_ms,saved_ms,speedup,max_rel_err,tolerance,"
-          "over_tolerance,demoted,steady_speedup,fp32_reasons,"
-          "fp32_unknown_reason,fro_rel_err,tolerance_norm,shadow,"
-          "delivered_rel_err,delivered_fro_err\n", f);
+    fprintf(f, "api,function,module,offset,%s%s", shapes ? "shape," : "",
+            amp_csv_columns);
     for (i = 0; i < doc->nrows; i++) {
         const struct amp_row *r = &doc->rows[i];
+        const struct amp_json *sh = amp_json_get(r->site, "shapes");
+        size_t n = shapes && sh && sh->type == AMP_JSON_ARRAY ? sh->count
+                                                               : 0;
 
-        amp_csv_field(f, r->api, 0);
-        amp_csv_field(f, r->function ? r->function_name : NULL, 0);
-        amp_csv_field(f, r->module, 0);
-        amp_csv_number(f, r->offset, 0);
-        amp_csv_number(f, r->calls, 0);
-        amp_csv_number(f, r->converted, 0);
-        amp_csv_number(f, r->fp32_calls, 0);
-        amp_csv_number(f, r->fallback, 0);
-        amp_csv_field(f, r->modes, 0);
-        amp_csv_number(f, r->fp32_ms, 0);
-        amp_csv_number(f, r->actual_ms, 0);
-        amp_csv_number(f, r->saved_ms, 0);
-        amp_csv_number(f, r->speedup, 0);
-        amp_csv_number(f, r->max_rel, 0);
-        amp_csv_number(f, r->tolerance, 0);
-        amp_csv_number(f, r->over_tolerance, 0);
-        amp_csv_field(f, r->demoted ? "yes" : "no", 0);
-        amp_csv_number(f, r->steady, 0);
-        amp_csv_field(f, r->reasons, 0);
-        amp_csv_field(f, r->unknown_reason, 0);
-        amp_csv_number(f, r->max_fro, 0);
-        amp_csv_field(f, r->tolerance_norm, 0);
-        amp_csv_number(f, r->shadow, 0);
-        amp_csv_number(f, r->delivered_rel, 0);
-        amp_csv_number(f, r->delivered_fro, 1);
+        for (j = 0; j < (shapes ? n : 1); j++) {
+            struct amp_row shape;
+            const struct amp_row *row = r;
+
+            if (shapes) {
+                amp_row_shape(&shape, r, &sh->items[j]);
+                row = &shape;
+            }
+            amp_csv_field(f, r->api, 0);
+            amp_csv_field(f, r->function ? r->function_name : NULL, 0);
+            amp_csv_field(f, r->module, 0);
+            amp_csv_number(f, r->offset, 0);
+            if (shapes)
+                amp_csv_field(f, row->shape, 0);
+            amp_csv_row(f, row);
+        }
     }
     return amp_out_close(f);
 }
 
-/* 0 with the arguments in *file, *html, *csv; 1 after --help; 2 after
- * a usage message. */
+/* What `ampshim report` was asked. */
+struct amp_report_args {
+    char **files;
+    size_t nfiles;
+    const char *html, *csv;
+    int shapes, diff;
+};
+
+/* 0 with the arguments in *a; 1 after --help; 2 after a usage message. */
 static int
-amp_report_parse(int argc, char **argv, char **files, size_t *nfiles,
-                 const char **html, const char **csv)
+amp_report_parse(int argc, char **argv, struct amp_report_args *a)
 {
     static const struct option longopts[] = {
         {"html", required_argument, NULL, 'H'},
         {"csv", required_argument, NULL, 'C'},
+        {"shapes", no_argument, NULL, 'S'},
+        {"diff", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct amp_opt opt = {"ampshim report", "-:h", longopts, argc, argv, 0};
+    const char *why = NULL;
     int c;
 
-    *nfiles = 0;
-    *html = *csv = NULL;
     while ((c = amp_opt_next(&opt)) != -1) {
         switch (c) {
-        case 'H': *html = optarg; break;
-        case 'C': *csv = optarg; break;
+        case 'H': a->html = optarg; break;
+        case 'C': a->csv = optarg; break;
+        case 'S': a->shapes = 1; break;
+        case 'D': a->diff = 1; break;
         case 'h':
             printf("%s", amp_tool_report_help);
             return 1;
         case 1:
-            files[(*nfiles)++] = optarg;
+            a->files[a->nfiles++] = optarg;
             break;
         default:
             return AMP_TOOL_USAGE;
@@ -946,10 +1015,23 @@ amp_report_parse(int argc, char **argv, char **files, size_t *nfiles,
     }
     /* After "--", the rest is arguments. */
     for (; optind < argc; optind++)
-        files[(*nfiles)++] = argv[optind];
-    if (*html && *csv && strcmp(*html, "-") == 0 && strcmp(*csv, "-") == 0) {
-        amp_opt_usage("ampshim report", "--html - and --csv - both write to "
-                      "standard output; choose one");
+        a->files[a->nfiles++] = argv[optind];
+    if (a->html && a->csv && strcmp(a->html, "-") == 0 &&
+        strcmp(a->csv, "-") == 0)
+        why = "--html - and --csv - both write to standard output; choose "
+              "one";
+    else if (a->shapes && !a->csv)
+        why = "--shapes needs --csv (it gives the CSV a row per shape)";
+    else if (a->diff && a->nfiles != 2)
+        why = "--diff compares two reports: --diff A.json B.json";
+    else if (a->diff && a->html)
+        why = "--diff has no page: --csv writes the comparison";
+    else if (a->shapes && a->diff)
+        why = "--diff compares per shape already; --shapes is not needed";
+    else if (a->shapes && a->nfiles > 1)
+        why = "--shapes is for one report's CSV";
+    if (why) {
+        amp_opt_usage("ampshim report", "%s", why);
         return AMP_TOOL_USAGE;
     }
     return 0;
@@ -1022,33 +1104,46 @@ amp_latest_report(char *path, size_t cap)
 int
 amp_tool_report(int argc, char **argv)
 {
+    struct amp_report_args a = {NULL, 0, NULL, NULL, 0, 0};
     const char *file, *html, *csv;
-    char latest[PATH_MAX], **files = calloc((size_t)argc + 1, sizeof *files);
+    char latest[PATH_MAX];
     struct amp_doc doc;
-    size_t nfiles = 0;
-    int rc = files ? amp_report_parse(argc, argv, files, &nfiles, &html, &csv)
-                   : 1;
+    int rc;
 
+    a.files = calloc((size_t)argc + 1, sizeof *a.files);
+    rc = a.files ? amp_report_parse(argc, argv, &a) : 1;
+    html = a.html;
+    csv = a.csv;
     if (rc != 0) {
-        free(files);
+        free(a.files);
         return rc == 1 ? 0 : rc;
     }
-    /* Several reports, or a directory of them: one job's summary. */
-    if (nfiles > 1 || (nfiles == 1 && amp_is_dir(files[0]))) {
-        rc = amp_tool_report_job(files, nfiles, html, csv);
-        free(files);
+    if (a.diff) {
+        rc = amp_tool_report_diff(a.files[0], a.files[1], csv);
+        free(a.files);
         return rc;
     }
-    file = nfiles ? files[0] : NULL;
-    free(files);
+    /* Several reports, or a directory of them: one job's summary. */
+    if (a.nfiles > 1 || (a.nfiles == 1 && amp_is_dir(a.files[0]))) {
+        if (a.shapes) {
+            amp_opt_usage("ampshim report", "--shapes is for one report's "
+                          "CSV");
+            free(a.files);
+            return AMP_TOOL_USAGE;
+        }
+        rc = amp_tool_report_job(a.files, a.nfiles, html, csv);
+        free(a.files);
+        return rc;
+    }
+    file = a.nfiles ? a.files[0] : NULL;
+    free(a.files);
     if (!file) {
         if (amp_latest_report(latest, sizeof latest) != 0)
             return 1;
         file = latest;
     }
     if (amp_doc_load(file, &doc) != 0) {
-        free(doc.rows);
-        amp_json_free(doc.root);
+        amp_doc_free(&doc);
         return 1;
     }
     /* Standard output holds the table, or the page or CSV alone. */
@@ -1060,13 +1155,12 @@ amp_tool_report(int argc, char **argv)
                 strerror(errno));
         rc = 1;
     }
-    if (csv && amp_write_csv(&doc, csv) != 0) {
+    if (csv && amp_write_csv(&doc, csv, a.shapes) != 0) {
         fprintf(stderr, "ampshim report: %s: %s\n",
                 strcmp(csv, "-") == 0 ? "standard output" : csv,
                 strerror(errno));
         rc = 1;
     }
-    free(doc.rows);
-    amp_json_free(doc.root);
+    amp_doc_free(&doc);
     return rc;
 }

@@ -44,7 +44,18 @@ struct amp_row {
     const char *unknown_reason;  /* why some have none; NULL: every one */
     char reasons[160];           /* "min-size 12, no-rule 3": why calls
                                     ran FP32; "" when none did */
+    const char *shape;           /* a shape's text ("512x256x128 NN");
+                                    NULL for a site */
 };
+
+/* r from s, a site's object in the report. */
+void amp_row_read(struct amp_row *r, const struct amp_json *s);
+
+/* shape from s, one of site's shapes: its figures, and what the report
+ * gives per site (API, caller, module, offset, shadow candidate,
+ * tolerance) from site. */
+void amp_row_shape(struct amp_row *shape, const struct amp_row *site,
+                   const struct amp_json *s);
 
 /* The calls of a totals object whose converted result reached the
  * program: "delivered", or an older report's converted less its shadow
@@ -79,6 +90,12 @@ struct amp_doc {
     struct amp_row *rows;
     size_t nrows;
 };
+
+/* Reads and checks the report at path ("-": standard input) into doc,
+ * rows sorted by time saved; 0, or -1 after a message that names the
+ * file. amp_doc_free frees it, loaded or not. */
+int amp_doc_load(const char *path, struct amp_doc *doc);
+void amp_doc_free(struct amp_doc *doc);
 
 /* s, or otherwise when s is NULL. */
 const char *amp_or(const char *s, const char *otherwise);
@@ -147,6 +164,15 @@ int amp_write_html(const struct amp_doc *doc, const char *path);
 /* s as one CSV field (quoted when it holds a comma, quote or line end),
  * then ',' or, when last, a line end; NULL is an empty field. */
 void amp_csv_field(FILE *f, const char *s, int last);
+
+/* v as a CSV field ("%.9g"; empty for NaN). */
+void amp_csv_number(FILE *f, double v, int last);
+
+/* ---- Two reports compared (tool_diff.c) --------------------------------- */
+
+/* `ampshim report --diff A B`: prints the comparison, and with csv
+ * (NULL: none) writes it as CSV; 0, or 1 after a message. */
+int amp_tool_report_diff(const char *a, const char *b, const char *csv);
 
 /* s, HTML-escaped, into f; nothing for NULL. */
 void amp_html_text(FILE *f, const char *s);

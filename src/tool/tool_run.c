@@ -215,14 +215,14 @@ amp_run_tell_nothing(int status)
     char how[64];
 
     /* A program a signal killed may have made calls: the shim writes its
-     * report at exit, and a snapshot AMPSHIM_SNAPSHOT seconds into the
-     * run; it died before either. */
+     * report at exit, and a first snapshot at a call 1 s after the first
+     * (AMPSHIM_SNAPSHOT when shorter); it died before either. */
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "ampshim run: the program died (killed by signal "
                 "%d, %s) before the shim wrote a report: before its first "
                 "cuBLAS, cuBLASLt or cuDNN call, or before the first "
-                "snapshot of the report (AMPSHIM_SNAPSHOT seconds, 30 by "
-                "default, after that call)\n", WTERMSIG(status),
+                "snapshot of the report (at a call 1 s after that one)\n",
+                WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
         return;
     }
@@ -313,12 +313,14 @@ amp_run_tell_report(pid_t pid, int status)
 static const int amp_run_forwarded[AMP_RUN_FORWARDED] = {SIGTERM};
 static volatile sig_atomic_t amp_run_child_pid;
 static volatile sig_atomic_t amp_run_pending;
+static volatile sig_atomic_t amp_run_received; /* during this launch */
 
 static void
 amp_run_forward(int sig)
 {
     int saved = errno;
 
+    amp_run_received = sig;
     if (amp_run_child_pid > 0)
         kill((pid_t)amp_run_child_pid, sig);
     else
@@ -339,6 +341,7 @@ amp_run_forward_start(struct sigaction *old)
     sa.sa_flags = SA_RESTART;
     amp_run_child_pid = 0;
     amp_run_pending = 0;
+    amp_run_received = 0;
     for (i = 0; i < AMP_RUN_FORWARDED; i++)
         sigaction(amp_run_forwarded[i], &sa, &old[i]);
 }
@@ -384,6 +387,12 @@ amp_run_exec_errno(int failed)
     while (n < 0 && errno == EINTR);
     close(failed);
     return n == (ssize_t)sizeof saved ? saved : 0;
+}
+
+int
+amp_tool_launch_signal(void)
+{
+    return amp_run_received;
 }
 
 int

@@ -5,7 +5,10 @@
  * in pthread_join. With --m2 --n2 --k2, a second call site (second_site)
  * then makes --calls calls more on the first stream, M2 x N2 x K2 and
  * M2 x N2 x K2/2 in turn, starting with K2. With --nonfinite every element
- * of A and B is NaN, so that no element of a product is finite. */
+ * of A and B is NaN, so that no element of a product is finite. With
+ * --segv-after MS, after its first site's calls it goes on calling (one
+ * call, then a synchronisation) for MS milliseconds, then dies of a
+ * segmentation fault: a store to a page it may not write. */
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #define MAX_STREAMS 8
 
@@ -61,6 +66,32 @@ second_site(cublasHandle_t handle, int m, int n, int k, int calls,
             return -1;
     }
     return 0;
+}
+
+/* Calls for ms milliseconds, then a segmentation fault. */
+static void
+call_then_fault(cublasHandle_t handle, int m, int n, int k, const float *a,
+                const float *b, float *c, int ms)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    struct timespec t0, t;
+    volatile int *page;
+    long elapsed;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, m,
+                    b, k, &beta, c, m);
+        cudaDeviceSynchronize();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        elapsed = (t.tv_sec - t0.tv_sec) * 1000L +
+                  (t.tv_nsec - t0.tv_nsec) / 1000000L;
+    } while (elapsed < ms);
+    page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page != MAP_FAILED)
+        *page = 1;
+    fprintf(stderr, "report_prog: no fault\n");
+    exit(7);
 }
 
 static size_t
@@ -170,6 +201,9 @@ main(int argc, char **argv)
                 return 4;
             }
         }
+        if (option(argc, argv, "--segv-after", 0) > 0)
+            call_then_fault(handle, m, n, k, a, b, c,
+                            option(argc, argv, "--segv-after", 0));
         if (how && (round + 1 < rounds || again == 0)) {
             /* The calls are still pending: the reset ends them. */
             if (reset(how) != 0) {

@@ -3,9 +3,13 @@
  * large one whose products cancel, a convolution), checks the choices and
  * annotations of the written policy, then runs the program with it and
  * checks from the report that every site ran in the mode calibration chose
- * at the speedup it wrote down.
+ * at the speedup it wrote down. Then calibrates report_prog, a GEMM-only
+ * program: allow-conversion is not run, the runs' exit tables are left
+ * out, a site whose tf32 gain (4.5 %) is below the 5 % worth converting
+ * for stays fp32, and a site whose two shapes choose differently (tf32 at
+ * k 64, fp32 at k 32) gets a rule per shape, which the next run follows.
  *
- * usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR AMPSHIM */
+ * usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR AMPSHIM REPORT_PROG */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,7 +29,7 @@
 
 #define RUN_TIMEOUT_S 400
 
-static const char *prog, *shim, *emu_dir, *tool;
+static const char *prog, *shim, *emu_dir, *tool, *gemm_prog;
 static char dir[] = "/tmp/ampshim-calibrate-test-XXXXXX";
 static char policy_path[300];
 
@@ -243,6 +247,118 @@ test_calibrate_and_replay(void **state)
     amp_test_run_free(&r);
 }
 
+/* report_prog's shapes: main 1024x768x36 (tf32 1.04x on the H100
+ * model), second_site 1024x768x64 (tf32 1.43x) and 1024x768x32 (tf32 no
+ * faster than FP32), two calls each. */
+#define GEMM_ARGS "--calls", "4", "--m", "1024", "--n", "768", "--k", "36", \
+    "--m2", "1024", "--n2", "768", "--k2", "64"
+
+/* The shape of a report site with this text. */
+static const struct amp_json *
+site_shape(const struct amp_json *site, const char *text)
+{
+    const struct amp_json *shapes = amp_json_get(site, "shapes");
+    size_t i;
+
+    for (i = 0; shapes && i < shapes->count; i++)
+        if (strcmp(amp_json_str(amp_json_get(&shapes->items[i], "shape")),
+                   text) == 0)
+            return &shapes->items[i];
+    fail_msg("no shape %s at the site", text);
+    return NULL;
+}
+
+static void
+test_calibrate_gemm_only(void **state)
+{
+    static struct amp_policy pol;
+    struct amp_policy_error perr;
+    struct amp_test_run r;
+    char path[320], report[320], *text;
+    char *argv[] = {(char *)tool, "calibrate", "-o", path, "--",
+                    (char *)gemm_prog, GEMM_ARGS, NULL};
+    char *run_argv[] = {(char *)tool, "run", "--policy", path, "--report",
+                        report, "--", (char *)gemm_prog, GEMM_ARGS, NULL};
+    const struct amp_json *main_site, *second, *big, *small;
+    struct amp_json *root;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/report_prog.policy", dir);
+    snprintf(report, sizeof report, "%s/gemm.json", dir);
+    if (tool_run(&r, argv) != 0) {
+        amp_test_run_dump("calibrate", &r);
+        fail_msg("ampshim calibrate failed");
+    }
+    /* Four runs, not five: no convolution to measure allow-conversion
+     * on. Progress on stderr, no exit table of the runs. */
+    assert_int_equal(amp_test_count_lines_with(r.out, "report_prog calls="),
+                     4);
+    assert_int_equal(amp_test_count_lines_with(r.err, "allow-conversion "
+                                               "skipped: the program made "
+                                               "no FP32 convolution"), 1);
+    assert_int_equal(amp_test_count_lines_with(r.err, " measured: 2 sites, "
+                                               "3 shapes"), 4);
+    assert_int_equal(amp_test_count_lines_with(r.err, "| site "), 0);
+    assert_int_equal(amp_test_count_lines_with(r.err, "verdict: "), 0);
+    /* One summary: a line per site, per shape under second_site. */
+    assert_int_equal(amp_test_count_lines_with(r.out, "site / shape "), 1);
+    assert_int_equal(amp_test_count_lines_with(r.out, "  1024x768x64 NN "
+                                               "  "), 1);
+    assert_int_equal(amp_test_count_lines_with(r.out, "  1024x768x32 NN "
+                                               "  "), 1);
+    amp_test_run_free(&r);
+
+    assert_int_equal(amp_policy_load(path, &pol, &perr), AMP_OK);
+    /* main, and second_site's two shapes. */
+    assert_int_equal(pol.nrules, 3);
+    text = amp_test_read_file(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "# Not run: allow-conversion"));
+    assert_non_null(strstr(text, "at least 1.05x as fast as FP32"));
+    /* main: tf32 gains 4.5 %, below the threshold. */
+    assert_non_null(strstr(text, "below the 5 % worth converting for"));
+    assert_non_null(strstr(text, "rule fp32 when symbol cublasSgemm_v2 and "
+                                 "caller \"main\" and module "
+                                 "\"report_prog\"\n"));
+    assert_non_null(strstr(text, "its shapes choose differently"));
+    assert_non_null(strstr(text, "rule tf32 verify 1 when symbol "
+                                 "cublasSgemm_v2 and caller \"second_site\" "
+                                 "and module \"report_prog\" and m == 1024 "
+                                 "and n == 768 and k == 64 and batch == 1 "
+                                 "and transa == n and transb == n\n"));
+    assert_non_null(strstr(text, "rule fp32 when symbol cublasSgemm_v2 and "
+                                 "caller \"second_site\" and module "
+                                 "\"report_prog\" and m == 1024 and n == 768 "
+                                 "and k == 32 and"));
+    free(text);
+
+    /* The next run follows the rules, shape by shape. */
+    if (tool_run(&r, run_argv) != 0) {
+        amp_test_run_dump("replay", &r);
+        fail_msg("ampshim run failed");
+    }
+    amp_test_run_free(&r);
+    text = amp_test_read_file(report);
+    assert_non_null(text);
+    root = amp_json_parse(text, strlen(text), NULL, 0);
+    assert_non_null(root);
+    main_site = report_site(root, "main");
+    second = report_site(root, "second_site");
+    big = site_shape(second, "1024x768x64 NN");
+    small = site_shape(second, "1024x768x32 NN");
+    assert_true(num(main_site, "fp32") == 4 &&
+                num(main_site, "converted") == 0);
+    /* verify 1: the first call measured in shadow, the next converted. */
+    assert_true(num(big, "calls") == 2 && num(big, "delivered") == 1 &&
+                num(amp_json_get(big, "modes"), "tf32") == 1);
+    assert_true(num(small, "calls") == 2 && num(small, "fp32") == 2 &&
+                num(small, "converted") == 0);
+    amp_json_free(root);
+    free(text);
+    unlink(report);
+    unlink(path);
+}
+
 static void
 test_usage(void **state)
 {
@@ -252,6 +368,8 @@ test_usage(void **state)
     char *bad_tol[] = {(char *)tool, "calibrate", "--tolerance", "-1", "--",
                        (char *)prog, NULL};
     char *none[] = {(char *)tool, "calibrate", "--", NULL};
+    char *bad_gain[] = {(char *)tool, "calibrate", "--min-speedup", "0.9",
+                        "--", (char *)prog, NULL};
 
     (void)state;
     assert_int_equal(tool_run(&r, bad_mode), 2);
@@ -263,6 +381,10 @@ test_usage(void **state)
     assert_int_equal(tool_run(&r, none), 2);
     assert_non_null(strstr(r.err, "no program to run"));
     amp_test_run_free(&r);
+    assert_int_equal(tool_run(&r, bad_gain), 2);
+    assert_non_null(strstr(r.err, "--min-speedup needs a number of at "
+                               "least 1"));
+    amp_test_run_free(&r);
 }
 
 int
@@ -271,14 +393,16 @@ main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_calibrate_and_replay),
+        cmocka_unit_test(test_calibrate_gemm_only),
     };
     int rc;
 
-    if (argc != 5) {
+    if (argc != 6) {
         fprintf(stderr, "usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR "
-                "AMPSHIM\n");
+                "AMPSHIM REPORT_PROG\n");
         return 2;
     }
+    gemm_prog = argv[5];
     prog = argv[1];
     shim = argv[2];
     emu_dir = argv[3];

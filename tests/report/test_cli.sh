@@ -22,7 +22,8 @@
 #   of cuBLAS or cuDNN, and runs it; a dynamically linked one gets no
 #   warning;
 # - SIGTERM to `ampshim run` goes to the program, which it waits for:
-#   status 143, no process left behind.
+#   status 143, no process left behind; to `ampshim calibrate` too, which
+#   then stops and removes its temporary directory.
 # usage: test_cli.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3 VERSION
 #                    STATIC_VENDOR
 set -euo pipefail
@@ -506,3 +507,36 @@ if kill -0 "$child" 2>/dev/null; then
 fi
 [[ $code == 143 ]] || fail "term: status $code, not 143 (128 + SIGTERM)"
 echo "SIGTERM to ampshim run: passed to the program, status 143, nothing left"
+
+# SIGTERM to `ampshim calibrate`: the program of the run gets it, the
+# calibration stops (no policy, status 143) and removes its temporary
+# directory (under TMPDIR); no process is left.
+mkdir "$tmp/caltmp"
+TMPDIR=$tmp/caltmp "$tool" calibrate -o "$tmp/never.policy" -- sleep 30 \
+    >"$tmp/calterm.out" 2>"$tmp/calterm.err" &
+tool_pid=$!
+child=
+for _ in $(seq 50); do
+    child=$(pgrep -P "$tool_pid" || true)
+    [[ -n $child ]] && break
+    sleep 0.1
+done
+[[ -n $child ]] || fail "calterm: the program did not start"
+kill -TERM "$tool_pid"
+set +e
+wait "$tool_pid"
+code=$?
+set -e
+sleep 0.2
+if kill -0 "$child" 2>/dev/null; then
+    kill -KILL "$child"
+    fail "calterm: the program outlived ampshim calibrate (status $code)"
+fi
+[[ $code == 143 ]] || fail "calterm: status $code, not 143 (128 + SIGTERM)"
+[[ -z $(ls -A "$tmp/caltmp") ]] ||
+    fail "calterm: left in TMPDIR: $(ls -A "$tmp/caltmp")"
+[[ ! -e $tmp/never.policy ]] || fail "calterm: a policy was written"
+grep -qF "ampshim calibrate: stopped by Terminated: no policy written" \
+    "$tmp/calterm.err" || fail "calterm: the message"
+echo "SIGTERM to ampshim calibrate: passed to the program, status 143," \
+     "its temporary directory removed"

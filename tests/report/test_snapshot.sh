@@ -7,13 +7,18 @@
 #   warning, no leftover temporary file;
 # - a report path that exists before the run: never replaced, one warning
 #   for the snapshots;
-# - AMPSHIM_SNAPSHOT=off: a run stopped by SIGTERM leaves no report.
+# - AMPSHIM_SNAPSHOT=off: a run stopped by SIGTERM leaves no report;
+# - the default interval (30 s): the first snapshot comes within seconds
+#   of the first call, so that a run killed by SIGINT 2 s in, and
+#   report_prog segfaulting 2 s in, each leave a report marked incomplete
+#   and die of that signal (the shim changes no disposition).
 # usage: test_snapshot.sh SGEMM_SOAK LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
-#                         CHECK_SCHEMA
+#                         CHECK_SCHEMA REPORT_PROG
 set -euo pipefail
 
 prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3")
 tool=$(realpath "$4") python=$5 schema=$(realpath "$6")
+report_prog=$(realpath "$7")
 tmp=$(mktemp -d /tmp/ampshim-snapshot-XXXXXX)
 pid=
 trap '[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -115,3 +120,44 @@ sleep 3
 stop off
 [[ ! -e $tmp/off.json ]] || fail "off: a report was written"
 echo "AMPSHIM_SNAPSHOT=off: no report from a run stopped by SIGTERM"
+
+# ---- The first snapshot within seconds, under the default interval -----------
+ulimit -c 0
+# early NAME SIGNAL: the status 128 + SIGNAL, a report marked incomplete.
+early() {
+    local want=$((128 + $(kill -l "$2")))
+    [[ $rc == "$want" ]] ||
+        fail "$1: status $rc, not $want: the program's death changed"
+    [[ -s $tmp/$1.json ]] || fail "$1: no report 2 s into the run"
+    [[ $(key "$1.json" '["complete"]') == False ]] ||
+        fail "$1: the report is not marked incomplete"
+    [[ $(key "$1.json" '["totals"]["calls"]') -gt 0 ]] ||
+        fail "$1: no call in the snapshot"
+}
+# A background program of a shell without job control starts with SIGINT
+# ignored (and so does one whose test runner ignores it): sgemm_soak
+# starts with SIGINT's default disposition, as from a terminal.
+AMPSHIM_REPORT="$tmp/early-int.json" "$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.environ["LD_PRELOAD"] = sys.argv[1]
+os.execv(sys.argv[2], sys.argv[2:])' "$preload$lib" "$prog" \
+    --calls 2000000000 --warmup 10 --sync-every 100 --tol fp16 \
+    >"$tmp/early-int.out" 2>"$tmp/early-int.err" &
+pid=$!
+sleep 2
+for _ in $(seq 100); do
+    [[ -s $tmp/early-int.json ]] && break
+    sleep 0.1
+done
+rc=0
+kill -INT "$pid"
+wait "$pid" || rc=$?
+pid=
+early early-int INT
+rc=0
+AMPSHIM_REPORT="$tmp/early-segv.json" LD_PRELOAD="$preload$lib" \
+    "$report_prog" --calls 1 --m 64 --n 64 --k 64 --segv-after 2000 \
+    >"$tmp/early-segv.out" 2>"$tmp/early-segv.err" || rc=$?
+early early-segv SEGV
+echo "default interval: killed by SIGINT and a segfault 2 s in, each" \
+     "leaves an incomplete report"
