@@ -512,7 +512,7 @@ echo "SIGTERM to ampshim run: passed to the program, status 143, nothing left"
 # calibration stops (no policy, status 143) and removes its temporary
 # directory (under TMPDIR); no process is left.
 mkdir "$tmp/caltmp"
-TMPDIR=$tmp/caltmp "$tool" calibrate -o "$tmp/never.policy" -- sleep 30 \
+env LD_PRELOAD="$first" TMPDIR="$tmp/caltmp" "$tool" calibrate -o "$tmp/never.policy" -- sleep 30 \
     >"$tmp/calterm.out" 2>"$tmp/calterm.err" &
 tool_pid=$!
 child=

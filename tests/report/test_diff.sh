@@ -37,7 +37,8 @@ fail() {
 
 # run NAME CALLS MODE: report_prog under `ampshim run`.
 run() {
-    "$tool" run --mode "$3" --report "$1.json" -- "$prog" --calls "$2" \
+    env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" \
+        "$tool" run --mode "$3" --report "$1.json" -- "$prog" --calls "$2" \
         --m 512 --n 512 --k 512 --m2 1024 --n2 768 --k2 1024 \
         >"$1.run.out" 2>"$1.run.err" || fail "$1: the run failed"
 }
