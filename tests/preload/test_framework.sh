@@ -43,10 +43,11 @@
 #   state and choice, and no candidate's call counted untimed; under
 #   AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
 #   (no convolution short of a slot for its non-finite check: busy).
-# CHECK noise: three runs under the auto policy (12 steps, where auto
-#   chooses for GEMMs and convolutions) with timing noise on
-#   (AMPSHIM_EMU_NOISE, a seed each): every (site, shape)'s auto state
-#   and choice the same in the three reports, some of them chosen.
+# CHECK noise: three runs under the auto policy (36 steps, where auto
+#   decides nearly every (site, shape); at this size tf32 takes FP32's
+#   time, but for noise) with timing noise on (AMPSHIM_EMU_NOISE, a seed
+#   each): every (site, shape)'s auto state and choice the same in the
+#   three reports, most of them decided.
 # usage: test_framework.sh CHECK FRAMEWORK LIBAMPSHIM EMU_DIR PYTHON3 SCHEMA
 set -euo pipefail
 
@@ -62,8 +63,9 @@ export LD_LIBRARY_PATH=$emu
 cd "$tmp"
 args=(--small)
 behind=64
-# The timing noise of CHECK noise: each modelled time within 10 %.
-noise=0.1
+# The timing noise of CHECK noise: each modelled time within 2 %, enough
+# for one timed call to find either of two equal times the faster.
+noise=0.02
 
 fail() {
     echo "framework test: $*" >&2
@@ -326,7 +328,7 @@ auto_accuracy)
     grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
     ;;
 noise)
-    args=(--small --steps 12)
+    args=(--small --steps 36)
     for seed in 1 2 3; do
         run "auto noise seed $seed" 0 AMPSHIM_POLICY="$tmp/auto.policy" \
             AMPSHIM_EMU_NOISE="$noise:$seed"
@@ -335,8 +337,9 @@ noise)
         echo "  $(grep -c ': chosen ' "noise-$seed.txt") (site, shape)s" \
              "chosen, $(grep -c ': fp32 ' "noise-$seed.txt") fp32," \
              "$(grep -c ': measuring ' "noise-$seed.txt") measuring"
-        grep -q ': chosen ' "noise-$seed.txt" ||
-            fail "noise seed $seed: no (site, shape) chosen"
+        (($(grep -c ': measuring ' "noise-$seed.txt") * 4 <
+          $(wc -l <"noise-$seed.txt"))) ||
+            fail "noise seed $seed: a quarter or more still measuring"
     done
     for seed in 2 3; do
         diff "noise-1.txt" "noise-$seed.txt" >&2 ||
