@@ -46,16 +46,16 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
     /* Loading the kernels and creating a handle are not capture-safe: a
      * call on a capturing stream uses only what earlier calls made. */
     capturing = amp_dev_stream_capturing(d->stream) > 0;
+    dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    own = dev ? v->own(dev, !capturing) : NULL;
     /* Shadow work is never captured into a graph: FP32, as for GEMMs,
      * and nothing said of the candidate (its twin plan may not be built
      * yet, which a capture does not allow). */
-    if (capturing && plan.mode == AMP_MODE_SHADOW) {
+    if (st == AMP_OK && own && capturing && plan.mode == AMP_MODE_SHADOW) {
         h->outcome = AMP_OUTCOME_FP32;
         amp_prof_fp32(what, AMP_KEPT_CAPTURE);
         return 0;
     }
-    dev = capturing ? amp_dev_current_made() : amp_dev_current();
-    own = dev ? v->own(dev, !capturing) : NULL;
     ready = st == AMP_OK && own ? v->ready(own, call, d, &plan, &bytes) : 0;
     if (ready <= 0) {
         amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)

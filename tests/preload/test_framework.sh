@@ -38,10 +38,11 @@
 #   layer within the bound, the ill-conditioned one included.
 # CHECK depth: the device 1 and 500 operations behind the host
 #   (AMPSHIM_EMU_BEHIND) give the same conversions: under the auto policy
-#   (12 steps, where auto chooses for GEMMs) the GEMMs and convolutions
-#   that ran converted (shadow calls apart), every (site, shape)'s auto
-#   state and choice, and no candidate's call counted untimed; under
-#   AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
+#   (36 steps, where auto decides nearly every (site, shape): FP32 at this
+#   size, where no candidate gains 5 %) the GEMMs and convolutions that
+#   ran converted (shadow calls apart), every (site, shape)'s auto state
+#   and choice, some decided, and no candidate's call counted untimed;
+#   under AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
 #   (no convolution short of a slot for its non-finite check: busy).
 # CHECK noise: three runs under the auto policy (36 steps, where auto
 #   decides nearly every (site, shape); at this size tf32 takes FP32's
@@ -349,7 +350,7 @@ noise)
 depth)
     for setting in auto fp16; do
         if [[ $setting == auto ]]; then
-            args=(--small --steps 12) want=0
+            args=(--small --steps 36) want=0
             set -- AMPSHIM_POLICY="$tmp/auto.policy"
         else
             args=(--small) want=1
@@ -373,8 +374,18 @@ depth)
                          "$setting-$behind.txt")"
             fi
         done
-        [[ $(head -n 1 "$setting-1.txt") != "gemm=0 conv=0" ]] ||
-            fail "$setting: nothing converted"
+        if [[ $setting == auto ]]; then
+            grep -Eq ': (chosen|fp32) ' "$setting-1.txt" ||
+                fail "auto: nothing decided"
+        else
+            [[ $(head -n 1 "$setting-1.txt") != "gemm=0 conv=0" ]] ||
+                fail "$setting: nothing converted"
+        fi
+        # Under auto the calls kept FP32 (fallbacks' "auto") are not
+        # compared: a deeper queue brings results later, so that a shape
+        # may run one more shadow call before it decides.
+        [[ $setting == fp16 ]] || sed -i '$d' "$setting-1.txt" \
+                                              "$setting-500.txt"
         diff "$setting-1.txt" "$setting-500.txt" >&2 ||
             fail "$setting: depths 1 and 500 differ (above)"
     done
