@@ -142,6 +142,7 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
     struct amp_auto_bound policy;
     const struct amp_auto_bound *bound =
         amp_auto_bound_or(bound_in, &policy);
+
     if (c->unfit) {
         snprintf(buf, cap, "its half-precision copies need dimensions "
                            "that are multiples of 8");
@@ -153,7 +154,8 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
                  amp_error_in(&c->worst, bound->norm), bound->tolerance,
                  bound->norm == AMP_NORM_FRO ? " (Frobenius norm)" : "");
     } else if (c->failed) {
-        snprintf(buf, cap, c->timed || c->untimed < AMP_AUTO_UNTIMED_MAX
+        snprintf(buf, cap, c->timed >= AMP_AUTO_SAMPLES ||
+                                   c->untimed < AMP_AUTO_UNTIMED_MAX
                                ? "the converted path could not run it"
                                : "no time measured");
     } else if (!c->errors || c->timed < AMP_AUTO_SAMPLES) {

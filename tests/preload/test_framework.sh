@@ -33,9 +33,10 @@
 #   finalized per plan, none again: the twins evicted are the least
 #   recently used, the first calls' (destroyed once an event after their
 #   last execution has completed).
-# CHECK auto_accuracy: at the program's default size (3 replays), where
-#   auto finds converting faster than FP32, the auto policy keeps every
-#   layer within the bound, the ill-conditioned one included.
+# CHECK auto_accuracy: at the program's default size (33 steps, 3
+#   replays), where auto finds converting faster than FP32 (some (site,
+#   shape) chosen), the auto policy keeps every layer within the bound,
+#   the ill-conditioned one included.
 # CHECK depth: the device 1 and 500 operations behind the host
 #   (AMPSHIM_EMU_BEHIND) give the same conversions: under the auto policy
 #   (36 steps, where auto decides nearly every (site, shape): FP32 at this
@@ -321,9 +322,13 @@ evict)
     ;;
 auto_accuracy)
     # The calls counted first: only the layers' check is expected to fail.
-    args=(--replays 3)
+    # 33 steps: 11 calls of each shape, enough for auto to choose.
+    args=(--steps 33 --replays 3)
     run auto any AMPSHIM_POLICY="$tmp/auto.policy"
     check_counts auto
+    conversions >auto.txt
+    echo "  $(head -n 1 auto.txt); $(grep -c ': chosen ' auto.txt) chosen"
+    grep -q ': chosen ' auto.txt || fail "auto: no (site, shape) chosen"
     grep ' FAIL$' run.out || true
     [[ $status == 0 ]] || fail "auto: exit status $status, not 0"
     grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
