@@ -34,9 +34,9 @@
 /* The least gain that counts: a candidate is faster than FP32 when FP32's
  * median time over its own (each pair timed in one call) is at least
  * this, and candidates whose median times are within this factor of the
- * fastest's are of one speed. A smaller difference is within what a few
- * per cent of timing noise makes of equal times. */
-#define AMP_AUTO_GAIN 1.05
+ * fastest's are of one speed. A smaller difference is within what timing
+ * noise makes of equal times. */
+#define AMP_AUTO_GAIN 1.01
 
 /* What a (site, shape) is doing. */
 enum amp_auto_state {
