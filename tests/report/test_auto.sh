@@ -29,8 +29,9 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$shim
 cd "$tmp"
 
-# Long enough that measuring four candidates is a small part of a run.
-calls=300
+# Long enough that measuring four candidates (three timed calls each) is
+# a small part of a run.
+calls=400
 
 "$tool" calibrate -o cal.policy --modes fp16,bf16,tf32,fp16x3 \
     -- "$prog" shapes 3 >calibrate.out 2>calibrate.err ||
