@@ -23,7 +23,7 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
     struct amp_conv_plan plan;
     struct amp_dev *dev;
     size_t bytes = 0;
-    int capturing, s;
+    int capturing, ready, s;
     enum amp_status st;
     void *own;
 
@@ -48,11 +48,21 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
     capturing = amp_dev_stream_capturing(d->stream) > 0;
     dev = capturing ? amp_dev_current_made() : amp_dev_current();
     own = dev ? v->own(dev, !capturing) : NULL;
-    if (st != AMP_OK || !own || !v->ready(own, call, d, &plan, &bytes)) {
+    /* Shadow work is never captured into a graph: FP32, as for GEMMs,
+     * and nothing said of the candidate (its twin plan may not be built
+     * yet, which a capture does not allow). */
+    if (st == AMP_OK && own && capturing && plan.mode == AMP_MODE_SHADOW) {
+        h->outcome = AMP_OUTCOME_FP32;
+        amp_prof_fp32(what, AMP_KEPT_CAPTURE);
+        return 0;
+    }
+    ready = st == AMP_OK && own ? v->ready(own, call, d, &plan, &bytes) : 0;
+    if (ready <= 0) {
         amp_prof_fallback(what, st != AMP_OK ? amp_fallback_of(st)
                                 : !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
                                 : !own ? AMP_FALLBACK_NO_DEVICE
-                                       : AMP_FALLBACK_NO_ALGORITHM);
+                                : ready < 0 ? AMP_FALLBACK_COLD_CAPTURE
+                                            : AMP_FALLBACK_NO_ALGORITHM);
         return 0;
     }
     amp_prof_begin(&h->prof, dev, what);

@@ -40,8 +40,9 @@ struct amp_conv_vendor {
     void *(*own)(struct amp_dev *dev, int make);
     /* Makes the vendor call of `plan` ready on own (its descriptors, its
      * algorithm or execution plan, kept in `call`, the hook's own record
-     * of the call) and says the workspace it needs; 0 when there is none
-     * (no algorithm or engine takes it). Host work only. */
+     * of the call) and says the workspace it needs: 1; 0 when there is
+     * none (no algorithm or engine takes it), -1 when it is not made yet
+     * and cannot be while the stream is being captured. Host work only. */
     int (*ready)(void *own, void *call, const struct amp_conv_desc *d,
                  const struct amp_conv_plan *plan, size_t *workspace);
     /* Issues the vendor call on run's pointers, workspace and stream: 0

@@ -1,5 +1,7 @@
 /* Hooks of the calls that end a context: the runtime's cudaDeviceReset and
- * the driver's primary-context reset and release and cuCtxDestroy. Work
+ * the driver's primary-context reset and release and cuCtxDestroy; and of
+ * the driver's graph instantiation, launch and destruction, whose
+ * launches replay the calls captured into a graph (measure/replay.h). Work
  * the shim queued in the context (timings, shadow checks, non-finite
  * checks) is harvested before the context ends, and the shim's state in
  * it is dropped after, so that the calls of a later context (perhaps at
@@ -22,6 +24,7 @@
 #include "base/shim.h"
 #include "device/device.h"
 #include "measure/harvest.h"
+#include "measure/replay.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -183,6 +186,153 @@ cuStreamDestroy_v2(CUstream stream)
     if (amp_dev_any())
         amp_dev_stream_ending(stream);
     return destroy(stream);
+}
+
+/* A graph's calls are carried over to each executable graph made from it
+ * (the driver's own status returned as is). */
+AMP_EXPORT CUresult
+cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                            unsigned long long flags)
+{
+    static void *fn;
+    CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long) =
+        NULL;
+    CUresult r;
+
+    *(void **)&instantiate = amp_real(&fn, AMP_CUDA_SONAME,
+                                      "cuGraphInstantiateWithFlags");
+    if (!instantiate)
+        return CUDA_ERROR_NOT_FOUND;
+    r = instantiate(phGraphExec, hGraph, flags);
+    if (r == CUDA_SUCCESS && phGraphExec && amp_dev_any())
+        amp_replay_instantiated(hGraph, *phGraphExec);
+    return r;
+}
+
+/* A launch replays the executable graph's captured calls: counted. */
+AMP_EXPORT CUresult
+cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    static void *fn;
+    CUresult (*launch)(CUgraphExec, CUstream) = NULL;
+    CUresult r;
+
+    *(void **)&launch = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphLaunch");
+    if (!launch)
+        return CUDA_ERROR_NOT_FOUND;
+    r = launch(hGraphExec, hStream);
+    if (r == CUDA_SUCCESS && amp_dev_any())
+        amp_replay_launched(hGraphExec);
+    return r;
+}
+
+AMP_EXPORT CUresult
+cuGraphDestroy(CUgraph hGraph)
+{
+    static void *fn;
+    CUresult (*destroy)(CUgraph) = NULL;
+    CUresult r;
+
+    *(void **)&destroy = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphDestroy");
+    if (!destroy)
+        return CUDA_ERROR_NOT_FOUND;
+    r = destroy(hGraph);
+    if (r == CUDA_SUCCESS && amp_dev_any())
+        amp_replay_gone(hGraph);
+    return r;
+}
+
+AMP_EXPORT CUresult
+cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    static void *fn;
+    CUresult (*destroy)(CUgraphExec) = NULL;
+    CUresult r;
+
+    *(void **)&destroy = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphExecDestroy");
+    if (!destroy)
+        return CUDA_ERROR_NOT_FOUND;
+    r = destroy(hGraphExec);
+    if (r == CUDA_SUCCESS && amp_dev_any())
+        amp_replay_gone(hGraphExec);
+    return r;
+}
+
+/* The shared runtime's graph calls (it takes the driver's own functions
+ * as it loads, never the hooks above), each routed as cudaDeviceReset. */
+static const char amp_instantiate_name[] = "cudaGraphInstantiate";
+static const char amp_launch_name[] = "cudaGraphLaunch";
+static const char amp_graph_destroy_name[] = "cudaGraphDestroy";
+static const char amp_exec_destroy_name[] = "cudaGraphExecDestroy";
+
+AMP_EXPORT cudaError_t
+cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                     unsigned long long flags)
+{
+    static void *fn;
+    cudaError_t (*instantiate)(cudaGraphExec_t *, cudaGraph_t,
+                               unsigned long long) = NULL;
+    cudaError_t e;
+
+    *(void **)&instantiate = amp_runtime(&fn, amp_instantiate_name,
+                                         __builtin_return_address(0));
+    if (!instantiate)
+        return cudaErrorSymbolNotFound;
+    e = instantiate(pGraphExec, graph, flags);
+    if (e == cudaSuccess && pGraphExec && amp_dev_any())
+        amp_replay_instantiated(graph, *pGraphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    static void *fn;
+    cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&launch = amp_runtime(&fn, amp_launch_name,
+                                    __builtin_return_address(0));
+    if (!launch)
+        return cudaErrorSymbolNotFound;
+    e = launch(graphExec, stream);
+    if (e == cudaSuccess && amp_dev_any())
+        amp_replay_launched(graphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphDestroy(cudaGraph_t graph)
+{
+    static void *fn;
+    cudaError_t (*destroy)(cudaGraph_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&destroy = amp_runtime(&fn, amp_graph_destroy_name,
+                                     __builtin_return_address(0));
+    if (!destroy)
+        return cudaErrorSymbolNotFound;
+    e = destroy(graph);
+    if (e == cudaSuccess && amp_dev_any())
+        amp_replay_gone(graph);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    static void *fn;
+    cudaError_t (*destroy)(cudaGraphExec_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&destroy = amp_runtime(&fn, amp_exec_destroy_name,
+                                     __builtin_return_address(0));
+    if (!destroy)
+        return cudaErrorSymbolNotFound;
+    e = destroy(graphExec);
+    if (e == cudaSuccess && amp_dev_any())
+        amp_replay_gone(graphExec);
+    return e;
 }
 
 /* The driver's entry points that have a hook here, with the driver's own

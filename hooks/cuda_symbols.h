@@ -1,6 +1,8 @@
 /* The CUDA runtime and driver functions the shim hooks: the ones that end
- * a context or stream the shim may have work and state in, and the
- * driver's cuGetProcAddress, which hands out those hooks. Each X(ret, name, params)
+ * a context or stream the shim may have work and state in, the driver's
+ * graph instantiation, launch and destruction (a graph's launches replay
+ * the calls captured into it: measure/replay.h), and the driver's
+ * cuGetProcAddress, which hands out those hooks. Each X(ret, name, params)
  * names the exported symbol (the driver's versioned names, as CUDA 13's
  * cuda.h maps cuCtxDestroy to cuCtxDestroy_v2). */
 #ifndef AMP_CUDA_SYMBOLS_H
@@ -15,10 +17,22 @@
 /* Hooked: exported by libampshim.so, checked by the ABI test. */
 #define AMP_CUDA_HOOKED(X)                                                   \
     X(cudaError_t, cudaDeviceReset, (void))                                  \
+    X(cudaError_t, cudaGraphInstantiate,                                     \
+      (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                      \
+       unsigned long long flags))                                            \
+    X(cudaError_t, cudaGraphLaunch,                                          \
+      (cudaGraphExec_t graphExec, cudaStream_t stream))                      \
+    X(cudaError_t, cudaGraphDestroy, (cudaGraph_t graph))                    \
+    X(cudaError_t, cudaGraphExecDestroy, (cudaGraphExec_t graphExec))        \
     X(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice dev))                  \
     X(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                \
     X(CUresult, cuCtxDestroy_v2, (CUcontext ctx))                            \
     X(CUresult, cuStreamDestroy_v2, (CUstream stream))                       \
+    X(CUresult, cuGraphInstantiateWithFlags,                                 \
+      (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags)) \
+    X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))   \
+    X(CUresult, cuGraphDestroy, (CUgraph hGraph))                            \
+    X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                \
     X(CUresult, cuGetProcAddress_v2,                                         \
       (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,    \
        CUdriverProcAddressQueryResult *symbolStatus))
@@ -32,13 +46,23 @@
     X(cuDevicePrimaryCtxRelease_v2)                                          \
     X(cuCtxDestroy_v2)                                                       \
     X(cuStreamDestroy_v2)                                                    \
+    X(cuGraphInstantiateWithFlags)                                           \
+    X(cuGraphLaunch)                                                         \
+    X(cuGraphDestroy)                                                        \
+    X(cuGraphExecDestroy)                                                    \
     X(cuGetProcAddress_v2)
 
 /* The runtime's hooks that dlsym on libcudart.so.13's handle hands out in
  * place of the runtime's own definitions: a program that opens the
  * runtime itself and takes its reset from the handle (a framework's
- * loader) ends the context through the hook all the same. */
+ * loader) ends the context through the hook all the same. The shared
+ * runtime takes the driver's own functions as it loads, so its graph
+ * calls are hooked here, as the runtime's. */
 #define AMP_CUDA_RUNTIME_HOOKED(X)                                           \
-    X(cudaDeviceReset)
+    X(cudaDeviceReset)                                                       \
+    X(cudaGraphInstantiate)                                                  \
+    X(cudaGraphLaunch)                                                       \
+    X(cudaGraphDestroy)                                                      \
+    X(cudaGraphExecDestroy)
 
 #endif

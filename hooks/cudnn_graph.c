@@ -955,7 +955,7 @@ amp_graph_ready(void *obj, void *call, const struct amp_conv_desc *d,
         /* Building a plan is not capture-safe: a capture uses only what
          * earlier calls built. */
         if (amp_dev_stream_capturing(d->stream) != 0)
-            return 0;
+            return -1;
         amp_twin_reap(own, 0, 1);
         t = amp_lru_add(&own->twins, &key, amp_twin_evict, own);
         if (!t) {

@@ -13,13 +13,10 @@
 #include <string.h>
 
 /* Shadow calls of a candidate whose work or times failed after which it
- * is given up (a call the shim could not time is not counted:
- * amp_auto_missed). */
+ * is given up unless timed (a call the shim could not time, for want of
+ * a record or an event or under a capture, is not counted: the next
+ * shadow call measures it). */
 #define AMP_AUTO_UNTIMED_MAX 4
-
-/* Calls of a shape after which a timing call whose time has not come
- * back is taken as lost, and another one is made. */
-#define AMP_AUTO_TIMING_LOST 16
 
 static pthread_mutex_t amp_auto_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -89,10 +86,43 @@ amp_auto_view(struct amp_site *site, int slot, enum amp_family family,
     return v;
 }
 
-static double
-amp_auto_mean(double sum, unsigned long long n)
+static int
+amp_auto_cmp(const void *a, const void *b)
 {
-    return n ? sum / (double)n : NAN;
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The samples of c kept. */
+static int
+amp_auto_kept(const struct amp_auto_candidate *c)
+{
+    return c->timed < AMP_AUTO_KEPT ? (int)c->timed : AMP_AUTO_KEPT;
+}
+
+/* The median of c's kept samples of `what`: 0 the candidate's time, 1
+ * its time over FP32's (the two taken in one call, so that a slower or
+ * faster device for a while changes both). NAN without samples. */
+static double
+amp_auto_median(const struct amp_auto_candidate *c, int what)
+{
+    double v[AMP_AUTO_KEPT];
+    int i, n = amp_auto_kept(c);
+
+    for (i = 0; i < n; i++)
+        v[i] = what == 0 ? c->sample_ms[i]
+                         : c->sample_ms[i] / c->sample_fp32_ms[i];
+    if (!n)
+        return NAN;
+    qsort(v, (size_t)n, sizeof v[0], amp_auto_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+double
+amp_auto_median_speedup(const struct amp_auto_candidate *c)
+{
+    return 1.0 / amp_auto_median(c, 1);
 }
 
 /* bound, or the policy's for NULL, into *out. */
@@ -115,8 +145,6 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
     struct amp_auto_bound policy;
     const struct amp_auto_bound *bound =
         amp_auto_bound_or(bound_in, &policy);
-    double cand = amp_auto_mean(c->candidate_ms, c->timed),
-           fp32 = amp_auto_mean(c->fp32_ms, c->timed);
 
     if (c->unfit) {
         snprintf(buf, cap, "its half-precision copies need dimensions "
@@ -129,12 +157,13 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
                  amp_error_in(&c->worst, bound->norm), bound->tolerance,
                  bound->norm == AMP_NORM_FRO ? " (Frobenius norm)" : "");
     } else if (c->failed) {
-        snprintf(buf, cap, c->timed || c->untimed < AMP_AUTO_UNTIMED_MAX
+        snprintf(buf, cap, c->timed >= AMP_AUTO_SAMPLES ||
+                                   c->untimed < AMP_AUTO_UNTIMED_MAX
                                ? "the converted path could not run it"
                                : "no time measured");
-    } else if (!c->errors || !c->timed) {
+    } else if (!c->errors || c->timed < AMP_AUTO_SAMPLES) {
         snprintf(buf, cap, "not measured yet");
-    } else if (!(cand < fp32)) {
+    } else if (!(amp_auto_median(c, 1) * AMP_AUTO_GAIN <= 1.0)) {
         snprintf(buf, cap, "not faster than fp32");
     } else {
         return NULL;
@@ -142,19 +171,12 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
     return buf;
 }
 
-/* 1 when c lacks only the time of a call after its warm-up: its error
- * is known and within the tolerance, so that call converts. */
-static int
-amp_auto_awaits_time(const struct amp_auto_candidate *c)
-{
-    return c->warmups && c->errors && !c->timed && !c->failed && !c->over;
-}
-
 /* 1 when c needs no more shadow calls to be judged. */
 static int
 amp_auto_settled(const struct amp_auto_candidate *c)
 {
-    return c->unfit || c->failed || c->over || (c->errors && c->timed);
+    return c->unfit || c->failed || c->over ||
+           (c->errors && c->timed >= AMP_AUTO_SAMPLES);
 }
 
 /* What a result changed, logged once the lock is released (labelling a
@@ -185,7 +207,7 @@ amp_auto_note_choice(struct amp_auto_note *note,
         n += (size_t)snprintf(
             note->choice + n, sizeof note->choice - n, "%s%s %.2fx %.3g%s%s",
             i ? "; " : "", amp_mode_name(c->mode),
-            c->candidate_ms > 0 ? c->fp32_ms / c->candidate_ms : 0.0,
+            c->timed ? amp_auto_median_speedup(c) : 0.0,
             amp_error_in(&c->worst, bound->norm), no ? ": " : "",
             no ? no : "");
     }
@@ -207,31 +229,35 @@ amp_auto_note_log(struct amp_site *site, const struct amp_auto_note *note)
                 amp_site_label(site, label, sizeof label), note->choice);
 }
 
-/* The fastest eligible candidate, one awaiting its time counted at its
- * warm-up time (an upper bound), or -1 (FP32) when none is within the
- * tolerance and faster than FP32: the choice once every candidate is
- * settled, and the candidate that runs while a timing call's time is on
- * its way. Lock held. */
+/* The choice among the eligible candidates, or -1 (FP32) when none is
+ * within the tolerance and faster than FP32: the one of least median
+ * time; but the candidates within AMP_AUTO_GAIN of that time are as fast
+ * as far as the samples can tell, and of those the one with the least
+ * error is chosen (then the first tried), so that timing noise does not
+ * pick between candidates of one speed. Lock held. */
 static int
 amp_auto_fastest(const struct amp_auto_view *v,
                  const struct amp_auto_bound *bound)
 {
     char why[96];
-    double best_ms = 0, ms;
-    int i, best = -1;
+    double ms[AMP_AUTO_CANDIDATES], err, best_err = 0;
+    int i, fastest = -1, best = -1;
 
     for (i = 0; i < v->ncandidates; i++) {
-        const struct amp_auto_candidate *c = &v->c[i];
-
-        if (amp_auto_awaits_time(c) && c->warm_ms < c->warm_fp32_ms)
-            ms = c->warm_ms;
-        else if (!amp_auto_rejects(c, bound, why, sizeof why))
-            ms = amp_auto_mean(c->candidate_ms, c->timed);
-        else
+        ms[i] = NAN;
+        if (amp_auto_rejects(&v->c[i], bound, why, sizeof why))
             continue;
-        if (best < 0 || ms < best_ms) {
+        ms[i] = amp_auto_median(&v->c[i], 0);
+        if (fastest < 0 || ms[i] < ms[fastest])
+            fastest = i;
+    }
+    for (i = 0; fastest >= 0 && i < v->ncandidates; i++) {
+        if (isnan(ms[i]) || ms[i] > ms[fastest] * AMP_AUTO_GAIN)
+            continue;
+        err = amp_error_in(&v->c[i].worst, bound->norm);
+        if (best < 0 || err < best_err) {
             best = i;
-            best_ms = ms;
+            best_err = err;
         }
     }
     return best;
@@ -326,7 +352,6 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
     out->why = AMP_WHY_AUTO;
     out->automatic = 1;
     out->auto_slot = -1;
-    out->auto_timing = 0;
     if (!site || amp_site_shape_site(slot) != site)
         return;
     pthread_mutex_lock(&amp_auto_lock);
@@ -337,26 +362,15 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
         for (i = 0; i < v->ncandidates; i++) {
             const struct amp_auto_candidate *c = &v->c[i];
 
-            if (amp_auto_settled(c) ||
-                (c->timing_out &&
-                 count - c->timing_at < AMP_AUTO_TIMING_LOST))
+            if (amp_auto_settled(c))
                 continue;
-            if (next < 0 || c->issued + c->converted <
-                                v->c[next].issued + v->c[next].converted)
+            if (next < 0 || c->issued < v->c[next].issued)
                 next = i;
         }
-        if (next >= 0 && amp_auto_awaits_time(&v->c[next])) {
-            v->c[next].converted++;
-            v->c[next].timing_out = 1;
-            v->c[next].timing_at = count;
-            out->mode = v->c[next].mode;
-            out->auto_timing = 1;
-        } else if (next >= 0) {
+        if (next >= 0) {
             v->c[next].issued++;
             out->mode = AMP_MODE_SHADOW;
             out->candidate = v->c[next].mode;
-        } else if ((next = amp_auto_fastest(v, NULL)) >= 0) {
-            out->mode = v->c[next].mode;
         }
     } else if (v && v->state == AMP_AUTO_CHOSEN) {
         out->mode = v->c[v->choice].mode;
@@ -407,6 +421,20 @@ amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
     amp_auto_note_log(site, &note);
 }
 
+/* One timed sample of c. Lock held. */
+static void
+amp_auto_sample(struct amp_auto_candidate *c, double candidate_ms,
+                double fp32_ms)
+{
+    int at = (int)(c->timed % AMP_AUTO_KEPT);
+
+    c->sample_ms[at] = candidate_ms;
+    c->sample_fp32_ms[at] = fp32_ms;
+    c->timed++;
+    c->candidate_ms += candidate_ms;
+    c->fp32_ms += fp32_ms;
+}
+
 void
 amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
               double candidate_ms, double fp32_ms, int warmup,
@@ -421,51 +449,27 @@ amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
 
     pthread_mutex_lock(&amp_auto_lock);
     c = amp_auto_find(site, slot, mode, &v);
-    /* A converted call counts only while its candidate awaits it. */
-    if (c && isnan(fp32_ms) && !amp_auto_awaits_time(c))
-        c = NULL;
-    else if (c && isnan(fp32_ms)) {
-        c->timing_out = 0;
-        fp32_ms = c->warm_fp32_ms;
-    }
-    if (c && (candidate_ms < 0 || fp32_ms < 0)) {
+    if (c && (candidate_ms < 0 || fp32_ms < 0 || isnan(fp32_ms))) {
         c->untimed++;
-        if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX &&
-            c->warmups) { /* its warm-up time is all there is */
-            c->timed = 1;
-            c->candidate_ms = c->warm_ms;
-            c->fp32_ms = c->warm_fp32_ms;
-        } else if (!c->timed && c->untimed >= AMP_AUTO_UNTIMED_MAX) {
+        if (c->timed < AMP_AUTO_SAMPLES &&
+            c->untimed >= AMP_AUTO_UNTIMED_MAX && c->warmups) {
+            /* its warm-up time is all there is */
+            while (c->timed < AMP_AUTO_SAMPLES)
+                amp_auto_sample(c, c->warm_ms, c->warm_fp32_ms);
+        } else if (c->timed < AMP_AUTO_SAMPLES &&
+                   c->untimed >= AMP_AUTO_UNTIMED_MAX) {
             c->failed = 1;
         }
     } else if (c && warmup && !c->warmups++) {
         c->warm_ms = candidate_ms; /* a later call measures it */
         c->warm_fp32_ms = fp32_ms;
     } else if (c) {
-        c->timed++;
-        c->candidate_ms += candidate_ms;
-        c->fp32_ms += fp32_ms;
+        amp_auto_sample(c, candidate_ms, fp32_ms);
     }
     if (c)
         amp_auto_after(site, v, c, bound, &note);
     pthread_mutex_unlock(&amp_auto_lock);
     amp_auto_note_log(site, &note);
-}
-
-void
-amp_auto_missed(struct amp_site *site, int slot, enum amp_mode mode,
-                int timing)
-{
-    struct amp_auto_view *v;
-    struct amp_auto_candidate *c;
-
-    if (!timing)
-        return; /* the candidate's next shadow call measures it */
-    pthread_mutex_lock(&amp_auto_lock);
-    c = amp_auto_find(site, slot, mode, &v);
-    if (c)
-        c->timing_out = 0;
-    pthread_mutex_unlock(&amp_auto_lock);
 }
 
 void

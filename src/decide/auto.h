@@ -1,7 +1,11 @@
 /* The policy action `auto`: for each (site, shape) the first calls run
- * the candidate modes in shadow, one after another; once each candidate
- * has an error and a time, the fastest candidate within the tolerance
- * that is faster than FP32 converts the later calls (FP32 when none is).
+ * the candidate modes in shadow, in turn; once each candidate has an
+ * error and AMP_AUTO_SAMPLES times (each beside FP32's), the fastest
+ * candidate within the tolerance whose median time is below FP32's
+ * converts the later calls (FP32 when none is): amp_auto_fastest's
+ * rule, which timing noise does not sway between candidates of one
+ * speed. A transient failure (no record or event, a capture, a refused
+ * allocation) is not held against a candidate.
  * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
  * the tolerance; convolutions try allow-conversion, fp16 and bf16. The
  * candidates that run on half-precision copies (all but tf32) need
@@ -20,6 +24,20 @@
 
 #define AMP_AUTO_CANDIDATES 4
 
+/* Timed shadow calls a candidate needs before it is judged on their
+ * median: one sample under timing noise decides by chance. */
+#define AMP_AUTO_SAMPLES 3
+
+/* The latest timed samples kept per candidate (its median's). */
+#define AMP_AUTO_KEPT 5
+
+/* The least gain that counts: a candidate is faster than FP32 when FP32's
+ * median time over its own (each pair timed in one call) is at least
+ * this, and candidates whose median times are within this factor of the
+ * fastest's are of one speed. A smaller difference is within what timing
+ * noise makes of equal times. */
+#define AMP_AUTO_GAIN 1.01
+
 /* What a (site, shape) is doing. */
 enum amp_auto_state {
     AMP_AUTO_MEASURING = 0,    /* candidates still run in shadow */
@@ -28,9 +46,10 @@ enum amp_auto_state {
                                   faster than FP32 */
 };
 
-/* One candidate at one (site, shape). Times are means in milliseconds
+/* One candidate at one (site, shape). Times are sums in milliseconds
  * over the timed shadow calls (the candidate, and the FP32 call beside
- * it); errors the worst over the measured ones. */
+ * it), and the latest AMP_AUTO_KEPT of them one by one, which the choice
+ * rests on (their medians); errors the worst over the measured ones. */
 struct amp_auto_candidate {
     enum amp_mode mode;
     unsigned long long issued;   /* shadow calls decided */
@@ -40,16 +59,13 @@ struct amp_auto_candidate {
     unsigned long long warmups;  /* timed, but not counted: the first call
                                     of its delayed-scaling record, which
                                     takes the two passes later calls skip */
-    unsigned long long converted; /* timing calls: converted calls decided
-                                    to time it after a warm-up (its error
-                                    known within the tolerance) */
-    int timing_out;              /* a timing call's time is not back */
-    int64_t timing_at;           /* the shape's call count at that call */
     double warm_ms, warm_fp32_ms; /* the first warm-up's times */
     struct amp_gemm_error worst; /* each field's worst over the measured
                                     calls (nonfinite, compared: their
                                     sums) */
     double candidate_ms, fp32_ms;
+    double sample_ms[AMP_AUTO_KEPT];      /* sample `timed - 1` at */
+    double sample_fp32_ms[AMP_AUTO_KEPT]; /*   index (timed - 1) % KEPT */
     int failed;                  /* fell back, or never timed: not chosen */
     int over;                    /* an error over the tolerance, or a
                                     non-finite element */
@@ -79,11 +95,8 @@ int amp_auto_half_fits(const struct amp_policy_call *call);
 /* The decision of an `auto` call, number `count` of its shape at its
  * site (`slot`: the (site, shape)'s, from amp_site_shape_count;
  * `half_fits`: amp_auto_half_fits of the call, which the (site, shape)'s
- * first call fixes), into *out: shadow:CANDIDATE while measuring (the candidate
- * itself, with out->auto_timing, when only its time after a warm-up is
- * missing: amp_auto_time; while that time is on its way and nothing
- * else needs measuring, the fastest candidate so far, or FP32), the
- * chosen mode (or
+ * first call fixes), into *out: shadow:CANDIDATE while measuring (the
+ * candidate least tried of those still unsettled), the chosen mode (or
  * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
  * when nothing qualifies or the (site, shape) has no entry (a slot of
  * -1).
@@ -107,25 +120,17 @@ void amp_auto_error(struct amp_site *site, int slot, enum amp_mode mode,
                     const struct amp_auto_bound *bound);
 
 /* A timed shadow call of `mode`: the candidate's and FP32's times; a
- * negative time: the call ran without being timed. `warmup`: the call
- * set up state its later calls reuse (delayed scaling's first call), so
- * its time is not theirs: the candidate's first such time is not counted
- * and another call measures it (a second one is: that state does not
- * last at this shape, and every call pays for it). That call converts
- * when the candidate's error is known and within the tolerance
- * (out->auto_timing): fp32_ms NAN, and FP32's time beside the warm-up
- * stands for it. A candidate never timed but warmed up takes its warm-up
- * time after 4 untimed calls. */
+ * negative time: the call ran, or its work was refused (a failed
+ * allocation), without being timed: four such calls before its samples
+ * are in rule it out. `warmup`: the call set up state its later calls
+ * reuse (delayed scaling's first call), so its time is not theirs: the
+ * candidate's first such time is not counted and later shadow calls
+ * measure it (a second one is: that state does not last at this shape,
+ * and every call pays for it). A candidate warmed up but not timed
+ * takes its warm-up time after 4 untimed calls. */
 void amp_auto_time(struct amp_site *site, int slot, enum amp_mode mode,
                    double candidate_ms, double fp32_ms, int warmup,
                    const struct amp_auto_bound *bound);
-
-/* A call of `mode` at (site, slot) that ran without a time for a reason
- * of the shim's (no record or event to time it with, a capture): nothing
- * is counted against the candidate. A `timing` call (out->auto_timing)
- * is made again at the shape's next call. */
-void amp_auto_missed(struct amp_site *site, int slot, enum amp_mode mode,
-                     int timing);
 
 /* A conversion of `mode` that fell back (the path could not run it). */
 void amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
@@ -134,6 +139,10 @@ void amp_auto_failed(struct amp_site *site, int slot, enum amp_mode mode,
 /* A copy of (site, slot)'s state; 0, or -1 when it has none. */
 int amp_auto_get(const struct amp_site *site, int slot,
                  struct amp_auto_view *out);
+
+/* FP32's time over c's, the median over its latest samples (each pair
+ * timed together): what its choice rests on; NAN without samples. */
+double amp_auto_median_speedup(const struct amp_auto_candidate *c);
 
 /* Why candidate c was not chosen (NULL: it is eligible), into buf. */
 const char *amp_auto_rejects(const struct amp_auto_candidate *c,

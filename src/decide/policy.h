@@ -260,8 +260,6 @@ struct amp_decision {
     int auto_slot;               /* -1: the (site, shape) has no state */
     int shape_slot;              /* the (site, shape)'s entry
                                     (amp_site_shape_count); -1: none */
-    int auto_timing;             /* a converted call auto times (no FP32
-                                    beside it: amp_auto_time) */
     int delivers;                /* a shadow run whose candidate's result
                                     the program gets, the FP32 original
                                     measured beside it: AMPSHIM_MODE's

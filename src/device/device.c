@@ -456,6 +456,20 @@ amp_dev_stream_capturing(amp_stream stream)
     return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+void *
+amp_dev_capture_graph(amp_stream stream)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = NULL;
+
+    if (amp_dev_init() != AMP_OK ||
+        amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL, &graph,
+                                      NULL, NULL, NULL) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return NULL;
+    return graph;
+}
+
 /* ---- Scratch ------------------------------------------------------------------
 
  * Outside a capture, scratch is stream-ordered memory from a pool of the

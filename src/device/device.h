@@ -92,6 +92,10 @@ void amp_dev_unrelax(int token);
  * driver cannot tell. */
 int amp_dev_stream_capturing(amp_stream stream);
 
+/* The graph `stream` is being captured into (an active capture: a
+ * CUgraph), or NULL when it is not or the driver cannot tell. */
+void *amp_dev_capture_graph(amp_stream stream);
+
 /* Scratch usable by work queued on `stream` after the call, freed when
  * `stream` reaches amp_dev_free_async: stream-ordered memory of a pool of
  * the shim's own, or, when `stream` is being captured, memory the graph

@@ -7,6 +7,7 @@
 #include "decide/auto.h"
 #include "measure/harvest.h"
 #include "measure/nvtx.h"
+#include "measure/replay.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -161,6 +162,8 @@ struct amp_prof_call {
     struct amp_dev *dev;
     int ev[AMP_EV_COUNT];      /* pool indices; -1 none */
     int epoch;                 /* the context's trace origin; -1 none */
+    int start_pending;         /* the start event is recorded at
+                                  amp_prof_start */
     atomic_int error_state;
     struct amp_gemm_error err;
 };
@@ -311,6 +314,8 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
             e->kept[kept]++;
     }
     pthread_mutex_unlock(&amp_prof_lock);
+    /* A call captured into a graph runs again at each of its launches. */
+    amp_replay_captured(w, outcome);
 }
 
 /* The site as a call log line names it: its function (demangled), or
@@ -338,10 +343,16 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
     amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, AMP_KEPT_MODE, 0);
     /* An auto candidate the path cannot run is ruled out; a fallback for
      * want of a slot, a device or set-up under capture says nothing of
-     * the candidate. */
+     * the candidate, and a failed allocation, launch or record (memory
+     * full for a while) counts as a call not timed: only four of them,
+     * before its samples are in, rule it out. */
     if (w->auto_shape && w->mode == AMP_MODE_SHADOW &&
-        why != AMP_FALLBACK_BUSY && why != AMP_FALLBACK_NO_DEVICE &&
-        why != AMP_FALLBACK_COLD_CAPTURE)
+        why == AMP_FALLBACK_DEVICE)
+        amp_auto_time(w->site, w->auto_shape - 1, w->candidate, -1.0, -1.0,
+                      0, NULL);
+    else if (w->auto_shape && w->mode == AMP_MODE_SHADOW &&
+             why != AMP_FALLBACK_BUSY && why != AMP_FALLBACK_NO_DEVICE &&
+             why != AMP_FALLBACK_COLD_CAPTURE)
         amp_auto_failed(w->site, w->auto_shape - 1, w->candidate, NULL);
     if (!amp_shim_config()->call_log)
         return;
@@ -440,9 +451,20 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
                                            : -1;
     atomic_store(&c->error_state, AMP_ERROR_NONE);
     memset(&c->err, 0, sizeof c->err);
-    amp_record_event(c, AMP_EV_START);
+    c->start_pending = 1;
     span->call = c;
     amp_prof_open = c;
+}
+
+void
+amp_prof_start(void)
+{
+    struct amp_prof_call *c = amp_prof_open;
+
+    if (!c || !c->start_pending)
+        return;
+    c->start_pending = 0;
+    amp_record_event(c, AMP_EV_START);
 }
 
 void
@@ -520,18 +542,6 @@ amp_record_settle(struct amp_prof_call *c, int timed, enum amp_outcome outcome,
     return 1;
 }
 
-/* An auto call converted without a time for want of a record or an event
- * (or under capture): nothing is counted against its candidate, and a
- * timing call is made again. */
-static void
-amp_prof_missed(const struct amp_prof_what *w)
-{
-    if (w->auto_shape && w->mode == AMP_MODE_SHADOW)
-        amp_auto_missed(w->site, w->auto_shape - 1, w->candidate, 0);
-    else if (w->auto_timing)
-        amp_auto_missed(w->site, w->auto_shape - 1, w->mode, 1);
-}
-
 void
 amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
              enum amp_fallback why, size_t scratch_bytes)
@@ -567,7 +577,6 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
         if (e)
             e->unmeasured++;
         pthread_mutex_unlock(&amp_prof_lock);
-        amp_prof_missed(&span->what);
     }
     /* A record the harvest cannot take (no memory) stays: its slot, if
      * it has one, still names it. */
@@ -786,9 +795,6 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         amp_auto_time(c->what.site, c->what.auto_shape - 1,
                       c->what.candidate, timed ? cand : -1.0,
                       timed ? fp32 : -1.0, c->what.warmup, NULL);
-    else if (had_end && c->what.auto_timing)
-        amp_auto_time(c->what.site, c->what.auto_shape - 1, c->what.mode,
-                      timed ? total : -1.0, NAN, c->what.warmup, NULL);
     if (timed && amp_shim_config()->call_log)
         amp_call_log(c, total, fp32, measured);
 }
@@ -827,6 +833,24 @@ amp_prof_forget(void)
     amp_ntrace = amp_trace_cap = 0;
     amp_trace_dropped = 0;
     amp_ntracks = 0;
+}
+
+void
+amp_prof_replayed(const struct amp_prof_captured *calls, size_t n)
+{
+    struct amp_prof_entry *e;
+    size_t i;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    for (i = 0; i < n; i++) {
+        e = amp_entry_get(&calls[i].what);
+        if (!e)
+            continue;
+        e->replays++;
+        e->replays_converted += (unsigned long long)calls[i].converted;
+        e->replays_provisional += (unsigned long long)calls[i].provisional;
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */

@@ -112,7 +112,6 @@ struct amp_prof_what {
                                   unknown */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
-    int auto_timing;           /* a converted call timed for auto */
     int warmup;                /* set by amp_prof_warmup */
 };
 
@@ -135,12 +134,18 @@ void amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why);
 /* A conversion that failed before anything was queued: counted. */
 void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
 
-/* Before the converted path's first queued work: records the start event
- * on w->stream (dev's context current) unless the stream is being
- * captured or no event or record is free (the call then goes unmeasured),
- * and opens an NVTX range. */
+/* Before the converted path is prepared: takes a record for the call
+ * unless w->stream is being captured or no record is free (the call then
+ * goes unmeasured), and opens an NVTX range. */
 void amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
                     const struct amp_prof_what *w);
+
+/* After the path's host set-up (its scratch and layout), before its first
+ * queued work: records the calling thread's open record's start event on
+ * its stream (dev's context current), so that a device that has caught
+ * up does not count the host's set-up in the call's time. Nothing
+ * without an open record, or once started. */
+void amp_prof_start(void);
 
 /* The call sets up state its later calls of the kind reuse (the first
  * call of a delayed-scaling record takes the two passes they skip): its
@@ -182,6 +187,19 @@ void amp_prof_record_harvest(struct amp_prof_call *call, int events_ok);
 
 /* Forgets everything (a forked child starts clean). */
 void amp_prof_forget(void);
+
+/* A hooked call captured into a CUDA graph (measure/replay.h), which each
+ * launch of the graph replays. */
+struct amp_prof_captured {
+    struct amp_prof_what what;
+    int converted;              /* it runs converted in the graph */
+    int provisional;            /* auto was still measuring its (site,
+                                   shape) when it was captured */
+};
+
+/* One launch of a graph of n captured calls: each counted replayed at its
+ * (site, shape). */
+void amp_prof_replayed(const struct amp_prof_captured *calls, size_t n);
 
 /* ---- Statistics, for the report ------------------------------------------------ */
 
@@ -238,6 +256,13 @@ struct amp_prof_entry {
         double converted_ms, shadow_fp32_ms, shadow_candidate_ms;
     } devices[AMP_PROF_ENTRY_DEVICES];
     int ndevices;
+    /* Calls replayed by CUDA graph launches (not in `calls`): of those,
+     * converted, and captured while auto was still measuring. */
+    unsigned long long replays, replays_converted, replays_provisional;
+    double replays_saved_ms;        /* the report's estimate (0 here) */
+    double replays_flops;           /* the converted replays' (0 here) */
+    unsigned long long replays_unestimated; /* converted replays it has
+                                               no estimate for */
 };
 
 /* A copy of every entry, in first-seen order; *n entries. NULL when there

@@ -12,6 +12,7 @@
 #include "device/device.h"
 #include "measure/coverage.h"
 #include "measure/prof.h"
+#include "measure/replay.h"
 #include "measure/stats.h"
 
 #include <errno.h>
@@ -89,6 +90,33 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     if (e->scratch_max > s->scratch_max)
         s->scratch_max = e->scratch_max;
     s->scratch_total += e->scratch_total;
+    s->replays += e->replays;
+    s->replays_converted += e->replays_converted;
+    s->replays_provisional += e->replays_provisional;
+    s->replays_saved_ms += e->replays_saved_ms;
+    s->replays_flops += e->replays_flops;
+    s->replays_unestimated += e->replays_unestimated;
+}
+
+/* The FLOPs of e's converted replays and the time they saved: each the
+ * shape's FP32 baseline less its converted calls' mean time, both
+ * measured outside the graph (a replayed call is not timed); the replays
+ * without both are counted unestimated. */
+static void
+amp_replays_estimate(struct amp_prof_entry *e)
+{
+    double base = amp_prof_baseline(e);
+
+    e->replays_saved_ms = 0.0;
+    e->replays_unestimated = 0;
+    e->replays_flops = e->flops * (double)e->replays_converted;
+    if (!e->replays_converted)
+        return;
+    if (base >= 0.0 && e->timed)
+        e->replays_saved_ms = (double)e->replays_converted *
+                              (base - e->converted_ms / (double)e->timed);
+    else
+        e->replays_unestimated = e->replays_converted;
 }
 
 static void
@@ -134,8 +162,9 @@ amp_report_gather(struct amp_report *r, const struct amp_config *cfg)
     if (!r->group_of || !r->groups)
         return AMP_ERR_NOMEM;
     for (i = 0; i < r->nentries; i++) {
-        const struct amp_prof_entry *e = &r->entries[i];
+        struct amp_prof_entry *e = &r->entries[i];
 
+        amp_replays_estimate(e);
         for (g = 0; g < r->ngroups; g++)
             if (r->groups[g].site == e->site && r->groups[g].api == e->api)
                 break;
@@ -263,14 +292,12 @@ amp_delivered_error(const struct amp_prof_entry *e, double *rel, double *fro)
         *rel = *fro = 0.0;
     } else if (e->auto_shape &&
                amp_auto_get(e->site, e->auto_shape - 1, &v) == 0) {
-        /* The chosen candidate's, and those whose timing calls gave the
-         * program their results. */
+        /* The chosen candidate's. */
         for (i = 0; i < v.ncandidates; i++) {
             const struct amp_auto_candidate *c = &v.c[i];
 
             if (!c->worst.compared ||
-                !((v.state == AMP_AUTO_CHOSEN && i == v.choice) ||
-                  c->converted > 0))
+                !(v.state == AMP_AUTO_CHOSEN && i == v.choice))
                 continue;
             *rel = amp_max_known(*rel, c->worst.max_rel);
             *fro = amp_max_known(*fro, c->worst.fro_rel);
@@ -466,6 +493,24 @@ amp_report_verdict(const struct amp_report *r, char *buf, size_t cap)
 
 /* ---- JSON -------------------------------------------------------------------- */
 
+/* The calls CUDA graph launches replayed (measure/replay.h). */
+static void
+amp_json_replays(struct amp_json_out *j, const struct amp_prof_entry *e)
+{
+    amp_json_key(j, "replays");
+    amp_json_object(j);
+    amp_json_kint(j, "calls", (long long)e->replays);
+    amp_json_kint(j, "converted", (long long)e->replays_converted);
+    amp_json_knumber(j, "flops_converted", e->replays_flops);
+    amp_json_knumber(j, "saved_ms",
+                     e->replays_converted > e->replays_unestimated
+                         ? e->replays_saved_ms
+                         : NAN);
+    amp_json_kint(j, "unestimated", (long long)e->replays_unestimated);
+    amp_json_kint(j, "provisional", (long long)e->replays_provisional);
+    amp_json_end_object(j);
+}
+
 static void
 amp_json_counts(struct amp_json_out *j, const struct amp_prof_entry *e)
 {
@@ -489,6 +534,7 @@ amp_json_counts(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_kstring(j, "shadow_candidate",
                      e->modes[AMP_MODE_SHADOW]
                          ? amp_mode_name(e->candidate) : NULL);
+    amp_json_replays(j, e);
 }
 
 /* Why some converted calls have no FP32 time to compare with; NULL when
@@ -682,7 +728,6 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
         amp_json_kint(j, "errors_measured", (long long)c->errors);
         amp_json_kint(j, "times_measured", (long long)c->timed);
         amp_json_kint(j, "warmup_calls", (long long)c->warmups);
-        amp_json_kint(j, "converted_calls", (long long)c->converted);
         amp_json_kint(j, "untimed_calls", (long long)c->untimed);
         amp_json_kint(j, "compared", (long long)c->worst.compared);
         amp_json_knumber(j, "max_rel",
@@ -697,6 +742,7 @@ amp_json_auto(struct amp_json_out *j, const struct amp_prof_entry *e)
         amp_json_knumber(j, "speedup", c->timed && c->candidate_ms > 0
                                            ? c->fp32_ms / c->candidate_ms
                                            : NAN);
+        amp_json_knumber(j, "median_speedup", amp_auto_median_speedup(c));
         amp_json_kbool(j, "eligible", no == NULL);
         amp_json_kstring(j, "rejected", no);
         amp_json_end_object(j);
@@ -1063,6 +1109,8 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
                   (long long)a->sum.outcomes[AMP_OUTCOME_FALLBACK]);
     amp_json_kint(j, "unmeasured", (long long)a->sum.unmeasured);
     amp_json_kint(j, "dropped", (long long)amp_prof_dropped());
+    amp_json_kint(j, "graph_launches", (long long)amp_replay_launches());
+    amp_json_replays(j, &a->sum);
     amp_json_knumber(j, "fp32_ms", a->t.fp32_ms);
     amp_json_knumber(j, "actual_ms", a->t.actual_ms);
     amp_json_knumber(j, "saved_ms", a->t.saved_ms);

@@ -10,6 +10,7 @@
 #include "measure/coverage.h"
 #include "measure/harvest.h"
 #include "measure/prof.h"
+#include "measure/replay.h"
 #include "measure/report.h"
 #include "measure/stats.h"
 
@@ -69,6 +70,7 @@ amp_process_fork_child(void)
     amp_prof_forget();
     amp_site_forget();
     amp_auto_forget();
+    amp_replay_forget();
     amp_dev_forget();
     amp_report_forget();
     amp_shim_new_generation();

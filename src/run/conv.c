@@ -169,7 +169,6 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     w->candidate = dec->candidate;
     w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
-    w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */
@@ -483,6 +482,7 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         amp_conv_release(run);
         return st;
     }
+    amp_prof_start(); /* the host's set-up is done: the timed work */
     if (d->output_in_scratch) {
         run->scratch_output = amp_conv_at(run->scratch, parts[7]);
         run->desc.yp = run->scratch_output;

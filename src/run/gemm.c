@@ -195,7 +195,6 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     w->candidate = dec->candidate;
     w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
-    w->auto_timing = dec->auto_timing;
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */
@@ -907,6 +906,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         return st;
     }
     run->scratch_bytes = l.bytes;
+    amp_prof_start(); /* the host's set-up is done: the timed work */
     run->needs_original = shadow;
     run->delivers = shadow && d->delivers;
     run->rows_r = l.rows_r;

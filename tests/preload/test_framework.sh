@@ -15,8 +15,13 @@
 #   that one, is over the bound (exit 1, one FAIL line: gemm11); twin
 #   plans finalized and cuBLASLt heuristic queries bounded by the model's
 #   plans and shapes (check_caches);
+#   Graph replays in the report: its graph launches the program's
+#   replays, each replaying a step's calls of each API, all converted
+#   (GEMMs and cuBLASLt) and none provisional;
 # - a policy of `rule auto` for GEMMs and convolutions: exit 0 (no layer
-#   over the bound, the ill-conditioned one included), the calls counted.
+#   over the bound, the ill-conditioned one included), the calls counted,
+#   the replays counted as above, some provisional (auto still measuring
+#   at the capture).
 # CHECK tf32_plans: in tf32 every plan execution converted (no fallback),
 #   captured ones included; twin plans finalized and cuBLASLt heuristic
 #   queries bounded by the model's plans and shapes, and the same at twice
@@ -28,16 +33,23 @@
 #   finalized per plan, none again: the twins evicted are the least
 #   recently used, the first calls' (destroyed once an event after their
 #   last execution has completed).
-# CHECK auto_accuracy: at the program's default size (3 replays), where
-#   auto finds converting faster than FP32, the auto policy keeps every
-#   layer within the bound, the ill-conditioned one included.
+# CHECK auto_accuracy: at the program's default size (33 steps, 3
+#   replays), where auto finds converting faster than FP32 (some (site,
+#   shape) chosen), the auto policy keeps every layer within the bound,
+#   the ill-conditioned one included.
 # CHECK depth: the device 1 and 500 operations behind the host
 #   (AMPSHIM_EMU_BEHIND) give the same conversions: under the auto policy
-#   (12 steps, where auto chooses for GEMMs) the GEMMs and convolutions
-#   that ran converted (shadow calls apart), every (site, shape)'s auto
-#   state and choice, and no candidate's call counted untimed; under
-#   AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
+#   (36 steps, where auto decides nearly every (site, shape): FP32 at this
+#   size, where no candidate gains 1 %) the GEMMs and convolutions that
+#   ran converted (shadow calls apart), every (site, shape)'s auto state
+#   and choice, some decided, and no candidate's call counted untimed;
+#   under AMPSHIM_MODE=fp16 every call converted at both depths, no fallback
 #   (no convolution short of a slot for its non-finite check: busy).
+# CHECK noise: three runs under the auto policy (36 steps, where auto
+#   decides nearly every (site, shape); at this size tf32 takes FP32's
+#   time, but for noise) with timing noise on (AMPSHIM_EMU_NOISE, a seed
+#   each): every (site, shape)'s auto state and choice the same in the
+#   three reports, most of them decided.
 # usage: test_framework.sh CHECK FRAMEWORK LIBAMPSHIM EMU_DIR PYTHON3 SCHEMA
 set -euo pipefail
 
@@ -53,6 +65,10 @@ export LD_LIBRARY_PATH=$emu
 cd "$tmp"
 args=(--small)
 behind=64
+# The timing noise of CHECK noise: each modelled time within 0.4 %,
+# enough for one timed call to find either of two equal times the faster,
+# within what auto takes for no gain (1 %).
+noise=0.004
 
 fail() {
     echo "framework test: $*" >&2
@@ -165,6 +181,45 @@ check_caches() {
         fail "$what: $queries cuBLASLt heuristic queries for $keys keys"
 }
 
+# The report's graph replays, from the program's own counts: its launches
+# (replays=N) are the report's graph launches, and each launch replays one
+# step's calls of each API (a step issues calls/(steps + graphs) of them,
+# the captured steps included); "API calls converted provisional" per API
+# into replays.txt. WANT: "all" (every GEMM and cuBLASLt replay converted,
+# none provisional, as under a forced mode) or "any".
+check_replays() {
+    local what=$1 want=$2 api kind n per calls converted provisional
+    "$python" - run.json >replays.txt <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("launches %d" % r["totals"]["graph_launches"])
+for api in ("cublasSgemm_v2", "cublasLtMatmul", "cudnnBackendExecute"):
+    n = [sum(s["replays"][k] for s in r["sites"] if s["api"] == api)
+         for k in ("calls", "converted", "provisional")]
+    print(api, *n)
+t = r["totals"]["replays"]
+print("totals", t["calls"], t["converted"], t["provisional"], t["saved_ms"])
+EOF
+    echo "  replays: $(tr '\n' ' ' <replays.txt)"
+    [[ $(sed -n 's/^launches //p' replays.txt) == "$(program_field replays)" ]] ||
+        fail "$what: report's graph launches not the program's replays"
+    for api in cublasSgemm_v2:gemm cublasLtMatmul:lt \
+               cudnnBackendExecute:conv; do
+        kind=${api#*:} api=${api%:*}
+        n=$(issued "$kind")
+        per=$((n / ($(program_field steps) + $(program_field graphs))))
+        read -r _ calls converted provisional < <(grep "^$api " replays.txt)
+        [[ $calls == $((per * $(program_field replays))) ]] ||
+            fail "$what: $api replayed $calls calls, not" \
+                 "$(program_field replays) x $per"
+        if [[ $want == all && $api != cudnnBackendExecute ]]; then
+            [[ $converted == "$calls" && $provisional == 0 ]] ||
+                fail "$what: $api replays $converted converted," \
+                     "$provisional provisional of $calls"
+        fi
+    done
+}
+
 # A forced mode: the ill-conditioned layer's forward product alone over
 # the bound.
 only_ill_fails() {
@@ -227,9 +282,15 @@ framework)
             fail "$mode: no plan execution converted"
         only_ill_fails "$mode"
         check_caches "$mode"
+        check_replays "$mode" all
     done
     run auto 0 AMPSHIM_POLICY="$tmp/auto.policy"
     check_counts auto
+    # At 4 steps auto still measures when the steps are captured: those
+    # decisions are replayed as captured, and said so.
+    check_replays auto any
+    [[ $(grep '^totals ' replays.txt | cut -d' ' -f4) -gt 0 ]] ||
+        fail "auto: no replay counted provisional"
     grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
     ;;
 tf32_plans)
@@ -262,17 +323,40 @@ evict)
     ;;
 auto_accuracy)
     # The calls counted first: only the layers' check is expected to fail.
-    args=(--replays 3)
+    # 33 steps: 11 calls of each shape, enough for auto to choose.
+    args=(--steps 33 --replays 3)
     run auto any AMPSHIM_POLICY="$tmp/auto.policy"
     check_counts auto
+    conversions >auto.txt
+    echo "  $(head -n 1 auto.txt); $(grep -c ': chosen ' auto.txt) chosen"
+    grep -q ': chosen ' auto.txt || fail "auto: no (site, shape) chosen"
     grep ' FAIL$' run.out || true
     [[ $status == 0 ]] || fail "auto: exit status $status, not 0"
     grep -q '^framework: .* failed=0 ' run.out || fail "auto: summary line"
     ;;
+noise)
+    args=(--small --steps 36)
+    for seed in 1 2 3; do
+        run "auto noise seed $seed" 0 AMPSHIM_POLICY="$tmp/auto.policy" \
+            AMPSHIM_EMU_NOISE="$noise:$seed"
+        check_counts "auto noise seed $seed"
+        conversions | sed '1d;$d' | sed '$d' >"noise-$seed.txt"
+        echo "  $(grep -c ': chosen ' "noise-$seed.txt") (site, shape)s" \
+             "chosen, $(grep -c ': fp32 ' "noise-$seed.txt") fp32," \
+             "$(grep -c ': measuring ' "noise-$seed.txt") measuring"
+        (($(grep -c ': measuring ' "noise-$seed.txt") * 4 <
+          $(wc -l <"noise-$seed.txt"))) ||
+            fail "noise seed $seed: a quarter or more still measuring"
+    done
+    for seed in 2 3; do
+        diff "noise-1.txt" "noise-$seed.txt" >&2 ||
+            fail "noise: auto's choices at seeds 1 and $seed differ (above)"
+    done
+    ;;
 depth)
     for setting in auto fp16; do
         if [[ $setting == auto ]]; then
-            args=(--small --steps 12) want=0
+            args=(--small --steps 36) want=0
             set -- AMPSHIM_POLICY="$tmp/auto.policy"
         else
             args=(--small) want=1
@@ -296,8 +380,18 @@ depth)
                          "$setting-$behind.txt")"
             fi
         done
-        [[ $(head -n 1 "$setting-1.txt") != "gemm=0 conv=0" ]] ||
-            fail "$setting: nothing converted"
+        if [[ $setting == auto ]]; then
+            grep -Eq ': (chosen|fp32) ' "$setting-1.txt" ||
+                fail "auto: nothing decided"
+        else
+            [[ $(head -n 1 "$setting-1.txt") != "gemm=0 conv=0" ]] ||
+                fail "$setting: nothing converted"
+        fi
+        # Under auto the calls kept FP32 (fallbacks' "auto") are not
+        # compared: a deeper queue brings results later, so that a shape
+        # may run one more shadow call before it decides.
+        [[ $setting == fp16 ]] || sed -i '$d' "$setting-1.txt" \
+                                              "$setting-500.txt"
         diff "$setting-1.txt" "$setting-500.txt" >&2 ||
             fail "$setting: depths 1 and 500 differ (above)"
     done

@@ -73,7 +73,10 @@ COMMON = {"calls": {INT}, "converted": {INT}, "delivered": {INT},
           "fallback": {INT}, "unmeasured": {INT}, "modes": {OBJ},
           "shadow_candidate": {STR, NULL}, "time": {OBJ}, "errors": {OBJ},
           "fallbacks": {OBJ}, "fp32_reasons": {OBJ}, "scratch_bytes": {OBJ},
-          "flops": {OBJ}}
+          "flops": {OBJ}, "replays": {OBJ}}
+REPLAYS = {"calls": {INT}, "converted": {INT}, "flops_converted": {NUM},
+           "saved_ms": {NUM, NULL}, "unestimated": {INT},
+           "provisional": {INT}}
 SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
             symbol={STR, NULL},
             module={STR, NULL}, offset={NUM, NULL}, demoted={BOOL},
@@ -81,12 +84,14 @@ SITE = dict(COMMON, api={STR}, family={STR}, function={STR, NULL},
 SHAPE = dict(COMMON, shape={STR}, dims={OBJ}, fp32_baseline_ms={NUM, NULL})
 TOTALS = {k: {INT} for k in ("sites", "calls", "converted", "delivered",
                              "shadow", "fp32", "fallback", "unmeasured",
-                             "dropped", "shapes", "shapes_measuring")}
+                             "dropped", "shapes", "shapes_measuring",
+                             "graph_launches")}
 TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
                                   "flops_fp32", "flops_converted")})
 TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
                "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ},
-               "steady_speedup": {NUM, NULL}, "verdict": {STR}})
+               "steady_speedup": {NUM, NULL}, "verdict": {STR},
+               "replays": {OBJ}})
 VERDICTS = ("faster: ", "slower: ", "still measuring: ",
             "nothing to gain here: ", "converted, speed unknown: ")
 TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
@@ -105,12 +110,13 @@ AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
 AUTO_CANDIDATE = {"mode": {STR}, "shadow_calls": {INT},
                   "errors_measured": {INT}, "times_measured": {INT},
                   "compared": {INT},
-                  "warmup_calls": {INT}, "converted_calls": {INT},
+                  "warmup_calls": {INT},
                   "untimed_calls": {INT},
                   "max_rel": {NUM, NULL}, "fro_rel": {NUM, NULL},
                   "nonfinite": {INT},
                   "candidate_ms": {NUM, NULL}, "fp32_ms": {NUM, NULL},
-                  "speedup": {NUM, NULL}, "eligible": {BOOL},
+                  "speedup": {NUM, NULL}, "median_speedup": {NUM, NULL},
+                  "eligible": {BOOL},
                   "rejected": {STR, NULL}}
 
 problems = []
@@ -197,6 +203,7 @@ def check_entry(e, where, policy):
     check(e["scratch_bytes"], {"max": {INT}, "mean": {NUM, NULL}},
           where + ".scratch_bytes")
     check(e["flops"], {"total": {NUM}, "converted": {NUM}}, where + ".flops")
+    check_replays(e["replays"], where + ".replays")
     for reason, n in e["fallbacks"].items():
         if reason not in REASONS or kind(n) != INT:
             problems.append(f"{where}.fallbacks.{reason}: unknown or not int")
@@ -205,6 +212,22 @@ def check_entry(e, where, policy):
         if mode not in MODES or kind(n) != INT:
             problems.append(f"{where}.modes.{mode}: unknown or not int")
     check_delivered(e, where)
+
+
+def check_replays(r, where):
+    """Replayed calls: the converted and the provisional among them, the
+    unestimated among the converted; a saved time when some converted
+    replay has an estimate."""
+    check(r, REPLAYS, where)
+    if problems:
+        return
+    if r["converted"] > r["calls"] or r["provisional"] > r["calls"]:
+        problems.append(f"{where}: more converted or provisional than calls")
+    if r["unestimated"] > r["converted"]:
+        problems.append(f"{where}: more unestimated than converted")
+    if (r["saved_ms"] is None) != (r["converted"] == r["unestimated"]):
+        problems.append(f"{where}.saved_ms: {r['saved_ms']} with "
+                        f"{r['converted'] - r['unestimated']} estimated")
 
 
 def check_delivered(e, where):
@@ -311,6 +334,14 @@ def main(path):
         for key in ("calls", "fp32", "fallback", "delivered", "shadow"):
             if r["totals"][key] != sum(s[key] for s in r["sites"]):
                 problems.append(f"totals.{key}: not the sites' sum")
+        check_replays(t["replays"], "totals.replays")
+        for key in ("calls", "converted", "provisional"):
+            if t["replays"][key] != sum(s["replays"][key]
+                                        for s in r["sites"]):
+                problems.append(f"totals.replays.{key}: not the sites' sum")
+        if (t["graph_launches"] == 0) != (t["replays"]["calls"] == 0):
+            problems.append("totals.graph_launches: replays without "
+                            "launches, or launches without replays")
         check_devices_totals(r["devices"], r["totals"])
 
 

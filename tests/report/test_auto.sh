@@ -30,8 +30,9 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$shim
 cd "$tmp"
 
-# Long enough that measuring four candidates is a small part of a run.
-calls=300
+# Long enough that measuring four candidates (three timed calls each) is
+# a small part of a run.
+calls=400
 
 # --min-speedup 1: auto takes a candidate that is faster than FP32 at
 # all; calibrate, by default, one at least 5 % faster (cancelling_layer's

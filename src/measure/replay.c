@@ -1,0 +1,165 @@
+/* CUDA graph replays (measure/replay.h): a list of captured calls per
+ * graph and per executable graph, under one lock; a framework keeps a
+ * few graphs, each with a step's calls, so a list is searched in full. */
+#include "measure/replay.h"
+
+#include "base/log.h"
+#include "decide/auto.h"
+#include "device/device.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The calls captured into one graph, or replayed by one executable
+ * graph (`handle`). */
+struct amp_replay_list {
+    void *handle;
+    struct amp_prof_captured *calls;
+    size_t n, cap;
+    struct amp_replay_list *next;
+};
+
+static pthread_mutex_t amp_replay_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct amp_replay_list *amp_replay_lists;
+static unsigned long long amp_replay_launch_count;
+
+/* The list of `handle`, made when `make`; NULL when none (or no memory).
+ * Lock held. */
+static struct amp_replay_list *
+amp_replay_list(void *handle, int make)
+{
+    struct amp_replay_list *l;
+
+    for (l = amp_replay_lists; l; l = l->next)
+        if (l->handle == handle)
+            return l;
+    if (!make)
+        return NULL;
+    l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->handle = handle;
+    l->next = amp_replay_lists;
+    amp_replay_lists = l;
+    return l;
+}
+
+/* Appends n calls to l; AMP_ERR_NOMEM when they do not fit. Lock
+ * held. */
+static enum amp_status
+amp_replay_append(struct amp_replay_list *l,
+                  const struct amp_prof_captured *calls, size_t n)
+{
+    struct amp_prof_captured *grown;
+    size_t cap = l->cap ? l->cap : 64;
+
+    while (cap < l->n + n)
+        cap *= 2;
+    if (cap != l->cap) {
+        grown = realloc(l->calls, cap * sizeof *grown);
+        if (!grown)
+            return AMP_ERR_NOMEM;
+        l->calls = grown;
+        l->cap = cap;
+    }
+    memcpy(l->calls + l->n, calls, n * sizeof *calls);
+    l->n += n;
+    return AMP_OK;
+}
+
+void
+amp_replay_captured(const struct amp_prof_what *w, enum amp_outcome outcome)
+{
+    struct amp_prof_captured c;
+    struct amp_auto_view v;
+    struct amp_replay_list *l;
+    void *graph = amp_dev_capture_graph(w->stream);
+
+    if (!graph)
+        return;
+    memset(&c, 0, sizeof c);
+    c.what = *w;
+    /* A shadow call is FP32 in a graph (shadow work is never captured). */
+    c.converted = outcome == AMP_OUTCOME_CONVERTED &&
+                  w->mode != AMP_MODE_SHADOW;
+    c.provisional = w->auto_shape &&
+                    amp_auto_get(w->site, w->auto_shape - 1, &v) == 0 &&
+                    v.state == AMP_AUTO_MEASURING;
+    pthread_mutex_lock(&amp_replay_lock);
+    l = amp_replay_list(graph, 1);
+    if (!l || amp_replay_append(l, &c, 1) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: no memory to note a captured call; its "
+                "graph's replays go uncounted", w->api);
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+void
+amp_replay_instantiated(void *graph, void *exec)
+{
+    struct amp_replay_list *from, *to;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(graph, 0);
+    if (from && from->n) {
+        to = amp_replay_list(exec, 1);
+        if (to) {
+            to->n = 0;
+            if (amp_replay_append(to, from->calls, from->n) != AMP_OK)
+                amp_log(AMP_LOG_INFO, "no memory to note an executable "
+                        "graph's calls; its replays go uncounted");
+        }
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+void
+amp_replay_launched(void *exec)
+{
+    struct amp_replay_list *l;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    l = amp_replay_list(exec, 0);
+    if (l && l->n) {
+        amp_replay_launch_count++;
+        amp_prof_replayed(l->calls, l->n);
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+void
+amp_replay_gone(void *handle)
+{
+    struct amp_replay_list **at, *l;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    for (at = &amp_replay_lists; *at; at = &(*at)->next) {
+        if ((*at)->handle != handle)
+            continue;
+        l = *at;
+        *at = l->next;
+        free(l->calls);
+        free(l);
+        break;
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+unsigned long long
+amp_replay_launches(void)
+{
+    unsigned long long n;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    n = amp_replay_launch_count;
+    pthread_mutex_unlock(&amp_replay_lock);
+    return n;
+}
+
+void
+amp_replay_forget(void)
+{
+    pthread_mutex_init(&amp_replay_lock, NULL);
+    amp_replay_lists = NULL; /* the parent's graphs are not ours */
+    amp_replay_launch_count = 0;
+}
