@@ -338,6 +338,18 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
     amp_auto_settle(site, v, bound, note);
 }
 
+/* 1 when c has as many shadow calls out (issued, no result harvested) as
+ * it still needs samples. */
+static int
+amp_auto_awaits(const struct amp_auto_candidate *c)
+{
+    unsigned long long back = c->timed + c->untimed + c->warmups;
+    unsigned long long out = c->issued > back ? c->issued - back : 0;
+
+    return c->timed < AMP_AUTO_SAMPLES &&
+           out >= AMP_AUTO_SAMPLES - c->timed;
+}
+
 void
 amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
                 int half_fits, int64_t count, int64_t sample_period,
@@ -346,7 +358,7 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
     struct amp_auto_bound policy;
     struct amp_auto_note note = {"", ""};
     struct amp_auto_view *v;
-    int i, next = -1, made = 0;
+    int i, next = -1, made = 0, awaiting = 0;
 
     out->mode = AMP_MODE_FP32;
     out->why = AMP_WHY_AUTO;
@@ -364,10 +376,18 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
 
             if (amp_auto_settled(c))
                 continue;
+            if (amp_auto_awaits(c) && v->waited < AMP_AUTO_WAIT_MAX) {
+                awaiting = 1;
+                continue;
+            }
             if (next < 0 || c->issued < v->c[next].issued)
                 next = i;
         }
-        if (next >= 0) {
+        if (next < 0 && awaiting) {
+            v->waited++;
+            out->why = AMP_WHY_AUTO_WAIT;
+        } else if (next >= 0) {
+            v->waited = 0;
             v->c[next].issued++;
             out->mode = AMP_MODE_SHADOW;
             out->candidate = v->c[next].mode;

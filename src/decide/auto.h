@@ -31,6 +31,10 @@
 /* The latest timed samples kept per candidate (its median's). */
 #define AMP_AUTO_KEPT 5
 
+/* FP32 calls a measuring (site, shape) waits for its shadow calls' results
+ * before it issues one more. */
+#define AMP_AUTO_WAIT_MAX 64
+
 /* The least gain that counts: a candidate is faster than FP32 when FP32's
  * median time over its own (each pair timed in one call) is at least
  * this, and candidates whose median times are within this factor of the
@@ -82,6 +86,9 @@ struct amp_auto_view {
     enum amp_auto_state state;
     int choice;                  /* index in c when AMP_AUTO_CHOSEN */
     int changes;                 /* choices given up for drift */
+    int waited;                  /* FP32 calls in a row while every
+                                    unsettled candidate had enough shadow
+                                    calls out (AMP_WHY_AUTO_WAIT) */
 };
 
 /* 1 when the call's dimensions suit the candidates that run on
@@ -96,7 +103,12 @@ int amp_auto_half_fits(const struct amp_policy_call *call);
  * site (`slot`: the (site, shape)'s, from amp_site_shape_count;
  * `half_fits`: amp_auto_half_fits of the call, which the (site, shape)'s
  * first call fixes), into *out: shadow:CANDIDATE while measuring (the
- * candidate least tried of those still unsettled), the chosen mode (or
+ * candidate least tried of those still unsettled whose shadow calls out,
+ * not yet harvested, are fewer than the samples it still needs), FP32
+ * (AMP_WHY_AUTO_WAIT) while every unsettled candidate has enough out (a
+ * host ahead of its device: its results are on their way), but for one
+ * shadow call in every AMP_AUTO_WAIT_MAX such (results lost on the way
+ * must not stop the measuring), the chosen mode (or
  * shadow:CHOSEN every `sample_period` calls; 0: never) once chosen, FP32
  * when nothing qualifies or the (site, shape) has no entry (a slot of
  * -1).

@@ -1454,6 +1454,7 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_BASELINE] = "FP32 baseline of the shape",
     [AMP_WHY_AUTO] = "auto",
     [AMP_WHY_SHAPE_LIMIT] = "no (site, shape) entry left",
+    [AMP_WHY_AUTO_WAIT] = "auto awaits its measurements",
 };
 
 const char *

@@ -247,6 +247,9 @@ enum amp_decision_why {
                                     FP32 when nothing qualifies */
     AMP_WHY_SHAPE_LIMIT,         /* the (site, shape) table is full: a
                                     shape with no entry stays FP32 */
+    AMP_WHY_AUTO_WAIT,           /* an auto rule still measuring, every
+                                    candidate's shadow calls out: FP32
+                                    until their results are back */
 };
 
 struct amp_decision {

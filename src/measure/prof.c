@@ -46,6 +46,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_LIBRARY] = "library",
     [AMP_KEPT_ATOMIC_SYNC] = "atomic-sync",
     [AMP_KEPT_SHAPE_LIMIT] = "shape-limit",
+    [AMP_KEPT_MEASURING] = "measuring",
 };
 
 const char *
@@ -74,6 +75,8 @@ amp_kept_of(const struct amp_decision *dec)
         return AMP_KEPT_AUTO;
     case AMP_WHY_SHAPE_LIMIT:
         return AMP_KEPT_SHAPE_LIMIT;
+    case AMP_WHY_AUTO_WAIT:
+        return AMP_KEPT_MEASURING;
     default:
         return AMP_KEPT_MODE;
     }
@@ -147,7 +150,11 @@ amp_shape_format(const struct amp_shape *s, char *buf, size_t cap)
 #define AMP_PROF_TRACKS 256
 #define AMP_PROF_TRACE_MAX 200000
 
-enum { AMP_EV_START = 0, AMP_EV_SPLIT, AMP_EV_END, AMP_EV_COUNT };
+/* A converted call: START, END. A shadow or delivering call: START, the
+ * candidate, SPLIT, its FP32 original, END, the comparison (and a
+ * delivering call's copy of the result), CHECK. */
+enum { AMP_EV_START = 0, AMP_EV_SPLIT, AMP_EV_END, AMP_EV_CHECK,
+       AMP_EV_COUNT };
 
 enum amp_error_state {
     AMP_ERROR_NONE = 0,        /* no slot for this call */
@@ -494,6 +501,15 @@ amp_prof_stop(struct amp_prof_span *span)
     amp_record_event(c, AMP_EV_END);
 }
 
+void
+amp_prof_checked(void)
+{
+    struct amp_prof_call *c = amp_prof_open;
+
+    if (c && c->ev[AMP_EV_END] >= 0)
+        amp_record_event(c, AMP_EV_CHECK);
+}
+
 struct amp_prof_call *
 amp_prof_current(void)
 {
@@ -714,14 +730,17 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     int shadow = c->what.mode == AMP_MODE_SHADOW;
     int had_end = c->ev[AMP_EV_END] >= 0, timed = events_ok && had_end;
     int traced, delivered, i;
-    double total = -1.0, cand = -1.0, fp32 = -1.0, base;
+    double total = -1.0, cand = -1.0, fp32 = -1.0, check = 0.0, base;
     int measured = 0;
 
     if (timed && shadow &&
         (amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START],
                                c->ev[AMP_EV_SPLIT], &cand) != AMP_OK ||
          amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_SPLIT],
-                               c->ev[AMP_EV_END], &fp32) != AMP_OK))
+                               c->ev[AMP_EV_END], &fp32) != AMP_OK ||
+         (c->ev[AMP_EV_CHECK] >= 0 &&
+          amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_END],
+                                c->ev[AMP_EV_CHECK], &check) != AMP_OK)))
         timed = 0;
     if (timed && !shadow &&
         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
@@ -744,10 +763,12 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         e->shadow_timed++;
         e->shadow_fp32_ms += fp32;
         e->shadow_candidate_ms += cand;
+        e->shadow_check_ms += check;
         if (part) {
             part->shadow_timed++;
             part->shadow_fp32_ms += fp32;
             part->shadow_candidate_ms += cand;
+            part->shadow_check_ms += check;
         }
         total = cand;
         measured = 1;
@@ -808,7 +829,10 @@ amp_prof_record_done(struct amp_prof_call *c, int wait)
         return 0;
     if (c->ev[AMP_EV_END] < 0)
         return 1;
-    return amp_dev_event_done(c->dev, c->ev[AMP_EV_END], wait);
+    return amp_dev_event_done(c->dev,
+                              c->ev[c->ev[AMP_EV_CHECK] >= 0 ? AMP_EV_CHECK
+                                                             : AMP_EV_END],
+                              wait);
 }
 
 void
@@ -896,11 +920,13 @@ amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
 {
     double base = amp_prof_baseline(e);
     unsigned long long converted = e->outcomes[AMP_OUTCOME_CONVERTED];
+    unsigned long long ran_fp32;
 
     memset(t, 0, sizeof *t);
     t->measured = e->shadow_timed;
     t->fp32_measured_ms = e->shadow_fp32_ms;
-    t->actual_ms = e->shadow_fp32_ms + e->shadow_candidate_ms;
+    t->actual_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
+                   e->shadow_check_ms;
     if (base >= 0.0) {
         t->estimated = e->timed;
         t->fp32_estimated_ms = base * (double)e->timed;
@@ -910,6 +936,11 @@ amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
     }
     t->fp32_ms = t->fp32_measured_ms + t->fp32_estimated_ms;
     t->saved_ms = t->fp32_ms - t->actual_ms;
+    ran_fp32 = e->outcomes[AMP_OUTCOME_FP32] + e->outcomes[AMP_OUTCOME_FALLBACK];
+    t->device_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
+                   e->shadow_check_ms + e->converted_ms +
+                   (base >= 0.0 ? base * (double)ran_fp32 : 0.0);
+    t->device_untimed = e->unmeasured + (base >= 0.0 ? 0 : ran_fp32);
     t->flops_total = e->flops * (double)e->calls;
     t->flops_converted = e->flops *
                          (double)(converted - e->modes[AMP_MODE_SHADOW]);
@@ -930,7 +961,8 @@ amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
     d->fallback += p->fallback;
     d->measured += p->shadow_timed;
     d->fp32_ms += p->shadow_fp32_ms;
-    d->actual_ms += p->shadow_fp32_ms + p->shadow_candidate_ms;
+    d->actual_ms += p->shadow_fp32_ms + p->shadow_candidate_ms +
+                    p->shadow_check_ms;
     if (base >= 0.0) {
         d->estimated += p->timed;
         d->fp32_ms += base * (double)p->timed;

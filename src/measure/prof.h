@@ -82,6 +82,8 @@ enum amp_kept {
                                   kernels through atomic counters */
     AMP_KEPT_SHAPE_LIMIT,      /* the (site, shape) table was full: no
                                   entry to measure or decide it */
+    AMP_KEPT_MEASURING,        /* auto still measuring, its shadow calls'
+                                  results on their way */
     AMP_KEPT_COUNT,
 };
 
@@ -159,6 +161,14 @@ void amp_prof_split(struct amp_prof_span *span);
  * original call). */
 void amp_prof_stop(struct amp_prof_span *span);
 
+/* Shadow: after the comparison with FP32 (and a delivering call's copy of
+ * its result) is queued, before the event of its result's slot: records
+ * the calling thread's open record's last event (its stop recorded), so
+ * that the call's actual time includes what the program waits for too;
+ * the candidate's time, which auto compares, does not. Recorded before
+ * the slot's event, the record is finished when its slot is. */
+void amp_prof_checked(void);
+
 /* Ends the span: a stopped call goes to the harvest, anything else is
  * counted now with its outcome and fallback reason. */
 void amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
@@ -228,6 +238,8 @@ struct amp_prof_entry {
     unsigned long long shadow_timed;
     double shadow_fp32_ms;          /* the original FP32 calls */
     double shadow_candidate_ms;     /* the candidates beside them */
+    double shadow_check_ms;         /* their comparisons with FP32 (and a
+                                       delivering call's copy) */
     /* Errors of the calls compared with FP32 (shadow and delivering ones),
      * relative in the max norm (max_rel,
      * sum_rel) and in the Frobenius norm (max_fro, sum_fro); the sums over
@@ -254,6 +266,7 @@ struct amp_prof_entry {
         unsigned long long calls, converted, shadow, fp32, fallback;
         unsigned long long timed, shadow_timed;
         double converted_ms, shadow_fp32_ms, shadow_candidate_ms;
+        double shadow_check_ms;
     } devices[AMP_PROF_ENTRY_DEVICES];
     int ndevices;
     /* Calls replayed by CUDA graph launches (not in `calls`): of those,
@@ -278,14 +291,20 @@ double amp_prof_baseline(const struct amp_prof_entry *e);
 
 /* What an entry's converted calls would have cost in FP32 and what they
  * cost, over the calls whose FP32 time is known (measured in shadow, or
- * estimated from the baseline): a shadow call cost its FP32 original plus
- * its candidate. */
+ * estimated from the baseline): a shadow call cost its FP32 original, its
+ * candidate and their comparison. */
 struct amp_prof_totals {
     double fp32_ms, actual_ms, saved_ms;
     double fp32_measured_ms, fp32_estimated_ms;
     unsigned long long measured, estimated;   /* calls */
     unsigned long long unknown;     /* converted, timed, no baseline */
     double flops_total, flops_converted;
+    /* The device time of every call of the entry, whatever ran: the
+     * timed ones as measured, the ones that ran FP32 (kept or fallen
+     * back) at the baseline; device_untimed: calls with neither (no
+     * baseline, or converted but not timed). */
+    double device_ms;
+    unsigned long long device_untimed;
 };
 void amp_prof_totals(const struct amp_prof_entry *e,
                      struct amp_prof_totals *t);

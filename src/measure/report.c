@@ -74,6 +74,7 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->shadow_timed += e->shadow_timed;
     s->shadow_fp32_ms += e->shadow_fp32_ms;
     s->shadow_candidate_ms += e->shadow_candidate_ms;
+    s->shadow_check_ms += e->shadow_check_ms;
     s->error_calls += e->error_calls;
     s->measured_calls += e->measured_calls;
     s->compared += e->compared;
@@ -132,6 +133,8 @@ amp_sum_totals(struct amp_prof_totals *s, const struct amp_prof_totals *t)
     s->unknown += t->unknown;
     s->flops_total += t->flops_total;
     s->flops_converted += t->flops_converted;
+    s->device_ms += t->device_ms;
+    s->device_untimed += t->device_untimed;
 }
 
 static void
@@ -259,8 +262,8 @@ amp_steady_add(struct amp_steady *s, const struct amp_prof_entry *e)
         cost = e->timed ? e->converted_ms / (double)e->timed
                         : e->shadow_candidate_ms / (double)e->shadow_timed;
     } else if (base >= 0.0 && amp_entry_shadow(e) > 0) {
-        cost = (e->shadow_fp32_ms + e->shadow_candidate_ms) /
-               (double)e->shadow_timed;
+        cost = (e->shadow_fp32_ms + e->shadow_candidate_ms +
+                e->shadow_check_ms) / (double)e->shadow_timed;
     }
     if (base <= 0.0 || cost <= 0.0)
         return;
@@ -425,13 +428,22 @@ amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
                  "error, so every call ran FP32 (see the policy line)");
     } else if (v->measuring > 0.0 && (v->delivered <= 0.0 ||
                                       isnan(v->steady))) {
-        snprintf(buf, cap, "still measuring: auto needs about four calls "
+        snprintf(buf, cap, "still measuring: auto needs about ten calls "
                  "per shape to choose, and %.0f of %.0f shapes had fewer%s; "
                  "the measuring calls run FP32 and a candidate beside it%s%s"
                  "; run longer to see the steady state",
                  v->measuring, v->shapes, run,
                  isnan(v->steady) ? "" : "; the shapes decided: ",
                  isnan(v->steady) ? "" : steady);
+    } else if (v->delivered <= 0.0 && v->shadow > 0.0 &&
+               v->steady >= 1.005) {
+        /* auto has chosen, but this run ended while it measured. */
+        snprintf(buf, cap, "faster: the intercepted GEMMs and convolutions "
+                 "run %.2fx as fast as FP32 in steady state%s; no converted "
+                 "result reached the program in this run (%.0f of %.0f "
+                 "calls measured the candidates in shadow while auto "
+                 "chose): run longer to gain", v->steady, run, v->shadow,
+                 v->calls);
     } else if (v->delivered <= 0.0) {
         snprintf(buf, cap, "nothing to gain here: no converted result reached "
                  "the program (%.0f calls ran FP32%s)%s%s%s", v->calls,
@@ -464,6 +476,55 @@ amp_verdict_line(const struct amp_verdict *v, char *buf, size_t cap)
                  figure, isnan(v->steady) ? "" : run, why ? ": " : "",
                  why ? why : "");
     }
+    return buf;
+}
+
+/* Milliseconds since the process started (its start time in
+ * /proc/self/stat, in clock ticks since boot: proc(5)); NAN when unknown. */
+static double
+amp_process_wall_ms(void)
+{
+    char buf[1024], *p;
+    unsigned long long start = 0;
+    struct timespec now;
+    FILE *f = fopen("/proc/self/stat", "re");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    long tick = sysconf(_SC_CLK_TCK);
+    int field;
+
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    /* The command name, field 2, may hold spaces and parentheses: the
+     * fields after it follow the last ')'. Field 22 is starttime. */
+    p = strrchr(buf, ')');
+    for (field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (!p || sscanf(p + 1, "%llu", &start) != 1 || tick <= 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+        return NAN;
+    return ((double)now.tv_sec + (double)now.tv_nsec * 1e-9) * 1e3 -
+           (double)start * 1e3 / (double)tick;
+}
+
+const char *
+amp_time_line(double device_ms, double untimed, double wall_ms,
+              double saved_ms, char *buf, size_t cap)
+{
+    char wall[64] = "", saved[64] = "", left[96] = "";
+
+    if (!isnan(wall_ms))
+        snprintf(wall, sizeof wall, " of the run's %.1f ms (wall clock)",
+                 wall_ms);
+    if (!isnan(saved_ms) && saved_ms != 0.0)
+        snprintf(saved, sizeof saved, "; the shim %s %.3f ms %s it",
+                 saved_ms > 0.0 ? "saved" : "added", fabs(saved_ms),
+                 saved_ms > 0.0 ? "of" : "to");
+    if (untimed > 0.0)
+        snprintf(left, sizeof left, "; %.0f call%s not timed, left out",
+                 untimed, untimed == 1.0 ? "" : "s");
+    snprintf(buf, cap, "the intercepted GEMMs and convolutions took %.3f ms "
+             "of device time%s%s%s", device_ms, wall, saved, left);
     return buf;
 }
 
@@ -564,6 +625,7 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
     amp_json_knumber(j, "converted_ms", e->converted_ms);
     amp_json_knumber(j, "shadow_fp32_ms", e->shadow_fp32_ms);
     amp_json_knumber(j, "shadow_candidate_ms", e->shadow_candidate_ms);
+    amp_json_knumber(j, "shadow_check_ms", e->shadow_check_ms);
     amp_json_knumber(j, "fp32_ms", t->fp32_ms);
     amp_json_knumber(j, "fp32_measured_ms", t->fp32_measured_ms);
     amp_json_knumber(j, "fp32_estimated_ms", t->fp32_estimated_ms);
@@ -1127,6 +1189,9 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
     amp_json_kint(j, "shapes_measuring", (long long)steady.measuring);
     amp_json_kstring(j, "verdict", amp_report_verdict(r, verdict,
                                                       sizeof verdict));
+    amp_json_knumber(j, "wall_ms", amp_process_wall_ms());
+    amp_json_knumber(j, "device_ms", a->t.device_ms);
+    amp_json_kint(j, "calls_untimed", (long long)a->t.device_untimed);
     amp_json_kint(j, "calls_fp32_measured", (long long)a->t.measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)a->t.estimated);
     amp_json_kint(j, "calls_fp32_unknown", (long long)a->t.unknown);
@@ -1545,6 +1610,11 @@ amp_report_table(struct amp_report *r, const char *device, const char *path)
 
     amp_log_line("verdict: %s", amp_report_verdict(r, verdict,
                                                    sizeof verdict));
+    amp_log_line("time: %s",
+                 amp_time_line(r->all.t.device_ms,
+                               (double)r->all.t.device_untimed,
+                               amp_process_wall_ms(), r->all.t.saved_ms,
+                               verdict, sizeof verdict));
     qsort(r->groups, r->ngroups, sizeof *r->groups, amp_by_saved);
     amp_log_line("| %-*s %-28s %7s %7s %7s %-18s %10s %10s %8s %8s %10s "
                  "%12s", AMP_TABLE_SITE_WIDTH, "site", "api", "calls", "conv",

@@ -69,6 +69,13 @@ struct amp_verdict {
 const char *amp_verdict_line(const struct amp_verdict *v, char *buf,
                              size_t cap);
 
+/* "the intercepted GEMMs and convolutions took X ms of device time of the
+ * run's Y ms (wall clock); the shim saved Z ms of it", and the calls left
+ * out untimed, into buf; returns buf. wall_ms or saved_ms NAN: unknown,
+ * left out. */
+const char *amp_time_line(double device_ms, double untimed, double wall_ms,
+                          double saved_ms, char *buf, size_t cap);
+
 /* The trace as JSON into f. */
 enum amp_status amp_report_trace(FILE *f);
 

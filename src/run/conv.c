@@ -658,10 +658,12 @@ amp_conv_shadow_finish(struct amp_conv_run *run, int original_ok)
     if (st == AMP_OK)
         st = amp_conv_launch(run, AMP_KERNEL_CONV_ERROR,
                              amp_conv_count(&lref, 0), params);
-    if (st == AMP_OK)
-        st = amp_conv_pend(run, 1);
     if (st == AMP_OK && run->delivers)
         st = amp_conv_queue_deliver(run);
+    if (st == AMP_OK) {
+        amp_prof_checked(); /* the program waits for all of it */
+        st = amp_conv_pend(run, 1);
+    }
     if (!run->desc.output_in_scratch) {
         amp_conv_release(run);
     } else if (run->slot >= 0) {

@@ -1029,7 +1029,7 @@ amp_gemm_before_step(struct amp_gemm_run *run)
 }
 
 /* The error kernel of a shadow run: candidate against the caller's C (D
- * for cuBLASLt). */
+ * for cuBLASLt); its slot is pended by amp_gemm_pend_error. */
 static enum amp_status
 amp_queue_shadow_error(struct amp_gemm_run *run)
 {
@@ -1047,8 +1047,18 @@ amp_queue_shadow_error(struct amp_gemm_run *run)
     if (st == AMP_OK)
         st = amp_launch(run->dev, AMP_KERNEL_SHADOW_ERROR,
                         c.batch * c.rows * c.cols, run->stream, params);
-    if (st == AMP_OK)
-        st = amp_dev_slot_record(run->dev, run->slot, run->stream);
+    return st;
+}
+
+/* The shadow run's slot after its last work (the comparison, a
+ * delivering run's copy): its event, and to the harvest. */
+static enum amp_status
+amp_gemm_pend_error(struct amp_gemm_run *run)
+{
+    enum amp_status st;
+
+    amp_prof_checked();
+    st = amp_dev_slot_record(run->dev, run->slot, run->stream);
     if (st == AMP_OK)
         st = amp_harvest_pend(run->dev, run->stream, run->slot,
                               run->slot_at, 1,
@@ -1109,6 +1119,8 @@ amp_gemm_finish(struct amp_gemm_run *run)
         st = amp_queue_shadow_error(run);
     if (st == AMP_OK && run->delivers)
         st = amp_queue_deliver(run);
+    if (st == AMP_OK && run->mode == AMP_MODE_SHADOW)
+        st = amp_gemm_pend_error(run);
     amp_gemm_release(run);
     return st;
 }

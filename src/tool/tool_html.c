@@ -112,6 +112,8 @@ static const struct amp_reason {
                 "tolerance"},
     {"shape-limit", "beyond the (site, shape)s the shim tells apart in a "
                     "process: not converted unmeasured"},
+    {"measuring", "auto still measuring the shape, its measuring calls' "
+                  "results not yet back from the device"},
     {"broken-policy", "the policy file has an error: nothing converts"},
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "
@@ -1337,6 +1339,11 @@ amp_write_html(const struct amp_doc *doc, const char *path)
         fputs("<p id=\"verdict\"><strong>", f);
         amp_html_text(f, amp_doc_verdict(doc, verdict, sizeof verdict));
         fputs("</strong></p>\n", f);
+        if (amp_doc_time(doc, verdict, sizeof verdict)) {
+            fputs("<p id=\"time\">", f);
+            amp_html_text(f, verdict);
+            fputs("</p>\n", f);
+        }
     }
     amp_html_summary(f, doc);
     amp_html_meta(f, doc);

@@ -612,6 +612,19 @@ amp_doc_verdict(const struct amp_doc *doc, char *buf, size_t cap)
     return amp_verdict_line(&v, buf, cap);
 }
 
+const char *
+amp_doc_time(const struct amp_doc *doc, char *buf, size_t cap)
+{
+    const struct amp_json *tot = amp_json_get(doc->root, "totals");
+    double device_ms = amp_num(tot, "device_ms");
+
+    if (isnan(device_ms))
+        return NULL;
+    return amp_time_line(device_ms, amp_num(tot, "calls_untimed"),
+                         amp_num(tot, "wall_ms"), amp_num(tot, "saved_ms"),
+                         buf, cap);
+}
+
 static void
 amp_print_header(const struct amp_doc *doc)
 {
@@ -622,6 +635,8 @@ amp_print_header(const struct amp_doc *doc)
     const char *reported = amp_json_str(amp_json_get(dev, "reported_name"));
 
     printf("verdict: %s\n", amp_doc_verdict(doc, verdict, sizeof verdict));
+    if (amp_doc_time(doc, verdict, sizeof verdict))
+        printf("time:    %s\n", verdict);
     printf("program: %s (pid %.0f)\n",
            amp_or(amp_json_str(amp_json_get(prog, "path")), "?"),
            amp_num(prog, "pid"));

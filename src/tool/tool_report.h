@@ -124,6 +124,10 @@ const char *amp_auto_text(const struct amp_json *shape, char *buf,
 const char *amp_doc_verdict(const struct amp_doc *doc, char *buf,
                             size_t cap);
 
+/* The report's time line (amp_time_line), from its totals; NULL for a
+ * report without device_ms. */
+const char *amp_doc_time(const struct amp_doc *doc, char *buf, size_t cap);
+
 /* A shape measured in shadow without an auto rule: its candidate's
  * error, which the program did not get ("fp16 candidate, max rel err
  * 1.84e-04 in 4 calls measured beside FP32 ..."), into buf; NULL when

@@ -52,7 +52,7 @@ API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
                           "heuristic_queries")}
 API["api"] = {STR}
 TIME = {k: {NUM} for k in ("converted_ms", "shadow_fp32_ms",
-                           "shadow_candidate_ms", "fp32_ms",
+                           "shadow_candidate_ms", "shadow_check_ms", "fp32_ms",
                            "fp32_measured_ms", "fp32_estimated_ms",
                            "actual_ms", "saved_ms")}
 TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
@@ -91,7 +91,8 @@ TOTALS.update({k: {NUM} for k in ("fp32_ms", "actual_ms", "saved_ms",
 TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
                "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ},
                "steady_speedup": {NUM, NULL}, "verdict": {STR},
-               "replays": {OBJ}})
+               "replays": {OBJ}, "wall_ms": {NUM, NULL}, "device_ms": {NUM},
+               "calls_untimed": {INT}})
 VERDICTS = ("faster: ", "slower: ", "still measuring: ",
             "nothing to gain here: ", "converted, speed unknown: ")
 TOTALS.update({k: {INT} for k in ("calls_fp32_measured",
@@ -101,7 +102,8 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture", "fp16-range"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
-        "library", "atomic-sync", "no-tensor-core-engine", "shape-limit"}
+        "library", "atomic-sync", "no-tensor-core-engine", "shape-limit",
+        "measuring"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 

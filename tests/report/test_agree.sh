@@ -86,18 +86,20 @@ def check(name, mode):
                        f"{calls}: auto measures its first calls in shadow")
         if t["shapes_measuring"] != t["shapes"] or \
                 not verdict.startswith("still measuring: auto needs about "
-                                       "four calls per shape"):
+                                       "ten calls per shape"):
             bad.append(f"{name}: {t['shapes_measuring']} of {t['shapes']} "
                        f"shapes measuring, verdict {verdict!r}")
 
-    # The exit table: the verdict before the table, the total row.
+    # The exit table: the verdict, the time line, the table, its total row.
     err = [re.sub(r"^ampshim\[\d+\]: ", "", l)
            for l in open(name + ".err").read().splitlines()]
     said = [l for l in err if l.startswith("verdict: ")]
     table = [i for i, l in enumerate(err) if l.startswith("| site ")]
     if said != ["verdict: " + verdict] or not table or \
-            err.index(said[0]) + 1 != table[0]:
-        bad.append(f"{name}: the exit's verdict {said}, not first")
+            err.index(said[0]) + 2 != table[0] or \
+            not err[table[0] - 1].startswith("time: "):
+        bad.append(f"{name}: the exit's verdict {said}, not first (then "
+                   "the time line, then the table)")
     total = [l.split() for l in err if l.startswith("| total ")]
     if not total or total[0][2:5] != [str(calls), str(conv), str(shadow)]:
         bad.append(f"{name}: exit table total {total}")

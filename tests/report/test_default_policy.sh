@@ -30,11 +30,12 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$shim AMPSHIM_EMU_GPU=h100
 cd "$tmp"
 
-# run NAME M N K: 8 calls of M x N x K from one site, under the built-in
-# policy, into NAME.json.
+# run NAME M N K: 16 calls of M x N x K from one site (auto takes three
+# timed shadow calls per candidate, the first fp16 one a warm-up), under
+# the built-in policy, into NAME.json.
 run() {
     env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" \
-        "$tool" run --report "$1.json" -- "$prog" --calls 8 --m "$2" --n "$3" \
+        "$tool" run --report "$1.json" -- "$prog" --calls 16 --m "$2" --n "$3" \
         --k "$4" >"$1.out" 2>"$1.err" || fail "$1: ampshim run failed"
     "$python" "$schema" "$1.json" >"$1-schema.out" || fail "$1.json: schema"
 }
@@ -50,7 +51,7 @@ def shape(name):
     assert r["policy"]["source"] == "built-in", r["policy"]
     (site,) = r["sites"]
     (s,) = site["shapes"]
-    assert s["calls"] == 8, (name, s["calls"])
+    assert s["calls"] == 16, (name, s["calls"])
     return s
 
 def candidates(s):
@@ -70,7 +71,7 @@ assert c["tf32"]["eligible"] and c["tf32"]["speedup"] > 1, c["tf32"]
 assert c["tf32"]["max_rel"] <= 5e-3, c["tf32"]
 # Later calls ran tf32 (converted counts shadow calls too).
 assert s["modes"].get("tf32", 0) >= 2, s["modes"]
-print("2048x2048x256: tf32, %.2fx, %d of 8 calls tf32"
+print("2048x2048x256: tf32, %.2fx, %d of 16 calls tf32"
       % (c["tf32"]["speedup"], s["modes"]["tf32"]))
 
 s = shape("unaligned")
@@ -83,13 +84,13 @@ for mode in ("fp16", "bf16"):
     assert c[mode]["rejected"] == half, (mode, c[mode])
 assert c["tf32"]["eligible"], c["tf32"]
 assert s["modes"].get("tf32", 0) >= 5, s["modes"]
-print("1004x1000x1000: tf32 alone measured, %d of 8 calls tf32"
+print("1004x1000x1000: tf32 alone measured, %d of 16 calls tf32"
       % s["modes"]["tf32"])
 
 s = shape("small")
 assert "auto" not in s or s["auto"] is None, s.get("auto")
-assert s["fp32"] == 8 and s["converted"] == 0, s
-assert s["fp32_reasons"] == {"min-size": 8}, s["fp32_reasons"]
+assert s["fp32"] == 16 and s["converted"] == 0, s
+assert s["fp32_reasons"] == {"min-size": 16}, s["fp32_reasons"]
 print("512x256x1024: FP32 (min-size)")
 PY
 echo "default policy: auto decides every GEMM above min-size"

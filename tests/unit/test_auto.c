@@ -442,6 +442,43 @@ test_median_of_samples(void **state)
     expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_BF16);
 }
 
+/* A host ahead of its device: once every candidate has as many shadow
+ * calls out as it needs samples, the shape's calls run FP32 (reason
+ * auto-wait: their results are on their way); one call in
+ * AMP_AUTO_WAIT_MAX goes out in shadow anyway (a result lost on the way
+ * does not stop the measuring); with the results back, the choice
+ * converts. */
+static void
+test_host_ahead_waits(void **state)
+{
+    static const enum amp_mode order[] = {AMP_MODE_FP16, AMP_MODE_BF16,
+                                          AMP_MODE_TF32};
+    struct amp_decision d;
+    int slot, i, n = 0;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    for (i = 0; i < 3 * AMP_AUTO_SAMPLES; i++)
+        expect_shadow(site, AMP_FAMILY_GEMM, ++n, order[i % 3]);
+    for (i = 0; i < AMP_AUTO_WAIT_MAX; i++) {
+        decide(site, AMP_FAMILY_GEMM, ++n, 0, &d);
+        assert_int_equal(d.mode, AMP_MODE_FP32);
+        assert_int_equal(d.why, AMP_WHY_AUTO_WAIT);
+    }
+    expect_shadow(site, AMP_FAMILY_GEMM, ++n, AMP_MODE_FP16);
+    decide(site, AMP_FAMILY_GEMM, ++n, 0, &d);
+    assert_int_equal(d.why, AMP_WHY_AUTO_WAIT);
+    /* Two of fp16's results back: it needs one more, and has two out. */
+    amp_auto_time(site, slot, AMP_MODE_FP16, 0.5, 2.0, 0, TOL);
+    amp_auto_time(site, slot, AMP_MODE_FP16, 0.5, 2.0, 0, TOL);
+    decide(site, AMP_FAMILY_GEMM, ++n, 0, &d);
+    assert_int_equal(d.why, AMP_WHY_AUTO_WAIT);
+    measured(site, slot, AMP_MODE_FP16, 3e-4, 0.5, 2.0);
+    measured(site, slot, AMP_MODE_BF16, 2e-3, 0.4, 2.0);
+    measured(site, slot, AMP_MODE_TF32, 3e-4, 0.3, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, ++n, AMP_MODE_TF32);
+}
+
 /* A shadow call whose work was refused (memory full for a while) is
  * counted untimed, not against the candidate: its later samples decide.
  * Four such calls before any sample rule it out. */
@@ -676,6 +713,7 @@ main(void)
         cmocka_unit_test(test_failures_rule_out),
         cmocka_unit_test(test_warmup_time_measured_again),
         cmocka_unit_test(test_median_of_samples),
+        cmocka_unit_test(test_host_ahead_waits),
         cmocka_unit_test(test_transient_failures),
         cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
