@@ -96,7 +96,8 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
            "vendor-error", "no-algorithm", "cold-capture", "fp16-range"}
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
-        "library", "atomic-sync", "no-tensor-core-engine", "shape-limit"}
+        "library", "atomic-sync", "no-tensor-core-engine", "shape-limit",
+        "fused-graph"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 
