@@ -136,6 +136,8 @@ amp_conv_cover_of_skip(enum amp_conv_skip skip)
         return AMP_COVER_PEDANTIC;
     case AMP_CONV_SKIP_NO_TC_ENGINE:
         return AMP_COVER_UNCONVERTED; /* FP32 math by the program's engine */
+    case AMP_CONV_SKIP_FUSED_GRAPH:
+        return AMP_COVER_UNCONVERTED; /* a fusion the path does not run */
     case AMP_CONV_SKIP_LIBRARY:
         return AMP_COVER_LIBRARY;
     default:
@@ -150,6 +152,7 @@ static const enum amp_kept amp_conv_kept[AMP_CONV_SKIP_COUNT] = {
     [AMP_CONV_SKIP_EMPTY] = AMP_KEPT_EMPTY,
     [AMP_CONV_SKIP_STRICT] = AMP_KEPT_PEDANTIC,
     [AMP_CONV_SKIP_NO_TC_ENGINE] = AMP_KEPT_NO_TC_ENGINE,
+    [AMP_CONV_SKIP_FUSED_GRAPH] = AMP_KEPT_FUSED_GRAPH,
     [AMP_CONV_SKIP_DEMOTED] = AMP_KEPT_DEMOTED,
     [AMP_CONV_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
 };

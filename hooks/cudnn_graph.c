@@ -7,8 +7,11 @@
  * FP32 compute, an engine of the heuristics with cuDNN's Tensor Core
  * note) on the shim's own handle with a variant pack that maps the
  * program's unique ids to the shim's buffers; allow-conversion, a math
- * type the backend API does not have, runs as fp16. Everything else is
- * the original call.
+ * type the backend API does not have, runs as fp16. A plan of one FP32
+ * forward convolution fused with pointwise operations (a bias, an
+ * activation: a graph the twin cannot reproduce) is the original call,
+ * counted FP32 for the reason fused-graph. Everything else is the
+ * original call.
  *
  * The plan is read back through cudnnBackendGetAttribute (plan, engine
  * configuration, engine, operation graph, operation, tensors and
@@ -213,6 +216,10 @@ enum amp_graph_kind {
     AMP_GRAPH_FP32 = 0,        /* one FP32 convolution, Tensor Core engine */
     AMP_GRAPH_NO_TC_ENGINE,    /* the same on an engine without Tensor
                                   Cores: the program kept to FP32 math */
+    AMP_GRAPH_FUSED,           /* one FP32 forward convolution fused with
+                                  pointwise operations (a bias, an
+                                  activation): run as the program built
+                                  it, counted */
     AMP_GRAPH_OTHER,           /* another graph, or other types */
     AMP_GRAPH_INVALID,         /* not a plan cuDNN can read back */
 };
@@ -232,6 +239,8 @@ struct amp_graph_conv {
     int64_t workspace;                  /* the program's plan's */
     int conv;                           /* one convolution, read whole */
     int32_t x_type;                     /* cudnnDataType_t of x */
+    int y_virtual;                      /* y joins the convolution to the
+                                           fused operations after it */
 };
 
 static const cudnnBackendDescriptorType_t amp_op_types[3] = {
@@ -269,7 +278,8 @@ static const cudnnBackendAttributeName_t amp_op_attrs[3][6] = {
  * take (real, by address, not vectorized or reordered, 3 to 5 dims). */
 static int
 amp_graph_tensor(cudnnBackendDescriptor_t t, struct amp_conv_layout *l,
-                 int64_t *uid, int64_t *align, int *fp32, int32_t *type_out)
+                 int64_t *uid, int64_t *align, int *fp32, int32_t *type_out,
+                 int *virtual_out)
 {
     cudnnDataType_t type;
     cudnnBackendTensorReordering_t reorder = CUDNN_TENSOR_REORDERING_NONE;
@@ -302,8 +312,9 @@ amp_graph_tensor(cudnnBackendDescriptor_t t, struct amp_conv_layout *l,
         if (l->dim[d] < 1 || l->stride[d] < 1)
             return 0;
     *type_out = (int32_t)type;
-    *fp32 = type == CUDNN_DATA_FLOAT && !is_virtual && !by_value &&
-            vec == 1 && reorder == CUDNN_TENSOR_REORDERING_NONE;
+    *virtual_out = is_virtual;
+    *fp32 = type == CUDNN_DATA_FLOAT && !by_value && vec == 1 &&
+            reorder == CUDNN_TENSOR_REORDERING_NONE;
     return 1;
 }
 
@@ -357,21 +368,18 @@ amp_graph_engine_note(cudnnBackendDescriptor_t engine,
     return 0;
 }
 
-/* The operation: its direction, scales, convolution and tensors. */
+/* The convolution operation `op` of direction `dir`: its scales,
+ * convolution and tensors. `fused`: the graph has pointwise operations
+ * after it, so its y may be virtual. */
 static enum amp_graph_kind
-amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
+amp_graph_read_conv(cudnnBackendDescriptor_t op, struct amp_graph_conv *a,
+                    int fused)
 {
-    cudnnBackendDescriptor_t op = NULL, d[4] = {NULL};
+    cudnnBackendDescriptor_t d[4] = {NULL};
     enum amp_graph_kind kind = AMP_GRAPH_INVALID;
-    int dir, i, fp32[4] = {0};
+    int i, fp32[4] = {0}, virt[3] = {0};
     int32_t type[3] = {0};
 
-    for (dir = 0; dir < 3 && !op; dir++)
-        op = amp_bk_child(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                          amp_op_types[dir]);
-    if (!op)
-        return AMP_GRAPH_OTHER; /* not a convolution */
-    a->dir = (enum amp_conv_dir)(dir - 1);
     d[0] = amp_bk_child(op, amp_op_attrs[a->dir][2],
                         CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     for (i = 0; i < 3; i++)
@@ -383,7 +391,7 @@ amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
         goto out;
     for (i = 0; i < 3; i++)
         if (!amp_graph_tensor(d[1 + i], &a->l[i], &a->uid[i], &a->align[i],
-                              &fp32[1 + i], &type[i]))
+                              &fp32[1 + i], &type[i], &virt[i]))
             goto out;
     kind = AMP_GRAPH_OTHER;
     if (a->nsp > AMP_GRAPH_MAX_SPATIAL || a->l[0].nb_dims != a->nsp + 2 ||
@@ -395,13 +403,78 @@ amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
     a->groups = a->l[AMP_CONV_X].dim[1] / a->l[AMP_CONV_W].dim[1];
     a->conv = 1;
     a->x_type = type[AMP_CONV_X];
-    if (!fp32[0] || !fp32[1] || !fp32[2] || !fp32[3])
+    a->y_virtual = virt[AMP_CONV_Y];
+    if (!fp32[0] || !fp32[1] || !fp32[2] || !fp32[3] || virt[AMP_CONV_X] ||
+        virt[AMP_CONV_W] || (virt[AMP_CONV_Y] && !fused))
         goto out;
-    kind = AMP_GRAPH_FP32;
+    kind = fused ? AMP_GRAPH_FUSED : AMP_GRAPH_FP32;
 out:
     amp_bk_destroy(d, 4);
+    return kind;
+}
+
+/* The one operation of the graph: a convolution in one of the three
+ * directions (a descriptor of each type tried), else another graph. */
+static enum amp_graph_kind
+amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
+{
+    cudnnBackendDescriptor_t op = NULL;
+    enum amp_graph_kind kind;
+    int dir;
+
+    for (dir = 0; dir < 3 && !op; dir++)
+        op = amp_bk_child(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                          amp_op_types[dir]);
+    if (!op)
+        return AMP_GRAPH_OTHER; /* not a convolution */
+    a->dir = (enum amp_conv_dir)(dir - 1);
+    kind = amp_graph_read_conv(op, a, 0);
     amp_bk_destroy(&op, 1);
     return kind;
+}
+
+/* Operations a fused graph may hold for the shim to read it. */
+#define AMP_GRAPH_FUSED_OPS 16
+
+/* A graph of n operations: one forward convolution and pointwise
+ * operations, as frameworks fuse a convolution's bias and activation.
+ * GetAttribute fills descriptors of each operation's own type, so each
+ * position is tried as the convolution's with the others pointwise;
+ * a graph of other operations is another graph. */
+static enum amp_graph_kind
+amp_graph_read_fused(cudnnBackendDescriptor_t graph, int64_t n,
+                     struct amp_graph_conv *a)
+{
+    cudnnBackendDescriptor_t ops[AMP_GRAPH_FUSED_OPS];
+    enum amp_graph_kind kind = AMP_GRAPH_OTHER;
+    int64_t at, i, got;
+
+    if (n < 2 || n > AMP_GRAPH_FUSED_OPS)
+        return AMP_GRAPH_OTHER;
+    for (at = 0; at < n && kind == AMP_GRAPH_OTHER; at++) {
+        int made = 1;
+
+        memset(ops, 0, sizeof ops);
+        for (i = 0; i < n && made; i++)
+            made = amp_real.cudnnBackendCreateDescriptor(
+                       i == at ? amp_op_types[AMP_CONV_FWD]
+                               : CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
+                       &ops[i]) == CUDNN_STATUS_SUCCESS;
+        got = 0;
+        if (made &&
+            amp_real.cudnnBackendGetAttribute(
+                graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, ops) ==
+                CUDNN_STATUS_SUCCESS &&
+            got == n) {
+            a->dir = AMP_CONV_FWD;
+            kind = amp_graph_read_conv(ops[at], a, 1);
+            if (kind != AMP_GRAPH_FUSED)
+                kind = AMP_GRAPH_INVALID; /* read, but not to be counted */
+        }
+        amp_bk_destroy(ops, (int)n);
+    }
+    return kind == AMP_GRAPH_INVALID ? AMP_GRAPH_OTHER : kind;
 }
 
 /* Walks the plan back to its operation graph: what it is. */
@@ -432,8 +505,9 @@ amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
         goto out;
     amp_bk_one(d[2], CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
                CUDNN_TYPE_BOOLEAN, &dynamic);
-    a->kind = ops != 1 || dynamic ? AMP_GRAPH_OTHER
-                                  : amp_graph_read_op(d[2], a);
+    a->kind = dynamic    ? AMP_GRAPH_OTHER
+              : ops == 1 ? amp_graph_read_op(d[2], a)
+                         : amp_graph_read_fused(d[2], ops, a);
     if (a->kind == AMP_GRAPH_FP32 &&
         !amp_graph_engine_note(d[1], CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
         a->kind = AMP_GRAPH_NO_TC_ENGINE;
@@ -1049,6 +1123,9 @@ amp_graph_valid(cudnnHandle_t handle, cudnnBackendDescriptor_t pack,
         n != np)
         return 0;
     for (t = 0; t < 3; t++) {
+        /* A fused graph's y is the workspace's, not the pack's. */
+        if (t == AMP_CONV_Y && a->y_virtual)
+            continue;
         for (i = 0; i < n && uid[i] != a->uid[t]; i++)
             ;
         if (i == n || !ptr[i] || a->align[t] < 1 ||
@@ -1130,6 +1207,9 @@ amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
         d.alpha = a.alpha;
         d.beta = a.beta;
         d.no_tc_engine = a.kind == AMP_GRAPH_NO_TC_ENGINE;
+        /* Never converted: the pointwise operations after the
+         * convolution run in the program's plan only. */
+        d.fused_graph = a.kind == AMP_GRAPH_FUSED;
         d.site = amp_site_get(h->stats->name, caller);
     }
     if (!amp_conv_hook_run(h, &d, &amp_graph_vendor, &call))

@@ -38,6 +38,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_BROKEN] = "broken-policy",
     [AMP_KEPT_PEDANTIC] = "pedantic",
     [AMP_KEPT_NO_TC_ENGINE] = "no-tensor-core-engine",
+    [AMP_KEPT_FUSED_GRAPH] = "fused-graph",
     [AMP_KEPT_UNSUPPORTED] = "unsupported",
     [AMP_KEPT_INVALID] = "invalid",
     [AMP_KEPT_EMPTY] = "empty",

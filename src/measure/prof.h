@@ -69,6 +69,9 @@ enum amp_kept {
     AMP_KEPT_NO_TC_ENGINE,     /* a cuDNN backend plan on an engine without
                                   Tensor Cores: the program chose FP32
                                   math by its engine */
+    AMP_KEPT_FUSED_GRAPH,      /* a cuDNN backend plan of a convolution
+                                  fused with pointwise operations: run as
+                                  the program built it */
     AMP_KEPT_UNSUPPORTED,      /* valid, not for the converted path */
     AMP_KEPT_INVALID,          /* arguments the library refuses */
     AMP_KEPT_EMPTY,            /* nothing to compute (a size 0, alpha 0) */

@@ -20,6 +20,7 @@ static const char *const amp_conv_skip_reasons[] = {
     [AMP_CONV_SKIP_EMPTY] = "empty convolution or alpha 0",
     [AMP_CONV_SKIP_STRICT] = "FMA math on the descriptor",
     [AMP_CONV_SKIP_NO_TC_ENGINE] = "the plan's engine has no Tensor Cores",
+    [AMP_CONV_SKIP_FUSED_GRAPH] = "the plan fuses pointwise operations",
     [AMP_CONV_SKIP_DEMOTED] = "site demoted",
     [AMP_CONV_SKIP_LIBRARY] = "called from a library of NVIDIA's",
 };
@@ -94,6 +95,8 @@ amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
         return AMP_CONV_SKIP_STRICT;
     if (d->no_tc_engine)
         return AMP_CONV_SKIP_NO_TC_ENGINE;
+    if (d->fused_graph)
+        return AMP_CONV_SKIP_FUSED_GRAPH;
     if (amp_conv_count(&d->x, 0) == 0 || amp_conv_count(&d->w, 0) == 0 ||
         amp_conv_count(&d->y, 0) == 0 || d->alpha == 0.0f)
         return AMP_CONV_SKIP_EMPTY;

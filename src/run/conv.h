@@ -53,6 +53,9 @@ struct amp_conv_desc {
     int strict;                  /* CUDNN_FMA_MATH: no Tensor Cores */
     int no_tc_engine;            /* a backend plan whose engine has no
                                     Tensor Cores */
+    int fused_graph;             /* a backend plan whose graph fuses the
+                                    convolution with pointwise
+                                    operations */
     int from_library;            /* called from one of NVIDIA's libraries
                                     (base/caller.h): FP32 unless the
                                     policy says `set library-calls
@@ -75,6 +78,8 @@ enum amp_conv_skip {
     AMP_CONV_SKIP_STRICT,        /* the program forbade Tensor Cores */
     AMP_CONV_SKIP_NO_TC_ENGINE,  /* the program's plan runs on an engine
                                     without Tensor Cores */
+    AMP_CONV_SKIP_FUSED_GRAPH,   /* the program's plan fuses pointwise
+                                    operations after the convolution */
     AMP_CONV_SKIP_DEMOTED,       /* the site made a non-finite result */
     AMP_CONV_SKIP_LIBRARY,       /* a library of NVIDIA's calls: its own */
     AMP_CONV_SKIP_COUNT,

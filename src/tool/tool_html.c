@@ -118,6 +118,9 @@ static const struct amp_reason {
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "
                               "Tensor Cores: the program chose FP32 math"},
+    {"fused-graph", "a cuDNN backend plan of a convolution fused with "
+                    "pointwise operations (bias, activation): run as the "
+                    "program built it"},
     {"unsupported", "types or options the converted path does not take"},
     {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
                     "through counters (atomic synchronisation)"},

@@ -1,11 +1,14 @@
 /* The emulated cuDNN backend (graph) API: descriptors built with
  * cudnnBackendCreateDescriptor, SetAttribute and Finalize, read back with
- * GetAttribute, for operation graphs that hold one convolution; engine
- * heuristics, engines, engine configurations, execution plans, variant
- * packs and cudnnBackendExecute over the legacy convolution core
+ * GetAttribute, for operation graphs that hold one convolution, or a
+ * forward convolution followed by pointwise operations (bias, activation);
+ * engine heuristics, engines, engine configurations, execution plans,
+ * variant packs and cudnnBackendExecute over the legacy convolution core
  * (cudnn_conv.c). */
 #include <cudnn.h>
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -19,7 +22,9 @@
 #define EMU_BK_MAGIC 0x444e4e42u    /* "DNNB" while the descriptor lives */
 #define BK_MAX_OPS 16
 #define BK_MAX_KNOBS 8
-#define BK_ENGINE_COUNT 6
+#define BK_ENGINE_COUNT 8
+/* The first of the runtime-fusion engines (the last two indices). */
+#define BK_FUSION_ENGINE 6
 
 #define ERR(st, ...) emu_dnn_error((st), __VA_ARGS__)
 
@@ -62,6 +67,27 @@ struct bk_conv_op {
     struct bk_body *conv, *x, *w, *y;
 };
 
+/* A pointwise descriptor: the mode and its parameters. */
+struct bk_pw {
+    int set_mode, set_prec;
+    cudnnPointwiseMode_t mode;
+    cudnnDataType_t prec;
+    cudnnNanPropagation_t nan;
+    double lower_clip, upper_clip, lower_slope;
+    double elu_alpha, softplus_beta, swish_beta;
+    int64_t axis;
+};
+
+/* A pointwise operation: y = op(alpha1 * x[, alpha2 * b]). */
+struct bk_pw_op {
+    double alpha1, alpha2;
+    struct bk_body *pw, *x, *b, *y;
+};
+
+/* The virtual tensors of a fused graph: each has a part of the plan's
+ * workspace, after the convolution's own. */
+#define BK_MAX_VIRTUAL (2 * BK_MAX_OPS)
+
 struct bk_graph {
     int nops, set_handle, dynamic;
     struct bk_body *ops[BK_MAX_OPS];
@@ -71,6 +97,15 @@ struct bk_graph {
     cudnnStatus_t conv_status;
     struct emu_dnn_conv_spec spec;
     double alpha, beta;
+    /* A fused graph: its convolution (ops[conv_at]), then the pointwise
+     * operations in an order that runs each after its inputs, and the
+     * virtual tensors' parts (bytes from the start of theirs). */
+    int fused, conv_at, npw;
+    int pw_order[BK_MAX_OPS];
+    int nvirtual;
+    const struct bk_body *virtual_tensor[BK_MAX_VIRTUAL];
+    size_t virtual_at[BK_MAX_VIRTUAL], virtual_bytes;
+    double pw_ns;           /* the pointwise operations' modelled time */
 };
 
 struct bk_engine {
@@ -105,6 +140,8 @@ struct bk_plan {
     cudnnHandle_t handle;
     struct bk_body *cfg;
     size_t workspace;       /* finalized: */
+    size_t conv_workspace;  /* the convolution's part (a fused graph's
+                               virtual tensors follow it) */
     struct emu_dnn_conv_spec spec;
     double alpha, beta;
 };
@@ -123,6 +160,8 @@ struct bk_body {
         struct bk_tensor tensor;
         struct bk_conv conv;
         struct bk_conv_op op;
+        struct bk_pw pw;
+        struct bk_pw_op pw_op;
         struct bk_graph graph;
         struct bk_engine engine;
         struct bk_knob knob;
@@ -151,11 +190,20 @@ is_conv_op(cudnnBackendDescriptorType_t t)
            t == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 
+/* An operation a graph may hold: a convolution or a pointwise one. */
+static int
+is_graph_op(cudnnBackendDescriptorType_t t)
+{
+    return is_conv_op(t) || t == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR;
+}
+
 /* The descriptor types the emulator models; Create refuses the others. */
 static int
 type_modelled(cudnnBackendDescriptorType_t t)
 {
     switch (t) {
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
     case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
     case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
@@ -185,6 +233,21 @@ body_new(cudnnBackendDescriptorType_t type)
     case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
         b->u.tensor.vec_count = 1;
         b->u.tensor.vec_dim = -1;
+        break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+        /* The documented defaults: no lower clip (0), the compute type's
+         * largest value as the upper clip, slope 0, ELU alpha, softplus
+         * and swish beta 1, NaN not propagated. */
+        b->u.pw.nan = CUDNN_NOT_PROPAGATE_NAN;
+        b->u.pw.upper_clip = FLT_MAX;
+        b->u.pw.elu_alpha = 1.0;
+        b->u.pw.softplus_beta = 1.0;
+        b->u.pw.swish_beta = 1.0;
+        b->u.pw.axis = -1;
+        break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+        b->u.pw_op.alpha1 = 1.0;
+        b->u.pw_op.alpha2 = 1.0;
         break;
     default:
         if (is_conv_op(type)) {
@@ -232,6 +295,10 @@ body_unref(struct bk_body *b)
         break;
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
         free(b->u.pack.uids), free(b->u.pack.ptrs), free(b->u.pack.inter);
+        break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+        body_unref(b->u.pw_op.pw), body_unref(b->u.pw_op.x);
+        body_unref(b->u.pw_op.b), body_unref(b->u.pw_op.y);
         break;
     default:
         if (is_conv_op(b->type)) {
@@ -439,7 +506,8 @@ set_scale(const struct set_args *a, double *dst)
 }
 
 /* Descriptors: `count` finalized descriptors of type `want` (any
- * convolution operation when any_op), referenced into dst[]. */
+ * convolution or pointwise operation when any_op), referenced into
+ * dst[]. */
 static cudnnStatus_t
 set_descs(const struct set_args *a, cudnnBackendDescriptorType_t want,
           int any_op, int64_t max, struct bk_body **dst, int *n)
@@ -452,7 +520,7 @@ set_descs(const struct set_args *a, cudnnBackendDescriptorType_t want,
         if (t < 0)
             st = ERR(CUDNN_STATUS_BAD_PARAM, "%s: element %d is not a "
                      "backend descriptor", a->what, i);
-        else if (any_op ? !is_conv_op((cudnnBackendDescriptorType_t)t)
+        else if (any_op ? !is_graph_op((cudnnBackendDescriptorType_t)t)
                         : t != (int)want)
             st = ERR(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
                      "%s: element %d has type %d", a->what, i, t);
@@ -625,6 +693,82 @@ set_op(struct bk_body *b, cudnnBackendAttributeName_t name,
     case 5:
         return set_desc(a, CUDNN_BACKEND_TENSOR_DESCRIPTOR,
                         tensor[op_role(b->type, name)]);
+    default:
+        return bad_attr(a->what, name);
+    }
+}
+
+/*
+ * The pointwise descriptor and operation, as cuDNN 9's backend descriptor
+ * types document them (the cudnn_graph library,
+ * https://docs.nvidia.com/deeplearning/cudnn/backend/v9.12.0/api/cudnn-graph-library.html,
+ * CUDNN_BACKEND_POINTWISE_DESCRIPTOR and
+ * CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR): the mode and math
+ * precision are required, the clips, slope, ELU alpha, softplus and
+ * swish beta are FLOAT or DOUBLE scalars; an operation takes the
+ * pointwise descriptor, x, y, b for the modes of two inputs, and alpha1,
+ * alpha2 (FLOAT or DOUBLE, 1 by default). The backward modes' dx and dy
+ * and BINARY_SELECT's t are not emulated (NOT_SUPPORTED).
+ */
+static cudnnStatus_t
+set_pw(struct bk_pw *p, cudnnBackendAttributeName_t name,
+       const struct set_args *a)
+{
+    cudnnStatus_t st;
+
+    switch (name) {
+    case CUDNN_ATTR_POINTWISE_MODE:
+        st = set_one(a, CUDNN_TYPE_POINTWISE_MODE, &p->mode, sizeof(p->mode));
+        p->set_mode |= st == CUDNN_STATUS_SUCCESS;
+        return st;
+    case CUDNN_ATTR_POINTWISE_MATH_PREC:
+        st = set_one(a, CUDNN_TYPE_DATA_TYPE, &p->prec, sizeof(p->prec));
+        p->set_prec |= st == CUDNN_STATUS_SUCCESS;
+        return st;
+    case CUDNN_ATTR_POINTWISE_NAN_PROPAGATION:
+        return set_one(a, CUDNN_TYPE_NAN_PROPOGATION, &p->nan, sizeof(p->nan));
+    case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP:
+        return set_scale(a, &p->lower_clip);
+    case CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP:
+        return set_scale(a, &p->upper_clip);
+    case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE:
+        return set_scale(a, &p->lower_slope);
+    case CUDNN_ATTR_POINTWISE_ELU_ALPHA:
+        return set_scale(a, &p->elu_alpha);
+    case CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA:
+        return set_scale(a, &p->softplus_beta);
+    case CUDNN_ATTR_POINTWISE_SWISH_BETA:
+        return set_scale(a, &p->swish_beta);
+    case CUDNN_ATTR_POINTWISE_AXIS:
+        return set_one(a, CUDNN_TYPE_INT64, &p->axis, sizeof(p->axis));
+    default:
+        return bad_attr(a->what, name);
+    }
+}
+
+static cudnnStatus_t
+set_pw_op(struct bk_pw_op *op, cudnnBackendAttributeName_t name,
+          const struct set_args *a)
+{
+    switch (name) {
+    case CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR:
+        return set_desc(a, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &op->pw);
+    case CUDNN_ATTR_OPERATION_POINTWISE_XDESC:
+        return set_desc(a, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &op->x);
+    case CUDNN_ATTR_OPERATION_POINTWISE_BDESC:
+        return set_desc(a, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &op->b);
+    case CUDNN_ATTR_OPERATION_POINTWISE_YDESC:
+        return set_desc(a, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &op->y);
+    case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1:
+        return set_scale(a, &op->alpha1);
+    case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2:
+        return set_scale(a, &op->alpha2);
+    case CUDNN_ATTR_OPERATION_POINTWISE_DXDESC:
+    case CUDNN_ATTR_OPERATION_POINTWISE_DYDESC:
+    case CUDNN_ATTR_OPERATION_POINTWISE_TDESC:
+        return ERR(CUDNN_STATUS_NOT_SUPPORTED, "%s: attribute %d (the "
+                   "backward and selection modes' tensors) is not "
+                   "emulated", a->what, (int)name);
     default:
         return bad_attr(a->what, name);
     }
@@ -880,6 +1024,12 @@ cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
         st = set_pack(&b->u.pack, attributeName, &a);
         break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+        st = set_pw(&b->u.pw, attributeName, &a);
+        break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+        st = set_pw_op(&b->u.pw_op, attributeName, &a);
+        break;
     default:
         st = is_conv_op(d->type) ? set_op(b, attributeName, &a)
                                  : bad_attr(a.what, attributeName);
@@ -896,17 +1046,24 @@ out:
 /*
  * The emulator's engines, by global index: the legacy algorithms' kinds
  * on the FP32 cores and on the Tensor Cores (TF32 for FLOAT data, where
- * the modelled GPU has it and NVIDIA_TF32_OVERRIDE does not forbid it).
- * The precomputed implicit GEMM has one knob, its tile size (0 to 2),
- * which is kept and checked but changes neither results nor time.
+ * the modelled GPU has it and NVIDIA_TF32_OVERRIDE does not forbid it),
+ * for graphs of one convolution; then two runtime-fusion engines (FP32
+ * cores, Tensor Cores) for a forward convolution followed by pointwise
+ * operations, which cuDNN leaves to its runtime-compiled engines (their
+ * behaviour note says RUNTIME_COMPILATION). The precomputed implicit GEMM
+ * has one knob, its tile size (0 to 2), which is kept and checked but
+ * changes neither results nor time.
  */
 static const struct engine_def {
     enum emu_dnn_conv_kind kind;
     int tensor_core;
+    int fused;
 } engine_defs[BK_ENGINE_COUNT] = {
-    { EMU_DNN_KIND_IMPLICIT, 0 }, { EMU_DNN_KIND_IMPLICIT, 1 },
-    { EMU_DNN_KIND_PRECOMP, 0 }, { EMU_DNN_KIND_PRECOMP, 1 },
-    { EMU_DNN_KIND_GEMM, 0 }, { EMU_DNN_KIND_GEMM, 1 },
+    { EMU_DNN_KIND_IMPLICIT, 0, 0 }, { EMU_DNN_KIND_IMPLICIT, 1, 0 },
+    { EMU_DNN_KIND_PRECOMP, 0, 0 }, { EMU_DNN_KIND_PRECOMP, 1, 0 },
+    { EMU_DNN_KIND_GEMM, 0, 0 }, { EMU_DNN_KIND_GEMM, 1, 0 },
+    [BK_FUSION_ENGINE] = { EMU_DNN_KIND_IMPLICIT, 0, 1 },
+    [BK_FUSION_ENGINE + 1] = { EMU_DNN_KIND_IMPLICIT, 1, 1 },
 };
 
 #define KNOB_TILE_MAX 2
@@ -914,7 +1071,8 @@ static const struct engine_def {
 static int
 engine_knob_count(int64_t index)
 {
-    return engine_defs[index].kind == EMU_DNN_KIND_PRECOMP;
+    return engine_defs[index].kind == EMU_DNN_KIND_PRECOMP &&
+           !engine_defs[index].fused;
 }
 
 /* The graph's convolution as engine `index` runs it, its workspace and
@@ -925,9 +1083,16 @@ engine_eval(const struct bk_graph *g, int64_t index,
             struct emu_dnn_conv_spec *spec, size_t *ws, double *ns,
             int *det)
 {
+    cudnnStatus_t st;
+
     if (g->conv_status != CUDNN_STATUS_SUCCESS)
         return ERR(g->conv_status, "engine %lld: the graph is not one "
                    "supported convolution", (long long)index);
+    if (engine_defs[index].fused != g->fused)
+        return ERR(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "engine %lld: "
+                   "%s", (long long)index, g->fused
+                       ? "a fused graph needs a runtime-fusion engine"
+                       : "a runtime-fusion engine needs pointwise operations");
     *spec = g->spec;
     spec->kind = engine_defs[index].kind;
     spec->tensor_core = engine_defs[index].tensor_core;
@@ -935,7 +1100,15 @@ engine_eval(const struct bk_graph *g, int64_t index,
         !emu_tf32_available())
         return ERR(CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH,
                    "engine %lld: no TF32 on this device", (long long)index);
-    return emu_dnn_conv_engine(spec, ws, ns, det);
+    st = emu_dnn_conv_engine(spec, ws, ns, det);
+    /* A fused graph's virtual tensors live in the workspace, after the
+     * convolution's part; each operation after the convolution moves its
+     * tensors once. */
+    if (st == CUDNN_STATUS_SUCCESS && g->fused) {
+        *ws = (*ws + 255) / 256 * 256 + g->virtual_bytes;
+        *ns += g->pw_ns;
+    }
+    return st;
 }
 
 static const struct bk_graph *
@@ -1055,20 +1228,17 @@ view_of(const struct bk_tensor *t, struct emu_dnn_view *v)
         v->packed &= v->stride[i] == s;
 }
 
-/* Whether the emulator's engines take the graph's one convolution, and
+/* Whether the emulator's engines take the graph's convolution `opb`, and
  * how they see it. */
 static cudnnStatus_t
-graph_conv(struct bk_graph *g)
+graph_conv(struct bk_graph *g, const struct bk_body *opb)
 {
-    const struct bk_body *opb = g->ops[0];
     const struct bk_conv_op *op = &opb->u.op;
     const struct bk_conv *c = &op->conv->u.conv;
     const struct bk_tensor *t[3] = { &op->x->u.tensor, &op->w->u.tensor,
                                      &op->y->u.tensor };
     struct emu_dnn_conv_spec *s = &g->spec;
 
-    if (g->nops != 1)
-        return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
     if (g->dynamic)
         return CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE;
     for (int i = 0; i < 3; i++) {
@@ -1110,6 +1280,292 @@ graph_conv(struct bk_graph *g)
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* ---- Pointwise operations ------------------------------------------------ */
+
+/* The inputs a pointwise mode takes: 1 or 2; 0 for the modes whose other
+ * tensors (dx, dy, t) the emulator does not model; -1 for a value that is
+ * not a mode. */
+static int
+pw_arity(cudnnPointwiseMode_t m)
+{
+    switch (m) {
+    case CUDNN_POINTWISE_ADD: case CUDNN_POINTWISE_ADD_SQUARE:
+    case CUDNN_POINTWISE_DIV: case CUDNN_POINTWISE_MAX:
+    case CUDNN_POINTWISE_MIN: case CUDNN_POINTWISE_MOD:
+    case CUDNN_POINTWISE_MUL: case CUDNN_POINTWISE_POW:
+    case CUDNN_POINTWISE_SUB: case CUDNN_POINTWISE_ATAN2:
+    case CUDNN_POINTWISE_CMP_EQ: case CUDNN_POINTWISE_CMP_NEQ:
+    case CUDNN_POINTWISE_CMP_GT: case CUDNN_POINTWISE_CMP_GE:
+    case CUDNN_POINTWISE_CMP_LT: case CUDNN_POINTWISE_CMP_LE:
+    case CUDNN_POINTWISE_LOGICAL_AND: case CUDNN_POINTWISE_LOGICAL_OR:
+        return 2;
+    case CUDNN_POINTWISE_ABS: case CUDNN_POINTWISE_CEIL:
+    case CUDNN_POINTWISE_COS: case CUDNN_POINTWISE_EXP:
+    case CUDNN_POINTWISE_FLOOR: case CUDNN_POINTWISE_LOG:
+    case CUDNN_POINTWISE_NEG: case CUDNN_POINTWISE_RSQRT:
+    case CUDNN_POINTWISE_SIN: case CUDNN_POINTWISE_SQRT:
+    case CUDNN_POINTWISE_TAN: case CUDNN_POINTWISE_ERF:
+    case CUDNN_POINTWISE_IDENTITY: case CUDNN_POINTWISE_RECIPROCAL:
+    case CUDNN_POINTWISE_RELU_FWD: case CUDNN_POINTWISE_TANH_FWD:
+    case CUDNN_POINTWISE_SIGMOID_FWD: case CUDNN_POINTWISE_ELU_FWD:
+    case CUDNN_POINTWISE_GELU_FWD: case CUDNN_POINTWISE_SOFTPLUS_FWD:
+    case CUDNN_POINTWISE_SWISH_FWD:
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_FWD:
+    case CUDNN_POINTWISE_LOGICAL_NOT:
+        return 1;
+    case CUDNN_POINTWISE_RELU_BWD: case CUDNN_POINTWISE_TANH_BWD:
+    case CUDNN_POINTWISE_SIGMOID_BWD: case CUDNN_POINTWISE_ELU_BWD:
+    case CUDNN_POINTWISE_GELU_BWD: case CUDNN_POINTWISE_SOFTPLUS_BWD:
+    case CUDNN_POINTWISE_SWISH_BWD:
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_BWD:
+    case CUDNN_POINTWISE_GEN_INDEX: case CUDNN_POINTWISE_BINARY_SELECT:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* The modes the runtime-fusion engines compute (pw_value); the others
+ * are NOT_SUPPORTED at the engine, as their formulas are not all
+ * documented. */
+static int
+pw_emulated(cudnnPointwiseMode_t m)
+{
+    switch (m) {
+    case CUDNN_POINTWISE_ADD: case CUDNN_POINTWISE_SUB:
+    case CUDNN_POINTWISE_MUL: case CUDNN_POINTWISE_DIV:
+    case CUDNN_POINTWISE_MAX: case CUDNN_POINTWISE_MIN:
+    case CUDNN_POINTWISE_IDENTITY: case CUDNN_POINTWISE_ABS:
+    case CUDNN_POINTWISE_NEG: case CUDNN_POINTWISE_EXP:
+    case CUDNN_POINTWISE_LOG: case CUDNN_POINTWISE_SQRT:
+    case CUDNN_POINTWISE_RSQRT: case CUDNN_POINTWISE_RECIPROCAL:
+    case CUDNN_POINTWISE_RELU_FWD: case CUDNN_POINTWISE_TANH_FWD:
+    case CUDNN_POINTWISE_SIGMOID_FWD: case CUDNN_POINTWISE_ELU_FWD:
+    case CUDNN_POINTWISE_GELU_FWD: case CUDNN_POINTWISE_SOFTPLUS_FWD:
+    case CUDNN_POINTWISE_SWISH_FWD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static cudnnStatus_t
+fin_pw(struct bk_pw *p)
+{
+    if (!p->set_mode || !p->set_prec)
+        return ERR(CUDNN_STATUS_BAD_PARAM, "pointwise: mode and math "
+                   "precision are required");
+    if (pw_arity(p->mode) < 0)
+        return ERR(CUDNN_STATUS_BAD_PARAM, "pointwise: mode %d",
+                   (int)p->mode);
+    if (p->nan != CUDNN_NOT_PROPAGATE_NAN && p->nan != CUDNN_PROPAGATE_NAN)
+        return ERR(CUDNN_STATUS_BAD_PARAM, "pointwise: NaN propagation %d",
+                   (int)p->nan);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* An input of the operation's output's rank whose every size is the
+ * output's or 1 (broadcast). */
+static int
+pw_broadcasts(const struct bk_tensor *in, const struct bk_tensor *out)
+{
+    if (in->nb_dims != out->nb_dims)
+        return 0;
+    for (int i = 0; i < out->nb_dims; i++) {
+        if (in->dim[i] != out->dim[i] && in->dim[i] != 1)
+            return 0;
+    }
+    return 1;
+}
+
+static cudnnStatus_t
+fin_pw_op(struct bk_pw_op *op)
+{
+    int arity;
+
+    if (op->pw == NULL || op->x == NULL || op->y == NULL)
+        return ERR(CUDNN_STATUS_BAD_PARAM, "pointwise operation: the "
+                   "pointwise descriptor, x and y are required");
+    arity = pw_arity(op->pw->u.pw.mode);
+    if (arity == 0)
+        return ERR(CUDNN_STATUS_NOT_SUPPORTED, "pointwise operation: mode "
+                   "%d needs tensors the emulator does not model",
+                   (int)op->pw->u.pw.mode);
+    if (arity == 2 && op->b == NULL)
+        return ERR(CUDNN_STATUS_BAD_PARAM, "pointwise operation: mode %d "
+                   "takes b", (int)op->pw->u.pw.mode);
+    if (!pw_broadcasts(&op->x->u.tensor, &op->y->u.tensor) ||
+        (arity == 2 && !pw_broadcasts(&op->b->u.tensor, &op->y->u.tensor)))
+        return ERR(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, "pointwise "
+                   "operation: an input's sizes are neither y's nor 1");
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* The tensors of operation `op`, the output last: *n of them (b may be
+ * absent). Returns the output. */
+static const struct bk_body *
+op_tensors(const struct bk_body *op, const struct bk_body *t[3], int *n)
+{
+    *n = 0;
+    if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+        t[(*n)++] = op->u.pw_op.x;
+        if (op->u.pw_op.b != NULL)
+            t[(*n)++] = op->u.pw_op.b;
+        t[(*n)++] = op->u.pw_op.y;
+        return op->u.pw_op.y;
+    }
+    /* A convolution's output is y forward, dx backward data, dw backward
+     * filter (x, w, y in the forward roles). */
+    t[0] = op->u.op.x, t[1] = op->u.op.w, t[2] = op->u.op.y;
+    *n = 3;
+    switch (op_dir(op->type)) {
+    case EMU_DNN_CONV_BWD_DATA:
+        t[0] = op->u.op.y, t[2] = op->u.op.x;
+        break;
+    case EMU_DNN_CONV_BWD_FILTER:
+        t[1] = op->u.op.y, t[2] = op->u.op.w;
+        break;
+    default:
+        break;
+    }
+    return t[2];
+}
+
+/* The operation of g that writes tensor t, or -1. */
+static int
+graph_writer(const struct bk_graph *g, const struct bk_body *t)
+{
+    for (int i = 0; i < g->nops; i++) {
+        const struct bk_body *ts[3];
+        int n;
+
+        if (op_tensors(g->ops[i], ts, &n) == t)
+            return i;
+    }
+    return -1;
+}
+
+/* A tensor's bytes as FLOAT elements from offset 0 to its last element,
+ * in 256-byte units. */
+static size_t
+tensor_span_bytes(const struct bk_tensor *t)
+{
+    int64_t last = 0;
+
+    for (int i = 0; i < t->nb_dims; i++)
+        last += (t->dim[i] - 1) * t->stride[i];
+    return ((size_t)(last + 1) * sizeof(float) + 255) / 256 * 256;
+}
+
+static int
+tensor_float(const struct bk_body *t)
+{
+    return t->u.tensor.type == CUDNN_DATA_FLOAT;
+}
+
+/* Whether the runtime-fusion engines take a graph of several operations:
+ * one forward convolution of real x and w, then pointwise operations of
+ * emulated modes, FLOAT tensors and FLOAT math, each input a graph input
+ * or an earlier operation's output. Sets the convolution, the order of
+ * the pointwise operations and the virtual tensors' parts. */
+static cudnnStatus_t
+graph_fused(struct bk_graph *g)
+{
+    int done[BK_MAX_OPS] = { 0 };
+    cudnnStatus_t st;
+
+    g->conv_at = -1;
+    for (int i = 0; i < g->nops; i++) {
+        const struct bk_body *op = g->ops[i];
+
+        if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
+            continue;
+        if (op->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+            g->conv_at >= 0)
+            return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+        g->conv_at = i;
+    }
+    if (g->conv_at < 0)
+        return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+    {
+        const struct bk_conv_op *c = &g->ops[g->conv_at]->u.op;
+
+        if (c->x->u.tensor.is_virtual || c->w->u.tensor.is_virtual)
+            return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+        if (!tensor_float(c->x) || !tensor_float(c->w) || !tensor_float(c->y))
+            return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+    }
+    st = graph_conv(g, g->ops[g->conv_at]);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    done[g->conv_at] = 1;
+    g->npw = 0;
+    g->pw_ns = 0.0;
+    /* The pointwise operations whose inputs are ready, until none is
+     * left (a cycle leaves some). */
+    while (g->npw < g->nops - 1) {
+        int picked = -1;
+
+        for (int i = 0; i < g->nops && picked < 0; i++) {
+            const struct bk_body *ts[3];
+            int n, ready = 1;
+
+            if (done[i])
+                continue;
+            op_tensors(g->ops[i], ts, &n);
+            for (int k = 0; k < n - 1; k++) {
+                int w = graph_writer(g, ts[k]);
+
+                ready &= w < 0 || done[w];
+            }
+            if (ready)
+                picked = i;
+        }
+        if (picked < 0)
+            return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+        done[picked] = 1;
+        g->pw_order[g->npw++] = picked;
+    }
+    for (int i = 0; i < g->npw; i++) {
+        const struct bk_pw_op *op = &g->ops[g->pw_order[i]]->u.pw_op;
+        const struct bk_pw *pw = &op->pw->u.pw;
+        double bytes = 0.0;
+
+        if (pw->prec != CUDNN_DATA_FLOAT || !tensor_float(op->x) ||
+            !tensor_float(op->y) || (op->b != NULL && !tensor_float(op->b)))
+            return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+        if (!pw_emulated(pw->mode))
+            return CUDNN_STATUS_NOT_SUPPORTED;
+        /* Where a lower clip and a slope meet the documentation does not
+         * say which applies first. */
+        if (pw->mode == CUDNN_POINTWISE_RELU_FWD && pw->lower_clip != 0.0 &&
+            pw->lower_slope != 0.0)
+            return CUDNN_STATUS_NOT_SUPPORTED;
+        bytes += (double)tensor_span_bytes(&op->x->u.tensor);
+        if (op->b != NULL)
+            bytes += (double)tensor_span_bytes(&op->b->u.tensor);
+        bytes += (double)tensor_span_bytes(&op->y->u.tensor);
+        g->pw_ns += emu_model_ns(0.0, EMU_PREC_FP32, bytes);
+    }
+    /* Every tensor other than the graph's inputs and outputs is virtual:
+     * a part of the workspace each. */
+    g->nvirtual = 0;
+    g->virtual_bytes = 0;
+    for (int i = 0; i < g->nops; i++) {
+        const struct bk_body *ts[3];
+        int n;
+        const struct bk_body *out = op_tensors(g->ops[i], ts, &n);
+
+        if (!out->u.tensor.is_virtual || g->nvirtual == BK_MAX_VIRTUAL)
+            continue;
+        g->virtual_tensor[g->nvirtual] = out;
+        g->virtual_at[g->nvirtual++] = g->virtual_bytes;
+        g->virtual_bytes += tensor_span_bytes(&out->u.tensor);
+    }
+    g->fused = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 static cudnnStatus_t
 fin_graph(struct bk_graph *g)
 {
@@ -1119,10 +1575,11 @@ fin_graph(struct bk_graph *g)
     if (g->nops < 1)
         return ERR(CUDNN_STATUS_BAD_PARAM, "operation graph: no operations");
     for (int i = 0; i < g->nops; i++) {
-        const struct bk_conv_op *op = &g->ops[i]->u.op;
-        const struct bk_body *t[3] = { op->x, op->w, op->y };
+        const struct bk_body *t[3];
+        int n;
 
-        for (int k = 0; k < 3; k++) {
+        op_tensors(g->ops[i], t, &n);
+        for (int k = 0; k < n; k++) {
             int dup = 0;
 
             /* One unique id, one tensor. */
@@ -1137,14 +1594,38 @@ fin_graph(struct bk_graph *g)
             }
             if (!dup)
                 seen[nseen++] = t[k];
-            /* A virtual tensor must join two operations. */
-            if (g->nops == 1 && t[k]->u.tensor.is_virtual)
+            /* A virtual tensor must join two operations: one writes it
+             * and another reads it. */
+            if (t[k]->u.tensor.is_virtual &&
+                (g->nops == 1 || graph_writer(g, t[k]) < 0))
                 return ERR(CUDNN_STATUS_BAD_PARAM, "operation graph: "
                            "virtual tensor %lld is an input or output",
                            (long long)t[k]->u.tensor.uid);
         }
     }
-    g->conv_status = graph_conv(g);
+    for (int j = 0; j < nseen; j++) {
+        int readers = 0;
+
+        if (!seen[j]->u.tensor.is_virtual)
+            continue;
+        for (int i = 0; i < g->nops; i++) {
+            const struct bk_body *t[3];
+            int n;
+
+            op_tensors(g->ops[i], t, &n);
+            for (int k = 0; k < n - 1; k++)
+                readers += t[k] == seen[j];
+        }
+        if (readers == 0)
+            return ERR(CUDNN_STATUS_BAD_PARAM, "operation graph: virtual "
+                       "tensor %lld is an output",
+                       (long long)seen[j]->u.tensor.uid);
+    }
+    g->fused = 0;
+    g->conv_status = g->nops == 1 ? (is_conv_op(g->ops[0]->type)
+                                         ? graph_conv(g, g->ops[0])
+                                         : CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN)
+                                  : graph_fused(g);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1310,6 +1791,7 @@ fin_plan(struct bk_plan *p)
     c = &p->cfg->u.cfg;
     st = engine_eval(engine_graph(c->engine), c->engine->u.engine.index,
                      &p->spec, &p->workspace, &ns, &det);
+    p->conv_workspace = p->workspace - engine_graph(c->engine)->virtual_bytes;
     p->alpha = engine_graph(c->engine)->alpha;
     p->beta = engine_graph(c->engine)->beta;
     return st;
@@ -1381,6 +1863,12 @@ cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
     case CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR:
         st = ERR(CUDNN_STATUS_BAD_PARAM, "cudnnBackendFinalize: knob "
                  "information is filled by cudnnBackendGetAttribute");
+        break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+        st = fin_pw(&b->u.pw);
+        break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+        st = fin_pw_op(&b->u.pw_op);
         break;
     default:
         st = fin_op(&b->u.op);
@@ -1578,6 +2066,58 @@ get_op(const struct bk_body *b, cudnnBackendAttributeName_t name,
 }
 
 static cudnnStatus_t
+get_pw(const struct bk_pw *p, cudnnBackendAttributeName_t name,
+       const struct get_args *a)
+{
+    switch (name) {
+    case CUDNN_ATTR_POINTWISE_MODE:
+        return put(a, CUDNN_TYPE_POINTWISE_MODE, sizeof(p->mode), &p->mode, 1);
+    case CUDNN_ATTR_POINTWISE_MATH_PREC:
+        return put(a, CUDNN_TYPE_DATA_TYPE, sizeof(p->prec), &p->prec, 1);
+    case CUDNN_ATTR_POINTWISE_NAN_PROPAGATION:
+        return put(a, CUDNN_TYPE_NAN_PROPOGATION, sizeof(p->nan), &p->nan, 1);
+    case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP:
+        return put_scale(a, p->lower_clip);
+    case CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP:
+        return put_scale(a, p->upper_clip);
+    case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE:
+        return put_scale(a, p->lower_slope);
+    case CUDNN_ATTR_POINTWISE_ELU_ALPHA:
+        return put_scale(a, p->elu_alpha);
+    case CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA:
+        return put_scale(a, p->softplus_beta);
+    case CUDNN_ATTR_POINTWISE_SWISH_BETA:
+        return put_scale(a, p->swish_beta);
+    case CUDNN_ATTR_POINTWISE_AXIS:
+        return put_i64(a, p->axis);
+    default:
+        return no_attr(a->what, name);
+    }
+}
+
+static cudnnStatus_t
+get_pw_op(const struct bk_pw_op *op, cudnnBackendAttributeName_t name,
+          const struct get_args *a)
+{
+    switch (name) {
+    case CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR:
+        return put_desc(a, op->pw);
+    case CUDNN_ATTR_OPERATION_POINTWISE_XDESC:
+        return put_desc(a, op->x);
+    case CUDNN_ATTR_OPERATION_POINTWISE_BDESC:
+        return put_desc(a, op->b);
+    case CUDNN_ATTR_OPERATION_POINTWISE_YDESC:
+        return put_desc(a, op->y);
+    case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1:
+        return put_scale(a, op->alpha1);
+    case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2:
+        return put_scale(a, op->alpha2);
+    default:
+        return no_attr(a->what, name);
+    }
+}
+
+static cudnnStatus_t
 get_graph(const struct bk_graph *g, cudnnBackendAttributeName_t name,
           const struct get_args *a)
 {
@@ -1646,9 +2186,13 @@ get_engine(const struct bk_engine *e, cudnnBackendAttributeName_t name,
         if (!det)
             notes[n++] = CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
         return put(a, CUDNN_TYPE_NUMERICAL_NOTE, sizeof(notes[0]), notes, n);
-    case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE:
-        return put(a, CUDNN_TYPE_BEHAVIOR_NOTE,
-                   sizeof(cudnnBackendBehaviorNote_t), NULL, 0);
+    case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE: {
+        /* The runtime-fusion engines compile their kernels at run time. */
+        cudnnBackendBehaviorNote_t rtc = CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+
+        return put(a, CUDNN_TYPE_BEHAVIOR_NOTE, sizeof(rtc), &rtc,
+                   engine_defs[e->index].fused);
+    }
     case CUDNN_ATTR_ENGINE_LAYOUT_INFO:
         return put_descs(a, NULL, 0);
     default:
@@ -1825,6 +2369,12 @@ cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
         st = get_pack(&b->u.pack, attributeName, &a);
         break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+        st = get_pw(&b->u.pw, attributeName, &a);
+        break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+        st = get_pw_op(&b->u.pw_op, attributeName, &a);
+        break;
     default:
         st = get_op(b, attributeName, &a);
         break;
@@ -1860,6 +2410,215 @@ pack_pointer(const struct bk_pack *p, const struct bk_tensor *t, void **ptr)
                "pack has no pointer for tensor %lld", (long long)t->uid);
 }
 
+/* One pointwise operation of a fused plan, queued after the convolution:
+ * y = op(alpha1 * x[, alpha2 * b]), inputs broadcast, in FP32. */
+struct pw_job {
+    struct emu_dnn_view x, b, y;
+    int has_b;
+    struct bk_pw pw;
+    float alpha1, alpha2;
+};
+
+static float
+pw_sigmoid(float v)
+{
+    return 1.0f / (1.0f + expf(-v));
+}
+
+/* The mode's value (pw_emulated's modes) of a = alpha1 * x, b = alpha2 *
+ * b, as the operation's reference documents each: RELU_FWD clips to the
+ * lower and upper clips, with the slope below a lower clip of 0 (leaky);
+ * ELU alpha * (e^a - 1) below 0; GELU a * Phi(a) with the exact normal
+ * CDF; SOFTPLUS log(1 + e^(beta a)) / beta; SWISH a * sigmoid(beta a). */
+static float
+pw_value(const struct bk_pw *p, float a, float b)
+{
+    int nan_out = p->nan == CUDNN_PROPAGATE_NAN && (isnan(a) || isnan(b));
+
+    switch (p->mode) {
+    case CUDNN_POINTWISE_ADD: return a + b;
+    case CUDNN_POINTWISE_SUB: return a - b;
+    case CUDNN_POINTWISE_MUL: return a * b;
+    case CUDNN_POINTWISE_DIV: return a / b;
+    case CUDNN_POINTWISE_MAX: return nan_out ? NAN : fmaxf(a, b);
+    case CUDNN_POINTWISE_MIN: return nan_out ? NAN : fminf(a, b);
+    case CUDNN_POINTWISE_IDENTITY: return a;
+    case CUDNN_POINTWISE_ABS: return fabsf(a);
+    case CUDNN_POINTWISE_NEG: return -a;
+    case CUDNN_POINTWISE_EXP: return expf(a);
+    case CUDNN_POINTWISE_LOG: return logf(a);
+    case CUDNN_POINTWISE_SQRT: return sqrtf(a);
+    case CUDNN_POINTWISE_RSQRT: return 1.0f / sqrtf(a);
+    case CUDNN_POINTWISE_RECIPROCAL: return 1.0f / a;
+    case CUDNN_POINTWISE_RELU_FWD: {
+        float lo = (float)p->lower_clip, hi = (float)p->upper_clip;
+
+        if (nan_out)
+            return NAN;
+        if (a >= hi)
+            return hi;
+        if (a > lo)
+            return a;
+        return p->lower_slope != 0.0 ? (float)p->lower_slope * a : lo;
+    }
+    case CUDNN_POINTWISE_TANH_FWD: return tanhf(a);
+    case CUDNN_POINTWISE_SIGMOID_FWD: return pw_sigmoid(a);
+    case CUDNN_POINTWISE_ELU_FWD:
+        return a > 0.0f ? a : (float)p->elu_alpha * expm1f(a);
+    case CUDNN_POINTWISE_GELU_FWD:
+        return 0.5f * a * (1.0f + erff(a * (float)M_SQRT1_2));
+    case CUDNN_POINTWISE_SOFTPLUS_FWD: {
+        float beta = (float)p->softplus_beta;
+
+        return log1pf(expf(beta * a)) / beta;
+    }
+    case CUDNN_POINTWISE_SWISH_FWD:
+        return a * pw_sigmoid((float)p->swish_beta * a);
+    default:
+        return NAN; /* not reached: the engines take pw_emulated's */
+    }
+}
+
+static CUresult
+pw_run(void *arg)
+{
+    const struct pw_job *j = arg;
+    const struct emu_dnn_view *y = &j->y;
+    float *xp = emu_dnn_view_at(&j->x), *yp = emu_dnn_view_at(y);
+    float *bp = j->has_b ? emu_dnn_view_at(&j->b) : NULL;
+    size_t n = emu_dnn_view_count(y);
+    int coord[CUDNN_DIM_MAX] = { 0 };
+    int64_t xstep[CUDNN_DIM_MAX], bstep[CUDNN_DIM_MAX];
+    int64_t xi = 0, bi = 0, yi = 0;
+
+    if (xp == NULL || yp == NULL || (j->has_b && bp == NULL))
+        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, "cudnnBackendExecute",
+                           "a pointwise operation's tensor is not in "
+                           "device memory");
+    /* Inputs broadcast along each dimension in which they have size 1. */
+    for (int d = 0; d < y->nb_dims; d++) {
+        xstep[d] = j->x.dim[d] != 1 ? j->x.stride[d] : 0;
+        bstep[d] = j->has_b && j->b.dim[d] != 1 ? j->b.stride[d] : 0;
+    }
+    /* y's elements in row-major order, the offsets carried from one to
+     * the next. */
+    for (size_t lin = 0; lin < n; lin++) {
+        float b = bp != NULL ? j->alpha2 * bp[bi] : 0.0f;
+
+        yp[yi] = pw_value(&j->pw, j->alpha1 * xp[xi], b);
+        for (int d = y->nb_dims - 1; d >= 0; d--) {
+            yi += y->stride[d];
+            xi += xstep[d];
+            bi += bstep[d];
+            if (++coord[d] < y->dim[d])
+                break;
+            yi -= (int64_t)y->dim[d] * y->stride[d];
+            xi -= (int64_t)y->dim[d] * xstep[d];
+            bi -= (int64_t)y->dim[d] * bstep[d];
+            coord[d] = 0;
+        }
+    }
+    emu_dnn_view_wrote(y);
+    return CUDA_SUCCESS;
+}
+
+/* The device address of tensor t in a fused plan's execution: its part
+ * of the workspace when virtual, else the pack's pointer (pack_pointer's
+ * statuses). */
+static cudnnStatus_t
+fused_pointer(const struct bk_graph *g, const struct bk_plan *p,
+              const struct bk_pack *pack, const struct bk_body *t,
+              CUdeviceptr *out)
+{
+    void *ptr = NULL;
+    cudnnStatus_t st;
+
+    if (t->u.tensor.is_virtual) {
+        for (int i = 0; i < g->nvirtual; i++) {
+            if (g->virtual_tensor[i] == t) {
+                *out = (CUdeviceptr)(uintptr_t)pack->workspace +
+                       p->conv_workspace + g->virtual_at[i];
+                return CUDNN_STATUS_SUCCESS;
+            }
+        }
+        return ERR(CUDNN_STATUS_INTERNAL_ERROR, "cudnnBackendExecute: "
+                   "virtual tensor %lld has no place",
+                   (long long)t->u.tensor.uid);
+    }
+    st = pack_pointer(pack, &t->u.tensor, &ptr);
+    *out = (CUdeviceptr)(uintptr_t)ptr;
+    return st;
+}
+
+/* The pointwise operations of a fused plan, queued in order after its
+ * convolution (one modelled kernel each). */
+static cudnnStatus_t
+fused_enqueue(const struct emu_dnn_config *cfg, const struct bk_graph *g,
+              const struct bk_plan *p, const struct bk_pack *pack)
+{
+    for (int i = 0; i < g->npw; i++) {
+        const struct bk_pw_op *op = &g->ops[g->pw_order[i]]->u.pw_op;
+        struct pw_job *job = calloc(1, sizeof(*job));
+        struct emu_op eop = { 0 };
+        double bytes;
+        cudnnStatus_t st;
+
+        if (job == NULL)
+            return ERR(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+                       "cudnnBackendExecute: out of host memory");
+        view_of(&op->x->u.tensor, &job->x);
+        view_of(&op->y->u.tensor, &job->y);
+        st = fused_pointer(g, p, pack, op->x, &job->x.ptr);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = fused_pointer(g, p, pack, op->y, &job->y.ptr);
+        if (st == CUDNN_STATUS_SUCCESS && op->b != NULL) {
+            view_of(&op->b->u.tensor, &job->b);
+            job->has_b = 1;
+            st = fused_pointer(g, p, pack, op->b, &job->b.ptr);
+        }
+        if (st != CUDNN_STATUS_SUCCESS) {
+            free(job);
+            return st;
+        }
+        job->pw = op->pw->u.pw;
+        job->alpha1 = (float)op->alpha1;
+        job->alpha2 = (float)op->alpha2;
+        bytes = emu_dnn_view_bytes(&job->x) + emu_dnn_view_bytes(&job->y) +
+                (job->has_b ? emu_dnn_view_bytes(&job->b) : 0.0);
+        eop.name = "cudnnBackendExecute";
+        eop.run = pw_run;
+        eop.release = free;
+        eop.arg = job;
+        eop.model_ns = emu_model_ns(0.0, EMU_PREC_FP32, bytes);
+        st = emu_dnn_enqueue(cfg, &eop);
+        if (st != CUDNN_STATUS_SUCCESS)
+            return st;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* Every pointer a fused plan needs is in the pack: checked before any
+ * work is queued. */
+static cudnnStatus_t
+fused_check(const struct bk_graph *g, const struct bk_plan *p,
+            const struct bk_pack *pack)
+{
+    for (int i = 0; i < g->nops; i++) {
+        const struct bk_body *t[3];
+        int n;
+
+        op_tensors(g->ops[i], t, &n);
+        for (int k = 0; k < n; k++) {
+            CUdeviceptr at;
+            cudnnStatus_t st = fused_pointer(g, p, pack, t[k], &at);
+
+            if (st != CUDNN_STATUS_SUCCESS)
+                return st;
+        }
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
 cudnnStatus_t
 cudnnBackendExecute(cudnnHandle_t handle,
                     cudnnBackendDescriptor_t executionPlan,
@@ -1870,8 +2629,9 @@ cudnnBackendExecute(cudnnHandle_t handle,
     struct emu_dnn_conv_spec spec;
     struct emu_dnn_config cfg;
     const struct bk_conv_op *op;
+    const struct bk_graph *g;
     const struct bk_plan *p;
-    void *ptr[3];
+    CUdeviceptr ptr[3];
     cudnnStatus_t st, fault;
     int partial = 0;
 
@@ -1886,13 +2646,19 @@ cudnnBackendExecute(cudnnHandle_t handle,
     if (st != CUDNN_STATUS_SUCCESS)
         goto out;
     p = &plan->u.plan;
-    op = &engine_graph(p->cfg->u.cfg.engine)->ops[0]->u.op;
+    g = engine_graph(p->cfg->u.cfg.engine);
+    op = &g->ops[g->fused ? g->conv_at : 0]->u.op;
     spec = p->spec;
-    st = pack_pointer(&pack->u.pack, &op->x->u.tensor, &ptr[0]);
+    if (g->fused) {
+        st = fused_check(g, p, &pack->u.pack);
+        if (st != CUDNN_STATUS_SUCCESS)
+            goto out;
+    }
+    st = fused_pointer(g, p, &pack->u.pack, op->x, &ptr[0]);
     if (st == CUDNN_STATUS_SUCCESS)
-        st = pack_pointer(&pack->u.pack, &op->w->u.tensor, &ptr[1]);
+        st = fused_pointer(g, p, &pack->u.pack, op->w, &ptr[1]);
     if (st == CUDNN_STATUS_SUCCESS)
-        st = pack_pointer(&pack->u.pack, &op->y->u.tensor, &ptr[2]);
+        st = fused_pointer(g, p, &pack->u.pack, op->y, &ptr[2]);
     if (st != CUDNN_STATUS_SUCCESS)
         goto out;
     if (p->workspace > 0 && pack->u.pack.workspace == NULL) {
@@ -1906,13 +2672,16 @@ cudnnBackendExecute(cudnnHandle_t handle,
         st = fault;
         goto out;
     }
-    spec.x.ptr = (CUdeviceptr)(uintptr_t)ptr[0];
-    spec.w.ptr = (CUdeviceptr)(uintptr_t)ptr[1];
-    spec.y.ptr = (CUdeviceptr)(uintptr_t)ptr[2];
+    spec.x.ptr = ptr[0];
+    spec.w.ptr = ptr[1];
+    spec.y.ptr = ptr[2];
     st = emu_dnn_conv_enqueue(&cfg, api, &spec, (float)p->alpha,
                               (float)p->beta,
                               (CUdeviceptr)(uintptr_t)pack->u.pack.workspace,
                               partial);
+    /* A partial fault leaves the operations after the convolution out. */
+    if (st == CUDNN_STATUS_SUCCESS && g->fused && !partial)
+        st = fused_enqueue(&cfg, g, p, &pack->u.pack);
     /* A partial fault: the part is queued, the call still fails. */
     if (fault != CUDNN_STATUS_SUCCESS)
         st = fault;

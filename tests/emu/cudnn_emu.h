@@ -19,6 +19,7 @@
 #define EMU_DNN_MAGIC_OPTENSOR 0x444e4e4fu
 #define EMU_DNN_MAGIC_LRN 0x444e4e4cu
 #define EMU_DNN_MAGIC_DROPOUT 0x444e4e44u
+#define EMU_DNN_MAGIC_REDUCE 0x444e4e52u
 
 #define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
 
@@ -108,6 +109,18 @@ struct cudnnDropoutStruct {
     void *states;
     size_t state_size;
     unsigned long long seed;
+};
+
+/* A reduction (cudnnReduceTensor): the operation, its compute type, NaN
+ * propagation and whether it writes indices, of which type. */
+struct cudnnReduceTensorStruct {
+    uint32_t magic;
+    int is_set;
+    cudnnReduceTensorOp_t op;
+    cudnnDataType_t compute;
+    cudnnNanPropagation_t nan_opt;
+    cudnnReduceTensorIndices_t indices;
+    cudnnIndicesType_t indices_type;
 };
 
 /* ---- Status and last error (cudnn.c) ------------------------------------ */

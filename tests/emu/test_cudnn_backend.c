@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -816,7 +817,7 @@ test_plan_walk(void **state)
                     CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     assert_int_equal(get_i64(graph,
                              CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT),
-                     6);
+                     8);
     DNN_OK(cudnnBackendGetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
                                     CUDNN_TYPE_HANDLE, 1, &n, &h2));
     assert_int_equal(n, 1);
@@ -1316,7 +1317,12 @@ test_graph_and_execute_statuses(void **state)
     ST(cudnnBackendFinalize(graph), CUDNN_STATUS_BAD_PARAM);
     bk_free(graph), bk_free(op), bk_free(tt[2]);
     /* Engine indices; a plan without its configuration. */
-    ST(bk_engine_cfg(p.graph, 6, &cfg), CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND);
+    ST(bk_engine_cfg(p.graph, 8, &cfg), CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND);
+    /* The runtime-fusion engines take no graph of one convolution. */
+    ST(bk_engine_cfg(p.graph, 6, &cfg),
+       CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+    ST(bk_engine_cfg(p.graph, 7, &cfg),
+       CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
     ST(bk_engine_cfg(p.graph, -1, &cfg), CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND);
     plan = bk_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     ST(cudnnBackendFinalize(plan), CUDNN_STATUS_BAD_PARAM);
@@ -1657,6 +1663,325 @@ test_fault_injection(void **state)
                                FAULT_ARG);
 }
 
+/* ---- Fused graphs: convolution, bias, activation ------------------------------ */
+
+#define UID_CONV_OUT 104
+#define UID_BIAS 105
+#define UID_SUM 106
+
+/* A tensor of the graph, virtual when `virt`. */
+static cudnnBackendDescriptor_t
+bk_tensor_v(int64_t uid, int nb, const int64_t *dim, const int64_t *stride,
+            bool virt)
+{
+    cudnnBackendDescriptor_t t = bk_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int64_t align = 16;
+
+    bk_set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    bk_set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nb, dim);
+    bk_set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nb, stride);
+    bk_set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    bk_set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    bk_set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+    DNN_OK(cudnnBackendFinalize(t));
+    return t;
+}
+
+/* A pointwise descriptor of `mode` in FLOAT math; for RELU_FWD an upper
+ * clip when `upper` > 0. */
+static cudnnBackendDescriptor_t
+bk_pw(cudnnPointwiseMode_t mode, double upper)
+{
+    cudnnBackendDescriptor_t pw = bk_new(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+
+    bk_set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    bk_set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (upper > 0.0)
+        bk_set(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1,
+               &upper);
+    DNN_OK(cudnnBackendFinalize(pw));
+    return pw;
+}
+
+/* A pointwise operation y = pw(x[, alpha2 * b]), finalized: its status. */
+static cudnnStatus_t
+bk_pw_op(cudnnBackendDescriptor_t pw, cudnnBackendDescriptor_t x,
+         cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, float alpha2,
+         cudnnBackendDescriptor_t *op)
+{
+    *op = bk_new(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    bk_set(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
+    bk_set(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (b != NULL) {
+        bk_set(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+        bk_set(*op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1,
+               &alpha2);
+    }
+    bk_set(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    return cudnnBackendFinalize(*op);
+}
+
+/* A graph of `n` operations, finalized: its status. */
+static cudnnStatus_t
+bk_graph_n(cudnnHandle_t h, int n, cudnnBackendDescriptor_t const *ops,
+           cudnnBackendDescriptor_t *graph)
+{
+    *graph = bk_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    bk_set(*graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+    bk_set(*graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, n, ops);
+    return cudnnBackendFinalize(*graph);
+}
+
+/* The engine's behaviour notes, asked the frontend's way (the count with
+ * no array, then the notes): 1 when RUNTIME_COMPILATION is one. */
+static int
+runtime_compiled(cudnnBackendDescriptor_t cfg)
+{
+    cudnnBackendDescriptor_t e = get_one(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                         CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t n = -1;
+    int found = 0;
+
+    DNN_OK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                    CUDNN_TYPE_BEHAVIOR_NOTE,
+                                    CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n,
+                                    NULL));
+    assert_true(n >= 0 && n <= CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+    DNN_OK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                    CUDNN_TYPE_BEHAVIOR_NOTE, n, &n, notes));
+    for (int64_t i = 0; i < n; i++)
+        found |= notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    bk_free(e);
+    return found;
+}
+
+/*
+ * y = min(max(conv(x, w) + 0.5 * bias, 0), 0.75) as frameworks fuse a
+ * convolution's bias and activation: the convolution's output and the
+ * sum virtual, the bias 1 x K x 1 x 1 broadcast, the operations listed
+ * out of order. The heuristics offer the two runtime-fusion engines
+ * (Tensor Cores first, RUNTIME_COMPILATION), each plan's result is the
+ * double reference's within TF32's or FP32's bound, and the engines of
+ * one convolution refuse the graph.
+ */
+static void
+test_fused_conv_bias_relu(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    const struct geom *g = &geoms[0];
+    cudnnBackendDescriptor_t conv_out, bias_t, sum, out, op[3], pw[2];
+    cudnnBackendDescriptor_t graph, cfgs[8], cfg;
+    int64_t bdim[4] = { 1, g->k, 1, 1 }, bstride[4] = { g->k, 1, 1, 1 };
+    float bias[16];
+    void *bias_dev;
+    struct prob p;
+    int64_t n;
+
+    (void)state;
+    prob_new(&p, h, g, FWD, CUDNN_DATA_FLOAT, L_NHWC, 1.0, 0.0);
+    for (int k = 0; k < g->k; k++)
+        bias[k] = (float)(k - 2) * 0.375f;
+    bias_dev = dev_upload(bias, (size_t)g->k * sizeof(float));
+    conv_out = bk_tensor_v(UID_CONV_OUT, p.nb, p.dim[2], p.stride[2], true);
+    sum = bk_tensor_v(UID_SUM, p.nb, p.dim[2], p.stride[2], true);
+    out = p.t[2];
+    bias_t = bk_tensor_v(UID_BIAS, 4, bdim, bstride, false);
+    {
+        cudnnBackendDescriptor_t t[3] = { p.t[0], p.t[1], conv_out };
+
+        op[1] = bk_op(FWD, p.conv, t, 1.0, 0.0, 0);
+    }
+    pw[0] = bk_pw(CUDNN_POINTWISE_ADD, 0.0);
+    pw[1] = bk_pw(CUDNN_POINTWISE_RELU_FWD, 0.75);
+    DNN_OK(bk_pw_op(pw[0], conv_out, bias_t, sum, 0.5f, &op[2]));
+    DNN_OK(bk_pw_op(pw[1], sum, NULL, out, 1.0f, &op[0]));
+    DNN_OK(bk_graph_n(h, 3, op, &graph));
+    assert_int_equal(get_i64(graph,
+                             CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT),
+                     8);
+    /* The engines of one convolution do not take it. */
+    for (int64_t e = 0; e < 6; e++)
+        ST(bk_engine_cfg(graph, e, &cfg),
+           CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+    n = bk_heuristics(graph, CUDNN_HEUR_MODE_INSTANT, cfgs, 8);
+    assert_int_equal(n, 2);
+    for (int64_t i = 0; i < n; i++) {
+        cudnnBackendDescriptor_t plan = bk_plan(h, cfgs[i]);
+        cudnnBackendDescriptor_t e = get_one(cfgs[i],
+                                             CUDNN_ATTR_ENGINECFG_ENGINE,
+                                             CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        int64_t uids[4] = { UID_X, UID_W, UID_Y, UID_BIAS };
+        void *ptrs[4] = { p.dev[0], p.dev[1], p.dev[2], bias_dev };
+        int64_t ws = plan_workspace(plan);
+        void *wsp = dev_alloc((size_t)ws);
+        cudnnBackendDescriptor_t pack = bk_pack(4, uids, ptrs, wsp);
+        int tc = has_note(cfgs[i], CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
+        double *res = malloc(p.count[2] * sizeof(double));
+        double *mag = malloc(p.count[2] * sizeof(double));
+        float *got = malloc(p.count[2] * sizeof(float));
+        double worst = 0.0;
+        int clipped = 0, zeroed = 0;
+
+        /* Tensor Cores first; both compile at run time. */
+        assert_int_equal(get_i64(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX),
+                         i == 0 ? 7 : 6);
+        assert_int_equal(tc, i == 0);
+        assert_true(runtime_compiled(cfgs[i]));
+        /* The two virtual tensors live in the workspace. */
+        assert_true(ws >= (int64_t)(2 * p.count[2] * sizeof(float)));
+        DNN_OK(cudnnBackendExecute(h, plan, pack));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        download(&p, 2, got);
+        reference(&p, tc ? ref_tf32 : NULL, res, mag);
+        for (size_t j = 0; j < p.count[2]; j++) {
+            /* y is N K H W row-major here: K is (j / (H W)) % K. */
+            size_t hw = (size_t)(p.dim[2][2] * p.dim[2][3]);
+            int k = (int)((j / hw) % (size_t)g->k);
+            double v = res[j] + 0.5 * bias[k];
+            double want = v < 0.0 ? 0.0 : v > 0.75 ? 0.75 : v;
+            double err = fabs(got[j] - want) /
+                         (mag[j] + 0.5 * fabs(bias[k]) + 1e-30);
+
+            clipped += v > 0.75, zeroed += v < 0.0;
+            if (!(err <= worst))
+                worst = err;
+        }
+        /* Both clips were exercised. */
+        assert_true(clipped > 0 && zeroed > 0);
+        if (!(worst <= (tc ? 1e-3 : 1e-5)))
+            fail_msg("engine %lld: error %g", (long long)(i == 0 ? 7 : 6),
+                     worst);
+        bk_free(pack), bk_free(plan), bk_free(e);
+        dev_free(wsp);
+        free(res), free(mag), free(got);
+    }
+    /* The fallback heuristics: the FP32 runtime-fusion engine. */
+    for (int64_t i = 0; i < n; i++)
+        bk_free(cfgs[i]);
+    n = bk_heuristics(graph, CUDNN_HEUR_MODE_FALLBACK, cfgs, 8);
+    assert_int_equal(n, 1);
+    assert_false(has_note(cfgs[0], CUDNN_NUMERICAL_NOTE_TENSOR_CORE));
+    bk_free(cfgs[0]);
+    bk_free(graph);
+    for (int i = 0; i < 3; i++)
+        bk_free(op[i]);
+    bk_free(pw[0]), bk_free(pw[1]);
+    bk_free(conv_out), bk_free(sum), bk_free(bias_t);
+    dev_free(bias_dev);
+    prob_free(&p);
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* The pointwise descriptors' documented statuses, a graph no engine
+ * takes, and a pack without the bias. */
+static void
+test_fused_statuses(void **state)
+{
+    cudnnHandle_t h = handle_new();
+    const struct geom *g = &geoms[0];
+    cudnnBackendDescriptor_t pw, conv_out, sum, bias_t, bad_bias, op[3];
+    cudnnBackendDescriptor_t graph, cfgs[8], plan, pack, back;
+    cudnnPointwiseMode_t mode = CUDNN_POINTWISE_ADD;
+    int64_t bdim[4] = { 1, g->k, 1, 1 }, bstride[4] = { g->k, 1, 1, 1 };
+    int64_t bad_dim[4] = { 1, g->k, 1, 2 }, n = -1;
+    double upper = -1.0;
+    struct prob p;
+
+    (void)state;
+    prob_new(&p, h, g, FWD, CUDNN_DATA_FLOAT, L_NCHW, 1.0, 0.0);
+    /* Mode and math precision are required. */
+    pw = bk_new(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    bk_set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    ST(cudnnBackendFinalize(pw), CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC,
+                                CUDNN_TYPE_INT64, 1, &n),
+       CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE);
+    bk_free(pw);
+    /* The upper clip reads back as set; its default is FLT_MAX. */
+    pw = bk_pw(CUDNN_POINTWISE_RELU_FWD, 0.0);
+    DNN_OK(cudnnBackendGetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP,
+                                    CUDNN_TYPE_DOUBLE, 1, &n, &upper));
+    assert_int_equal(n, 1);
+    assert_true(upper == (double)FLT_MAX);
+    bk_free(pw);
+    conv_out = bk_tensor_v(UID_CONV_OUT, p.nb, p.dim[2], p.stride[2], true);
+    sum = bk_tensor_v(UID_SUM, p.nb, p.dim[2], p.stride[2], true);
+    bias_t = bk_tensor_v(UID_BIAS, 4, bdim, bstride, false);
+    bad_bias = bk_tensor_v(UID_BIAS, 4, bad_dim, bstride, false);
+    pw = bk_pw(CUDNN_POINTWISE_ADD, 0.0);
+    /* ADD without b; a b that does not broadcast to y. */
+    ST(bk_pw_op(pw, conv_out, NULL, sum, 1.0f, &op[0]),
+       CUDNN_STATUS_BAD_PARAM);
+    bk_free(op[0]);
+    ST(bk_pw_op(pw, conv_out, bad_bias, sum, 1.0f, &op[0]),
+       CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH);
+    bk_free(op[0]);
+    /* conv -> add bias, the sum a virtual output: refused. */
+    {
+        cudnnBackendDescriptor_t t[3] = { p.t[0], p.t[1], conv_out };
+
+        op[0] = bk_op(FWD, p.conv, t, 1.0, 0.0, 0);
+    }
+    DNN_OK(bk_pw_op(pw, conv_out, bias_t, sum, 1.0f, &op[1]));
+    ST(bk_graph_n(h, 2, op, &graph), CUDNN_STATUS_BAD_PARAM);
+    bk_free(graph), bk_free(op[1]);
+    /* conv -> add bias into the real y: runs; its op reads back. */
+    DNN_OK(bk_pw_op(pw, conv_out, bias_t, p.t[2], 1.0f, &op[1]));
+    DNN_OK(bk_graph_n(h, 2, op, &graph));
+    back = bk_new(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    {
+        cudnnBackendDescriptor_t two[2] = {
+            bk_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR),
+            back };
+
+        DNN_OK(cudnnBackendGetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, &n,
+                                        two));
+        assert_int_equal(n, 2);
+        assert_int_equal(get_i64(get_one(back,
+                                         CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                                         CUDNN_BACKEND_TENSOR_DESCRIPTOR),
+                                 CUDNN_ATTR_TENSOR_UNIQUE_ID),
+                         UID_BIAS);
+        bk_free(two[0]);
+    }
+    bk_free(back);
+    n = bk_heuristics(graph, CUDNN_HEUR_MODE_INSTANT, cfgs, 8);
+    assert_true(n >= 1);
+    plan = bk_plan(h, cfgs[0]);
+    {
+        int64_t uids[3] = { UID_X, UID_W, UID_Y };
+        void *ws = dev_alloc((size_t)plan_workspace(plan) + 256);
+
+        /* No pointer for the bias. */
+        pack = bk_pack(3, uids, p.dev, ws);
+        ST(cudnnBackendExecute(h, plan, pack), CUDNN_STATUS_BAD_PARAM);
+        bk_free(pack);
+        dev_free(ws);
+    }
+    for (int64_t i = 0; i < n; i++)
+        bk_free(cfgs[i]);
+    bk_free(plan), bk_free(graph), bk_free(op[1]), bk_free(pw);
+    /* A mode the engines do not compute: no configuration. */
+    pw = bk_pw(CUDNN_POINTWISE_POW, 0.0);
+    DNN_OK(bk_pw_op(pw, conv_out, bias_t, p.t[2], 1.0f, &op[1]));
+    DNN_OK(bk_graph_n(h, 2, op, &graph));
+    assert_int_equal(bk_heuristics(graph, CUDNN_HEUR_MODE_INSTANT, cfgs, 8),
+                     0);
+    bk_free(graph), bk_free(op[1]), bk_free(pw), bk_free(op[0]);
+    bk_free(conv_out), bk_free(sum), bk_free(bias_t), bk_free(bad_bias);
+    prob_free(&p);
+    DNN_OK(cudnnDestroy(h));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1679,6 +2004,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_tf32_off),
         cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_fused_conv_bias_relu),
+        cmocka_unit_test(test_fused_statuses),
     };
 
     if (argc > 1 && strcmp(argv[1], TF32_OFF_ARG) == 0)

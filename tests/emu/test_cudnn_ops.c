@@ -1401,6 +1401,333 @@ test_softmax_modes(void **state)
     DNN_OK(cudnnDestroy(h));
 }
 
+#define ST(call, want) assert_int_equal((call), (want))
+
+/* ---- cudnnReduceTensor ------------------------------------------------------ */
+
+/* The reduction of the elements of A that element `lin` of C stands for,
+ * in double, and the flattened index (row-major over the reduced
+ * dimensions) of the first minimum or maximum. */
+static double
+reduce_ref(cudnnReduceTensorOp_t op, int nb, const int *adim,
+           const int *cdim, const double *a, size_t lin, uint32_t *index)
+{
+    int coord[8], rd[8], nr = 0;
+    size_t n = 1, rest = lin;
+    double acc = op == CUDNN_REDUCE_TENSOR_MUL ? 1.0 : 0.0, best = 0.0;
+
+    for (int d = nb - 1; d >= 0; d--) {
+        coord[d] = (int)(rest % (size_t)cdim[d]);
+        rest /= (size_t)cdim[d];
+    }
+    for (int d = 0; d < nb; d++) {
+        if (cdim[d] != adim[d]) {
+            rd[nr++] = d;
+            n *= (size_t)adim[d];
+        }
+    }
+    *index = 0;
+    for (size_t r = 0; r < n; r++) {
+        size_t rr = r, at = 0;
+        double v;
+
+        for (int k = nr - 1; k >= 0; k--) {
+            coord[rd[k]] = (int)(rr % (size_t)adim[rd[k]]);
+            rr /= (size_t)adim[rd[k]];
+        }
+        for (int d = 0; d < nb; d++)
+            at = at * (size_t)adim[d] + (size_t)coord[d];
+        v = a[at];
+        switch (op) {
+        case CUDNN_REDUCE_TENSOR_ADD: case CUDNN_REDUCE_TENSOR_AVG:
+            acc += v;
+            break;
+        case CUDNN_REDUCE_TENSOR_MUL:
+            acc *= v;
+            break;
+        case CUDNN_REDUCE_TENSOR_NORM1:
+            acc += fabs(v);
+            break;
+        case CUDNN_REDUCE_TENSOR_NORM2:
+            acc += v * v;
+            break;
+        default:
+            if (op == CUDNN_REDUCE_TENSOR_AMAX)
+                v = fabs(v);
+            if (r == 0 || (op == CUDNN_REDUCE_TENSOR_MIN ? v < best
+                                                         : v > best)) {
+                best = v;
+                *index = (uint32_t)r;
+            }
+            break;
+        }
+    }
+    switch (op) {
+    case CUDNN_REDUCE_TENSOR_AVG:
+        return acc / (double)n;
+    case CUDNN_REDUCE_TENSOR_NORM2:
+        return sqrt(acc);
+    case CUDNN_REDUCE_TENSOR_MIN: case CUDNN_REDUCE_TENSOR_MAX:
+    case CUDNN_REDUCE_TENSOR_AMAX:
+        return best;
+    default:
+        return acc;
+    }
+}
+
+/* Every operation of cudnnReduceTensor, FLOAT and DOUBLE, packed and
+ * strided, two sets of reduced dimensions, alpha and beta (beta 0 over
+ * NaN), indices of MIN, MAX and AMAX, against the double reference. */
+static void
+test_reduce_tensor(void **state)
+{
+    static const int adim[4] = { 2, 3, 4, 5 };
+    static const int cdims[2][4] = { { 2, 1, 4, 1 }, { 1, 3, 1, 1 } };
+    static const cudnnReduceTensorOp_t ops[] = {
+        CUDNN_REDUCE_TENSOR_ADD, CUDNN_REDUCE_TENSOR_MUL,
+        CUDNN_REDUCE_TENSOR_MIN, CUDNN_REDUCE_TENSOR_MAX,
+        CUDNN_REDUCE_TENSOR_AMAX, CUDNN_REDUCE_TENSOR_AVG,
+        CUDNN_REDUCE_TENSOR_NORM1, CUDNN_REDUCE_TENSOR_NORM2,
+    };
+    static const cudnnDataType_t types[] = { CUDNN_DATA_FLOAT,
+                                             CUDNN_DATA_DOUBLE };
+    cudnnHandle_t h = handle_new();
+    cudnnReduceTensorDescriptor_t rd;
+    size_t na = count_of(4, adim);
+
+    (void)state;
+    DNN_OK(cudnnCreateReduceTensorDescriptor(&rd));
+    for (size_t ti = 0; ti < 2; ti++)
+    for (int lay = 0; lay < 2; lay++)
+    for (int ci = 0; ci < 2; ci++)
+    for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
+    for (int bi = 0; bi < 2; bi++) {
+        cudnnDataType_t t = types[ti];
+        enum layout l = lay ? LAYOUT_PADDED : LAYOUT_NCHW;
+        cudnnTensorDescriptor_t ad = tensor_layout(l, t, 4, adim);
+        cudnnTensorDescriptor_t cd = tensor_layout(l, t, 4, cdims[ci]);
+        size_t nc = count_of(4, cdims[ci]), isz = 0, wsz = 0;
+        int with_idx = ops[oi] >= CUDNN_REDUCE_TENSOR_MIN &&
+                       ops[oi] <= CUDNN_REDUCE_TENSOR_AMAX;
+        double alpha = 0.5, beta = bi ? 0.25 : 0.0;
+        double *a = exact_values(na, t, 1.0);
+        double *old = bi ? exact_values(nc, t, 2.0) : nans(nc);
+        double *got = malloc(nc * sizeof(double));
+        uint32_t *idx = malloc(nc * sizeof(uint32_t));
+        void *adev, *cdev, *idev = NULL, *wdev = NULL;
+        union scalar sa, sb;
+
+        /* MUL over up to 30 values: away from 0, both signs. */
+        if (ops[oi] == CUDNN_REDUCE_TENSOR_MUL) {
+            for (size_t i = 0; i < na; i++)
+                a[i] = (i % 3 == 0 ? -1.0 : 1.0) * (1.0 + a[i] / 8.0);
+        }
+        adev = tensor_upload_d(ad, a, 0.0);
+        cdev = tensor_upload_d(cd, old, 0.0);
+        DNN_OK(cudnnSetReduceTensorDescriptor(
+            rd, ops[oi], t, CUDNN_NOT_PROPAGATE_NAN,
+            with_idx ? CUDNN_REDUCE_TENSOR_FLATTENED_INDICES
+                     : CUDNN_REDUCE_TENSOR_NO_INDICES,
+            CUDNN_32BIT_INDICES));
+        DNN_OK(cudnnGetReductionIndicesSize(h, rd, ad, cd, &isz));
+        DNN_OK(cudnnGetReductionWorkspaceSize(h, rd, ad, cd, &wsz));
+        assert_int_equal(isz, with_idx ? nc * sizeof(uint32_t) : 0);
+        if (isz > 0)
+            idev = dev_alloc(isz);
+        if (wsz > 0)
+            wdev = dev_alloc(wsz);
+        DNN_OK(cudnnReduceTensor(h, rd, idev, isz, wdev, wsz,
+                                 scalar(&sa, t, alpha), ad, adev,
+                                 scalar(&sb, t, beta), cd, cdev));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        tensor_download_d(cd, cdev, got);
+        if (idev != NULL)
+            dev_download(idx, idev, isz);
+        for (size_t j = 0; j < nc; j++) {
+            uint32_t want_idx;
+            double r = reduce_ref(ops[oi], 4, adim, cdims[ci], a, j,
+                                  &want_idx);
+            double want = alpha * r + (bi ? beta * old[j] : 0.0);
+
+            assert_close(got[j], want, tol_of(t), "C", j);
+            if (with_idx && idx[j] != want_idx)
+                fail_msg("op %d: index %u of C[%zu], %u expected",
+                         (int)ops[oi], idx[j], j, want_idx);
+        }
+        free(a), free(old), free(got), free(idx);
+        dev_free(adev), dev_free(cdev);
+        if (idev != NULL)
+            dev_free(idev);
+        if (wdev != NULL)
+            dev_free(wdev);
+        DNN_OK(cudnnDestroyTensorDescriptor(ad));
+        DNN_OK(cudnnDestroyTensorDescriptor(cd));
+    }
+    DNN_OK(cudnnDestroyReduceTensorDescriptor(rd));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* The descriptors' round trip and the documented statuses. */
+static void
+test_reduce_tensor_statuses(void **state)
+{
+    static const int adim[4] = { 2, 3, 4, 5 }, cdim[4] = { 2, 1, 4, 1 };
+    static const int bad[4] = { 2, 2, 4, 1 };
+    cudnnHandle_t h = handle_new();
+    cudnnReduceTensorDescriptor_t rd;
+    cudnnReduceTensorOp_t op;
+    cudnnDataType_t comp;
+    cudnnNanPropagation_t nan_opt;
+    cudnnReduceTensorIndices_t ind;
+    cudnnIndicesType_t itype;
+    cudnnTensorDescriptor_t ad = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, adim);
+    cudnnTensorDescriptor_t cd = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, cdim);
+    cudnnTensorDescriptor_t bd = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, bad);
+    cudnnTensorDescriptor_t hd = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_HALF, 4, cdim);
+    size_t sz = 0, ws = 0;
+    void *adev = dev_alloc(count_of(4, adim) * 4);
+    void *cdev = dev_alloc(count_of(4, cdim) * 4), *wdev, *idev;
+    float one = 1.0f, zero = 0.0f;
+
+    (void)state;
+    ST(cudnnCreateReduceTensorDescriptor(NULL), CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnCreateReduceTensorDescriptor(&rd));
+    /* Not set yet; values outside their enumerations. */
+    ST(cudnnGetReductionWorkspaceSize(h, rd, ad, cd, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnSetReduceTensorDescriptor(rd, (cudnnReduceTensorOp_t)99,
+                                      CUDNN_DATA_FLOAT,
+                                      CUDNN_NOT_PROPAGATE_NAN,
+                                      CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                      CUDNN_32BIT_INDICES),
+       CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnSetReduceTensorDescriptor(NULL, CUDNN_REDUCE_TENSOR_ADD,
+                                      CUDNN_DATA_FLOAT,
+                                      CUDNN_NOT_PROPAGATE_NAN,
+                                      CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                      CUDNN_32BIT_INDICES),
+       CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnSetReduceTensorDescriptor(rd, CUDNN_REDUCE_TENSOR_MAX,
+                                          CUDNN_DATA_FLOAT,
+                                          CUDNN_PROPAGATE_NAN,
+                                          CUDNN_REDUCE_TENSOR_FLATTENED_INDICES,
+                                          CUDNN_32BIT_INDICES));
+    DNN_OK(cudnnGetReduceTensorDescriptor(rd, &op, &comp, &nan_opt, &ind,
+                                          &itype));
+    assert_int_equal(op, CUDNN_REDUCE_TENSOR_MAX);
+    assert_int_equal(comp, CUDNN_DATA_FLOAT);
+    assert_int_equal(nan_opt, CUDNN_PROPAGATE_NAN);
+    assert_int_equal(ind, CUDNN_REDUCE_TENSOR_FLATTENED_INDICES);
+    assert_int_equal(itype, CUDNN_32BIT_INDICES);
+    /* C's sizes neither A's nor 1; nothing reduced; HALF. */
+    ST(cudnnGetReductionWorkspaceSize(h, rd, ad, bd, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnGetReductionWorkspaceSize(h, rd, ad, ad, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnGetReductionWorkspaceSize(h, rd, ad, hd, &sz),
+       CUDNN_STATUS_NOT_SUPPORTED);
+    DNN_OK(cudnnGetReductionWorkspaceSize(h, rd, ad, cd, &ws));
+    DNN_OK(cudnnGetReductionIndicesSize(h, rd, ad, cd, &sz));
+    assert_int_equal(sz, count_of(4, cdim) * sizeof(uint32_t));
+    wdev = dev_alloc(ws + 1);
+    idev = dev_alloc(sz);
+    /* Allocations smaller than asked for. */
+    ST(cudnnReduceTensor(h, rd, idev, sz - 4, wdev, ws, &one, ad, adev,
+                         &zero, cd, cdev),
+       CUDNN_STATUS_INVALID_VALUE);
+    if (ws > 0)
+        ST(cudnnReduceTensor(h, rd, idev, sz, wdev, ws - 1, &one, ad, adev,
+                             &zero, cd, cdev),
+           CUDNN_STATUS_INVALID_VALUE);
+    ST(cudnnReduceTensor(h, rd, idev, sz, wdev, ws, NULL, ad, adev, &zero,
+                         cd, cdev),
+       CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+    DNN_OK(cudnnReduceTensor(h, rd, idev, sz, wdev, ws, &one, ad, adev,
+                             &zero, cd, cdev));
+    /* Indices of an operation other than MIN, MAX, AMAX; 64-bit ones;
+     * FLOAT tensors with a DOUBLE compute type. */
+    DNN_OK(cudnnSetReduceTensorDescriptor(rd, CUDNN_REDUCE_TENSOR_ADD,
+                                          CUDNN_DATA_FLOAT,
+                                          CUDNN_NOT_PROPAGATE_NAN,
+                                          CUDNN_REDUCE_TENSOR_FLATTENED_INDICES,
+                                          CUDNN_32BIT_INDICES));
+    ST(cudnnGetReductionIndicesSize(h, rd, ad, cd, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnSetReduceTensorDescriptor(rd, CUDNN_REDUCE_TENSOR_MIN,
+                                          CUDNN_DATA_FLOAT,
+                                          CUDNN_NOT_PROPAGATE_NAN,
+                                          CUDNN_REDUCE_TENSOR_FLATTENED_INDICES,
+                                          CUDNN_64BIT_INDICES));
+    ST(cudnnGetReductionIndicesSize(h, rd, ad, cd, &sz),
+       CUDNN_STATUS_NOT_SUPPORTED);
+    DNN_OK(cudnnSetReduceTensorDescriptor(rd, CUDNN_REDUCE_TENSOR_ADD,
+                                          CUDNN_DATA_DOUBLE,
+                                          CUDNN_NOT_PROPAGATE_NAN,
+                                          CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                          CUDNN_32BIT_INDICES));
+    ST(cudnnGetReductionWorkspaceSize(h, rd, ad, cd, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    ST(cudnnGetReductionWorkspaceSize(NULL, rd, ad, cd, &sz),
+       CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_free(adev), dev_free(cdev), dev_free(wdev), dev_free(idev);
+    DNN_OK(cudnnDestroyReduceTensorDescriptor(rd));
+    DNN_OK(cudnnDestroyReduceTensorDescriptor(NULL));
+    DNN_OK(cudnnDestroyTensorDescriptor(ad));
+    DNN_OK(cudnnDestroyTensorDescriptor(cd));
+    DNN_OK(cudnnDestroyTensorDescriptor(bd));
+    DNN_OK(cudnnDestroyTensorDescriptor(hd));
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* MAX with NaN: skipped when not propagated, the result when it is. */
+static void
+test_reduce_tensor_nan(void **state)
+{
+    static const int adim[4] = { 1, 4, 1, 1 }, cdim[4] = { 1, 1, 1, 1 };
+    float a[4] = { 1.0f, NAN, 3.0f, 2.0f }, c = 0.0f, one = 1.0f,
+          zero = 0.0f;
+    cudnnHandle_t h = handle_new();
+    cudnnReduceTensorDescriptor_t rd;
+    cudnnTensorDescriptor_t ad = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, adim);
+    cudnnTensorDescriptor_t cd = tensor_new(CUDNN_TENSOR_NCHW,
+                                            CUDNN_DATA_FLOAT, 4, cdim);
+    void *adev = dev_upload(a, sizeof(a)), *cdev = dev_alloc(4);
+    void *idev = dev_alloc(4), *wdev = dev_alloc(256);
+    uint32_t idx = 99;
+
+    (void)state;
+    DNN_OK(cudnnCreateReduceTensorDescriptor(&rd));
+    for (int propagate = 0; propagate < 2; propagate++) {
+        DNN_OK(cudnnSetReduceTensorDescriptor(
+            rd, CUDNN_REDUCE_TENSOR_MAX, CUDNN_DATA_FLOAT,
+            propagate ? CUDNN_PROPAGATE_NAN : CUDNN_NOT_PROPAGATE_NAN,
+            CUDNN_REDUCE_TENSOR_FLATTENED_INDICES, CUDNN_32BIT_INDICES));
+        DNN_OK(cudnnReduceTensor(h, rd, idev, 4, wdev, 256, &one, ad, adev,
+                                 &zero, cd, cdev));
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        dev_download(&c, cdev, 4);
+        dev_download(&idx, idev, 4);
+        if (propagate) {
+            assert_true(isnan(c));
+            assert_int_equal(idx, 1);
+        } else {
+            assert_true(c == 3.0f);
+            assert_int_equal(idx, 2);
+        }
+    }
+    dev_free(adev), dev_free(cdev), dev_free(idev), dev_free(wdev);
+    DNN_OK(cudnnDestroyReduceTensorDescriptor(rd));
+    DNN_OK(cudnnDestroyTensorDescriptor(ad));
+    DNN_OK(cudnnDestroyTensorDescriptor(cd));
+    DNN_OK(cudnnDestroy(h));
+}
+
 static void
 test_softmax_statuses(void **state)
 {
@@ -1527,6 +1854,9 @@ main(int argc, char **argv)
         cmocka_unit_test(test_pooling_nan),
         cmocka_unit_test(test_softmax_modes),
         cmocka_unit_test(test_softmax_statuses),
+        cmocka_unit_test(test_reduce_tensor),
+        cmocka_unit_test(test_reduce_tensor_statuses),
+        cmocka_unit_test(test_reduce_tensor_nan),
         cmocka_unit_test(test_fault_injection),
     };
 

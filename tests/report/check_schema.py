@@ -103,7 +103,7 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
         "library", "atomic-sync", "no-tensor-core-engine", "shape-limit",
-        "measuring"}
+        "measuring", "fused-graph"}
 MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "shadow",
          "allow-conversion"}
 

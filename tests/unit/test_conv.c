@@ -463,6 +463,14 @@ test_decide(void **state)
                      AMP_CONV_SKIP_NO_TC_ENGINE);
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP32), AMP_CONV_SKIP_MODE);
     d.no_tc_engine = 0;
+    /* A backend plan fused with pointwise operations: never converted,
+     * its own reason. */
+    d.fused_graph = 1;
+    assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16),
+                     AMP_CONV_SKIP_FUSED_GRAPH);
+    assert_int_equal(amp_conv_decide(&d, AMP_MODE_SHADOW),
+                     AMP_CONV_SKIP_FUSED_GRAPH);
+    d.fused_graph = 0;
     d.alpha = 0.0f;
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_FP16), AMP_CONV_SKIP_EMPTY);
     d.alpha = 1.0f;
