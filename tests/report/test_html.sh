@@ -302,6 +302,9 @@ meta	built-in
 summary	24 calls at 1 site, $conv converted (their converted results reached the program), $shadow measured in shadow (the program got FP32's results)
 verdict	faster: the intercepted GEMMs and convolutions run ${steady}x as fast as FP32 in steady state (this run:
 verdict	$conv of 24 calls converted (their results reached the program), $shadow measured in shadow
+time	the intercepted GEMMs and convolutions took
+time	ms of device time of the run's
+time	(wall clock); the shim saved
 chart-speedup	1.0x = FP32 speed
 chart-error	tolerance 5.0e-03
 shapes	main (report_prog+0x
