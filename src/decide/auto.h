@@ -2,8 +2,8 @@
  * the candidate modes in shadow, one after another; once each candidate
  * has an error and a time, the fastest candidate within the tolerance
  * that is faster than FP32 converts the later calls (FP32 when none is).
- * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
- * the tolerance; convolutions try allow-conversion, fp16 and bf16. The
+ * GEMMs try fp16, bf16 and tf32, and fp16x3 and tf32x3 when none of those
+ * is within the tolerance; convolutions try allow-conversion, fp16 and bf16. The
  * candidates that run on half-precision copies (all but tf32) need
  * Tensor Core friendly dimensions (amp_auto_half_fits): a GEMM without
  * them rules those out from the start and measures tf32 alone; a
@@ -18,7 +18,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 
-#define AMP_AUTO_CANDIDATES 4
+#define AMP_AUTO_CANDIDATES 5
 
 /* What a (site, shape) is doing. */
 enum amp_auto_state {
@@ -61,7 +61,8 @@ struct amp_auto_candidate {
 /* A (site, shape)'s candidates and choice. */
 struct amp_auto_view {
     enum amp_family family;
-    int ncandidates;             /* tried so far (fp16x3 joins later) */
+    int ncandidates;             /* tried so far (fp16x3 and tf32x3 join
+                                    later) */
     struct amp_auto_candidate c[AMP_AUTO_CANDIDATES];
     enum amp_auto_state state;
     int choice;                  /* index in c when AMP_AUTO_CHOSEN */
@@ -72,8 +73,8 @@ struct amp_auto_view {
  * half-precision copies (fp16, bf16, fp16x3, allow-conversion): a GEMM's
  * m, n and k, a convolution's C and K, all multiples of 8, the sizes
  * cuBLAS's and cuDNN's FP16 Tensor Core kernels are built for (16-byte
- * rows of FP16); else 0. tf32 runs on the program's own FP32 operands
- * and needs nothing of them. */
+ * rows of FP16); else 0. tf32 runs on the program's own FP32 operands,
+ * tf32x3 on FP32 copies, and they need nothing of them. */
 int amp_auto_half_fits(const struct amp_policy_call *call);
 
 /* The decision of an `auto` call, number `count` of its shape at its
