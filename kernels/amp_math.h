@@ -692,19 +692,29 @@ amp_round_tf32(float x)
  * FP32: hi is x with its last 13 bits rounded off), the TF32 analogue of
  * the fp16x3 split without a scale: TF32 keeps FP32's exponent, so every
  * finite x splits, near FLT_MAX or among the subnormals. hi + lo carries
- * 22 of x's 24 bits: |x - hi - lo| <= 2^-22 |x|. Both parts are TF32
+ * 22 of x's 24 bits: |x - hi - lo| <= 2^-22 |x| down to |x| = 2^-115
+ * (2.4e-35), and <= 2^-137 below, where lo meets TF32's subnormal
+ * quantum 2^-136. Both parts are TF32
  * values, so a GEMM with CUBLAS_COMPUTE_32F_FAST_TF32 (cuBLAS: "Tensor
  * Cores with TF32 compute" for FP32 matrices, its rounding of the inputs
  * unspecified) reads them unchanged, however it rounds. A non-finite x
  * keeps its class in hi and has lo 0 (amp_f16x3_sum drops the lo terms
- * where hi * hi is not finite). */
+ * where hi * hi is not finite). Next to FLT_MAX lo rounds toward zero
+ * where nearest would carry hi + lo to Inf. */
 AMP_HD void
 amp_split_tf32x3(float x, float *hi, float *lo)
 {
-    float h = amp_round_tf32(x);
+    float h = amp_round_tf32(x), l;
 
     *hi = h;
-    *lo = amp_is_finite(h) ? amp_round_tf32(x - h) : 0.0f;
+    if (!amp_is_finite(h)) {
+        *lo = 0.0f;
+        return;
+    }
+    l = amp_round_tf32(x - h);
+    if (!amp_is_finite(h + l))
+        l = amp_bits_f32(amp_f32_bits(x - h) & ~0x1fffu);
+    *lo = l;
 }
 
 /* One thread's share of splitting a batch into hi and lo FP32 batches
