@@ -176,6 +176,14 @@ run 0 AMPSHIM_MODE=fp16 AMPSHIM_TOLERANCE=1e-6:fro
 grep -Eq "$pass" run.out || fail "AMPSHIM_MODE with AMPSHIM_TOLERANCE: no PASS"
 grep -q "demoted cublasSgemm_v2 at main" run.err ||
     fail "AMPSHIM_MODE with AMPSHIM_TOLERANCE: not demoted"
+# tf32x3 is FP32-accurate: within 1e-6:fro, never demoted, every call
+# converted in it, and the check passes.
+run 0 AMPSHIM_MODE=tf32x3 AMPSHIM_TOLERANCE=1e-6:fro
+grep -Eq "$pass" run.out || fail "AMPSHIM_MODE=tf32x3: no PASS"
+! grep -q "demoted" run.err || fail "AMPSHIM_MODE=tf32x3: demoted"
+"$python" "$schema" run.json || fail "AMPSHIM_MODE=tf32x3: report schema"
+[[ $(json 'r["sites"][0]["modes"].get("tf32x3", 0) == r["sites"][0]["calls"] > 0, r["sites"][0]["errors"]["max_fro"] < 1e-6') == \
+   "(True, True)" ]] || fail "AMPSHIM_MODE=tf32x3: not every call in tf32x3 within 1e-6"
 
 # ---- A policy's `set tolerance X NORM`; AMPSHIM_TOLERANCE overrides it -------
 printf 'set tolerance 1e-6 fro\nrule fp16 verify 2 when gemm\ndefault fp32\n' \
