@@ -3,8 +3,8 @@
  * cuBLASLt products, cuDNN convolutions), with the baseline on as by
  * default (AMPSHIM_BASELINE=first): every call is the first of its shape
  * at its site. AMPSHIM_MODE=fp16, bf16, tf32, fp16x3 and tf32x3 give the
- * program that mode's results on every call (not FP32's bits, within the mode's
- * bound), each call counted converted with its FP32 time measured beside
+ * program that mode's results on every call (not FP32's bits, within the
+ * mode's bound), each call counted converted with its FP32 time measured beside
  * it; AMPSHIM_MODE=shadow gives FP32's bits; a fault on a baseline
  * call's launches (its copy of the candidate included) leaves that call
  * FP32's, counted a fallback.
