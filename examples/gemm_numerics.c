@@ -1,9 +1,10 @@
 /* gemm_numerics: an ordinary FP32 cuBLAS program that measures the error
  * of cublasSgemm_v2 on classes of hard inputs (random, rows scaled over a
  * wide range, rows of A near 1e30 and 1e-30, wide-range elements, an
- * ill-conditioned A, a cancelling beta C0) against a double-precision reference, next to the same call
- * with CUBLAS_PEDANTIC_MATH (strict FP32) on the same inputs. It prints
- * one line per class and judges nothing. */
+ * ill-conditioned A, a cancelling beta C0) against a double-precision
+ * reference, next to the same call with CUBLAS_PEDANTIC_MATH (strict
+ * FP32) on the same inputs. It prints one line per class and judges
+ * nothing. */
 #include <cublas_v2.h>
 
 #define EXAMPLE_PROG "gemm_numerics"

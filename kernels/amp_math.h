@@ -666,7 +666,7 @@ amp_split_batch_thread(const float *base, const float *const *array,
     }
 }
 
-/* ---- tf32x3: x = hi + lo, both TF32 values kept in FP32 words ---------------- */
+/* ---- tf32x3: x = hi + lo, both TF32 values in FP32 words ---------------- */
 
 /* The split format of the GEMM casts (amp_k_gemm_cast): FP32 hi and lo
  * parts, each a TF32 value. */

@@ -8,9 +8,10 @@
 # kernels moved in one steady-state call (the emulator's per-kernel
 # counts, AMPSHIM_EMU_KERNEL_STATS) over the least cast traffic (each FP32
 # element of A and B read once, its half copy written once: 6 bytes, 8 for
-# fp16x3's two halves, 12 for tf32x3's two FP32 parts), and for fp16 and bf16 the roofline ideal (the half
-# GEMM's FLOPs at the model's FP16 rate plus that least traffic at its
-# bandwidth, both at the model's efficiencies) over the modelled time.
+# fp16x3's two halves, 12 for tf32x3's two FP32 parts), and for fp16 and
+# bf16 the roofline ideal (the half GEMM's FLOPs at the model's FP16 rate
+# plus that least traffic at its bandwidth, both at the model's
+# efficiencies) over the modelled time.
 # Every GEMM of a shape comes from one call site of gemm_bench, so the
 # timed calls follow a warm-up at their own site. Then the shim's host
 # cost per call of an 8x8x8 SGEMM, and the policy's cost per decision

@@ -49,8 +49,8 @@ struct amp_config {
     int mode_set;                 /* AMPSHIM_MODE was set (and valid): it
                                      overrides the policy */
     /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
-     * shadow:bf16, shadow:tf32, shadow:fp16x3, shadow:tf32x3 and shadow:allow-conversion
-     * choose another. */
+     * shadow:bf16, shadow:tf32, shadow:fp16x3, shadow:tf32x3 and
+     * shadow:allow-conversion choose another. */
     enum amp_mode shadow_candidate;
     /* AMPSHIM_BASELINE=first (default): the first call of each shape at
      * a site that would convert without being measured runs its FP32

@@ -3,8 +3,9 @@
  * has an error and a time, the fastest candidate within the tolerance
  * that is faster than FP32 converts the later calls (FP32 when none is).
  * GEMMs try fp16, bf16 and tf32, and fp16x3 and tf32x3 when none of those
- * is within the tolerance; convolutions try allow-conversion, fp16 and bf16. The
- * candidates that run on half-precision copies (all but tf32) need
+ * is within the tolerance; convolutions try allow-conversion, fp16 and
+ * bf16. The candidates that run on half-precision copies (all but tf32
+ * and tf32x3) need
  * Tensor Core friendly dimensions (amp_auto_half_fits): a GEMM without
  * them rules those out from the start and measures tf32 alone; a
  * convolution's copies pad its channels, so every one fits.

@@ -262,16 +262,17 @@ int amp_gemm_warms_up(const struct amp_gemm_run *run);
  * beta that may not be 0: C = alpha * result + beta * C, the same kernel;
  * shadow: the error kernel, then for a delivering run the candidate's
  * result into C, D for cuBLASLt, in one kernel that runs whole or fails
- * before it writes) and the scratch free. On failure the caller's C is untouched except in
- * shadow mode, where C already holds the FP32 result (a delivering run's
- * candidate then did not reach it); the scratch free is queued either
- * way, so amp_gemm_abandon() never follows it. */
+ * before it writes) and the scratch free. On failure the caller's C is
+ * untouched except in shadow mode, where C already holds the FP32 result
+ * (a delivering run's candidate then did not reach it); the scratch free
+ * is queued either way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
 
 /* Shadow, after the steps and before the original call: queues the rest
  * of the candidate (fp16x3, tf32x3: its sum into the candidate's copy of
  * C), so that the candidate's time covers all of its work, as a converted
- * call's does. Fails as amp_gemm_finish(); nothing of the caller's is written. */
+ * call's does. Fails as amp_gemm_finish(); nothing of the caller's is
+ * written. */
 enum amp_status amp_gemm_candidate_done(struct amp_gemm_run *run);
 
 /* cuBLASLt fp16x3 and tf32x3, before the last step: the sum of the small

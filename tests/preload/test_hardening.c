@@ -339,8 +339,8 @@ test_fault_matrix(void **state)
 
 /* The launches of a converted call lie before and after its vendor call
  * (scales, casts; the check, the output cast, fp16x3's and tf32x3's sum,
- * shadow's error). A policy converts exactly one call; AMPSHIM_EMU_FAIL=launch:N
- * then fails its Nth launch alone, for N = 1, 2, ... until N is past its
+ * shadow's error). A policy converts exactly one call;
+ * AMPSHIM_EMU_FAIL=launch:N then fails its Nth launch alone, for N = 1, 2, ... until N is past its
  * last launch. While N is one of its launches the call falls back: the
  * caller gets the FP32 call's bytes and status, bit for bit; past them it
  * converts. A shadow call's output is FP32 whatever fails. */

@@ -126,8 +126,8 @@ test_shadow_is_fp32(void **state)
 /* ---- forced modes: the mode's results, every call ------------------------ */
 
 /* What a mode gives a convolution: its own bits, FP32's (fp16x3 and
- * tf32x3 have no convolution: FP32), or either (tf32: an FP32 convolution of cuDNN's
- * default math is TF32 already on the modelled GPU). */
+ * tf32x3 have no convolution: FP32), or either (tf32: an FP32 convolution
+ * of cuDNN's default math is TF32 already on the modelled GPU). */
 enum conv_bits { CONV_DIFFERS, CONV_SAME, CONV_EITHER };
 
 struct mode_case {

@@ -230,8 +230,8 @@ test_conv_candidates(void **state)
 
 /* A GEMM whose m, n or k is not a multiple of 8 measures tf32 alone (it
  * needs no half-precision copies), and converts with it when it gains;
- * fp16x3, on FP16 copies too, never joins, tf32x3 (FP32 copies) does; a convolution fits whatever
- * its channels (its copies pad them). */
+ * fp16x3, on FP16 copies too, never joins, tf32x3 (FP32 copies) does; a
+ * convolution fits whatever its channels (its copies pad them). */
 static void
 test_unaligned_shapes(void **state)
 {
