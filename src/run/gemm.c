@@ -811,8 +811,8 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     run->steps[run->nsteps++] = last;
 }
 
-/* tf32x3 (Henry, Tang and Heinecke's 3xTF32, as CUTLASS ships it): the
- * cross terms hi_A lo_B + lo_A hi_B as one TF32 product of twice K,
+/* tf32x3 (the 3xTF32 split CUTLASS ships as kernels of its own, here on
+ * the vendor's GEMMs): the cross terms hi_A lo_B + lo_A hi_B as one TF32 product of twice K,
  * [hi_A lo_A] [lo_B; hi_B], into sum, the smaller terms summed first;
  * hi_A hi_B, a TF32 product, into hi; the final kernel adds them where hi
  * is finite (amp_f16x3_sum), with alpha and beta. Two vendor GEMMs; the
