@@ -187,6 +187,23 @@ sgemm(cublasHandle_t handle, const struct shape *s, const float *alpha,
     return st;
 }
 
+/* `count` calls of sgemm(), stopping at a failure. A call site is the
+ * hooked call's return address and its caller's: every call, warm-up or
+ * timed, comes through this one loop, so sgemm()'s return address is one
+ * too. */
+static __attribute__((noinline)) cublasStatus_t
+sgemm_calls(cublasHandle_t handle, const struct shape *s, const float *alpha,
+            const float *da, const float *db, const float *beta, float *dc,
+            int count)
+{
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+
+    for (int r = 0; r < count && st == CUBLAS_STATUS_SUCCESS; r++)
+        st = sgemm(handle, s, alpha, da, db, beta, dc);
+    __asm__ volatile("" ::: "memory");
+    return st;
+}
+
 /* Times `reps` calls of C = A B + beta C (N, N, alpha 1, beta from
  * --beta, 0 by default) after `warmup` untimed ones and prints one "shape"
  * line. C starts at 0; with beta != 0 an untimed call on a zeroed C
@@ -221,12 +238,11 @@ bench_shape(cublasHandle_t handle, const struct shape *s,
         cuda_failed("cudaEventCreate", cudaEventCreate(&start)) ||
         cuda_failed("cudaEventCreate", cudaEventCreate(&stop)))
         goto out;
-    for (int r = 0; r < o->warmup && st == CUBLAS_STATUS_SUCCESS; r++)
-        st = sgemm(handle, s, &alpha, da, db, &beta, dc);
+    st = sgemm_calls(handle, s, &alpha, da, db, &beta, dc, o->warmup);
     if (cuda_failed("cudaEventRecord", cudaEventRecord(start, 0)))
         goto out;
-    for (int r = 0; r < o->reps && st == CUBLAS_STATUS_SUCCESS; r++)
-        st = sgemm(handle, s, &alpha, da, db, &beta, dc);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = sgemm_calls(handle, s, &alpha, da, db, &beta, dc, o->reps);
     if (cublas_failed("cublasSgemm_v2", st) ||
         cuda_failed("cudaEventRecord", cudaEventRecord(stop, 0)) ||
         cuda_failed("cudaEventSynchronize", cudaEventSynchronize(stop)) ||
@@ -236,7 +252,8 @@ bench_shape(cublasHandle_t handle, const struct shape *s,
     if (beta != 0.0f &&
         (cuda_failed("cudaMemset", cudaMemset(dc, 0, nc * 4)) ||
          cublas_failed("cublasSgemm_v2",
-                       sgemm(handle, s, &alpha, da, db, &beta, dc)) ||
+                       sgemm_calls(handle, s, &alpha, da, db, &beta, dc,
+                                   1)) ||
          cuda_failed("cudaDeviceSynchronize", cudaDeviceSynchronize())))
         goto out;
     if (sample_error(s, a, b, dc, o->sample, &max_rel) != 0)

@@ -1,9 +1,10 @@
 /* gemm_numerics: an ordinary FP32 cuBLAS program that measures the error
  * of cublasSgemm_v2 on classes of hard inputs (random, rows scaled over a
- * wide range, wide-range elements, an ill-conditioned A, a cancelling
- * beta C0) against a double-precision reference, next to the same call
- * with CUBLAS_PEDANTIC_MATH (strict FP32) on the same inputs. It prints
- * one line per class and judges nothing. */
+ * wide range, rows of A near 1e30 and 1e-30, wide-range elements, an
+ * ill-conditioned A, a cancelling beta C0) against a double-precision
+ * reference, next to the same call with CUBLAS_PEDANTIC_MATH (strict
+ * FP32) on the same inputs. It prints one line per class and judges
+ * nothing. */
 #include <cublas_v2.h>
 
 #define EXAMPLE_PROG "gemm_numerics"
@@ -20,6 +21,9 @@ enum matrix_class {
     CLASS_RANDOM,       /* uniform in [-1, 1) */
     CLASS_ROWS_14,      /* rows of op(A), columns of B over 2^-14..2^14 */
     CLASS_ROWS_20,      /* ... over 2^-20..2^20: beyond FP16's window */
+    CLASS_ROWS_100,     /* rows of op(A) over 2^-100..2^100 (1e-30..1e30),
+                           columns of B over 2^-20..2^20: FP32's range,
+                           far beyond FP16's */
     CLASS_ELEMENTS_20,  /* every element its own scale in 2^-20..2^20 */
     CLASS_ILLCOND,      /* op(A) = U diag V, condition number 1e6 */
     CLASS_CANCEL,       /* beta C0 cancels alpha A B to about 2^-10 */
@@ -27,8 +31,8 @@ enum matrix_class {
 };
 
 static const char *const class_names[CLASS_COUNT] = {
-    "random", "rows_2^14", "rows_2^20", "elements_2^20", "illcond_1e6",
-    "cancel",
+    "random", "rows_2^14", "rows_2^20", "rows_2^100", "elements_2^20",
+    "illcond_1e6", "cancel",
 };
 
 struct problem {
@@ -99,6 +103,7 @@ static void
 fill(struct problem *p, enum matrix_class cls, uint64_t *rng)
 {
     int range = cls == CLASS_ROWS_14 ? 14 : 20;
+    int range_a = cls == CLASS_ROWS_100 ? 100 : range;
 
     for (size_t i = 0; i < (size_t)K * M; i++)
         p->a[i] = rng_float(rng, 1.0f);
@@ -107,11 +112,12 @@ fill(struct problem *p, enum matrix_class cls, uint64_t *rng)
     for (size_t i = 0; i < (size_t)M * N; i++)
         p->c0[i] = rng_float(rng, 1.0f);
     switch (cls) {
-    case CLASS_ROWS_14: case CLASS_ROWS_20:
+    case CLASS_ROWS_14: case CLASS_ROWS_20: case CLASS_ROWS_100:
         /* Row i of op(A) and C0 by one scale, column j of B and C0 by
-         * another: C(i, j) keeps its relative size. */
+         * another: C(i, j) keeps its relative size (and stays a normal
+         * FP32 number: at least 2^-120). */
         for (int i = 0; i < M; i++) {
-            float s = random_scale(rng, range);
+            float s = random_scale(rng, range_a);
 
             scale_strided(p->a + (size_t)i * K, K, 1, s);
             scale_strided(p->c0 + i, N, M, s);

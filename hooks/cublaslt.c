@@ -841,6 +841,13 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     int32_t order_cd = c->d.order;
     struct amp_lt_key *k = &x->key;
     uint32_t epilogue;
+    /* tf32x3's cross terms: op(A) m x 2k, op(B) 2k x n (k_twice); the
+     * layouts' dimension along K doubles, the copies' ld holds it. */
+    uint64_t twice = s->k_twice ? 2 : 1;
+    uint64_t a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : twice);
+    uint64_t a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? twice : 1);
+    uint64_t b_rows = c->b.rows * (c->transb == CUBLAS_OP_N ? twice : 1);
+    uint64_t b_cols = c->b.cols * (c->transb == CUBLAS_OP_N ? 1 : twice);
 
     x->in_place = s->c == s->d && s->ldc == s->ldd &&
                   s->stride_c == s->stride_d;
@@ -863,9 +870,9 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
                      &c->sm_count_target, sizeof c->sm_count_target)) ||
         !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
         return 0;
-    if (!amp_lt_layout(&x->a, tab, c->a.rows, c->a.cols, s->lda, c->a.order,
+    if (!amp_lt_layout(&x->a, tab, a_rows, a_cols, s->lda, c->a.order,
                        s->batch, s->stride_a) ||
-        !amp_lt_layout(&x->b, tab, c->b.rows, c->b.cols, s->ldb, c->b.order,
+        !amp_lt_layout(&x->b, tab, b_rows, b_cols, s->ldb, c->b.order,
                        s->batch, s->stride_b) ||
         !amp_lt_layout(&x->d, CUDA_R_32F, c->d.rows, c->d.cols, s->ldd,
                        order_cd, s->batch, s->stride_d) ||
@@ -887,7 +894,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->in_place = x->in_place;
     k->m = d->m;
     k->n = d->n;
-    k->k = d->k;
+    k->k = d->k * (int64_t)twice;
     k->lda = s->lda;
     k->ldb = s->ldb;
     k->ldc = s->ldc;

@@ -666,6 +666,82 @@ amp_split_batch_thread(const float *base, const float *const *array,
     }
 }
 
+/* ---- tf32x3: x = hi + lo, both TF32 values in FP32 words ---------------- */
+
+/* The split format of the GEMM casts (amp_k_gemm_cast): FP32 hi and lo
+ * parts, each a TF32 value. */
+#define AMP_FORMAT_TF32X3 3
+
+/* x rounded to TF32 (10 explicit mantissa bits, FP32's exponent), nearest
+ * even, in an FP32 word; toward zero where nearest would overflow to Inf,
+ * so that a finite x keeps a finite hi. NaN and Inf pass. */
+AMP_HD float
+amp_round_tf32(float x)
+{
+    uint32_t u = amp_f32_bits(x), r;
+
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return x;
+    r = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+    if ((r & 0x7f800000u) == 0x7f800000u)
+        r = u & ~0x1fffu;
+    return amp_bits_f32(r);
+}
+
+/* Splits x into hi = tf32(x) and lo = tf32(x - hi) (x - hi is exact in
+ * FP32: hi is x with its last 13 bits rounded off), the TF32 analogue of
+ * the fp16x3 split without a scale: TF32 keeps FP32's exponent, so every
+ * finite x splits, near FLT_MAX or among the subnormals. hi + lo carries
+ * 22 of x's 24 bits: |x - hi - lo| <= 2^-22 |x| down to |x| = 2^-115
+ * (2.4e-35), and <= 2^-137 below, where lo meets TF32's subnormal
+ * quantum 2^-136. Both parts are TF32
+ * values, so a GEMM with CUBLAS_COMPUTE_32F_FAST_TF32 (cuBLAS: "Tensor
+ * Cores with TF32 compute" for FP32 matrices, its rounding of the inputs
+ * unspecified) reads them unchanged, however it rounds. A non-finite x
+ * keeps its class in hi and has lo 0 (amp_f16x3_sum drops the lo terms
+ * where hi * hi is not finite). Next to FLT_MAX lo rounds toward zero
+ * where nearest would carry hi + lo to Inf. */
+AMP_HD void
+amp_split_tf32x3(float x, float *hi, float *lo)
+{
+    float h = amp_round_tf32(x), l;
+
+    *hi = h;
+    if (!amp_is_finite(h)) {
+        *lo = 0.0f;
+        return;
+    }
+    l = amp_round_tf32(x - h);
+    if (!amp_is_finite(h + l))
+        l = amp_bits_f32(amp_f32_bits(x - h) & ~0x1fffu);
+    *lo = l;
+}
+
+/* One thread's share of splitting a batch into hi and lo FP32 batches
+ * with the same layout (leading dimension ld_dst, stride stride_dst). */
+AMP_HD void
+amp_split_tf32x3_batch_thread(const float *base, const float *const *array,
+                              int64_t stride, int64_t batch, int64_t ld_src,
+                              int64_t rows, int64_t cols, float *hi,
+                              float *lo, int64_t ld_dst, int64_t stride_dst,
+                              int64_t tid, int64_t nthreads)
+{
+    struct amp_walk w;
+    int64_t n = batch * rows * cols;
+    int64_t g;
+
+    if (tid >= n)
+        return;
+    amp_batch_copy_walk(&w, array != 0, stride, ld_src, rows, cols, ld_dst,
+                        stride_dst, tid, nthreads);
+    for (g = tid; g < n; g += nthreads) {
+        const float *m = array ? array[w.at[2]] : base;
+
+        amp_split_tf32x3(m[w.off[0]], &hi[w.off[1]], &lo[w.off[1]]);
+        amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
+    }
+}
+
 /* ---- Pointer arrays and FP32 results -------------------------------------- */
 
 /* One thread's share of ptrs[b] = base + b * stride_bytes. */

@@ -1,8 +1,8 @@
 // Kernels of the converted GEMM path: the maxima and scales of both
-// operands in one launch, then their FP16/BF16 copies (or fp16x3 splits)
-// and pointer arrays in another; and the single-matrix maximum and cast
-// the device layer's tests launch. The arithmetic lives in amp_math.h,
-// shared with the emulator's host build.
+// operands in one launch, then their FP16/BF16 copies (or fp16x3 or tf32x3
+// splits) and pointer arrays in another; and the single-matrix maximum
+// and cast the device layer's tests launch. The arithmetic lives in
+// amp_math.h, shared with the emulator's host build.
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"
@@ -75,7 +75,12 @@ amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
     if (o.ptrs)
         amp_fill_ptrs_thread((uint64_t *)o.ptrs, o.dst, o.stride_dst * 2,
                              o.batch, tid, nthreads);
-    if (o.dst_lo)
+    if (format == AMP_FORMAT_TF32X3)
+        amp_split_tf32x3_batch_thread(base, array, o.stride, o.batch, o.ld,
+                                      o.rows, o.cols, (float *)o.dst,
+                                      (float *)o.dst_lo, o.ld_dst,
+                                      o.stride_dst, tid, nthreads);
+    else if (o.dst_lo)
         amp_split_batch_thread(base, array, o.stride, o.batch, o.ld, o.rows,
                                o.cols, (uint16_t *)o.dst,
                                (uint16_t *)o.dst_lo, o.ld_dst, o.stride_dst,

@@ -8,9 +8,10 @@
 # kernels moved in one steady-state call (the emulator's per-kernel
 # counts, AMPSHIM_EMU_KERNEL_STATS) over the least cast traffic (each FP32
 # element of A and B read once, its half copy written once: 6 bytes, 8 for
-# fp16x3's two halves), and for fp16 and bf16 the roofline ideal (the half
-# GEMM's FLOPs at the model's FP16 rate plus that least traffic at its
-# bandwidth, both at the model's efficiencies) over the modelled time.
+# fp16x3's two halves, 12 for tf32x3's two FP32 parts), and for fp16 and
+# bf16 the roofline ideal (the half GEMM's FLOPs at the model's FP16 rate
+# plus that least traffic at its bandwidth, both at the model's
+# efficiencies) over the modelled time.
 # Every GEMM of a shape comes from one call site of gemm_bench, so the
 # timed calls follow a warm-up at their own site. Then the shim's host
 # cost per call of an 8x8x8 SGEMM, and the policy's cost per decision
@@ -84,7 +85,7 @@ else
 fi
 # The counts of the shim's summary line, as \1 (calls) and \2 (converted).
 count='calls=\([0-9]*\) converted=\([0-9]*\).*'
-modes=(none fp32 fp16 bf16 tf32 fp16x3 shadow)
+modes=(none fp32 fp16 bf16 tf32 fp16x3 tf32x3 shadow)
 
 # The emulator's per-kernel byte counts, for the table (not the host cost).
 kernel_stats=1
@@ -138,6 +139,7 @@ least_bytes() {
     case $1 in
     fp16|bf16) per=6 ;;
     fp16x3) per=8 ;;
+    tf32x3) per=12 ;;
     *) return 0 ;;
     esac
     awk -v p="$per" -v m="$2" -v n="$3" -v k="$4" \
@@ -160,7 +162,7 @@ steady_bytes() {
 
 if [[ $kind == modelled ]]; then
     IFS=, read -r -a shape_list <<<"$shapes"
-    for mode in fp16 bf16 fp16x3; do
+    for mode in fp16 bf16 fp16x3 tf32x3; do
         for shape in "${shape_list[@]}"; do
             IFS=x read -r m n k <<<"$shape"
             steady_bytes "$mode" "$m" "$n" "$k" >"$tmp/bytes.$mode.$shape"
@@ -175,8 +177,8 @@ echo "with CUDA events; error: max |C - C_ref| / |C_ref| over a 16 x 16" \
 if [[ $kind == modelled ]]; then
     echo "bytes/least: the shim's kernels' device bytes in one steady-state" \
          "call over the least cast"
-    echo "traffic (6 bytes per element of A and B, 8 for fp16x3);" \
-         "roofline: (2mnk at the model's"
+    echo "traffic (6 bytes per element of A and B, 8 for fp16x3, 12 for" \
+         "tf32x3); roofline: (2mnk at the model's"
     echo "FP16 rate + that traffic at its bandwidth) over the modelled time."
 fi
 printf '%-8s %-16s %-7s %14s %8s %12s %11s %8s  %s\n' GPU shape mode \

@@ -50,7 +50,7 @@ amp_auto_half_fits(const struct amp_policy_call *call)
 static int
 amp_auto_half(enum amp_mode mode)
 {
-    return mode != AMP_MODE_TF32;
+    return mode != AMP_MODE_TF32 && mode != AMP_MODE_TF32X3;
 }
 
 /* (site, slot)'s state, made on first use; a shape whose dimensions do
@@ -263,8 +263,9 @@ amp_auto_fastest(const struct amp_auto_view *v,
     return best;
 }
 
-/* Chooses once every candidate is settled; adds fp16x3 when no GEMM
- * candidate is within the tolerance. Lock held. */
+/* Chooses once every candidate is settled; adds the FP32-accurate splits,
+ * fp16x3 and tf32x3, when no GEMM candidate is within the tolerance.
+ * Lock held. */
 static void
 amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
                 const struct amp_auto_bound *bound,
@@ -279,10 +280,12 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
             return;
         within += !v->c[i].unfit && !v->c[i].failed && !v->c[i].over;
     }
-    /* fp16x3 runs on FP16 copies too: not where fp16 does not fit. */
-    if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3 &&
-        !v->c[0].unfit) {
-        v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
+    /* fp16x3 runs on FP16 copies too: not where fp16 does not fit;
+     * tf32x3's FP32 copies fit every shape. */
+    if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3) {
+        if (!v->c[0].unfit)
+            v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
+        v->c[v->ncandidates++].mode = AMP_MODE_TF32X3;
         return;
     }
     best = amp_auto_fastest(v, bound);
@@ -332,7 +335,8 @@ amp_auto_after(struct amp_site *site, struct amp_auto_view *v,
                  v->state == AMP_AUTO_CHOSEN
                      ? amp_mode_name(v->c[v->choice].mode)
                  : v->state == AMP_AUTO_FP32 ? "fp32"
-                                             : "in shadow to measure fp16x3");
+                                             : "in shadow to measure the "
+                                               "FP32-accurate splits");
         return;
     }
     amp_auto_settle(site, v, bound, note);

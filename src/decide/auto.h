@@ -6,9 +6,10 @@
  * rule, which timing noise does not sway between candidates of one
  * speed. A transient failure (no record or event, a capture, a refused
  * allocation) is not held against a candidate.
- * GEMMs try fp16, bf16 and tf32, and fp16x3 when none of those is within
- * the tolerance; convolutions try allow-conversion, fp16 and bf16. The
- * candidates that run on half-precision copies (all but tf32) need
+ * GEMMs try fp16, bf16 and tf32, and fp16x3 and tf32x3 when none of those
+ * is within the tolerance; convolutions try allow-conversion, fp16 and
+ * bf16. The candidates that run on half-precision copies (all but tf32
+ * and tf32x3) need
  * Tensor Core friendly dimensions (amp_auto_half_fits): a GEMM without
  * them rules those out from the start and measures tf32 alone; a
  * convolution's copies pad its channels, so every one fits.
@@ -22,7 +23,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 
-#define AMP_AUTO_CANDIDATES 4
+#define AMP_AUTO_CANDIDATES 5
 
 /* Timed shadow calls a candidate needs before it is judged on their
  * median: one sample under timing noise decides by chance. */
@@ -81,7 +82,8 @@ struct amp_auto_candidate {
 /* A (site, shape)'s candidates and choice. */
 struct amp_auto_view {
     enum amp_family family;
-    int ncandidates;             /* tried so far (fp16x3 joins later) */
+    int ncandidates;             /* tried so far (fp16x3 and tf32x3 join
+                                    later) */
     struct amp_auto_candidate c[AMP_AUTO_CANDIDATES];
     enum amp_auto_state state;
     int choice;                  /* index in c when AMP_AUTO_CHOSEN */
@@ -95,8 +97,8 @@ struct amp_auto_view {
  * half-precision copies (fp16, bf16, fp16x3, allow-conversion): a GEMM's
  * m, n and k, a convolution's C and K, all multiples of 8, the sizes
  * cuBLAS's and cuDNN's FP16 Tensor Core kernels are built for (16-byte
- * rows of FP16); else 0. tf32 runs on the program's own FP32 operands
- * and needs nothing of them. */
+ * rows of FP16); else 0. tf32 runs on the program's own FP32 operands,
+ * tf32x3 on FP32 copies, and they need nothing of them. */
 int amp_auto_half_fits(const struct amp_policy_call *call);
 
 /* The decision of an `auto` call, number `count` of its shape at its

@@ -38,6 +38,8 @@ amp_conv_skip_reason(enum amp_conv_skip skip)
 enum amp_mode
 amp_conv_mode(enum amp_mode mode)
 {
+    if (mode == AMP_MODE_TF32X3)
+        return AMP_MODE_FP32;
     return mode == AMP_MODE_FP16X3 ? AMP_MODE_FP32 : mode;
 }
 

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #define AMP_F16_LD_MULTIPLE 8
+/* tf32x3's FP32 copies: leading dimensions of 16 bytes. */
+#define AMP_F32_LD_MULTIPLE 4
 
 static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_CONVERT] = "converted",
@@ -23,7 +25,8 @@ static const char *const amp_gemm_skip_reasons[] = {
     [AMP_GEMM_SKIP_ATOMIC_SYNC] = "atomic synchronisation with kernels",
 };
 
-/* Host scalars of the fp16x3 steps: they live as long as the process. */
+/* Host scalars of the fp16x3 and tf32x3 steps: they live as long as the
+ * process. */
 static const float amp_one = 1.0f, amp_zero = 0.0f;
 static const float amp_lo_weight = 1.0f / (float)(1 << AMP_F16X3_LO_EXP);
 
@@ -206,7 +209,10 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
 /* Where each part of a converted call lives in its one scratch allocation.
  * Offsets are 256-byte aligned; an absent part is AMP_ABSENT. Half-precision
  * operands have leading dimensions padded to multiples of 8 elements, so
- * every matrix of a batch starts 16-byte aligned. */
+ * every matrix of a batch starts 16-byte aligned. tf32x3's copies are FP32
+ * (ld_a16 and the like then count FP32 elements): each problem's hi and lo
+ * parts of an operand side by side along K (amp_tf32x3_operand), a_lo and
+ * b_lo inside the parts a and b. */
 struct amp_gemm_layout {
     int64_t batch;
     int64_t rows_a, cols_a, ld_a16, stride_a16;
@@ -250,6 +256,43 @@ amp_batch_elems(int64_t batch, int64_t stride)
     return n;
 }
 
+/* 1 when K runs along the stored columns of A (op(A) is m x k). */
+static int
+amp_k_in_cols_a(const struct amp_gemm_desc *d)
+{
+    return (d->transa == AMP_OP_N) != (d->row_a != 0);
+}
+
+/* ... of B (op(B) is k x n). */
+static int
+amp_k_in_cols_b(const struct amp_gemm_desc *d)
+{
+    return (d->transb == AMP_OP_T) != (d->row_b != 0);
+}
+
+/* One problem's tf32x3 copy of an operand stored rows x cols: two parts
+ * side by side along K, so that the first and the second together are one
+ * operand of twice K (amp_gemm_step's k_twice) and each alone one of K,
+ * at the same leading dimension. Where K runs along the stored columns,
+ * the second part's columns follow the first's; along the rows, each
+ * column holds the first part's rows, then the second's. Sets the leading
+ * dimension, the stride between problems and the second part's offset
+ * (elements). */
+static void
+amp_tf32x3_operand(int64_t rows, int64_t cols, int k_in_cols, int64_t *ld,
+                   int64_t *stride, int64_t *second)
+{
+    if (k_in_cols) {
+        *ld = amp_round_up(rows, AMP_F32_LD_MULTIPLE);
+        *second = *ld * cols;
+        *stride = 2 * *second;
+    } else {
+        *ld = amp_round_up(2 * rows, AMP_F32_LD_MULTIPLE);
+        *second = rows;
+        *stride = *ld * cols;
+    }
+}
+
 /* `routed`: the one step writes a compact FP32 result that a kernel
  * blends into C (amp_gemm_routes_c). */
 static void
@@ -263,7 +306,10 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     int routed_scalars = routed && !d->lt;
     int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
     int split = work == AMP_MODE_FP16X3;
+    /* tf32x3: FP32 hi and lo copies, and alpha and beta on the device. */
+    int tsplit = work == AMP_MODE_TF32X3;
     int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
+    int64_t second_a = 0, second_b = 0;
     /* A delivering shadow run writes the caller's pointer array C with
      * unit scalars (amp_queue_deliver). */
     int deliver_scalars = shadow && d->delivers && arrays && !d->lt;
@@ -279,12 +325,18 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->stride_a16 = l->ld_a16 * l->cols_a;
     l->stride_b16 = l->ld_b16 * l->cols_b;
     l->stride_r = d->m * d->n;
-    a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), 2);
-    b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), 2);
+    if (tsplit) {
+        amp_tf32x3_operand(l->rows_a, l->cols_a, amp_k_in_cols_a(d),
+                           &l->ld_a16, &l->stride_a16, &second_a);
+        amp_tf32x3_operand(l->rows_b, l->cols_b, amp_k_in_cols_b(d),
+                           &l->ld_b16, &l->stride_b16, &second_b);
+    }
+    a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), tsplit ? 4 : 2);
+    b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), tsplit ? 4 : 2);
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
     ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled || routed_scalars || deliver_scalars
+    l->scalars = scaled || routed_scalars || deliver_scalars || tsplit
                      ? amp_scratch_part(total,
                                         sizeof(struct amp_gemm_delayed))
                      : AMP_ABSENT;
@@ -295,6 +347,13 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->a_lo = split ? amp_scratch_part(total, a16) : AMP_ABSENT;
     l->b = half ? amp_scratch_part(total, b16) : AMP_ABSENT;
     l->b_lo = split ? amp_scratch_part(total, b16) : AMP_ABSENT;
+    if (tsplit) {
+        /* [hi_A lo_A] and [lo_B; hi_B]: the cross terms' one product. */
+        l->a = amp_scratch_part(total, a16);
+        l->a_lo = l->a + (size_t)second_a * 4;
+        l->b_lo = amp_scratch_part(total, b16);
+        l->b = l->b_lo + (size_t)second_b * 4;
+    }
     arrays_ab = arrays && half && !shadow && !split;
     l->ptrs_a = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
@@ -303,8 +362,9 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->ptrs_r = arrays && (routed || (shadow && work == AMP_MODE_TF32))
                     ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
-    l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
-    l->hi = split && !d->lt ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->sum = split || tsplit ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->hi = (split || tsplit) && !d->lt ? amp_scratch_part(total, r32)
+                                        : AMP_ABSENT;
     l->alpha_members = d->alpha_stride ? l->batch : 1;
     l->alpha_vec = scaled && d->alpha_vector
                        ? amp_scratch_part(
@@ -578,6 +638,48 @@ amp_queue_scalars_copy(struct amp_gemm_run *run)
     return st;
 }
 
+/* tf32x3: the splits of A and B in one launch (no scales: TF32 keeps
+ * FP32's exponent), then alpha, beta and one in the scalars for the final
+ * kernel (or cuBLASLt's fold and last step): the caller's, or with an
+ * alpha vector the beta the fold takes where no beta vector is. */
+static enum amp_status
+amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr base = run->scratch;
+    struct amp_gemm_operand a = amp_fused_operand(
+        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
+        base + l->a, base + l->a_lo, 0, l->ld_a16, l->stride_a16);
+    struct amp_gemm_operand b = amp_fused_operand(
+        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
+        base + l->b, base + l->b_lo, 0, l->ld_b16, l->stride_b16);
+    amp_devptr scalars = 0;
+    int32_t format = AMP_FORMAT_TF32X3;
+    void *params[] = {&a, &b, &scalars, &format};
+    amp_devptr at = run->scalars + offsetof(struct amp_gemm_scalars, alpha);
+    float beta;
+    uint32_t bits;
+    enum amp_status st;
+
+    st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
+    if (st != AMP_OK)
+        return st;
+    if (d->alpha_vector) {
+        beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
+        memcpy(&bits, &beta, 4);
+        st = amp_dev_memset32_async(at, 0x3f800000u, 1, run->stream);
+        if (st == AMP_OK)
+            st = amp_dev_memset32_async(at + 4, bits, 1, run->stream);
+    } else {
+        st = amp_queue_scalars_copy(run);
+    }
+    if (st == AMP_OK)
+        st = amp_dev_memset32_async(
+            run->scalars + offsetof(struct amp_gemm_scalars, one),
+            0x3f800000u, 1, run->stream);
+    return st;
+}
+
 /* ---- Steps ------------------------------------------------------------------- */
 
 /* A step on the caller's own operands with its scalars (tf32, bf16). */
@@ -663,7 +765,8 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     }
     last.epilogue = shadow ? AMP_EPILOGUE_NO_AUX : AMP_EPILOGUE_CALL;
     last.writes_caller_c = !shadow && !run->routed;
-    if (run->candidate != AMP_MODE_FP16X3) {
+    if (run->candidate != AMP_MODE_FP16X3 &&
+        run->candidate != AMP_MODE_TF32X3) {
         run->steps[run->nsteps++] = last;
         return;
     }
@@ -672,12 +775,22 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     t->alpha_vector = 0;
     for (i = 0; i < 2; i++)
         run->steps[i] = *t;
-    run->steps[0].b = run->scratch + l->b_lo;
-    run->steps[0].alpha = &amp_lo_weight;
-    run->steps[0].beta = &amp_zero;
-    run->steps[1].a = run->scratch + l->a_lo;
-    run->steps[1].alpha = &amp_lo_weight;
-    run->steps[1].beta = &amp_one;
+    if (run->candidate == AMP_MODE_TF32X3) {
+        /* The cross terms as one product of twice K. */
+        run->steps[0].b = run->scratch + l->b_lo;
+        run->steps[0].k_twice = 1;
+        run->steps[0].alpha = &amp_one;
+        run->steps[0].beta = &amp_zero;
+        run->nsteps = 1;
+    } else {
+        run->steps[0].b = run->scratch + l->b_lo;
+        run->steps[0].alpha = &amp_lo_weight;
+        run->steps[0].beta = &amp_zero;
+        run->steps[1].a = run->scratch + l->a_lo;
+        run->steps[1].alpha = &amp_lo_weight;
+        run->steps[1].beta = &amp_one;
+        run->nsteps = 2;
+    }
     last.c = run->sum;
     last.ldc = run->ld_result;
     last.stride_c = run->stride_result;
@@ -694,8 +807,49 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
         last.beta_kind = AMP_BETA_HOST;
     }
     last.fold_before = 1;
-    run->steps[2] = last;
-    run->nsteps = 3;
+    run->steps[run->nsteps++] = last;
+}
+
+/* tf32x3 (the 3xTF32 split CUTLASS ships as kernels of its own, here on
+ * the vendor's GEMMs): the cross terms hi_A lo_B + lo_A hi_B as one TF32 product of twice K,
+ * [hi_A lo_A] [lo_B; hi_B], into sum, the smaller terms summed first;
+ * hi_A hi_B, a TF32 product, into hi; the final kernel adds them where hi
+ * is finite (amp_f16x3_sum), with alpha and beta. Two vendor GEMMs; the
+ * scratch layout (amp_tf32x3_operand) makes both legal whatever the
+ * transposes and orders. cuBLASLt: the sum, then the fold, then the last
+ * step as for fp16x3. */
+static void
+amp_gemm_steps_tf32x3(struct amp_gemm_run *run,
+                      const struct amp_gemm_layout *l,
+                      struct amp_gemm_step *t)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    amp_devptr base = run->scratch;
+
+    t->compute = AMP_COMPUTE_32F_FAST_TF32;
+    t->a = base + l->a;
+    t->b = base + l->b;
+    t->lda = l->ld_a16;
+    t->ldb = l->ld_b16;
+    t->stride_a = l->stride_a16;
+    t->stride_b = l->stride_b16;
+    if (d->batch_kind == AMP_BATCH_ARRAY)
+        t->batch_kind = AMP_BATCH_STRIDED;
+    if (d->lt) {
+        amp_gemm_steps_lt(run, l, t);
+        return;
+    }
+    amp_step_into(t, run, run->sum, 0);
+    t->scalars_on_device = 0;
+    t->alpha = &amp_one;
+    t->beta = &amp_zero;
+    run->steps[0] = *t;
+    run->steps[0].b = base + l->b_lo;
+    run->steps[0].k_twice = 1;
+    run->steps[1] = *t;
+    run->steps[1].c = run->hi;
+    run->steps[1].d = run->hi;
+    run->nsteps = 2;
 }
 
 static void
@@ -706,6 +860,10 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     struct amp_gemm_step t = amp_step_caller(d);
     int i;
 
+    if (run->candidate == AMP_MODE_TF32X3) {
+        amp_gemm_steps_tf32x3(run, l, &t);
+        return;
+    }
     if (run->candidate == AMP_MODE_TF32) {
         t.compute = AMP_COMPUTE_32F_FAST_TF32;
         if (d->lt)
@@ -776,7 +934,8 @@ static int
 amp_mode_converts(enum amp_mode mode)
 {
     return mode == AMP_MODE_FP16 || mode == AMP_MODE_BF16 ||
-           mode == AMP_MODE_TF32 || mode == AMP_MODE_FP16X3;
+           mode == AMP_MODE_TF32 || mode == AMP_MODE_FP16X3 ||
+           mode == AMP_MODE_TF32X3;
 }
 
 /* Queues the scratch free and gives an unused slot back. */
@@ -894,6 +1053,10 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->slot = -1;
     if (!amp_mode_converts(run->candidate))
         return AMP_ERR_UNAVAILABLE;
+    /* tf32x3's product of twice K, and its leading dimensions, in the
+     * vendor's int. */
+    if (run->candidate == AMP_MODE_TF32X3 && d->k > INT32_MAX / 2 - 8)
+        return AMP_ERR_UNAVAILABLE;
     /* Shadow work is never captured into a graph: the caller runs FP32. */
     if (shadow && amp_dev_stream_capturing(d->stream) != 0)
         return AMP_ERR_UNAVAILABLE;
@@ -913,6 +1076,11 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->cols_r = l.cols_r;
     run->alpha_vec = amp_at(run->scratch, l.alpha_vec);
     run->alpha_vec_stride = d->alpha_stride ? d->m : 0;
+    if (run->candidate == AMP_MODE_TF32X3 && d->alpha_vector) {
+        /* No scales to compensate: the caller's vector serves. */
+        run->alpha_vec = (amp_devptr)(uintptr_t)d->alpha;
+        run->alpha_vec_stride = d->alpha_stride;
+    }
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
@@ -923,7 +1091,9 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->result = shadow || run->routed ? amp_at(run->scratch, l.result)
                                         : run->hi;
 
-    if (run->candidate != AMP_MODE_TF32)
+    if (run->candidate == AMP_MODE_TF32X3)
+        st = amp_queue_tf32x3(run, &l);
+    else if (run->candidate != AMP_MODE_TF32)
         st = amp_queue_operands(run, &l);
     if (st == AMP_OK && run->routed && !d->lt &&
         run->candidate != AMP_MODE_FP16)
@@ -1076,7 +1246,8 @@ amp_gemm_candidate_done(struct amp_gemm_run *run)
     enum amp_status st = AMP_OK;
 
     /* cuBLASLt's last step wrote the candidate whole. */
-    if ((run->candidate == AMP_MODE_FP16X3 || run->routed) &&
+    if ((run->candidate == AMP_MODE_FP16X3 ||
+         run->candidate == AMP_MODE_TF32X3 || run->routed) &&
         !run->candidate_done && !run->desc.lt)
         st = amp_queue_axpby(run, run->routed ? run->result : run->hi,
                              run->routed ? 0 : run->sum,

@@ -180,6 +180,11 @@ struct amp_gemm_step {
     enum amp_epilogue { AMP_EPILOGUE_NONE = 0, AMP_EPILOGUE_CALL,
                         AMP_EPILOGUE_NO_AUX } epilogue;
     int fold_before;
+    /* tf32x3's cross terms as one product: the step's K is twice the
+     * descriptor's, op(A) its m x 2k operand [hi_A lo_A] and op(B) its
+     * 2k x n [lo_B; hi_B] (A and B laid out so: amp_gemm_layout), so
+     * A's dimension along K doubles, and B's. */
+    int k_twice;
 };
 
 #define AMP_GEMM_MAX_STEPS 3
@@ -216,14 +221,15 @@ struct amp_gemm_run {
     uint64_t record_key;
     int delayed;               /* the record holds an earlier call's
                                   maxima: one-pass casts */
-    amp_devptr alpha_vec;      /* cuBLASLt fp16, fp16x3: alpha' per row */
+    amp_devptr alpha_vec;      /* cuBLASLt fp16, fp16x3: alpha' per row;
+                                  tf32x3: the caller's alpha vector */
     int64_t alpha_vec_stride;
     int64_t ld_result;
     int64_t stride_result;     /* between the batch's results */
     int64_t rows_r, cols_r;    /* C and D as stored (column-major) */
     enum amp_mode candidate;   /* what computes: the mode, or shadow's */
-    amp_devptr sum;            /* fp16x3: the two lo terms, FP32 */
-    amp_devptr hi;             /* fp16x3: hi_A * hi_B, FP32 */
+    amp_devptr sum;            /* fp16x3, tf32x3: the two lo terms, FP32 */
+    amp_devptr hi;             /* fp16x3, tf32x3: hi_A * hi_B, FP32 */
     amp_devptr accum;          /* shadow: the error reduction */
     int slot;                  /* shadow: the device slot, -1 for none */
     amp_devptr slot_at;
@@ -251,26 +257,28 @@ enum amp_status amp_gemm_prepare(struct amp_dev *dev,
 int amp_gemm_warms_up(const struct amp_gemm_run *run);
 
 /* After every step (and for shadow the original call) succeeded: queues
- * what remains (fp16x3: C = alpha * sum + beta * C in one kernel that does
- * not read C when beta is 0; fp16, bf16 and tf32 with a beta that may not
- * be 0: C = alpha * result + beta * C, the same kernel; shadow: the error
- * kernel, then for a delivering run the candidate's result into C, D for
- * cuBLASLt, in one kernel that runs whole or fails before it writes) and
- * the scratch free. On failure the caller's C is untouched except in
- * shadow mode, where C already holds the FP32 result (a delivering run's
- * candidate then did not reach it); the scratch free is queued either
- * way, so amp_gemm_abandon() never follows it. */
+ * what remains (fp16x3, tf32x3: C = alpha * (hi + sum) + beta * C in one
+ * kernel that does not read C when beta is 0; fp16, bf16 and tf32 with a
+ * beta that may not be 0: C = alpha * result + beta * C, the same kernel;
+ * shadow: the error kernel, then for a delivering run the candidate's
+ * result into C, D for cuBLASLt, in one kernel that runs whole or fails
+ * before it writes) and the scratch free. On failure the caller's C is
+ * untouched except in shadow mode, where C already holds the FP32 result
+ * (a delivering run's candidate then did not reach it); the scratch free
+ * is queued either way, so amp_gemm_abandon() never follows it. */
 enum amp_status amp_gemm_finish(struct amp_gemm_run *run);
 
 /* Shadow, after the steps and before the original call: queues the rest
- * of the candidate (fp16x3: its sum into the candidate's copy of C), so
- * that the candidate's time covers all of its work, as a converted call's
- * does. Fails as amp_gemm_finish(); nothing of the caller's is written. */
+ * of the candidate (fp16x3, tf32x3: its sum into the candidate's copy of
+ * C), so that the candidate's time covers all of its work, as a converted
+ * call's does. Fails as amp_gemm_finish(); nothing of the caller's is
+ * written. */
 enum amp_status amp_gemm_candidate_done(struct amp_gemm_run *run);
 
-/* cuBLASLt fp16x3, before the last step: the sum of the small terms
- * becomes alpha' * sum + beta * C (terms that are not finite dropped: the
- * large term carries them), which the last step adds as its C. */
+/* cuBLASLt fp16x3 and tf32x3, before the last step: the sum of the small
+ * terms becomes alpha' * sum + beta * C (terms that are not finite
+ * dropped: the large term carries them), which the last step adds as its
+ * C. */
 enum amp_status amp_gemm_before_step(struct amp_gemm_run *run);
 
 /* After a step failed: queues the scratch free. */

@@ -45,8 +45,9 @@ const char amp_tool_calibrate_help[] =
     "  -o, --output FILE  the policy (default PROGRAM.policy, PROGRAM's\n"
     "                     file name, in the working directory)\n"
     "  --modes LIST       candidates, comma-separated (default fp16,bf16,\n"
-    "                     tf32,fp16x3,allow-conversion; fp16x3 is a GEMM's\n"
-    "                     only, allow-conversion a convolution's)\n"
+    "                     tf32,fp16x3,tf32x3,allow-conversion; fp16x3 and\n"
+    "                     tf32x3 are a GEMM's only, allow-conversion a\n"
+    "                     convolution's)\n"
     "  --tolerance X[:NORM]\n"
     "                     largest relative error a site may show, in NORM:\n"
     "                     max (max |cand - fp32| / max |fp32|, the\n"
@@ -104,6 +105,7 @@ static const struct amp_cal_candidate {
     {AMP_MODE_BF16, 1, 1},
     {AMP_MODE_TF32, 1, 1},
     {AMP_MODE_FP16X3, 1, 0},
+    {AMP_MODE_TF32X3, 1, 0},
     {AMP_MODE_ALLOW_CONVERSION, 0, 1},
 };
 
@@ -263,7 +265,8 @@ amp_cal_modes(struct amp_calibration *cal, const char *list)
         }
         if (k == AMP_CAL_MODES)
             return amp_cal_usage("--modes: not a candidate (fp16, bf16, "
-                                 "tf32, fp16x3, allow-conversion)", at);
+                                 "tf32, fp16x3, tf32x3, "
+                                 "allow-conversion)", at);
         for (int j = 0; j < cal->nmodes; j++)
             if (cal->modes[j] == &amp_cal_candidates[k])
                 return amp_cal_usage("--modes: named twice", at);

@@ -319,21 +319,26 @@ test_repeated(void **state)
     amp_test_run_free(&run);
 }
 
-/* fp16x3 has no convolution candidate: FP32, bit-exact, counted fp32. */
+/* fp16x3 and tf32x3 have no convolution candidate: FP32, bit-exact,
+ * counted fp32. */
 static void
-test_mode_fp16x3_is_fp32(void **state)
+test_split_modes_are_fp32(void **state)
 {
-    static const struct setting mode[] = { { "AMPSHIM_MODE", "fp16x3" },
-                                           { NULL, NULL } };
-    struct amp_test_run run;
-    struct amp_test_summary sum;
+    static const char *const modes[] = { "fp16x3", "tf32x3" };
 
     (void)state;
-    run_conv_check("tf32", 1, mode, &run);
-    amp_test_expect_exit(&run, 0, "fp16x3");
-    amp_test_expect_plain_stdout(&run, &plain_run, "fp16x3");
-    expect_summary(&run, 0, NULL, "fp16x3", &sum);
-    amp_test_run_free(&run);
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        const struct setting mode[] = { { "AMPSHIM_MODE", modes[i] },
+                                        { NULL, NULL } };
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+
+        run_conv_check("tf32", 1, mode, &run);
+        amp_test_expect_exit(&run, 0, modes[i]);
+        amp_test_expect_plain_stdout(&run, &plain_run, modes[i]);
+        expect_summary(&run, 0, NULL, modes[i], &sum);
+        amp_test_run_free(&run);
+    }
 }
 
 /* The bounds tell the modes apart: bf16 results are measurably coarser
@@ -638,7 +643,7 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest plain_tests[] = {
         cmocka_unit_test(test_plain_case_list),
-        cmocka_unit_test(test_mode_fp16x3_is_fp32),
+        cmocka_unit_test(test_split_modes_are_fp32),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
     };
     const struct CMUnitTest exact[] = {

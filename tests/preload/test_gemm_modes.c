@@ -109,22 +109,28 @@ parse_classes(const char *out, struct class_error *cls)
 
 struct mode_bound {
     const char *mode;
-    double u;                  /* 0: fp16x3, against 4x the FP32 error */
+    double u;                  /* 0: fp16x3, against 4x the FP32 error;
+                                  U32: tf32x3, against FP32's own bound
+                                  2k 2^-24 */
 };
 
 static const struct mode_bound modes[] = {
     { "fp16", U16 }, { "bf16", UBF16 }, { "tf32", UTF32 }, { "fp16x3", 0.0 },
+    { "tf32x3", U32 },
 };
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))
 
-/* The class whose rows span 2^-20..2^20 has a per-tensor range beyond
- * FP16's window even once scaled (the README's stated limit): fp16 and
- * fp16x3 must exceed their bounds there, which also proves the class is
- * as wide as it claims. Everything else must hold. */
+/* The classes whose rows span 2^-20..2^20 and 2^-100..2^100 (1e-30..1e30)
+ * have a per-tensor range beyond FP16's window even once scaled (the
+ * README's stated limit): fp16 and fp16x3 must exceed their bounds there,
+ * which also proves the classes are as wide as they claim. tf32x3, whose
+ * parts keep FP32's exponent, must hold everywhere, as must everything
+ * else. */
 static int
 expect_outside(const char *cls, const char *mode)
 {
-    return strcmp(cls, "rows_2^20") == 0 &&
+    return (strcmp(cls, "rows_2^20") == 0 ||
+            strcmp(cls, "rows_2^100") == 0) &&
            (strcmp(mode, "fp16") == 0 || strcmp(mode, "fp16x3") == 0);
 }
 
@@ -133,6 +139,8 @@ ratio_of(const struct mode_bound *mb, const struct class_error *c)
 {
     if (mb->u == 0.0)
         return c->err / (4.0 * c->err_fp32);
+    if (mb->u == U32)
+        return c->err / (2.0 * c->k * U32);
     return c->err / (2.0 * mb->u + 2.0 * c->k * U32);
 }
 
@@ -149,7 +157,7 @@ test_numerics_every_mode(void **state)
     /* Without the shim both calls are the emulator's FP32 SGEMM. */
     run_program(NULL, no_args, &run);
     count = parse_classes(run.out, plain);
-    assert_int_equal(count, 6);
+    assert_int_equal(count, 7);
     amp_test_run_free(&run);
     for (int c = 0; c < count; c++) {
         assert_true(plain[c].err == plain[c].err_fp32);
@@ -172,7 +180,7 @@ test_numerics_every_mode(void **state)
     printf("error / bound per class and mode: fp16, bf16, tf32 against "
            "(2u + 2k 2^-24)(|alpha||A||B| + |beta||C0|),\n"
            "fp16x3 against 4x the FP32 SGEMM's error on the same inputs, "
-           "fp32 (pedantic) against 2k 2^-24; '!' marks\n"
+           "tf32x3 and fp32 (pedantic) against 2k 2^-24; '!' marks\n"
            "a mode whose bound is expected not to hold (range beyond "
            "FP16's window).\n");
     printf("%-14s %5s %5s %5s", "class", "m", "n", "k");

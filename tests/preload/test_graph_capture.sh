@@ -71,7 +71,7 @@ run_captured() {
 }
 
 for capture in global thread-local; do
-    for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
+    for mode in fp16 bf16 tf32 fp16x3 tf32x3 allow-conversion shadow; do
         for start in cold warm; do
             what="$mode, $start, $capture capture"
             args=(--capture-mode "$capture")
@@ -84,9 +84,11 @@ for capture in global thread-local; do
                 reasons=$(fallbacks | tr '\n' ' ')
                 [[ $reasons == *"cublasSgemm_v2:cold-capture=1"* ]] ||
                     fail "$what: fallbacks '$reasons'"
-                # fp16x3 has no convolution form: FP32 by decision.
+                # fp16x3 and tf32x3 have no convolution form: FP32 by
+                # decision.
                 conv="cudnnConvolutionForward:cold-capture=1"
-                [[ $mode == fp16x3 || $reasons == *"$conv"* ]] ||
+                [[ $mode == fp16x3 || $mode == tf32x3 ||
+                   $reasons == *"$conv"* ]] ||
                     fail "$what: fallbacks '$reasons'"
             else
                 # Shadow never runs under capture: the warm call only.
@@ -95,11 +97,11 @@ for capture in global thread-local; do
                 [[ $gemm_conv == "$want" ]] ||
                     fail "$what: $gemm_conv SGEMMs converted, not $want"
                 # Convolutions: shadow and allow-conversion (whose check
-                # needs a result slot) never run under capture; fp16x3 has
-                # no convolution form.
+                # needs a result slot) never run under capture; fp16x3 and
+                # tf32x3 have no convolution form.
                 case $mode in
                     shadow | allow-conversion) want=1 ;;
-                    fp16x3) want=0 ;;
+                    fp16x3 | tf32x3) want=0 ;;
                 esac
                 conv_conv=$(field cudnnConvolutionForward converted)
                 [[ $conv_conv == "$want" ]] ||
@@ -115,24 +117,25 @@ done
 # SGEMM and convolution go to another stream that is not captured, from
 # the capturing thread or from another one. The shim's set-up for them
 # (module, handles, events) must not invalidate the capture, and they
-# convert (but fp16x3's convolution, which has no such form).
+# convert (but fp16x3's and tf32x3's convolutions, which have no such
+# form).
 beside_runs=0
 for capture in global thread-local; do
-    for mode in fp16 bf16 tf32 fp16x3 allow-conversion shadow; do
+    for mode in fp16 bf16 tf32 fp16x3 tf32x3 allow-conversion shadow; do
         for beside in stream thread; do
             what="$mode, beside on another $beside, $capture capture"
             run_captured "$what" "$mode" 3 --capture-mode "$capture" \
                 --beside "$beside"
             [[ $(field cublasSgemm_v2 converted) -ge 1 ]] ||
                 fail "$what: the SGEMM beside the capture stayed FP32"
-            [[ $mode == fp16x3 ||
+            [[ $mode == fp16x3 || $mode == tf32x3 ||
                $(field cudnnConvolutionForward converted) -ge 1 ]] ||
                 fail "$what: the convolution beside the capture stayed FP32"
             beside_runs=$((beside_runs + 1))
         done
     done
 done
-echo "graph capture: $runs runs (6 modes x cold and warm x global and" \
+echo "graph capture: $runs runs (7 modes x cold and warm x global and" \
      "thread-local capture), every graph captured, launched twice, right;" \
      "$beside_runs runs with the first calls beside the capture (another" \
      "stream or thread), the capture intact, those calls converted"

@@ -338,9 +338,9 @@ test_fault_matrix(void **state)
 /* ---- A fault at every launch of one converted call -------------------------- */
 
 /* The launches of a converted call lie before and after its vendor call
- * (scales, casts; the check, the output cast, fp16x3's sum, shadow's
- * error). A policy converts exactly one call; AMPSHIM_EMU_FAIL=launch:N
- * then fails its Nth launch alone, for N = 1, 2, ... until N is past its
+ * (scales, casts; the check, the output cast, fp16x3's and tf32x3's sum,
+ * shadow's error). A policy converts exactly one call;
+ * AMPSHIM_EMU_FAIL=launch:N then fails its Nth launch alone, for N = 1, 2, ... until N is past its
  * last launch. While N is one of its launches the call falls back: the
  * caller gets the FP32 call's bytes and status, bit for bit; past them it
  * converts. A shadow call's output is FP32 whatever fails. */
@@ -354,7 +354,8 @@ struct launch_case {
 };
 
 static const char *const gemm_modes[] = {
-    "fp16", "bf16", "tf32", "fp16x3", "shadow:fp16", "shadow:fp16x3", NULL,
+    "fp16", "bf16", "tf32", "fp16x3", "tf32x3", "shadow:fp16",
+    "shadow:fp16x3", "shadow:tf32x3", NULL,
 };
 static const char *const conv_modes[] = {
     "fp16", "bf16", "tf32", "allow-conversion", "shadow:fp16", NULL,

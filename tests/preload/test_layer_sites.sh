@@ -87,7 +87,7 @@ if what != "fp32":
                 problems.append(f"{sh['shape']}: no auto decision of its "
                                 f"own: {a and a['state']}")
                 continue
-            if is_ill and a["choice"] not in ("fp32", "fp16x3"):
+            if is_ill and a["choice"] not in ("fp32", "fp16x3", "tf32x3"):
                 problems.append(f"ill-conditioned {sh['shape']}: "
                                 f"auto chose {a['choice']}")
         steady = sh["converted"] - sh["modes"].get("shadow", 0)

@@ -124,10 +124,10 @@ struct mode_case {
     const char *mode, *tol;
 };
 
-/* fp16x3 meets the FP32 bound. */
+/* fp16x3 and tf32x3 meet the FP32 bound. */
 static const struct mode_case mode_cases[] = {
     { "fp16", "fp16" }, { "bf16", "bf16" }, { "tf32", "tf32" },
-    { "fp16x3", "fp32" },
+    { "fp16x3", "fp32" }, { "tf32x3", "fp32" },
 };
 
 /* Converted in every mode within its bound: a converted case's bytes
@@ -395,14 +395,18 @@ struct fault_case {
 
 /* A device fault stops every conversion before anything is written; a
  * cuBLASLt call of the shim that fails after writing part of its output
- * (the first case's step in fp16; the second of its three in fp16x3)
- * falls back to the program's own call. */
+ * (the first case's step in fp16; the second of its three in fp16x3; the
+ * first or the last of tf32x3's two) falls back to the program's own
+ * call. */
 static const struct fault_case faults[] = {
     { "fp16", "fp16", "alloc-async:1+", 34 },
     { "fp16", "fp16", "launch:1+", 34 },
     { "fp16x3", "fp32", "launch:3+", 34 },
     { "fp16", "fp16", "cublasLtMatmul:1:partial", 1 },
     { "fp16x3", "fp32", "cublasLtMatmul:2:partial", 1 },
+    { "tf32x3", "fp32", "cublasLtMatmul:1:partial", 1 },
+    { "tf32x3", "fp32", "cublasLtMatmul:2:partial", 1 },
+    { "tf32x3", "fp32", "launch:2+", 34 },
     { "bf16", "bf16", "cublasLtMatmul:3", 1 },
 };
 

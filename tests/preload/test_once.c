@@ -2,9 +2,9 @@
  * products once (once_check: SGEMMs, batched ones on pointer arrays,
  * cuBLASLt products, cuDNN convolutions), with the baseline on as by
  * default (AMPSHIM_BASELINE=first): every call is the first of its shape
- * at its site. AMPSHIM_MODE=fp16, bf16, tf32 and fp16x3 give the program
- * that mode's results on every call (not FP32's bits, within the mode's
- * bound), each call counted converted with its FP32 time measured beside
+ * at its site. AMPSHIM_MODE=fp16, bf16, tf32, fp16x3 and tf32x3 give the
+ * program that mode's results on every call (not FP32's bits, within the
+ * mode's bound), each call counted converted with its FP32 time measured beside
  * it; AMPSHIM_MODE=shadow gives FP32's bits; a fault on a baseline
  * call's launches (its copy of the candidate included) leaves that call
  * FP32's, counted a fallback.
@@ -125,9 +125,9 @@ test_shadow_is_fp32(void **state)
 
 /* ---- forced modes: the mode's results, every call ------------------------ */
 
-/* What a mode gives a convolution: its own bits, FP32's (fp16x3 has no
- * convolution: FP32), or either (tf32: an FP32 convolution of cuDNN's
- * default math is TF32 already on the modelled GPU). */
+/* What a mode gives a convolution: its own bits, FP32's (fp16x3 and
+ * tf32x3 have no convolution: FP32), or either (tf32: an FP32 convolution
+ * of cuDNN's default math is TF32 already on the modelled GPU). */
 enum conv_bits { CONV_DIFFERS, CONV_SAME, CONV_EITHER };
 
 struct mode_case {
@@ -144,6 +144,8 @@ static const struct mode_case mode_cases[] = {
     /* Three FP16 products: FP32's accuracy, not its bits; its
      * convolutions are the plain run's (TF32). */
     { "fp16x3", "tf32", 0, CONV_SAME },
+    /* Three TF32 products: as fp16x3. */
+    { "tf32x3", "tf32", 0, CONV_SAME },
 };
 
 static const char *

@@ -11,8 +11,8 @@
 # - under the built-in policy (auto), over the sample's 30 iterations: the
 #   fastest candidate within 5e-3 converts and the check fails, the exit
 #   line giving that candidate's error; with AMPSHIM_TOLERANCE=1e-6:fro
-#   every 16-bit candidate is over it, fp16x3 is measured, and the check
-#   passes;
+#   every 16-bit candidate is over it, fp16x3 and tf32x3 are measured,
+#   both within it, fp16x3 the faster is chosen, and the check passes;
 # - AMPSHIM_TOLERANCE=1e-6:fro, ampshim run --tolerance 1e-6:fro, a
 #   policy's `set tolerance 1e-6 fro`, and AMPSHIM_TOLERANCE under
 #   AMPSHIM_MODE: the site is demoted after its shadow calls and the check
@@ -159,6 +159,10 @@ grep -Eq "$pass" run.out || fail "auto 1e-6:fro: no PASS"
     fail "auto 1e-6:fro: a 16-bit candidate within 1e-6"
 [[ $(json 'r["sites"][0]["shapes"][0]["auto"]["candidates"][3]["mode"], r["sites"][0]["shapes"][0]["auto"]["candidates"][3]["fro_rel"] < 1e-6') == \
    "('fp16x3', True)" ]] || fail "auto 1e-6:fro: fp16x3 not measured within"
+[[ $(json 'r["sites"][0]["shapes"][0]["auto"]["candidates"][4]["mode"], r["sites"][0]["shapes"][0]["auto"]["candidates"][4]["fro_rel"] < 1e-6') == \
+   "('tf32x3', True)" ]] || fail "auto 1e-6:fro: tf32x3 not measured within"
+[[ $(json 'r["sites"][0]["shapes"][0]["auto"]["choice"]') == fp16x3 ]] ||
+    fail "auto 1e-6:fro: not the faster split, fp16x3"
 grep -q "error [0-9.e+-]* over the tolerance 1e-06 (Frobenius norm)" <("$tool" report run.json) ||
     fail "auto 1e-6:fro: ampshim report's reasons"
 unset iterations
@@ -172,6 +176,14 @@ run 0 AMPSHIM_MODE=fp16 AMPSHIM_TOLERANCE=1e-6:fro
 grep -Eq "$pass" run.out || fail "AMPSHIM_MODE with AMPSHIM_TOLERANCE: no PASS"
 grep -q "demoted cublasSgemm_v2 at main" run.err ||
     fail "AMPSHIM_MODE with AMPSHIM_TOLERANCE: not demoted"
+# tf32x3 is FP32-accurate: within 1e-6:fro, never demoted, every call
+# converted in it, and the check passes.
+run 0 AMPSHIM_MODE=tf32x3 AMPSHIM_TOLERANCE=1e-6:fro
+grep -Eq "$pass" run.out || fail "AMPSHIM_MODE=tf32x3: no PASS"
+! grep -q "demoted" run.err || fail "AMPSHIM_MODE=tf32x3: demoted"
+"$python" "$schema" run.json || fail "AMPSHIM_MODE=tf32x3: report schema"
+[[ $(json 'r["sites"][0]["modes"].get("tf32x3", 0) == r["sites"][0]["calls"] > 0, r["sites"][0]["errors"]["max_fro"] < 1e-6') == \
+   "(True, True)" ]] || fail "AMPSHIM_MODE=tf32x3: not every call in tf32x3 within 1e-6"
 
 # ---- A policy's `set tolerance X NORM`; AMPSHIM_TOLERANCE overrides it -------
 printf 'set tolerance 1e-6 fro\nrule fp16 verify 2 when gemm\ndefault fp32\n' \

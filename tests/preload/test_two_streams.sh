@@ -42,8 +42,8 @@ rc=0
 "$prog" >run.out 2>run.err || rc=$?
 [[ $rc == 0 ]] || fail "bare: exit status $rc"
 check bare 0
-for mode in fp16:fp16 bf16:bf16 tf32:tf32 fp16x3:fp32 shadow:fp32 \
-            allow-conversion:fp16; do
+for mode in fp16:fp16 bf16:bf16 tf32:tf32 fp16x3:fp32 tf32x3:fp32 \
+            shadow:fp32 allow-conversion:fp16; do
     rc=0
     AMPSHIM_MODE=${mode%%:*} LD_PRELOAD="$preload$lib" \
         "$prog" --tol "${mode##*:}" >run.out 2>run.err || rc=$?

@@ -44,7 +44,8 @@ struct verdict {
 static struct verdict verdicts[] = {
     {"tiny_projection", "fp32", 0, 0, 0},   /* nothing is faster */
     {"dense_layer", "tf32", 0, 0, 0},       /* the fastest within 5e-3 */
-    {"cancelling_layer", "fp16x3", 0, 0, 0}, /* the only one within it */
+    {"cancelling_layer", "fp16x3", 0, 0, 0}, /* within it with tf32x3,
+                                                and faster */
     {"conv_layer*", "fp32", 0, 0, 0},       /* too small to gain */
 };
 #define NVERDICTS (sizeof verdicts / sizeof verdicts[0])
@@ -156,8 +157,8 @@ test_calibrate_and_replay(void **state)
         amp_test_run_dump("calibrate", &r);
         fail_msg("ampshim calibrate failed");
     }
-    /* One run per candidate: the program's output five times. */
-    assert_int_equal(amp_test_count_lines_with(r.out, "layer dense "), 5);
+    /* One run per candidate: the program's output six times. */
+    assert_int_equal(amp_test_count_lines_with(r.out, "layer dense "), 6);
     amp_test_run_free(&r);
 
     /* A valid policy for this program and build. */
@@ -175,11 +176,16 @@ test_calibrate_and_replay(void **state)
         assert_string_equal(action, verdicts[i].mode);
     }
     /* The rejected candidates, with their reasons: dense_layer's fp16,
-     * bf16 and fp16x3 (on the H100 model fp16x3's three half products
-     * beat FP32 at 1024^3, but not tf32). */
+     * bf16, fp16x3 and tf32x3 (on the H100 model fp16x3's three half
+     * products beat FP32 at 1024^3, but not tf32; tf32x3's three TF32
+     * ones neither). */
     assert_true(amp_test_count_lines_with(text, "error over the tolerance "
                                           "0.005") >= 3);
-    assert_int_equal(amp_test_count_lines_with(text, "slower than tf32"), 3);
+    assert_int_equal(amp_test_count_lines_with(text, "slower than tf32"), 4);
+    /* cancelling_layer's tf32x3: within the tolerance, slower than
+     * fp16x3. */
+    assert_int_equal(amp_test_count_lines_with(text, "slower than fp16x3"),
+                     1);
     assert_true(amp_test_count_lines_with(text, "not faster than fp32") >= 8);
     assert_true(verdicts[1].speedup > 1.0 && verdicts[1].max_rel <= 5e-3);
     assert_true(verdicts[2].speedup > 1.0 && verdicts[2].max_rel <= 5e-3);

@@ -1,6 +1,6 @@
 /* Unit tests of the policy action auto's choice per (site, shape): the
  * order candidates are measured in, the fastest within the tolerance,
- * fp16x3 only when nothing else is within it, FP32 when nothing
+ * fp16x3 and tf32x3 only when nothing else is within it, FP32 when nothing
  * qualifies, sampled calls, a choice that drifts over the tolerance, and
  * candidates that cannot run or be timed; and of what it is per: sites
  * told apart by their call stack behind one wrapper, every (site, shape)
@@ -187,15 +187,18 @@ test_drift_gives_way(void **state)
     assert_int_equal(v.changes, 1);
     assert_string_equal(amp_auto_rejects(&v.c[2], TOL, why, sizeof why),
                         "error 0.01 over the tolerance 0.005");
-    /* Then bf16 and fp16: nothing within, so fp16x3 is measured. */
+    /* Then bf16 and fp16: nothing within, so fp16x3 and tf32x3 are
+     * measured, and the faster one taken. */
     amp_auto_error(site, slot, AMP_MODE_BF16, &worse, TOL);
     expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_FP16);
     amp_auto_error(site, slot, AMP_MODE_FP16, &worse, TOL);
     expect_shadow(site, AMP_FAMILY_GEMM, 7, AMP_MODE_FP16X3);
     measured(site, slot, AMP_MODE_FP16X3, 1e-6, 1.5, 2.0);
-    expect_mode(site, AMP_FAMILY_GEMM, 8, AMP_MODE_FP16X3);
+    expect_shadow(site, AMP_FAMILY_GEMM, 8, AMP_MODE_TF32X3);
+    measured(site, slot, AMP_MODE_TF32X3, 1e-7, 1.2, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 9, AMP_MODE_TF32X3);
     amp_auto_get(site, slot, &v);
-    assert_int_equal(v.ncandidates, 4);
+    assert_int_equal(v.ncandidates, 5);
     assert_int_equal(v.changes, 3);
 }
 
@@ -213,11 +216,14 @@ test_fp16x3_only_when_nothing_is_within(void **state)
     measured(site, slot, AMP_MODE_BF16, 2e-1, -1.0, -1.0);
     measured(site, slot, AMP_MODE_TF32, 2e-2, -1.0, -1.0);
     expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16X3);
-    /* fp16x3 within the tolerance but slower than FP32: FP32. */
+    expect_shadow(site, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32X3);
+    /* Both within the tolerance but slower than FP32: FP32. */
     measured(site, slot, AMP_MODE_FP16X3, 8e-6, 2.5, 2.0);
-    expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_FP32);
+    measured(site, slot, AMP_MODE_TF32X3, 1e-7, 2.1, 2.0);
+    expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_FP32);
     amp_auto_get(site, slot, &v);
     assert_int_equal(v.state, AMP_AUTO_FP32);
+    assert_int_equal(v.ncandidates, 5);
 }
 
 static void
@@ -242,8 +248,8 @@ test_conv_candidates(void **state)
 
 /* A GEMM whose m, n or k is not a multiple of 8 measures tf32 alone (it
  * needs no half-precision copies), and converts with it when it gains;
- * fp16x3, on FP16 copies too, never joins; a convolution fits whatever
- * its channels (its copies pad them). */
+ * fp16x3, on FP16 copies too, never joins, tf32x3 (FP32 copies) does; a
+ * convolution fits whatever its channels (its copies pad them). */
 static void
 test_unaligned_shapes(void **state)
 {
@@ -286,14 +292,29 @@ test_unaligned_shapes(void **state)
                             "that are multiples of 8");
     }
 
-    /* tf32 over the tolerance: FP32, without fp16x3. */
+    /* tf32 over the tolerance: tf32x3 is measured, without fp16x3, and
+     * taken where it gains; FP32 where it does not. */
     site = fresh_site(&slot);
     amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
     measured(site, slot, AMP_MODE_TF32, 0.2, 0.5, 2.0);
     amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.candidate, AMP_MODE_TF32X3);
+    measured(site, slot, AMP_MODE_TF32X3, 1e-7, 1.5, 2.0);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 3, 0, &d);
+    assert_int_equal(d.mode, AMP_MODE_TF32X3);
+    amp_auto_get(site, slot, &v);
+    assert_int_equal(v.ncandidates, 4);
+    assert_int_equal(v.c[3].mode, AMP_MODE_TF32X3);
+    assert_int_equal(v.state, AMP_AUTO_CHOSEN);
+    site = fresh_site(&slot);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    measured(site, slot, AMP_MODE_TF32, 0.2, 0.5, 2.0);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    measured(site, slot, AMP_MODE_TF32X3, 1e-7, 2.5, 2.0);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 3, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     amp_auto_get(site, slot, &v);
-    assert_int_equal(v.ncandidates, 3);
     assert_int_equal(v.state, AMP_AUTO_FP32);
 
     /* A call without fitting dimensions and no tf32 candidate (the
@@ -528,7 +549,10 @@ test_frobenius_bound(void **state)
     amp_auto_error(site, slot, AMP_MODE_FP16X3, &e16x3, &fro);
     for (i = 0; i < AMP_AUTO_SAMPLES; i++)
         amp_auto_time(site, slot, AMP_MODE_FP16X3, 1.0, 2.0, 0, &fro);
-    expect_mode(site, AMP_FAMILY_GEMM, 5, AMP_MODE_FP16X3);
+    /* tf32x3 over it in both norms (a stand-in figure): fp16x3. */
+    expect_shadow(site, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32X3);
+    amp_auto_error(site, slot, AMP_MODE_TF32X3, &e16, &fro);
+    expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_FP16X3);
     amp_auto_get(site, slot, &v);
     assert_string_equal(amp_auto_rejects(&v.c[0], &fro, why, sizeof why),
                         "error 1.1e-05 over the tolerance 1e-06 "

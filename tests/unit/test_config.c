@@ -209,6 +209,7 @@ test_mode_names(void **state)
     assert_string_equal(amp_mode_name(AMP_MODE_BF16), "bf16");
     assert_string_equal(amp_mode_name(AMP_MODE_TF32), "tf32");
     assert_string_equal(amp_mode_name(AMP_MODE_FP16X3), "fp16x3");
+    assert_string_equal(amp_mode_name(AMP_MODE_TF32X3), "tf32x3");
     assert_string_equal(amp_mode_name(AMP_MODE_SHADOW), "shadow");
     assert_string_equal(amp_mode_name(AMP_MODE_ALLOW_CONVERSION),
                         "allow-conversion");
@@ -232,6 +233,8 @@ test_modes(void **state)
         {"shadow:bf16", AMP_MODE_SHADOW, AMP_MODE_BF16},
         {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
         {"Shadow:FP16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
+        {"tf32x3", AMP_MODE_TF32X3, AMP_MODE_FP16},
+        {"shadow:tf32x3", AMP_MODE_SHADOW, AMP_MODE_TF32X3},
         {"allow-conversion", AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16},
         {"shadow:allow-conversion", AMP_MODE_SHADOW,
          AMP_MODE_ALLOW_CONVERSION},
@@ -268,9 +271,10 @@ test_bad_modes(void **state)
         assert_int_equal(cfg.shadow_candidate, AMP_MODE_FP16);
         assert_non_null(strstr(cfg.problems[0], "AMPSHIM_MODE"));
         assert_non_null(strstr(cfg.problems[0],
-                               "fp32, fp16, bf16, tf32, fp16x3, shadow, "
-                               "shadow:fp16, shadow:bf16, shadow:tf32, "
-                               "shadow:fp16x3, allow-conversion, "
+                               "fp32, fp16, bf16, tf32, fp16x3, tf32x3, "
+                               "shadow, shadow:fp16, shadow:bf16, "
+                               "shadow:tf32, shadow:fp16x3, shadow:tf32x3, "
+                               "allow-conversion, "
                                "shadow:allow-conversion; ignored"));
     }
 }
@@ -345,12 +349,18 @@ test_mode_lookup(void **state)
     assert_int_equal(candidate, AMP_MODE_BF16);
     assert_int_equal(amp_config_mode("tf32", &mode, &candidate), AMP_OK);
     assert_int_equal(mode, AMP_MODE_TF32);
+    assert_int_equal(amp_config_mode("TF32x3", &mode, &candidate), AMP_OK);
+    assert_int_equal(mode, AMP_MODE_TF32X3);
+    assert_int_equal(amp_config_mode("shadow:tf32x3", &mode, &candidate),
+                     AMP_OK);
+    assert_int_equal(mode, AMP_MODE_SHADOW);
+    assert_int_equal(candidate, AMP_MODE_TF32X3);
     assert_int_equal(amp_config_mode("fp8", &mode, &candidate),
                      AMP_ERR_INVALID);
     amp_config_mode_names(names, sizeof names);
-    assert_string_equal(names, "fp32, fp16, bf16, tf32, fp16x3, shadow, "
-                        "shadow:fp16, shadow:bf16, shadow:tf32, "
-                        "shadow:fp16x3, allow-conversion, "
+    assert_string_equal(names, "fp32, fp16, bf16, tf32, fp16x3, tf32x3, "
+                        "shadow, shadow:fp16, shadow:bf16, shadow:tf32, "
+                        "shadow:fp16x3, shadow:tf32x3, allow-conversion, "
                         "shadow:allow-conversion");
 }
 

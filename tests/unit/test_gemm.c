@@ -157,8 +157,9 @@ dtype(enum amp_dtype t)
                               : t == AMP_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-/* The problem size issue() gives cuBLAS: the test's, or the odd shapes'. */
-static int issue_m = M, issue_n = N, issue_k = K;
+/* The problem size issue() gives cuBLAS: the test's, or the odd shapes'
+ * (a tf32x3 step of twice K gets twice issue_k_call). */
+static int issue_m = M, issue_n = N, issue_k_call = K;
 
 /* Issues one step as the hook does, on the test's handle. */
 static cublasStatus_t
@@ -173,6 +174,7 @@ issue(const struct amp_gemm_step *s)
     const void *a = (const void *)(uintptr_t)s->a;
     const void *b = (const void *)(uintptr_t)s->b;
     void *c = (void *)(uintptr_t)s->c;
+    int issue_k = s->k_twice ? 2 * issue_k_call : issue_k_call;
 
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
@@ -205,16 +207,16 @@ issue(const struct amp_gemm_step *s)
 static cublasStatus_t
 issue_dims(const struct amp_gemm_step *s, int m, int n, int k)
 {
-    int keep_m = issue_m, keep_n = issue_n, keep_k = issue_k;
+    int keep_m = issue_m, keep_n = issue_n, keep_k = issue_k_call;
     cublasStatus_t st;
 
     issue_m = m;
     issue_n = n;
-    issue_k = k;
+    issue_k_call = k;
     st = issue(s);
     issue_m = keep_m;
     issue_n = keep_n;
-    issue_k = keep_k;
+    issue_k_call = keep_k;
     return st;
 }
 
@@ -343,7 +345,8 @@ assert_outside_untouched(const struct problem *p, const float *c)
 static const char *const kind_names[] = {"none", "strided", "array"};
 
 /* Every layout in fp16, bf16 and tf32 stays within its element-wise
- * bound; fp16x3 within 4x the error of FP32 on the same inputs. */
+ * bound; fp16x3 within 4x the error of FP32 on the same inputs; tf32x3
+ * within FP32's own bound, 2k u32 (mag). */
 static void
 test_modes_within_bounds(void **state)
 {
@@ -379,6 +382,12 @@ test_modes_within_bounds(void **state)
                       kind_names[kind], err_x3, err32, err_x3 / err32);
         assert_true(err32 > 0.0);
         assert_true(err_x3 <= 4.0 * err32);
+        assert_outside_untouched(&prob, c);
+        run_mode(&prob, AMP_MODE_TF32X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+        ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err_x3);
+        print_message("tf32x3 %s: error/(2k u32) %.3f, max abs error %.3g, "
+                      "FP32 %.3g\n", kind_names[kind], ratio, err_x3, err32);
+        assert_true(ratio <= 1.0);
         assert_outside_untouched(&prob, c);
     }
 }
@@ -456,6 +465,31 @@ test_step_layout(void **state)
     assert_int_equal(run.steps[0].scalars_on_device, 0);
     amp_gemm_abandon(&run);
 
+    /* tf32x3: two TF32 products on FP32 copies, strided; the first of
+     * twice K, [hi_A lo_A] [lo_B; hi_B], K along the copies' rows (A^T, B
+     * plain), so each column holds the hi rows, then the lo rows (2 * 53
+     * -> 108); the second, hi_B, starts K rows into B's copy. */
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32X3,
+                                      AMP_MODE_FP16, 1 << 24, &run),
+                     AMP_OK);
+    assert_int_equal(run.nsteps, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(run.steps[i].type_ab, AMP_DTYPE_F32);
+        assert_int_equal(run.steps[i].compute, AMP_COMPUTE_32F_FAST_TF32);
+        assert_int_equal(run.steps[i].batch_kind, AMP_BATCH_STRIDED);
+        assert_int_equal(run.steps[i].k_twice, i == 0);
+        assert_int_equal(run.steps[i].lda, 108);
+        assert_int_equal(run.steps[i].ldb, 108);
+        assert_int_equal(run.steps[i].stride_a, 108 * M);
+        assert_int_equal(run.steps[i].writes_caller_c, 0);
+        assert_true(*run.steps[i].alpha == 1.0f &&
+                    *run.steps[i].beta == 0.0f);
+    }
+    assert_true(run.steps[0].a == run.steps[1].a);
+    assert_true(run.steps[1].b == run.steps[0].b + K * 4);
+    assert_true(run.steps[1].c != run.steps[0].c);
+    amp_gemm_abandon(&run);
+
     /* beta 0.5: fp16, bf16 and tf32 write a compact result in scratch
      * (through a pointer array when the step takes arrays), with alpha 1
      * and beta 0; the final kernel writes C. */
@@ -507,12 +541,70 @@ test_range_beyond_fp16(void **state)
     assert_true(ratio <= 4.0);
 }
 
+/* tf32x3 keeps FP32's range: rows of op(A) near 1e30 and 1e-30 (2^100
+ * and 2^-100, both in one tensor, beyond any FP16 scale), B near 1e-30
+ * or 1e30 by column, still meet FP32's own bound, where fp16x3 cannot;
+ * and values near FLT_MAX split without overflow. */
+static void
+test_tf32x3_full_range(void **state)
+{
+    static float c[BATCH * SC];
+    const float alpha = 1.0f, beta = 0.5f;
+    double ratio, err;
+    int b, i, j, q;
+
+    (void)state;
+    problem_default(&prob, AMP_BATCH_STRIDED);
+    for (b = 0; b < BATCH; b++) {
+        for (i = 0; i < M; i++) {
+            float s = i % 2 ? 0x1p100f : 0x1p-100f;
+
+            for (q = 0; q < K; q++)
+                prob.a[b * SA + i * LDA + q] *= s;
+            for (j = 0; j < N; j++)
+                prob.c0[b * SC + j * LDC + i] *= s;
+        }
+        for (j = 0; j < N; j++) {
+            float s = j % 3 ? 0x1p-20f : 0x1p-26f;
+
+            for (q = 0; q < K; q++)
+                prob.b[b * SB + j * LDB + q] *= s;
+            for (i = 0; i < M; i++)
+                prob.c0[b * SC + j * LDC + i] *= s;
+        }
+    }
+    upload(&prob);
+    run_mode(&prob, AMP_MODE_TF32X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err);
+    print_message("tf32x3 over 1e-30..1e30: error/(2k u32) %.3f\n", ratio);
+    assert_true(ratio <= 1.0);
+    run_mode(&prob, AMP_MODE_FP16X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err);
+    print_message("fp16x3 over 1e-30..1e30: error/(2k u32) %.3g\n", ratio);
+    assert_true(ratio > 4.0);
+
+    /* Near FLT_MAX: hi rounds toward zero rather than to Inf. */
+    problem_default(&prob, AMP_BATCH_NONE);
+    memset(prob.a, 0, sizeof prob.a);
+    memset(prob.b, 0, sizeof prob.b);
+    prob.a[0] = 3.4028235e38f;  /* FLT_MAX: op(A)(0, 0) */
+    prob.a[1] = -3.3e38f;       /* op(A)(0, 1) */
+    prob.b[0] = 0.75f;          /* B(0, 0) */
+    prob.b[1] = 0.125f;         /* B(1, 0) */
+    upload(&prob);
+    run_mode(&prob, AMP_MODE_TF32X3, AMP_MODE_FP16, &alpha, &beta, 0, c);
+    ratio = bound_ratio(&prob, c, alpha, beta, 0.0, &err);
+    assert_true(isfinite(c[0]));
+    assert_true(ratio <= 1.0);
+}
+
 /* NaN and Inf in A or B come out where FP32 puts them. */
 static void
 test_nan_inf_positions(void **state)
 {
     static const enum amp_mode modes[] = {
         AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
+        AMP_MODE_TF32X3,
     };
     static float c32[BATCH * SC], c[BATCH * SC];
     const float alpha = 1.0f, beta = 1.0f;
@@ -524,7 +616,7 @@ test_nan_inf_positions(void **state)
     prob.a[2 * SA + 7 * LDA + 1] = -INFINITY;
     upload(&prob);
     run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c32);
-    for (m = 0; m < 4; m++) {
+    for (m = 0; m < 5; m++) {
         int nan_count = 0;
 
         run_mode(&prob, modes[m], AMP_MODE_FP16, &alpha, &beta, 0, c);
@@ -545,7 +637,7 @@ test_beta_zero_ignores_c(void **state)
 {
     static const enum amp_mode modes[] = {
         AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
-        AMP_MODE_SHADOW,
+        AMP_MODE_SHADOW, AMP_MODE_TF32X3,
     };
     static float c[BATCH * SC];
     const float alpha = 2.0f, beta = 0.0f, values[2] = {2.0f, 0.0f};
@@ -561,7 +653,7 @@ test_beta_zero_ignores_c(void **state)
     assert_int_equal(cuMemcpyHtoD(prob.scalars, values, sizeof values),
                      CUDA_SUCCESS);
     for (on_device = 0; on_device < 2; on_device++)
-        for (m = 0; m < 5; m++) {
+        for (m = 0; m < 6; m++) {
             run_mode(&prob, modes[m], AMP_MODE_FP16X3,
                      on_device ? dev_alpha : &alpha,
                      on_device ? dev_beta : &beta, on_device, c);
@@ -593,6 +685,9 @@ test_device_scalars(void **state)
     run_mode(&prob, AMP_MODE_FP16X3, AMP_MODE_FP16, alpha, beta, 1, c);
     bound_ratio(&prob, c, values[0], values[1], 0.0, &err);
     assert_true(err <= 4.0 * err32);
+    run_mode(&prob, AMP_MODE_TF32X3, AMP_MODE_FP16, alpha, beta, 1, c);
+    assert_true(bound_ratio(&prob, c, values[0], values[1], 0.0, &err) <=
+                1.0);
 }
 
 /* Shadow: C holds exactly the FP32 result, and the harvest reports the
@@ -602,6 +697,7 @@ test_shadow(void **state)
 {
     static const enum amp_mode candidates[] = {
         AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_FP16X3,
+        AMP_MODE_TF32X3,
     };
     static float c32[BATCH * SC], c[BATCH * SC], cand[BATCH * SC];
     const float alpha = 0.5f, beta = 2.0f;
@@ -610,7 +706,7 @@ test_shadow(void **state)
     for (kind = AMP_BATCH_NONE; kind <= AMP_BATCH_ARRAY; kind++) {
         problem_default(&prob, (enum amp_batch)kind);
         run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c32);
-        for (m = 0; m < 4; m++) {
+        for (m = 0; m < 5; m++) {
             float max_abs = 0.0f, max_ref = 0.0f;
 
             run_mode(&prob, candidates[m], AMP_MODE_FP16, &alpha, &beta, 0,
@@ -636,7 +732,8 @@ test_shadow(void **state)
             assert_true(stats.shadow_max_abs == max_abs);
             assert_true(stats.shadow_max_rel == (double)max_abs / max_ref);
             assert_int_equal(stats.shadow_nonfinite, 0);
-            if (candidates[m] != AMP_MODE_FP16X3)
+            if (candidates[m] != AMP_MODE_FP16X3 &&
+                candidates[m] != AMP_MODE_TF32X3)
                 assert_true(max_abs > 0.0);
         }
     }
@@ -764,6 +861,8 @@ test_scratch_at_odd_shapes(void **state)
         {AMP_MODE_SHADOW, AMP_MODE_BF16, 0.0, 1},
         {AMP_MODE_SHADOW, AMP_MODE_TF32, 0.0, 1},
         {AMP_MODE_SHADOW, AMP_MODE_FP16X3, 0.0, 3},
+        {AMP_MODE_TF32X3, AMP_MODE_FP16, 0.0, 2},
+        {AMP_MODE_SHADOW, AMP_MODE_TF32X3, 0.0, 3},
     };
     enum { KO = 7, MAXE = 1024 };
     const float alpha = 1.25f, beta = 0.5f;
@@ -815,7 +914,7 @@ test_scratch_at_odd_shapes(void **state)
         }
         issue_m = m;
         issue_n = n;
-        issue_k = KO;
+        issue_k_call = KO;
         for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
             struct amp_gemm_run run;
             size_t result = (size_t)batch * m * n * 4;
@@ -857,7 +956,7 @@ test_scratch_at_odd_shapes(void **state)
     }
     issue_m = M;
     issue_n = N;
-    issue_k = K;
+    issue_k_call = K;
     cuMemFree(da);
     cuMemFree(db);
     cuMemFree(dc);
@@ -1214,6 +1313,10 @@ test_failures_leave_nothing(void **state)
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 3},
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
          "cublasGemmStridedBatchedEx", 3},
+        /* splits, final sum */
+        {AMP_MODE_TF32X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 2},
+        {AMP_MODE_TF32X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
+         "cublasGemmStridedBatchedEx", 2},
         /* casts with the pointer arrays, result pointer array, C */
         {AMP_MODE_BF16, AMP_MODE_FP16, AMP_BATCH_ARRAY, "cublasGemmBatchedEx",
          3},
@@ -1241,6 +1344,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_modes_within_bounds),
         cmocka_unit_test(test_step_layout),
         cmocka_unit_test(test_range_beyond_fp16),
+        cmocka_unit_test(test_tf32x3_full_range),
         cmocka_unit_test(test_nan_inf_positions),
         cmocka_unit_test(test_beta_zero_ignores_c),
         cmocka_unit_test(test_device_scalars),

@@ -345,6 +345,61 @@ test_f16x3_split(void **state)
     assert_true(isnan(amp_axpby(2.0f, 3.0f, 1.0f, NAN)));
 }
 
+/* tf32x3's split: hi is TF32 rounding to nearest even (the emulator's,
+ * which is what a TF32 GEMM reads), except where that overflows; both
+ * parts are TF32 values (the vendor's rounding leaves them alone); hi + lo
+ * is within 2^-22 |x| over FP32's whole range down to 2^-115 (2.4e-35),
+ * within 2^-137 below. */
+static void
+test_tf32x3_split(void **state)
+{
+    uint32_t u;
+    float hi, lo;
+    int n = 0;
+
+    (void)state;
+    for (u = 0; u < 0x7f800000u; u += 0x1357u) {
+        for (int s = 0; s < 2; s++) {
+            float x = from_bits(u | (s ? 0x80000000u : 0u));
+            float want = emu_round_tf32(x);
+
+            amp_split_tf32x3(x, &hi, &lo);
+            assert_true(isfinite(hi) && isfinite(lo) && isfinite(hi + lo));
+            if (isfinite(want))
+                assert_int_equal(amp_f32_bits(hi), amp_f32_bits(want));
+            else /* toward zero instead of to Inf */
+                assert_int_equal(amp_f32_bits(hi),
+                                 amp_f32_bits(x) & ~0x1fffu);
+            assert_int_equal(amp_f32_bits(hi) & 0x1fffu, 0);
+            assert_int_equal(amp_f32_bits(lo) & 0x1fffu, 0);
+            assert_true(emu_round_tf32(lo) == lo);
+            /* TF32's quantum among the subnormals is 2^-136: below
+             * 2^-115 lo keeps x to 2^-137, no longer to 2^-22 |x|. */
+            assert_true(fabs((double)x - ((double)hi + (double)lo)) <=
+                        fmax(ldexp(fabs((double)x), -22), 0x1p-137));
+            n++;
+        }
+    }
+    assert_true(n > 400000);
+    /* 1e30 and 1e-30: far outside FP16, kept to 22 bits. */
+    amp_split_tf32x3(1e30f, &hi, &lo);
+    assert_true(fabs(1e30 - ((double)hi + lo)) <= 1e30 * 0x1p-22);
+    assert_true(lo != 0.0f);
+    amp_split_tf32x3(-1.2345678e-30f, &hi, &lo);
+    assert_true(fabs(-1.2345678e-30 - ((double)hi + lo)) <=
+                1.2345678e-30 * 0x1p-22);
+    amp_split_tf32x3(3.4028235e38f, &hi, &lo);
+    assert_true(isfinite(hi) && isfinite(hi + lo));
+    assert_true(3.4028235e38 - ((double)hi + lo) <= 3.4028235e38 * 0x1p-22);
+    amp_split_tf32x3(-INFINITY, &hi, &lo);
+    assert_true(isinf(hi) && hi < 0 && lo == 0.0f);
+    amp_split_tf32x3(NAN, &hi, &lo);
+    assert_true(isnan(hi) && lo == 0.0f);
+    /* A TF32 value is its own hi, lo 0. */
+    amp_split_tf32x3(1.5f, &hi, &lo);
+    assert_true(hi == 1.5f && lo == 0.0f);
+}
+
 /* Shadow errors: only elements finite in FP32 count; a non-finite
  * candidate there is counted; relative error only where FP32 != 0. */
 static void
@@ -822,6 +877,7 @@ main(void)
         cmocka_unit_test(test_absmax_threads),
         cmocka_unit_test(test_cast_threads),
         cmocka_unit_test(test_f16x3_split),
+        cmocka_unit_test(test_tf32x3_split),
         cmocka_unit_test(test_shadow_element),
         cmocka_unit_test(test_shadow_frobenius),
         cmocka_unit_test(test_batch_threads),

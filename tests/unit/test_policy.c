@@ -263,6 +263,13 @@ test_actions(void **state)
     assert_int_equal(pol.rules[2].action.mode, AMP_MODE_ALLOW_CONVERSION);
     assert_int_equal(pol.rules[3].action.candidate, AMP_MODE_FP16);
     assert_int_equal(pol.fallback.mode, AMP_MODE_FP16X3);
+    parse_ok("rule tf32x3 verify 2 when gemm\nrule shadow:tf32x3\n"
+             "default fp32\n");
+    assert_int_equal(pol.nrules, 2);
+    assert_int_equal(pol.rules[0].action.mode, AMP_MODE_TF32X3);
+    assert_int_equal(pol.rules[0].action.verify, 2);
+    assert_int_equal(pol.rules[1].action.mode, AMP_MODE_SHADOW);
+    assert_int_equal(pol.rules[1].action.candidate, AMP_MODE_TF32X3);
 }
 
 /* ---- Matching ------------------------------------------------------------ */
