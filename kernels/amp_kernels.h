@@ -60,6 +60,12 @@ extern const size_t amp_kernels_fatbin_size;
  *     (alpha and beta as amp_k_gemm_scales reads them). rec's counters
  *     are 0 before and after.
  *
+ * amp_k_gemm_split_tf32x3(struct amp_gemm_operand a,
+ *                         struct amp_gemm_operand b)
+ *     tf32x3: each operand's matrix i split into dst (hi) and dst_lo (lo),
+ *     both FP32 words holding TF32 values (amp_split_tf32x3), laid out by
+ *     ld_dst and stride_dst (ptrs unused).
+ *
  * amp_k_gemm_recast(struct amp_gemm_operand a, struct amp_gemm_operand b,
  *                   const struct amp_gemm_delayed *c)
  *     after amp_k_gemm_cast_delayed: for each operand whose redo flag in
@@ -168,6 +174,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_GEMM_SCALES "amp_k_gemm_scales"
 #define AMP_K_GEMM_CAST "amp_k_gemm_cast"
 #define AMP_K_GEMM_CAST_DELAYED "amp_k_gemm_cast_delayed"
+#define AMP_K_GEMM_SPLIT_TF32X3 "amp_k_gemm_split_tf32x3"
 #define AMP_K_GEMM_RECAST "amp_k_gemm_recast"
 #define AMP_K_FILL_PTRS "amp_k_fill_ptrs"
 #define AMP_K_GATHER_BATCH "amp_k_gather_batch"

@@ -668,10 +668,6 @@ amp_split_batch_thread(const float *base, const float *const *array,
 
 /* ---- tf32x3: x = hi + lo, both TF32 values in FP32 words ---------------- */
 
-/* The split format of the GEMM casts (amp_k_gemm_cast): FP32 hi and lo
- * parts, each a TF32 value. */
-#define AMP_FORMAT_TF32X3 3
-
 /* x rounded to TF32 (10 explicit mantissa bits, FP32's exponent), nearest
  * even, in an FP32 word; toward zero where nearest would overflow to Inf,
  * so that a finite x keeps a finite hi. NaN and Inf pass. */

@@ -75,12 +75,7 @@ amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
     if (o.ptrs)
         amp_fill_ptrs_thread((uint64_t *)o.ptrs, o.dst, o.stride_dst * 2,
                              o.batch, tid, nthreads);
-    if (format == AMP_FORMAT_TF32X3)
-        amp_split_tf32x3_batch_thread(base, array, o.stride, o.batch, o.ld,
-                                      o.rows, o.cols, (float *)o.dst,
-                                      (float *)o.dst_lo, o.ld_dst,
-                                      o.stride_dst, tid, nthreads);
-    else if (o.dst_lo)
+    if (o.dst_lo)
         amp_split_batch_thread(base, array, o.stride, o.batch, o.ld, o.rows,
                                o.cols, (uint16_t *)o.dst,
                                (uint16_t *)o.dst_lo, o.ld_dst, o.stride_dst,
@@ -89,6 +84,24 @@ amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
         amp_cast_batch_thread(base, array, o.stride, o.batch, o.ld, o.rows,
                               o.cols, (uint16_t *)o.dst, o.ld_dst,
                               o.stride_dst, scale, format, tid, nthreads);
+}
+
+// tf32x3: both operands split into FP32 hi and lo parts, each a TF32
+// value (amp_split_tf32x3). A kernel of its own: in amp_k_gemm_cast's
+// branches it took that kernel past 64 registers.
+extern "C" __global__ void AMP_KERNEL_BOUNDS
+amp_k_gemm_split_tf32x3(struct amp_gemm_operand a, struct amp_gemm_operand b)
+{
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, a.blocks,
+                             &tid, &nthreads);
+    const struct amp_gemm_operand o = part ? b : a;
+
+    amp_split_tf32x3_batch_thread((const float *)o.base,
+                                  (const float *const *)o.array, o.stride,
+                                  o.batch, o.ld, o.rows, o.cols,
+                                  (float *)o.dst, (float *)o.dst_lo,
+                                  o.ld_dst, o.stride_dst, tid, nthreads);
 }
 
 // The one-pass FP16 cast of a repeating call: each operand times the

@@ -653,15 +653,13 @@ amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     struct amp_gemm_operand b = amp_fused_operand(
         amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
         base + l->b, base + l->b_lo, 0, l->ld_b16, l->stride_b16);
-    amp_devptr scalars = 0;
-    int32_t format = AMP_FORMAT_TF32X3;
-    void *params[] = {&a, &b, &scalars, &format};
+    void *params[] = {&a, &b};
     amp_devptr at = run->scalars + offsetof(struct amp_gemm_scalars, alpha);
     float beta;
     uint32_t bits;
     enum amp_status st;
 
-    st = amp_launch_fused(run, AMP_KERNEL_GEMM_CAST, &a, &b, params);
+    st = amp_launch_fused(run, AMP_KERNEL_GEMM_SPLIT_TF32X3, &a, &b, params);
     if (st != AMP_OK)
         return st;
     if (d->alpha_vector) {

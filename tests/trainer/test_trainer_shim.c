@@ -1,5 +1,5 @@
 /* The legacy trainer's bar, on the CPU device emulator: the same training
- * (steps of 192 images, 1024 hidden units, the trainer's other
+ * (steps of 256 images, 1024 hidden units, the trainer's other
  * defaults) plain FP32 and under `ampshim run` with the built-in default
  * policy, whose rules are auto. Under the shim at least 90 % of the GEMM
  * and convolution FLOPs reach the converted path (each shape's candidates
@@ -43,16 +43,17 @@
 
 /* Images per step: few enough that a short run takes the steps auto
  * needs to measure each shape (three timed shadow calls per candidate)
- * and then converts, enough that every convolution but the first stays
- * above the built-in policy's min-size (512M multiply-adds: 32 to 64
- * channels at 14x14 has 693M at 192 images). */
-#define BATCH 192
-#define BATCH_ARG "192"
+ * and then converts, enough that every product but the first
+ * convolution's and the output layer's stays above the built-in policy's
+ * min-size (512M multiply-adds: the first fully connected layer has 604M
+ * at 256 images, 453M at 192). */
+#define BATCH 256
+#define BATCH_ARG "256"
 #define HIDDEN 1024
 
 static const char *trainer_path, *emu_dir, *tool_path;
 /* Training and test images, as text for the trainer's options. */
-static const char *train_images = "8064", *test_images = "960";
+static const char *train_images = "8192", *test_images = "1024";
 static int fc_lt, conv_graph;
 /* Converted sites whose API is cublasLtMatmul, cudnnBackendExecute. */
 static int lt_sites, graph_sites;
