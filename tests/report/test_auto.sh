@@ -32,7 +32,7 @@ cd "$tmp"
 
 # Long enough that measuring four candidates (three timed calls each) is
 # a small part of a run.
-calls=400
+calls=600
 
 # --min-speedup 1: auto takes a candidate that is faster than FP32 at
 # all; calibrate, by default, one at least 5 % faster (cancelling_layer's
