@@ -13,8 +13,10 @@
 # - the exit's "time:" line, `ampshim report`'s and the page's say the
 #   same figures as the report's JSON;
 # - small calls the built-in policy keeps FP32 (min-size: 64x64x64, after
-#   a large shape's calls) are timed by sample: no call untimed, and the
-#   device time within 10 % of the program's own;
+#   a large shape's calls) are timed by sample: no call untimed, the
+#   device time within 10 % of the program's own, and the small shape's
+#   calls at their samples' mean within 10 % of the program's time of
+#   them;
 # - many calls of one shape under `--mode tf32`, most of them not timed
 #   (sampled) and estimated at the timed ones' mean: the saved and device
 #   times still within 10 % of the program's own events.
@@ -131,6 +133,15 @@ if len(small) != 1 or small[0]["fp32"] != 200 or \
         not 3 <= small[0]["time"]["fp32_sampled"] < 200:
     bad.append(f"small: the 64x64x64 shape not kept FP32 and sampled: "
                f"{small!r}")
+else:
+    # The small shape's own share: every call at its samples' mean.
+    want = [float(f["ms"]) * int(f["reps"])
+            for f in (dict(kv.split("=") for kv in l.split()[1:])
+                      for l in open("small.out") if l.startswith("shape "))
+            if f["m"] == f["n"] == f["k"] == "64"]
+    base = small[0]["fp32_baseline_ms"]
+    near("small: 64x64x64 at its FP32 samples' mean",
+         (base or 0.0) * 200, want[0] if want else float("nan"))
 
 # Converted calls sampled, the others at their mean.
 long = json.load(open("long.json"))["totals"]
