@@ -33,7 +33,8 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         candidate = AMP_MODE_FP16;
     st = amp_conv_plan(d, mode, candidate, &plan);
     if (st == AMP_ERR_UNAVAILABLE) {
-        amp_prof_fp32(what, AMP_KEPT_MODE);
+        if (amp_prof_fp32(what, AMP_KEPT_MODE))
+            amp_prof_fp32_begin(&h->prof, what); /* timed by sample */
         return 0; /* a mode with no convolution candidate: FP32 */
     }
     h->outcome = AMP_OUTCOME_FALLBACK;
@@ -184,10 +185,12 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     amp_conv_what(&what, d, &dec);
     /* A call of its site, kept FP32 (a graph that is not one FP32
      * convolution has no site). */
-    if (skip != AMP_CONV_CONVERT && (d->site || skip != AMP_CONV_SKIP_INVALID))
-        amp_prof_fp32(&what, skip == AMP_CONV_SKIP_MODE
-                                 ? amp_kept_of(&dec)
-                                 : amp_conv_kept[skip]);
+    if (skip != AMP_CONV_CONVERT &&
+        (d->site || skip != AMP_CONV_SKIP_INVALID) &&
+        amp_prof_fp32(&what, skip == AMP_CONV_SKIP_MODE ? amp_kept_of(&dec)
+                                                        : amp_conv_kept[skip]) &&
+        skip != AMP_CONV_SKIP_INVALID)
+        amp_prof_fp32_begin(&h->prof, &what); /* timed by sample */
     h->cover = amp_conv_cover_of_skip(skip);
     h->flops = d->valid ? amp_conv_flops(d) : 0.0;
     if (skip != AMP_CONV_CONVERT) {
@@ -228,6 +231,7 @@ amp_conv_hook_end(struct amp_conv_hook *h, int original_ok)
 
     if (!h->entered)
         return;
+    amp_prof_fp32_end(&h->prof, original_ok); /* a kept call's sample */
     if (h->shadow && original_ok)
         amp_prof_stop(&h->prof); /* the FP32 original's end */
     if (h->shadow && amp_conv_shadow_finish(&h->run, original_ok) != AMP_OK) {

@@ -330,7 +330,8 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
  * the converted path) is still a call of its site: the report says why it
  * stayed FP32 there. */
 static void
-amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
+amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
+              enum amp_gemm_skip skip)
 {
     static const enum amp_kept kept[AMP_GEMM_SKIP_COUNT] = {
         [AMP_GEMM_SKIP_MODE] = AMP_KEPT_MODE,
@@ -348,7 +349,9 @@ amp_gemm_kept(struct amp_gemm_desc *d, enum amp_gemm_skip skip)
     amp_gemm_what(&what, d, &dec);
     if (skip == AMP_GEMM_SKIP_INVALID)
         what.flops = 0.0; /* the library computes nothing */
-    amp_prof_fp32(&what, kept[skip]);
+    /* Timed by sample, unless the library refuses it. */
+    if (amp_prof_fp32(&what, kept[skip]) && skip != AMP_GEMM_SKIP_INVALID)
+        amp_prof_fp32_begin(&h->prof, &what);
 }
 
 /* The coverage kind of a call after it ran, from its outcome. */
@@ -397,10 +400,11 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         amp_gemm_what(&what, d, &dec);
         if (dec.mode == AMP_MODE_FP32) {
             skip = AMP_GEMM_SKIP_MODE;
-            amp_prof_fp32(&what, amp_kept_of(&dec));
+            if (amp_prof_fp32(&what, amp_kept_of(&dec)))
+                amp_prof_fp32_begin(&h->prof, &what);
         }
     } else {
-        amp_gemm_kept(d, skip);
+        amp_gemm_kept(h, d, skip);
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
@@ -471,6 +475,7 @@ amp_shadow_complete(struct amp_hook *h, int original_ok)
 {
     enum amp_fallback why = AMP_FALLBACK_NONE;
 
+    amp_prof_fp32_end(&h->prof, original_ok); /* a kept call's sample */
     if (!h->shadow)
         return;
     h->shadow = 0;

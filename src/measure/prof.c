@@ -172,6 +172,8 @@ struct amp_prof_call {
     int epoch;                 /* the context's trace origin; -1 none */
     int start_pending;         /* the start event is recorded at
                                   amp_prof_start */
+    int fp32_sample;           /* a kept FP32 call's original, timed by
+                                  sample: START, END */
     atomic_int error_state;
     struct amp_gemm_error err;
 };
@@ -280,13 +282,16 @@ amp_entry_device(struct amp_prof_entry *e, int ordinal, int make)
 
 /* ---- Counting at the hook --------------------------------------------------- */
 
-static void
+/* Counts a call at its entry; for an FP32 outcome, returns 1 when the
+ * call is due to be timed by sample. */
+static int
 amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
                enum amp_fallback why, enum amp_kept kept,
                size_t scratch_bytes)
 {
     struct amp_prof_device_part *part = NULL;
     struct amp_prof_entry *e;
+    int due = 0;
     /* A shadow call whose result is FP32's; a delivering one counts as
      * its candidate's converted call (its times and error are shadow's:
      * amp_record_harvest). */
@@ -318,12 +323,20 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
         }
         if (outcome == AMP_OUTCOME_FALLBACK)
             e->fallbacks[why]++;
-        if (outcome == AMP_OUTCOME_FP32)
+        if (outcome == AMP_OUTCOME_FP32) {
+            /* By the calls' count, whatever became of the samples: a
+             * context never made costs a look every 64 calls. */
+            due = amp_prof_sample_due(e->kept_seen, e->kept_seen,
+                                      AMP_PROF_FP32_FIRST,
+                                      AMP_PROF_FP32_EVERY);
+            e->kept_seen++;
             e->kept[kept]++;
+        }
     }
     pthread_mutex_unlock(&amp_prof_lock);
     /* A call captured into a graph runs again at each of its launches. */
     amp_replay_captured(w, outcome);
+    return due;
 }
 
 /* The site as a call log line names it: its function (demangled), or
@@ -337,10 +350,12 @@ amp_site_name(struct amp_site *site)
     return site->function[0] ? site->function : "unknown";
 }
 
-void
+int
 amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why)
 {
-    amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, why, 0);
+    /* Under capture nothing can be timed: not due. */
+    return amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, why, 0) &&
+           why != AMP_KEPT_CAPTURE;
 }
 
 void
@@ -433,24 +448,39 @@ amp_record_event(struct amp_prof_call *c, int which)
     return 0;
 }
 
-void
-amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
-               const struct amp_prof_what *w)
+/* Whether a converted call of w is timed: always when it is a shadow
+ * call or a line or trace event per call is asked for, otherwise by
+ * sample (AMP_PROF_CONVERTED_EVERY). */
+static int
+amp_converted_due(const struct amp_prof_what *w)
 {
-    struct amp_prof_call *c;
+    const struct amp_config *cfg = amp_shim_config();
+    struct amp_prof_entry *e;
+    int due = 1;
+
+    if (w->mode == AMP_MODE_SHADOW || cfg->call_log || cfg->trace[0])
+        return 1;
+    pthread_mutex_lock(&amp_prof_lock);
+    e = amp_entry_get(w);
+    if (e) {
+        due = amp_prof_sample_due(e->converted_seen++, e->converted_taken,
+                                  AMP_PROF_CONVERTED_FIRST,
+                                  AMP_PROF_CONVERTED_EVERY);
+        e->converted_taken += (unsigned long long)due;
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
+    return due;
+}
+
+/* A record for a call of w on dev, its events none yet. */
+static struct amp_prof_call *
+amp_record_open(struct amp_dev *dev, const struct amp_prof_what *w)
+{
+    struct amp_prof_call *c = amp_record_take();
     int i;
 
-    span->what = *w;
-    span->call = NULL;
-    span->open = 1;
-    amp_nvtx_push(w->api, w->mode, w->flops);
-    span->nvtx = 1;
-    /* Events recorded in a capture can be neither queried nor timed. */
-    if (amp_dev_stream_capturing(w->stream) != 0)
-        return;
-    c = amp_record_take();
     if (!c)
-        return;
+        return NULL;
     c->what = *w;
     c->dev = dev;
     for (i = 0; i < AMP_EV_COUNT; i++)
@@ -460,8 +490,82 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
     atomic_store(&c->error_state, AMP_ERROR_NONE);
     memset(&c->err, 0, sizeof c->err);
     c->start_pending = 1;
+    c->fp32_sample = 0;
+    return c;
+}
+
+void
+amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
+               const struct amp_prof_what *w)
+{
+    struct amp_prof_call *c;
+
+    span->what = *w;
+    span->call = NULL;
+    span->open = 1;
+    span->fp32 = 0;
+    span->sampled_out = 0;
+    amp_nvtx_push(w->api, w->mode, w->flops);
+    span->nvtx = 1;
+    /* Events recorded in a capture can be neither queried nor timed. */
+    if (amp_dev_stream_capturing(w->stream) != 0)
+        return;
+    if (!amp_converted_due(w)) {
+        span->sampled_out = 1;
+        return;
+    }
+    c = amp_record_open(dev, w);
+    if (!c)
+        return;
     span->call = c;
     amp_prof_open = c;
+}
+
+void
+amp_prof_fp32_begin(struct amp_prof_span *span,
+                    const struct amp_prof_what *w)
+{
+    struct amp_prof_call *c;
+    struct amp_dev *dev;
+
+    span->open = 0;
+    span->call = NULL;
+    span->nvtx = 0;
+    span->fp32 = 0;
+    span->sampled_out = 0;
+    /* Never a context or the shim's state made for a sample. */
+    if (amp_dev_stream_capturing(w->stream) != 0 ||
+        !(dev = amp_dev_current_made()) || !(c = amp_record_open(dev, w)))
+        return;
+    c->fp32_sample = 1;
+    c->what.mode = AMP_MODE_FP32;
+    c->start_pending = 0;
+    c->epoch = -1; /* on no trace */
+    if (amp_record_event(c, AMP_EV_START) != 0) {
+        amp_record_free(c);
+        return;
+    }
+    span->what = *w;
+    span->call = c;
+    span->open = 1;
+    span->fp32 = 1;
+}
+
+void
+amp_prof_fp32_end(struct amp_prof_span *span, int original_ok)
+{
+    struct amp_prof_call *c = span->call;
+
+    if (!span->open || !span->fp32)
+        return;
+    span->open = 0;
+    span->fp32 = 0;
+    span->call = NULL;
+    if (!c)
+        return;
+    if (!original_ok || amp_record_event(c, AMP_EV_END) != 0 ||
+        amp_harvest_record(c->dev, c->what.stream, c) != AMP_OK)
+        amp_record_free(c);
 }
 
 void
@@ -568,6 +672,10 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
 
     if (!span->open)
         return;
+    if (span->fp32) { /* a sample's span: its call counted already */
+        amp_prof_fp32_end(span, 0);
+        return;
+    }
     span->open = 0;
     span->call = NULL;
     amp_prof_open = NULL;
@@ -587,12 +695,19 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     }
     timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
     if (!timed && outcome == AMP_OUTCOME_CONVERTED) {
+        struct amp_prof_device_part *part;
         struct amp_prof_entry *e;
 
         pthread_mutex_lock(&amp_prof_lock);
         e = amp_entry_get(&span->what);
-        if (e)
+        if (e && span->sampled_out) {
+            e->sampled_out++;
+            part = amp_entry_device(e, span->what.device, 0);
+            if (part)
+                part->sampled_out++;
+        } else if (e) {
             e->unmeasured++;
+        }
         pthread_mutex_unlock(&amp_prof_lock);
     }
     /* A record the harvest cannot take (no memory) stays: its slot, if
@@ -747,6 +862,16 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
                               &total) != AMP_OK)
         timed = 0;
+    if (c->fp32_sample) { /* a kept FP32 call: its time, nothing else */
+        pthread_mutex_lock(&amp_prof_lock);
+        e = timed ? amp_entry_get(&c->what) : NULL;
+        if (e) {
+            e->fp32_sampled++;
+            e->fp32_sampled_ms += total;
+        }
+        pthread_mutex_unlock(&amp_prof_lock);
+        return;
+    }
     traced = timed && c->epoch >= 0;
     for (i = 0; traced && i < 1 + shadow; i++)
         amp_trace_span(c, shadow ? (i ? AMP_EV_SPLIT : AMP_EV_START)
@@ -912,36 +1037,60 @@ amp_prof_dropped(void)
 double
 amp_prof_baseline(const struct amp_prof_entry *e)
 {
-    return e->shadow_timed ? e->shadow_fp32_ms / (double)e->shadow_timed
+    if (e->shadow_timed)
+        return e->shadow_fp32_ms / (double)e->shadow_timed;
+    return e->fp32_sampled ? e->fp32_sampled_ms / (double)e->fp32_sampled
                            : -1.0;
+}
+
+double
+amp_prof_converted_mean(const struct amp_prof_entry *e)
+{
+    return e->timed ? e->converted_ms / (double)e->timed : -1.0;
+}
+
+double
+amp_prof_converted_total(const struct amp_prof_entry *e)
+{
+    double mean = amp_prof_converted_mean(e);
+
+    return e->converted_ms +
+           (mean >= 0.0 ? mean * (double)e->sampled_out : 0.0);
 }
 
 void
 amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
 {
-    double base = amp_prof_baseline(e);
+    double base = amp_prof_baseline(e), mean = amp_prof_converted_mean(e);
     unsigned long long converted = e->outcomes[AMP_OUTCOME_CONVERTED];
     unsigned long long ran_fp32;
+    /* The converted calls not timed by sampling, at their timed ones'
+     * mean (there is one: the first calls are timed). */
+    unsigned long long sampled = mean >= 0.0 ? e->sampled_out : 0;
+    double converted_ms = amp_prof_converted_total(e);
 
     memset(t, 0, sizeof *t);
+    t->converted_estimated = sampled;
+    t->converted_estimated_ms = converted_ms - e->converted_ms;
     t->measured = e->shadow_timed;
     t->fp32_measured_ms = e->shadow_fp32_ms;
     t->actual_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
                    e->shadow_check_ms;
     if (base >= 0.0) {
-        t->estimated = e->timed;
-        t->fp32_estimated_ms = base * (double)e->timed;
-        t->actual_ms += e->converted_ms;
+        t->estimated = e->timed + sampled;
+        t->fp32_estimated_ms = base * (double)(e->timed + sampled);
+        t->actual_ms += converted_ms;
     } else {
-        t->unknown = e->timed;
+        t->unknown = e->timed + sampled;
     }
     t->fp32_ms = t->fp32_measured_ms + t->fp32_estimated_ms;
     t->saved_ms = t->fp32_ms - t->actual_ms;
     ran_fp32 = e->outcomes[AMP_OUTCOME_FP32] + e->outcomes[AMP_OUTCOME_FALLBACK];
     t->device_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
-                   e->shadow_check_ms + e->converted_ms +
+                   e->shadow_check_ms + converted_ms +
                    (base >= 0.0 ? base * (double)ran_fp32 : 0.0);
-    t->device_untimed = e->unmeasured + (base >= 0.0 ? 0 : ran_fp32);
+    t->device_untimed = e->unmeasured + (e->sampled_out - sampled) +
+                        (base >= 0.0 ? 0 : ran_fp32);
     t->flops_total = e->flops * (double)e->calls;
     t->flops_converted = e->flops *
                          (double)(converted - e->modes[AMP_MODE_SHADOW]);
@@ -953,7 +1102,8 @@ static void
 amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
                const struct amp_prof_device_part *p)
 {
-    double base = amp_prof_baseline(e);
+    double base = amp_prof_baseline(e), mean = amp_prof_converted_mean(e);
+    unsigned long long sampled = mean >= 0.0 ? p->sampled_out : 0;
 
     d->calls += p->calls;
     d->converted += p->converted;
@@ -965,11 +1115,12 @@ amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
     d->actual_ms += p->shadow_fp32_ms + p->shadow_candidate_ms +
                     p->shadow_check_ms;
     if (base >= 0.0) {
-        d->estimated += p->timed;
-        d->fp32_ms += base * (double)p->timed;
-        d->actual_ms += p->converted_ms;
+        d->estimated += p->timed + sampled;
+        d->fp32_ms += base * (double)(p->timed + sampled);
+        d->actual_ms += p->converted_ms +
+                        (sampled ? mean * (double)sampled : 0.0);
     } else {
-        d->unknown += p->timed;
+        d->unknown += p->timed + sampled;
     }
     d->flops_total += e->flops * (double)p->calls;
     d->flops_converted += e->flops * (double)(p->converted - p->shadow);

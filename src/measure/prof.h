@@ -2,8 +2,9 @@
  * context's pool on the caller's stream (shadow calls split into the
  * candidate and the FP32 original), harvested later without blocking into
  * per-site, per-shape statistics, a log line per call and trace events.
- * The FP32 baseline of a (site, shape) comes from its shadow calls; a
- * converted call's FP32 time is measured (shadow) or estimated from it. */
+ * The FP32 baseline of a (site, shape) comes from its shadow calls, or
+ * without any from the samples of its calls kept FP32; a converted call's
+ * FP32 time is measured (shadow) or estimated from it. */
 #ifndef AMP_PROF_H
 #define AMP_PROF_H
 
@@ -121,6 +122,34 @@ struct amp_prof_what {
 };
 
 
+/* ---- Sampling ------------------------------------------------------------------ */
+
+/* A call kept FP32 at a (site, shape) is timed by sample: its first
+ * AMP_PROF_FP32_FIRST calls, then 1 in AMP_PROF_FP32_EVERY, by their
+ * count (a sample that could not be taken is not tried again at the next
+ * call: a decided-FP32 call stays cheap). Each sample costs two event
+ * records on its stream. */
+#define AMP_PROF_FP32_FIRST 3
+#define AMP_PROF_FP32_EVERY 64
+
+/* A converted (not shadow) call of a (site, shape) is timed until
+ * AMP_PROF_CONVERTED_FIRST of them were, then 1 in
+ * AMP_PROF_CONVERTED_EVERY; the others are estimated at the sampled mean.
+ * Shadow calls are always timed (auto compares them), and every call is
+ * with AMPSHIM_CALL_LOG or AMPSHIM_TRACE (a line or event per call). */
+#define AMP_PROF_CONVERTED_FIRST 8
+#define AMP_PROF_CONVERTED_EVERY 16
+
+/* Whether the nth call (from 0) of its kind at a (site, shape) is timed,
+ * `taken` of the earlier ones having been: until `first` were, then 1 in
+ * `every` (taken = nth: the first `first` calls, then 1 in `every`). */
+static inline int
+amp_prof_sample_due(unsigned long long nth, unsigned long long taken,
+                    unsigned first, unsigned every)
+{
+    return taken < first || nth % every == 0;
+}
+
 /* ---- One call in a hook ------------------------------------------------------ */
 
 struct amp_prof_call;
@@ -131,10 +160,30 @@ struct amp_prof_span {
     struct amp_prof_call *call; /* the measured record; NULL: unmeasured */
     int open;                   /* begun and not ended */
     int nvtx;                   /* an NVTX range is open */
+    int fp32;                   /* a kept FP32 call's sample
+                                   (amp_prof_fp32_begin) */
+    int sampled_out;            /* a converted call not timed by
+                                   sampling: estimated */
 };
 
-/* A call kept FP32 at its site for `why`: counted, not timed. */
-void amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why);
+/* A call kept FP32 at its site for `why`: counted. 1 when it is due to be
+ * timed by sample (AMP_PROF_FP32_FIRST, AMP_PROF_FP32_EVERY): the hook
+ * then brackets the original call with amp_prof_fp32_begin and
+ * amp_prof_fp32_end. */
+int amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why);
+
+/* Right before the original call of a call due to be sampled: records a
+ * start event on w->stream, unless the stream is being captured, the
+ * shim's state for the current context is not made (none is made for
+ * this) or no record or event can be had: the call then goes untimed.
+ * Nothing else of the call changes. */
+void amp_prof_fp32_begin(struct amp_prof_span *span,
+                         const struct amp_prof_what *w);
+
+/* After the original call: records its end event (original_ok) and hands
+ * the record to the harvest, or drops it. Nothing when span holds no
+ * sample. */
+void amp_prof_fp32_end(struct amp_prof_span *span, int original_ok);
 
 /* A conversion that failed before anything was queued: counted. */
 void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
@@ -236,6 +285,16 @@ struct amp_prof_entry {
                                        event or record free) */
     unsigned long long timed;       /* converted (not shadow), timed */
     double converted_ms;            /* their total */
+    unsigned long long sampled_out; /* converted (not shadow), not timed
+                                       by sampling
+                                       (AMP_PROF_CONVERTED_EVERY): their
+                                       time is the timed ones' mean */
+    /* Calls kept FP32 and timed by sample (AMP_PROF_FP32_EVERY). */
+    unsigned long long fp32_sampled;
+    double fp32_sampled_ms;         /* their total */
+    /* The sampling's counts: converted (not shadow) calls begun, and of
+     * those given a record; kept FP32 calls. */
+    unsigned long long converted_seen, converted_taken, kept_seen;
     /* Calls timed beside their FP32 original: shadow calls and
      * delivering ones. */
     unsigned long long shadow_timed;
@@ -267,7 +326,7 @@ struct amp_prof_entry {
     struct amp_prof_device_part {
         int ordinal;
         unsigned long long calls, converted, shadow, fp32, fallback;
-        unsigned long long timed, shadow_timed;
+        unsigned long long timed, shadow_timed, sampled_out;
         double converted_ms, shadow_fp32_ms, shadow_candidate_ms;
         double shadow_check_ms;
     } devices[AMP_PROF_ENTRY_DEVICES];
@@ -288,14 +347,24 @@ struct amp_prof_entry *amp_prof_snapshot(size_t *n);
 /* Calls the profiler could not keep (the entry table was full). */
 unsigned long long amp_prof_dropped(void);
 
-/* The FP32 baseline of an entry (mean shadow FP32 time), or a negative
- * value when it has none. */
+/* The FP32 baseline of an entry: the mean FP32 time of its shadow calls,
+ * without any the mean of its kept FP32 calls' samples; a negative value
+ * when it has neither. */
 double amp_prof_baseline(const struct amp_prof_entry *e);
+
+/* The mean time of an entry's timed converted (not shadow) calls, which
+ * those not timed by sampling are estimated at; negative without any. */
+double amp_prof_converted_mean(const struct amp_prof_entry *e);
+
+/* The time of an entry's converted (not shadow) calls: the timed ones'
+ * and, at their mean, those not timed by sampling. */
+double amp_prof_converted_total(const struct amp_prof_entry *e);
 
 /* What an entry's converted calls would have cost in FP32 and what they
  * cost, over the calls whose FP32 time is known (measured in shadow, or
  * estimated from the baseline): a shadow call cost its FP32 original, its
- * candidate and their comparison. */
+ * candidate and their comparison; a converted call not timed by sampling
+ * its timed ones' mean. */
 struct amp_prof_totals {
     double fp32_ms, actual_ms, saved_ms;
     double fp32_measured_ms, fp32_estimated_ms;
@@ -303,11 +372,16 @@ struct amp_prof_totals {
     unsigned long long unknown;     /* converted, timed, no baseline */
     double flops_total, flops_converted;
     /* The device time of every call of the entry, whatever ran: the
-     * timed ones as measured, the ones that ran FP32 (kept or fallen
-     * back) at the baseline; device_untimed: calls with neither (no
-     * baseline, or converted but not timed). */
+     * timed ones as measured, those not timed by sampling at their timed
+     * ones' mean, the ones that ran FP32 (kept or fallen back) at the
+     * baseline; device_untimed: calls with neither (no baseline, or
+     * converted but not timed and no mean). */
     double device_ms;
     unsigned long long device_untimed;
+    unsigned long long converted_estimated; /* converted calls not timed
+                                               by sampling, counted at
+                                               their timed ones' mean */
+    double converted_estimated_ms;          /* their time */
 };
 void amp_prof_totals(const struct amp_prof_entry *e,
                      struct amp_prof_totals *t);

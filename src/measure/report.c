@@ -71,6 +71,9 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->unmeasured += e->unmeasured;
     s->timed += e->timed;
     s->converted_ms += e->converted_ms;
+    s->sampled_out += e->sampled_out;
+    s->fp32_sampled += e->fp32_sampled;
+    s->fp32_sampled_ms += e->fp32_sampled_ms;
     s->shadow_timed += e->shadow_timed;
     s->shadow_fp32_ms += e->shadow_fp32_ms;
     s->shadow_candidate_ms += e->shadow_candidate_ms;
@@ -135,6 +138,8 @@ amp_sum_totals(struct amp_prof_totals *s, const struct amp_prof_totals *t)
     s->flops_converted += t->flops_converted;
     s->device_ms += t->device_ms;
     s->device_untimed += t->device_untimed;
+    s->converted_estimated += t->converted_estimated;
+    s->converted_estimated_ms += t->converted_estimated_ms;
 }
 
 static void
@@ -146,7 +151,7 @@ amp_group_add(struct amp_group *g, const struct amp_prof_entry *e)
     amp_sum_entry(&g->sum, e);
     amp_sum_totals(&g->t, &t);
     if (amp_prof_baseline(e) >= 0.0)
-        g->conv_known_ms += e->converted_ms;
+        g->conv_known_ms += amp_prof_converted_total(e);
 }
 
 /* Groups the snapshot's entries by (site, API), in first-seen order. */
@@ -623,6 +628,8 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
     amp_json_key(j, "time");
     amp_json_object(j);
     amp_json_knumber(j, "converted_ms", e->converted_ms);
+    amp_json_knumber(j, "converted_estimated_ms",
+                     t->converted_estimated_ms);
     amp_json_knumber(j, "shadow_fp32_ms", e->shadow_fp32_ms);
     amp_json_knumber(j, "shadow_candidate_ms", e->shadow_candidate_ms);
     amp_json_knumber(j, "shadow_check_ms", e->shadow_check_ms);
@@ -639,6 +646,10 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
     amp_json_knumber(j, "steady_speedup",
                      amp_ratio(steady->fp32_ms, steady->chosen_ms));
     amp_json_kint(j, "calls_timed", (long long)(e->timed + e->shadow_timed));
+    amp_json_kint(j, "calls_converted_estimated",
+                  (long long)t->converted_estimated);
+    amp_json_kint(j, "fp32_sampled", (long long)e->fp32_sampled);
+    amp_json_knumber(j, "fp32_sampled_ms", e->fp32_sampled_ms);
     amp_json_kint(j, "calls_fp32_measured", (long long)t->measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)t->estimated);
     amp_json_kint(j, "calls_fp32_unknown", (long long)t->unknown);
@@ -830,10 +841,12 @@ amp_json_shape(struct amp_json_out *j, const struct amp_prof_entry *e)
     amp_json_kstring(j, "shape", text);
     amp_json_dims(j, &e->shape);
     amp_json_counts(j, e);
-    amp_json_knumber(j, "fp32_baseline_ms",
-                     e->shadow_timed ? amp_prof_baseline(e) : NAN);
+    amp_json_knumber(j, "fp32_baseline_ms", amp_prof_baseline(e) >= 0.0
+                                                ? amp_prof_baseline(e)
+                                                : NAN);
     amp_json_time(j, e, &t,
-                  amp_prof_baseline(e) >= 0.0 ? e->converted_ms : 0.0,
+                  amp_prof_baseline(e) >= 0.0 ? amp_prof_converted_total(e)
+                                              : 0.0,
                   &steady);
     amp_json_errors(j, e, rel, fro);
     amp_json_rest(j, e, &t);
@@ -1192,6 +1205,9 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
     amp_json_knumber(j, "wall_ms", amp_process_wall_ms());
     amp_json_knumber(j, "device_ms", a->t.device_ms);
     amp_json_kint(j, "calls_untimed", (long long)a->t.device_untimed);
+    amp_json_kint(j, "calls_converted_estimated",
+                  (long long)a->t.converted_estimated);
+    amp_json_kint(j, "calls_fp32_sampled", (long long)a->sum.fp32_sampled);
     amp_json_kint(j, "calls_fp32_measured", (long long)a->t.measured);
     amp_json_kint(j, "calls_fp32_estimated", (long long)a->t.estimated);
     amp_json_kint(j, "calls_fp32_unknown", (long long)a->t.unknown);

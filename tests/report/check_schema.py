@@ -51,13 +51,15 @@ API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
                           "passthrough", "plans_built",
                           "heuristic_queries")}
 API["api"] = {STR}
-TIME = {k: {NUM} for k in ("converted_ms", "shadow_fp32_ms",
+TIME = {k: {NUM} for k in ("converted_ms", "converted_estimated_ms",
+                           "fp32_sampled_ms", "shadow_fp32_ms",
                            "shadow_candidate_ms", "shadow_check_ms", "fp32_ms",
                            "fp32_measured_ms", "fp32_estimated_ms",
                            "actual_ms", "saved_ms")}
 TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
                                       "candidate_speedup", "steady_speedup")})
-TIME.update({k: {INT} for k in ("calls_timed", "calls_fp32_measured",
+TIME.update({k: {INT} for k in ("calls_timed", "calls_converted_estimated",
+                                "fp32_sampled", "calls_fp32_measured",
                                 "calls_fp32_estimated",
                                 "calls_fp32_unknown")})
 TIME["fp32_unknown_reason"] = {STR, NULL}
@@ -92,7 +94,8 @@ TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
                "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ},
                "steady_speedup": {NUM, NULL}, "verdict": {STR},
                "replays": {OBJ}, "wall_ms": {NUM, NULL}, "device_ms": {NUM},
-               "calls_untimed": {INT}})
+               "calls_untimed": {INT}, "calls_converted_estimated": {INT},
+               "calls_fp32_sampled": {INT}})
 VERDICTS = ("faster: ", "slower: ", "still measuring: ",
             "nothing to gain here: ", "converted, speed unknown: ")
 TOTALS.update({k: {INT} for k in ("calls_fp32_measured",

@@ -11,7 +11,15 @@
 #   10 % of the program's own total under the shim, no call left untimed;
 # - the run's wall time is there and longer than that;
 # - the exit's "time:" line, `ampshim report`'s and the page's say the
-#   same figures as the report's JSON.
+#   same figures as the report's JSON;
+# - small calls the built-in policy keeps FP32 (min-size: 64x64x64, after
+#   a large shape's calls) are timed by sample: no call untimed, the
+#   device time within 10 % of the program's own, and the small shape's
+#   calls at their samples' mean within 10 % of the program's time of
+#   them;
+# - many calls of one shape under `--mode tf32`, most of them not timed
+#   (sampled) and estimated at the timed ones' mean: the saved and device
+#   times still within 10 % of the program's own events.
 # usage: test_times.sh GEMM_BENCH LIBAMPSHIM EMU_DIR AMPSHIM PYTHON3
 set -euo pipefail
 
@@ -48,6 +56,16 @@ for reps in 1 4; do
             >/dev/null 2>"$name.html.err" || fail "$name: the page"
     done
 done
+
+# Kept FP32 by sample, and converted calls sampled.
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" run --report small.json \
+    -- "$prog" --shapes 1024x1024x1024,64x64x64 --warmup 0 --reps 200 \
+    >small.out 2>small.err || fail "small: the run failed"
+"$prog" --shapes 512x512x512 --warmup 0 --reps 300 \
+    >barelong.out 2>barelong.err || fail "bare, many calls"
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" run --mode tf32 \
+    --report long.json -- "$prog" --shapes 512x512x512 --warmup 0 \
+    --reps 300 >long.out 2>long.err || fail "long: the run failed"
 
 "$python" - <<'PY' || fail "the times do not add up"
 import html, json, re
@@ -101,6 +119,43 @@ for reps in (1, 4):
                            f"not {want!r}...{tail!r}")
     print(f"{reps} rep(s): bare {bare:.4f} ms; saved by the report and "
           "by the program's events within 10 %")
+
+# Small calls kept FP32 (min-size), timed by sample.
+rep = json.load(open("small.json"))
+tot = rep["totals"]
+near("small: device_ms", tot["device_ms"], program_ms("small"))
+if tot["calls_untimed"] != 0:
+    bad.append(f"small: {tot['calls_untimed']} calls untimed")
+small = [s for site in rep["sites"] for s in site["shapes"]
+         if s["shape"].startswith("64x64x64")]
+if len(small) != 1 or small[0]["fp32"] != 200 or \
+        small[0]["fp32_reasons"].get("min-size") != 200 or \
+        not 3 <= small[0]["time"]["fp32_sampled"] < 200:
+    bad.append(f"small: the 64x64x64 shape not kept FP32 and sampled: "
+               f"{small!r}")
+else:
+    # The small shape's own share: every call at its samples' mean.
+    want = [float(f["ms"]) * int(f["reps"])
+            for f in (dict(kv.split("=") for kv in l.split()[1:])
+                      for l in open("small.out") if l.startswith("shape "))
+            if f["m"] == f["n"] == f["k"] == "64"]
+    base = small[0]["fp32_baseline_ms"]
+    near("small: 64x64x64 at its FP32 samples' mean",
+         (base or 0.0) * 200, want[0] if want else float("nan"))
+
+# Converted calls sampled, the others at their mean.
+long = json.load(open("long.json"))["totals"]
+near("long: saved_ms", long["saved_ms"],
+     program_ms("barelong") - program_ms("long"))
+near("long: device_ms", long["device_ms"], program_ms("long"))
+if long["calls_untimed"] != 0:
+    bad.append(f"long: {long['calls_untimed']} calls untimed")
+if not 0 < long["calls_converted_estimated"] < 300:
+    bad.append(f"long: {long['calls_converted_estimated']} calls estimated "
+               "(the sampled-out converted calls)")
+print(f"sampled: {tot['calls_fp32_sampled']} small FP32 calls timed of "
+      f"200; {long['calls_converted_estimated']} of 300 converted calls "
+      "estimated")
 
 if bad:
     print("\n".join(bad))
