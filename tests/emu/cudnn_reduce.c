@@ -197,6 +197,27 @@ workspace_bytes(cudnnReduceTensorDescriptor_t d, cudnnTensorDescriptor_t c)
     return (n * emu_dnn_type_size(d->compute) + 255) / 256 * 256;
 }
 
+/* The two size queries: their checks, then bytes(d, c) into *size. */
+static cudnnStatus_t
+reduce_size(const char *api, cudnnHandle_t handle,
+            cudnnReduceTensorDescriptor_t d, cudnnTensorDescriptor_t a,
+            cudnnTensorDescriptor_t c, size_t *size,
+            size_t (*bytes)(cudnnReduceTensorDescriptor_t,
+                            cudnnTensorDescriptor_t))
+{
+    struct emu_dnn_config cfg;
+    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
+
+    if (st == CUDNN_STATUS_SUCCESS && size == NULL)
+        st = emu_dnn_error(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
+                           "%s: NULL size", api);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = reduce_check(api, d, a, c);
+    if (st == CUDNN_STATUS_SUCCESS)
+        *size = bytes(d, c);
+    return st;
+}
+
 cudnnStatus_t
 cudnnGetReductionIndicesSize(cudnnHandle_t handle,
                              const cudnnReduceTensorDescriptor_t reduceTensorDesc,
@@ -204,18 +225,9 @@ cudnnGetReductionIndicesSize(cudnnHandle_t handle,
                              const cudnnTensorDescriptor_t cDesc,
                              size_t *sizeInBytes)
 {
-    const char *api = "cudnnGetReductionIndicesSize";
-    struct emu_dnn_config cfg;
-    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
-
-    if (st == CUDNN_STATUS_SUCCESS && sizeInBytes == NULL)
-        st = emu_dnn_error(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
-                           "%s: NULL size", api);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = reduce_check(api, reduceTensorDesc, aDesc, cDesc);
-    if (st == CUDNN_STATUS_SUCCESS)
-        *sizeInBytes = indices_bytes(reduceTensorDesc, cDesc);
-    return st;
+    return reduce_size("cudnnGetReductionIndicesSize", handle,
+                       reduceTensorDesc, aDesc, cDesc, sizeInBytes,
+                       indices_bytes);
 }
 
 cudnnStatus_t
@@ -225,18 +237,9 @@ cudnnGetReductionWorkspaceSize(cudnnHandle_t handle,
                                const cudnnTensorDescriptor_t cDesc,
                                size_t *sizeInBytes)
 {
-    const char *api = "cudnnGetReductionWorkspaceSize";
-    struct emu_dnn_config cfg;
-    cudnnStatus_t st = emu_dnn_config(handle, &cfg);
-
-    if (st == CUDNN_STATUS_SUCCESS && sizeInBytes == NULL)
-        st = emu_dnn_error(CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
-                           "%s: NULL size", api);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = reduce_check(api, reduceTensorDesc, aDesc, cDesc);
-    if (st == CUDNN_STATUS_SUCCESS)
-        *sizeInBytes = workspace_bytes(reduceTensorDesc, cDesc);
-    return st;
+    return reduce_size("cudnnGetReductionWorkspaceSize", handle,
+                       reduceTensorDesc, aDesc, cDesc, sizeInBytes,
+                       workspace_bytes);
 }
 
 /* ---- The reduction -------------------------------------------------------- */
