@@ -483,56 +483,51 @@ err_has died "ampshim run: the program died (killed by signal 9, "
 ! grep -qF "saw no cuBLAS" "$tmp/died.err" || fail "died: told no call"
 echo "a run that intercepted nothing: said, with the likely reasons"
 
-# SIGTERM to `ampshim run` (a scheduler's, `kill PID`): the program gets
-# it, the tool waits for it and exits with its status; no process is left.
-env LD_PRELOAD="$first" "$tool" run --report off -- sleep 30 \
-    >"$tmp/term.out" 2>"$tmp/term.err" &
-tool_pid=$!
-child=
-for _ in $(seq 50); do
-    child=$(pgrep -P "$tool_pid" || true)
-    [[ -n $child ]] && break
-    sleep 0.1
-done
-[[ -n $child ]] || fail "term: the program did not start"
-kill -TERM "$tool_pid"
-set +e
-wait "$tool_pid"
-code=$?
-set -e
-sleep 0.2
-if kill -0 "$child" 2>/dev/null; then
-    kill -KILL "$child"
-    fail "term: the program outlived ampshim run (status $code)"
-fi
-[[ $code == 143 ]] || fail "term: status $code, not 143 (128 + SIGTERM)"
+# term NAME SUBCOMMAND [VAR=VALUE...] -- ARGS...: `ampshim SUBCOMMAND
+# ARGS` started, SIGTERM sent to it once its program runs (as a
+# scheduler's `kill PID`): the program gets it, the tool waits for it and
+# exits with status 143 (128 + SIGTERM); no process is left.
+term() {
+    local name=$1 sub=$2 tool_pid child code
+    local -a vars=()
+
+    shift 2
+    while [[ $1 != -- ]]; do
+        vars+=("$1")
+        shift
+    done
+    shift
+    env LD_PRELOAD="$first" "${vars[@]}" "$tool" "$sub" "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    tool_pid=$!
+    child=
+    for _ in $(seq 50); do
+        child=$(pgrep -P "$tool_pid" || true)
+        [[ -n $child ]] && break
+        sleep 0.1
+    done
+    [[ -n $child ]] || fail "$name: the program did not start"
+    kill -TERM "$tool_pid"
+    set +e
+    wait "$tool_pid"
+    code=$?
+    set -e
+    sleep 0.2
+    if kill -0 "$child" 2>/dev/null; then
+        kill -KILL "$child"
+        fail "$name: the program outlived ampshim $sub (status $code)"
+    fi
+    [[ $code == 143 ]] || fail "$name: status $code, not 143 (128 + SIGTERM)"
+}
+
+term term run -- --report off -- sleep 30
 echo "SIGTERM to ampshim run: passed to the program, status 143, nothing left"
 
-# SIGTERM to `ampshim calibrate`: the program of the run gets it, the
-# calibration stops (no policy, status 143) and removes its temporary
-# directory (under TMPDIR); no process is left.
+# To `ampshim calibrate`: the calibration stops too (no policy) and
+# removes its temporary directory (under TMPDIR).
 mkdir "$tmp/caltmp"
-env LD_PRELOAD="$first" TMPDIR="$tmp/caltmp" "$tool" calibrate -o "$tmp/never.policy" -- sleep 30 \
-    >"$tmp/calterm.out" 2>"$tmp/calterm.err" &
-tool_pid=$!
-child=
-for _ in $(seq 50); do
-    child=$(pgrep -P "$tool_pid" || true)
-    [[ -n $child ]] && break
-    sleep 0.1
-done
-[[ -n $child ]] || fail "calterm: the program did not start"
-kill -TERM "$tool_pid"
-set +e
-wait "$tool_pid"
-code=$?
-set -e
-sleep 0.2
-if kill -0 "$child" 2>/dev/null; then
-    kill -KILL "$child"
-    fail "calterm: the program outlived ampshim calibrate (status $code)"
-fi
-[[ $code == 143 ]] || fail "calterm: status $code, not 143 (128 + SIGTERM)"
+term calterm calibrate TMPDIR="$tmp/caltmp" -- \
+    -o "$tmp/never.policy" -- sleep 30
 [[ -z $(ls -A "$tmp/caltmp") ]] ||
     fail "calterm: left in TMPDIR: $(ls -A "$tmp/caltmp")"
 [[ ! -e $tmp/never.policy ]] || fail "calterm: a policy was written"
