@@ -295,15 +295,15 @@ test_calibrate_gemm_only(void **state)
         amp_test_run_dump("calibrate", &r);
         fail_msg("ampshim calibrate failed");
     }
-    /* Four runs, not five: no convolution to measure allow-conversion
+    /* Five runs, not six: no convolution to measure allow-conversion
      * on. Progress on stderr, no exit table of the runs. */
     assert_int_equal(amp_test_count_lines_with(r.out, "report_prog calls="),
-                     4);
+                     5);
     assert_int_equal(amp_test_count_lines_with(r.err, "allow-conversion "
                                                "skipped: the program made "
                                                "no FP32 convolution"), 1);
     assert_int_equal(amp_test_count_lines_with(r.err, " measured: 2 sites, "
-                                               "3 shapes"), 4);
+                                               "3 shapes"), 5);
     assert_int_equal(amp_test_count_lines_with(r.err, "| site "), 0);
     assert_int_equal(amp_test_count_lines_with(r.err, "verdict: "), 0);
     /* One summary: a line per site, per shape under second_site. */
