@@ -1141,7 +1141,7 @@ amp_json_apis(struct amp_json_out *j)
 
     amp_json_key(j, "apis");
     amp_json_array(j);
-    for (api = amp_stats_list(); api; api = api->next) {
+    for (api = amp_stats_list(); api; api = amp_stats_next(api)) {
         amp_json_object(j);
         amp_json_kstring(j, "api", api->name);
         amp_json_kint(j, "calls", (long long)atomic_load(&api->calls));

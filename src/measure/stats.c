@@ -9,7 +9,10 @@
 static pthread_mutex_t amp_stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_api_stats *amp_stats_list_head;
 
-/* Puts api on the list the first time it is counted. */
+/* Puts api on the list the first time it is counted. Linked with a
+ * release store, so that a reader walking the list without the lock (a
+ * report snapshot, amp_stats_list and amp_stats_next) sees a whole
+ * entry. */
 static void
 amp_stats_list_add(struct amp_api_stats *api)
 {
@@ -20,7 +23,7 @@ amp_stats_list_add(struct amp_api_stats *api)
         for (tail = &amp_stats_list_head; *tail; tail = &(*tail)->next)
             ;
         api->next = NULL;
-        *tail = api;
+        __atomic_store_n(tail, api, __ATOMIC_RELEASE);
         atomic_store(&api->listed, 1);
     }
     pthread_mutex_unlock(&amp_stats_lock);
@@ -96,6 +99,12 @@ amp_stats_list(void)
     head = amp_stats_list_head;
     pthread_mutex_unlock(&amp_stats_lock);
     return head;
+}
+
+const struct amp_api_stats *
+amp_stats_next(const struct amp_api_stats *api)
+{
+    return __atomic_load_n(&api->next, __ATOMIC_ACQUIRE);
 }
 
 void

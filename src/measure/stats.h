@@ -58,6 +58,10 @@ void amp_stats_summary(void);
  * grows. */
 const struct amp_api_stats *amp_stats_list(void);
 
+/* The API after api on that list, or NULL: a walk without the lock (the
+ * list may grow meanwhile) reads each link with this. */
+const struct amp_api_stats *amp_stats_next(const struct amp_api_stats *api);
+
 /* Zeroes every counter; only in a forked child, which starts clean. */
 void amp_stats_reset(void);
 
