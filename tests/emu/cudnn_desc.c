@@ -755,8 +755,8 @@ act_live(cudnnActivationDescriptor_t a)
     return a != NULL && a->magic == EMU_DNN_MAGIC_ACT;
 }
 
-static int
-nan_opt_valid(cudnnNanPropagation_t v)
+int
+emu_dnn_nan_opt_valid(cudnnNanPropagation_t v)
 {
     return v == CUDNN_NOT_PROPAGATE_NAN || v == CUDNN_PROPAGATE_NAN;
 }
@@ -766,7 +766,7 @@ cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc,
                              cudnnActivationMode_t mode,
                              cudnnNanPropagation_t reluNanOpt, double coef)
 {
-    if (!act_live(activationDesc) || !nan_opt_valid(reluNanOpt) ||
+    if (!act_live(activationDesc) || !emu_dnn_nan_opt_valid(reluNanOpt) ||
         (int)mode < CUDNN_ACTIVATION_SIGMOID ||
         (int)mode > CUDNN_ACTIVATION_SWISH)
         return BAD("invalid activation descriptor, mode or NaN option");
@@ -839,7 +839,7 @@ cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc,
         return BAD("invalid pooling descriptor or NULL array");
     if ((int)mode < CUDNN_POOLING_MAX ||
         (int)mode > CUDNN_POOLING_MAX_DETERMINISTIC ||
-        !nan_opt_valid(maxpoolingNanOpt))
+        !emu_dnn_nan_opt_valid(maxpoolingNanOpt))
         return BAD("invalid pooling mode %d or NaN option", (int)mode);
     if (nbDims < 1 || nbDims > EMU_DNN_MAX_SPATIAL)
         return BAD("%d pooling dimensions", nbDims);
@@ -1002,7 +1002,8 @@ cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc,
         return BAD("invalid tensor operation descriptor");
     if ((int)opTensorOp < CUDNN_OP_TENSOR_ADD ||
         (int)opTensorOp > CUDNN_OP_TENSOR_NOT ||
-        !type_valid(opTensorCompType) || !nan_opt_valid(opTensorNanOpt))
+        !type_valid(opTensorCompType) ||
+        !emu_dnn_nan_opt_valid(opTensorNanOpt))
         return BAD("operation %d, compute type %d or NaN option %d",
                    (int)opTensorOp, (int)opTensorCompType,
                    (int)opTensorNanOpt);

@@ -174,6 +174,9 @@ int emu_dnn_conv_ok(cudnnConvolutionDescriptor_t c);
 /* Bytes of one element of `type`, 0 for types the emulator cannot hold. */
 size_t emu_dnn_type_size(cudnnDataType_t type);
 
+/* 1 for a cudnnNanPropagation_t value the API takes. */
+int emu_dnn_nan_opt_valid(cudnnNanPropagation_t v);
+
 /* Element strides of a filter in K, C, spatial order, from its format. */
 void emu_dnn_filter_strides(cudnnFilterDescriptor_t f,
                             int64_t stride[CUDNN_DIM_MAX]);

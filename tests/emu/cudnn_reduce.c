@@ -57,8 +57,7 @@ cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc,
     if ((int)reduceTensorOp < CUDNN_REDUCE_TENSOR_ADD ||
         (int)reduceTensorOp > CUDNN_REDUCE_TENSOR_MUL_NO_ZEROS ||
         emu_dnn_type_size(reduceTensorCompType) == 0 ||
-        (reduceTensorNanOpt != CUDNN_NOT_PROPAGATE_NAN &&
-         reduceTensorNanOpt != CUDNN_PROPAGATE_NAN) ||
+        !emu_dnn_nan_opt_valid(reduceTensorNanOpt) ||
         (reduceTensorIndices != CUDNN_REDUCE_TENSOR_NO_INDICES &&
          reduceTensorIndices != CUDNN_REDUCE_TENSOR_FLATTENED_INDICES) ||
         (int)reduceTensorIndicesType < CUDNN_32BIT_INDICES ||
