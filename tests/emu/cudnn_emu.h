@@ -20,6 +20,7 @@
 #define EMU_DNN_MAGIC_LRN 0x444e4e4cu
 #define EMU_DNN_MAGIC_DROPOUT 0x444e4e44u
 #define EMU_DNN_MAGIC_REDUCE 0x444e4e52u
+#define EMU_DNN_MAGIC_TRANSFORM 0x444e4e58u
 
 #define EMU_DNN_MAX_SPATIAL (CUDNN_DIM_MAX - 2)
 
@@ -121,6 +122,19 @@ struct cudnnReduceTensorStruct {
     cudnnNanPropagation_t nan_opt;
     cudnnReduceTensorIndices_t indices;
     cudnnIndicesType_t indices_type;
+};
+
+/* A tensor transform (cudnn_transform.c): padding per dimension in the
+ * tensor's logical order, a fold per spatial dimension (1: none). */
+struct cudnnTensorTransformStruct {
+    uint32_t magic;
+    int is_set;
+    int nb_dims;
+    cudnnTensorFormat_t format;
+    int pad_before[CUDNN_DIM_MAX];
+    int pad_after[CUDNN_DIM_MAX];
+    int fold[CUDNN_DIM_MAX];
+    cudnnFoldingDirection_t direction;
 };
 
 /* ---- Status and last error (cudnn.c) ------------------------------------ */

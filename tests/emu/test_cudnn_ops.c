@@ -5,7 +5,9 @@
  * a double-precision reference written here, the backward passes also
  * against central differences of the forward pass (in DOUBLE), alpha and
  * beta blending (beta 0 over NaN), the documented statuses and injected
- * faults. */
+ * faults; the transforms of a transform descriptor (padding, folding,
+ * unfolding, tensors and filters) against a reference of the fold as
+ * measured on a GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -204,6 +206,253 @@ test_transform_tensor_between_types(void **state)
         DNN_OK(cudnnDestroyTensorDescriptor(f));
         DNN_OK(cudnnDestroyTensorDescriptor(hf));
     }
+    DNN_OK(cudnnDestroy(h));
+}
+
+/* ---- Transform with a transform descriptor -------------------------------- */
+
+/* The padded, folded image of a 4-d NCHW tensor, as measured on a GPU
+ * (cudnn_transform.c): each source element lands at batch n + pb[0],
+ * channel pb[1] + ((h' % fh) * fw + w' % fw) * C + c, position
+ * (h' / fh, w' / fw), where h' = h + pb[2] and w' = w + pb[3]; zero
+ * elsewhere. Returns the destination's sizes in out_dim. */
+static float *
+fold_reference(const float *src, const int dim[4], const int pb[4],
+               const int pa[4], int fh, int fw, int out_dim[4])
+{
+    int n_ = dim[0], c_ = dim[1], h_ = dim[2], w_ = dim[3];
+    int hp = h_ + pb[2] + pa[2], wp = w_ + pb[3] + pa[3];
+    int co, ho = (hp + fh - 1) / fh, wo = (wp + fw - 1) / fw;
+    float *out;
+
+    co = (c_ + pb[1] + pa[1]) * fh * fw;
+    out_dim[0] = n_ + pb[0] + pa[0], out_dim[1] = co;
+    out_dim[2] = ho, out_dim[3] = wo;
+    out = calloc(count_of(4, out_dim), sizeof(float));
+    for (int n = 0; n < n_; n++)
+    for (int c = 0; c < c_; c++)
+    for (int h = 0; h < h_; h++)
+    for (int w = 0; w < w_; w++) {
+        int y = h + pb[2], x = w + pb[3];
+        int k = pb[1] + ((y % fh) * fw + x % fw) * c_ + c;
+        size_t at = (((size_t)(n + pb[0]) * co + k) * ho + y / fh) * wo +
+                    x / fw;
+
+        out[at] = src[(((size_t)n * c_ + c) * h_ + h) * w_ + w];
+    }
+    return out;
+}
+
+static float *
+ramp(size_t n, float scale, float shift)
+{
+    float *v = malloc(n * sizeof(float));
+
+    for (size_t i = 0; i < n; i++)
+        v[i] = scale * (float)i + shift;
+    return v;
+}
+
+static void
+test_transform_tensor_ex(void **state)
+{
+    static const int dim[4] = { 1, 2, 5, 6 };
+    static const int32_t pb[4] = { 0, 1, 1, 0 }, pa[4] = { 0, 1, 0, 1 };
+    static const int32_t zero4[4] = { 0 };
+    static const uint32_t f23[2] = { 2, 3 };
+    cudnnHandle_t h = handle_new();
+    cudnnTensorTransformDescriptor_t t, u;
+    cudnnTensorDescriptor_t sd = tensor_new(CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                            4, dim);
+    cudnnTensorDescriptor_t dd, ud;
+    float one = 1.0f, two = 2.0f, zero = 0.0f, half = 0.5f;
+    size_t n = count_of(4, dim), bytes = 0;
+    float *src = ramp(n, 1.0f, 1.0f);
+    void *s = dev_upload(src, n * sizeof(float));
+    int want_dim[4], got_dim[8], got_stride[8], nb;
+    cudnnDataType_t type;
+    float *want = fold_reference(src, dim, pb, pa, 2, 3, want_dim);
+    size_t nw = count_of(4, want_dim);
+    float *got = malloc(nw * sizeof(float));
+    void *d;
+
+    (void)state;
+    DNN_OK(cudnnCreateTensorTransformDescriptor(&t));
+    DNN_OK(cudnnCreateTensorTransformDescriptor(&u));
+    DNN_OK(cudnnCreateTensorDescriptor(&dd));
+    DNN_OK(cudnnCreateTensorDescriptor(&ud));
+    DNN_OK(cudnnSetTensorTransformDescriptor(t, 4, CUDNN_TENSOR_NCHW, pb, pa,
+                                             f23, CUDNN_TRANSFORM_FOLD));
+    {
+        cudnnTensorFormat_t fmt;
+        int32_t gb[4], ga[4];
+        uint32_t gf[2];
+        cudnnFoldingDirection_t dir;
+
+        DNN_OK(cudnnGetTensorTransformDescriptor(t, 4, &fmt, gb, ga, gf, &dir));
+        assert_int_equal(fmt, CUDNN_TENSOR_NCHW);
+        assert_int_equal(dir, CUDNN_TRANSFORM_FOLD);
+        assert_memory_equal(gb, pb, sizeof(gb));
+        assert_memory_equal(ga, pa, sizeof(ga));
+        assert_memory_equal(gf, f23, sizeof(gf));
+        assert_int_equal(cudnnGetTensorTransformDescriptor(t, 5, &fmt, gb, ga,
+                                                           gf, &dir),
+                         CUDNN_STATUS_BAD_PARAM);
+    }
+    /* The destination: padded and folded, packed, FLOAT. */
+    DNN_OK(cudnnInitTransformDest(t, sd, dd, &bytes));
+    DNN_OK(cudnnGetTensorNdDescriptor(dd, 8, &type, &nb, got_dim, got_stride));
+    assert_int_equal(nb, 4);
+    assert_int_equal(type, CUDNN_DATA_FLOAT);
+    assert_memory_equal(got_dim, want_dim, sizeof(want_dim));
+    assert_int_equal(want_dim[1], 24);
+    assert_int_equal(got_stride[3], 1);
+    assert_int_equal(bytes, nw * sizeof(float));
+    /* Pad and fold with alpha 2; every element written, the rest zero. */
+    {
+        float *old = ramp(nw, -0.25f, 3.0f);
+
+        d = dev_upload(old, nw * sizeof(float));
+        DNN_OK(cudnnTransformTensorEx(h, t, &two, sd, s, &zero, dd, d));
+        dev_download(got, d, nw * sizeof(float));
+        for (size_t i = 0; i < nw; i++)
+            assert_true(got[i] == 2.0f * want[i]);
+        /* Folding with beta != 0: NOT_SUPPORTED, nothing written. */
+        dev_free(d);
+        d = dev_upload(old, nw * sizeof(float));
+        assert_int_equal(cudnnTransformTensorEx(h, t, &one, sd, s, &half, dd,
+                                                d),
+                         CUDNN_STATUS_NOT_SUPPORTED);
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        dev_download(got, d, nw * sizeof(float));
+        assert_memory_equal(got, old, nw * sizeof(float));
+        dev_free(d);
+        free(old);
+    }
+    /* A destination of other sizes, in place, or unfolding with padding. */
+    d = dev_alloc(nw * sizeof(float));
+    assert_int_equal(cudnnTransformTensorEx(h, t, &one, sd, s, &zero, sd, d),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnTransformTensorEx(h, t, &one, dd, d, &zero, dd, d),
+                     CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnSetTensorTransformDescriptor(u, 4, CUDNN_TENSOR_NCHW, pb, pa,
+                                             f23, CUDNN_TRANSFORM_UNFOLD));
+    assert_int_equal(cudnnInitTransformDest(u, dd, ud, &bytes),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    dev_free(d);
+    /* Fold then unfold is the identity; unfolding takes alpha and beta. */
+    {
+        static const int dim2[4] = { 2, 3, 4, 6 };
+        cudnnTensorDescriptor_t s2 = tensor_new(CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_FLOAT, 4, dim2);
+        size_t n2 = count_of(4, dim2);
+        float *v = ramp(n2, 0.5f, -7.0f), *prior = ramp(n2, 0.0f, 4.0f);
+        float *back = malloc(n2 * sizeof(float));
+        void *a = dev_upload(v, n2 * sizeof(float));
+        void *f = dev_alloc(n2 * sizeof(float));
+        void *b = dev_upload(prior, n2 * sizeof(float));
+
+        DNN_OK(cudnnSetTensorTransformDescriptor(t, 4, CUDNN_TENSOR_NCHW,
+                                                 zero4, zero4, f23,
+                                                 CUDNN_TRANSFORM_FOLD));
+        DNN_OK(cudnnInitTransformDest(t, s2, dd, &bytes));
+        assert_int_equal(bytes, n2 * sizeof(float));
+        DNN_OK(cudnnTransformTensorEx(h, t, &one, s2, a, &zero, dd, f));
+        DNN_OK(cudnnSetTensorTransformDescriptor(u, 4, CUDNN_TENSOR_NCHW,
+                                                 zero4, zero4, f23,
+                                                 CUDNN_TRANSFORM_UNFOLD));
+        DNN_OK(cudnnInitTransformDest(u, dd, ud, &bytes));
+        DNN_OK(cudnnGetTensorNdDescriptor(ud, 8, &type, &nb, got_dim,
+                                          got_stride));
+        assert_memory_equal(got_dim, dim2, sizeof(dim2));
+        DNN_OK(cudnnTransformTensorEx(h, u, &two, dd, f, &half, ud, b));
+        dev_download(back, b, n2 * sizeof(float));
+        for (size_t i = 0; i < n2; i++)
+            assert_true(back[i] == 2.0f * v[i] + 0.5f * prior[i]);
+        DNN_OK(cudnnDestroyTensorDescriptor(s2));
+        dev_free(a), dev_free(f), dev_free(b);
+        free(v), free(prior), free(back);
+    }
+    /* No padding or folding: a layout and type change (FLOAT NCHW to HALF
+     * NHWC) with alpha and beta. */
+    {
+        cudnnTensorDescriptor_t nh = tensor_new(CUDNN_TENSOR_NHWC,
+                                                CUDNN_DATA_HALF, 4, dim);
+        float *prior = ramp(n, 0.0f, -2.0f), *out = malloc(n * sizeof(float));
+        void *o = tensor_upload(nh, prior, 0.0f);
+
+        DNN_OK(cudnnSetTensorTransformDescriptor(t, 4, CUDNN_TENSOR_NHWC,
+                                                 NULL, NULL, NULL,
+                                                 CUDNN_TRANSFORM_FOLD));
+        DNN_OK(cudnnTransformTensorEx(h, t, &two, sd, s, &half, nh, o));
+        tensor_download(nh, o, out);
+        for (size_t i = 0; i < n; i++)
+            assert_true(out[i] == (float)ref_f16(2.0 * src[i] - 1.0));
+        DNN_OK(cudnnDestroyTensorDescriptor(nh));
+        dev_free(o);
+        free(prior), free(out);
+    }
+    /* Filters fold the same way, K padded like a batch. */
+    {
+        static const int fdim[4] = { 2, 3, 3, 3 };
+        static const int32_t fb[4] = { 0, 0, 1, 1 }, fa[4] = { 2, 1, 0, 0 };
+        static const uint32_t f22[2] = { 2, 2 };
+        cudnnFilterDescriptor_t fs, fd;
+        float *wv = ramp(54, 1.0f, 1.0f), *fw, *wout;
+        int fw_dim[4];
+        void *w0 = dev_upload(wv, 54 * sizeof(float)), *w1;
+
+        fw = fold_reference(wv, fdim, fb, fa, 2, 2, fw_dim);
+        assert_int_equal(fw_dim[0], 4);
+        assert_int_equal(fw_dim[1], 16);
+        DNN_OK(cudnnCreateFilterDescriptor(&fs));
+        DNN_OK(cudnnCreateFilterDescriptor(&fd));
+        DNN_OK(cudnnSetFilter4dDescriptor(fs, CUDNN_DATA_FLOAT,
+                                          CUDNN_TENSOR_NCHW, 2, 3, 3, 3));
+        DNN_OK(cudnnSetFilter4dDescriptor(fd, CUDNN_DATA_FLOAT,
+                                          CUDNN_TENSOR_NCHW, fw_dim[0],
+                                          fw_dim[1], fw_dim[2], fw_dim[3]));
+        DNN_OK(cudnnSetTensorTransformDescriptor(t, 4, CUDNN_TENSOR_NCHW, fb,
+                                                 fa, f22,
+                                                 CUDNN_TRANSFORM_FOLD));
+        w1 = dev_alloc(count_of(4, fw_dim) * sizeof(float));
+        DNN_OK(cudnnTransformFilter(h, t, &one, fs, w0, &zero, fd, w1));
+        wout = malloc(count_of(4, fw_dim) * sizeof(float));
+        dev_download(wout, w1, count_of(4, fw_dim) * sizeof(float));
+        assert_memory_equal(wout, fw, count_of(4, fw_dim) * sizeof(float));
+        DNN_OK(cudnnDestroyFilterDescriptor(fs));
+        DNN_OK(cudnnDestroyFilterDescriptor(fd));
+        dev_free(w0), dev_free(w1);
+        free(wv), free(fw), free(wout);
+    }
+    /* The descriptor's statuses. */
+    assert_int_equal(cudnnSetTensorTransformDescriptor(t, 2, CUDNN_TENSOR_NCHW,
+                                                       NULL, NULL, NULL,
+                                                       CUDNN_TRANSFORM_FOLD),
+                     CUDNN_STATUS_BAD_PARAM);
+    {
+        static const int32_t neg[4] = { 0, -1, 0, 0 };
+
+        assert_int_equal(cudnnSetTensorTransformDescriptor(
+                             t, 4, CUDNN_TENSOR_NCHW, neg, NULL, NULL,
+                             CUDNN_TRANSFORM_FOLD),
+                         CUDNN_STATUS_BAD_PARAM);
+    }
+    assert_int_equal(cudnnSetTensorTransformDescriptor(
+                         NULL, 4, CUDNN_TENSOR_NCHW, NULL, NULL, NULL,
+                         CUDNN_TRANSFORM_FOLD),
+                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSetTensorTransformDescriptor(
+                         t, 4, CUDNN_TENSOR_NCHW, NULL, NULL, NULL,
+                         (cudnnFoldingDirection_t)2),
+                     CUDNN_STATUS_BAD_PARAM);
+    DNN_OK(cudnnDestroyTensorTransformDescriptor(t));
+    DNN_OK(cudnnDestroyTensorTransformDescriptor(u));
+    DNN_OK(cudnnDestroyTensorDescriptor(sd));
+    DNN_OK(cudnnDestroyTensorDescriptor(dd));
+    DNN_OK(cudnnDestroyTensorDescriptor(ud));
+    dev_free(s);
+    free(src), free(want), free(got);
     DNN_OK(cudnnDestroy(h));
 }
 
@@ -1843,6 +2092,7 @@ main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transform_tensor),
         cmocka_unit_test(test_transform_tensor_between_types),
+        cmocka_unit_test(test_transform_tensor_ex),
         cmocka_unit_test(test_add_tensor_broadcast),
         cmocka_unit_test(test_backward_bias),
         cmocka_unit_test(test_op_tensor),
