@@ -135,6 +135,17 @@ elif cmd == "apply":
 EOF
 }
 
+# --check reads the tree in place (it may be a copy without git, as in a
+# mutant's run of the suite).
+if [[ $check == 1 ]]; then
+    count=$(mutant_tool check "$list" "$root") || {
+        echo "mutate: $list has broken records" >&2
+        exit 2
+    }
+    echo "mutate: $count mutants in $list, each line found once"
+    exit 0
+fi
+
 # The copy: tracked and untracked files that git does not ignore, as they
 # are in the working tree.
 mkdir -p "$scratch/src"
@@ -148,10 +159,6 @@ count=$(mutant_tool check "$list" "$src") || {
     echo "mutate: $list has broken records" >&2
     exit 2
 }
-if [[ $check == 1 ]]; then
-    echo "mutate: $count mutants in $list, each line found once"
-    exit 0
-fi
 if [[ -n $only ]]; then
     IFS=, read -r -a chosen <<<"$only"
 else
@@ -173,10 +180,10 @@ run_tests() {
     timeout "$limit" meson test -C "$build" --no-rebuild --maxfail 1 \
         ${JOBS:+--num-processes "$JOBS"} "$@" >>"$log" 2>&1
 }
-# failed_tests LOG: the tests that failed in LOG, or nothing when the
-# run was cut short by the time limit.
+# failed_tests LOG: the tests that failed in LOG (not the expected
+# failures), or nothing when the run was cut short by the time limit.
 failed_tests() {
-    grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$1" |
+    grep -E '^ *[0-9]+/[0-9]+ .*[[:space:]](FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)[[:space:]]' "$1" |
         sed -E 's/^ *[0-9]+\/[0-9]+ +[^ ]+ \/ ([^ ]+).*/\1/' |
         sort -u | tr '\n' ' ' | sed 's/ $//'
 }
