@@ -30,18 +30,6 @@ amp_block_max(uint32_t *slots)
     }
 }
 
-// Sum over the block, left in slots[0].
-static __device__ void
-amp_block_sum(double *slots)
-{
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            slots[threadIdx.x] += slots[threadIdx.x + half];
-        __syncthreads();
-    }
-}
-
 // Called by one thread of each block after its block's atomics on device
 // memory: true in the last block of the grid to get here, where every other
 // block's atomics are visible. *done must be zeroed before the kernel.
@@ -76,10 +64,22 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
         atomicAdd(&nonfinite, e.nonfinite);
     if (e.compared)
         atomicAdd(&compared, e.compared);
-    amp_block_max(abs_max);
-    amp_block_max(ref_max);
-    amp_block_sum(sq_diff);
-    amp_block_sum(sq_ref);
+    // The four reductions share one tree, a barrier per level, as
+    // amp_block_max's (the sums pairwise in the same order).
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            unsigned o = threadIdx.x + half;
+
+            if (abs_max[o] > abs_max[threadIdx.x])
+                abs_max[threadIdx.x] = abs_max[o];
+            if (ref_max[o] > ref_max[threadIdx.x])
+                ref_max[threadIdx.x] = ref_max[o];
+            sq_diff[threadIdx.x] += sq_diff[o];
+            sq_ref[threadIdx.x] += sq_ref[o];
+        }
+        __syncthreads();
+    }
     if (threadIdx.x != 0)
         return;
     atomicMax(&accum->error.max_abs, abs_max[0]);

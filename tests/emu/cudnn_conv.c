@@ -413,13 +413,27 @@ struct conv_job {
     struct conv_epilogue ep;
 };
 
-/* emu_dnn_load without the call for FP32 tensors, the common case. */
+/* emu_dnn_load without a call for the types a convolution holds: FP32,
+ * and FP16 and BF16 (the converted calls' operands, each loaded once per
+ * filter tap), converted inline as the core converts them. */
 static inline float
 conv_load(const void *base, int64_t idx, cudnnDataType_t type)
 {
-    if (type == CUDNN_DATA_FLOAT)
+    uint32_t u;
+    float f;
+
+    switch (type) {
+    case CUDNN_DATA_FLOAT:
         return ((const float *)base)[idx];
-    return emu_dnn_load(base, idx, type);
+    case CUDNN_DATA_HALF:
+        return emu_f16_to_f32_inline(((const uint16_t *)base)[idx]);
+    case CUDNN_DATA_BFLOAT16:
+        u = (uint32_t)((const uint16_t *)base)[idx] << 16;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    default:
+        return emu_dnn_load(base, idx, type);
+    }
 }
 
 static inline float
