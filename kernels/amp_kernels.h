@@ -149,17 +149,13 @@ extern const size_t amp_kernels_fatbin_size;
  *                   struct amp_conv_layout ld, const float *old,
  *                   struct amp_conv_layout lo,
  *                   const struct amp_conv_scalars *s, float alpha,
- *                   float beta)
+ *                   float beta, struct amp_shadow_accum *accum,
+ *                   struct amp_shadow_error *slot)
  *     dst = alpha * unscaled r + beta * old (old not read when beta is 0):
  *     r packed by lr's sizes and padding, dst and old by their strides.
- *
- * amp_k_conv_check(const void *r, int64_t n, int32_t format,
- *                  const struct amp_conv_scalars *s,
- *                  struct amp_shadow_accum *accum,
- *                  struct amp_shadow_error *slot)
- *     counts the non-finite elements of the n packed results into
- *     slot->nonfinite (0 when s->nonfinite_in), reduced as
- *     amp_k_shadow_error.
+ *     With a slot (the check of a converted call), counts the non-finite
+ *     results it reads into slot->nonfinite (0 when s->nonfinite_in),
+ *     reduced through accum as amp_k_shadow_error; NULL: no check.
  *
  * amp_k_conv_error(const float *cand, const float *ref,
  *                  struct amp_conv_layout lref,
@@ -185,7 +181,6 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
-#define AMP_K_CONV_CHECK "amp_k_conv_check"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
 
 /* Blocks for a grid-stride kernel over n elements. */

@@ -1486,12 +1486,15 @@ amp_conv_output_thread(const void *r, int32_t format,
     }
 }
 
-/* One thread's count of non-finite elements among n packed results. */
-AMP_HD unsigned long long
+/* One thread's count of non-finite elements among the n packed results
+ * (padded channels too: their results are zero), read in order: no walk.
+ * The output kernel runs it before its own pass over the same results, in
+ * a loop of its own. */
+AMP_HD uint32_t
 amp_conv_nonfinite_thread(const void *r, int64_t n, int32_t format,
                           int64_t tid, int64_t nthreads)
 {
-    unsigned long long count = 0;
+    uint32_t count = 0;
     int64_t g;
 
     for (g = tid; g < n; g += nthreads)

@@ -99,4 +99,34 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     __threadfence_system();
 }
 
+// Adds every thread's count to accum->error.nonfinite (zeroed before the
+// kernel); the last block to finish writes the total to *slot, with the
+// other errors 0, as amp_shadow_reduce does for a kernel that checks only
+// for non-finite results. Every thread of the block calls it.
+static __device__ void
+amp_count_reduce(uint32_t count, struct amp_shadow_accum *accum,
+                 struct amp_shadow_error *slot)
+{
+    __shared__ unsigned long long block_count;
+
+    if (threadIdx.x == 0)
+        block_count = 0;
+    __syncthreads();
+    if (count)
+        atomicAdd(&block_count, (unsigned long long)count);
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    atomicAdd(&accum->error.nonfinite, block_count);
+    if (!amp_last_block(&accum->blocks_done))
+        return;
+    slot->max_abs = 0;
+    slot->max_ref = 0;
+    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
+    slot->sq_diff = 0.0;
+    slot->sq_ref = 0.0;
+    slot->compared = 0;
+    __threadfence_system();
+}
+
 #endif

@@ -1,7 +1,7 @@
 // Kernels of the converted convolution path: maxima and scales of the two
 // inputs (one launch), their half-precision packed copies with padded
-// channels (one launch), the output cast with alpha and beta, the
-// non-finite check and the shadow errors. The arithmetic lives in
+// channels (one launch), the output cast with alpha and beta and the
+// non-finite check in the same pass, and the shadow errors. The arithmetic lives in
 // amp_math.h, shared with the emulator's host build. Each kernel keeps to
 // 64 registers and no stack (AMP_KERNEL_BOUNDS; the kernel_resources
 // test).
@@ -64,24 +64,21 @@ extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_output(const void *r, int32_t format, struct amp_conv_layout lr,
                   float *dst, struct amp_conv_layout ld, const float *old,
                   struct amp_conv_layout lo, const struct amp_conv_scalars *s,
-                  float alpha, float beta)
+                  float alpha, float beta, struct amp_shadow_accum *accum,
+                  struct amp_shadow_error *slot)
 {
-    amp_conv_output_thread(r, format, &lr, dst, &ld, old, &lo, s, alpha, beta,
-                           AMP_TID, AMP_NTHREADS);
-}
-
-extern "C" __global__ void AMP_KERNEL_BOUNDS
-amp_k_conv_check(const void *r, int64_t n, int32_t format,
-                 const struct amp_conv_scalars *s,
-                 struct amp_shadow_accum *accum, struct amp_shadow_error *slot)
-{
-    struct amp_shadow_error e = {0, 0, 0, 0.0, 0.0, 0};
-
-    // Non-finite inputs may rightly make non-finite outputs.
-    if (!s->nonfinite_in)
-        e.nonfinite = amp_conv_nonfinite_thread(r, n, format, AMP_TID,
-                                                AMP_NTHREADS);
-    amp_shadow_reduce(e, accum, slot);
+    // The check first, done with before the output's walk starts (both in
+    // one loop took the walk past 64 registers): non-finite inputs may
+    // rightly make non-finite outputs.
+    if (slot != NULL)
+        amp_count_reduce(s->nonfinite_in
+                             ? 0u
+                             : amp_conv_nonfinite_thread(
+                                   r, amp_conv_count(&lr, 1), format,
+                                   AMP_TID, AMP_NTHREADS),
+                         accum, slot);
+    amp_conv_output_thread(r, format, &lr, dst, &ld, old, &lo, s, alpha,
+                           beta, AMP_TID, AMP_NTHREADS);
 }
 
 extern "C" __global__ void AMP_KERNEL_BOUNDS

@@ -546,25 +546,6 @@ amp_conv_pend(struct amp_conv_run *run, int shadow)
     return st;
 }
 
-/* The non-finite check of the vendor result. */
-static enum amp_status
-amp_conv_queue_check(struct amp_conv_run *run)
-{
-    const struct amp_conv_plan *p = &run->plan;
-    int64_t n = amp_conv_count(amp_plan_layout(p, amp_conv_out(run->desc.dir)),
-                               1);
-    int32_t format = amp_conv_format(p->type);
-    void *params[] = {&run->result, &n, &format, &run->scalars, &run->accum,
-                      &run->slot_at};
-    enum amp_status st;
-
-    /* run->accum was zeroed with the scalars. */
-    st = amp_conv_launch(run, AMP_KERNEL_CONV_CHECK, n, params);
-    if (st == AMP_OK)
-        st = amp_conv_pend(run, 0);
-    return st;
-}
-
 /* Channels-last packed strides of l's real sizes (the shadow candidate). */
 static struct amp_conv_layout
 amp_conv_packed_layout(const struct amp_conv_layout *l)
@@ -582,7 +563,9 @@ amp_conv_packed_layout(const struct amp_conv_layout *l)
     return c;
 }
 
-/* dst = alpha * unscaled result + beta * the caller's destination. */
+/* dst = alpha * unscaled result + beta * the caller's destination; with
+ * the call's slot (a converted call, not a shadow one), the non-finite
+ * check of the vendor result in the same pass, then the slot's event. */
 static enum amp_status
 amp_conv_queue_output(struct amp_conv_run *run)
 {
@@ -592,15 +575,24 @@ amp_conv_queue_output(struct amp_conv_run *run)
     struct amp_conv_layout lr = *amp_plan_layout(p, out), lo = lr, ld = lr;
     amp_devptr dst = amp_desc_ptr(&run->desc, out), old = dst;
     float alpha = run->desc.alpha, beta = run->desc.beta;
+    int check = !run->needs_original && run->slot >= 0;
+    amp_devptr accum = check ? run->accum : 0, slot = 0;
     void *params[] = {&run->result, &format, &lr, &dst, &ld, &old, &lo,
-                      &run->scalars, &alpha, &beta};
+                      &run->scalars, &alpha, &beta, &accum, &slot};
+    enum amp_status st;
 
     if (run->needs_original) {
         dst = run->candidate;
         ld = amp_conv_packed_layout(&lr);
     }
-    return amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT, amp_conv_count(&lr, 0),
-                           params);
+    if (check)
+        slot = run->slot_at;
+    /* run->accum was zeroed with the scalars. */
+    st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT, amp_conv_count(&lr, 0),
+                         params);
+    if (st == AMP_OK && check)
+        st = amp_conv_pend(run, 0);
+    return st;
 }
 
 enum amp_status
@@ -608,12 +600,8 @@ amp_conv_finish(struct amp_conv_run *run)
 {
     enum amp_status st = AMP_OK;
 
-    if (run->plan.own[amp_conv_out(run->desc.dir)]) {
-        if (!run->needs_original && run->slot >= 0)
-            st = amp_conv_queue_check(run);
-        if (st == AMP_OK)
-            st = amp_conv_queue_output(run);
-    }
+    if (run->plan.own[amp_conv_out(run->desc.dir)])
+        st = amp_conv_queue_output(run);
     if (st != AMP_OK ||
         (!run->needs_original && !run->desc.output_in_scratch))
         amp_conv_release(run);
@@ -633,8 +621,9 @@ amp_conv_queue_deliver(struct amp_conv_run *run)
     int32_t format = AMP_FORMAT_F32;
     amp_devptr dst = amp_desc_ptr(&run->desc, out);
     float alpha = 1.0f, beta = 0.0f;
+    amp_devptr none = 0;
     void *params[] = {&run->candidate, &format, &lr, &dst, &ld, &dst, &ld,
-                      &run->scalars, &alpha, &beta};
+                      &run->scalars, &alpha, &beta, &none, &none};
     enum amp_status st;
 
     lr.per_pad[0] = lr.per[0];
