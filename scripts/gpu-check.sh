@@ -130,7 +130,7 @@ make_bundle() {
         keys=(h200)
     fi
     for key in "${keys[@]}"; do
-        for mode in none fp16 bf16 tf32 fp16x3; do
+        for mode in none fp16 bf16 tf32 fp16x3 tf32x3; do
             modelled "$key" "$shapes" "$mode" >"$dir/model/gemm.$key.$mode"
             [[ -s $dir/model/gemm.$key.$mode ]] ||
                 die "the emulator modelled no time for $key under $mode"

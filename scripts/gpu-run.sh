@@ -15,7 +15,8 @@
 #      direction, layout (NCHW, NHWC) and mode
 #   3. the known risks of real hardware: a library built on cuBLAS
 #      (cuSOLVER), a converted call captured in a CUDA graph, a deep
-#      queue, auto's choices over three runs, fp16x3 and tf32 error
+#      queue, auto's choices over three runs, fp16x3, tf32x3 and tf32
+#      error
 #   4. PyTorch: ResNet-50 and a GPT-2-small-sized transformer, training
 #      steps plain, under the shim, under torch.compile (CUDA graphs),
 #      with PyTorch's TF32 switch and under autocast
@@ -116,10 +117,10 @@ step_examples() {
     local prog mode tol log status result converted calls t0 t1
     for prog in sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph \
                 conv_fused; do
-        for mode in fp16 bf16 tf32 fp16x3 shadow; do
+        for mode in fp16 bf16 tf32 fp16x3 tf32x3 shadow; do
             log=$LOGS/examples.$prog.$mode
             tol=$mode
-            [[ $mode == fp16x3 || $mode == shadow ]] && tol=fp32
+            [[ $mode == fp16x3 || $mode == tf32x3 || $mode == shadow ]] && tol=fp32
             # cuDNN runs FP32 convolutions in TF32 by default (Ampere on).
             [[ $prog == conv* && $tol == fp32 ]] && tol=tf32
             status=0
@@ -142,9 +143,9 @@ step_examples() {
             *" 0 failed, 0 errors"|*" cases pass"|*" cases passed") ;;
             *) failed "$prog under $mode: '${result:-no result line}'" ;;
             esac
-            # fp16x3 converts no convolution; every other program and
-            # mode converts calls.
-            if [[ $converted == 0 && ! ( $mode == fp16x3 && $prog == conv* ) ]]; then
+            # fp16x3 and tf32x3 convert no convolution; every other
+            # program and mode converts calls.
+            if [[ $converted == 0 && ! ( $mode == *x3 && $prog == conv* ) ]]; then
                 failed "$prog under $mode: no call converted"
             fi
         done
@@ -169,7 +170,7 @@ lookup() {
         '$1 == m && $2 == n && $3 == k { print $4; exit }' "$1" 2>/dev/null
 }
 step_bench() {
-    local modes=(none fp16 bf16 tf32 fp16x3) mode m n k base ms row
+    local modes=(none fp16 bf16 tf32 fp16x3 tf32x3) mode m n k base ms row
     for mode in "${modes[@]}"; do
         bench_gemm "$mode"
     done
@@ -177,8 +178,8 @@ step_bench() {
     note ""
     note "### GEMM: cublasSgemm_v2, time per call ($TIMING), speedup over FP32 without the shim"
     note ""
-    note "| shape | FP32 ms | fp16 | bf16 | tf32 | fp16x3 |"
-    note "|---|---|---|---|---|---|"
+    note "| shape | FP32 ms | fp16 | bf16 | tf32 | fp16x3 | tf32x3 |"
+    note "|---|---|---|---|---|---|---|"
     while read -r m n k base; do
         row="| ${m}x${n}x${k} | $base |"
         for mode in "${modes[@]:1}"; do
@@ -192,8 +193,8 @@ step_bench() {
     if [[ -n $MODEL_KEY && -s $B/model/gemm.$MODEL_KEY.none ]]; then
         note "### Modelled over measured time (the emulator's $MODEL_KEY model; 1.00: the model is right)"
         note ""
-        note "| shape | FP32 | fp16 | bf16 | tf32 | fp16x3 |"
-        note "|---|---|---|---|---|---|"
+        note "| shape | FP32 | fp16 | bf16 | tf32 | fp16x3 | tf32x3 |"
+        note "|---|---|---|---|---|---|---|"
         local off=0 r modelled measured
         while read -r m n k _; do
             row="| ${m}x${n}x${k} |"
@@ -356,12 +357,12 @@ risk_auto() {
     note ""
 }
 risk_error() {
-    note "### fp16x3 and tf32 error on this hardware (\`gemm_numerics\`): relative error, and over strict FP32's"
+    note "### fp16x3, tf32x3 and tf32 error on this hardware (\`gemm_numerics\`): relative error, and over strict FP32's"
     note ""
-    note "| input class | FP32 (pedantic) | fp16x3 | tf32 |"
-    note "|---|---|---|---|"
+    note "| input class | FP32 (pedantic) | fp16x3 | tf32x3 | tf32 |"
+    note "|---|---|---|---|---|"
     local mode
-    for mode in fp16x3 tf32; do
+    for mode in fp16x3 tf32x3 tf32; do
         c_run 30 LD_PRELOAD="$B/lib/libampshim.so" AMPSHIM_MODE=$mode \
             AMPSHIM_BASELINE=off AMPSHIM_REPORT=off \
             "$B/bin/gemm_numerics" >"$LOGS/numerics.$mode.out" \
@@ -380,7 +381,7 @@ risk_error() {
         END {
             for (i = 1; i <= n; i++) {
                 c = names[i]; row = "| " c " | " fp32[c] " |"
-                for (f = 1; f <= 2; f++) {
+                for (f = 1; f <= 3; f++) {
                     e = err[f, c]
                     if (e == "") row = row " - |"
                     else if (fp32[c] + 0 > 0) row = row sprintf(" %s (%.2fx) |", e, e / fp32[c])
@@ -388,7 +389,8 @@ risk_error() {
                 }
                 print row
             }
-        }' "$LOGS/numerics.fp16x3.out" "$LOGS/numerics.tf32.out" >>"$SECTION"
+        }' "$LOGS/numerics.fp16x3.out" "$LOGS/numerics.tf32x3.out" \
+        "$LOGS/numerics.tf32.out" >>"$SECTION"
     note ""
 }
 step_risks() {

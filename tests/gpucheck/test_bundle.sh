@@ -91,15 +91,15 @@ for section in "## 1. Example programs under the shim" "## 2. Benchmarks" \
                "### Convolutions: conv_bench" "## 3. Known risks of real hardware" \
                "### cuSOLVER" "### A converted call captured in a CUDA graph" \
                "### A deep queue" "### auto's choices over three runs" \
-               "### fp16x3 and tf32 error" "## 4. PyTorch" "## 5. JAX" \
+               "### fp16x3, tf32x3 and tf32 error" "## 4. PyTorch" "## 5. JAX" \
                "## 6. CuPy" "## 7. The legacy trainer" "**0 failed checks**"; do
     has "$results" "$section"
 done
 # Every example program in every mode, within its bound.
-[[ $(grep -cE '^\| (sgemm_check|gemm_suite|legacy_sgemm|conv_check|lt_check|conv_graph|conv_fused) \| ' "$results") == 35 ]] ||
-    fail "not 35 rows of example programs"
+[[ $(grep -cE '^\| (sgemm_check|gemm_suite|legacy_sgemm|conv_check|lt_check|conv_graph|conv_fused) \| ' "$results") == 42 ]] ||
+    fail "not 42 rows of example programs (7 programs, 6 modes)"
 # The GEMM table's two shapes, each with a time and speedup per mode.
-[[ $(grep -cE '^\| [0-9]+x[0-9]+x[0-9]+ \| [0-9.]+ \|( [0-9.]+ ms, [0-9.]+x \|){4}$' "$results") == 2 ]] ||
+[[ $(grep -cE '^\| [0-9]+x[0-9]+x[0-9]+ \| [0-9.]+ \|( [0-9.]+ ms, [0-9.]+x \|){5}$' "$results") == 2 ]] ||
     fail "the GEMM table lacks its rows"
 # The convolution table: three directions in two layouts.
 [[ $(grep -cE '^\| (fwd|bwd_data|bwd_filter) \| (nchw|nhwc) \| [0-9.]+ \|' "$results") == 6 ]] ||
