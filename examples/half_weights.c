@@ -102,6 +102,20 @@ conv_worst(const float *out, const float *x, const float *w, int h, int wd,
     return worst;
 }
 
+/* Prints a convolution's check line (its hash over the N x K x H x W
+ * floats of out); 1 when it passed. */
+static int
+conv_report(const char *name, const float *out, double worst)
+{
+    printf("check %s m=%d n=%d k=%d err/bound=%.3g hash=%016llx %s\n", name,
+           N * H * W, K, C * R * R, worst,
+           (unsigned long long)fnv1a64(out, (size_t)N * K * H * W *
+                                                sizeof(float),
+                                       0xcbf29ce484222325ULL),
+           worst <= 1.0 ? "ok" : "FAIL");
+    return worst <= 1.0;
+}
+
 static int
 layer_make(struct layer *l)
 {
@@ -251,7 +265,6 @@ main(int argc, char **argv)
     float *y32 = malloc(ny * sizeof(float)), *w16 = NULL, *y16 = NULL;
     void *dx, *dw, *dwh, *dxp, *dy32, *dy16;
     const float one = 1.0f, zero = 0.0f;
-    double worst;
     int passed = 0, checks = 3;
     size_t bytes = 0;
 
@@ -323,26 +336,18 @@ main(int argc, char **argv)
     y16 = half_download(&l, dy16, N, K, H, W);
     if (y16 == NULL)
         return EXIT_CUDA_ERROR;
-    worst = conv_worst(y16, xh, wh, H, W, 1, C * R * R * 0x1p-23, 0x1p-10);
-    printf("check half m=%d n=%d k=%d err/bound=%.3g hash=%016llx %s\n",
-           N * H * W, K, C * R * R, worst,
-           (unsigned long long)fnv1a64(y16, ny * sizeof(float),
-                                       0xcbf29ce484222325ULL),
-           worst <= 1.0 ? "ok" : "FAIL");
-    passed += worst <= 1.0;
+    passed += conv_report("half", y16,
+                          conv_worst(y16, xh, wh, H, W, 1,
+                                     C * R * R * 0x1p-23, 0x1p-10));
 
     /* fp32: the program's FP32 convolution. */
     if (conv_run(&l, l.x32, dx, l.w32, dw, l.pad1, l.y32, dy32) != 0 ||
         cuda_failed("cudaMemcpy", cudaMemcpy(y32, dy32, ny * sizeof(float),
                                              cudaMemcpyDeviceToHost)))
         return EXIT_CUDA_ERROR;
-    worst = conv_worst(y32, x, w, H, W, 1, tol_factor(&tol, C * R * R), 0.0);
-    printf("check fp32 m=%d n=%d k=%d err/bound=%.3g hash=%016llx %s\n",
-           N * H * W, K, C * R * R, worst,
-           (unsigned long long)fnv1a64(y32, ny * sizeof(float),
-                                       0xcbf29ce484222325ULL),
-           worst <= 1.0 ? "ok" : "FAIL");
-    passed += worst <= 1.0;
+    passed += conv_report("fp32", y32,
+                          conv_worst(y32, x, w, H, W, 1,
+                                     tol_factor(&tol, C * R * R), 0.0));
 
     printf("result: %d of %d checks passed\n", passed, checks);
     cudnnDestroy(l.dnn);
