@@ -252,6 +252,109 @@ half_download(const struct layer *l, const void *dev, int n, int c, int h,
     return out;
 }
 
+/* Destroys what layer_make made (NULL members were not). */
+static void
+layer_free(struct layer *l)
+{
+    cudnnTensorDescriptor_t t[] = { l->x32, l->x16, l->y32, l->y16,
+                                    l->wflat32, l->wflat16 };
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (t[i])
+            cudnnDestroyTensorDescriptor(t[i]);
+    if (l->w32)
+        cudnnDestroyFilterDescriptor(l->w32);
+    if (l->w16)
+        cudnnDestroyFilterDescriptor(l->w16);
+    if (l->pad1)
+        cudnnDestroyConvolutionDescriptor(l->pad1);
+    if (l->pad0)
+        cudnnDestroyConvolutionDescriptor(l->pad0);
+    if (l->padding)
+        cudnnDestroyTensorTransformDescriptor(l->padding);
+    if (l->dnn)
+        cudnnDestroy(l->dnn);
+}
+
+/* The host arrays: inputs, their half-rounded values, results. */
+enum { X, W_, XH, WH, Y32, W16, Y16, NHOST };
+/* The device arrays: FP32 inputs, HALF weights and padded input, both
+ * outputs. */
+enum { DX, DW, DWH, DXP, DY32, DY16, NDEV };
+
+/* The three checks; the exit status. */
+static int
+checks_run(const struct tolerance *tol, struct layer *l, float **h, void **d)
+{
+    const size_t nw = (size_t)K * C * R * R;
+    const size_t nxp = (size_t)N * C * HP * WP, ny = (size_t)N * K * H * W;
+    const float one = 1.0f, zero = 0.0f;
+    int passed = 0, checks = 3;
+    size_t bytes = 0;
+
+    /* The weights to HALF, as mnistCUDNN imports them. */
+    if (cudnn_failed("cudnnTransformTensor (weights to HALF)",
+                     cudnnTransformTensor(l->dnn, &one, l->wflat32, d[DW],
+                                          &zero, l->wflat16, d[DWH])))
+        return EXIT_CUDA_ERROR;
+    h[W16] = half_download(l, d[DWH], 1, (int)nw, 1, 1);
+    if (h[W16] == NULL)
+        return EXIT_CUDA_ERROR;
+    {
+        int same = memcmp(h[W16], h[WH], nw * sizeof(float)) == 0;
+
+        printf("check weights-to-half n=%zu hash=%016llx %s\n", nw,
+               (unsigned long long)fnv1a64(h[W16], nw * sizeof(float),
+                                           0xcbf29ce484222325ULL),
+               same ? "ok" : "FAIL");
+        passed += same;
+    }
+
+    /* The input to HALF with one pixel of zeros around it. */
+    if (cudnn_failed("cudnnInitTransformDest",
+                     cudnnInitTransformDest(l->padding, l->x32, l->x16,
+                                            &bytes)))
+        return EXIT_CUDA_ERROR;
+    if (bytes != nxp * sizeof(float)) {
+        fprintf(stderr, "half_weights: the padded input is %zu bytes, not "
+                "%zu\n", bytes, nxp * sizeof(float));
+        return EXIT_CHECK_FAILED;
+    }
+    if (cudnn_failed("cudnnSetTensor4dDescriptor",
+                     cudnnSetTensor4dDescriptor(l->x16, CUDNN_TENSOR_NCHW,
+                                                CUDNN_DATA_HALF, N, C, HP,
+                                                WP)) ||
+        cudnn_failed("cudnnTransformTensorEx (input to padded HALF)",
+                     cudnnTransformTensorEx(l->dnn, l->padding, &one, l->x32,
+                                            d[DX], &zero, l->x16, d[DXP])))
+        return EXIT_CUDA_ERROR;
+
+    /* half: the padded HALF input, no convolution padding. */
+    if (conv_run(l, l->x16, d[DXP], l->w16, d[DWH], l->pad0, l->y16,
+                 d[DY16]) != 0)
+        return EXIT_CUDA_ERROR;
+    h[Y16] = half_download(l, d[DY16], N, K, H, W);
+    if (h[Y16] == NULL)
+        return EXIT_CUDA_ERROR;
+    passed += conv_report("half", h[Y16],
+                          conv_worst(h[Y16], h[XH], h[WH], H, W, 1,
+                                     C * R * R * 0x1p-23, 0x1p-10));
+
+    /* fp32: the program's FP32 convolution. */
+    if (conv_run(l, l->x32, d[DX], l->w32, d[DW], l->pad1, l->y32,
+                 d[DY32]) != 0 ||
+        cuda_failed("cudaMemcpy", cudaMemcpy(h[Y32], d[DY32],
+                                             ny * sizeof(float),
+                                             cudaMemcpyDeviceToHost)))
+        return EXIT_CUDA_ERROR;
+    passed += conv_report("fp32", h[Y32],
+                          conv_worst(h[Y32], h[X], h[W_], H, W, 1,
+                                     tol_factor(tol, C * R * R), 0.0));
+
+    printf("result: %d of %d checks passed\n", passed, checks);
+    return passed == checks ? EXIT_ALL_PASS : EXIT_CHECK_FAILED;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -260,13 +363,9 @@ main(int argc, char **argv)
     uint64_t seed = 20261129;
     const size_t nx = (size_t)N * C * H * W, nw = (size_t)K * C * R * R;
     const size_t ny = (size_t)N * K * H * W, nxp = (size_t)N * C * HP * WP;
-    float *x = host_data(nx, &seed), *w = host_data(nw, &seed);
-    float *xh = malloc(nx * sizeof(float)), *wh = malloc(nw * sizeof(float));
-    float *y32 = malloc(ny * sizeof(float)), *w16 = NULL, *y16 = NULL;
-    void *dx, *dw, *dwh, *dxp, *dy32, *dy16;
-    const float one = 1.0f, zero = 0.0f;
-    int passed = 0, checks = 3;
-    size_t bytes = 0;
+    float *h[NHOST] = { NULL };
+    void *d[NDEV] = { NULL };
+    int rc = EXIT_CUDA_ERROR, ok = 1;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tol") == 0 && i + 1 < argc &&
@@ -277,79 +376,34 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: half_weights [--tol fp32|tf32|fp16|bf16|X]\n");
         return EXIT_USAGE;
     }
-    if (!x || !w || !xh || !wh || !y32)
-        return EXIT_CUDA_ERROR;
     memset(&l, 0, sizeof(l));
-    for (size_t i = 0; i < nx; i++)
-        xh[i] = to_half(x[i]);
-    for (size_t i = 0; i < nw; i++)
-        wh[i] = to_half(w[i]);
-    dx = device_copy(x, nx * sizeof(float));
-    dw = device_copy(w, nw * sizeof(float));
-    dwh = device_copy(NULL, nw * 2);
-    dxp = device_copy(NULL, nxp * 2);
-    dy32 = device_copy(NULL, ny * sizeof(float));
-    dy16 = device_copy(NULL, ny * 2);
-    if (!dx || !dw || !dwh || !dxp || !dy32 || !dy16 || layer_make(&l) != 0)
-        return EXIT_CUDA_ERROR;
-
-    /* The weights to HALF, as mnistCUDNN imports them. */
-    if (cudnn_failed("cudnnTransformTensor (weights to HALF)",
-                     cudnnTransformTensor(l.dnn, &one, l.wflat32, dw, &zero,
-                                          l.wflat16, dwh)))
-        return EXIT_CUDA_ERROR;
-    w16 = half_download(&l, dwh, 1, (int)nw, 1, 1);
-    if (w16 == NULL)
-        return EXIT_CUDA_ERROR;
-    {
-        int same = memcmp(w16, wh, nw * sizeof(float)) == 0;
-
-        printf("check weights-to-half n=%zu hash=%016llx %s\n", nw,
-               (unsigned long long)fnv1a64(w16, nw * sizeof(float),
-                                           0xcbf29ce484222325ULL),
-               same ? "ok" : "FAIL");
-        passed += same;
+    h[X] = host_data(nx, &seed);
+    h[W_] = host_data(nw, &seed);
+    h[XH] = malloc(nx * sizeof(float));
+    h[WH] = malloc(nw * sizeof(float));
+    h[Y32] = malloc(ny * sizeof(float));
+    for (int i = 0; i <= Y32; i++)
+        ok &= h[i] != NULL;
+    if (ok) {
+        for (size_t i = 0; i < nx; i++)
+            h[XH][i] = to_half(h[X][i]);
+        for (size_t i = 0; i < nw; i++)
+            h[WH][i] = to_half(h[W_][i]);
+        d[DX] = device_copy(h[X], nx * sizeof(float));
+        d[DW] = device_copy(h[W_], nw * sizeof(float));
+        d[DWH] = device_copy(NULL, nw * 2);
+        d[DXP] = device_copy(NULL, nxp * 2);
+        d[DY32] = device_copy(NULL, ny * sizeof(float));
+        d[DY16] = device_copy(NULL, ny * 2);
+        for (int i = 0; i < NDEV; i++)
+            ok &= d[i] != NULL;
     }
-
-    /* The input to HALF with one pixel of zeros around it. */
-    if (cudnn_failed("cudnnInitTransformDest",
-                     cudnnInitTransformDest(l.padding, l.x32, l.x16,
-                                            &bytes)))
-        return EXIT_CUDA_ERROR;
-    if (bytes != nxp * sizeof(float)) {
-        fprintf(stderr, "half_weights: the padded input is %zu bytes, not "
-                "%zu\n", bytes, nxp * sizeof(float));
-        return EXIT_CHECK_FAILED;
-    }
-    if (cudnn_failed("cudnnSetTensor4dDescriptor",
-                     cudnnSetTensor4dDescriptor(l.x16, CUDNN_TENSOR_NCHW,
-                                                CUDNN_DATA_HALF, N, C, HP,
-                                                WP)) ||
-        cudnn_failed("cudnnTransformTensorEx (input to padded HALF)",
-                     cudnnTransformTensorEx(l.dnn, l.padding, &one, l.x32, dx,
-                                            &zero, l.x16, dxp)))
-        return EXIT_CUDA_ERROR;
-
-    /* half: the padded HALF input, no convolution padding. */
-    if (conv_run(&l, l.x16, dxp, l.w16, dwh, l.pad0, l.y16, dy16) != 0)
-        return EXIT_CUDA_ERROR;
-    y16 = half_download(&l, dy16, N, K, H, W);
-    if (y16 == NULL)
-        return EXIT_CUDA_ERROR;
-    passed += conv_report("half", y16,
-                          conv_worst(y16, xh, wh, H, W, 1,
-                                     C * R * R * 0x1p-23, 0x1p-10));
-
-    /* fp32: the program's FP32 convolution. */
-    if (conv_run(&l, l.x32, dx, l.w32, dw, l.pad1, l.y32, dy32) != 0 ||
-        cuda_failed("cudaMemcpy", cudaMemcpy(y32, dy32, ny * sizeof(float),
-                                             cudaMemcpyDeviceToHost)))
-        return EXIT_CUDA_ERROR;
-    passed += conv_report("fp32", y32,
-                          conv_worst(y32, x, w, H, W, 1,
-                                     tol_factor(&tol, C * R * R), 0.0));
-
-    printf("result: %d of %d checks passed\n", passed, checks);
-    cudnnDestroy(l.dnn);
-    return passed == checks ? EXIT_ALL_PASS : EXIT_CHECK_FAILED;
+    if (ok && layer_make(&l) == 0)
+        rc = checks_run(&tol, &l, h, d);
+    layer_free(&l);
+    for (int i = 0; i < NDEV; i++)
+        cudaFree(d[i]);
+    for (int i = 0; i < NHOST; i++)
+        free(h[i]);
+    return rc;
 }
