@@ -13,7 +13,9 @@
  * call the vendor refused and every trivial one (nothing multiplied); an
  * accepted call that multiplies may differ in bytes there (its error
  * bound is the business of preload_suite and preload_conv_modes), so its
- * bytes are not compared. */
+ * bytes are not compared. Last, the refused cuBLASLt workspaces and
+ * graph-API packs alone under fp16: each is counted as kept FP32, none as
+ * a converted call that fell back. */
 #include "harness.h"
 
 #include <errno.h>
@@ -137,7 +139,9 @@ run_program(char **argv, const char *emu_dir, const char *lib,
     if (t) {
         amp_test_env_set(&env, "LD_PRELOAD", lib);
         amp_test_env_set(&env, "AMPSHIM_REPORT", "off");
-        amp_test_env_set(&env, "AMPSHIM_SUMMARY", "0");
+        /* Only the refusals' check reads the summary. */
+        amp_test_env_set(&env, "AMPSHIM_SUMMARY",
+                         strstr(t->name, "summary") != NULL ? "1" : "0");
         if (t->var)
             amp_test_env_set(&env, t->var, t->value);
     }
@@ -154,6 +158,64 @@ run_program(char **argv, const char *emu_dir, const char *lib,
         return -1;
     }
     return 0;
+}
+
+/* The calls the vendor refuses are counted as kept FP32, never as a
+ * converted call that fell back: the program's refused cuBLASLt
+ * workspaces and graph-API packs alone (--gemm 0 --conv 0 --lt 0) under
+ * fp16, with the summary on. Each API's refused cases (status != 0
+ * without the shim) must be among its FP32 calls, and none may fall
+ * back. 0 when so. */
+static int
+check_refusals_counted(const char *prog, const char *lib,
+                       const char *emu_dir)
+{
+    static const char *const apis[] = {"cublasLtMatmul",
+                                       "cudnnBackendExecute"};
+    static const struct setting fp16_summary = {"fp16, summary",
+                                                "AMPSHIM_MODE", "fp16", 0};
+    char *argv[] = {(char *)prog, (char *)"--gemm", (char *)"0",
+                    (char *)"--conv", (char *)"0", (char *)"--lt",
+                    (char *)"0", NULL};
+    struct amp_test_run plain_run, run;
+    struct amp_test_summary sum;
+    struct corpus plain;
+    int bad = 0;
+
+    if (run_program(argv, emu_dir, lib, NULL, &plain_run) != 0)
+        return 1;
+    if (corpus_parse(plain_run.out, &plain) != 0) {
+        amp_test_run_free(&plain_run);
+        return 1;
+    }
+    if (run_program(argv, emu_dir, lib, &fp16_summary, &run) != 0) {
+        free(plain.cases);
+        amp_test_run_free(&plain_run);
+        return 1;
+    }
+    amp_test_parse_summary(run.err, &sum);
+    for (size_t a = 0; a < sizeof(apis) / sizeof(apis[0]); a++) {
+        const struct amp_test_summary_line *l =
+            amp_test_summary_find(&sum, apis[a]);
+        long refused = 0;
+
+        for (int i = 0; i < plain.count; i++)
+            refused += strcmp(plain.cases[i].api, apis[a]) == 0 &&
+                       plain.cases[i].status != 0;
+        if (!l || refused == 0 || l->fallback != 0 || l->fp32 < refused) {
+            printf("REFUSALS %s: %ld refused without the shim; under fp16 "
+                   "fp32=%ld fallback=%ld (want every refusal kept FP32, "
+                   "none fallen back)\n", apis[a], refused, l ? l->fp32 : -1,
+                   l ? l->fallback : -1);
+            bad = 1;
+        }
+    }
+    if (bad)
+        amp_test_run_dump("refusals", &run);
+    free(plain.cases);
+    amp_test_run_free(&plain_run);
+    amp_test_run_free(&run);
+    return bad;
 }
 
 int
@@ -222,6 +284,11 @@ main(int argc, char **argv)
     }
     printf("contract corpus: %d cases x %d settings, %ld differences\n",
            plain.count, N_SETTINGS, differences);
+    if (check_refusals_counted(argv[1], argv[2], argv[3]) != 0)
+        failed = 1;
+    else
+        printf("refused cuBLASLt workspaces and graph packs: counted FP32 "
+               "under fp16, none fallen back\n");
     free(plain.cases);
     amp_test_run_free(&plain_run);
     free(prog_argv);
