@@ -40,6 +40,24 @@ amp_last_block(uint32_t *done)
     return atomicAdd(done, 1u) == gridDim.x - 1;
 }
 
+// Called by one thread of each block after its block's atomics on *accum:
+// in the last block of the grid, the totals to *slot (page-locked host
+// memory mapped for the device), for the host's harvest.
+static __device__ void
+amp_shadow_publish(struct amp_shadow_accum *accum,
+                   struct amp_shadow_error *slot)
+{
+    if (!amp_last_block(&accum->blocks_done))
+        return;
+    slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
+    slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
+    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
+    slot->sq_diff = atomicAdd(&accum->error.sq_diff, 0.0);
+    slot->sq_ref = atomicAdd(&accum->error.sq_ref, 0.0);
+    slot->compared = atomicAdd(&accum->error.compared, 0ull);
+    __threadfence_system();
+}
+
 // Reduces every thread's errors e into *accum (zeroed before the kernel);
 // the last block to finish writes the total to *slot (page-locked host
 // memory mapped for the device). Every thread of the block calls it.
@@ -88,20 +106,12 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
     atomicAdd(&accum->error.sq_diff, sq_diff[0]);
     atomicAdd(&accum->error.sq_ref, sq_ref[0]);
     atomicAdd(&accum->error.compared, compared);
-    if (!amp_last_block(&accum->blocks_done))
-        return;
-    slot->max_abs = atomicMax(&accum->error.max_abs, 0u);
-    slot->max_ref = atomicMax(&accum->error.max_ref, 0u);
-    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
-    slot->sq_diff = atomicAdd(&accum->error.sq_diff, 0.0);
-    slot->sq_ref = atomicAdd(&accum->error.sq_ref, 0.0);
-    slot->compared = atomicAdd(&accum->error.compared, 0ull);
-    __threadfence_system();
+    amp_shadow_publish(accum, slot);
 }
 
-// Adds every thread's count to accum->error.nonfinite (zeroed before the
-// kernel); the last block to finish writes the total to *slot, with the
-// other errors 0, as amp_shadow_reduce does for a kernel that checks only
+// Adds every thread's count to accum->error.nonfinite (accum zeroed before
+// the kernel); the last block to finish writes the totals to *slot, the
+// other errors still 0: amp_shadow_reduce for a kernel that checks only
 // for non-finite results. Every thread of the block calls it.
 static __device__ void
 amp_count_reduce(uint32_t count, struct amp_shadow_accum *accum,
@@ -118,15 +128,7 @@ amp_count_reduce(uint32_t count, struct amp_shadow_accum *accum,
     if (threadIdx.x != 0)
         return;
     atomicAdd(&accum->error.nonfinite, block_count);
-    if (!amp_last_block(&accum->blocks_done))
-        return;
-    slot->max_abs = 0;
-    slot->max_ref = 0;
-    slot->nonfinite = atomicAdd(&accum->error.nonfinite, 0ull);
-    slot->sq_diff = 0.0;
-    slot->sq_ref = 0.0;
-    slot->compared = 0;
-    __threadfence_system();
+    amp_shadow_publish(accum, slot);
 }
 
 #endif
