@@ -576,7 +576,8 @@ amp_conv_queue_output(struct amp_conv_run *run)
     amp_devptr dst = amp_desc_ptr(&run->desc, out), old = dst;
     float alpha = run->desc.alpha, beta = run->desc.beta;
     int check = !run->needs_original && run->slot >= 0;
-    amp_devptr accum = check ? run->accum : 0, slot = 0;
+    amp_devptr accum = check ? run->accum : 0;
+    amp_devptr slot = check ? run->slot_at : 0;
     void *params[] = {&run->result, &format, &lr, &dst, &ld, &old, &lo,
                       &run->scalars, &alpha, &beta, &accum, &slot};
     enum amp_status st;
@@ -585,8 +586,6 @@ amp_conv_queue_output(struct amp_conv_run *run)
         dst = run->candidate;
         ld = amp_conv_packed_layout(&lr);
     }
-    if (check)
-        slot = run->slot_at;
     /* run->accum was zeroed with the scalars. */
     st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT, amp_conv_count(&lr, 0),
                          params);
