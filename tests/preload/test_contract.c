@@ -30,18 +30,19 @@ struct setting {
     const char *name;
     const char *var, *value; /* one AMPSHIM_* variable, or NULL */
     int exact;               /* every case's bytes must be equal */
+    int summary;             /* the shim's summary on stderr */
 };
 
 static const struct setting settings[] = {
-    {"shadow", "AMPSHIM_MODE", "shadow", 1},
-    {"shadow:bf16", "AMPSHIM_MODE", "shadow:bf16", 1},
-    {"default policy", NULL, NULL, 1},
-    {"disable", "AMPSHIM_DISABLE", "1", 1},
-    {"fp16", "AMPSHIM_MODE", "fp16", 0},
-    {"bf16", "AMPSHIM_MODE", "bf16", 0},
-    {"tf32", "AMPSHIM_MODE", "tf32", 0},
-    {"fp16x3", "AMPSHIM_MODE", "fp16x3", 0},
-    {"allow-conversion", "AMPSHIM_MODE", "allow-conversion", 0},
+    {"shadow", "AMPSHIM_MODE", "shadow", 1, 0},
+    {"shadow:bf16", "AMPSHIM_MODE", "shadow:bf16", 1, 0},
+    {"default policy", NULL, NULL, 1, 0},
+    {"disable", "AMPSHIM_DISABLE", "1", 1, 0},
+    {"fp16", "AMPSHIM_MODE", "fp16", 0, 0},
+    {"bf16", "AMPSHIM_MODE", "bf16", 0, 0},
+    {"tf32", "AMPSHIM_MODE", "tf32", 0, 0},
+    {"fp16x3", "AMPSHIM_MODE", "fp16x3", 0, 0},
+    {"allow-conversion", "AMPSHIM_MODE", "allow-conversion", 0, 0},
 };
 #define N_SETTINGS ((int)(sizeof(settings) / sizeof(settings[0])))
 
@@ -139,9 +140,7 @@ run_program(char **argv, const char *emu_dir, const char *lib,
     if (t) {
         amp_test_env_set(&env, "LD_PRELOAD", lib);
         amp_test_env_set(&env, "AMPSHIM_REPORT", "off");
-        /* Only the refusals' check reads the summary. */
-        amp_test_env_set(&env, "AMPSHIM_SUMMARY",
-                         strstr(t->name, "summary") != NULL ? "1" : "0");
+        amp_test_env_set(&env, "AMPSHIM_SUMMARY", t->summary ? "1" : "0");
         if (t->var)
             amp_test_env_set(&env, t->var, t->value);
     }
@@ -173,7 +172,7 @@ check_refusals_counted(const char *prog, const char *lib,
     static const char *const apis[] = {"cublasLtMatmul",
                                        "cudnnBackendExecute"};
     static const struct setting fp16_summary = {"fp16, summary",
-                                                "AMPSHIM_MODE", "fp16", 0};
+                                                "AMPSHIM_MODE", "fp16", 0, 1};
     char *argv[] = {(char *)prog, (char *)"--gemm", (char *)"0",
                     (char *)"--conv", (char *)"0", (char *)"--lt",
                     (char *)"0", NULL};
