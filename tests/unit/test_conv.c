@@ -382,17 +382,20 @@ original_run(const struct problem *p)
     return s;
 }
 
-/* Plans, prepares, issues and finishes p in mode: the statuses of each
- * step in st[0..2] (plan/prepare, vendor call, finish). */
+/* Plans, prepares, issues and finishes p in mode as a call from site
+ * (NULL: none): the first step's failure, AMP_ERR_DRIVER for the vendor
+ * call's, or AMP_OK. */
 static enum amp_status
-convert(const struct problem *p, enum amp_mode mode, enum amp_mode candidate,
-        uint64_t scratch_max, struct amp_conv_run *run)
+convert_at(const struct problem *p, struct amp_site *site,
+           enum amp_mode mode, enum amp_mode candidate, uint64_t scratch_max,
+           struct amp_conv_run *run)
 {
     struct amp_conv_desc d = describe(p);
     struct amp_conv_plan plan;
     struct vendor v;
     enum amp_status st;
 
+    d.site = site;
     st = amp_conv_plan(&d, mode, candidate, &plan);
     if (st != AMP_OK)
         return st;
@@ -406,6 +409,13 @@ convert(const struct problem *p, enum amp_mode mode, enum amp_mode candidate,
     }
     vendor_free(p, &v);
     return st;
+}
+
+static enum amp_status
+convert(const struct problem *p, enum amp_mode mode, enum amp_mode candidate,
+        uint64_t scratch_max, struct amp_conv_run *run)
+{
+    return convert_at(p, NULL, mode, candidate, scratch_max, run);
 }
 
 static int
@@ -849,8 +859,6 @@ test_nonfinite_demotes_site(void **state)
     struct problem p;
     struct amp_conv_run run;
     struct amp_conv_desc d;
-    struct amp_conv_plan plan;
-    struct vendor v;
     struct amp_site *site = amp_site_get(api, (const void *)&g);
     float *got = malloc(1 << 20);
 
@@ -865,16 +873,8 @@ test_nonfinite_demotes_site(void **state)
 
         assert_non_null(calm);
         make_geometry(&p, &g, AMP_CONV_FWD, 1.0f, 1.0f, 1.0f);
-        d = describe(&p);
-        d.site = calm;
-        assert_int_equal(amp_conv_plan(&d, AMP_MODE_ALLOW_CONVERSION,
-                                       AMP_MODE_FP16, &plan), AMP_OK);
-        vendor_make(&p, &plan, &v);
-        assert_int_equal(amp_conv_prepare(dev, &d, &plan, v.bytes, 1 << 30,
-                                          &run), AMP_OK);
-        assert_int_equal(vendor_run(&p, &v, &run), CUDNN_STATUS_SUCCESS);
-        assert_int_equal(amp_conv_finish(&run), AMP_OK);
-        vendor_free(&p, &v);
+        assert_int_equal(convert_at(&p, calm, AMP_MODE_ALLOW_CONVERSION,
+                                    AMP_MODE_FP16, 1 << 30, &run), AMP_OK);
         amp_harvest(1);
         assert_false(amp_site_demoted(calm));
         problem_free(&p);
@@ -884,14 +884,8 @@ test_nonfinite_demotes_site(void **state)
     d.site = site;
     assert_int_equal(amp_conv_decide(&d, AMP_MODE_ALLOW_CONVERSION),
                      AMP_CONV_CONVERT);
-    assert_int_equal(amp_conv_plan(&d, AMP_MODE_ALLOW_CONVERSION,
-                                   AMP_MODE_FP16, &plan), AMP_OK);
-    vendor_make(&p, &plan, &v);
-    assert_int_equal(amp_conv_prepare(dev, &d, &plan, v.bytes, 1 << 30, &run),
-                     AMP_OK);
-    assert_int_equal(vendor_run(&p, &v, &run), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(amp_conv_finish(&run), AMP_OK);
-    vendor_free(&p, &v);
+    assert_int_equal(convert_at(&p, site, AMP_MODE_ALLOW_CONVERSION,
+                                AMP_MODE_FP16, 1 << 30, &run), AMP_OK);
     download(&p, got);
     amp_harvest(1);
     assert_true(amp_site_demoted(site));
