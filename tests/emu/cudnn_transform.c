@@ -41,8 +41,6 @@
 #define BAD(...) emu_dnn_error(CUDNN_STATUS_BAD_PARAM, __VA_ARGS__)
 #define UNSUPPORTED(...) emu_dnn_error(CUDNN_STATUS_NOT_SUPPORTED, __VA_ARGS__)
 
-#define MAX_SPATIAL (CUDNN_DIM_MAX - 2)
-
 /* ---- Descriptors ---------------------------------------------------------- */
 
 static int
@@ -243,12 +241,11 @@ cudnnInitTransformDest(const cudnnTensorTransformDescriptor_t transformDesc,
 /* ---- The transform -------------------------------------------------------- */
 
 struct transform_job {
+    const char *api;
     struct emu_dnn_view src, dst;
     double alpha, beta;
-    int unfold;
-    int src_c;                       /* the unfolded tensor's channels */
-    int pad_before[CUDNN_DIM_MAX];
-    int fold[MAX_SPATIAL];
+    struct cudnnTensorTransformStruct t;
+    int unfold;                      /* t unfolds (folds > 1) */
 };
 
 /* Source offset of destination element `coord`, or -1 where nothing lands
@@ -266,25 +263,25 @@ source_of(const struct transform_job *j, const int coord[])
 
         at[0] = coord[0];
         for (int i = 0; i < nsp; i++) {
-            inblock = inblock * j->fold[i] + coord[2 + i] % j->fold[i];
-            at[2 + i] = coord[2 + i] / j->fold[i];
+            inblock = inblock * j->t.fold[i] + coord[2 + i] % j->t.fold[i];
+            at[2 + i] = coord[2 + i] / j->t.fold[i];
         }
-        at[1] = (int)(inblock * j->src_c + coord[1]);
+        at[1] = (int)(inblock * j->dst.dim[1] + coord[1]);
     } else {
         /* dst (n', c', x'...) from src (n' - pad, c, x' * f + r - pad...),
          * c' = pad[C] + (r, row-major) * C + c. */
-        int c = coord[1] - j->pad_before[1];
+        int c = coord[1] - j->t.pad_before[1];
         int64_t inblock;
 
         if (c < 0)
             return -1;
         inblock = c / s->dim[1];
         at[1] = c % s->dim[1];
-        at[0] = coord[0] - j->pad_before[0];
+        at[0] = coord[0] - j->t.pad_before[0];
         for (int i = nsp - 1; i >= 0; i--) {
-            at[2 + i] = coord[2 + i] * j->fold[i] +
-                        (int)(inblock % j->fold[i]) - j->pad_before[2 + i];
-            inblock /= j->fold[i];
+            at[2 + i] = coord[2 + i] * j->t.fold[i] +
+                        (int)(inblock % j->t.fold[i]) - j->t.pad_before[2 + i];
+            inblock /= j->t.fold[i];
         }
         if (inblock != 0)
             return -1;
@@ -308,7 +305,7 @@ transform_run(void *arg)
     int64_t di = 0, si;
 
     if (src == NULL || dst == NULL)
-        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, "cudnnTransformTensorEx",
+        return emu_op_fail(CUDA_ERROR_ILLEGAL_ADDRESS, j->api,
                            "a tensor is not in device memory");
     for (size_t lin = 0; lin < n; lin++) {
         si = source_of(j, coord);
@@ -370,15 +367,13 @@ transform(cudnnHandle_t handle, const char *api,
     if (job == NULL)
         return emu_dnn_error(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
                              "out of host memory");
+    job->api = api;
     job->src = *src;
     job->dst = *dst;
     job->alpha = emu_dnn_scalar(alpha, dst->type);
     job->beta = emu_dnn_scalar(beta, dst->type);
+    job->t = *d;
     job->unfold = d->direction == CUDNN_TRANSFORM_UNFOLD && folds(d);
-    job->src_c = dst->dim[1];
-    memcpy(job->pad_before, d->pad_before, sizeof(job->pad_before));
-    for (int i = 0; i < src->nb_dims - 2; i++)
-        job->fold[i] = d->fold[i];
     return emu_dnn_submit(&cfg, api, transform_run, free, job,
                           (double)emu_dnn_view_count(dst),
                           emu_dnn_view_bytes(src) + emu_dnn_view_bytes(dst));
