@@ -75,6 +75,8 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
         return 0;
     }
+    if (amp_conv_warms_up(&h->run))
+        amp_prof_warmup(&h->prof);
     s = v->issue(own, call, &h->run);
     if (s != 0) {
         amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "

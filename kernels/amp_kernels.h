@@ -129,20 +129,34 @@ extern const size_t amp_kernels_fatbin_size;
  * amp_k_conv_scales(const float *a, struct amp_conv_layout la,
  *                   const float *b, struct amp_conv_layout lb,
  *                   int64_t blocks_a, struct amp_conv_scalars *s,
- *                   int32_t log2_len, int32_t format)
+ *                   int32_t log2_len, int32_t format,
+ *                   struct amp_conv_record *rec)
  *     blocks [0, blocks_a) raise s->absmax_a to the largest finite |a|, the
  *     rest s->absmax_b to that of |b| (FP32 bits); s->nonfinite_in becomes
  *     1 when an input holds Inf or NaN; the last block to finish (counted
- *     in s->blocks_done) calls amp_conv_scalars_finish(). The struct must
- *     be zeroed first.
+ *     in s->blocks_done) calls amp_conv_scalars_finish() and, with a
+ *     record (the first call of a delayed-scaling one), sets it to the
+ *     exponents. The struct must be zeroed first.
  *
  * amp_k_conv_cast(const float *a, struct amp_conv_layout la,
  *                 uint16_t *dst_a, const float *b,
  *                 struct amp_conv_layout lb, uint16_t *dst_b,
  *                 int64_t blocks_a, const struct amp_conv_scalars *s,
- *                 int32_t format)
+ *                 int32_t format, int32_t redo)
  *     the packed copies of a times s->scale_a (blocks [0, blocks_a)) and
- *     of b times s->scale_b (the rest) in FP16 or BF16, padding zeroed.
+ *     of b times s->scale_b (the rest) in FP16 or BF16, padding zeroed;
+ *     with redo, only the inputs whose s->redo_a or s->redo_b is set.
+ *
+ * amp_k_conv_cast_one_pass(const float *a, struct amp_conv_layout la,
+ *                          uint16_t *dst_a, const float *b,
+ *                          struct amp_conv_layout lb, uint16_t *dst_b,
+ *                          int64_t blocks_a, struct amp_conv_scalars *s,
+ *                          int32_t log2_len, int32_t format,
+ *                          struct amp_conv_record *rec)
+ *     the copies as amp_k_conv_cast at the record's exponents (1 without
+ *     one), and the maxima and non-finite flag as amp_k_conv_scales; the
+ *     last block calls amp_conv_delayed_finish(), which sets the redo
+ *     flags an amp_k_conv_cast with redo then reads. s zeroed first.
  *
  * amp_k_conv_output(const void *r, int32_t format,
  *                   struct amp_conv_layout lr, float *dst,
@@ -180,6 +194,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_SHADOW_ERROR "amp_k_shadow_error"
 #define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"
+#define AMP_K_CONV_CAST_ONE_PASS "amp_k_conv_cast_one_pass"
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
 

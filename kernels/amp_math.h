@@ -1344,18 +1344,21 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
 }
 
 /* One thread's share of the packed copy: dst[g] = half(src * scale), zero
- * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). */
-AMP_HD void
-amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
-                     uint16_t *dst, float scale, int32_t format, int64_t tid,
-                     int64_t nthreads)
+ * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). Returns the
+ * largest finite |src| it read (FP32 bits); *nonfinite becomes 1 when it
+ * read Inf or NaN. */
+AMP_HD uint32_t
+amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
+                          uint16_t *dst, float scale, int32_t format,
+                          uint32_t *nonfinite, int64_t tid, int64_t nthreads)
 {
     struct amp_conv_walk w;
     int64_t n = amp_conv_count(l, 1), g;
     int64_t per0 = l->per[0], per1 = l->per[1];
+    uint32_t best = 0;
 
     if (tid >= n)
-        return;
+        return best;
     amp_conv_walk_init(&w, l, 1);
     amp_conv_walk_offset(&w, 0, l);
     amp_conv_walk_start(&w, 1, tid, nthreads);
@@ -1363,12 +1366,34 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
         float x = 0.0f;
 
         /* Digits 0 and 5 past the group's real size: padding. */
-        if (w.at[0] < per1 && w.at[5] < per0)
-            x = src[w.off[0]] * scale;
+        if (w.at[0] < per1 && w.at[5] < per0) {
+            float v = src[w.off[0]];
+            uint32_t mag = amp_f32_bits(v) & 0x7fffffffu;
+
+            if (mag >= 0x7f800000u)
+                *nonfinite = 1;
+            else if (mag > best)
+                best = mag;
+            x = v * scale;
+        }
         dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
                                            : amp_f32_to_f16(x);
         amp_conv_walk_next(&w, 1);
     }
+    return best;
+}
+
+/* The packed copy alone (amp_conv_cast_scan_thread, what it read not
+ * kept). */
+AMP_HD void
+amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
+                     uint16_t *dst, float scale, int32_t format, int64_t tid,
+                     int64_t nthreads)
+{
+    uint32_t nonfinite = 0;
+
+    (void)amp_conv_cast_scan_thread(src, l, dst, scale, format, &nonfinite,
+                                    tid, nthreads);
 }
 
 /* The packed result element at `off` as FP32: FP16, BF16 or FP32
@@ -1399,6 +1424,8 @@ struct amp_conv_scalars {
     float scale_b;
     float unscale_a;  /* 2^-exp_a */
     float unscale_b;
+    uint32_t redo_a;  /* the one-pass cast's copy of a does not stand: */
+    uint32_t redo_b;  /* cast again at scale_a (amp_conv_delayed_finish) */
 };
 
 /* FP16 output bound: both scaled inputs' maxima below 2^(p+1) and 2^(q+1)
@@ -1416,6 +1443,16 @@ struct amp_conv_scalars {
  * into the subnormals) runs in FP32 with the fallback reason fp16-range
  * (src/run/conv.c, amp_conv_f16_fits). */
 #define AMP_CONV_F16_MAX_LOG2_LEN 19
+
+/* The scales and unscales of s's exponents. */
+AMP_HD void
+amp_conv_scales_set(struct amp_conv_scalars *s)
+{
+    s->scale_a = amp_pow2f(s->exp_a);
+    s->scale_b = amp_pow2f(s->exp_b);
+    s->unscale_a = amp_pow2f(amp_clamp_exp(-s->exp_a));
+    s->unscale_b = amp_pow2f(amp_clamp_exp(-s->exp_b));
+}
 
 /* The scales of a convolution's two inputs for `format`: for FP16, powers
  * of two chosen from the maxima so that |output| <= scaled max_a * scaled
@@ -1447,10 +1484,93 @@ amp_conv_scalars_finish(struct amp_conv_scalars *s, int32_t log2_len,
         if (s->exp_b > eb)
             s->exp_a = amp_clamp_exp(s->exp_a - (s->exp_b - eb));
     }
-    s->scale_a = amp_pow2f(s->exp_a);
-    s->scale_b = amp_pow2f(s->exp_b);
-    s->unscale_a = amp_pow2f(amp_clamp_exp(-s->exp_a));
-    s->unscale_b = amp_pow2f(amp_clamp_exp(-s->exp_b));
+    amp_conv_scales_set(s);
+}
+
+/* Delayed scaling of a repeating FP16 convolution, as for GEMMs
+ * (AMP_DELAYED_SLACK): a record of the device layer, one per (site,
+ * shape, stream), keeps the exact exponents of the last call; the next
+ * call casts both inputs in one pass at those exponents while it reduces
+ * its own maxima, and its last block keeps an input's copy where the
+ * delayed exponent d stands for the exact one e of this call's maxima
+ * (amp_conv_delayed_fits), otherwise flags it to be cast again at e. */
+struct amp_conv_record {
+    int32_t exp_a;  /* the last call's exact exponents */
+    int32_t exp_b;
+    uint32_t valid; /* 1 once they are set (a record's memory starts as it
+                       was: only 1 counts) */
+};
+
+/* The least exponent of a scaled input's maximum that the FP16 path keeps
+ * for every reduction it runs (2^-3 at AMP_CONV_F16_MAX_LOG2_LEN): every
+ * element within FP16's 11 significant bits of its maximum is a normal
+ * number. */
+#define AMP_CONV_F16_LEAST_MAX_EXP \
+    ((AMP_CONV_F16_OUT_EXP - 2 - AMP_CONV_F16_MAX_LOG2_LEN) / 2)
+
+/* The exponent the one-pass cast of input `part` (0: a) uses: the
+ * record's, 0 without one. */
+AMP_HD int
+amp_conv_delayed_exp(const struct amp_conv_record *r, int part)
+{
+    if (r == NULL || r->valid != 1)
+        return 0;
+    return part ? r->exp_b : r->exp_a;
+}
+
+/* Whether delayed exponent d may stand for an input of maximum M (FP32
+ * bits) whose exact exponent is e. d <= e: the scaled input is no larger
+ * than under e, so the output bound of amp_conv_scalars_finish holds
+ * whatever the other input's exponent; d >= e - AMP_DELAYED_SLACK and the
+ * scaled maximum at 2^AMP_CONV_F16_LEAST_MAX_EXP or above: precision as
+ * the two-pass path's for elements near the maximum, and within
+ * AMP_DELAYED_SLACK bits of it below. d == e always stands (the copy is
+ * the two-pass path's, bit for bit). */
+AMP_HD int
+amp_conv_delayed_fits(uint32_t absmax, int d, int e)
+{
+    if (d == e)
+        return 1;
+    return d < e && d >= e - AMP_DELAYED_SLACK &&
+           (absmax == 0 || amp_log2_floor(amp_bits_f32(absmax)) + d >=
+                               AMP_CONV_F16_LEAST_MAX_EXP);
+}
+
+/* The record after a call whose exact exponents were ea and eb. */
+AMP_HD void
+amp_conv_record_set(struct amp_conv_record *r, int ea, int eb)
+{
+    r->exp_a = ea;
+    r->exp_b = eb;
+    r->valid = 1;
+}
+
+/* After the one-pass cast reduced this call's maxima into s: the exact
+ * scales (amp_conv_scalars_finish); with a record, each input whose
+ * delayed exponent stands keeps it, the others are flagged in redo_a and
+ * redo_b to be cast again at the exact one, and the record takes the
+ * exact exponents for the next call. Without one (BF16, unscaled) the
+ * copies stand as cast. */
+AMP_HD void
+amp_conv_delayed_finish(struct amp_conv_scalars *s, struct amp_conv_record *r,
+                        int32_t log2_len, int32_t format)
+{
+    int ea, eb, da = amp_conv_delayed_exp(r, 0),
+                db = amp_conv_delayed_exp(r, 1);
+
+    amp_conv_scalars_finish(s, log2_len, format);
+    if (r == NULL)
+        return;
+    ea = s->exp_a;
+    eb = s->exp_b;
+    s->redo_a = !amp_conv_delayed_fits(s->absmax_a, da, ea);
+    s->redo_b = !amp_conv_delayed_fits(s->absmax_b, db, eb);
+    if (!s->redo_a)
+        s->exp_a = da;
+    if (!s->redo_b)
+        s->exp_b = db;
+    amp_conv_scales_set(s);
+    amp_conv_record_set(r, ea, eb);
 }
 
 /* One thread's share of the output: dst = alpha * r / (scale_a scale_b) +

@@ -1,19 +1,38 @@
 // Kernels of the converted convolution path: maxima and scales of the two
 // inputs (one launch), their half-precision packed copies with padded
-// channels (one launch), the output cast with alpha and beta and the
-// non-finite check in the same pass, and the shadow errors. The arithmetic lives in
-// amp_math.h, shared with the emulator's host build. Each kernel keeps to
-// 64 registers and no stack (AMP_KERNEL_BOUNDS; the kernel_resources
-// test).
+// channels (one launch), or for a repeating FP16 call (delayed scaling)
+// and for BF16 both in one pass, the output cast with alpha and beta and
+// the non-finite check in the same pass, and the shadow errors. The
+// arithmetic lives in amp_math.h, shared with the emulator's host build.
+// Each kernel keeps to 64 registers and no stack (AMP_KERNEL_BOUNDS; the
+// kernel_resources test).
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"
+
+// Thread 0 of each block, after its block's reduction: the block's maximum
+// and non-finite flag into s; 1 in the last block to finish, once the
+// totals are in s->absmax_a, s->absmax_b and s->nonfinite_in.
+static __device__ int
+amp_conv_maxima_done(struct amp_conv_scalars *s, int part, uint32_t max,
+                     uint32_t bad)
+{
+    if (bad)
+        atomicOr(&s->nonfinite_in, 1u);
+    atomicMax(part ? &s->absmax_b : &s->absmax_a, max);
+    if (!amp_last_block(&s->blocks_done))
+        return 0;
+    s->absmax_a = atomicMax(&s->absmax_a, 0u);
+    s->absmax_b = atomicMax(&s->absmax_b, 0u);
+    s->nonfinite_in = atomicOr(&s->nonfinite_in, 0u);
+    return 1;
+}
 
 extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
                   struct amp_conv_layout lb, int64_t blocks_a,
                   struct amp_conv_scalars *s, int32_t log2_len,
-                  int32_t format)
+                  int32_t format, struct amp_conv_record *rec)
 {
     __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
     uint32_t bad = 0;
@@ -28,29 +47,29 @@ amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
              : amp_conv_absmax_thread(a, &la, &bad, tid, nthreads);
     bad = __syncthreads_or(bad);
     amp_block_max(block_max);
-    if (threadIdx.x != 0)
+    if (threadIdx.x != 0 || !amp_conv_maxima_done(s, part, block_max[0], bad))
         return;
-    if (bad)
-        atomicOr(&s->nonfinite_in, 1u);
-    atomicMax(part ? &s->absmax_b : &s->absmax_a, block_max[0]);
-    if (!amp_last_block(&s->blocks_done))
-        return;
-    s->absmax_a = atomicMax(&s->absmax_a, 0u);
-    s->absmax_b = atomicMax(&s->absmax_b, 0u);
-    s->nonfinite_in = atomicOr(&s->nonfinite_in, 0u);
     amp_conv_scalars_finish(s, log2_len, format);
+    // The first call of a delayed-scaling record: its exponents for the
+    // next call.
+    if (rec)
+        amp_conv_record_set(rec, s->exp_a, s->exp_b);
 }
 
+// The copies at s's scales; with `redo`, only those of the inputs the
+// one-pass cast flagged (the others' blocks return at once).
 extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_cast(const float *a, struct amp_conv_layout la, uint16_t *dst_a,
                 const float *b, struct amp_conv_layout lb, uint16_t *dst_b,
                 int64_t blocks_a, const struct amp_conv_scalars *s,
-                int32_t format)
+                int32_t format, int32_t redo)
 {
     int64_t tid, nthreads;
     int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
                              &tid, &nthreads);
 
+    if (redo && !(part ? s->redo_b : s->redo_a))
+        return;
     // One call per input, as in amp_k_conv_scales.
     if (part)
         amp_conv_cast_thread(b, &lb, dst_b, s->scale_b, format, tid,
@@ -58,6 +77,38 @@ amp_k_conv_cast(const float *a, struct amp_conv_layout la, uint16_t *dst_a,
     else
         amp_conv_cast_thread(a, &la, dst_a, s->scale_a, format, tid,
                              nthreads);
+}
+
+// The one-pass cast: each input times the exponent the record gives
+// (amp_conv_delayed_exp: 1 without a record, BF16), this call's maxima
+// reduced on the way; the last block decides what stands
+// (amp_conv_delayed_finish) and sets the record for the next call.
+extern "C" __global__ void AMP_KERNEL_BOUNDS
+amp_k_conv_cast_one_pass(const float *a, struct amp_conv_layout la,
+                         uint16_t *dst_a, const float *b,
+                         struct amp_conv_layout lb, uint16_t *dst_b,
+                         int64_t blocks_a, struct amp_conv_scalars *s,
+                         int32_t log2_len, int32_t format,
+                         struct amp_conv_record *rec)
+{
+    __shared__ uint32_t block_max[AMP_KERNEL_BLOCK];
+    uint32_t bad = 0;
+    int64_t tid, nthreads;
+    int part = amp_grid_part(AMP_TID, AMP_NTHREADS, blockDim.x, blocks_a,
+                             &tid, &nthreads);
+    float scale = amp_pow2f(amp_conv_delayed_exp(rec, part));
+
+    // One call per input, as in amp_k_conv_scales.
+    block_max[threadIdx.x] =
+        part ? amp_conv_cast_scan_thread(b, &lb, dst_b, scale, format, &bad,
+                                         tid, nthreads)
+             : amp_conv_cast_scan_thread(a, &la, dst_a, scale, format, &bad,
+                                         tid, nthreads);
+    bad = __syncthreads_or(bad);
+    amp_block_max(block_max);
+    if (threadIdx.x != 0 || !amp_conv_maxima_done(s, part, block_max[0], bad))
+        return;
+    amp_conv_delayed_finish(s, rec, log2_len, format);
 }
 
 extern "C" __global__ void AMP_KERNEL_BOUNDS

@@ -61,9 +61,9 @@ awk -v n="$n" -v c="$c" -v k="$k" -v h="$h" -v w="$w" -v r="$r" \
         printf "forward %s %s, one steady fp16 call:\n", shape, layout
         for (name in steady)
             if (steady[name] > 0)
-                printf "  %-20s %12d bytes  %.3fx\n", name, steady[name],
+                printf "  %-26s %12d bytes  %.3fx\n", name, steady[name],
                        steady[name] / fp32
-        printf "  %-20s %12d bytes\n", "FP32 tensors", fp32
+        printf "  %-26s %12d bytes\n", "FP32 tensors", fp32
         printf "bytes ratio %.3f (least 1.5)\n", total / fp32
         if (max != "" && total / fp32 > max + 0)
             exit 1

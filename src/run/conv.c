@@ -4,6 +4,7 @@
 
 #include "amp_kernels.h"
 #include "base/log.h"
+#include "base/lru.h"
 #include "measure/harvest.h"
 
 #include <limits.h>
@@ -350,28 +351,84 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
+#define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
+
+_Static_assert(sizeof(struct amp_conv_record) <= AMP_DEV_RECORD_BYTES,
+               "a convolution's record fits");
+
+/* A repeating FP16 call takes a record of the device layer per (site,
+ * shape, stream) for delayed scaling (struct amp_conv_record): the first
+ * call there takes the two passes and sets it, the next ones cast in one
+ * pass. Not for the per-thread default stream (one handle, several
+ * streams) or a stream being captured (a graph may replay on any
+ * stream). */
+static void
+amp_conv_record(struct amp_conv_run *run)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    struct {
+        const void *site;
+        int64_t dir, groups;
+        struct amp_conv_layout x, w, y;
+    } key;
+    amp_devptr at = 0;
+    int fresh = 1;
+
+    if (p->type != AMP_CONV_F16 || run->stream == AMP_STREAM_PER_THREAD ||
+        amp_dev_stream_capturing(run->stream) != 0)
+        return;
+    memset(&key, 0, sizeof key);
+    key.site = run->desc.site;
+    key.dir = run->desc.dir;
+    key.groups = run->desc.groups;
+    key.x = p->x;
+    key.w = p->w;
+    key.y = p->y;
+    run->record_key = amp_lru_hash(&key, sizeof key);
+    if (amp_dev_record(run->dev, run->record_key, run->stream, &at,
+                       &fresh) != AMP_OK)
+        return;
+    run->record = at;
+    run->delayed = !fresh;
+}
+
+int
+amp_conv_warms_up(const struct amp_conv_run *run)
+{
+    return run->record && !run->delayed;
+}
+
 /* Zeroes the scalars and the error accumulator after them (parts 3 and
  * 4, adjacent: the check or the shadow errors need it zeroed later), then
- * one launch reduces both inputs' maxima and its last block sets the
- * scales, and one more makes both half copies. */
+ * the half copies: for FP16, one launch reduces both inputs' maxima and
+ * its last block sets the scales, and one more makes both copies; for a
+ * repeating FP16 call (delayed scaling) and for BF16 (unscaled), one
+ * launch makes the copies and reduces the maxima, and for FP16 one more
+ * casts again an input whose delayed scale does not stand. FP32 data (no
+ * copies) takes the maxima launch alone, for the non-finite flag. */
 static enum amp_status
 amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
 {
     const struct amp_conv_plan *p = &run->plan;
     int32_t format = amp_conv_format(p->type);
     int32_t log2_len = amp_ceil_log2(amp_conv_reduction(&run->desc));
-    amp_devptr s = run->scalars;
+    int32_t redo = 0;
+    amp_devptr s = run->scalars, rec = run->record;
     size_t words = (size_t)(run->accum - s) / 4 +
                    sizeof(struct amp_shadow_accum) / 4;
     int in[2], i;
+    int one_pass = p->type == AMP_CONV_BF16 || run->delayed;
     amp_devptr src[2], dst[2];
     struct amp_conv_layout l[2];
     int64_t blocks_a;
     unsigned grid;
     void *scales[] = {&src[0], &l[0], &src[1], &l[1], &blocks_a, &s,
-                      &log2_len, &format};
+                      &log2_len, &format, &rec};
     void *casts[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
-                     &blocks_a, &s, &format};
+                     &blocks_a, &s, &format, &redo};
+    void *once[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
+                    &blocks_a, &s, &log2_len, &format, &rec};
     enum amp_status st;
 
     amp_conv_inputs(run->desc.dir, &in[0], &in[1]);
@@ -381,15 +438,23 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
         l[i] = *amp_plan_layout(p, in[i]);
     }
     st = amp_dev_memset32_async(s, 0, words, run->stream);
-    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
-    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
-    if (st == AMP_OK)
+    if (st == AMP_OK && !one_pass) {
+        blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
+        grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
                             AMP_KERNEL_BLOCK, run->stream, scales);
+    }
     if (st != AMP_OK || p->type == AMP_CONV_F32)
         return st;
     blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 1));
     grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 1));
+    if (one_pass) {
+        st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST_ONE_PASS, grid,
+                            AMP_KERNEL_BLOCK, run->stream, once);
+        if (st != AMP_OK || !run->delayed)
+            return st;
+        redo = 1;
+    }
     return amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST, grid,
                           AMP_KERNEL_BLOCK, run->stream, casts);
 }
@@ -522,7 +587,16 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
             amp_conv_release(run);
         return st;
     }
+    amp_conv_record(run);
     st = amp_conv_queue_inputs(run, copies);
+    /* A first call that failed may not have set its record: the key's
+     * next call starts afresh; its scales kernel may be queued already,
+     * so the record drains before another stream may take it. Once
+     * queued, later calls may take one pass (their kernels follow). */
+    if (amp_conv_warms_up(run) && st != AMP_OK)
+        amp_dev_record_drop(dev, run->record, run->record_key, run->stream);
+    else if (amp_conv_warms_up(run))
+        amp_dev_record_ready(dev, run->record, run->record_key);
     if (st != AMP_OK)
         amp_conv_release(run);
     return st;

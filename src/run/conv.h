@@ -186,6 +186,10 @@ struct amp_conv_run {
     int scratch_in_graph;      /* owned by the graph being captured */
     int slot;
     amp_devptr slot_at;
+    amp_devptr record;         /* its delayed-scaling record (FP16), or 0 */
+    uint64_t record_key;
+    int delayed;               /* the record holds an earlier call's
+                                  exponents: the one-pass cast */
 };
 
 /* Queues on d->stream the scratch allocation (with `workspace_bytes` for
@@ -198,6 +202,10 @@ enum amp_status amp_conv_prepare(struct amp_dev *dev,
                                  const struct amp_conv_plan *plan,
                                  size_t workspace_bytes, uint64_t scratch_max,
                                  struct amp_conv_run *run);
+
+/* 1 when a prepared run is the first call of its delayed-scaling record:
+ * it takes the two passes its later calls skip (amp_prof_warmup). */
+int amp_conv_warms_up(const struct amp_conv_run *run);
 
 /* After the vendor call succeeded: queues the non-finite check and the
  * output cast (shadow: into the candidate; the caller's destination is read

@@ -418,6 +418,19 @@ convert(const struct problem *p, enum amp_mode mode, enum amp_mode candidate,
     return convert_at(p, NULL, mode, candidate, scratch_max, run);
 }
 
+/* The device layer's delayed-scaling records, made once per context on
+ * the first FP16 call and kept for its life: made before a test counts
+ * free memory. */
+static void
+records_made(void)
+{
+    amp_devptr at;
+    int fresh;
+
+    assert_int_equal(amp_dev_record(dev, 1, stream, &at, &fresh), AMP_OK);
+    amp_dev_record_drop(dev, at, 1, stream);
+}
+
 static int
 setup(void **state)
 {
@@ -775,6 +788,7 @@ test_paths_within_bounds(void **state)
     double worst[4] = {0, 0, 0, 0};
 
     (void)state;
+    records_made();
     for (size_t gi = 0; gi < sizeof geometries / sizeof *geometries; gi++)
         for (int dir = 0; dir < 3; dir++)
             for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
@@ -899,6 +913,59 @@ test_nonfinite_demotes_site(void **state)
     check_output(&p, got, mode_rel(AMP_MODE_FP16));
     free(got);
     problem_free(&p);
+}
+
+/* Delayed scaling of a repeating FP16 convolution: at one site and shape
+ * the first call takes the two passes and sets the record, later calls
+ * cast in one pass at the last call's exponents. Where a delayed exponent
+ * does not stand (the data grew 2^12 times: its copy would overflow FP16's
+ * output; it shrank 2^12 times: below the slack) the input is cast again
+ * and the output is a first call's (at a site of its own) bit for bit;
+ * where it stands (the same data; data that shrank 4 times) the output is
+ * the first call's or within FP16's bound. */
+static void
+test_delayed_scaling(void **state)
+{
+    static const struct geometry g = {16, 8, 1, 1, 1, 1, 1, 1.0f, 0.0f};
+    static const struct {
+        float xs;
+        int fresh_bits; /* the output is a first call's, bit for bit */
+    } steps[] = {
+        {1.0f, 1}, {1.0f, 1}, {0x1p12f, 1}, {0x1p10f, 0}, {0x1p-2f, 1},
+    };
+    static char refs[sizeof steps / sizeof *steps];
+    struct amp_site *site = amp_site_get(api, (const void *)&steps);
+    size_t n = (size_t)2 * 8 * 7 * 6, i;
+    float *got = malloc(n * 4), *want = malloc(n * 4);
+    struct amp_conv_run run;
+    struct problem p;
+
+    (void)state;
+    assert_true(got && want && site);
+    for (i = 0; i < sizeof steps / sizeof *steps; i++) {
+        struct amp_site *fresh = amp_site_get(api, (const void *)&refs[i]);
+
+        assert_non_null(fresh);
+        make_geometry(&p, &g, AMP_CONV_FWD, steps[i].xs, 1.0f, 1.0f);
+        assert_int_equal(convert_at(&p, site, AMP_MODE_FP16, AMP_MODE_FP16,
+                                    1 << 30, &run), AMP_OK);
+        assert_int_equal(run.delayed, i > 0);
+        assert_int_equal(amp_conv_warms_up(&run), i == 0);
+        download(&p, got);
+        check_output(&p, got, mode_rel(AMP_MODE_FP16));
+        assert_int_equal(convert_at(&p, fresh, AMP_MODE_FP16, AMP_MODE_FP16,
+                                    1 << 30, &run), AMP_OK);
+        assert_true(amp_conv_warms_up(&run));
+        download(&p, want);
+        amp_harvest(1);
+        if (steps[i].fresh_bits && memcmp(got, want, n * 4) != 0)
+            fail_msg("step %zu (x of magnitude %g): the one-pass output "
+                     "differs from a first call's", i, (double)steps[i].xs);
+        problem_free(&p);
+    }
+    assert_false(amp_site_demoted(site));
+    free(got);
+    free(want);
 }
 
 /* Shadow: finish leaves the destination to the original call; after it,
@@ -1034,9 +1101,11 @@ test_output_in_scratch(void **state)
 
 /* ---- Failures, in a fresh child per injected fault ------------------------- */
 
-/* Scenario "mode/dir": one converted call with the fault. Exits 0 when a
- * step failed and held (destination untouched, device memory back), 1
- * when no fault fired, higher when a rule broke. */
+/* Scenario "mode/dir/warm": one converted call with the fault, after
+ * `warm` calls of the same problem without one (an FP16 call after one is
+ * delayed scaling's one-pass cast). Exits 0 when a step failed and held
+ * (destination untouched, device memory back), 1 when no fault fired,
+ * higher when a rule broke. */
 static int
 child(const char *scenario)
 {
@@ -1044,12 +1113,13 @@ child(const char *scenario)
     static float got[1 << 16];
     struct problem p;
     struct amp_conv_run run;
-    int mode, dir;
+    int mode, dir, warm;
     size_t free0, free1, total, n;
     enum amp_status st;
     int rc;
 
-    if (sscanf(scenario, "%d/%d", &mode, &dir) != 2 || setup(NULL) != 0)
+    if (sscanf(scenario, "%d/%d/%d", &mode, &dir, &warm) != 3 ||
+        setup(NULL) != 0)
         return 10;
     p = base;
     p.c = g.c; p.k = g.k; p.nhwc = g.nhwc; p.alpha = g.alpha;
@@ -1059,6 +1129,13 @@ child(const char *scenario)
     n = dir == AMP_CONV_FWD ? (size_t)p.n * p.k * p.p * p.q
         : dir == AMP_CONV_BWD_DATA ? (size_t)p.n * p.c * p.h * p.w
                                    : (size_t)p.k * p.c * p.r * p.s;
+    records_made();
+    while (warm-- > 0)
+        if (convert(&p, (enum amp_mode)mode, AMP_MODE_FP16, 1 << 30, &run) !=
+                AMP_OK ||
+            cuStreamSynchronize(stream) ||
+            cuMemcpyHtoD(out_dev(&p), out_host(&p), n * 4))
+            return 14;
     if (cuStreamSynchronize(stream) || cuMemGetInfo(&free0, &total))
         return 12;
     st = convert(&p, (enum amp_mode)mode, AMP_MODE_FP16, 1 << 30, &run);
@@ -1079,35 +1156,46 @@ static const char *const dir_api[] = {
     "cudnnConvolutionBackwardFilter",
 };
 
+/* Launches of one converted call: fp16, maxima and scales, casts, output
+ * with the check = 3 (a repeating call: the one-pass cast, the cast again
+ * of what did not stand, output = 3); bf16, the one-pass cast, output = 2;
+ * allow-conversion, maxima and scales, output with the check = 2; tf32
+ * (beta != 0), output. */
+static int
+launches(enum amp_mode mode)
+{
+    return mode == AMP_MODE_TF32 ? 1
+           : mode == AMP_MODE_ALLOW_CONVERSION || mode == AMP_MODE_BF16 ? 2
+                                                                       : 3;
+}
+
 /* The allocation, every launch in turn, and the vendor call (default
- * status and NOT_SUPPORTED). */
+ * status and NOT_SUPPORTED), of a call after `warm` calls without a
+ * fault. */
 static void
-check_failures(enum amp_mode mode, int dir)
+check_failures(enum amp_mode mode, int dir, int warm)
 {
     char scenario[32], fault[64];
-    int n, rc;
+    int before = warm * launches(mode), n, rc;
 
-    snprintf(scenario, sizeof scenario, "%d/%d", mode, dir);
+    snprintf(scenario, sizeof scenario, "%d/%d/%d", mode, dir, warm);
     /* beta is 0.5: tf32 too writes its result into scratch. */
-    assert_int_equal(amp_test_run_child(scenario, "alloc-async:1"), 0);
+    snprintf(fault, sizeof fault, "alloc-async:%d", warm + 1);
+    assert_int_equal(amp_test_run_child(scenario, fault), 0);
     for (n = 1; n < 20; n++) {
-        snprintf(fault, sizeof fault, "launch:%d", n);
+        snprintf(fault, sizeof fault, "launch:%d", before + n);
         rc = amp_test_run_child(scenario, fault);
         if (rc == 1)
             break;
         assert_int_equal(rc, 0);
     }
-    /* fp16/bf16: maxima and scales, casts, output with the check = 3
-     * launches; allow-conversion: maxima and scales, output with the
-     * check = 2; tf32 (beta != 0): output. */
-    assert_int_equal(n - 1, mode == AMP_MODE_TF32 ? 1
-                            : mode == AMP_MODE_ALLOW_CONVERSION ? 2 : 3);
-    snprintf(fault, sizeof fault, "%s:1", dir_api[dir]);
+    assert_int_equal(n - 1, launches(mode));
+    snprintf(fault, sizeof fault, "%s:%d", dir_api[dir], warm + 1);
     assert_int_equal(amp_test_run_child(scenario, fault), 0);
     /* A vendor call that wrote part of its output before failing. */
-    snprintf(fault, sizeof fault, "%s:1:partial", dir_api[dir]);
+    snprintf(fault, sizeof fault, "%s:%d:partial", dir_api[dir], warm + 1);
     assert_int_equal(amp_test_run_child(scenario, fault), 0);
-    snprintf(fault, sizeof fault, "%s:1:3000", dir_api[dir]);
+    snprintf(fault, sizeof fault, "%s:%d:3000", dir_api[dir], warm + 1);
     assert_int_equal(amp_test_run_child(scenario, fault), 0);
 }
 
@@ -1116,10 +1204,12 @@ test_failures_leave_nothing(void **state)
 {
     (void)state;
     for (int dir = 0; dir < 3; dir++)
-        check_failures(AMP_MODE_FP16, dir);
-    check_failures(AMP_MODE_BF16, AMP_CONV_BWD_DATA);
-    check_failures(AMP_MODE_ALLOW_CONVERSION, AMP_CONV_FWD);
-    check_failures(AMP_MODE_TF32, AMP_CONV_BWD_FILTER);
+        check_failures(AMP_MODE_FP16, dir, 0);
+    /* Delayed scaling's one-pass call. */
+    check_failures(AMP_MODE_FP16, AMP_CONV_FWD, 1);
+    check_failures(AMP_MODE_BF16, AMP_CONV_BWD_DATA, 0);
+    check_failures(AMP_MODE_ALLOW_CONVERSION, AMP_CONV_FWD, 0);
+    check_failures(AMP_MODE_TF32, AMP_CONV_BWD_FILTER, 0);
 }
 
 int
@@ -1133,6 +1223,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_paths_within_bounds),
         cmocka_unit_test(test_range_beyond_fp16),
         cmocka_unit_test(test_nonfinite_demotes_site),
+        cmocka_unit_test(test_delayed_scaling),
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_scratch_cap),
         cmocka_unit_test(test_output_in_scratch),

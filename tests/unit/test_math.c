@@ -256,6 +256,84 @@ test_delayed_window(void **state)
     assert_true(first.redo_a && first.redo_b);
 }
 
+/* A convolution's one-pass scalars: the record set by a call whose maxima
+ * were prev_a and prev_b (the two-pass scales), finished with this call's
+ * maxima, for a reduction of 2^log2_len terms. */
+static struct amp_conv_record last_conv_record;
+
+static struct amp_conv_scalars
+conv_delayed(float prev_a, float prev_b, float now_a, float now_b,
+             int32_t log2_len)
+{
+    struct amp_conv_scalars first = {.absmax_a = amp_f32_bits(prev_a),
+                                     .absmax_b = amp_f32_bits(prev_b)};
+    struct amp_conv_scalars s = {.absmax_a = amp_f32_bits(now_a),
+                                 .absmax_b = amp_f32_bits(now_b),
+                                 .redo_a = 7, .redo_b = 7};
+    struct amp_conv_record r = {.valid = 7};
+
+    amp_conv_scalars_finish(&first, log2_len, AMP_FORMAT_F16);
+    amp_conv_record_set(&r, first.exp_a, first.exp_b);
+    amp_conv_delayed_finish(&s, &r, log2_len, AMP_FORMAT_F16);
+    last_conv_record = r;
+    return s;
+}
+
+/* A convolution's delayed exponent stands when it is at most the exact
+ * one (the output bound holds), at least the exact one less
+ * AMP_DELAYED_SLACK, and the scaled maximum at
+ * 2^AMP_CONV_F16_LEAST_MAX_EXP or above; otherwise the input takes the
+ * exact exponent and is flagged for the second cast. The record keeps the
+ * exact exponents. Reduction of 2^8 terms: a budget of 15 - 2 - 8 = 5,
+ * exponents 2 and 3 for maxima of 1. */
+static void
+test_conv_delayed_window(void **state)
+{
+    struct amp_conv_scalars same = conv_delayed(1.0f, 1.0f, 1.0f, 1.0f, 8);
+    struct amp_conv_record same_record = last_conv_record;
+    struct amp_conv_scalars edge = conv_delayed(
+        1.0f, 1.0f, ldexpf(1.0f, -AMP_DELAYED_SLACK), 1.0f, 8);
+    struct amp_conv_record edge_record = last_conv_record;
+    struct amp_conv_scalars below = conv_delayed(
+        1.0f, 1.0f, ldexpf(1.0f, -AMP_DELAYED_SLACK - 1), 1.0f, 8);
+    struct amp_conv_scalars grew = conv_delayed(1.0f, 1.0f, 1.0f, 2.0f, 8);
+    /* 2^19 terms: both scaled maxima at 2^-3; half the maximum under the
+     * old exponent would be 2^-4, below AMP_CONV_F16_LEAST_MAX_EXP. */
+    struct amp_conv_scalars thin = conv_delayed(1.0f, 1.0f, 0.5f, 1.0f, 19);
+    struct amp_conv_scalars bf16 = {.absmax_a = amp_f32_bits(1e6f),
+                                    .absmax_b = amp_f32_bits(1e6f)};
+
+    (void)state;
+    assert_int_equal(AMP_CONV_F16_LEAST_MAX_EXP, -3);
+    assert_int_equal(same.exp_a, 2);
+    assert_int_equal(same.exp_b, 3);
+    assert_false(same.redo_a || same.redo_b);
+    assert_true(same_record.exp_a == 2 && same_record.exp_b == 3 &&
+                same_record.valid == 1);
+    assert_true(same.scale_a == 4.0f && same.unscale_b == 0.125f);
+    /* Shrank by 2^SLACK: kept at 2, where the exact exponent is 6. */
+    assert_int_equal(edge.exp_a, 2);
+    assert_false(edge.redo_a || edge.redo_b);
+    assert_true(edge.scale_a == 4.0f && edge.unscale_a == 0.25f);
+    assert_int_equal(edge_record.exp_a, 2 + AMP_DELAYED_SLACK);
+    assert_int_equal(below.exp_a, 2 + AMP_DELAYED_SLACK + 1);
+    assert_true(below.redo_a);
+    assert_false(below.redo_b);
+    assert_true(below.unscale_a == ldexpf(1.0f, -2 - AMP_DELAYED_SLACK - 1));
+    /* b doubled: its exact exponent is 2, the delayed 3 would break the
+     * output bound. */
+    assert_int_equal(grew.exp_b, 2);
+    assert_true(grew.redo_b);
+    assert_false(grew.redo_a);
+    assert_int_equal(thin.exp_a, -3 + 1);
+    assert_true(thin.redo_a);
+    assert_false(thin.redo_b);
+    /* BF16 has no record: unscaled, nothing cast again. */
+    amp_conv_delayed_finish(&bf16, NULL, 8, AMP_FORMAT_BF16);
+    assert_true(bf16.exp_a == 0 && bf16.exp_b == 0 && bf16.scale_a == 1.0f &&
+                !bf16.redo_a && !bf16.redo_b);
+}
+
 /* An alpha whose compensation by the delayed exponents would not be exact
  * takes the two-pass path's scalars (here: scaling dropped) and both
  * operands are cast again. */
@@ -871,6 +949,7 @@ main(void)
         cmocka_unit_test(test_scale_exponent),
         cmocka_unit_test(test_delayed_window),
         cmocka_unit_test(test_delayed_alpha_exact),
+        cmocka_unit_test(test_conv_delayed_window),
         cmocka_unit_test(test_scaled_maximum_fits),
         cmocka_unit_test(test_alpha_compensation_exact),
         cmocka_unit_test(test_alpha_compensation_never_inexact),
