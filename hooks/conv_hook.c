@@ -182,7 +182,8 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
         d->auto_candidate = dec.candidate;
         d->delivers = dec.delivers;
         if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
-            skip = AMP_CONV_SKIP_MODE;
+            skip = dec.why == AMP_WHY_PEDANTIC ? AMP_CONV_SKIP_STRICT
+                                               : AMP_CONV_SKIP_MODE;
     }
     amp_conv_what(&what, d, &dec);
     /* A call of its site, kept FP32 (a graph that is not one FP32

@@ -399,7 +399,10 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         amp_gemm_policy(d, &dec);
         amp_gemm_what(&what, d, &dec);
         if (dec.mode == AMP_MODE_FP32) {
-            skip = AMP_GEMM_SKIP_MODE;
+            /* Pedantic math that no rule naming `math` took. */
+            skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
+                                               : AMP_GEMM_SKIP_MODE;
+            h->cover = amp_cover_of_skip(skip);
             if (amp_prof_fp32(&what, amp_kept_of(&dec)))
                 amp_prof_fp32_begin(&h->prof, &what);
         }

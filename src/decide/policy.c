@@ -32,6 +32,7 @@ struct amp_field_info {
 
 static const char *const amp_op_values[] = {"n", "t", NULL};
 static const char *const amp_layout_values[] = {"nchw", "nhwc", NULL};
+static const char *const amp_math_values[] = {"default", "pedantic", NULL};
 static const char *const amp_epi_values[] = {
     [AMP_EPI_DEFAULT] = "default",
     [AMP_EPI_RELU] = "relu",
@@ -69,6 +70,7 @@ static const struct amp_field_info amp_fields[AMP_FIELD_COUNT] = {
     [AMP_FIELD_GROUPS] = {"groups", AMP_FAMILY_CONV, NULL},
     [AMP_FIELD_LAYOUT] = {"layout", AMP_FAMILY_CONV, amp_layout_values},
     [AMP_FIELD_EPILOGUE] = {"epilogue", AMP_FAMILY_GEMM, amp_epi_values},
+    [AMP_FIELD_MATH] = {"math", -1, amp_math_values},
     [AMP_FIELD_CALL] = {"call", -1, NULL},
 };
 
@@ -540,7 +542,7 @@ amp_new_node(struct amp_parser *ps, int kind)
     return p->nnodes++;
 }
 
-static int amp_parse_or(struct amp_parser *ps, int *uses_call);
+static int amp_parse_or(struct amp_parser *ps, unsigned *uses);
 
 static int
 amp_parse_field_name(const struct amp_tok *t)
@@ -576,7 +578,7 @@ amp_parse_cmp(struct amp_parser *ps, int equality_only)
 
 /* field cmp value | field % modulus (==|!=) value */
 static int
-amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
+amp_parse_compare(struct amp_parser *ps, int field, unsigned *uses)
 {
     const struct amp_field_info *fi = &amp_fields[field];
     struct amp_policy_node *n;
@@ -638,8 +640,7 @@ amp_parse_compare(struct amp_parser *ps, int field, int *uses_call)
     n->op = (uint8_t)cmp;
     n->value = value;
     n->modulus = modulus;
-    if (field == AMP_FIELD_CALL)
-        *uses_call = 1;
+    *uses |= 1u << field;
     return id;
 }
 
@@ -671,7 +672,7 @@ amp_parse_glob_test(struct amp_parser *ps, int kind, const char *what)
 }
 
 static int
-amp_parse_primary(struct amp_parser *ps, int *uses_call)
+amp_parse_primary(struct amp_parser *ps, unsigned *uses)
 {
     struct amp_near near;
     int id, field, f, col = ps->tok.col;
@@ -687,7 +688,7 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
         }
         amp_next(ps);
         if (paren) {
-            id = amp_parse_or(ps, uses_call);
+            id = amp_parse_or(ps, uses);
             if (id >= 0 && ps->tok.kind != AMP_TOK_RPAREN) {
                 amp_expect_keyword(ps, amp_and_or, "')' or 'and' or 'or'");
                 return -1;
@@ -695,7 +696,7 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
             if (id >= 0)
                 amp_next(ps);
         } else {
-            int operand = amp_parse_primary(ps, uses_call);
+            int operand = amp_parse_primary(ps, uses);
 
             id = operand < 0 ? -1 : amp_new_node(ps, AMP_NODE_NOT);
             if (id >= 0)
@@ -725,7 +726,7 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
         return amp_parse_glob_test(ps, AMP_NODE_MODULE, "module");
     field = amp_parse_field_name(&ps->tok);
     if (field >= 0)
-        return amp_parse_compare(ps, field, uses_call);
+        return amp_parse_compare(ps, field, uses);
     amp_near_init(&near, &ps->tok);
     amp_near_try_all(&near, amp_condition_words);
     for (f = 0; f < AMP_FIELD_COUNT; f++)
@@ -737,17 +738,18 @@ amp_parse_primary(struct amp_parser *ps, int *uses_call)
                 &near,
                 "a condition (gemm, lt, conv, symbol, caller, module, "
                 "not, '(' or a field: m, n, k, batch, transa, transb, "
-                "epilogue, N, C, H, W, K, R, S, groups, layout, call)");
+                "epilogue, N, C, H, W, K, R, S, groups, layout, math, "
+                "call)");
     return -1;
 }
 
 /* One level of a binary operator: operand { word operand }. */
 static int
-amp_parse_binary(struct amp_parser *ps, int *uses_call, const char *word,
+amp_parse_binary(struct amp_parser *ps, unsigned *uses, const char *word,
                  int kind)
 {
-    int left = kind == AMP_NODE_AND ? amp_parse_primary(ps, uses_call)
-                                    : amp_parse_binary(ps, uses_call, "and",
+    int left = kind == AMP_NODE_AND ? amp_parse_primary(ps, uses)
+                                    : amp_parse_binary(ps, uses, "and",
                                                        AMP_NODE_AND);
 
     while (left >= 0 && amp_tok_is(&ps->tok, word)) {
@@ -755,8 +757,8 @@ amp_parse_binary(struct amp_parser *ps, int *uses_call, const char *word,
 
         amp_next(ps);
         right = kind == AMP_NODE_AND
-                    ? amp_parse_primary(ps, uses_call)
-                    : amp_parse_binary(ps, uses_call, "and", AMP_NODE_AND);
+                    ? amp_parse_primary(ps, uses)
+                    : amp_parse_binary(ps, uses, "and", AMP_NODE_AND);
         if (right < 0)
             return -1;
         id = amp_new_node(ps, kind);
@@ -770,9 +772,9 @@ amp_parse_binary(struct amp_parser *ps, int *uses_call, const char *word,
 }
 
 static int
-amp_parse_or(struct amp_parser *ps, int *uses_call)
+amp_parse_or(struct amp_parser *ps, unsigned *uses)
 {
-    return amp_parse_binary(ps, uses_call, "or", AMP_NODE_OR);
+    return amp_parse_binary(ps, uses, "or", AMP_NODE_OR);
 }
 
 /* ---- Statements ------------------------------------------------------------ */
@@ -982,7 +984,7 @@ amp_parse_rule(struct amp_parser *ps)
     if (amp_tok_is(&ps->tok, "when")) {
         amp_next(ps);
         ps->depth = 0;
-        r->root = amp_parse_or(ps, &r->uses_call);
+        r->root = amp_parse_or(ps, &r->uses);
         if (r->root < 0)
             return;
         if (ps->tok.kind != AMP_TOK_END)
@@ -1329,13 +1331,31 @@ amp_eval(const struct amp_policy *p, int id, const struct amp_policy_call *c,
     return (enum amp_truth)amp_compare(v, n->op, n->value);
 }
 
+int
+amp_policy_call_pedantic(const struct amp_policy_call *c)
+{
+    return (c->present & (1u << AMP_FIELD_MATH)) &&
+           c->field[AMP_FIELD_MATH] == AMP_MATH_PEDANTIC;
+}
+
+/* A pedantic call is decided only by a rule that names `math`. */
 static enum amp_truth
 amp_rule_eval(const struct amp_policy *p, int rule,
               const struct amp_policy_call *c, int count_known)
 {
     const struct amp_policy_rule *r = &p->rules[rule];
 
+    if (amp_policy_call_pedantic(c) && !(r->uses & (1u << AMP_FIELD_MATH)))
+        return AMP_FALSE;
     return r->root < 0 ? AMP_TRUE : amp_eval(p, r->root, c, count_known);
+}
+
+/* What a call no rule matched takes: the default, or FP32 for a pedantic
+ * call. */
+static int
+amp_unmatched(const struct amp_policy *p, const struct amp_policy_call *c)
+{
+    return amp_policy_call_pedantic(c) ? AMP_POLICY_PEDANTIC : p->nrules;
 }
 
 /* Multiply-adds of a call, saturating; -1 when its fields are missing. */
@@ -1385,7 +1405,7 @@ amp_policy_match(const struct amp_policy *p,
     for (i = 0; i < p->nrules; i++)
         if (amp_rule_eval(p, i, call, 1) == AMP_TRUE)
             return i;
-    return p->nrules;
+    return amp_unmatched(p, call);
 }
 
 int64_t
@@ -1408,9 +1428,10 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
 
     out->why = AMP_WHY_RULE;
     out->candidate = AMP_MODE_FP16;
-    if (match == AMP_POLICY_SMALL) {
+    if (match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC) {
         out->mode = AMP_MODE_FP32;
-        out->why = AMP_WHY_MIN_SIZE;
+        out->why = match == AMP_POLICY_SMALL ? AMP_WHY_MIN_SIZE
+                                             : AMP_WHY_PEDANTIC;
         out->line = 0;
         return;
     }
@@ -1457,6 +1478,7 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_AUTO] = "auto",
     [AMP_WHY_SHAPE_LIMIT] = "no (site, shape) entry left",
     [AMP_WHY_AUTO_WAIT] = "auto awaits its measurements",
+    [AMP_WHY_PEDANTIC] = "pedantic math, no rule names math",
 };
 
 const char *
@@ -1553,7 +1575,7 @@ amp_cache_fill(const struct amp_policy *p, const struct amp_policy_call *c,
     int i;
 
     e->ndynamic = 0;
-    e->rule = p->nrules;
+    e->rule = amp_unmatched(p, c);
     if (amp_policy_small(p, c)) {
         e->rule = AMP_POLICY_SMALL;
         return 1;

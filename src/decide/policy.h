@@ -30,8 +30,9 @@ enum amp_family {
     AMP_FAMILY_COUNT,
 };
 
-/* The fields a condition can test. GEMM: m n k batch transa transb;
- * convolution: N C H W K R S groups layout; every call: call. */
+/* The fields a condition can test. GEMM: m n k batch transa transb
+ * epilogue; convolution: N C H W K R S groups layout; every call: math,
+ * call. */
 enum amp_field {
     AMP_FIELD_M = 0,
     AMP_FIELD_N,
@@ -49,6 +50,7 @@ enum amp_field {
     AMP_FIELD_GROUPS,
     AMP_FIELD_LAYOUT,   /* enum amp_layout */
     AMP_FIELD_EPILOGUE, /* enum amp_epi: GEMMs */
+    AMP_FIELD_MATH,     /* enum amp_math: what the program asked for */
     AMP_FIELD_CALL,     /* 1-based call number at the site */
     AMP_FIELD_COUNT,
 };
@@ -56,6 +58,16 @@ enum amp_field {
 enum amp_layout {
     AMP_LAYOUT_NCHW = 0,
     AMP_LAYOUT_NHWC,
+};
+
+/* The math a call's program asked for: pedantic is cuBLAS's
+ * CUBLAS_PEDANTIC_MATH or CUBLAS_COMPUTE_32F_PEDANTIC, a cuBLASLt compute
+ * type of strict or emulated FP32, or cuDNN's CUDNN_FMA_MATH. Such a call
+ * is decided only by a rule whose condition names `math` (the default and
+ * the other rules leave it FP32, AMP_POLICY_PEDANTIC). */
+enum amp_math {
+    AMP_MATH_DEFAULT = 0,
+    AMP_MATH_PEDANTIC,
 };
 
 /* What a GEMM does to its result: cuBLASLt's forward epilogues (a bias
@@ -98,6 +110,10 @@ struct amp_policy_call {
 };
 
 /* Sets a field and marks it present. */
+/* 1 when the program asked the call for pedantic or FMA math (its math
+ * field is AMP_MATH_PEDANTIC). */
+int amp_policy_call_pedantic(const struct amp_policy_call *c);
+
 void amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,
                          int64_t value);
 
@@ -151,7 +167,8 @@ struct amp_policy_rule {
     struct amp_policy_action action;
     int line, col;               /* where the rule starts */
     int root;                    /* condition node, -1: always */
-    int uses_call;               /* the condition reads the call count */
+    unsigned uses;               /* the fields its condition reads (1 <<
+                                    enum amp_field) */
 };
 
 struct amp_policy_match {
@@ -250,6 +267,9 @@ enum amp_decision_why {
     AMP_WHY_AUTO_WAIT,           /* an auto rule still measuring, every
                                     candidate's shadow calls out: FP32
                                     until their results are back */
+    AMP_WHY_PEDANTIC,            /* the program asked for pedantic or FMA
+                                    math and no rule naming `math` took
+                                    the call: FP32 */
 };
 
 struct amp_decision {
@@ -276,10 +296,13 @@ const char *amp_decision_why_name(enum amp_decision_why why);
  * first matching rule, or p->nrules for the default; AMP_POLICY_SMALL
  * when the call is under min-size. No caching, no allocation. */
 #define AMP_POLICY_SMALL (-1)
+/* A pedantic call (AMP_MATH_PEDANTIC) no rule naming `math` matched. */
+#define AMP_POLICY_PEDANTIC (-2)
 int amp_policy_match(const struct amp_policy *p,
                      const struct amp_policy_call *call);
 
-/* Turns a match (a rule index, p->nrules, or AMP_POLICY_SMALL) into the
+/* Turns a match (a rule index, p->nrules, AMP_POLICY_SMALL or
+ * AMP_POLICY_PEDANTIC) into the
  * decision for the call number `count` of its shape at its site: verify
  * and shadow-rate make shadow:mode of a converting mode. */
 void amp_policy_action(const struct amp_policy *p, int match, int64_t count,

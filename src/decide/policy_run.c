@@ -280,6 +280,11 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     out->mode = AMP_MODE_FP32;
     out->candidate = AMP_MODE_FP16;
     out->scratch_max = amp_cfg ? amp_cfg->scratch_max : 0;
+    /* AMPSHIM_MODE is no rule: a pedantic call stays FP32 under it. */
+    if (amp_state == AMP_STATE_ENV && amp_policy_call_pedantic(&call)) {
+        out->why = AMP_WHY_PEDANTIC;
+        return;
+    }
     if (amp_state == AMP_STATE_ENV) {
         shape_count = site ? (int64_t)amp_site_shape_count(
                                  site, amp_call_shape_key(&call), &slot)
@@ -314,7 +319,9 @@ amp_policy_decide(const struct amp_policy_call *call_in,
                             : amp_policy_match(&amp_active, &call);
     /* verify and shadow-rate count the calls of the call's shape at its
      * site: small calls at a site do not use up its large calls' window. */
-    key = match == AMP_POLICY_SMALL ? 0 : amp_call_shape_key(&call);
+    key = match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC
+              ? 0
+              : amp_call_shape_key(&call);
     shape_count = key ? (int64_t)amp_site_shape_count(site, key, &slot) : 0;
     out->shape_slot = slot;
     amp_policy_action(&amp_active, match, shape_count, out);

@@ -78,6 +78,8 @@ amp_kept_of(const struct amp_decision *dec)
         return AMP_KEPT_SHAPE_LIMIT;
     case AMP_WHY_AUTO_WAIT:
         return AMP_KEPT_MEASURING;
+    case AMP_WHY_PEDANTIC:
+        return AMP_KEPT_PEDANTIC;
     default:
         return AMP_KEPT_MODE;
     }

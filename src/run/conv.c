@@ -94,8 +94,6 @@ amp_conv_decide(const struct amp_conv_desc *d, enum amp_mode mode)
         return AMP_CONV_SKIP_LIBRARY;
     if (amp_conv_mode(mode) == AMP_MODE_FP32)
         return AMP_CONV_SKIP_MODE;
-    if (d->strict)
-        return AMP_CONV_SKIP_STRICT;
     if (d->no_tc_engine)
         return AMP_CONV_SKIP_NO_TC_ENGINE;
     if (d->fused_graph)
@@ -119,6 +117,8 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_CONV_C, x->dim[1]);
     amp_policy_call_set(&call, AMP_FIELD_CONV_K, w->dim[0]);
     amp_policy_call_set(&call, AMP_FIELD_GROUPS, d->groups);
+    amp_policy_call_set(&call, AMP_FIELD_MATH, d->strict ? AMP_MATH_PEDANTIC
+                                                        : AMP_MATH_DEFAULT);
     if (x->nb_dims >= 3) {
         amp_policy_call_set(&call, AMP_FIELD_CONV_H, x->dim[2]);
         amp_policy_call_set(&call, AMP_FIELD_CONV_R, w->dim[2]);

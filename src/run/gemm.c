@@ -119,8 +119,6 @@ amp_gemm_decide(const struct amp_gemm_desc *d, enum amp_mode mode)
         return AMP_GEMM_SKIP_LIBRARY;
     if (mode == AMP_MODE_FP32)
         return AMP_GEMM_SKIP_MODE;
-    if (d->pedantic)
-        return AMP_GEMM_SKIP_PEDANTIC;
     if (d->unsupported)
         return AMP_GEMM_SKIP_UNSUPPORTED;
     /* Other kernels wait on the counters of D's chunks the product
@@ -157,6 +155,8 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
     amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
     amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
+    amp_policy_call_set(&call, AMP_FIELD_MATH, d->pedantic ? AMP_MATH_PEDANTIC
+                                                          : AMP_MATH_DEFAULT);
     /* Earlier calls' results (the verdicts of shadow calls at the site
      * decide this one, demotions), never blocking, at a bounded cost
      * (also while the stream is being captured). */

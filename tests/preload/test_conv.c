@@ -341,6 +341,58 @@ test_split_modes_are_fp32(void **state)
     }
 }
 
+/* An FMA_MATH convolution converts only where a rule names `math`: under
+ * `rule fp16 when math == pedantic` and an fp32 default, the strict case
+ * converts (within the FP16 bound, its result not the plain run's) and
+ * every other case stays FP32, bit for bit; under `default fp16` alone
+ * the strict case stays FP32 (AMPSHIM_MODE neither: test_mode). */
+static void
+test_fma_math_rule(void **state)
+{
+    static const char *const policies[] = {
+        "set min-size 0\nrule fp16 when math == pedantic\ndefault fp32\n",
+        "set min-size 0\ndefault fp16\n",
+    };
+    char dir[] = "/tmp/ampshim-conv-policy-XXXXXX", path[64];
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/fma.policy", dir);
+    for (int explicit = 1; explicit >= 0; explicit--) {
+        const struct setting settings[] = {
+            { "AMPSHIM_MODE", "" }, { "AMPSHIM_POLICY", path },
+            { "AMPSHIM_BASELINE", "off" }, { NULL, NULL } };
+        const char *what = explicit ? "rule fp16 when math == pedantic"
+                                    : "default fp16";
+        struct amp_test_run run;
+        struct amp_test_check check;
+        FILE *f = fopen(path, "w");
+
+        assert_non_null(f);
+        fputs(policies[!explicit], f);
+        assert_int_equal(fclose(f), 0);
+        run_conv_check("fp16", 1, settings, &run);
+        amp_test_expect_exit(&run, 0, what);
+        amp_test_expect_cases_pass(&run, &plain, what, &check);
+        for (int i = 0; i < check.count; i++) {
+            const struct amp_test_case *c = &check.cases[i];
+            int strict = strcmp(c->cls, "strict") == 0;
+            int conv = strcmp(c->cls, "conv") == 0;
+            int same = strcmp(c->hash, plain.cases[i].hash) == 0;
+            int converts = explicit ? strict : conv;
+
+            if (same == !converts)
+                continue;
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: case %s (%s) is%s bit-identical to the plain run",
+                     what, c->name, c->cls, same ? "" : " not");
+        }
+        amp_test_run_free(&run);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 /* The bounds tell the modes apart: bf16 results are measurably coarser
  * than the FP16 bound allows, with every call still successful (exit
  * status 1: cases failed). (fp16 itself passes the TF32 bound: TF32 and
@@ -644,6 +696,7 @@ main(int argc, char **argv)
     const struct CMUnitTest plain_tests[] = {
         cmocka_unit_test(test_plain_case_list),
         cmocka_unit_test(test_split_modes_are_fp32),
+        cmocka_unit_test(test_fma_math_rule),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
     };
     const struct CMUnitTest exact[] = {

@@ -5,6 +5,8 @@
 #   calls are calls of their sites, with those reasons, and every site's,
 #   shape's and the total's reasons add up to its FP32 and fallback calls
 #   (check_schema.py);
+# - gemm_suite's pedantic calls under a policy: FP32 (pedantic) unless a
+#   rule names `math`, then converted in that rule's mode;
 # - `ampshim report` on a version-1 report (tests/report/report-v1.json,
 #   written by the shim before version 2): the table, with '-' where
 #   version 2's figures are missing, and the CSV with version 2's columns;
@@ -52,6 +54,42 @@ for s in r["sites"]:
         if sh["fp32_reasons"].get("invalid") == sh["calls"]:
             assert sh["flops"]["total"] == 0, sh
 PY
+
+# Pedantic calls under a policy: FP32 with reason pedantic where no rule
+# names `math` (the default included), converted where one does, and
+# passing gemm_suite's own checks either way (no FP32 baseline call: each
+# shape's one call runs in its rule's mode).
+pedantic_under() {
+    LD_LIBRARY_PATH=$emu LD_PRELOAD="${first:+$first }$shim" \
+        AMPSHIM_POLICY=$tmp/$1.policy AMPSHIM_BASELINE=off \
+        AMPSHIM_REPORT=$tmp/$1.json \
+        "$suite" --tol fp16 >"$1.out" 2>"$1.err" ||
+        fail "gemm_suite failed under $1.policy"
+    "$python" - "$1.json" "$2" <<'PY' || fail "$1.json: pedantic calls"
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+dims = {(30, 20, 50), (25, 23, 41)}  # sgemm_pedantic, gemmex_pedantic
+shapes = [sh for s in r["sites"] for sh in s["shapes"]
+          if (sh["dims"].get("m"), sh["dims"].get("n"),
+              sh["dims"].get("k")) in dims]
+assert len(shapes) == 2, shapes
+t = r["totals"]["fp32_reasons"]
+if want == "fp32":
+    assert t.get("pedantic") == 2, t
+    for sh in shapes:
+        assert sh["fp32"] == 1 and sh["fp32_reasons"] == {"pedantic": 1}, sh
+else:
+    assert "pedantic" not in t, t
+    for sh in shapes:
+        assert sh["modes"] == {want: 1} and sh["fp32"] == 0, sh
+PY
+}
+printf 'set min-size 0\nrule fp16 when gemm\ndefault fp16\n' >plain.policy
+printf 'set min-size 0\nrule tf32x3 when math == pedantic\nrule fp16 when gemm\ndefault fp16\n' \
+    >explicit.policy
+pedantic_under plain fp32
+pedantic_under explicit tf32x3
 
 "$tool" report "$v1" >v1.out 2>v1.err || fail "report of version 1: status"
 [[ ! -s v1.err ]] || fail "report of version 1: a message"

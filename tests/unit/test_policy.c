@@ -339,6 +339,60 @@ test_match_shapes_and_order(void **state)
     assert_int_equal(amp_policy_match(&pol, &c), pol.nrules);
 }
 
+/* A call whose program asked for pedantic or FMA math is decided only by
+ * a rule whose condition names `math`: other rules and the default leave
+ * it FP32 (AMP_POLICY_PEDANTIC, reason pedantic), with or without the
+ * decision cache; a call that did not ask is matched as before. */
+static void
+test_match_pedantic(void **state)
+{
+    static struct amp_policy_cache cache;
+    void *storage = malloc(amp_policy_cache_bytes());
+    struct amp_policy_call c;
+    struct amp_decision dec;
+    static const int site;
+    int pedantic;
+
+    parse_ok("rule fp16 when gemm and m >= 64\n"                       /* 0 */
+             "rule tf32x3 when gemm and math == pedantic and k >= 1024\n" /* 1 */
+             "rule auto when conv and not math == default\n"          /* 2 */
+             "default bf16\n");
+    assert_non_null(storage);
+    amp_policy_cache_init(&cache, &pol, storage);
+    for (pedantic = 0; pedantic < 2; pedantic++) {
+        int math = pedantic ? AMP_MATH_PEDANTIC : AMP_MATH_DEFAULT;
+
+        c = gemm_call(128, 128, 128, 0, 0);
+        c.site = &site;
+        amp_policy_call_set(&c, AMP_FIELD_MATH, math);
+        assert_int_equal(amp_policy_call_pedantic(&c), pedantic);
+        assert_int_equal(amp_policy_match(&pol, &c),
+                         pedantic ? AMP_POLICY_PEDANTIC : 0);
+        assert_int_equal(amp_policy_cached_match(&cache, &c),
+                         pedantic ? AMP_POLICY_PEDANTIC : 0);
+        c = gemm_call(32, 128, 1024, 0, 0);
+        amp_policy_call_set(&c, AMP_FIELD_MATH, math);
+        assert_int_equal(amp_policy_match(&pol, &c), pedantic ? 1 : pol.nrules);
+        c = conv_call(16, 32, AMP_LAYOUT_NHWC);
+        amp_policy_call_set(&c, AMP_FIELD_MATH, math);
+        assert_int_equal(amp_policy_match(&pol, &c), pedantic ? 2 : pol.nrules);
+    }
+    amp_policy_action(&pol, AMP_POLICY_PEDANTIC, 1, &dec);
+    assert_int_equal(dec.mode, AMP_MODE_FP32);
+    assert_int_equal(dec.why, AMP_WHY_PEDANTIC);
+    assert_string_equal(amp_decision_why_name(dec.why),
+                        "pedantic math, no rule names math");
+    /* A call without the field (a caller that does not say) is not
+     * pedantic. */
+    c = gemm_call(128, 128, 128, 0, 0);
+    assert_int_equal(amp_policy_match(&pol, &c), 0);
+    /* math takes its two words alone. */
+    assert_int_not_equal(parse("rule fp16 when math == strict\n"
+                               "default fp32\n"), AMP_OK);
+    assert_non_null(strstr(perr.text, "default or pedantic"));
+    free(storage);
+}
+
 static void
 test_match_symbol_caller_module(void **state)
 {
@@ -1101,6 +1155,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_error_over),
         cmocka_unit_test(test_actions),
         cmocka_unit_test(test_match_shapes_and_order),
+        cmocka_unit_test(test_match_pedantic),
         cmocka_unit_test(test_match_symbol_caller_module),
         cmocka_unit_test(test_match_demangled_caller),
         cmocka_unit_test(test_min_size),
