@@ -169,7 +169,9 @@ extern const size_t amp_kernels_fatbin_size;
  *     r packed by lr's sizes and padding, dst and old by their strides.
  *     With a slot (the check of a converted call), counts the non-finite
  *     results it reads into slot->nonfinite (0 when s->nonfinite_in),
- *     reduced through accum as amp_k_shadow_error; NULL: no check.
+ *     reduced through accum as amp_k_shadow_error; NULL: no check. dst
+ *     NULL: the check alone (r an FP32 result the vendor call wrote into
+ *     the caller's dense output).
  *
  * amp_k_conv_error(const float *cand, const float *ref,
  *                  struct amp_conv_layout lref,

@@ -227,6 +227,32 @@ amp_conv_own_tensor(const struct amp_conv_layout *l, struct amp_conv_tensor *t)
     return AMP_OK;
 }
 
+/* 1 when l's elements fill its span with no gap: its strides, by size,
+ * those of a packed tensor in some order of its dims (dims of size 1 have
+ * any stride). */
+static int
+amp_conv_dense(const struct amp_conv_layout *l)
+{
+    int64_t want = 1;
+    int used = 0, d, i;
+
+    for (i = 0; i < (int)l->nb_dims; i++) {
+        int next = -1;
+
+        for (d = 0; d < (int)l->nb_dims; d++)
+            if (!(used & (1 << d)) && l->dim[d] > 1 &&
+                (next < 0 || l->stride[d] < l->stride[next]))
+                next = d;
+        if (next < 0)
+            return 1;
+        if (l->stride[next] != want)
+            return 0;
+        want *= l->dim[next];
+        used |= 1 << next;
+    }
+    return 1;
+}
+
 /* The output tensor's index: y, x or w by direction. */
 static int
 amp_conv_out(enum amp_conv_dir dir)
@@ -276,14 +302,17 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
     l[AMP_CONV_Y] = &plan->y;
     for (i = 0; i < 3; i++) {
         /* FP32 data reads the caller's inputs; the output is the shim's
-         * unless tf32 writes the caller's directly, which it does only
-         * with beta 0: a vendor call that fails may have written part of
-         * its output, which the FP32 fallback then overwrites whole, but
-         * with another beta it would read it. */
+         * unless tf32 or allow-conversion writes the caller's directly,
+         * which they do only with beta 0: a vendor call that fails may
+         * have written part of its output, which the FP32 fallback then
+         * overwrites whole, but with another beta it would read it.
+         * allow-conversion's check then reads that output flat: it must
+         * be dense. */
         plan->own[i] = half || (i == out && (mode == AMP_MODE_SHADOW ||
-                                              plan->candidate !=
-                                                  AMP_MODE_TF32 ||
-                                              d->beta != 0.0f));
+                                              d->beta != 0.0f ||
+                                              (plan->candidate !=
+                                                   AMP_MODE_TF32 &&
+                                               !amp_conv_dense(l[i]))));
         if (plan->own[i] && st == AMP_OK)
             st = amp_conv_own_tensor(l[i], &plan->tensor[i]);
     }
@@ -478,9 +507,10 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
 {
     const struct amp_conv_plan *p = &run->plan;
     int shadow = p->mode == AMP_MODE_SHADOW, out = amp_conv_out(run->desc.dir);
-    int direct = !p->own[out];
-    /* tf32 through scratch (beta != 0) has nothing to check. */
-    int unchecked = direct || (!shadow && p->candidate == AMP_MODE_TF32);
+    /* tf32 has nothing to check; allow-conversion writing the caller's
+     * output itself is checked there. */
+    int unchecked = !shadow && p->candidate == AMP_MODE_TF32;
+    int direct = !p->own[out] && unchecked;
     int capturing = amp_dev_stream_capturing(run->stream) != 0;
     size_t total = 0;
     int i;
@@ -572,10 +602,13 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
     run->needs_original = plan->mode == AMP_MODE_SHADOW;
     run->delivers = run->needs_original && d->delivers;
     if (!plan->own[out]) {
-        /* tf32: the vendor call writes the caller's result itself. */
+        /* tf32 and allow-conversion: the vendor call writes the caller's
+         * result itself (allow-conversion's maxima kernel below, for the
+         * non-finite flag its check reads). */
         run->alpha = &run->desc.alpha;
         run->beta = &run->desc.beta;
-        return AMP_OK;
+        if (plan->candidate == AMP_MODE_TF32)
+            return AMP_OK;
     }
     if (plan->candidate == AMP_MODE_TF32 && !run->needs_original) {
         /* tf32 with beta != 0: the vendor call writes the FP32 result
@@ -639,15 +672,17 @@ amp_conv_packed_layout(const struct amp_conv_layout *l)
 
 /* dst = alpha * unscaled result + beta * the caller's destination; with
  * the call's slot (a converted call, not a shadow one), the non-finite
- * check of the vendor result in the same pass, then the slot's event. */
+ * check of the vendor result in the same pass, then the slot's event.
+ * A result the vendor call wrote into the caller's output (direct) is
+ * checked there, and nothing is written. */
 static enum amp_status
-amp_conv_queue_output(struct amp_conv_run *run)
+amp_conv_queue_output(struct amp_conv_run *run, int direct)
 {
     const struct amp_conv_plan *p = &run->plan;
     int out = amp_conv_out(run->desc.dir);
     int32_t format = amp_conv_format(p->type);
     struct amp_conv_layout lr = *amp_plan_layout(p, out), lo = lr, ld = lr;
-    amp_devptr dst = amp_desc_ptr(&run->desc, out), old = dst;
+    amp_devptr dst = direct ? 0 : amp_desc_ptr(&run->desc, out), old = dst;
     float alpha = run->desc.alpha, beta = run->desc.beta;
     int check = !run->needs_original && run->slot >= 0;
     amp_devptr accum = check ? run->accum : 0;
@@ -674,7 +709,9 @@ amp_conv_finish(struct amp_conv_run *run)
     enum amp_status st = AMP_OK;
 
     if (run->plan.own[amp_conv_out(run->desc.dir)])
-        st = amp_conv_queue_output(run);
+        st = amp_conv_queue_output(run, 0);
+    else if (run->slot >= 0)
+        st = amp_conv_queue_output(run, 1);
     if (st != AMP_OK ||
         (!run->needs_original && !run->desc.output_in_scratch))
         amp_conv_release(run);

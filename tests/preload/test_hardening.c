@@ -113,7 +113,7 @@ struct fault {
 
 /* A vendor step that fails after writing part of its output, in each mode
  * whose step can write the caller's memory (fp16, bf16 and tf32 GEMMs, tf32
- * convolutions) and in fp16 for the convolutions: the programs' calls with
+ * and allow-conversion convolutions) and in fp16 for the convolutions: the programs' calls with
  * beta != 0 must still get the FP32 call's bytes. */
 #define PARTIAL_GEMM(fn)                                                     \
     { fn ":1+:partial", "cublas", fn, "fp16" },                              \
@@ -125,6 +125,7 @@ struct fault {
     { fn ":1+:partial", "cublaslt", fn, "tf32" }
 #define PARTIAL_CONV(fn)                                                     \
     { fn ":1+:partial", "cudnn", fn, "tf32" },                               \
+    { fn ":1+:partial", "cudnn", fn, "allow-conversion" },                   \
     { fn ":1+:partial", "cudnn", fn, "fp16" }
 
 static const struct fault faults[] = {
@@ -239,7 +240,9 @@ matrix_program(const char *program, const struct fault *f,
                struct matrix_count *count)
 {
     const char *mode = f->mode ? f->mode : "fp16";
-    char *argv[] = { (char *)program, (char *)"--tol", (char *)mode, NULL };
+    /* The programs' bound for a mode: allow-conversion rounds to FP16. */
+    const char *tol = strcmp(mode, "allow-conversion") == 0 ? "fp16" : mode;
+    char *argv[] = { (char *)program, (char *)"--tol", (char *)tol, NULL };
     struct amp_test_run base, run;
     struct amp_test_check bc, rc;
     struct amp_test_summary sum;

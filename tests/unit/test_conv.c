@@ -589,9 +589,12 @@ test_plan(void **state)
     assert_int_equal(plan.tensor[AMP_CONV_W].dim[1], 8);
     assert_int_equal(plan.tensor[AMP_CONV_Y].dim[1], 32);
 
-    /* tf32 reads and writes the caller's tensors; allow-conversion and
-     * shadow write into the shim's FP32 output (for the check, or beside
-     * the original). Nothing padded in FP32. */
+    /* tf32 and allow-conversion with beta 0 read and write the caller's
+     * tensors (allow-conversion checks the caller's dense output in
+     * place); with another beta, or an output with gaps for
+     * allow-conversion, and in shadow, they write into the shim's FP32
+     * output (to blend, for the check, or beside the original). Nothing
+     * padded in FP32. */
     d.dir = AMP_CONV_BWD_DATA;
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_TF32, AMP_MODE_FP16, &plan),
                      AMP_OK);
@@ -601,9 +604,22 @@ test_plan(void **state)
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_ALLOW_CONVERSION,
                                    AMP_MODE_FP16, &plan), AMP_OK);
     assert_int_equal(plan.math, AMP_CONV_MATH_ALLOW_CONVERSION);
+    assert_true(!plan.own[0] && !plan.own[1] && !plan.own[2]);
+    d.beta = 0.5f;
+    assert_int_equal(amp_conv_plan(&d, AMP_MODE_ALLOW_CONVERSION,
+                                   AMP_MODE_FP16, &plan), AMP_OK);
     assert_true(plan.own[AMP_CONV_X] && !plan.own[AMP_CONV_W] &&
                 !plan.own[AMP_CONV_Y]);
     assert_int_equal(plan.tensor[AMP_CONV_X].dim[1], 12);
+    d.beta = 0.0f;
+    d.x.stride[0] += 5; /* a gap after each image */
+    assert_int_equal(amp_conv_plan(&d, AMP_MODE_ALLOW_CONVERSION,
+                                   AMP_MODE_FP16, &plan), AMP_OK);
+    assert_true(plan.own[AMP_CONV_X] && !plan.own[AMP_CONV_Y]);
+    assert_int_equal(amp_conv_plan(&d, AMP_MODE_TF32, AMP_MODE_FP16, &plan),
+                     AMP_OK);
+    assert_true(!plan.own[AMP_CONV_X]);
+    d.x.stride[0] -= 5;
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_SHADOW, AMP_MODE_TF32, &plan),
                      AMP_OK);
     assert_int_equal(plan.candidate, AMP_MODE_TF32);
