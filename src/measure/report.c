@@ -229,9 +229,11 @@ struct amp_steady {
     unsigned long long measuring;  /* auto shapes still measuring */
 };
 
-/* Adds e's steady state: under auto, the chosen candidate's mean time
- * beside the mean FP32 time measured with it (FP32's own when auto kept
- * FP32); for a demoted shape, FP32's; else the converted calls' mean
+/* Adds e's steady state: under auto, the mean time of the calls that ran
+ * converted in its choice (a shadow call's candidate does more: its own
+ * output beside the original's), or where none was timed the chosen
+ * candidate's mean in shadow, beside the mean FP32 time measured with it
+ * (FP32's own when auto kept FP32); for a demoted shape, FP32's; else the converted calls' mean
  * time (or their candidates' beside the FP32 baseline), or, for a shape
  * only ever shadowed, the FP32 original plus its candidate, against the
  * baseline. A shape without an
@@ -254,8 +256,9 @@ amp_steady_add(struct amp_steady *s, const struct amp_prof_entry *e)
             if (!c->timed || (v.state == AMP_AUTO_CHOSEN && i != v.choice))
                 continue;
             base = c->fp32_ms / (double)c->timed;
-            cost = v.state == AMP_AUTO_CHOSEN
-                       ? c->candidate_ms / (double)c->timed : base;
+            cost = v.state != AMP_AUTO_CHOSEN ? base
+                   : e->timed ? e->converted_ms / (double)e->timed
+                              : c->candidate_ms / (double)c->timed;
             break;
         }
         if (cost < 0.0 && v.state == AMP_AUTO_FP32)

@@ -2,20 +2,27 @@
 # The built-in policy on the emulator's H100 model (no policy file
 # anywhere): every GEMM above its minimum work goes to auto, which decides.
 # - 2048x2048x256 (k under 512): auto measures fp16, bf16 and tf32 and
-#   converts the later calls with the fastest, tf32;
+#   converts the later calls with the fastest, tf32, and the steady state
+#   is those calls' time against FP32's;
 # - 1004x1000x1000 (m not a multiple of 8): fp16 and bf16 are ruled out
 #   without a shadow call (their half-precision copies need multiples of
 #   8), tf32 alone is measured and converts;
-# - 512x256x1024 (134M multiply-adds, under min-size): FP32.
+# - 512x256x1024 (134M multiply-adds, under min-size): FP32;
+# - on the V100 model, a forward convolution (conv_bench) that auto
+#   converts: its steady state is FP32's time over that of the calls that
+#   ran converted, which write the caller's output themselves, not over
+#   its candidate's in shadow, which writes an output of its own beside
+#   FP32's.
 # The program's output under the shim matches its FP32 run within the
 # tolerance (report_prog prints nothing of its results: the report's
 # errors say it).
 # usage: test_default_policy.sh REPORT_PROG LIBAMPSHIM EMU_DIR AMPSHIM
-#                               PYTHON3 CHECK_SCHEMA
+#                               PYTHON3 CHECK_SCHEMA CONV_BENCH
 set -euo pipefail
 
 prog=$(realpath "$1") shim=$(realpath "$2") emu=$(realpath "$3")
 tool=$(realpath "$4") python=$5 schema=$(realpath "$6")
+conv_bench=$(realpath "$7")
 tmp=$(mktemp -d /tmp/ampshim-default-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -42,6 +49,12 @@ run() {
 run short 2048 2048 256
 run unaligned 1004 1000 1000
 run small 512 256 1024
+# 16 forward convolutions of 925M multiply-adds on the V100 model.
+env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" AMPSHIM_EMU_GPU=v100 \
+    "$tool" run --report conv.json -- "$conv_bench" \
+    --shape 32,64,64,28,28,3 --dirs fwd --layouts nhwc --warmup 0 \
+    --reps 16 >conv.out 2>conv.err || fail "conv: ampshim run failed"
+"$python" "$schema" conv.json >conv-schema.out || fail "conv.json: schema"
 
 "$python" - <<'PY' || fail "reports"
 import json
@@ -71,6 +84,13 @@ assert c["tf32"]["eligible"] and c["tf32"]["speedup"] > 1, c["tf32"]
 assert c["tf32"]["max_rel"] <= 5e-3, c["tf32"]
 # Later calls ran tf32 (converted counts shadow calls too).
 assert s["modes"].get("tf32", 0) >= 2, s["modes"]
+# The steady state is theirs: FP32's mean beside the candidate over the
+# mean of the timed calls that ran tf32 (not the candidate's shadow mean).
+t = s["time"]
+timed = s["delivered"] - t["calls_converted_estimated"] - s["unmeasured"]
+assert timed >= 1 and t["converted_ms"] > 0, (timed, t)
+want = c["tf32"]["fp32_ms"] / (t["converted_ms"] / timed)
+assert abs(t["steady_speedup"] - want) <= 1e-9 * want, (t, want)
 print("2048x2048x256: tf32, %.2fx, %d of 16 calls tf32"
       % (c["tf32"]["speedup"], s["modes"]["tf32"]))
 
@@ -92,5 +112,19 @@ assert "auto" not in s or s["auto"] is None, s.get("auto")
 assert s["fp32"] == 16 and s["converted"] == 0, s
 assert s["fp32_reasons"] == {"min-size": 16}, s["fp32_reasons"]
 print("512x256x1024: FP32 (min-size)")
+
+(site,) = json.load(open("conv.json"))["sites"]
+(s,) = site["shapes"]
+a = s["auto"]
+assert a["state"] == "chosen" and a["choice"] != "fp32", a
+c = candidates(s)[a["choice"]]
+t = s["time"]
+timed = s["delivered"] - t["calls_converted_estimated"] - s["unmeasured"]
+assert timed >= 1 and t["converted_ms"] > 0, (timed, t)
+want = c["fp32_ms"] / (t["converted_ms"] / timed)
+assert abs(t["steady_speedup"] - want) <= 1e-9 * want, (t, want)
+assert t["steady_speedup"] > c["speedup"], (t, c)
+print("convolution on the V100 model: %s, steady %.2fx (its candidate "
+      "in shadow %.2fx)" % (a["choice"], t["steady_speedup"], c["speedup"]))
 PY
 echo "default policy: auto decides every GEMM above min-size"
