@@ -158,6 +158,13 @@ extern const size_t amp_kernels_fatbin_size;
  *     last block calls amp_conv_delayed_finish(), which sets the redo
  *     flags an amp_k_conv_cast with redo then reads. s zeroed first.
  *
+ * amp_k_conv_split_tf32x3(const float *src, struct amp_conv_layout l,
+ *                         float *dst, int64_t part, int32_t first)
+ *     tf32x3: the FP32 packed copy of src with its reduction axis tripled
+ *     (l's per_pad says so), each element's hi and lo parts
+ *     (amp_split_tf32x3) at its packed offset and part and twice part
+ *     further: hi, hi, lo for the first input, hi, lo, hi for the other.
+ *
  * amp_k_conv_output(const void *r, int32_t format,
  *                   struct amp_conv_layout lr, float *dst,
  *                   struct amp_conv_layout ld, const float *old,
@@ -197,6 +204,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CONV_SCALES "amp_k_conv_scales"
 #define AMP_K_CONV_CAST "amp_k_conv_cast"
 #define AMP_K_CONV_CAST_ONE_PASS "amp_k_conv_cast_one_pass"
+#define AMP_K_CONV_SPLIT_TF32X3 "amp_k_conv_split_tf32x3"
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
 

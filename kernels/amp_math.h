@@ -1396,6 +1396,37 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
                                     tid, nthreads);
 }
 
+/* One thread's share of a convolution input's tf32x3 copy: l's packed
+ * copy (FP32, channels last) with its reduction axis three times as long,
+ * each element split (amp_split_tf32x3) and its parts written at its
+ * packed offset and `part` and twice `part` further: hi, hi, lo for the
+ * first input (`first`), hi, lo, hi for the other, so that the reduction
+ * sums hi hi + hi lo + lo hi. */
+AMP_HD void
+amp_conv_split_tf32x3_thread(const float *src, const struct amp_conv_layout *l,
+                             float *dst, int64_t part, int first,
+                             int64_t tid, int64_t nthreads)
+{
+    struct amp_conv_walk w;
+    int64_t n = amp_conv_count(l, 0), g;
+
+    if (tid >= n)
+        return;
+    amp_conv_walk_init(&w, l, 0);
+    amp_conv_walk_offset(&w, 0, l);
+    amp_conv_walk_packed_offset(&w, 1, l);
+    amp_conv_walk_start(&w, 2, tid, nthreads);
+    for (g = tid; g < n; g += nthreads) {
+        float *d = dst + w.off[1], hi, lo;
+
+        amp_split_tf32x3(src[w.off[0]], &hi, &lo);
+        d[0] = hi;
+        d[part] = first ? hi : lo;
+        d[2 * part] = first ? lo : hi;
+        amp_conv_walk_next(&w, 2);
+    }
+}
+
 /* The packed result element at `off` as FP32: FP16, BF16 or FP32
  * (AMP_FORMAT_F32). */
 #define AMP_FORMAT_F32 2

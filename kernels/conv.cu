@@ -111,6 +111,19 @@ amp_k_conv_cast_one_pass(const float *a, struct amp_conv_layout la,
     amp_conv_delayed_finish(s, rec, log2_len, format);
 }
 
+// tf32x3: one input's copy with the reduction axis tripled, the first
+// input as hi, hi, lo and the other as hi, lo, hi
+// (amp_conv_split_tf32x3_thread), so that the one vendor convolution sums
+// the three products. A launch per input: both in one took it past 64
+// registers.
+extern "C" __global__ void AMP_KERNEL_BOUNDS
+amp_k_conv_split_tf32x3(const float *src, struct amp_conv_layout l,
+                        float *dst, int64_t part, int32_t first)
+{
+    amp_conv_split_tf32x3_thread(src, &l, dst, part, first, AMP_TID,
+                                 AMP_NTHREADS);
+}
+
 extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_conv_output(const void *r, int32_t format, struct amp_conv_layout lr,
                   float *dst, struct amp_conv_layout ld, const float *old,

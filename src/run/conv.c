@@ -39,8 +39,6 @@ amp_conv_skip_reason(enum amp_conv_skip skip)
 enum amp_mode
 amp_conv_mode(enum amp_mode mode)
 {
-    if (mode == AMP_MODE_TF32X3)
-        return AMP_MODE_FP32;
     return mode == AMP_MODE_FP16X3 ? AMP_MODE_FP32 : mode;
 }
 
@@ -253,6 +251,38 @@ amp_conv_dense(const struct amp_conv_layout *l)
     return 1;
 }
 
+/* tf32x3: the inputs' copies with their reduction axis three times as
+ * long (per_pad), which holds the three parts of each element: forward,
+ * C of x and w; backward data, K of dy and w; backward filter, N of x and
+ * dy. */
+static void
+amp_conv_split_axes(struct amp_conv_plan *p, enum amp_conv_dir dir)
+{
+    switch (dir) {
+    case AMP_CONV_FWD:
+        p->x.per_pad[1] *= 3;
+        p->w.per_pad[1] *= 3;
+        break;
+    case AMP_CONV_BWD_DATA:
+        p->y.per_pad[1] *= 3;
+        p->w.per_pad[0] *= 3;
+        break;
+    case AMP_CONV_BWD_FILTER:
+        p->x.per_pad[0] *= 3;
+        p->y.per_pad[0] *= 3;
+        break;
+    }
+}
+
+/* How far apart the parts of a tf32x3 copy of l lie: its channels' count
+ * when those are tripled, else (dim 0 tripled) the tensor's elements. One
+ * group, no padding. */
+static int64_t
+amp_conv_split_part(const struct amp_conv_layout *l)
+{
+    return l->per_pad[1] != l->per[1] ? l->per[1] : amp_conv_count(l, 0);
+}
+
 /* The output tensor's index: y, x or w by direction. */
 static int
 amp_conv_out(enum amp_conv_dir dir)
@@ -266,7 +296,7 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
               enum amp_mode candidate, struct amp_conv_plan *plan)
 {
     struct amp_conv_layout *l[3];
-    int half, out = amp_conv_out(d->dir), i;
+    int half, split, out = amp_conv_out(d->dir), i;
     int64_t cg = d->w.dim[1], kg = d->w.dim[0] / d->groups;
     enum amp_status st = AMP_OK;
 
@@ -281,6 +311,13 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
                                                       : AMP_CONV_BF16;
         plan->math = AMP_CONV_MATH_TENSOR_OP;
         break;
+    case AMP_MODE_TF32X3:
+        /* TF32 math on FP32 copies, the parts along the reduction axis:
+         * one group. */
+        if (d->groups != 1)
+            return AMP_ERR_UNAVAILABLE;
+        plan->math = AMP_CONV_MATH_DEFAULT;
+        break;
     case AMP_MODE_TF32:
         plan->math = AMP_CONV_MATH_DEFAULT;
         break;
@@ -291,35 +328,41 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
         return AMP_ERR_UNAVAILABLE;
     }
     half = plan->type != AMP_CONV_F32;
+    split = plan->candidate == AMP_MODE_TF32X3;
     plan->x = d->x;
     plan->w = d->w;
     plan->y = d->y;
     amp_conv_pad(&plan->x, d->x.dim[0], cg, half, 0);
     amp_conv_pad(&plan->w, kg, cg, half, 1);
     amp_conv_pad(&plan->y, d->y.dim[0], kg, half, 0);
+    if (split)
+        amp_conv_split_axes(plan, d->dir);
     l[AMP_CONV_X] = &plan->x;
     l[AMP_CONV_W] = &plan->w;
     l[AMP_CONV_Y] = &plan->y;
     for (i = 0; i < 3; i++) {
-        /* FP32 data reads the caller's inputs; the output is the shim's
-         * unless tf32 or allow-conversion writes the caller's directly,
-         * which they do only with beta 0: a vendor call that fails may
-         * have written part of its output, which the FP32 fallback then
-         * overwrites whole, but with another beta it would read it.
+        /* FP32 data reads the caller's inputs (tf32x3 its split copies);
+         * the output is the shim's unless tf32, tf32x3 or
+         * allow-conversion writes the caller's directly, which they do
+         * only with beta 0: a vendor call that fails may have written
+         * part of its output, which the FP32 fallback then overwrites
+         * whole, but with another beta it would read it.
          * allow-conversion's check then reads that output flat: it must
          * be dense. */
-        plan->own[i] = half || (i == out && (mode == AMP_MODE_SHADOW ||
-                                              d->beta != 0.0f ||
-                                              (plan->candidate !=
-                                                   AMP_MODE_TF32 &&
-                                               !amp_conv_dense(l[i]))));
+        plan->own[i] = half || (split && i != out) ||
+                       (i == out && (mode == AMP_MODE_SHADOW ||
+                                     d->beta != 0.0f ||
+                                     (plan->candidate ==
+                                          AMP_MODE_ALLOW_CONVERSION &&
+                                      !amp_conv_dense(l[i]))));
         if (plan->own[i] && st == AMP_OK)
             st = amp_conv_own_tensor(l[i], &plan->tensor[i]);
     }
     /* The shim's kernels (with half copies or an output of its own) keep
      * their walks' moves in 32 bits: a tensor beyond them (2^31 elements
      * apart and more) runs FP32. */
-    for (i = 0; i < 3 && st == AMP_OK && (half || plan->own[out]); i++)
+    for (i = 0; i < 3 && st == AMP_OK && (half || split || plan->own[out]);
+         i++)
         if (!amp_conv_walks_fit(l[i]))
             st = AMP_ERR_TOO_BIG;
     return st;
@@ -436,6 +479,46 @@ amp_conv_warms_up(const struct amp_conv_run *run)
  * launch makes the copies and reduces the maxima, and for FP16 one more
  * casts again an input whose delayed scale does not stand. FP32 data (no
  * copies) takes the maxima launch alone, for the non-finite flag. */
+/* Zeroes the scalars and the error accumulator after them (parts 3 and
+ * 4, adjacent). */
+static enum amp_status
+amp_conv_zero_scalars(struct amp_conv_run *run)
+{
+    size_t words = (size_t)(run->accum - run->scalars) / 4 +
+                   sizeof(struct amp_shadow_accum) / 4;
+
+    return amp_dev_memset32_async(run->scalars, 0, words, run->stream);
+}
+
+/* tf32x3: the scalars zeroed with unit scales (an output of the shim's
+ * own is blended as FP32), then a launch per input splits it into its
+ * copy. */
+static enum amp_status
+amp_conv_queue_split(struct amp_conv_run *run, amp_devptr *copies)
+{
+    int in[2], i;
+    enum amp_status st = AMP_OK;
+
+    amp_conv_inputs(run->desc.dir, &in[0], &in[1]);
+    if (run->scalars)
+        st = amp_conv_zero_scalars(run);
+    if (st == AMP_OK && run->scalars)
+        st = amp_dev_memset32_async(
+            run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
+            0x3f800000u, 2, run->stream);
+    for (i = 0; i < 2 && st == AMP_OK; i++) {
+        amp_devptr src = amp_desc_ptr(&run->desc, in[i]), dst = copies[in[i]];
+        struct amp_conv_layout l = *amp_plan_layout(&run->plan, in[i]);
+        int64_t part = amp_conv_split_part(&l);
+        int32_t first = i == 0;
+        void *params[] = {&src, &l, &dst, &part, &first};
+
+        st = amp_conv_launch(run, AMP_KERNEL_CONV_SPLIT_TF32X3,
+                             amp_conv_count(&l, 0), params);
+    }
+    return st;
+}
+
 static enum amp_status
 amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
 {
@@ -444,8 +527,6 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     int32_t log2_len = amp_ceil_log2(amp_conv_reduction(&run->desc));
     int32_t redo = 0;
     amp_devptr s = run->scalars, rec = run->record;
-    size_t words = (size_t)(run->accum - s) / 4 +
-                   sizeof(struct amp_shadow_accum) / 4;
     int in[2], i;
     int one_pass = p->type == AMP_CONV_BF16 || run->delayed;
     amp_devptr src[2], dst[2];
@@ -466,7 +547,7 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
         dst[i] = copies[in[i]];
         l[i] = *amp_plan_layout(p, in[i]);
     }
-    st = amp_dev_memset32_async(s, 0, words, run->stream);
+    st = amp_conv_zero_scalars(run);
     if (st == AMP_OK && !one_pass) {
         blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
         grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
@@ -507,9 +588,11 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
 {
     const struct amp_conv_plan *p = &run->plan;
     int shadow = p->mode == AMP_MODE_SHADOW, out = amp_conv_out(run->desc.dir);
-    /* tf32 has nothing to check; allow-conversion writing the caller's
-     * output itself is checked there. */
-    int unchecked = !shadow && p->candidate == AMP_MODE_TF32;
+    /* tf32 and tf32x3 (FP32's range) have nothing to check;
+     * allow-conversion writing the caller's output itself is checked
+     * there. */
+    int unchecked = !shadow && (p->candidate == AMP_MODE_TF32 ||
+                                p->candidate == AMP_MODE_TF32X3);
     int direct = !p->own[out] && unchecked;
     int capturing = amp_dev_stream_capturing(run->stream) != 0;
     size_t total = 0;
@@ -609,6 +692,12 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         run->beta = &run->desc.beta;
         if (plan->candidate == AMP_MODE_TF32)
             return AMP_OK;
+    }
+    if (plan->candidate == AMP_MODE_TF32X3) {
+        st = amp_conv_queue_split(run, copies);
+        if (st != AMP_OK)
+            amp_conv_release(run);
+        return st;
     }
     if (plan->candidate == AMP_MODE_TF32 && !run->needs_original) {
         /* tf32 with beta != 0: the vendor call writes the FP32 result

@@ -1039,17 +1039,13 @@ amp_next_demoted(FILE *f, const struct amp_row *r)
     fputs(". Keep it FP32 with <code>", f);
     amp_html_printf(f, "rule fp32 when caller \"%s\"", fn);
     fputs("</code>", f);
-    if (gemm) {
-        /* tf32x3 keeps FP32's exponent range, where fp16x3 is bounded by
-         * FP16's: a demotion by range leaves it a chance. */
-        fputs(", or try the FP32-accurate split with <code>", f);
-        amp_html_printf(f, "rule tf32x3 verify 2 when caller \"%s\"", fn);
-        fputs("</code> (<code>fp16x3</code> on a GPU without TF32)", f);
-    } else {
-        fputs(", or try a closer precision with <code>", f);
-        amp_html_printf(f, "rule tf32 verify 2 when caller \"%s\"", fn);
-        fputs("</code> (the FP32-accurate splits are for GEMMs)", f);
-    }
+    /* tf32x3 keeps FP32's exponent range, where fp16x3 is bounded by
+     * FP16's: a demotion by range leaves it a chance. */
+    fputs(", or try the FP32-accurate split with <code>", f);
+    amp_html_printf(f, "rule tf32x3 verify 2 when caller \"%s\"", fn);
+    fputs(gemm ? "</code> (<code>fp16x3</code> on a GPU without TF32)"
+               : "</code> (convolutions of one group)",
+          f);
     fputs(", placed above the rule that converts it.</li>\n", f);
 }
 

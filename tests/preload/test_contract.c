@@ -42,6 +42,7 @@ static const struct setting settings[] = {
     {"bf16", "AMPSHIM_MODE", "bf16", 0, 0},
     {"tf32", "AMPSHIM_MODE", "tf32", 0, 0},
     {"fp16x3", "AMPSHIM_MODE", "fp16x3", 0, 0},
+    {"tf32x3", "AMPSHIM_MODE", "tf32x3", 0, 0},
     {"allow-conversion", "AMPSHIM_MODE", "allow-conversion", 0, 0},
 };
 #define N_SETTINGS ((int)(sizeof(settings) / sizeof(settings[0])))

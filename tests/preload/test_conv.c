@@ -319,26 +319,77 @@ test_repeated(void **state)
     amp_test_run_free(&run);
 }
 
-/* fp16x3 and tf32x3 have no convolution candidate: FP32, bit-exact,
- * counted fp32. */
+/* fp16x3 has no convolution candidate: FP32, bit-exact, counted fp32. */
 static void
-test_split_modes_are_fp32(void **state)
+test_fp16x3_is_fp32(void **state)
 {
-    static const char *const modes[] = { "fp16x3", "tf32x3" };
+    static const struct setting mode[] = { { "AMPSHIM_MODE", "fp16x3" },
+                                           { NULL, NULL } };
+    struct amp_test_run run;
+    struct amp_test_summary sum;
 
     (void)state;
-    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
-        const struct setting mode[] = { { "AMPSHIM_MODE", modes[i] },
-                                        { NULL, NULL } };
-        struct amp_test_run run;
-        struct amp_test_summary sum;
+    run_conv_check("tf32", 1, mode, &run);
+    amp_test_expect_exit(&run, 0, "fp16x3");
+    amp_test_expect_plain_stdout(&run, &plain_run, "fp16x3");
+    expect_summary(&run, 0, NULL, "fp16x3", &sum);
+    amp_test_run_free(&run);
+}
 
-        run_conv_check("tf32", 1, mode, &run);
-        amp_test_expect_exit(&run, 0, modes[i]);
-        amp_test_expect_plain_stdout(&run, &plain_run, modes[i]);
-        expect_summary(&run, 0, NULL, modes[i], &sum);
-        amp_test_run_free(&run);
+/* tf32x3 holds convolutions to FP32's own bound (conv_check --tol fp32:
+ * the accumulation's alone) on the modelled H100, where cuDNN's FP32
+ * default is TF32 and the plain run fails it: every convolution of one
+ * group passes there under tf32x3, in every direction and layout; a
+ * grouped one (its parts would lie across groups) stays FP32, the plain
+ * run's bytes. */
+static void
+test_tf32x3_fp32_accuracy(void **state)
+{
+    static const struct setting mode[] = { { "AMPSHIM_MODE", "tf32x3" },
+                                           { NULL, NULL } };
+    struct amp_test_run run, plain32;
+    struct amp_test_check check, plain_check;
+    struct amp_test_summary sum;
+    int converted = 0, plain_failed = 0;
+
+    (void)state;
+    run_conv_check("fp32", 0, NULL, &plain32);
+    run_conv_check("fp32", 1, mode, &run);
+    assert_int_equal(amp_test_parse_check(plain32.out, &plain_check), 0);
+    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
+    assert_int_equal(check.count, plain.count);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        int grouped = strncmp(c->name, "groups", 6) == 0;
+
+        if (strcmp(c->cls, "conv") != 0)
+            continue;
+        if (grouped ? strcmp(c->hash, plain.cases[i].hash) == 0 : c->ok) {
+            converted += !grouped;
+            plain_failed += !grouped && !plain_check.cases[i].ok;
+            continue;
+        }
+        amp_test_run_dump("tf32x3", &run);
+        fail_msg("tf32x3: case %s (%s) %s", c->name, c->cls,
+                 grouped ? "is not the plain run's bytes"
+                         : "is not within FP32's bound");
     }
+    amp_test_parse_summary(run.err, &sum);
+    for (int i = 0; i < N_APIS; i++) {
+        const struct amp_test_summary_line *l =
+            amp_test_summary_find(&sum, apis[i]);
+
+        assert_non_null(l);
+        assert_true(l->converted >= 1 && l->fallback == 0);
+    }
+    print_message("tf32x3: %d convolutions within FP32's bound, %d of "
+                  "them outside it in the plain run (TF32)\n", converted,
+                  plain_failed);
+    /* 11 convolutions per direction, 2 of them grouped. */
+    assert_int_equal(converted, 9 * N_APIS);
+    assert_true(plain_failed >= 3);
+    amp_test_run_free(&run);
+    amp_test_run_free(&plain32);
 }
 
 /* An FMA_MATH convolution converts only where a rule names `math`: under
@@ -695,7 +746,8 @@ main(int argc, char **argv)
 {
     const struct CMUnitTest plain_tests[] = {
         cmocka_unit_test(test_plain_case_list),
-        cmocka_unit_test(test_split_modes_are_fp32),
+        cmocka_unit_test(test_fp16x3_is_fp32),
+        cmocka_unit_test(test_tf32x3_fp32_accuracy),
         cmocka_unit_test(test_fma_math_rule),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
     };

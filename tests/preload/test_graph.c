@@ -251,6 +251,48 @@ test_mode(void **state)
     amp_test_run_free(&run);
 }
 
+/* tf32x3 holds plans to FP32's own bound (conv_graph --tol fp32) on the
+ * modelled H100, where FP32 graphs compute in TF32 and the plain run
+ * fails it: every convolution of one group passes under tf32x3; a
+ * grouped one stays FP32, the plain run's bytes. */
+static void
+test_tf32x3_fp32_accuracy(void **state)
+{
+    static const struct setting mode[] = { { "AMPSHIM_MODE", "tf32x3" },
+                                           { NULL, NULL } };
+    struct amp_test_run run, plain32;
+    struct amp_test_check check, plain_check;
+    int converted = 0, plain_failed = 0;
+
+    (void)state;
+    run_conv_graph("fp32", 0, NULL, &plain32);
+    run_conv_graph("fp32", 1, mode, &run);
+    assert_int_equal(amp_test_parse_check(plain32.out, &plain_check), 0);
+    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
+    assert_int_equal(check.count, plain.count);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        int grouped = strncmp(c->name, "groups", 6) == 0;
+
+        if (strcmp(c->cls, "conv") != 0)
+            continue;
+        if (grouped ? strcmp(c->hash, plain.cases[i].hash) == 0 : c->ok) {
+            converted += !grouped;
+            plain_failed += !grouped && !plain_check.cases[i].ok;
+            continue;
+        }
+        amp_test_run_dump("tf32x3", &run);
+        fail_msg("tf32x3: plan %s (%s) %s", c->name, c->cls,
+                 grouped ? "is not the plain run's bytes"
+                         : "is not within FP32's bound");
+    }
+    print_message("tf32x3: %d plans within FP32's bound, %d of them outside "
+                  "it in the plain run (TF32)\n", converted, plain_failed);
+    assert_true(converted >= 15 && plain_failed >= 3);
+    amp_test_run_free(&run);
+    amp_test_run_free(&plain32);
+}
+
 /* ---- repeat: each plan executed twice ------------------------------------ */
 
 /* conv_graph --repeat 2: each plan executed twice in a row on the same
@@ -641,6 +683,7 @@ main(int argc, char **argv)
     const struct CMUnitTest plain_tests[] = {
         cmocka_unit_test(test_plain_case_list),
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
+        cmocka_unit_test(test_tf32x3_fp32_accuracy),
         cmocka_unit_test(test_policy_symbol),
     };
     const struct CMUnitTest threads[] = {

@@ -361,7 +361,8 @@ static const char *const gemm_modes[] = {
     "shadow:fp16x3", "shadow:tf32x3", NULL,
 };
 static const char *const conv_modes[] = {
-    "fp16", "bf16", "tf32", "allow-conversion", "shadow:fp16", NULL,
+    "fp16", "bf16", "tf32", "allow-conversion", "tf32x3", "shadow:fp16",
+    "shadow:tf32x3", NULL,
 };
 
 static const struct launch_case launch_cases[] = {

@@ -375,7 +375,7 @@ why-fp32	demoted 18 60.0% 1
 why-fp32	min-size 10 33.3% 1 smaller than the policy's min-size
 why-fp32	no-rule 2 6.7% 1
 !why-fp32	This report gives no reasons per call
-next	conv_block (train+0xc8) was demoted to FP32: shadow max_rel_err=0.02 exceeds the policy's tolerance 0.001. Keep it FP32 with rule fp32 when caller "conv_block", or try a closer precision with rule tf32 verify 2 when caller "conv_block" (the FP32-accurate splits are for GEMMs)
+next	conv_block (train+0xc8) was demoted to FP32: shadow max_rel_err=0.02 exceeds the policy's tolerance 0.001. Keep it FP32 with rule fp32 when caller "conv_block", or try the FP32-accurate split with rule tf32x3 verify 2 when caller "conv_block" (convolutions of one group)
 next	10 calls stayed FP32 under the policy's min-size: run ampshim calibrate -- PROGRAM
 next	Converted calls without an FP32 time: 8 (no FP32 baseline measured for this shape)
 coverage	100.0% FP32 within the shim's reach (converted 90.0%, kept FP32 10.0%)

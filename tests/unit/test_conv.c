@@ -630,6 +630,47 @@ test_plan(void **state)
                      AMP_ERR_UNAVAILABLE);
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_FP16X3, AMP_MODE_FP16, &plan),
                      AMP_ERR_UNAVAILABLE);
+    /* tf32x3: FP32 copies of both inputs with the reduction axis three
+     * times as long (forward C, backward data K, backward filter N), the
+     * output as tf32's (the caller's, beta 0); one group only. */
+    assert_int_equal(amp_conv_plan(&d, AMP_MODE_TF32X3, AMP_MODE_FP16, &plan),
+                     AMP_ERR_UNAVAILABLE);
+    {
+        static const int axis[3][4] = {
+            /* input a, its dim, input b, its dim */
+            {AMP_CONV_X, 1, AMP_CONV_W, 1},
+            {AMP_CONV_Y, 1, AMP_CONV_W, 0},
+            {AMP_CONV_X, 0, AMP_CONV_Y, 0},
+        };
+        struct problem one = base;
+
+        for (int dir = 0; dir < 3; dir++) {
+            struct amp_conv_desc e;
+            const int *ax = axis[dir];
+            int out = dir == AMP_CONV_FWD ? AMP_CONV_Y
+                      : dir == AMP_CONV_BWD_DATA ? AMP_CONV_X : AMP_CONV_W;
+
+            one.p = 7;
+            one.q = 6;
+            one.dir = (enum amp_conv_dir)dir;
+            e = describe(&one);
+            assert_int_equal(amp_conv_plan(&e, AMP_MODE_TF32X3,
+                                           AMP_MODE_FP16, &plan), AMP_OK);
+            assert_int_equal(plan.type, AMP_CONV_F32);
+            assert_int_equal(plan.math, AMP_CONV_MATH_DEFAULT);
+            assert_true(plan.own[ax[0]] && plan.own[ax[2]] && !plan.own[out]);
+            for (int k = 0; k < 4; k += 2) {
+                const struct amp_conv_layout *l =
+                    ax[k] == AMP_CONV_X ? &e.x
+                    : ax[k] == AMP_CONV_W ? &e.w : &e.y;
+                int d0 = ax[k + 1];
+
+                assert_int_equal(plan.tensor[ax[k]].dim[d0], 3 * l->dim[d0]);
+                assert_int_equal(plan.tensor[ax[k]].dim[1 - d0],
+                                 l->dim[1 - d0]);
+            }
+        }
+    }
     /* Beyond cuDNN's int sizes. */
     d.x.dim[0] = (int64_t)1 << 31;
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_FP16, AMP_MODE_FP16, &plan),
@@ -760,6 +801,9 @@ mode_rel(enum amp_mode mode)
     switch (mode) {
     case AMP_MODE_FP16: return 2 * 0x1p-11 + 0x1p-11;
     case AMP_MODE_BF16: return 2 * 0x1p-8 + 0x1p-8;
+    /* hi hi + hi lo + lo hi: lo lo dropped and each lo rounded to TF32,
+     * 2^-22 each, well within 2^-20 */
+    case AMP_MODE_TF32X3: return 0x1p-20;
     default: return 2 * 0x1p-11; /* tf32, allow-conversion */
     }
 }
@@ -778,6 +822,7 @@ static const struct geometry geometries[] = {
 
 static const enum amp_mode modes[] = {
     AMP_MODE_FP16, AMP_MODE_BF16, AMP_MODE_TF32, AMP_MODE_ALLOW_CONVERSION,
+    AMP_MODE_TF32X3,
 };
 
 static void
@@ -798,12 +843,14 @@ make_geometry(struct problem *p, const struct geometry *g,
     assert_int_equal(problem_make(p, xs, ws, ys), 0);
 }
 
-/* Every direction, mode and geometry within its bound; beta 0 never
- * reads the NaN-filled destination; the scratch is given back. */
+/* Every direction, mode and geometry within its bound (tf32x3 within
+ * 2^-20 of each product, FP32's accuracy where tf32 is held to 2^-10);
+ * beta 0 never reads the NaN-filled destination; the scratch is given
+ * back. */
 static void
 test_paths_within_bounds(void **state)
 {
-    double worst[4] = {0, 0, 0, 0};
+    double worst[5] = {0, 0, 0, 0, 0};
 
     (void)state;
     records_made();
@@ -822,6 +869,16 @@ test_paths_within_bounds(void **state)
                 assert_non_null(got);
                 assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
                 assert_int_equal(cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+                /* tf32x3's parts lie along the reduction axis: one group
+                 * only, else FP32. */
+                if (modes[mi] == AMP_MODE_TF32X3 && p.groups != 1) {
+                    assert_int_equal(convert(&p, modes[mi], AMP_MODE_FP16,
+                                             1 << 30, &run),
+                                     AMP_ERR_UNAVAILABLE);
+                    free(got);
+                    problem_free(&p);
+                    continue;
+                }
                 assert_int_equal(convert(&p, modes[mi], AMP_MODE_FP16,
                                          1 << 30, &run), AMP_OK);
                 download(&p, got);
@@ -835,8 +892,8 @@ test_paths_within_bounds(void **state)
                 problem_free(&p);
             }
     print_message("worst error/bound: fp16 %.3f bf16 %.3f tf32 %.3f "
-                  "allow-conversion %.3f\n", worst[0], worst[1], worst[2],
-                  worst[3]);
+                  "allow-conversion %.3f tf32x3 %.3f\n", worst[0], worst[1],
+                  worst[2], worst[3], worst[4]);
 }
 
 /* Inputs far outside FP16's range (x about 1e30, w about 1e-30), inputs
