@@ -60,6 +60,46 @@ amp_test_expect_cases_pass(const struct amp_test_run *run,
     }
 }
 
+/* A convolution program's run in tf32x3 with --tol fp32 (FP32's own
+ * bound) against plain (its run without the shim, whose hashes count)
+ * and plain32 (the same with --tol fp32): every convolution of one group
+ * within the bound, every grouped one (its name starts "groups": tf32x3
+ * takes one group only) the plain run's bytes. Returns the convolutions
+ * of one group; *plain_failed: how many of them plain32 had outside the
+ * bound. */
+static inline int
+amp_test_expect_tf32x3_accuracy(const struct amp_test_run *run,
+                                const struct amp_test_check *plain,
+                                const struct amp_test_run *plain32,
+                                int *plain_failed)
+{
+    static struct amp_test_check check, check32;
+    int converted = 0;
+
+    *plain_failed = 0;
+    assert_int_equal(amp_test_parse_check(plain32->out, &check32), 0);
+    assert_int_equal(amp_test_parse_check(run->out, &check), 0);
+    assert_int_equal(check.count, plain->count);
+    assert_int_equal(check32.count, plain->count);
+    for (int i = 0; i < check.count; i++) {
+        const struct amp_test_case *c = &check.cases[i];
+        int grouped = strncmp(c->name, "groups", 6) == 0;
+
+        if (strcmp(c->cls, "conv") != 0)
+            continue;
+        if (grouped ? strcmp(c->hash, plain->cases[i].hash) == 0 : c->ok) {
+            converted += !grouped;
+            *plain_failed += !grouped && !check32.cases[i].ok;
+            continue;
+        }
+        amp_test_run_dump("tf32x3", run);
+        fail_msg("tf32x3: case %s (%s) %s", c->name, c->cls,
+                 grouped ? "is not the plain run's bytes"
+                         : "is not within FP32's bound");
+    }
+    return converted;
+}
+
 #define AMP_TEST_MAX_PARAMS 16
 
 /* Runs func once per element of params (count elements of size bytes) as

@@ -348,32 +348,14 @@ test_tf32x3_fp32_accuracy(void **state)
     static const struct setting mode[] = { { "AMPSHIM_MODE", "tf32x3" },
                                            { NULL, NULL } };
     struct amp_test_run run, plain32;
-    struct amp_test_check check, plain_check;
     struct amp_test_summary sum;
-    int converted = 0, plain_failed = 0;
+    int converted, plain_failed;
 
     (void)state;
     run_conv_check("fp32", 0, NULL, &plain32);
     run_conv_check("fp32", 1, mode, &run);
-    assert_int_equal(amp_test_parse_check(plain32.out, &plain_check), 0);
-    assert_int_equal(amp_test_parse_check(run.out, &check), 0);
-    assert_int_equal(check.count, plain.count);
-    for (int i = 0; i < check.count; i++) {
-        const struct amp_test_case *c = &check.cases[i];
-        int grouped = strncmp(c->name, "groups", 6) == 0;
-
-        if (strcmp(c->cls, "conv") != 0)
-            continue;
-        if (grouped ? strcmp(c->hash, plain.cases[i].hash) == 0 : c->ok) {
-            converted += !grouped;
-            plain_failed += !grouped && !plain_check.cases[i].ok;
-            continue;
-        }
-        amp_test_run_dump("tf32x3", &run);
-        fail_msg("tf32x3: case %s (%s) %s", c->name, c->cls,
-                 grouped ? "is not the plain run's bytes"
-                         : "is not within FP32's bound");
-    }
+    converted = amp_test_expect_tf32x3_accuracy(&run, &plain, &plain32,
+                                                &plain_failed);
     amp_test_parse_summary(run.err, &sum);
     for (int i = 0; i < N_APIS; i++) {
         const struct amp_test_summary_line *l =
