@@ -84,11 +84,9 @@ for capture in global thread-local; do
                 reasons=$(fallbacks | tr '\n' ' ')
                 [[ $reasons == *"cublasSgemm_v2:cold-capture=1"* ]] ||
                     fail "$what: fallbacks '$reasons'"
-                # fp16x3 and tf32x3 have no convolution form: FP32 by
-                # decision.
+                # fp16x3 has no convolution form: FP32 by decision.
                 conv="cudnnConvolutionForward:cold-capture=1"
-                [[ $mode == fp16x3 || $mode == tf32x3 ||
-                   $reasons == *"$conv"* ]] ||
+                [[ $mode == fp16x3 || $reasons == *"$conv"* ]] ||
                     fail "$what: fallbacks '$reasons'"
             else
                 # Shadow never runs under capture: the warm call only.
@@ -97,11 +95,12 @@ for capture in global thread-local; do
                 [[ $gemm_conv == "$want" ]] ||
                     fail "$what: $gemm_conv SGEMMs converted, not $want"
                 # Convolutions: shadow and allow-conversion (whose check
-                # needs a result slot) never run under capture; fp16x3 and
-                # tf32x3 have no convolution form.
+                # needs a result slot) never run under capture; fp16x3 has
+                # no convolution form; tf32x3 (FP32's range, no check)
+                # runs as tf32.
                 case $mode in
                     shadow | allow-conversion) want=1 ;;
-                    fp16x3 | tf32x3) want=0 ;;
+                    fp16x3) want=0 ;;
                 esac
                 conv_conv=$(field cudnnConvolutionForward converted)
                 [[ $conv_conv == "$want" ]] ||
@@ -117,8 +116,7 @@ done
 # SGEMM and convolution go to another stream that is not captured, from
 # the capturing thread or from another one. The shim's set-up for them
 # (module, handles, events) must not invalidate the capture, and they
-# convert (but fp16x3's and tf32x3's convolutions, which have no such
-# form).
+# convert (but fp16x3's convolutions, which have no such form).
 beside_runs=0
 for capture in global thread-local; do
     for mode in fp16 bf16 tf32 fp16x3 tf32x3 allow-conversion shadow; do
@@ -128,7 +126,7 @@ for capture in global thread-local; do
                 --beside "$beside"
             [[ $(field cublasSgemm_v2 converted) -ge 1 ]] ||
                 fail "$what: the SGEMM beside the capture stayed FP32"
-            [[ $mode == fp16x3 || $mode == tf32x3 ||
+            [[ $mode == fp16x3 ||
                $(field cudnnConvolutionForward converted) -ge 1 ]] ||
                 fail "$what: the convolution beside the capture stayed FP32"
             beside_runs=$((beside_runs + 1))

@@ -43,7 +43,7 @@ half=$(hash_of half run.out)
 
 # mode:tolerance:converted (1: the FP32 convolution converts or, under
 # shadow, is measured converted).
-for spec in fp16:fp16:1 bf16:bf16:1 tf32:tf32:1 fp16x3:tf32:0 tf32x3:tf32:0 \
+for spec in fp16:fp16:1 bf16:bf16:1 tf32:tf32:1 fp16x3:tf32:0 tf32x3:tf32:1 \
             shadow:tf32:1 fp32:tf32:0; do
     IFS=: read -r mode tol converted <<<"$spec"
     rc=0
@@ -59,4 +59,4 @@ for spec in fp16:fp16:1 bf16:bf16:1 tf32:tf32:1 fp16x3:tf32:0 tf32x3:tf32:0 \
         run.err || fail "$mode: want 2 calls, $converted converted, 1 passed through"
 done
 echo "half weights: bare and in 7 modes, HALF work passed through bit for" \
-     "bit, the FP32 convolution converted by fp16, bf16 and tf32"
+     "bit, the FP32 convolution converted by fp16, bf16, tf32 and tf32x3"

@@ -125,9 +125,9 @@ test_shadow_is_fp32(void **state)
 
 /* ---- forced modes: the mode's results, every call ------------------------ */
 
-/* What a mode gives a convolution: its own bits, FP32's (fp16x3 and
- * tf32x3 have no convolution: FP32), or either (tf32: an FP32 convolution
- * of cuDNN's default math is TF32 already on the modelled GPU). */
+/* What a mode gives a convolution: its own bits, FP32's (fp16x3 has no
+ * convolution: FP32), or either (tf32: an FP32 convolution of cuDNN's
+ * default math is TF32 already on the modelled GPU). */
 enum conv_bits { CONV_DIFFERS, CONV_SAME, CONV_EITHER };
 
 struct mode_case {
@@ -144,8 +144,9 @@ static const struct mode_case mode_cases[] = {
     /* Three FP16 products: FP32's accuracy, not its bits; its
      * convolutions are the plain run's (TF32). */
     { "fp16x3", "tf32", 0, CONV_SAME },
-    /* Three TF32 products: as fp16x3. */
-    { "tf32x3", "tf32", 0, CONV_SAME },
+    /* Three TF32 products, for convolutions too: FP32's accuracy, not
+     * the plain run's TF32 bits. */
+    { "tf32x3", "tf32", 1, CONV_DIFFERS },
 };
 
 static const char *
