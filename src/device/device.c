@@ -987,15 +987,23 @@ amp_dev_stream_id(amp_stream stream)
     return id;
 }
 
+/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
+#define AMP_DEV_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
+
 enum amp_status
 amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
                amp_devptr *at, int *fresh)
 {
-    unsigned long long sid = amp_dev_stream_id(stream);
-    unsigned home = amp_dev_record_hash(key, sid);
+    unsigned long long sid;
+    unsigned home;
     int i, take = -1, same_stream = -1;
     enum amp_status st = AMP_OK;
 
+    if (stream == AMP_DEV_STREAM_PER_THREAD ||
+        amp_dev_stream_capturing(stream) != 0)
+        return AMP_ERR_UNAVAILABLE;
+    sid = amp_dev_stream_id(stream);
+    home = amp_dev_record_hash(key, sid);
     if (!sid)
         return AMP_ERR_UNAVAILABLE;
     pthread_mutex_lock(&amp_dev_lock);

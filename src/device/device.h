@@ -181,9 +181,10 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
  * device address; *fresh 1 when it was not the key's before (its contents
  * are another key's, or whatever the memory held): the caller queues the
  * work that sets it, then calls amp_dev_record_ready or, having failed,
- * amp_dev_record_drop; 0 when an earlier call of the key set it. Never
- * for a stream that is being captured (a graph may replay on any stream).
- * AMP_ERR_UNAVAILABLE while the key's first call is not queued yet, when
+ * amp_dev_record_drop; 0 when an earlier call of the key set it.
+ * AMP_ERR_UNAVAILABLE for a stream that is being captured (a graph may
+ * replay on any stream) or the per-thread default stream (one handle,
+ * several streams), while the key's first call is not queued yet, when
  * the places the key may take are held by other streams or drain their
  * kernels, or when the driver cannot name the stream; AMP_ERR_DRIVER when
  * the memory cannot be had (remembered). */

@@ -423,18 +423,13 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
-/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
-#define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
-
 _Static_assert(sizeof(struct amp_conv_record) <= AMP_DEV_RECORD_BYTES,
                "a convolution's record fits");
 
 /* A repeating FP16 call takes a record of the device layer per (site,
  * shape, stream) for delayed scaling (struct amp_conv_record): the first
  * call there takes the two passes and sets it, the next ones cast in one
- * pass. Not for the per-thread default stream (one handle, several
- * streams) or a stream being captured (a graph may replay on any
- * stream). */
+ * pass. amp_dev_record refuses the streams a record cannot serve. */
 static void
 amp_conv_record(struct amp_conv_run *run)
 {
@@ -447,8 +442,7 @@ amp_conv_record(struct amp_conv_run *run)
     amp_devptr at = 0;
     int fresh = 1;
 
-    if (p->type != AMP_CONV_F16 || run->stream == AMP_STREAM_PER_THREAD ||
-        amp_dev_stream_capturing(run->stream) != 0)
+    if (p->type != AMP_CONV_F16)
         return;
     memset(&key, 0, sizeof key);
     key.site = run->desc.site;
@@ -472,15 +466,7 @@ amp_conv_warms_up(const struct amp_conv_run *run)
 }
 
 /* Zeroes the scalars and the error accumulator after them (parts 3 and
- * 4, adjacent: the check or the shadow errors need it zeroed later), then
- * the half copies: for FP16, one launch reduces both inputs' maxima and
- * its last block sets the scales, and one more makes both copies; for a
- * repeating FP16 call (delayed scaling) and for BF16 (unscaled), one
- * launch makes the copies and reduces the maxima, and for FP16 one more
- * casts again an input whose delayed scale does not stand. FP32 data (no
- * copies) takes the maxima launch alone, for the non-finite flag. */
-/* Zeroes the scalars and the error accumulator after them (parts 3 and
- * 4, adjacent). */
+ * 4, adjacent: the check or the shadow errors need it zeroed later). */
 static enum amp_status
 amp_conv_zero_scalars(struct amp_conv_run *run)
 {
@@ -488,6 +474,16 @@ amp_conv_zero_scalars(struct amp_conv_run *run)
                    sizeof(struct amp_shadow_accum) / 4;
 
     return amp_dev_memset32_async(run->scalars, 0, words, run->stream);
+}
+
+/* The scalars' unscales at 1: the output kernel blends an FP32 result
+ * as it is. */
+static enum amp_status
+amp_conv_unit_scales(struct amp_conv_run *run)
+{
+    return amp_dev_memset32_async(
+        run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
+        0x3f800000u, 2, run->stream);
 }
 
 /* tf32x3: the scalars zeroed with unit scales (an output of the shim's
@@ -503,9 +499,7 @@ amp_conv_queue_split(struct amp_conv_run *run, amp_devptr *copies)
     if (run->scalars)
         st = amp_conv_zero_scalars(run);
     if (st == AMP_OK && run->scalars)
-        st = amp_dev_memset32_async(
-            run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
-            0x3f800000u, 2, run->stream);
+        st = amp_conv_unit_scales(run);
     for (i = 0; i < 2 && st == AMP_OK; i++) {
         amp_devptr src = amp_desc_ptr(&run->desc, in[i]), dst = copies[in[i]];
         struct amp_conv_layout l = *amp_plan_layout(&run->plan, in[i]);
@@ -519,6 +513,13 @@ amp_conv_queue_split(struct amp_conv_run *run, amp_devptr *copies)
     return st;
 }
 
+/* The scalars zeroed, then the half copies: for FP16, one launch reduces
+ * both inputs' maxima and its last block sets the scales, and one more
+ * makes both copies; for a repeating FP16 call (delayed scaling) and for
+ * BF16 (unscaled), one launch makes the copies and reduces the maxima,
+ * and for FP16 one more casts again an input whose delayed scale does not
+ * stand. FP32 data (no copies) takes the maxima launch alone, for the
+ * non-finite flag. */
 static enum amp_status
 amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
 {
@@ -685,9 +686,10 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
     run->needs_original = plan->mode == AMP_MODE_SHADOW;
     run->delivers = run->needs_original && d->delivers;
     if (!plan->own[out]) {
-        /* tf32 and allow-conversion: the vendor call writes the caller's
-         * result itself (allow-conversion's maxima kernel below, for the
-         * non-finite flag its check reads). */
+        /* tf32, tf32x3 and allow-conversion: the vendor call writes the
+         * caller's result itself (tf32x3's split copies below;
+         * allow-conversion's maxima kernel below, for the non-finite flag
+         * its check reads). */
         run->alpha = &run->desc.alpha;
         run->beta = &run->desc.beta;
         if (plan->candidate == AMP_MODE_TF32)
@@ -702,9 +704,7 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
     if (plan->candidate == AMP_MODE_TF32 && !run->needs_original) {
         /* tf32 with beta != 0: the vendor call writes the FP32 result
          * into scratch, the output kernel blends it with unit scales. */
-        st = amp_dev_memset32_async(
-            run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
-            0x3f800000u, 2, run->stream);
+        st = amp_conv_unit_scales(run);
         if (st != AMP_OK)
             amp_conv_release(run);
         return st;
@@ -827,9 +827,7 @@ amp_conv_queue_deliver(struct amp_conv_run *run)
 
     lr.per_pad[0] = lr.per[0];
     lr.per_pad[1] = lr.per[1];
-    st = amp_dev_memset32_async(
-        run->scalars + offsetof(struct amp_conv_scalars, unscale_a),
-        0x3f800000u, 2, run->stream);
+    st = amp_conv_unit_scales(run);
     if (st == AMP_OK)
         st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT,
                              amp_conv_count(&lr, 0), params);

@@ -973,9 +973,6 @@ _Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&
                    sizeof(struct amp_gemm_record) <= AMP_DEV_RECORD_BYTES,
                "a call's scalars lead its delayed ones; a record fits");
 
-/* CU_STREAM_PER_THREAD: one handle, a stream per thread. */
-#define AMP_STREAM_PER_THREAD ((amp_stream)(uintptr_t)0x2)
-
 /* A 64-bit hash of n words, a word at a time (a multiply and a shift
  * each: it runs on every FP16 call). */
 static uint64_t
@@ -994,10 +991,9 @@ amp_hash_words(uint64_t h, const int64_t *v, size_t n)
  * record of the device layer, one per (site, shape, stream): the first
  * call there takes the two passes and sets it, the next ones cast in one
  * pass (delayed scaling: AMP_DELAYED_SLACK in amp_math.h), each with its
- * own scalars in its scratch. Not for other modes, an alpha vector (its
- * compensation runs between the scales and the casts), the per-thread
- * default stream (one handle, several streams) or a stream being captured
- * (a graph may replay on any stream). */
+ * own scalars in its scratch. Not for other modes or an alpha vector (its
+ * compensation runs between the scales and the casts); amp_dev_record
+ * refuses the streams a record cannot serve. */
 static void
 amp_gemm_record(struct amp_gemm_run *run)
 {
@@ -1011,9 +1007,7 @@ amp_gemm_record(struct amp_gemm_run *run)
     amp_devptr at = 0;
     int fresh = 1;
 
-    if (run->candidate != AMP_MODE_FP16 || d->alpha_vector ||
-        d->stream == AMP_STREAM_PER_THREAD ||
-        amp_dev_stream_capturing(d->stream) != 0)
+    if (run->candidate != AMP_MODE_FP16 || d->alpha_vector)
         return;
     key = amp_hash_words(0xcbf29ce484222325ull, shape,
                          sizeof shape / sizeof shape[0]);
