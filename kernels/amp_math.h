@@ -1316,6 +1316,20 @@ amp_conv_walk_packed_offset(struct amp_conv_walk *w, int k,
     w->stride[k][6] = l->per_pad[0] * inner;
 }
 
+/* The larger of best and |v| (FP32 bits) when v is finite; else best,
+ * and *nonfinite becomes 1. */
+AMP_HD uint32_t
+amp_absmax_step(uint32_t best, float v, uint32_t *nonfinite)
+{
+    uint32_t mag = amp_f32_bits(v) & 0x7fffffffu;
+
+    if (mag >= 0x7f800000u)
+        *nonfinite = 1;
+    else if (mag > best)
+        best = mag;
+    return best;
+}
+
 /* One thread's share of the absolute maximum of the finite elements (FP32
  * bits); *nonfinite becomes 1 when an element is Inf or NaN. */
 AMP_HD uint32_t
@@ -1332,12 +1346,7 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
     amp_conv_walk_offset(&w, 0, l);
     amp_conv_walk_start(&w, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        uint32_t mag = amp_f32_bits(src[w.off[0]]) & 0x7fffffffu;
-
-        if (mag >= 0x7f800000u)
-            *nonfinite = 1;
-        else if (mag > best)
-            best = mag;
+        best = amp_absmax_step(best, src[w.off[0]], nonfinite);
         amp_conv_walk_next(&w, 1);
     }
     return best;
@@ -1367,14 +1376,9 @@ amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
 
         /* Digits 0 and 5 past the group's real size: padding. */
         if (w.at[0] < per1 && w.at[5] < per0) {
-            float v = src[w.off[0]];
-            uint32_t mag = amp_f32_bits(v) & 0x7fffffffu;
-
-            if (mag >= 0x7f800000u)
-                *nonfinite = 1;
-            else if (mag > best)
-                best = mag;
-            x = v * scale;
+            x = src[w.off[0]];
+            best = amp_absmax_step(best, x, nonfinite);
+            x *= scale;
         }
         dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
                                            : amp_f32_to_f16(x);
