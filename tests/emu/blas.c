@@ -162,6 +162,57 @@ emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
                        ldc);
 }
 
+/* The three BF16 parts of op(X), rows x cols, into parts[0..2], dense
+ * column-major (leading dimension rows). Element (i, p) of op(X) sits at
+ * p + i * ld when `trans`, else at i + p * ld. */
+static void
+emu_bf16x9_split(const float *x, int64_t ld, int trans, int64_t rows,
+                 int64_t cols, float *const parts[3])
+{
+    for (int64_t p = 0; p < cols; p++)
+        for (int64_t i = 0; i < rows; i++) {
+            float v = trans ? x[p + i * ld] : x[i + p * ld];
+            size_t at = (size_t)i + (size_t)p * (size_t)rows;
+
+            for (int q = 0; q < 3; q++) {
+                float part = emu_bf16_to_f32(emu_f32_to_bf16(v));
+
+                parts[q][at] = part;
+                v = v - part;
+            }
+        }
+}
+
+CUresult
+emu_cpu_sgemm_bf16x9(int transa, int transb, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float *c, int64_t ldc)
+{
+    size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n;
+    float *buf, *pa[3], *pb[3];
+    int first = 1;
+
+    if (m <= 0 || n <= 0)
+        return CUDA_SUCCESS;
+    buf = malloc(3 * (mk + kn) * sizeof(float) + 1);
+    if (buf == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (int q = 0; q < 3; q++) {
+        pa[q] = buf + (size_t)q * mk;
+        pb[q] = buf + 3 * mk + (size_t)q * kn;
+    }
+    emu_bf16x9_split(a, lda, transa, m, k, pa);
+    emu_bf16x9_split(b, ldb, transb, k, n, pb);
+    for (int s = 4; s >= 0; s--)
+        for (int i = s > 2 ? s - 2 : 0; i <= (s < 2 ? s : 2); i++) {
+            emu_cpu_sgemm(0, 0, m, n, k, pa[i], m, pb[s - i], k,
+                          first ? 0.0f : 1.0f, c, ldc);
+            first = 0;
+        }
+    free(buf);
+    return CUDA_SUCCESS;
+}
+
 CUresult
 emu_cpu_blas(CUresult (*fn)(void *arg), void *arg)
 {

@@ -32,6 +32,7 @@ emu_blas_config(cublasHandle_t handle, struct emu_blas_config *config)
     config->stream = handle->stream;
     config->pointer_mode = handle->pointer_mode;
     config->math_mode = handle->math_mode;
+    config->emulation_strategy = handle->emulation_strategy;
     config->sm_count_target = handle->sm_count_target;
     pthread_mutex_unlock(&handle->lock);
     return CUBLAS_STATUS_SUCCESS;
@@ -73,6 +74,7 @@ emu_blas_create(cublasHandle_t *handle)
     ctx->stream = NULL;
     ctx->pointer_mode = CUBLAS_POINTER_MODE_HOST;
     ctx->math_mode = CUBLAS_DEFAULT_MATH;
+    ctx->emulation_strategy = CUBLAS_EMULATION_STRATEGY_DEFAULT;
     ctx->magic = EMU_BLAS_MAGIC;
     *handle = ctx;
     return CUBLAS_STATUS_SUCCESS;
@@ -275,6 +277,43 @@ cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     *mode = handle->math_mode;
+    pthread_mutex_unlock(&handle->lock);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* cublasSetEmulationStrategy / cublasGetEmulationStrategy (cublas_api.h,
+ * cuBLAS 12.9 and later): the handle's cublasEmulationStrategy_t, DEFAULT
+ * (0) at creation, for the BF16x9 emulation of its FP32 products
+ * (emu_bf16x9_runs). A value outside the enum is INVALID_VALUE, as is a
+ * NULL destination, as cuSOLVER documents for its counterparts, whose
+ * strategies it defines by cuBLAS's. */
+cublasStatus_t
+cublasSetEmulationStrategy(cublasHandle_t handle,
+                           cublasEmulationStrategy_t emulationStrategy)
+{
+    int v = (int)emulationStrategy;
+    cublasStatus_t st =
+        begin_setting(handle, v >= CUBLAS_EMULATION_STRATEGY_DEFAULT &&
+                                  v <= CUBLAS_EMULATION_STRATEGY_EAGER,
+                      "cublasSetEmulationStrategy");
+
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    handle->emulation_strategy = emulationStrategy;
+    pthread_mutex_unlock(&handle->lock);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasGetEmulationStrategy(cublasHandle_t handle,
+                           cublasEmulationStrategy_t *emulationStrategy)
+{
+    cublasStatus_t st = begin_setting(handle, emulationStrategy != NULL,
+                                      "cublasGetEmulationStrategy");
+
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    *emulationStrategy = handle->emulation_strategy;
     pthread_mutex_unlock(&handle->lock);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -243,8 +243,10 @@ multiply(const struct gemm_problem *j, const void *a, const void *b, void *c,
          float alpha, float beta)
 {
     int ta = j->transa != CUBLAS_OP_N, tb = j->transb != CUBLAS_OP_N;
-    int direct_a = j->atype == CUDA_R_32F && j->round == ROUND_NONE;
-    int direct_b = j->btype == CUDA_R_32F && j->round == ROUND_NONE;
+    int bf16x9 = j->round == ROUND_BF16X9;
+    int keep = j->round == ROUND_NONE || bf16x9;
+    int direct_a = j->atype == CUDA_R_32F && keep;
+    int direct_b = j->btype == CUDA_R_32F && keep;
     size_t mk = (size_t)j->m * (size_t)j->k, kn = (size_t)j->k * (size_t)j->n;
     float *ga = direct_a ? NULL : malloc(mk * sizeof(float));
     float *gb = direct_b ? NULL : malloc(kn * sizeof(float));
@@ -258,9 +260,18 @@ multiply(const struct gemm_problem *j, const void *a, const void *b, void *c,
         gather_op(a, j->atype, j->lda, ta, j->round, j->m, j->k, ga);
     if (gb)
         gather_op(b, j->btype, j->ldb, tb, j->round, j->k, j->n, gb);
-    emu_cpu_sgemm(direct_a && ta, direct_b && tb, j->m, j->n, j->k,
-                  ga ? ga : a, ga ? j->m : j->lda, gb ? gb : b,
-                  gb ? j->k : j->ldb, 0.0f, prod, j->m);
+    if (bf16x9 &&
+        emu_cpu_sgemm_bf16x9(direct_a && ta, direct_b && tb, j->m, j->n,
+                             j->k, ga ? ga : a, ga ? j->m : j->lda,
+                             gb ? gb : b, gb ? j->k : j->ldb, prod,
+                             j->m) != CUDA_SUCCESS) {
+        free(ga), free(gb), free(prod);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!bf16x9)
+        emu_cpu_sgemm(direct_a && ta, direct_b && tb, j->m, j->n, j->k,
+                      ga ? ga : a, ga ? j->m : j->lda, gb ? gb : b,
+                      gb ? j->k : j->ldb, 0.0f, prod, j->m);
     for (int64_t col = 0; col < j->n; col++)
         for (int64_t i = 0; i < j->m; i++)
             store_c(j, c, (size_t)i + (size_t)col * (size_t)j->ldc, alpha,
@@ -412,8 +423,11 @@ group_check(const struct gemm_group *g)
 
 /* FP32 operands under CUBLAS_COMPUTE_32F follow the handle's math mode,
  * as cublasSgemm_v2 does: the deprecated TENSOR_OP_MATH means FAST_16F,
- * TF32_TENSOR_OP_MATH allows TF32; the reduction flag changes nothing
- * when everything accumulates and stores in FP32. */
+ * TF32_TENSOR_OP_MATH allows TF32, FP32_EMULATED_BF16X9_MATH means
+ * EMULATED_16BFX9 ("For single precision GEMM routines cuBLAS will use
+ * the CUBLAS_COMPUTE_32F_EMULATED_16BFX9 compute type", cublasMath_t);
+ * the reduction flag changes nothing when everything accumulates and
+ * stores in FP32. */
 static struct gemm_kind
 fp32_kind(cublasMath_t math)
 {
@@ -429,6 +443,9 @@ fp32_kind(cublasMath_t math)
             kind.round = ROUND_TF32;
             kind.prec = EMU_PREC_TF32;
         }
+        break;
+    case CUBLAS_FP32_EMULATED_BF16X9_MATH:
+        kind.round = ROUND_BF16X9; /* if it runs: gemm_settle_emulation */
         break;
     default:
         break;
@@ -483,7 +500,9 @@ gemm_ex_kind(const struct gemm_call *g, cublasMath_t math,
             *kind = fp32_kind(math);
             return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_PEDANTIC:
+            return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+            kind->round = ROUND_BF16X9; /* gemm_settle_emulation */
             return CUBLAS_STATUS_SUCCESS;
         case CUBLAS_COMPUTE_32F_FAST_16F:
             kind->round = ROUND_F16;
@@ -576,11 +595,12 @@ group_idle(const struct gemm_job_group *grp)
 }
 
 /* Modelled time of the whole call, one launch: its flops at the
- * precision used and the bytes its problems move. */
+ * precision used and the bytes its problems move (BF16x9: with the split
+ * of its operands, emu_model_bf16x9_ns). */
 static double
 gemm_model_ns(const struct gemm_job *j, const struct gemm_kind *kind)
 {
-    double flops = 0.0, bytes = 0.0;
+    double flops = 0.0, bytes = 0.0, elems = 0.0;
 
     for (int64_t g = 0; g < j->ngroups; g++) {
         const struct gemm_job_group *grp = &j->groups[g];
@@ -597,9 +617,12 @@ gemm_model_ns(const struct gemm_job *j, const struct gemm_kind *kind)
             one += m * k * (double)type_size(p->atype);
             one += k * n * (double)type_size(p->btype);
             flops += 2.0 * m * n * k * (double)grp->count;
+            elems += (m * k + k * n) * (double)grp->count;
         }
         bytes += one * (double)grp->count;
     }
+    if (kind->round == ROUND_BF16X9 && flops > 0.0)
+        return emu_model_bf16x9_ns(flops, bytes, elems);
     return emu_model_ns(flops, flops > 0.0 ? kind->prec : EMU_PREC_NONE,
                         bytes);
 }
@@ -646,6 +669,24 @@ gemm_job_new(const struct gemm_call *g, const struct emu_blas_config *cfg,
     return job;
 }
 
+/* A product that asks for BF16x9 runs it where emu_bf16x9_runs says so
+ * (the GPU has it; the strategy, and for PERFORMANT the modelled times),
+ * else it is the native FP32 product. */
+static void
+gemm_settle_emulation(struct gemm_job *job, struct gemm_kind *kind,
+                      cublasEmulationStrategy_t strategy)
+{
+    struct gemm_kind native = { ROUND_NONE, EMU_PREC_FP32 };
+
+    if (kind->round != ROUND_BF16X9 ||
+        emu_bf16x9_runs((int)strategy, gemm_model_ns(job, &native),
+                        gemm_model_ns(job, kind)))
+        return;
+    *kind = native;
+    for (int64_t g = 0; g < job->ngroups; g++)
+        job->groups[g].p.round = ROUND_NONE;
+}
+
 /* Checks a call as the library does (handle, then arguments, then types
  * and modes), then queues it on the handle's stream. */
 static cublasStatus_t
@@ -690,6 +731,7 @@ gemm_submit(cublasHandle_t handle, const struct gemm_call *g)
         return (cublasStatus_t)fault;
     }
     job->partial = partial;
+    gemm_settle_emulation(job, &kind, cfg.emulation_strategy);
     op.name = g->name;
     op.run = gemm_run;
     op.release = free;

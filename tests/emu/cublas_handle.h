@@ -41,6 +41,7 @@ struct cublasContext {
     CUstream stream;                 /* NULL: the legacy default stream */
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
+    cublasEmulationStrategy_t emulation_strategy;
     void *workspace;                 /* user workspace, or NULL */
     size_t workspace_size;
     int sm_count_target;             /* 0: the device's */
@@ -52,6 +53,7 @@ struct emu_blas_config {
     CUstream stream;
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
+    cublasEmulationStrategy_t emulation_strategy;
     int sm_count_target;
 };
 

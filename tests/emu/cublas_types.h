@@ -10,8 +10,10 @@
 
 #include "emu.h"
 
-/* How FP32 operands are rounded before the multiply. */
-enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32 };
+/* How FP32 operands are rounded before the multiply; ROUND_BF16X9 keeps
+ * them and splits them in the product (emu_cpu_sgemm_bf16x9). */
+enum operand_round { ROUND_NONE, ROUND_F16, ROUND_BF16, ROUND_TF32,
+                     ROUND_BF16X9 };
 
 /* A data type as the call log names it: "32F", "16F", "16BF". */
 static inline const char *

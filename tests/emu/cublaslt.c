@@ -563,3 +563,110 @@ cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref,
     return get_attr(emu_lt_pref_at(pref), pref_slots, NSLOTS(pref_slots),
                     attr, buf, sizeInBytes, sizeWritten);
 }
+
+/* ---- Emulation descriptors ------------------------------------------------ */
+
+static const struct attr_slot emulation_slots[] = {
+    SLOT(CUBLASLT_EMULATION_DESC_STRATEGY, struct emu_lt_emulation,
+         strategy),
+    SLOT(CUBLASLT_EMULATION_DESC_SPECIAL_VALUES_SUPPORT,
+         struct emu_lt_emulation, special_values),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_CONTROL,
+         struct emu_lt_emulation, mantissa_control),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MAX_MANTISSA_BIT_COUNT,
+         struct emu_lt_emulation, max_mantissa_bits),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_BIT_OFFSET,
+         struct emu_lt_emulation, mantissa_bit_offset),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_BIT_COUNT_POINTER,
+         struct emu_lt_emulation, mantissa_bit_count),
+};
+
+static struct emu_lt_emulation *
+emulation_at(cublasLtEmulationDesc_t desc)
+{
+    struct emu_lt_emulation *e = (void *)desc;
+
+    return e != NULL && e->magic == EMU_LT_EMULATION_MAGIC ? e : NULL;
+}
+
+int
+emu_lt_emulation_strategy(cublasLtEmulationDesc_t desc)
+{
+    const struct emu_lt_emulation *e = emulation_at(desc);
+
+    return e != NULL ? e->strategy : 0;
+}
+
+/* cublasLt.h's defaults: strategy DEFAULT, every special value supported
+ * (0xFFFF), the fixed-point settings 0 and no bit-count pointer. */
+static void
+emulation_init(struct emu_lt_emulation *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->magic = EMU_LT_EMULATION_MAGIC;
+    e->special_values = 0xFFFF;
+}
+
+cublasStatus_t
+cublasLtEmulationDescInit_internal(cublasLtEmulationDesc_t emulationDesc,
+                                   size_t size)
+{
+    if (emulationDesc == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (size < sizeof(cublasLtEmulationDescOpaque_t))
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    emulation_init((struct emu_lt_emulation *)emulationDesc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *emulationDesc)
+{
+    cublasLtEmulationDescOpaque_t *opaque;
+
+    if (emulationDesc == NULL)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    opaque = malloc(sizeof(*opaque));
+    if (opaque == NULL)
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    emulation_init((struct emu_lt_emulation *)opaque);
+    ((struct emu_lt_emulation *)opaque)->created = 1;
+    *emulationDesc = opaque;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t emulationDesc)
+{
+    struct emu_lt_emulation *e = (struct emu_lt_emulation *)emulationDesc;
+
+    if (e == NULL)
+        return CUBLAS_STATUS_SUCCESS;
+    if (e->magic != EMU_LT_EMULATION_MAGIC)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!e->created)
+        return refuse_destroy("cublasLtEmulationDescDestroy");
+    e->magic = 0;
+    free(emulationDesc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtEmulationDescSetAttribute(cublasLtEmulationDesc_t emulationDesc,
+                                  cublasLtEmulationDescAttributes_t attr,
+                                  const void *buf, size_t sizeInBytes)
+{
+    return set_attr(emulation_at(emulationDesc), emulation_slots,
+                    NSLOTS(emulation_slots), attr, buf, sizeInBytes);
+}
+
+cublasStatus_t
+cublasLtEmulationDescGetAttribute(cublasLtEmulationDesc_t emulationDesc,
+                                  cublasLtEmulationDescAttributes_t attr,
+                                  void *buf, size_t sizeInBytes,
+                                  size_t *sizeWritten)
+{
+    return get_attr(emulation_at(emulationDesc), emulation_slots,
+                    NSLOTS(emulation_slots), attr, buf, sizeInBytes,
+                    sizeWritten);
+}

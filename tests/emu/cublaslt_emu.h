@@ -11,6 +11,8 @@
 #define EMU_LT_DESC_MAGIC 0x4c744d64u   /* "LtMd": a matmul descriptor */
 #define EMU_LT_LAYOUT_MAGIC 0x4c744c79u /* "LtLy": a matrix layout */
 #define EMU_LT_PREF_MAGIC 0x4c745066u   /* "LtPf": a preference */
+#define EMU_LT_EMULATION_MAGIC 0x4c74456du /* "LtEm": an emulation
+                                              descriptor */
 
 /* cublasLt.h declares the struct and leaves it to the library. A handle
  * holds nothing but the device it was made on: the library's settings
@@ -77,6 +79,26 @@ struct emu_lt_pref {
     uint64_t max_workspace_bytes;
     uint64_t impl_mask;
 };
+
+/* An emulation descriptor (cublasLt.h, cublasLtEmulationDescAttributes_t,
+ * with its defaults): only the strategy changes what the emulator does. */
+struct emu_lt_emulation {
+    uint32_t magic;
+    uint8_t created;
+    int32_t strategy;               /* cublasEmulationStrategy_t, 0 */
+    int32_t special_values;         /* 0xFFFF */
+    int32_t mantissa_control;       /* fixed-point emulation: 0 */
+    int32_t max_mantissa_bits;      /* 0 */
+    int32_t mantissa_bit_offset;    /* 0 */
+    int32_t *mantissa_bit_count;    /* NULL */
+};
+
+_Static_assert(sizeof(struct emu_lt_emulation) <=
+                   sizeof(cublasLtEmulationDescOpaque_t),
+               "the emulation descriptor fits the header's struct");
+
+/* The strategy of a valid emulation descriptor, else 0 (DEFAULT). */
+int emu_lt_emulation_strategy(cublasLtEmulationDesc_t desc);
 
 _Static_assert(sizeof(struct emu_lt_desc) <= sizeof(cublasLtMatmulDescOpaque_t),
                "the matmul descriptor fits the header's struct");

@@ -199,8 +199,9 @@ kind_of(int32_t compute, int32_t scale, cudaDataType ab, cudaDataType cd,
         }
         break;
     default:
-        /* EMULATED_16BFX9 emulates FP32 on Blackwell and is FP32 on the
-         * GPUs modelled here. */
+        /* EMULATED_16BFX9: BF16x9 where it runs (settle_emulation), else
+         * FP32. */
+        k->round = ROUND_BF16X9;
         break;
     }
     return CUBLAS_STATUS_SUCCESS;
@@ -1063,8 +1064,9 @@ depth_slice(const struct blas_operand *o, int is_b, int64_t k0)
 }
 
 /* prod = op(A) op(B), m x n dense; with split-K the parts go to the
- * workspace and are summed in order in FP32. */
-static void
+ * workspace and are summed in order in FP32. BF16x9 is a kernel of its
+ * own, without split-K. */
+static CUresult
 product(const struct lt_job *j, const struct blas_operand *oa,
         const struct blas_operand *ob, float *prod, float *ws)
 {
@@ -1072,10 +1074,14 @@ product(const struct lt_job *j, const struct blas_operand *oa,
     size_t mn = (size_t)p->m * (size_t)p->n;
     int parts = j->algo.splitk;
 
+    if (p->kind.round == ROUND_BF16X9)
+        return emu_cpu_sgemm_bf16x9(oa->trans, ob->trans, p->m, p->n, p->k,
+                                    oa->base, oa->ld, ob->base, ob->ld, prod,
+                                    p->m);
     if (parts <= 1) {
         emu_cpu_sgemm(oa->trans, ob->trans, p->m, p->n, p->k, oa->base,
                       oa->ld, ob->base, ob->ld, 0.0f, prod, p->m);
-        return;
+        return CUDA_SUCCESS;
     }
     for (int q = 0; q < parts; q++) {
         int64_t k0 = p->k * q / parts, k1 = p->k * (q + 1) / parts;
@@ -1091,6 +1097,7 @@ product(const struct lt_job *j, const struct blas_operand *oa,
             v = v + ws[(size_t)q * mn + e];
         prod[e] = v;
     }
+    return CUDA_SUCCESS;
 }
 
 /* GELU as cuBLASLt documents it, the tanh approximation, and its
@@ -1227,7 +1234,9 @@ member_operands(const struct lt_job *j, int64_t member, float *ga, float *gb,
                 struct blas_operand *oa, struct blas_operand *ob)
 {
     const struct lt_problem *p = &j->p;
-    int direct = p->a.type == CUDA_R_32F && p->kind.round == ROUND_NONE;
+    int direct = p->a.type == CUDA_R_32F &&
+                 (p->kind.round == ROUND_NONE ||
+                  p->kind.round == ROUND_BF16X9);
     CUdeviceptr a, b;
     const void *ha, *hb;
     CUresult rc;
@@ -1315,7 +1324,9 @@ run_member(const struct lt_job *j, int64_t member, struct lt_scratch *s)
         rc = member_operands(j, member, s->ga, s->gb, &oa, &ob);
         if (rc != CUDA_SUCCESS)
             return rc;
-        product(j, &oa, &ob, s->prod, ws);
+        rc = product(j, &oa, &ob, s->prod, ws);
+        if (rc != CUDA_SUCCESS)
+            return rc;
     } else {
         memset(s->prod, 0, mn * sizeof(float));
     }
@@ -1448,7 +1459,8 @@ algo_choose(const struct lt_problem *p, const cublasLtMatmulAlgo_t *given,
 }
 
 /* Modelled time: the product's flops at the precision used and the bytes
- * the call moves (C read only when beta may be nonzero). */
+ * the call moves (C read only when beta may be nonzero); BF16x9 with the
+ * split of its operands (emu_model_bf16x9_ns). */
 static double
 matmul_model_ns(const struct lt_job *j)
 {
@@ -1469,8 +1481,30 @@ matmul_model_ns(const struct lt_job *j)
         bytes += (m * k + k * n) * (double)type_size(p->a.type);
         bytes += 2.0 * (double)algo_workspace(p, &j->algo) / batch;
     }
+    if (p->kind.round == ROUND_BF16X9 && flops > 0.0)
+        return emu_model_bf16x9_ns(flops, bytes * batch,
+                                   (m * k + k * n) * batch);
     return emu_model_ns(flops, flops > 0.0 ? p->kind.prec : EMU_PREC_NONE,
                         bytes * batch);
+}
+
+/* EMULATED_16BFX9 runs BF16x9 where emu_bf16x9_runs says so, with the
+ * strategy of the descriptor's emulation descriptor (DEFAULT without one),
+ * else the native FP32 product. */
+static void
+settle_emulation(struct lt_job *job, const struct emu_lt_desc *desc)
+{
+    struct lt_kind *k = &job->p.kind;
+    double emulated, native;
+
+    if (k->round != ROUND_BF16X9)
+        return;
+    emulated = matmul_model_ns(job);
+    k->round = ROUND_NONE;
+    native = matmul_model_ns(job);
+    if (emu_bf16x9_runs(emu_lt_emulation_strategy(desc->emulation), native,
+                        emulated))
+        k->round = ROUND_BF16X9;
 }
 
 static cublasStatus_t
@@ -1527,6 +1561,7 @@ matmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     job->aux = (CUdeviceptr)(uintptr_t)desc->aux;
     job->workspace = (CUdeviceptr)(uintptr_t)workspace;
     job->partial = partial;
+    settle_emulation(job, desc);
     op.name = "cublasLtMatmul";
     op.run = matmul_run;
     op.release = free;

@@ -182,6 +182,35 @@ int emu_tf32_available(void);
  * bf16: the operands are BF16. */
 enum emu_prec emu_half_prec(int bf16);
 
+/* cuBLAS's FP32 emulation with BF16x9 (CUBLAS_COMPUTE_32F_EMULATED_16BFX9,
+ * CUBLAS_FP32_EMULATED_BF16X9_MATH, the cuBLASLt emulation descriptor):
+ * each FP32 operand is written as three BF16 values and the product is the
+ * nine BF16 products summed in FP32. cuBLAS implements it on compute
+ * capability 10.0 and 10.3 (B200/GB200, B300/GB300); on other GPUs the
+ * API is accepted and the product is plain FP32 (NVIDIA's
+ * CUDALibrarySamples, cuBLAS/Emulation: "While the API is supported on all
+ * GPUs supported by the CUDA toolkit, emulated algorithms are implemented
+ * on a subset of architectures"; docs.nvidia.com/cuda/cublas,
+ * "Floating Point Emulation"). 1 when the modelled GPU has it. */
+int emu_bf16x9_available(void);
+
+/* Whether a product that asks for BF16x9 runs it, given the emulation
+ * strategy (cublasEmulationStrategy_t: 0 default, 1 performant, 2 eager)
+ * and the modelled times of the native FP32 product and of the emulated
+ * one. DEFAULT is PERFORMANT unless CUBLAS_EMULATION_STRATEGY says
+ * `eager` (cublas_api.h); PERFORMANT emulates "when it provides a
+ * performance benefit", which the emulator reads as: when the model's
+ * emulated time is below its FP32 time; EAGER "whenever possible". Never
+ * on a GPU without it (emu_bf16x9_available). */
+int emu_bf16x9_runs(int strategy, double fp32_ns, double bf16x9_ns);
+
+/* Modelled time of a BF16x9 product that does `flops` (the FP32
+ * product's count) moving `bytes`, whose operands A and B have `elems`
+ * elements together: their split into BF16 triples (each element read as
+ * FP32 and written as three BF16, a launch of its own) and the nine
+ * products at the BF16 Tensor Core rate. */
+double emu_model_bf16x9_ns(double flops, double bytes, double elems);
+
 /* Element types the library stand-ins store in device memory. */
 /* ---- Matrix products (blas.c) --------------------------------------------- */
 
@@ -191,6 +220,21 @@ enum emu_prec emu_half_prec(int bf16);
 void emu_cpu_sgemm(int transa, int transb, int64_t m, int64_t n, int64_t k,
                    const float *a, int64_t lda, const float *b, int64_t ldb,
                    float beta, float *c, int64_t ldc);
+
+/* C = op(A) op(B) as BF16x9 computes it: each element of op(A) and op(B)
+ * split into three BF16 values (x = x0 + x1 + x2, each the remainder so far
+ * rounded to nearest even: exact for finite x), and the nine products
+ * op(A)_i op(B)_j (each term x_i y_j exact in FP32) accumulated into C in
+ * FP32 on the BLAS, the smallest first (i + j from 4 down to 0). An
+ * infinite operand
+ * leaves a NaN remainder, so infinities come out as NaN: cuBLAS's release
+ * notes (12.9) say the emulation treats non-numbers as interchangeable
+ * error indicators. C m x n, leading dimension ldc, overwritten.
+ * CUDA_ERROR_OUT_OF_MEMORY when the host has no room for the parts. */
+CUresult emu_cpu_sgemm_bf16x9(int transa, int transb, int64_t m, int64_t n,
+                              int64_t k, const float *a, int64_t lda,
+                              const float *b, int64_t ldb, float *c,
+                              int64_t ldc);
 
 /* The BLAS's thread count (AMPSHIM_EMU_THREADS, 1 to 64; default 1). */
 int emu_cpu_threads(void);

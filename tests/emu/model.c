@@ -302,3 +302,15 @@ emu_model_ns(double flops, enum emu_prec prec, double bytes)
     return (math_ns > mem_ns ? math_ns : mem_ns) +
            gpu->launch_latency_us * 1e3;
 }
+
+double
+emu_model_bf16x9_ns(double flops, double bytes, double elems)
+{
+    /* The split reads 4 bytes of each element and writes 3 x 2; the
+     * products read the BF16 triples, 6 bytes an element where the FP32
+     * product read 4. */
+    double split = emu_model_ns(0.0, EMU_PREC_NONE, elems * 10.0);
+
+    return split + emu_model_ns(9.0 * flops, emu_half_prec(1),
+                                bytes + elems * 2.0);
+}

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static uint32_t
 num_bits(float f)
@@ -107,6 +108,40 @@ emu_tf32_available(void)
 {
     pthread_once(&tf32_once, read_tf32_override);
     return !tf32_override_off && emu_gpu()->cc_major >= 8;
+}
+
+int
+emu_bf16x9_available(void)
+{
+    const struct emu_gpu *gpu = emu_gpu();
+
+    return gpu->cc_major == 10 && (gpu->cc_minor == 0 || gpu->cc_minor == 3);
+}
+
+static pthread_once_t strategy_once = PTHREAD_ONCE_INIT;
+static int strategy_eager;
+
+/* CUBLAS_EMULATION_STRATEGY: `eager` makes the default strategy EAGER;
+ * anything else (`performant`, unset) leaves it PERFORMANT. */
+static void
+read_emulation_strategy(void)
+{
+    const char *v = getenv("CUBLAS_EMULATION_STRATEGY");
+
+    strategy_eager = v != NULL && strcasecmp(v, "eager") == 0;
+}
+
+int
+emu_bf16x9_runs(int strategy, double fp32_ns, double bf16x9_ns)
+{
+    /* cublasEmulationStrategy_t: DEFAULT 0, PERFORMANT 1, EAGER 2. */
+    if (!emu_bf16x9_available())
+        return 0;
+    if (strategy == 0) {
+        pthread_once(&strategy_once, read_emulation_strategy);
+        strategy = strategy_eager ? 2 : 1;
+    }
+    return strategy == 2 || bf16x9_ns < fp32_ns;
 }
 
 enum emu_prec

@@ -967,6 +967,10 @@ test_gemm_ex_fp32_compute_types(void **state)
           CUBLAS_OP_T, CUBLAS_OP_T },
         { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, tf32,
           CUBLAS_OP_C, CUBLAS_OP_N },
+        /* BF16x9 only on compute capability 10.0 and 10.3: FP32 here
+         * (test_b200_bf16x9 has it). */
+        { CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_EMULATED_16BFX9,
+          RND_NONE, CUBLAS_OP_T, CUBLAS_OP_N },
     };
     cublasHandle_t h = handle_new();
 
@@ -1952,6 +1956,130 @@ test_v100_model(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
+#define B200_ARG "--b200"
+
+/* The worst of |c - exact| / (k u sum_p |a_ip| |a_jp|) over C = A A^T
+ * (column-major, n x n, A n x n): the error over FP32's accumulation
+ * bound, u = 2^-24. */
+static double
+over_fp32_bound(const float *a, const float *c, int n)
+{
+    double worst = 0.0, u = ldexp(1.0, -24);
+
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            double exact = 0.0, mag = 0.0;
+
+            for (int p = 0; p < n; p++) {
+                double t = (double)a[i + (size_t)p * n] * a[j + (size_t)p * n];
+
+                exact += t;
+                mag += fabs(t);
+            }
+            worst = fmax(worst, fabs(c[i + (size_t)j * n] - exact) /
+                                    (n * u * mag));
+        }
+    return worst;
+}
+
+/* Under AMPSHIM_EMU_GPU=b200, compute capability 10.0: cuBLAS's BF16x9
+ * emulation of FP32 (docs/emulator.md, "FP32 emulation"). With the EAGER
+ * strategy every EMULATED_16BFX9 product is emulated: its bits differ from
+ * the FP32 product's and its error stays within FP32's bound; the math
+ * mode CUBLAS_FP32_EMULATED_BF16X9_MATH makes cublasSgemm_v2 the same
+ * product. The default strategy (PERFORMANT unless
+ * CUBLAS_EMULATION_STRATEGY says otherwise) emulates only where it is
+ * faster: a 1024^3 product, not a 64^3 one, which keeps FP32's bits. */
+static void
+test_b200_bf16x9(void **state)
+{
+    enum { N = 1024, S = 64 };
+    size_t nn = (size_t)N * N;
+    cublasHandle_t h = handle_new();
+    cublasEmulationStrategy_t strategy;
+    float *a = host_floats(nn), *ref = malloc(nn * 4), *c = malloc(nn * 4);
+    float alpha = 1.0f, beta = 0.0f, ms32, ms9;
+    void *da = dev_upload(a, nn * 4), *dc;
+
+    (void)state;
+    assert_true(ref && c);
+    assert_int_equal(emu_gpu()->cc_major, 10);
+    assert_int_equal(cudaMalloc(&dc, nn * 4), cudaSuccess);
+    assert_int_equal(cublasGetEmulationStrategy(h, &strategy),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(strategy, CUBLAS_EMULATION_STRATEGY_DEFAULT);
+    assert_int_equal(cublasSetEmulationStrategy(
+                         h, (cublasEmulationStrategy_t)3),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(cublasGetEmulationStrategy(h, NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+
+    /* Small: FP32 is faster, so PERFORMANT keeps FP32's bits; EAGER
+     * emulates. */
+    ms32 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F, da, dc, S, ref);
+    ms9 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, da,
+                        dc, S, c);
+    assert_memory_equal(c, ref, (size_t)S * S * 4);
+    assert_true(ms9 == ms32);
+    assert_int_equal(cublasSetEmulationStrategy(
+                         h, CUBLAS_EMULATION_STRATEGY_EAGER),
+                     CUBLAS_STATUS_SUCCESS);
+    ms9 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, da,
+                        dc, S, c);
+    assert_true(memcmp(c, ref, (size_t)S * S * 4) != 0);
+    assert_true(ms9 > ms32);
+
+    /* Large, with the default strategy again: emulated, faster, and as
+     * accurate as FP32. */
+    assert_int_equal(cublasSetEmulationStrategy(
+                         h, CUBLAS_EMULATION_STRATEGY_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    ms32 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F, da, dc, N, ref);
+    ms9 = timed_gemm_ex(h, CUDA_R_32F, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, da,
+                        dc, N, c);
+    print_message("b200 %d^3: fp32 %.4f ms, bf16x9 %.4f ms (%.2fx); error "
+                  "over FP32's bound: fp32 %.3f, bf16x9 %.3f\n", N, ms32,
+                  ms9, ms32 / ms9, over_fp32_bound(a, ref, N),
+                  over_fp32_bound(a, c, N));
+    assert_true(memcmp(c, ref, nn * 4) != 0);
+    assert_true(ms9 < ms32);
+    assert_true(over_fp32_bound(a, c, N) <= 1.0);
+
+    /* The math mode: cublasSgemm_v2 computes the same product. */
+    assert_int_equal(cublasSetMathMode(h, CUBLAS_FP32_EMULATED_BF16X9_MATH),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, N, N, N,
+                                    &alpha, da, N, da, N, &beta, dc, N),
+                     CUBLAS_STATUS_SUCCESS);
+    dev_download(ref, dc, nn * 4);
+    assert_memory_equal(ref, c, nn * 4);
+    dev_free(da), dev_free(dc);
+    free(a), free(ref), free(c);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+}
+
+/* The B200 model in its own process. */
+static void
+test_b200_emulation(void **state)
+{
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("AMPSHIM_EMU_GPU", "b200", 1);
+        unsetenv("CUBLAS_EMULATION_STRATEGY");
+        execl("/proc/self/exe", "test_emu_cublas", B200_ARG, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* The V100 model in its own process: AMPSHIM_EMU_GPU is read once. */
 static void
 test_v100_without_tf32(void **state)
@@ -2833,9 +2961,13 @@ main(int argc, char **argv)
         cmocka_unit_test(test_modelled_timing),
         cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_v100_without_tf32),
+        cmocka_unit_test(test_b200_emulation),
     };
     const struct CMUnitTest v100_tests[] = {
         cmocka_unit_test(test_v100_model),
+    };
+    const struct CMUnitTest b200_tests[] = {
+        cmocka_unit_test(test_b200_bf16x9),
     };
 
     if (argc > 1 && strcmp(argv[1], FAULT_ARG) == 0)
@@ -2843,6 +2975,9 @@ main(int argc, char **argv)
                                            NULL, NULL);
     if (argc > 1 && strcmp(argv[1], V100_ARG) == 0)
         return cmocka_run_group_tests_name("emu_cublas_v100", v100_tests,
+                                           NULL, NULL);
+    if (argc > 1 && strcmp(argv[1], B200_ARG) == 0)
+        return cmocka_run_group_tests_name("emu_cublas_b200", b200_tests,
                                            NULL, NULL);
     /* Faults only where a test asks for them, in its own process. */
     unsetenv("AMPSHIM_EMU_FAIL");
