@@ -4,7 +4,9 @@
 #   PREFIX/BINDIR, ampshim.1 and ampshim-policy.5 in PREFIX/MANDIR/man1
 #   and man5, the built-in default policy and the examples in
 #   PREFIX/DATADIR/ampshim/policies, and the documents (README.md,
-#   docs/*.md, policy/README.md, where they are in the tree) in
+#   docs/*.md: the user's guide, the reference, the contributors' guide,
+#   the design, the emulator, the benchmarks, the report schema;
+#   policy/README.md; where they are in the tree) in
 #   PREFIX/DATADIR/doc/ampshim; the data and pages as in the tree;
 # - man finds and renders both pages there without a warning;
 # - the installed tool's --help names the installed policies, and its

@@ -7,9 +7,9 @@
   a command group, `ampshim policy --help`) has a synopsis line, a
   subsection and an EXIT STATUS entry; every option of each command's
   --help is in bold in its subsection, the tool's own in OPTIONS; every
-  AMPSHIM_* setting (the names src/base/config.c reads, the README's
-  Settings table, the --help environments) is in bold in ENVIRONMENT, and
-  no AMPSHIM_* name there is unknown.
+  AMPSHIM_* setting (the names src/base/config.c reads, the Settings
+  table of docs/reference.md, the --help environments) is in bold in
+  ENVIRONMENT, and no AMPSHIM_* name there is unknown.
 - ampshim-policy(5): every keyword of the parser's tables and every word
   it tests for (src/decide/policy.c) is in bold; every example that is a
   whole policy (it has a `default` line) passes `ampshim policy check`.
@@ -159,8 +159,8 @@ def options_of(help_text):
 
 
 def settings(root, help_texts, problems):
-    """The AMPSHIM_* names: those config.c reads, the README's Settings
-    table's, and the --help environments' ('AMPSHIM_*' aside)."""
+    """The AMPSHIM_* names: those config.c reads, the Settings table's of
+    docs/reference.md, and the --help environments' ('AMPSHIM_*' aside)."""
     names = set()
     with open(os.path.join(root, 'src/base/config.c')) as f:
         from_config = set(re.findall(r'"(AMPSHIM_[A-Z0-9_]+)"', f.read()))
@@ -168,14 +168,18 @@ def settings(root, help_texts, problems):
         problems.append(f'src/base/config.c: only {sorted(from_config)} '
                         'found; has the way it reads settings changed?')
     names |= from_config
-    with open(os.path.join(root, 'README.md')) as f:
-        readme = f.read()
-    table = re.search(r'^### Settings\n(.*?)^#', readme, re.M | re.S)
+    with open(os.path.join(root, 'docs/reference.md')) as f:
+        reference = f.read()
+    table = re.search(r'^## Settings\n(.*?)^#', reference, re.M | re.S)
     if not table:
-        problems.append('README.md: no Settings section')
+        problems.append('docs/reference.md: no Settings section')
     else:
-        names |= set(re.findall(r'^\| `(AMPSHIM_[A-Z0-9_]+)`',
-                                table.group(1), re.M))
+        from_table = set(re.findall(r'^\| `(AMPSHIM_[A-Z0-9_]+)`',
+                                    table.group(1), re.M))
+        if not from_table:
+            problems.append('docs/reference.md: the Settings section has '
+                            'no table of AMPSHIM_* variables')
+        names |= from_table
     for text in help_texts:
         for line in help_block(text, 'environment:'):
             names |= set(re.findall(r'\b(AMPSHIM_[A-Z0-9_]+)\b', line))
