@@ -7,7 +7,9 @@
   one of hooks/' own. No include cycle between files.
 - Links: every relative link in README.md, docs/*.md and policy/README.md
   resolves to a file or folder inside the repository.
-- The README's first 40 lines show `ampshim run`.
+- Documents: README.md has at most 300 lines, and its first 40 show
+  `ampshim run`; every docs/*.md is reachable from README.md by links,
+  directly or through the documents it links (docs/, policy/README.md).
 
 usage: check_layout.py REPO_ROOT
 Prints one line per violation (file:line: what) and exits 1 when there is
@@ -31,6 +33,7 @@ STAGES = {
 HOOKS_RANK = 7
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
+README_MAX_LINES = 300
 
 
 def source_files(root, folder):
@@ -118,40 +121,52 @@ def check_cycles(edges, problems):
             visit(node, [])
 
 
-def check_links(root, problems):
+def documents(root):
     docs = ['README.md', 'policy/README.md']
     docs += sorted(os.path.join('docs', n)
                    for n in os.listdir(os.path.join(root, 'docs'))
                    if n.endswith('.md'))
+    return docs
+
+
+def relative_links(path):
+    """(line number, target) of each relative link of a Markdown file
+    outside code blocks; targets within the file itself (#...) left out."""
+    in_code = False
+    with open(path, encoding='utf-8') as f:
+        for lineno, line in enumerate(f, 1):
+            if line.lstrip().startswith('```'):
+                in_code = not in_code
+                continue
+            if in_code:
+                continue
+            for m in LINK.finditer(line):
+                target = m.group(1)
+                if re.match(r'^[a-z][a-z0-9+.-]*:', target) or \
+                        target.startswith('#'):
+                    continue
+                yield lineno, target
+
+
+def check_links(root, problems):
+    docs = documents(root)
     real_root = os.path.realpath(root)
     count = 0
     for doc in docs:
         path = os.path.join(root, doc)
-        in_code = False
-        with open(path, encoding='utf-8') as f:
-            for lineno, line in enumerate(f, 1):
-                if line.lstrip().startswith('```'):
-                    in_code = not in_code
-                    continue
-                if in_code:
-                    continue
-                for m in LINK.finditer(line):
-                    target = m.group(1)
-                    if re.match(r'^[a-z][a-z0-9+.-]*:', target) or \
-                            target.startswith('#'):
-                        continue
-                    count += 1
-                    file_part = target.split('#', 1)[0]
-                    resolved = os.path.realpath(
-                        os.path.join(os.path.dirname(path), file_part))
-                    inside = resolved == real_root or \
-                        resolved.startswith(real_root + os.sep)
-                    if not inside:
-                        problems.append(f'{doc}:{lineno}: link "{target}" '
-                                        f'leaves the repository')
-                    elif not os.path.exists(resolved):
-                        problems.append(f'{doc}:{lineno}: link "{target}" '
-                                        f'resolves to nothing')
+        for lineno, target in relative_links(path):
+            count += 1
+            file_part = target.split('#', 1)[0]
+            resolved = os.path.realpath(
+                os.path.join(os.path.dirname(path), file_part))
+            inside = resolved == real_root or \
+                resolved.startswith(real_root + os.sep)
+            if not inside:
+                problems.append(f'{doc}:{lineno}: link "{target}" '
+                                f'leaves the repository')
+            elif not os.path.exists(resolved):
+                problems.append(f'{doc}:{lineno}: link "{target}" '
+                                f'resolves to nothing')
     return len(docs), count
 
 
@@ -163,22 +178,67 @@ def check_readme_start(root, problems):
                         '40 lines')
 
 
+def check_readme_length(root, problems):
+    with open(os.path.join(root, 'README.md'), encoding='utf-8') as f:
+        nlines = sum(1 for _ in f)
+    if nlines > README_MAX_LINES:
+        problems.append(f'README.md:{README_MAX_LINES + 1}: {nlines} lines, '
+                        f'more than {README_MAX_LINES}: move the rest to '
+                        f'docs/')
+    return nlines
+
+
+def check_reachable(root, problems):
+    """Every document is reachable from README.md by following links
+    between Markdown files of the repository."""
+    real_root = os.path.realpath(root)
+    seen = {'README.md'}
+    todo = ['README.md']
+    while todo:
+        doc = todo.pop()
+        path = os.path.join(root, doc)
+        for _, target in relative_links(path):
+            file_part = target.split('#', 1)[0]
+            if not file_part.endswith('.md'):
+                continue
+            resolved = os.path.realpath(
+                os.path.join(os.path.dirname(path), file_part))
+            if not resolved.startswith(real_root + os.sep) or \
+                    not os.path.isfile(resolved):
+                continue  # check_links names it
+            rel = os.path.relpath(resolved, real_root)
+            if rel not in seen:
+                seen.add(rel)
+                todo.append(rel)
+    docs = documents(root)
+    for doc in docs:
+        if doc not in seen:
+            problems.append(f'{doc}:1: not reachable from README.md: link '
+                            f'it from README.md or from a document linked '
+                            f'there')
+    return len(docs)
+
+
 def main():
     if len(sys.argv) != 2:
-        print(__doc__.strip().split('\n\n')[-2], file=sys.stderr)
+        print(__doc__.strip().split('\n\n')[-1], file=sys.stderr)
         return 2
     root = sys.argv[1]
     problems = []
     nfiles = check_includes(root, problems)
     ndocs, nlinks = check_links(root, problems)
     check_readme_start(root, problems)
+    nreadme = check_readme_length(root, problems)
+    check_reachable(root, problems)
     for p in problems:
         print(p)
     if problems:
         print(f'layout: {len(problems)} problems', file=sys.stderr)
         return 1
     print(f'layout: {nfiles} source files within their stages, no include '
-          f'cycle; {nlinks} relative links in {ndocs} documents resolve')
+          f'cycle; {nlinks} relative links in {ndocs} documents resolve, '
+          f'all {ndocs} reachable from README.md; README.md {nreadme} '
+          f'lines (at most {README_MAX_LINES})')
     return 0
 
 
