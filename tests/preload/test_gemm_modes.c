@@ -122,10 +122,10 @@ static const struct mode_bound modes[] = {
 
 /* The classes whose rows span 2^-20..2^20 and 2^-100..2^100 (1e-30..1e30)
  * have a per-tensor range beyond FP16's window even once scaled (the
- * README's stated limit): fp16 and fp16x3 must exceed their bounds there,
- * which also proves the classes are as wide as they claim. tf32x3, whose
- * parts keep FP32's exponent, must hold everywhere, as must everything
- * else. */
+ * limit docs/reference.md states, Accuracy): fp16 and fp16x3 must
+ * exceed their bounds there, which also proves the classes are as wide
+ * as they claim. tf32x3, whose parts keep FP32's exponent, must hold
+ * everywhere, as must everything else. */
 static int
 expect_outside(const char *cls, const char *mode)
 {

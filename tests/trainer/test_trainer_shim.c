@@ -264,9 +264,9 @@ check_shape(const struct amp_json *shape, int is_conv)
 /* One site of the report: not demoted, its shapes as check_shape says;
  * its convolution FLOPs added to *conv and *conv_converted, and to
  * *converted_sites when it took the converted path for any call (shadow
- * calls included). Times modelled on the H100 (README, the demo): a site
- * of the fully connected layers' GEMMs gains in steady state (its
- * steady_speedup), one of the convolutions,
+ * calls included). Times modelled on the H100 (docs/guide.md, The
+ * demo): a site of the fully connected layers' GEMMs gains in steady
+ * state (its steady_speedup), one of the convolutions,
  * whose candidates against cuDNN's TF32 FP32 are slower or gain little,
  * or one that only measured, loses what its shadow calls cost. */
 static void
