@@ -189,6 +189,21 @@ amp_cublas_op(enum amp_op op)
     return op == AMP_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
 }
 
+/* The vendor's compute type of a step's. */
+static cublasComputeType_t
+amp_cublas_compute(enum amp_compute c)
+{
+    switch (c) {
+    case AMP_COMPUTE_32F_FAST_TF32:
+        return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case AMP_COMPUTE_32F_EMULATED_16BFX9:
+        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
+    case AMP_COMPUTE_32F:
+        break;
+    }
+    return CUBLAS_COMPUTE_32F;
+}
+
 /* Issues one step with the Ex GEMM of its batch kind on own. The sizes fit
  * int: amp_gemm_try checked the descriptor. */
 static cublasStatus_t
@@ -198,9 +213,7 @@ amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
     cublasOperation_t ta = amp_cublas_op(d->transa);
     cublasOperation_t tb = amp_cublas_op(d->transb);
     cudaDataType tab = amp_cuda_type(s->type_ab), tc = amp_cuda_type(s->type_c);
-    cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
-                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                      : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t compute = amp_cublas_compute(s->compute);
     const void *a = (const void *)(uintptr_t)s->a;
     const void *b = (const void *)(uintptr_t)s->b;
     void *c = (void *)(uintptr_t)s->c;
@@ -214,6 +227,14 @@ amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
     st = amp_real.cublasSetPointerMode_v2(
         own, s->scalars_on_device ? CUBLAS_POINTER_MODE_DEVICE
                                   : CUBLAS_POINTER_MODE_HOST);
+    /* bf16x9 is emulated whatever the sizes (PERFORMANT, the default,
+     * might run FP32 under its name). */
+    if (st == CUBLAS_STATUS_SUCCESS &&
+        compute == CUBLAS_COMPUTE_32F_EMULATED_16BFX9)
+        st = amp_real.cublasSetEmulationStrategy
+                 ? amp_real.cublasSetEmulationStrategy(
+                       own, CUBLAS_EMULATION_STRATEGY_EAGER)
+                 : CUBLAS_STATUS_NOT_SUPPORTED;
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     switch (s->batch_kind) {
@@ -367,6 +388,34 @@ amp_hook_cover(const struct amp_hook *h)
     return h->cover;
 }
 
+/* A decision of bf16x9 (or shadow:bf16x9) on a GPU without cuBLAS's
+ * BF16x9 emulation, where cuBLAS would compute plain FP32 under its name:
+ * the call stays FP32, counted under `no-emulation`, and the log says so
+ * once. 1 when so. */
+static int
+amp_gemm_no_emulation(struct amp_hook *h, struct amp_dev *dev,
+                      const struct amp_gemm_desc *d,
+                      const struct amp_decision *dec,
+                      struct amp_prof_what *what)
+{
+    static atomic_int told;
+    enum amp_mode runs =
+        dec->mode == AMP_MODE_SHADOW ? dec->candidate : dec->mode;
+
+    if (runs != AMP_MODE_BF16X9 || amp_dev_bf16x9(dev))
+        return 0;
+    if (!atomic_exchange(&told, 1))
+        amp_log(AMP_LOG_WARN, "%s: bf16x9 needs cuBLAS's BF16x9 emulation, "
+                "which only GPUs of compute capability 10.0 and 10.3 have "
+                "(%s is %d.x): such calls stay FP32", d->api,
+                amp_dev_name(dev), amp_dev_cc_major(dev));
+    h->outcome = AMP_OUTCOME_FP32;
+    h->cover = amp_cover_of_skip(AMP_GEMM_SKIP_MODE);
+    if (amp_prof_fp32(what, AMP_KEPT_NO_EMULATION))
+        amp_prof_fp32_begin(&h->prof, what);
+    return 1;
+}
+
 /* Decides d and runs its converted path without counting it: fills
  * h->outcome and h->shadow. AMP_HOOK_DONE when the caller's C holds the
  * result; otherwise the original call must run (then, for a shadow run,
@@ -420,6 +469,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
      * call on a capturing stream uses only what earlier calls made. */
     capturing = amp_dev_stream_capturing(d->stream) > 0;
     dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    if (dev && amp_gemm_no_emulation(h, dev, d, &dec, &what))
+        return AMP_HOOK_ORIGINAL;
     own = dev ? v->own(dev, !capturing) : NULL;
     if (!own) {
         amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE

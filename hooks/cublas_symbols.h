@@ -248,7 +248,9 @@
     X(cublasStatus_t, cublasGetSmCountTarget,                                \
       (cublasHandle_t handle, int *smCountTarget))                           \
     X(cublasStatus_t, cublasSetSmCountTarget,                                \
-      (cublasHandle_t handle, int smCountTarget))
+      (cublasHandle_t handle, int smCountTarget))                            \
+    X(cublasStatus_t, cublasSetEmulationStrategy,                            \
+      (cublasHandle_t handle, cublasEmulationStrategy_t emulationStrategy))
 
 #define AMP_CUBLAS_SYMBOLS(X) AMP_CUBLAS_HOOKED(X) AMP_CUBLAS_CALLED(X)
 

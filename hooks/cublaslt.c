@@ -826,6 +826,51 @@ amp_lt_pointer_mode(const struct amp_gemm_step *s)
     }
 }
 
+/* The vendor's compute type of a step's. */
+static cublasComputeType_t
+amp_lt_compute(enum amp_compute c)
+{
+    switch (c) {
+    case AMP_COMPUTE_32F_FAST_TF32:
+        return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case AMP_COMPUTE_32F_EMULATED_16BFX9:
+        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
+    case AMP_COMPUTE_32F:
+        break;
+    }
+    return CUBLAS_COMPUTE_32F;
+}
+
+/* The emulation descriptor of bf16x9 steps: the EAGER strategy. Made
+ * once, in the shim's memory for the process's life; NULL when the
+ * library has no emulation (before cuBLAS 12.9). */
+static cublasLtEmulationDescOpaque_t amp_lt_eager_desc;
+static int amp_lt_eager_made;
+static pthread_once_t amp_lt_eager_once = PTHREAD_ONCE_INIT;
+
+static void
+amp_lt_eager_make(void)
+{
+    int32_t strategy = CUBLAS_EMULATION_STRATEGY_EAGER;
+
+    amp_lt_eager_made =
+        amp_real.cublasLtEmulationDescInit_internal &&
+        amp_real.cublasLtEmulationDescSetAttribute &&
+        amp_real.cublasLtEmulationDescInit_internal(
+            &amp_lt_eager_desc, sizeof amp_lt_eager_desc) ==
+            CUBLAS_STATUS_SUCCESS &&
+        amp_real.cublasLtEmulationDescSetAttribute(
+            &amp_lt_eager_desc, CUBLASLT_EMULATION_DESC_STRATEGY, &strategy,
+            sizeof strategy) == CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasLtEmulationDesc_t
+amp_lt_eager(void)
+{
+    pthread_once(&amp_lt_eager_once, amp_lt_eager_make);
+    return amp_lt_eager_made ? &amp_lt_eager_desc : NULL;
+}
+
 /* Initialises the step's descriptors and its heuristic key, for
  * algorithms within `workspace` bytes. */
 static int
@@ -834,9 +879,8 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
                   struct amp_lt_step_descs *x)
 {
     cudaDataType tab = amp_lt_type(s->type_ab);
-    cublasComputeType_t compute = s->compute == AMP_COMPUTE_32F_FAST_TF32
-                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                      : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t compute = amp_lt_compute(s->compute);
+    cublasLtEmulationDesc_t eager = NULL;
     int32_t mode = amp_lt_pointer_mode(s);
     int32_t order_cd = c->d.order;
     struct amp_lt_key *k = &x->key;
@@ -869,6 +913,13 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
          !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
                      &c->sm_count_target, sizeof c->sm_count_target)) ||
         !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
+        return 0;
+    /* bf16x9 is emulated whatever the sizes (PERFORMANT, the default,
+     * might run FP32 under its name). */
+    if (compute == CUBLAS_COMPUTE_32F_EMULATED_16BFX9 &&
+        ((eager = amp_lt_eager()) == NULL ||
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR,
+                     &eager, sizeof eager)))
         return 0;
     if (!amp_lt_layout(&x->a, tab, a_rows, a_cols, s->lda, c->a.order,
                        s->batch, s->stride_a) ||

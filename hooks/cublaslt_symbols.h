@@ -49,6 +49,12 @@
        uint64_t rows, uint64_t cols, int64_t ld))                            \
     X(cublasStatus_t, cublasLtMatmulPreferenceInit_internal,                 \
       (cublasLtMatmulPreference_t pref, size_t size))                        \
+    X(cublasStatus_t, cublasLtEmulationDescInit_internal,                    \
+      (cublasLtEmulationDesc_t emulationDesc, size_t size))                  \
+    X(cublasStatus_t, cublasLtEmulationDescSetAttribute,                     \
+      (cublasLtEmulationDesc_t emulationDesc,                                \
+       cublasLtEmulationDescAttributes_t attr, const void *buf,              \
+       size_t sizeInBytes))                                                  \
     X(cublasStatus_t, cublasLtMatmulPreferenceSetAttribute,                  \
       (cublasLtMatmulPreference_t pref,                                      \
        cublasLtMatmulPreferenceAttributes_t attr, const void *buf,           \

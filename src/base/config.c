@@ -36,7 +36,7 @@ static const char *const amp_mode_names[AMP_MODE_COUNT] = {
     [AMP_MODE_BF16] = "bf16",     [AMP_MODE_TF32] = "tf32",
     [AMP_MODE_FP16X3] = "fp16x3", [AMP_MODE_SHADOW] = "shadow",
     [AMP_MODE_ALLOW_CONVERSION] = "allow-conversion",
-    [AMP_MODE_TF32X3] = "tf32x3",
+    [AMP_MODE_TF32X3] = "tf32x3", [AMP_MODE_BF16X9] = "bf16x9",
 };
 
 /* AMPSHIM_MODE values: mode + AMP_MODE_COUNT * shadow candidate. */
@@ -49,12 +49,14 @@ static const struct amp_name_value amp_modes[] = {
     {"tf32", AMP_MODE_VALUE(AMP_MODE_TF32, AMP_MODE_FP16)},
     {"fp16x3", AMP_MODE_VALUE(AMP_MODE_FP16X3, AMP_MODE_FP16)},
     {"tf32x3", AMP_MODE_VALUE(AMP_MODE_TF32X3, AMP_MODE_FP16)},
+    {"bf16x9", AMP_MODE_VALUE(AMP_MODE_BF16X9, AMP_MODE_FP16)},
     {"shadow", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
     {"shadow:fp16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16)},
     {"shadow:bf16", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_BF16)},
     {"shadow:tf32", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_TF32)},
     {"shadow:fp16x3", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_FP16X3)},
     {"shadow:tf32x3", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_TF32X3)},
+    {"shadow:bf16x9", AMP_MODE_VALUE(AMP_MODE_SHADOW, AMP_MODE_BF16X9)},
     {"allow-conversion",
      AMP_MODE_VALUE(AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16)},
     {"shadow:allow-conversion",

@@ -28,6 +28,10 @@ enum amp_mode {
     AMP_MODE_ALLOW_CONVERSION,
     AMP_MODE_TF32X3,   /* hi + lo TF32 split, two TF32 GEMMs (one of twice
                           K): FP32 accuracy, FP32's range */
+    AMP_MODE_BF16X9,   /* FP32 operands, cuBLAS's own BF16x9 emulation
+                          (CUBLAS_COMPUTE_32F_EMULATED_16BFX9): FP32
+                          accuracy; GEMMs on compute capability 10.0 and
+                          10.3 only */
     AMP_MODE_COUNT,
 };
 
@@ -49,8 +53,8 @@ struct amp_config {
     int mode_set;                 /* AMPSHIM_MODE was set (and valid): it
                                      overrides the policy */
     /* The mode a shadow run measures: AMPSHIM_MODE=shadow is shadow:fp16;
-     * shadow:bf16, shadow:tf32, shadow:fp16x3, shadow:tf32x3 and
-     * shadow:allow-conversion choose another. */
+     * shadow:bf16, shadow:tf32, shadow:fp16x3, shadow:tf32x3,
+     * shadow:bf16x9 and shadow:allow-conversion choose another. */
     enum amp_mode shadow_candidate;
     /* AMPSHIM_BASELINE=first (default): the first call of each shape at
      * a site that would convert without being measured runs its FP32

@@ -263,9 +263,9 @@ amp_auto_fastest(const struct amp_auto_view *v,
     return best;
 }
 
-/* Chooses once every candidate is settled; adds the FP32-accurate splits,
- * fp16x3 and tf32x3, when no GEMM candidate is within the tolerance.
- * Lock held. */
+/* Chooses once every candidate is settled; adds the FP32-accurate modes,
+ * fp16x3, tf32x3 and (on a GPU that has it) bf16x9, when no GEMM
+ * candidate is within the tolerance. Lock held. */
 static void
 amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
                 const struct amp_auto_bound *bound,
@@ -281,11 +281,13 @@ amp_auto_settle(struct amp_site *site, struct amp_auto_view *v,
         within += !v->c[i].unfit && !v->c[i].failed && !v->c[i].over;
     }
     /* fp16x3 runs on FP16 copies too: not where fp16 does not fit;
-     * tf32x3's FP32 copies fit every shape. */
+     * tf32x3's FP32 copies and bf16x9's own operands fit every shape. */
     if (!within && v->family == AMP_FAMILY_GEMM && v->ncandidates == 3) {
         if (!v->c[0].unfit)
             v->c[v->ncandidates++].mode = AMP_MODE_FP16X3;
         v->c[v->ncandidates++].mode = AMP_MODE_TF32X3;
+        if (v->bf16x9)
+            v->c[v->ncandidates++].mode = AMP_MODE_BF16X9;
         return;
     }
     best = amp_auto_fastest(v, bound);
@@ -356,8 +358,8 @@ amp_auto_awaits(const struct amp_auto_candidate *c)
 
 void
 amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
-                int half_fits, int64_t count, int64_t sample_period,
-                struct amp_decision *out)
+                int half_fits, int bf16x9, int64_t count,
+                int64_t sample_period, struct amp_decision *out)
 {
     struct amp_auto_bound policy;
     struct amp_auto_note note = {"", ""};
@@ -372,6 +374,8 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
         return;
     pthread_mutex_lock(&amp_auto_lock);
     v = amp_auto_view(site, slot, family, half_fits, &made);
+    if (v)
+        v->bf16x9 = bf16x9;
     if (made) /* nothing to measure (no candidate fits): FP32 at once */
         amp_auto_settle(site, v, amp_auto_bound_or(NULL, &policy), &note);
     if (v && v->state == AMP_AUTO_MEASURING) {

@@ -23,7 +23,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 
-#define AMP_AUTO_CANDIDATES 5
+#define AMP_AUTO_CANDIDATES 6
 
 /* Timed shadow calls a candidate needs before it is judged on their
  * median: one sample under timing noise decides by chance. */
@@ -82,8 +82,10 @@ struct amp_auto_candidate {
 /* A (site, shape)'s candidates and choice. */
 struct amp_auto_view {
     enum amp_family family;
-    int ncandidates;             /* tried so far (fp16x3 and tf32x3 join
-                                    later) */
+    int ncandidates;             /* tried so far (fp16x3, tf32x3 and
+                                    bf16x9 join later) */
+    int bf16x9;                  /* the GPU has BF16x9 (the latest call's
+                                    amp_policy_call.bf16x9) */
     struct amp_auto_candidate c[AMP_AUTO_CANDIDATES];
     enum amp_auto_state state;
     int choice;                  /* index in c when AMP_AUTO_CHOSEN */
@@ -104,7 +106,8 @@ int amp_auto_half_fits(const struct amp_policy_call *call);
 /* The decision of an `auto` call, number `count` of its shape at its
  * site (`slot`: the (site, shape)'s, from amp_site_shape_count;
  * `half_fits`: amp_auto_half_fits of the call, which the (site, shape)'s
- * first call fixes), into *out: shadow:CANDIDATE while measuring (the
+ * first call fixes; `bf16x9`: the call's amp_policy_call.bf16x9), into
+ * *out: shadow:CANDIDATE while measuring (the
  * candidate least tried of those still unsettled whose shadow calls out,
  * not yet harvested, are fewer than the samples it still needs), FP32
  * (AMP_WHY_AUTO_WAIT) while every unsettled candidate has enough out (a
@@ -116,8 +119,9 @@ int amp_auto_half_fits(const struct amp_policy_call *call);
  * -1).
  * out->auto_slot names the (site, shape) for the results. */
 void amp_auto_decide(struct amp_site *site, int slot,
-                     enum amp_family family, int half_fits, int64_t count,
-                     int64_t sample_period, struct amp_decision *out);
+                     enum amp_family family, int half_fits, int bf16x9,
+                     int64_t count, int64_t sample_period,
+                     struct amp_decision *out);
 
 /* The tolerance the candidates are held to, in its norm (compared
  * through amp_error_over). A NULL bound, where a function takes one:

@@ -90,6 +90,7 @@ static const struct amp_action_name amp_actions[] = {
     {"tf32", AMP_MODE_TF32, AMP_MODE_FP16},
     {"fp16x3", AMP_MODE_FP16X3, AMP_MODE_FP16},
     {"tf32x3", AMP_MODE_TF32X3, AMP_MODE_FP16},
+    {"bf16x9", AMP_MODE_BF16X9, AMP_MODE_FP16},
     {"allow-conversion", AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16},
     {"shadow", AMP_MODE_SHADOW, AMP_MODE_FP16},
     {"shadow:fp16", AMP_MODE_SHADOW, AMP_MODE_FP16},
@@ -97,14 +98,15 @@ static const struct amp_action_name amp_actions[] = {
     {"shadow:tf32", AMP_MODE_SHADOW, AMP_MODE_TF32},
     {"shadow:fp16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
     {"shadow:tf32x3", AMP_MODE_SHADOW, AMP_MODE_TF32X3},
+    {"shadow:bf16x9", AMP_MODE_SHADOW, AMP_MODE_BF16X9},
     {"shadow:allow-conversion", AMP_MODE_SHADOW, AMP_MODE_ALLOW_CONVERSION},
     {"auto", AMP_MODE_FP16, AMP_MODE_FP16},
     {NULL, AMP_MODE_FP32, AMP_MODE_FP32},
 };
 
 #define AMP_ACTION_LIST                                                      \
-    "fp32, fp16, bf16, tf32, fp16x3, tf32x3, allow-conversion, auto, "       \
-    "shadow or shadow:MODE"
+    "fp32, fp16, bf16, tf32, fp16x3, tf32x3, bf16x9, allow-conversion, "     \
+    "auto, shadow or shadow:MODE"
 
 void
 amp_policy_call_set(struct amp_policy_call *call, enum amp_field field,

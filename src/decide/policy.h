@@ -107,6 +107,9 @@ struct amp_policy_call {
                                     suffixes (amp_symbol_base) */
     const char *module;          /* the caller's module file; NULL: unknown */
     const void *site;            /* the cache key's site; NULL: none */
+    int bf16x9;                  /* the GPU has cuBLAS's BF16x9 emulation
+                                    (device/device.h, amp_dev_bf16x9):
+                                    auto may measure bf16x9 */
 };
 
 /* Sets a field and marks it present. */

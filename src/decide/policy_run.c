@@ -336,7 +336,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->why = AMP_WHY_SHAPE_LIMIT;
     } else if (out->why == AMP_WHY_AUTO) {
         amp_auto_decide(site, slot, call.family, amp_auto_half_fits(&call),
-                        shape_count, amp_policy_sample_period(&amp_active),
+                        call.bf16x9, shape_count, amp_policy_sample_period(&amp_active),
                         out);
     }
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)

@@ -139,8 +139,8 @@ struct amp_dev {
     } record_keys[AMP_DEV_RECORDS];
     int epoch;                 /* the trace's time origin, -1 not yet */
     int ordinal;               /* the context's device (CUdevice) */
-    int cc_major;              /* its compute capability's major, 0 when
-                                  the driver does not say */
+    int cc_major, cc_minor;    /* its compute capability, 0.0 when the
+                                  driver does not say */
     char name[128];            /* the device's name */
     /* The scratch pool: made on first use, under amp_dev_lock. */
     int pool_state;            /* atomic: 0 not yet, 1 made, -1 cannot be
@@ -277,8 +277,11 @@ amp_dev_setup(struct amp_dev *dev)
         snprintf(dev->name, sizeof dev->name, "device %d", (int)device);
     if (amp_cu.cuDeviceGetAttribute(
             &dev->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            device) != CUDA_SUCCESS ||
+        amp_cu.cuDeviceGetAttribute(
+            &dev->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
             device) != CUDA_SUCCESS)
-        dev->cc_major = 0;
+        dev->cc_major = dev->cc_minor = 0;
     dev->epoch = -1;
     dev->usable = 1;
 }
@@ -1258,6 +1261,13 @@ int
 amp_dev_cc_major(const struct amp_dev *dev)
 {
     return dev->cc_major;
+}
+
+int
+amp_dev_bf16x9(const struct amp_dev *dev)
+{
+    return dev && dev->cc_major == 10 &&
+           (dev->cc_minor == 0 || dev->cc_minor == 3);
 }
 
 int

@@ -243,6 +243,12 @@ const char *amp_dev_name(const struct amp_dev *dev);
  * when the driver did not say. */
 int amp_dev_cc_major(const struct amp_dev *dev);
 
+/* 1 when cuBLAS runs its BF16x9 emulation of FP32 on dev's device
+ * (CUBLAS_COMPUTE_32F_EMULATED_16BFX9): compute capability 10.0 or 10.3,
+ * B200/GB200 and B300/GB300; on other GPUs cuBLAS accepts the compute
+ * type and computes plain FP32. 0 for NULL. */
+int amp_dev_bf16x9(const struct amp_dev *dev);
+
 /* The device (its ordinal, a CUdevice) of dev's context. */
 int amp_dev_ordinal(const struct amp_dev *dev);
 

@@ -48,6 +48,7 @@ static const char *const amp_kept_names[AMP_KEPT_COUNT] = {
     [AMP_KEPT_ATOMIC_SYNC] = "atomic-sync",
     [AMP_KEPT_SHAPE_LIMIT] = "shape-limit",
     [AMP_KEPT_MEASURING] = "measuring",
+    [AMP_KEPT_NO_EMULATION] = "no-emulation",
 };
 
 const char *

@@ -88,6 +88,8 @@ enum amp_kept {
                                   entry to measure or decide it */
     AMP_KEPT_MEASURING,        /* auto still measuring, its shadow calls'
                                   results on their way */
+    AMP_KEPT_NO_EMULATION,     /* bf16x9 on a GPU without cuBLAS's BF16x9
+                                  emulation (amp_dev_bf16x9) */
     AMP_KEPT_COUNT,
 };
 

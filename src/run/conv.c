@@ -39,7 +39,8 @@ amp_conv_skip_reason(enum amp_conv_skip skip)
 enum amp_mode
 amp_conv_mode(enum amp_mode mode)
 {
-    return mode == AMP_MODE_FP16X3 ? AMP_MODE_FP32 : mode;
+    return mode == AMP_MODE_FP16X3 || mode == AMP_MODE_BF16X9 ? AMP_MODE_FP32
+                                                              : mode;
 }
 
 static int64_t

@@ -71,7 +71,7 @@ struct amp_conv_desc {
 
 enum amp_conv_skip {
     AMP_CONV_CONVERT = 0,
-    AMP_CONV_SKIP_MODE,          /* fp32, or fp16x3 or tf32x3 (not
+    AMP_CONV_SKIP_MODE,          /* fp32, or fp16x3 or bf16x9 (not
                                     defined for convolutions) */
     AMP_CONV_SKIP_INVALID,       /* cuDNN refuses the call: it says so */
     AMP_CONV_SKIP_EMPTY,         /* a size is 0, or alpha is 0 */
@@ -87,8 +87,8 @@ enum amp_conv_skip {
 
 const char *amp_conv_skip_reason(enum amp_conv_skip skip);
 
-/* The mode a convolution runs in `mode` (fp16x3 and tf32x3 are fp32 for
- * them). */
+/* The mode a convolution runs in `mode` (fp16x3 and bf16x9 are fp32 for
+ * them: cuDNN has no engine for bf16x9). */
 enum amp_mode amp_conv_mode(enum amp_mode mode);
 
 enum amp_conv_skip amp_conv_decide(const struct amp_conv_desc *d,

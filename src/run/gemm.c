@@ -157,6 +157,8 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
     amp_policy_call_set(&call, AMP_FIELD_MATH, d->pedantic ? AMP_MATH_PEDANTIC
                                                           : AMP_MATH_DEFAULT);
+    /* Known once an earlier call has set the context up. */
+    call.bf16x9 = amp_dev_bf16x9(amp_dev_current_made());
     /* Earlier calls' results (the verdicts of shadow calls at the site
      * decide this one, demotions), never blocking, at a bounded cost
      * (also while the stream is being captured). */
@@ -293,6 +295,14 @@ amp_tf32x3_operand(int64_t rows, int64_t cols, int k_in_cols, int64_t *ld,
     }
 }
 
+/* 1 for the modes whose one vendor step takes the program's own FP32
+ * operands, only its compute type changed: tf32 and bf16x9. */
+static int
+amp_mode_own_operands(enum amp_mode mode)
+{
+    return mode == AMP_MODE_TF32 || mode == AMP_MODE_BF16X9;
+}
+
 /* `routed`: the one step writes a compact FP32 result that a kernel
  * blends into C (amp_gemm_routes_c). */
 static void
@@ -359,7 +369,7 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     /* A step on pointer arrays (the caller's, or the half copies') writes
      * through one too. */
-    l->ptrs_r = arrays && (routed || (shadow && work == AMP_MODE_TF32))
+    l->ptrs_r = arrays && (routed || (shadow && amp_mode_own_operands(work)))
                     ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
     l->sum = split || tsplit ? amp_scratch_part(total, r32) : AMP_ABSENT;
@@ -395,7 +405,7 @@ amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
                (d->scalars_on_device || *d->beta != 0.0f);
     return !shadow &&
            (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
-            work == AMP_MODE_TF32) &&
+            amp_mode_own_operands(work)) &&
            (d->scalars_on_device || *d->beta != 0.0f);
 }
 
@@ -862,8 +872,10 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
         amp_gemm_steps_tf32x3(run, l, &t);
         return;
     }
-    if (run->candidate == AMP_MODE_TF32) {
-        t.compute = AMP_COMPUTE_32F_FAST_TF32;
+    if (amp_mode_own_operands(run->candidate)) {
+        t.compute = run->candidate == AMP_MODE_TF32
+                        ? AMP_COMPUTE_32F_FAST_TF32
+                        : AMP_COMPUTE_32F_EMULATED_16BFX9;
         if (d->lt)
             amp_gemm_steps_lt(run, l, &t);
         else
@@ -933,7 +945,7 @@ amp_mode_converts(enum amp_mode mode)
 {
     return mode == AMP_MODE_FP16 || mode == AMP_MODE_BF16 ||
            mode == AMP_MODE_TF32 || mode == AMP_MODE_FP16X3 ||
-           mode == AMP_MODE_TF32X3;
+           mode == AMP_MODE_TF32X3 || mode == AMP_MODE_BF16X9;
 }
 
 /* Queues the scratch free and gives an unused slot back. */
@@ -1045,6 +1057,9 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->slot = -1;
     if (!amp_mode_converts(run->candidate))
         return AMP_ERR_UNAVAILABLE;
+    /* Elsewhere cuBLAS would compute FP32 and call it bf16x9. */
+    if (run->candidate == AMP_MODE_BF16X9 && !amp_dev_bf16x9(dev))
+        return AMP_ERR_UNAVAILABLE;
     /* tf32x3's product of twice K, and its leading dimensions, in the
      * vendor's int. */
     if (run->candidate == AMP_MODE_TF32X3 && d->k > INT32_MAX / 2 - 8)
@@ -1085,7 +1100,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
 
     if (run->candidate == AMP_MODE_TF32X3)
         st = amp_queue_tf32x3(run, &l);
-    else if (run->candidate != AMP_MODE_TF32)
+    else if (!amp_mode_own_operands(run->candidate))
         st = amp_queue_operands(run, &l);
     if (st == AMP_OK && run->routed && !d->lt &&
         run->candidate != AMP_MODE_FP16)

@@ -137,10 +137,13 @@ enum amp_dtype {
 };
 
 /* Compute types of the vendor GEMM steps; the hook maps them to
- * CUBLAS_COMPUTE_32F and CUBLAS_COMPUTE_32F_FAST_TF32. */
+ * CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 and
+ * CUBLAS_COMPUTE_32F_EMULATED_16BFX9 (with the EAGER emulation strategy:
+ * emulated wherever the GPU can). */
 enum amp_compute {
     AMP_COMPUTE_32F = 0,
     AMP_COMPUTE_32F_FAST_TF32,
+    AMP_COMPUTE_32F_EMULATED_16BFX9,
 };
 
 /* One vendor GEMM the hook issues, on the shim's own handle set to the

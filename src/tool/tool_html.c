@@ -115,6 +115,9 @@ static const struct amp_reason {
     {"measuring", "auto still measuring the shape, its measuring calls' "
                   "results not yet back from the device"},
     {"broken-policy", "the policy file has an error: nothing converts"},
+    {"no-emulation", "bf16x9 asked for on a GPU without cuBLAS's BF16x9 "
+                     "emulation (compute capability 10.0 and 10.3 have "
+                     "it): FP32"},
     {"pedantic", "the program asked for pedantic FP32 math"},
     {"no-tensor-core-engine", "a cuDNN backend plan on an engine without "
                               "Tensor Cores: the program chose FP32 math"},

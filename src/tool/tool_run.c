@@ -37,7 +37,7 @@ const char amp_tool_run_help[] =
     "                  ampshim/policies and /etc/ampshim/policies, else\n"
     "                  the built-in policy\n"
     "  --mode MODE     every call in MODE, no policy read (AMPSHIM_MODE):\n"
-    "                  fp32, fp16, bf16, tf32, fp16x3, tf32x3,\n"
+    "                  fp32, fp16, bf16, tf32, fp16x3, tf32x3, bf16x9,\n"
     "                  allow-conversion, shadow, shadow:MODE; default: the\n"
     "                  policy decides\n"
     "  --tolerance X[:NORM]\n"

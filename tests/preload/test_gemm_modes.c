@@ -37,7 +37,8 @@ static long soak_calls;
 /* Runs the program with args (NULL-terminated, after the program) on the
  * emulator; preloads the shim in `mode` unless mode is NULL. */
 static void
-run_program(const char *mode, char *const *args, struct amp_test_run *run)
+run_program_on(const char *mode, const char *gpu, char *const *args,
+               struct amp_test_run *run)
 {
     char *argv[8] = { (char *)program_path };
     struct amp_test_env env;
@@ -50,6 +51,8 @@ run_program(const char *mode, char *const *args, struct amp_test_run *run)
         amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
         amp_test_env_set(&env, "AMPSHIM_MODE", mode);
     }
+    if (gpu != NULL)
+        amp_test_env_set(&env, "AMPSHIM_EMU_GPU", gpu);
     if (amp_test_run(argv, &env, soak_calls > 0 ? SOAK_TIMEOUT_S
                                                 : RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", program_path, strerror(errno));
@@ -58,6 +61,13 @@ run_program(const char *mode, char *const *args, struct amp_test_run *run)
         amp_test_run_dump(mode ? mode : "without the shim", run);
         fail_msg("%s: expected exit status 0", mode ? mode : "plain");
     }
+}
+
+/* On the default model (the H100). */
+static void
+run_program(const char *mode, char *const *args, struct amp_test_run *run)
+{
+    run_program_on(mode, NULL, args, run);
 }
 
 /* The shim's summary counts for cublasSgemm_v2. */
@@ -110,13 +120,15 @@ parse_classes(const char *out, struct class_error *cls)
 struct mode_bound {
     const char *mode;
     double u;                  /* 0: fp16x3, against 4x the FP32 error;
-                                  U32: tf32x3, against FP32's own bound
-                                  2k 2^-24 */
+                                  U32: tf32x3 and bf16x9, against FP32's
+                                  own bound 2k 2^-24 */
+    const char *gpu;           /* the model, NULL: the default; bf16x9
+                                  runs on the B200's */
 };
 
 static const struct mode_bound modes[] = {
-    { "fp16", U16 }, { "bf16", UBF16 }, { "tf32", UTF32 }, { "fp16x3", 0.0 },
-    { "tf32x3", U32 },
+    { "fp16", U16, NULL }, { "bf16", UBF16, NULL }, { "tf32", UTF32, NULL },
+    { "fp16x3", 0.0, NULL }, { "tf32x3", U32, NULL }, { "bf16x9", U32, "b200" },
 };
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))
 
@@ -124,8 +136,9 @@ static const struct mode_bound modes[] = {
  * have a per-tensor range beyond FP16's window even once scaled (the
  * limit docs/reference.md states, Accuracy): fp16 and fp16x3 must
  * exceed their bounds there, which also proves the classes are as wide
- * as they claim. tf32x3, whose parts keep FP32's exponent, must hold
- * everywhere, as must everything else. */
+ * as they claim. tf32x3, whose parts keep FP32's exponent, and bf16x9
+ * (BF16's exponent is FP32's) must hold everywhere, as must everything
+ * else. */
 static int
 expect_outside(const char *cls, const char *mode)
 {
@@ -165,7 +178,7 @@ test_numerics_every_mode(void **state)
         assert_true(plain[c].err_fp32 <= 2.0 * plain[c].k * U32);
     }
     for (size_t m = 0; m < N_MODES; m++) {
-        run_program(modes[m].mode, no_args, &run);
+        run_program_on(modes[m].mode, modes[m].gpu, no_args, &run);
         assert_int_equal(parse_classes(run.out, got[m]), count);
         /* The default-math call converted, the pedantic one not. */
         expect_summary(&run, count, count);
@@ -180,7 +193,8 @@ test_numerics_every_mode(void **state)
     printf("error / bound per class and mode: fp16, bf16, tf32 against "
            "(2u + 2k 2^-24)(|alpha||A||B| + |beta||C0|),\n"
            "fp16x3 against 4x the FP32 SGEMM's error on the same inputs, "
-           "tf32x3 and fp32 (pedantic) against 2k 2^-24; '!' marks\n"
+           "tf32x3, bf16x9 (B200 model) and fp32 (pedantic) against "
+           "2k 2^-24; '!' marks\n"
            "a mode whose bound is expected not to hold (range beyond "
            "FP16's window).\n");
     printf("%-14s %5s %5s %5s", "class", "m", "n", "k");

@@ -173,6 +173,54 @@ test_modes(void **state)
     }
 }
 
+/* bf16x9: cuBLASLt's own BF16x9 emulation of FP32 on the program's
+ * operands. On the B200 model every case the shim converts meets FP32's
+ * bound with bytes unlike FP32's; on the H100 model, whose cuBLASLt would
+ * compute FP32 under its name, every case keeps FP32's bytes, counted as
+ * no-emulation. */
+static void
+test_bf16x9(void **state)
+{
+    static const char *const gpus[] = { "b200", "h100" };
+
+    (void)state;
+    for (size_t g = 0; g < sizeof gpus / sizeof *gpus; g++) {
+        const struct setting set[] = { { "AMPSHIM_MODE", "bf16x9" },
+                                       { "AMPSHIM_EMU_GPU", gpus[g] },
+                                       { NULL, NULL } };
+        int emulated = strcmp(gpus[g], "b200") == 0;
+        struct amp_test_run run;
+        struct amp_test_check check;
+        struct amp_test_summary sum;
+        char what[64];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=bf16x9 on the %s model",
+                 gpus[g]);
+        run_lt_check("fp32", 1, set, &run);
+        amp_test_expect_exit(&run, 0, what);
+        amp_test_expect_cases_pass(&run, &plain, what, &check);
+        for (int i = 0; i < check.count; i++) {
+            int conv = emulated && strcmp(check.cases[i].cls, "gemm") == 0;
+            int same = strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
+
+            if (conv != same)
+                continue;
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: case %s (%s) is%s bit-identical to FP32", what,
+                     check.cases[i].name, check.cases[i].cls,
+                     same ? "" : " not");
+        }
+        expect_summary(&run, emulated ? plain_converts : 0, 0, what, &sum);
+        if (!emulated &&
+            amp_test_count_lines_with(run.err, "FP32 calls by reason: "
+                                               "no-emulation") != 1) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: the calls not counted as no-emulation", what);
+        }
+        amp_test_run_free(&run);
+    }
+}
+
 /* Each case run twice in a row at its site, on the same inputs (lt_check
  * --repeat 2): the second call of an fp16 case is a repeating call
  * (delayed scaling where it applies; every pointer mode, alpha vectors
@@ -451,6 +499,7 @@ main(int argc, char **argv)
     const struct CMUnitTest modes[] = {
         cmocka_unit_test(test_plain_case_list),
         cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_bf16x9),
         cmocka_unit_test(test_fp16_exceeds_fp32_bound),
         cmocka_unit_test(test_exact),
         cmocka_unit_test(test_policy_epilogue),

@@ -13,6 +13,9 @@
 #   line giving that candidate's error; with AMPSHIM_TOLERANCE=1e-6:fro
 #   every 16-bit candidate is over it, fp16x3 and tf32x3 are measured,
 #   both within it, fp16x3 the faster is chosen, and the check passes;
+#   on the B200 model bf16x9 (cuBLAS's BF16x9 emulation) is measured
+#   too and chosen, the fastest of the three; AMPSHIM_MODE=bf16x9 runs
+#   there, and on the H100 model stays FP32 counted as no-emulation;
 # - AMPSHIM_TOLERANCE=1e-6:fro, ampshim run --tolerance 1e-6:fro, a
 #   policy's `set tolerance 1e-6 fro`, and AMPSHIM_TOLERANCE under
 #   AMPSHIM_MODE: the site is demoted after its shadow calls and the check
@@ -163,9 +166,38 @@ grep -Eq "$pass" run.out || fail "auto 1e-6:fro: no PASS"
    "('tf32x3', True)" ]] || fail "auto 1e-6:fro: tf32x3 not measured within"
 [[ $(json 'r["sites"][0]["shapes"][0]["auto"]["choice"]') == fp16x3 ]] ||
     fail "auto 1e-6:fro: not the faster split, fp16x3"
+# No bf16x9 on the H100: cuBLAS would compute FP32 under its name.
+[[ $(json 'len(r["sites"][0]["shapes"][0]["auto"]["candidates"])') == 5 ]] ||
+    fail "auto 1e-6:fro: a bf16x9 candidate on the H100 model"
 grep -q "error [0-9.e+-]* over the tolerance 1e-06 (Frobenius norm)" <("$tool" report run.json) ||
     fail "auto 1e-6:fro: ampshim report's reasons"
+
+# ---- On the B200 model: cuBLAS's BF16x9 emulation, auto's candidate ----------
+# The GPU has it (compute capability 10.0): with FP32 accuracy asked for,
+# bf16x9 is measured after the splits, within 1e-6 and the fastest of
+# them (no copies of the operands), so it is chosen and the check passes.
+run 0 AMPSHIM_TOLERANCE=1e-6:fro AMPSHIM_EMU_GPU=b200
+grep -Eq "$pass" run.out || fail "b200 auto 1e-6:fro: no PASS"
+"$python" "$schema" run.json || fail "b200 auto 1e-6:fro: report schema"
+bf16x9='[c for c in r["sites"][0]["shapes"][0]["auto"]["candidates"] if c["mode"] == "bf16x9"][0]'
+[[ $(json "$bf16x9[\"eligible\"], $bf16x9[\"fro_rel\"] < 1e-6, $bf16x9[\"median_speedup\"] > 1.5") == \
+   "(True, True, True)" ]] || fail "b200 auto 1e-6:fro: bf16x9 not measured within and faster"
+[[ $(json 'r["sites"][0]["shapes"][0]["auto"]["choice"], r["sites"][0]["modes"].get("bf16x9", 0) > 0') == \
+   "('bf16x9', True)" ]] || fail "b200 auto 1e-6:fro: bf16x9 not chosen and run"
 unset iterations
+
+# ---- AMPSHIM_MODE=bf16x9: the B200 runs it; the H100 keeps FP32 and says why -
+run 0 AMPSHIM_MODE=bf16x9 AMPSHIM_TOLERANCE=1e-6:fro AMPSHIM_EMU_GPU=b200
+grep -Eq "$pass" run.out || fail "b200 bf16x9: no PASS"
+[[ $(json 'r["sites"][0]["modes"].get("bf16x9", 0) == r["sites"][0]["calls"] > 0, r["sites"][0]["errors"]["max_fro"] < 1e-6') == \
+   "(True, True)" ]] || fail "b200 bf16x9: not every call in bf16x9 within 1e-6"
+run 0 AMPSHIM_MODE=bf16x9
+grep -Eq "$pass" run.out || fail "h100 bf16x9: no PASS"
+"$python" "$schema" run.json || fail "h100 bf16x9: report schema"
+[[ $(json 'r["sites"][0]["modes"], r["sites"][0]["fp32_reasons"] == {"no-emulation": r["sites"][0]["calls"]}') == \
+   "({}, True)" ]] || fail "h100 bf16x9: not kept FP32 as no-emulation"
+[[ $(grep -c "bf16x9 needs cuBLAS's BF16x9 emulation, which only GPUs of compute capability 10.0 and 10.3 have (NVIDIA H100 SXM (emulated) is 9.x): such calls stay FP32" run.err) == 1 ]] ||
+    fail "h100 bf16x9: not said once why"
 
 # ---- Under AMPSHIM_MODE: AMPSHIM_TOLERANCE holds too -------------------------
 run 1 AMPSHIM_MODE=fp16

@@ -106,9 +106,9 @@ REASONS = {"no-device", "scratch-cap", "busy", "device-error",
 KEPT = {"mode", "rule", "no-rule", "min-size", "demoted", "broken-policy",
         "pedantic", "unsupported", "invalid", "empty", "capture", "auto",
         "library", "atomic-sync", "no-tensor-core-engine", "shape-limit",
-        "measuring", "fused-graph"}
-MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "tf32x3", "shadow",
-         "allow-conversion"}
+        "measuring", "fused-graph", "no-emulation"}
+MODES = {"fp32", "fp16", "bf16", "tf32", "fp16x3", "tf32x3", "bf16x9",
+         "shadow", "allow-conversion"}
 
 AUTO = {"state": {STR}, "choice": {STR, NULL}, "changes": {INT},
         "candidates": {ARR}}

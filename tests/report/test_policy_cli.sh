@@ -209,7 +209,7 @@ t check_dir -- policy check "$tmp/d"
 status check_dir 1
 same check_dir err <<EOF
 $tmp/d/b.policy:1:5: unknown setting 'tolerence'; did you mean 'tolerance'?
-$tmp/d/d.policy:1:6: expected an action (fp32, fp16, bf16, tf32, fp16x3, tf32x3, allow-conversion, auto, shadow or shadow:MODE), found 'convrt'
+$tmp/d/d.policy:1:6: expected an action (fp32, fp16, bf16, tf32, fp16x3, tf32x3, bf16x9, allow-conversion, auto, shadow or shadow:MODE), found 'convrt'
 EOF
 same check_dir out <<EOF
 $tmp/d/a.policy: valid, 0 rules

@@ -48,7 +48,7 @@ decide(struct amp_site *site, enum amp_family family, int64_t count,
 
     memset(out, 0, sizeof *out);
     amp_site_shape_count(site, 42, &slot);
-    amp_auto_decide(site, slot, family, 1, count, period, out);
+    amp_auto_decide(site, slot, family, 1, 0, count, period, out);
     assert_int_equal(out->automatic, 1);
 }
 
@@ -277,11 +277,11 @@ test_unaligned_shapes(void **state)
 
     /* tf32 is measured first, and chosen. */
     memset(&d, 0, sizeof d);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_TF32);
     measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 2, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_TF32);
     assert_int_equal(amp_auto_get(site, slot, &v), 0);
     assert_int_equal(v.state, AMP_AUTO_CHOSEN);
@@ -295,24 +295,24 @@ test_unaligned_shapes(void **state)
     /* tf32 over the tolerance: tf32x3 is measured, without fp16x3, and
      * taken where it gains; FP32 where it does not. */
     site = fresh_site(&slot);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 1, 0, &d);
     measured(site, slot, AMP_MODE_TF32, 0.2, 0.5, 2.0);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 2, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_TF32X3);
     measured(site, slot, AMP_MODE_TF32X3, 1e-7, 1.5, 2.0);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 3, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 3, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_TF32X3);
     amp_auto_get(site, slot, &v);
     assert_int_equal(v.ncandidates, 4);
     assert_int_equal(v.c[3].mode, AMP_MODE_TF32X3);
     assert_int_equal(v.state, AMP_AUTO_CHOSEN);
     site = fresh_site(&slot);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 1, 0, &d);
     measured(site, slot, AMP_MODE_TF32, 0.2, 0.5, 2.0);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 2, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 2, 0, &d);
     measured(site, slot, AMP_MODE_TF32X3, 1e-7, 2.5, 2.0);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 3, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 0, 0, 3, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     amp_auto_get(site, slot, &v);
     assert_int_equal(v.state, AMP_AUTO_FP32);
@@ -321,7 +321,7 @@ test_unaligned_shapes(void **state)
      * convolutions' list; a GEMM always has tf32): FP32 at once, every
      * candidate ruled out. */
     site = fresh_site(&slot);
-    amp_auto_decide(site, slot, AMP_FAMILY_CONV, 0, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_CONV, 0, 0, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     assert_int_equal(d.why, AMP_WHY_AUTO);
     assert_int_equal(d.auto_slot, slot);
@@ -653,8 +653,8 @@ test_shapes_decide_alone(void **state)
      * out; shape 90 has measured nothing yet. */
     for (i = 0; i < 3; i++) {
         memset(&d, 0, sizeof d);
-        amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, i + 1, 0, &d);
-        amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, i + 1, 0, &d);
+        amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, 0, i + 1, 0, &d);
+        amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, 0, i + 1, 0, &d);
     }
     measured(site, slot[40], AMP_MODE_FP16, 3e-4, 1.0, 2.0);
     measured(site, slot[40], AMP_MODE_BF16, 2e-3, 0.8, 2.0);
@@ -662,13 +662,13 @@ test_shapes_decide_alone(void **state)
     measured(site, slot[77], AMP_MODE_FP16, 0.2, 1.0, 2.0);
     measured(site, slot[77], AMP_MODE_BF16, 0.9, 0.8, 2.0);
     measured(site, slot[77], AMP_MODE_TF32, 0.2, 0.5, 2.0);
-    amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, 4, 0, &d);
+    amp_auto_decide(site, slot[40], AMP_FAMILY_GEMM, 1, 0, 4, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_TF32);
     assert_int_equal(d.auto_slot, slot[40]);
-    amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, 4, 0, &d);
+    amp_auto_decide(site, slot[77], AMP_FAMILY_GEMM, 1, 0, 4, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_FP16X3);
-    amp_auto_decide(site, slot[90], AMP_FAMILY_GEMM, 1, 1, 0, &d);
+    amp_auto_decide(site, slot[90], AMP_FAMILY_GEMM, 1, 0, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_FP16);
     assert_int_equal(d.auto_slot, slot[90]);
@@ -705,7 +705,7 @@ test_shapes_beyond_the_table(void **state)
     assert_int_equal(amp_site_shape_count(site, key, &slot), 1);
     assert_int_equal(slot, -1);
     memset(&d, 0, sizeof d);
-    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 1, 1, 0, &d);
+    amp_auto_decide(site, slot, AMP_FAMILY_GEMM, 1, 0, 1, 0, &d);
     assert_int_equal(d.mode, AMP_MODE_FP32);
     assert_int_equal(d.auto_slot, -1);
     assert_false(amp_site_shape_demoted(slot));

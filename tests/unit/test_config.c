@@ -210,6 +210,7 @@ test_mode_names(void **state)
     assert_string_equal(amp_mode_name(AMP_MODE_TF32), "tf32");
     assert_string_equal(amp_mode_name(AMP_MODE_FP16X3), "fp16x3");
     assert_string_equal(amp_mode_name(AMP_MODE_TF32X3), "tf32x3");
+    assert_string_equal(amp_mode_name(AMP_MODE_BF16X9), "bf16x9");
     assert_string_equal(amp_mode_name(AMP_MODE_SHADOW), "shadow");
     assert_string_equal(amp_mode_name(AMP_MODE_ALLOW_CONVERSION),
                         "allow-conversion");
@@ -235,6 +236,8 @@ test_modes(void **state)
         {"Shadow:FP16x3", AMP_MODE_SHADOW, AMP_MODE_FP16X3},
         {"tf32x3", AMP_MODE_TF32X3, AMP_MODE_FP16},
         {"shadow:tf32x3", AMP_MODE_SHADOW, AMP_MODE_TF32X3},
+        {"BF16x9", AMP_MODE_BF16X9, AMP_MODE_FP16},
+        {"shadow:bf16x9", AMP_MODE_SHADOW, AMP_MODE_BF16X9},
         {"allow-conversion", AMP_MODE_ALLOW_CONVERSION, AMP_MODE_FP16},
         {"shadow:allow-conversion", AMP_MODE_SHADOW,
          AMP_MODE_ALLOW_CONVERSION},
@@ -272,9 +275,9 @@ test_bad_modes(void **state)
         assert_non_null(strstr(cfg.problems[0], "AMPSHIM_MODE"));
         assert_non_null(strstr(cfg.problems[0],
                                "fp32, fp16, bf16, tf32, fp16x3, tf32x3, "
-                               "shadow, shadow:fp16, shadow:bf16, "
+                               "bf16x9, shadow, shadow:fp16, shadow:bf16, "
                                "shadow:tf32, shadow:fp16x3, shadow:tf32x3, "
-                               "allow-conversion, "
+                               "shadow:bf16x9, allow-conversion, "
                                "shadow:allow-conversion; ignored"));
     }
 }
@@ -359,8 +362,9 @@ test_mode_lookup(void **state)
                      AMP_ERR_INVALID);
     amp_config_mode_names(names, sizeof names);
     assert_string_equal(names, "fp32, fp16, bf16, tf32, fp16x3, tf32x3, "
-                        "shadow, shadow:fp16, shadow:bf16, shadow:tf32, "
-                        "shadow:fp16x3, shadow:tf32x3, allow-conversion, "
+                        "bf16x9, shadow, shadow:fp16, shadow:bf16, "
+                        "shadow:tf32, shadow:fp16x3, shadow:tf32x3, "
+                        "shadow:bf16x9, allow-conversion, "
                         "shadow:allow-conversion");
 }
 
