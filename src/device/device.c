@@ -1264,6 +1264,12 @@ amp_dev_cc_major(const struct amp_dev *dev)
 }
 
 int
+amp_dev_cc_minor(const struct amp_dev *dev)
+{
+    return dev->cc_minor;
+}
+
+int
 amp_dev_bf16x9(const struct amp_dev *dev)
 {
     return dev && dev->cc_major == 10 &&

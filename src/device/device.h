@@ -242,6 +242,8 @@ const char *amp_dev_name(const struct amp_dev *dev);
 /* The major of the compute capability of dev's device (9 for Hopper); 0
  * when the driver did not say. */
 int amp_dev_cc_major(const struct amp_dev *dev);
+/* ... and its minor (0 for 9.0). */
+int amp_dev_cc_minor(const struct amp_dev *dev);
 
 /* 1 when cuBLAS runs its BF16x9 emulation of FP32 on dev's device
  * (CUBLAS_COMPUTE_32F_EMULATED_16BFX9): compute capability 10.0 or 10.3,

@@ -1027,7 +1027,8 @@ amp_device_emulated(const char *name, char *modelled, size_t cap)
 static void
 amp_json_device(struct amp_json_out *j)
 {
-    char modelled[128], name[128];
+    const struct amp_dev *first = amp_dev_first();
+    char modelled[128], name[128], cc[24];
     int emulated;
 
     amp_json_key(j, "device");
@@ -1042,6 +1043,13 @@ amp_json_device(struct amp_json_out *j)
     amp_json_kbool(j, "emulated", emulated);
     amp_json_kstring(j, "modelled_gpu", emulated ? modelled : NULL);
     amp_json_kstring(j, "timing", emulated ? "modelled" : "measured");
+    /* Known of the device the shim set up in (the driver says 0.0 when it
+     * does not know). */
+    if (first && amp_dev_cc_major(first) > 0)
+        snprintf(cc, sizeof cc, "%d.%d", amp_dev_cc_major(first),
+                 amp_dev_cc_minor(first));
+    amp_json_kstring(j, "compute_capability",
+                     first && amp_dev_cc_major(first) > 0 ? cc : NULL);
     amp_json_end_object(j);
 }
 

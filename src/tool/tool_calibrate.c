@@ -38,16 +38,17 @@ const char amp_tool_calibrate_help[] =
     "measured error and speedup of every candidate. Each site's first call\n"
     "is verified at run time. A candidate the program has no call for\n"
     "(fp16x3 without an FP32 GEMM, allow-conversion without an FP32\n"
-    "convolution) is not run. A line on stderr per run, and one summary\n"
+    "convolution) is not run, nor is bf16x9 on a GPU without cuBLAS's\n"
+    "BF16x9 emulation (compute capability 10.0 and 10.3 have it). A line on stderr per run, and one summary\n"
     "on stdout: a line per site (per shape where they differ).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  the policy (default PROGRAM.policy, PROGRAM's\n"
     "                     file name, in the working directory)\n"
     "  --modes LIST       candidates, comma-separated (default fp16,bf16,\n"
-    "                     tf32,fp16x3,tf32x3,allow-conversion; fp16x3 and\n"
-    "                     tf32x3 are a GEMM's only, allow-conversion a\n"
-    "                     convolution's)\n"
+    "                     tf32,fp16x3,tf32x3,bf16x9,allow-conversion;\n"
+    "                     fp16x3, tf32x3 and bf16x9 are a GEMM's only,\n"
+    "                     allow-conversion a convolution's)\n"
     "  --tolerance X[:NORM]\n"
     "                     largest relative error a site may show, in NORM:\n"
     "                     max (max |cand - fp32| / max |fp32|, the\n"
@@ -106,6 +107,7 @@ static const struct amp_cal_candidate {
     {AMP_MODE_TF32, 1, 1},
     {AMP_MODE_FP16X3, 1, 0},
     {AMP_MODE_TF32X3, 1, 0},
+    {AMP_MODE_BF16X9, 1, 0},
     {AMP_MODE_ALLOW_CONVERSION, 0, 1},
 };
 
@@ -148,7 +150,9 @@ struct amp_calibration {
     const struct amp_cal_candidate *modes[AMP_CAL_MODES];
     int nmodes;
     int skipped[AMP_CAL_MODES];  /* by index of modes: not run, the
-                                    program has no call it applies to */
+                                    program has no call it applies to
+                                    (AMP_CAL_NO_CALL) or the GPU cannot
+                                    run it (AMP_CAL_NO_EMULATION) */
     double min_speedup;          /* below it a candidate is not worth
                                     converting for */
     double tolerance;
@@ -159,7 +163,13 @@ struct amp_calibration {
     int processes;               /* reports of one run (a job's ranks) */
     char build_id[2 * AMP_POLICY_BUILD_ID_MAX + 1];
     char device[160];
+    char gpu[128];               /* the first report's device's name */
+    int bf16x9;                  /* the first report's device has BF16x9
+                                    emulation (compute capability 10.0 or
+                                    10.3) */
 };
+
+enum { AMP_CAL_RUN = 0, AMP_CAL_NO_CALL, AMP_CAL_NO_EMULATION };
 
 struct amp_cal_options {
     const char *out, *modes;
@@ -265,7 +275,7 @@ amp_cal_modes(struct amp_calibration *cal, const char *list)
         }
         if (k == AMP_CAL_MODES)
             return amp_cal_usage("--modes: not a candidate (fp16, bf16, "
-                                 "tf32, fp16x3, tf32x3, "
+                                 "tf32, fp16x3, tf32x3, bf16x9, "
                                  "allow-conversion)", at);
         for (int j = 0; j < cal->nmodes; j++)
             if (cal->modes[j] == &amp_cal_candidates[k])
@@ -377,11 +387,14 @@ amp_cal_program(struct amp_calibration *cal, const struct amp_json *root)
     const char *id = amp_json_str(amp_json_get(prog, "build_id"));
     const char *dname = amp_json_str(amp_json_get(dev, "reported_name"));
     const char *timing = amp_json_str(amp_json_get(dev, "timing"));
+    const char *cc = amp_json_str(amp_json_get(dev, "compute_capability"));
 
     snprintf(cal->program, sizeof cal->program, "%s", name ? name : "");
     snprintf(cal->build_id, sizeof cal->build_id, "%s", id ? id : "");
     snprintf(cal->device, sizeof cal->device, "%s, times %s",
              dname ? dname : "no device", timing ? timing : "not taken");
+    snprintf(cal->gpu, sizeof cal->gpu, "%s", dname ? dname : "no device");
+    cal->bf16x9 = cc && (strcmp(cc, "10.0") == 0 || strcmp(cc, "10.3") == 0);
 }
 
 /* Adds the measurements of obj (a report site or shape) to m. */
@@ -667,10 +680,19 @@ amp_cal_measure(struct amp_calibration *cal, const char *library,
         if (amp_cal_stop)
             return 1;
         if (runs && !amp_cal_usable(cal, cal->modes[i])) {
-            cal->skipped[i] = 1;
+            cal->skipped[i] = AMP_CAL_NO_CALL;
             fprintf(stderr, "ampshim calibrate: %s skipped: the program "
                     "made no %s\n", name,
                     cal->modes[i]->gemm ? "FP32 GEMM" : "FP32 convolution");
+            continue;
+        }
+        /* Where cuBLAS would compute FP32 under its name, the shim keeps
+         * every call FP32: the run would measure nothing. */
+        if (runs && cal->modes[i]->mode == AMP_MODE_BF16X9 && !cal->bf16x9) {
+            cal->skipped[i] = AMP_CAL_NO_EMULATION;
+            fprintf(stderr, "ampshim calibrate: bf16x9 skipped: %s has no "
+                    "BF16x9 emulation (compute capability 10.0 and 10.3 "
+                    "have it)\n", cal->gpu);
             continue;
         }
         snprintf(policy, sizeof policy, "%s/%s.policy", dir, name);
@@ -869,10 +891,13 @@ amp_cal_write_header(FILE *f, const struct amp_calibration *cal,
     fprintf(f, ", each measured in one run with every call in shadow mode"
             ".\n");
     for (i = 0; i < cal->nmodes; i++)
-        if (cal->skipped[i])
+        if (cal->skipped[i] == AMP_CAL_NO_CALL)
             fprintf(f, "# Not run: %s (the program made no %s).\n",
                     amp_mode_name(cal->modes[i]->mode),
                     cal->modes[i]->gemm ? "FP32 GEMM" : "FP32 convolution");
+        else if (cal->skipped[i] == AMP_CAL_NO_EMULATION)
+            fprintf(f, "# Not run: %s (the GPU has no BF16x9 emulation).\n",
+                    amp_mode_name(cal->modes[i]->mode));
     fprintf(f, "# Each site gets the fastest candidate whose largest "
             "relative error (%s\n"
             "# norm) is within the tolerance, with no non-finite element "

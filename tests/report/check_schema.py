@@ -36,7 +36,8 @@ PROGRAM = {"name": {STR}, "path": {STR}, "build_id": {STR, NULL},
 JOB = {"launcher": {STR}, "rank": {INT}, "local_rank": {INT, NULL},
        "size": {INT, NULL}, "id": {STR, NULL}}
 DEVICE = {"name": {STR}, "reported_name": {STR}, "emulated": {BOOL},
-          "modelled_gpu": {STR, NULL}, "timing": {STR}}
+          "modelled_gpu": {STR, NULL}, "timing": {STR},
+          "compute_capability": {STR, NULL}}
 DEVICES = {k: {INT} for k in ("ordinal", "calls", "converted", "delivered",
                               "shadow",
                               "fp32", "fallback", "calls_fp32_measured",

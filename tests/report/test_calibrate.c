@@ -7,7 +7,9 @@
  * program: allow-conversion is not run, the runs' exit tables are left
  * out, a site whose tf32 gain (4.5 %) is below the 5 % worth converting
  * for stays fp32, and a site whose two shapes choose differently (tf32 at
- * k 64, fp32 at k 32) gets a rule per shape, which the next run follows.
+ * k 64, fp32 at k 32) gets a rule per shape, which the next run follows;
+ * on the H100 model bf16x9 is not run (no BF16x9 emulation), on the B200
+ * model it is, and chosen for layer_mix's 1024^3 GEMM at 1e-6:fro.
  *
  * usage: test_calibrate LAYER_MIX LIBAMPSHIM EMU_DIR AMPSHIM REPORT_PROG */
 #include <setjmp.h>
@@ -61,6 +63,24 @@ tool_run(struct amp_test_run *r, char **argv)
     amp_test_env_set(&env, "AMPSHIM_LIBRARY", shim);
     /* Empty, or a sanitized build's runtime (the harness adds it), which
      * the tool keeps in front of the shim in every run it makes. */
+    amp_test_env_set(&env, "LD_PRELOAD", "");
+    rc = amp_test_run(argv, &env, RUN_TIMEOUT_S, r);
+    amp_test_env_free(&env);
+    assert_int_equal(rc, 0);
+    return r->exited ? r->code : -1;
+}
+
+/* tool_run on the B200 model. */
+static int
+tool_run_b200(struct amp_test_run *r, char **argv)
+{
+    struct amp_test_env env;
+    int rc;
+
+    amp_test_env_init(&env);
+    amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+    amp_test_env_set(&env, "AMPSHIM_LIBRARY", shim);
+    amp_test_env_set(&env, "AMPSHIM_EMU_GPU", "b200");
     amp_test_env_set(&env, "LD_PRELOAD", "");
     rc = amp_test_run(argv, &env, RUN_TIMEOUT_S, r);
     amp_test_env_free(&env);
@@ -302,6 +322,10 @@ test_calibrate_gemm_only(void **state)
     assert_int_equal(amp_test_count_lines_with(r.err, "allow-conversion "
                                                "skipped: the program made "
                                                "no FP32 convolution"), 1);
+    assert_int_equal(amp_test_count_lines_with(r.err, "bf16x9 skipped: "
+                                               "NVIDIA H100 SXM (emulated) "
+                                               "has no BF16x9 emulation"),
+                     1);
     assert_int_equal(amp_test_count_lines_with(r.err, " measured: 2 sites, "
                                                "3 shapes"), 5);
     assert_int_equal(amp_test_count_lines_with(r.err, "| site "), 0);
@@ -320,6 +344,9 @@ test_calibrate_gemm_only(void **state)
     text = amp_test_read_file(path);
     assert_non_null(text);
     assert_non_null(strstr(text, "# Not run: allow-conversion"));
+    /* The H100 has no BF16x9 emulation: bf16x9 is not run either. */
+    assert_non_null(strstr(text, "# Not run: bf16x9 (the GPU has no BF16x9 "
+                                 "emulation)"));
     assert_non_null(strstr(text, "at least 1.05x as fast as FP32"));
     /* main: tf32 gains 4.5 %, below the threshold. */
     assert_non_null(strstr(text, "below the 5 % worth converting for"));
@@ -393,6 +420,43 @@ test_usage(void **state)
     amp_test_run_free(&r);
 }
 
+/* On the B200 model, FP32 accuracy asked for: bf16x9 runs (cuBLAS's own
+ * emulation) and is the fastest within 1e-6 at dense_layer's 1024^3,
+ * ahead of tf32x3; tiny_projection's 64^3 gains from neither. */
+static void
+test_calibrate_b200_bf16x9(void **state)
+{
+    struct amp_test_run r;
+    char path[320], *text, action[32];
+    char *argv[] = {(char *)tool, "calibrate", "-o", path, "--modes",
+                    "tf32x3,bf16x9", "--tolerance", "1e-6:fro", "--",
+                    (char *)prog, NULL};
+    struct verdict dense = {"dense_layer", "bf16x9", 0, 0, 0};
+    struct verdict tiny = {"tiny_projection", "fp32", 0, 0, 0};
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/b200.policy", dir);
+    if (tool_run_b200(&r, argv) != 0) {
+        amp_test_run_dump("calibrate on the B200 model", &r);
+        fail_msg("ampshim calibrate failed");
+    }
+    assert_int_equal(amp_test_count_lines_with(r.err, "bf16x9 measured: "),
+                     1);
+    amp_test_run_free(&r);
+    text = amp_test_read_file(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "# Device: NVIDIA B200 (emulated)"));
+    assert_non_null(strstr(text, "# Candidates: tf32x3 bf16x9,"));
+    read_verdict(text, &dense, action);
+    assert_string_equal(action, "bf16x9");
+    assert_true(dense.speedup > 1.5 && dense.max_fro <= 1e-6);
+    read_verdict(text, &tiny, action);
+    assert_string_equal(action, "fp32");
+    assert_int_equal(amp_test_count_lines_with(text, "slower than bf16x9"),
+                     1);
+    free(text);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -400,6 +464,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_calibrate_and_replay),
         cmocka_unit_test(test_calibrate_gemm_only),
+        cmocka_unit_test(test_calibrate_b200_bf16x9),
     };
     int rc;
 
