@@ -11,8 +11,9 @@
   table of docs/reference.md, the --help environments) is in bold in
   ENVIRONMENT, and no AMPSHIM_* name there is unknown.
 - ampshim-policy(5): every keyword of the parser's tables and every word
-  it tests for (src/decide/policy.c) is in bold; every example that is a
-  whole policy (it has a `default` line) passes `ampshim policy check`.
+  it tests for (src/decide/policy_parse.c) is in bold; every example that
+  is a whole policy (it has a `default` line) passes `ampshim policy
+  check`.
 
 usage: check_man.py SOURCE_ROOT AMPSHIM_TOOL
 Prints one line per problem and exits 1 when there is any; prints what it
@@ -25,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-# The parser's tables whose every string is a keyword (src/decide/policy.c).
+# The parser's tables whose every string is a keyword
+# (src/decide/policy_parse.c).
 POLICY_TABLES = ['amp_cmp_names', 'amp_op_values', 'amp_layout_values',
                  'amp_epi_values', 'amp_fields', 'amp_family_names',
                  'amp_actions']
@@ -187,7 +189,7 @@ def settings(root, help_texts, problems):
 
 
 def policy_keywords(root, problems):
-    with open(os.path.join(root, 'src/decide/policy.c')) as f:
+    with open(os.path.join(root, 'src/decide/policy_parse.c')) as f:
         src = f.read()
     words = set()
     for table in POLICY_TABLES:
@@ -195,8 +197,8 @@ def policy_keywords(root, problems):
                       src, re.S)
         found = re.findall(r'"([^"]+)"', m.group(1)) if m else []
         if not found:
-            problems.append(f'src/decide/policy.c: no table {table} with '
-                            'strings; update POLICY_TABLES')
+            problems.append(f'src/decide/policy_parse.c: no table {table} '
+                            'with strings; update POLICY_TABLES')
         words |= set(found)
     words |= set(re.findall(r'amp_tok_is\(\s*&ps->tok,\s*"([^"]+)"\)', src))
     words |= set(re.findall(r'amp_parse_binary\([^;]*?"(\w+)"', src))
@@ -276,7 +278,7 @@ def check_policy_page(root, tool, page_path, problems):
     for word in sorted(words):
         if word not in bold:
             problems.append(f'ampshim-policy.5: keyword {word!r} '
-                            '(src/decide/policy.c) is not in bold')
+                            '(src/decide/policy_parse.c) is not in bold')
     # The examples (.EX blocks) that are whole policies must be valid.
     with open(page_path) as f:
         blocks = re.findall(r'^\.EX\n(.*?)^\.EE\n', f.read(), re.M | re.S)
