@@ -1,7 +1,7 @@
 /* cuBLAS hooks: every FP32 GEMM entry point of cublas_v2.h becomes one
  * descriptor per problem set, runs on the converted path the mode asks for
  * when the decision allows, and as the original call otherwise. */
-#include "cublas_symbols.h"
+#include "cublas_real.h"
 
 #include "base/caller.h"
 #include "base/log.h"
@@ -32,26 +32,18 @@
 AMP_CUBLAS_HOOKED(AMP_DECLARE_HOOK)
 #undef AMP_DECLARE_HOOK
 
-#define AMP_PFN_TYPE(ret, name, params) typedef ret(*amp_pfn_##name) params;
-AMP_CUBLAS_SYMBOLS(AMP_PFN_TYPE)
-#undef AMP_PFN_TYPE
-
-static struct {
-#define AMP_REAL_MEMBER(ret, name, params) amp_pfn_##name name;
-    AMP_CUBLAS_SYMBOLS(AMP_REAL_MEMBER)
-#undef AMP_REAL_MEMBER
-} amp_real;
+struct amp_cublas_fns amp_cublas_fn;
 
 #define AMP_NAME_STRING(ret, name, params) #name,
 static const char *const amp_cublas_names[] = {
     AMP_CUBLAS_SYMBOLS(AMP_NAME_STRING)};
 #undef AMP_NAME_STRING
 
-#define AMP_REAL_SLOT(ret, name, params) (void **)&amp_real.name,
+#define AMP_REAL_SLOT(ret, name, params) (void **)&amp_cublas_fn.name,
 static void **const amp_cublas_slots[] = {AMP_CUBLAS_SYMBOLS(AMP_REAL_SLOT)};
 #undef AMP_REAL_SLOT
 
-static pthread_once_t amp_cublas_once = PTHREAD_ONCE_INIT;
+pthread_once_t amp_cublas_once = PTHREAD_ONCE_INIT;
 
 /* 1 once the real functions are resolved and the shim is disabled: the
  * hooks call them before building anything (AMPSHIM_DISABLE costs the
@@ -59,7 +51,7 @@ static pthread_once_t amp_cublas_once = PTHREAD_ONCE_INIT;
  * a thread that sees it sees the real functions. */
 static atomic_int amp_cublas_bypass;
 
-static void
+void
 amp_cublas_resolve(void)
 {
     amp_resolve_all(AMP_CUBLAS_SONAME, amp_cublas_names, amp_cublas_slots,
@@ -112,488 +104,6 @@ amp_cublas_real(enum amp_cublas_api api, const void *ret,
     amp_pfn_##name real;                                                     \
     *(void **)&real = amp_cublas_real(AMP_API_##name,                        \
                                       __builtin_return_address(0), &route)
-
-/* ---- The shim's own handles: one per thread and context ------------------- */
-
-/* A cuBLAS handle in the device pointer mode the steps use (own.h keeps
- * one per thread and context, and leaves it at thread exit for the next
- * thread in the context). */
-struct amp_cublas_own {
-    cublasHandle_t handle;
-};
-
-static int
-amp_cublas_own_make(void *obj)
-{
-    struct amp_cublas_own *own = obj;
-    cublasStatus_t s = amp_real.cublasCreate_v2(&own->handle);
-
-    if (s == CUBLAS_STATUS_SUCCESS) {
-        /* A handle that takes a setting is one the steps can use. */
-        s = amp_real.cublasSetPointerMode_v2(own->handle,
-                                             CUBLAS_POINTER_MODE_DEVICE);
-        if (s != CUBLAS_STATUS_SUCCESS)
-            amp_real.cublasDestroy_v2(own->handle);
-    }
-    if (s != CUBLAS_STATUS_SUCCESS)
-        amp_log(AMP_LOG_INFO, "the shim's cuBLAS handle: status %d", (int)s);
-    return s != CUBLAS_STATUS_SUCCESS;
-}
-
-/* A handle of an ended context died with it. */
-static void
-amp_cublas_own_drop(void *obj, int live)
-{
-    struct amp_cublas_own *own = obj;
-
-    if (!live)
-        return;
-    /* Off the program's stream first: it may be gone already. */
-    amp_real.cublasSetStream_v2(own->handle, NULL);
-    amp_real.cublasDestroy_v2(own->handle);
-}
-
-static _Thread_local struct amp_own_table amp_cublas_owns;
-
-static void amp_cublas_own_exit(void);
-
-static const struct amp_own_kind amp_cublas_own_kind = {
-    .what = "cuBLAS handle",
-    .size = sizeof(struct amp_cublas_own),
-    .make = amp_cublas_own_make,
-    .drop = amp_cublas_own_drop,
-    .at_exit = amp_cublas_own_exit,
-};
-
-static void
-amp_cublas_own_exit(void)
-{
-    amp_own_release(&amp_cublas_owns, &amp_cublas_own_kind);
-}
-
-/* ---- The steps of a converted call ------------------------------------------ */
-
-static cudaDataType
-amp_cuda_type(enum amp_dtype t)
-{
-    if (t == AMP_DTYPE_F16)
-        return CUDA_R_16F;
-    if (t == AMP_DTYPE_BF16)
-        return CUDA_R_16BF;
-    return CUDA_R_32F;
-}
-
-static cublasOperation_t
-amp_cublas_op(enum amp_op op)
-{
-    return op == AMP_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
-}
-
-/* The vendor's compute type of a step's. */
-static cublasComputeType_t
-amp_cublas_compute(enum amp_compute c)
-{
-    switch (c) {
-    case AMP_COMPUTE_32F_FAST_TF32:
-        return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case AMP_COMPUTE_32F_EMULATED_16BFX9:
-        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
-    case AMP_COMPUTE_32F:
-        break;
-    }
-    return CUBLAS_COMPUTE_32F;
-}
-
-/* Issues one step with the Ex GEMM of its batch kind on own. The sizes fit
- * int: amp_gemm_try checked the descriptor. */
-static cublasStatus_t
-amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
-               const struct amp_gemm_step *s)
-{
-    cublasOperation_t ta = amp_cublas_op(d->transa);
-    cublasOperation_t tb = amp_cublas_op(d->transb);
-    cudaDataType tab = amp_cuda_type(s->type_ab), tc = amp_cuda_type(s->type_c);
-    cublasComputeType_t compute = amp_cublas_compute(s->compute);
-    const void *a = (const void *)(uintptr_t)s->a;
-    const void *b = (const void *)(uintptr_t)s->b;
-    void *c = (void *)(uintptr_t)s->c;
-    int m = (int)d->m, n = (int)d->n;
-    /* tf32x3's cross terms, one product of twice K: cuBLAS asks lda >= k
-     * of a transposed A and ldb >= k of a plain B, which the copies'
-     * layout gives (amp_gemm_prepare keeps 2k within int). */
-    int k = (int)(s->k_twice ? 2 * d->k : d->k);
-    cublasStatus_t st;
-
-    st = amp_real.cublasSetPointerMode_v2(
-        own, s->scalars_on_device ? CUBLAS_POINTER_MODE_DEVICE
-                                  : CUBLAS_POINTER_MODE_HOST);
-    /* bf16x9 is emulated whatever the sizes (PERFORMANT, the default,
-     * might run FP32 under its name). */
-    if (st == CUBLAS_STATUS_SUCCESS &&
-        compute == CUBLAS_COMPUTE_32F_EMULATED_16BFX9)
-        st = amp_real.cublasSetEmulationStrategy
-                 ? amp_real.cublasSetEmulationStrategy(
-                       own, CUBLAS_EMULATION_STRATEGY_EAGER)
-                 : CUBLAS_STATUS_NOT_SUPPORTED;
-    if (st != CUBLAS_STATUS_SUCCESS)
-        return st;
-    switch (s->batch_kind) {
-    case AMP_BATCH_STRIDED:
-        return amp_real.cublasGemmStridedBatchedEx(
-            own, ta, tb, m, n, k, s->alpha, a, tab, (int)s->lda, s->stride_a,
-            b, tab, (int)s->ldb, s->stride_b, s->beta, c, tc, (int)s->ldc,
-            s->stride_c, (int)s->batch, compute, CUBLAS_GEMM_DEFAULT);
-    case AMP_BATCH_ARRAY:
-        return amp_real.cublasGemmBatchedEx(
-            own, ta, tb, m, n, k, s->alpha, (const void *const *)a, tab,
-            (int)s->lda, (const void *const *)b, tab, (int)s->ldb, s->beta,
-            (void *const *)c, tc, (int)s->ldc, (int)s->batch, compute,
-            CUBLAS_GEMM_DEFAULT);
-    case AMP_BATCH_NONE:
-        break;
-    }
-    return amp_real.cublasGemmEx(own, ta, tb, m, n, k, s->alpha, a, tab,
-                                 (int)s->lda, b, tab, (int)s->ldb, s->beta, c,
-                                 tc, (int)s->ldc, compute,
-                                 CUBLAS_GEMM_DEFAULT);
-}
-
-/* Issues every step of run on own set to the call's stream. */
-static enum amp_status
-amp_steps_issue(void *own_handle, const void *call, struct amp_gemm_run *run)
-{
-    cublasHandle_t own = own_handle;
-    const struct amp_gemm_desc *d = &run->desc;
-    cublasStatus_t s;
-    int i;
-
-    (void)call;
-    s = amp_real.cublasSetStream_v2(own, (cudaStream_t)run->stream);
-    /* The program's SM carve-out, or the device's SMs again: the handle
-     * keeps what the last call set. */
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = amp_real.cublasSetSmCountTarget
-                ? amp_real.cublasSetSmCountTarget(own, d->sm_count_target)
-                : d->sm_count_target ? CUBLAS_STATUS_NOT_SUPPORTED
-                                     : CUBLAS_STATUS_SUCCESS;
-    for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++)
-        s = amp_step_issue(own, d, &run->steps[i]);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return AMP_OK;
-    amp_log(AMP_LOG_INFO, "%s: a %s step returned cuBLAS status %d", d->api,
-            amp_mode_name(run->mode), (int)s);
-    return AMP_ERR_DRIVER;
-}
-
-/* The calling thread's cuBLAS handle for the steps. */
-static void *
-amp_cublas_own(struct amp_dev *dev, int make)
-{
-    struct amp_cublas_own *own;
-
-    pthread_once(&amp_cublas_once, amp_cublas_resolve);
-    if (!amp_real.cublasCreate_v2 || !amp_real.cublasSetPointerMode_v2 ||
-        !amp_real.cublasDestroy_v2 || !amp_real.cublasSetStream_v2 ||
-        !amp_real.cublasGemmEx || !amp_real.cublasGemmStridedBatchedEx ||
-        !amp_real.cublasGemmBatchedEx)
-        return NULL;
-    own = amp_own_get(&amp_cublas_owns, &amp_cublas_own_kind, dev, make);
-    return own ? own->handle : NULL;
-}
-
-static const struct amp_gemm_vendor amp_cublas_vendor = {
-    .own = amp_cublas_own,
-    .issue = amp_steps_issue,
-};
-
-/* The step functions take int sizes. */
-static int
-amp_desc_fits_int(const struct amp_gemm_desc *d)
-{
-    return d->m <= INT_MAX && d->n <= INT_MAX && d->k <= INT_MAX &&
-           d->lda <= INT_MAX && d->ldb <= INT_MAX && d->ldc <= INT_MAX &&
-           d->batch <= INT_MAX;
-}
-
-/* How a prepare failure is counted: a mode that cannot run this call
- * (shadow during capture) keeps it FP32 by decision; anything else,
- * AMPSHIM_SCRATCH_MAX included, is a conversion that fell back. */
-static enum amp_outcome
-amp_prepare_outcome(enum amp_status st)
-{
-    return st == AMP_ERR_UNAVAILABLE ? AMP_OUTCOME_FP32
-                                     : AMP_OUTCOME_FALLBACK;
-}
-
-/* The coverage kind of a call kept FP32 for `skip` (AMP_GEMM_CONVERT: a
- * mode that cannot run the call). */
-static enum amp_cover
-amp_cover_of_skip(enum amp_gemm_skip skip)
-{
-    switch (skip) {
-    case AMP_GEMM_SKIP_INVALID:
-        return AMP_COVER_INVALID;
-    case AMP_GEMM_SKIP_EMPTY:
-        return AMP_COVER_EMPTY;
-    case AMP_GEMM_SKIP_PEDANTIC:
-        return AMP_COVER_PEDANTIC;
-    case AMP_GEMM_SKIP_UNSUPPORTED:
-    case AMP_GEMM_SKIP_ATOMIC_SYNC:
-        return AMP_COVER_UNCONVERTED;
-    case AMP_GEMM_SKIP_LIBRARY:
-        return AMP_COVER_LIBRARY;
-    default:
-        return AMP_COVER_POLICY;
-    }
-}
-
-/* A call kept FP32 before any decision (invalid, empty, pedantic, not for
- * the converted path) is still a call of its site: the report says why it
- * stayed FP32 there. */
-static void
-amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
-              enum amp_gemm_skip skip)
-{
-    static const enum amp_kept kept[AMP_GEMM_SKIP_COUNT] = {
-        [AMP_GEMM_SKIP_MODE] = AMP_KEPT_MODE,
-        [AMP_GEMM_SKIP_INVALID] = AMP_KEPT_INVALID,
-        [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
-        [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
-        [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
-        [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
-        [AMP_GEMM_SKIP_ATOMIC_SYNC] = AMP_KEPT_ATOMIC_SYNC,
-    };
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
-    struct amp_prof_what what;
-
-    d->site = amp_site_get(d->api, d->caller);
-    amp_gemm_what(&what, d, &dec);
-    if (skip == AMP_GEMM_SKIP_INVALID)
-        what.flops = 0.0; /* the library computes nothing */
-    /* Timed by sample, unless the library refuses it. */
-    if (amp_prof_fp32(&what, kept[skip]) && skip != AMP_GEMM_SKIP_INVALID)
-        amp_prof_fp32_begin(&h->prof, &what);
-}
-
-/* The coverage kind of a call after it ran, from its outcome. */
-static enum amp_cover
-amp_hook_cover(const struct amp_hook *h)
-{
-    if (h->outcome == AMP_OUTCOME_CONVERTED)
-        return h->prof.what.mode == AMP_MODE_SHADOW && !h->prof.what.delivers
-                   ? AMP_COVER_SHADOW
-                   : AMP_COVER_CONVERTED;
-    if (h->outcome == AMP_OUTCOME_FALLBACK)
-        return AMP_COVER_FALLBACK;
-    return h->cover;
-}
-
-/* A decision of bf16x9 (or shadow:bf16x9) on a GPU without cuBLAS's
- * BF16x9 emulation, where cuBLAS would compute plain FP32 under its name:
- * the call stays FP32, counted under `no-emulation`, and the log says so
- * once. 1 when so. */
-static int
-amp_gemm_no_emulation(struct amp_hook *h, struct amp_dev *dev,
-                      const struct amp_gemm_desc *d,
-                      const struct amp_decision *dec,
-                      struct amp_prof_what *what)
-{
-    static atomic_int told;
-    enum amp_mode runs =
-        dec->mode == AMP_MODE_SHADOW ? dec->candidate : dec->mode;
-
-    if (runs != AMP_MODE_BF16X9 || amp_dev_bf16x9(dev))
-        return 0;
-    if (!atomic_exchange(&told, 1))
-        amp_log(AMP_LOG_WARN, "%s: bf16x9 needs cuBLAS's BF16x9 emulation, "
-                "which only GPUs of compute capability 10.0 and 10.3 have "
-                "(%s is %d.x): such calls stay FP32", d->api,
-                amp_dev_name(dev), amp_dev_cc_major(dev));
-    h->outcome = AMP_OUTCOME_FP32;
-    h->cover = amp_cover_of_skip(AMP_GEMM_SKIP_MODE);
-    if (amp_prof_fp32(what, AMP_KEPT_NO_EMULATION))
-        amp_prof_fp32_begin(&h->prof, what);
-    return 1;
-}
-
-/* Decides d and runs its converted path without counting it: fills
- * h->outcome and h->shadow. AMP_HOOK_DONE when the caller's C holds the
- * result; otherwise the original call must run (then, for a shadow run,
- * amp_hook_end finishes it). */
-static enum amp_hook_next
-amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
-             const struct amp_gemm_vendor *v, const void *vendor_call)
-{
-    /* Eligibility first (a converting mode), then the policy's mode. */
-    enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
-    struct amp_gemm_desc desc = *call, *d = &desc;
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
-    struct amp_prof_what what;
-    struct amp_dev *dev;
-    void *own;
-    enum amp_status st;
-    int capturing;
-
-    h->shadow = 0;
-    h->outcome = AMP_OUTCOME_FP32;
-    h->flops = amp_cover_gemm_flops(
-        d->m, d->n, d->k, d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch, 0);
-    if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
-        !amp_desc_fits_int(d))
-        skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
-    if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
-        skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
-    h->cover = amp_cover_of_skip(skip);
-    if (skip == AMP_GEMM_CONVERT) {
-        amp_gemm_policy(d, &dec);
-        amp_gemm_what(&what, d, &dec);
-        if (dec.mode == AMP_MODE_FP32) {
-            /* Pedantic math that no rule naming `math` took. */
-            skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
-                                               : AMP_GEMM_SKIP_MODE;
-            h->cover = amp_cover_of_skip(skip);
-            if (amp_prof_fp32(&what, amp_kept_of(&dec)))
-                amp_prof_fp32_begin(&h->prof, &what);
-        }
-    } else {
-        amp_gemm_kept(h, d, skip);
-    }
-    if (skip != AMP_GEMM_CONVERT) {
-        amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
-                (long long)d->m, (long long)d->n, (long long)d->k,
-                amp_gemm_skip_reason(skip));
-        return AMP_HOOK_ORIGINAL;
-    }
-    h->outcome = AMP_OUTCOME_FALLBACK;
-    /* Loading the kernels and creating a handle are not capture-safe: a
-     * call on a capturing stream uses only what earlier calls made. */
-    capturing = amp_dev_stream_capturing(d->stream) > 0;
-    dev = capturing ? amp_dev_current_made() : amp_dev_current();
-    if (dev && amp_gemm_no_emulation(h, dev, d, &dec, &what))
-        return AMP_HOOK_ORIGINAL;
-    own = dev ? v->own(dev, !capturing) : NULL;
-    if (!own) {
-        amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
-                                                   : AMP_FALLBACK_NO_DEVICE);
-        return AMP_HOOK_ORIGINAL;
-    }
-    amp_prof_begin(&h->prof, dev, &what);
-    st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
-                          &h->run);
-    if (st != AMP_OK) {
-        h->outcome = amp_prepare_outcome(st);
-        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
-        amp_log(AMP_LOG_DEBUG, "%s: %s path not prepared (%d): FP32",
-                d->api, amp_mode_name(dec.mode), (int)st);
-        return AMP_HOOK_ORIGINAL;
-    }
-    if (amp_gemm_warms_up(&h->run))
-        amp_prof_warmup(&h->prof);
-    if (v->issue(own, vendor_call, &h->run) != AMP_OK) {
-        amp_gemm_abandon(&h->run);
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
-        return AMP_HOOK_ORIGINAL;
-    }
-    h->outcome = AMP_OUTCOME_CONVERTED;
-    if (h->run.needs_original) {
-        /* The candidate's time ends with its last kernel, not the
-         * original's. */
-        if (amp_gemm_candidate_done(&h->run) != AMP_OK) {
-            amp_gemm_abandon(&h->run);
-            h->outcome = AMP_OUTCOME_FALLBACK;
-            amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
-            return AMP_HOOK_ORIGINAL;
-        }
-        h->shadow = 1;
-        amp_prof_split(&h->prof);
-        return AMP_HOOK_ORIGINAL;
-    }
-    if (amp_gemm_finish(&h->run) != AMP_OK) {
-        h->outcome = AMP_OUTCOME_FALLBACK;
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
-        return AMP_HOOK_ORIGINAL;
-    }
-    amp_prof_stop(&h->prof);
-    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
-                 h->run.scratch_bytes);
-    amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: %s", d->api, (long long)d->m,
-            (long long)d->n, (long long)d->k, amp_mode_name(h->run.mode));
-    return AMP_HOOK_DONE;
-}
-
-/* A shadow run after its original call. A delivering run whose
- * candidate's result did not reach the caller's C leaves it FP32's: a
- * fallback. */
-static void
-amp_shadow_complete(struct amp_hook *h, int original_ok)
-{
-    enum amp_fallback why = AMP_FALLBACK_NONE;
-
-    amp_prof_fp32_end(&h->prof, original_ok); /* a kept call's sample */
-    if (!h->shadow)
-        return;
-    h->shadow = 0;
-    if (!original_ok) {
-        amp_gemm_abandon(&h->run);
-        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE, 0);
-        return;
-    }
-    amp_prof_stop(&h->prof); /* the FP32 original's end */
-    if (amp_gemm_finish(&h->run) != AMP_OK) {
-        amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
-                h->stats->name, h->run.delivers ? " or its result's copy" : "",
-                h->run.delivers ? ": the FP32 result stands" : "");
-        if (h->run.delivers) {
-            h->outcome = AMP_OUTCOME_FALLBACK;
-            why = AMP_FALLBACK_DEVICE;
-        }
-    }
-    amp_prof_end(&h->prof, h->outcome, why, h->run.scratch_bytes);
-}
-
-/* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */
-
-int
-amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
-{
-    h->stats = stats;
-    h->shadow = 0;
-    h->outcome = AMP_OUTCOME_FP32;
-    h->cover = AMP_COVER_COUNT; /* no GEMM until one is described */
-    h->flops = 0.0;
-    h->prof.open = 0;
-    h->entered = amp_process_enter();
-    return h->entered;
-}
-
-enum amp_hook_next
-amp_hook_gemm(struct amp_hook *h, const struct amp_gemm_desc *d)
-{
-    return amp_hook_gemm_on(h, d, &amp_cublas_vendor, NULL);
-}
-
-enum amp_hook_next
-amp_hook_gemm_on(struct amp_hook *h, const struct amp_gemm_desc *d,
-                 const struct amp_gemm_vendor *v, const void *call)
-{
-    if (amp_gemm_try(h, d, v, call) == AMP_HOOK_ORIGINAL)
-        return AMP_HOOK_ORIGINAL;
-    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
-    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
-    amp_shim_leave();
-    return AMP_HOOK_DONE;
-}
-
-void
-amp_hook_end(struct amp_hook *h, int original_ok)
-{
-    if (!h->entered)
-        return;
-    amp_shadow_complete(h, original_ok);
-    amp_stats_count(h->stats, h->outcome);
-    amp_cover_add(amp_hook_cover(h), original_ok ? h->flops : 0.0);
-    amp_shim_leave();
-}
 
 /* ---- A call as the application made it ----------------------------------- */
 
@@ -735,17 +245,17 @@ amp_handle_settings(cublasHandle_t handle, struct amp_gemm_desc *d)
     cudaStream_t stream = NULL;
     int sm_count_target = 0;
     int ok = handle &&
-             amp_real.cublasGetPointerMode_v2(handle, &pointer_mode) ==
+             amp_cublas_fn.cublasGetPointerMode_v2(handle, &pointer_mode) ==
                  CUBLAS_STATUS_SUCCESS &&
-             amp_real.cublasGetStream_v2(handle, &stream) ==
+             amp_cublas_fn.cublasGetStream_v2(handle, &stream) ==
                  CUBLAS_STATUS_SUCCESS &&
-             amp_real.cublasGetMathMode(handle, &math) ==
+             amp_cublas_fn.cublasGetMathMode(handle, &math) ==
                  CUBLAS_STATUS_SUCCESS;
 
     /* The program's SM carve-out, for the converted steps (a library
      * without the call has none). */
-    if (ok && amp_real.cublasGetSmCountTarget &&
-        amp_real.cublasGetSmCountTarget(handle, &sm_count_target) !=
+    if (ok && amp_cublas_fn.cublasGetSmCountTarget &&
+        amp_cublas_fn.cublasGetSmCountTarget(handle, &sm_count_target) !=
             CUBLAS_STATUS_SUCCESS)
         sm_count_target = 0;
     d->sm_count_target = sm_count_target;
@@ -998,12 +508,12 @@ amp_grouped_fp32(const struct amp_grouped_call *g,
     void *const *c = (void *const *)(uintptr_t)d->c;
 
     if (g->ex)
-        return amp_real.cublasGemmBatchedEx_64(
+        return amp_cublas_fn.cublasGemmBatchedEx_64(
             g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
             d->alpha, a, g->types.a, d->lda, b, g->types.b, d->ldb, d->beta,
             c, g->types.c, d->ldc, d->batch, g->types.compute,
             CUBLAS_GEMM_DEFAULT);
-    return amp_real.cublasSgemmBatched_64(
+    return amp_cublas_fn.cublasSgemmBatched_64(
         g->handle, g->transa[group], g->transb[group], d->m, d->n, d->k,
         d->alpha, (const float *const *)a, d->lda, (const float *const *)b,
         d->ldb, d->beta, (float *const *)c, d->ldc, d->batch);
@@ -1080,8 +590,8 @@ amp_grouped_begin(struct amp_hook *h, const struct amp_grouped_call *g,
     h->flops = amp_grouped_flops(g, 0); /* when it stays the original */
     if (!amp_grouped_converts(g, &base, amp_policy_may_convert(),
                               &h->cover) ||
-        (g->ex ? !amp_real.cublasGemmBatchedEx_64
-               : !amp_real.cublasSgemmBatched_64))
+        (g->ex ? !amp_cublas_fn.cublasGemmBatchedEx_64
+               : !amp_cublas_fn.cublasSgemmBatched_64))
         return AMP_HOOK_ORIGINAL;
     *status = amp_grouped_run(h, g, &base);
     amp_stats_count(h->stats, h->outcome);

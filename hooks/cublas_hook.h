@@ -1,6 +1,8 @@
-/* What every cuBLAS GEMM hook shares: the guard, the converted path on the
- * shim's own handle and the record. No vendor types, so that the legacy
- * hooks (cublas.h) and the v2 hooks (cublas_v2.h) can both use it. */
+/* What every cuBLAS GEMM hook shares (cublas_hook.c; the types of a
+ * call, cublas.c): the guard, the converted path on the shim's own
+ * handle and the record. No vendor
+ * types, so that the legacy hooks (cublas.h) and the v2 hooks
+ * (cublas_v2.h) can both use it. */
 #ifndef AMP_CUBLAS_HOOK_H
 #define AMP_CUBLAS_HOOK_H
 
@@ -64,6 +66,27 @@ struct amp_gemm_vendor {
      * NULL: every call the descriptor says is valid. */
     int (*accepts)(const void *call);
 };
+
+/* The converted path of one GEMM, for a hook that counts on its own (the
+ * grouped calls, one descriptor per group): amp_gemm_try decides d and
+ * runs it without counting, filling h->outcome and h->shadow, and
+ * AMP_HOOK_DONE when the caller's C holds the result; after the original
+ * call, amp_shadow_complete ends a shadow run; amp_hook_cover is the
+ * call's coverage kind from its outcome; amp_cover_of_skip the kind of a
+ * call kept FP32 for skip; amp_desc_fits_int 1 when d's sizes fit the int
+ * Ex GEMMs. */
+enum amp_hook_next amp_gemm_try(struct amp_hook *h,
+                                const struct amp_gemm_desc *call,
+                                const struct amp_gemm_vendor *v,
+                                const void *vendor_call);
+void amp_shadow_complete(struct amp_hook *h, int original_ok);
+enum amp_cover amp_hook_cover(const struct amp_hook *h);
+enum amp_cover amp_cover_of_skip(enum amp_gemm_skip skip);
+int amp_desc_fits_int(const struct amp_gemm_desc *d);
+
+/* cuBLAS's own steps on the Ex GEMMs (cublas_steps.c): amp_hook_gemm's
+ * vendor. */
+extern const struct amp_gemm_vendor amp_cublas_vendor;
 
 /* amp_hook_gemm with the steps issued through v. */
 enum amp_hook_next amp_hook_gemm_on(struct amp_hook *h,

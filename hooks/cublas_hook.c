@@ -1,0 +1,305 @@
+/* What every cuBLAS GEMM hook shares (cublas_hook.h), cuBLAS's own, the
+ * legacy API's and cuBLASLt's: the guard, the decision, the converted
+ * path through a vendor's steps, the shadow run's end and the record; and
+ * the coverage kind of a call by what became of it. */
+#include "cublas_hook.h"
+
+#include "base/log.h"
+#include "base/shim.h"
+#include "device/device.h"
+#include "measure/coverage.h"
+#include "measure/stats.h"
+#include "process/process.h"
+#include "run/gemm.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+
+/* The step functions take int sizes. */
+int
+amp_desc_fits_int(const struct amp_gemm_desc *d)
+{
+    return d->m <= INT_MAX && d->n <= INT_MAX && d->k <= INT_MAX &&
+           d->lda <= INT_MAX && d->ldb <= INT_MAX && d->ldc <= INT_MAX &&
+           d->batch <= INT_MAX;
+}
+
+/* How a prepare failure is counted: a mode that cannot run this call
+ * (shadow during capture) keeps it FP32 by decision; anything else,
+ * AMPSHIM_SCRATCH_MAX included, is a conversion that fell back. */
+static enum amp_outcome
+amp_prepare_outcome(enum amp_status st)
+{
+    return st == AMP_ERR_UNAVAILABLE ? AMP_OUTCOME_FP32
+                                     : AMP_OUTCOME_FALLBACK;
+}
+
+/* The coverage kind of a call kept FP32 for `skip` (AMP_GEMM_CONVERT: a
+ * mode that cannot run the call). */
+enum amp_cover
+amp_cover_of_skip(enum amp_gemm_skip skip)
+{
+    switch (skip) {
+    case AMP_GEMM_SKIP_INVALID:
+        return AMP_COVER_INVALID;
+    case AMP_GEMM_SKIP_EMPTY:
+        return AMP_COVER_EMPTY;
+    case AMP_GEMM_SKIP_PEDANTIC:
+        return AMP_COVER_PEDANTIC;
+    case AMP_GEMM_SKIP_UNSUPPORTED:
+    case AMP_GEMM_SKIP_ATOMIC_SYNC:
+        return AMP_COVER_UNCONVERTED;
+    case AMP_GEMM_SKIP_LIBRARY:
+        return AMP_COVER_LIBRARY;
+    default:
+        return AMP_COVER_POLICY;
+    }
+}
+
+/* A call kept FP32 before any decision (invalid, empty, pedantic, not for
+ * the converted path) is still a call of its site: the report says why it
+ * stayed FP32 there. */
+static void
+amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
+              enum amp_gemm_skip skip)
+{
+    static const enum amp_kept kept[AMP_GEMM_SKIP_COUNT] = {
+        [AMP_GEMM_SKIP_MODE] = AMP_KEPT_MODE,
+        [AMP_GEMM_SKIP_INVALID] = AMP_KEPT_INVALID,
+        [AMP_GEMM_SKIP_EMPTY] = AMP_KEPT_EMPTY,
+        [AMP_GEMM_SKIP_PEDANTIC] = AMP_KEPT_PEDANTIC,
+        [AMP_GEMM_SKIP_UNSUPPORTED] = AMP_KEPT_UNSUPPORTED,
+        [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
+        [AMP_GEMM_SKIP_ATOMIC_SYNC] = AMP_KEPT_ATOMIC_SYNC,
+    };
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
+
+    d->site = amp_site_get(d->api, d->caller);
+    amp_gemm_what(&what, d, &dec);
+    if (skip == AMP_GEMM_SKIP_INVALID)
+        what.flops = 0.0; /* the library computes nothing */
+    /* Timed by sample, unless the library refuses it. */
+    if (amp_prof_fp32(&what, kept[skip]) && skip != AMP_GEMM_SKIP_INVALID)
+        amp_prof_fp32_begin(&h->prof, &what);
+}
+
+/* The coverage kind of a call after it ran, from its outcome. */
+enum amp_cover
+amp_hook_cover(const struct amp_hook *h)
+{
+    if (h->outcome == AMP_OUTCOME_CONVERTED)
+        return h->prof.what.mode == AMP_MODE_SHADOW && !h->prof.what.delivers
+                   ? AMP_COVER_SHADOW
+                   : AMP_COVER_CONVERTED;
+    if (h->outcome == AMP_OUTCOME_FALLBACK)
+        return AMP_COVER_FALLBACK;
+    return h->cover;
+}
+
+/* A decision of bf16x9 (or shadow:bf16x9) on a GPU without cuBLAS's
+ * BF16x9 emulation, where cuBLAS would compute plain FP32 under its name:
+ * the call stays FP32, counted under `no-emulation`, and the log says so
+ * once. 1 when so. */
+static int
+amp_gemm_no_emulation(struct amp_hook *h, struct amp_dev *dev,
+                      const struct amp_gemm_desc *d,
+                      const struct amp_decision *dec,
+                      struct amp_prof_what *what)
+{
+    static atomic_int told;
+    enum amp_mode runs =
+        dec->mode == AMP_MODE_SHADOW ? dec->candidate : dec->mode;
+
+    if (runs != AMP_MODE_BF16X9 || amp_dev_bf16x9(dev))
+        return 0;
+    if (!atomic_exchange(&told, 1))
+        amp_log(AMP_LOG_WARN, "%s: bf16x9 needs cuBLAS's BF16x9 emulation, "
+                "which only GPUs of compute capability 10.0 and 10.3 have "
+                "(%s is %d.x): such calls stay FP32", d->api,
+                amp_dev_name(dev), amp_dev_cc_major(dev));
+    h->outcome = AMP_OUTCOME_FP32;
+    h->cover = amp_cover_of_skip(AMP_GEMM_SKIP_MODE);
+    if (amp_prof_fp32(what, AMP_KEPT_NO_EMULATION))
+        amp_prof_fp32_begin(&h->prof, what);
+    return 1;
+}
+
+/* Decides d and runs its converted path without counting it: fills
+ * h->outcome and h->shadow. AMP_HOOK_DONE when the caller's C holds the
+ * result; otherwise the original call must run (then, for a shadow run,
+ * amp_hook_end finishes it). */
+enum amp_hook_next
+amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
+             const struct amp_gemm_vendor *v, const void *vendor_call)
+{
+    /* Eligibility first (a converting mode), then the policy's mode. */
+    enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
+    struct amp_gemm_desc desc = *call, *d = &desc;
+    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_prof_what what;
+    struct amp_dev *dev;
+    void *own;
+    enum amp_status st;
+    int capturing;
+
+    h->shadow = 0;
+    h->outcome = AMP_OUTCOME_FP32;
+    h->flops = amp_cover_gemm_flops(
+        d->m, d->n, d->k, d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch, 0);
+    if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
+        !amp_desc_fits_int(d))
+        skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
+    if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
+        skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
+    h->cover = amp_cover_of_skip(skip);
+    if (skip == AMP_GEMM_CONVERT) {
+        amp_gemm_policy(d, &dec);
+        amp_gemm_what(&what, d, &dec);
+        if (dec.mode == AMP_MODE_FP32) {
+            /* Pedantic math that no rule naming `math` took. */
+            skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
+                                               : AMP_GEMM_SKIP_MODE;
+            h->cover = amp_cover_of_skip(skip);
+            if (amp_prof_fp32(&what, amp_kept_of(&dec)))
+                amp_prof_fp32_begin(&h->prof, &what);
+        }
+    } else {
+        amp_gemm_kept(h, d, skip);
+    }
+    if (skip != AMP_GEMM_CONVERT) {
+        amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
+                (long long)d->m, (long long)d->n, (long long)d->k,
+                amp_gemm_skip_reason(skip));
+        return AMP_HOOK_ORIGINAL;
+    }
+    h->outcome = AMP_OUTCOME_FALLBACK;
+    /* Loading the kernels and creating a handle are not capture-safe: a
+     * call on a capturing stream uses only what earlier calls made. */
+    capturing = amp_dev_stream_capturing(d->stream) > 0;
+    dev = capturing ? amp_dev_current_made() : amp_dev_current();
+    if (dev && amp_gemm_no_emulation(h, dev, d, &dec, &what))
+        return AMP_HOOK_ORIGINAL;
+    own = dev ? v->own(dev, !capturing) : NULL;
+    if (!own) {
+        amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
+                                                   : AMP_FALLBACK_NO_DEVICE);
+        return AMP_HOOK_ORIGINAL;
+    }
+    amp_prof_begin(&h->prof, dev, &what);
+    st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
+                          &h->run);
+    if (st != AMP_OK) {
+        h->outcome = amp_prepare_outcome(st);
+        amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
+        amp_log(AMP_LOG_DEBUG, "%s: %s path not prepared (%d): FP32",
+                d->api, amp_mode_name(dec.mode), (int)st);
+        return AMP_HOOK_ORIGINAL;
+    }
+    if (amp_gemm_warms_up(&h->run))
+        amp_prof_warmup(&h->prof);
+    if (v->issue(own, vendor_call, &h->run) != AMP_OK) {
+        amp_gemm_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
+        return AMP_HOOK_ORIGINAL;
+    }
+    h->outcome = AMP_OUTCOME_CONVERTED;
+    if (h->run.needs_original) {
+        /* The candidate's time ends with its last kernel, not the
+         * original's. */
+        if (amp_gemm_candidate_done(&h->run) != AMP_OK) {
+            amp_gemm_abandon(&h->run);
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
+            return AMP_HOOK_ORIGINAL;
+        }
+        h->shadow = 1;
+        amp_prof_split(&h->prof);
+        return AMP_HOOK_ORIGINAL;
+    }
+    if (amp_gemm_finish(&h->run) != AMP_OK) {
+        h->outcome = AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_DEVICE, 0);
+        return AMP_HOOK_ORIGINAL;
+    }
+    amp_prof_stop(&h->prof);
+    amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE,
+                 h->run.scratch_bytes);
+    amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: %s", d->api, (long long)d->m,
+            (long long)d->n, (long long)d->k, amp_mode_name(h->run.mode));
+    return AMP_HOOK_DONE;
+}
+
+/* A shadow run after its original call. A delivering run whose
+ * candidate's result did not reach the caller's C leaves it FP32's: a
+ * fallback. */
+void
+amp_shadow_complete(struct amp_hook *h, int original_ok)
+{
+    enum amp_fallback why = AMP_FALLBACK_NONE;
+
+    amp_prof_fp32_end(&h->prof, original_ok); /* a kept call's sample */
+    if (!h->shadow)
+        return;
+    h->shadow = 0;
+    if (!original_ok) {
+        amp_gemm_abandon(&h->run);
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE, 0);
+        return;
+    }
+    amp_prof_stop(&h->prof); /* the FP32 original's end */
+    if (amp_gemm_finish(&h->run) != AMP_OK) {
+        amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
+                h->stats->name, h->run.delivers ? " or its result's copy" : "",
+                h->run.delivers ? ": the FP32 result stands" : "");
+        if (h->run.delivers) {
+            h->outcome = AMP_OUTCOME_FALLBACK;
+            why = AMP_FALLBACK_DEVICE;
+        }
+    }
+    amp_prof_end(&h->prof, h->outcome, why, h->run.scratch_bytes);
+}
+
+/* ---- The shared hook steps (cublas_hook.h) ---------------------------------- */
+
+int
+amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
+{
+    h->stats = stats;
+    h->shadow = 0;
+    h->outcome = AMP_OUTCOME_FP32;
+    h->cover = AMP_COVER_COUNT; /* no GEMM until one is described */
+    h->flops = 0.0;
+    h->prof.open = 0;
+    h->entered = amp_process_enter();
+    return h->entered;
+}
+
+enum amp_hook_next
+amp_hook_gemm(struct amp_hook *h, const struct amp_gemm_desc *d)
+{
+    return amp_hook_gemm_on(h, d, &amp_cublas_vendor, NULL);
+}
+
+enum amp_hook_next
+amp_hook_gemm_on(struct amp_hook *h, const struct amp_gemm_desc *d,
+                 const struct amp_gemm_vendor *v, const void *call)
+{
+    if (amp_gemm_try(h, d, v, call) == AMP_HOOK_ORIGINAL)
+        return AMP_HOOK_ORIGINAL;
+    amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);
+    amp_cover_add(AMP_COVER_CONVERTED, h->flops);
+    amp_shim_leave();
+    return AMP_HOOK_DONE;
+}
+
+void
+amp_hook_end(struct amp_hook *h, int original_ok)
+{
+    if (!h->entered)
+        return;
+    amp_shadow_complete(h, original_ok);
+    amp_stats_count(h->stats, h->outcome);
+    amp_cover_add(amp_hook_cover(h), original_ok ? h->flops : 0.0);
+    amp_shim_leave();
+}
