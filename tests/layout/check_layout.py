@@ -4,12 +4,19 @@
 - Stages: every quoted include in src/ and hooks/ names a header of the
   file's own stage or of a lower one (docs/design.md), stage-qualified
   ("decide/policy.h"); a bare name must be a kernels/ header or, in hooks/,
-  one of hooks/' own. No include cycle between files.
+  one of hooks/' own. No include cycle between files, within a stage as
+  between stages.
+- Sizes: every .c and .h of src/ and hooks/ over 1,100 lines is named, by
+  its path, in docs/design.md's section "Files past 1,000 lines", which
+  says why it stays one file.
 - Links: every relative link in README.md, docs/*.md and policy/README.md
   resolves to a file or folder inside the repository.
 - Documents: README.md has at most 300 lines, and its first 40 show
   `ampshim run`; every docs/*.md is reachable from README.md by links,
   directly or through the documents it links (docs/, policy/README.md).
+
+tests/layout/selftest_layout.py (test layout_selftest) shows each rule
+failing on a copy of the tree with a violation injected.
 
 usage: check_layout.py REPO_ROOT
 Prints one line per violation (file:line: what) and exits 1 when there is
@@ -34,6 +41,11 @@ HOOKS_RANK = 7
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 README_MAX_LINES = 300
+# A source file over this many lines needs its reason in docs/design.md.
+LONG_FILE_LINES = 1100
+LONG_FILE_SECTION = 'Files past 1,000 lines'
+HEADING = re.compile(r'^(#+)\s+(.*?)\s*$')
+SOURCE_PATH = re.compile(r'\b(?:src|hooks)/[\w/.-]+\.[ch]\b')
 
 
 def source_files(root, folder):
@@ -119,6 +131,46 @@ def check_cycles(edges, problems):
     for node in sorted(edges):
         if node not in state:
             visit(node, [])
+
+
+def long_files_named(root):
+    """The source paths named in docs/design.md's section "Files past
+    1,000 lines": its text up to the next heading of its level or above."""
+    names = set()
+    level = 0
+    in_code = False
+    with open(os.path.join(root, 'docs', 'design.md'),
+              encoding='utf-8') as f:
+        for line in f:
+            if line.lstrip().startswith('```'):
+                in_code = not in_code
+            m = None if in_code else HEADING.match(line)
+            if m and level and len(m.group(1)) <= level:
+                break
+            if m and m.group(2) == LONG_FILE_SECTION:
+                level = len(m.group(1))
+            elif level:
+                names.update(SOURCE_PATH.findall(line))
+    return names
+
+
+def check_sizes(root, problems):
+    """Every file of src/ and hooks/ over LONG_FILE_LINES lines is named
+    in design.md's section; returns how many are over."""
+    named = long_files_named(root)
+    over = 0
+    for path in list(source_files(root, 'src')) + \
+            list(source_files(root, 'hooks')):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding='utf-8') as f:
+            nlines = sum(1 for _ in f)
+        if nlines <= LONG_FILE_LINES:
+            continue
+        over += 1
+        if rel not in named:
+            problems.append(f'{rel}:1: {nlines} lines, over 1,100 and not '
+                            f'in docs/design.md\'s "{LONG_FILE_SECTION}"')
+    return over
 
 
 def documents(root):
@@ -226,6 +278,7 @@ def main():
     root = sys.argv[1]
     problems = []
     nfiles = check_includes(root, problems)
+    nlong = check_sizes(root, problems)
     ndocs, nlinks = check_links(root, problems)
     check_readme_start(root, problems)
     nreadme = check_readme_length(root, problems)
@@ -236,7 +289,8 @@ def main():
         print(f'layout: {len(problems)} problems', file=sys.stderr)
         return 1
     print(f'layout: {nfiles} source files within their stages, no include '
-          f'cycle; {nlinks} relative links in {ndocs} documents resolve, '
+          f'cycle, {nlong} over {LONG_FILE_LINES} lines each with its reason '
+          f'in docs/design.md; {nlinks} relative links in {ndocs} documents resolve, '
           f'all {ndocs} reachable from README.md; README.md {nreadme} '
           f'lines (at most {README_MAX_LINES})')
     return 0
