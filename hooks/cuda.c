@@ -246,6 +246,8 @@ cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
     r = update(hGraphExec, hGraph, resultInfo);
     if (r == CUDA_SUCCESS && amp_replay_any())
         amp_replay_updated(hGraph, hGraphExec);
+    else if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE && amp_replay_any())
+        amp_replay_update_failed(hGraph, hGraphExec);
     return r;
 }
 
@@ -406,6 +408,8 @@ cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
     e = update(hGraphExec, hGraph, resultInfo);
     if (e == cudaSuccess && amp_replay_any())
         amp_replay_updated(hGraph, hGraphExec);
+    else if (e == cudaErrorGraphExecUpdateFailure && amp_replay_any())
+        amp_replay_update_failed(hGraph, hGraphExec);
     return e;
 }
 

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,45 @@ amp_replay_updated(void *graph, void *exec)
                     "graph's calls; its replays go uncounted");
     }
     pthread_mutex_unlock(&amp_replay_lock);
+}
+
+/* How a captured call runs in its graph: its mode, FP32 when it was not
+ * converted. */
+static enum amp_mode
+amp_replay_mode(const struct amp_prof_captured *c)
+{
+    return c->converted ? c->what.mode : AMP_MODE_FP32;
+}
+
+void
+amp_replay_update_failed(void *graph, void *exec)
+{
+    static atomic_int told;
+    struct amp_replay_list *from, *to;
+    char api[64] = "", was[24] = "", now[24] = "";
+    size_t i;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(graph, 0);
+    to = amp_replay_list(exec, 0);
+    for (i = 0; from && to && i < from->n && i < to->n && !api[0]; i++) {
+        enum amp_mode a = amp_replay_mode(&to->calls[i]);
+        enum amp_mode b = amp_replay_mode(&from->calls[i]);
+
+        if (a == b)
+            continue;
+        snprintf(api, sizeof api, "%s", from->calls[i].what.api);
+        snprintf(was, sizeof was, "%s", amp_mode_name(a));
+        snprintf(now, sizeof now, "%s", amp_mode_name(b));
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+    if (api[0] && !atomic_exchange(&told, 1))
+        amp_log(AMP_LOG_WARN, "a CUDA graph update failed: the shim ran "
+                "a captured %s in %s in the executable graph and in %s in "
+                "the new capture, so the two graphs have other nodes (a "
+                "call captured before the shim set up in its context, or "
+                "while auto still measures its shape, stays FP32; a later "
+                "capture may convert)", api, was, now);
 }
 
 void

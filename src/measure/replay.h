@@ -24,6 +24,13 @@ void amp_replay_instantiated(void *graph, void *exec);
  * none when graph has none. */
 void amp_replay_updated(void *graph, void *exec);
 
+/* The update of `exec` with `graph` failed (the driver found their nodes
+ * unlike): when the shim ran one of the calls they share differently in
+ * the two captures (FP32 in one and converted in the other, or in two
+ * modes), which gives the two graphs other nodes, says so once, as a
+ * warning naming the call. */
+void amp_replay_update_failed(void *graph, void *exec);
+
 /* A node of `parent` embeds `child` (cuGraphAddChildGraphNode, which
  * clones the child as it is): parent's calls gain child's. */
 void amp_replay_child(void *parent, void *child);

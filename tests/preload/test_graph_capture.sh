@@ -19,7 +19,9 @@
 #   cudaGraphInstantiateWithParams or a graph that embeds the captured one
 #   as a child graph node, and after cudaGraphExecUpdate (XLA's re-capture
 #   with new buffers) the replays of the graph it was updated with; a cold
-#   capture's replays count too, as FP32.
+#   capture's replays count too, as FP32; an update the driver refuses
+#   because the shim ran a call of the two captures differently (a cold
+#   capture's FP32 SGEMM, a warm one's fp16) is explained once.
 # usage: test_graph_capture.sh GRAPH_CAPTURE LIBAMPSHIM EMU_DIR PYTHON3
 set -euo pipefail
 
@@ -176,7 +178,18 @@ run_captured "fp16, cold" fp16 2
 run_captured "fp16, warm, child graph, updated" fp16 2 --warm --child --update
 [[ $(replays) == "2 2 2 2 2" ]] ||
     fail "fp16, warm, child graph, updated: replays '$(replays)'"
-graph_runs=$((graph_runs + 3))
+# A cold capture's FP32 SGEMM and a warm one's fp16 have other nodes: the
+# driver refuses the update (the program stops, status 2), and the shim
+# says which call it ran differently.
+rm -f "$tmp/run.json"
+rc=0
+AMPSHIM_MODE=fp16 LD_PRELOAD="$preload$lib" "$prog" --update \
+    >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+[[ $rc == 2 ]] && grep -q "cudaGraphExecUpdate status=cudaErrorGraphExecUpdateFailure" \
+    "$tmp/run.out" || fail "fp16, cold, updated: the update did not fail"
+[[ $(grep -c "warning: a CUDA graph update failed: the shim ran a captured cublasSgemm_v2 in fp32 in the executable graph and in fp16 in the new capture" "$tmp/run.err") == 1 ]] ||
+    fail "fp16, cold, updated: the refused update not explained once"
+graph_runs=$((graph_runs + 4))
 echo "graph capture: $runs runs (7 modes x cold and warm x global and" \
      "thread-local capture), every graph captured, launched twice, right;" \
      "$beside_runs runs with the first calls beside the capture (another" \
