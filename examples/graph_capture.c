@@ -4,6 +4,8 @@
  *
  * usage: graph_capture [--warm] [--capture-mode global|thread-local|relaxed]
  *                      [--beside stream|thread]
+ *                      [--instantiate plain|flags|params] [--child]
+ *                      [--update]
  *   --warm    one SGEMM and one convolution before the capture (the first
  *             calls of the process are then not the captured ones)
  *   --beside  while the capture runs, before the captured calls, the same
@@ -11,6 +13,20 @@
  *             captured, from this thread or from another one (the first
  *             calls of the process unless --warm); their results are
  *             checked too ("beside gemm err/bound=X conv err/bound=X")
+ *   --instantiate  how the executable graph is made: cudaGraphInstantiate
+ *             (plain, the default), cudaGraphInstantiateWithFlags with
+ *             cudaGraphInstantiateFlagAutoFreeOnLaunch (flags, as
+ *             PyTorch's CUDAGraph does) or cudaGraphInstantiateWithParams
+ *             (params)
+ *   --child   the captured graph is embedded as a child graph node of a
+ *             new graph (cudaGraphAddChildGraphNode), which is the one
+ *             instantiated
+ *   --update  after the first launch, one SGEMM and one convolution
+ *             outside any capture, then the same two calls captured into
+ *             a second graph (with --child, embedded in a new graph as
+ *             the first was), with which the executable graph is updated
+ *             (cudaGraphExecUpdate) before the second launch; the update
+ *             fails where the two captures differ in their nodes
  * Prints "capture STATUS", then per launch "launch N gemm err/bound=X
  * conv err/bound=X ok|FAIL"; exit status 0 when the capture, both launches
  * and every check succeed, 1 when a check fails, 2 on a CUDA error. */
@@ -241,15 +257,96 @@ beside_check(struct gpu *g)
     return ge <= 1.0 && ce <= 1.0;
 }
 
+/* Captures the two calls on g->stream into *graph; 1 when the calls were
+ * made (the capture's own status is printed as "capture STATUS" and put
+ * in *status). */
+static int
+capture(struct gpu *g, enum cudaStreamCaptureMode mode, cudaGraph_t *graph,
+        cudaError_t *status)
+{
+    if (!cuda_ok("cudaStreamBeginCapture",
+                 cudaStreamBeginCapture(g->stream, mode)))
+        return 0;
+    if (!gpu_issue(g)) {
+        cudaStreamEndCapture(g->stream, graph);
+        return 0;
+    }
+    *status = cudaStreamEndCapture(g->stream, graph);
+    printf("capture %s\n", cudaGetErrorName(*status));
+    return 1;
+}
+
+/* The executable graph of `graph`, made as `how` says (plain, flags,
+ * params), from a new graph that embeds it as a child node when `child`
+ * (*parent: that graph, for the caller to destroy). */
+static int
+instantiate(cudaGraph_t graph, const char *how, int child,
+            cudaGraph_t *parent, cudaGraphExec_t *exec)
+{
+    cudaGraphInstantiateParams params;
+    cudaGraphNode_t node;
+
+    *parent = NULL;
+    if (child) {
+        if (!cuda_ok("cudaGraphCreate", cudaGraphCreate(parent, 0)) ||
+            !cuda_ok("cudaGraphAddChildGraphNode",
+                     cudaGraphAddChildGraphNode(&node, *parent, NULL, 0,
+                                                graph)))
+            return 0;
+        graph = *parent;
+    }
+    if (strcmp(how, "flags") == 0)
+        return cuda_ok("cudaGraphInstantiateWithFlags",
+                       cudaGraphInstantiateWithFlags(
+                           exec, graph,
+                           cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    if (strcmp(how, "params") == 0) {
+        memset(&params, 0, sizeof params);
+        return cuda_ok("cudaGraphInstantiateWithParams",
+                       cudaGraphInstantiateWithParams(exec, graph, &params)) &&
+               params.result_out == cudaGraphInstantiateSuccess;
+    }
+    return cuda_ok("cudaGraphInstantiate",
+                   cudaGraphInstantiate(exec, graph, 0));
+}
+
+/* --update: one of each call outside a capture, then the same two
+ * captured into a second graph (*second; with `child` embedded in a new
+ * graph, *parent, as the first was), the executable graph updated with
+ * it. */
+static int
+update(struct gpu *g, enum cudaStreamCaptureMode mode, int child,
+       cudaGraphExec_t exec, cudaGraph_t *second, cudaGraph_t *parent)
+{
+    cudaGraphExecUpdateResultInfo info;
+    cudaGraphNode_t node;
+    cudaError_t e = cudaSuccess;
+
+    if (!gpu_issue(g) ||
+        !cuda_ok("cudaStreamSynchronize", cudaStreamSynchronize(g->stream)) ||
+        !capture(g, mode, second, &e) || e != cudaSuccess)
+        return 0;
+    if (child &&
+        (!cuda_ok("cudaGraphCreate", cudaGraphCreate(parent, 0)) ||
+         !cuda_ok("cudaGraphAddChildGraphNode",
+                  cudaGraphAddChildGraphNode(&node, *parent, NULL, 0,
+                                             *second))))
+        return 0;
+    return cuda_ok("cudaGraphExecUpdate",
+                   cudaGraphExecUpdate(exec, child ? *parent : *second,
+                                       &info));
+}
+
 int
 main(int argc, char **argv)
 {
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
     cudaGraphExec_t exec;
-    cudaGraph_t graph = NULL;
+    cudaGraph_t graph = NULL, parent = NULL, second = NULL,
+                second_parent = NULL;
     struct gpu g, g2;
-    const char *beside = NULL;
-    int warm = 0, failed = 0;
+    const char *beside = NULL, *how = "plain";
+    int warm = 0, failed = 0, child = 0, updated = 0;
     pthread_t other;
     void *other_failed = NULL;
     cudaError_t e;
@@ -261,6 +358,15 @@ main(int argc, char **argv)
                  (strcmp(argv[i + 1], "stream") == 0 ||
                   strcmp(argv[i + 1], "thread") == 0))
             beside = argv[++i];
+        else if (strcmp(argv[i], "--instantiate") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "plain") == 0 ||
+                  strcmp(argv[i + 1], "flags") == 0 ||
+                  strcmp(argv[i + 1], "params") == 0))
+            how = argv[++i];
+        else if (strcmp(argv[i], "--child") == 0)
+            child = 1;
+        else if (strcmp(argv[i], "--update") == 0)
+            updated = 1;
         else if (strcmp(argv[i], "--capture-mode") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
 
@@ -271,7 +377,8 @@ main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: graph_capture [--warm] [--capture-mode "
                     "global|thread-local|relaxed] [--beside stream|thread]"
-                    "\n");
+                    " [--instantiate plain|flags|params] [--child] "
+                    "[--update]\n");
             return 2;
         }
     }
@@ -287,32 +394,39 @@ main(int argc, char **argv)
                  !cuda_ok("cudaStreamSynchronize",
                           cudaStreamSynchronize(g.stream))))
         return 2;
-    if (!cuda_ok("cudaStreamBeginCapture",
-                 cudaStreamBeginCapture(g.stream, mode)))
-        return 2;
-    if (beside && strcmp(beside, "stream") == 0 && !gpu_issue(&g2))
-        other_failed = &g2;
-    if (beside && strcmp(beside, "thread") == 0 &&
-        (pthread_create(&other, NULL, beside_thread, &g2) != 0 ||
-         pthread_join(other, &other_failed) != 0))
-        other_failed = &g2;
-    if (!gpu_issue(&g)) {
-        cudaStreamEndCapture(g.stream, &graph);
+    if (beside) {
+        /* The calls beside go in while the capture runs, before the
+         * captured ones. */
+        if (!cuda_ok("cudaStreamBeginCapture",
+                     cudaStreamBeginCapture(g.stream, mode)))
+            return 2;
+        if (strcmp(beside, "stream") == 0 && !gpu_issue(&g2))
+            other_failed = &g2;
+        if (strcmp(beside, "thread") == 0 &&
+            (pthread_create(&other, NULL, beside_thread, &g2) != 0 ||
+             pthread_join(other, &other_failed) != 0))
+            other_failed = &g2;
+        if (!gpu_issue(&g)) {
+            cudaStreamEndCapture(g.stream, &graph);
+            return 2;
+        }
+        e = cudaStreamEndCapture(g.stream, &graph);
+        printf("capture %s\n", cudaGetErrorName(e));
+    } else if (!capture(&g, mode, &graph, &e)) {
         return 2;
     }
-    e = cudaStreamEndCapture(g.stream, &graph);
-    printf("capture %s\n", cudaGetErrorName(e));
     if (other_failed)
         return 2;
     if (beside)
         failed |= !beside_check(&g2);
-    if (e != cudaSuccess ||
-        !cuda_ok("cudaGraphInstantiate",
-                 cudaGraphInstantiate(&exec, graph, 0)))
+    if (e != cudaSuccess || !instantiate(graph, how, child, &parent, &exec))
         return 2;
     for (int launch = 1; launch <= 2; launch++) {
         double ge, ce;
 
+        if (launch == 2 && updated &&
+            !update(&g, mode, child, exec, &second, &second_parent))
+            return 2;
         /* Each launch writes C and y afresh. */
         if (!cuda_ok("cudaMemset", cudaMemset(g.c, 0xff, sizeof c)) ||
             !cuda_ok("cudaMemset", cudaMemset(g.y, 0xff, sizeof y)) ||
@@ -332,5 +446,11 @@ main(int argc, char **argv)
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+    if (parent)
+        cudaGraphDestroy(parent);
+    if (second)
+        cudaGraphDestroy(second);
+    if (second_parent)
+        cudaGraphDestroy(second_parent);
     return failed ? 1 : 0;
 }

@@ -116,8 +116,9 @@ amp_gemm_no_emulation(struct amp_hook *h, struct amp_dev *dev,
     if (!atomic_exchange(&told, 1))
         amp_log(AMP_LOG_WARN, "%s: bf16x9 needs cuBLAS's BF16x9 emulation, "
                 "which only GPUs of compute capability 10.0 and 10.3 have "
-                "(%s is %d.x): such calls stay FP32", d->api,
-                amp_dev_name(dev), amp_dev_cc_major(dev));
+                "(%s is %d.%d): such calls stay FP32", d->api,
+                amp_dev_name(dev), amp_dev_cc_major(dev),
+                amp_dev_cc_minor(dev));
     h->outcome = AMP_OUTCOME_FP32;
     h->cover = amp_cover_of_skip(AMP_GEMM_SKIP_MODE);
     if (amp_prof_fp32(what, AMP_KEPT_NO_EMULATION))

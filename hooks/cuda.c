@@ -204,8 +204,70 @@ cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
     if (!instantiate)
         return CUDA_ERROR_NOT_FOUND;
     r = instantiate(phGraphExec, hGraph, flags);
-    if (r == CUDA_SUCCESS && phGraphExec && amp_dev_any())
+    if (r == CUDA_SUCCESS && phGraphExec && amp_replay_any())
         amp_replay_instantiated(hGraph, *phGraphExec);
+    return r;
+}
+
+AMP_EXPORT CUresult
+cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                             CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    static void *fn;
+    CUresult (*instantiate)(CUgraphExec *, CUgraph,
+                            CUDA_GRAPH_INSTANTIATE_PARAMS *) = NULL;
+    CUresult r;
+
+    *(void **)&instantiate = amp_real(&fn, AMP_CUDA_SONAME,
+                                      "cuGraphInstantiateWithParams");
+    if (!instantiate)
+        return CUDA_ERROR_NOT_FOUND;
+    r = instantiate(phGraphExec, hGraph, instantiateParams);
+    if (r == CUDA_SUCCESS && phGraphExec && amp_replay_any())
+        amp_replay_instantiated(hGraph, *phGraphExec);
+    return r;
+}
+
+/* An update gives the executable graph the calls of the graph it takes
+ * its parameters from (a framework that records a step again with new
+ * buffers and updates its executable graph in place). */
+AMP_EXPORT CUresult
+cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                     CUgraphExecUpdateResultInfo *resultInfo)
+{
+    static void *fn;
+    CUresult (*update)(CUgraphExec, CUgraph,
+                       CUgraphExecUpdateResultInfo *) = NULL;
+    CUresult r;
+
+    *(void **)&update = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphExecUpdate_v2");
+    if (!update)
+        return CUDA_ERROR_NOT_FOUND;
+    r = update(hGraphExec, hGraph, resultInfo);
+    if (r == CUDA_SUCCESS && amp_replay_any())
+        amp_replay_updated(hGraph, hGraphExec);
+    else if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE && amp_replay_any())
+        amp_replay_update_failed(hGraph, hGraphExec);
+    return r;
+}
+
+/* A child graph node clones the child: the parent gains its calls. */
+AMP_EXPORT CUresult
+cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                         const CUgraphNode *dependencies,
+                         size_t numDependencies, CUgraph childGraph)
+{
+    static void *fn;
+    CUresult (*add)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                    CUgraph) = NULL;
+    CUresult r;
+
+    *(void **)&add = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphAddChildGraphNode");
+    if (!add)
+        return CUDA_ERROR_NOT_FOUND;
+    r = add(phGraphNode, hGraph, dependencies, numDependencies, childGraph);
+    if (r == CUDA_SUCCESS && amp_replay_any())
+        amp_replay_child(hGraph, childGraph);
     return r;
 }
 
@@ -221,7 +283,7 @@ cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     if (!launch)
         return CUDA_ERROR_NOT_FOUND;
     r = launch(hGraphExec, hStream);
-    if (r == CUDA_SUCCESS && amp_dev_any())
+    if (r == CUDA_SUCCESS && amp_replay_any())
         amp_replay_launched(hGraphExec);
     return r;
 }
@@ -237,7 +299,7 @@ cuGraphDestroy(CUgraph hGraph)
     if (!destroy)
         return CUDA_ERROR_NOT_FOUND;
     r = destroy(hGraph);
-    if (r == CUDA_SUCCESS && amp_dev_any())
+    if (r == CUDA_SUCCESS && amp_replay_any())
         amp_replay_gone(hGraph);
     return r;
 }
@@ -253,7 +315,7 @@ cuGraphExecDestroy(CUgraphExec hGraphExec)
     if (!destroy)
         return CUDA_ERROR_NOT_FOUND;
     r = destroy(hGraphExec);
-    if (r == CUDA_SUCCESS && amp_dev_any())
+    if (r == CUDA_SUCCESS && amp_replay_any())
         amp_replay_gone(hGraphExec);
     return r;
 }
@@ -261,6 +323,12 @@ cuGraphExecDestroy(CUgraphExec hGraphExec)
 /* The shared runtime's graph calls (it takes the driver's own functions
  * as it loads, never the hooks above), each routed as cudaDeviceReset. */
 static const char amp_instantiate_name[] = "cudaGraphInstantiate";
+static const char amp_instantiate_flags_name[] =
+    "cudaGraphInstantiateWithFlags";
+static const char amp_instantiate_params_name[] =
+    "cudaGraphInstantiateWithParams";
+static const char amp_update_name[] = "cudaGraphExecUpdate";
+static const char amp_child_name[] = "cudaGraphAddChildGraphNode";
 static const char amp_launch_name[] = "cudaGraphLaunch";
 static const char amp_graph_destroy_name[] = "cudaGraphDestroy";
 static const char amp_exec_destroy_name[] = "cudaGraphExecDestroy";
@@ -279,8 +347,89 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
     if (!instantiate)
         return cudaErrorSymbolNotFound;
     e = instantiate(pGraphExec, graph, flags);
-    if (e == cudaSuccess && pGraphExec && amp_dev_any())
+    if (e == cudaSuccess && pGraphExec && amp_replay_any())
         amp_replay_instantiated(graph, *pGraphExec);
+    return e;
+}
+
+/* PyTorch's CUDAGraph::capture_end instantiates with flags
+ * (cudaGraphInstantiateFlagAutoFreeOnLaunch). */
+AMP_EXPORT cudaError_t
+cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                              unsigned long long flags)
+{
+    static void *fn;
+    cudaError_t (*instantiate)(cudaGraphExec_t *, cudaGraph_t,
+                               unsigned long long) = NULL;
+    cudaError_t e;
+
+    *(void **)&instantiate = amp_runtime(&fn, amp_instantiate_flags_name,
+                                         __builtin_return_address(0));
+    if (!instantiate)
+        return cudaErrorSymbolNotFound;
+    e = instantiate(pGraphExec, graph, flags);
+    if (e == cudaSuccess && pGraphExec && amp_replay_any())
+        amp_replay_instantiated(graph, *pGraphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                               cudaGraphInstantiateParams *instantiateParams)
+{
+    static void *fn;
+    cudaError_t (*instantiate)(cudaGraphExec_t *, cudaGraph_t,
+                               cudaGraphInstantiateParams *) = NULL;
+    cudaError_t e;
+
+    *(void **)&instantiate = amp_runtime(&fn, amp_instantiate_params_name,
+                                         __builtin_return_address(0));
+    if (!instantiate)
+        return cudaErrorSymbolNotFound;
+    e = instantiate(pGraphExec, graph, instantiateParams);
+    if (e == cudaSuccess && pGraphExec && amp_replay_any())
+        amp_replay_instantiated(graph, *pGraphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                    cudaGraphExecUpdateResultInfo *resultInfo)
+{
+    static void *fn;
+    cudaError_t (*update)(cudaGraphExec_t, cudaGraph_t,
+                          cudaGraphExecUpdateResultInfo *) = NULL;
+    cudaError_t e;
+
+    *(void **)&update = amp_runtime(&fn, amp_update_name,
+                                    __builtin_return_address(0));
+    if (!update)
+        return cudaErrorSymbolNotFound;
+    e = update(hGraphExec, hGraph, resultInfo);
+    if (e == cudaSuccess && amp_replay_any())
+        amp_replay_updated(hGraph, hGraphExec);
+    else if (e == cudaErrorGraphExecUpdateFailure && amp_replay_any())
+        amp_replay_update_failed(hGraph, hGraphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                           const cudaGraphNode_t *pDependencies,
+                           size_t numDependencies, cudaGraph_t childGraph)
+{
+    static void *fn;
+    cudaError_t (*add)(cudaGraphNode_t *, cudaGraph_t,
+                       const cudaGraphNode_t *, size_t, cudaGraph_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&add = amp_runtime(&fn, amp_child_name,
+                                 __builtin_return_address(0));
+    if (!add)
+        return cudaErrorSymbolNotFound;
+    e = add(pGraphNode, graph, pDependencies, numDependencies, childGraph);
+    if (e == cudaSuccess && amp_replay_any())
+        amp_replay_child(graph, childGraph);
     return e;
 }
 
@@ -296,7 +445,7 @@ cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
     if (!launch)
         return cudaErrorSymbolNotFound;
     e = launch(graphExec, stream);
-    if (e == cudaSuccess && amp_dev_any())
+    if (e == cudaSuccess && amp_replay_any())
         amp_replay_launched(graphExec);
     return e;
 }
@@ -313,7 +462,7 @@ cudaGraphDestroy(cudaGraph_t graph)
     if (!destroy)
         return cudaErrorSymbolNotFound;
     e = destroy(graph);
-    if (e == cudaSuccess && amp_dev_any())
+    if (e == cudaSuccess && amp_replay_any())
         amp_replay_gone(graph);
     return e;
 }
@@ -330,7 +479,7 @@ cudaGraphExecDestroy(cudaGraphExec_t graphExec)
     if (!destroy)
         return cudaErrorSymbolNotFound;
     e = destroy(graphExec);
-    if (e == cudaSuccess && amp_dev_any())
+    if (e == cudaSuccess && amp_replay_any())
         amp_replay_gone(graphExec);
     return e;
 }

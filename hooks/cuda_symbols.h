@@ -1,7 +1,8 @@
 /* The CUDA runtime and driver functions the shim hooks: the ones that end
- * a context or stream the shim may have work and state in, the driver's
- * graph instantiation, launch and destruction (a graph's launches replay
- * the calls captured into it: measure/replay.h), and the driver's
+ * a context or stream the shim may have work and state in, the graph
+ * calls that carry captured calls from graph to graph (instantiation,
+ * update, child graph nodes), launch and destruction (a graph's launches
+ * replay the calls captured into it: measure/replay.h), and the driver's
  * cuGetProcAddress, which hands out those hooks. Each X(ret, name, params)
  * names the exported symbol (the driver's versioned names, as CUDA 13's
  * cuda.h maps cuCtxDestroy to cuCtxDestroy_v2). */
@@ -20,6 +21,19 @@
     X(cudaError_t, cudaGraphInstantiate,                                     \
       (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                      \
        unsigned long long flags))                                            \
+    X(cudaError_t, cudaGraphInstantiateWithFlags,                            \
+      (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                      \
+       unsigned long long flags))                                            \
+    X(cudaError_t, cudaGraphInstantiateWithParams,                           \
+      (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                      \
+       cudaGraphInstantiateParams * instantiateParams))                      \
+    X(cudaError_t, cudaGraphExecUpdate,                                      \
+      (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,                       \
+       cudaGraphExecUpdateResultInfo * resultInfo))                          \
+    X(cudaError_t, cudaGraphAddChildGraphNode,                               \
+      (cudaGraphNode_t * pGraphNode, cudaGraph_t graph,                      \
+       const cudaGraphNode_t *pDependencies, size_t numDependencies,         \
+       cudaGraph_t childGraph))                                              \
     X(cudaError_t, cudaGraphLaunch,                                          \
       (cudaGraphExec_t graphExec, cudaStream_t stream))                      \
     X(cudaError_t, cudaGraphDestroy, (cudaGraph_t graph))                    \
@@ -30,6 +44,16 @@
     X(CUresult, cuStreamDestroy_v2, (CUstream stream))                       \
     X(CUresult, cuGraphInstantiateWithFlags,                                 \
       (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags)) \
+    X(CUresult, cuGraphInstantiateWithParams,                                \
+      (CUgraphExec * phGraphExec, CUgraph hGraph,                            \
+       CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams))                   \
+    X(CUresult, cuGraphExecUpdate_v2,                                        \
+      (CUgraphExec hGraphExec, CUgraph hGraph,                               \
+       CUgraphExecUpdateResultInfo * resultInfo))                            \
+    X(CUresult, cuGraphAddChildGraphNode,                                    \
+      (CUgraphNode * phGraphNode, CUgraph hGraph,                            \
+       const CUgraphNode *dependencies, size_t numDependencies,              \
+       CUgraph childGraph))                                                  \
     X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))   \
     X(CUresult, cuGraphDestroy, (CUgraph hGraph))                            \
     X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                \
@@ -47,6 +71,9 @@
     X(cuCtxDestroy_v2)                                                       \
     X(cuStreamDestroy_v2)                                                    \
     X(cuGraphInstantiateWithFlags)                                           \
+    X(cuGraphInstantiateWithParams)                                          \
+    X(cuGraphExecUpdate_v2)                                                  \
+    X(cuGraphAddChildGraphNode)                                              \
     X(cuGraphLaunch)                                                         \
     X(cuGraphDestroy)                                                        \
     X(cuGraphExecDestroy)                                                    \
@@ -61,6 +88,10 @@
 #define AMP_CUDA_RUNTIME_HOOKED(X)                                           \
     X(cudaDeviceReset)                                                       \
     X(cudaGraphInstantiate)                                                  \
+    X(cudaGraphInstantiateWithFlags)                                         \
+    X(cudaGraphInstantiateWithParams)                                        \
+    X(cudaGraphExecUpdate)                                                   \
+    X(cudaGraphAddChildGraphNode)                                            \
     X(cudaGraphLaunch)                                                       \
     X(cudaGraphDestroy)                                                      \
     X(cudaGraphExecDestroy)

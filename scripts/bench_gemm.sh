@@ -85,7 +85,7 @@ else
 fi
 # The counts of the shim's summary line, as \1 (calls) and \2 (converted).
 count='calls=\([0-9]*\) converted=\([0-9]*\).*'
-modes=(none fp32 fp16 bf16 tf32 fp16x3 tf32x3 shadow)
+modes=(none fp32 fp16 bf16 tf32 fp16x3 tf32x3 bf16x9 shadow)
 
 # The emulator's per-kernel byte counts, for the table (not the host cost).
 kernel_stats=1

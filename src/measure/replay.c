@@ -8,6 +8,8 @@
 #include "device/device.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ struct amp_replay_list {
 
 static pthread_mutex_t amp_replay_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_replay_list *amp_replay_lists;
+static atomic_int amp_replay_used; /* a list was ever made */
 static unsigned long long amp_replay_launch_count;
 
 /* The list of `handle`, made when `make`; NULL when none (or no memory).
@@ -42,6 +45,7 @@ amp_replay_list(void *handle, int make)
     l->handle = handle;
     l->next = amp_replay_lists;
     amp_replay_lists = l;
+    atomic_store(&amp_replay_used, 1);
     return l;
 }
 
@@ -114,6 +118,78 @@ amp_replay_instantiated(void *graph, void *exec)
 }
 
 void
+amp_replay_updated(void *graph, void *exec)
+{
+    struct amp_replay_list *from, *to;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(graph, 0);
+    to = amp_replay_list(exec, from && from->n);
+    if (to) {
+        to->n = 0;
+        if (from && amp_replay_append(to, from->calls, from->n) != AMP_OK)
+            amp_log(AMP_LOG_INFO, "no memory to note an updated executable "
+                    "graph's calls; its replays go uncounted");
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+/* How a captured call runs in its graph: its mode, FP32 when it was not
+ * converted. */
+static enum amp_mode
+amp_replay_mode(const struct amp_prof_captured *c)
+{
+    return c->converted ? c->what.mode : AMP_MODE_FP32;
+}
+
+void
+amp_replay_update_failed(void *graph, void *exec)
+{
+    static atomic_int told;
+    struct amp_replay_list *from, *to;
+    char api[64] = "", was[24] = "", now[24] = "";
+    size_t i;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(graph, 0);
+    to = amp_replay_list(exec, 0);
+    for (i = 0; from && to && i < from->n && i < to->n && !api[0]; i++) {
+        enum amp_mode a = amp_replay_mode(&to->calls[i]);
+        enum amp_mode b = amp_replay_mode(&from->calls[i]);
+
+        if (a == b)
+            continue;
+        snprintf(api, sizeof api, "%s", from->calls[i].what.api);
+        snprintf(was, sizeof was, "%s", amp_mode_name(a));
+        snprintf(now, sizeof now, "%s", amp_mode_name(b));
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+    if (api[0] && !atomic_exchange(&told, 1))
+        amp_log(AMP_LOG_WARN, "a CUDA graph update failed: the shim ran "
+                "a captured %s in %s in the executable graph and in %s in "
+                "the new capture, so the two graphs have other nodes (a "
+                "call captured before the shim set up in its context, or "
+                "while auto still measures its shape, stays FP32; a later "
+                "capture may convert)", api, was, now);
+}
+
+void
+amp_replay_child(void *parent, void *child)
+{
+    struct amp_replay_list *from, *to;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(child, 0);
+    if (from && from->n) {
+        to = amp_replay_list(parent, 1);
+        if (!to || amp_replay_append(to, from->calls, from->n) != AMP_OK)
+            amp_log(AMP_LOG_INFO, "no memory to note a child graph's "
+                    "calls; its parent's replays go uncounted");
+    }
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
+void
 amp_replay_launched(void *exec)
 {
     struct amp_replay_list *l;
@@ -145,6 +221,12 @@ amp_replay_gone(void *handle)
     pthread_mutex_unlock(&amp_replay_lock);
 }
 
+int
+amp_replay_any(void)
+{
+    return atomic_load_explicit(&amp_replay_used, memory_order_relaxed);
+}
+
 unsigned long long
 amp_replay_launches(void)
 {
@@ -162,4 +244,5 @@ amp_replay_forget(void)
     pthread_mutex_init(&amp_replay_lock, NULL);
     amp_replay_lists = NULL; /* the parent's graphs are not ours */
     amp_replay_launch_count = 0;
+    atomic_store(&amp_replay_used, 0);
 }

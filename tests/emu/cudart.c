@@ -58,7 +58,9 @@
     X(cuGraphDestroy) \
     X(cuGraphExecDestroy) \
     X(cuGraphGetNodes) \
+    X(cuGraphExecUpdate) \
     X(cuGraphInstantiateWithFlags) \
+    X(cuGraphInstantiateWithParams) \
     X(cuGraphLaunch) \
     X(cuGraphNodeGetType) \
     X(cuInit) \
@@ -1415,6 +1417,47 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
     if (e != cudaSuccess)
         return rt_ret(e);
     return rt_cu(rt_drv.cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+/* The runtime's flags: cudaGraphInstantiate's. */
+cudaError_t
+cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                              unsigned long long flags)
+{
+    return cudaGraphInstantiate(pGraphExec, graph, flags);
+}
+
+/* cudaGraphInstantiateParams and CUDA_GRAPH_INSTANTIATE_PARAMS have one
+ * layout and their results one numbering. */
+cudaError_t
+cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                               cudaGraphInstantiateParams *instantiateParams)
+{
+    cudaError_t e;
+
+    if (pGraphExec == NULL || graph == NULL || instantiateParams == NULL)
+        return rt_ret(cudaErrorInvalidValue);
+    e = rt_bind();
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(rt_drv.cuGraphInstantiateWithParams(
+        pGraphExec, graph,
+        (CUDA_GRAPH_INSTANTIATE_PARAMS *)(void *)instantiateParams));
+}
+
+/* cudaGraphExecUpdateResultInfo and CUgraphExecUpdateResultInfo have one
+ * layout and their results one numbering. */
+cudaError_t
+cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                    cudaGraphExecUpdateResultInfo *resultInfo)
+{
+    cudaError_t e = rt_bind();
+
+    if (e != cudaSuccess)
+        return rt_ret(e);
+    return rt_cu(rt_drv.cuGraphExecUpdate(
+        hGraphExec, hGraph,
+        (CUgraphExecUpdateResultInfo *)(void *)resultInfo));
 }
 
 /* Binds the runtime, then answers the driver call's status as the

@@ -9,6 +9,19 @@
  * - cuGraphAddChildGraphNode: "If childGraph contains allocation nodes,
  *   free nodes, or conditional nodes, this call will return an error"
  *   (CUDA_ERROR_INVALID_VALUE); the child graph is cloned.
+ * - cuGraphInstantiateWithParams: as cuGraphInstantiate with the
+ *   parameters' flags; result_out CUDA_GRAPH_INSTANTIATE_SUCCESS and
+ *   hErrNode_out NULL on success, CUDA_GRAPH_INSTANTIATE_ERROR on an
+ *   invalid value.
+ * - cuGraphExecUpdate (cuGraphExecUpdate_v2): "Updates the node
+ *   parameters in the instantiated graph ... with the node parameters in
+ *   a topologically identical graph": the counts of nodes differ ->
+ *   CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, errorNode NULL; a node's
+ *   type differs -> CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, errorNode
+ *   the graph's node; either returns CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+ *   and leaves the executable as it was. A capture records its nodes in
+ *   one chain, so equal counts and types in order are equal topologies
+ *   here; a child graph node's graph is compared the same way.
  * - cuGraphGetNodes: with nodes NULL, the count; else up to *numNodes
  *   handles, the rest of the array NULL, the count obtained back.
  * - cuUserObjectCreate: flags must be CU_USER_OBJECT_NO_DESTRUCTOR_SYNC;
@@ -465,6 +478,93 @@ cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
     ctx->execs = x;
     *phGraphExec = x;
     return drv_leave(CUDA_SUCCESS);
+}
+
+CUresult
+cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                             CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    CUresult rc;
+
+    if (!instantiateParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = cuGraphInstantiate(phGraphExec, hGraph, instantiateParams->flags);
+    instantiateParams->hErrNode_out = NULL;
+    instantiateParams->result_out = rc == CUDA_SUCCESS
+                                        ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                        : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return rc;
+}
+
+/* The index of the first of the first n ops of a and b whose types
+ * differ (child graphs compared within), n when none does; -1 when a
+ * child graph's counts differ. */
+static int
+graph_first_change(const struct core_oplist *a, const struct core_oplist *b,
+                   int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const struct graph_child *ca, *cb;
+
+        if (a->ops[i].node != b->ops[i].node)
+            return i;
+        if (a->ops[i].node != CU_GRAPH_NODE_TYPE_GRAPH)
+            continue;
+        ca = a->ops[i].arg;
+        cb = b->ops[i].arg;
+        if (ca->n != cb->n || graph_first_change(ca->list, cb->list, ca->n) !=
+                                  ca->n)
+            return i;
+    }
+    return n;
+}
+
+CUresult
+cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                  CUgraphExecUpdateResultInfo *resultInfo)
+{
+    CUgraphExecUpdateResultInfo info = { CU_GRAPH_EXEC_UPDATE_ERROR, NULL,
+                                         NULL };
+    struct CUctx_st *ctx;
+    struct CUgraphExec_st *x;
+    struct CUgraph_st *gr;
+    CUresult rc;
+    int at;
+
+    if (!resultInfo)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    for (x = ctx->execs; x && x != hGraphExec; x = x->next)
+        ;
+    gr = graph_lookup(ctx, hGraph);
+    if (!x || !gr) {
+        *resultInfo = info;
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    }
+    if (gr->list->n != x->n) {
+        info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        *resultInfo = info;
+        return drv_leave(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    }
+    at = graph_first_change(x->list, gr->list, x->n);
+    if (at < x->n) {
+        info.result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+        info.errorNode = graph_node(gr, at);
+        *resultInfo = info;
+        return drv_leave(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    }
+    /* Launched work may still replay the old ops: run it first. */
+    core_sync_ctx(ctx);
+    gr->list->refs++;
+    core_oplist_put(x->list);
+    x->list = gr->list;
+    info.result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    *resultInfo = info;
+    return graph_leave(CUDA_SUCCESS);
 }
 
 /* Queues the first n ops of list on s, child graphs' ops in their place. */

@@ -1191,6 +1191,61 @@ test_atomic_sync_attributes_refused(void **state)
 /* The Init forms work in the caller's memory of the header's sizes (less
  * is ALLOC_FAILED), start from the defaults Create gives, and serve a
  * product; nothing is destroyed. */
+/* The emulation descriptor (cublasLt.h, cublasLtEmulationDescAttributes_t):
+ * the header's defaults (strategy 0, every special value 0xFFFF, the
+ * fixed-point settings 0), the Get/Set contract of the other descriptors,
+ * Init in the caller's memory (too small: ALLOC_FAILED; its Destroy
+ * refused), Create and Destroy. A product of EMULATED_16BFX9 on this GPU
+ * model (no BF16x9 here) is the FP32 product. */
+static void
+test_emulation_descriptor(void **state)
+{
+    cublasLtEmulationDescOpaque_t stack;
+    cublasLtEmulationDesc_t made = NULL;
+    int32_t v = -1, eager = CUBLAS_EMULATION_STRATEGY_EAGER;
+    size_t written = 0;
+
+    (void)state;
+    assert_int_equal(cublasLtEmulationDescInit_internal(&stack, 16),
+                     CUBLAS_STATUS_ALLOC_FAILED);
+    assert_int_equal(cublasLtEmulationDescInit(&stack), OK);
+    assert_int_equal(cublasLtEmulationDescGetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_STRATEGY, &v,
+                         sizeof(v), &written), OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(written, sizeof(int32_t));
+    assert_int_equal(cublasLtEmulationDescGetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_SPECIAL_VALUES_SUPPORT,
+                         &v, sizeof(v), NULL), OK);
+    assert_int_equal(v, 0xFFFF);
+    assert_int_equal(cublasLtEmulationDescGetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_STRATEGY, NULL, 0,
+                         &written), OK);
+    assert_int_equal(written, sizeof(int32_t));
+    assert_int_equal(cublasLtEmulationDescSetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_STRATEGY, &eager,
+                         sizeof(eager) - 1), INVALID);
+    assert_int_equal(cublasLtEmulationDescSetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_STRATEGY, &eager,
+                         sizeof(eager)), OK);
+    assert_int_equal(cublasLtEmulationDescGetAttribute(
+                         &stack, CUBLASLT_EMULATION_DESC_STRATEGY, &v,
+                         sizeof(v), NULL), OK);
+    assert_int_equal(v, CUBLAS_EMULATION_STRATEGY_EAGER);
+    assert_int_equal(cublasLtEmulationDescDestroy(&stack), INVALID);
+    assert_int_equal(cublasLtEmulationDescCreate(&made), OK);
+    assert_non_null(made);
+    assert_int_equal(cublasLtEmulationDescDestroy(made), OK);
+    assert_int_equal(cublasLtEmulationDescDestroy(NULL), OK);
+    {
+        cublasLtHandle_t h = lt_new();
+
+        assert_true(tiny_product(h, CUBLAS_COMPUTE_32F_EMULATED_16BFX9) ==
+                    tiny_product(h, CUBLAS_COMPUTE_32F));
+        assert_int_equal(cublasLtDestroy(h), OK);
+    }
+}
+
 static void
 test_stack_descriptors(void **state)
 {
@@ -2197,6 +2252,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_attributes),
         cmocka_unit_test(test_atomic_sync_attributes_refused),
         cmocka_unit_test(test_stack_descriptors),
+        cmocka_unit_test(test_emulation_descriptor),
         cmocka_unit_test(test_epilogues),
         cmocka_unit_test(test_orders_and_transposes),
         cmocka_unit_test(test_pointer_modes),

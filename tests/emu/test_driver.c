@@ -816,6 +816,89 @@ test_capture_thread_modes(void **state)
     CHECK(cuStreamDestroy(s));
 }
 
+/* A graph of one memset of `value` into d (n memsets when n > 1),
+ * captured on s. */
+static CUgraph
+captured_memsets(CUstream s, CUdeviceptr d, uint32_t value, int n)
+{
+    CUgraph graph = NULL;
+
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < n; i++)
+        CHECK(cuMemsetD32Async(d, value, 1, s));
+    CHECK(cuStreamEndCapture(s, &graph));
+    return graph;
+}
+
+/* cuGraphInstantiateWithParams and cuGraphExecUpdate (cuda.h): the
+ * parameters' result; an update with a topologically identical graph
+ * makes the executable launch the new graph's parameters, one with
+ * another count of nodes or another node type fails with
+ * CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE and says why, the executable
+ * unchanged. */
+static void
+test_graph_update(void **state)
+{
+    CUDA_GRAPH_INSTANTIATE_PARAMS params;
+    CUgraphExecUpdateResultInfo info;
+    CUgraph first, second, longer, other;
+    CUgraphExec exec;
+    CUdeviceptr d;
+    CUstream s;
+    uint32_t v = 0;
+
+    (void)state;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, 4));
+    first = captured_memsets(s, d, 5, 1);
+    second = captured_memsets(s, d, 7, 1);
+    longer = captured_memsets(s, d, 7, 2);
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemcpyHtoDAsync(d, &v, 4, s));
+    CHECK(cuStreamEndCapture(s, &other));
+    memset(&params, 0xff, sizeof params);
+    params.flags = 0;
+    params.hUploadStream = NULL;
+    CHECK(cuGraphInstantiateWithParams(&exec, first, &params));
+    assert_int_equal(params.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+    assert_null(params.hErrNode_out);
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 5);
+
+    assert_int_equal(cuGraphExecUpdate(exec, longer, &info),
+                     CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    assert_int_equal(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    assert_null(info.errorNode);
+    assert_int_equal(cuGraphExecUpdate(exec, other, &info),
+                     CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    assert_int_equal(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+    assert_non_null(info.errorNode);
+    assert_int_equal(cuGraphExecUpdate(exec, second, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemsetD32(d, 0, 1));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 5);
+
+    CHECK(cuGraphExecUpdate(exec, second, &info));
+    assert_int_equal(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    /* The graph the update came from may go: the executable keeps it. */
+    CHECK(cuGraphDestroy(second));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 7);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(first));
+    CHECK(cuGraphDestroy(longer));
+    CHECK(cuGraphDestroy(other));
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
 static void
 test_capture(void **state)
 {
@@ -1461,6 +1544,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_kernel_stats),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_graph_update),
         cmocka_unit_test(test_capture_thread_modes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_module_and_launch),

@@ -138,10 +138,12 @@ test_exports_are_the_hooked_list(void **state)
      * bias-activation forward; cuDNN's backend
      * descriptor creation, finalization, destruction and execution;
      * cudaDeviceReset and the driver's three calls that end a context,
-     * cuStreamDestroy, the runtime's and the driver's graph
-     * instantiation, launch and destruction (four each) and
+     * cuStreamDestroy, the runtime's and the driver's graph calls (the
+     * runtime's instantiation in three forms, the driver's in two, the
+     * executable graph's update, the child graph node, launch and
+     * destruction: eight of the runtime's, seven of the driver's) and
      * cuGetProcAddress; dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 85);
+    assert_int_equal(N_HOOKED, 92);
     amp_test_run_free(&run);
 }
 

@@ -12,7 +12,16 @@
 #   SGEMM converted in the modes that convert under capture;
 # - beside (the first calls of the process on another stream or thread
 #   while the capture runs): the capture survives the shim's set-up for
-#   them, and they convert.
+#   them, and they convert;
+# - the graph calls frameworks make besides cudaGraphInstantiate: the
+#   report counts each launch's replayed calls whether the executable
+#   graph came from cudaGraphInstantiateWithFlags (PyTorch's CUDAGraph),
+#   cudaGraphInstantiateWithParams or a graph that embeds the captured one
+#   as a child graph node, and after cudaGraphExecUpdate (XLA's re-capture
+#   with new buffers) the replays of the graph it was updated with; a cold
+#   capture's replays count too, as FP32; an update the driver refuses
+#   because the shim ran a call of the two captures differently (a cold
+#   capture's FP32 SGEMM, a warm one's fp16) is explained once.
 # usage: test_graph_capture.sh GRAPH_CAPTURE LIBAMPSHIM EMU_DIR PYTHON3
 set -euo pipefail
 
@@ -133,7 +142,57 @@ for capture in global thread-local; do
         done
     done
 done
+# replays: "LAUNCHES SGEMM_CALLS SGEMM_CONVERTED CONV_CALLS CONV_CONVERTED"
+# from the report's replays, summed over the sites of each API.
+replays() {
+    "$python" - "$tmp/run.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+out = [r["totals"]["graph_launches"]]
+for api in ("cublasSgemm_v2", "cudnnConvolutionForward"):
+    for k in ("calls", "converted"):
+        out.append(sum(s["replays"][k] for s in r["sites"] if s["api"] == api))
+print(*out)
+EOF
+}
+graph_runs=0
+for how in flags params child; do
+    what="fp16, warm, executable graph by $how"
+    args=(--warm --instantiate "$how")
+    [[ $how == child ]] && args=(--warm --child)
+    run_captured "$what" fp16 2 "${args[@]}"
+    [[ $(replays) == "2 2 2 2 2" ]] ||
+        fail "$what: replays '$(replays)', not 2 launches of both converted"
+    graph_runs=$((graph_runs + 1))
+done
+# Cold: the first capture's calls stay FP32 (no set-up under capture); the
+# calls between the launches set the shim up, and the second capture's,
+# in tf32 (one node each, as FP32's: the update takes it), convert.
+run_captured "tf32, cold, updated" tf32 2 --update
+[[ $(replays) == "2 2 1 2 1" ]] ||
+    fail "tf32, cold, updated: replays '$(replays)', not the FP32 launch" \
+         "then the converted one"
+run_captured "fp16, cold" fp16 2
+[[ $(replays) == "2 2 0 2 0" ]] ||
+    fail "fp16, cold: replays '$(replays)', not 2 launches of FP32 calls"
+run_captured "fp16, warm, child graph, updated" fp16 2 --warm --child --update
+[[ $(replays) == "2 2 2 2 2" ]] ||
+    fail "fp16, warm, child graph, updated: replays '$(replays)'"
+# A cold capture's FP32 SGEMM and a warm one's fp16 have other nodes: the
+# driver refuses the update (the program stops, status 2), and the shim
+# says which call it ran differently.
+rm -f "$tmp/run.json"
+rc=0
+AMPSHIM_MODE=fp16 LD_PRELOAD="$preload$lib" "$prog" --update \
+    >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+[[ $rc == 2 ]] && grep -q "cudaGraphExecUpdate status=cudaErrorGraphExecUpdateFailure" \
+    "$tmp/run.out" || fail "fp16, cold, updated: the update did not fail"
+[[ $(grep -c "warning: a CUDA graph update failed: the shim ran a captured cublasSgemm_v2 in fp32 in the executable graph and in fp16 in the new capture" "$tmp/run.err") == 1 ]] ||
+    fail "fp16, cold, updated: the refused update not explained once"
+graph_runs=$((graph_runs + 4))
 echo "graph capture: $runs runs (7 modes x cold and warm x global and" \
      "thread-local capture), every graph captured, launched twice, right;" \
      "$beside_runs runs with the first calls beside the capture (another" \
-     "stream or thread), the capture intact, those calls converted"
+     "stream or thread), the capture intact, those calls converted;" \
+     "$graph_runs runs of instantiation by flags, parameters and child" \
+     "graph, and of executable graph updates, their replays counted"
