@@ -170,6 +170,20 @@ amp_compute_fp32(int compute, int *pedantic)
     }
 }
 
+int
+amp_compute_vendor(enum amp_compute c)
+{
+    switch (c) {
+    case AMP_COMPUTE_32F_FAST_TF32:
+        return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case AMP_COMPUTE_32F_EMULATED_16BFX9:
+        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
+    case AMP_COMPUTE_32F:
+        break;
+    }
+    return CUBLAS_COMPUTE_32F;
+}
+
 /* 1 when t is a complex type. */
 static int
 amp_type_complex(cudaDataType t)

@@ -47,6 +47,11 @@ enum amp_hook_next amp_hook_gemm(struct amp_hook *h,
  * that asks for strict or emulated FP32, which stays FP32), 0 else. */
 int amp_compute_fp32(int compute, int *pedantic);
 
+/* The cublasComputeType_t, as an int, that a step's compute type names
+ * (CUBLAS_COMPUTE_32F, _32F_FAST_TF32, _32F_EMULATED_16BFX9): for the
+ * cuBLAS and cuBLASLt steps alike. */
+int amp_compute_vendor(enum amp_compute c);
+
 /* The coverage kind of a call the shim passes through, by the
  * cudaDataType of its A (and C): FP32 operands with another compute or
  * output type are FP32 the shim does not convert. */

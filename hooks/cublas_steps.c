@@ -87,21 +87,6 @@ amp_cublas_op(enum amp_op op)
     return op == AMP_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
 }
 
-/* The vendor's compute type of a step's. */
-static cublasComputeType_t
-amp_cublas_compute(enum amp_compute c)
-{
-    switch (c) {
-    case AMP_COMPUTE_32F_FAST_TF32:
-        return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case AMP_COMPUTE_32F_EMULATED_16BFX9:
-        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
-    case AMP_COMPUTE_32F:
-        break;
-    }
-    return CUBLAS_COMPUTE_32F;
-}
-
 /* Issues one step with the Ex GEMM of its batch kind on own. The sizes fit
  * int: amp_gemm_try checked the descriptor. */
 static cublasStatus_t
@@ -111,7 +96,8 @@ amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
     cublasOperation_t ta = amp_cublas_op(d->transa);
     cublasOperation_t tb = amp_cublas_op(d->transb);
     cudaDataType tab = amp_cuda_type(s->type_ab), tc = amp_cuda_type(s->type_c);
-    cublasComputeType_t compute = amp_cublas_compute(s->compute);
+    cublasComputeType_t compute =
+        (cublasComputeType_t)amp_compute_vendor(s->compute);
     const void *a = (const void *)(uintptr_t)s->a;
     const void *b = (const void *)(uintptr_t)s->b;
     void *c = (void *)(uintptr_t)s->c;

@@ -826,21 +826,6 @@ amp_lt_pointer_mode(const struct amp_gemm_step *s)
     }
 }
 
-/* The vendor's compute type of a step's. */
-static cublasComputeType_t
-amp_lt_compute(enum amp_compute c)
-{
-    switch (c) {
-    case AMP_COMPUTE_32F_FAST_TF32:
-        return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case AMP_COMPUTE_32F_EMULATED_16BFX9:
-        return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
-    case AMP_COMPUTE_32F:
-        break;
-    }
-    return CUBLAS_COMPUTE_32F;
-}
-
 /* The emulation descriptor of bf16x9 steps: the EAGER strategy. Made
  * once, in the shim's memory for the process's life; NULL when the
  * library has no emulation (before cuBLAS 12.9). */
@@ -879,7 +864,8 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
                   struct amp_lt_step_descs *x)
 {
     cudaDataType tab = amp_lt_type(s->type_ab);
-    cublasComputeType_t compute = amp_lt_compute(s->compute);
+    cublasComputeType_t compute =
+        (cublasComputeType_t)amp_compute_vendor(s->compute);
     cublasLtEmulationDesc_t eager = NULL;
     int32_t mode = amp_lt_pointer_mode(s);
     int32_t order_cd = c->d.order;

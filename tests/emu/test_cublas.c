@@ -2058,21 +2058,21 @@ test_b200_bf16x9(void **state)
     assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
 }
 
-/* The B200 model in its own process. */
+/* This program again, with `arg`, under AMPSHIM_EMU_GPU=gpu (read once
+ * per process): it must exit 0. */
 static void
-test_b200_emulation(void **state)
+run_model_child(const char *gpu, const char *arg)
 {
     int status = 0;
     pid_t pid;
 
-    (void)state;
     fflush(NULL);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        setenv("AMPSHIM_EMU_GPU", "b200", 1);
+        setenv("AMPSHIM_EMU_GPU", gpu, 1);
         unsetenv("CUBLAS_EMULATION_STRATEGY");
-        execl("/proc/self/exe", "test_emu_cublas", B200_ARG, (char *)NULL);
+        execl("/proc/self/exe", "test_emu_cublas", arg, (char *)NULL);
         _exit(127);
     }
     assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -2080,25 +2080,18 @@ test_b200_emulation(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* The V100 model in its own process: AMPSHIM_EMU_GPU is read once. */
+static void
+test_b200_emulation(void **state)
+{
+    (void)state;
+    run_model_child("b200", B200_ARG);
+}
+
 static void
 test_v100_without_tf32(void **state)
 {
-    int status = 0;
-    pid_t pid;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setenv("AMPSHIM_EMU_GPU", "v100", 1);
-        execl("/proc/self/exe", "test_emu_cublas", V100_ARG, (char *)NULL);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    run_model_child("v100", V100_ARG);
 }
 
 /* ---- Matrix and vector copies ------------------------------------------- */
