@@ -5,7 +5,7 @@
  * usage: graph_capture [--warm] [--capture-mode global|thread-local|relaxed]
  *                      [--beside stream|thread]
  *                      [--instantiate plain|flags|params] [--child]
- *                      [--update]
+ *                      [--update same|elsewhere]
  *   --warm    one SGEMM and one convolution before the capture (the first
  *             calls of the process are then not the captured ones)
  *   --beside  while the capture runs, before the captured calls, the same
@@ -24,9 +24,11 @@
  *   --update  after the first launch, one SGEMM and one convolution
  *             outside any capture, then the same two calls captured into
  *             a second graph (with --child, embedded in a new graph as
- *             the first was), with which the executable graph is updated
- *             (cudaGraphExecUpdate) before the second launch; the update
- *             fails where the two captures differ in their nodes
+ *             the first was), made from the same function as the first
+ *             capture's (same) or from another one (elsewhere), with
+ *             which the executable graph is updated (cudaGraphExecUpdate)
+ *             before the second launch; the update fails where the two
+ *             captures differ in their nodes
  * Prints "capture STATUS", then per launch "launch N gemm err/bound=X
  * conv err/bound=X ok|FAIL"; exit status 0 when the capture, both launches
  * and every check succeed, 1 when a check fails, 2 on a CUDA error. */
@@ -227,6 +229,25 @@ gpu_issue(struct gpu *g)
                         &zero, g->yd, g->y));
 }
 
+/* The same two calls from another function: other call sites for the
+ * shim. */
+static __attribute__((noinline)) int
+gpu_issue_elsewhere(struct gpu *g)
+{
+    const float one = 1.0f, zero = 0.0f;
+    int ok;
+
+    ok = cublas_ok("cublasSgemm_v2",
+                   cublasSgemm_v2(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K,
+                                  &one, g->a, M, g->b, K, &zero, g->c, M));
+    ok = ok && cudnn_ok("cudnnConvolutionForward",
+                        cudnnConvolutionForward(
+                            g->dnn, &one, g->xd, g->x, g->wd, g->w, g->cd,
+                            CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL,
+                            0, &zero, g->yd, g->y));
+    return ok;
+}
+
 /* The calls beside the capture, from another thread. */
 static void *
 beside_thread(void *arg)
@@ -261,13 +282,13 @@ beside_check(struct gpu *g)
  * made (the capture's own status is printed as "capture STATUS" and put
  * in *status). */
 static int
-capture(struct gpu *g, enum cudaStreamCaptureMode mode, cudaGraph_t *graph,
-        cudaError_t *status)
+capture(struct gpu *g, enum cudaStreamCaptureMode mode,
+        int (*issue)(struct gpu *), cudaGraph_t *graph, cudaError_t *status)
 {
     if (!cuda_ok("cudaStreamBeginCapture",
                  cudaStreamBeginCapture(g->stream, mode)))
         return 0;
-    if (!gpu_issue(g)) {
+    if (!issue(g)) {
         cudaStreamEndCapture(g->stream, graph);
         return 0;
     }
@@ -312,11 +333,12 @@ instantiate(cudaGraph_t graph, const char *how, int child,
 
 /* --update: one of each call outside a capture, then the same two
  * captured into a second graph (*second; with `child` embedded in a new
- * graph, *parent, as the first was), the executable graph updated with
- * it. */
+ * graph, *parent, as the first was), from the same function or, with
+ * `elsewhere`, from another, the executable graph updated with it. */
 static int
 update(struct gpu *g, enum cudaStreamCaptureMode mode, int child,
-       cudaGraphExec_t exec, cudaGraph_t *second, cudaGraph_t *parent)
+       int elsewhere, cudaGraphExec_t exec, cudaGraph_t *second,
+       cudaGraph_t *parent)
 {
     cudaGraphExecUpdateResultInfo info;
     cudaGraphNode_t node;
@@ -324,7 +346,9 @@ update(struct gpu *g, enum cudaStreamCaptureMode mode, int child,
 
     if (!gpu_issue(g) ||
         !cuda_ok("cudaStreamSynchronize", cudaStreamSynchronize(g->stream)) ||
-        !capture(g, mode, second, &e) || e != cudaSuccess)
+        !capture(g, mode, elsewhere ? gpu_issue_elsewhere : gpu_issue,
+                 second, &e) ||
+        e != cudaSuccess)
         return 0;
     if (child &&
         (!cuda_ok("cudaGraphCreate", cudaGraphCreate(parent, 0)) ||
@@ -346,7 +370,7 @@ main(int argc, char **argv)
                 second_parent = NULL;
     struct gpu g, g2;
     const char *beside = NULL, *how = "plain";
-    int warm = 0, failed = 0, child = 0, updated = 0;
+    int warm = 0, failed = 0, child = 0, updated = 0, elsewhere = 0;
     pthread_t other;
     void *other_failed = NULL;
     cudaError_t e;
@@ -365,8 +389,12 @@ main(int argc, char **argv)
             how = argv[++i];
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
-        else if (strcmp(argv[i], "--update") == 0)
+        else if (strcmp(argv[i], "--update") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "same") == 0 ||
+                  strcmp(argv[i + 1], "elsewhere") == 0)) {
             updated = 1;
+            elsewhere = strcmp(argv[++i], "elsewhere") == 0;
+        }
         else if (strcmp(argv[i], "--capture-mode") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
 
@@ -378,7 +406,7 @@ main(int argc, char **argv)
             fprintf(stderr, "usage: graph_capture [--warm] [--capture-mode "
                     "global|thread-local|relaxed] [--beside stream|thread]"
                     " [--instantiate plain|flags|params] [--child] "
-                    "[--update]\n");
+                    "[--update same|elsewhere]\n");
             return 2;
         }
     }
@@ -412,7 +440,7 @@ main(int argc, char **argv)
         }
         e = cudaStreamEndCapture(g.stream, &graph);
         printf("capture %s\n", cudaGetErrorName(e));
-    } else if (!capture(&g, mode, &graph, &e)) {
+    } else if (!capture(&g, mode, gpu_issue, &graph, &e)) {
         return 2;
     }
     if (other_failed)
@@ -425,7 +453,8 @@ main(int argc, char **argv)
         double ge, ce;
 
         if (launch == 2 && updated &&
-            !update(&g, mode, child, exec, &second, &second_parent))
+            !update(&g, mode, child, elsewhere, exec, &second,
+                    &second_parent))
             return 2;
         /* Each launch writes C and y afresh. */
         if (!cuda_ok("cudaMemset", cudaMemset(g.c, 0xff, sizeof c)) ||

@@ -164,7 +164,8 @@ int
 amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                   const struct amp_conv_vendor *v, void *call)
 {
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
+                               .shape_slot = -1};
     struct amp_prof_what what;
     enum amp_conv_skip skip;
 

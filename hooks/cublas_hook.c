@@ -72,7 +72,8 @@ amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
         [AMP_GEMM_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
         [AMP_GEMM_SKIP_ATOMIC_SYNC] = AMP_KEPT_ATOMIC_SYNC,
     };
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
+                               .shape_slot = -1};
     struct amp_prof_what what;
 
     d->site = amp_site_get(d->api, d->caller);
@@ -137,7 +138,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     /* Eligibility first (a converting mode), then the policy's mode. */
     enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
     struct amp_gemm_desc desc = *call, *d = &desc;
-    struct amp_decision dec = {.mode = AMP_MODE_FP32};
+    struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
+                               .shape_slot = -1};
     struct amp_prof_what what;
     struct amp_dev *dev;
     void *own;

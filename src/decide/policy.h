@@ -273,6 +273,11 @@ enum amp_decision_why {
     AMP_WHY_PEDANTIC,            /* the program asked for pedantic or FMA
                                     math and no rule naming `math` took
                                     the call: FP32 */
+    AMP_WHY_CAPTURED,            /* a call on a stream being captured whose
+                                    (site, shape) ran FP32 in its first
+                                    capture: FP32, so that the captures
+                                    have the same nodes
+                                    (amp_site_shape_captured) */
 };
 
 struct amp_decision {
@@ -457,6 +462,12 @@ int amp_decision_auto_shape(const struct amp_decision *dec);
 /* 1 + the (site, shape) slot of a decision (its shadow errors demote
  * that (site, shape)); 0 when it has none. */
 int amp_decision_shape(const struct amp_decision *dec);
+
+/* 1 when dec converts (not in shadow) a (site, shape) whose first
+ * captured call ran FP32 (decide/site.h, amp_site_shape_captured): on a
+ * stream being captured the caller keeps the call FP32 (AMP_WHY_CAPTURED),
+ * so that a graph update with the new capture finds the same nodes. */
+int amp_decision_captured_fp32(const struct amp_decision *dec);
 
 /* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
  * broken policy, a policy whose every action is fp32), else

@@ -80,6 +80,7 @@ static const char *const amp_why_names[] = {
     [AMP_WHY_SHAPE_LIMIT] = "no (site, shape) entry left",
     [AMP_WHY_AUTO_WAIT] = "auto awaits its measurements",
     [AMP_WHY_PEDANTIC] = "pedantic math, no rule names math",
+    [AMP_WHY_CAPTURED] = "FP32 in its first capture",
 };
 
 const char *

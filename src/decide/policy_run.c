@@ -223,6 +223,13 @@ amp_decision_shape(const struct amp_decision *dec)
     return dec->shape_slot >= 0 ? dec->shape_slot + 1 : 0;
 }
 
+int
+amp_decision_captured_fp32(const struct amp_decision *dec)
+{
+    return dec->mode != AMP_MODE_FP32 && dec->mode != AMP_MODE_SHADOW &&
+           amp_site_shape_captured_fp32(dec->shape_slot);
+}
+
 void
 amp_policy_no_baseline(struct amp_decision *out)
 {

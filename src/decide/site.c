@@ -27,6 +27,9 @@ struct amp_shape_entry {
     uint64_t key;
     atomic_ullong calls;       /* calls decided (amp_site_shape_count) */
     atomic_int demoted;        /* 1: its calls stay FP32 */
+    atomic_int captured;       /* its first captured call: 0 none yet,
+                                  1 it ran FP32 in its graph, 2 converted
+                                  (amp_site_shape_captured) */
     char demoted_why[160];
     /* Shadow measurements of its own rules (not auto's candidates), under
      * the site table's lock. */
@@ -145,6 +148,25 @@ amp_site_shape_demoted(int slot)
     const struct amp_shape_entry *e = amp_shape_at(slot);
 
     return e && atomic_load_explicit(&e->demoted, memory_order_relaxed);
+}
+
+void
+amp_site_shape_captured(int slot, int converted)
+{
+    struct amp_shape_entry *e = amp_shape_at(slot);
+    int none = 0;
+
+    if (e)
+        atomic_compare_exchange_strong(&e->captured, &none,
+                                       converted ? 2 : 1);
+}
+
+int
+amp_site_shape_captured_fp32(int slot)
+{
+    const struct amp_shape_entry *e = amp_shape_at(slot);
+
+    return e && atomic_load_explicit(&e->captured, memory_order_relaxed) == 1;
 }
 
 void

@@ -117,6 +117,20 @@ int amp_site_demoted(const struct amp_site *site);
  * FP32; a slot of -1 (none) is never demoted. */
 int amp_site_shape_demoted(int slot);
 
+/* A call of the (site, shape) of `slot` was captured into a CUDA graph,
+ * where it runs converted or FP32: the first such call's is kept. A
+ * program may capture the same calls again and update its executable
+ * graph with the new capture, which the driver takes only if the two
+ * have the same nodes; a converted call has other nodes than an FP32 one,
+ * so a (site, shape) whose first capture ran FP32 (captured before the
+ * shim set up in its context, while auto measured, in shadow) stays FP32
+ * in later captures (amp_site_shape_captured_fp32). */
+void amp_site_shape_captured(int slot, int converted);
+
+/* 1 when the first captured call of the (site, shape) of `slot` ran FP32
+ * in its graph; 0 otherwise, and for a slot of -1. */
+int amp_site_shape_captured_fp32(int slot);
+
 /* Sends every later call of the (site, shape) of `slot` to FP32, or with
  * a slot of -1 every later call from the site; the first demotion of
  * each is logged once at warn with the site's label and `reason`

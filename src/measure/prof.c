@@ -81,6 +81,8 @@ amp_kept_of(const struct amp_decision *dec)
         return AMP_KEPT_MEASURING;
     case AMP_WHY_PEDANTIC:
         return AMP_KEPT_PEDANTIC;
+    case AMP_WHY_CAPTURED:
+        return AMP_KEPT_CAPTURE;
     default:
         return AMP_KEPT_MODE;
     }

@@ -120,6 +120,8 @@ struct amp_prof_what {
                                   unknown */
     int auto_shape;            /* an auto rule's call: 1 + its (site,
                                   shape)'s slot (decide/auto.h); 0: not */
+    int site_shape;            /* 1 + its (site, shape)'s slot
+                                  (decide/site.h); 0: none */
     int warmup;                /* set by amp_prof_warmup */
 };
 

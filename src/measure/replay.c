@@ -90,6 +90,7 @@ amp_replay_captured(const struct amp_prof_what *w, enum amp_outcome outcome)
     c.provisional = w->auto_shape &&
                     amp_auto_get(w->site, w->auto_shape - 1, &v) == 0 &&
                     v.state == AMP_AUTO_MEASURING;
+    amp_site_shape_captured(w->site_shape - 1, c.converted);
     pthread_mutex_lock(&amp_replay_lock);
     l = amp_replay_list(graph, 1);
     if (!l || amp_replay_append(l, &c, 1) != AMP_OK)

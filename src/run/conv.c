@@ -136,6 +136,11 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
         amp_policy_no_baseline(out);
+    if (amp_decision_captured_fp32(out) &&
+        amp_dev_stream_capturing(d->stream) > 0) {
+        out->mode = AMP_MODE_FP32;
+        out->why = AMP_WHY_CAPTURED;
+    }
 }
 
 double
@@ -174,6 +179,7 @@ amp_conv_what(struct amp_prof_what *w, const struct amp_conv_desc *d,
     w->candidate = dec->candidate;
     w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
+    w->site_shape = amp_decision_shape(dec);
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */

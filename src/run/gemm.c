@@ -172,6 +172,11 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE && out->delivers && d->lt &&
         amp_epi_aux(d->epilogue))
         amp_policy_no_baseline(out);
+    if (amp_decision_captured_fp32(out) &&
+        amp_dev_stream_capturing(d->stream) > 0) {
+        out->mode = AMP_MODE_FP32;
+        out->why = AMP_WHY_CAPTURED;
+    }
     d->auto_shape = amp_decision_auto_shape(out);
     d->shape = amp_decision_shape(out);
     d->delivers = out->delivers;
@@ -200,6 +205,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     w->candidate = dec->candidate;
     w->delivers = dec->delivers;
     w->auto_shape = amp_decision_auto_shape(dec);
+    w->site_shape = amp_decision_shape(dec);
     w->stream = d->stream;
     /* The device the call runs on: the calling thread's current one, as
      * for the state (amp_dev_current) a converted call uses. */

@@ -127,6 +127,10 @@ static const struct amp_reason {
     {"unsupported", "types or options the converted path does not take"},
     {"atomic-sync", "a cuBLASLt call synchronised with other kernels "
                     "through counters (atomic synchronisation)"},
+    {"capture", "a call on a stream being captured into a CUDA graph: a "
+                "shadow call, or one whose (site, shape) ran FP32 in its "
+                "first capture (later captures keep it so, so that a graph "
+                "update takes them)"},
     {"invalid", "arguments the library refuses"},
     {"empty", "an empty problem (a size 0, a host alpha of 0)"},
     {"library", "a call one of NVIDIA's libraries made (cuSOLVER's, "

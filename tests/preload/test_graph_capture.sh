@@ -19,9 +19,12 @@
 #   cudaGraphInstantiateWithParams or a graph that embeds the captured one
 #   as a child graph node, and after cudaGraphExecUpdate (XLA's re-capture
 #   with new buffers) the replays of the graph it was updated with; a cold
-#   capture's replays count too, as FP32; an update the driver refuses
+#   capture's replays count too, as FP32; a (site, shape) whose first
+#   capture ran FP32 stays FP32 in later captures, so that an update with
+#   a capture of the same calls is taken; an update the driver refuses
 #   because the shim ran a call of the two captures differently (a cold
-#   capture's FP32 SGEMM, a warm one's fp16) is explained once.
+#   capture's FP32 SGEMM, a warm one's fp16 at another site) is explained
+#   once.
 # usage: test_graph_capture.sh GRAPH_CAPTURE LIBAMPSHIM EMU_DIR PYTHON3
 set -euo pipefail
 
@@ -166,30 +169,52 @@ for how in flags params child; do
     graph_runs=$((graph_runs + 1))
 done
 # Cold: the first capture's calls stay FP32 (no set-up under capture); the
-# calls between the launches set the shim up, and the second capture's,
-# in tf32 (one node each, as FP32's: the update takes it), convert.
-run_captured "tf32, cold, updated" tf32 2 --update
+# calls between the launches set the shim up. Captured again from another
+# function (other sites), in tf32 (one node each, as FP32's: the update
+# takes it), they convert, and the second launch replays them.
+run_captured "tf32, cold, updated elsewhere" tf32 2 --update elsewhere
 [[ $(replays) == "2 2 1 2 1" ]] ||
-    fail "tf32, cold, updated: replays '$(replays)', not the FP32 launch" \
-         "then the converted one"
+    fail "tf32, cold, updated elsewhere: replays '$(replays)', not the" \
+         "FP32 launch then the converted one"
+# Captured again from the same function, as a framework records a step
+# again: a (site, shape) whose first capture ran FP32 stays FP32 in later
+# captures (reason capture), so the two graphs have the same nodes and
+# the update takes the second, even in fp16 (whose converted nodes differ).
+run_captured "fp16, cold, updated" fp16 2 --update same
+[[ $(replays) == "2 2 0 2 0" ]] ||
+    fail "fp16, cold, updated: replays '$(replays)', not 2 FP32 launches"
+[[ $(fallbacks | grep -c cold-capture) == 2 ]] ||
+    fail "fp16, cold, updated: the first capture not cold"
+"$python" - "$tmp/run.json" >kept.txt <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for api in ("cublasSgemm_v2", "cudnnConvolutionForward"):
+    print(api, sum(s["fp32_reasons"].get("capture", 0) for s in r["sites"]
+                   if s["api"] == api))
+EOF
+[[ $(tr '\n' ' ' <kept.txt) == "cublasSgemm_v2 1 cudnnConvolutionForward 1 " ]] ||
+    fail "fp16, cold, updated: the second capture's calls not kept as" \
+         "capture: $(tr '\n' ' ' <kept.txt)"
 run_captured "fp16, cold" fp16 2
 [[ $(replays) == "2 2 0 2 0" ]] ||
     fail "fp16, cold: replays '$(replays)', not 2 launches of FP32 calls"
-run_captured "fp16, warm, child graph, updated" fp16 2 --warm --child --update
+run_captured "fp16, warm, child graph, updated" fp16 2 --warm --child \
+    --update same
 [[ $(replays) == "2 2 2 2 2" ]] ||
     fail "fp16, warm, child graph, updated: replays '$(replays)'"
-# A cold capture's FP32 SGEMM and a warm one's fp16 have other nodes: the
-# driver refuses the update (the program stops, status 2), and the shim
-# says which call it ran differently.
+# From another function the second capture's calls are other sites,
+# which convert: a cold capture's FP32 SGEMM and the warm one's fp16 have
+# other nodes, the driver refuses the update (the program stops, status
+# 2), and the shim says which call it ran differently.
 rm -f "$tmp/run.json"
 rc=0
-AMPSHIM_MODE=fp16 LD_PRELOAD="$preload$lib" "$prog" --update \
+AMPSHIM_MODE=fp16 LD_PRELOAD="$preload$lib" "$prog" --update elsewhere \
     >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
 [[ $rc == 2 ]] && grep -q "cudaGraphExecUpdate status=cudaErrorGraphExecUpdateFailure" \
-    "$tmp/run.out" || fail "fp16, cold, updated: the update did not fail"
+    "$tmp/run.out" || fail "fp16, cold, updated elsewhere: the update did not fail"
 [[ $(grep -c "warning: a CUDA graph update failed: the shim ran a captured cublasSgemm_v2 in fp32 in the executable graph and in fp16 in the new capture" "$tmp/run.err") == 1 ]] ||
-    fail "fp16, cold, updated: the refused update not explained once"
-graph_runs=$((graph_runs + 4))
+    fail "fp16, cold, updated elsewhere: the refused update not explained once"
+graph_runs=$((graph_runs + 5))
 echo "graph capture: $runs runs (7 modes x cold and warm x global and" \
      "thread-local capture), every graph captured, launched twice, right;" \
      "$beside_runs runs with the first calls beside the capture (another" \

@@ -714,6 +714,38 @@ test_shapes_beyond_the_table(void **state)
     assert_int_equal(slot, first);
 }
 
+/* A (site, shape)'s first captured call is the one kept: a first capture
+ * that ran FP32 keeps a converting decision of a later capture FP32
+ * (amp_decision_captured_fp32), one that converted does not; shadow and
+ * FP32 decisions are left as they are, and a slot of -1 has no record. */
+static void
+test_first_capture_kept(void **state)
+{
+    struct amp_decision dec = {.mode = AMP_MODE_FP16, .shape_slot = -1};
+    int fp32_first, converted_first;
+
+    (void)state;
+    fresh_site(&fp32_first);
+    fresh_site(&converted_first);
+    dec.shape_slot = fp32_first;
+    assert_false(amp_decision_captured_fp32(&dec));
+    amp_site_shape_captured(fp32_first, 0);
+    amp_site_shape_captured(fp32_first, 1);
+    assert_true(amp_decision_captured_fp32(&dec));
+    dec.mode = AMP_MODE_SHADOW;
+    assert_false(amp_decision_captured_fp32(&dec));
+    dec.mode = AMP_MODE_FP32;
+    assert_false(amp_decision_captured_fp32(&dec));
+    dec.mode = AMP_MODE_FP16;
+    dec.shape_slot = converted_first;
+    amp_site_shape_captured(converted_first, 1);
+    amp_site_shape_captured(converted_first, 0);
+    assert_false(amp_decision_captured_fp32(&dec));
+    dec.shape_slot = -1;
+    amp_site_shape_captured(-1, 0);
+    assert_false(amp_decision_captured_fp32(&dec));
+}
+
 static void
 test_no_site_is_fp32(void **state)
 {
@@ -741,6 +773,7 @@ main(void)
         cmocka_unit_test(test_transient_failures),
         cmocka_unit_test(test_frobenius_bound),
         cmocka_unit_test(test_no_site_is_fp32),
+        cmocka_unit_test(test_first_capture_kept),
         cmocka_unit_test(test_stacks_tell_sites_apart),
         cmocka_unit_test(test_shapes_decide_alone),
         cmocka_unit_test(test_shapes_beyond_the_table),
