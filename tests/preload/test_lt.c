@@ -120,6 +120,26 @@ test_plain_case_list(void **state)
 
 /* ---- modes ------------------------------------------------------------------ */
 
+/* Each case's D against FP32's bytes: a converted case's (class gemm,
+ * when `converts`) differ, every other's are the same. */
+static void
+expect_fp32_bytes(const struct amp_test_run *run,
+                  const struct amp_test_check *check, const char *what,
+                  int converts)
+{
+    for (int i = 0; i < check->count; i++) {
+        int conv = converts && strcmp(check->cases[i].cls, "gemm") == 0;
+        int same = strcmp(check->cases[i].hash, plain.cases[i].hash) == 0;
+
+        if (conv != same)
+            continue;
+        amp_test_run_dump(what, run);
+        fail_msg("%s: case %s (%s) is%s bit-identical to FP32", what,
+                 check->cases[i].name, check->cases[i].cls,
+                 same ? "" : " not");
+    }
+}
+
 struct mode_case {
     const char *mode, *tol;
 };
@@ -148,17 +168,7 @@ test_modes(void **state)
         run_lt_check(mode_cases[m].tol, 1, mode, &run);
         amp_test_expect_exit(&run, 0, what);
         amp_test_expect_cases_pass(&run, &plain, what, &check);
-        for (int i = 0; i < check.count; i++) {
-            int conv = strcmp(check.cases[i].cls, "gemm") == 0;
-            int same = strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
-
-            if (conv != same)
-                continue;
-            amp_test_run_dump(what, &run);
-            fail_msg("%s: case %s (%s) is%s bit-identical to FP32", what,
-                     check.cases[i].name, check.cases[i].cls,
-                     same ? "" : " not");
-        }
+        expect_fp32_bytes(&run, &check, what, 1);
         expect_summary(&run, plain_converts, 0, what, &sum);
         /* The coverage meter counts every product, all FP32 converted. */
         if (amp_test_count_lines_with(
@@ -199,17 +209,7 @@ test_bf16x9(void **state)
         run_lt_check("fp32", 1, set, &run);
         amp_test_expect_exit(&run, 0, what);
         amp_test_expect_cases_pass(&run, &plain, what, &check);
-        for (int i = 0; i < check.count; i++) {
-            int conv = emulated && strcmp(check.cases[i].cls, "gemm") == 0;
-            int same = strcmp(check.cases[i].hash, plain.cases[i].hash) == 0;
-
-            if (conv != same)
-                continue;
-            amp_test_run_dump(what, &run);
-            fail_msg("%s: case %s (%s) is%s bit-identical to FP32", what,
-                     check.cases[i].name, check.cases[i].cls,
-                     same ? "" : " not");
-        }
+        expect_fp32_bytes(&run, &check, what, emulated);
         expect_summary(&run, emulated ? plain_converts : 0, 0, what, &sum);
         if (!emulated &&
             amp_test_count_lines_with(run.err, "FP32 calls by reason: "
