@@ -1401,8 +1401,12 @@ cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
     return rt_cu(rt_drv.cuStreamEndCapture(stream, pGraph));
 }
 
-cudaError_t
-cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+/* cudaGraphInstantiate and cudaGraphInstantiateWithFlags, one body: a
+ * library call within the runtime never goes through its own exported
+ * names (NVIDIA's runtime binds them inside itself), so a preloaded hook
+ * of one sees only the program's calls of it. */
+static cudaError_t
+rt_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                      unsigned long long flags)
 {
     const unsigned long long known =
@@ -1419,12 +1423,19 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
     return rt_cu(rt_drv.cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
-/* The runtime's flags: cudaGraphInstantiate's. */
+cudaError_t
+cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                     unsigned long long flags)
+{
+    return rt_graph_instantiate(pGraphExec, graph, flags);
+}
+
+/* The runtime's flags: cudaGraphInstantiate's (rt_graph_instantiate). */
 cudaError_t
 cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                               unsigned long long flags)
 {
-    return cudaGraphInstantiate(pGraphExec, graph, flags);
+    return rt_graph_instantiate(pGraphExec, graph, flags);
 }
 
 /* cudaGraphInstantiateParams and CUDA_GRAPH_INSTANTIATE_PARAMS have one
