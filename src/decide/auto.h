@@ -84,8 +84,8 @@ struct amp_auto_view {
     enum amp_family family;
     int ncandidates;             /* tried so far (fp16x3, tf32x3 and
                                     bf16x9 join later) */
-    int bf16x9;                  /* the GPU has BF16x9 (the latest call's
-                                    amp_policy_call.bf16x9) */
+    int bf16x9;                  /* the GPU has BF16x9 (as the latest
+                                    call's amp_auto_decide said) */
     struct amp_auto_candidate c[AMP_AUTO_CANDIDATES];
     enum amp_auto_state state;
     int choice;                  /* index in c when AMP_AUTO_CHOSEN */
@@ -106,7 +106,8 @@ int amp_auto_half_fits(const struct amp_policy_call *call);
 /* The decision of an `auto` call, number `count` of its shape at its
  * site (`slot`: the (site, shape)'s, from amp_site_shape_count;
  * `half_fits`: amp_auto_half_fits of the call, which the (site, shape)'s
- * first call fixes; `bf16x9`: the call's amp_policy_call.bf16x9), into
+ * first call fixes; `bf16x9`: the call's GPU has cuBLAS's BF16x9
+ * emulation, amp_dev_bf16x9), into
  * *out: shadow:CANDIDATE while measuring (the
  * candidate least tried of those still unsettled whose shadow calls out,
  * not yet harvested, are fewer than the samples it still needs), FP32

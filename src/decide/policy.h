@@ -107,9 +107,6 @@ struct amp_policy_call {
                                     suffixes (amp_symbol_base) */
     const char *module;          /* the caller's module file; NULL: unknown */
     const void *site;            /* the cache key's site; NULL: none */
-    int bf16x9;                  /* the GPU has cuBLAS's BF16x9 emulation
-                                    (device/device.h, amp_dev_bf16x9):
-                                    auto may measure bf16x9 */
 };
 
 /* Sets a field and marks it present. */
@@ -468,6 +465,11 @@ int amp_decision_shape(const struct amp_decision *dec);
  * stream being captured the caller keeps the call FP32 (AMP_WHY_CAPTURED),
  * so that a graph update with the new capture finds the same nodes. */
 int amp_decision_captured_fp32(const struct amp_decision *dec);
+
+/* Keeps dec FP32 (AMP_WHY_CAPTURED) where amp_decision_captured_fp32
+ * says so and `stream` (an amp_stream) is being captured: what the GEMM
+ * and convolution policies do last. */
+void amp_decision_keep_captured(struct amp_decision *dec, void *stream);
 
 /* AMP_MODE_FP32 when no call can be converted (AMPSHIM_MODE=fp32, a
  * broken policy, a policy whose every action is fp32), else

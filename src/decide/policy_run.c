@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "decide/auto.h"
 #include "decide/site.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +232,16 @@ amp_decision_captured_fp32(const struct amp_decision *dec)
 }
 
 void
+amp_decision_keep_captured(struct amp_decision *dec, void *stream)
+{
+    if (amp_decision_captured_fp32(dec) &&
+        amp_dev_stream_capturing(stream) > 0) {
+        dec->mode = AMP_MODE_FP32;
+        dec->why = AMP_WHY_CAPTURED;
+    }
+}
+
+void
 amp_policy_no_baseline(struct amp_decision *out)
 {
     if (out->why != AMP_WHY_BASELINE)
@@ -342,8 +353,13 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->mode = AMP_MODE_FP32;
         out->why = AMP_WHY_SHAPE_LIMIT;
     } else if (out->why == AMP_WHY_AUTO) {
+        /* The device is asked only of auto's calls: whether it has
+         * BF16x9 matters once a (site, shape) measures the FP32-accurate
+         * modes, and a decided call need not pay for the question. */
         amp_auto_decide(site, slot, call.family, amp_auto_half_fits(&call),
-                        call.bf16x9, shape_count, amp_policy_sample_period(&amp_active),
+                        call.family == AMP_FAMILY_GEMM &&
+                            amp_dev_bf16x9(amp_dev_current_made()),
+                        shape_count, amp_policy_sample_period(&amp_active),
                         out);
     }
     if (out->why == AMP_WHY_RULE || out->why == AMP_WHY_DEFAULT)

@@ -136,11 +136,7 @@ amp_conv_policy(const struct amp_conv_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
         amp_policy_no_baseline(out);
-    if (amp_decision_captured_fp32(out) &&
-        amp_dev_stream_capturing(d->stream) > 0) {
-        out->mode = AMP_MODE_FP32;
-        out->why = AMP_WHY_CAPTURED;
-    }
+    amp_decision_keep_captured(out, d->stream);
 }
 
 double

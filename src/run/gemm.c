@@ -157,8 +157,6 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
     amp_policy_call_set(&call, AMP_FIELD_MATH, d->pedantic ? AMP_MATH_PEDANTIC
                                                           : AMP_MATH_DEFAULT);
-    /* Known once an earlier call has set the context up. */
-    call.bf16x9 = amp_dev_bf16x9(amp_dev_current_made());
     /* Earlier calls' results (the verdicts of shadow calls at the site
      * decide this one, demotions), never blocking, at a bounded cost
      * (also while the stream is being captured). */
@@ -172,11 +170,7 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     if (out->why == AMP_WHY_BASELINE && out->delivers && d->lt &&
         amp_epi_aux(d->epilogue))
         amp_policy_no_baseline(out);
-    if (amp_decision_captured_fp32(out) &&
-        amp_dev_stream_capturing(d->stream) > 0) {
-        out->mode = AMP_MODE_FP32;
-        out->why = AMP_WHY_CAPTURED;
-    }
+    amp_decision_keep_captured(out, d->stream);
     d->auto_shape = amp_decision_auto_shape(out);
     d->shape = amp_decision_shape(out);
     d->delivers = out->delivers;
