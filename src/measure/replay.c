@@ -99,40 +99,38 @@ amp_replay_captured(const struct amp_prof_what *w, enum amp_outcome outcome)
     pthread_mutex_unlock(&amp_replay_lock);
 }
 
+/* The calls of `from_handle`'s list into `to_handle`'s, in place of what
+ * it had (`replace`) or after it; `what` names the receiving graph for
+ * the log. Lock taken. */
+static void
+amp_replay_carry(void *from_handle, void *to_handle, int replace,
+                 const char *what)
+{
+    struct amp_replay_list *from, *to;
+    int calls;
+
+    pthread_mutex_lock(&amp_replay_lock);
+    from = amp_replay_list(from_handle, 0);
+    calls = from && from->n;
+    to = amp_replay_list(to_handle, calls);
+    if (to && replace)
+        to->n = 0;
+    if (to && calls && amp_replay_append(to, from->calls, from->n) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "no memory to note the calls of %s; its "
+                "replays go uncounted", what);
+    pthread_mutex_unlock(&amp_replay_lock);
+}
+
 void
 amp_replay_instantiated(void *graph, void *exec)
 {
-    struct amp_replay_list *from, *to;
-
-    pthread_mutex_lock(&amp_replay_lock);
-    from = amp_replay_list(graph, 0);
-    if (from && from->n) {
-        to = amp_replay_list(exec, 1);
-        if (to) {
-            to->n = 0;
-            if (amp_replay_append(to, from->calls, from->n) != AMP_OK)
-                amp_log(AMP_LOG_INFO, "no memory to note an executable "
-                        "graph's calls; its replays go uncounted");
-        }
-    }
-    pthread_mutex_unlock(&amp_replay_lock);
+    amp_replay_carry(graph, exec, 1, "an executable graph");
 }
 
 void
 amp_replay_updated(void *graph, void *exec)
 {
-    struct amp_replay_list *from, *to;
-
-    pthread_mutex_lock(&amp_replay_lock);
-    from = amp_replay_list(graph, 0);
-    to = amp_replay_list(exec, from && from->n);
-    if (to) {
-        to->n = 0;
-        if (from && amp_replay_append(to, from->calls, from->n) != AMP_OK)
-            amp_log(AMP_LOG_INFO, "no memory to note an updated executable "
-                    "graph's calls; its replays go uncounted");
-    }
-    pthread_mutex_unlock(&amp_replay_lock);
+    amp_replay_carry(graph, exec, 1, "an updated executable graph");
 }
 
 /* How a captured call runs in its graph: its mode, FP32 when it was not
@@ -177,17 +175,7 @@ amp_replay_update_failed(void *graph, void *exec)
 void
 amp_replay_child(void *parent, void *child)
 {
-    struct amp_replay_list *from, *to;
-
-    pthread_mutex_lock(&amp_replay_lock);
-    from = amp_replay_list(child, 0);
-    if (from && from->n) {
-        to = amp_replay_list(parent, 1);
-        if (!to || amp_replay_append(to, from->calls, from->n) != AMP_OK)
-            amp_log(AMP_LOG_INFO, "no memory to note a child graph's "
-                    "calls; its parent's replays go uncounted");
-    }
-    pthread_mutex_unlock(&amp_replay_lock);
+    amp_replay_carry(child, parent, 0, "a graph with a child graph node");
 }
 
 void
