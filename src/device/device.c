@@ -1270,10 +1270,15 @@ amp_dev_cc_minor(const struct amp_dev *dev)
 }
 
 int
+amp_cc_bf16x9(int major, int minor)
+{
+    return major == 10 && (minor == 0 || minor == 3);
+}
+
+int
 amp_dev_bf16x9(const struct amp_dev *dev)
 {
-    return dev && dev->cc_major == 10 &&
-           (dev->cc_minor == 0 || dev->cc_minor == 3);
+    return dev && amp_cc_bf16x9(dev->cc_major, dev->cc_minor);
 }
 
 int

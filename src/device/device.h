@@ -251,6 +251,10 @@ int amp_dev_cc_minor(const struct amp_dev *dev);
  * type and computes plain FP32. 0 for NULL. */
 int amp_dev_bf16x9(const struct amp_dev *dev);
 
+/* The rule amp_dev_bf16x9 applies, for a compute capability known
+ * otherwise (a report's). */
+int amp_cc_bf16x9(int major, int minor);
+
 /* The device (its ordinal, a CUdevice) of dev's context. */
 int amp_dev_ordinal(const struct amp_dev *dev);
 

@@ -5,6 +5,7 @@
 #include "decide/policy.h"
 #include "decide/site.h"
 #include "decide/symbolize.h"
+#include "device/device.h"
 #include "tool/tool.h"
 #include "tool/tool_report.h"
 
@@ -388,13 +389,15 @@ amp_cal_program(struct amp_calibration *cal, const struct amp_json *root)
     const char *dname = amp_json_str(amp_json_get(dev, "reported_name"));
     const char *timing = amp_json_str(amp_json_get(dev, "timing"));
     const char *cc = amp_json_str(amp_json_get(dev, "compute_capability"));
+    int major, minor;
 
     snprintf(cal->program, sizeof cal->program, "%s", name ? name : "");
     snprintf(cal->build_id, sizeof cal->build_id, "%s", id ? id : "");
     snprintf(cal->device, sizeof cal->device, "%s, times %s",
              dname ? dname : "no device", timing ? timing : "not taken");
     snprintf(cal->gpu, sizeof cal->gpu, "%s", dname ? dname : "no device");
-    cal->bf16x9 = cc && (strcmp(cc, "10.0") == 0 || strcmp(cc, "10.3") == 0);
+    cal->bf16x9 = cc && sscanf(cc, "%d.%d", &major, &minor) == 2 &&
+                  amp_cc_bf16x9(major, minor);
 }
 
 /* Adds the measurements of obj (a report site or shape) to m. */
