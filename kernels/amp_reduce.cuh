@@ -18,16 +18,43 @@
 #define AMP_TID ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)
 #define AMP_NTHREADS ((int64_t)gridDim.x * blockDim.x)
 
-// Largest value over the block, left in slots[0].
+// A block's reductions take two barriers whatever its size, not one per
+// level of a tree: after the first, each of the first AMP_REDUCE_LANES
+// threads combines the slots lane, lane + AMP_REDUCE_LANES, ... (strided,
+// so that consecutive threads read consecutive banks); after the second,
+// thread 0 combines those. On the emulator every barrier switches each
+// thread of the block in turn, so a tree's eight levels cost four times
+// the reduction's two.
+#define AMP_REDUCE_LANES 16u
+
+// The largest of every thread's slots[threadIdx.x], left in slots[0] for
+// thread 0 (a caller whose other threads read it adds a barrier), and
+// whether any thread passed a non-zero `any` (for every thread, as
+// __syncthreads_or). Every thread of the block calls it.
+static __device__ int
+amp_block_max_or(uint32_t *slots, int any)
+{
+    any = __syncthreads_or(any);
+    if (threadIdx.x < AMP_REDUCE_LANES) {
+        uint32_t m = slots[threadIdx.x];
+
+        for (unsigned i = threadIdx.x + AMP_REDUCE_LANES; i < blockDim.x;
+             i += AMP_REDUCE_LANES)
+            m = slots[i] > m ? slots[i] : m;
+        slots[threadIdx.x] = m;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (unsigned i = 1; i < AMP_REDUCE_LANES && i < blockDim.x; i++)
+            slots[0] = slots[i] > slots[0] ? slots[i] : slots[0];
+    return any;
+}
+
+// amp_block_max_or without the flag.
 static __device__ void
 amp_block_max(uint32_t *slots)
 {
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half && slots[threadIdx.x + half] > slots[threadIdx.x])
-            slots[threadIdx.x] = slots[threadIdx.x + half];
-        __syncthreads();
-    }
+    (void)amp_block_max_or(slots, 0);
 }
 
 // Called by one thread of each block after its block's atomics on device
@@ -82,21 +109,27 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
         atomicAdd(&nonfinite, e.nonfinite);
     if (e.compared)
         atomicAdd(&compared, e.compared);
-    // The four reductions share one tree, a barrier per level, as
-    // amp_block_max's (the sums pairwise in the same order).
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            unsigned o = threadIdx.x + half;
+    // The four reductions in the two rounds of amp_block_max_or, the sums
+    // in the same order on every run.
+    if (threadIdx.x < AMP_REDUCE_LANES) {
+        unsigned t = threadIdx.x;
 
-            if (abs_max[o] > abs_max[threadIdx.x])
-                abs_max[threadIdx.x] = abs_max[o];
-            if (ref_max[o] > ref_max[threadIdx.x])
-                ref_max[threadIdx.x] = ref_max[o];
-            sq_diff[threadIdx.x] += sq_diff[o];
-            sq_ref[threadIdx.x] += sq_ref[o];
+        for (unsigned o = t + AMP_REDUCE_LANES; o < blockDim.x;
+             o += AMP_REDUCE_LANES) {
+            abs_max[t] = abs_max[o] > abs_max[t] ? abs_max[o] : abs_max[t];
+            ref_max[t] = ref_max[o] > ref_max[t] ? ref_max[o] : ref_max[t];
+            sq_diff[t] += sq_diff[o];
+            sq_ref[t] += sq_ref[o];
         }
-        __syncthreads();
+    }
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    for (unsigned o = 1; o < AMP_REDUCE_LANES && o < blockDim.x; o++) {
+        abs_max[0] = abs_max[o] > abs_max[0] ? abs_max[o] : abs_max[0];
+        ref_max[0] = ref_max[o] > ref_max[0] ? ref_max[o] : ref_max[0];
+        sq_diff[0] += sq_diff[o];
+        sq_ref[0] += sq_ref[o];
     }
     if (threadIdx.x != 0)
         return;

@@ -45,8 +45,7 @@ amp_k_conv_scales(const float *a, struct amp_conv_layout la, const float *b,
     block_max[threadIdx.x] =
         part ? amp_conv_absmax_thread(b, &lb, &bad, tid, nthreads)
              : amp_conv_absmax_thread(a, &la, &bad, tid, nthreads);
-    bad = __syncthreads_or(bad);
-    amp_block_max(block_max);
+    bad = amp_block_max_or(block_max, bad);
     if (threadIdx.x != 0 || !amp_conv_maxima_done(s, part, block_max[0], bad))
         return;
     amp_conv_scalars_finish(s, log2_len, format);
@@ -104,8 +103,7 @@ amp_k_conv_cast_one_pass(const float *a, struct amp_conv_layout la,
                                          tid, nthreads)
              : amp_conv_cast_scan_thread(a, &la, dst_a, scale, format, &bad,
                                          tid, nthreads);
-    bad = __syncthreads_or(bad);
-    amp_block_max(block_max);
+    bad = amp_block_max_or(block_max, bad);
     if (threadIdx.x != 0 || !amp_conv_maxima_done(s, part, block_max[0], bad))
         return;
     amp_conv_delayed_finish(s, rec, log2_len, format);

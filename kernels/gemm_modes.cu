@@ -60,6 +60,7 @@ amp_k_alpha_vector(const float *alpha, int64_t stride, int64_t members,
                                                     c, threadIdx.x,
                                                     blockDim.x);
     amp_block_max(inexact);
+    __syncthreads();    // every thread reads inexact[0]
     if (inexact[0])
         c = 1.0f;
     amp_alpha_scale_thread(alpha, stride, members, m, c, out, threadIdx.x,
