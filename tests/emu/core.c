@@ -4,6 +4,7 @@
 #include "core_state.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@ static struct {
     size_t used[CORE_MAX_DEVICES];
     unsigned char *dev_base;    /* PROT_NONE: the addresses handed out */
     unsigned char *rw_base;     /* read-write alias at the same offsets */
+    int fd;                     /* the memory file both views map */
     size_t span;
     size_t cursor;              /* next-fit start, delays address reuse */
     struct core_alloc_rec *allocs;  /* sorted by base */
@@ -182,27 +184,78 @@ core_read_device_count(void)
     return (int)n;
 }
 
+/* Device memory is one sparse memory file mapped twice: PROT_NONE at the
+ * addresses handed out (a kernel's pages open there, core_window_open) and
+ * read-write at the alias the emulator's own code uses. Both views are the
+ * same pages, so a page opens and closes without a copy. */
+static int
+core_map_file(size_t span, int *fd_out, void **dev_out, void **rw_out)
+{
+    int fd = (int)syscall(SYS_memfd_create, "ampshim-emu-device", 1u);
+    void *dev = MAP_FAILED, *rw = MAP_FAILED;
+
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)span) == 0) {
+        dev = mmap(NULL, span, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+        rw = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_NORESERVE, fd, 0);
+    }
+    if (dev == MAP_FAILED || rw == MAP_FAILED) {
+        if (dev != MAP_FAILED)
+            munmap(dev, span);
+        if (rw != MAP_FAILED)
+            munmap(rw, span);
+        close(fd);
+        return -1;
+    }
+    *fd_out = fd;
+    *dev_out = dev;
+    *rw_out = rw;
+    return 0;
+}
+
+/* A child of fork() gets device memory of its own, a copy of the
+ * parent's, as with private memory: the two processes would otherwise
+ * share one file. Runs in the child, before fork() returns there. */
+static void
+core_fork_child(void)
+{
+    int fd;
+    void *dev, *rw;
+
+    if (!g.dev_base || core_map_file(g.span, &fd, &dev, &rw) != 0)
+        return;
+    for (size_t i = 0; i < g.nallocs; i++)
+        if (!g.allocs[i].is_host)
+            memcpy((unsigned char *)rw + g.allocs[i].place,
+                   g.rw_base + g.allocs[i].place, g.allocs[i].pages);
+    munmap(dev, g.span);
+    munmap(rw, g.span);
+    /* The new file at the old addresses, so that every pointer the
+     * parent handed out stays valid. */
+    mmap(g.dev_base, g.span, PROT_NONE, MAP_SHARED | MAP_NORESERVE | MAP_FIXED,
+         fd, 0);
+    mmap(g.rw_base, g.span, PROT_READ | PROT_WRITE,
+         MAP_SHARED | MAP_NORESERVE | MAP_FIXED, fd, 0);
+    close(g.fd);
+    g.fd = fd;
+}
+
 static int
 core_map_span(void)
 {
-    size_t span;
+    for (size_t span = CORE_SPAN_MAX; span >= CORE_SPAN_MIN; span /= 2) {
+        void *dev, *rw;
+        int fd;
 
-    for (span = CORE_SPAN_MAX; span >= CORE_SPAN_MIN; span /= 2) {
-        void *dev = mmap(NULL, span, PROT_NONE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        void *rw;
-
-        if (dev == MAP_FAILED)
+        if (core_map_file(span, &fd, &dev, &rw) != 0)
             continue;
-        rw = mmap(NULL, span, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (rw == MAP_FAILED) {
-            munmap(dev, span);
-            continue;
-        }
+        g.fd = fd;
         g.dev_base = dev;
         g.rw_base = rw;
         g.span = span;
+        pthread_atfork(NULL, NULL, core_fork_child);
         return 0;
     }
     return -1;
@@ -370,7 +423,8 @@ core_release_pages(size_t i)
 {
     const struct core_alloc_rec *r = &g.allocs[i];
 
-    madvise(g.rw_base + r->place, r->pages, MADV_DONTNEED);
+    fallocate(g.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+              (off_t)r->place, (off_t)r->pages);
 }
 
 static void
@@ -950,10 +1004,7 @@ core_window_touch(uintptr_t a, int writes)
     }
     if (win.state[pg] != WIN_CLOSED)
         return -1;
-    mprotect(at, page, PROT_READ | PROT_WRITE);
-    memcpy(at, g.rw_base + pg * page, page);
-    if (!writes)
-        mprotect(at, page, PROT_READ);
+    mprotect(at, page, writes ? PROT_READ | PROT_WRITE : PROT_READ);
     win.state[pg] = writes ? WIN_WRITTEN : WIN_READ;
     win.opened[win.nopened++] = pg;
     win.bytes += core_page_bytes(&g.allocs[i], pg);
@@ -1024,28 +1075,23 @@ core_window_open(sigjmp_buf *on_fault)
     sigaction(SIGSEGV, &sa, &win.old);
 }
 
-/* Closes pages [first, first + n) of the span, giving their memory back. */
+/* Closes pages [first, first + n) of the span. */
 static void
 core_window_shut(size_t first, size_t n)
 {
-    unsigned char *at = g.dev_base + first * core_page();
-
-    madvise(at, n * core_page(), MADV_DONTNEED);
-    mprotect(at, n * core_page(), PROT_NONE);
+    mprotect(g.dev_base + first * core_page(), n * core_page(), PROT_NONE);
 }
 
 double
 core_window_close(void)
 {
-    size_t page = core_page(), run = 0, first = 0;
+    size_t run = 0, first = 0;
 
     sigaction(SIGSEGV, &win.old, NULL);
     for (size_t i = 0; i < win.nopened; i++) {
         size_t pg = win.opened[i];
 
         core_note_page(pg, win.state[pg] == WIN_WRITTEN);
-        if (win.state[pg] == WIN_WRITTEN)
-            memcpy(g.rw_base + pg * page, g.dev_base + pg * page, page);
         win.state[pg] = WIN_CLOSED;
         if (run && pg == first + run) {
             run++;

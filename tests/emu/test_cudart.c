@@ -967,6 +967,42 @@ test_host_access_to_device_memory_faults(void **state)
     }
 }
 
+/* A child of fork() that writes device memory through the API changes
+ * its own copy: the parent's memory stays as it was. */
+static void
+test_fork_child_has_its_own_device_memory(void **state)
+{
+    unsigned char *d = NULL, back[4096];
+    int status = -1;
+    pid_t pid;
+
+    (void)state;
+    assert_int_equal(cudaMalloc((void **)&d, sizeof back), cudaSuccess);
+    assert_int_equal(cudaMemset(d, 0x33, sizeof back), cudaSuccess);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        unsigned char *mine = NULL;
+        int bad = cudaMemset(d, 0x44, sizeof back) != cudaSuccess ||
+                  cudaMalloc((void **)&mine, sizeof back) != cudaSuccess ||
+                  cudaMemset(mine, 0x55, sizeof back) != cudaSuccess ||
+                  cudaMemcpy(back, d, sizeof back,
+                             cudaMemcpyDeviceToHost) != cudaSuccess ||
+                  !all_bytes(back, sizeof back, 0x44);
+
+        _exit(bad);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    assert_true(all_bytes(back, sizeof back, 0x33));
+    assert_int_equal(cudaFree(d), cudaSuccess);
+}
+
 /*
  * A copy that is not ordered after a memset on another stream but queued
  * after it runs after it, as on a GPU that keeps up; once both streams are
@@ -1375,6 +1411,8 @@ main(int argc, char **argv)
         cmocka_unit_test_setup(test_events, setup_clean),
         cmocka_unit_test_setup(test_event_orders_streams, setup_clean),
         cmocka_unit_test_setup(test_host_access_to_device_memory_faults,
+                               setup_clean),
+        cmocka_unit_test_setup(test_fork_child_has_its_own_device_memory,
                                setup_clean),
         cmocka_unit_test_setup(test_unsynchronised_read_in_queue_order,
                                setup_clean),
