@@ -145,23 +145,20 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
 // Adds every thread's count to accum->error.nonfinite (accum zeroed before
 // the kernel); the last block to finish writes the totals to *slot, the
 // other errors still 0: amp_shadow_reduce for a kernel that checks only
-// for non-finite results. Every thread of the block calls it.
+// for non-finite results. Every thread of the block calls it. A thread
+// that counted adds its count itself (non-finite results are rare), so
+// the block needs one barrier and no shared total.
 static __device__ void
 amp_count_reduce(uint32_t count, struct amp_shadow_accum *accum,
                  struct amp_shadow_error *slot)
 {
-    __shared__ unsigned long long block_count;
-
+    if (count) {
+        atomicAdd(&accum->error.nonfinite, (unsigned long long)count);
+        __threadfence();
+    }
+    __syncthreads();
     if (threadIdx.x == 0)
-        block_count = 0;
-    __syncthreads();
-    if (count)
-        atomicAdd(&block_count, (unsigned long long)count);
-    __syncthreads();
-    if (threadIdx.x != 0)
-        return;
-    atomicAdd(&accum->error.nonfinite, block_count);
-    amp_shadow_publish(accum, slot);
+        amp_shadow_publish(accum, slot);
 }
 
 #endif
