@@ -2190,6 +2190,80 @@ drv_check_config(const struct CUfunc_st *f, const unsigned grid[3],
     return CUDA_SUCCESS;
 }
 
+/* ---- Occupancy ------------------------------------------------------------- */
+
+/* Blocks of `block` threads of kernel k that fit on one multiprocessor of
+ * the modelled GPU with `dynamic` bytes of shared memory each: the least
+ * of what its threads, its registers, its shared memory and the blocks
+ * limit allow, by the occupancy calculator's rules (registers allocated
+ * per warp in units of 256; shared memory in units of 128 bytes, plus the
+ * 1 KB the system reserves per block from compute capability 8.0). The
+ * registers are sm_90's for every model (emu_kernel_resources). */
+static int
+drv_occupancy(const struct emu_kernel *k, int block, size_t dynamic)
+{
+    const struct core_gpu_spec *s = core_gpu_spec();
+    int warps = (block + 31) / 32, registers, shared, blocks;
+    size_t per_block;
+
+    emu_kernel_resources(k, &registers, &shared);
+    blocks = s->max_threads_per_sm / 32 / warps;
+    if (blocks > s->max_blocks_per_sm)
+        blocks = s->max_blocks_per_sm;
+    if (registers > 0) {
+        int per_warp = (registers * 32 + 255) / 256 * 256;
+        int by_registers = 65536 / per_warp / warps;
+
+        if (by_registers < blocks)
+            blocks = by_registers;
+    }
+    per_block = (size_t)shared + dynamic +
+                (s->pub.cc_major >= 8 ? 1024u : 0u);
+    per_block = (per_block + 127) / 128 * 128;
+    if (per_block > 0 && (size_t)s->smem_per_sm / per_block < (size_t)blocks)
+        blocks = (int)((size_t)s->smem_per_sm / per_block);
+    return blocks;
+}
+
+/* NVIDIA documents it as "the number of the maximum active blocks per
+ * streaming multiprocessor" for the function at that block size and
+ * dynamic shared memory (CUDA Driver API, Occupancy). Flags: 0 or
+ * CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE, which changes nothing here (no
+ * caching is modelled). */
+CUresult
+cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks,
+                                                     CUfunction func,
+                                                     int blockSize,
+                                                     size_t dynamicSMemSize,
+                                                     unsigned int flags)
+{
+    struct CUctx_st *ctx;
+    struct CUfunc_st *fn;
+    CUresult rc;
+
+    if (!numBlocks || blockSize <= 0 ||
+        blockSize > DRV_MAX_BLOCK_THREADS ||
+        (flags & ~(unsigned)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 1);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    fn = core_func_lookup(ctx, func);
+    if (!fn)
+        return drv_leave(CUDA_ERROR_INVALID_HANDLE);
+    *numBlocks = drv_occupancy(fn->kernel, blockSize, dynamicSMemSize);
+    return drv_leave(CUDA_SUCCESS);
+}
+
+CUresult
+cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
+                                            int blockSize,
+                                            size_t dynamicSMemSize)
+{
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks, func, blockSize, dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
+}
+
 CUresult
 cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                unsigned bx, unsigned by, unsigned bz, unsigned shared,

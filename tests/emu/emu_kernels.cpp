@@ -2,10 +2,12 @@
 // host over emu_cuda_rt.h, and the table the emulated driver finds them in:
 // the names of the kernels the sources define (AMP_KERNEL_LIST, generated
 // with the includes by scripts/kernel_list.py), each parameter's size and
-// alignment and the call from the kernel function's own type.
+// alignment and the call from the kernel function's own type; and their
+// registers and shared memory from ptxas's report (AMP_KERNEL_RESOURCES).
 #include "emu_cuda_rt.h"
 
 #include "amp_kernels_host.h"
+#include "amp_kernels_resources.h"
 
 #include "emu_kernels.h"
 
@@ -69,4 +71,25 @@ emu_kernel_find(const char *name)
         if (std::strcmp(k->name, name) == 0)
             return k;
     return nullptr;
+}
+
+extern "C" void
+emu_kernel_resources(const struct emu_kernel *k, int *registers,
+                     int *shared_bytes)
+{
+    static const struct {
+        const char *name;
+        int registers, shared_bytes;
+    } table[] = {
+#define EMU_RESOURCES(name, registers, shared) {#name, registers, shared},
+        AMP_KERNEL_RESOURCES(EMU_RESOURCES)
+#undef EMU_RESOURCES
+    };
+
+    *registers = *shared_bytes = 0;
+    for (const auto &r : table)
+        if (std::strcmp(r.name, k->name) == 0) {
+            *registers = r.registers;
+            *shared_bytes = r.shared_bytes;
+        }
 }

@@ -32,6 +32,13 @@ extern const struct emu_kernel emu_kernels[];
 /* The entry named `name`, or NULL. */
 const struct emu_kernel *emu_kernel_find(const char *name);
 
+/* A kernel's registers per thread and static shared memory per block, as
+ * ptxas allocates them for sm_90 (amp_kernels_resources.h, generated from
+ * the build's `ptxas -v` report): 0 and 0 where the report does not name
+ * it. */
+void emu_kernel_resources(const struct emu_kernel *k, int *registers,
+                          int *shared_bytes);
+
 /* One launch: its shape and its parameters (params[i] points to a copy). */
 struct emu_grid {
     const struct emu_kernel *kernel;

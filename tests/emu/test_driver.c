@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "emu.h"
+#include "emu_kernels.h"
 #include "amp_kernels.h"
 #include "amp_math.h"
 
@@ -1101,6 +1102,72 @@ test_kernel_time_is_its_bytes(void **state)
     CHECK(cuModuleUnload(m));
 }
 
+/* The occupancy calculator's answer for k on the H100 model (2048 threads,
+ * 32 blocks and 233472 bytes of shared memory per multiprocessor, 65536
+ * registers), from the registers and shared memory ptxas reported. */
+static int
+h100_blocks(const struct emu_kernel *k, int block, size_t dynamic)
+{
+    int registers, shared, warps = (block + 31) / 32, blocks, by_regs;
+    size_t smem;
+
+    emu_kernel_resources(k, &registers, &shared);
+    blocks = 2048 / 32 / warps;
+    blocks = blocks < 32 ? blocks : 32;
+    by_regs = 65536 / ((registers * 32 + 255) / 256 * 256) / warps;
+    blocks = by_regs < blocks ? by_regs : blocks;
+    smem = ((size_t)shared + dynamic + 1024 + 127) / 128 * 128;
+    return 233472 / smem < (size_t)blocks ? (int)(233472 / smem) : blocks;
+}
+
+/* cuOccupancyMaxActiveBlocksPerMultiprocessor answers from the kernel's
+ * registers and shared memory (ptxas's, kept by the build) and the
+ * modelled multiprocessor's limits; it refuses what the driver refuses. */
+static void
+test_occupancy(void **state)
+{
+    const struct emu_kernel *k = emu_kernel_find(AMP_K_CONV_ERROR);
+    int registers = 0, shared = 0, n = -1;
+    CUfunction f;
+    CUmodule m;
+
+    (void)state;
+    assert_non_null(k);
+    emu_kernel_resources(k, &registers, &shared);
+    /* The build's report names the kernel: a reduction with shared
+     * memory, at most 64 registers (kernel_resources). */
+    assert_true(registers > 32 && registers <= 64);
+    assert_true(shared > 0);
+    make_fatbin(AMP_K_CONV_ERROR);
+    CHECK(cuModuleLoadData(&m, fake_fatbin));
+    CHECK(cuModuleGetFunction(&f, m, AMP_K_CONV_ERROR));
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 256, 0));
+    assert_int_equal(n, h100_blocks(k, 256, 0));
+    /* Over 32 registers a thread, 256-thread blocks are register-bound
+     * below the 8 that the threads allow. */
+    assert_true(n >= 4 && n < 8);
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 1024, 0));
+    assert_int_equal(n, 1);
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        &n, f, 64, 100000, CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE));
+    assert_int_equal(n, h100_blocks(k, 64, 100000));
+    assert_int_equal(n, 2);
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 256, 240000));
+    assert_int_equal(n, 0);
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(NULL, f,
+                                                                 256, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 0, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 1025,
+                                                                 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &n, (CUfunction)&n, 256, 0),
+                     CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuModuleUnload(m));
+}
+
 /* A child that launches the FP16 cast of test_kernel_time_is_its_bytes
  * twice, for AMPSHIM_EMU_KERNEL_STATS to count at its exit. */
 static int
@@ -1541,6 +1608,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_events_time_the_model),
         cmocka_unit_test(test_kernel_time_is_its_bytes),
+        cmocka_unit_test(test_occupancy),
         cmocka_unit_test(test_kernel_stats),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
