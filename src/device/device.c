@@ -26,6 +26,7 @@
     X(cuDeviceGetAttribute)                                                  \
     X(cuModuleLoadData)                                                      \
     X(cuModuleGetFunction)                                                   \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                           \
     X(cuLaunchKernel)                                                        \
     X(cuMemAllocAsync)                                                       \
     X(cuMemFreeAsync)                                                        \
@@ -100,6 +101,9 @@ struct amp_dev {
     int usable;
     CUmodule module;
     CUfunction kernels[AMP_KERNEL_COUNT];
+    /* Blocks of one full wave of each kernel (amp_dev_grid); 0 where the
+     * driver did not say. */
+    unsigned wave[AMP_KERNEL_COUNT];
     /* Slots, under amp_dev_lock: blocks made as the slots run out (block
      * b holds AMP_DEV_SLOTS << b of them), kept for the context's life. A
      * block's memory and events never move once made: a slot's harvest
@@ -233,6 +237,43 @@ amp_dev_unrelax(int token)
         amp_cu.cuThreadExchangeStreamCaptureMode(&mode);
 }
 
+/* One full wave of each of dev's kernels: the device's multiprocessors
+ * times the blocks of AMP_KERNEL_BLOCK threads that fit on one, by the
+ * driver's occupancy calculation (the kernel's registers and shared
+ * memory). */
+static void
+amp_dev_waves(struct amp_dev *dev, CUdevice device)
+{
+    int sms = 0, k;
+
+    if (amp_cu.cuDeviceGetAttribute(&sms,
+                                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                    device) != CUDA_SUCCESS)
+        sms = 0;
+    for (k = 0; k < AMP_KERNEL_COUNT; k++) {
+        int blocks = 0;
+
+        dev->wave[k] = 0;
+        if (sms > 0 &&
+            amp_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocks, dev->kernels[k], AMP_KERNEL_BLOCK, 0) ==
+                CUDA_SUCCESS &&
+            blocks > 0)
+            dev->wave[k] = (unsigned)sms * (unsigned)blocks;
+    }
+}
+
+unsigned
+amp_dev_grid(const struct amp_dev *dev, enum amp_kernel k, int64_t n)
+{
+    int64_t blocks = (n + AMP_KERNEL_BLOCK - 1) / AMP_KERNEL_BLOCK;
+    unsigned wave = dev->wave[k] ? dev->wave[k] : AMP_KERNEL_MAX_GRID;
+
+    if (blocks < 1)
+        return 1;
+    return blocks > (int64_t)wave ? wave : (unsigned)blocks;
+}
+
 /* Loads the kernels into the current context, the one dev stands for. */
 static void
 amp_dev_setup(struct amp_dev *dev)
@@ -272,6 +313,7 @@ amp_dev_setup(struct amp_dev *dev)
             return;
         }
     }
+    amp_dev_waves(dev, device);
     if (amp_cu.cuDeviceGetName(dev->name, (int)sizeof dev->name, device) !=
         CUDA_SUCCESS)
         snprintf(dev->name, sizeof dev->name, "device %d", (int)device);

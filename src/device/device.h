@@ -121,6 +121,15 @@ enum amp_status amp_dev_memset32_async(amp_devptr ptr, uint32_t value,
 enum amp_status amp_dev_copy_async(amp_devptr dst, amp_devptr src,
                                    size_t bytes, amp_stream stream);
 
+/* Blocks of a grid-stride launch of kernel k over n elements: one per
+ * AMP_KERNEL_BLOCK elements, but at most one full wave of k on dev's
+ * device (its multiprocessors times the blocks of k that fit on one, as
+ * the driver's occupancy calculation says): a larger grid keeps no more
+ * threads resident and ends in a partial wave. AMP_KERNEL_MAX_GRID where
+ * the driver did not say. */
+unsigned amp_dev_grid(const struct amp_dev *dev, enum amp_kernel k,
+                      int64_t n);
+
 /* Queues kernel k on `stream` with a 1-D grid; params as for
  * cuLaunchKernel. */
 enum amp_status amp_dev_launch(struct amp_dev *dev, enum amp_kernel k,

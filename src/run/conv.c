@@ -422,7 +422,7 @@ static enum amp_status
 amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                 void **params)
 {
-    return amp_dev_launch(run->dev, k, amp_kernel_grid(elems),
+    return amp_dev_launch(run->dev, k, amp_dev_grid(run->dev, k, elems),
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
@@ -537,6 +537,7 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     struct amp_conv_layout l[2];
     int64_t blocks_a;
     unsigned grid;
+    enum amp_kernel cast;
     void *scales[] = {&src[0], &l[0], &src[1], &l[1], &blocks_a, &s,
                       &log2_len, &format, &rec};
     void *casts[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
@@ -553,15 +554,21 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     }
     st = amp_conv_zero_scalars(run);
     if (st == AMP_OK && !one_pass) {
-        blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 0));
-        grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 0));
+        blocks_a = amp_dev_grid(run->dev, AMP_KERNEL_CONV_SCALES,
+                                amp_conv_count(&l[0], 0));
+        grid = (unsigned)blocks_a +
+               amp_dev_grid(run->dev, AMP_KERNEL_CONV_SCALES,
+                            amp_conv_count(&l[1], 0));
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
                             AMP_KERNEL_BLOCK, run->stream, scales);
     }
     if (st != AMP_OK || p->type == AMP_CONV_F32)
         return st;
-    blocks_a = amp_kernel_grid(amp_conv_count(&l[0], 1));
-    grid = (unsigned)blocks_a + amp_kernel_grid(amp_conv_count(&l[1], 1));
+    /* The same grid for the one-pass cast and the cast after it. */
+    cast = one_pass ? AMP_KERNEL_CONV_CAST_ONE_PASS : AMP_KERNEL_CONV_CAST;
+    blocks_a = amp_dev_grid(run->dev, cast, amp_conv_count(&l[0], 1));
+    grid = (unsigned)blocks_a +
+           amp_dev_grid(run->dev, cast, amp_conv_count(&l[1], 1));
     if (one_pass) {
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST_ONE_PASS, grid,
                             AMP_KERNEL_BLOCK, run->stream, once);

@@ -434,8 +434,8 @@ static enum amp_status
 amp_launch(struct amp_dev *dev, enum amp_kernel k, int64_t elems,
            amp_stream stream, void **params)
 {
-    return amp_dev_launch(dev, k, amp_kernel_grid(elems), AMP_KERNEL_BLOCK,
-                          stream, params);
+    return amp_dev_launch(dev, k, amp_dev_grid(dev, k, elems),
+                          AMP_KERNEL_BLOCK, stream, params);
 }
 
 static enum amp_status
@@ -468,9 +468,12 @@ amp_queue_copy_c(struct amp_gemm_run *run)
 /* An operand as the fused kernels take it: the caller's batch, its half
  * copy at dst (with lo, the fp16x3 split), the pointer array to fill with
  * the copy's matrices (0: none), and the blocks of the grid that cover
- * it. */
+ * it, sized for kernel k (amp_dev_grid; the other kernels that take the
+ * operand launch the same grid, which a grid-stride loop covers whatever
+ * its size). */
 static struct amp_gemm_operand
-amp_fused_operand(struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
+amp_fused_operand(const struct amp_gemm_run *run, enum amp_kernel k,
+                  struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
                   amp_devptr ptrs, int64_t ld_dst, int64_t stride_dst)
 {
     struct amp_gemm_operand o = {
@@ -478,7 +481,7 @@ amp_fused_operand(struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
         .batch = s.batch, .ld = s.ld, .rows = s.rows, .cols = s.cols,
         .dst = dst, .dst_lo = lo, .ptrs = ptrs, .ld_dst = ld_dst,
         .stride_dst = stride_dst,
-        .blocks = amp_kernel_grid(s.batch * s.rows * s.cols),
+        .blocks = amp_dev_grid(run->dev, k, s.batch * s.rows * s.cols),
     };
     return o;
 }
@@ -585,10 +588,12 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr base = run->scratch;
     struct amp_gemm_operand a = amp_fused_operand(
+        run, AMP_KERNEL_GEMM_CAST,
         amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
         base + l->a, amp_at(base, l->a_lo), amp_at(base, l->ptrs_a),
         l->ld_a16, l->stride_a16);
     struct amp_gemm_operand b = amp_fused_operand(
+        run, AMP_KERNEL_GEMM_CAST,
         amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
         base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
         l->ld_b16, l->stride_b16);
@@ -658,9 +663,11 @@ amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr base = run->scratch;
     struct amp_gemm_operand a = amp_fused_operand(
+        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
         amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
         base + l->a, base + l->a_lo, 0, l->ld_a16, l->stride_a16);
     struct amp_gemm_operand b = amp_fused_operand(
+        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
         amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
         base + l->b, base + l->b_lo, 0, l->ld_b16, l->stride_b16);
     void *params[] = {&a, &b};

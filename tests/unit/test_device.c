@@ -94,6 +94,47 @@ test_scratch_and_launch(void **state)
     cuStreamDestroy(stream);
 }
 
+/* A grid-stride kernel's grid: a block per AMP_KERNEL_BLOCK elements up to
+ * one full wave of the kernel on the device, the multiprocessors times the
+ * blocks the driver's occupancy calculation fits on one. */
+static void
+test_grid_is_one_wave(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    int sms = 0, fit = 0;
+    CUdevice device;
+    CUfunction f;
+    CUmodule m;
+    unsigned wave;
+
+    assert_non_null(dev);
+    assert_int_equal(cuCtxGetDevice(&device), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceGetAttribute(
+                         &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                         device),
+                     CUDA_SUCCESS);
+    /* The kernel's occupancy as the driver gives it, in a module of the
+     * shim's kernels of the test's own. */
+    assert_int_equal(cuModuleLoadData(&m, amp_kernels_fatbin), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&f, m, AMP_K_CONV_OUTPUT),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &fit, f, AMP_KERNEL_BLOCK, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuModuleUnload(m), CUDA_SUCCESS);
+    assert_true(fit > 0);
+    wave = (unsigned)(sms * fit);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT, 1LL << 30),
+                     wave);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
+                                  (int64_t)wave * AMP_KERNEL_BLOCK - 1),
+                     wave);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
+                                  AMP_KERNEL_BLOCK + 1),
+                     2);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT, 0), 1);
+}
+
 /* Scratch comes from no pool of the program's: a pool the program made
  * the device's current one has nothing in use after a converted call's
  * scratch came and went. */
@@ -288,6 +329,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_no_context),
         cmocka_unit_test(test_context_state_is_cached),
         cmocka_unit_test(test_scratch_and_launch),
+        cmocka_unit_test(test_grid_is_one_wave),
         cmocka_unit_test(test_scratch_pool),
         cmocka_unit_test(test_captured_scratch),
         cmocka_unit_test(test_record_drains),
