@@ -1148,6 +1148,22 @@ test_occupancy(void **state)
     assert_true(n >= 4 && n < 8);
     CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 1024, 0));
     assert_int_equal(n, 1);
+    CHECK(cuModuleUnload(m));
+    /* Every kernel, by the rule: registers in units of 256 a warp (50
+     * registers take 1792 a warp, 4 blocks of 256 threads, not 5). */
+    for (const struct emu_kernel *e = emu_kernels; e->name; e++) {
+        make_fatbin(e->name);
+        CHECK(cuModuleLoadData(&m, fake_fatbin));
+        CHECK(cuModuleGetFunction(&f, m, e->name));
+        CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 256, 0));
+        if (n != h100_blocks(e, 256, 0))
+            fail_msg("%s: %d blocks, the rule says %d", e->name, n,
+                     h100_blocks(e, 256, 0));
+        CHECK(cuModuleUnload(m));
+    }
+    make_fatbin(AMP_K_CONV_ERROR);
+    CHECK(cuModuleLoadData(&m, fake_fatbin));
+    CHECK(cuModuleGetFunction(&f, m, AMP_K_CONV_ERROR));
     CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         &n, f, 64, 100000, CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE));
     assert_int_equal(n, h100_blocks(k, 64, 100000));

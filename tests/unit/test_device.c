@@ -94,6 +94,41 @@ test_scratch_and_launch(void **state)
     cuStreamDestroy(stream);
 }
 
+/* A block's maximum sees every thread's slot: with the largest element at
+ * each of a block's 256 places in turn (one element a thread), the
+ * maximum kernel finds it. */
+static void
+test_block_max_every_slot(void **state)
+{
+    struct amp_dev *dev = amp_dev_current();
+    float host[AMP_KERNEL_BLOCK];
+    int64_t ld = AMP_KERNEL_BLOCK, rows = AMP_KERNEL_BLOCK, cols = 1;
+    CUdeviceptr src, max;
+    void *params[] = {&src, &ld, &rows, &cols, &max};
+    uint32_t got;
+    int pos, i;
+
+    assert_non_null(dev);
+    assert_int_equal(cuMemAlloc(&src, sizeof host), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&max, 4), CUDA_SUCCESS);
+    for (pos = 0; pos < AMP_KERNEL_BLOCK; pos++) {
+        for (i = 0; i < AMP_KERNEL_BLOCK; i++)
+            host[i] = i == pos ? -1000.0f - (float)pos : 1.0f + (float)i;
+        assert_int_equal(cuMemcpyHtoD(src, host, sizeof host), CUDA_SUCCESS);
+        assert_int_equal(cuMemsetD32(max, 0, 1), CUDA_SUCCESS);
+        assert_int_equal(amp_dev_launch(dev, AMP_KERNEL_ABSMAX_F32, 1,
+                                        AMP_KERNEL_BLOCK, NULL, params),
+                         AMP_OK);
+        assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+        assert_int_equal(cuMemcpyDtoH(&got, max, 4), CUDA_SUCCESS);
+        if (got != amp_f32_bits(1000.0f + (float)pos))
+            fail_msg("largest element at %d: block maximum %g", pos,
+                     (double)amp_bits_f32(got));
+    }
+    cuMemFree(src);
+    cuMemFree(max);
+}
+
 /* A grid-stride kernel's grid: a block per AMP_KERNEL_BLOCK elements up to
  * one full wave of the kernel on the device, the multiprocessors times the
  * blocks the driver's occupancy calculation fits on one. */
@@ -330,6 +365,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_context_state_is_cached),
         cmocka_unit_test(test_scratch_and_launch),
         cmocka_unit_test(test_grid_is_one_wave),
+        cmocka_unit_test(test_block_max_every_slot),
         cmocka_unit_test(test_scratch_pool),
         cmocka_unit_test(test_captured_scratch),
         cmocka_unit_test(test_record_drains),
