@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -242,14 +243,21 @@ core_fork_child(void)
     g.fd = fd;
 }
 
+/* The span is a file's size: within the process's file size limit, past
+ * which ftruncate would raise SIGXFSZ and end the process. */
 static int
 core_map_span(void)
 {
+    struct rlimit fsize;
+
+    if (getrlimit(RLIMIT_FSIZE, &fsize) != 0)
+        fsize.rlim_cur = RLIM_INFINITY;
     for (size_t span = CORE_SPAN_MAX; span >= CORE_SPAN_MIN; span /= 2) {
         void *dev, *rw;
         int fd;
 
-        if (core_map_file(span, &fd, &dev, &rw) != 0)
+        if ((fsize.rlim_cur != RLIM_INFINITY && span > fsize.rlim_cur) ||
+            core_map_file(span, &fd, &dev, &rw) != 0)
             continue;
         g.fd = fd;
         g.dev_base = dev;
@@ -258,6 +266,12 @@ core_map_span(void)
         pthread_atfork(NULL, NULL, core_fork_child);
         return 0;
     }
+    fprintf(stderr, "ampshim-emu: cannot reserve device memory (a memory "
+            "file of %zu MiB at least, mapped twice%s); cuInit fails with "
+            "CUDA_ERROR_OUT_OF_MEMORY\n", (size_t)CORE_SPAN_MIN >> 20,
+            fsize.rlim_cur != RLIM_INFINITY && fsize.rlim_cur < CORE_SPAN_MIN
+                ? ": the file size limit, ulimit -f, is below it"
+                : "");
     return -1;
 }
 

@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1232,6 +1233,32 @@ test_kernel_stats(void **state)
     assert_non_null(strstr(text, "ampshim-emu: model h100 fp16_tflops="));
 }
 
+/* Under a file size limit below the smallest device memory (a memory
+ * file), cuInit fails with CUDA_ERROR_OUT_OF_MEMORY and says why; the
+ * process is not ended by SIGXFSZ. Exit 0 when so. */
+static int
+child_fsize(void)
+{
+    struct rlimit small = {1 << 20, 1 << 20};
+
+    if (setrlimit(RLIMIT_FSIZE, &small) != 0)
+        return 60;
+    return cuInit(0) == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 61;
+}
+
+static void
+test_file_size_limit(void **state)
+{
+    char text[2048];
+
+    (void)state;
+    assert_int_equal(run_child_stderr("fsize", NULL, NULL, text,
+                                      sizeof text), 0);
+    assert_non_null(strstr(text, "ampshim-emu: cannot reserve device "
+                                 "memory"));
+    assert_non_null(strstr(text, "ulimit -f"));
+}
+
 /* AMPSHIM_EMU_BEHIND, AMPSHIM_EMU_NOISE, AMPSHIM_EMU_MEMORY: the device
  * behind the host, noisy times, a smaller memory (child_pace). */
 static void
@@ -1625,6 +1652,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_events_time_the_model),
         cmocka_unit_test(test_kernel_time_is_its_bytes),
         cmocka_unit_test(test_occupancy),
+        cmocka_unit_test(test_file_size_limit),
         cmocka_unit_test(test_kernel_stats),
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
@@ -1659,6 +1687,8 @@ main(int argc, char **argv)
             return child_noise();
         if (strcmp(argv[2], "memory") == 0)
             return child_memory();
+        if (strcmp(argv[2], "fsize") == 0)
+            return child_fsize();
         return 99;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);
