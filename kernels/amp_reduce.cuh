@@ -131,8 +131,6 @@ amp_shadow_reduce(struct amp_shadow_error e, struct amp_shadow_accum *accum,
         sq_diff[0] += sq_diff[o];
         sq_ref[0] += sq_ref[o];
     }
-    if (threadIdx.x != 0)
-        return;
     atomicMax(&accum->error.max_abs, abs_max[0]);
     atomicMax(&accum->error.max_ref, ref_max[0]);
     atomicAdd(&accum->error.nonfinite, nonfinite);
