@@ -13,7 +13,8 @@ extern const size_t amp_kernels_fatbin_size;
 /* Threads per block of every element-wise kernel; the block reductions
  * (shared arrays of this size) rely on it. */
 #define AMP_KERNEL_BLOCK 256
-/* Upper bound on blocks of a grid-stride kernel. */
+/* Upper bound on blocks of a grid-stride kernel where the device's wave
+ * is not known (amp_dev_grid). */
 #define AMP_KERNEL_MAX_GRID 1024
 
 /*
@@ -208,16 +209,16 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
 
-/* Blocks for a grid-stride kernel over n elements. */
+/* Blocks for a grid-stride kernel over n elements: one per
+ * AMP_KERNEL_BLOCK elements, at least 1 and at most max. */
 static inline unsigned
-amp_kernel_grid(long long n)
+amp_kernel_grid(long long n, unsigned max)
 {
     long long blocks = (n + AMP_KERNEL_BLOCK - 1) / AMP_KERNEL_BLOCK;
 
     if (blocks < 1)
         return 1;
-    return blocks > AMP_KERNEL_MAX_GRID ? AMP_KERNEL_MAX_GRID
-                                        : (unsigned)blocks;
+    return blocks > (long long)max ? max : (unsigned)blocks;
 }
 
 #endif

@@ -266,12 +266,8 @@ amp_dev_waves(struct amp_dev *dev, CUdevice device)
 unsigned
 amp_dev_grid(const struct amp_dev *dev, enum amp_kernel k, int64_t n)
 {
-    int64_t blocks = (n + AMP_KERNEL_BLOCK - 1) / AMP_KERNEL_BLOCK;
-    unsigned wave = dev->wave[k] ? dev->wave[k] : AMP_KERNEL_MAX_GRID;
-
-    if (blocks < 1)
-        return 1;
-    return blocks > (int64_t)wave ? wave : (unsigned)blocks;
+    return amp_kernel_grid(n, dev->wave[k] ? dev->wave[k]
+                                           : AMP_KERNEL_MAX_GRID);
 }
 
 /* Loads the kernels into the current context, the one dev stands for. */

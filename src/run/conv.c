@@ -426,6 +426,19 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* The grid of kernel k over both inputs l[0] and l[1] (with `packed`,
+ * their packed copies), each its own share (amp_dev_grid); *blocks_a gets
+ * the first's. */
+static unsigned
+amp_conv_grid_both(const struct amp_conv_run *run, enum amp_kernel k,
+                   const struct amp_conv_layout l[2], int packed,
+                   int64_t *blocks_a)
+{
+    *blocks_a = amp_dev_grid(run->dev, k, amp_conv_count(&l[0], packed));
+    return (unsigned)*blocks_a +
+           amp_dev_grid(run->dev, k, amp_conv_count(&l[1], packed));
+}
+
 _Static_assert(sizeof(struct amp_conv_record) <= AMP_DEV_RECORD_BYTES,
                "a convolution's record fits");
 
@@ -537,7 +550,6 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     struct amp_conv_layout l[2];
     int64_t blocks_a;
     unsigned grid;
-    enum amp_kernel cast;
     void *scales[] = {&src[0], &l[0], &src[1], &l[1], &blocks_a, &s,
                       &log2_len, &format, &rec};
     void *casts[] = {&src[0], &l[0], &dst[0], &src[1], &l[1], &dst[1],
@@ -554,21 +566,18 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
     }
     st = amp_conv_zero_scalars(run);
     if (st == AMP_OK && !one_pass) {
-        blocks_a = amp_dev_grid(run->dev, AMP_KERNEL_CONV_SCALES,
-                                amp_conv_count(&l[0], 0));
-        grid = (unsigned)blocks_a +
-               amp_dev_grid(run->dev, AMP_KERNEL_CONV_SCALES,
-                            amp_conv_count(&l[1], 0));
+        grid = amp_conv_grid_both(run, AMP_KERNEL_CONV_SCALES, l, 0,
+                                  &blocks_a);
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
                             AMP_KERNEL_BLOCK, run->stream, scales);
     }
     if (st != AMP_OK || p->type == AMP_CONV_F32)
         return st;
     /* The same grid for the one-pass cast and the cast after it. */
-    cast = one_pass ? AMP_KERNEL_CONV_CAST_ONE_PASS : AMP_KERNEL_CONV_CAST;
-    blocks_a = amp_dev_grid(run->dev, cast, amp_conv_count(&l[0], 1));
-    grid = (unsigned)blocks_a +
-           amp_dev_grid(run->dev, cast, amp_conv_count(&l[1], 1));
+    grid = amp_conv_grid_both(run,
+                              one_pass ? AMP_KERNEL_CONV_CAST_ONE_PASS
+                                       : AMP_KERNEL_CONV_CAST,
+                              l, 1, &blocks_a);
     if (one_pass) {
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_CAST_ONE_PASS, grid,
                             AMP_KERNEL_BLOCK, run->stream, once);

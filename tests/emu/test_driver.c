@@ -1086,8 +1086,9 @@ test_kernel_time_is_its_bytes(void **state)
     CHECK(cuEventCreate(&a, 0));
     CHECK(cuEventCreate(&b, 0));
     CHECK(cuEventRecord(a, s));
-    CHECK(cuLaunchKernel(f, amp_kernel_grid((long long)n), 1, 1,
-                         AMP_KERNEL_BLOCK, 1, 1, 0, s, params, NULL));
+    CHECK(cuLaunchKernel(f,
+                         amp_kernel_grid((long long)n, AMP_KERNEL_MAX_GRID),
+                         1, 1, AMP_KERNEL_BLOCK, 1, 1, 0, s, params, NULL));
     CHECK(cuEventRecord(b, s));
     CHECK(cuEventSynchronize(b));
     CHECK(cuEventElapsedTime(&ms, a, b));
@@ -1208,8 +1209,10 @@ child_stats(void)
         cuMemcpyHtoD(scale, &one, 4))
         return 50;
     for (int i = 0; i < 2; i++)
-        if (cuLaunchKernel(f, amp_kernel_grid((long long)n), 1, 1,
-                           AMP_KERNEL_BLOCK, 1, 1, 0, NULL, params, NULL))
+        if (cuLaunchKernel(f,
+                           amp_kernel_grid((long long)n, AMP_KERNEL_MAX_GRID),
+                           1, 1, AMP_KERNEL_BLOCK, 1, 1, 0, NULL, params,
+                           NULL))
             return 51;
     return cuCtxSynchronize() ? 52 : 0;
 }
