@@ -778,6 +778,7 @@ struct lcase {
     enum lt_algo algo;
     int small_ws;
     int ws_shift; /* bytes past the workspace's (256-aligned) start */
+    int ws_corpus; /* one of run_lt_workspace_corpus's */
 };
 
 static void
@@ -876,7 +877,11 @@ run_lt(const struct lcase *c)
     cublasStatus_t st;
     int count = 0;
     int32_t ta = c->ta, tb = c->tb, mode = c->mode;
-    uint64_t ws = c->small_ws ? 0 : WORKSPACE - (uint64_t)c->ws_shift;
+    /* One size at every shift (256 bytes fewer than the whole): calls
+     * that differ only in where their workspace starts. */
+    uint64_t ws = c->small_ws    ? 0
+                  : c->ws_corpus ? WORKSPACE - 256
+                                 : WORKSPACE;
 
     if (c->batch == -2)
         batch = 1;
@@ -1032,10 +1037,11 @@ run_lt_corpus(void)
 }
 
 /* The program's workspace where cuBLASLt requires it 256-byte aligned: a
- * valid 8 x 8 x 8 FP32 call, with and without an algorithm, its workspace
- * at offsets 0, 16 (aligned for every element type, still refused:
- * INVALID_VALUE) and 256, and at offset 16 with size 0 (nothing to
- * align). */
+ * valid 8 x 8 x 8 FP32 call, without an algorithm and then with one, its
+ * workspace at offsets 0, 16 (aligned for every element type, still
+ * refused: INVALID_VALUE) and 256, and at offset 16 with size 0 (nothing
+ * to align). The same descriptors' calls follow each other, so that an
+ * answer kept for one workspace is not taken for the next. */
 static int
 run_lt_workspace_corpus(void)
 {
@@ -1050,9 +1056,10 @@ run_lt_workspace_corpus(void)
         c.scalars = 1; /* alpha 0.5, beta -1: C is read */
         c.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
         c.batch = 1;
-        c.algo = i % 2 ? LG_HEURISTIC : LG_NULL;
-        c.ws_shift = shifts[i / 2];
-        c.small_ws = i / 2 == N_OF(shifts) - 1;
+        c.algo = i / N_OF(shifts) ? LG_HEURISTIC : LG_NULL;
+        c.ws_shift = shifts[i % N_OF(shifts)];
+        c.ws_corpus = 1;
+        c.small_ws = i % N_OF(shifts) == N_OF(shifts) - 1;
         if (case_id % opt_every != 0)
             continue;
         if (run_lt(&c) != 0)

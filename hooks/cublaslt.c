@@ -301,12 +301,32 @@ struct amp_lt_bytes {
     int c_is_d;                /* Cdesc NULL: D's layout */
 };
 
+/* cuBLASLt's verdict on the last call made with one reading's
+ * descriptors: the handle, algorithm and workspace it was asked about
+ * (the rest of the call is the reading's), and its answer. A call that
+ * repeats them takes the answer without a look-up in the verdicts. */
+struct amp_lt_verdict {
+    int known;
+    int has_algo;
+    cublasLtHandle_t handle;
+    cublasLtMatmulAlgo_t algo;
+    uint64_t workspace_size;
+    int workspace_null, workspace_misaligned;
+    int accepted;
+};
+
+/* A reading of the program's descriptors. */
+struct amp_lt_reading {
+    struct amp_lt_call call;
+    struct amp_lt_verdict verdict;
+};
+
 /* What each thread keeps of the program's calls: the readings of their
  * descriptors, and cuBLASLt's verdicts on them (below). */
 static _Thread_local struct {
     unsigned generation;
     int tried;                 /* set up once; a failure stays failed */
-    struct amp_lru readings;   /* struct amp_lt_bytes -> struct amp_lt_call */
+    struct amp_lru readings;   /* struct amp_lt_bytes -> struct amp_lt_reading */
     struct amp_lru verdicts;   /* struct amp_lt_call -> int, accepted */
 } amp_lt_thread;
 
@@ -331,20 +351,24 @@ amp_lt_thread_get(void)
         return;
     amp_lt_thread.tried = 1;
     amp_lru_init(&amp_lt_thread.readings, AMP_LT_READINGS,
-                 sizeof(struct amp_lt_bytes), sizeof(struct amp_lt_call));
+                 sizeof(struct amp_lt_bytes), sizeof(struct amp_lt_reading));
     amp_lru_init(&amp_lt_thread.verdicts, AMP_LT_VERDICTS,
                  sizeof(struct amp_lt_call), sizeof(int));
     amp_shim_at_thread_exit(amp_lt_thread_exit);
 }
 
+/* Reads the call's descriptors into *c; *verdict becomes the reading's
+ * memo of cuBLASLt's verdict (NULL where the reading is not kept). */
 static int
 amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
             cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
-            cublasLtMatrixLayout_t ld, struct amp_lt_call *c)
+            cublasLtMatrixLayout_t ld, struct amp_lt_call *c,
+            struct amp_lt_verdict **verdict)
 {
     struct amp_lt_bytes key;
-    struct amp_lt_call *kept;
+    struct amp_lt_reading *kept;
 
+    *verdict = NULL;
     if (!desc || !la || !lb || !ld)
         return amp_lt_read_all(desc, la, lb, lc, ld, c);
     amp_lt_thread_get();
@@ -357,14 +381,17 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     key.c_is_d = lc == NULL;
     kept = amp_lru_find(&amp_lt_thread.readings, &key);
     if (kept) {
-        memcpy(c, kept, sizeof *c);
+        memcpy(c, &kept->call, sizeof *c);
+        *verdict = &kept->verdict;
         return 1;
     }
     if (!amp_lt_read_all(desc, la, lb, lc, ld, c))
         return 0;
     kept = amp_lru_add(&amp_lt_thread.readings, &key, NULL, NULL);
-    if (kept)
-        memcpy(kept, c, sizeof *c);
+    if (kept) {
+        memcpy(&kept->call, c, sizeof *c);
+        *verdict = &kept->verdict;
+    }
     return 1;
 }
 
@@ -594,15 +621,42 @@ amp_lt_ask(const struct amp_lt_hooked *k)
            (result.workspaceSize == 0 || !c->workspace_null);
 }
 
+/* Whether memo v holds the verdict on call c: the same handle,
+ * algorithm and workspace (the descriptors are its reading's). */
 static int
-amp_lt_accepts(const void *call)
+amp_lt_verdict_is(const struct amp_lt_verdict *v, const struct amp_lt_call *c)
 {
-    const struct amp_lt_hooked *k = call;
+    return v->known && v->handle == c->handle &&
+           v->has_algo == c->has_algo &&
+           (!c->has_algo || memcmp(&v->algo, &c->algo, sizeof c->algo) == 0) &&
+           v->workspace_size == c->workspace_size &&
+           v->workspace_null == c->workspace_null &&
+           v->workspace_misaligned == c->workspace_misaligned;
+}
+
+static void
+amp_lt_verdict_keep(struct amp_lt_verdict *v, const struct amp_lt_call *c,
+                    int accepted)
+{
+    v->known = 1;
+    v->handle = c->handle;
+    v->has_algo = c->has_algo;
+    v->algo = c->algo;
+    v->workspace_size = c->workspace_size;
+    v->workspace_null = c->workspace_null;
+    v->workspace_misaligned = c->workspace_misaligned;
+    v->accepted = accepted;
+}
+
+/* cuBLASLt's verdict on the call as read, its epilogue's pointers by
+ * their alignment (what cuBLASLt may judge of them): a layer's bias is no
+ * call of its own. */
+static int
+amp_lt_verdict_of(const struct amp_lt_hooked *k)
+{
     struct amp_lt_call key;
     int *accepted;
 
-    /* The call as read, its epilogue's pointers by their alignment (what
-     * cuBLASLt may judge of them): a layer's bias is no call of its own. */
     memcpy(&key, &k->call, sizeof key);
     key.bias = (const void *)(uintptr_t)(
         key.bias ? amp_lt_align((amp_devptr)(uintptr_t)key.bias) : 0);
@@ -617,6 +671,20 @@ amp_lt_accepts(const void *call)
         return amp_lt_ask(k);
     *accepted = amp_lt_ask(k);
     return *accepted;
+}
+
+static int
+amp_lt_accepts(const void *call)
+{
+    const struct amp_lt_hooked *k = call;
+    int accepted;
+
+    if (k->verdict && amp_lt_verdict_is(k->verdict, &k->call))
+        return k->verdict->accepted;
+    accepted = amp_lt_verdict_of(k);
+    if (k->verdict)
+        amp_lt_verdict_keep(k->verdict, &k->call, accepted);
+    return accepted;
 }
 
 static const struct amp_gemm_vendor amp_lt_vendor = {
@@ -672,7 +740,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
             } else if (!amp_lt_complete ||
                        !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc,
-                                    c)) {
+                                    c, &k.verdict)) {
                 /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
                 h.cover = AMP_COVER_INVALID;

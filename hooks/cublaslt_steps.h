@@ -56,10 +56,12 @@ struct amp_lt_descs {
 
 /* What the hook hands the converted path: the call, its descriptors and
  * the program's workspace (NULL: none). */
+struct amp_lt_verdict;
 struct amp_lt_hooked {
     struct amp_lt_call call;
     struct amp_lt_descs descs;
     void *workspace;
+    struct amp_lt_verdict *verdict; /* the hook's memo (cublaslt.c), or NULL */
 };
 
 /* The hook's counters (cublaslt.c): the steps count their heuristic

@@ -40,21 +40,65 @@ amp_lru_value(const struct amp_lru *m, unsigned i)
     return amp_lru_key(m, i) + amp_lru_round(m->key_size);
 }
 
+static uint64_t
+amp_lru_rotl(uint64_t x, int r)
+{
+    return x << r | x >> (64 - r);
+}
+
+/* Four lanes, 32 bytes a round (a word: xor, multiply, rotate; the lanes
+ * run side by side), then the lanes, the length and the last bytes folded
+ * and mixed (MurmurHash3's finaliser), so that every input bit reaches
+ * the low bits a bucket index uses. */
+/* One word into a lane. */
+static uint64_t
+amp_lru_mix(uint64_t lane, const unsigned char *at)
+{
+    uint64_t w;
+
+    memcpy(&w, at, 8);
+    return amp_lru_rotl((lane ^ w) * 0x9fb21c651e98df25ull, 29);
+}
+
+/* Four lanes, 32 bytes a round (a word: xor, multiply, rotate; the lanes
+ * run side by side), then the lanes, the length and the last bytes folded
+ * and mixed (MurmurHash3's finaliser), so that every input bit reaches
+ * the low bits a bucket index uses. */
 uint64_t
 amp_lru_hash(const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 0x9e3779b97f4a7c15ull, w;
-    size_t i;
+    uint64_t l0 = 0x9e3779b97f4a7c15ull, l1 = 0xc2b2ae3d27d4eb4full;
+    uint64_t l2 = 0x165667b19e3779f9ull, l3 = 0x27d4eb2f165667c5ull, h;
+    size_t i = 0;
 
-    for (i = 0; i + 8 <= n; i += 8) {
-        memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
+    for (; i + 32 <= n; i += 32) {
+        l0 = amp_lru_mix(l0, b + i);
+        l1 = amp_lru_mix(l1, b + i + 8);
+        l2 = amp_lru_mix(l2, b + i + 16);
+        l3 = amp_lru_mix(l3, b + i + 24);
     }
+    if (i + 8 <= n) {
+        l0 = amp_lru_mix(l0, b + i);
+        i += 8;
+    }
+    if (i + 8 <= n) {
+        l1 = amp_lru_mix(l1, b + i);
+        i += 8;
+    }
+    if (i + 8 <= n) {
+        l2 = amp_lru_mix(l2, b + i);
+        i += 8;
+    }
+    h = l0 ^ amp_lru_rotl(l1, 16) ^ amp_lru_rotl(l2, 32) ^
+        amp_lru_rotl(l3, 48) ^ (uint64_t)n;
     for (; i < n; i++)
         h = (h ^ b[i]) * 0x100000001b3ull;
-    return h ^ (h >> 32);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 enum amp_status

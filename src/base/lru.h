@@ -54,7 +54,7 @@ void amp_lru_remove(struct amp_lru *m, const void *key);
 void amp_lru_each(struct amp_lru *m, void (*fn)(void *value, void *arg),
                   void *arg);
 
-/* A hash of n bytes, eight at a time (keys are a few hundred bytes). */
+/* A hash of n bytes, 32 at a time (keys are a few hundred bytes). */
 uint64_t amp_lru_hash(const void *p, size_t n);
 
 #endif
