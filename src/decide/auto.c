@@ -119,6 +119,25 @@ amp_auto_median(const struct amp_auto_candidate *c, int what)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+/* How far apart c's kept samples of its time over FP32's lie: the
+ * largest less the least; 0 with one sample or none. */
+static double
+amp_auto_spread(const struct amp_auto_candidate *c)
+{
+    int i, n = amp_auto_kept(c);
+    double lo = 0.0, hi = 0.0;
+
+    for (i = 0; i < n; i++) {
+        double r = c->sample_ms[i] / c->sample_fp32_ms[i];
+
+        if (i == 0 || r < lo)
+            lo = r;
+        if (i == 0 || r > hi)
+            hi = r;
+    }
+    return hi - lo;
+}
+
 double
 amp_auto_median_speedup(const struct amp_auto_candidate *c)
 {
@@ -165,6 +184,11 @@ amp_auto_rejects(const struct amp_auto_candidate *c,
         snprintf(buf, cap, "not measured yet");
     } else if (!(amp_auto_median(c, 1) * AMP_AUTO_GAIN <= 1.0)) {
         snprintf(buf, cap, "not faster than fp32");
+    } else if (!(amp_auto_median(c, 1) * AMP_AUTO_GAIN + amp_auto_spread(c) <=
+                 1.0)) {
+        /* A gain within the samples' own range: noise could give it, and
+         * a time the samples do not agree on is not taken. */
+        snprintf(buf, cap, "faster than fp32 by less than its samples vary");
     } else {
         return NULL;
     }

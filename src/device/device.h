@@ -237,6 +237,15 @@ int amp_dev_event_done(struct amp_dev *dev, int event, int wait);
 enum amp_status amp_dev_event_elapsed(struct amp_dev *dev, int from, int to,
                                       double *ms);
 
+/* The work between events `from` and `to`, both finished: their elapsed
+ * time less the cost of recording one event, as dev measured it when it
+ * was set up (a span no longer than that is left as measured). */
+enum amp_status amp_dev_event_span(struct amp_dev *dev, int from, int to,
+                                   double *ms);
+
+/* That cost in milliseconds; 0 when not known. */
+double amp_dev_event_overhead_ms(const struct amp_dev *dev);
+
 /* Gives the event back to the pool. */
 void amp_dev_event_release(struct amp_dev *dev, int event);
 

@@ -436,6 +436,31 @@ amp_record_free(struct amp_prof_call *c)
     pthread_mutex_unlock(&amp_prof_lock);
 }
 
+/* The device time of c's timing events: each recorded one holds its
+ * stream up for the cost the context measured. */
+static double
+amp_record_timing_ms(const struct amp_prof_call *c)
+{
+    int i, n = 0;
+
+    for (i = 0; i < AMP_EV_COUNT; i++)
+        n += c->ev[i] >= 0;
+    return n * amp_dev_event_overhead_ms(c->dev);
+}
+
+/* Adds c's timing events to e and to its part on c's device. Lock held. */
+static void
+amp_record_timing_add(struct amp_prof_entry *e, const struct amp_prof_call *c,
+                      double timing_ms)
+{
+    struct amp_prof_device_part *part;
+
+    e->timing_ms += timing_ms;
+    part = amp_entry_device(e, c->what.device, 0);
+    if (part)
+        part->timing_ms += timing_ms;
+}
+
 /* Takes and records one event of c; 0 on success. */
 static int
 amp_record_event(struct amp_prof_call *c, int which)
@@ -755,8 +780,8 @@ amp_trace_span(const struct amp_prof_call *c, int from, int to,
     out->ts = out->dur = 0.0;
     out->ok = amp_dev_event_elapsed(c->dev, c->epoch, c->ev[from],
                                     &out->ts) == AMP_OK &&
-              amp_dev_event_elapsed(c->dev, c->ev[from], c->ev[to],
-                                    &out->dur) == AMP_OK;
+              amp_dev_event_span(c->dev, c->ev[from], c->ev[to],
+                                 &out->dur) == AMP_OK;
 }
 
 /* Lock held. */
@@ -852,25 +877,28 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
     int had_end = c->ev[AMP_EV_END] >= 0, timed = events_ok && had_end;
     int traced, delivered, i;
     double total = -1.0, cand = -1.0, fp32 = -1.0, check = 0.0, base;
+    double timing = amp_record_timing_ms(c);
     int measured = 0;
 
     if (timed && shadow &&
-        (amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START],
-                               c->ev[AMP_EV_SPLIT], &cand) != AMP_OK ||
-         amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_SPLIT],
-                               c->ev[AMP_EV_END], &fp32) != AMP_OK ||
+        (amp_dev_event_span(c->dev, c->ev[AMP_EV_START],
+                            c->ev[AMP_EV_SPLIT], &cand) != AMP_OK ||
+         amp_dev_event_span(c->dev, c->ev[AMP_EV_SPLIT], c->ev[AMP_EV_END],
+                            &fp32) != AMP_OK ||
          (c->ev[AMP_EV_CHECK] >= 0 &&
-          amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_END],
-                                c->ev[AMP_EV_CHECK], &check) != AMP_OK)))
+          amp_dev_event_span(c->dev, c->ev[AMP_EV_END],
+                             c->ev[AMP_EV_CHECK], &check) != AMP_OK)))
         timed = 0;
     if (timed && !shadow &&
-        amp_dev_event_elapsed(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
-                              &total) != AMP_OK)
+        amp_dev_event_span(c->dev, c->ev[AMP_EV_START], c->ev[AMP_EV_END],
+                           &total) != AMP_OK)
         timed = 0;
     if (c->fp32_sample) { /* a kept FP32 call: its time, nothing else */
         pthread_mutex_lock(&amp_prof_lock);
-        e = timed ? amp_entry_get(&c->what) : NULL;
-        if (e) {
+        e = amp_entry_get(&c->what);
+        if (e)
+            amp_record_timing_add(e, c, timing);
+        if (e && timed) {
             e->fp32_sampled++;
             e->fp32_sampled_ms += total;
         }
@@ -888,6 +916,8 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
 
     pthread_mutex_lock(&amp_prof_lock);
     e = amp_entry_get(&c->what);
+    if (e)
+        amp_record_timing_add(e, c, timing);
     if (e && timed)
         part = amp_entry_device(e, c->what.device, 0);
     if (e && timed && shadow) {
@@ -1079,12 +1109,13 @@ amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
     t->converted_estimated_ms = converted_ms - e->converted_ms;
     t->measured = e->shadow_timed;
     t->fp32_measured_ms = e->shadow_fp32_ms;
+    t->timing_ms = e->timing_ms;
     t->actual_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
                    e->shadow_check_ms;
     if (base >= 0.0) {
         t->estimated = e->timed + sampled;
         t->fp32_estimated_ms = base * (double)(e->timed + sampled);
-        t->actual_ms += converted_ms;
+        t->actual_ms += converted_ms + e->timing_ms;
     } else {
         t->unknown = e->timed + sampled;
     }
@@ -1092,7 +1123,7 @@ amp_prof_totals(const struct amp_prof_entry *e, struct amp_prof_totals *t)
     t->saved_ms = t->fp32_ms - t->actual_ms;
     ran_fp32 = e->outcomes[AMP_OUTCOME_FP32] + e->outcomes[AMP_OUTCOME_FALLBACK];
     t->device_ms = e->shadow_fp32_ms + e->shadow_candidate_ms +
-                   e->shadow_check_ms + converted_ms +
+                   e->shadow_check_ms + e->timing_ms + converted_ms +
                    (base >= 0.0 ? base * (double)ran_fp32 : 0.0);
     t->device_untimed = e->unmeasured + (e->sampled_out - sampled) +
                         (base >= 0.0 ? 0 : ran_fp32);
@@ -1122,7 +1153,7 @@ amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
     if (base >= 0.0) {
         d->estimated += p->timed + sampled;
         d->fp32_ms += base * (double)(p->timed + sampled);
-        d->actual_ms += p->converted_ms +
+        d->actual_ms += p->converted_ms + p->timing_ms +
                         (sampled ? mean * (double)sampled : 0.0);
     } else {
         d->unknown += p->timed + sampled;

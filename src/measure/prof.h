@@ -306,6 +306,11 @@ struct amp_prof_entry {
     double shadow_candidate_ms;     /* the candidates beside them */
     double shadow_check_ms;         /* their comparisons with FP32 (and a
                                        delivering call's copy) */
+    /* The device time of the timing events the shim recorded for these
+     * calls (a record's events times the cost of one, as the context
+     * measured it, amp_dev_event_overhead_ms): the timed spans above
+     * leave it out, the calls' time under the shim holds it. */
+    double timing_ms;
     /* Errors of the calls compared with FP32 (shadow and delivering ones),
      * relative in the max norm (max_rel,
      * sum_rel) and in the Frobenius norm (max_fro, sum_fro); the sums over
@@ -332,7 +337,7 @@ struct amp_prof_entry {
         unsigned long long calls, converted, shadow, fp32, fallback;
         unsigned long long timed, shadow_timed, sampled_out;
         double converted_ms, shadow_fp32_ms, shadow_candidate_ms;
-        double shadow_check_ms;
+        double shadow_check_ms, timing_ms;
     } devices[AMP_PROF_ENTRY_DEVICES];
     int ndevices;
     /* Calls replayed by CUDA graph launches (not in `calls`): of those,
@@ -386,6 +391,8 @@ struct amp_prof_totals {
                                                by sampling, counted at
                                                their timed ones' mean */
     double converted_estimated_ms;          /* their time */
+    double timing_ms;           /* the timing events' (in device_ms, and
+                                   in actual_ms where it is known) */
 };
 void amp_prof_totals(const struct amp_prof_entry *e,
                      struct amp_prof_totals *t);

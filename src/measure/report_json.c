@@ -104,6 +104,7 @@ amp_json_time(struct amp_json_out *j, const struct amp_prof_entry *e,
     amp_json_knumber(j, "shadow_fp32_ms", e->shadow_fp32_ms);
     amp_json_knumber(j, "shadow_candidate_ms", e->shadow_candidate_ms);
     amp_json_knumber(j, "shadow_check_ms", e->shadow_check_ms);
+    amp_json_knumber(j, "timing_ms", e->timing_ms);
     amp_json_knumber(j, "fp32_ms", t->fp32_ms);
     amp_json_knumber(j, "fp32_measured_ms", t->fp32_measured_ms);
     amp_json_knumber(j, "fp32_estimated_ms", t->fp32_estimated_ms);
@@ -683,6 +684,7 @@ amp_json_totals(struct amp_json_out *j, const struct amp_report *r)
                                                       sizeof verdict));
     amp_json_knumber(j, "wall_ms", amp_process_wall_ms());
     amp_json_knumber(j, "device_ms", a->t.device_ms);
+    amp_json_knumber(j, "timing_ms", a->t.timing_ms);
     amp_json_kint(j, "calls_untimed", (long long)a->t.device_untimed);
     amp_json_kint(j, "calls_converted_estimated",
                   (long long)a->t.converted_estimated);

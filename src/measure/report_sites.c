@@ -56,6 +56,7 @@ amp_sum_entry(struct amp_prof_entry *s, const struct amp_prof_entry *e)
     s->shadow_fp32_ms += e->shadow_fp32_ms;
     s->shadow_candidate_ms += e->shadow_candidate_ms;
     s->shadow_check_ms += e->shadow_check_ms;
+    s->timing_ms += e->timing_ms;
     s->error_calls += e->error_calls;
     s->measured_calls += e->measured_calls;
     s->compared += e->compared;
@@ -118,6 +119,7 @@ amp_sum_totals(struct amp_prof_totals *s, const struct amp_prof_totals *t)
     s->device_untimed += t->device_untimed;
     s->converted_estimated += t->converted_estimated;
     s->converted_estimated_ms += t->converted_estimated_ms;
+    s->timing_ms += t->timing_ms;
 }
 
 static void

@@ -1802,6 +1802,11 @@ cuEventRecord(CUevent hEvent, CUstream hStream)
         e->capture_id = s->capture_id;
         return drv_leave(CUDA_SUCCESS);
     }
+    /* A timing event's record holds the stream up (emu_event_record_ns);
+     * one made with CU_EVENT_DISABLE_TIMING takes no timestamp and is
+     * charged nothing: no measurement says what it costs. */
+    if (!(e->flags & CU_EVENT_DISABLE_TIMING))
+        op.model_ns = emu_event_record_ns();
     rc = core_enqueue(s, &op, NULL, &mark);
     if (rc != CUDA_SUCCESS)
         return drv_leave(rc);

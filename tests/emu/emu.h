@@ -57,6 +57,10 @@ struct emu_gpu {
 /* The modelled GPU, chosen once by AMPSHIM_EMU_GPU (default "h100"). */
 const struct emu_gpu *emu_gpu(void);
 
+/* The device time a recorded event that keeps timing takes on its stream
+ * (model.c): every model charges the A100's measured figure. */
+double emu_event_record_ns(void);
+
 /* The rate in TFLOP/s the model charges math at `prec` on the modelled
  * GPU: its published peak times its achievable share; 0 for
  * EMU_PREC_NONE. */

@@ -303,6 +303,19 @@ emu_model_ns(double flops, enum emu_prec prec, double bytes)
            gpu->launch_latency_us * 1e3;
 }
 
+/* A cudaEventRecord between kernels costs about 2.3 us of device time,
+ * measured on an A100 (../shared/REALITY.md, "What a real GPU does that
+ * the emulator did not show"): the stream's next op starts that much
+ * later. No other GPU has been measured, so every model charges it until
+ * scripts/gpu-check.sh measures the GPU at hand. */
+#define EMU_EVENT_RECORD_US 2.3
+
+double
+emu_event_record_ns(void)
+{
+    return EMU_EVENT_RECORD_US * 1e3;
+}
+
 double
 emu_model_bf16x9_ns(double flops, double bytes, double elems)
 {

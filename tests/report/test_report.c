@@ -171,6 +171,28 @@ check_ms(const struct amp_json *rep, const char *prefix, double least)
     return got;
 }
 
+/* The device time of the timing events the shim recorded for the calls
+ * under prefix: a whole number of event records (emu_event_record_ns
+ * each), at least two per timed call (its start and its end). */
+static double
+timing_ms(const struct amp_json *rep, const char *prefix)
+{
+    const double each = emu_event_record_ns() * 1e-6;
+    char path[160];
+    double got, events;
+
+    snprintf(path, sizeof path, "%s.time.timing_ms", prefix);
+    got = num(rep, path);
+    events = got / each;
+    snprintf(path, sizeof path, "%s.time.calls_timed", prefix);
+    if (!(fabs(events - round(events)) < 1e-3 &&
+          round(events) >= 2.0 * num(rep, path)))
+        fail_msg("%s.time.timing_ms: %.9g, not a whole number of event "
+                 "records of %.9g ms, two or more per timed call", prefix,
+                 got, each);
+    return got;
+}
+
 static void
 expect_schema(const char *path)
 {
@@ -238,7 +260,9 @@ test_report_numbers(void **state)
     assert_close(num(rep, "sites.0.time.fp32_ms"), CALLS * f, "fp32");
     assert_close(num(rep, "sites.0.time.fp32_estimated_ms"), (CALLS - 1) * f,
                  "estimated");
-    c = check_ms(rep, "sites.0", least_check_ms(1, M, N));
+    /* The calls' time under the shim holds its timing events. */
+    c = check_ms(rep, "sites.0", least_check_ms(1, M, N)) +
+        timing_ms(rep, "sites.0");
     assert_close(num(rep, "sites.0.time.actual_ms"), f + CALLS * t + c,
                  "actual");
     assert_close(num(rep, "totals.saved_ms"), CALLS * f - f - CALLS * t - c,
@@ -307,7 +331,7 @@ expect_times(const struct amp_json *rep, const char *prefix,
                       e[i].flops;
         estimated += (e[i].calls - e[i].shadow) * e[i].f;
     }
-    actual += check_ms(rep, prefix, least);
+    actual += check_ms(rep, prefix, least) + timing_ms(rep, prefix);
     want[0] = fp32;
     want[1] = actual;
     want[2] = fp32 - actual;
@@ -1184,7 +1208,8 @@ test_tool_report(void **state)
     (void)state;
     snprintf(report, sizeof report, "%s/numbers.json", dir);
     rep = load(report);
-    c = check_ms(rep, "sites.0", least_check_ms(1, M, N));
+    c = check_ms(rep, "sites.0", least_check_ms(1, M, N)) +
+        timing_ms(rep, "sites.0");
     amp_json_free(rep);
     snprintf(html, sizeof html, "%s/r.html", dir);
     snprintf(csv, sizeof csv, "%s/r.csv", dir);

@@ -463,6 +463,44 @@ test_median_of_samples(void **state)
     expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_BF16);
 }
 
+/* A gain is taken only where the samples agree on it: a median 2 % under
+ * FP32's time whose samples lie 2.5 % apart (timing noise, a recorded
+ * event's cost varying beside a small call) stays FP32, with the reason;
+ * the same median with samples 0.5 % apart converts. */
+static void
+test_gain_within_noise(void **state)
+{
+    /* fp16 and bf16 slower than FP32 */
+    static const double slow[] = {1.5, 1.0, 1.5, 1.0, 1.5, 1.0};
+    /* tf32: ratios 0.98, 1.0, 0.975 */
+    static const double noisy[] = {0.98, 1.0, 1.0, 1.0, 0.975, 1.0};
+    /* tf32: ratios 0.98, 0.982, 0.977 */
+    static const double steady[] = {0.98, 1.0, 0.982, 1.0, 0.977, 1.0};
+    char why[96];
+    struct amp_auto_view v;
+    int slot;
+    struct amp_site *site = fresh_site(&slot);
+
+    (void)state;
+    expect_gemm_candidates(site);
+    sampled(site, slot, AMP_MODE_FP16, 3e-4, slow, 3);
+    sampled(site, slot, AMP_MODE_BF16, 3e-4, slow, 3);
+    sampled(site, slot, AMP_MODE_TF32, 3e-4, noisy, 3);
+    amp_auto_get(site, slot, &v);
+    assert_string_equal(amp_auto_rejects(&v.c[2], TOL, why, sizeof why),
+                        "faster than fp32 by less than its samples vary");
+    expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP32);
+
+    site = fresh_site(&slot);
+    expect_gemm_candidates(site);
+    sampled(site, slot, AMP_MODE_FP16, 3e-4, slow, 3);
+    sampled(site, slot, AMP_MODE_BF16, 3e-4, slow, 3);
+    sampled(site, slot, AMP_MODE_TF32, 3e-4, steady, 3);
+    amp_auto_get(site, slot, &v);
+    assert_null(amp_auto_rejects(&v.c[2], TOL, why, sizeof why));
+    expect_mode(site, AMP_FAMILY_GEMM, 4, AMP_MODE_TF32);
+}
+
 /* A host ahead of its device: once every candidate has as many shadow
  * calls out as it needs samples, the shape's calls run FP32 (reason
  * auto-wait: their results are on their way); one call in
@@ -769,6 +807,7 @@ main(void)
         cmocka_unit_test(test_failures_rule_out),
         cmocka_unit_test(test_warmup_time_measured_again),
         cmocka_unit_test(test_median_of_samples),
+        cmocka_unit_test(test_gain_within_noise),
         cmocka_unit_test(test_host_ahead_waits),
         cmocka_unit_test(test_transient_failures),
         cmocka_unit_test(test_frobenius_bound),

@@ -1083,8 +1083,10 @@ delayed_call(int ops, int *delayed)
     cuEventDestroy(e1);
     for (i = 0; i < DM * DN; i++)
         assert_true(isfinite(dly.c[i]));
-    /* ms = sum over ops of (latency + bytes / effective bandwidth) */
-    return ((double)ms * 1e6 - ops * g->launch_latency_us * 1e3) *
+    /* ms = sum over ops of (latency + bytes / effective bandwidth), and
+     * e1's record */
+    return ((double)ms * 1e6 - ops * g->launch_latency_us * 1e3 -
+            emu_event_record_ns()) *
            g->bandwidth_tbs * 1e3 * g->mem_efficiency;
 }
 
