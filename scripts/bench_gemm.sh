@@ -30,8 +30,10 @@
 # the times are the emulator's modelled times. The emulator computes every
 # product on the CPU (about 0.03 s per 1024^3 call on one core:
 # scripts/bench_emu.sh), so its default shapes stop at 1024^3 and
-# 2048x2048x256-sized skinny shapes, with 1 warm-up and 1 timed call
-# (modelled times are deterministic): a few minutes in all.
+# 2048x2048x256-sized skinny shapes, with 8 warm-up and 16 timed calls
+# (modelled times are deterministic; the warm-up covers the first 8
+# converted calls of a shape, which the shim times, and of the 16 steady
+# ones it times 1, as in a long run): several minutes in all.
 # --full runs 256^3 to 8192^3 and the 8192/256 skinny shapes (the default
 # on a GPU; hours on the emulator).
 # JOBS=N limits the build's parallel jobs.
@@ -80,7 +82,10 @@ else
     kind=modelled
     read -r -a gpu_list <<<"${BENCH_GPUS:-h100 h200 b200 a100 l4 rtx4090}"
     env_run=(env "LD_LIBRARY_PATH=$emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-    bench_args=(--warmup 1 --reps 1)
+    # Past the shim's first 8 converted calls of a shape, which it times
+    # (each timing event costs device time): 16 steady calls, of which it
+    # times 1, as in a long run.
+    bench_args=(--warmup 8 --reps 16)
     shapes=${shapes:-$small}
 fi
 # The counts of the shim's summary line, as \1 (calls) and \2 (converted).

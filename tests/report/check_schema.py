@@ -54,7 +54,8 @@ API = {k: {INT} for k in ("calls", "converted", "fp32", "fallback",
 API["api"] = {STR}
 TIME = {k: {NUM} for k in ("converted_ms", "converted_estimated_ms",
                            "fp32_sampled_ms", "shadow_fp32_ms",
-                           "shadow_candidate_ms", "shadow_check_ms", "fp32_ms",
+                           "shadow_candidate_ms", "shadow_check_ms",
+                           "timing_ms", "fp32_ms",
                            "fp32_measured_ms", "fp32_estimated_ms",
                            "actual_ms", "saved_ms")}
 TIME.update({k: {NUM, NULL} for k in ("speedup", "converted_speedup",
@@ -95,6 +96,7 @@ TOTALS.update({"speedup": {NUM, NULL}, "converted_share": {NUM, NULL},
                "converted_speedup": {NUM, NULL}, "fp32_reasons": {OBJ},
                "steady_speedup": {NUM, NULL}, "verdict": {STR},
                "replays": {OBJ}, "wall_ms": {NUM, NULL}, "device_ms": {NUM},
+               "timing_ms": {NUM},
                "calls_untimed": {INT}, "calls_converted_estimated": {INT},
                "calls_fp32_sampled": {INT}})
 VERDICTS = ("faster: ", "slower: ", "still measuring: ",
