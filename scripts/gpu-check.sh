@@ -49,7 +49,7 @@ die() { echo "gpu-check: $*" >&2; exit 1; }
 programs=(sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph
           conv_fused
           gemm_bench conv_bench speed_bench gemm_numerics solver_check
-          graph_nodes deep_queue legacy_trainer)
+          graph_nodes deep_queue event_cost legacy_trainer)
 # The emulator's models the bundle carries modelled GEMM times for (about
 # a minute each, on two cores), and the shapes (those of run.sh's GEMM
 # benchmark the emulator computes in seconds).

@@ -329,6 +329,22 @@ risk_queue() {
     done
     note ""
 }
+risk_events() {
+    note "### A timing event's device time (\`event_cost\`)"
+    note ""
+    note "Memsets back to back on one stream, plain and with an event recorded after each;"
+    note "the emulator charges 2.3 µs a timing event and nothing an untimed one, and the shim"
+    note "takes the least span between back-to-back events as one record's cost."
+    note ""
+    note "| exit | µs a memset | µs a timing event | µs an untimed event | back-to-back span µs |"
+    note "|---|---|---|---|---|"
+    local log=$LOGS/events status=0
+    c_run 30 "$B/bin/event_cost" >"$log.out" 2>"$log.err" || status=$?
+    note "| $status | $(field op_us "$log.out") | $(field record_us "$log.out") |" \
+         "$(field untimed_record_us "$log.out") | $(field back_to_back_us "$log.out") |"
+    note ""
+    [[ $status == 0 ]] || failed "event_cost: exit status $status"
+}
 risk_auto() {
     note "### auto's choices over three runs (\`gemm_bench --shapes $AUTO_SHAPES\`, built-in policy)"
     note ""
@@ -399,6 +415,7 @@ step_risks() {
     risk_solver
     risk_graph
     risk_queue
+    risk_events
     risk_auto
     risk_error
 }
