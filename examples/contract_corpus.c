@@ -806,18 +806,36 @@ lcase_make(int i, struct lcase *c)
     c->small_ws = pick(i + 14, 2);
 }
 
-/* A layout, made or NULL after a refusal (its status then is the case's
- * status: cuBLASLt refuses the description itself). */
+/* Descriptors initialised in place in zeroed memory of the program's
+ * own, as a program that keeps them does: the workspace corpus's calls
+ * use these, so that each holds the bytes of the one before it. */
+static struct {
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t layout[4];
+} lt_in_place;
+
+/* A layout, made (in `in_place` when not NULL) or NULL after a refusal
+ * (its status then is the case's status: cuBLASLt refuses the
+ * description itself). */
 static cublasStatus_t
 lt_layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols,
-          int64_t ld, int order, int batch, int64_t stride)
+          int64_t ld, int order, int batch, int64_t stride,
+          cublasLtMatrixLayoutOpaque_t *in_place)
 {
     int32_t count = batch;
     cublasStatus_t st;
 
     *l = NULL;
-    st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols,
-                                    ld);
+    if (in_place) {
+        memset(in_place, 0, sizeof(*in_place));
+        st = cublasLtMatrixLayoutInit(in_place, t, (uint64_t)rows,
+                                      (uint64_t)cols, ld);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            *l = in_place;
+    } else {
+        st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols,
+                                        ld);
+    }
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_ORDER,
@@ -854,6 +872,8 @@ run_lt(const struct lcase *c)
     int ar = c->ta == LT_N ? c->m : c->k, ac = c->ta == LT_N ? c->k : c->m;
     int br = c->tb == LT_N ? c->k : c->n, bc = c->tb == LT_N ? c->n : c->k;
     int pad = c->ld == LL_PAD ? 3 : 0;
+    cublasLtMatrixLayoutOpaque_t *in_place =
+        c->ws_corpus ? lt_in_place.layout : NULL;
     int64_t lda = (row_a ? ac : ar) + pad, ldb = (row_b ? bc : br) + pad;
     int64_t ldd = (row_d ? c->n : c->m) + pad, ldc;
     int batch = c->batch == -2 ? 2 : c->batch, batch_a = batch;
@@ -942,8 +962,16 @@ run_lt(const struct lcase *c)
     if (c->place != LP_APART)
         dm = cm;
 
-    st = cublasLtMatmulDescCreate(&op, lt_types[c->types].compute,
-                                  lt_types[c->types].scale);
+    if (c->ws_corpus) {
+        memset(&lt_in_place.op, 0, sizeof(lt_in_place.op));
+        st = cublasLtMatmulDescInit(&lt_in_place.op,
+                                    lt_types[c->types].compute,
+                                    lt_types[c->types].scale);
+        op = &lt_in_place.op;
+    } else {
+        st = cublasLtMatmulDescCreate(&op, lt_types[c->types].compute,
+                                      lt_types[c->types].scale);
+    }
     if (st == CUBLAS_STATUS_SUCCESS) {
         const void *bias_ptr = c->nul == LN_BIAS ? NULL : bias;
 
@@ -968,19 +996,19 @@ run_lt(const struct lcase *c)
     }
     if (st == CUBLAS_STATUS_SUCCESS)
         st = lt_layout(&la, lt_types[c->types].ab, ar, ac, lda, order_a,
-                       batch_a, sa);
+                       batch_a, sa, in_place ? &in_place[0] : NULL);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = lt_layout(&lb, lt_types[c->types].ab, br, bc, ldb,
                        row_b ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
-                       batch, sb);
+                       batch, sb, in_place ? &in_place[1] : NULL);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = lt_layout(&ld, lt_types[c->types].cd, c->m, c->n, ldd,
                        row_d ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
-                       batch, sd);
+                       batch, sd, in_place ? &in_place[2] : NULL);
     if (st == CUBLAS_STATUS_SUCCESS && c->place != LP_IN_PLACE)
         st = lt_layout(&lc, lt_types[c->types].cd, c->m, c->n, ldc,
                        row_c ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL,
-                       batch, sd);
+                       batch, sd, in_place ? &in_place[3] : NULL);
     if (st == CUBLAS_STATUS_SUCCESS && c->place == LP_IN_PLACE)
         lc = ld;
     if (st == CUBLAS_STATUS_SUCCESS && c->algo == LG_HEURISTIC) {
@@ -1010,12 +1038,14 @@ run_lt(const struct lcase *c)
                             ws, NULL);
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
-    if (lc && lc != ld)
-        cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatmulDescDestroy(op);
+    if (!in_place) { /* in place: nothing to destroy */
+        if (lc && lc != ld)
+            cublasLtMatrixLayoutDestroy(lc);
+        cublasLtMatrixLayoutDestroy(ld);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatmulDescDestroy(op);
+    }
     (void)ab;
     return report("cublasLtMatmul", st, lcase_trivial(c), args);
 }
@@ -1040,8 +1070,9 @@ run_lt_corpus(void)
  * valid 8 x 8 x 8 FP32 call, without an algorithm and then with one, its
  * workspace at offsets 0, 16 (aligned for every element type, still
  * refused: INVALID_VALUE) and 256, and at offset 16 with size 0 (nothing
- * to align). The same descriptors' calls follow each other, so that an
- * answer kept for one workspace is not taken for the next. */
+ * to align). The calls' descriptors are initialised in place in the same
+ * zeroed memory, so that each call holds the bytes of the one before it
+ * and an answer kept for one workspace is not taken for the next. */
 static int
 run_lt_workspace_corpus(void)
 {
