@@ -191,6 +191,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     }
     amp_prof_begin(&h->prof, dev, &what);
     st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
+                          dec.mode == AMP_MODE_SHADOW && dec.fp32_first,
                           &h->run);
     if (st != AMP_OK) {
         h->outcome = amp_prepare_outcome(st);
@@ -201,6 +202,18 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     }
     if (amp_gemm_warms_up(&h->run))
         amp_prof_warmup(&h->prof);
+    if (h->run.fp32_first) {
+        /* The original first, timed from here; the candidate after it
+         * (amp_shadow_complete). */
+        h->outcome = AMP_OUTCOME_CONVERTED;
+        h->shadow = 1;
+        h->vendor = v;
+        h->vendor_call = vendor_call;
+        h->own = own;
+        amp_prof_fp32_first(&h->prof);
+        amp_prof_start();
+        return AMP_HOOK_ORIGINAL;
+    }
     if (v->issue(own, vendor_call, &h->run) != AMP_OK) {
         amp_gemm_abandon(&h->run);
         amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
@@ -233,6 +246,23 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     return AMP_HOOK_DONE;
 }
 
+/* An FP32-first shadow run after its original: the split event, then
+ * the candidate's work, steps and last kernel. 1 when all are queued;
+ * else the run is released. */
+static int
+amp_shadow_candidate(struct amp_hook *h)
+{
+    amp_prof_split(&h->prof);
+    if (amp_gemm_queue_candidate(&h->run) != AMP_OK)
+        return 0; /* released */
+    if (h->vendor->issue(h->own, h->vendor_call, &h->run) != AMP_OK ||
+        amp_gemm_candidate_done(&h->run) != AMP_OK) {
+        amp_gemm_abandon(&h->run);
+        return 0;
+    }
+    return 1;
+}
+
 /* A shadow run after its original call. A delivering run whose
  * candidate's result did not reach the caller's C leaves it FP32's: a
  * fallback. */
@@ -250,7 +280,13 @@ amp_shadow_complete(struct amp_hook *h, int original_ok)
         amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_NONE, 0);
         return;
     }
-    amp_prof_stop(&h->prof); /* the FP32 original's end */
+    if (h->run.fp32_first && !amp_shadow_candidate(h)) {
+        /* The program has FP32's result; the candidate is unmeasured. */
+        h->outcome = AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
+        return;
+    }
+    amp_prof_stop(&h->prof); /* the second product's end */
     if (amp_gemm_finish(&h->run) != AMP_OK) {
         amp_log(AMP_LOG_INFO, "%s: shadow comparison%s not queued%s",
                 h->stats->name, h->run.delivers ? " or its result's copy" : "",

@@ -24,6 +24,12 @@ struct amp_hook {
     double flops;
     struct amp_gemm_run run;
     struct amp_prof_span prof; /* the converted call's measurement */
+    /* An FP32-first shadow run's candidate, queued after the original
+     * (amp_shadow_complete): its vendor and the hook's record of the
+     * call, which lives until amp_hook_end. */
+    const struct amp_gemm_vendor *vendor;
+    const void *vendor_call;
+    void *own;
 };
 
 enum amp_hook_next {

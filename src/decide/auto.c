@@ -423,6 +423,8 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
             v->c[next].issued++;
             out->mode = AMP_MODE_SHADOW;
             out->candidate = v->c[next].mode;
+            out->fp32_first =
+                amp_shadow_fp32_first((int64_t)v->c[next].issued);
         }
     } else if (v && v->state == AMP_AUTO_CHOSEN) {
         out->mode = v->c[v->choice].mode;
@@ -430,6 +432,7 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
             out->candidate = out->mode;
             out->mode = AMP_MODE_SHADOW;
             out->why = AMP_WHY_SAMPLE;
+            out->fp32_first = amp_shadow_fp32_first(count / sample_period);
         }
     }
     if (v)

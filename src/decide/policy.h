@@ -293,7 +293,17 @@ struct amp_decision {
                                     measured beside it: AMPSHIM_MODE's
                                     baseline call (a forced mode forces
                                     every call) */
+    int fp32_first;              /* a shadow run times the FP32 original
+                                    first, then the candidate: every
+                                    other shadow run of a (site, shape)
+                                    (amp_shadow_fp32_first) */
 };
+
+/* Whether the nth shadow run (from 1) of its kind at a (site, shape)
+ * runs the FP32 original first: the even ones, so that the two products
+ * take turns at following the other (on a GPU the second finds the
+ * operands the first left in its caches). */
+int amp_shadow_fp32_first(int64_t nth);
 
 const char *amp_decision_why_name(enum amp_decision_why why);
 

@@ -50,12 +50,15 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
         out->why = AMP_WHY_AUTO; /* the site decides: amp_auto_decide */
         return;
     }
+    if (a->mode == AMP_MODE_SHADOW)
+        out->fp32_first = amp_shadow_fp32_first(count);
     if (a->mode == AMP_MODE_FP32 || a->mode == AMP_MODE_SHADOW)
         return;
     if (a->verify > 0 && count <= a->verify) {
         out->candidate = a->mode;
         out->mode = AMP_MODE_SHADOW;
         out->why = AMP_WHY_VERIFY;
+        out->fp32_first = amp_shadow_fp32_first(count);
         return;
     }
     period = amp_policy_sample_period(p);
@@ -63,7 +66,14 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
         out->candidate = a->mode;
         out->mode = AMP_MODE_SHADOW;
         out->why = AMP_WHY_SAMPLE;
+        out->fp32_first = amp_shadow_fp32_first(count / period);
     }
+}
+
+int
+amp_shadow_fp32_first(int64_t nth)
+{
+    return nth > 0 && nth % 2 == 0;
 }
 
 static const char *const amp_why_names[] = {

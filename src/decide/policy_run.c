@@ -275,6 +275,8 @@ amp_policy_env(struct amp_decision *out, const struct amp_site *site,
     out->mode = amp_cfg->mode;
     out->candidate = amp_cfg->shadow_candidate;
     out->why = AMP_WHY_ENV_MODE;
+    if (out->mode == AMP_MODE_SHADOW)
+        out->fp32_first = amp_shadow_fp32_first(shape_count);
     if (!amp_cfg->baseline || out->mode == AMP_MODE_FP32 ||
         out->mode == AMP_MODE_SHADOW || !site)
         return;

@@ -158,7 +158,8 @@ amp_shape_format(const struct amp_shape *s, char *buf, size_t cap)
 
 /* A converted call: START, END. A shadow or delivering call: START, the
  * candidate, SPLIT, its FP32 original, END, the comparison (and a
- * delivering call's copy of the result), CHECK. */
+ * delivering call's copy of the result), CHECK; with fp32_first the
+ * original before SPLIT and the candidate after it. */
 enum { AMP_EV_START = 0, AMP_EV_SPLIT, AMP_EV_END, AMP_EV_CHECK,
        AMP_EV_COUNT };
 
@@ -177,6 +178,8 @@ struct amp_prof_call {
     int epoch;                 /* the context's trace origin; -1 none */
     int start_pending;         /* the start event is recorded at
                                   amp_prof_start */
+    int fp32_first;            /* shadow: START, original, SPLIT,
+                                  candidate, END */
     int fp32_sample;           /* a kept FP32 call's original, timed by
                                   sample: START, END */
     atomic_int error_state;
@@ -520,6 +523,7 @@ amp_record_open(struct amp_dev *dev, const struct amp_prof_what *w)
     atomic_store(&c->error_state, AMP_ERROR_NONE);
     memset(&c->err, 0, sizeof c->err);
     c->start_pending = 1;
+    c->fp32_first = 0;
     c->fp32_sample = 0;
     return c;
 }
@@ -622,6 +626,13 @@ amp_prof_split(struct amp_prof_span *span)
 {
     if (span->call && span->call->ev[AMP_EV_START] >= 0)
         amp_record_event(span->call, AMP_EV_SPLIT);
+}
+
+void
+amp_prof_fp32_first(struct amp_prof_span *span)
+{
+    if (span->call)
+        span->call->fp32_first = 1;
 }
 
 void
@@ -882,9 +893,10 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
 
     if (timed && shadow &&
         (amp_dev_event_span(c->dev, c->ev[AMP_EV_START],
-                            c->ev[AMP_EV_SPLIT], &cand) != AMP_OK ||
+                            c->ev[AMP_EV_SPLIT],
+                            c->fp32_first ? &fp32 : &cand) != AMP_OK ||
          amp_dev_event_span(c->dev, c->ev[AMP_EV_SPLIT], c->ev[AMP_EV_END],
-                            &fp32) != AMP_OK ||
+                            c->fp32_first ? &cand : &fp32) != AMP_OK ||
          (c->ev[AMP_EV_CHECK] >= 0 &&
           amp_dev_event_span(c->dev, c->ev[AMP_EV_END],
                              c->ev[AMP_EV_CHECK], &check) != AMP_OK)))
@@ -965,8 +977,9 @@ amp_record_harvest(struct amp_prof_call *c, int events_ok)
         }
     }
     if (traced && shadow) {
-        amp_trace_add(c, 0, &spans[0], cand, fp32, 1);
-        amp_trace_add(c, 1, &spans[1], cand, fp32, 1);
+        /* The first span is the candidate's unless FP32 ran first. */
+        amp_trace_add(c, c->fp32_first, &spans[0], cand, fp32, 1);
+        amp_trace_add(c, !c->fp32_first, &spans[1], cand, fp32, 1);
     } else if (traced) {
         amp_trace_add(c, 0, &spans[0], total, fp32, 0);
     }

@@ -210,8 +210,14 @@ void amp_prof_start(void);
  * time is not theirs (auto measures the candidate again). */
 void amp_prof_warmup(struct amp_prof_span *span);
 
-/* Shadow: after the candidate, before the original FP32 call. */
+/* Shadow: after the first of the two products (the candidate, or the
+ * FP32 original when amp_prof_fp32_first said so), before the second. */
 void amp_prof_split(struct amp_prof_span *span);
+
+/* Shadow: this call runs the FP32 original first, then the candidate
+ * (START, original, SPLIT, candidate, END); the harvest reads its two
+ * spans accordingly. */
+void amp_prof_fp32_first(struct amp_prof_span *span);
 
 /* After the call's last timed work (the converted result, or the shadow's
  * original call). */

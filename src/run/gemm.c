@@ -1040,7 +1040,8 @@ amp_gemm_record(struct amp_gemm_run *run)
 enum amp_status
 amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
                  enum amp_mode mode, enum amp_mode candidate,
-                 uint64_t scratch_max, struct amp_gemm_run *run)
+                 uint64_t scratch_max, int fp32_first,
+                 struct amp_gemm_run *run)
 {
     int shadow = mode == AMP_MODE_SHADOW;
     struct amp_gemm_layout l;
@@ -1083,8 +1084,8 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         return st;
     }
     run->scratch_bytes = l.bytes;
-    amp_prof_start(); /* the host's set-up is done: the timed work */
     run->needs_original = shadow;
+    run->fp32_first = shadow && fp32_first;
     run->delivers = shadow && d->delivers;
     run->rows_r = l.rows_r;
     run->cols_r = l.cols_r;
@@ -1098,13 +1099,39 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
-    amp_gemm_record(run);
     run->accum = amp_at(run->scratch, l.accum);
     run->sum = amp_at(run->scratch, l.sum);
     run->hi = amp_at(run->scratch, l.hi);
     run->result = shadow || run->routed ? amp_at(run->scratch, l.result)
                                         : run->hi;
+    /* A shadow candidate starts from C unless beta is a host zero
+     * (cuBLASLt's reads the caller's C and writes its own D): a copy of
+     * C as the call found it, before either product runs (the FP32
+     * original may run first and overwrite C), and outside both timed
+     * spans, so that the two orders time the same work. */
+    if (shadow && !d->lt && (d->scalars_on_device || *d->beta != 0.0f)) {
+        st = amp_queue_copy_c(run);
+        if (st != AMP_OK) {
+            amp_gemm_release(run);
+            return st;
+        }
+    }
+    amp_gemm_record(run);
+    if (run->fp32_first)
+        return AMP_OK; /* amp_gemm_queue_candidate after the original */
+    amp_prof_start(); /* the host's set-up is done: the timed work */
+    return amp_gemm_queue_candidate(run);
+}
 
+enum amp_status
+amp_gemm_queue_candidate(struct amp_gemm_run *run)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    struct amp_gemm_layout l;
+    enum amp_status st = AMP_OK;
+
+    amp_gemm_layout(d, run->candidate, run->mode == AMP_MODE_SHADOW,
+                    run->routed, &l);
     if (run->candidate == AMP_MODE_TF32X3)
         st = amp_queue_tf32x3(run, &l);
     else if (!amp_mode_own_operands(run->candidate))
@@ -1115,27 +1142,24 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
         st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
                                  l.stride_r, 4);
-    /* The candidate starts from C unless beta is a host zero (cuBLASLt's
-     * reads the caller's C and writes its own D). */
-    if (st == AMP_OK && shadow && !d->lt &&
-        (d->scalars_on_device || *d->beta != 0.0f))
-        st = amp_queue_copy_c(run);
     if (st != AMP_OK) {
         /* A first call that may not have set its record: the key's next
          * call starts afresh (the one-pass cast needs the counters the
          * first call zeroes); its scales kernel may be queued already, so
          * the record drains before another stream may take it. */
         if (amp_gemm_warms_up(run))
-            amp_dev_record_drop(dev, run->record, run->record_key,
+            amp_dev_record_drop(run->dev, run->record, run->record_key,
                                 run->stream);
+        run->record = 0;
         amp_gemm_release(run);
         return st;
     }
     /* The record's first call is queued: later calls may take one pass
      * (their kernels follow these on the stream). */
     if (amp_gemm_warms_up(run))
-        amp_dev_record_ready(dev, run->record, run->record_key);
+        amp_dev_record_ready(run->dev, run->record, run->record_key);
     amp_gemm_steps(run, &l);
+    run->candidate_queued = 1;
     return AMP_OK;
 }
 
@@ -1313,5 +1337,11 @@ amp_gemm_finish(struct amp_gemm_run *run)
 void
 amp_gemm_abandon(struct amp_gemm_run *run)
 {
+    /* An FP32-first run abandoned before its candidate was queued holds
+     * a delayed-scaling record its work never set. */
+    if (run->fp32_first && !run->candidate_queued && amp_gemm_warms_up(run))
+        amp_dev_record_drop(run->dev, run->record, run->record_key,
+                            run->stream);
+    run->record = 0;
     amp_gemm_release(run);
 }

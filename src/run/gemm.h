@@ -205,6 +205,13 @@ struct amp_gemm_run {
     /* Shadow: the hook runs the original FP32 call after the steps, then
      * calls amp_gemm_finish(), which compares the two results. */
     int needs_original;
+    /* Shadow: the FP32 original runs first: amp_gemm_prepare() queued
+     * only the copy of C, and the hook queues the candidate with
+     * amp_gemm_queue_candidate() after the original. Shadow runs take
+     * the two orders in turn (amp_decision's fp32_first), so that
+     * neither product always finds the operands the other left in the
+     * GPU's caches. */
+    int fp32_first;
     /* Shadow: amp_gemm_finish() then gives the caller's C (D) the
      * candidate's result (desc's delivers). */
     int delivers;
@@ -238,22 +245,32 @@ struct amp_gemm_run {
     amp_devptr slot_at;
     int candidate_done;        /* shadow: the candidate's last kernel is
                                   queued */
+    int candidate_queued;      /* amp_gemm_queue_candidate() succeeded */
 };
 
 /* Queues on d->stream everything the steps need: the scratch allocation,
  * absolute maxima, scales and compensated scalars (computed on the device
  * in either pointer mode: the call never synchronises), casts or splits,
- * pointer arrays for batched scratch, and for shadow a copy of C. Nothing
- * of the caller's is written. `mode` is the mode to run (for shadow, the
- * caller passes AMP_MODE_SHADOW and `candidate`). Fails with
+ * pointer arrays for batched scratch, and for shadow a copy of C (before
+ * the call's start event: untimed). Nothing of the caller's is written.
+ * `mode` is the mode to run (for shadow, the caller passes
+ * AMP_MODE_SHADOW and `candidate`). `fp32_first` (shadow only): queue
+ * only the copy of C and record no start event; the hook records it,
+ * runs the original, then amp_gemm_queue_candidate(). Fails with
  * AMP_ERR_TOO_BIG when the scratch would exceed scratch_max,
  * AMP_ERR_UNAVAILABLE when the mode cannot run this call (then it stays
  * FP32), or AMP_ERR_DRIVER; on failure nothing stays allocated. */
 enum amp_status amp_gemm_prepare(struct amp_dev *dev,
                                  const struct amp_gemm_desc *d,
                                  enum amp_mode mode, enum amp_mode candidate,
-                                 uint64_t scratch_max,
+                                 uint64_t scratch_max, int fp32_first,
                                  struct amp_gemm_run *run);
+
+/* The candidate's own work (casts or splits, scalars, pointer arrays)
+ * and its steps: amp_gemm_prepare() runs it, or the hook after the
+ * original when run->fp32_first. Fails as amp_gemm_prepare(); on failure
+ * nothing stays allocated (the run is released). */
+enum amp_status amp_gemm_queue_candidate(struct amp_gemm_run *run);
 
 /* 1 when a prepared run is the first call of its delayed-scaling record:
  * it takes the two passes the record's later calls skip. */

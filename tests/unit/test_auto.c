@@ -82,7 +82,8 @@ sampled(struct amp_site *site, int slot, enum amp_mode mode, double rel,
         amp_auto_time(site, slot, mode, ms[2 * i], ms[2 * i + 1], 0, TOL);
 }
 
-static void
+/* A shadow call of `candidate`; returns its order (1: FP32 first). */
+static int
 expect_shadow(struct amp_site *site, enum amp_family family, int64_t count,
               enum amp_mode candidate)
 {
@@ -92,6 +93,7 @@ expect_shadow(struct amp_site *site, enum amp_family family, int64_t count,
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, candidate);
     assert_int_equal(d.why, AMP_WHY_AUTO);
+    return d.fp32_first;
 }
 
 static void
@@ -109,9 +111,13 @@ expect_mode(struct amp_site *site, enum amp_family family, int64_t count,
 static void
 expect_gemm_candidates(struct amp_site *site)
 {
-    expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16);
-    expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32);
+    /* Each candidate's first shadow call: the candidate first. */
+    assert_int_equal(expect_shadow(site, AMP_FAMILY_GEMM, 1, AMP_MODE_FP16),
+                     0);
+    assert_int_equal(expect_shadow(site, AMP_FAMILY_GEMM, 2, AMP_MODE_BF16),
+                     0);
+    assert_int_equal(expect_shadow(site, AMP_FAMILY_GEMM, 3, AMP_MODE_TF32),
+                     0);
 }
 
 static void
@@ -124,11 +130,15 @@ test_gemm_measures_then_takes_the_fastest(void **state)
 
     (void)state;
     expect_gemm_candidates(site);
-    /* No result yet: the candidates run again, least tried first. */
-    expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16);
+    /* No result yet: the candidates run again, least tried first; a
+     * candidate's second shadow call runs the FP32 original first, its
+     * first one runs the candidate first. */
+    assert_int_equal(expect_shadow(site, AMP_FAMILY_GEMM, 4, AMP_MODE_FP16),
+                     1);
     measured(site, slot, AMP_MODE_FP16, 3e-4, 1.0, 2.0);
     measured(site, slot, AMP_MODE_BF16, 2e-3, 0.8, 2.0);
-    expect_shadow(site, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32);
+    assert_int_equal(expect_shadow(site, AMP_FAMILY_GEMM, 5, AMP_MODE_TF32),
+                     1);
     measured(site, slot, AMP_MODE_TF32, 3e-4, 0.5, 2.0);
     expect_mode(site, AMP_FAMILY_GEMM, 6, AMP_MODE_TF32);
     assert_int_equal(amp_auto_get(site, slot, &v), 0);
@@ -142,8 +152,12 @@ test_gemm_measures_then_takes_the_fastest(void **state)
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_TF32);
     assert_int_equal(d.why, AMP_WHY_SAMPLE);
+    assert_int_equal(d.fp32_first, 1); /* the second sample */
     decide(site, AMP_FAMILY_GEMM, 21, 10, &d);
     assert_int_equal(d.mode, AMP_MODE_TF32);
+    decide(site, AMP_FAMILY_GEMM, 30, 10, &d);
+    assert_int_equal(d.mode, AMP_MODE_SHADOW);
+    assert_int_equal(d.fp32_first, 0);
 }
 
 static void

@@ -247,7 +247,7 @@ convert(const struct amp_gemm_desc *d, enum amp_mode mode,
 
     if (mode == AMP_MODE_FP32)
         return original(d) == CUBLAS_STATUS_SUCCESS ? AMP_OK : AMP_ERR_DRIVER;
-    st = amp_gemm_prepare(dev, d, mode, candidate, 1 << 24, run);
+    st = amp_gemm_prepare(dev, d, mode, candidate, 1 << 24, 0, run);
     if (st != AMP_OK)
         return st;
     for (i = 0; i < run->nsteps; i++) {
@@ -405,7 +405,7 @@ test_step_layout(void **state)
     problem_default(&prob, AMP_BATCH_STRIDED);
     d = desc(&prob, &alpha, &beta, 0);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
-                                      1 << 24, &run),
+                                      1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(run.nsteps, 1);
     assert_int_equal(run.needs_original, 0);
@@ -427,7 +427,7 @@ test_step_layout(void **state)
     amp_gemm_abandon(&run);
 
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32, AMP_MODE_FP16,
-                                      1 << 24, &run),
+                                      1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(run.scratch_bytes, 0);
     assert_int_equal(run.nsteps, 1);
@@ -440,7 +440,7 @@ test_step_layout(void **state)
     prob.kind = AMP_BATCH_ARRAY;
     d = desc(&prob, &alpha, &beta, 0);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
-                                      AMP_MODE_FP16, 1 << 24, &run),
+                                      AMP_MODE_FP16, 1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(run.nsteps, 3);
     for (int i = 0; i < 3; i++) {
@@ -457,7 +457,7 @@ test_step_layout(void **state)
     amp_gemm_abandon(&run);
 
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_BF16, AMP_MODE_FP16,
-                                      1 << 24, &run),
+                                      1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_ARRAY);
     assert_int_equal(run.steps[0].type_ab, AMP_DTYPE_BF16);
@@ -470,7 +470,7 @@ test_step_layout(void **state)
      * plain), so each column holds the hi rows, then the lo rows (2 * 53
      * -> 108); the second, hi_B, starts K rows into B's copy. */
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32X3,
-                                      AMP_MODE_FP16, 1 << 24, &run),
+                                      AMP_MODE_FP16, 1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(run.nsteps, 2);
     for (int i = 0; i < 2; i++) {
@@ -499,7 +499,7 @@ test_step_layout(void **state)
                                                AMP_MODE_TF32};
 
         assert_int_equal(amp_gemm_prepare(dev, &d, routed[m], AMP_MODE_FP16,
-                                          1 << 24, &run),
+                                          1 << 24, 0, &run),
                          AMP_OK);
         assert_int_equal(run.nsteps, 1);
         assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_ARRAY);
@@ -785,7 +785,7 @@ test_capture(void **state)
         cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
         CUDA_SUCCESS);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_SHADOW,
-                                      AMP_MODE_FP16, 1 << 24, &run),
+                                      AMP_MODE_FP16, 1 << 24, 0, &run),
                      AMP_ERR_UNAVAILABLE);
     assert_int_equal(convert(&d, AMP_MODE_FP16X3, AMP_MODE_FP16, &run),
                      AMP_OK);
@@ -814,19 +814,19 @@ test_scratch_cap_and_modes(void **state)
     problem_default(&prob, AMP_BATCH_ARRAY);
     d = desc(&prob, &alpha, &beta, 0);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
-                                      AMP_MODE_FP16, 1 << 24, &run),
+                                      AMP_MODE_FP16, 1 << 24, 0, &run),
                      AMP_OK);
     bytes = run.scratch_bytes;
     amp_gemm_abandon(&run);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16X3,
-                                      AMP_MODE_FP16, bytes - 1, &run),
+                                      AMP_MODE_FP16, bytes - 1, 0, &run),
                      AMP_ERR_TOO_BIG);
     assert_true(run.scratch == 0);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP32, AMP_MODE_FP16,
-                                      1 << 24, &run),
+                                      1 << 24, 0, &run),
                      AMP_ERR_UNAVAILABLE);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_SHADOW,
-                                      AMP_MODE_SHADOW, 1 << 24, &run),
+                                      AMP_MODE_SHADOW, 1 << 24, 0, &run),
                      AMP_ERR_UNAVAILABLE);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
 }
@@ -1067,7 +1067,7 @@ delayed_call(int ops, int *delayed)
     assert_int_equal(cuEventCreate(&e1, 0), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(e0, stream), CUDA_SUCCESS);
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
-                                      1 << 24, &run),
+                                      1 << 24, 0, &run),
                      AMP_OK);
     assert_int_equal(cuEventRecord(e1, stream), CUDA_SUCCESS);
     *delayed = run.delayed;
@@ -1119,10 +1119,10 @@ delayed_interleaved(void)
     d2.a = da2;
     d2.c = dc2;
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_FP16, AMP_MODE_FP16,
-                                      1 << 24, &run1),
+                                      1 << 24, 0, &run1),
                      AMP_OK);
     assert_int_equal(amp_gemm_prepare(dev, &d2, AMP_MODE_FP16,
-                                      AMP_MODE_FP16, 1 << 24, &run2),
+                                      AMP_MODE_FP16, 1 << 24, 0, &run2),
                      AMP_OK);
     assert_true(run1.delayed && run2.delayed);
     for (i = 0; i < run1.nsteps; i++)

@@ -495,8 +495,10 @@ test_action_verify_and_sampling(void **state)
     assert_int_equal(d.candidate, AMP_MODE_BF16);
     assert_int_equal(d.why, AMP_WHY_VERIFY);
     assert_int_equal(d.line, 2);
+    assert_int_equal(d.fp32_first, 0); /* the orders take turns */
     amp_policy_action(&pol, 0, 2, &d);
     assert_int_equal(d.why, AMP_WHY_VERIFY);
+    assert_int_equal(d.fp32_first, 1);
     amp_policy_action(&pol, 0, 3, &d);
     assert_int_equal(d.mode, AMP_MODE_BF16);
     assert_int_equal(d.why, AMP_WHY_RULE);
@@ -504,6 +506,10 @@ test_action_verify_and_sampling(void **state)
     assert_int_equal(d.mode, AMP_MODE_SHADOW);
     assert_int_equal(d.candidate, AMP_MODE_BF16);
     assert_int_equal(d.why, AMP_WHY_SAMPLE);
+    assert_int_equal(d.fp32_first, 0); /* the first sample */
+    amp_policy_action(&pol, 0, 8, &d);
+    assert_int_equal(d.why, AMP_WHY_SAMPLE);
+    assert_int_equal(d.fp32_first, 1);
     amp_policy_action(&pol, 1, 4, &d); /* the default: fp32, no sample */
     assert_int_equal(d.mode, AMP_MODE_FP32);
     assert_int_equal(d.why, AMP_WHY_DEFAULT);
