@@ -11,7 +11,9 @@
 #   the TF32 one;
 # - with beta 1 the candidate reads C as the call found it (a copy made
 #   before either product), not FP32's result: the comparisons stay at
-#   TF32's error.
+#   TF32's error;
+# - a candidate that fails after the FP32 original ran leaves the
+#   program FP32's result, the call counted a fallback.
 # usage: test_shadow_order.sh GEMM_BENCH LIBAMPSHIM EMU_DIR PYTHON
 set -euo pipefail
 
@@ -112,6 +114,21 @@ read -r compared err <<<"$err"
 "$python" -c "import sys; sys.exit(0 if float('$err') < 1e-3 else 1)" ||
     fail "beta 1: the candidate differs from FP32 by $err"
 
+# The candidate of an FP32-first run fails after writing part of its
+# output (the second cublasGemmEx): the program keeps FP32's result, the
+# call is counted a fallback.
+rc=0
+env AMPSHIM_MODE=shadow:tf32 AMPSHIM_EMU_FAIL=cublasGemmEx:2:partial \
+    LD_PRELOAD="$preload$lib" "$prog" --shapes 256x256x256 --warmup 1 \
+    --reps 1 >run.out 2>run.err || rc=$?
+[[ $rc == 0 ]] || fail "failed candidate: exit status $rc"
+grep -q "summary cublasSgemm_v2 calls=2 converted=1 fp32=0 fallback=1 " \
+    run.err || fail "failed candidate: the summary"
+ferr=$(grep -o "max_rel_err=[0-9.e+-]*" run.out | cut -d= -f2)
+"$python" -c "import sys; sys.exit(0 if float('$ferr') < 2e-6 else 1)" ||
+    fail "failed candidate: the program's result is off by $ferr"
+
 echo "shadow order: candidate first, then FP32 first, in turn; per-call" \
      "means over 1 and 4 calls fp32=$fp32_4 tf32=$cand_4 ms (plain" \
-     "$plain_ms); beta 1 right ($err)"
+     "$plain_ms); beta 1 right ($err); a failed candidate" \
+     "leaves FP32's result ($ferr)"
