@@ -102,10 +102,10 @@ amp_step_issue(cublasHandle_t own, const struct amp_gemm_desc *d,
     const void *b = (const void *)(uintptr_t)s->b;
     void *c = (void *)(uintptr_t)s->c;
     int m = (int)d->m, n = (int)d->n;
-    /* tf32x3's cross terms, one product of twice K: cuBLAS asks lda >= k
-     * of a transposed A and ldb >= k of a plain B, which the copies'
-     * layout gives (amp_gemm_prepare keeps 2k within int). */
-    int k = (int)(s->k_twice ? 2 * d->k : d->k);
+    /* tf32x3's one product of three times K: cuBLAS asks lda >= k of a
+     * transposed A and ldb >= k of a plain B, which the copies' layout
+     * gives (amp_gemm_prepare keeps 3k within int). */
+    int k = (int)(s->k_parts ? s->k_parts * d->k : d->k);
     cublasStatus_t st;
 
     st = amp_cublas_fn.cublasSetPointerMode_v2(

@@ -279,13 +279,13 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     int32_t order_cd = c->d.order;
     struct amp_lt_key *k = &x->key;
     uint32_t epilogue;
-    /* tf32x3's cross terms: op(A) m x 2k, op(B) 2k x n (k_twice); the
-     * layouts' dimension along K doubles, the copies' ld holds it. */
-    uint64_t twice = s->k_twice ? 2 : 1;
-    uint64_t a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : twice);
-    uint64_t a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? twice : 1);
-    uint64_t b_rows = c->b.rows * (c->transb == CUBLAS_OP_N ? twice : 1);
-    uint64_t b_cols = c->b.cols * (c->transb == CUBLAS_OP_N ? 1 : twice);
+    /* tf32x3: op(A) m x 3k, op(B) 3k x n (k_parts); the layouts'
+     * dimension along K triples, the copies' ld holds it. */
+    uint64_t parts = s->k_parts ? (uint64_t)s->k_parts : 1;
+    uint64_t a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : parts);
+    uint64_t a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? parts : 1);
+    uint64_t b_rows = c->b.rows * (c->transb == CUBLAS_OP_N ? parts : 1);
+    uint64_t b_cols = c->b.cols * (c->transb == CUBLAS_OP_N ? 1 : parts);
 
     x->in_place = s->c == s->d && s->ldc == s->ldd &&
                   s->stride_c == s->stride_d;
@@ -339,7 +339,7 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->in_place = x->in_place;
     k->m = d->m;
     k->n = d->n;
-    k->k = d->k * (int64_t)twice;
+    k->k = d->k * (int64_t)parts;
     k->lda = s->lda;
     k->ldb = s->ldb;
     k->ldc = s->ldc;

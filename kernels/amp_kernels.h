@@ -63,9 +63,11 @@ extern const size_t amp_kernels_fatbin_size;
  *
  * amp_k_gemm_split_tf32x3(struct amp_gemm_operand a,
  *                         struct amp_gemm_operand b)
- *     tf32x3: each operand's matrix i split into dst (hi) and dst_lo (lo),
- *     both FP32 words holding TF32 values (amp_split_tf32x3), laid out by
- *     ld_dst and stride_dst (ptrs unused).
+ *     tf32x3: each operand's three-part copy, laid out by ld_dst and
+ *     stride_dst, FP32 words holding TF32 values (amp_tf32x3_parts): each
+ *     element's hi' in the part at dst, its lo in the part at dst_lo, its
+ *     hi in the part as far beyond the later of the two as they are apart
+ *     (ptrs unused).
  *
  * amp_k_gemm_recast(struct amp_gemm_operand a, struct amp_gemm_operand b,
  *                   const struct amp_gemm_delayed *c)
@@ -162,9 +164,9 @@ extern const size_t amp_kernels_fatbin_size;
  * amp_k_conv_split_tf32x3(const float *src, struct amp_conv_layout l,
  *                         float *dst, int64_t part, int32_t first)
  *     tf32x3: the FP32 packed copy of src with its reduction axis tripled
- *     (l's per_pad says so), each element's hi and lo parts
- *     (amp_split_tf32x3) at its packed offset and part and twice part
- *     further: hi, hi, lo for the first input, hi, lo, hi for the other.
+ *     (l's per_pad says so), each element's three parts
+ *     (amp_tf32x3_parts, `first`: the first input's) at its packed
+ *     offset and part and twice part further.
  *
  * amp_k_conv_output(const void *r, int32_t format,
  *                   struct amp_conv_layout lr, float *dst,

@@ -694,9 +694,9 @@ amp_round_tf32(float x)
  * values, so a GEMM with CUBLAS_COMPUTE_32F_FAST_TF32 (cuBLAS: "Tensor
  * Cores with TF32 compute" for FP32 matrices, its rounding of the inputs
  * unspecified) reads them unchanged, however it rounds. A non-finite x
- * keeps its class in hi and has lo 0 (amp_f16x3_sum drops the lo terms
- * where hi * hi is not finite). Next to FLT_MAX lo rounds toward zero
- * where nearest would carry hi + lo to Inf. */
+ * keeps its class in hi and has lo 0 (amp_tf32x3_parts keeps it out of
+ * the small terms). Next to FLT_MAX lo rounds toward zero where nearest
+ * would carry hi + lo to Inf. */
 AMP_HD void
 amp_split_tf32x3(float x, float *hi, float *lo)
 {
@@ -713,12 +713,29 @@ amp_split_tf32x3(float x, float *hi, float *lo)
     *lo = l;
 }
 
-/* One thread's share of splitting a batch into hi and lo FP32 batches
- * with the same layout (leading dimension ld_dst, stride stride_dst). */
+/* tf32x3's parts of x for one product of three times the reduction that
+ * sums all three terms: hi and lo (amp_split_tf32x3), and hi', which is
+ * hi where finite, else 0. The first operand's copy holds (hi', lo, hi)
+ * along the reduction, the other's (lo, hi', hi), so that the sum runs
+ * hi' lo + lo hi' + hi hi: the two small terms first while the running
+ * sum is small, then the products FP32 sums. A non-finite x enters only
+ * through hi hi, as in FP32's product (hi times the other's lo, which
+ * may be 0, would make NaN of an Inf). */
+AMP_HD void
+amp_tf32x3_parts(float x, float *hi, float *lo, float *cross)
+{
+    amp_split_tf32x3(x, hi, lo);
+    *cross = amp_is_finite(*hi) ? *hi : 0.0f;
+}
+
+/* One thread's share of an operand's tf32x3 copy: each element's parts
+ * (amp_tf32x3_parts) at its offset in cross (hi'), lo and, as far beyond
+ * the later of the two as they are apart, hi; the three share one layout
+ * (leading dimension ld_dst, stride stride_dst). */
 AMP_HD void
 amp_split_tf32x3_batch_thread(const float *base, const float *const *array,
                               int64_t stride, int64_t batch, int64_t ld_src,
-                              int64_t rows, int64_t cols, float *hi,
+                              int64_t rows, int64_t cols, float *cross,
                               float *lo, int64_t ld_dst, int64_t stride_dst,
                               int64_t tid, int64_t nthreads)
 {
@@ -732,8 +749,10 @@ amp_split_tf32x3_batch_thread(const float *base, const float *const *array,
                         stride_dst, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         const float *m = array ? array[w.at[2]] : base;
+        float *c = cross + w.off[1], *l = lo + w.off[1];
+        float *h = c > l ? c + (c - l) : l + (l - c);
 
-        amp_split_tf32x3(m[w.off[0]], &hi[w.off[1]], &lo[w.off[1]]);
+        amp_tf32x3_parts(m[w.off[0]], h, l, c);
         amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
@@ -1402,10 +1421,10 @@ amp_conv_cast_thread(const float *src, const struct amp_conv_layout *l,
 
 /* One thread's share of a convolution input's tf32x3 copy: l's packed
  * copy (FP32, channels last) with its reduction axis three times as long,
- * each element split (amp_split_tf32x3) and its parts written at its
- * packed offset and `part` and twice `part` further: hi, hi, lo for the
- * first input (`first`), hi, lo, hi for the other, so that the reduction
- * sums hi hi + hi lo + lo hi. */
+ * each element's three parts (amp_tf32x3_parts) at its packed offset
+ * and `part` and twice `part` further: hi', lo, hi for the first input
+ * (`first`), lo, hi', hi for the other, so that the reduction sums
+ * hi' lo + lo hi' + hi hi. */
 AMP_HD void
 amp_conv_split_tf32x3_thread(const float *src, const struct amp_conv_layout *l,
                              float *dst, int64_t part, int first,
@@ -1421,12 +1440,11 @@ amp_conv_split_tf32x3_thread(const float *src, const struct amp_conv_layout *l,
     amp_conv_walk_packed_offset(&w, 1, l);
     amp_conv_walk_start(&w, 2, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
-        float *d = dst + w.off[1], hi, lo;
+        float *d = dst + w.off[1];
 
-        amp_split_tf32x3(src[w.off[0]], &hi, &lo);
-        d[0] = hi;
-        d[part] = first ? hi : lo;
-        d[2 * part] = first ? lo : hi;
+        /* (hi', lo, hi) for the first input, (lo, hi', hi) the other. */
+        amp_tf32x3_parts(src[w.off[0]], &d[2 * part],
+                         &d[first ? part : 0], &d[first ? 0 : part]);
         amp_conv_walk_next(&w, 2);
     }
 }

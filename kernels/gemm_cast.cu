@@ -86,9 +86,9 @@ amp_k_gemm_cast(struct amp_gemm_operand a, struct amp_gemm_operand b,
                               o.stride_dst, scale, format, tid, nthreads);
 }
 
-// tf32x3: both operands split into FP32 hi and lo parts, each a TF32
-// value (amp_split_tf32x3). A kernel of its own: in amp_k_gemm_cast's
-// branches it took that kernel past 64 registers.
+// tf32x3: both operands' three-part copies (amp_tf32x3_parts): hi' at
+// dst, lo at dst_lo, hi as far beyond the later. A kernel of its own: in
+// amp_k_gemm_cast's branches it took that kernel past 64 registers.
 extern "C" __global__ void AMP_KERNEL_BOUNDS
 amp_k_gemm_split_tf32x3(struct amp_gemm_operand a, struct amp_gemm_operand b)
 {

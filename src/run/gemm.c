@@ -212,9 +212,9 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
  * Offsets are 256-byte aligned; an absent part is AMP_ABSENT. Half-precision
  * operands have leading dimensions padded to multiples of 8 elements, so
  * every matrix of a batch starts 16-byte aligned. tf32x3's copies are FP32
- * (ld_a16 and the like then count FP32 elements): each problem's hi and lo
- * parts of an operand side by side along K (amp_tf32x3_operand), a_lo and
- * b_lo inside the parts a and b. */
+ * (ld_a16 and the like then count FP32 elements): each problem's three
+ * parts of an operand side by side along K (amp_tf32x3_operand), part_a
+ * and part_b elements apart. */
 struct amp_gemm_layout {
     int64_t batch;
     int64_t rows_a, cols_a, ld_a16, stride_a16;
@@ -223,6 +223,7 @@ struct amp_gemm_layout {
     int64_t stride_r;            /* m * n: results */
     size_t scalars, accum, a, a_lo, b, b_lo, ptrs_a, ptrs_b, ptrs_r, sum,
         hi, result, alpha_vec;
+    int64_t part_a, part_b;      /* tf32x3: between an operand's parts */
     int64_t alpha_members;       /* alpha vectors compensated */
     size_t bytes;                /* SIZE_MAX when it does not fit */
 };
@@ -272,25 +273,24 @@ amp_k_in_cols_b(const struct amp_gemm_desc *d)
     return (d->transb == AMP_OP_T) != (d->row_b != 0);
 }
 
-/* One problem's tf32x3 copy of an operand stored rows x cols: two parts
- * side by side along K, so that the first and the second together are one
- * operand of twice K (amp_gemm_step's k_twice) and each alone one of K,
- * at the same leading dimension. Where K runs along the stored columns,
- * the second part's columns follow the first's; along the rows, each
- * column holds the first part's rows, then the second's. Sets the leading
- * dimension, the stride between problems and the second part's offset
- * (elements). */
+/* One problem's tf32x3 copy of an operand stored rows x cols: three
+ * parts side by side along K, so that together they are one operand of
+ * three times K (amp_gemm_step's k_parts). Where K runs along the stored
+ * columns, each part's columns follow the last's; along the rows, each
+ * column holds the first part's rows, then the second's, then the
+ * third's. Sets the leading dimension, the stride between problems and
+ * the offset between parts (elements). */
 static void
 amp_tf32x3_operand(int64_t rows, int64_t cols, int k_in_cols, int64_t *ld,
-                   int64_t *stride, int64_t *second)
+                   int64_t *stride, int64_t *part)
 {
     if (k_in_cols) {
         *ld = amp_round_up(rows, AMP_F32_LD_MULTIPLE);
-        *second = *ld * cols;
-        *stride = 2 * *second;
+        *part = *ld * cols;
+        *stride = 3 * *part;
     } else {
-        *ld = amp_round_up(2 * rows, AMP_F32_LD_MULTIPLE);
-        *second = rows;
+        *ld = amp_round_up(3 * rows, AMP_F32_LD_MULTIPLE);
+        *part = rows;
         *stride = *ld * cols;
     }
 }
@@ -316,10 +316,9 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     int routed_scalars = routed && !d->lt;
     int scaled = work == AMP_MODE_FP16 || work == AMP_MODE_FP16X3;
     int split = work == AMP_MODE_FP16X3;
-    /* tf32x3: FP32 hi and lo copies, and alpha and beta on the device. */
+    /* tf32x3: three-part FP32 copies, strided. */
     int tsplit = work == AMP_MODE_TF32X3;
     int arrays = d->batch_kind == AMP_BATCH_ARRAY, arrays_ab;
-    int64_t second_a = 0, second_b = 0;
     /* A delivering shadow run writes the caller's pointer array C with
      * unit scalars (amp_queue_deliver). */
     int deliver_scalars = shadow && d->delivers && arrays && !d->lt;
@@ -337,16 +336,16 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->stride_r = d->m * d->n;
     if (tsplit) {
         amp_tf32x3_operand(l->rows_a, l->cols_a, amp_k_in_cols_a(d),
-                           &l->ld_a16, &l->stride_a16, &second_a);
+                           &l->ld_a16, &l->stride_a16, &l->part_a);
         amp_tf32x3_operand(l->rows_b, l->cols_b, amp_k_in_cols_b(d),
-                           &l->ld_b16, &l->stride_b16, &second_b);
+                           &l->ld_b16, &l->stride_b16, &l->part_b);
     }
     a16 = amp_bytes(amp_batch_elems(l->batch, l->stride_a16), tsplit ? 4 : 2);
     b16 = amp_bytes(amp_batch_elems(l->batch, l->stride_b16), tsplit ? 4 : 2);
     r32 = amp_bytes(amp_batch_elems(l->batch, l->stride_r), 4);
     ptrs = amp_bytes(l->batch, 8);
 
-    l->scalars = scaled || routed_scalars || deliver_scalars || tsplit
+    l->scalars = scaled || routed_scalars || deliver_scalars
                      ? amp_scratch_part(total,
                                         sizeof(struct amp_gemm_delayed))
                      : AMP_ABSENT;
@@ -358,23 +357,20 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
     l->b = half ? amp_scratch_part(total, b16) : AMP_ABSENT;
     l->b_lo = split ? amp_scratch_part(total, b16) : AMP_ABSENT;
     if (tsplit) {
-        /* [hi_A lo_A] and [lo_B; hi_B]: the cross terms' one product. */
         l->a = amp_scratch_part(total, a16);
-        l->a_lo = l->a + (size_t)second_a * 4;
-        l->b_lo = amp_scratch_part(total, b16);
-        l->b = l->b_lo + (size_t)second_b * 4;
+        l->b = amp_scratch_part(total, b16);
     }
     arrays_ab = arrays && half && !shadow && !split;
     l->ptrs_a = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     l->ptrs_b = arrays_ab ? amp_scratch_part(total, ptrs) : AMP_ABSENT;
     /* A step on pointer arrays (the caller's, or the half copies') writes
      * through one too. */
-    l->ptrs_r = arrays && (routed || (shadow && amp_mode_own_operands(work)))
+    l->ptrs_r = arrays && !tsplit &&
+                        (routed || (shadow && amp_mode_own_operands(work)))
                     ? amp_scratch_part(total, ptrs)
                     : AMP_ABSENT;
-    l->sum = split || tsplit ? amp_scratch_part(total, r32) : AMP_ABSENT;
-    l->hi = (split || tsplit) && !d->lt ? amp_scratch_part(total, r32)
-                                        : AMP_ABSENT;
+    l->sum = split ? amp_scratch_part(total, r32) : AMP_ABSENT;
+    l->hi = split && !d->lt ? amp_scratch_part(total, r32) : AMP_ABSENT;
     l->alpha_members = d->alpha_stride ? l->batch : 1;
     l->alpha_vec = scaled && d->alpha_vector
                        ? amp_scratch_part(
@@ -386,14 +382,16 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
                                  : AMP_ABSENT;
 }
 
-/* Whether the one step of fp16, bf16 or tf32 writes a scratch result
- * rather than the caller's C. A step that fails may have written part of
- * its output (several kernels, a later one failed); with beta 0 the FP32
- * fallback overwrites all of C, but with any other beta it would read a
- * modified C. So when beta may not be 0 (a host beta other than 0, or
- * scalars on the device) the step writes scratch, and one kernel, which
- * runs whole or fails before writing, blends it into C: an extra pass
- * over C and a compact m * n * batch FP32 result in scratch. */
+/* Whether the one step of fp16, bf16, tf32, bf16x9 or tf32x3 writes a
+ * scratch result rather than the caller's C. A step that fails may have
+ * written part of its output (several kernels, a later one failed); with
+ * beta 0 the FP32 fallback overwrites all of C, but with any other beta
+ * it would read a modified C. So when beta may not be 0 (a host beta
+ * other than 0, or scalars on the device) the step writes scratch, and
+ * one kernel, which runs whole or fails before writing, blends it into C:
+ * an extra pass over C and a compact m * n * batch FP32 result in
+ * scratch. tf32x3's strided copies cannot write through the caller's
+ * pointer array C: such a call is routed whatever beta. */
 static int
 amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
                   int shadow)
@@ -403,9 +401,12 @@ amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
     if (d->lt)
         return !shadow && d->d == d->c &&
                (d->scalars_on_device || *d->beta != 0.0f);
+    if (!shadow && work == AMP_MODE_TF32X3 &&
+        d->batch_kind == AMP_BATCH_ARRAY)
+        return 1;
     return !shadow &&
            (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
-            amp_mode_own_operands(work)) &&
+            work == AMP_MODE_TF32X3 || amp_mode_own_operands(work)) &&
            (d->scalars_on_device || *d->beta != 0.0f);
 }
 
@@ -653,46 +654,28 @@ amp_queue_scalars_copy(struct amp_gemm_run *run)
     return st;
 }
 
-/* tf32x3: the splits of A and B in one launch (no scales: TF32 keeps
- * FP32's exponent), then alpha, beta and one in the scalars for the final
- * kernel (or cuBLASLt's fold and last step): the caller's, or with an
- * alpha vector the beta the fold takes where no beta vector is. */
+/* tf32x3: both operands' three-part copies in one launch (no scales:
+ * TF32 keeps FP32's exponent): A's parts hi', lo, hi along K, B's lo,
+ * hi', hi (amp_tf32x3_parts); the kernel takes where hi' and lo go. */
 static enum amp_status
 amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    amp_devptr base = run->scratch;
+    amp_devptr a0 = run->scratch + l->a, b0 = run->scratch + l->b;
+    amp_devptr a1 = a0 + (amp_devptr)l->part_a * 4;
+    amp_devptr b1 = b0 + (amp_devptr)l->part_b * 4;
     struct amp_gemm_operand a = amp_fused_operand(
         run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
         amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
-        base + l->a, base + l->a_lo, 0, l->ld_a16, l->stride_a16);
+        a0, a1, 0, l->ld_a16, l->stride_a16);
     struct amp_gemm_operand b = amp_fused_operand(
         run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
         amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
-        base + l->b, base + l->b_lo, 0, l->ld_b16, l->stride_b16);
+        b1, b0, 0, l->ld_b16, l->stride_b16);
     void *params[] = {&a, &b};
-    amp_devptr at = run->scalars + offsetof(struct amp_gemm_scalars, alpha);
-    float beta;
-    uint32_t bits;
-    enum amp_status st;
 
-    st = amp_launch_fused(run, AMP_KERNEL_GEMM_SPLIT_TF32X3, &a, &b, params);
-    if (st != AMP_OK)
-        return st;
-    if (d->alpha_vector) {
-        beta = d->beta_kind == AMP_BETA_HOST ? *d->beta : 0.0f;
-        memcpy(&bits, &beta, 4);
-        st = amp_dev_memset32_async(at, 0x3f800000u, 1, run->stream);
-        if (st == AMP_OK)
-            st = amp_dev_memset32_async(at + 4, bits, 1, run->stream);
-    } else {
-        st = amp_queue_scalars_copy(run);
-    }
-    if (st == AMP_OK)
-        st = amp_dev_memset32_async(
-            run->scalars + offsetof(struct amp_gemm_scalars, one),
-            0x3f800000u, 1, run->stream);
-    return st;
+    return amp_launch_fused(run, AMP_KERNEL_GEMM_SPLIT_TF32X3, &a, &b,
+                            params);
 }
 
 /* ---- Steps ------------------------------------------------------------------- */
@@ -780,8 +763,7 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     }
     last.epilogue = shadow ? AMP_EPILOGUE_NO_AUX : AMP_EPILOGUE_CALL;
     last.writes_caller_c = !shadow && !run->routed;
-    if (run->candidate != AMP_MODE_FP16X3 &&
-        run->candidate != AMP_MODE_TF32X3) {
+    if (run->candidate != AMP_MODE_FP16X3) {
         run->steps[run->nsteps++] = last;
         return;
     }
@@ -790,22 +772,13 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     t->alpha_vector = 0;
     for (i = 0; i < 2; i++)
         run->steps[i] = *t;
-    if (run->candidate == AMP_MODE_TF32X3) {
-        /* The cross terms as one product of twice K. */
-        run->steps[0].b = run->scratch + l->b_lo;
-        run->steps[0].k_twice = 1;
-        run->steps[0].alpha = &amp_one;
-        run->steps[0].beta = &amp_zero;
-        run->nsteps = 1;
-    } else {
-        run->steps[0].b = run->scratch + l->b_lo;
-        run->steps[0].alpha = &amp_lo_weight;
-        run->steps[0].beta = &amp_zero;
-        run->steps[1].a = run->scratch + l->a_lo;
-        run->steps[1].alpha = &amp_lo_weight;
-        run->steps[1].beta = &amp_one;
-        run->nsteps = 2;
-    }
+    run->steps[0].b = run->scratch + l->b_lo;
+    run->steps[0].alpha = &amp_lo_weight;
+    run->steps[0].beta = &amp_zero;
+    run->steps[1].a = run->scratch + l->a_lo;
+    run->steps[1].alpha = &amp_lo_weight;
+    run->steps[1].beta = &amp_one;
+    run->nsteps = 2;
     last.c = run->sum;
     last.ldc = run->ld_result;
     last.stride_c = run->stride_result;
@@ -826,13 +799,13 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
 }
 
 /* tf32x3 (the 3xTF32 split CUTLASS ships as kernels of its own, here on
- * the vendor's GEMMs): the cross terms hi_A lo_B + lo_A hi_B as one TF32 product of twice K,
- * [hi_A lo_A] [lo_B; hi_B], into sum, the smaller terms summed first;
- * hi_A hi_B, a TF32 product, into hi; the final kernel adds them where hi
- * is finite (amp_f16x3_sum), with alpha and beta. Two vendor GEMMs; the
- * scratch layout (amp_tf32x3_operand) makes both legal whatever the
- * transposes and orders. cuBLASLt: the sum, then the fold, then the last
- * step as for fp16x3. */
+ * the vendor's GEMMs): the caller's call, alpha, beta, C and epilogue
+ * included, as one TF32 product of three times K on the copies,
+ * [hi'_A lo_A hi_A] [lo_B; hi'_B; hi_B] (amp_tf32x3_parts): the two small
+ * terms, then the product FP32 sums. The scratch layout
+ * (amp_tf32x3_operand) makes it legal whatever the transposes and
+ * orders; a pointer-array call takes the copies strided (and is routed:
+ * amp_gemm_routes_c). */
 static void
 amp_gemm_steps_tf32x3(struct amp_gemm_run *run,
                       const struct amp_gemm_layout *l,
@@ -848,23 +821,13 @@ amp_gemm_steps_tf32x3(struct amp_gemm_run *run,
     t->ldb = l->ld_b16;
     t->stride_a = l->stride_a16;
     t->stride_b = l->stride_b16;
+    t->k_parts = 3;
     if (d->batch_kind == AMP_BATCH_ARRAY)
         t->batch_kind = AMP_BATCH_STRIDED;
-    if (d->lt) {
+    if (d->lt)
         amp_gemm_steps_lt(run, l, t);
-        return;
-    }
-    amp_step_into(t, run, run->sum, 0);
-    t->scalars_on_device = 0;
-    t->alpha = &amp_one;
-    t->beta = &amp_zero;
-    run->steps[0] = *t;
-    run->steps[0].b = base + l->b_lo;
-    run->steps[0].k_twice = 1;
-    run->steps[1] = *t;
-    run->steps[1].c = run->hi;
-    run->steps[1].d = run->hi;
-    run->nsteps = 2;
+    else
+        amp_gemm_one_step(run, l, t);
 }
 
 static void
@@ -1068,9 +1031,9 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     /* Elsewhere cuBLAS would compute FP32 and call it bf16x9. */
     if (run->candidate == AMP_MODE_BF16X9 && !amp_dev_bf16x9(dev))
         return AMP_ERR_UNAVAILABLE;
-    /* tf32x3's product of twice K, and its leading dimensions, in the
-     * vendor's int. */
-    if (run->candidate == AMP_MODE_TF32X3 && d->k > INT32_MAX / 2 - 8)
+    /* tf32x3's product of three times K, and its leading dimensions, in
+     * the vendor's int. */
+    if (run->candidate == AMP_MODE_TF32X3 && d->k > INT32_MAX / 3 - 8)
         return AMP_ERR_UNAVAILABLE;
     /* Shadow work is never captured into a graph: the caller runs FP32. */
     if (shadow && amp_dev_stream_capturing(d->stream) != 0)
@@ -1091,11 +1054,6 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     run->cols_r = l.cols_r;
     run->alpha_vec = amp_at(run->scratch, l.alpha_vec);
     run->alpha_vec_stride = d->alpha_stride ? d->m : 0;
-    if (run->candidate == AMP_MODE_TF32X3 && d->alpha_vector) {
-        /* No scales to compensate: the caller's vector serves. */
-        run->alpha_vec = (amp_devptr)(uintptr_t)d->alpha;
-        run->alpha_vec_stride = d->alpha_stride;
-    }
     run->ld_result = l.rows_r;
     run->stride_result = l.stride_r;
     run->scalars = amp_at(run->scratch, l.scalars);
@@ -1284,8 +1242,7 @@ amp_gemm_candidate_done(struct amp_gemm_run *run)
     enum amp_status st = AMP_OK;
 
     /* cuBLASLt's last step wrote the candidate whole. */
-    if ((run->candidate == AMP_MODE_FP16X3 ||
-         run->candidate == AMP_MODE_TF32X3 || run->routed) &&
+    if ((run->candidate == AMP_MODE_FP16X3 || run->routed) &&
         !run->candidate_done && !run->desc.lt)
         st = amp_queue_axpby(run, run->routed ? run->result : run->hi,
                              run->routed ? 0 : run->sum,

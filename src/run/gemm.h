@@ -183,11 +183,11 @@ struct amp_gemm_step {
     enum amp_epilogue { AMP_EPILOGUE_NONE = 0, AMP_EPILOGUE_CALL,
                         AMP_EPILOGUE_NO_AUX } epilogue;
     int fold_before;
-    /* tf32x3's cross terms as one product: the step's K is twice the
-     * descriptor's, op(A) its m x 2k operand [hi_A lo_A] and op(B) its
-     * 2k x n [lo_B; hi_B] (A and B laid out so: amp_gemm_layout), so
-     * A's dimension along K doubles, and B's. */
-    int k_twice;
+    /* tf32x3's three products as one: the step's K is k_parts (3) times
+     * the descriptor's, op(A) its m x 3k copy [hi'_A lo_A hi_A] and op(B)
+     * its 3k x n [lo_B; hi'_B; hi_B] (laid out so: amp_gemm_layout), so
+     * A's dimension along K triples, and B's. 0: the descriptor's K. */
+    int k_parts;
 };
 
 #define AMP_GEMM_MAX_STEPS 3
@@ -238,8 +238,8 @@ struct amp_gemm_run {
     int64_t stride_result;     /* between the batch's results */
     int64_t rows_r, cols_r;    /* C and D as stored (column-major) */
     enum amp_mode candidate;   /* what computes: the mode, or shadow's */
-    amp_devptr sum;            /* fp16x3, tf32x3: the two lo terms, FP32 */
-    amp_devptr hi;             /* fp16x3, tf32x3: hi_A * hi_B, FP32 */
+    amp_devptr sum;            /* fp16x3: the two lo terms, FP32 */
+    amp_devptr hi;             /* fp16x3: hi_A * hi_B, FP32 */
     amp_devptr accum;          /* shadow: the error reduction */
     int slot;                  /* shadow: the device slot, -1 for none */
     amp_devptr slot_at;

@@ -158,7 +158,7 @@ dtype(enum amp_dtype t)
 }
 
 /* The problem size issue() gives cuBLAS: the test's, or the odd shapes'
- * (a tf32x3 step of twice K gets twice issue_k_call). */
+ * (a tf32x3 step of three times K gets three times issue_k_call). */
 static int issue_m = M, issue_n = N, issue_k_call = K;
 
 /* Issues one step as the hook does, on the test's handle. */
@@ -174,7 +174,7 @@ issue(const struct amp_gemm_step *s)
     const void *a = (const void *)(uintptr_t)s->a;
     const void *b = (const void *)(uintptr_t)s->b;
     void *c = (void *)(uintptr_t)s->c;
-    int issue_k = s->k_twice ? 2 * issue_k_call : issue_k_call;
+    int issue_k = s->k_parts ? s->k_parts * issue_k_call : issue_k_call;
 
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
@@ -465,30 +465,40 @@ test_step_layout(void **state)
     assert_int_equal(run.steps[0].scalars_on_device, 0);
     amp_gemm_abandon(&run);
 
-    /* tf32x3: two TF32 products on FP32 copies, strided; the first of
-     * twice K, [hi_A lo_A] [lo_B; hi_B], K along the copies' rows (A^T, B
-     * plain), so each column holds the hi rows, then the lo rows (2 * 53
-     * -> 108); the second, hi_B, starts K rows into B's copy. */
+    /* tf32x3: one TF32 product of three times K on FP32 copies, strided,
+     * [hi'_A lo_A hi_A] [lo_B; hi'_B; hi_B], K along the copies' rows
+     * (A^T, B plain), so each column holds the three parts' rows one
+     * after another (3 * 53 -> 160). A pointer-array call is routed: the
+     * product into a compact result, unscaled, the final kernel into C. */
     assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32X3,
                                       AMP_MODE_FP16, 1 << 24, 0, &run),
                      AMP_OK);
-    assert_int_equal(run.nsteps, 2);
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(run.steps[i].type_ab, AMP_DTYPE_F32);
-        assert_int_equal(run.steps[i].compute, AMP_COMPUTE_32F_FAST_TF32);
-        assert_int_equal(run.steps[i].batch_kind, AMP_BATCH_STRIDED);
-        assert_int_equal(run.steps[i].k_twice, i == 0);
-        assert_int_equal(run.steps[i].lda, 108);
-        assert_int_equal(run.steps[i].ldb, 108);
-        assert_int_equal(run.steps[i].stride_a, 108 * M);
-        assert_int_equal(run.steps[i].writes_caller_c, 0);
-        assert_true(*run.steps[i].alpha == 1.0f &&
-                    *run.steps[i].beta == 0.0f);
-    }
-    assert_true(run.steps[0].a == run.steps[1].a);
-    assert_true(run.steps[1].b == run.steps[0].b + K * 4);
-    assert_true(run.steps[1].c != run.steps[0].c);
+    assert_int_equal(run.nsteps, 1);
+    assert_int_equal(run.steps[0].type_ab, AMP_DTYPE_F32);
+    assert_int_equal(run.steps[0].compute, AMP_COMPUTE_32F_FAST_TF32);
+    assert_int_equal(run.steps[0].batch_kind, AMP_BATCH_STRIDED);
+    assert_int_equal(run.steps[0].k_parts, 3);
+    assert_int_equal(run.steps[0].lda, 160);
+    assert_int_equal(run.steps[0].ldb, 160);
+    assert_int_equal(run.steps[0].stride_a, 160 * M);
+    assert_int_equal(run.steps[0].writes_caller_c, 0);
+    assert_true(run.steps[0].c != prob.pc);
+    assert_true(*run.steps[0].alpha == 1.0f && *run.steps[0].beta == 0.0f);
     amp_gemm_abandon(&run);
+    /* Strided with beta 0: the caller's call on the copies, into C. */
+    prob.kind = AMP_BATCH_STRIDED;
+    d = desc(&prob, &alpha, &beta, 0);
+    assert_int_equal(amp_gemm_prepare(dev, &d, AMP_MODE_TF32X3,
+                                      AMP_MODE_FP16, 1 << 24, 0, &run),
+                     AMP_OK);
+    assert_int_equal(run.nsteps, 1);
+    assert_int_equal(run.steps[0].k_parts, 3);
+    assert_int_equal(run.steps[0].writes_caller_c, 1);
+    assert_true(run.steps[0].c == prob.dc);
+    assert_true(run.steps[0].alpha == &alpha && run.steps[0].beta == &beta);
+    amp_gemm_abandon(&run);
+    prob.kind = AMP_BATCH_ARRAY;
+    d = desc(&prob, &alpha, &beta, 0);
 
     /* beta 0.5: fp16, bf16 and tf32 write a compact result in scratch
      * (through a pointer array when the step takes arrays), with alpha 1
@@ -614,6 +624,10 @@ test_nan_inf_positions(void **state)
     prob.a[3 * LDA + 4] = NAN;          /* row 3 of C */
     prob.b[SB + 5 * LDB + 9] = INFINITY; /* column 5 of C_1 */
     prob.a[2 * SA + 7 * LDA + 1] = -INFINITY;
+    /* Row 7 of C_2 is -Inf: the k it meets in B_2 is 1 there, a TF32
+     * value (tf32x3's lo 0: no NaN of -Inf times 0). */
+    for (i = 0; i < N; i++)
+        prob.b[2 * SB + i * LDB + 1] = 1.0f;
     upload(&prob);
     run_mode(&prob, AMP_MODE_FP32, AMP_MODE_FP16, &alpha, &beta, 0, c32);
     for (m = 0; m < 5; m++) {
@@ -1315,7 +1329,7 @@ test_failures_leave_nothing(void **state)
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 3},
         {AMP_MODE_FP16X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
          "cublasGemmStridedBatchedEx", 3},
-        /* splits, final sum */
+        /* splits, C from the result */
         {AMP_MODE_TF32X3, AMP_MODE_FP16, AMP_BATCH_NONE, "cublasGemmEx", 2},
         {AMP_MODE_TF32X3, AMP_MODE_FP16, AMP_BATCH_ARRAY,
          "cublasGemmStridedBatchedEx", 2},

@@ -478,6 +478,25 @@ test_tf32x3_split(void **state)
     assert_true(hi == 1.5f && lo == 0.0f);
 }
 
+/* tf32x3's parts for its one product: hi' is hi where finite; an Inf or
+ * NaN has hi' 0 and lo 0, so that it meets the other operand only in
+ * hi hi (Inf times a lo of 0 would be NaN). */
+static void
+test_tf32x3_parts(void **state)
+{
+    float hi, lo, cross;
+
+    (void)state;
+    amp_tf32x3_parts(1.0f + 0x1p-20f, &hi, &lo, &cross);
+    assert_true(hi == 1.0f && lo == 0x1p-20f && cross == hi);
+    amp_tf32x3_parts(-3.0e38f, &hi, &lo, &cross);
+    assert_true(isfinite(hi) && cross == hi);
+    amp_tf32x3_parts(-INFINITY, &hi, &lo, &cross);
+    assert_true(isinf(hi) && hi < 0 && lo == 0.0f && cross == 0.0f);
+    amp_tf32x3_parts(NAN, &hi, &lo, &cross);
+    assert_true(isnan(hi) && lo == 0.0f && cross == 0.0f);
+}
+
 /* Shadow errors: only elements finite in FP32 count; a non-finite
  * candidate there is counted; relative error only where FP32 != 0. */
 static void
@@ -957,6 +976,7 @@ main(void)
         cmocka_unit_test(test_cast_threads),
         cmocka_unit_test(test_f16x3_split),
         cmocka_unit_test(test_tf32x3_split),
+        cmocka_unit_test(test_tf32x3_parts),
         cmocka_unit_test(test_shadow_element),
         cmocka_unit_test(test_shadow_frobenius),
         cmocka_unit_test(test_batch_threads),
