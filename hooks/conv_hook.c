@@ -10,9 +10,64 @@
 
 #include <cudnn.h>
 
+/* An FP32-first shadow run's candidate, after the original and the split
+ * event: its own work, the vendor call and the output kernel into the
+ * candidate's scratch. 1 when all are queued; else the run is released. */
+static int
+amp_conv_hook_candidate(struct amp_conv_hook *h,
+                        const struct amp_conv_vendor *v, void *own,
+                        void *call)
+{
+    int s;
+
+    amp_prof_split(&h->prof);
+    if (amp_conv_queue_candidate(&h->run) != AMP_OK)
+        return 0; /* released */
+    if (amp_conv_warms_up(&h->run))
+        amp_prof_warmup(&h->prof);
+    s = v->issue(own, call, &h->run);
+    if (s != 0) {
+        amp_log(AMP_LOG_INFO, "%s: the %s call returned cuDNN status %d; "
+                "FP32", h->run.desc.api,
+                amp_mode_name(h->run.plan.candidate), s);
+        amp_conv_abandon(&h->run);
+        return 0;
+    }
+    return amp_conv_finish(&h->run) == AMP_OK;
+}
+
+/* A prepared shadow run that takes the FP32 original first (beta 0:
+ * amp_conv_prepare's fp32_first): the start event, the program's own
+ * call, then the candidate, timed from the split event; the run ends as
+ * after any original (amp_conv_hook_end: the stop event, the comparison,
+ * the count). A candidate that cannot run leaves the call a fallback,
+ * the program's result FP32's. */
+static int
+amp_conv_hook_fp32_first(struct amp_conv_hook *h,
+                         const struct amp_conv_vendor *v, void *own,
+                         void *call)
+{
+    int ok;
+
+    h->outcome = AMP_OUTCOME_CONVERTED;
+    h->shadow = 1;
+    amp_prof_fp32_first(&h->prof);
+    amp_prof_start();
+    h->original_status = v->original(call);
+    ok = h->original_status == 0; /* CUDNN_STATUS_SUCCESS */
+    if (ok && !amp_conv_hook_candidate(h, v, own, call)) {
+        h->shadow = 0;
+        h->outcome = AMP_OUTCOME_FALLBACK;
+        amp_prof_end(&h->prof, h->outcome, AMP_FALLBACK_VENDOR, 0);
+    }
+    amp_conv_hook_end(h, ok);
+    return AMP_CONV_HOOK_RAN;
+}
+
 /* Plans, prepares and issues the converted call: 1 when the caller's
  * result is (or for shadow, will be) the shim's doing, 0 when the original
- * call must run with nothing of the caller's written. */
+ * call must run with nothing of the caller's written, AMP_CONV_HOOK_RAN
+ * when an FP32-first shadow run made it. */
 static int
 amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
                       const struct amp_decision *dec,
@@ -67,7 +122,8 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         return 0;
     }
     amp_prof_begin(&h->prof, dev, what);
-    st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max, &h->run);
+    st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max,
+                          dec->fp32_first && v->original != NULL, &h->run);
     if (st != AMP_OK) {
         h->outcome = st == AMP_ERR_UNAVAILABLE && plan.mode == AMP_MODE_SHADOW
                          ? AMP_OUTCOME_FP32
@@ -75,6 +131,8 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
         amp_prof_end(&h->prof, h->outcome, amp_fallback_of(st), 0);
         return 0;
     }
+    if (h->run.fp32_first)
+        return amp_conv_hook_fp32_first(h, v, own, call);
     if (amp_conv_warms_up(&h->run))
         amp_prof_warmup(&h->prof);
     s = v->issue(own, call, &h->run);
@@ -168,6 +226,7 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                                .shape_slot = -1};
     struct amp_prof_what what;
     enum amp_conv_skip skip;
+    int ran;
 
     d->api = h->stats->name;
     d->stats = h->stats;
@@ -202,8 +261,9 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                 amp_conv_skip_reason(skip));
         return 0;
     }
-    if (!amp_conv_hook_convert(h, d, &dec, &what, v, call))
-        return 0;
+    ran = amp_conv_hook_convert(h, d, &dec, &what, v, call);
+    if (ran != 1)
+        return ran; /* 0, or AMP_CONV_HOOK_RAN: counted */
     if (d->output_in_scratch)
         return 1; /* recorded by amp_conv_hook_steps_end */
     amp_stats_count(h->stats, AMP_OUTCOME_CONVERTED);

@@ -27,6 +27,7 @@ struct amp_conv_hook {
     double flops;
     struct amp_conv_run run;
     struct amp_prof_span prof; /* the converted call's measurement */
+    int original_status;       /* AMP_CONV_HOOK_RAN: the original's */
 };
 
 /* The coverage kind of a convolution passed through, by its input's
@@ -52,6 +53,10 @@ struct amp_conv_vendor {
      * convolutions); 0: allow-conversion runs as fp16, the nearest mode
      * (the backend API has no such math type), as for GEMMs. */
     int conversion_math;
+    /* Runs the program's own call, unchanged, as the hook would after
+     * amp_conv_hook_run returned 0: the library's status. An FP32-first
+     * shadow run makes it inside amp_conv_hook_run, where `call` lives. */
+    int (*original)(void *call);
 };
 
 /* Decides d, which the hook filled from the call (d->valid: the library
@@ -61,7 +66,11 @@ struct amp_conv_vendor {
  * the hook runs the original call, then amp_conv_hook_end. For a d with
  * output_in_scratch, 1 says only that the convolution is queued into the
  * run's scratch (h->run.desc.yp): the hook queues its steps after it, then
- * calls amp_conv_hook_steps_end. */
+ * calls amp_conv_hook_steps_end. AMP_CONV_HOOK_RAN: a shadow run that
+ * made the original call first (v->original), then the candidate; the
+ * call is counted and the guard left; the hook returns the original's
+ * status, h->original_status. */
+#define AMP_CONV_HOOK_RAN 2
 int amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                       const struct amp_conv_vendor *v, void *call);
 

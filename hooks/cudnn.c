@@ -204,6 +204,7 @@ struct amp_cudnn_call {
     int opaque;                /* a fused forward whose bias and activation
                                   the shim does not split off: passed
                                   through */
+    void (*real)(void);        /* the real function, as its api's type */
 };
 
 /* The convolution's geometry, read from the caller's descriptor. */
@@ -618,11 +619,42 @@ amp_cudnn_issue(void *own, void *call, const struct amp_conv_run *run)
     return (int)amp_vendor_run(own, l->c->dir, &l->v, l->algo, run);
 }
 
+/* The program's convolution, as it made it (c's roles: x the input of
+ * a forward and backward filter call, dx of a backward data call; y the
+ * output of a forward, dy of the backward calls; w the filter, dw of a
+ * backward filter call). */
+static int
+amp_cudnn_original(void *call)
+{
+    const struct amp_cudnn_call *c = ((struct amp_cudnn_legacy *)call)->c;
+
+    switch (c->api) {
+    case AMP_API_cudnnConvolutionForward:
+        return (int)((amp_pfn_cudnnConvolutionForward)c->real)(
+            c->handle, c->alpha, c->x_desc, c->x, c->w_desc, c->w, c->conv,
+            (cudnnConvolutionFwdAlgo_t)c->algo, c->workspace,
+            c->workspace_bytes, c->beta, c->y_desc, (void *)c->y);
+    case AMP_API_cudnnConvolutionBackwardData:
+        return (int)((amp_pfn_cudnnConvolutionBackwardData)c->real)(
+            c->handle, c->alpha, c->w_desc, c->w, c->y_desc, c->y, c->conv,
+            (cudnnConvolutionBwdDataAlgo_t)c->algo, c->workspace,
+            c->workspace_bytes, c->beta, c->x_desc, (void *)c->x);
+    case AMP_API_cudnnConvolutionBackwardFilter:
+        return (int)((amp_pfn_cudnnConvolutionBackwardFilter)c->real)(
+            c->handle, c->alpha, c->x_desc, c->x, c->y_desc, c->y, c->conv,
+            (cudnnConvolutionBwdFilterAlgo_t)c->algo, c->workspace,
+            c->workspace_bytes, c->beta, c->w_desc, (void *)c->w);
+    default: /* the fused forward: its output is in scratch, never first */
+        return (int)CUDNN_STATUS_NOT_SUPPORTED;
+    }
+}
+
 static const struct amp_conv_vendor amp_cudnn_vendor = {
     .own = amp_cudnn_own,
     .ready = amp_cudnn_ready,
     .issue = amp_cudnn_issue,
     .conversion_math = 1,
+    .original = amp_cudnn_original,
 };
 
 /* ---- One hooked call ------------------------------------------------------- */
@@ -638,6 +670,7 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     struct amp_conv_desc d;
     cudnnDataType_t data = CUDNN_DATA_FLOAT;
     enum amp_kind kind;
+    int ran;
 
     h->entered = 0;
     h->shadow = 0;
@@ -686,9 +719,11 @@ amp_cudnn_begin(struct amp_conv_hook *h, const struct amp_cudnn_call *c,
     }
     /* A call cuDNN refuses is a call of its site too. */
     d.site = amp_site_get(h->stats->name, c->caller);
-    if (!amp_conv_hook_run(h, &d, &amp_cudnn_vendor, &l))
+    ran = amp_conv_hook_run(h, &d, &amp_cudnn_vendor, &l);
+    if (!ran)
         return 0;
-    *status = CUDNN_STATUS_SUCCESS;
+    *status = ran == AMP_CONV_HOOK_RAN ? (cudnnStatus_t)h->original_status
+                                       : CUDNN_STATUS_SUCCESS;
     return 1;
 }
 
@@ -718,6 +753,7 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
         xDesc, yDesc, wDesc, convDesc, x, w, y, (int)algo, workSpace,
         workSpaceSizeInBytes, __builtin_return_address(0), &route, !real,
         0,
+        (void (*)(void))real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -747,6 +783,7 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
         alpha, beta, dxDesc, dyDesc, wDesc, convDesc, dx, w, dy, (int)algo,
         workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
         !real, 0,
+        (void (*)(void))real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -776,6 +813,7 @@ cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha,
         alpha, beta, xDesc, dyDesc, dwDesc, convDesc, x, dw, dy, (int)algo,
         workSpace, workSpaceSizeInBytes, __builtin_return_address(0), &route,
         !real, 0,
+        (void (*)(void))real,
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;
@@ -955,6 +993,7 @@ cudnnConvolutionBiasActivationForward(
         alpha1, &zero, xDesc, yDesc, wDesc, convDesc, x, w, y,
         (int)algo, workSpace, workSpaceSizeInBytes,
         __builtin_return_address(0), &route, !real, !splits,
+        NULL, /* never made by the shim: its output is in scratch */
     };
     struct amp_conv_hook h;
     cudnnStatus_t status;

@@ -594,11 +594,14 @@ static int
 amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
                 cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
                 const void *caller, const struct amp_route *route,
-                int missing, cudnnStatus_t *status)
+                amp_pfn_cudnnBackendExecute real, cudnnStatus_t *status)
 {
     struct amp_graph_conv a;
-    struct amp_graph_call call = {.conv = &a, .twin = NULL};
+    struct amp_graph_call call = {.conv = &a, .twin = NULL, .handle = handle,
+                                  .plan = plan, .pack = pack,
+                                  .execute = real};
     struct amp_conv_desc d;
+    int missing = !real, ran;
 
     h->entered = 0;
     *status = CUDNN_STATUS_NOT_INITIALIZED;
@@ -657,9 +660,11 @@ amp_graph_begin(struct amp_conv_hook *h, cudnnHandle_t handle,
         d.fused_graph = a.kind == AMP_GRAPH_FUSED;
         d.site = amp_site_get(h->stats->name, caller);
     }
-    if (!amp_conv_hook_run(h, &d, &amp_graph_vendor, &call))
+    ran = amp_conv_hook_run(h, &d, &amp_graph_vendor, &call);
+    if (!ran)
         return 0;
-    *status = CUDNN_STATUS_SUCCESS;
+    *status = ran == AMP_CONV_HOOK_RAN ? (cudnnStatus_t)h->original_status
+                                       : CUDNN_STATUS_SUCCESS;
     return 1;
 }
 
@@ -675,7 +680,7 @@ cudnnBackendExecute(cudnnHandle_t handle,
     AMP_GRAPH_REAL(cudnnBackendExecute);
 
     if (amp_graph_begin(&h, handle, executionPlan, variantPack,
-                        __builtin_return_address(0), &route, !real, &status))
+                        __builtin_return_address(0), &route, real, &status))
         return status;
     status = real(handle, executionPlan, variantPack);
     amp_conv_hook_end(&h, status == CUDNN_STATUS_SUCCESS);

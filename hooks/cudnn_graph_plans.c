@@ -526,9 +526,19 @@ amp_graph_issue(void *obj, void *call, const struct amp_conv_run *run)
     return (int)s;
 }
 
+/* The program's execution, as it made it. */
+static int
+amp_graph_original(void *call)
+{
+    const struct amp_graph_call *c = call;
+
+    return (int)c->execute(c->handle, c->plan, c->pack);
+}
+
 const struct amp_conv_vendor amp_graph_vendor = {
     .own = amp_graph_own_get,
     .ready = amp_graph_ready,
     .issue = amp_graph_issue,
     .conversion_math = 0,
+    .original = amp_graph_original,
 };

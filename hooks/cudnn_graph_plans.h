@@ -47,10 +47,16 @@ struct amp_graph_conv {
 };
 
 /* The issuer's record of one call: the program's convolution and the
- * twin plan `ready` found. */
+ * twin plan `ready` found; the program's call itself (its handle, plan,
+ * variant pack and the real cudnnBackendExecute), for a shadow run that
+ * makes it first. */
 struct amp_graph_call {
     const struct amp_graph_conv *conv;
     struct amp_twin *twin;
+    cudnnHandle_t handle;
+    cudnnBackendDescriptor_t plan, pack;
+    cudnnStatus_t (*execute)(cudnnHandle_t, cudnnBackendDescriptor_t,
+                             cudnnBackendDescriptor_t);
 };
 
 /* The operation descriptor type of each direction, and per direction its

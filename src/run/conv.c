@@ -665,9 +665,9 @@ amp_conv_at(amp_devptr scratch, size_t part)
 enum amp_status
 amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
                  const struct amp_conv_plan *plan, size_t workspace_bytes,
-                 uint64_t scratch_max, struct amp_conv_run *run)
+                 uint64_t scratch_max, int fp32_first,
+                 struct amp_conv_run *run)
 {
-    amp_devptr copies[3];
     size_t parts[8];
     int out = amp_conv_out(d->dir), i;
     enum amp_status st;
@@ -685,25 +685,28 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         amp_conv_release(run);
         return st;
     }
-    amp_prof_start(); /* the host's set-up is done: the timed work */
     if (d->output_in_scratch) {
         run->scratch_output = amp_conv_at(run->scratch, parts[7]);
         run->desc.yp = run->scratch_output;
     }
     for (i = 0; i < 3; i++)
-        copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
-                                 : amp_desc_ptr(&run->desc, i);
-    run->x = copies[AMP_CONV_X];
-    run->w = copies[AMP_CONV_W];
-    run->y = copies[AMP_CONV_Y];
+        run->copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
+                                      : amp_desc_ptr(&run->desc, i);
+    run->x = run->copies[AMP_CONV_X];
+    run->w = run->copies[AMP_CONV_W];
+    run->y = run->copies[AMP_CONV_Y];
     run->scalars = amp_conv_at(run->scratch, parts[3]);
     run->accum = amp_conv_at(run->scratch, parts[4]);
-    run->result = copies[out];
+    run->result = run->copies[out];
     run->candidate = amp_conv_at(run->scratch, parts[5]);
     run->workspace = amp_conv_at(run->scratch, parts[6]);
     run->workspace_bytes = workspace_bytes;
     run->needs_original = plan->mode == AMP_MODE_SHADOW;
     run->delivers = run->needs_original && d->delivers;
+    /* The original first only where the candidate does not read the
+     * caller's output (beta 0), which the original overwrites. */
+    run->fp32_first = run->needs_original && fp32_first && d->beta == 0.0f &&
+                      !d->output_in_scratch;
     if (!plan->own[out]) {
         /* tf32, tf32x3 and allow-conversion: the vendor call writes the
          * caller's result itself (tf32x3's split copies below;
@@ -711,11 +714,24 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
          * its check reads). */
         run->alpha = &run->desc.alpha;
         run->beta = &run->desc.beta;
-        if (plan->candidate == AMP_MODE_TF32)
-            return AMP_OK;
     }
+    if (run->fp32_first)
+        return AMP_OK; /* amp_conv_queue_candidate after the original */
+    amp_prof_start(); /* the host's set-up is done: the timed work */
+    return amp_conv_queue_candidate(run);
+}
+
+enum amp_status
+amp_conv_queue_candidate(struct amp_conv_run *run)
+{
+    const struct amp_conv_plan *plan = &run->plan;
+    int out = amp_conv_out(run->desc.dir);
+    enum amp_status st;
+
+    if (!plan->own[out] && plan->candidate == AMP_MODE_TF32)
+        return AMP_OK;
     if (plan->candidate == AMP_MODE_TF32X3) {
-        st = amp_conv_queue_split(run, copies);
+        st = amp_conv_queue_split(run, run->copies);
         if (st != AMP_OK)
             amp_conv_release(run);
         return st;
@@ -729,15 +745,16 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         return st;
     }
     amp_conv_record(run);
-    st = amp_conv_queue_inputs(run, copies);
+    st = amp_conv_queue_inputs(run, run->copies);
     /* A first call that failed may not have set its record: the key's
      * next call starts afresh; its scales kernel may be queued already,
      * so the record drains before another stream may take it. Once
      * queued, later calls may take one pass (their kernels follow). */
     if (amp_conv_warms_up(run) && st != AMP_OK)
-        amp_dev_record_drop(dev, run->record, run->record_key, run->stream);
+        amp_dev_record_drop(run->dev, run->record, run->record_key,
+                            run->stream);
     else if (amp_conv_warms_up(run))
-        amp_dev_record_ready(dev, run->record, run->record_key);
+        amp_dev_record_ready(run->dev, run->record, run->record_key);
     if (st != AMP_OK)
         amp_conv_release(run);
     return st;

@@ -174,6 +174,11 @@ struct amp_conv_run {
      * caller's output the candidate's result (desc's delivers). */
     int needs_original;
     int delivers;
+    /* Shadow with beta 0: the original runs first; amp_conv_prepare()
+     * queued nothing, and the hook queues the candidate with
+     * amp_conv_queue_candidate() after the original (as GEMMs do on
+     * every other shadow run, amp_shadow_fp32_first). */
+    int fp32_first;
     size_t scratch_bytes;
     /* desc's output_in_scratch: where in scratch the output is, in the
      * caller's layout of y. */
@@ -183,6 +188,7 @@ struct amp_conv_run {
     struct amp_conv_desc desc;
     amp_stream stream;
     amp_devptr scratch, scalars, accum, result, candidate;
+    amp_devptr copies[3];      /* x, w, y as the vendor call reads them */
     int scratch_in_graph;      /* owned by the graph being captured */
     int slot;
     amp_devptr slot_at;
@@ -193,15 +199,24 @@ struct amp_conv_run {
 };
 
 /* Queues on d->stream the scratch allocation (with `workspace_bytes` for
- * the vendor call), the inputs' maxima and scales and their half copies.
- * Nothing of the caller's is written. Fails with AMP_ERR_TOO_BIG beyond
- * scratch_max, AMP_ERR_UNAVAILABLE when no slot is free for the check, or
+ * the vendor call), then the call's start event and the inputs' maxima
+ * and scales and their half copies (amp_conv_queue_candidate). Nothing of
+ * the caller's is written. `fp32_first` (a shadow run with beta 0 and the
+ * output not in scratch; else ignored): the scratch alone, no start event;
+ * run->fp32_first says so. Fails with AMP_ERR_TOO_BIG beyond scratch_max,
+ * AMP_ERR_UNAVAILABLE when no slot is free for the check, or
  * AMP_ERR_DRIVER; on failure nothing stays allocated. */
 enum amp_status amp_conv_prepare(struct amp_dev *dev,
                                  const struct amp_conv_desc *d,
                                  const struct amp_conv_plan *plan,
                                  size_t workspace_bytes, uint64_t scratch_max,
-                                 struct amp_conv_run *run);
+                                 int fp32_first, struct amp_conv_run *run);
+
+/* The candidate's own work before its vendor call (the split copies, the
+ * maxima, scales and half copies, or the unit scales): amp_conv_prepare()
+ * runs it, or the hook after the original when run->fp32_first. Fails as
+ * amp_conv_prepare(); on failure nothing stays allocated. */
+enum amp_status amp_conv_queue_candidate(struct amp_conv_run *run);
 
 /* 1 when a prepared run is the first call of its delayed-scaling record:
  * it takes the two passes its later calls skip (amp_prof_warmup). */

@@ -14,10 +14,18 @@
 #   TF32's error;
 # - a candidate that fails after the FP32 original ran leaves the
 #   program FP32's result, the call counted a fallback.
+# - convolutions with beta 0 take turns too, through the legacy API
+#   (examples/conv_check) and the graph API (examples/conv_graph), each
+#   case run twice: under AMPSHIM_MODE=shadow:fp16 every case passes with
+#   the bytes it has without the shim, and the trace (AMPSHIM_TRACE) has
+#   shadow calls of both orders; a candidate that fails after the
+#   original ran leaves the program FP32's bytes, counted a fallback.
 # usage: test_shadow_order.sh GEMM_BENCH LIBAMPSHIM EMU_DIR PYTHON
+#        CONV_CHECK CONV_GRAPH
 set -euo pipefail
 
 prog=$(realpath "$1") lib=$(realpath "$2") emu=$(realpath "$3") python=$4
+conv_check=$(realpath "$5") conv_graph=$(realpath "$6")
 tmp=$(mktemp -d /tmp/ampshim-shadow-order-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
@@ -26,6 +34,7 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu
 cd "$tmp"
 shape=1024x1024x1024
+conv_orders=
 
 fail() {
     echo "shadow order test: $*" >&2
@@ -128,7 +137,56 @@ ferr=$(grep -o "max_rel_err=[0-9.e+-]*" run.out | cut -d= -f2)
 "$python" -c "import sys; sys.exit(0 if float('$ferr') < 2e-6 else 1)" ||
     fail "failed candidate: the program's result is off by $ferr"
 
+# Convolutions: the program's bytes in both orders, and both orders seen.
+for conv in "$conv_check" "$conv_graph"; do
+    name=$(basename "$conv")
+    rc=0
+    "$conv" --repeat 2 >bare.out 2>run.err || rc=$?
+    [[ $rc == 0 ]] || fail "$name bare: exit status $rc"
+    rc=0
+    env AMPSHIM_MODE=shadow:fp16 AMPSHIM_TRACE="$tmp/trace.json" \
+        LD_PRELOAD="$preload$lib" "$conv" --repeat 2 >run.out 2>run.err ||
+        rc=$?
+    [[ $rc == 0 ]] || fail "$name shadow:fp16: exit status $rc"
+    diff <(grep -o "^case [^ ]* .* hash=[0-9a-f]*" bare.out) \
+         <(grep -o "^case [^ ]* .* hash=[0-9a-f]*" run.out) >/dev/null ||
+        fail "$name shadow:fp16: the program's bytes differ from a bare run"
+    orders=$("$python" - "$tmp/trace.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"] if isinstance(t, dict) else t
+ev = sorted((e for e in ev if e.get("ph") == "X"), key=lambda e: e["ts"])
+kinds = ["C" if "candidate" in e["name"] else "F" for e in ev]
+pairs = [kinds[i] + kinds[i + 1] for i in range(0, len(kinds) - 1, 2)]
+print(pairs.count("CF"), pairs.count("FC"), len(kinds) % 2)
+EOF
+) || fail "$name shadow:fp16: the trace"
+    read -r cand_first fp32_first odd <<<"$orders"
+    [[ $odd == 0 && $cand_first -gt 0 && $fp32_first -gt 0 ]] ||
+        fail "$name shadow:fp16: $cand_first candidate-first and" \
+             "$fp32_first FP32-first shadow calls"
+    conv_orders+="$name $cand_first/$fp32_first; "
+done
+# The candidate of the FP32-first run of c1_FW fails after writing part of
+# its output (the fourth cudnnConvolutionForward: candidate and original,
+# then original and candidate): the program keeps FP32's bytes, the call
+# is counted a fallback.
+"$conv_check" --only c1_FW --repeat 2 >bare.out 2>run.err ||
+    fail "conv_check c1_FW bare: exit status $?"
+rc=0
+env AMPSHIM_MODE=shadow:fp16 \
+    AMPSHIM_EMU_FAIL=cudnnConvolutionForward:4:partial \
+    LD_PRELOAD="$preload$lib" "$conv_check" --only c1_FW --repeat 2 \
+    >run.out 2>run.err || rc=$?
+[[ $rc == 0 ]] || fail "conv_check c1_FW, failed candidate: exit status $rc"
+diff <(grep -o "^case .* hash=[0-9a-f]*" bare.out) \
+     <(grep -o "^case .* hash=[0-9a-f]*" run.out) >/dev/null ||
+    fail "conv_check c1_FW, failed candidate: the program's bytes differ"
+grep -q "summary cudnnConvolutionForward calls=2 converted=1 fp32=0 fallback=1 " \
+    run.err || fail "conv_check c1_FW, failed candidate: the summary"
+
 echo "shadow order: candidate first, then FP32 first, in turn; per-call" \
      "means over 1 and 4 calls fp32=$fp32_4 tf32=$cand_4 ms (plain" \
      "$plain_ms); beta 1 right ($err); a failed candidate" \
-     "leaves FP32's result ($ferr)"
+     "leaves FP32's result ($ferr); convolutions (candidate-first/FP32-first):" \
+     "$conv_orders"

@@ -400,7 +400,7 @@ convert_at(const struct problem *p, struct amp_site *site,
     if (st != AMP_OK)
         return st;
     vendor_make(p, &plan, &v);
-    st = amp_conv_prepare(dev, &d, &plan, v.bytes, scratch_max, run);
+    st = amp_conv_prepare(dev, &d, &plan, v.bytes, scratch_max, 0, run);
     if (st == AMP_OK && vendor_run(p, &v, run) != CUDNN_STATUS_SUCCESS) {
         amp_conv_abandon(run);
         st = AMP_ERR_DRIVER;
@@ -1099,7 +1099,7 @@ test_scratch_cap(void **state)
     d = describe(&p);
     assert_int_equal(amp_conv_plan(&d, AMP_MODE_FP16, AMP_MODE_FP16, &plan),
                      AMP_OK);
-    assert_int_equal(amp_conv_prepare(dev, &d, &plan, 4096, 1 << 30, &run),
+    assert_int_equal(amp_conv_prepare(dev, &d, &plan, 4096, 1 << 30, 0, &run),
                      AMP_OK);
     bytes = run.scratch_bytes;
     /* x, w, y half copies, scalars, check counters and the workspace. */
@@ -1109,7 +1109,7 @@ test_scratch_cap(void **state)
     amp_conv_abandon(&run);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
     assert_int_equal(cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
-    assert_int_equal(amp_conv_prepare(dev, &d, &plan, 4096, bytes - 1, &run),
+    assert_int_equal(amp_conv_prepare(dev, &d, &plan, 4096, bytes - 1, 0, &run),
                      AMP_ERR_TOO_BIG);
     assert_true(run.scratch == 0 && run.slot < 0);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
@@ -1152,7 +1152,7 @@ test_output_in_scratch(void **state)
                                        &plan), AMP_OK);
         vendor_make(&p, &plan, &v);
         assert_int_equal(amp_conv_prepare(dev, &d, &plan, v.bytes, 1 << 30,
-                                          &run), AMP_OK);
+                                          0, &run), AMP_OK);
         assert_true(run.scratch_output >= run.scratch &&
                     run.scratch_output + n * 4 <=
                         run.scratch + run.scratch_bytes);
