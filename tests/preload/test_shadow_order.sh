@@ -148,6 +148,12 @@ for conv in "$conv_check" "$conv_graph"; do
         LD_PRELOAD="$preload$lib" "$conv" --repeat 2 >run.out 2>run.err ||
         rc=$?
     [[ $rc == 0 ]] || fail "$name shadow:fp16: exit status $rc"
+    # The candidates' errors are FP16's: each compared with the output
+    # its own call would have given (beta != 0 runs the candidate first,
+    # before the original overwrites what it reads).
+    grep -o "summary cudnn[A-Za-z]* .* max_rel_err=[0-9.e+-]*" run.err |
+        awk -F'max_rel_err=' '$2 + 0 >= 0.01 { bad = 1 } END { exit bad }' ||
+        fail "$name shadow:fp16: a candidate's error of FP16's range or more"
     diff <(grep -o "^case [^ ]* .* hash=[0-9a-f]*" bare.out) \
          <(grep -o "^case [^ ]* .* hash=[0-9a-f]*" run.out) >/dev/null ||
         fail "$name shadow:fp16: the program's bytes differ from a bare run"
