@@ -668,6 +668,7 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
                  uint64_t scratch_max, int fp32_first,
                  struct amp_conv_run *run)
 {
+    amp_devptr copies[3];
     size_t parts[8];
     int out = amp_conv_out(d->dir), i;
     enum amp_status st;
@@ -690,14 +691,14 @@ amp_conv_prepare(struct amp_dev *dev, const struct amp_conv_desc *d,
         run->desc.yp = run->scratch_output;
     }
     for (i = 0; i < 3; i++)
-        run->copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
-                                      : amp_desc_ptr(&run->desc, i);
-    run->x = run->copies[AMP_CONV_X];
-    run->w = run->copies[AMP_CONV_W];
-    run->y = run->copies[AMP_CONV_Y];
+        copies[i] = plan->own[i] ? amp_conv_at(run->scratch, parts[i])
+                                 : amp_desc_ptr(&run->desc, i);
+    run->x = copies[AMP_CONV_X];
+    run->w = copies[AMP_CONV_W];
+    run->y = copies[AMP_CONV_Y];
     run->scalars = amp_conv_at(run->scratch, parts[3]);
     run->accum = amp_conv_at(run->scratch, parts[4]);
-    run->result = run->copies[out];
+    run->result = copies[out];
     run->candidate = amp_conv_at(run->scratch, parts[5]);
     run->workspace = amp_conv_at(run->scratch, parts[6]);
     run->workspace_bytes = workspace_bytes;
@@ -726,12 +727,16 @@ amp_conv_queue_candidate(struct amp_conv_run *run)
 {
     const struct amp_conv_plan *plan = &run->plan;
     int out = amp_conv_out(run->desc.dir);
+    amp_devptr copies[3];
     enum amp_status st;
 
+    copies[AMP_CONV_X] = run->x;
+    copies[AMP_CONV_W] = run->w;
+    copies[AMP_CONV_Y] = run->y;
     if (!plan->own[out] && plan->candidate == AMP_MODE_TF32)
         return AMP_OK;
     if (plan->candidate == AMP_MODE_TF32X3) {
-        st = amp_conv_queue_split(run, run->copies);
+        st = amp_conv_queue_split(run, copies);
         if (st != AMP_OK)
             amp_conv_release(run);
         return st;
@@ -745,7 +750,7 @@ amp_conv_queue_candidate(struct amp_conv_run *run)
         return st;
     }
     amp_conv_record(run);
-    st = amp_conv_queue_inputs(run, run->copies);
+    st = amp_conv_queue_inputs(run, copies);
     /* A first call that failed may not have set its record: the key's
      * next call starts afresh; its scales kernel may be queued already,
      * so the record drains before another stream may take it. Once

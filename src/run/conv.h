@@ -188,7 +188,6 @@ struct amp_conv_run {
     struct amp_conv_desc desc;
     amp_stream stream;
     amp_devptr scratch, scalars, accum, result, candidate;
-    amp_devptr copies[3];      /* x, w, y as the vendor call reads them */
     int scratch_in_graph;      /* owned by the graph being captured */
     int slot;
     amp_devptr slot_at;

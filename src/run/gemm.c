@@ -1000,6 +1000,44 @@ amp_gemm_record(struct amp_gemm_run *run)
     run->delayed = !fresh;
 }
 
+/* The candidate's own work and its steps (amp_gemm_queue_candidate) on
+ * the run's layout l. */
+static enum amp_status
+amp_gemm_queue(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
+{
+    const struct amp_gemm_desc *d = &run->desc;
+    enum amp_status st = AMP_OK;
+
+    if (run->candidate == AMP_MODE_TF32X3)
+        st = amp_queue_tf32x3(run, l);
+    else if (!amp_mode_own_operands(run->candidate))
+        st = amp_queue_operands(run, l);
+    if (st == AMP_OK && run->routed && !d->lt &&
+        run->candidate != AMP_MODE_FP16)
+        st = amp_queue_scalars_copy(run);
+    if (st == AMP_OK && l->ptrs_r != AMP_ABSENT)
+        st = amp_queue_fill_ptrs(run, run->scratch + l->ptrs_r, run->result,
+                                 l->stride_r, 4);
+    if (st != AMP_OK) {
+        /* A first call that may not have set its record: the key's next
+         * call starts afresh (the one-pass cast needs the counters the
+         * first call zeroes); its scales kernel may be queued already, so
+         * the record drains before another stream may take it. */
+        if (amp_gemm_warms_up(run))
+            amp_dev_record_drop(run->dev, run->record, run->record_key,
+                                run->stream);
+        run->record = 0;
+        amp_gemm_release(run);
+        return st;
+    }
+    /* The record's first call is queued: later calls may take one pass
+     * (their kernels follow these on the stream). */
+    if (amp_gemm_warms_up(run))
+        amp_dev_record_ready(run->dev, run->record, run->record_key);
+    amp_gemm_steps(run, l);
+    return AMP_OK;
+}
+
 enum amp_status
 amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
                  enum amp_mode mode, enum amp_mode candidate,
@@ -1078,47 +1116,17 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     if (run->fp32_first)
         return AMP_OK; /* amp_gemm_queue_candidate after the original */
     amp_prof_start(); /* the host's set-up is done: the timed work */
-    return amp_gemm_queue_candidate(run);
+    return amp_gemm_queue(run, &l);
 }
 
 enum amp_status
 amp_gemm_queue_candidate(struct amp_gemm_run *run)
 {
-    const struct amp_gemm_desc *d = &run->desc;
     struct amp_gemm_layout l;
-    enum amp_status st = AMP_OK;
 
-    amp_gemm_layout(d, run->candidate, run->mode == AMP_MODE_SHADOW,
-                    run->routed, &l);
-    if (run->candidate == AMP_MODE_TF32X3)
-        st = amp_queue_tf32x3(run, &l);
-    else if (!amp_mode_own_operands(run->candidate))
-        st = amp_queue_operands(run, &l);
-    if (st == AMP_OK && run->routed && !d->lt &&
-        run->candidate != AMP_MODE_FP16)
-        st = amp_queue_scalars_copy(run);
-    if (st == AMP_OK && l.ptrs_r != AMP_ABSENT)
-        st = amp_queue_fill_ptrs(run, run->scratch + l.ptrs_r, run->result,
-                                 l.stride_r, 4);
-    if (st != AMP_OK) {
-        /* A first call that may not have set its record: the key's next
-         * call starts afresh (the one-pass cast needs the counters the
-         * first call zeroes); its scales kernel may be queued already, so
-         * the record drains before another stream may take it. */
-        if (amp_gemm_warms_up(run))
-            amp_dev_record_drop(run->dev, run->record, run->record_key,
-                                run->stream);
-        run->record = 0;
-        amp_gemm_release(run);
-        return st;
-    }
-    /* The record's first call is queued: later calls may take one pass
-     * (their kernels follow these on the stream). */
-    if (amp_gemm_warms_up(run))
-        amp_dev_record_ready(run->dev, run->record, run->record_key);
-    amp_gemm_steps(run, &l);
-    run->candidate_queued = 1;
-    return AMP_OK;
+    amp_gemm_layout(&run->desc, run->candidate,
+                    run->mode == AMP_MODE_SHADOW, run->routed, &l);
+    return amp_gemm_queue(run, &l);
 }
 
 int
@@ -1294,11 +1302,10 @@ amp_gemm_finish(struct amp_gemm_run *run)
 void
 amp_gemm_abandon(struct amp_gemm_run *run)
 {
-    /* An FP32-first run abandoned before its candidate was queued holds
-     * a delayed-scaling record its work never set. */
-    if (run->fp32_first && !run->candidate_queued && amp_gemm_warms_up(run))
+    /* An FP32-first run abandoned before its candidate was queued (no
+     * steps yet) holds a delayed-scaling record its work never set. */
+    if (run->fp32_first && run->nsteps == 0 && amp_gemm_warms_up(run))
         amp_dev_record_drop(run->dev, run->record, run->record_key,
                             run->stream);
-    run->record = 0;
     amp_gemm_release(run);
 }

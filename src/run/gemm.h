@@ -245,7 +245,6 @@ struct amp_gemm_run {
     amp_devptr slot_at;
     int candidate_done;        /* shadow: the candidate's last kernel is
                                   queued */
-    int candidate_queued;      /* amp_gemm_queue_candidate() succeeded */
 };
 
 /* Queues on d->stream everything the steps need: the scratch allocation,
