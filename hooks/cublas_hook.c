@@ -8,12 +8,14 @@
 #include "base/shim.h"
 #include "device/device.h"
 #include "measure/coverage.h"
+#include "measure/settled.h"
 #include "measure/stats.h"
 #include "process/process.h"
 #include "run/gemm.h"
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* The step functions take int sizes. */
 int
@@ -61,7 +63,7 @@ amp_cover_of_skip(enum amp_gemm_skip skip)
  * stayed FP32 there. */
 static void
 amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
-              enum amp_gemm_skip skip)
+              enum amp_gemm_skip skip, struct amp_settled *settled)
 {
     static const enum amp_kept kept[AMP_GEMM_SKIP_COUNT] = {
         [AMP_GEMM_SKIP_MODE] = AMP_KEPT_MODE,
@@ -76,13 +78,33 @@ amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
                                .shape_slot = -1};
     struct amp_prof_what what;
 
-    d->site = amp_site_get(d->api, d->caller);
+    if (!d->site)
+        d->site = amp_site_get(d->api, d->caller);
     amp_gemm_what(&what, d, &dec);
     if (skip == AMP_GEMM_SKIP_INVALID)
         what.flops = 0.0; /* the library computes nothing */
     /* Timed by sample, unless the library refuses it. */
-    if (amp_prof_fp32(&what, kept[skip]) && skip != AMP_GEMM_SKIP_INVALID)
+    if (amp_prof_fp32_placed(&what, kept[skip], &settled->place) &&
+        skip != AMP_GEMM_SKIP_INVALID)
         amp_prof_fp32_begin(&h->prof, &what);
+    settled->site = d->site;
+    settled->shape_slot = -1;
+    settled->site_counted = 0;
+}
+
+/* The memo's key of d, kept for `skip` (AMP_GEMM_CONVERT: by the
+ * policy). */
+static void
+amp_gemm_settled_key(struct amp_settled_key *k, const struct amp_gemm_desc *d,
+                     enum amp_gemm_skip skip)
+{
+    memset(k, 0, sizeof *k);
+    k->api = d->api;
+    amp_settled_key_stack(k, d->caller);
+    k->device = amp_dev_current_ordinal();
+    k->math = d->pedantic;
+    k->skip = (int)skip;
+    amp_gemm_shape(d, &k->shape);
 }
 
 /* The coverage kind of a call after it ran, from its outcome. */
@@ -141,10 +163,12 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
                                .shape_slot = -1};
     struct amp_prof_what what;
+    struct amp_settled_key key;
+    struct amp_settled settled;
     struct amp_dev *dev;
     void *own;
     enum amp_status st;
-    int capturing;
+    int capturing, settle, cover;
 
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
@@ -156,6 +180,18 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
         skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
     h->cover = amp_cover_of_skip(skip);
+    /* A call like an earlier one kept FP32 for good: counted as it was. */
+    settle = amp_settled_on();
+    if (settle) {
+        amp_gemm_settled_key(&key, d, skip);
+        if (amp_settled_count(&key, d->stream, &cover)) {
+            h->cover = (enum amp_cover)cover;
+            return AMP_HOOK_ORIGINAL;
+        }
+        settled.epoch = amp_decision_epoch();
+        d->site = amp_site_get_stack(d->api, key.frames, key.depth);
+    }
+    memset(&settled.place, 0, sizeof settled.place);
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
         amp_gemm_what(&what, d, &dec);
@@ -164,11 +200,21 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
             skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
                                                : AMP_GEMM_SKIP_MODE;
             h->cover = amp_cover_of_skip(skip);
-            if (amp_prof_fp32(&what, amp_kept_of(&dec)))
+            if (amp_prof_fp32_placed(&what, amp_kept_of(&dec),
+                                     &settled.place))
                 amp_prof_fp32_begin(&h->prof, &what);
+            settled.site = d->site;
+            settled.shape_slot = dec.shape_slot;
+            settled.site_counted = dec.site_counted;
+            settle = settle && dec.settled;
         }
     } else {
-        amp_gemm_kept(h, d, skip);
+        amp_gemm_kept(h, d, skip, &settled);
+    }
+    if (skip != AMP_GEMM_CONVERT && settle &&
+        amp_dev_stream_capturing(d->stream) == 0) {
+        settled.cover = (int)h->cover;
+        amp_settled_keep(&key, &settled);
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,

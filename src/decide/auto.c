@@ -426,6 +426,8 @@ amp_auto_decide(struct amp_site *site, int slot, enum amp_family family,
             out->fp32_first =
                 amp_shadow_fp32_first((int64_t)v->c[next].issued);
         }
+    } else if (v && v->state == AMP_AUTO_FP32) {
+        out->settled = 1; /* for good: FP32 is no candidate that drifts */
     } else if (v && v->state == AMP_AUTO_CHOSEN) {
         out->mode = v->c[v->choice].mode;
         if (sample_period > 0 && count % sample_period == 0) {

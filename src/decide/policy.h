@@ -297,7 +297,21 @@ struct amp_decision {
                                     first, then the candidate: every
                                     other shadow run of a (site, shape)
                                     (amp_shadow_fp32_first) */
+    int settled;                 /* every later call with the same
+                                    fields at this (site, shape) gets this
+                                    decision while amp_decision_epoch()
+                                    stays: an FP32 decision that no count
+                                    moves (no rule tests `call`, no verify
+                                    or sample window, auto's FP32) */
+    int site_counted;            /* the site's call count moved
+                                    (amp_site_count) */
 };
+
+/* A number that moves whenever a settled decision may no longer hold
+ * (an auto state, a demotion, the policy): memos of settled decisions
+ * made under another number are stale. */
+unsigned amp_decision_epoch(void);
+void amp_decision_epoch_next(void);
 
 /* Whether the nth shadow run (from 1) of its kind at a (site, shape)
  * runs the FP32 original first: the even ones, so that the two products

@@ -70,6 +70,20 @@ amp_policy_action(const struct amp_policy *p, int match, int64_t count,
     }
 }
 
+static atomic_uint amp_epoch = 1;
+
+unsigned
+amp_decision_epoch(void)
+{
+    return atomic_load_explicit(&amp_epoch, memory_order_acquire);
+}
+
+void
+amp_decision_epoch_next(void)
+{
+    atomic_fetch_add_explicit(&amp_epoch, 1, memory_order_acq_rel);
+}
+
 int
 amp_shadow_fp32_first(int64_t nth)
 {

@@ -26,6 +26,7 @@ static struct amp_policy amp_active;
 static struct amp_policy_found amp_found;
 static struct amp_policy_cache amp_cache;
 static int amp_cache_ready;
+static int amp_counts_calls;   /* a rule tests `call`: no decision settles */
 
 static const char *
 amp_start_getenv(const char *name)
@@ -63,6 +64,7 @@ amp_policy_start(const struct amp_config *cfg)
 {
     struct amp_program prog;
     void *storage;
+    int i;
 
     amp_cfg = cfg;
     if (cfg->mode_set) {
@@ -85,7 +87,11 @@ amp_policy_start(const struct amp_config *cfg)
         amp_policy_cache_init(&amp_cache, &amp_active, storage);
         amp_cache_ready = 1;
     }
+    for (i = 0; i < amp_active.nrules; i++)
+        if (amp_active.rules[i].uses & (1u << AMP_FIELD_CALL))
+            amp_counts_calls = 1;
     amp_state = AMP_STATE_ACTIVE;
+    amp_decision_epoch_next();
     amp_log(AMP_LOG_DEBUG, "policy: %s", amp_found.why);
 }
 
@@ -303,6 +309,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     /* AMPSHIM_MODE is no rule: a pedantic call stays FP32 under it. */
     if (amp_state == AMP_STATE_ENV && amp_policy_call_pedantic(&call)) {
         out->why = AMP_WHY_PEDANTIC;
+        out->settled = 1;
         return;
     }
     if (amp_state == AMP_STATE_ENV) {
@@ -311,6 +318,7 @@ amp_policy_decide(const struct amp_policy_call *call_in,
                            : 0;
         out->shape_slot = slot;
         amp_policy_env(out, site, shape_count);
+        out->settled = out->mode == AMP_MODE_FP32;
         /* Counted so that the site's next call harvests this one's error
          * first, and stays FP32 when it is over. */
         if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
@@ -320,11 +328,14 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     }
     if (amp_state != AMP_STATE_ACTIVE) {
         out->why = AMP_WHY_BROKEN;
+        out->settled = 1;
         return;
     }
     count = (int64_t)amp_site_count(site);
+    out->site_counted = 1;
     if (amp_site_demoted(site)) {
         out->why = AMP_WHY_DEMOTED;
+        out->settled = 1;
         return;
     }
     if (amp_active.uses_site && site) {
@@ -371,6 +382,12 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         out->scratch_max = (uint64_t)amp_active.set.scratch_max;
     if (out->mode == AMP_MODE_SHADOW && site)
         atomic_fetch_add_explicit(&site->shadowed, 1, memory_order_relaxed);
+    /* auto's FP32 is settled when its (site, shape) chose FP32 (it said
+     * so in out->settled); any other FP32 is, unless it waits for auto's
+     * results or a rule counts calls. */
+    out->settled = out->mode == AMP_MODE_FP32 && !amp_counts_calls &&
+                   (out->why == AMP_WHY_AUTO ? out->settled
+                                             : out->why != AMP_WHY_AUTO_WAIT);
     if (amp_log_enabled(AMP_LOG_DEBUG))
         amp_policy_log(&call, count, out);
 }

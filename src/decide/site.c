@@ -5,6 +5,7 @@
 #include "base/caller.h"
 #include "base/log.h"
 #include "decide/auto.h"
+#include "decide/policy.h"
 #include "decide/symbolize.h"
 
 #include <math.h>
@@ -180,6 +181,7 @@ amp_site_demote(struct amp_site *site, int slot, const char *reason)
     if (e) {
         if (atomic_exchange(&e->demoted, 1))
             return;
+        amp_decision_epoch_next(); /* its reason is now the demotion */
         snprintf(e->demoted_why, sizeof e->demoted_why, "%s", reason);
         pthread_mutex_lock(&amp_site_lock);
         if (!site->demoted_why[0])
@@ -194,6 +196,7 @@ amp_site_demote(struct amp_site *site, int slot, const char *reason)
     }
     if (atomic_exchange(&site->demoted, 1))
         return;
+    amp_decision_epoch_next();
     pthread_mutex_lock(&amp_site_lock);
     snprintf(site->demoted_why, sizeof site->demoted_why, "%s", reason);
     pthread_mutex_unlock(&amp_site_lock);
@@ -209,6 +212,17 @@ amp_site_count(struct amp_site *site)
         return 1;
     return atomic_fetch_add_explicit(&site->calls, 1,
                                      memory_order_relaxed) + 1;
+}
+
+void
+amp_site_count_again(struct amp_site *site, int slot, int site_too)
+{
+    struct amp_shape_entry *e = amp_shape_at(slot);
+
+    if (site && site_too)
+        atomic_fetch_add_explicit(&site->calls, 1, memory_order_relaxed);
+    if (e)
+        atomic_fetch_add_explicit(&e->calls, 1, memory_order_relaxed);
 }
 
 static size_t

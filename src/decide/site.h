@@ -141,6 +141,11 @@ void amp_site_demote(struct amp_site *site, int slot, const char *reason);
  * from 1 (1 for a NULL site). */
 uint64_t amp_site_count(struct amp_site *site);
 
+/* Counts a call again as its decision counted an earlier one with the
+ * same fields (a memo of a settled decision): the site's count when
+ * `site_too`, the (site, shape)'s when slot >= 0. */
+void amp_site_count_again(struct amp_site *site, int slot, int site_too);
+
 /* Counts one call of the shape `key` (any value but 0, the same for the
  * same shape) at the site; returns its number among that shape's calls,
  * from 1. *slot (when slot is not NULL): the (site, shape)'s entry in the

@@ -187,6 +187,7 @@ struct amp_prof_call {
 };
 
 static pthread_mutex_t amp_prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned amp_prof_generation; /* moves when the table is reset */
 static struct amp_prof_call *amp_free_records;
 /* Every block of records made: a fork's child drops the parent's pending
  * records and keeps their memory here. */
@@ -295,7 +296,7 @@ amp_entry_device(struct amp_prof_entry *e, int ordinal, int make)
 static int
 amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
                enum amp_fallback why, enum amp_kept kept,
-               size_t scratch_bytes)
+               size_t scratch_bytes, struct amp_prof_place *place)
 {
     struct amp_prof_device_part *part = NULL;
     struct amp_prof_entry *e;
@@ -341,6 +342,12 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
             e->kept[kept]++;
         }
     }
+    if (place) {
+        place->entry = e;
+        place->part = part;
+        place->kept = kept;
+        place->generation = amp_prof_generation;
+    }
     pthread_mutex_unlock(&amp_prof_lock);
     /* A call captured into a graph runs again at each of its launches. */
     amp_replay_captured(w, outcome);
@@ -359,11 +366,49 @@ amp_site_name(struct amp_site *site)
 }
 
 int
-amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why)
+amp_prof_fp32_placed(const struct amp_prof_what *w, enum amp_kept why,
+                     struct amp_prof_place *place)
 {
     /* Under capture nothing can be timed: not due. */
-    return amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, why, 0) &&
+    return amp_prof_count(w, AMP_OUTCOME_FP32, AMP_FALLBACK_NONE, why, 0,
+                          place) &&
            why != AMP_KEPT_CAPTURE;
+}
+
+int
+amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why)
+{
+    return amp_prof_fp32_placed(w, why, NULL);
+}
+
+int
+amp_prof_fp32_again(const struct amp_prof_place *place)
+{
+    struct amp_prof_entry *e = place->entry;
+    struct amp_prof_device_part *part = place->part;
+    int counted = 0;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    if (e && place->generation == amp_prof_generation &&
+        !amp_prof_sample_due(e->kept_seen, e->kept_seen,
+                             AMP_PROF_FP32_FIRST, AMP_PROF_FP32_EVERY)) {
+        /* amp_prof_count's FP32 arm, the entry and part already found
+         * (neither moves once made); a call on no stream being captured
+         * notes nothing for graph replays. */
+        if (part) {
+            part->calls++;
+            part->fp32++;
+        } else {
+            amp_device_dropped++;
+        }
+        e->calls++;
+        e->outcomes[AMP_OUTCOME_FP32]++;
+        e->kept_seen++;
+        e->kept[place->kept]++;
+        counted = 1;
+    }
+    pthread_mutex_unlock(&amp_prof_lock);
+    return counted;
 }
 
 void
@@ -371,7 +416,7 @@ amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why)
 {
     char shape[160];
 
-    amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, AMP_KEPT_MODE, 0);
+    amp_prof_count(w, AMP_OUTCOME_FALLBACK, why, AMP_KEPT_MODE, 0, NULL);
     /* An auto candidate the path cannot run is ruled out; a fallback for
      * want of a slot, a device or set-up under capture says nothing of
      * the candidate, and a failed allocation, launch or record (memory
@@ -732,7 +777,7 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
                        amp_dev_stream_capturing(span->what.stream) != 0
                            ? AMP_KEPT_CAPTURE
                            : AMP_KEPT_MODE,
-                       scratch_bytes);
+                       scratch_bytes, NULL);
     }
     timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
     if (!timed && outcome == AMP_OUTCOME_CONVERTED) {
@@ -1023,6 +1068,7 @@ amp_prof_forget(void)
     amp_free_records = NULL; /* the parent's pending ones are not ours */
     amp_prof_open = NULL;
     memset(amp_entries, 0, sizeof amp_entries);
+    amp_prof_generation++;
     amp_nentries = 0;
     amp_dropped = 0;
     amp_device_dropped = 0;

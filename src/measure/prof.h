@@ -176,6 +176,25 @@ struct amp_prof_span {
  * amp_prof_fp32_end. */
 int amp_prof_fp32(const struct amp_prof_what *w, enum amp_kept why);
 
+/* Where a kept call was counted, to count more of its like there
+ * (measure/settled.h). */
+struct amp_prof_place {
+    struct amp_prof_entry *entry;           /* NULL: nowhere */
+    struct amp_prof_device_part *part;      /* its device's, or NULL */
+    enum amp_kept kept;
+    unsigned generation;                    /* the table's */
+};
+
+/* amp_prof_fp32, telling *place where the call was counted. */
+int amp_prof_fp32_placed(const struct amp_prof_what *w, enum amp_kept why,
+                         struct amp_prof_place *place);
+
+/* Counts one more call kept FP32 at *place, as amp_prof_fp32 counted the
+ * one that placed it, and returns 1; returns 0 having counted nothing
+ * when that call is due to be timed by sample or the table was reset
+ * since (a forked child): the hook then takes its whole path. */
+int amp_prof_fp32_again(const struct amp_prof_place *place);
+
 /* Right before the original call of a call due to be sampled: records a
  * start event on w->stream, unless the stream is being captured, the
  * shim's state for the current context is not made (none is made for

@@ -146,7 +146,8 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
     struct amp_policy_call call = {.family = AMP_FAMILY_GEMM,
                                    .symbol = d->api};
 
-    d->site = amp_site_get(d->api, d->caller);
+    if (!d->site)
+        d->site = amp_site_get(d->api, d->caller);
     call.site = d->site;
     amp_policy_call_set(&call, AMP_FIELD_M, d->m);
     amp_policy_call_set(&call, AMP_FIELD_N, d->n);
@@ -177,6 +178,19 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
 }
 
 void
+amp_gemm_shape(const struct amp_gemm_desc *d, struct amp_shape *shape)
+{
+    shape->family = AMP_FAMILY_GEMM;
+    shape->v[0] = d->m;
+    shape->v[1] = d->n;
+    shape->v[2] = d->k;
+    shape->v[3] = d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
+    shape->v[4] = d->transa;
+    shape->v[5] = d->transb;
+    shape->v[6] = d->epilogue;
+}
+
+void
 amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
               const struct amp_decision *dec)
 {
@@ -185,14 +199,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     memset(w, 0, sizeof *w);
     w->api = d->api;
     w->site = d->site;
-    w->shape.family = AMP_FAMILY_GEMM;
-    w->shape.v[0] = d->m;
-    w->shape.v[1] = d->n;
-    w->shape.v[2] = d->k;
-    w->shape.v[3] = batch;
-    w->shape.v[4] = d->transa;
-    w->shape.v[5] = d->transb;
-    w->shape.v[6] = d->epilogue;
+    amp_gemm_shape(d, &w->shape);
     w->flops = 2.0 * (double)d->m * (double)d->n * (double)d->k *
                (double)batch;
     w->mode = dec->mode;

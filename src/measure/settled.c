@@ -1,0 +1,120 @@
+/* The memo of settled calls (measure/settled.h): per thread, a table of
+ * AMP_SETTLED_WAYS entries, one per key's hash, each the key, the epoch of
+ * the decisions it was kept under and where its call was counted. */
+#include "measure/settled.h"
+
+#include "base/caller.h"
+#include "base/log.h"
+#include "base/shim.h"
+#include "decide/policy.h"
+#include "device/device.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A framework's one call site sends hundreds of shapes: 256 entries
+ * (some 60 KiB a thread, allocated at its first kept call). */
+#define AMP_SETTLED_WAYS 256
+
+struct amp_settled_entry {
+    struct amp_settled_key key;
+    unsigned epoch;            /* 0: empty */
+    struct amp_settled s;
+};
+
+static __thread struct {
+    struct amp_settled_entry *table; /* NULL: not had yet, or none */
+    unsigned generation;             /* amp_shim_thread_stale's tag */
+    int tried;
+} amp_settled_thread;
+
+static void
+amp_settled_thread_exit(void)
+{
+    free(amp_settled_thread.table);
+    amp_settled_thread.table = NULL;
+}
+
+/* The calling thread's table, made at first use; NULL when none can be
+ * had (every call then takes its whole path). */
+static struct amp_settled_entry *
+amp_settled_table(int make)
+{
+    if (amp_shim_thread_stale(&amp_settled_thread.generation)) {
+        /* A forked child's copy of its parent's: it points at counts
+         * the child reset. */
+        amp_settled_thread_exit();
+        amp_settled_thread.tried = 0;
+    }
+    if (amp_settled_thread.table || !make || amp_settled_thread.tried)
+        return amp_settled_thread.table;
+    amp_settled_thread.tried = 1;
+    amp_settled_thread.table =
+        calloc(AMP_SETTLED_WAYS, sizeof *amp_settled_thread.table);
+    if (amp_settled_thread.table)
+        amp_shim_at_thread_exit(amp_settled_thread_exit);
+    return amp_settled_thread.table;
+}
+
+/* The entry a key goes in: its stack, hook and first shape values mixed
+ * (the rest of the key is compared, not hashed). */
+static struct amp_settled_entry *
+amp_settled_slot(struct amp_settled_entry *table,
+                 const struct amp_settled_key *k)
+{
+    uint64_t h = (uint64_t)(uintptr_t)k->frames[0] * 0x9e3779b97f4a7c15ull;
+    int i;
+
+    for (i = 1; i < AMP_SITE_FRAMES; i++)
+        h = (h ^ (uint64_t)(uintptr_t)k->frames[i]) * 0xbf58476d1ce4e5b9ull;
+    h ^= (uint64_t)(uintptr_t)k->api;
+    for (i = 0; i < 4; i++)
+        h = (h ^ (uint64_t)k->shape.v[i]) * 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    return &table[h % AMP_SETTLED_WAYS];
+}
+
+void
+amp_settled_key_stack(struct amp_settled_key *k, const void *caller)
+{
+    k->depth = amp_caller_stack(caller, k->frames, AMP_SITE_FRAMES);
+}
+
+int
+amp_settled_on(void)
+{
+    return !amp_log_enabled(AMP_LOG_DEBUG);
+}
+
+int
+amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
+                  int *cover)
+{
+    struct amp_settled_entry *table = amp_settled_table(0), *e;
+
+    if (!table)
+        return 0;
+    e = amp_settled_slot(table, k);
+    if (e->epoch != amp_decision_epoch() ||
+        memcmp(&e->key, k, sizeof *k) != 0 ||
+        amp_dev_stream_capturing(stream) != 0 ||
+        !amp_prof_fp32_again(&e->s.place))
+        return 0;
+    amp_site_count_again(e->s.site, e->s.shape_slot, e->s.site_counted);
+    *cover = e->s.cover;
+    return 1;
+}
+
+void
+amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s)
+{
+    struct amp_settled_entry *table = amp_settled_table(1), *e;
+
+    if (!table || !s->place.entry)
+        return;
+    e = amp_settled_slot(table, k);
+    e->key = *k;
+    e->s = *s;
+    e->epoch = s->epoch;
+}

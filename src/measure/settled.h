@@ -1,0 +1,66 @@
+/* Calls whose decision is settled: a per-thread memo of calls kept FP32
+ * for good (decide/policy.h, struct amp_decision's `settled`), so that
+ * the next call with the same fields from the same call stack is counted
+ * where the first was and runs as made, without the site's look-up, the
+ * policy, the harvest or the profiler's tables.
+ *
+ * A hook builds the key of its call (amp_settled_key), asks for it
+ * (amp_settled_count) and takes its whole path when that says no, then
+ * keeps what the whole path found (amp_settled_keep) when the call was
+ * kept FP32 by a settled decision. A memo is stale once the decisions'
+ * epoch moves (a demotion), its thread's process forked, or its place in
+ * the profiler's table was reset; a call on a stream being captured, a
+ * call due to be timed by sample and a call at the debug log level take
+ * the whole path. */
+#ifndef AMP_MEASURE_SETTLED_H
+#define AMP_MEASURE_SETTLED_H
+
+#include "decide/site.h"
+#include "measure/prof.h"
+
+/* What tells a call's decision apart: the hook, the call stack (as the
+ * site is told apart), the device, the fields a policy or the report
+ * reads (the shape; math), and why the hook kept it before any decision
+ * (`skip`, the hook's own reason: 0 for none). Zeroed, then filled, so
+ * that it compares as bytes. */
+struct amp_settled_key {
+    const char *api;
+    const void *frames[AMP_SITE_FRAMES];
+    int depth;
+    int device;
+    int math;
+    int skip;
+    struct amp_shape shape;
+};
+
+/* What a kept call needs again. */
+struct amp_settled {
+    struct amp_site *site;
+    int shape_slot;            /* the (site, shape) counted; -1: none */
+    int site_counted;          /* the site's count moved too */
+    int cover;                 /* the hook's coverage kind (enum amp_cover) */
+    struct amp_prof_place place;
+    unsigned epoch;            /* amp_decision_epoch() before deciding */
+};
+
+/* The call stack of the hook whose return address is `caller`, into k
+ * (the rest of k is the hook's to fill). */
+void amp_settled_key_stack(struct amp_settled_key *k, const void *caller);
+
+/* For a call with key k on `stream`: when the memo holds a settled
+ * decision for it and the stream is not being captured, counts the call
+ * as its first was counted, sets *cover and returns 1 (the hook runs the
+ * original); otherwise returns 0 having counted nothing. */
+int amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
+                      int *cover);
+
+/* Keeps what the whole path found for a call with key k kept FP32 by a
+ * settled decision, on a stream not being captured. */
+void amp_settled_keep(const struct amp_settled_key *k,
+                      const struct amp_settled *s);
+
+/* 1 when the memo is in use: not at the debug log level, where every
+ * call's decision is logged. */
+int amp_settled_on(void);
+
+#endif

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Calls kept FP32 for good are counted by a per-thread memo after their
+# first (measure/settled.h); the report must not tell the difference.
+# Each program runs twice, at the default log level (the memo in use) and
+# at the debug level (every call takes the whole path and is logged), and
+# every site's and shape's counts must be equal in the two reports:
+# - gemm_bench under a policy that converts 256^3 and keeps 64^3 FP32 by
+#   no rule: 208 calls each, the kept shape timed by sample at its calls
+#   0, 1, 2, 64, 128 and 192 (6);
+# - overhead_bench's GEMM entry points (cuBLAS, the legacy API,
+#   cuBLASLt) under the built-in policy (all under min-size) and under
+#   AMPSHIM_MODE=fp32.
+# usage: test_settled.sh GEMM_BENCH OVERHEAD_BENCH LIBAMPSHIM EMU_DIR PYTHON
+set -euo pipefail
+
+gemm_bench=$(realpath "$1") overhead=$(realpath "$2") lib=$(realpath "$3")
+emu=$(realpath "$4") python=$5
+tmp=$(mktemp -d /tmp/ampshim-settled-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
+# A sanitized build's runtime must come first in a preloaded child.
+preload="${AMP_TEST_PRELOAD_FIRST:+$AMP_TEST_PRELOAD_FIRST }"
+export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
+export LD_LIBRARY_PATH=$emu AMPSHIM_SUMMARY=0
+cd "$tmp"
+
+fail() {
+    echo "settled test: $*" >&2
+    for f in "$tmp"/*.err; do
+        [[ -s $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+    done
+    exit 1
+}
+
+cat >convert-large.policy <<'EOF'
+set min-size 0
+rule fp16 when m >= 256
+default fp32
+EOF
+
+# run NAME ENV... -- PROGRAM ARGS...: once at each log level.
+run() {
+    local name=$1 level
+    shift
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    for level in warn debug; do
+        env "${envs[@]}" AMPSHIM_LOG_LEVEL=$level \
+            AMPSHIM_LOG_FILE="$tmp/$name-$level.log" \
+            AMPSHIM_REPORT="$tmp/$name-$level.json" \
+            LD_PRELOAD="$preload$lib" "$@" >"$name-$level.out" \
+            2>"$name-$level.err" || fail "$name at $level: exit status $?"
+    done
+}
+
+run policy AMPSHIM_POLICY="$tmp/convert-large.policy" -- \
+    "$gemm_bench" --shapes 256x256x256,64x64x64 --warmup 8 --reps 200
+apis=cublasSgemm_v2,cublasGemmEx,cublasSgemmStridedBatched,cublasSgemm
+apis+=,cublasLtMatmul
+run builtin -- "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
+run mode AMPSHIM_MODE=fp32 -- \
+    "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
+
+"$python" - "$tmp" <<'EOF' || fail "the reports differ (above)"
+import json, sys
+
+tmp = sys.argv[1]
+COUNTS = ("calls", "converted", "delivered", "shadow", "fp32", "fallback",
+          "unmeasured", "fp32_reasons", "fallbacks", "modes")
+
+
+def counts(path):
+    report = json.load(open(path))
+    out = {}
+    for site in report["sites"]:
+        for shape in site["shapes"]:
+            key = (site["api"], site["function"], site["offset"],
+                   shape["shape"])
+            row = {k: shape[k] for k in COUNTS}
+            row["fp32_sampled"] = shape["time"]["fp32_sampled"]
+            out[key] = row
+    return out, report["totals"]["calls"]
+
+
+bad = 0
+for name in ("policy", "builtin", "mode"):
+    memo, memo_calls = counts(f"{tmp}/{name}-warn.json")
+    whole, whole_calls = counts(f"{tmp}/{name}-debug.json")
+    if memo != whole or memo_calls != whole_calls or not memo:
+        bad += 1
+        print(f"{name}: with the memo {memo_calls} calls, {memo}")
+        print(f"{name}: whole path {whole_calls} calls, {whole}")
+    if name == "policy":
+        kept = [r for k, r in memo.items() if k[3].startswith("64x64x64")]
+        if (len(kept) != 1 or kept[0]["calls"] != 208 or
+                kept[0]["fp32"] != 208 or kept[0]["fp32_sampled"] != 6 or
+                kept[0]["fp32_reasons"] != {"no-rule": 208}):
+            bad += 1
+            print(f"policy: 64^3 kept FP32: {kept}, want 208 calls by "
+                  "no-rule, 6 timed by sample")
+    else:
+        if memo_calls != 5 * 200:
+            bad += 1
+            print(f"{name}: {memo_calls} calls counted, want 1000")
+sys.exit(1 if bad else 0)
+EOF
+for f in *-warn.err *-warn.log; do
+    [[ -e $f ]] || continue
+    ! grep -q "ampshim.*\(warn\|error\)" "$f" || fail "$f: a warning"
+done
+echo "settled: counts equal with and without the memo (a policy's kept" \
+     "shape 208 calls, 6 timed by sample; five GEMM entry points under" \
+     "the built-in policy and AMPSHIM_MODE=fp32)"
