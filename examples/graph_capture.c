@@ -5,7 +5,8 @@
  * usage: graph_capture [--warm] [--capture-mode global|thread-local|relaxed]
  *                      [--beside stream|thread]
  *                      [--instantiate plain|flags|params] [--child]
- *                      [--update same|elsewhere]
+ *                      [--update same|elsewhere] [--clone]
+ *                      [--launch-per-thread]
  *   --warm    one SGEMM and one convolution before the capture (the first
  *             calls of the process are then not the captured ones)
  *   --beside  while the capture runs, before the captured calls, the same
@@ -29,6 +30,10 @@
  *             which the executable graph is updated (cudaGraphExecUpdate)
  *             before the second launch; the update fails where the two
  *             captures differ in their nodes
+ *   --clone   the captured graph is cloned (cudaGraphClone) and destroyed;
+ *             the clone is instantiated
+ *   --launch-per-thread  the launches call cudaGraphLaunch_ptsz, as a
+ *             program built with --default-stream per-thread does
  * Prints "capture STATUS", then per launch "launch N gemm err/bound=X
  * conv err/bound=X ok|FAIL"; exit status 0 when the capture, both launches
  * and every check succeed, 1 when a check fails, 2 on a CUDA error. */
@@ -40,6 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cuda_runtime_api.h declares it only in a per-thread build (as
+ * cudaGraphLaunch). */
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec,
+                                 cudaStream_t stream);
 
 /* The GEMM: C = A B, m x n x k, and the convolution: x N C H W, w K C R S,
  * padding 1, stride 1. */
@@ -370,7 +380,8 @@ main(int argc, char **argv)
                 second_parent = NULL;
     struct gpu g, g2;
     const char *beside = NULL, *how = "plain";
-    int warm = 0, failed = 0, child = 0, updated = 0, elsewhere = 0;
+    int warm = 0, failed = 0, child = 0, updated = 0, elsewhere = 0,
+        clone = 0, per_thread = 0;
     pthread_t other;
     void *other_failed = NULL;
     cudaError_t e;
@@ -389,6 +400,10 @@ main(int argc, char **argv)
             how = argv[++i];
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
+        else if (strcmp(argv[i], "--clone") == 0)
+            clone = 1;
+        else if (strcmp(argv[i], "--launch-per-thread") == 0)
+            per_thread = 1;
         else if (strcmp(argv[i], "--update") == 0 && i + 1 < argc &&
                  (strcmp(argv[i + 1], "same") == 0 ||
                   strcmp(argv[i + 1], "elsewhere") == 0)) {
@@ -406,7 +421,8 @@ main(int argc, char **argv)
             fprintf(stderr, "usage: graph_capture [--warm] [--capture-mode "
                     "global|thread-local|relaxed] [--beside stream|thread]"
                     " [--instantiate plain|flags|params] [--child] "
-                    "[--update same|elsewhere]\n");
+                    "[--update same|elsewhere] [--clone] "
+                    "[--launch-per-thread]\n");
             return 2;
         }
     }
@@ -447,6 +463,14 @@ main(int argc, char **argv)
         return 2;
     if (beside)
         failed |= !beside_check(&g2);
+    if (e == cudaSuccess && clone) {
+        cudaGraph_t copy;
+
+        if (!cuda_ok("cudaGraphClone", cudaGraphClone(&copy, graph)) ||
+            !cuda_ok("cudaGraphDestroy", cudaGraphDestroy(graph)))
+            return 2;
+        graph = copy;
+    }
     if (e != cudaSuccess || !instantiate(graph, how, child, &parent, &exec))
         return 2;
     for (int launch = 1; launch <= 2; launch++) {
@@ -459,7 +483,9 @@ main(int argc, char **argv)
         /* Each launch writes C and y afresh. */
         if (!cuda_ok("cudaMemset", cudaMemset(g.c, 0xff, sizeof c)) ||
             !cuda_ok("cudaMemset", cudaMemset(g.y, 0xff, sizeof y)) ||
-            !cuda_ok("cudaGraphLaunch", cudaGraphLaunch(exec, g.stream)) ||
+            !cuda_ok("cudaGraphLaunch",
+                     per_thread ? cudaGraphLaunch_ptsz(exec, g.stream)
+                                : cudaGraphLaunch(exec, g.stream)) ||
             !cuda_ok("cudaStreamSynchronize",
                      cudaStreamSynchronize(g.stream)) ||
             !cuda_ok("cudaMemcpy", cudaMemcpy(c, g.c, sizeof c,

@@ -33,6 +33,14 @@
 #define AMP_CUDART_SONAME "libcudart.so.13"
 #define AMP_CUDA_SONAME "libcuda.so.1"
 
+/* The per-thread default stream's launches: the headers declare them only
+ * under CUDA_API_PER_THREAD_DEFAULT_STREAM (as cuGraphLaunch and
+ * cudaGraphLaunch). */
+AMP_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec,
+                                       CUstream hStream);
+AMP_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec,
+                                            cudaStream_t stream);
+
 /* The real `name` of `soname`, resolved on first use into *cache (every
  * thread finds the same address). */
 static void *
@@ -288,6 +296,41 @@ cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     return r;
 }
 
+/* The same for a program built with --default-stream per-thread (or a
+ * runtime that asked cuGetProcAddress for per-thread versions). */
+AMP_EXPORT CUresult
+cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    static void *fn;
+    CUresult (*launch)(CUgraphExec, CUstream) = NULL;
+    CUresult r;
+
+    *(void **)&launch = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphLaunch_ptsz");
+    if (!launch)
+        return CUDA_ERROR_NOT_FOUND;
+    r = launch(hGraphExec, hStream);
+    if (r == CUDA_SUCCESS && amp_replay_any())
+        amp_replay_launched(hGraphExec);
+    return r;
+}
+
+/* A clone is a copy of the graph as it is: it has the graph's calls. */
+AMP_EXPORT CUresult
+cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    static void *fn;
+    CUresult (*clone)(CUgraph *, CUgraph) = NULL;
+    CUresult r;
+
+    *(void **)&clone = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphClone");
+    if (!clone)
+        return CUDA_ERROR_NOT_FOUND;
+    r = clone(phGraphClone, originalGraph);
+    if (r == CUDA_SUCCESS && phGraphClone && amp_replay_any())
+        amp_replay_cloned(*phGraphClone, originalGraph);
+    return r;
+}
+
 AMP_EXPORT CUresult
 cuGraphDestroy(CUgraph hGraph)
 {
@@ -330,6 +373,8 @@ static const char amp_instantiate_params_name[] =
 static const char amp_update_name[] = "cudaGraphExecUpdate";
 static const char amp_child_name[] = "cudaGraphAddChildGraphNode";
 static const char amp_launch_name[] = "cudaGraphLaunch";
+static const char amp_launch_ptsz_name[] = "cudaGraphLaunch_ptsz";
+static const char amp_clone_name[] = "cudaGraphClone";
 static const char amp_graph_destroy_name[] = "cudaGraphDestroy";
 static const char amp_exec_destroy_name[] = "cudaGraphExecDestroy";
 
@@ -447,6 +492,40 @@ cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
     e = launch(graphExec, stream);
     if (e == cudaSuccess && amp_replay_any())
         amp_replay_launched(graphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    static void *fn;
+    cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&launch = amp_runtime(&fn, amp_launch_ptsz_name,
+                                    __builtin_return_address(0));
+    if (!launch)
+        return cudaErrorSymbolNotFound;
+    e = launch(graphExec, stream);
+    if (e == cudaSuccess && amp_replay_any())
+        amp_replay_launched(graphExec);
+    return e;
+}
+
+AMP_EXPORT cudaError_t
+cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
+{
+    static void *fn;
+    cudaError_t (*clone)(cudaGraph_t *, cudaGraph_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&clone = amp_runtime(&fn, amp_clone_name,
+                                   __builtin_return_address(0));
+    if (!clone)
+        return cudaErrorSymbolNotFound;
+    e = clone(pGraphClone, originalGraph);
+    if (e == cudaSuccess && pGraphClone && amp_replay_any())
+        amp_replay_cloned(*pGraphClone, originalGraph);
     return e;
 }
 

@@ -1,7 +1,8 @@
 /* The CUDA runtime and driver functions the shim hooks: the ones that end
  * a context or stream the shim may have work and state in, the graph
  * calls that carry captured calls from graph to graph (instantiation,
- * update, child graph nodes), launch and destruction (a graph's launches
+ * update, child graph nodes, clones), launch (the per-thread default
+ * stream's too) and destruction (a graph's launches
  * replay the calls captured into it: measure/replay.h), and the driver's
  * cuGetProcAddress, which hands out those hooks. Each X(ret, name, params)
  * names the exported symbol (the driver's versioned names, as CUDA 13's
@@ -36,6 +37,10 @@
        cudaGraph_t childGraph))                                              \
     X(cudaError_t, cudaGraphLaunch,                                          \
       (cudaGraphExec_t graphExec, cudaStream_t stream))                      \
+    X(cudaError_t, cudaGraphLaunch_ptsz,                                     \
+      (cudaGraphExec_t graphExec, cudaStream_t stream))                      \
+    X(cudaError_t, cudaGraphClone,                                           \
+      (cudaGraph_t * pGraphClone, cudaGraph_t originalGraph))                \
     X(cudaError_t, cudaGraphDestroy, (cudaGraph_t graph))                    \
     X(cudaError_t, cudaGraphExecDestroy, (cudaGraphExec_t graphExec))        \
     X(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice dev))                  \
@@ -55,6 +60,9 @@
        const CUgraphNode *dependencies, size_t numDependencies,              \
        CUgraph childGraph))                                                  \
     X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))   \
+    X(CUresult, cuGraphLaunch_ptsz,                                          \
+      (CUgraphExec hGraphExec, CUstream hStream))                            \
+    X(CUresult, cuGraphClone, (CUgraph * phGraphClone, CUgraph originalGraph)) \
     X(CUresult, cuGraphDestroy, (CUgraph hGraph))                            \
     X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                \
     X(CUresult, cuGetProcAddress_v2,                                         \
@@ -75,6 +83,8 @@
     X(cuGraphExecUpdate_v2)                                                  \
     X(cuGraphAddChildGraphNode)                                              \
     X(cuGraphLaunch)                                                         \
+    X(cuGraphLaunch_ptsz)                                                    \
+    X(cuGraphClone)                                                          \
     X(cuGraphDestroy)                                                        \
     X(cuGraphExecDestroy)                                                    \
     X(cuGetProcAddress_v2)
@@ -93,6 +103,8 @@
     X(cudaGraphExecUpdate)                                                   \
     X(cudaGraphAddChildGraphNode)                                            \
     X(cudaGraphLaunch)                                                       \
+    X(cudaGraphLaunch_ptsz)                                                  \
+    X(cudaGraphClone)                                                        \
     X(cudaGraphDestroy)                                                      \
     X(cudaGraphExecDestroy)
 

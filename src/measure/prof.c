@@ -236,18 +236,33 @@ amp_entry_is(const struct amp_prof_entry *e, const struct amp_prof_what *w)
            memcmp(e->shape.v, w->shape.v, sizeof e->shape.v) == 0;
 }
 
-/* The entry of w, made on first use; NULL when the table is full. */
+/* The entry the calling thread found last: a converted call looks its
+ * entry up when it begins, when it is counted and when it is harvested. */
+static __thread struct {
+    struct amp_prof_entry *e;
+    unsigned generation;
+} amp_entry_last;
+
+/* The entry of w, made on first use; NULL when the table is full. Lock
+ * held. */
 static struct amp_prof_entry *
 amp_entry_get(const struct amp_prof_what *w)
 {
-    size_t at = amp_entry_hash(w), i;
+    size_t at, i;
 
+    if (amp_entry_last.e && amp_entry_last.generation == amp_prof_generation &&
+        amp_entry_is(amp_entry_last.e, w))
+        return amp_entry_last.e;
+    at = amp_entry_hash(w);
     for (i = 0; i < AMP_PROF_ENTRIES; i++) {
         size_t k = (at + i) % AMP_PROF_ENTRIES;
         struct amp_prof_entry *e = &amp_entries[k].e;
 
-        if (amp_entries[k].used && amp_entry_is(e, w))
+        if (amp_entries[k].used && amp_entry_is(e, w)) {
+            amp_entry_last.e = e;
+            amp_entry_last.generation = amp_prof_generation;
             return e;
+        }
         if (!amp_entries[k].used) {
             if (amp_nentries >= AMP_PROF_ENTRIES * 3 / 4)
                 break;
@@ -259,6 +274,8 @@ amp_entry_get(const struct amp_prof_what *w)
             e->flops = w->flops;
             e->candidate = w->candidate;
             amp_order[amp_nentries++] = (int)k;
+            amp_entry_last.e = e;
+            amp_entry_last.generation = amp_prof_generation;
             return e;
         }
     }

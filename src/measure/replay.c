@@ -179,6 +179,12 @@ amp_replay_child(void *parent, void *child)
 }
 
 void
+amp_replay_cloned(void *clone, void *graph)
+{
+    amp_replay_carry(graph, clone, 1, "a cloned graph");
+}
+
+void
 amp_replay_launched(void *exec)
 {
     struct amp_replay_list *l;

@@ -35,6 +35,10 @@ void amp_replay_update_failed(void *graph, void *exec);
  * clones the child as it is): parent's calls gain child's. */
 void amp_replay_child(void *parent, void *child);
 
+/* `clone` is a copy of `graph` as it is (cuGraphClone): it has graph's
+ * calls. */
+void amp_replay_cloned(void *clone, void *graph);
+
 /* `exec` was launched: its calls counted replayed once. */
 void amp_replay_launched(void *exec);
 

@@ -1345,6 +1345,7 @@ core_oplist_put(struct core_oplist *list)
             list->ops[i].release(list->ops[i].arg);
     for (i = 0; i < list->nurefs; i++)
         core_uobj_put(list->urefs[i].obj, list->urefs[i].count);
+    core_oplist_put(list->shares);
     free(list->ops);
     free(list->urefs);
     free(list);

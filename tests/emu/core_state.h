@@ -96,6 +96,9 @@ struct core_oplist {
     int mem_nodes;              /* its MEM_ALLOC and MEM_FREE nodes */
     struct core_uref *urefs;    /* user objects the graph holds */
     int nurefs, ucap;
+    struct core_oplist *shares; /* a clone's original, a reference held:
+                                   the arguments of the ops copied from
+                                   it are its to release */
 };
 
 /* A node handle (cuGraphGetNodes): the graph's op at `index`. */

@@ -62,6 +62,7 @@
     X(cuGraphInstantiateWithFlags) \
     X(cuGraphInstantiateWithParams) \
     X(cuGraphLaunch) \
+    X(cuGraphClone) \
     X(cuGraphNodeGetType) \
     X(cuInit) \
     X(cuLaunchKernel) \
@@ -1485,6 +1486,26 @@ cudaError_t
 cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     RT_BOUND(rt_drv.cuGraphLaunch(graphExec, stream));
+}
+
+/* Built with --default-stream per-thread, cuda_runtime_api.h names
+ * cudaGraphLaunch cudaGraphLaunch_ptsz: stream 0 is the calling thread's
+ * stream. */
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec,
+                                 cudaStream_t stream);
+
+cudaError_t
+cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    RT_BOUND(rt_drv.cuGraphLaunch(graphExec, stream ? stream
+                                                    : cudaStreamPerThread));
+}
+
+/* cudaGraphClone: a copy of originalGraph (the driver's cuGraphClone). */
+cudaError_t
+cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
+{
+    RT_BOUND(rt_drv.cuGraphClone(pGraphClone, originalGraph));
 }
 
 cudaError_t

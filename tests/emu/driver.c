@@ -165,8 +165,10 @@ cuGetErrorString(CUresult error, const char **str)
  * preloaded definition of the same name is not what comes back). The
  * emulator implements one ABI version of each function, the one CUDA 13's
  * header names (cuMemAlloc_v2, cuCtxCreate_v4): it returns that one for any
- * cudaVersion up to the driver's; it has no per-thread-stream variants, so
- * both stream flags find the same function. A name the emulator only
+ * cudaVersion up to the driver's. CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+ * "search[es] for per-thread versions of driver symbols": the name's
+ * _ptsz definition where the emulator has one (cuGraphLaunch_ptsz), else
+ * the same function as the legacy stream's. A name the emulator only
  * stubs (scripts/emu_stubs.py) is not what it implements and is passed
  * over. Not found: CUDA_SUCCESS with *pfn NULL, as the documentation
  * says. */
@@ -187,6 +189,14 @@ cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
     *pfn = NULL;
     if (dladdr(drv_errors, &self) && self.dli_fname)
         lib = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (lib && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+        strncmp(symbol, "cu", 2) == 0 &&
+        (size_t)snprintf(name, sizeof name, "%s_ptsz", symbol) <
+            sizeof name) {
+        *pfn = dlsym(lib, name);
+        if (*pfn && emu_stub_address(*pfn))
+            *pfn = NULL;
+    }
     for (i = 0; lib && !*pfn && i < sizeof suffixes / sizeof *suffixes; i++)
         if (strncmp(symbol, "cu", 2) == 0 &&
             (size_t)snprintf(name, sizeof name, "%s%s", symbol,

@@ -217,6 +217,76 @@ cuGraphDestroy(CUgraph hGraph)
     return graph_leave(CUDA_SUCCESS);
 }
 
+/* cuGraphClone: "creates a copy of originalGraph ... All parameters are
+ * copied into the cloned graph. The original graph may be modified after
+ * this call without affecting the clone"; "Cloning is not supported for
+ * graphs which contain memory allocation nodes, memory free nodes, or
+ * conditional nodes" (which status it returns is not documented: here
+ * CUDA_ERROR_NOT_SUPPORTED). The clone has its own list of the original's
+ * ops as they are now; their arguments stay the original list's, which
+ * the clone holds a reference on, and the clone holds its own references
+ * on the original's user objects. */
+CUresult
+cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    struct CUgraph_st *from, *gr = NULL;
+    struct core_oplist *list = NULL;
+    struct CUctx_st *ctx;
+    CUresult rc;
+    int i;
+
+    if (!phGraphClone)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = drv_enter(&ctx, 0);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    from = graph_lookup(ctx, originalGraph);
+    if (!from)
+        return drv_leave(CUDA_ERROR_INVALID_VALUE);
+    if (from->list->mem_nodes)
+        return drv_leave(CUDA_ERROR_NOT_SUPPORTED);
+    gr = calloc(1, sizeof(*gr));
+    list = calloc(1, sizeof(*list));
+    if (gr && list && from->list->n > 0) {
+        list->ops = malloc((size_t)from->list->n * sizeof(*list->ops));
+        list->cap = list->ops ? from->list->n : 0;
+    }
+    if (gr && list && from->list->nurefs > 0) {
+        list->urefs =
+            malloc((size_t)from->list->nurefs * sizeof(*list->urefs));
+        list->ucap = list->urefs ? from->list->nurefs : 0;
+    }
+    if (!gr || !list || list->cap < from->list->n ||
+        list->ucap < from->list->nurefs) {
+        if (list) {
+            free(list->ops);
+            free(list->urefs);
+        }
+        free(list);
+        free(gr);
+        return drv_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    for (i = 0; i < from->list->n; i++) {
+        list->ops[i] = from->list->ops[i];
+        list->ops[i].release = NULL; /* the original list's to release */
+    }
+    list->n = from->list->n;
+    for (i = 0; i < from->list->nurefs; i++) {
+        list->urefs[i] = from->list->urefs[i];
+        list->urefs[i].obj->refs += list->urefs[i].count;
+    }
+    list->nurefs = from->list->nurefs;
+    list->refs = 1;
+    list->shares = from->list;
+    from->list->refs++;
+    gr->list = list;
+    gr->ctx = ctx;
+    gr->next = ctx->graphs;
+    ctx->graphs = gr;
+    *phGraphClone = gr;
+    return drv_leave(CUDA_SUCCESS);
+}
+
 /* The handle of the graph's node at `index`, made on first request. */
 static struct CUgraphNode_st *
 graph_node(struct CUgraph_st *gr, int index)
@@ -608,6 +678,19 @@ cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     if (rc == CUDA_SUCCESS)
         rc = graph_enqueue(s, x->list, x->n);
     return drv_leave(rc);
+}
+
+/* The per-thread default stream's launch, which cuda.h names
+ * cuGraphLaunch under CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc
+ * --default-stream per-thread) and cuGetProcAddress gives for
+ * "cuGraphLaunch" with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM:
+ * stream 0 is the calling thread's stream, not the legacy one. */
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+
+CUresult
+cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    return cuGraphLaunch(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
 }
 
 CUresult

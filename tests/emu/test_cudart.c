@@ -43,6 +43,11 @@ cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
 
 #define MIB ((size_t)1 << 20)
 
+/* cuda_runtime_api.h declares it only under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM (as cudaGraphLaunch). */
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec,
+                                 cudaStream_t stream);
+
 static void
 fill(unsigned char *p, size_t n, unsigned seed)
 {
@@ -1193,7 +1198,7 @@ test_capture_and_graphs(void **state)
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusInvalidated;
     int src[64], got[64], zero[64] = { 0 };
     unsigned long long id = 0;
-    cudaGraph_t graph = NULL, live = NULL;
+    cudaGraph_t graph = NULL, live = NULL, clone = NULL;
     cudaGraphExec_t exec = NULL;
     cudaStream_t s;
     int *dsrc = NULL, *ddst = NULL;
@@ -1272,7 +1277,20 @@ test_capture_and_graphs(void **state)
     assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
     assert_int_equal(cudaGetLastError(), cudaSuccess);
     assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    /* A clone launches on its own, the original gone; launched by the
+     * per-thread default stream's name, stream 0 is this thread's. */
+    assert_int_equal(cudaGraphClone(&clone, graph), cudaSuccess);
     assert_int_equal(cudaGraphDestroy(graph), cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, clone, 0), cudaSuccess);
+    assert_int_equal(cudaMemset(ddst, 0, sizeof(got)), cudaSuccess);
+    assert_int_equal(cudaGraphLaunch_ptsz(exec, NULL), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+    assert_int_equal(cudaMemcpy(got, ddst, sizeof(got),
+                                cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_int_equal(got[0], -1);
+    assert_memory_equal(got + 1, src + 1, sizeof(got) - sizeof(int));
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    graph = clone;
     assert_int_equal(cudaGraphDestroy(NULL), cudaErrorInvalidValue);
     assert_int_equal(cudaGraphExecDestroy(NULL), cudaErrorInvalidValue);
     assert_int_equal(cudaFree(dsrc), cudaSuccess);

@@ -147,8 +147,13 @@ test_devices(void **state)
                      CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* cuda.h declares it only under CUDA_API_PER_THREAD_DEFAULT_STREAM (as
+ * cuGraphLaunch). */
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+
 /* cuGetProcAddress: the driver's own definitions by base name (the
- * versioned one for a versioned name), NULL with SYMBOL_NOT_FOUND for an
+ * versioned one for a versioned name; with the per-thread flag its _ptsz
+ * version where the driver has one), NULL with SYMBOL_NOT_FOUND for an
  * unknown name, INVALID_VALUE for bad arguments or a CUDA version newer
  * than the driver's. */
 static void
@@ -157,6 +162,7 @@ test_proc_address(void **state)
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
     __typeof__(&cuMemAlloc) alloc;
     __typeof__(&cuInit) init;
+    __typeof__(&cuGraphLaunch) launch;
     void *p = &found;
 
     CHECK(cuGetProcAddress("cuMemAlloc", &p, 13000,
@@ -169,6 +175,16 @@ test_proc_address(void **state)
                            NULL));
     memcpy(&init, &p, sizeof p);
     assert_true(init == cuInit);
+    /* Per-thread versions where the driver has one. */
+    CHECK(cuGetProcAddress("cuGraphLaunch", &p, 13000,
+                           CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                           &found));
+    memcpy(&launch, &p, sizeof p);
+    assert_true(launch == cuGraphLaunch_ptsz);
+    CHECK(cuGetProcAddress("cuGraphLaunch", &p, 13000,
+                           CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found));
+    memcpy(&launch, &p, sizeof p);
+    assert_true(launch == cuGraphLaunch);
     CHECK(cuGetProcAddress("cuNoSuchFunction", &p, 13000,
                            CU_GET_PROC_ADDRESS_DEFAULT, &found));
     assert_null(p);
@@ -840,6 +856,51 @@ captured_memsets(CUstream s, CUdeviceptr d, uint32_t value, int n)
  * another count of nodes or another node type fails with
  * CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE and says why, the executable
  * unchanged. */
+/* cuGraphClone (cuda.h): a copy of the graph as it is, with its own
+ * nodes, launched on its own after the original is gone; one with a
+ * memory allocation node is not cloned. cuGraphLaunch_ptsz: stream 0 is
+ * the calling thread's stream. */
+static void
+test_graph_clone(void **state)
+{
+    CUgraph first, clone, with_alloc, none = NULL;
+    CUgraphNode nodes[4];
+    CUgraphExec exec;
+    CUdeviceptr d, p;
+    size_t n = 4;
+    CUstream s;
+    uint32_t v = 0;
+
+    (void)state;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&d, 4));
+    first = captured_memsets(s, d, 9, 2);
+    CHECK(cuGraphClone(&clone, first));
+    CHECK(cuGraphGetNodes(clone, nodes, &n));
+    assert_int_equal(n, 2);
+    CHECK(cuGraphDestroy(first));
+    CHECK(cuGraphInstantiateWithFlags(&exec, clone, 0));
+    CHECK(cuGraphLaunch_ptsz(exec, NULL));
+    CHECK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    CHECK(cuMemcpyDtoH(&v, d, 4));
+    assert_int_equal(v, 9);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(clone));
+    assert_int_equal(cuGraphClone(NULL, clone), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuGraphClone(&clone, none), CUDA_ERROR_INVALID_VALUE);
+
+    /* A capture's allocation and free are memory nodes. */
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemAllocAsync(&p, 256, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamEndCapture(s, &with_alloc));
+    assert_int_equal(cuGraphClone(&clone, with_alloc),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(cuGraphDestroy(with_alloc));
+    CHECK(cuMemFree(d));
+    CHECK(cuStreamDestroy(s));
+}
+
 static void
 test_graph_update(void **state)
 {
@@ -1667,6 +1728,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_legacy_stream_ordering),
         cmocka_unit_test(test_capture),
         cmocka_unit_test(test_graph_update),
+        cmocka_unit_test(test_graph_clone),
         cmocka_unit_test(test_capture_thread_modes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_module_and_launch),

@@ -16,8 +16,10 @@
 # - the graph calls frameworks make besides cudaGraphInstantiate: the
 #   report counts each launch's replayed calls whether the executable
 #   graph came from cudaGraphInstantiateWithFlags (PyTorch's CUDAGraph),
-#   cudaGraphInstantiateWithParams or a graph that embeds the captured one
-#   as a child graph node, and after cudaGraphExecUpdate (XLA's re-capture
+#   cudaGraphInstantiateWithParams, a graph that embeds the captured one
+#   as a child graph node or a clone of it (cudaGraphClone, the original
+#   destroyed), launched by cudaGraphLaunch or cudaGraphLaunch_ptsz (a
+#   per-thread default stream build), and after cudaGraphExecUpdate (XLA's re-capture
 #   with new buffers) the replays of the graph it was updated with; a cold
 #   capture's replays count too, as FP32; a (site, shape) whose first
 #   capture ran FP32 stays FP32 in later captures, so that an update with
@@ -159,10 +161,12 @@ print(*out)
 EOF
 }
 graph_runs=0
-for how in flags params child; do
+for how in flags params child clone per-thread; do
     what="fp16, warm, executable graph by $how"
     args=(--warm --instantiate "$how")
     [[ $how == child ]] && args=(--warm --child)
+    [[ $how == clone ]] && args=(--warm --clone)
+    [[ $how == per-thread ]] && args=(--warm --launch-per-thread)
     run_captured "$what" fp16 2 "${args[@]}"
     [[ $(replays) == "2 2 2 2 2" ]] ||
         fail "$what: replays '$(replays)', not 2 launches of both converted"
