@@ -121,6 +121,12 @@ static const struct lcase cases[] = {
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
+/* --relayout: each product of one problem (neither in place nor
+ * batched) is made first with A's leading dimension 8 larger on the same
+ * layout object, which is then set back in place: the checked product
+ * must read A as the layout now says. */
+static int relayout;
+
 /* One matrix: its logical rows x cols, as stored (column-major view). */
 struct mat {
     int rows, cols, row_major;
@@ -297,7 +303,14 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
     int64_t alpha_stride = tc->pmode == VEC_HOST && tc->batch > 1 ? tc->m
                                                                   : 0;
 
-    if (cuda_failed("cudaMalloc", cudaMalloc((void **)&da, h->a.elems * 4)) ||
+    int wider = relayout && !in_place && tc->batch == 1;
+    /* One problem's A is ld by its other dimension, whichever order. */
+    size_t a_elems =
+        wider ? (h->a.elems + (size_t)h->a.ld - 1) / (size_t)h->a.ld *
+                    (size_t)(h->a.ld + 8)
+              : h->a.elems;
+
+    if (cuda_failed("cudaMalloc", cudaMalloc((void **)&da, a_elems * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&db, h->b.elems * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dd, h->d.elems * 4)) ||
         cuda_failed("cudaMalloc", cudaMalloc((void **)&dbias,
@@ -407,6 +420,18 @@ run_case(const struct lcase *tc, cublasLtHandle_t lt, cudaStream_t stream,
             goto done;
         }
         algo = &heur.algo;
+    }
+    if (wider) {
+        int64_t ld_wide = h->a.ld + 8;
+
+        cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_LD,
+                                         &ld_wide, sizeof(ld_wide));
+        s = cublasLtMatmul(lt, op, alpha, da, la, db, lb, beta, dc, lc, dd,
+                           ld, NULL, work, work_bytes, stream);
+        cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_LD,
+                                         &h->a.ld, sizeof(h->a.ld));
+        if (cublas_failed("cublasLtMatmul (wider A)", s))
+            goto done;
     }
     s = cublasLtMatmul(lt, op, alpha, da, la, db, lb, beta, dc, lc, dd, ld,
                        algo, work, work_bytes, stream);
@@ -631,7 +656,7 @@ usage(FILE *to)
 {
     fprintf(to,
         "usage: lt_check [--tol TOL] [--seed N] [--case NAME] "
-        "[--repeat N] [--help]\n"
+        "[--repeat N] [--relayout] [--help]\n"
         "Runs FP32 cublasLtMatmul cases (epilogues, orders, batches, "
         "pointer\nmodes, in place, NaN in an unread C, wide-range inputs) "
         "and checks each\nelement of D against a double-precision "
@@ -646,6 +671,11 @@ usage(FILE *to)
         "  --case NAME only that case\n"
         "  --repeat N  each case N times in a row, each run checked "
         "(default 1)\n"
+        "  --relayout  each case of one problem, not in place, is first "
+        "made with\n"
+        "              A's leading dimension 8 larger on the same layout "
+        "object,\n"
+        "              then set back in place before the checked product\n"
         "Prints one line per case (name, shape, status, max error/bound, "
         "a hash of\nD and the auxiliary output, ok or FAIL).\n"
         "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
@@ -667,6 +697,10 @@ main(int argc, char **argv)
         if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return EXIT_ALL_PASS;
+        }
+        if (strcmp(argv[i], "--relayout") == 0) {
+            relayout = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             usage(stderr);

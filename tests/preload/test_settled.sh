@@ -10,11 +10,16 @@
 # - overhead_bench's GEMM entry points (cuBLAS, the legacy API,
 #   cuBLASLt) under the built-in policy (all under min-size) and under
 #   AMPSHIM_MODE=fp32.
-# usage: test_settled.sh GEMM_BENCH OVERHEAD_BENCH LIBAMPSHIM EMU_DIR PYTHON
+# The readings of cuBLASLt's descriptors kept by their addresses: with
+# lt_check --relayout each product is made first with A's layout object
+# set to a wider leading dimension, then set back in place; converted
+# (fp16, bf16) every case must read A as the layout now says.
+# usage: test_settled.sh GEMM_BENCH OVERHEAD_BENCH LT_CHECK LIBAMPSHIM
+#                        EMU_DIR PYTHON
 set -euo pipefail
 
-gemm_bench=$(realpath "$1") overhead=$(realpath "$2") lib=$(realpath "$3")
-emu=$(realpath "$4") python=$5
+gemm_bench=$(realpath "$1") overhead=$(realpath "$2") lt_check=$(realpath "$3")
+lib=$(realpath "$4") emu=$(realpath "$5") python=$6
 tmp=$(mktemp -d /tmp/ampshim-settled-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
@@ -105,10 +110,20 @@ for name in ("policy", "builtin", "mode"):
             print(f"{name}: {memo_calls} calls counted, want 1000")
 sys.exit(1 if bad else 0)
 EOF
+for mode in fp16 bf16; do
+    rc=0
+    AMPSHIM_MODE=$mode LD_PRELOAD="$preload$lib" "$lt_check" --relayout \
+        --tol "$mode" >relayout.out 2>relayout.err || rc=$?
+    [[ $rc == 0 ]] || { cat relayout.out >&2; fail "lt_check --relayout" \
+        "under $mode: exit status $rc"; }
+    grep -q "^result: \([0-9]*\) of \1 cases pass$" relayout.out ||
+        fail "lt_check --relayout under $mode: the result line"
+done
 for f in *-warn.err *-warn.log; do
     [[ -e $f ]] || continue
     ! grep -q "ampshim.*\(warn\|error\)" "$f" || fail "$f: a warning"
 done
 echo "settled: counts equal with and without the memo (a policy's kept" \
      "shape 208 calls, 6 timed by sample; five GEMM entry points under" \
-     "the built-in policy and AMPSHIM_MODE=fp32)"
+     "the built-in policy and AMPSHIM_MODE=fp32); cuBLASLt layouts" \
+     "changed in place read anew under fp16 and bf16"
