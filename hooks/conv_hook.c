@@ -7,8 +7,10 @@
 #include "decide/site.h"
 #include "device/device.h"
 #include "measure/harvest.h"
+#include "measure/settled.h"
 
 #include <cudnn.h>
+#include <string.h>
 
 /* An FP32-first shadow run's candidate, after the original and the split
  * event: its own work, the vendor call and the output kernel into the
@@ -218,6 +220,28 @@ static const enum amp_kept amp_conv_kept[AMP_CONV_SKIP_COUNT] = {
     [AMP_CONV_SKIP_LIBRARY] = AMP_KEPT_LIBRARY,
 };
 
+/* The memo's key of d, kept for `skip` (AMP_CONV_CONVERT: by the
+ * policy): its site's stack stands for the call stack, and the layout
+ * (channels innermost or not), which a policy reads, joins the shape. */
+static void
+amp_conv_settled_key(struct amp_settled_key *k, const struct amp_conv_desc *d,
+                     enum amp_conv_skip skip)
+{
+    struct amp_prof_what what;
+    struct amp_decision none = {.mode = AMP_MODE_FP32, .auto_slot = -1,
+                                .shape_slot = -1};
+
+    memset(k, 0, sizeof *k);
+    k->api = d->api;
+    memcpy(k->frames, d->site->stack, sizeof k->frames);
+    k->depth = d->site->depth;
+    k->math = d->strict | (d->x.nb_dims >= 3 && d->x.stride[1] == 1) << 1;
+    k->skip = (int)skip;
+    amp_conv_what(&what, d, &none);
+    k->device = what.device;
+    k->shape = what.shape;
+}
+
 int
 amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
                   const struct amp_conv_vendor *v, void *call)
@@ -225,37 +249,69 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
                                .shape_slot = -1};
     struct amp_prof_what what;
+    struct amp_settled_key key;
+    struct amp_settled settled;
     enum amp_conv_skip skip;
-    int ran;
+    int ran, settle, cover;
 
     d->api = h->stats->name;
     d->stats = h->stats;
-    /* Demotions and verdicts of earlier calls, never blocking, at a
-     * bounded cost (also while the stream is being captured). */
-    amp_harvest(0);
     /* Eligibility first (a converting mode), then the policy's mode. */
     skip = amp_conv_decide(d, AMP_MODE_FP16);
+    /* A call like an earlier one kept FP32 for good: counted as it was
+     * (a graph that is not one FP32 convolution has no site). */
+    settle = d->site && amp_settled_on();
+    if (settle) {
+        amp_conv_settled_key(&key, d, skip);
+        if (amp_settled_count(&key, d->stream, &cover)) {
+            h->cover = (enum amp_cover)cover;
+            h->flops = d->valid ? amp_conv_flops(d) : 0.0;
+            return 0;
+        }
+        settled.epoch = amp_decision_epoch();
+    }
+    memset(&settled.place, 0, sizeof settled.place);
+    settled.site = d->site;
+    settled.shape_slot = -1;
+    settled.site_counted = 0;
+    /* Demotions and verdicts of earlier calls, never blocking, at a
+     * bounded cost (also while the stream is being captured); then
+     * eligibility again, as a demotion they bring is this call's. */
+    amp_harvest(0);
+    skip = amp_conv_decide(d, AMP_MODE_FP16);
+    key.skip = (int)skip;
     if (skip == AMP_CONV_CONVERT) {
         amp_conv_policy(d, &dec);
         d->auto_shape = amp_decision_auto_shape(&dec);
         d->shape = amp_decision_shape(&dec);
         d->auto_candidate = dec.candidate;
         d->delivers = dec.delivers;
-        if (amp_conv_mode(dec.mode) == AMP_MODE_FP32)
+        if (amp_conv_mode(dec.mode) == AMP_MODE_FP32) {
             skip = dec.why == AMP_WHY_PEDANTIC ? AMP_CONV_SKIP_STRICT
                                                : AMP_CONV_SKIP_MODE;
+            settled.shape_slot = dec.shape_slot;
+            settled.site_counted = dec.site_counted;
+            settle = settle && dec.settled;
+        }
     }
     amp_conv_what(&what, d, &dec);
     /* A call of its site, kept FP32 (a graph that is not one FP32
      * convolution has no site). */
     if (skip != AMP_CONV_CONVERT &&
         (d->site || skip != AMP_CONV_SKIP_INVALID) &&
-        amp_prof_fp32(&what, skip == AMP_CONV_SKIP_MODE ? amp_kept_of(&dec)
-                                                        : amp_conv_kept[skip]) &&
+        amp_prof_fp32_placed(&what,
+                             skip == AMP_CONV_SKIP_MODE ? amp_kept_of(&dec)
+                                                        : amp_conv_kept[skip],
+                             &settled.place) &&
         skip != AMP_CONV_SKIP_INVALID)
         amp_prof_fp32_begin(&h->prof, &what); /* timed by sample */
     h->cover = amp_conv_cover_of_skip(skip);
     h->flops = d->valid ? amp_conv_flops(d) : 0.0;
+    if (skip != AMP_CONV_CONVERT && settle &&
+        amp_dev_stream_capturing(d->stream) == 0) {
+        settled.cover = (int)h->cover;
+        amp_settled_keep(&key, &settled);
+    }
     if (skip != AMP_CONV_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d->api,
                 amp_conv_skip_reason(skip));

@@ -14,12 +14,16 @@
 # lt_check --relayout each product is made first with A's layout object
 # set to a wider leading dimension, then set back in place; converted
 # (fp16, bf16) every case must read A as the layout now says.
-# usage: test_settled.sh GEMM_BENCH OVERHEAD_BENCH LT_CHECK LIBAMPSHIM
-#                        EMU_DIR PYTHON
+# - conv_check (cuDNN's legacy API) under the built-in policy and
+#   conv_graph (its graph API) under AMPSHIM_MODE=fp32, each case
+#   six times (the first three of each shape are timed by sample).
+# usage: test_settled.sh GEMM_BENCH OVERHEAD_BENCH LT_CHECK CONV_CHECK
+#                        CONV_GRAPH LIBAMPSHIM EMU_DIR PYTHON
 set -euo pipefail
 
 gemm_bench=$(realpath "$1") overhead=$(realpath "$2") lt_check=$(realpath "$3")
-lib=$(realpath "$4") emu=$(realpath "$5") python=$6
+conv_check=$(realpath "$4") conv_graph=$(realpath "$5") lib=$(realpath "$6")
+emu=$(realpath "$7") python=$8
 tmp=$(mktemp -d /tmp/ampshim-settled-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
@@ -66,6 +70,8 @@ apis+=,cublasLtMatmul
 run builtin -- "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
 run mode AMPSHIM_MODE=fp32 -- \
     "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
+run conv -- "$conv_check" --repeat 6
+run graph AMPSHIM_MODE=fp32 -- "$conv_graph" --repeat 6
 
 "$python" - "$tmp" <<'EOF' || fail "the reports differ (above)"
 import json, sys
@@ -89,7 +95,7 @@ def counts(path):
 
 
 bad = 0
-for name in ("policy", "builtin", "mode"):
+for name in ("policy", "builtin", "mode", "conv", "graph"):
     memo, memo_calls = counts(f"{tmp}/{name}-warn.json")
     whole, whole_calls = counts(f"{tmp}/{name}-debug.json")
     if memo != whole or memo_calls != whole_calls or not memo:
@@ -104,7 +110,7 @@ for name in ("policy", "builtin", "mode"):
             bad += 1
             print(f"policy: 64^3 kept FP32: {kept}, want 208 calls by "
                   "no-rule, 6 timed by sample")
-    else:
+    elif name in ("builtin", "mode"):
         if memo_calls != 5 * 200:
             bad += 1
             print(f"{name}: {memo_calls} calls counted, want 1000")
@@ -125,5 +131,6 @@ for f in *-warn.err *-warn.log; do
 done
 echo "settled: counts equal with and without the memo (a policy's kept" \
      "shape 208 calls, 6 timed by sample; five GEMM entry points under" \
-     "the built-in policy and AMPSHIM_MODE=fp32); cuBLASLt layouts" \
+     "the built-in policy and AMPSHIM_MODE=fp32; convolutions of both" \
+     "cuDNN APIs); cuBLASLt layouts" \
      "changed in place read anew under fp16 and bf16"
