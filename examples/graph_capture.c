@@ -6,7 +6,7 @@
  *                      [--beside stream|thread]
  *                      [--instantiate plain|flags|params] [--child]
  *                      [--update same|elsewhere] [--clone]
- *                      [--launch-per-thread]
+ *                      [--launch-per-thread] [--warm-here]
  *   --warm    one SGEMM and one convolution before the capture (the first
  *             calls of the process are then not the captured ones)
  *   --beside  while the capture runs, before the captured calls, the same
@@ -30,6 +30,9 @@
  *             which the executable graph is updated (cudaGraphExecUpdate)
  *             before the second launch; the update fails where the two
  *             captures differ in their nodes
+ *   --warm-here  before the capture, the captured calls four times from
+ *             the capture's own call of them (the same call stack), not
+ *             captured
  *   --clone   the captured graph is cloned (cudaGraphClone) and destroyed;
  *             the clone is instantiated
  *   --launch-per-thread  the launches call cudaGraphLaunch_ptsz, as a
@@ -288,19 +291,40 @@ beside_check(struct gpu *g)
     return ge <= 1.0 && ce <= 1.0;
 }
 
+/* issue(g) from one call instruction, whoever calls this (not inlined,
+ * not a tail call): calls made through it have one call stack. */
+static __attribute__((noinline)) int
+issue_here(int (*issue)(struct gpu *), struct gpu *g)
+{
+    int ok = issue(g);
+
+    __asm__ volatile("" : "+r"(ok));
+    return ok;
+}
+
 /* Captures the two calls on g->stream into *graph; 1 when the calls were
  * made (the capture's own status is printed as "capture STATUS" and put
- * in *status). */
-static int
+ * in *status). First, `warm` times, the same calls from the same place
+ * (issue_here: the same call stack), not captured. */
+static __attribute__((noinline)) int
 capture(struct gpu *g, enum cudaStreamCaptureMode mode,
-        int (*issue)(struct gpu *), cudaGraph_t *graph, cudaError_t *status)
+        int (*issue)(struct gpu *), cudaGraph_t *graph, cudaError_t *status,
+        int warm)
 {
-    if (!cuda_ok("cudaStreamBeginCapture",
-                 cudaStreamBeginCapture(g->stream, mode)))
-        return 0;
-    if (!issue(g)) {
-        cudaStreamEndCapture(g->stream, graph);
-        return 0;
+    for (int round = 0; round <= warm; round++) {
+        int captured = round == warm;
+
+        if (captured && !cuda_ok("cudaStreamBeginCapture",
+                                 cudaStreamBeginCapture(g->stream, mode)))
+            return 0;
+        if (!issue_here(issue, g)) {
+            if (captured)
+                cudaStreamEndCapture(g->stream, graph);
+            return 0;
+        }
+        if (!captured && !cuda_ok("cudaStreamSynchronize",
+                                  cudaStreamSynchronize(g->stream)))
+            return 0;
     }
     *status = cudaStreamEndCapture(g->stream, graph);
     printf("capture %s\n", cudaGetErrorName(*status));
@@ -357,7 +381,7 @@ update(struct gpu *g, enum cudaStreamCaptureMode mode, int child,
     if (!gpu_issue(g) ||
         !cuda_ok("cudaStreamSynchronize", cudaStreamSynchronize(g->stream)) ||
         !capture(g, mode, elsewhere ? gpu_issue_elsewhere : gpu_issue,
-                 second, &e) ||
+                 second, &e, 0) ||
         e != cudaSuccess)
         return 0;
     if (child &&
@@ -381,7 +405,7 @@ main(int argc, char **argv)
     struct gpu g, g2;
     const char *beside = NULL, *how = "plain";
     int warm = 0, failed = 0, child = 0, updated = 0, elsewhere = 0,
-        clone = 0, per_thread = 0;
+        clone = 0, per_thread = 0, warm_here = 0;
     pthread_t other;
     void *other_failed = NULL;
     cudaError_t e;
@@ -404,6 +428,8 @@ main(int argc, char **argv)
             clone = 1;
         else if (strcmp(argv[i], "--launch-per-thread") == 0)
             per_thread = 1;
+        else if (strcmp(argv[i], "--warm-here") == 0)
+            warm_here = 1;
         else if (strcmp(argv[i], "--update") == 0 && i + 1 < argc &&
                  (strcmp(argv[i + 1], "same") == 0 ||
                   strcmp(argv[i + 1], "elsewhere") == 0)) {
@@ -422,7 +448,7 @@ main(int argc, char **argv)
                     "global|thread-local|relaxed] [--beside stream|thread]"
                     " [--instantiate plain|flags|params] [--child] "
                     "[--update same|elsewhere] [--clone] "
-                    "[--launch-per-thread]\n");
+                    "[--launch-per-thread] [--warm-here]\n");
             return 2;
         }
     }
@@ -456,7 +482,8 @@ main(int argc, char **argv)
         }
         e = cudaStreamEndCapture(g.stream, &graph);
         printf("capture %s\n", cudaGetErrorName(e));
-    } else if (!capture(&g, mode, gpu_issue, &graph, &e)) {
+    } else if (!capture(&g, mode, gpu_issue, &graph, &e,
+                        warm_here ? 4 : 0)) {
         return 2;
     }
     if (other_failed)

@@ -23,7 +23,10 @@
 #   with new buffers) the replays of the graph it was updated with; a cold
 #   capture's replays count too, as FP32; a (site, shape) whose first
 #   capture ran FP32 stays FP32 in later captures, so that an update with
-#   a capture of the same calls is taken; an update the driver refuses
+#   a capture of the same calls is taken; calls kept FP32 for good whose
+#   memo was made before the capture from the same call stack
+#   (--warm-here under fp32) are captured and replayed all the same;
+#   an update the driver refuses
 #   because the shim ran a call of the two captures differently (a cold
 #   capture's FP32 SGEMM, a warm one's fp16 at another site) is explained
 #   once.
@@ -161,6 +164,11 @@ print(*out)
 EOF
 }
 graph_runs=0
+# Calls kept FP32 for good whose memo was made before the capture, from
+# the same call stack: captured all the same, their replays counted.
+run_captured "fp32, warm here" fp32 2 --warm-here
+[[ $(replays) == "2 2 0 2 0" ]] ||
+    fail "fp32, warm here: replays '$(replays)', not 2 launches of FP32 calls"
 for how in flags params child clone per-thread; do
     what="fp16, warm, executable graph by $how"
     args=(--warm --instantiate "$how")
