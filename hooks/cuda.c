@@ -279,21 +279,30 @@ cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     return r;
 }
 
-/* A launch replays the executable graph's captured calls: counted. */
+/* A launch replays the executable graph's captured calls: counted. The
+ * driver's launch `name`, its real function cached in *fn. */
+static CUresult
+amp_graph_launch(void **fn, const char *name, CUgraphExec exec,
+                 CUstream stream)
+{
+    CUresult (*launch)(CUgraphExec, CUstream) = NULL;
+    CUresult r;
+
+    *(void **)&launch = amp_real(fn, AMP_CUDA_SONAME, name);
+    if (!launch)
+        return CUDA_ERROR_NOT_FOUND;
+    r = launch(exec, stream);
+    if (r == CUDA_SUCCESS && amp_replay_any())
+        amp_replay_launched(exec);
+    return r;
+}
+
 AMP_EXPORT CUresult
 cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     static void *fn;
-    CUresult (*launch)(CUgraphExec, CUstream) = NULL;
-    CUresult r;
 
-    *(void **)&launch = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphLaunch");
-    if (!launch)
-        return CUDA_ERROR_NOT_FOUND;
-    r = launch(hGraphExec, hStream);
-    if (r == CUDA_SUCCESS && amp_replay_any())
-        amp_replay_launched(hGraphExec);
-    return r;
+    return amp_graph_launch(&fn, "cuGraphLaunch", hGraphExec, hStream);
 }
 
 /* The same for a program built with --default-stream per-thread (or a
@@ -302,16 +311,8 @@ AMP_EXPORT CUresult
 cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     static void *fn;
-    CUresult (*launch)(CUgraphExec, CUstream) = NULL;
-    CUresult r;
 
-    *(void **)&launch = amp_real(&fn, AMP_CUDA_SONAME, "cuGraphLaunch_ptsz");
-    if (!launch)
-        return CUDA_ERROR_NOT_FOUND;
-    r = launch(hGraphExec, hStream);
-    if (r == CUDA_SUCCESS && amp_replay_any())
-        amp_replay_launched(hGraphExec);
-    return r;
+    return amp_graph_launch(&fn, "cuGraphLaunch_ptsz", hGraphExec, hStream);
 }
 
 /* A clone is a copy of the graph as it is: it has the graph's calls. */
@@ -478,38 +479,42 @@ cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
     return e;
 }
 
+/* The runtime's launch `name` (cached in *fn) for the hook called from
+ * `caller`: counted as the driver's. */
+static cudaError_t
+amp_runtime_graph_launch(void **fn, const char *name, const void *caller,
+                         cudaGraphExec_t exec, cudaStream_t stream)
+{
+    cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t) = NULL;
+    cudaError_t e;
+
+    *(void **)&launch = amp_runtime(fn, name, caller);
+    if (!launch)
+        return cudaErrorSymbolNotFound;
+    e = launch(exec, stream);
+    if (e == cudaSuccess && amp_replay_any())
+        amp_replay_launched(exec);
+    return e;
+}
+
 AMP_EXPORT cudaError_t
 cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     static void *fn;
-    cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t) = NULL;
-    cudaError_t e;
 
-    *(void **)&launch = amp_runtime(&fn, amp_launch_name,
-                                    __builtin_return_address(0));
-    if (!launch)
-        return cudaErrorSymbolNotFound;
-    e = launch(graphExec, stream);
-    if (e == cudaSuccess && amp_replay_any())
-        amp_replay_launched(graphExec);
-    return e;
+    return amp_runtime_graph_launch(&fn, amp_launch_name,
+                                    __builtin_return_address(0), graphExec,
+                                    stream);
 }
 
 AMP_EXPORT cudaError_t
 cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     static void *fn;
-    cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t) = NULL;
-    cudaError_t e;
 
-    *(void **)&launch = amp_runtime(&fn, amp_launch_ptsz_name,
-                                    __builtin_return_address(0));
-    if (!launch)
-        return cudaErrorSymbolNotFound;
-    e = launch(graphExec, stream);
-    if (e == cudaSuccess && amp_replay_any())
-        amp_replay_launched(graphExec);
-    return e;
+    return amp_runtime_graph_launch(&fn, amp_launch_ptsz_name,
+                                    __builtin_return_address(0), graphExec,
+                                    stream);
 }
 
 AMP_EXPORT cudaError_t
