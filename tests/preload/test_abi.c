@@ -140,10 +140,11 @@ test_exports_are_the_hooked_list(void **state)
      * cudaDeviceReset and the driver's three calls that end a context,
      * cuStreamDestroy, the runtime's and the driver's graph calls (the
      * runtime's instantiation in three forms, the driver's in two, the
-     * executable graph's update, the child graph node, launch and
-     * destruction: eight of the runtime's, seven of the driver's) and
-     * cuGetProcAddress; dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 92);
+     * executable graph's update, the child graph node, the clone, launch
+     * on a stream and on the per-thread default stream, and destruction:
+     * ten of the runtime's, nine of the driver's) and cuGetProcAddress;
+     * dlsym and dlvsym. */
+    assert_int_equal(N_HOOKED, 96);
     amp_test_run_free(&run);
 }
 
