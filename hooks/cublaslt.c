@@ -326,11 +326,14 @@ struct amp_lt_reading {
     struct amp_lt_verdict verdict;
 };
 
-/* A reading by the addresses of the descriptors it was read from. */
+/* A reading by the addresses of the descriptors it was read from, with
+ * its part of the call's descriptor once described. */
 struct amp_lt_recent {
     const void *at[5];         /* computeDesc, Adesc, Bdesc, Cdesc, Ddesc */
     struct amp_lt_bytes bytes;
     struct amp_lt_reading reading;
+    int described;             /* desc holds amp_lt_describe_reading's */
+    struct amp_gemm_desc desc;
 };
 
 /* What each thread keeps of the program's calls: the readings of their
@@ -405,12 +408,13 @@ amp_lt_recent_holds(const struct amp_lt_recent *r, const void *const at[5])
 }
 
 /* Reads the call's descriptors into *c; *verdict becomes the reading's
- * memo of cuBLASLt's verdict (NULL where the reading is not kept). */
+ * memo of cuBLASLt's verdict (NULL where the reading is not kept), and
+ * *kept_at the reading as kept by the descriptors' addresses (or NULL). */
 static int
 amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
             cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
             cublasLtMatrixLayout_t ld, struct amp_lt_call *c,
-            struct amp_lt_verdict **verdict)
+            struct amp_lt_verdict **verdict, struct amp_lt_recent **kept_at)
 {
     const void *const at[5] = {desc, la, lb, lc, ld};
     struct amp_lt_bytes key;
@@ -418,6 +422,7 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     struct amp_lt_recent *recent;
 
     *verdict = NULL;
+    *kept_at = NULL;
     if (!desc || !la || !lb || !ld)
         return amp_lt_read_all(desc, la, lb, lc, ld, c);
     amp_lt_thread_get();
@@ -425,6 +430,7 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     if (recent && amp_lt_recent_holds(recent, at)) {
         memcpy(c, &recent->reading.call, sizeof *c);
         *verdict = &recent->reading.verdict;
+        *kept_at = recent;
         return 1;
     }
     memset(&key, 0, sizeof key);
@@ -456,6 +462,8 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
         else
             memset(&recent->reading.verdict, 0, sizeof recent->reading.verdict);
         *verdict = &recent->reading.verdict;
+        recent->described = 0;
+        *kept_at = recent;
     }
     return 1;
 }
@@ -530,9 +538,9 @@ amp_lt_order_ok(int32_t order)
 
 /* Whether the layouts agree as cuBLASLt requires: one batch mode and
  * count, C as D but for its leading dimension, op(A) m x k and op(B) k x n
- * for D's m x n, an in-place C with D's layout. */
+ * for D's m x n (an in-place C also has D's layout: amp_lt_describe_call). */
 static int
-amp_lt_shapes_valid(const struct amp_lt_call *c,
+amp_lt_shapes_agree(const struct amp_lt_call *c,
                     const struct amp_gemm_desc *d)
 {
     const struct amp_lt_matrix *a = &c->a, *b = &c->b;
@@ -550,8 +558,7 @@ amp_lt_shapes_valid(const struct amp_lt_call *c,
         c->c.cols != c->d.cols || arows != c->d.rows ||
         bcols != c->d.cols || brows != (uint64_t)d->k)
         return 0;
-    return d->c != d->d ||
-           (d->ldc == d->ldd && d->stride_c == d->stride_d);
+    return 1;
 }
 
 /* What the converted path takes of valid calls: column or row order,
@@ -574,14 +581,14 @@ amp_lt_supported(const struct amp_lt_call *c)
 
 static const float amp_lt_zero = 0.0f;
 
-/* The descriptor of an FP32 call: ops_valid is 0 for what cuBLASLt
- * refuses, unsupported 1 for what the converted path does not take; both
- * run as called. */
+/* The part of an FP32 call's descriptor that its reading decides (no
+ * pointer, scalar, stream or caller yet): ops_valid is 0 for what
+ * cuBLASLt refuses of it, unsupported 1 for what the converted path does
+ * not take; both run as called. A reading kept by its descriptors'
+ * addresses keeps this part too (struct amp_lt_recent). */
 static void
-amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
-                const void *A, const void *B, const void *beta, const void *C,
-                void *D, cudaStream_t stream, const void *caller,
-                struct amp_gemm_desc *d)
+amp_lt_describe_reading(const struct amp_lt_call *c, int pedantic,
+                        struct amp_gemm_desc *d)
 {
     int ops_a, ops_b;
 
@@ -605,16 +612,10 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     d->stride_b = c->b.stride;
     d->stride_c = c->c.stride;
     d->stride_d = c->d.stride;
-    d->a = (amp_devptr)(uintptr_t)A;
-    d->b = (amp_devptr)(uintptr_t)B;
-    d->c = (amp_devptr)(uintptr_t)C;
-    d->d = (amp_devptr)(uintptr_t)D;
     d->row_a = c->a.order == CUBLASLT_ORDER_ROW;
     d->row_b = c->b.order == CUBLASLT_ORDER_ROW;
     d->row_cd = c->d.order == CUBLASLT_ORDER_ROW;
     d->epilogue = amp_lt_epi(c->epilogue);
-    d->alpha = alpha;
-    d->beta = beta;
     d->scalars_on_device = c->pointer_mode != CUBLASLT_POINTER_MODE_HOST;
     switch (c->pointer_mode) {
     case CUBLASLT_POINTER_MODE_DEVICE_VECTOR:
@@ -622,10 +623,9 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
         d->beta_kind = AMP_BETA_VECTOR;
         break;
     case CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO:
-        /* beta is not read: the call may give none. */
+        /* beta is not read: the call may give none (amp_lt_describe_call). */
         d->alpha_vector = 1;
         d->beta_kind = AMP_BETA_ZERO;
-        d->beta = &amp_lt_zero;
         break;
     case CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST:
         d->alpha_vector = 1;
@@ -635,15 +635,34 @@ amp_lt_describe(const struct amp_lt_call *c, int pedantic, const void *alpha,
     default:
         break;
     }
-    d->stream = (amp_stream)stream;
-    d->caller = caller;
     d->sm_count_target = c->sm_count_target;
     d->atomic_sync = c->atomic_sync;
-    d->ops_valid = ops_a && ops_b && A && B && C && D &&
+    d->ops_valid = ops_a && ops_b &&
                    (!(c->epilogue & CUBLASLT_EPILOGUE_BIAS) || c->bias) &&
                    (!(c->epilogue & 128u) || c->aux) &&
-                   amp_lt_shapes_valid(c, d);
+                   amp_lt_shapes_agree(c, d);
     d->unsupported = !amp_lt_supported(c);
+}
+
+/* The call's own part of its descriptor d: pointers, scalars, stream and
+ * caller; C and D may be one buffer only where their layouts agree. */
+static void
+amp_lt_describe_call(struct amp_gemm_desc *d, const void *alpha,
+                     const void *A, const void *B, const void *beta,
+                     const void *C, void *D, cudaStream_t stream,
+                     const void *caller)
+{
+    d->a = (amp_devptr)(uintptr_t)A;
+    d->b = (amp_devptr)(uintptr_t)B;
+    d->c = (amp_devptr)(uintptr_t)C;
+    d->d = (amp_devptr)(uintptr_t)D;
+    d->alpha = alpha;
+    d->beta = d->beta_kind == AMP_BETA_ZERO ? &amp_lt_zero : beta;
+    d->stream = (amp_stream)stream;
+    d->caller = caller;
+    d->ops_valid = d->ops_valid && A && B && C && D &&
+                   (d->c != d->d ||
+                    (d->ldc == d->ldd && d->stride_c == d->stride_d));
 }
 
 /* ---- cuBLASLt's verdict on the program's call ---------------------------- */
@@ -790,6 +809,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     struct amp_lt_call *c = &k.call;
     struct amp_gemm_desc d;
     struct amp_route route;
+    struct amp_lt_recent *recent = NULL;
     amp_pfn_cublasLtMatmul real;
     cublasStatus_t status;
     int pedantic;
@@ -805,7 +825,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
             } else if (!amp_lt_complete ||
                        !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc,
-                                    c, &k.verdict)) {
+                                    c, &k.verdict, &recent)) {
                 /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
                 h.cover = AMP_COVER_INVALID;
@@ -823,8 +843,17 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 k.descs = (struct amp_lt_descs){computeDesc, Adesc, Bdesc,
                                                 Cdesc, Ddesc};
                 k.workspace = workspace;
-                amp_lt_describe(c, pedantic, alpha, A, B, beta, C, D, stream,
-                                caller, &d);
+                if (recent && recent->described) {
+                    d = recent->desc;
+                } else {
+                    amp_lt_describe_reading(c, pedantic, &d);
+                    if (recent) {
+                        recent->desc = d;
+                        recent->described = 1;
+                    }
+                }
+                amp_lt_describe_call(&d, alpha, A, B, beta, C, D, stream,
+                                     caller);
                 d.from_library = route.library;
                 if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
