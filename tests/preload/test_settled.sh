@@ -4,6 +4,9 @@
 # Each program runs twice, at the default log level (the memo in use) and
 # at the debug level (every call takes the whole path and is logged), and
 # every site's and shape's counts must be equal in the two reports:
+# - gemm_bench under a policy whose rule counts calls (fp16 from the
+#   6th call, FP32 by default before): 5 calls FP32, then 19 converted (a
+#   decision a later call changes is not memoized);
 # - gemm_bench under a policy that converts 256^3 and keeps 64^3 FP32 by
 #   no rule: 208 calls each, the kept shape timed by sample at its calls
 #   0, 1, 2, 64, 128 and 192 (6);
@@ -63,6 +66,14 @@ run() {
     done
 }
 
+cat >convert-later.policy <<'EOF'
+set min-size 0
+rule fp16 when call > 5
+default fp32
+EOF
+
+run later AMPSHIM_POLICY="$tmp/convert-later.policy" -- \
+    "$gemm_bench" --shapes 64x64x64 --warmup 4 --reps 20
 run policy AMPSHIM_POLICY="$tmp/convert-large.policy" -- \
     "$gemm_bench" --shapes 256x256x256,64x64x64 --warmup 8 --reps 200
 apis=cublasSgemm_v2,cublasGemmEx,cublasSgemmStridedBatched,cublasSgemm
@@ -95,13 +106,21 @@ def counts(path):
 
 
 bad = 0
-for name in ("policy", "builtin", "mode", "conv", "graph"):
+for name in ("later", "policy", "builtin", "mode", "conv", "graph"):
     memo, memo_calls = counts(f"{tmp}/{name}-warn.json")
     whole, whole_calls = counts(f"{tmp}/{name}-debug.json")
     if memo != whole or memo_calls != whole_calls or not memo:
         bad += 1
         print(f"{name}: with the memo {memo_calls} calls, {memo}")
         print(f"{name}: whole path {whole_calls} calls, {whole}")
+    if name == "later":
+        rows = list(memo.values())
+        if (len(rows) != 1 or rows[0]["calls"] != 24 or
+                rows[0]["fp32"] != 5 or rows[0]["converted"] != 19):
+            bad += 1
+            print(f"later: {rows}, want 24 calls, the first 5 FP32 by the "
+                  "default and the rest converted (a rule that counts "
+                  "calls settles nothing)")
     if name == "policy":
         kept = [r for k, r in memo.items() if k[3].startswith("64x64x64")]
         if (len(kept) != 1 or kept[0]["calls"] != 208 or
