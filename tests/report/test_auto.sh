@@ -30,9 +30,10 @@ export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
 export LD_LIBRARY_PATH=$emu AMPSHIM_LIBRARY=$shim
 cd "$tmp"
 
-# Long enough that measuring four candidates (three timed calls each) is
-# a small part of a run.
-calls=600
+# Long enough that measuring up to five candidates (three timed calls
+# each: the cancelling layer's fp16, bf16 and tf32 over the tolerance,
+# then fp16x3 and tf32x3) is a small part of a run.
+calls=800
 
 # --min-speedup 1: auto takes a candidate that is faster than FP32 at
 # all; calibrate, by default, one at least 5 % faster. Compared by auto's
