@@ -159,7 +159,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
 {
     /* Eligibility first (a converting mode), then the policy's mode. */
     enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
-    struct amp_gemm_desc desc = *call, *d = &desc;
+    struct amp_gemm_desc desc, *d = &desc;
     struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
                                .shape_slot = -1};
     struct amp_prof_what what;
@@ -173,9 +173,10 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     h->shadow = 0;
     h->outcome = AMP_OUTCOME_FP32;
     h->flops = amp_cover_gemm_flops(
-        d->m, d->n, d->k, d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch, 0);
+        call->m, call->n, call->k,
+        call->batch_kind == AMP_BATCH_NONE ? 1 : call->batch, 0);
     if (skip == AMP_GEMM_CONVERT && v == &amp_cublas_vendor &&
-        !amp_desc_fits_int(d))
+        !amp_desc_fits_int(call))
         skip = AMP_GEMM_SKIP_INVALID; /* beyond the int Ex GEMMs: FP32 */
     if (skip == AMP_GEMM_CONVERT && v->accepts && !v->accepts(vendor_call))
         skip = AMP_GEMM_SKIP_INVALID; /* the library's to refuse */
@@ -183,14 +184,17 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     /* A call like an earlier one kept FP32 for good: counted as it was. */
     settle = amp_settled_on();
     if (settle) {
-        amp_gemm_settled_key(&key, d, skip);
-        if (amp_settled_count(&key, d->stream, &cover)) {
+        amp_gemm_settled_key(&key, call, skip);
+        if (amp_settled_count(&key, call->stream, &cover)) {
             h->cover = (enum amp_cover)cover;
             return AMP_HOOK_ORIGINAL;
         }
         settled.epoch = amp_decision_epoch();
-        d->site = amp_site_get_stack(d->api, key.frames, key.depth);
     }
+    /* The whole path: the call's descriptor, which it completes. */
+    desc = *call;
+    if (settle)
+        d->site = amp_site_get_stack(d->api, key.frames, key.depth);
     memset(&settled.place, 0, sizeof settled.place);
     if (skip == AMP_GEMM_CONVERT) {
         amp_gemm_policy(d, &dec);
