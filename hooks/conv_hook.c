@@ -307,10 +307,9 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
         amp_prof_fp32_begin(&h->prof, &what); /* timed by sample */
     h->cover = amp_conv_cover_of_skip(skip);
     h->flops = d->valid ? amp_conv_flops(d) : 0.0;
-    if (skip != AMP_CONV_CONVERT && settle &&
-        amp_dev_stream_capturing(d->stream) == 0) {
+    if (skip != AMP_CONV_CONVERT && settle) {
         settled.cover = (int)h->cover;
-        amp_settled_keep(&key, &settled);
+        amp_settled_keep(&key, &settled, d->stream);
     }
     if (skip != AMP_CONV_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s: FP32 (%s)", d->api,

@@ -215,10 +215,9 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     } else {
         amp_gemm_kept(h, d, skip, &settled);
     }
-    if (skip != AMP_GEMM_CONVERT && settle &&
-        amp_dev_stream_capturing(d->stream) == 0) {
+    if (skip != AMP_GEMM_CONVERT && settle) {
         settled.cover = (int)h->cover;
-        amp_settled_keep(&key, &settled);
+        amp_settled_keep(&key, &settled, d->stream);
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,

@@ -107,11 +107,14 @@ amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
 }
 
 void
-amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s)
+amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
+                 amp_stream stream)
 {
-    struct amp_settled_entry *table = amp_settled_table(1), *e;
+    struct amp_settled_entry *table;
+    struct amp_settled_entry *e;
 
-    if (!table || !s->place.entry)
+    if (!s->place.entry || amp_dev_stream_capturing(stream) != 0 ||
+        !(table = amp_settled_table(1)))
         return;
     e = amp_settled_slot(table, k);
     e->key = *k;

@@ -54,10 +54,11 @@ void amp_settled_key_stack(struct amp_settled_key *k, const void *caller);
 int amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
                       int *cover);
 
-/* Keeps what the whole path found for a call with key k kept FP32 by a
- * settled decision, on a stream not being captured. */
+/* Keeps what the whole path found for a call with key k on `stream`
+ * kept FP32 by a settled decision; nothing when the stream is being
+ * captured (such calls note themselves for the graph's replays). */
 void amp_settled_keep(const struct amp_settled_key *k,
-                      const struct amp_settled *s);
+                      const struct amp_settled *s, amp_stream stream);
 
 /* 1 when the memo is in use: not at the debug log level, where every
  * call's decision is logged. */

@@ -63,7 +63,7 @@ one_call(const struct amp_settled_key *key, const struct amp_prof_what *w)
     s.site_counted = 1;
     s.cover = 7;
     amp_site_count_again(w->site, -1, 1); /* as the policy counted it */
-    amp_settled_keep(key, &s);
+    amp_settled_keep(key, &s, NULL);
     return 1;
 }
 
