@@ -42,17 +42,18 @@ amp_bits_f32(uint32_t u)
 #endif
 }
 
-/* Shifts m right by `shift` bits (1..31), rounding to nearest even. */
+/* Shifts m right by `shift` bits (1..31), rounding to nearest even; m
+ * below 2^31. Adding half an ulp less one, plus the kept part's lowest
+ * bit, carries into the kept part exactly when the rest is above half or
+ * half with the kept part odd: no branch on the rest's bits, which are as
+ * good as random (a branch there mispredicts about every other element on
+ * a CPU). */
 AMP_HD uint32_t
 amp_shift_round_even(uint32_t m, uint32_t shift)
 {
-    uint32_t kept = m >> shift;
-    uint32_t rest = m & ((1u << shift) - 1u);
     uint32_t half = 1u << (shift - 1u);
 
-    if (rest > half || (rest == half && (kept & 1u)))
-        kept++;
-    return kept;
+    return (m + (half - 1u) + ((m >> shift) & 1u)) >> shift;
 }
 
 /* FP32 to IEEE binary16 bits: round to nearest even, subnormals, overflow
@@ -1371,36 +1372,71 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
     return best;
 }
 
+/* Packed elements a thread of the casts takes at a time: four channels of
+ * one position. Four a thread quarters the threads and their walks' set-up
+ * and steps, and gives each thread four independent loads in flight. The
+ * packed copy's channel groups come in fours (the plan pads them for
+ * Tensor Cores, to a multiple of AMP_CONV_CHANNEL_MULTIPLE). */
+#define AMP_CONV_CAST_WIDTH 4
+
+/* The casts' units of work over l's packed copy (a grid's size). */
+AMP_HD int64_t
+amp_conv_cast_units(const struct amp_conv_layout *l)
+{
+    return amp_conv_count(l, 1) / AMP_CONV_CAST_WIDTH;
+}
+
 /* One thread's share of the packed copy: dst[g] = half(src * scale), zero
- * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). Returns the
- * largest finite |src| it read (FP32 bits); *nonfinite becomes 1 when it
- * read Inf or NaN. */
+ * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). Unit u is the
+ * AMP_CONV_CAST_WIDTH channels from packed element u times the width (the
+ * packed channel groups, l->per_pad[1], a multiple of it).
+ * Returns the largest finite |src| it read (FP32 bits); *nonfinite
+ * becomes 1 when it read Inf or NaN. */
 AMP_HD uint32_t
 amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
                           uint16_t *dst, float scale, int32_t format,
                           uint32_t *nonfinite, int64_t tid, int64_t nthreads)
 {
     struct amp_conv_walk w;
-    int64_t n = amp_conv_count(l, 1), g;
-    int64_t per0 = l->per[0], per1 = l->per[1];
+    int64_t n = amp_conv_cast_units(l), u;
+    /* Channel counts and the channel stride fit 32 bits (the walk's moves
+     * do, amp_conv_walks_fit): 32-bit locals keep the loop in 64
+     * registers. */
+    uint32_t per0 = (uint32_t)l->per[0], per1 = (uint32_t)l->per[1];
+    int32_t cstride = (int32_t)l->stride[1];
+    const uint32_t width = AMP_CONV_CAST_WIDTH;
+    uint32_t j;
     uint32_t best = 0;
 
     if (tid >= n)
         return best;
+    /* The walk over units: digit 0 counts channel groups of the width,
+     * each a move of that many channels in the source. */
     amp_conv_walk_init(&w, l, 1);
     amp_conv_walk_offset(&w, 0, l);
+    w.radix[0] /= width;
+    w.stride[0][0] *= width;
     amp_conv_walk_start(&w, 1, tid, nthreads);
-    for (g = tid; g < n; g += nthreads) {
-        float x = 0.0f;
+    for (u = tid; u < n; u += nthreads) {
+        const float *from = src + w.off[0];
+        uint16_t *to = dst + u * width;
+        /* The unit's real channels: none past the group's real batch
+         * (digit 5), the rest of the group's past its first channel
+         * (digit 0); the others are padding. */
+        uint32_t c0 = w.at[0] * width;
+        uint32_t real = w.at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
 
-        /* Digits 0 and 5 past the group's real size: padding. */
-        if (w.at[0] < per1 && w.at[5] < per0) {
-            x = src[w.off[0]];
-            best = amp_absmax_step(best, x, nonfinite);
-            x *= scale;
+        for (j = 0; j < width; j++) {
+            float x = 0.0f;
+
+            if (j < real) {
+                x = from[(int32_t)j * cstride];
+                best = amp_absmax_step(best, x, nonfinite);
+                x *= scale;
+            }
+            to[j] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
+                                              : amp_f32_to_f16(x);
         }
-        dst[g] = format == AMP_FORMAT_BF16 ? amp_f32_to_bf16(x)
-                                           : amp_f32_to_f16(x);
         amp_conv_walk_next(&w, 1);
     }
     return best;

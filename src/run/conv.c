@@ -13,6 +13,8 @@
 
 /* Tensor Cores want channels in multiples of 8 (per group). */
 #define AMP_CONV_CHANNEL_MULTIPLE 8
+_Static_assert(AMP_CONV_CHANNEL_MULTIPLE % AMP_CONV_CAST_WIDTH == 0,
+               "the casts take padded channel groups in units of their width");
 
 static const char *const amp_conv_skip_reasons[] = {
     [AMP_CONV_CONVERT] = "converted",
@@ -426,17 +428,21 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
-/* The grid of kernel k over both inputs l[0] and l[1] (with `packed`,
- * their packed copies), each its own share (amp_dev_grid); *blocks_a gets
- * the first's. */
+/* The grid of kernel k over both inputs l[0] and l[1], each its own share
+ * (amp_dev_grid) of its elements, or with `cast` of its packed copy's
+ * units of work (amp_conv_cast_units); *blocks_a gets the first's. */
 static unsigned
 amp_conv_grid_both(const struct amp_conv_run *run, enum amp_kernel k,
-                   const struct amp_conv_layout l[2], int packed,
+                   const struct amp_conv_layout l[2], int cast,
                    int64_t *blocks_a)
 {
-    *blocks_a = amp_dev_grid(run->dev, k, amp_conv_count(&l[0], packed));
+    *blocks_a = amp_dev_grid(run->dev, k,
+                             cast ? amp_conv_cast_units(&l[0])
+                                  : amp_conv_count(&l[0], 0));
     return (unsigned)*blocks_a +
-           amp_dev_grid(run->dev, k, amp_conv_count(&l[1], packed));
+           amp_dev_grid(run->dev, k,
+                        cast ? amp_conv_cast_units(&l[1])
+                             : amp_conv_count(&l[1], 0));
 }
 
 _Static_assert(sizeof(struct amp_conv_record) <= AMP_DEV_RECORD_BYTES,

@@ -791,7 +791,7 @@ test_conv_walk_layouts(void **state)
     static const int orders[3][5] = {
         {2, 1, 0}, {1, 3, 2, 0}, {4, 3, 2, 1, 0}};
     static const int64_t pers[3][4] = {
-        {1, 2, 3, 4}, {2, 3, 3, 8}, {1, 3, 2, 2}};
+        {1, 2, 3, 4}, {2, 3, 3, 8}, {1, 3, 2, 4}};
     static float src[4096], out[4096], packed_f32[4096];
     static uint16_t packed[4096];
     int shape, variant;
