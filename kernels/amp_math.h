@@ -1662,10 +1662,31 @@ amp_conv_delayed_finish(struct amp_conv_scalars *s, struct amp_conv_record *r,
     amp_conv_record_set(r, ea, eb);
 }
 
+/* Packed results a thread of the output pass takes at a time: the four
+ * channels of one position where the packed result's channel groups come
+ * in fours (the padded half results; AMP_CONV_CAST_WIDTH), else one (an
+ * FP32 result packed by its real sizes may have any count). */
+AMP_HD uint32_t
+amp_conv_output_width(const struct amp_conv_layout *lr)
+{
+    return lr->per_pad[1] % AMP_CONV_CAST_WIDTH == 0 ? AMP_CONV_CAST_WIDTH
+                                                     : 1;
+}
+
+/* The output pass's units of work over the packed result (a grid's
+ * size). */
+AMP_HD int64_t
+amp_conv_output_units(const struct amp_conv_layout *lr)
+{
+    return amp_conv_count(lr, 1) / amp_conv_output_width(lr);
+}
+
 /* One thread's share of the output: dst = alpha * r / (scale_a scale_b) +
  * beta * old for every real element, where r is the packed result (laid
  * out by `lr`'s sizes and padding), dst and old are laid out by their
- * strides, and old is not read when beta is 0. */
+ * strides, and old is not read when beta is 0. Unit u is the
+ * amp_conv_output_width channels from packed element u times the width;
+ * the padding's are skipped. */
 AMP_HD void
 amp_conv_output_thread(const void *r, int32_t format,
                        const struct amp_conv_layout *lr, float *dst,
@@ -1675,22 +1696,43 @@ amp_conv_output_thread(const void *r, int32_t format,
                        float beta, int64_t tid, int64_t nthreads)
 {
     struct amp_conv_walk w;
-    int64_t n = amp_conv_count(lr, 0), g;
+    int64_t n = amp_conv_output_units(lr), u;
     float unscale_a = s->unscale_a, unscale_b = s->unscale_b;
+    /* 32-bit channel counts and strides, as in the casts. */
+    uint32_t per0 = (uint32_t)lr->per[0], per1 = (uint32_t)lr->per[1];
+    int32_t dstride = (int32_t)ld->stride[1], ostride = (int32_t)lo->stride[1];
+    uint32_t width = amp_conv_output_width(lr), j;
+    int k;
 
     if (tid >= n)
         return;
-    amp_conv_walk_init(&w, lr, 0);
+    /* The walk over the packed result's units; each moves the three
+     * offsets by `width` channels. */
+    amp_conv_walk_init(&w, lr, 1);
     amp_conv_walk_packed_offset(&w, 0, lr);
     amp_conv_walk_offset(&w, 1, ld);
     amp_conv_walk_offset(&w, 2, lo);
+    w.radix[0] /= width;
+    for (k = 0; k < 3; k++)
+        w.stride[k][0] *= width;
     amp_conv_walk_start(&w, 3, tid, nthreads);
-    for (g = tid; g < n; g += nthreads) {
-        float v = amp_conv_result(r, w.off[0], format) * unscale_a *
-                  unscale_b;
+    for (u = tid; u < n; u += nthreads) {
+        /* The unit's real channels, as in amp_conv_cast_scan_thread, at
+         * most the width. */
+        uint32_t c0 = w.at[0] * width;
+        uint32_t real = w.at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
+        /* old is not read, and may be NULL, when beta is 0. */
+        const float *from = beta == 0.0f ? old : old + w.off[2];
+        float *to = dst + w.off[1];
 
-        dst[w.off[1]] = amp_axpby(alpha, v, beta,
-                                  beta == 0.0f ? 0.0f : old[w.off[2]]);
+        real = real < width ? real : width;
+        for (j = 0; j < real; j++) {
+            float v = amp_conv_result(r, w.off[0] + j, format) * unscale_a *
+                      unscale_b;
+            float c = beta == 0.0f ? 0.0f : from[(int32_t)j * ostride];
+
+            to[(int32_t)j * dstride] = amp_axpby(alpha, v, beta, c);
+        }
         amp_conv_walk_next(&w, 3);
     }
 }

@@ -832,8 +832,8 @@ amp_conv_queue_output(struct amp_conv_run *run, int direct)
         ld = amp_conv_packed_layout(&lr);
     }
     /* run->accum was zeroed with the scalars. */
-    st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT, amp_conv_count(&lr, 0),
-                         params);
+    st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT,
+                         amp_conv_output_units(&lr), params);
     if (st == AMP_OK && check)
         st = amp_conv_pend(run, 0);
     return st;
@@ -877,7 +877,7 @@ amp_conv_queue_deliver(struct amp_conv_run *run)
     st = amp_conv_unit_scales(run);
     if (st == AMP_OK)
         st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT,
-                             amp_conv_count(&lr, 0), params);
+                             amp_conv_output_units(&lr), params);
     return st;
 }
 

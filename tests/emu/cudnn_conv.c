@@ -436,6 +436,38 @@ conv_load(const void *base, int64_t idx, cudnnDataType_t type)
     }
 }
 
+/* emu_dnn_blend of a result into the destination, the same arithmetic,
+ * with FLOAT, HALF and BFLOAT16 inline: a converted call's half outputs
+ * are stored element by element, every call. */
+static inline void
+conv_store(void *base, int64_t idx, cudnnDataType_t type, float alpha,
+           float beta, float value)
+{
+    float v = alpha * value;
+    uint16_t *h = (uint16_t *)base + idx;
+
+    /* beta == 0: dst is not read, so NaN or Inf there cannot leak. */
+    switch (type) {
+    case CUDNN_DATA_FLOAT:
+        if (beta != 0.0f)
+            v = v + beta * ((const float *)base)[idx];
+        ((float *)base)[idx] = v;
+        return;
+    case CUDNN_DATA_HALF:
+        if (beta != 0.0f)
+            v = v + beta * emu_f16_to_f32_inline(*h);
+        *h = emu_f32_to_f16_inline(v);
+        return;
+    case CUDNN_DATA_BFLOAT16:
+        if (beta != 0.0f)
+            v = v + beta * conv_load(base, idx, type);
+        *h = emu_f32_to_bf16_inline(v);
+        return;
+    default:
+        emu_dnn_blend(base, idx, type, alpha, beta, value);
+    }
+}
+
 static inline float
 conv_round(float v, enum operand_round r)
 {
@@ -788,7 +820,7 @@ conv_run(void *arg)
             fused_store(&j->ep, za, ba, da, off, coord[1], j->alpha,
                         res[lin]);
         else
-            emu_dnn_blend(da, off, dst->type, j->alpha, j->beta, res[lin]);
+            conv_store(da, off, dst->type, j->alpha, j->beta, res[lin]);
         for (int d = dst->nb_dims - 1; d >= 0; d--) {
             off += dst->stride[d];
             if (++coord[d] < dst->dim[d])

@@ -337,6 +337,26 @@ emu_f16_to_f32_inline(uint16_t h)
     return f;
 }
 
+/*
+ * emu_f32_to_bf16 inline, for the stores of the emulated convolutions'
+ * BF16 outputs: BF16 is FP32's top half, so nearest even adds just under
+ * half of the dropped 16 bits plus the kept part's last bit, on the bits
+ * (a carry into the exponent is the next binade, past the largest finite
+ * value Inf; subnormals round at their own step). NaN stays a quiet NaN
+ * of the same sign and top payload. The same bits as emu_f32_to_bf16,
+ * the reference computed in double (test_numerics compares them).
+ */
+static inline uint16_t
+emu_f32_to_bf16_inline(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 /* f rounded to the nearest FP16 value (Inf past its range), as a float. */
 static inline float
 emu_round_f16_inline(float f)

@@ -180,6 +180,10 @@ check_float(float f)
     uint32_t t = bits_of(emu_round_tf32(f));
 
     check_count++;
+    /* The convolutions' inline store, NaN included: the same bits. */
+    if (emu_f32_to_bf16_inline(f) != b)
+        check_report("emu_f32_to_bf16_inline", f, emu_f32_to_bf16_inline(f),
+                     b);
     if (isnan(f)) {
         /* NaN stays a quiet NaN. */
         if (!is_f16_nan(h) || !(h & 0x0200u))

@@ -872,6 +872,28 @@ test_conv_walk_layouts(void **state)
                     assert_true(out[amp_conv_offset(&l, at)] ==
                                 (float)walk_packed_offset(&l, at) * 1.5f);
                 }
+                /* Again from a result packed by its real sizes (a
+                 * delivered FP32 candidate: channel groups of 2 or 3, a
+                 * channel a thread). */
+                {
+                    struct amp_conv_layout lu = l;
+
+                    lu.per_pad[0] = lu.per[0];
+                    lu.per_pad[1] = lu.per[1];
+                    assert_int_equal(amp_conv_output_width(&lu), 1);
+                    for (g = 0; g < 4096; g++)
+                        out[g] = -7.0f;
+                    for (t = 0; t < nt; t++)
+                        amp_conv_output_thread(packed_f32, AMP_FORMAT_F32,
+                                               &lu, out, &l, NULL, &l, &sc,
+                                               3.0f, 0.0f, t, nt);
+                    for (g = 0; g < n; g++) {
+                        walk_coords(&l, 0, g, at);
+                        assert_true(out[amp_conv_offset(&l, at)] ==
+                                    (float)walk_packed_offset(&lu, at) *
+                                        1.5f);
+                    }
+                }
                 /* The errors of out, packed channels last by its real
                  * sizes, against src: largest |difference|. */
                 for (g = 0; g < n; g++) {
