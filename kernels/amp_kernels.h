@@ -211,12 +211,21 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
 
-/* Blocks for a grid-stride kernel over n elements: one per
- * AMP_KERNEL_BLOCK elements, at least 1 and at most max. */
+/* Units of work a thread takes at least where the grid is not a full
+ * wave: a small tensor's grid has a quarter of the blocks, whose set-up
+ * (each thread's walk) and block reductions (barriers, the atomics of the
+ * last-block protocol) are then a quarter, at a few microseconds of
+ * memory traffic, where the launch's latency dominates anyway. */
+#define AMP_KERNEL_PER_THREAD 4
+
+/* Blocks for a grid-stride kernel over n units of work: one per
+ * AMP_KERNEL_BLOCK * AMP_KERNEL_PER_THREAD units, at least 1 and at most
+ * max. */
 static inline unsigned
 amp_kernel_grid(long long n, unsigned max)
 {
-    long long blocks = (n + AMP_KERNEL_BLOCK - 1) / AMP_KERNEL_BLOCK;
+    long long per_block = (long long)AMP_KERNEL_BLOCK * AMP_KERNEL_PER_THREAD;
+    long long blocks = (n + per_block - 1) / per_block;
 
     if (blocks < 1)
         return 1;

@@ -161,11 +161,21 @@ test_grid_is_one_wave(void **state)
     wave = (unsigned)(sms * fit);
     assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT, 1LL << 30),
                      wave);
+    /* Below a wave, a block per AMP_KERNEL_PER_THREAD units a thread. */
     assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
-                                  (int64_t)wave * AMP_KERNEL_BLOCK - 1),
+                                  (int64_t)wave * AMP_KERNEL_BLOCK *
+                                          AMP_KERNEL_PER_THREAD -
+                                      1),
                      wave);
     assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
-                                  AMP_KERNEL_BLOCK + 1),
+                                  (int64_t)wave * AMP_KERNEL_BLOCK),
+                     (wave + AMP_KERNEL_PER_THREAD - 1) /
+                         AMP_KERNEL_PER_THREAD);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
+                                  AMP_KERNEL_BLOCK * AMP_KERNEL_PER_THREAD),
+                     1);
+    assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT,
+                                  AMP_KERNEL_BLOCK * AMP_KERNEL_PER_THREAD + 1),
                      2);
     assert_int_equal(amp_dev_grid(dev, AMP_KERNEL_CONV_OUTPUT, 0), 1);
 }
