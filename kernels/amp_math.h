@@ -1386,6 +1386,20 @@ amp_conv_cast_units(const struct amp_conv_layout *l)
     return amp_conv_count(l, 1) / AMP_CONV_CAST_WIDTH;
 }
 
+/* The real channels of the unit a walk over packed units of `width`
+ * channels is at, at most the width: none past the group's real batch
+ * (digit 5), the rest of the group's past the unit's first channel (digit
+ * 0); the others are padding. per0 and per1 are the real counts. */
+AMP_HD uint32_t
+amp_conv_unit_real(const struct amp_conv_walk *w, uint32_t width,
+                   uint32_t per0, uint32_t per1)
+{
+    uint32_t c0 = w->at[0] * width;
+    uint32_t real = w->at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
+
+    return real < width ? real : width;
+}
+
 /* One thread's share of the packed copy: dst[g] = half(src * scale), zero
  * in the padding; half is FP16 or BF16 (AMP_FORMAT_*). Unit u is the
  * AMP_CONV_CAST_WIDTH channels from packed element u times the width (the
@@ -1420,11 +1434,7 @@ amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
     for (u = tid; u < n; u += nthreads) {
         const float *from = src + w.off[0];
         uint16_t *to = dst + u * width;
-        /* The unit's real channels: none past the group's real batch
-         * (digit 5), the rest of the group's past its first channel
-         * (digit 0); the others are padding. */
-        uint32_t c0 = w.at[0] * width;
-        uint32_t real = w.at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
+        uint32_t real = amp_conv_unit_real(&w, width, per0, per1);
 
         for (j = 0; j < width; j++) {
             float x = 0.0f;
@@ -1717,15 +1727,11 @@ amp_conv_output_thread(const void *r, int32_t format,
         w.stride[k][0] *= width;
     amp_conv_walk_start(&w, 3, tid, nthreads);
     for (u = tid; u < n; u += nthreads) {
-        /* The unit's real channels, as in amp_conv_cast_scan_thread, at
-         * most the width. */
-        uint32_t c0 = w.at[0] * width;
-        uint32_t real = w.at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
+        uint32_t real = amp_conv_unit_real(&w, width, per0, per1);
         /* old is not read, and may be NULL, when beta is 0. */
         const float *from = beta == 0.0f ? old : old + w.off[2];
         float *to = dst + w.off[1];
 
-        real = real < width ? real : width;
         for (j = 0; j < real; j++) {
             float v = amp_conv_result(r, w.off[0] + j, format) * unscale_a *
                       unscale_b;

@@ -428,21 +428,25 @@ amp_conv_launch(struct amp_conv_run *run, enum amp_kernel k, int64_t elems,
                           AMP_KERNEL_BLOCK, run->stream, params);
 }
 
+/* A kernel's units of work over l: its elements, or with `cast` its
+ * packed copy's units (amp_conv_cast_units). */
+static int64_t
+amp_conv_work(const struct amp_conv_layout *l, int cast)
+{
+    return cast ? amp_conv_cast_units(l) : amp_conv_count(l, 0);
+}
+
 /* The grid of kernel k over both inputs l[0] and l[1], each its own share
- * (amp_dev_grid) of its elements, or with `cast` of its packed copy's
- * units of work (amp_conv_cast_units); *blocks_a gets the first's. */
+ * (amp_dev_grid) of its work (amp_conv_work); *blocks_a gets the
+ * first's. */
 static unsigned
 amp_conv_grid_both(const struct amp_conv_run *run, enum amp_kernel k,
                    const struct amp_conv_layout l[2], int cast,
                    int64_t *blocks_a)
 {
-    *blocks_a = amp_dev_grid(run->dev, k,
-                             cast ? amp_conv_cast_units(&l[0])
-                                  : amp_conv_count(&l[0], 0));
+    *blocks_a = amp_dev_grid(run->dev, k, amp_conv_work(&l[0], cast));
     return (unsigned)*blocks_a +
-           amp_dev_grid(run->dev, k,
-                        cast ? amp_conv_cast_units(&l[1])
-                             : amp_conv_count(&l[1], 0));
+           amp_dev_grid(run->dev, k, amp_conv_work(&l[1], cast));
 }
 
 _Static_assert(sizeof(struct amp_conv_record) <= AMP_DEV_RECORD_BYTES,
