@@ -127,6 +127,9 @@ static const struct lcase cases[] = {
  * must read A as the layout now says. */
 static int relayout;
 
+/* --reuse (reuse_run). */
+static int reuse;
+
 /* One matrix: its logical rows x cols, as stored (column-major view). */
 struct mat {
     int rows, cols, row_major;
@@ -651,12 +654,152 @@ one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
     return failed;
 }
 
+/* --reuse: one problem's descriptor objects, made once, in every call of
+ * a run whose other arguments vary as a program's do: alpha 1 or 0, a
+ * second handle, the heuristics' algorithm or none, a workspace or none,
+ * a NULL B (cuBLASLt refuses it: INVALID_VALUE, D untouched), D in C's
+ * place. Each call's D is checked against the reference. */
+enum reuse_kind {
+    REUSE_BASE, REUSE_ALPHA0, REUSE_NULL_B, REUSE_HANDLE2, REUSE_NO_ALGO,
+    REUSE_NO_WORKSPACE, REUSE_IN_PLACE,
+};
+
+static const char *const reuse_names[] = {
+    "base", "alpha0", "null_b", "handle2", "no_algo", "no_workspace",
+    "in_place",
+};
+
+static const enum reuse_kind reuse_calls[] = {
+    REUSE_BASE,   REUSE_BASE,         REUSE_BASE,     REUSE_ALPHA0,
+    REUSE_BASE,   REUSE_NULL_B,       REUSE_BASE,     REUSE_HANDLE2,
+    REUSE_BASE,   REUSE_NO_ALGO,      REUSE_BASE,     REUSE_NO_WORKSPACE,
+    REUSE_BASE,   REUSE_IN_PLACE,     REUSE_BASE,     REUSE_ALPHA0,
+    REUSE_BASE,   REUSE_BASE,
+};
+#define REUSE_CALLS ((int)(sizeof(reuse_calls) / sizeof(reuse_calls[0])))
+#define REUSE_WORKSPACE (1u << 22)
+
+static int
+reuse_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
+          cudaStream_t stream)
+{
+    const int m = 96, n = 64, k = 80;
+    const float one = 1.0f, zero = 0.0f, beta = 0.5f;
+    const size_t a_n = (size_t)m * k, b_n = (size_t)k * n, c_n = (size_t)m * n;
+    uint64_t rng = seed ^ 0x7265757365ull;
+    float *ha = host_data(a_n, &rng), *hb = host_data(b_n, &rng);
+    float *hc = host_data(c_n, &rng), *hd = malloc(c_n * 4);
+    float *da = NULL, *db = NULL, *dc = NULL, *dd = NULL, *dc2 = NULL;
+    void *ws = NULL;
+    cublasLtHandle_t lt2 = NULL;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t heur;
+    uint64_t ws_bytes = REUSE_WORKSPACE;
+    struct operand_view va = {ha, m, 0}, vb = {hb, k, 0};
+    int found = 0, failed = 0;
+
+    if (!ha || !hb || !hc || !hd ||
+        !(da = device_copy(ha, a_n * 4)) || !(db = device_copy(hb, b_n * 4)) ||
+        !(dc = device_copy(hc, c_n * 4)) || !(dd = device_copy(NULL, c_n * 4)) ||
+        !(dc2 = device_copy(NULL, c_n * 4)) ||
+        !(ws = device_copy(NULL, REUSE_WORKSPACE)) ||
+        cublas_failed("cublasLtCreate", cublasLtCreate(&lt2)) ||
+        cublas_failed("cublasLtMatmulDescCreate",
+                      cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F,
+                                               CUDA_R_32F)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, m, k, m)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, k)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, m)) ||
+        cublas_failed("cublasLtMatmulPreferenceCreate",
+                      cublasLtMatmulPreferenceCreate(&pref)) ||
+        cublas_failed("cublasLtMatmulPreferenceSetAttribute",
+                      cublasLtMatmulPreferenceSetAttribute(
+                          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                          &ws_bytes, sizeof(ws_bytes))) ||
+        cublas_failed("cublasLtMatmulAlgoGetHeuristic",
+                      cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc,
+                                                     pref, 1, &heur,
+                                                     &found)) ||
+        found < 1) {
+        printf("reuse: set-up failed\n");
+        failed = 1;
+        goto out;
+    }
+    for (int i = 0; i < REUSE_CALLS; i++) {
+        enum reuse_kind kind = reuse_calls[i];
+        const float *alpha = kind == REUSE_ALPHA0 ? &zero : &one;
+        float *out = kind == REUSE_IN_PLACE ? dc2 : dd;
+        double worst = 0.0;
+        cublasStatus_t status, want = kind == REUSE_NULL_B
+                                          ? CUBLAS_STATUS_INVALID_VALUE
+                                          : CUBLAS_STATUS_SUCCESS;
+        int bad;
+
+        /* D starts as a pattern; in place it is C's copy. */
+        for (size_t e = 0; e < c_n; e++)
+            hd[e] = kind == REUSE_IN_PLACE ? hc[e] : PAD_OUTPUT;
+        cudaMemcpy(out, hd, c_n * 4, cudaMemcpyHostToDevice);
+        status = cublasLtMatmul(
+            kind == REUSE_HANDLE2 ? lt2 : lt, op, alpha, da, la,
+            kind == REUSE_NULL_B ? NULL : db, lb, &beta,
+            kind == REUSE_IN_PLACE ? dc2 : dc, lc, out, lc,
+            kind == REUSE_NO_ALGO ? NULL : &heur.algo,
+            kind == REUSE_NO_WORKSPACE ? NULL : ws,
+            kind == REUSE_NO_WORKSPACE ? 0 : REUSE_WORKSPACE, stream);
+        if (cudaStreamSynchronize(stream) != cudaSuccess ||
+            cudaMemcpy(hd, out, c_n * 4, cudaMemcpyDeviceToHost) !=
+                cudaSuccess) {
+            printf("reuse: call %d: CUDA error\n", i);
+            failed = 1;
+            break;
+        }
+        for (int j = 0; j < n && status == CUBLAS_STATUS_SUCCESS; j++)
+            for (int r = 0; r < m; r++) {
+                double x = gemm_element_ratio(
+                    &va, &vb, r, j, k, *alpha, beta, hc[(size_t)j * m + r],
+                    hd[(size_t)j * m + r], tol_factor(tol, k));
+
+                if (x > worst)
+                    worst = x;
+            }
+        /* Refused, D is as it was. */
+        for (size_t e = 0; e < c_n && status != CUBLAS_STATUS_SUCCESS; e++)
+            if (hd[e] != PAD_OUTPUT)
+                worst = INFINITY;
+        bad = status != want || !(worst <= 1.0);
+        failed |= bad;
+        printf("reuse call=%d kind=%s status=%s(%d) err/bound=%.3e %s\n", i,
+               reuse_names[kind], cublas_status_name(status), (int)status,
+               worst, bad ? "FAIL" : "ok");
+    }
+out:
+    lt_descs_destroy(pref, op, la, lb, lc);
+    if (lt2)
+        cublasLtDestroy(lt2);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    cudaFree(dd);
+    cudaFree(dc2);
+    cudaFree(ws);
+    free(ha);
+    free(hb);
+    free(hc);
+    free(hd);
+    return failed;
+}
+
 static void
 usage(FILE *to)
 {
     fprintf(to,
         "usage: lt_check [--tol TOL] [--seed N] [--case NAME] "
-        "[--repeat N] [--relayout] [--help]\n"
+        "[--repeat N] [--relayout] [--reuse] [--help]\n"
         "Runs FP32 cublasLtMatmul cases (epilogues, orders, batches, "
         "pointer\nmodes, in place, NaN in an unread C, wide-range inputs) "
         "and checks each\nelement of D against a double-precision "
@@ -676,6 +819,13 @@ usage(FILE *to)
         "              A's leading dimension 8 larger on the same layout "
         "object,\n"
         "              then set back in place before the checked product\n"
+        "  --reuse     instead of the cases: one problem's descriptors made "
+        "once,\n"
+        "              in 18 calls whose other arguments vary (alpha 0, a "
+        "second\n"
+        "              handle, no algorithm, no workspace, a NULL B that "
+        "cuBLASLt\n"
+        "              refuses, D in C's place), each checked\n"
         "Prints one line per case (name, shape, status, max error/bound, "
         "a hash of\nD and the auxiliary output, ok or FAIL).\n"
         "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
@@ -700,6 +850,10 @@ main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--relayout") == 0) {
             relayout = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--reuse") == 0) {
+            reuse = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -729,7 +883,11 @@ main(int argc, char **argv)
     if (cublas_failed("cublasLtCreate", cublasLtCreate(&lt)) ||
         cuda_failed("cudaStreamCreate", cudaStreamCreate(&stream)))
         return EXIT_CUDA_ERROR;
-    for (int c = 0; c < NCASES; c++) {
+    if (reuse) {
+        failures = reuse_run(&tol, seed, lt, stream);
+        ran = 1;
+    }
+    for (int c = 0; c < NCASES && !reuse; c++) {
         if (only && strcmp(only, cases[c].name) != 0)
             continue;
         /* Repeated, a case's later calls are the same call again at the

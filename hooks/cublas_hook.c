@@ -217,7 +217,11 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     }
     if (skip != AMP_GEMM_CONVERT && settle) {
         settled.cover = (int)h->cover;
-        amp_settled_keep(&key, &settled, d->stream);
+        if (amp_settled_keep(&key, &settled, d->stream) && h->held) {
+            h->held->key = key;
+            h->held->s = settled;
+            h->held->known = 1;
+        }
     }
     if (skip != AMP_GEMM_CONVERT) {
         amp_log(AMP_LOG_DEBUG, "%s %lldx%lldx%lld: FP32 (%s)", d->api,
@@ -359,6 +363,7 @@ amp_hook_enter(struct amp_hook *h, struct amp_api_stats *stats)
     h->cover = AMP_COVER_COUNT; /* no GEMM until one is described */
     h->flops = 0.0;
     h->prof.open = 0;
+    h->held = NULL;
     h->entered = amp_process_enter();
     return h->entered;
 }
@@ -386,7 +391,8 @@ amp_hook_end(struct amp_hook *h, int original_ok)
 {
     if (!h->entered)
         return;
-    amp_shadow_complete(h, original_ok);
+    if (h->shadow || h->prof.open)
+        amp_shadow_complete(h, original_ok);
     amp_stats_count(h->stats, h->outcome);
     amp_cover_add(amp_hook_cover(h), original_ok ? h->flops : 0.0);
     amp_shim_leave();

@@ -11,6 +11,8 @@
 #include "measure/stats.h"
 #include "run/gemm.h"
 
+struct amp_settled_held;
+
 /* One hooked call in flight. */
 struct amp_hook {
     struct amp_api_stats *stats;
@@ -30,6 +32,9 @@ struct amp_hook {
     const struct amp_gemm_vendor *vendor;
     const void *vendor_call;
     void *own;
+    /* Where the hook holds its call's settled decision (measure/settled.h)
+     * when the whole path keeps one; NULL (amp_hook_enter's): nowhere. */
+    struct amp_settled_held *held;
 };
 
 enum amp_hook_next {

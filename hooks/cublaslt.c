@@ -16,6 +16,7 @@
 #include "base/shim.h"
 #include "cublas_hook.h"
 #include "device/device.h"
+#include "measure/settled.h"
 #include "measure/stats.h"
 #include "process/process.h"
 #include "run/gemm.h"
@@ -326,14 +327,55 @@ struct amp_lt_reading {
     struct amp_lt_verdict verdict;
 };
 
+/* The program's arguments to cublasLtMatmul beside its descriptors. */
+struct amp_lt_args {
+    cublasLtHandle_t handle;
+    const void *alpha, *a, *b, *beta, *c;
+    void *d;
+    const cublasLtMatmulAlgo_t *algo;
+    void *workspace;
+    size_t workspace_size;
+};
+
+/* What a call's decision rests on beside its descriptors and call stack:
+ * the handle, algorithm and workspace cuBLASLt judges, which pointers the
+ * call gave and whether its host alpha is 0. */
+struct amp_lt_given {
+    cublasLtHandle_t handle;
+    cublasLtMatmulAlgo_t algo; /* AMP_LT_GIVEN_ALGO only */
+    uint64_t workspace_size;
+    unsigned bits;             /* AMP_LT_GIVEN_* */
+};
+
+enum {
+    AMP_LT_GIVEN_ALGO = 1u << 0,
+    AMP_LT_GIVEN_WORKSPACE = 1u << 1,
+    AMP_LT_GIVEN_WORKSPACE_MISALIGNED = 1u << 2,
+    AMP_LT_GIVEN_ALPHA = 1u << 3,
+    AMP_LT_GIVEN_ALPHA_ZERO = 1u << 4, /* a host alpha of 0 */
+    AMP_LT_GIVEN_BETA = 1u << 5,
+    AMP_LT_GIVEN_A = 1u << 6,
+    AMP_LT_GIVEN_B = 1u << 7,
+    AMP_LT_GIVEN_C = 1u << 8,
+    AMP_LT_GIVEN_D = 1u << 9,
+    AMP_LT_GIVEN_C_IS_D = 1u << 10,
+};
+
 /* A reading by the addresses of the descriptors it was read from, with
- * its part of the call's descriptor once described. */
+ * its part of the call's descriptor once described, and the last call
+ * made with them that the whole path kept FP32 for good (held known):
+ * what it was given, its FLOPs and where it was counted. A call with the
+ * same descriptors and arguments from the same call stack is counted
+ * there without reading or deciding anything (amp_lt_again). */
 struct amp_lt_recent {
     const void *at[5];         /* computeDesc, Adesc, Bdesc, Cdesc, Ddesc */
     struct amp_lt_bytes bytes;
     struct amp_lt_reading reading;
     int described;             /* desc holds amp_lt_describe_reading's */
     struct amp_gemm_desc desc;
+    struct amp_lt_given given;
+    double flops;
+    struct amp_settled_held held;
 };
 
 /* What each thread keeps of the program's calls: the readings of their
@@ -382,13 +424,16 @@ amp_lt_thread_get(void)
 static struct amp_lt_recent *
 amp_lt_recent_at(const void *const at[5])
 {
-    uintptr_t h = 0;
-    int i;
+    const uint64_t mix = 0x9e3779b97f4a7c15ull;
+    uint64_t h;
 
     if (!amp_lt_thread.recent)
         return NULL;
-    for (i = 0; i < 5; i++)
-        h = (h ^ (uintptr_t)at[i]) * 0x9e3779b97f4a7c15ull;
+    h = (uintptr_t)at[0] * mix;
+    h = (h ^ (uintptr_t)at[1]) * mix;
+    h = (h ^ (uintptr_t)at[2]) * mix;
+    h = (h ^ (uintptr_t)at[3]) * mix;
+    h = (h ^ (uintptr_t)at[4]) * mix;
     return &amp_lt_thread.recent[(h >> 40) % AMP_LT_RECENT];
 }
 
@@ -407,32 +452,47 @@ amp_lt_recent_holds(const struct amp_lt_recent *r, const void *const at[5])
            memcmp(&b->d, at[4], sizeof b->d) == 0;
 }
 
-/* Reads the call's descriptors into *c; *verdict becomes the reading's
- * memo of cuBLASLt's verdict (NULL where the reading is not kept), and
- * *kept_at the reading as kept by the descriptors' addresses (or NULL). */
-static int
-amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
-            cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
-            cublasLtMatrixLayout_t ld, struct amp_lt_call *c,
-            struct amp_lt_verdict **verdict, struct amp_lt_recent **kept_at)
+/* The recent reading of these descriptors (computeDesc, Adesc, Bdesc,
+ * Cdesc, Ddesc), or NULL. */
+static struct amp_lt_recent *
+amp_lt_recent_of(const void *const at[5])
 {
-    const void *const at[5] = {desc, la, lb, lc, ld};
+    struct amp_lt_recent *r;
+
+    if (!at[0] || !at[1] || !at[2] || !at[4])
+        return NULL;
+    amp_lt_thread_get();
+    r = amp_lt_recent_at(at);
+    return r && amp_lt_recent_holds(r, at) ? r : NULL;
+}
+
+/* Reads the call's descriptors at `at` into *c. *recent is their recent
+ * reading (amp_lt_recent_of) or NULL, and becomes the recent reading that
+ * keeps them (or NULL); *verdict the reading's memo of cuBLASLt's verdict
+ * (NULL where the reading is not kept). */
+static int
+amp_lt_read(const void *const at[5], struct amp_lt_recent **recent,
+            struct amp_lt_call *c, struct amp_lt_verdict **verdict)
+{
+    cublasLtMatmulDesc_t desc = (cublasLtMatmulDesc_t)at[0];
+    cublasLtMatrixLayout_t la = (cublasLtMatrixLayout_t)at[1],
+                           lb = (cublasLtMatrixLayout_t)at[2],
+                           lc = (cublasLtMatrixLayout_t)at[3],
+                           ld = (cublasLtMatrixLayout_t)at[4];
+    struct amp_lt_recent *r = *recent;
     struct amp_lt_bytes key;
     struct amp_lt_reading *kept;
-    struct amp_lt_recent *recent;
 
     *verdict = NULL;
-    *kept_at = NULL;
+    if (r) {
+        memcpy(c, &r->reading.call, sizeof *c);
+        *verdict = &r->reading.verdict;
+        return 1;
+    }
     if (!desc || !la || !lb || !ld)
         return amp_lt_read_all(desc, la, lb, lc, ld, c);
     amp_lt_thread_get();
-    recent = amp_lt_recent_at(at);
-    if (recent && amp_lt_recent_holds(recent, at)) {
-        memcpy(c, &recent->reading.call, sizeof *c);
-        *verdict = &recent->reading.verdict;
-        *kept_at = recent;
-        return 1;
-    }
+    r = amp_lt_recent_at(at);
     memset(&key, 0, sizeof key);
     key.op = *desc;
     key.a = *la;
@@ -452,18 +512,19 @@ amp_lt_read(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     }
     if (kept)
         *verdict = &kept->verdict;
-    if (recent) {
+    if (r) {
         /* Kept by address too, with the verdict so far. */
-        memcpy(recent->at, at, sizeof recent->at);
-        recent->bytes = key;
-        recent->reading.call = *c;
+        memcpy(r->at, at, sizeof r->at);
+        r->bytes = key;
+        r->reading.call = *c;
         if (kept)
-            recent->reading.verdict = kept->verdict;
+            r->reading.verdict = kept->verdict;
         else
-            memset(&recent->reading.verdict, 0, sizeof recent->reading.verdict);
-        *verdict = &recent->reading.verdict;
-        recent->described = 0;
-        *kept_at = recent;
+            memset(&r->reading.verdict, 0, sizeof r->reading.verdict);
+        *verdict = &r->reading.verdict;
+        r->described = 0;
+        r->held.known = 0;
+        *recent = r;
     }
     return 1;
 }
@@ -777,6 +838,83 @@ static const struct amp_gemm_vendor amp_lt_vendor = {
     .accepts = amp_lt_accepts,
 };
 
+/* ---- Calls kept FP32 for good ------------------------------------------- */
+
+/* The bits of struct amp_lt_given that the call with arguments x gives,
+ * its descriptors read as r's. */
+static unsigned
+amp_lt_given_bits(const struct amp_lt_recent *r, const struct amp_lt_args *x)
+{
+    enum {
+        all = AMP_LT_GIVEN_ALPHA | AMP_LT_GIVEN_BETA | AMP_LT_GIVEN_A |
+              AMP_LT_GIVEN_B | AMP_LT_GIVEN_C | AMP_LT_GIVEN_D
+    };
+    unsigned bits;
+
+    if (x->alpha && x->beta && x->a && x->b && x->c && x->d)
+        bits = all; /* the usual call: the rest is looked at one by one */
+    else
+        bits = (x->alpha != NULL) * AMP_LT_GIVEN_ALPHA |
+               (x->beta != NULL) * AMP_LT_GIVEN_BETA |
+               (x->a != NULL) * AMP_LT_GIVEN_A |
+               (x->b != NULL) * AMP_LT_GIVEN_B |
+               (x->c != NULL) * AMP_LT_GIVEN_C |
+               (x->d != NULL) * AMP_LT_GIVEN_D;
+    if (x->c == x->d)
+        bits |= AMP_LT_GIVEN_C_IS_D;
+    if (x->algo)
+        bits |= AMP_LT_GIVEN_ALGO;
+    if (x->workspace)
+        bits |= AMP_LT_GIVEN_WORKSPACE;
+    if ((uintptr_t)x->workspace & 255u)
+        bits |= AMP_LT_GIVEN_WORKSPACE_MISALIGNED;
+    if (x->alpha && !r->desc.scalars_on_device &&
+        *(const float *)x->alpha == 0.0f)
+        bits |= AMP_LT_GIVEN_ALPHA_ZERO;
+    return bits;
+}
+
+/* What the call with arguments x gives, into r->given. */
+static void
+amp_lt_given_keep(struct amp_lt_recent *r, const struct amp_lt_args *x)
+{
+    struct amp_lt_given *g = &r->given;
+
+    g->handle = x->handle;
+    if (x->algo)
+        g->algo = *x->algo;
+    g->workspace_size = x->workspace_size;
+    g->bits = amp_lt_given_bits(r, x);
+}
+
+/* 1 when the call with arguments x gives what r->given holds. */
+static int
+amp_lt_given_same(const struct amp_lt_recent *r, const struct amp_lt_args *x)
+{
+    const struct amp_lt_given *g = &r->given;
+
+    return g->handle == x->handle && g->workspace_size == x->workspace_size &&
+           g->bits == amp_lt_given_bits(r, x) &&
+           (!x->algo || memcmp(&g->algo, x->algo, sizeof g->algo) == 0);
+}
+
+/* A call with r's descriptors, given what r's held call was given, from
+ * the same call stack: counted as that call was (1), or 0, nothing
+ * counted. */
+static int
+amp_lt_again(const struct amp_lt_recent *r, const struct amp_lt_args *x,
+             struct amp_hook *h, const void *caller, cudaStream_t stream)
+{
+    int cover;
+
+    if (!r->held.known || !amp_lt_given_same(r, x) ||
+        !amp_settled_again(&r->held, caller, (amp_stream)stream, &cover))
+        return 0;
+    h->cover = (enum amp_cover)cover;
+    h->flops = r->flops;
+    return 1;
+}
+
 /* ---- The hook ------------------------------------------------------------- */
 
 /* The coverage meter's view of a call passed through: its precision (an
@@ -804,6 +942,11 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                cudaStream_t stream)
 {
     const void *caller = __builtin_return_address(0);
+    const void *const at[5] = {computeDesc, Adesc, Bdesc, Cdesc, Ddesc};
+    const struct amp_lt_args args = {lightHandle, alpha,     A,
+                                     B,           beta,      C,
+                                     D,           algo,      workspace,
+                                     workspaceSizeInBytes};
     struct amp_hook h;
     struct amp_lt_hooked k;
     struct amp_lt_call *c = &k.call;
@@ -820,12 +963,17 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
         return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!atomic_load_explicit(&amp_lt_bypass, memory_order_acquire)) {
         if (amp_hook_enter(&h, &amp_lt_stats)) {
+            if (amp_lt_complete && !route.other)
+                recent = amp_lt_recent_of(at);
             if (route.other) {
                 /* Another release's descriptors: never read here. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
+            } else if (recent &&
+                       amp_lt_again(recent, &args, &h, caller, stream)) {
+                /* Kept FP32 for good, like the last call made with these
+                 * descriptors: counted as it was, run as made. */
             } else if (!amp_lt_complete ||
-                       !amp_lt_read(computeDesc, Adesc, Bdesc, Cdesc, Ddesc,
-                                    c, &k.verdict, &recent)) {
+                       !amp_lt_read(at, &recent, c, &k.verdict)) {
                 /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
                 h.cover = AMP_COVER_INVALID;
@@ -855,9 +1003,17 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 amp_lt_describe_call(&d, alpha, A, B, beta, C, D, stream,
                                      caller);
                 d.from_library = route.library;
+                if (recent) {
+                    recent->held.known = 0;
+                    h.held = &recent->held;
+                }
                 if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
                     return CUBLAS_STATUS_SUCCESS;
+                if (recent && recent->held.known) {
+                    amp_lt_given_keep(recent, &args);
+                    recent->flops = h.flops;
+                }
             }
         }
     }

@@ -258,15 +258,30 @@ amp_route_probe(uintptr_t ret, const char *name, int insert)
     return NULL;
 }
 
+/* The route each thread found last: a hook called again from where it
+ * was called before finds it without hashing (routes never change). */
+static _Thread_local struct {
+    uintptr_t ret;
+    const char *name;
+    struct amp_route route;
+} amp_route_last;
+
 struct amp_route
 amp_route(enum amp_lib lib, const char *name, const void *ret)
 {
     uintptr_t key = (uintptr_t)ret;
-    struct amp_route_entry *e = amp_route_probe(key, name, 0);
+    struct amp_route_entry *e;
     struct amp_route r;
 
-    if (e)
+    if (amp_route_last.ret == key && amp_route_last.name == name && key)
+        return amp_route_last.route;
+    e = amp_route_probe(key, name, 0);
+    if (e) {
+        amp_route_last.ret = key;
+        amp_route_last.name = name;
+        amp_route_last.route = e->route;
         return e->route;
+    }
     /* Outside the lock: the loader's own lock is taken on the way. Two
      * threads that get here at once find the same route. */
     r = amp_route_find(lib, name, ret);
@@ -307,9 +322,10 @@ struct amp_stack_memo {
     const void *frames[AMP_STACK_MAX];
     uintptr_t slots[AMP_STACK_MAX];
 };
-static _Thread_local struct {
+static _Thread_local struct amp_stack_group {
     struct amp_stack_memo way[AMP_STACK_WAYS];
     unsigned next;                 /* the way a new stack replaces */
+    unsigned last;                 /* the way found last: looked at first */
 } amp_stack_memos[AMP_STACK_GROUPS];
 
 /* One walk's state: frames from ret up. */
@@ -348,15 +364,41 @@ amp_stack_slots_hold(const struct amp_stack_memo *m)
     return 1;
 }
 
+/* A stack not remembered at this depth: walked from ret into a way of g
+ * (apart from amp_caller_stack, whose look-up then needs few registers). */
+static __attribute__((noinline)) struct amp_stack_memo *
+amp_stack_walk_new(struct amp_stack_group *g, const void *ret, uintptr_t at,
+                   int max)
+{
+    struct amp_stack_memo *m = &g->way[g->next++ % AMP_STACK_WAYS];
+    struct amp_stack_walk w;
+
+    /* The first call of this stack at this depth, or slots that do not
+     * hold return addresses (another ABI: then every call walks). */
+    m->ret = ret;
+    m->at = at;
+    m->n = 0;
+    w.m = m;
+    w.max = max;
+    _Unwind_Backtrace(amp_stack_frame, &w);
+    if (m->n == 0) {
+        m->frames[m->n++] = ret; /* no unwind information to it */
+        m->slotted = 0;
+    } else {
+        m->slotted = amp_stack_slots_hold(m);
+    }
+    return m;
+}
+
 int
 amp_caller_stack(const void *ret, const void **frames, int max)
 {
     volatile char here = 0;
     uintptr_t at = (uintptr_t)&here;
-    unsigned group = (unsigned)(((uintptr_t)ret >> 4) % AMP_STACK_GROUPS);
+    struct amp_stack_group *g;
     struct amp_stack_memo *m = NULL;
-    struct amp_stack_walk w;
-    int i;
+    unsigned i;
+    int n;
 
     if (max < 1)
         return 0;
@@ -365,33 +407,23 @@ amp_caller_stack(const void *ret, const void **frames, int max)
         return 1;
     if (max > AMP_STACK_MAX)
         max = AMP_STACK_MAX;
-    for (i = 0; i < AMP_STACK_WAYS && !m; i++) {
-        struct amp_stack_memo *k = &amp_stack_memos[group].way[i];
+    g = &amp_stack_memos[((uintptr_t)ret >> 4) % AMP_STACK_GROUPS];
+    /* The thread's group, found once: not looked up again at each use. */
+    __asm__("" : "+r"(g));
+    for (i = 0; i < AMP_STACK_WAYS; i++) {
+        unsigned way = (g->last + i) % AMP_STACK_WAYS;
+        struct amp_stack_memo *k = &g->way[way];
 
         if (k->ret == ret && k->at == at && k->n > 0 &&
-            (k->slotted ? amp_stack_slots_hold(k) : k->n == 1))
+            (k->slotted ? amp_stack_slots_hold(k) : k->n == 1)) {
             m = k;
-    }
-    if (!m) {
-        /* Walked: the first call of this stack at this depth, or slots
-         * that do not hold return addresses (another ABI: then every
-         * call walks). */
-        m = &amp_stack_memos[group]
-                 .way[amp_stack_memos[group].next++ % AMP_STACK_WAYS];
-        m->ret = ret;
-        m->at = at;
-        m->n = 0;
-        w.m = m;
-        w.max = max;
-        _Unwind_Backtrace(amp_stack_frame, &w);
-        if (m->n == 0) {
-            m->frames[m->n++] = ret; /* no unwind information to it */
-            m->slotted = 0;
-        } else {
-            m->slotted = amp_stack_slots_hold(m);
+            g->last = way;
+            break;
         }
     }
-    for (i = 1; i < m->n && i < max; i++)
-        frames[i] = m->frames[i];
-    return i;
+    if (!m)
+        m = amp_stack_walk_new(g, ret, at, max);
+    for (n = 1; n < m->n && n < max; n++)
+        frames[n] = m->frames[n];
+    return n;
 }

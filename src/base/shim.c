@@ -54,7 +54,13 @@ amp_shim_start(void)
 const struct amp_config *
 amp_shim_config(void)
 {
-    pthread_once(&amp_shim_once, amp_shim_start);
+    /* Every hook asks several times a call: once started, one load. */
+    static atomic_int started;
+
+    if (!atomic_load_explicit(&started, memory_order_acquire)) {
+        pthread_once(&amp_shim_once, amp_shim_start);
+        atomic_store_explicit(&started, 1, memory_order_release);
+    }
     return &amp_shim_cfg;
 }
 

@@ -87,6 +87,22 @@ amp_settled_on(void)
     return !amp_log_enabled(AMP_LOG_DEBUG);
 }
 
+/* Counts a call again where s was counted: 0, nothing counted, when the
+ * decisions moved on since, the stream is being captured or the call is
+ * due to be timed. */
+static int
+amp_settled_count_at(const struct amp_settled *s, amp_stream stream,
+                     int *cover)
+{
+    if (s->epoch != amp_decision_epoch() ||
+        amp_dev_stream_capturing(stream) != 0 ||
+        !amp_prof_fp32_again(&s->place))
+        return 0;
+    amp_site_count_again(s->site, s->shape_slot, s->site_counted);
+    *cover = s->cover;
+    return 1;
+}
+
 int
 amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
                   int *cover)
@@ -96,17 +112,30 @@ amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
     if (!table)
         return 0;
     e = amp_settled_slot(table, k);
-    if (e->epoch != amp_decision_epoch() ||
-        memcmp(&e->key, k, sizeof *k) != 0 ||
-        amp_dev_stream_capturing(stream) != 0 ||
-        !amp_prof_fp32_again(&e->s.place))
-        return 0;
-    amp_site_count_again(e->s.site, e->s.shape_slot, e->s.site_counted);
-    *cover = e->s.cover;
-    return 1;
+    return e->epoch != 0 && memcmp(&e->key, k, sizeof *k) == 0 &&
+           amp_settled_count_at(&e->s, stream, cover);
 }
 
-void
+int
+amp_settled_again(const struct amp_settled_held *held, const void *caller,
+                  amp_stream stream, int *cover)
+{
+    const void *frames[AMP_SITE_FRAMES];
+    int depth, i;
+
+    if (!held->known || !amp_settled_on())
+        return 0;
+    depth = amp_caller_stack(caller, frames, AMP_SITE_FRAMES);
+    if (depth != held->key.depth)
+        return 0;
+    for (i = 0; i < depth; i++)
+        if (frames[i] != held->key.frames[i])
+            return 0;
+    return amp_dev_current_ordinal() == held->key.device &&
+           amp_settled_count_at(&held->s, stream, cover);
+}
+
+int
 amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
                  amp_stream stream)
 {
@@ -115,9 +144,10 @@ amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
 
     if (!s->place.entry || amp_dev_stream_capturing(stream) != 0 ||
         !(table = amp_settled_table(1)))
-        return;
+        return 0;
     e = amp_settled_slot(table, k);
     e->key = *k;
     e->s = *s;
     e->epoch = s->epoch;
+    return 1;
 }

@@ -56,9 +56,28 @@ int amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
 
 /* Keeps what the whole path found for a call with key k on `stream`
  * kept FP32 by a settled decision; nothing when the stream is being
- * captured (such calls note themselves for the graph's replays). */
-void amp_settled_keep(const struct amp_settled_key *k,
-                      const struct amp_settled *s, amp_stream stream);
+ * captured (such calls note themselves for the graph's replays). 1 when
+ * kept. */
+int amp_settled_keep(const struct amp_settled_key *k,
+                     const struct amp_settled *s, amp_stream stream);
+
+/* A settled call as a hook holds it beside what tells its calls apart
+ * there without a key (cuBLASLt: the descriptors' addresses and bytes and
+ * the call's arguments): the key and the memo's record of it, copied when
+ * the whole path kept them. */
+struct amp_settled_held {
+    int known;
+    struct amp_settled_key key;
+    struct amp_settled s;
+};
+
+/* For a call like held's (same hook, shape, math and reason, which the
+ * hook has checked) from the hook whose return address is `caller`: when
+ * its call stack and device are held's and the memo would count it (as
+ * amp_settled_count), counts it as held's was counted, sets *cover and
+ * returns 1; otherwise returns 0 having counted nothing. */
+int amp_settled_again(const struct amp_settled_held *held, const void *caller,
+                      amp_stream stream, int *cover);
 
 /* 1 when the memo is in use: not at the debug log level, where every
  * call's decision is logged. */

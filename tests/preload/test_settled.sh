@@ -17,6 +17,9 @@
 # lt_check --relayout each product is made first with A's layout object
 # set to a wider leading dimension, then set back in place; converted
 # (fp16, bf16) every case must read A as the layout now says.
+# - lt_check --reuse under AMPSHIM_MODE=fp32: one set of descriptor
+#   objects in 18 calls whose other arguments vary (alpha 0 twice, a NULL
+#   B once): reasons mode 15, empty 2, invalid 1, as the whole path says.
 # - conv_check (cuDNN's legacy API) under the built-in policy and
 #   conv_graph (its graph API) under AMPSHIM_MODE=fp32, each case
 #   six times (the first three of each shape are timed by sample).
@@ -81,6 +84,7 @@ apis+=,cublasLtMatmul
 run builtin -- "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
 run mode AMPSHIM_MODE=fp32 -- \
     "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
+run reuse AMPSHIM_MODE=fp32 -- "$lt_check" --reuse
 run conv -- "$conv_check" --repeat 6
 run graph AMPSHIM_MODE=fp32 -- "$conv_graph" --repeat 6
 
@@ -106,7 +110,7 @@ def counts(path):
 
 
 bad = 0
-for name in ("later", "policy", "builtin", "mode", "conv", "graph"):
+for name in ("later", "policy", "builtin", "mode", "reuse", "conv", "graph"):
     memo, memo_calls = counts(f"{tmp}/{name}-warn.json")
     whole, whole_calls = counts(f"{tmp}/{name}-debug.json")
     if memo != whole or memo_calls != whole_calls or not memo:
@@ -129,6 +133,12 @@ for name in ("later", "policy", "builtin", "mode", "conv", "graph"):
             bad += 1
             print(f"policy: 64^3 kept FP32: {kept}, want 208 calls by "
                   "no-rule, 6 timed by sample")
+    elif name == "reuse":
+        rows = list(memo.values())
+        want = {"mode": 15, "empty": 2, "invalid": 1}
+        if len(rows) != 1 or rows[0]["fp32_reasons"] != want:
+            bad += 1
+            print(f"reuse: {rows}, want one shape with reasons {want}")
     elif name in ("builtin", "mode"):
         if memo_calls != 5 * 200:
             bad += 1
