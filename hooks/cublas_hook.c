@@ -220,6 +220,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         if (amp_settled_keep(&key, &settled, d->stream) && h->held) {
             h->held->key = key;
             h->held->s = settled;
+            h->held->stack_hint = NULL;
             h->held->known = 1;
         }
     }

@@ -57,7 +57,7 @@ static void **const amp_lt_slots[] = {AMP_CUBLASLT_SYMBOLS(AMP_REAL_SLOT)};
 
 #define AMP_LT_NSYMBOLS ((int)(sizeof amp_lt_names / sizeof *amp_lt_names))
 
-pthread_once_t amp_lt_once = PTHREAD_ONCE_INIT;
+struct amp_once amp_lt_once = AMP_ONCE_INIT;
 
 /* 1 once the real functions are resolved and the shim is disabled (see
  * hooks/cublas.c). */
@@ -86,7 +86,7 @@ static void *
 amp_lt_real(const void *ret, struct amp_route *route)
 {
     amp_process_start(); /* the log is open before resolution reports */
-    pthread_once(&amp_lt_once, amp_lt_resolve);
+    amp_once(&amp_lt_once, amp_lt_resolve);
     *route = amp_route(AMP_LIB_CUBLASLT, amp_lt_names[0], ret);
     return route->other ? route->fn : (void *)*amp_lt_slots[0];
 }
@@ -902,7 +902,7 @@ amp_lt_given_same(const struct amp_lt_recent *r, const struct amp_lt_args *x)
  * the same call stack: counted as that call was (1), or 0, nothing
  * counted. */
 static int
-amp_lt_again(const struct amp_lt_recent *r, const struct amp_lt_args *x,
+amp_lt_again(struct amp_lt_recent *r, const struct amp_lt_args *x,
              struct amp_hook *h, const void *caller, cudaStream_t stream)
 {
     int cover;
@@ -942,11 +942,6 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                cudaStream_t stream)
 {
     const void *caller = __builtin_return_address(0);
-    const void *const at[5] = {computeDesc, Adesc, Bdesc, Cdesc, Ddesc};
-    const struct amp_lt_args args = {lightHandle, alpha,     A,
-                                     B,           beta,      C,
-                                     D,           algo,      workspace,
-                                     workspaceSizeInBytes};
     struct amp_hook h;
     struct amp_lt_hooked k;
     struct amp_lt_call *c = &k.call;
@@ -963,6 +958,13 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
         return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!atomic_load_explicit(&amp_lt_bypass, memory_order_acquire)) {
         if (amp_hook_enter(&h, &amp_lt_stats)) {
+            const void *const at[5] = {computeDesc, Adesc, Bdesc, Cdesc,
+                                       Ddesc};
+            const struct amp_lt_args args = {
+                lightHandle, alpha, A,         B,
+                beta,        C,     D,         algo,
+                workspace,   workspaceSizeInBytes};
+
             if (amp_lt_complete && !route.other)
                 recent = amp_lt_recent_of(at);
             if (route.other) {

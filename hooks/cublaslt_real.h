@@ -4,6 +4,7 @@
 #ifndef AMP_CUBLASLT_REAL_H
 #define AMP_CUBLASLT_REAL_H
 
+#include "base/once.h"
 #include "cublaslt_symbols.h"
 
 #include <pthread.h>
@@ -20,7 +21,7 @@ struct amp_lt_fns {
 
 /* The real functions, NULL where the library has none. */
 extern struct amp_lt_fns amp_lt_fn;
-extern pthread_once_t amp_lt_once;
+extern struct amp_once amp_lt_once;
 
 /* 1 when every function the converted path calls was found. */
 extern int amp_lt_complete;

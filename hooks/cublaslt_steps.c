@@ -113,7 +113,7 @@ amp_lt_own_exit(void)
 void *
 amp_lt_own_get(struct amp_dev *dev, int make)
 {
-    pthread_once(&amp_lt_once, amp_lt_resolve);
+    amp_once(&amp_lt_once, amp_lt_resolve);
     if (!amp_lt_complete)
         return NULL;
     return amp_own_get(&amp_lt_owns, &amp_lt_own_kind, dev, make);

@@ -353,7 +353,7 @@ amp_stack_frame(struct _Unwind_Context *ctx, void *arg)
 }
 
 /* 1 when every slot of m holds its frame. */
-static int
+static inline int
 amp_stack_slots_hold(const struct amp_stack_memo *m)
 {
     int i;
@@ -390,11 +390,21 @@ amp_stack_walk_new(struct amp_stack_group *g, const void *ret, uintptr_t at,
     return m;
 }
 
-int
-amp_caller_stack(const void *ret, const void **frames, int max)
+/* The stack memo for ret at depth `at` whose slots hold its frames. */
+static inline __attribute__((always_inline)) int
+amp_stack_memo_holds(const struct amp_stack_memo *k, const void *ret,
+                     uintptr_t at)
 {
-    volatile char here = 0;
-    uintptr_t at = (uintptr_t)&here;
+    return k->ret == ret && k->at == at && k->n > 0 &&
+           (k->slotted ? amp_stack_slots_hold(k) : k->n == 1);
+}
+
+/* amp_caller_stack's and amp_caller_stack_hinted's look-up: `at` is the
+ * address of a local of theirs, which marks the depth of the call. */
+static inline int
+amp_stack_of(const void *ret, const void **frames, int max, uintptr_t at,
+             const void **hint)
+{
     struct amp_stack_group *g;
     struct amp_stack_memo *m = NULL;
     unsigned i;
@@ -407,23 +417,45 @@ amp_caller_stack(const void *ret, const void **frames, int max)
         return 1;
     if (max > AMP_STACK_MAX)
         max = AMP_STACK_MAX;
-    g = &amp_stack_memos[((uintptr_t)ret >> 4) % AMP_STACK_GROUPS];
-    /* The thread's group, found once: not looked up again at each use. */
-    __asm__("" : "+r"(g));
-    for (i = 0; i < AMP_STACK_WAYS; i++) {
-        unsigned way = (g->last + i) % AMP_STACK_WAYS;
-        struct amp_stack_memo *k = &g->way[way];
+    if (hint && *hint &&
+        amp_stack_memo_holds((const struct amp_stack_memo *)*hint, ret, at))
+        m = (struct amp_stack_memo *)*hint;
+    if (!m) {
+        g = &amp_stack_memos[((uintptr_t)ret >> 4) % AMP_STACK_GROUPS];
+        /* The thread's group, found once: not looked up at each use. */
+        __asm__("" : "+r"(g));
+        for (i = 0; i < AMP_STACK_WAYS; i++) {
+            unsigned way = (g->last + i) % AMP_STACK_WAYS;
 
-        if (k->ret == ret && k->at == at && k->n > 0 &&
-            (k->slotted ? amp_stack_slots_hold(k) : k->n == 1)) {
-            m = k;
-            g->last = way;
-            break;
+            if (amp_stack_memo_holds(&g->way[way], ret, at)) {
+                m = &g->way[way];
+                g->last = way;
+                break;
+            }
         }
+        if (!m)
+            m = amp_stack_walk_new(g, ret, at, max);
+        if (hint)
+            *hint = m;
     }
-    if (!m)
-        m = amp_stack_walk_new(g, ret, at, max);
     for (n = 1; n < m->n && n < max; n++)
         frames[n] = m->frames[n];
     return n;
+}
+
+int
+amp_caller_stack(const void *ret, const void **frames, int max)
+{
+    volatile char here = 0;
+
+    return amp_stack_of(ret, frames, max, (uintptr_t)&here, NULL);
+}
+
+int
+amp_caller_stack_hinted(const void *ret, const void **frames, int max,
+                        const void **hint)
+{
+    volatile char here = 0;
+
+    return amp_stack_of(ret, frames, max, (uintptr_t)&here, hint);
 }

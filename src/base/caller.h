@@ -78,4 +78,11 @@ const char *amp_object_soname_at(const void *p);
  * address with no unwind information on the way stands alone. */
 int amp_caller_stack(const void *ret, const void **frames, int max);
 
+/* amp_caller_stack, looking first at *hint (what it set there before on
+ * this thread, or NULL) and setting *hint to where it found the stack: a
+ * caller that asks for one stack again from one place skips the
+ * look-up. */
+int amp_caller_stack_hinted(const void *ret, const void **frames, int max,
+                            const void **hint);
+
 #endif

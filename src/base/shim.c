@@ -2,6 +2,7 @@
  * log opened), the re-entrancy guard, the fork generation and the
  * thread-exit releases. What the stages do at start-up, exit and fork is
  * src/process/process.c's. */
+#include "base/once.h"
 #include "base/shim.h"
 
 #include "base/log.h"
@@ -12,7 +13,7 @@
 #include <time.h>
 
 static struct amp_config amp_shim_cfg;
-static pthread_once_t amp_shim_once = PTHREAD_ONCE_INIT;
+static struct amp_once amp_shim_once = AMP_ONCE_INIT;
 static _Thread_local int amp_shim_depth;
 /* Calls between amp_shim_enter and amp_shim_leave, over all threads. */
 static atomic_int amp_shim_inflight;
@@ -54,13 +55,7 @@ amp_shim_start(void)
 const struct amp_config *
 amp_shim_config(void)
 {
-    /* Every hook asks several times a call: once started, one load. */
-    static atomic_int started;
-
-    if (!atomic_load_explicit(&started, memory_order_acquire)) {
-        pthread_once(&amp_shim_once, amp_shim_start);
-        atomic_store_explicit(&started, 1, memory_order_release);
-    }
+    amp_once(&amp_shim_once, amp_shim_start);
     return &amp_shim_cfg;
 }
 

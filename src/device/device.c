@@ -1,4 +1,5 @@
 /* The device layer over the driver API, loaded with dlopen at run time. */
+#include "base/once.h"
 #include "device/device.h"
 
 #include "amp_kernels.h"
@@ -158,7 +159,7 @@ struct amp_dev {
     CUmemoryPool pool;
 };
 
-static pthread_once_t amp_dev_once = PTHREAD_ONCE_INIT;
+static struct amp_once amp_dev_once = AMP_ONCE_INIT;
 static enum amp_status amp_dev_init_status = AMP_ERR_UNAVAILABLE;
 static pthread_mutex_t amp_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
@@ -219,7 +220,7 @@ amp_dev_load_driver(void)
 enum amp_status
 amp_dev_init(void)
 {
-    pthread_once(&amp_dev_once, amp_dev_load_driver);
+    amp_once(&amp_dev_once, amp_dev_load_driver);
     return amp_dev_init_status;
 }
 

@@ -90,7 +90,7 @@ amp_settled_on(void)
 /* Counts a call again where s was counted: 0, nothing counted, when the
  * decisions moved on since, the stream is being captured or the call is
  * due to be timed. */
-static int
+static inline int
 amp_settled_count_at(const struct amp_settled *s, amp_stream stream,
                      int *cover)
 {
@@ -117,7 +117,7 @@ amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
 }
 
 int
-amp_settled_again(const struct amp_settled_held *held, const void *caller,
+amp_settled_again(struct amp_settled_held *held, const void *caller,
                   amp_stream stream, int *cover)
 {
     const void *frames[AMP_SITE_FRAMES];
@@ -125,7 +125,8 @@ amp_settled_again(const struct amp_settled_held *held, const void *caller,
 
     if (!held->known || !amp_settled_on())
         return 0;
-    depth = amp_caller_stack(caller, frames, AMP_SITE_FRAMES);
+    depth = amp_caller_stack_hinted(caller, frames, AMP_SITE_FRAMES,
+                                    &held->stack_hint);
     if (depth != held->key.depth)
         return 0;
     for (i = 0; i < depth; i++)

@@ -69,6 +69,7 @@ struct amp_settled_held {
     int known;
     struct amp_settled_key key;
     struct amp_settled s;
+    const void *stack_hint;    /* amp_caller_stack_hinted's, or NULL */
 };
 
 /* For a call like held's (same hook, shape, math and reason, which the
@@ -76,7 +77,7 @@ struct amp_settled_held {
  * its call stack and device are held's and the memo would count it (as
  * amp_settled_count), counts it as held's was counted, sets *cover and
  * returns 1; otherwise returns 0 having counted nothing. */
-int amp_settled_again(const struct amp_settled_held *held, const void *caller,
+int amp_settled_again(struct amp_settled_held *held, const void *caller,
                       amp_stream stream, int *cover);
 
 /* 1 when the memo is in use: not at the debug log level, where every

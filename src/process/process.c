@@ -1,4 +1,5 @@
 /* Start-up, exit and fork for every stage of the shim. */
+#include "base/once.h"
 #include "process/process.h"
 
 #include "base/log.h"
@@ -17,8 +18,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-static pthread_once_t amp_process_once = PTHREAD_ONCE_INIT;
-static pthread_once_t amp_process_exit_once = PTHREAD_ONCE_INIT;
+static struct amp_once amp_process_once = AMP_ONCE_INIT;
+static struct amp_once amp_process_exit_once = AMP_ONCE_INIT;
 
 /* How much of the GEMM and convolution work the shim reached, in one
  * line; none when the process ran none. */
@@ -93,7 +94,7 @@ amp_process_begin(void)
 const struct amp_config *
 amp_process_start(void)
 {
-    pthread_once(&amp_process_once, amp_process_begin);
+    amp_once(&amp_process_once, amp_process_begin);
     return amp_shim_config();
 }
 
@@ -103,7 +104,7 @@ amp_process_enter(void)
     amp_process_start();
     if (!amp_shim_enter())
         return 0;
-    pthread_once(&amp_process_exit_once, amp_process_register_exit);
+    amp_once(&amp_process_exit_once, amp_process_register_exit);
     /* A run stopped by a signal keeps the last snapshot of its report. */
     amp_report_snapshot(amp_shim_config());
     return 1;
