@@ -263,7 +263,7 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     settle = d->site && amp_settled_on();
     if (settle) {
         amp_conv_settled_key(&key, d, skip);
-        if (amp_settled_count(&key, d->stream, &cover)) {
+        if (amp_settled_count(&key, d->stream, &h->prof, &cover)) {
             h->cover = (enum amp_cover)cover;
             h->flops = d->valid ? amp_conv_flops(d) : 0.0;
             return 0;
@@ -309,6 +309,8 @@ amp_conv_hook_run(struct amp_conv_hook *h, struct amp_conv_desc *d,
     h->flops = d->valid ? amp_conv_flops(d) : 0.0;
     if (skip != AMP_CONV_CONVERT && settle) {
         settled.cover = (int)h->cover;
+        settled.timed = skip != AMP_CONV_SKIP_INVALID;
+        settled.what = what;
         amp_settled_keep(&key, &settled, d->stream);
     }
     if (skip != AMP_CONV_CONVERT) {

@@ -90,6 +90,8 @@ amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
     settled->site = d->site;
     settled->shape_slot = -1;
     settled->site_counted = 0;
+    settled->timed = skip != AMP_GEMM_SKIP_INVALID;
+    settled->what = what;
 }
 
 /* The memo's key of d, kept for `skip` (AMP_GEMM_CONVERT: by the
@@ -185,7 +187,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     settle = amp_settled_on();
     if (settle) {
         amp_gemm_settled_key(&key, call, skip);
-        if (amp_settled_count(&key, call->stream, &cover)) {
+        if (amp_settled_count(&key, call->stream, &h->prof, &cover)) {
             h->cover = (enum amp_cover)cover;
             return AMP_HOOK_ORIGINAL;
         }
@@ -210,6 +212,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
             settled.site = d->site;
             settled.shape_slot = dec.shape_slot;
             settled.site_counted = dec.site_counted;
+            settled.timed = 1;
+            settled.what = what;
             settle = settle && dec.settled;
         }
     } else {

@@ -380,7 +380,7 @@ struct amp_lt_recent {
 
 /* What each thread keeps of the program's calls: the readings of their
  * descriptors, and cuBLASLt's verdicts on them (below). */
-static _Thread_local struct {
+static AMP_THREAD_HOT struct {
     unsigned generation;
     int tried;                 /* set up once; a failure stays failed */
     struct amp_lru readings;   /* struct amp_lt_bytes -> struct amp_lt_reading */
@@ -842,7 +842,7 @@ static const struct amp_gemm_vendor amp_lt_vendor = {
 
 /* The bits of struct amp_lt_given that the call with arguments x gives,
  * its descriptors read as r's. */
-static unsigned
+static inline unsigned
 amp_lt_given_bits(const struct amp_lt_recent *r, const struct amp_lt_args *x)
 {
     enum {
@@ -908,7 +908,8 @@ amp_lt_again(struct amp_lt_recent *r, const struct amp_lt_args *x,
     int cover;
 
     if (!r->held.known || !amp_lt_given_same(r, x) ||
-        !amp_settled_again(&r->held, caller, (amp_stream)stream, &cover))
+        !amp_settled_again(&r->held, caller, (amp_stream)stream, &h->prof,
+                           &cover))
         return 0;
     h->cover = (enum amp_cover)cover;
     h->flops = r->flops;

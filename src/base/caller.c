@@ -5,6 +5,7 @@
 #include "base/caller.h"
 
 #include "base/resolve.h"
+#include "base/shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -260,7 +261,7 @@ amp_route_probe(uintptr_t ret, const char *name, int insert)
 
 /* The route each thread found last: a hook called again from where it
  * was called before finds it without hashing (routes never change). */
-static _Thread_local struct {
+static AMP_THREAD_HOT struct {
     uintptr_t ret;
     const char *name;
     struct amp_route route;

@@ -2,10 +2,10 @@
  * log opened), the re-entrancy guard, the fork generation and the
  * thread-exit releases. What the stages do at start-up, exit and fork is
  * src/process/process.c's. */
-#include "base/once.h"
 #include "base/shim.h"
 
 #include "base/log.h"
+#include "base/once.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,7 +14,7 @@
 
 static struct amp_config amp_shim_cfg;
 static struct amp_once amp_shim_once = AMP_ONCE_INIT;
-static _Thread_local int amp_shim_depth;
+static AMP_THREAD_HOT int amp_shim_depth;
 /* Calls between amp_shim_enter and amp_shim_leave, over all threads. */
 static atomic_int amp_shim_inflight;
 /* Set by amp_shim_close: no call enters any more. */

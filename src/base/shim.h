@@ -6,6 +6,13 @@
 
 #include "base/config.h"
 
+/* Per-thread state that every hooked call reads: the initial-exec TLS
+ * model, one load an access where the default model calls the loader.
+ * The shim is loaded with the program (LD_PRELOAD), and the few bytes so
+ * declared fit the static TLS reserve even where it is opened later;
+ * large per-thread tables keep the default model. */
+#define AMP_THREAD_HOT _Thread_local __attribute__((tls_model("initial-exec")))
+
 /* The configuration, loaded on first use (the log opened, bad values
  * warned about). */
 const struct amp_config *amp_shim_config(void);

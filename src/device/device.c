@@ -1,10 +1,11 @@
 /* The device layer over the driver API, loaded with dlopen at run time. */
-#include "base/once.h"
 #include "device/device.h"
 
 #include "amp_kernels.h"
 #include "base/log.h"
+#include "base/once.h"
 #include "base/resolve.h"
+#include "base/shim.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -165,11 +166,11 @@ static pthread_mutex_t amp_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct amp_dev amp_devs[AMP_DEV_MAX_CONTEXTS];
 static int amp_ndevs;
 static int amp_devs_full;
-static _Thread_local struct amp_dev *amp_dev_last;
+static AMP_THREAD_HOT struct amp_dev *amp_dev_last;
 /* amp_dev_current_ordinal's answer for the thread's last context, valid
  * while amp_dev_generation is unchanged (a context that ends may be
  * followed by another at its address, on another device). */
-static _Thread_local struct {
+static AMP_THREAD_HOT struct {
     CUcontext ctx;
     int ordinal;
     unsigned generation;

@@ -406,12 +406,13 @@ amp_prof_fp32_again(const struct amp_prof_place *place)
     int counted = 0;
 
     pthread_mutex_lock(&amp_prof_lock);
-    if (e && place->generation == amp_prof_generation &&
-        !amp_prof_sample_due(e->kept_seen, e->kept_seen,
-                             AMP_PROF_FP32_FIRST, AMP_PROF_FP32_EVERY)) {
+    if (e && place->generation == amp_prof_generation) {
         /* amp_prof_count's FP32 arm, the entry and part already found
          * (neither moves once made); a call on no stream being captured
          * notes nothing for graph replays. */
+        counted = 1 + amp_prof_sample_due(e->kept_seen, e->kept_seen,
+                                          AMP_PROF_FP32_FIRST,
+                                          AMP_PROF_FP32_EVERY);
         if (part) {
             part->calls++;
             part->fp32++;
@@ -422,7 +423,6 @@ amp_prof_fp32_again(const struct amp_prof_place *place)
         e->outcomes[AMP_OUTCOME_FP32]++;
         e->kept_seen++;
         e->kept[place->kept]++;
-        counted = 1;
     }
     pthread_mutex_unlock(&amp_prof_lock);
     return counted;

@@ -190,9 +190,9 @@ int amp_prof_fp32_placed(const struct amp_prof_what *w, enum amp_kept why,
                          struct amp_prof_place *place);
 
 /* Counts one more call kept FP32 at *place, as amp_prof_fp32 counted the
- * one that placed it, and returns 1; returns 0 having counted nothing
- * when that call is due to be timed by sample or the table was reset
- * since (a forked child): the hook then takes its whole path. */
+ * one that placed it, and returns 1, or 2 when this call is due to be
+ * timed by sample; returns 0 having counted nothing when the table was
+ * reset since (a forked child): the hook then takes its whole path. */
 int amp_prof_fp32_again(const struct amp_prof_place *place);
 
 /* Right before the original call of a call due to be sampled: records a

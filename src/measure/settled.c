@@ -8,6 +8,7 @@
 #include "base/shim.h"
 #include "decide/policy.h"
 #include "device/device.h"
+#include "measure/harvest.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -87,43 +88,56 @@ amp_settled_on(void)
     return !amp_log_enabled(AMP_LOG_DEBUG);
 }
 
-/* Counts a call again where s was counted: 0, nothing counted, when the
- * decisions moved on since, the stream is being captured or the call is
- * due to be timed. */
+/* Counts a call again where s was counted (amp_settled_count's
+ * answer): 0, nothing counted, when the decisions moved on since or the
+ * stream is being captured. */
 static inline int
 amp_settled_count_at(const struct amp_settled *s, amp_stream stream,
-                     int *cover)
+                     struct amp_prof_span *span, int *cover)
 {
+    struct amp_prof_what w;
+    int counted;
+
     if (s->epoch != amp_decision_epoch() ||
         amp_dev_stream_capturing(stream) != 0 ||
-        !amp_prof_fp32_again(&s->place))
+        !(counted = amp_prof_fp32_again(&s->place)))
         return 0;
     amp_site_count_again(s->site, s->shape_slot, s->site_counted);
     *cover = s->cover;
-    return 1;
+    if (counted == 2 && s->timed) {
+        /* Timed by sample: what the whole path did before it, then the
+         * sample on this call's stream. */
+        amp_harvest(0);
+        w = s->what;
+        w.stream = stream;
+        amp_prof_fp32_begin(span, &w);
+    }
+    return counted;
 }
 
 int
 amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
-                  int *cover)
+                  struct amp_prof_span *span, int *cover)
 {
     struct amp_settled_entry *table = amp_settled_table(0), *e;
 
     if (!table)
         return 0;
     e = amp_settled_slot(table, k);
-    return e->epoch != 0 && memcmp(&e->key, k, sizeof *k) == 0 &&
-           amp_settled_count_at(&e->s, stream, cover);
+    if (e->epoch == 0 || memcmp(&e->key, k, sizeof *k) != 0)
+        return 0;
+    return amp_settled_count_at(&e->s, stream, span, cover);
 }
 
 int
 amp_settled_again(struct amp_settled_held *held, const void *caller,
-                  amp_stream stream, int *cover)
+                  amp_stream stream, struct amp_prof_span *span, int *cover)
 {
     const void *frames[AMP_SITE_FRAMES];
     int depth, i;
 
-    if (!held->known || !amp_settled_on())
+    /* Held only where the memo was on (the log level is set once). */
+    if (!held->known)
         return 0;
     depth = amp_caller_stack_hinted(caller, frames, AMP_SITE_FRAMES,
                                     &held->stack_hint);
@@ -132,8 +146,9 @@ amp_settled_again(struct amp_settled_held *held, const void *caller,
     for (i = 0; i < depth; i++)
         if (frames[i] != held->key.frames[i])
             return 0;
-    return amp_dev_current_ordinal() == held->key.device &&
-           amp_settled_count_at(&held->s, stream, cover);
+    if (amp_dev_current_ordinal() != held->key.device)
+        return 0;
+    return amp_settled_count_at(&held->s, stream, span, cover);
 }
 
 int

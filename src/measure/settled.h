@@ -9,9 +9,9 @@
  * keeps what the whole path found (amp_settled_keep) when the call was
  * kept FP32 by a settled decision. A memo is stale once the decisions'
  * epoch moves (a demotion), its thread's process forked, or its place in
- * the profiler's table was reset; a call on a stream being captured, a
- * call due to be timed by sample and a call at the debug log level take
- * the whole path. */
+ * the profiler's table was reset; a call on a stream being captured and
+ * a call at the debug log level take the whole path. A call due to be
+ * timed by sample is timed on the memo's path. */
 #ifndef AMP_MEASURE_SETTLED_H
 #define AMP_MEASURE_SETTLED_H
 
@@ -41,6 +41,9 @@ struct amp_settled {
     int cover;                 /* the hook's coverage kind (enum amp_cover) */
     struct amp_prof_place place;
     unsigned epoch;            /* amp_decision_epoch() before deciding */
+    int timed;                 /* its calls due to be timed by sample are
+                                  (not a call the library refuses) */
+    struct amp_prof_what what; /* the profiler's view, to time them */
 };
 
 /* The call stack of the hook whose return address is `caller`, into k
@@ -50,9 +53,13 @@ void amp_settled_key_stack(struct amp_settled_key *k, const void *caller);
 /* For a call with key k on `stream`: when the memo holds a settled
  * decision for it and the stream is not being captured, counts the call
  * as its first was counted, sets *cover and returns 1 (the hook runs the
- * original); otherwise returns 0 having counted nothing. */
+ * original), or 2 when the call is due to be timed by sample: then
+ * earlier calls' results are harvested, as the whole path would, and
+ * `span` opened on the original where a sample can be taken
+ * (amp_prof_fp32_begin; amp_prof_fp32_end closes it). Otherwise returns
+ * 0 having counted nothing. */
 int amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
-                      int *cover);
+                      struct amp_prof_span *span, int *cover);
 
 /* Keeps what the whole path found for a call with key k on `stream`
  * kept FP32 by a settled decision; nothing when the stream is being
@@ -74,11 +81,11 @@ struct amp_settled_held {
 
 /* For a call like held's (same hook, shape, math and reason, which the
  * hook has checked) from the hook whose return address is `caller`: when
- * its call stack and device are held's and the memo would count it (as
- * amp_settled_count), counts it as held's was counted, sets *cover and
- * returns 1; otherwise returns 0 having counted nothing. */
+ * its call stack and device are held's, counts it as amp_settled_count
+ * does and returns what that returns. */
 int amp_settled_again(struct amp_settled_held *held, const void *caller,
-                      amp_stream stream, int *cover);
+                      amp_stream stream, struct amp_prof_span *span,
+                      int *cover);
 
 /* 1 when the memo is in use: not at the debug log level, where every
  * call's decision is logged. */

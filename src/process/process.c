@@ -1,8 +1,8 @@
 /* Start-up, exit and fork for every stage of the shim. */
-#include "base/once.h"
 #include "process/process.h"
 
 #include "base/log.h"
+#include "base/once.h"
 #include "base/shim.h"
 #include "decide/auto.h"
 #include "decide/policy.h"

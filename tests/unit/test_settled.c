@@ -1,8 +1,9 @@
 /* Unit tests of the memo of settled calls (measure/settled.h): a call
  * like an earlier one kept FP32 for good is counted where that one was,
- * exactly as the whole path would count it; a call due to be timed by
- * sample, a key that differs, a moved epoch and a reset table take the
- * whole path. Runs on the emulator's driver (a stream's capture state). */
+ * exactly as the whole path would count it, and told when it is due to
+ * be timed by sample; a key that differs, a moved epoch and a reset table
+ * take the whole path. Runs on the emulator's driver (a stream's capture
+ * state). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,16 +45,21 @@ call_of(int64_t k, const void *frame, struct amp_settled_key *key,
 }
 
 /* One call as a hook makes it: the memo, else the whole path (counted
- * and kept). 1 when it took the whole path. */
+ * and kept). WHOLE when it took the whole path, else the memo's answer
+ * (MEMO, or MEMO_SAMPLED: due to be timed by sample). */
+enum { WHOLE = -1, MEMO = 1, MEMO_SAMPLED = 2 };
+
 static int
 one_call(const struct amp_settled_key *key, const struct amp_prof_what *w)
 {
     struct amp_settled s;
-    int cover = -1;
+    struct amp_prof_span span = {0};
+    int cover = -1, counted;
 
-    if (amp_settled_count(key, NULL, &cover)) {
+    if ((counted = amp_settled_count(key, NULL, &span, &cover)) != 0) {
         assert_int_equal(cover, 7);
-        return 0;
+        amp_prof_fp32_end(&span, 1);
+        return counted;
     }
     memset(&s, 0, sizeof s);
     s.epoch = amp_decision_epoch();
@@ -62,9 +68,11 @@ one_call(const struct amp_settled_key *key, const struct amp_prof_what *w)
     s.shape_slot = -1;
     s.site_counted = 1;
     s.cover = 7;
+    s.timed = 1;
+    s.what = *w;
     amp_site_count_again(w->site, -1, 1); /* as the policy counted it */
     amp_settled_keep(key, &s, NULL);
-    return 1;
+    return WHOLE;
 }
 
 /* The profiler's entry of w: its calls and its calls kept by rule. */
@@ -86,33 +94,34 @@ entry_counts(const struct amp_prof_what *w, unsigned long long *calls,
 }
 
 /* 200 calls: counted 200 times, by their reason; the whole path taken by
- * exactly the calls due to be timed by sample (0, 1, 2, 64, 128, 192),
- * the rest counted by the memo; the site's count moved at each. */
+ * the first alone, the rest counted by the memo, which tells exactly the
+ * calls due to be timed by sample (1, 2, 64, 128, 192; the first was
+ * sampled on the whole path); the site's count moved at each. */
 static void
 test_counts_as_whole_path(void **state)
 {
     struct amp_settled_key key;
     struct amp_prof_what w;
     unsigned long long calls, kept, site_calls;
-    int i, whole = 0, first[8], nfirst = 0;
+    int i, whole = 0, sampled[8], nsampled = 0, answer;
 
     (void)state;
     call_of(32, (const void *)0x4000, &key, &w);
     site_calls = atomic_load(&w.site->calls);
     for (i = 0; i < 200; i++) {
-        if (one_call(&key, &w)) {
-            if (nfirst < 8)
-                first[nfirst++] = i;
-            whole++;
-        }
+        answer = one_call(&key, &w);
+        if (answer == WHOLE)
+            assert_int_equal(i, whole++);
+        else if (answer == MEMO_SAMPLED && nsampled < 8)
+            sampled[nsampled++] = i;
     }
-    assert_int_equal(whole, 6);
-    assert_int_equal(first[0], 0);
-    assert_int_equal(first[1], 1);
-    assert_int_equal(first[2], 2);
-    assert_int_equal(first[3], 64);
-    assert_int_equal(first[4], 128);
-    assert_int_equal(first[5], 192);
+    assert_int_equal(whole, 1);
+    assert_int_equal(nsampled, 5);
+    assert_int_equal(sampled[0], 1);
+    assert_int_equal(sampled[1], 2);
+    assert_int_equal(sampled[2], 64);
+    assert_int_equal(sampled[3], 128);
+    assert_int_equal(sampled[4], 192);
     entry_counts(&w, &calls, &kept);
     assert_int_equal(calls, 200);
     assert_int_equal(kept, 200);
@@ -126,24 +135,26 @@ test_stale(void **state)
 {
     struct amp_settled_key key, other;
     struct amp_prof_what w, w_other;
+    struct amp_prof_span span = {0};
     int i, cover;
 
     (void)state;
     call_of(48, (const void *)0x5000, &key, &w);
-    for (i = 0; i < 3; i++)
-        assert_int_equal(one_call(&key, &w), 1); /* sampled */
-    assert_int_equal(one_call(&key, &w), 0);
+    assert_int_equal(one_call(&key, &w), WHOLE);
+    for (i = 1; i < 3; i++)
+        assert_int_equal(one_call(&key, &w), MEMO_SAMPLED);
+    assert_int_equal(one_call(&key, &w), MEMO);
     call_of(40, (const void *)0x5000, &other, &w_other);
-    assert_int_equal(amp_settled_count(&other, NULL, &cover), 0);
+    assert_int_equal(amp_settled_count(&other, NULL, &span, &cover), 0);
     call_of(48, (const void *)0x5008, &other, &w_other);
-    assert_int_equal(amp_settled_count(&other, NULL, &cover), 0);
+    assert_int_equal(amp_settled_count(&other, NULL, &span, &cover), 0);
 
     amp_decision_epoch_next();
-    assert_int_equal(one_call(&key, &w), 1);
-    assert_int_equal(one_call(&key, &w), 0);
+    assert_int_equal(one_call(&key, &w), WHOLE);
+    assert_int_equal(one_call(&key, &w), MEMO);
 
     amp_prof_forget();
-    assert_int_equal(amp_settled_count(&key, NULL, &cover), 0);
+    assert_int_equal(amp_settled_count(&key, NULL, &span, &cover), 0);
 }
 
 int
