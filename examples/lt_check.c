@@ -6,8 +6,9 @@
  * inputs, descriptors initialised on the stack and again in place, the
  * algorithm from the heuristics, from a search of the program's own
  * (cublasLtMatmulAlgoGetIds, AlgoInit, split-K configured by hand,
- * AlgoCheck) or none. Prints one line per case and
- * exits 0 when every case is within the tolerance. */
+ * AlgoCheck) or none; with --reuse, one set of descriptor objects in
+ * calls whose other arguments vary. Prints one line per case (or call)
+ * and exits 0 when every case is within the tolerance. */
 #define EXAMPLE_PROG "lt_check"
 
 #include <cublasLt.h>
