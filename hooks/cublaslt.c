@@ -402,6 +402,9 @@ amp_lt_thread_exit(void)
 static void
 amp_lt_thread_get(void)
 {
+    if (amp_lt_thread.tried &&
+        amp_lt_thread.generation == amp_shim_generation())
+        return; /* set up, in this process */
     if (amp_shim_thread_stale(&amp_lt_thread.generation)) {
         /* A forked child's copies of its parent's: freed, not used. */
         amp_lt_thread_exit();
@@ -424,16 +427,15 @@ amp_lt_thread_get(void)
 static struct amp_lt_recent *
 amp_lt_recent_at(const void *const at[5])
 {
-    const uint64_t mix = 0x9e3779b97f4a7c15ull;
     uint64_t h;
 
     if (!amp_lt_thread.recent)
         return NULL;
-    h = (uintptr_t)at[0] * mix;
-    h = (h ^ (uintptr_t)at[1]) * mix;
-    h = (h ^ (uintptr_t)at[2]) * mix;
-    h = (h ^ (uintptr_t)at[3]) * mix;
-    h = (h ^ (uintptr_t)at[4]) * mix;
+    /* The addresses apart by their low bits mixed, then spread once. */
+    h = (uintptr_t)at[0] ^ ((uintptr_t)at[1] << 7) ^
+        ((uintptr_t)at[2] << 14) ^ ((uintptr_t)at[3] << 21) ^
+        ((uintptr_t)at[4] << 28);
+    h *= 0x9e3779b97f4a7c15ull;
     return &amp_lt_thread.recent[(h >> 40) % AMP_LT_RECENT];
 }
 

@@ -556,16 +556,15 @@ amp_report_replace(const char *path, const struct amp_config *cfg,
     return rc;
 }
 
-void
-amp_report_snapshot(const struct amp_config *cfg)
+/* amp_report_snapshot past its check of the clock: the first call's due
+ * time, or a snapshot now that one is due (apart from the check, which
+ * every hooked call makes). */
+static __attribute__((noinline)) void
+amp_report_snapshot_due(const struct amp_config *cfg, long long now,
+                        long long due)
 {
     char path[AMP_CONFIG_PATH_LEN + 256];
-    long long now, due;
 
-    if (cfg->report_off || cfg->snapshot_s == 0)
-        return;
-    now = amp_now_ns();
-    due = atomic_load_explicit(&amp_snapshot_due_ns, memory_order_relaxed);
     if (due == 0) {
         /* The first call starts the clock; the first snapshot comes
          * within seconds, the later ones at the interval. */
@@ -577,7 +576,7 @@ amp_report_snapshot(const struct amp_config *cfg)
                       1000000000LL);
         return;
     }
-    if (now < due || pthread_mutex_trylock(&amp_snapshot_lock) != 0)
+    if (pthread_mutex_trylock(&amp_snapshot_lock) != 0)
         return;
     atomic_store(&amp_snapshot_due_ns,
                  now + (long long)cfg->snapshot_s * 1000000000LL);
@@ -595,6 +594,19 @@ amp_report_snapshot(const struct amp_config *cfg)
         }
     }
     pthread_mutex_unlock(&amp_snapshot_lock);
+}
+
+void
+amp_report_snapshot(const struct amp_config *cfg)
+{
+    long long now, due;
+
+    if (cfg->report_off || cfg->snapshot_s == 0)
+        return;
+    now = amp_now_ns();
+    due = atomic_load_explicit(&amp_snapshot_due_ns, memory_order_relaxed);
+    if (due == 0 || now >= due)
+        amp_report_snapshot_due(cfg, now, due);
 }
 
 void

@@ -101,11 +101,12 @@ amp_process_start(void)
 int
 amp_process_enter(void)
 {
-    amp_process_start();
+    const struct amp_config *cfg = amp_process_start();
+
     if (!amp_shim_enter())
         return 0;
     amp_once(&amp_process_exit_once, amp_process_register_exit);
     /* A run stopped by a signal keeps the last snapshot of its report. */
-    amp_report_snapshot(amp_shim_config());
+    amp_report_snapshot(cfg);
     return 1;
 }
