@@ -1,6 +1,7 @@
 /* Unit tests of the caller's classification: which release of a hooked
- * library a name is, which names are NVIDIA's libraries, and the route of
- * a call from this program. */
+ * library a name is, which names are NVIDIA's libraries, the route of a
+ * call from this program, and a hooked call's stack, looked up with and
+ * without a hint. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,6 +118,76 @@ test_route_of_the_program(void **state)
     assert_string_equal(amp_object_soname_at(in_libc), "libc.so.6");
 }
 
+/* A hook's call stack as the hooks take it: its return address, then its
+ * caller's (hint NULL: amp_caller_stack). */
+static __attribute__((noinline)) int
+stack_hook(const void **frames, const void **hint)
+{
+    const void *ret = __builtin_return_address(0);
+    int n = hint ? amp_caller_stack_hinted(ret, frames, 2, hint)
+                 : amp_caller_stack(ret, frames, 2);
+
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return n;
+}
+
+/* One call site of the hook... */
+static __attribute__((noinline)) int
+stack_site(const void **frames, const void **hint)
+{
+    int n = stack_hook(frames, hint);
+
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+/* ...reached from two callers: two stacks (the barriers' texts differ so
+ * that the compiler does not fold one function into the other). */
+static __attribute__((noinline)) int
+stack_from_a(const void **frames, const void **hint)
+{
+    int n = stack_site(frames, hint);
+
+    __asm__ volatile("# stack_from_a" ::: "memory");
+    return n;
+}
+
+static __attribute__((noinline)) int
+stack_from_b(const void **frames, const void **hint)
+{
+    int n = stack_site(frames, hint);
+
+    __asm__ volatile("# stack_from_b" ::: "memory");
+    return n;
+}
+
+/* The two callers' stacks share the hook's return address and differ
+ * above it; asked again (remembered), and with a hint, each is the same;
+ * a hint another stack set is not taken for this one. */
+static void
+test_stacks(void **state)
+{
+    const void *a[2], *b[2], *again[2], *hinted[2];
+    const void *hint = NULL;
+    int i;
+
+    (void)state;
+    assert_int_equal(stack_from_a(a, NULL), 2);
+    assert_int_equal(stack_from_b(b, NULL), 2);
+    assert_ptr_equal(a[0], b[0]);
+    assert_ptr_not_equal(a[1], b[1]);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(stack_from_a(again, NULL), 2);
+        assert_memory_equal(again, a, sizeof a);
+        assert_int_equal(stack_from_a(hinted, &hint), 2);
+        assert_memory_equal(hinted, a, sizeof a);
+        assert_non_null(hint);
+        /* The hint a's stack left: b's stack is b's all the same. */
+        assert_int_equal(stack_from_b(hinted, &hint), 2);
+        assert_memory_equal(hinted, b, sizeof b);
+    }
+}
+
 int
 main(void)
 {
@@ -124,6 +195,7 @@ main(void)
         cmocka_unit_test(test_releases),
         cmocka_unit_test(test_nvidia_libraries),
         cmocka_unit_test(test_route_of_the_program),
+        cmocka_unit_test(test_stacks),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
