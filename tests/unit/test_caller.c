@@ -141,25 +141,19 @@ stack_site(const void **frames, const void **hint)
     return n;
 }
 
-/* ...reached from two callers: two stacks (the barriers' texts differ so
- * that the compiler does not fold one function into the other). */
-static __attribute__((noinline)) int
-stack_from_a(const void **frames, const void **hint)
-{
-    int n = stack_site(frames, hint);
-
-    __asm__ volatile("# stack_from_a" ::: "memory");
-    return n;
-}
-
-static __attribute__((noinline)) int
-stack_from_b(const void **frames, const void **hint)
-{
-    int n = stack_site(frames, hint);
-
-    __asm__ volatile("# stack_from_b" ::: "memory");
-    return n;
-}
+/* ...reached from two callers: two stacks. Each caller's barrier has
+ * its own text, so that the compiler does not fold one into the other. */
+#define STACK_CALLER(name)                                                  \
+    static __attribute__((noinline)) int name(const void **frames,           \
+                                              const void **hint)             \
+    {                                                                        \
+        int n = stack_site(frames, hint);                                    \
+                                                                             \
+        __asm__ volatile("# " #name ::: "memory");                           \
+        return n;                                                            \
+    }
+STACK_CALLER(stack_from_a)
+STACK_CALLER(stack_from_b)
 
 /* The two callers' stacks share the hook's return address and differ
  * above it; asked again (remembered), and with a hint, each is the same;
