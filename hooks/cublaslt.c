@@ -402,9 +402,6 @@ amp_lt_thread_exit(void)
 static void
 amp_lt_thread_get(void)
 {
-    if (amp_lt_thread.tried &&
-        amp_lt_thread.generation == amp_shim_generation())
-        return; /* set up, in this process */
     if (amp_shim_thread_stale(&amp_lt_thread.generation)) {
         /* A forked child's copies of its parent's: freed, not used. */
         amp_lt_thread_exit();

@@ -19,7 +19,7 @@ static AMP_THREAD_HOT int amp_shim_depth;
 static atomic_int amp_shim_inflight;
 /* Set by amp_shim_close: no call enters any more. */
 static atomic_int amp_shim_closed;
-static atomic_uint amp_shim_gen;
+atomic_uint amp_shim_gen;
 
 /* The thread-exit releases of the calling thread. */
 static pthread_key_t amp_shim_thread_key;
@@ -105,23 +105,6 @@ amp_shim_new_generation(void)
     /* Only the forking thread lives on: its own call, if it is in one. */
     atomic_store(&amp_shim_inflight, amp_shim_depth);
     atomic_store(&amp_shim_closed, 0);
-}
-
-unsigned
-amp_shim_generation(void)
-{
-    return atomic_load_explicit(&amp_shim_gen, memory_order_relaxed);
-}
-
-int
-amp_shim_thread_stale(unsigned *generation)
-{
-    unsigned now = amp_shim_generation();
-
-    if (*generation == now)
-        return 0;
-    *generation = now;
-    return 1;
 }
 
 static void

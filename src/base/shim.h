@@ -6,6 +6,8 @@
 
 #include "base/config.h"
 
+#include <stdatomic.h>
+
 /* Per-thread state that every hooked call reads: the initial-exec TLS
  * model, one load an access where the default model calls the loader.
  * The shim is loaded with the program (LD_PRELOAD), and the few bytes so
@@ -31,8 +33,15 @@ void amp_shim_leave(void);
 void amp_shim_close(void);
 
 /* Changes in a forked child: per-thread state tagged with an older value
- * belongs to the parent's contexts and must be dropped, not used. */
-unsigned amp_shim_generation(void);
+ * belongs to the parent's contexts and must be dropped, not used. Read
+ * inline: every hooked call checks its per-thread state against it. */
+extern atomic_uint amp_shim_gen;
+
+static inline unsigned
+amp_shim_generation(void)
+{
+    return atomic_load_explicit(&amp_shim_gen, memory_order_relaxed);
+}
 
 /* In a forked child, after the stages forgot their state: the parent's
  * per-thread state becomes stale. */
@@ -41,7 +50,16 @@ void amp_shim_new_generation(void);
 /* Per-thread state tagged with *generation (0 at first): 1 when it is a
  * forked child's copy of its parent's, to be dropped, not used (then the
  * tag is brought up to date); 0 when it is this process's. */
-int amp_shim_thread_stale(unsigned *generation);
+static inline int
+amp_shim_thread_stale(unsigned *generation)
+{
+    unsigned now = amp_shim_generation();
+
+    if (*generation == now)
+        return 0;
+    *generation = now;
+    return 1;
+}
 
 /* Calls release() when the calling thread exits (once per release and
  * thread, however often registered), so that a thread's own vendor
