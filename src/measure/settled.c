@@ -1,6 +1,7 @@
 /* The memo of settled calls (measure/settled.h): per thread, a table of
- * AMP_SETTLED_WAYS entries, one per key's hash, each the key, the epoch of
- * the decisions it was kept under and where its call was counted. */
+ * AMP_SETTLED_WAYS entries, one per key's hash, each the key and where its
+ * call was counted (with the epoch of the decisions it was kept under). An
+ * empty entry's key is zeroed, which no hook's key is (its api is set). */
 #include "measure/settled.h"
 
 #include "base/caller.h"
@@ -20,7 +21,6 @@
 
 struct amp_settled_entry {
     struct amp_settled_key key;
-    unsigned epoch;            /* 0: empty */
     struct amp_settled s;
 };
 
@@ -124,7 +124,7 @@ amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
     if (!table)
         return 0;
     e = amp_settled_slot(table, k);
-    if (e->epoch == 0 || memcmp(&e->key, k, sizeof *k) != 0)
+    if (memcmp(&e->key, k, sizeof *k) != 0)
         return 0;
     return amp_settled_count_at(&e->s, stream, span, cover);
 }
@@ -164,6 +164,5 @@ amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
     e = amp_settled_slot(table, k);
     e->key = *k;
     e->s = *s;
-    e->epoch = s->epoch;
     return 1;
 }
