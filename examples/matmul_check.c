@@ -4,18 +4,18 @@
  * relative Frobenius (L2) norm, ||C - C_ref||_F / ||C_ref||_F < 1e-6, and
  * prints PASS or FAIL. FP32 meets that bound; an FP16 product does not.
  *
- * usage: matmul_check [--iterations N]   (default 3)
+ * usage: matmul_check [--iterations N] [--shape MxNxK]
+ *        (default 3 iterations of 1024x512x1024)
  * Exits 0 on PASS, 1 on FAIL, 2 on a usage error, 3 on a CUDA error. */
 #include <cublas_v2.h>
 
 #define EXAMPLE_PROG "matmul_check"
 #include "example_util.h"
 
-/* Column-major, A M x K, B K x N, C M x N: 512M multiply-adds, every
- * dimension a multiple of 8, which the built-in policy converts. */
-#define M 1024
-#define N 512
-#define K 1024
+/* Column-major, A M x K, B K x N, C M x N; by default 512M multiply-adds,
+ * every dimension a multiple of 8, which the built-in policy converts. */
+static int M = 1024, N = 512, K = 1024;
+#define DIM_MAX 4096
 #define BOUND 1.0e-6
 
 /* C_ref = A B, summed in double, as the sample's reference. */
@@ -64,8 +64,32 @@ blas_failed(const char *what, cublasStatus_t s)
 static int
 usage(void)
 {
-    fprintf(stderr, "usage: " EXAMPLE_PROG " [--iterations N]\n");
+    fprintf(stderr, "usage: " EXAMPLE_PROG " [--iterations N] [--shape MxNxK]\n"
+            "  --iterations N  products run before the check, 1 to 1000 "
+            "(default 3)\n"
+            "  --shape MxNxK   the product's dimensions, each 1 to %d "
+            "(default 1024x512x1024)\n", DIM_MAX);
     return EXIT_USAGE;
+}
+
+/* "MxNxK" into M, N and K; 0 when it is not three dimensions in range. */
+static int
+parse_shape(const char *s)
+{
+    long v[3];
+    char *end;
+
+    for (int i = 0; i < 3; i++) {
+        v[i] = strtol(s, &end, 10);
+        if (end == s || v[i] < 1 || v[i] > DIM_MAX ||
+            *end != (i < 2 ? 'x' : '\0'))
+            return 0;
+        s = end + 1;
+    }
+    M = (int)v[0];
+    N = (int)v[1];
+    K = (int)v[2];
+    return 1;
 }
 
 int
@@ -79,14 +103,20 @@ main(int argc, char **argv)
     long iterations = 3;
     int rc = EXIT_CUDA_ERROR;
 
-    if (argc == 3 && strcmp(argv[1], "--iterations") == 0) {
+    for (int i = 1; i < argc; i += 2) {
         char *end;
 
-        iterations = strtol(argv[2], &end, 10);
-        if (*end || iterations < 1 || iterations > 1000)
+        if (i + 1 >= argc)
             return usage();
-    } else if (argc != 1) {
-        return usage();
+        if (strcmp(argv[i], "--iterations") == 0) {
+            iterations = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || iterations < 1 ||
+                iterations > 1000)
+                return usage();
+        } else if (strcmp(argv[i], "--shape") != 0 ||
+                   !parse_shape(argv[i + 1])) {
+            return usage();
+        }
     }
     a = malloc(sizeof(float) * M * K);
     b = malloc(sizeof(float) * K * N);

@@ -17,6 +17,8 @@
 #   on the B200 model bf16x9 (cuBLAS's BF16x9 emulation) is measured
 #   too and chosen, the fastest of the three; AMPSHIM_MODE=bf16x9 runs
 #   there, and on the H100 model stays FP32 counted as no-emulation;
+# - ampshim run --tolerance 1e-6:fro on a 1024^3 product: fp16x3 chosen,
+#   its steady state at least 1.5x FP32's, and the check passes;
 # - AMPSHIM_TOLERANCE=1e-6:fro, ampshim run --tolerance 1e-6:fro, a
 #   policy's `set tolerance 1e-6 fro`, and AMPSHIM_TOLERANCE under
 #   AMPSHIM_MODE: the site is demoted after its shadow calls and the check
@@ -257,13 +259,20 @@ grep -qx "ampshim run: --tolerance 1e-6:fr: not a tolerance; expected a non-nega
 [[ ! -s run.out ]] || fail "bad --tolerance: the program ran"
 
 # ---- ampshim run --tolerance -------------------------------------------------
+# A 1024^3 product checked to 1e-6 under the built-in policy on the H100
+# model: auto measures both splits within the tolerance and keeps the
+# faster (fp16x3 at this size: its copies are half as wide as tf32x3's),
+# whose steady state is at least 1.5x FP32's time, and the check passes.
 rc=0
 rm -f run.json
 env LD_PRELOAD="${AMP_TEST_PRELOAD_FIRST:-}" "$tool" run --report run.json \
-    --tolerance 1e-6:fro -- "$prog" >run.out \
-    2>run.err || rc=$?
+    --tolerance 1e-6:fro -- "$prog" --shape 1024x1024x1024 \
+    --iterations 30 >run.out 2>run.err || rc=$?
 [[ $rc == 0 ]] || fail "run --tolerance 1e-6:fro: status $rc"
 grep -Eq "$pass" run.out || fail "run --tolerance 1e-6:fro: no PASS"
+[[ $(json 'r["sites"][0]["shapes"][0]["auto"]["choice"], r["totals"]["steady_speedup"] >= 1.5, [c["fro_rel"] < 1e-6 for c in r["sites"][0]["shapes"][0]["auto"]["candidates"] if c["mode"] == "fp16x3"]') == \
+   "('fp16x3', True, [True])" ]] ||
+    fail "run --tolerance 1e-6:fro at 1024^3: not fp16x3 at 1.5x or more within 1e-6"
 [[ $(json 'r["policy"]["tolerance_source"]') == AMPSHIM_TOLERANCE ]] ||
     fail "run --tolerance: the report's source"
 "$tool" report run.json >report.out || fail "report: status"
