@@ -128,8 +128,8 @@ static const struct lcase cases[] = {
  * must read A as the layout now says. */
 static int relayout;
 
-/* --reuse (reuse_run). */
-static int reuse;
+/* --reuse (reuse_run), --layers (layers_run). */
+static int reuse, layers;
 
 /* One matrix: its logical rows x cols, as stored (column-major view). */
 struct mat {
@@ -795,12 +795,123 @@ out:
     return failed;
 }
 
+/* --layers: one problem's descriptor objects, as a framework's Linear
+ * layers of one shape share them: each call sets its layer's bias vector
+ * on the one matmul descriptor (a bias epilogue), the layers in turn and
+ * repeated; the biases of the two layers differ by 8 in every row, so a
+ * call that adds the other layer's fails its check. */
+static const int layers_order[] = {0, 1, 1, 0, 0, 1, 0, 1};
+#define LAYERS_CALLS ((int)(sizeof(layers_order) / sizeof(layers_order[0])))
+
+static int
+layers_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
+           cudaStream_t stream)
+{
+    const int m = 96, n = 64, k = 80;
+    const float one = 1.0f, zero = 0.0f;
+    const size_t a_n = (size_t)m * k, b_n = (size_t)k * n, c_n = (size_t)m * n;
+    uint64_t rng = seed ^ 0x6c6179657273ull;
+    float *ha = host_data(a_n, &rng), *hb = host_data(b_n, &rng);
+    float *hbias[2] = {host_data((size_t)m, &rng), host_data((size_t)m, &rng)};
+    float *hd = malloc(c_n * 4);
+    float *da = NULL, *db = NULL, *dd = NULL, *dbias[2] = {NULL, NULL};
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    struct operand_view va = {ha, m, 0}, vb = {hb, k, 0};
+    int failed = 0;
+
+    for (int l = 0; l < 2 && hbias[l]; l++)
+        for (int r = 0; r < m; r++)
+            hbias[l][r] += l ? 4.0f : -4.0f;
+    if (!ha || !hb || !hbias[0] || !hbias[1] || !hd ||
+        !(da = device_copy(ha, a_n * 4)) || !(db = device_copy(hb, b_n * 4)) ||
+        !(dd = device_copy(NULL, c_n * 4)) ||
+        !(dbias[0] = device_copy(hbias[0], (size_t)m * 4)) ||
+        !(dbias[1] = device_copy(hbias[1], (size_t)m * 4)) ||
+        cublas_failed("cublasLtMatmulDescCreate",
+                      cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F,
+                                               CUDA_R_32F)) ||
+        cublas_failed("cublasLtMatmulDescSetAttribute",
+                      cublasLtMatmulDescSetAttribute(
+                          op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                          sizeof epilogue)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, m, k, m)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, k)) ||
+        cublas_failed("cublasLtMatrixLayoutCreate",
+                      cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, m))) {
+        printf("layers: set-up failed\n");
+        failed = 1;
+        goto out;
+    }
+    for (int i = 0; i < LAYERS_CALLS; i++) {
+        int l = layers_order[i];
+        double worst = 0.0;
+        cublasStatus_t status;
+
+        for (size_t e = 0; e < c_n; e++)
+            hd[e] = PAD_OUTPUT;
+        cudaMemcpy(dd, hd, c_n * 4, cudaMemcpyHostToDevice);
+        status = cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias[l],
+            sizeof dbias[l]);
+        if (status == CUBLAS_STATUS_SUCCESS)
+            status = cublasLtMatmul(lt, op, &one, da, la, db, lb, &zero, dd,
+                                    lc, dd, lc, NULL, NULL, 0, stream);
+        if (cudaStreamSynchronize(stream) != cudaSuccess ||
+            cudaMemcpy(hd, dd, c_n * 4, cudaMemcpyDeviceToHost) !=
+                cudaSuccess) {
+            printf("layers: call %d: CUDA error\n", i);
+            failed = 1;
+            break;
+        }
+        /* The bias as a C0 of weight 1: D = A B + bias, bound as the
+         * help says. */
+        for (int j = 0; j < n && status == CUBLAS_STATUS_SUCCESS; j++)
+            for (int r = 0; r < m; r++) {
+                double x = gemm_element_ratio(
+                    &va, &vb, r, j, k, 1.0f, 1.0f, hbias[l][r],
+                    hd[(size_t)j * m + r], tol_factor(tol, k));
+
+                if (x > worst)
+                    worst = x;
+            }
+        failed |= status != CUBLAS_STATUS_SUCCESS || !(worst <= 1.0);
+        printf("layers call=%d layer=%d status=%s(%d) err/bound=%.3e %s\n", i,
+               l, cublas_status_name(status), (int)status, worst,
+               status != CUBLAS_STATUS_SUCCESS || !(worst <= 1.0) ? "FAIL"
+                                                                  : "ok");
+    }
+out:
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+    cudaFree(dbias[0]);
+    cudaFree(dbias[1]);
+    free(ha);
+    free(hb);
+    free(hbias[0]);
+    free(hbias[1]);
+    free(hd);
+    return failed;
+}
+
 static void
 usage(FILE *to)
 {
     fprintf(to,
         "usage: lt_check [--tol TOL] [--seed N] [--case NAME] "
-        "[--repeat N] [--relayout] [--reuse] [--help]\n"
+        "[--repeat N] [--relayout] [--reuse] [--layers] [--help]\n"
         "Runs FP32 cublasLtMatmul cases (epilogues, orders, batches, "
         "pointer\nmodes, in place, NaN in an unread C, wide-range inputs) "
         "and checks each\nelement of D against a double-precision "
@@ -827,6 +938,12 @@ usage(FILE *to)
         "              handle, no algorithm, no workspace, a NULL B that "
         "cuBLASLt\n"
         "              refuses, D in C's place), each checked\n"
+        "  --layers    instead of the cases: one problem's descriptors "
+        "shared by two\n"
+        "              layers, each call setting its layer's bias pointer "
+        "on the\n"
+        "              matmul descriptor (a bias epilogue), 8 calls, each "
+        "checked\n"
         "Prints one line per case (name, shape, status, max error/bound, "
         "a hash of\nD and the auxiliary output, ok or FAIL).\n"
         "Exit status: 0 all cases pass, 1 a case fails, 2 usage, 3 CUDA "
@@ -855,6 +972,10 @@ main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--reuse") == 0) {
             reuse = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--layers") == 0) {
+            layers = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -887,8 +1008,11 @@ main(int argc, char **argv)
     if (reuse) {
         failures = reuse_run(&tol, seed, lt, stream);
         ran = 1;
+    } else if (layers) {
+        failures = layers_run(&tol, seed, lt, stream);
+        ran = 1;
     }
-    for (int c = 0; c < NCASES && !reuse; c++) {
+    for (int c = 0; c < NCASES && !reuse && !layers; c++) {
         if (only && strcmp(only, cases[c].name) != 0)
             continue;
         /* Repeated, a case's later calls are the same call again at the

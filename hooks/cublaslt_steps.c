@@ -63,9 +63,48 @@ struct amp_lt_algo {
     size_t workspace;          /* what it needs */
 };
 
+/* Everything a step's descriptors are made from (amp_lt_step_make reads
+ * nothing else): what the heuristics see (the key) and what they do not,
+ * the epilogue's pointers and strides and the layouts' sizes. Zeroed
+ * before it is filled, so that it compares as bytes. */
+struct amp_lt_step_in {
+    struct amp_lt_key key;
+    int64_t alpha_stride;
+    const void *bias;          /* these four: 0 without a bias epilogue */
+    int64_t bias_stride;
+    int32_t bias_type;
+    int32_t aux_type;          /* these four: 0 without an aux output */
+    void *aux;
+    int64_t aux_ld, aux_stride;
+    uint64_t a_rows, a_cols, b_rows, b_cols, d_rows, d_cols;
+};
+
+/* The descriptors of one step, in the shim's memory. */
+struct amp_lt_step_descs {
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t a, b, c, d;
+};
+
+/* A step made earlier on this own: its descriptors and algorithm, kept
+ * for the next step made from the same inputs (a layer's next call). The
+ * descriptors are plain memory that cuBLASLt reads when it is called, so
+ * one set serves every such call. */
+struct amp_lt_made {
+    int valid;
+    struct amp_lt_step_in in;
+    struct amp_lt_step_descs x;
+    struct amp_lt_algo algo;
+};
+
+/* Steps kept per own, by a hash of their inputs: a model's converted
+ * products and their layers' bias pointers; a step whose place another
+ * holds is made again (and takes the place). */
+#define AMP_LT_MADE 64
+
 struct amp_lt_own {
     cublasLtHandle_t handle;
     struct amp_lru algos;      /* struct amp_lt_key -> struct amp_lt_algo */
+    struct amp_lt_made made[AMP_LT_MADE];
 };
 
 static int
@@ -136,20 +175,8 @@ amp_lt_type(enum amp_dtype t)
 uint32_t
 amp_lt_align(amp_devptr p)
 {
-    uint32_t a = 256;
-
-    while (a > 1 && p % a != 0)
-        a /= 2;
-    return a;
+    return p % 256 == 0 ? 256 : (uint32_t)1 << __builtin_ctzll(p);
 }
-
-/* The descriptors of one step, in the shim's memory. */
-struct amp_lt_step_descs {
-    cublasLtMatmulDescOpaque_t op;
-    cublasLtMatrixLayoutOpaque_t a, b, c, d;
-    int in_place;              /* C is D, with D's layout */
-    struct amp_lt_key key;
-};
 
 static int
 amp_lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
@@ -182,37 +209,43 @@ amp_lt_layout(cublasLtMatrixLayout_t l, cudaDataType type, uint64_t rows,
                  sizeof stride) == CUBLAS_STATUS_SUCCESS));
 }
 
-/* The epilogue settings the step carries: the call's, without its
- * auxiliary output for AMP_EPILOGUE_NO_AUX. */
-static int
-amp_lt_epilogue(cublasLtMatmulDesc_t op, const struct amp_lt_call *c,
-                enum amp_epilogue which, uint32_t *epilogue)
+/* The epilogue the step carries (the call's, without its auxiliary
+ * output for AMP_EPILOGUE_NO_AUX) and its settings, from in. */
+static uint32_t
+amp_lt_step_epilogue(const struct amp_lt_call *c, enum amp_epilogue which)
 {
-    *epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     if (which == AMP_EPILOGUE_NONE)
+        return CUBLASLT_EPILOGUE_DEFAULT;
+    return which == AMP_EPILOGUE_NO_AUX ? c->epilogue & ~128u : c->epilogue;
+}
+
+static int
+amp_lt_epilogue(cublasLtMatmulDesc_t op, const struct amp_lt_step_in *in)
+{
+    uint32_t epilogue = in->key.epilogue;
+
+    if (epilogue == CUBLASLT_EPILOGUE_DEFAULT)
         return 1;
-    *epilogue = which == AMP_EPILOGUE_NO_AUX ? c->epilogue & ~128u
-                                             : c->epilogue;
-    if (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue,
-                    sizeof *epilogue))
+    if (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                    sizeof epilogue))
         return 0;
-    if ((*epilogue & CUBLASLT_EPILOGUE_BIAS) &&
-        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias,
-                     sizeof c->bias) ||
+    if ((epilogue & CUBLASLT_EPILOGUE_BIAS) &&
+        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &in->bias,
+                     sizeof in->bias) ||
          !amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                     &c->bias_stride, sizeof c->bias_stride) ||
-         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &c->bias_type,
-                     sizeof c->bias_type)))
+                     &in->bias_stride, sizeof in->bias_stride) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &in->bias_type,
+                     sizeof in->bias_type)))
         return 0;
-    if ((*epilogue & 128u) &&
-        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux,
-                     sizeof c->aux) ||
-         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &c->aux_ld,
-                     sizeof c->aux_ld) ||
+    if ((epilogue & 128u) &&
+        (!amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &in->aux,
+                     sizeof in->aux) ||
+         !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &in->aux_ld,
+                     sizeof in->aux_ld) ||
          !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-                     &c->aux_stride, sizeof c->aux_stride) ||
+                     &in->aux_stride, sizeof in->aux_stride) ||
          !amp_lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-                     &c->aux_type, sizeof c->aux_type)))
+                     &in->aux_type, sizeof in->aux_type)))
         return 0;
     return 1;
 }
@@ -264,79 +297,31 @@ amp_lt_eager(void)
     return amp_lt_eager_made ? &amp_lt_eager_desc : NULL;
 }
 
-/* Initialises the step's descriptors and its heuristic key, for
- * algorithms within `workspace` bytes. */
-static int
-amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
-                  const struct amp_gemm_step *s, uint64_t workspace,
-                  struct amp_lt_step_descs *x)
+/* What the step's descriptors are made from, for algorithms within
+ * `workspace` bytes. */
+static void
+amp_lt_step_in(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
+               const struct amp_gemm_step *s, uint64_t workspace,
+               struct amp_lt_step_in *in)
 {
-    cudaDataType tab = amp_lt_type(s->type_ab);
-    cublasComputeType_t compute =
-        (cublasComputeType_t)amp_compute_vendor(s->compute);
-    cublasLtEmulationDesc_t eager = NULL;
-    int32_t mode = amp_lt_pointer_mode(s);
-    int32_t order_cd = c->d.order;
-    struct amp_lt_key *k = &x->key;
-    uint32_t epilogue;
+    struct amp_lt_key *k = &in->key;
     /* tf32x3: op(A) m x 3k, op(B) 3k x n (k_parts); the layouts'
      * dimension along K triples, the copies' ld holds it. */
     uint64_t parts = s->k_parts ? (uint64_t)s->k_parts : 1;
-    uint64_t a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : parts);
-    uint64_t a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? parts : 1);
-    uint64_t b_rows = c->b.rows * (c->transb == CUBLAS_OP_N ? parts : 1);
-    uint64_t b_cols = c->b.cols * (c->transb == CUBLAS_OP_N ? 1 : parts);
 
-    x->in_place = s->c == s->d && s->ldc == s->ldd &&
-                  s->stride_c == s->stride_d;
-    if (amp_lt_fn.cublasLtMatmulDescInit_internal(
-            &x->op, sizeof x->op, compute, CUDA_R_32F) !=
-            CUBLAS_STATUS_SUCCESS ||
-        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
-                    sizeof mode) ||
-        (s->alpha_stride &&
-         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
-                     &s->alpha_stride, sizeof s->alpha_stride)) ||
-        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSA, &c->transa,
-                    sizeof c->transa) ||
-        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &c->transb,
-                    sizeof c->transb) ||
-        /* The SMs the program leaves its products: the heuristics and
-         * the kernels keep to them. */
-        (c->sm_count_target &&
-         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
-                     &c->sm_count_target, sizeof c->sm_count_target)) ||
-        !amp_lt_epilogue(&x->op, c, s->epilogue, &epilogue))
-        return 0;
-    /* bf16x9 is emulated whatever the sizes (PERFORMANT, the default,
-     * might run FP32 under its name). */
-    if (compute == CUBLAS_COMPUTE_32F_EMULATED_16BFX9 &&
-        ((eager = amp_lt_eager()) == NULL ||
-         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR,
-                     &eager, sizeof eager)))
-        return 0;
-    if (!amp_lt_layout(&x->a, tab, a_rows, a_cols, s->lda, c->a.order,
-                       s->batch, s->stride_a) ||
-        !amp_lt_layout(&x->b, tab, b_rows, b_cols, s->ldb, c->b.order,
-                       s->batch, s->stride_b) ||
-        !amp_lt_layout(&x->d, CUDA_R_32F, c->d.rows, c->d.cols, s->ldd,
-                       order_cd, s->batch, s->stride_d) ||
-        (!x->in_place &&
-         !amp_lt_layout(&x->c, CUDA_R_32F, c->d.rows, c->d.cols, s->ldc,
-                        order_cd, s->batch, s->stride_c)))
-        return 0;
-    memset(k, 0, sizeof *k);
-    k->compute = compute;
-    k->type_ab = tab;
+    memset(in, 0, sizeof *in);
+    k->compute = amp_compute_vendor(s->compute);
+    k->type_ab = amp_lt_type(s->type_ab);
     k->transa = c->transa;
     k->transb = c->transb;
-    k->pointer_mode = mode;
+    k->pointer_mode = amp_lt_pointer_mode(s);
     k->sm_count_target = c->sm_count_target;
-    k->epilogue = epilogue;
+    k->epilogue = amp_lt_step_epilogue(c, s->epilogue);
     k->order_a = c->a.order;
     k->order_b = c->b.order;
-    k->order_cd = order_cd;
-    k->in_place = x->in_place;
+    k->order_cd = c->d.order;
+    k->in_place = s->c == s->d && s->ldc == s->ldd &&
+                  s->stride_c == s->stride_d;
     k->m = d->m;
     k->n = d->n;
     k->k = d->k * (int64_t)parts;
@@ -353,40 +338,101 @@ amp_lt_step_descs(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->align_b = amp_lt_align(s->b);
     k->align_c = amp_lt_align(s->c);
     k->align_d = amp_lt_align(s->d);
-    /* The epilogue's pointers count by what the heuristics may assume of
-     * them, not by address: a layer's bias is not a shape of its own. */
-    if (epilogue & CUBLASLT_EPILOGUE_BIAS)
-        k->align_bias = amp_lt_align((amp_devptr)(uintptr_t)c->bias);
-    if (epilogue & 128u)
-        k->align_aux = amp_lt_align((amp_devptr)(uintptr_t)c->aux);
     k->workspace = workspace;
-    return 1;
+    in->alpha_stride = s->alpha_stride;
+    /* The epilogue's pointers count in the key by what the heuristics
+     * may assume of them, not by address: a layer's bias is not a shape
+     * of its own. */
+    if (k->epilogue & CUBLASLT_EPILOGUE_BIAS) {
+        k->align_bias = amp_lt_align((amp_devptr)(uintptr_t)c->bias);
+        in->bias = c->bias;
+        in->bias_stride = c->bias_stride;
+        in->bias_type = c->bias_type;
+    }
+    if (k->epilogue & 128u) {
+        k->align_aux = amp_lt_align((amp_devptr)(uintptr_t)c->aux);
+        in->aux = c->aux;
+        in->aux_ld = c->aux_ld;
+        in->aux_stride = c->aux_stride;
+        in->aux_type = c->aux_type;
+    }
+    in->a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : parts);
+    in->a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? parts : 1);
+    in->b_rows = c->b.rows * (c->transb == CUBLAS_OP_N ? parts : 1);
+    in->b_cols = c->b.cols * (c->transb == CUBLAS_OP_N ? 1 : parts);
+    in->d_rows = c->d.rows;
+    in->d_cols = c->d.cols;
 }
 
+/* Initialises the step's descriptors from in alone. */
+static int
+amp_lt_step_make(const struct amp_lt_step_in *in, struct amp_lt_step_descs *x)
+{
+    const struct amp_lt_key *k = &in->key;
+    cudaDataType tab = (cudaDataType)k->type_ab;
+    cublasComputeType_t compute = (cublasComputeType_t)k->compute;
+    cublasLtEmulationDesc_t eager = NULL;
+
+    if (amp_lt_fn.cublasLtMatmulDescInit_internal(
+            &x->op, sizeof x->op, compute, CUDA_R_32F) !=
+            CUBLAS_STATUS_SUCCESS ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                    &k->pointer_mode, sizeof k->pointer_mode) ||
+        (in->alpha_stride &&
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
+                     &in->alpha_stride, sizeof in->alpha_stride)) ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSA, &k->transa,
+                    sizeof k->transa) ||
+        !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_TRANSB, &k->transb,
+                    sizeof k->transb) ||
+        /* The SMs the program leaves its products: the heuristics and
+         * the kernels keep to them. */
+        (k->sm_count_target &&
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                     &k->sm_count_target, sizeof k->sm_count_target)) ||
+        !amp_lt_epilogue(&x->op, in))
+        return 0;
+    /* bf16x9 is emulated whatever the sizes (PERFORMANT, the default,
+     * might run FP32 under its name). */
+    if (compute == CUBLAS_COMPUTE_32F_EMULATED_16BFX9 &&
+        ((eager = amp_lt_eager()) == NULL ||
+         !amp_lt_set(&x->op, CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR,
+                     &eager, sizeof eager)))
+        return 0;
+    return amp_lt_layout(&x->a, tab, in->a_rows, in->a_cols, k->lda,
+                         k->order_a, k->batch, k->stride_a) &&
+           amp_lt_layout(&x->b, tab, in->b_rows, in->b_cols, k->ldb,
+                         k->order_b, k->batch, k->stride_b) &&
+           amp_lt_layout(&x->d, CUDA_R_32F, in->d_rows, in->d_cols, k->ldd,
+                         k->order_cd, k->batch, k->stride_d) &&
+           (k->in_place ||
+            amp_lt_layout(&x->c, CUDA_R_32F, in->d_rows, in->d_cols, k->ldc,
+                          k->order_cd, k->batch, k->stride_c));
+}
 
 /* The algorithm the heuristics give the step's descriptors, asked once per
  * key and thread (the answer, none included, is kept); NULL when there is
  * none. */
 static const struct amp_lt_algo *
-amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
+amp_lt_algo(struct amp_lt_own *own, const struct amp_lt_key *key,
+            const struct amp_lt_step_descs *x)
 {
-    struct amp_lt_algo *slot = amp_lru_find(&own->algos, &x->key);
+    struct amp_lt_algo *slot = amp_lru_find(&own->algos, key);
     cublasLtMatmulPreferenceOpaque_t pref;
     cublasLtMatmulHeuristicResult_t result;
-    const uint32_t *align = &x->key.align_a;
+    const uint32_t *align = &key->align_a;
     int count = 0, i;
 
     if (slot)
         return slot->found ? slot : NULL;
-    slot = amp_lru_add(&own->algos, &x->key, NULL, NULL);
+    slot = amp_lru_add(&own->algos, key, NULL, NULL);
     if (!slot)
         return NULL; /* the map could not be set up */
     if (amp_lt_fn.cublasLtMatmulPreferenceInit_internal(&pref, sizeof pref) !=
             CUBLAS_STATUS_SUCCESS ||
         amp_lt_fn.cublasLtMatmulPreferenceSetAttribute(
-            &pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-            &x->key.workspace, sizeof x->key.workspace) !=
-            CUBLAS_STATUS_SUCCESS)
+            &pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &key->workspace,
+            sizeof key->workspace) != CUBLAS_STATUS_SUCCESS)
         return NULL;
     for (i = 0; i < 4; i++)
         if (amp_lt_fn.cublasLtMatmulPreferenceSetAttribute(
@@ -397,8 +443,11 @@ amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
             return NULL;
     atomic_fetch_add(&amp_lt_stats.heuristic_queries, 1);
     if (amp_lt_fn.cublasLtMatmulAlgoGetHeuristic(
-            own->handle, &x->op, &x->a, &x->b, x->in_place ? &x->d : &x->c,
-            &x->d, &pref, 1, &result, &count) != CUBLAS_STATUS_SUCCESS ||
+            own->handle, (cublasLtMatmulDesc_t)&x->op,
+            (cublasLtMatrixLayout_t)&x->a, (cublasLtMatrixLayout_t)&x->b,
+            (cublasLtMatrixLayout_t)(key->in_place ? &x->d : &x->c),
+            (cublasLtMatrixLayout_t)&x->d, &pref, 1, &result, &count) !=
+            CUBLAS_STATUS_SUCCESS ||
         count < 1 || result.state != CUBLAS_STATUS_SUCCESS)
         return NULL;
     slot->algo = result.algo;
@@ -407,18 +456,64 @@ amp_lt_algo(struct amp_lt_own *own, struct amp_lt_step_descs *x)
     return slot;
 }
 
+/* A hash of a step's inputs for its place among the made steps: the
+ * fields that tell a model's products and layers apart (the whole of
+ * the inputs is compared). */
+static unsigned
+amp_lt_made_place(const struct amp_lt_step_in *in)
+{
+    const struct amp_lt_key *k = &in->key;
+    uint64_t h = (uint64_t)k->m * 0x9e3779b97f4a7c15ull;
+
+    h = (h ^ (uint64_t)k->n) * 0xc2b2ae3d27d4eb4full;
+    h = (h ^ (uint64_t)k->k) * 0x165667b19e3779f9ull;
+    h = (h ^ (uint64_t)(uintptr_t)in->bias ^
+         ((uint64_t)k->compute << 32) ^ (uint64_t)k->lda) *
+        0x27d4eb2f165667c5ull;
+    return (unsigned)(h >> 58) % AMP_LT_MADE;
+}
+
+/* The step's descriptors and algorithm: the ones made for the same
+ * inputs before, else made now into their place (unless `taken`, a place
+ * an earlier step of this call uses, then into x). NULL when either
+ * cannot be made. */
+static const struct amp_lt_made *
+amp_lt_step_get(struct amp_lt_own *own, const struct amp_lt_step_in *in,
+                unsigned taken, struct amp_lt_made *local)
+{
+    unsigned place = amp_lt_made_place(in);
+    struct amp_lt_made *m = &own->made[place];
+    const struct amp_lt_algo *algo;
+
+    if (m->valid && memcmp(&m->in, in, sizeof *in) == 0)
+        return m;
+    if (taken & (1u << place))
+        m = local;
+    m->valid = 0;
+    m->in = *in;
+    if (!amp_lt_step_make(in, &m->x) ||
+        !(algo = amp_lt_algo(own, &in->key, &m->x)))
+        return NULL;
+    m->algo = *algo;
+    m->valid = 1;
+    return m;
+}
+
 static cublasStatus_t
 amp_lt_step_issue(struct amp_lt_own *own, const struct amp_gemm_run *run,
-                  const struct amp_gemm_step *s, struct amp_lt_step_descs *x,
-                  const struct amp_lt_algo *algo, amp_devptr workspace,
-                  size_t workspace_bytes)
+                  const struct amp_gemm_step *s, const struct amp_lt_made *m,
+                  amp_devptr workspace, size_t workspace_bytes)
 {
+    const struct amp_lt_step_descs *x = &m->x;
+
     return amp_lt_fn.cublasLtMatmul(
-        own->handle, &x->op, s->alpha, (const void *)(uintptr_t)s->a, &x->a,
-        (const void *)(uintptr_t)s->b, &x->b, s->beta,
-        (const void *)(uintptr_t)s->c, x->in_place ? &x->d : &x->c,
-        (void *)(uintptr_t)s->d, &x->d, &algo->algo,
-        (void *)(uintptr_t)workspace, workspace_bytes,
+        own->handle, (cublasLtMatmulDesc_t)&x->op, s->alpha,
+        (const void *)(uintptr_t)s->a, (cublasLtMatrixLayout_t)&x->a,
+        (const void *)(uintptr_t)s->b, (cublasLtMatrixLayout_t)&x->b,
+        s->beta, (const void *)(uintptr_t)s->c,
+        (cublasLtMatrixLayout_t)(m->in.key.in_place ? &x->d : &x->c),
+        (void *)(uintptr_t)s->d, (cublasLtMatrixLayout_t)&x->d,
+        &m->algo.algo, (void *)(uintptr_t)workspace, workspace_bytes,
         (cudaStream_t)run->stream);
 }
 
@@ -431,8 +526,10 @@ enum amp_status
 amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
 {
     const struct amp_lt_hooked *hooked = call;
-    struct amp_lt_step_descs x[AMP_GEMM_MAX_STEPS];
-    const struct amp_lt_algo *algo[AMP_GEMM_MAX_STEPS];
+    struct amp_lt_own *lt = own;
+    struct amp_lt_made local[AMP_GEMM_MAX_STEPS];
+    const struct amp_lt_made *m[AMP_GEMM_MAX_STEPS];
+    struct amp_lt_step_in in;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     int given = hooked->workspace && hooked->call.workspace_size > 0;
     uint64_t limit = given ? hooked->call.workspace_size
@@ -442,18 +539,20 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     amp_devptr workspace = given ? (amp_devptr)(uintptr_t)hooked->workspace
                                  : 0;
     size_t need = 0;
+    unsigned taken = 0;
     int i, in_graph = 0;
 
     for (i = 0; i < run->nsteps; i++) {
-        if (!amp_lt_step_descs(&hooked->call, &run->desc, &run->steps[i],
-                               limit, &x[i]) ||
-            !(algo[i] = amp_lt_algo(own, &x[i]))) {
+        amp_lt_step_in(&hooked->call, &run->desc, &run->steps[i], limit, &in);
+        if (!(m[i] = amp_lt_step_get(lt, &in, taken, &local[i]))) {
             amp_log(AMP_LOG_INFO, "cublasLtMatmul: no %s algorithm",
                     amp_mode_name(run->mode));
             return AMP_ERR_DRIVER;
         }
-        if (algo[i]->workspace > need)
-            need = algo[i]->workspace;
+        if (m[i] != &local[i])
+            taken |= 1u << (unsigned)(m[i] - lt->made);
+        if (m[i]->algo.workspace > need)
+            need = m[i]->algo.workspace;
     }
     if (given)
         need = (size_t)limit;
@@ -465,8 +564,8 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
             s = CUBLAS_STATUS_EXECUTION_FAILED;
             break;
         }
-        s = amp_lt_step_issue(own, run, &run->steps[i], &x[i], algo[i],
-                              workspace, need);
+        s = amp_lt_step_issue(lt, run, &run->steps[i], m[i], workspace,
+                              need);
     }
     if (workspace && !given)
         amp_dev_free_async(workspace, run->stream, in_graph);

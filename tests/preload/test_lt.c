@@ -267,6 +267,55 @@ test_repeated_calls(void **state)
     }
 }
 
+/* lt_check --layers: two layers of one shape share the program's
+ * descriptor objects, each call setting its layer's bias pointer on the
+ * matmul descriptor. The converted steps' descriptors, made once and
+ * kept per step inputs, carry each call's own bias: every call converted
+ * and within the mode's bound (the layers' biases differ by 8, far over
+ * it). */
+static void
+test_layers_bias(void **state)
+{
+    static const char *const modes[][2] = {
+        { "fp16", "fp16" }, { "bf16", "bf16" }, { "tf32", "tf32" },
+        { "tf32x3", "fp32" },
+    };
+
+    (void)state;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        char *argv[] = { (char *)lt_check_path, (char *)"--tol",
+                         (char *)modes[m][1], (char *)"--layers", NULL };
+        struct amp_test_env env;
+        struct amp_test_run run;
+        struct amp_test_summary sum;
+        const struct amp_test_summary_line *l;
+        char what[64];
+
+        snprintf(what, sizeof what, "AMPSHIM_MODE=%s, lt_check --layers",
+                 modes[m][0]);
+        amp_test_env_init(&env);
+        amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
+        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
+        amp_test_env_set(&env, "AMPSHIM_MODE", modes[m][0]);
+        amp_test_env_set(&env, "AMPSHIM_REPORT", "off");
+        if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
+            fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
+        amp_test_env_free(&env);
+        amp_test_parse_summary(run.err, &sum);
+        l = amp_test_summary_find(&sum, API);
+        if (!run.exited || run.code != 0 ||
+            !strstr(run.out, "result: 1 of 1 cases pass\n") ||
+            amp_test_count_lines_with(run.out, " ok") != 8 || !l ||
+            l->calls != 8 ||
+            l->converted != 8) {
+            amp_test_run_dump(what, &run);
+            fail_msg("%s: expected 8 calls converted, each within %s's "
+                     "bound", what, modes[m][1]);
+        }
+        amp_test_run_free(&run);
+    }
+}
+
 /* fp16 is measurably coarser than FP32: the FP32 bound fails it, every
  * call still successful. */
 static void
@@ -505,6 +554,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_exact),
         cmocka_unit_test(test_policy_epilogue),
         cmocka_unit_test(test_repeated_calls),
+        cmocka_unit_test(test_layers_bias),
     };
     const struct CMUnitTest fault_tests[] = {
         cmocka_unit_test(test_faults),
