@@ -80,7 +80,7 @@ amp_gemm_kept(struct amp_hook *h, struct amp_gemm_desc *d,
 
     if (!d->site)
         d->site = amp_site_get(d->api, d->caller);
-    amp_gemm_what(&what, d, &dec);
+    amp_gemm_what(&what, d, &dec, amp_dev_current_ordinal());
     if (skip == AMP_GEMM_SKIP_INVALID)
         what.flops = 0.0; /* the library computes nothing */
     /* Timed by sample, unless the library refuses it. */
@@ -167,6 +167,8 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     struct amp_prof_what what;
     struct amp_settled_key key;
     struct amp_settled settled;
+    const struct amp_settled_read *kept = NULL;
+    struct amp_settled_read seen = {0};
     struct amp_dev *dev;
     void *own;
     enum amp_status st;
@@ -193,14 +195,26 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         }
         settled.epoch = amp_decision_epoch();
     }
-    /* The whole path: the call's descriptor, which it completes. */
+    /* The whole path: the call's descriptor, which it completes; its
+     * site and what the policy reads of it as an earlier call like it
+     * found them, where one did. */
     desc = *call;
-    if (settle)
+    if (settle && skip == AMP_GEMM_CONVERT &&
+        (kept = amp_settled_read_find(&key)) != NULL)
+        seen = *kept;
+    if (kept)
+        d->site = seen.site;
+    else if (settle)
         d->site = amp_site_get_stack(d->api, key.frames, key.depth);
     memset(&settled.place, 0, sizeof settled.place);
     if (skip == AMP_GEMM_CONVERT) {
-        amp_gemm_policy(d, &dec);
-        amp_gemm_what(&what, d, &dec);
+        amp_gemm_policy(d, settle ? &seen.policy : NULL, &dec);
+        if (settle && !kept) {
+            seen.site = d->site;
+            amp_settled_read_keep(&key, &seen);
+        }
+        amp_gemm_what(&what, d, &dec,
+                      settle ? key.device : amp_dev_current_ordinal());
         if (dec.mode == AMP_MODE_FP32) {
             /* Pedantic math that no rule naming `math` took. */
             skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC

@@ -469,6 +469,33 @@ void amp_policy_start(const struct amp_config *cfg);
 void amp_policy_decide(const struct amp_policy_call *call,
                        struct amp_decision *out);
 
+struct amp_site;
+
+/* What the policy reads of a call's fields (not its count): the same for
+ * every call with the same fields at the same site, so that a hook can
+ * keep it for the next such call (measure/settled.h) and decide that one
+ * with amp_policy_decide_read alone. `valid` 0: the policy reads the
+ * call's count too (a rule tests `call`), so it is read with each call. */
+struct amp_policy_read {
+    int valid;
+    int pedantic;                /* amp_policy_call_pedantic */
+    int match;                   /* an active policy's rules' match */
+    uint64_t shape_key;          /* the (site, shape)'s key; 0: none */
+    enum amp_family family;
+    int half_fits;               /* amp_auto_half_fits */
+};
+
+/* Reads call (its site set, as for amp_policy_decide) into *r. */
+void amp_policy_read(const struct amp_policy_call *call,
+                     struct amp_policy_read *r);
+
+/* The decision for a call at `site` whose fields read *r (valid), as
+ * amp_policy_decide would give it: the call is counted at its site and
+ * (site, shape) as there. */
+void amp_policy_decide_read(struct amp_site *site,
+                            const struct amp_policy_read *r,
+                            struct amp_decision *out);
+
 /* A baseline shadow decision (AMP_WHY_BASELINE) back to its mode, for a
  * call that cannot run in shadow (its stream is being captured), or whose
  * converted result could not reach the program from a shadow run (a

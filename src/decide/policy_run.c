@@ -290,54 +290,25 @@ amp_policy_env(struct amp_decision *out, const struct amp_site *site,
     out->delivers = out->why == AMP_WHY_BASELINE;
 }
 
-void
-amp_policy_decide(const struct amp_policy_call *call_in,
-                  struct amp_decision *out)
+/* The decision's start: FP32, nothing counted. */
+static void
+amp_decision_init(struct amp_decision *out)
 {
-    struct amp_site *site = (struct amp_site *)call_in->site;
-    struct amp_policy_call call = *call_in;
-    int64_t count, shape_count;
-    uint64_t key;
-    int match, slot = -1;
-
     memset(out, 0, sizeof *out);
     out->auto_slot = -1;
     out->shape_slot = -1;
     out->mode = AMP_MODE_FP32;
     out->candidate = AMP_MODE_FP16;
     out->scratch_max = amp_cfg ? amp_cfg->scratch_max : 0;
-    /* AMPSHIM_MODE is no rule: a pedantic call stays FP32 under it. */
-    if (amp_state == AMP_STATE_ENV && amp_policy_call_pedantic(&call)) {
-        out->why = AMP_WHY_PEDANTIC;
-        out->settled = 1;
-        return;
-    }
-    if (amp_state == AMP_STATE_ENV) {
-        shape_count = site ? (int64_t)amp_site_shape_count(
-                                 site, amp_call_shape_key(&call), &slot)
-                           : 0;
-        out->shape_slot = slot;
-        amp_policy_env(out, site, shape_count);
-        out->settled = out->mode == AMP_MODE_FP32;
-        /* Counted so that the site's next call harvests this one's error
-         * first, and stays FP32 when it is over. */
-        if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
-            atomic_fetch_add_explicit(&site->shadowed, 1,
-                                      memory_order_relaxed);
-        return;
-    }
-    if (amp_state != AMP_STATE_ACTIVE) {
-        out->why = AMP_WHY_BROKEN;
-        out->settled = 1;
-        return;
-    }
-    count = (int64_t)amp_site_count(site);
-    out->site_counted = 1;
-    if (amp_site_demoted(site)) {
-        out->why = AMP_WHY_DEMOTED;
-        out->settled = 1;
-        return;
-    }
+}
+
+/* The active policy's rules' match for call at `count`. */
+static int
+amp_policy_call_match(const struct amp_policy_call *call_in, int64_t count)
+{
+    struct amp_site *site = (struct amp_site *)call_in->site;
+    struct amp_policy_call call = *call_in;
+
     if (amp_active.uses_site && site) {
         amp_site_symbolize(site);
         call.caller = site->function[0] ? site->function : NULL;
@@ -346,13 +317,65 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         call.module = site->module;
     }
     amp_policy_call_set(&call, AMP_FIELD_CALL, count);
-    match = amp_cache_ready ? amp_policy_cached_match(&amp_cache, &call)
-                            : amp_policy_match(&amp_active, &call);
+    return amp_cache_ready ? amp_policy_cached_match(&amp_cache, &call)
+                           : amp_policy_match(&amp_active, &call);
+}
+
+void
+amp_policy_read(const struct amp_policy_call *call, struct amp_policy_read *r)
+{
+    memset(r, 0, sizeof *r);
+    r->family = call->family;
+    r->pedantic = amp_policy_call_pedantic(call);
+    r->half_fits = amp_auto_half_fits(call);
+    if (amp_state == AMP_STATE_ENV) {
+        r->shape_key = call->site ? amp_call_shape_key(call) : 0;
+        r->valid = 1;
+        return;
+    }
+    if (amp_state != AMP_STATE_ACTIVE || amp_counts_calls)
+        return;
+    r->match = amp_policy_call_match(call, 0);
     /* verify and shadow-rate count the calls of the call's shape at its
      * site: small calls at a site do not use up its large calls' window. */
-    key = match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC
-              ? 0
-              : amp_call_shape_key(&call);
+    r->shape_key = r->match == AMP_POLICY_SMALL ||
+                           r->match == AMP_POLICY_PEDANTIC
+                       ? 0
+                       : amp_call_shape_key(call);
+    r->valid = 1;
+}
+
+/* An active policy's decision for a call at `site`, counted there, its
+ * match and shape key in r. */
+static void
+amp_policy_decide_active(struct amp_site *site,
+                         const struct amp_policy_read *r,
+                         const struct amp_policy_call *call,
+                         struct amp_decision *out)
+{
+    int64_t count, shape_count;
+    uint64_t key;
+    int match, slot = -1;
+
+    count = (int64_t)amp_site_count(site);
+    out->site_counted = 1;
+    if (amp_site_demoted(site)) {
+        out->why = AMP_WHY_DEMOTED;
+        out->settled = 1;
+        return;
+    }
+    if (r->valid) {
+        match = r->match;
+        key = r->shape_key;
+    } else {
+        /* verify and shadow-rate count the calls of the call's shape at
+         * its site: small calls at a site do not use up its large calls'
+         * window. */
+        match = amp_policy_call_match(call, count);
+        key = match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC
+                  ? 0
+                  : amp_call_shape_key(call);
+    }
     shape_count = key ? (int64_t)amp_site_shape_count(site, key, &slot) : 0;
     out->shape_slot = slot;
     amp_policy_action(&amp_active, match, shape_count, out);
@@ -369,8 +392,8 @@ amp_policy_decide(const struct amp_policy_call *call_in,
         /* The device is asked only of auto's calls: whether it has
          * BF16x9 matters once a (site, shape) measures the FP32-accurate
          * modes, and a decided call need not pay for the question. */
-        amp_auto_decide(site, slot, call.family, amp_auto_half_fits(&call),
-                        call.family == AMP_FAMILY_GEMM &&
+        amp_auto_decide(site, slot, r->family, r->half_fits,
+                        r->family == AMP_FAMILY_GEMM &&
                             amp_dev_bf16x9(amp_dev_current_made()),
                         shape_count, amp_policy_sample_period(&amp_active),
                         out);
@@ -388,8 +411,64 @@ amp_policy_decide(const struct amp_policy_call *call_in,
     out->settled = out->mode == AMP_MODE_FP32 && !amp_counts_calls &&
                    (out->why == AMP_WHY_AUTO ? out->settled
                                              : out->why != AMP_WHY_AUTO_WAIT);
-    if (amp_log_enabled(AMP_LOG_DEBUG))
-        amp_policy_log(&call, count, out);
+    if (call && amp_log_enabled(AMP_LOG_DEBUG))
+        amp_policy_log(call, count, out);
+}
+
+/* The decision for a call at `site` whose fields read r (valid, or the
+ * call itself when a rule counts calls). */
+static void
+amp_policy_decide_at(struct amp_site *site, const struct amp_policy_read *r,
+                     const struct amp_policy_call *call,
+                     struct amp_decision *out)
+{
+    int64_t shape_count;
+    int slot = -1;
+
+    amp_decision_init(out);
+    /* AMPSHIM_MODE is no rule: a pedantic call stays FP32 under it. */
+    if (amp_state == AMP_STATE_ENV && r->pedantic) {
+        out->why = AMP_WHY_PEDANTIC;
+        out->settled = 1;
+        return;
+    }
+    if (amp_state == AMP_STATE_ENV) {
+        shape_count = site ? (int64_t)amp_site_shape_count(
+                                 site, r->shape_key, &slot)
+                           : 0;
+        out->shape_slot = slot;
+        amp_policy_env(out, site, shape_count);
+        out->settled = out->mode == AMP_MODE_FP32;
+        /* Counted so that the site's next call harvests this one's error
+         * first, and stays FP32 when it is over. */
+        if (amp_cfg->tolerance >= 0 && out->mode == AMP_MODE_SHADOW && site)
+            atomic_fetch_add_explicit(&site->shadowed, 1,
+                                      memory_order_relaxed);
+        return;
+    }
+    if (amp_state != AMP_STATE_ACTIVE) {
+        out->why = AMP_WHY_BROKEN;
+        out->settled = 1;
+        return;
+    }
+    amp_policy_decide_active(site, r, call, out);
+}
+
+void
+amp_policy_decide_read(struct amp_site *site, const struct amp_policy_read *r,
+                       struct amp_decision *out)
+{
+    amp_policy_decide_at(site, r, NULL, out);
+}
+
+void
+amp_policy_decide(const struct amp_policy_call *call, struct amp_decision *out)
+{
+    struct amp_site *site = (struct amp_site *)call->site;
+    struct amp_policy_read r;
+
+    amp_policy_read(call, &r);
+    amp_policy_decide_at(site, &r, call, out);
 }
 
 void

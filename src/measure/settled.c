@@ -1,7 +1,8 @@
 /* The memo of settled calls (measure/settled.h): per thread, a table of
  * AMP_SETTLED_WAYS entries, one per key's hash, each the key and where its
- * call was counted (with the epoch of the decisions it was kept under). An
- * empty entry's key is zeroed, which no hook's key is (its api is set). */
+ * call was counted (with the epoch of the decisions it was kept under),
+ * and a table of as many reads of calls decided anew. An empty entry's
+ * key is zeroed, which no hook's key is (its api is set). */
 #include "measure/settled.h"
 
 #include "base/caller.h"
@@ -16,7 +17,8 @@
 #include <string.h>
 
 /* A framework's one call site sends hundreds of shapes: 256 entries
- * (some 60 KiB a thread, allocated at its first kept call). */
+ * of each kind (some 100 KiB a thread, allocated at its first kept
+ * call). */
 #define AMP_SETTLED_WAYS 256
 
 struct amp_settled_entry {
@@ -24,23 +26,34 @@ struct amp_settled_entry {
     struct amp_settled s;
 };
 
+struct amp_settled_read_entry {
+    struct amp_settled_key key;
+    struct amp_settled_read r;
+};
+
+/* A thread's settled calls, then its reads of calls decided anew. */
+struct amp_settled_tables {
+    struct amp_settled_entry settled[AMP_SETTLED_WAYS];
+    struct amp_settled_read_entry read[AMP_SETTLED_WAYS];
+};
+
 static __thread struct {
-    struct amp_settled_entry *table; /* NULL: not had yet, or none */
-    unsigned generation;             /* amp_shim_thread_stale's tag */
+    struct amp_settled_tables *tables; /* NULL: not had yet, or none */
+    unsigned generation;               /* amp_shim_thread_stale's tag */
     int tried;
 } amp_settled_thread;
 
 static void
 amp_settled_thread_exit(void)
 {
-    free(amp_settled_thread.table);
-    amp_settled_thread.table = NULL;
+    free(amp_settled_thread.tables);
+    amp_settled_thread.tables = NULL;
 }
 
-/* The calling thread's table, made at first use; NULL when none can be
+/* The calling thread's tables, made at first use; NULL when none can be
  * had (every call then takes its whole path). */
-static struct amp_settled_entry *
-amp_settled_table(int make)
+static struct amp_settled_tables *
+amp_settled_tables(int make)
 {
     if (amp_shim_thread_stale(&amp_settled_thread.generation)) {
         /* A forked child's copy of its parent's: it points at counts
@@ -48,21 +61,20 @@ amp_settled_table(int make)
         amp_settled_thread_exit();
         amp_settled_thread.tried = 0;
     }
-    if (amp_settled_thread.table || !make || amp_settled_thread.tried)
-        return amp_settled_thread.table;
+    if (amp_settled_thread.tables || !make || amp_settled_thread.tried)
+        return amp_settled_thread.tables;
     amp_settled_thread.tried = 1;
-    amp_settled_thread.table =
-        calloc(AMP_SETTLED_WAYS, sizeof *amp_settled_thread.table);
-    if (amp_settled_thread.table)
+    amp_settled_thread.tables =
+        calloc(1, sizeof *amp_settled_thread.tables);
+    if (amp_settled_thread.tables)
         amp_shim_at_thread_exit(amp_settled_thread_exit);
-    return amp_settled_thread.table;
+    return amp_settled_thread.tables;
 }
 
-/* The entry a key goes in: its stack, hook and first shape values mixed
- * (the rest of the key is compared, not hashed). */
-static struct amp_settled_entry *
-amp_settled_slot(struct amp_settled_entry *table,
-                 const struct amp_settled_key *k)
+/* The place of a key in a table: its stack, hook and first shape values
+ * mixed (the rest of the key is compared, not hashed). */
+static unsigned
+amp_settled_place(const struct amp_settled_key *k)
 {
     uint64_t h = (uint64_t)(uintptr_t)k->frames[0] * 0x9e3779b97f4a7c15ull;
     int i;
@@ -73,7 +85,7 @@ amp_settled_slot(struct amp_settled_entry *table,
     for (i = 0; i < 4; i++)
         h = (h ^ (uint64_t)k->shape.v[i]) * 0x94d049bb133111ebull;
     h ^= h >> 29;
-    return &table[h % AMP_SETTLED_WAYS];
+    return (unsigned)(h % AMP_SETTLED_WAYS);
 }
 
 void
@@ -119,11 +131,12 @@ int
 amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
                   struct amp_prof_span *span, int *cover)
 {
-    struct amp_settled_entry *table = amp_settled_table(0), *e;
+    struct amp_settled_tables *t = amp_settled_tables(0);
+    struct amp_settled_entry *e;
 
-    if (!table)
+    if (!t)
         return 0;
-    e = amp_settled_slot(table, k);
+    e = &t->settled[amp_settled_place(k)];
     if (memcmp(&e->key, k, sizeof *k) != 0)
         return 0;
     return amp_settled_count_at(&e->s, stream, span, cover);
@@ -155,14 +168,40 @@ int
 amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
                  amp_stream stream)
 {
-    struct amp_settled_entry *table;
+    struct amp_settled_tables *t;
     struct amp_settled_entry *e;
 
     if (!s->place.entry || amp_dev_stream_capturing(stream) != 0 ||
-        !(table = amp_settled_table(1)))
+        !(t = amp_settled_tables(1)))
         return 0;
-    e = amp_settled_slot(table, k);
+    e = &t->settled[amp_settled_place(k)];
     e->key = *k;
     e->s = *s;
     return 1;
+}
+
+const struct amp_settled_read *
+amp_settled_read_find(const struct amp_settled_key *k)
+{
+    struct amp_settled_tables *t = amp_settled_tables(0);
+    const struct amp_settled_read_entry *e;
+
+    if (!t)
+        return NULL;
+    e = &t->read[amp_settled_place(k)];
+    return memcmp(&e->key, k, sizeof *k) == 0 ? &e->r : NULL;
+}
+
+void
+amp_settled_read_keep(const struct amp_settled_key *k,
+                      const struct amp_settled_read *r)
+{
+    struct amp_settled_tables *t = amp_settled_tables(1);
+    struct amp_settled_read_entry *e;
+
+    if (!t || !r->policy.valid)
+        return;
+    e = &t->read[amp_settled_place(k)];
+    e->key = *k;
+    e->r = *r;
 }

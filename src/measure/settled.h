@@ -15,6 +15,7 @@
 #ifndef AMP_MEASURE_SETTLED_H
 #define AMP_MEASURE_SETTLED_H
 
+#include "decide/policy.h"
 #include "decide/site.h"
 #include "measure/prof.h"
 
@@ -86,6 +87,24 @@ struct amp_settled_held {
 int amp_settled_again(struct amp_settled_held *held, const void *caller,
                       amp_stream stream, struct amp_prof_span *span,
                       int *cover);
+
+/* What the whole path read of a call whose decision is made at every
+ * call (a converting one, or one that waits for auto): its site and what
+ * the policy read of its fields (decide/policy.h), the same for every
+ * call with its key, kept per thread by the key so that the next such
+ * call skips the site's look-up and the policy's reading. */
+struct amp_settled_read {
+    struct amp_site *site;
+    struct amp_policy_read policy;
+};
+
+/* The read kept for key k, or NULL. */
+const struct amp_settled_read *
+amp_settled_read_find(const struct amp_settled_key *k);
+
+/* Keeps r (read valid) for key k. */
+void amp_settled_read_keep(const struct amp_settled_key *k,
+                           const struct amp_settled_read *r);
 
 /* 1 when the memo is in use: not at the debug log level, where every
  * call's decision is logged. */

@@ -140,29 +140,47 @@ amp_epi_aux(enum amp_epi e)
            e == AMP_EPI_GELU_AUX || e == AMP_EPI_GELU_AUX_BIAS;
 }
 
-void
-amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out)
+/* The policy's view of d's fields. */
+static void
+amp_gemm_policy_call(const struct amp_gemm_desc *d,
+                     struct amp_policy_call *call)
 {
-    struct amp_policy_call call = {.family = AMP_FAMILY_GEMM,
-                                   .symbol = d->api};
+    memset(call, 0, sizeof *call);
+    call->family = AMP_FAMILY_GEMM;
+    call->symbol = d->api;
+    call->site = d->site;
+    amp_policy_call_set(call, AMP_FIELD_M, d->m);
+    amp_policy_call_set(call, AMP_FIELD_N, d->n);
+    amp_policy_call_set(call, AMP_FIELD_K, d->k);
+    amp_policy_call_set(call, AMP_FIELD_BATCH, amp_gemm_batch(d));
+    amp_policy_call_set(call, AMP_FIELD_TRANSA, d->transa);
+    amp_policy_call_set(call, AMP_FIELD_TRANSB, d->transb);
+    amp_policy_call_set(call, AMP_FIELD_EPILOGUE, d->epilogue);
+    amp_policy_call_set(call, AMP_FIELD_MATH, d->pedantic ? AMP_MATH_PEDANTIC
+                                                         : AMP_MATH_DEFAULT);
+}
+
+void
+amp_gemm_policy(struct amp_gemm_desc *d, struct amp_policy_read *read,
+                struct amp_decision *out)
+{
+    struct amp_policy_call call;
 
     if (!d->site)
         d->site = amp_site_get(d->api, d->caller);
-    call.site = d->site;
-    amp_policy_call_set(&call, AMP_FIELD_M, d->m);
-    amp_policy_call_set(&call, AMP_FIELD_N, d->n);
-    amp_policy_call_set(&call, AMP_FIELD_K, d->k);
-    amp_policy_call_set(&call, AMP_FIELD_BATCH, amp_gemm_batch(d));
-    amp_policy_call_set(&call, AMP_FIELD_TRANSA, d->transa);
-    amp_policy_call_set(&call, AMP_FIELD_TRANSB, d->transb);
-    amp_policy_call_set(&call, AMP_FIELD_EPILOGUE, d->epilogue);
-    amp_policy_call_set(&call, AMP_FIELD_MATH, d->pedantic ? AMP_MATH_PEDANTIC
-                                                          : AMP_MATH_DEFAULT);
     /* Earlier calls' results (the verdicts of shadow calls at the site
      * decide this one, demotions), never blocking, at a bounded cost
      * (also while the stream is being captured). */
+    if (!read || !read->valid) {
+        amp_gemm_policy_call(d, &call);
+        if (read)
+            amp_policy_read(&call, read);
+    }
     amp_harvest(0);
-    amp_policy_decide(&call, out);
+    if (read && read->valid)
+        amp_policy_decide_read(d->site, read, out);
+    else
+        amp_policy_decide(&call, out);
     if (out->why == AMP_WHY_BASELINE &&
         amp_dev_stream_capturing(d->stream) != 0)
         amp_policy_no_baseline(out);
@@ -192,7 +210,7 @@ amp_gemm_shape(const struct amp_gemm_desc *d, struct amp_shape *shape)
 
 void
 amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
-              const struct amp_decision *dec)
+              const struct amp_decision *dec, int device)
 {
     int64_t batch = d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
 
@@ -208,9 +226,7 @@ amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
     w->auto_shape = amp_decision_auto_shape(dec);
     w->site_shape = amp_decision_shape(dec);
     w->stream = d->stream;
-    /* The device the call runs on: the calling thread's current one, as
-     * for the state (amp_dev_current) a converted call uses. */
-    w->device = amp_dev_current_ordinal();
+    w->device = device;
 }
 
 /* ---- Scratch layout ---------------------------------------------------------- */

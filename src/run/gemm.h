@@ -121,16 +121,20 @@ enum amp_gemm_skip amp_gemm_decide(const struct amp_gemm_desc *d,
 
 /* The policy's decision for d, an eligible call (amp_gemm_decide gave
  * AMP_GEMM_CONVERT in a converting mode); sets d->site where the caller
- * has not. */
-void amp_gemm_policy(struct amp_gemm_desc *d, struct amp_decision *out);
+ * has not. `read`, when not NULL: what the policy read of d's fields,
+ * kept from an earlier call like it when valid (then d->site is that
+ * call's), else read now into it. */
+void amp_gemm_policy(struct amp_gemm_desc *d, struct amp_policy_read *read,
+                     struct amp_decision *out);
 
 /* d's shape as reports key it: the family and seven values (m, n, k,
  * batch, the ops, the epilogue); the caller has zeroed the rest. */
 void amp_gemm_shape(const struct amp_gemm_desc *d, struct amp_shape *shape);
 
-/* The call as the profiler sees it (shape, FLOPs, the decision's modes). */
+/* The call as the profiler sees it (shape, FLOPs, the decision's modes)
+ * on the device of ordinal `device` (amp_dev_current_ordinal's). */
 void amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
-                 const struct amp_decision *dec);
+                   const struct amp_decision *dec, int device);
 
 /* ---- A converted call ----------------------------------------------------- */
 

@@ -17,6 +17,12 @@
 # lt_check --relayout each product is made first with A's layout object
 # set to a wider leading dimension, then set back in place; converted
 # (fp16, bf16) every case must read A as the layout now says.
+# - calls decided anew at every call (converting decisions) start from
+#   what the policy read of the first call like them, kept per thread by
+#   the memo's key: overhead_bench's GEMM entry points and gemm_bench's
+#   two shapes under AMPSHIM_MODE=fp16, gemm_bench's 256^3 under a rule
+#   of auto (it measures, then converts); most calls of every
+#   shape converted, every count as the whole path's.
 # - lt_check --reuse under AMPSHIM_MODE=fp32: one set of descriptor
 #   objects in 18 calls whose other arguments vary (alpha 0 twice, a NULL
 #   B once): reasons mode 15, empty 2, invalid 1, as the whole path says.
@@ -85,6 +91,13 @@ run builtin -- "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
 run mode AMPSHIM_MODE=fp32 -- \
     "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
 run reuse AMPSHIM_MODE=fp32 -- "$lt_check" --reuse
+run converted AMPSHIM_MODE=fp16 -- \
+    "$overhead" --only "$apis" --calls 160 --warmup 40 --rounds 1
+run shapes AMPSHIM_MODE=fp16 -- \
+    "$gemm_bench" --shapes 256x256x256,128x128x128 --warmup 4 --reps 20
+printf 'set min-size 0\nrule auto when gemm\ndefault fp32\n' >auto.policy
+run auto AMPSHIM_POLICY="$tmp/auto.policy" -- \
+    "$gemm_bench" --shapes 256x256x256 --warmup 4 --reps 40
 run conv -- "$conv_check" --repeat 6
 run graph AMPSHIM_MODE=fp32 -- "$conv_graph" --repeat 6
 
@@ -110,7 +123,8 @@ def counts(path):
 
 
 bad = 0
-for name in ("later", "policy", "builtin", "mode", "reuse", "conv", "graph"):
+for name in ("later", "policy", "builtin", "mode", "reuse", "converted",
+             "shapes", "auto", "conv", "graph"):
     memo, memo_calls = counts(f"{tmp}/{name}-warn.json")
     whole, whole_calls = counts(f"{tmp}/{name}-debug.json")
     if memo != whole or memo_calls != whole_calls or not memo:
@@ -139,6 +153,13 @@ for name in ("later", "policy", "builtin", "mode", "reuse", "conv", "graph"):
         if len(rows) != 1 or rows[0]["fp32_reasons"] != want:
             bad += 1
             print(f"reuse: {rows}, want one shape with reasons {want}")
+    elif name in ("converted", "shapes", "auto"):
+        # Decided anew at every call, from what the policy read of the
+        # first call like it: most calls converted.
+        if any(r["converted"] * 2 < r["calls"] for r in memo.values()):
+            bad += 1
+            print(f"{name}: {memo}, want most calls of every shape "
+                  "converted")
     elif name in ("builtin", "mode"):
         if memo_calls != 5 * 200:
             bad += 1
@@ -161,5 +182,6 @@ done
 echo "settled: counts equal with and without the memo (a policy's kept" \
      "shape 208 calls, 6 timed by sample; five GEMM entry points under" \
      "the built-in policy and AMPSHIM_MODE=fp32; convolutions of both" \
-     "cuDNN APIs); cuBLASLt layouts" \
+     "cuDNN APIs; converting calls from kept reads under fp16 and auto);" \
+     "cuBLASLt layouts" \
      "changed in place read anew under fp16 and bf16"
