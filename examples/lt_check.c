@@ -655,6 +655,34 @@ one_case(const struct lcase *tc, const struct tolerance *tol, uint64_t seed,
     return failed;
 }
 
+/* Waits for the stream and copies D (m x n, leading dimension m) back into
+ * hd; then the worst error/bound of D against alpha op(A) op(B) + beta C0,
+ * C0's element (r, j) at c0[j * c0_ld + r] (c0_ld 0: one column for every
+ * j, a bias). -1 on a CUDA error. */
+static double
+fetch_worst(cudaStream_t stream, const float *dd, float *hd,
+            const struct operand_view *va, const struct operand_view *vb,
+            int m, int n, int k, float alpha, float beta, const float *c0,
+            int c0_ld, double factor)
+{
+    double worst = 0.0;
+
+    if (cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaMemcpy(hd, dd, (size_t)m * n * 4, cudaMemcpyDeviceToHost) !=
+            cudaSuccess)
+        return -1.0;
+    for (int j = 0; j < n; j++)
+        for (int r = 0; r < m; r++) {
+            double x = gemm_element_ratio(va, vb, r, j, k, alpha, beta,
+                                          c0[(size_t)j * c0_ld + r],
+                                          hd[(size_t)j * m + r], factor);
+
+            if (x > worst)
+                worst = x;
+        }
+    return worst;
+}
+
 /* --reuse: one problem's descriptor objects, made once, in every call of
  * a run whose other arguments vary as a program's do: alpha 1 or 0, a
  * second handle, the heuristics' algorithm or none, a workspace or none,
@@ -735,7 +763,7 @@ reuse_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
         enum reuse_kind kind = reuse_calls[i];
         const float *alpha = kind == REUSE_ALPHA0 ? &zero : &one;
         float *out = kind == REUSE_IN_PLACE ? dc2 : dd;
-        double worst = 0.0;
+        double worst;
         cublasStatus_t status, want = kind == REUSE_NULL_B
                                           ? CUBLAS_STATUS_INVALID_VALUE
                                           : CUBLAS_STATUS_SUCCESS;
@@ -752,22 +780,15 @@ reuse_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
             kind == REUSE_NO_ALGO ? NULL : &heur.algo,
             kind == REUSE_NO_WORKSPACE ? NULL : ws,
             kind == REUSE_NO_WORKSPACE ? 0 : REUSE_WORKSPACE, stream);
-        if (cudaStreamSynchronize(stream) != cudaSuccess ||
-            cudaMemcpy(hd, out, c_n * 4, cudaMemcpyDeviceToHost) !=
-                cudaSuccess) {
+        worst = fetch_worst(stream, out, hd, &va, &vb, m, n, k, *alpha,
+                            beta, hc, m, tol_factor(tol, k));
+        if (worst < 0.0) {
             printf("reuse: call %d: CUDA error\n", i);
             failed = 1;
             break;
         }
-        for (int j = 0; j < n && status == CUBLAS_STATUS_SUCCESS; j++)
-            for (int r = 0; r < m; r++) {
-                double x = gemm_element_ratio(
-                    &va, &vb, r, j, k, *alpha, beta, hc[(size_t)j * m + r],
-                    hd[(size_t)j * m + r], tol_factor(tol, k));
-
-                if (x > worst)
-                    worst = x;
-            }
+        if (status != CUBLAS_STATUS_SUCCESS)
+            worst = 0.0;
         /* Refused, D is as it was. */
         for (size_t e = 0; e < c_n && status != CUBLAS_STATUS_SUCCESS; e++)
             if (hd[e] != PAD_OUTPUT)
@@ -848,7 +869,7 @@ layers_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
     }
     for (int i = 0; i < LAYERS_CALLS; i++) {
         int l = layers_order[i];
-        double worst = 0.0;
+        double worst;
         cublasStatus_t status;
 
         for (size_t e = 0; e < c_n; e++)
@@ -860,24 +881,15 @@ layers_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
         if (status == CUBLAS_STATUS_SUCCESS)
             status = cublasLtMatmul(lt, op, &one, da, la, db, lb, &zero, dd,
                                     lc, dd, lc, NULL, NULL, 0, stream);
-        if (cudaStreamSynchronize(stream) != cudaSuccess ||
-            cudaMemcpy(hd, dd, c_n * 4, cudaMemcpyDeviceToHost) !=
-                cudaSuccess) {
+        /* The bias as a C0 of weight 1: D = A B + bias, bound as the
+         * help says. */
+        worst = fetch_worst(stream, dd, hd, &va, &vb, m, n, k, 1.0f, 1.0f,
+                            hbias[l], 0, tol_factor(tol, k));
+        if (worst < 0.0) {
             printf("layers: call %d: CUDA error\n", i);
             failed = 1;
             break;
         }
-        /* The bias as a C0 of weight 1: D = A B + bias, bound as the
-         * help says. */
-        for (int j = 0; j < n && status == CUBLAS_STATUS_SUCCESS; j++)
-            for (int r = 0; r < m; r++) {
-                double x = gemm_element_ratio(
-                    &va, &vb, r, j, k, 1.0f, 1.0f, hbias[l][r],
-                    hd[(size_t)j * m + r], tol_factor(tol, k));
-
-                if (x > worst)
-                    worst = x;
-            }
         failed |= status != CUBLAS_STATUS_SUCCESS || !(worst <= 1.0);
         printf("layers call=%d layer=%d status=%s(%d) err/bound=%.3e %s\n", i,
                l, cublas_status_name(status), (int)status, worst,
@@ -885,14 +897,7 @@ layers_run(const struct tolerance *tol, uint64_t seed, cublasLtHandle_t lt,
                                                                   : "ok");
     }
 out:
-    if (op)
-        cublasLtMatmulDescDestroy(op);
-    if (la)
-        cublasLtMatrixLayoutDestroy(la);
-    if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
-    if (lc)
-        cublasLtMatrixLayoutDestroy(lc);
+    lt_descs_destroy(NULL, op, la, lb, lc);
     cudaFree(da);
     cudaFree(db);
     cudaFree(dd);

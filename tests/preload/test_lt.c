@@ -40,12 +40,12 @@ struct setting {
     const char *name, *value;
 };
 
+/* lt_check with argv (argv[0] its path), the shim preloaded or not, and
+ * the extra settings (up to one whose name is NULL). */
 static void
-run_lt_check(const char *tol, int preload, const struct setting *extra,
-             struct amp_test_run *run)
+run_lt_argv(char **argv, int preload, const struct setting *extra,
+            struct amp_test_run *run)
 {
-    char *argv[] = { (char *)lt_check_path, (char *)"--tol", (char *)tol,
-                     NULL };
     struct amp_test_env env;
 
     amp_test_env_init(&env);
@@ -57,6 +57,16 @@ run_lt_check(const char *tol, int preload, const struct setting *extra,
     if (amp_test_run(argv, &env, RUN_TIMEOUT_S, run) != 0)
         fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
     amp_test_env_free(&env);
+}
+
+static void
+run_lt_check(const char *tol, int preload, const struct setting *extra,
+             struct amp_test_run *run)
+{
+    char *argv[] = { (char *)lt_check_path, (char *)"--tol", (char *)tol,
+                     NULL };
+
+    run_lt_argv(argv, preload, extra, run);
 }
 
 /* The summary line of cublasLtMatmul: the run's pid and these counters. */
@@ -237,7 +247,8 @@ test_repeated_calls(void **state)
         char *argv[] = { (char *)lt_check_path, (char *)"--tol",
                          (char *)modes[m][1], (char *)"--repeat",
                          (char *)"2", NULL };
-        struct amp_test_env env;
+        const struct setting mode[] = { { "AMPSHIM_MODE", modes[m][0] },
+                                        { NULL, NULL } };
         struct amp_test_run run;
         struct amp_test_summary sum;
         const struct amp_test_summary_line *l;
@@ -245,13 +256,7 @@ test_repeated_calls(void **state)
 
         snprintf(what, sizeof what, "AMPSHIM_MODE=%s, lt_check --repeat 2",
                  modes[m][0]);
-        amp_test_env_init(&env);
-        amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
-        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
-        amp_test_env_set(&env, "AMPSHIM_MODE", modes[m][0]);
-        if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
-            fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
-        amp_test_env_free(&env);
+        run_lt_argv(argv, 1, mode, &run);
         snprintf(result, sizeof result, "result: %d of %d cases pass\n",
                  2 * plain.count, 2 * plain.count);
         amp_test_parse_summary(run.err, &sum);
@@ -285,7 +290,9 @@ test_layers_bias(void **state)
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         char *argv[] = { (char *)lt_check_path, (char *)"--tol",
                          (char *)modes[m][1], (char *)"--layers", NULL };
-        struct amp_test_env env;
+        const struct setting mode[] = { { "AMPSHIM_MODE", modes[m][0] },
+                                        { "AMPSHIM_REPORT", "off" },
+                                        { NULL, NULL } };
         struct amp_test_run run;
         struct amp_test_summary sum;
         const struct amp_test_summary_line *l;
@@ -293,14 +300,7 @@ test_layers_bias(void **state)
 
         snprintf(what, sizeof what, "AMPSHIM_MODE=%s, lt_check --layers",
                  modes[m][0]);
-        amp_test_env_init(&env);
-        amp_test_env_set(&env, "LD_LIBRARY_PATH", emu_dir);
-        amp_test_env_set(&env, "LD_PRELOAD", libampshim_path);
-        amp_test_env_set(&env, "AMPSHIM_MODE", modes[m][0]);
-        amp_test_env_set(&env, "AMPSHIM_REPORT", "off");
-        if (amp_test_run(argv, &env, RUN_TIMEOUT_S, &run) != 0)
-            fail_msg("cannot start %s: %s", lt_check_path, strerror(errno));
-        amp_test_env_free(&env);
+        run_lt_argv(argv, 1, mode, &run);
         amp_test_parse_summary(run.err, &sum);
         l = amp_test_summary_find(&sum, API);
         if (!run.exited || run.code != 0 ||
