@@ -100,6 +100,7 @@ struct amp_lt_made {
  * products and their layers' bias pointers; a step whose place another
  * holds is made again (and takes the place). */
 #define AMP_LT_MADE 64
+_Static_assert(AMP_LT_MADE <= 64, "a call's places fit a 64-bit mask");
 
 struct amp_lt_own {
     cublasLtHandle_t handle;
@@ -457,8 +458,8 @@ amp_lt_algo(struct amp_lt_own *own, const struct amp_lt_key *key,
 }
 
 /* A hash of a step's inputs for its place among the made steps: the
- * fields that tell a model's products and layers apart (the whole of
- * the inputs is compared). */
+ * fields that tell a model's products and layers apart, and one call's
+ * steps (the whole of the inputs is compared). */
 static unsigned
 amp_lt_made_place(const struct amp_lt_step_in *in)
 {
@@ -470,6 +471,9 @@ amp_lt_made_place(const struct amp_lt_step_in *in)
     h = (h ^ (uint64_t)(uintptr_t)in->bias ^
          ((uint64_t)k->compute << 32) ^ (uint64_t)k->lda) *
         0x27d4eb2f165667c5ull;
+    h = (h ^ k->epilogue ^ ((uint64_t)k->pointer_mode << 16) ^
+         ((uint64_t)k->in_place << 24)) *
+        0x9e3779b97f4a7c15ull;
     return (unsigned)(h >> 58) % AMP_LT_MADE;
 }
 
@@ -479,7 +483,7 @@ amp_lt_made_place(const struct amp_lt_step_in *in)
  * cannot be made. */
 static const struct amp_lt_made *
 amp_lt_step_get(struct amp_lt_own *own, const struct amp_lt_step_in *in,
-                unsigned taken, struct amp_lt_made *local)
+                uint64_t taken, struct amp_lt_made *local)
 {
     unsigned place = amp_lt_made_place(in);
     struct amp_lt_made *m = &own->made[place];
@@ -487,7 +491,7 @@ amp_lt_step_get(struct amp_lt_own *own, const struct amp_lt_step_in *in,
 
     if (m->valid && memcmp(&m->in, in, sizeof *in) == 0)
         return m;
-    if (taken & (1u << place))
+    if (taken & ((uint64_t)1 << place))
         m = local;
     m->valid = 0;
     m->in = *in;
@@ -539,7 +543,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     amp_devptr workspace = given ? (amp_devptr)(uintptr_t)hooked->workspace
                                  : 0;
     size_t need = 0;
-    unsigned taken = 0;
+    uint64_t taken = 0;
     int i, in_graph = 0;
 
     for (i = 0; i < run->nsteps; i++) {
@@ -550,7 +554,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
             return AMP_ERR_DRIVER;
         }
         if (m[i] != &local[i])
-            taken |= 1u << (unsigned)(m[i] - lt->made);
+            taken |= (uint64_t)1 << (m[i] - lt->made);
         if (m[i]->algo.workspace > need)
             need = m[i]->algo.workspace;
     }
