@@ -604,7 +604,7 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
     amp_nvtx_push(w->api, w->mode, w->flops);
     span->nvtx = 1;
     /* Events recorded in a capture can be neither queried nor timed. */
-    if (amp_dev_stream_capturing(w->stream) != 0)
+    if (amp_prof_capturing(w) != 0)
         return;
     if (!amp_converted_due(w)) {
         span->sampled_out = 1;
@@ -615,6 +615,12 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
         return;
     span->call = c;
     amp_prof_open = c;
+}
+
+int
+amp_prof_capturing(const struct amp_prof_what *w)
+{
+    return w->capture ? w->capture - 2 : amp_dev_stream_capturing(w->stream);
 }
 
 void
@@ -791,7 +797,8 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
         /* FP32 here: a shadow run under capture, or a mode this call
          * cannot run. */
         amp_prof_count(&span->what, outcome, why,
-                       amp_dev_stream_capturing(span->what.stream) != 0
+                       outcome == AMP_OUTCOME_FP32 &&
+                               amp_prof_capturing(&span->what) != 0
                            ? AMP_KEPT_CAPTURE
                            : AMP_KEPT_MODE,
                        scratch_bytes, NULL);

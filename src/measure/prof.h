@@ -123,7 +123,15 @@ struct amp_prof_what {
     int site_shape;            /* 1 + its (site, shape)'s slot
                                   (decide/site.h); 0: none */
     int warmup;                /* set by amp_prof_warmup */
+    int capture;               /* the stream's capture state as the hook
+                                  found it for this call: 2 +
+                                  amp_dev_stream_capturing's answer; 0:
+                                  not asked, so the profiler asks */
 };
+
+/* w's stream's capture state (amp_dev_stream_capturing's answer), as the
+ * hook found it when it did. */
+int amp_prof_capturing(const struct amp_prof_what *w);
 
 
 /* ---- Sampling ------------------------------------------------------------------ */

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "decide/auto.h"
 #include "device/device.h"
+#include "measure/prof.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,9 +79,11 @@ amp_replay_captured(const struct amp_prof_what *w, enum amp_outcome outcome)
     struct amp_prof_captured c;
     struct amp_auto_view v;
     struct amp_replay_list *l;
-    void *graph = amp_dev_capture_graph(w->stream);
+    void *graph;
 
-    if (!graph)
+    /* A stream the hook found not capturing: nothing to note. */
+    if (amp_prof_capturing(w) == 0 ||
+        !(graph = amp_dev_capture_graph(w->stream)))
         return;
     memset(&c, 0, sizeof c);
     c.what = *w;

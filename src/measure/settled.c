@@ -122,6 +122,7 @@ amp_settled_count_at(const struct amp_settled *s, amp_stream stream,
         amp_harvest(0);
         w = s->what;
         w.stream = stream;
+        w.capture = 0;
         amp_prof_fp32_begin(span, &w);
     }
     return counted;
