@@ -1071,7 +1071,7 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
     struct amp_gemm_layout l;
     enum amp_status st;
 
-    memset(run, 0, sizeof *run);
+    memset(run, 0, offsetof(struct amp_gemm_run, desc));
     run->mode = mode;
     run->candidate = shadow ? candidate : mode;
     /* A convolution mode; for GEMMs the nearest one. */

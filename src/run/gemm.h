@@ -209,8 +209,7 @@ struct amp_gemm_step {
  * to the original call. */
 struct amp_gemm_run {
     enum amp_mode mode;        /* what ran (a shadow run: AMP_MODE_SHADOW) */
-    int nsteps;
-    struct amp_gemm_step steps[AMP_GEMM_MAX_STEPS];
+    int nsteps;                /* of steps[], at the end */
     /* Shadow: the hook runs the original FP32 call after the steps, then
      * calls amp_gemm_finish(), which compares the two results. */
     int needs_original;
@@ -227,8 +226,7 @@ struct amp_gemm_run {
     amp_stream stream;
     size_t scratch_bytes;
     struct amp_dev *dev;       /* the context it runs in */
-    /* Private to gemm.c from here on. */
-    struct amp_gemm_desc desc;
+    /* Private to gemm.c from here on, but for steps[]. */
     amp_devptr scratch;
     int scratch_in_graph;      /* owned by the graph being captured */
     amp_devptr result;         /* shadow candidate or routed result, FP32 */
@@ -254,6 +252,10 @@ struct amp_gemm_run {
     amp_devptr slot_at;
     int candidate_done;        /* shadow: the candidate's last kernel is
                                   queued */
+    /* Written whole before they are read, so amp_gemm_prepare zeroes the
+     * run up to here only: */
+    struct amp_gemm_desc desc;
+    struct amp_gemm_step steps[AMP_GEMM_MAX_STEPS]; /* the first nsteps */
 };
 
 /* Queues on d->stream everything the steps need: the scratch allocation,
