@@ -17,7 +17,7 @@
 #include <string.h>
 
 /* A framework's one call site sends hundreds of shapes: 256 entries
- * of each kind (some 100 KiB a thread, allocated at its first kept
+ * of each kind (some 140 KiB a thread, allocated at its first kept
  * call). */
 #define AMP_SETTLED_WAYS 256
 
