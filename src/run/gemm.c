@@ -168,14 +168,14 @@ amp_gemm_policy(struct amp_gemm_desc *d, struct amp_policy_read *read,
 
     if (!d->site)
         d->site = amp_site_get(d->api, d->caller);
-    /* Earlier calls' results (the verdicts of shadow calls at the site
-     * decide this one, demotions), never blocking, at a bounded cost
-     * (also while the stream is being captured). */
     if (!read || !read->valid) {
         amp_gemm_policy_call(d, &call);
         if (read)
             amp_policy_read(&call, read);
     }
+    /* Earlier calls' results (the verdicts of shadow calls at the site
+     * decide this one, demotions), never blocking, at a bounded cost
+     * (also while the stream is being captured). */
     amp_harvest(0);
     if (read && read->valid)
         amp_policy_decide_read(d->site, read, out);
