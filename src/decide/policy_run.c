@@ -321,6 +321,18 @@ amp_policy_call_match(const struct amp_policy_call *call_in, int64_t count)
                            : amp_policy_match(&amp_active, &call);
 }
 
+/* The key of the call's (site, shape) under the rules' `match`: verify
+ * and shadow-rate count the calls of the call's shape at its site, and
+ * small calls at a site do not use up its large calls' window (0: not
+ * counted). */
+static uint64_t
+amp_policy_shape_key(const struct amp_policy_call *call, int match)
+{
+    return match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC
+               ? 0
+               : amp_call_shape_key(call);
+}
+
 void
 amp_policy_read(const struct amp_policy_call *call, struct amp_policy_read *r)
 {
@@ -336,12 +348,7 @@ amp_policy_read(const struct amp_policy_call *call, struct amp_policy_read *r)
     if (amp_state != AMP_STATE_ACTIVE || amp_counts_calls)
         return;
     r->match = amp_policy_call_match(call, 0);
-    /* verify and shadow-rate count the calls of the call's shape at its
-     * site: small calls at a site do not use up its large calls' window. */
-    r->shape_key = r->match == AMP_POLICY_SMALL ||
-                           r->match == AMP_POLICY_PEDANTIC
-                       ? 0
-                       : amp_call_shape_key(call);
+    r->shape_key = amp_policy_shape_key(call, r->match);
     r->valid = 1;
 }
 
@@ -368,13 +375,8 @@ amp_policy_decide_active(struct amp_site *site,
         match = r->match;
         key = r->shape_key;
     } else {
-        /* verify and shadow-rate count the calls of the call's shape at
-         * its site: small calls at a site do not use up its large calls'
-         * window. */
         match = amp_policy_call_match(call, count);
-        key = match == AMP_POLICY_SMALL || match == AMP_POLICY_PEDANTIC
-                  ? 0
-                  : amp_call_shape_key(call);
+        key = amp_policy_shape_key(call, match);
     }
     shape_count = key ? (int64_t)amp_site_shape_count(site, key, &slot) : 0;
     out->shape_slot = slot;
