@@ -210,8 +210,8 @@ amp_lt_layout(cublasLtMatrixLayout_t l, cudaDataType type, uint64_t rows,
                  sizeof stride) == CUBLAS_STATUS_SUCCESS));
 }
 
-/* The epilogue the step carries (the call's, without its auxiliary
- * output for AMP_EPILOGUE_NO_AUX) and its settings, from in. */
+/* The epilogue the step carries: the call's, without its auxiliary
+ * output for AMP_EPILOGUE_NO_AUX. */
 static uint32_t
 amp_lt_step_epilogue(const struct amp_lt_call *c, enum amp_epilogue which)
 {
@@ -220,6 +220,7 @@ amp_lt_step_epilogue(const struct amp_lt_call *c, enum amp_epilogue which)
     return which == AMP_EPILOGUE_NO_AUX ? c->epilogue & ~128u : c->epilogue;
 }
 
+/* The step's epilogue and its settings on op, from in. */
 static int
 amp_lt_epilogue(cublasLtMatmulDesc_t op, const struct amp_lt_step_in *in)
 {
