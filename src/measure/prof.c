@@ -308,12 +308,22 @@ amp_entry_device(struct amp_prof_entry *e, int ordinal, int make)
 
 /* ---- Counting at the hook --------------------------------------------------- */
 
-/* Counts a call at its entry; for an FP32 outcome, returns 1 when the
- * call is due to be timed by sample. */
+/* How a converted call went untimed, counted with the call. */
+enum amp_untimed {
+    AMP_UNTIMED_NO = 0,
+    AMP_UNTIMED_SAMPLED_OUT, /* not due by sample: estimated */
+    AMP_UNTIMED_UNMEASURED,  /* due, but its record was not had */
+};
+
+/* Counts a call at its entry, which the span that found it at its begin
+ * (amp_prof_begin) passes on while the table stands, and how it went
+ * untimed; for an FP32 outcome, returns 1 when the call is due to be
+ * timed by sample. */
 static int
-amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
-               enum amp_fallback why, enum amp_kept kept,
-               size_t scratch_bytes, struct amp_prof_place *place)
+amp_prof_tally(const struct amp_prof_what *w, const struct amp_prof_span *span,
+               enum amp_outcome outcome, enum amp_fallback why,
+               enum amp_kept kept, size_t scratch_bytes,
+               enum amp_untimed untimed, struct amp_prof_place *place)
 {
     struct amp_prof_device_part *part = NULL;
     struct amp_prof_entry *e;
@@ -324,7 +334,9 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
     int shadow = w->mode == AMP_MODE_SHADOW && !w->delivers;
 
     pthread_mutex_lock(&amp_prof_lock);
-    e = amp_entry_get(w);
+    e = span && span->entry && span->generation == amp_prof_generation
+            ? span->entry
+            : amp_entry_get(w);
     if (e)
         part = amp_entry_device(e, w->device, 1);
     if (part) {
@@ -349,6 +361,13 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
         }
         if (outcome == AMP_OUTCOME_FALLBACK)
             e->fallbacks[why]++;
+        if (untimed == AMP_UNTIMED_SAMPLED_OUT) {
+            e->sampled_out++;
+            if (part)
+                part->sampled_out++;
+        } else if (untimed == AMP_UNTIMED_UNMEASURED) {
+            e->unmeasured++;
+        }
         if (outcome == AMP_OUTCOME_FP32) {
             /* By the calls' count, whatever became of the samples: a
              * context never made costs a look every 64 calls. */
@@ -369,6 +388,15 @@ amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
     /* A call captured into a graph runs again at each of its launches. */
     amp_replay_captured(w, outcome);
     return due;
+}
+
+static int
+amp_prof_count(const struct amp_prof_what *w, enum amp_outcome outcome,
+               enum amp_fallback why, enum amp_kept kept,
+               size_t scratch_bytes, struct amp_prof_place *place)
+{
+    return amp_prof_tally(w, NULL, outcome, why, kept, scratch_bytes,
+                          AMP_UNTIMED_NO, place);
 }
 
 /* The site as a call log line names it: its function (demangled), or
@@ -545,9 +573,10 @@ amp_record_event(struct amp_prof_call *c, int which)
 
 /* Whether a converted call of w is timed: always when it is a shadow
  * call or a line or trace event per call is asked for, otherwise by
- * sample (AMP_PROF_CONVERTED_EVERY). */
+ * sample (AMP_PROF_CONVERTED_EVERY). The span keeps the entry it
+ * found, for the call's count at its end. */
 static int
-amp_converted_due(const struct amp_prof_what *w)
+amp_converted_due(const struct amp_prof_what *w, struct amp_prof_span *span)
 {
     const struct amp_config *cfg = amp_shim_config();
     struct amp_prof_entry *e;
@@ -563,6 +592,8 @@ amp_converted_due(const struct amp_prof_what *w)
                                   AMP_PROF_CONVERTED_EVERY);
         e->converted_taken += (unsigned long long)due;
     }
+    span->entry = e;
+    span->generation = amp_prof_generation;
     pthread_mutex_unlock(&amp_prof_lock);
     return due;
 }
@@ -601,12 +632,13 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
     span->open = 1;
     span->fp32 = 0;
     span->sampled_out = 0;
+    span->entry = NULL;
     amp_nvtx_push(w->api, w->mode, w->flops);
     span->nvtx = 1;
     /* Events recorded in a capture can be neither queried nor timed. */
     if (amp_prof_capturing(w) != 0)
         return;
-    if (!amp_converted_due(w)) {
+    if (!amp_converted_due(w, span)) {
         span->sampled_out = 1;
         return;
     }
@@ -791,34 +823,23 @@ amp_prof_end(struct amp_prof_span *span, enum amp_outcome outcome,
     if (span->nvtx)
         amp_nvtx_pop();
     span->nvtx = 0;
+    timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
     if (outcome == AMP_OUTCOME_FALLBACK) {
         amp_prof_fallback(&span->what, why);
     } else {
         /* FP32 here: a shadow run under capture, or a mode this call
          * cannot run. */
-        amp_prof_count(&span->what, outcome, why,
+        amp_prof_tally(&span->what, span, outcome, why,
                        outcome == AMP_OUTCOME_FP32 &&
                                amp_prof_capturing(&span->what) != 0
                            ? AMP_KEPT_CAPTURE
                            : AMP_KEPT_MODE,
-                       scratch_bytes, NULL);
-    }
-    timed = c && outcome == AMP_OUTCOME_CONVERTED && c->ev[AMP_EV_END] >= 0;
-    if (!timed && outcome == AMP_OUTCOME_CONVERTED) {
-        struct amp_prof_device_part *part;
-        struct amp_prof_entry *e;
-
-        pthread_mutex_lock(&amp_prof_lock);
-        e = amp_entry_get(&span->what);
-        if (e && span->sampled_out) {
-            e->sampled_out++;
-            part = amp_entry_device(e, span->what.device, 0);
-            if (part)
-                part->sampled_out++;
-        } else if (e) {
-            e->unmeasured++;
-        }
-        pthread_mutex_unlock(&amp_prof_lock);
+                       scratch_bytes,
+                       timed || outcome != AMP_OUTCOME_CONVERTED
+                           ? AMP_UNTIMED_NO
+                       : span->sampled_out ? AMP_UNTIMED_SAMPLED_OUT
+                                           : AMP_UNTIMED_UNMEASURED,
+                       NULL);
     }
     /* A record the harvest cannot take (no memory) stays: its slot, if
      * it has one, still names it. */

@@ -176,6 +176,9 @@ struct amp_prof_span {
                                    (amp_prof_fp32_begin) */
     int sampled_out;            /* a converted call not timed by
                                    sampling: estimated */
+    struct amp_prof_entry *entry; /* its entry where its begin found it,
+                                     while the table's generation stands */
+    unsigned generation;
 };
 
 /* A call kept FP32 at its site for `why`: counted. 1 when it is due to be
