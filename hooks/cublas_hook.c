@@ -161,7 +161,9 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
 {
     /* Eligibility first (a converting mode), then the policy's mode. */
     enum amp_gemm_skip skip = amp_gemm_decide(call, AMP_MODE_FP16);
-    struct amp_gemm_desc desc, *d = &desc;
+    /* The call's descriptor, which the path completes, where its run
+     * keeps it (a hook may have described the call there). */
+    struct amp_gemm_desc *d = &h->run.desc;
     struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
                                .shape_slot = -1};
     struct amp_prof_what what;
@@ -195,10 +197,10 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
         }
         settled.epoch = amp_decision_epoch();
     }
-    /* The whole path: the call's descriptor, which it completes; its
-     * site and what the policy reads of it as an earlier call like it
-     * found them, where one did. */
-    desc = *call;
+    /* The whole path: its site and what the policy reads of the call
+     * as an earlier call like it found them, where one did. */
+    if (call != d)
+        *d = *call;
     if (settle && skip == AMP_GEMM_CONVERT &&
         (kept = amp_settled_read_find(&key)) != NULL)
         seen = *kept;

@@ -945,7 +945,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     struct amp_hook h;
     struct amp_lt_hooked k;
     struct amp_lt_call *c = &k.call;
-    struct amp_gemm_desc d;
+    /* Described where the path keeps it (amp_gemm_try). */
+    struct amp_gemm_desc *d = &h.run.desc;
     struct amp_route route;
     struct amp_lt_recent *recent = NULL;
     amp_pfn_cublasLtMatmul real;
@@ -994,22 +995,22 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                                                 Cdesc, Ddesc};
                 k.workspace = workspace;
                 if (recent && recent->described) {
-                    d = recent->desc;
+                    *d = recent->desc;
                 } else {
-                    amp_lt_describe_reading(c, pedantic, &d);
+                    amp_lt_describe_reading(c, pedantic, d);
                     if (recent) {
-                        recent->desc = d;
+                        recent->desc = *d;
                         recent->described = 1;
                     }
                 }
-                amp_lt_describe_call(&d, alpha, A, B, beta, C, D, stream,
+                amp_lt_describe_call(d, alpha, A, B, beta, C, D, stream,
                                      caller);
-                d.from_library = route.library;
+                d->from_library = route.library;
                 if (recent) {
                     recent->held.known = 0;
                     h.held = &recent->held;
                 }
-                if (amp_hook_gemm_on(&h, &d, &amp_lt_vendor, &k) ==
+                if (amp_hook_gemm_on(&h, d, &amp_lt_vendor, &k) ==
                     AMP_HOOK_DONE)
                     return CUBLAS_STATUS_SUCCESS;
                 if (recent && recent->held.known) {

@@ -5,9 +5,11 @@
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "base/log.h"
+#include "base/shim.h"
 #include "measure/harvest.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AMP_F16_LD_MULTIPLE 8
@@ -979,7 +981,7 @@ _Static_assert(offsetof(struct amp_gemm_delayed, s) == 0 &&
                "a call's scalars lead its delayed ones; a record fits");
 
 /* A 64-bit hash of n words, a word at a time (a multiply and a shift
- * each: it runs on every FP16 call). */
+ * each). */
 static uint64_t
 amp_hash_words(uint64_t h, const int64_t *v, size_t n)
 {
@@ -992,36 +994,132 @@ amp_hash_words(uint64_t h, const int64_t *v, size_t n)
     return h;
 }
 
+/* The key of a call's delayed-scaling record: its site and shape. */
+static uint64_t
+amp_gemm_record_key(const struct amp_gemm_desc *d)
+{
+    int64_t shape[] = {
+        d->m, d->n, d->k, d->batch, d->batch_kind, d->transa, d->transb,
+        d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
+        d->row_b, (int64_t)(uintptr_t)d->site,
+    };
+
+    return amp_hash_words(0xcbf29ce484222325ull, shape,
+                          sizeof shape / sizeof shape[0]);
+}
+
 /* A repeating FP16 call keeps the maxima its next call scales by in a
  * record of the device layer, one per (site, shape, stream): the first
  * call there takes the two passes and sets it, the next ones cast in one
  * pass (delayed scaling: AMP_DELAYED_SLACK in amp_math.h), each with its
  * own scalars in its scratch. Not for other modes or an alpha vector (its
  * compensation runs between the scales and the casts); amp_dev_record
- * refuses the streams a record cannot serve. */
+ * refuses the streams a record cannot serve. `key` is the call's
+ * amp_gemm_record_key. */
 static void
-amp_gemm_record(struct amp_gemm_run *run)
+amp_gemm_record(struct amp_gemm_run *run, uint64_t key)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    int64_t shape[] = {
-        d->m, d->n, d->k, d->batch, d->batch_kind, d->transa, d->transb,
-        d->lda, d->ldb, d->stride_a, d->stride_b, d->lt, d->row_a,
-        d->row_b, (int64_t)(uintptr_t)d->site,
-    };
-    uint64_t key;
     amp_devptr at = 0;
     int fresh = 1;
 
     if (run->candidate != AMP_MODE_FP16 || d->alpha_vector)
         return;
-    key = amp_hash_words(0xcbf29ce484222325ull, shape,
-                         sizeof shape / sizeof shape[0]);
     if (amp_dev_record(run->dev, key, d->stream, &at, &fresh) != AMP_OK)
         return;
     run->record = at;
     run->record_key = key;
     run->delayed = !fresh;
 }
+
+/* ---- The layout memo --------------------------------------------------------- */
+
+/* Everything amp_gemm_layout and amp_gemm_record_key read of a call
+ * (whose batch is amp_gemm_batch's) and its run: a call whose inputs
+ * equal an earlier one's on its thread takes that call's layout and key
+ * (a framework's layers repeat their shapes at every step). No padding:
+ * inputs are compared whole. */
+struct amp_gemm_layout_in {
+    int64_t m, n, k, batch, lda, ldb, stride_a, stride_b, alpha_stride;
+    const struct amp_site *site;
+    int32_t batch_kind, transa, transb, row_a, row_b, row_cd, lt, delivers,
+        alpha_vector, work, shadow, routed;
+};
+
+_Static_assert(sizeof(struct amp_gemm_layout_in) == 10 * 8 + 12 * 4,
+               "a layout's inputs have no padding");
+
+struct amp_gemm_memo {
+    struct amp_gemm_layout_in in;
+    struct amp_gemm_layout l;
+    uint64_t record_key;
+    int valid;
+};
+
+/* Per thread, by a hash of the shape and site (some 28 KiB a thread,
+ * allocated at its first converted call). */
+#define AMP_GEMM_MEMOS 64
+
+static __thread struct {
+    struct amp_gemm_memo *memos; /* NULL: not had yet, or none */
+    int tried;
+} amp_gemm_memo_thread;
+
+static void
+amp_gemm_memo_exit(void)
+{
+    free(amp_gemm_memo_thread.memos);
+    amp_gemm_memo_thread.memos = NULL;
+}
+
+/* The layout of d (a run's desc) for `work`, and its record key: the
+ * thread's memo where it holds them, else made (into the memo, or into
+ * `own` where the thread has none). */
+static const struct amp_gemm_layout *
+amp_gemm_layout_of(const struct amp_gemm_desc *d, enum amp_mode work,
+                   int shadow, int routed, uint64_t *record_key,
+                   struct amp_gemm_layout *own)
+{
+    struct amp_gemm_layout_in in = {
+        .m = d->m, .n = d->n, .k = d->k, .batch = d->batch, .lda = d->lda,
+        .ldb = d->ldb, .stride_a = d->stride_a, .stride_b = d->stride_b,
+        .alpha_stride = d->alpha_stride, .site = d->site,
+        .batch_kind = d->batch_kind, .transa = d->transa,
+        .transb = d->transb, .row_a = d->row_a, .row_b = d->row_b,
+        .row_cd = d->row_cd, .lt = d->lt, .delivers = d->delivers,
+        .alpha_vector = d->alpha_vector, .work = work, .shadow = shadow,
+        .routed = routed,
+    };
+    struct amp_gemm_memo *m;
+    uint64_t h;
+
+    if (!amp_gemm_memo_thread.memos && !amp_gemm_memo_thread.tried) {
+        amp_gemm_memo_thread.tried = 1;
+        amp_gemm_memo_thread.memos =
+            calloc(AMP_GEMM_MEMOS, sizeof *amp_gemm_memo_thread.memos);
+        if (amp_gemm_memo_thread.memos)
+            amp_shim_at_thread_exit(amp_gemm_memo_exit);
+    }
+    if (!amp_gemm_memo_thread.memos) {
+        amp_gemm_layout(d, work, shadow, routed, own);
+        *record_key = amp_gemm_record_key(d);
+        return own;
+    }
+    h = ((uint64_t)d->m * 0x9e3779b97f4a7c15ull) ^
+        ((uint64_t)d->n * 0xbf58476d1ce4e5b9ull) ^ (uint64_t)d->k ^
+        (uint64_t)(uintptr_t)d->site ^ (uint64_t)work;
+    m = &amp_gemm_memo_thread.memos[(h * 0x94d049bb133111ebull) >> 58];
+    if (!m->valid || memcmp(&m->in, &in, sizeof in) != 0) {
+        m->in = in;
+        amp_gemm_layout(d, work, shadow, routed, &m->l);
+        m->record_key = amp_gemm_record_key(d);
+        m->valid = 1;
+    }
+    *record_key = m->record_key;
+    return &m->l;
+}
+
+_Static_assert(AMP_GEMM_MEMOS == 64, "the memo's place is a hash's top 6 bits");
 
 /* The candidate's own work and its steps (amp_gemm_queue_candidate) on
  * the run's layout l. */
@@ -1068,7 +1166,9 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
                  struct amp_gemm_run *run)
 {
     int shadow = mode == AMP_MODE_SHADOW;
-    struct amp_gemm_layout l;
+    struct amp_gemm_layout own;
+    const struct amp_gemm_layout *l;
+    uint64_t record_key;
     enum amp_status st;
 
     memset(run, 0, offsetof(struct amp_gemm_run, desc));
@@ -1079,7 +1179,8 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         run->candidate = AMP_MODE_FP16;
     run->stream = d->stream;
     run->dev = dev;
-    run->desc = *d;
+    if (d != &run->desc)
+        run->desc = *d;
     run->desc.batch = amp_gemm_batch(d);
     if (!d->lt) { /* cuBLAS writes C */
         run->desc.d = d->c;
@@ -1101,27 +1202,28 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
         return AMP_ERR_UNAVAILABLE;
 
     run->routed = amp_gemm_routes_c(d, run->candidate, shadow);
-    amp_gemm_layout(d, run->candidate, shadow, run->routed, &l);
-    st = amp_gemm_acquire(run, &l, scratch_max);
+    l = amp_gemm_layout_of(&run->desc, run->candidate, shadow, run->routed,
+                           &record_key, &own);
+    st = amp_gemm_acquire(run, l, scratch_max);
     if (st != AMP_OK) {
         amp_gemm_release(run);
         return st;
     }
-    run->scratch_bytes = l.bytes;
+    run->scratch_bytes = l->bytes;
     run->needs_original = shadow;
     run->fp32_first = shadow && fp32_first;
     run->delivers = shadow && d->delivers;
-    run->rows_r = l.rows_r;
-    run->cols_r = l.cols_r;
-    run->alpha_vec = amp_at(run->scratch, l.alpha_vec);
+    run->rows_r = l->rows_r;
+    run->cols_r = l->cols_r;
+    run->alpha_vec = amp_at(run->scratch, l->alpha_vec);
     run->alpha_vec_stride = d->alpha_stride ? d->m : 0;
-    run->ld_result = l.rows_r;
-    run->stride_result = l.stride_r;
-    run->scalars = amp_at(run->scratch, l.scalars);
-    run->accum = amp_at(run->scratch, l.accum);
-    run->sum = amp_at(run->scratch, l.sum);
-    run->hi = amp_at(run->scratch, l.hi);
-    run->result = shadow || run->routed ? amp_at(run->scratch, l.result)
+    run->ld_result = l->rows_r;
+    run->stride_result = l->stride_r;
+    run->scalars = amp_at(run->scratch, l->scalars);
+    run->accum = amp_at(run->scratch, l->accum);
+    run->sum = amp_at(run->scratch, l->sum);
+    run->hi = amp_at(run->scratch, l->hi);
+    run->result = shadow || run->routed ? amp_at(run->scratch, l->result)
                                         : run->hi;
     /* A shadow candidate starts from C unless beta is a host zero
      * (cuBLASLt's reads the caller's C and writes its own D): a copy of
@@ -1135,21 +1237,23 @@ amp_gemm_prepare(struct amp_dev *dev, const struct amp_gemm_desc *d,
             return st;
         }
     }
-    amp_gemm_record(run);
+    amp_gemm_record(run, record_key);
     if (run->fp32_first)
         return AMP_OK; /* amp_gemm_queue_candidate after the original */
     amp_prof_start(); /* the host's set-up is done: the timed work */
-    return amp_gemm_queue(run, &l);
+    return amp_gemm_queue(run, l);
 }
 
 enum amp_status
 amp_gemm_queue_candidate(struct amp_gemm_run *run)
 {
-    struct amp_gemm_layout l;
+    struct amp_gemm_layout own;
+    uint64_t record_key;
 
-    amp_gemm_layout(&run->desc, run->candidate,
-                    run->mode == AMP_MODE_SHADOW, run->routed, &l);
-    return amp_gemm_queue(run, &l);
+    return amp_gemm_queue(
+        run, amp_gemm_layout_of(&run->desc, run->candidate,
+                                run->mode == AMP_MODE_SHADOW, run->routed,
+                                &record_key, &own));
 }
 
 int

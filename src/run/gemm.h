@@ -263,7 +263,8 @@ struct amp_gemm_run {
  * in either pointer mode: the call never synchronises), casts or splits,
  * pointer arrays for batched scratch, and for shadow a copy of C (before
  * the call's start event: untimed). Nothing of the caller's is written.
- * `mode` is the mode to run (for shadow, the caller passes
+ * d is copied into run->desc, unless it is run->desc (then completed in
+ * place). `mode` is the mode to run (for shadow, the caller passes
  * AMP_MODE_SHADOW and `candidate`). `fp32_first` (shadow only): queue
  * only the copy of C and record no start event; the hook records it,
  * runs the original, then amp_gemm_queue_candidate(). Fails with
