@@ -123,7 +123,7 @@ amp_conv_hook_convert(struct amp_conv_hook *h, const struct amp_conv_desc *d,
                                             : AMP_FALLBACK_NO_ALGORITHM);
         return 0;
     }
-    amp_prof_begin(&h->prof, dev, what);
+    amp_prof_begin(&h->prof, dev, what, NULL);
     st = amp_conv_prepare(dev, d, &plan, bytes, dec->scratch_max,
                           dec->fp32_first && v->original != NULL, &h->run);
     if (st != AMP_OK) {

@@ -169,8 +169,9 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     struct amp_prof_what what;
     struct amp_settled_key key;
     struct amp_settled settled;
-    const struct amp_settled_read *kept = NULL;
-    struct amp_settled_read seen = {0};
+    /* seen: what a call read that no earlier one like it kept, filled
+     * as the path reads it. */
+    struct amp_settled_read *kept = NULL, seen;
     struct amp_dev *dev;
     void *own;
     enum amp_status st;
@@ -201,22 +202,32 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
      * as an earlier call like it found them, where one did. */
     if (call != d)
         *d = *call;
-    if (settle && skip == AMP_GEMM_CONVERT &&
-        (kept = amp_settled_read_find(&key)) != NULL)
-        seen = *kept;
+    if (settle && skip == AMP_GEMM_CONVERT)
+        kept = amp_settled_read_find(&key);
     if (kept)
-        d->site = seen.site;
+        d->site = kept->site;
     else if (settle)
         d->site = amp_site_get_stack(d->api, key.frames, key.depth);
     memset(&settled.place, 0, sizeof settled.place);
     if (skip == AMP_GEMM_CONVERT) {
-        amp_gemm_policy(d, settle ? &seen.policy : NULL, &dec);
-        if (settle && !kept) {
-            seen.site = d->site;
-            amp_settled_read_keep(&key, &seen);
+        seen.policy.valid = 0;
+        amp_gemm_policy(d, kept ? &kept->policy : settle ? &seen.policy
+                                                        : NULL,
+                        &dec);
+        if (kept) {
+            what = kept->what;
+        } else {
+            amp_gemm_what_call(&what, d);
+            if (settle) {
+                seen.site = d->site;
+                seen.what = what;
+                seen.prof.entry = NULL;
+                kept = amp_settled_read_keep(&key, &seen);
+            }
         }
-        amp_gemm_what(&what, d, &dec,
-                      settle ? key.device : amp_dev_current_ordinal());
+        amp_gemm_what_decided(&what, d, &dec,
+                              settle ? key.device
+                                     : amp_dev_current_ordinal());
         if (dec.mode == AMP_MODE_FP32) {
             /* Pedantic math that no rule naming `math` took. */
             skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
@@ -264,7 +275,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
                                                    : AMP_FALLBACK_NO_DEVICE);
         return AMP_HOOK_ORIGINAL;
     }
-    amp_prof_begin(&h->prof, dev, &what);
+    amp_prof_begin(&h->prof, dev, &what, kept ? &kept->prof : NULL);
     st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
                           dec.mode == AMP_MODE_SHADOW && dec.fp32_first,
                           &h->run);

@@ -573,10 +573,12 @@ amp_record_event(struct amp_prof_call *c, int which)
 
 /* Whether a converted call of w is timed: always when it is a shadow
  * call or a line or trace event per call is asked for, otherwise by
- * sample (AMP_PROF_CONVERTED_EVERY). The span keeps the entry it
- * found, for the call's count at its end. */
+ * sample (AMP_PROF_CONVERTED_EVERY). The span keeps the entry it found
+ * (hint's where it stands), for the call's count at its end; hint is
+ * told it. */
 static int
-amp_converted_due(const struct amp_prof_what *w, struct amp_prof_span *span)
+amp_converted_due(const struct amp_prof_what *w, struct amp_prof_span *span,
+                  struct amp_prof_hint *hint)
 {
     const struct amp_config *cfg = amp_shim_config();
     struct amp_prof_entry *e;
@@ -585,7 +587,15 @@ amp_converted_due(const struct amp_prof_what *w, struct amp_prof_span *span)
     if (w->mode == AMP_MODE_SHADOW || cfg->call_log || cfg->trace[0])
         return 1;
     pthread_mutex_lock(&amp_prof_lock);
-    e = amp_entry_get(w);
+    if (hint && hint->entry && hint->generation == amp_prof_generation) {
+        e = hint->entry;
+    } else {
+        e = amp_entry_get(w);
+        if (hint) {
+            hint->entry = e;
+            hint->generation = amp_prof_generation;
+        }
+    }
     if (e) {
         due = amp_prof_sample_due(e->converted_seen++, e->converted_taken,
                                   AMP_PROF_CONVERTED_FIRST,
@@ -623,7 +633,7 @@ amp_record_open(struct amp_dev *dev, const struct amp_prof_what *w)
 
 void
 amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
-               const struct amp_prof_what *w)
+               const struct amp_prof_what *w, struct amp_prof_hint *hint)
 {
     struct amp_prof_call *c;
 
@@ -638,7 +648,7 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
     /* Events recorded in a capture can be neither queried nor timed. */
     if (amp_prof_capturing(w) != 0)
         return;
-    if (!amp_converted_due(w, span)) {
+    if (!amp_converted_due(w, span, hint)) {
         span->sampled_out = 1;
         return;
     }

@@ -222,11 +222,21 @@ void amp_prof_fp32_end(struct amp_prof_span *span, int original_ok);
 /* A conversion that failed before anything was queued: counted. */
 void amp_prof_fallback(const struct amp_prof_what *w, enum amp_fallback why);
 
+/* Where the calls of one what are counted, as a caller keeps it for the
+ * next call like it (measure/settled.h): while the table's generation
+ * stands, the entry need not be looked up. */
+struct amp_prof_hint {
+    struct amp_prof_entry *entry; /* NULL: not known yet */
+    unsigned generation;
+};
+
 /* Before the converted path is prepared: takes a record for the call
  * unless w->stream is being captured or no record is free (the call then
- * goes unmeasured), and opens an NVTX range. */
+ * goes unmeasured), and opens an NVTX range. hint (or NULL): where w's
+ * earlier calls were counted, updated when it was not known. */
 void amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
-                    const struct amp_prof_what *w);
+                    const struct amp_prof_what *w,
+                    struct amp_prof_hint *hint);
 
 /* After the path's host set-up (its scratch and layout), before its first
  * queued work: records the calling thread's open record's start event on

@@ -181,11 +181,11 @@ amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
     return 1;
 }
 
-const struct amp_settled_read *
+struct amp_settled_read *
 amp_settled_read_find(const struct amp_settled_key *k)
 {
     struct amp_settled_tables *t = amp_settled_tables(0);
-    const struct amp_settled_read_entry *e;
+    struct amp_settled_read_entry *e;
 
     if (!t)
         return NULL;
@@ -193,7 +193,7 @@ amp_settled_read_find(const struct amp_settled_key *k)
     return memcmp(&e->key, k, sizeof *k) == 0 ? &e->r : NULL;
 }
 
-void
+struct amp_settled_read *
 amp_settled_read_keep(const struct amp_settled_key *k,
                       const struct amp_settled_read *r)
 {
@@ -201,8 +201,9 @@ amp_settled_read_keep(const struct amp_settled_key *k,
     struct amp_settled_read_entry *e;
 
     if (!t || !r->policy.valid)
-        return;
+        return NULL;
     e = &t->read[amp_settled_place(k)];
     e->key = *k;
     e->r = *r;
+    return &e->r;
 }

@@ -89,22 +89,28 @@ int amp_settled_again(struct amp_settled_held *held, const void *caller,
                       int *cover);
 
 /* What the whole path read of a call whose decision is made at every
- * call (a converting one, or one that waits for auto): its site and what
- * the policy read of its fields (decide/policy.h), the same for every
- * call with its key, kept per thread by the key so that the next such
- * call skips the site's look-up and the policy's reading. */
+ * call (a converting one, or one that waits for auto): its site, what
+ * the policy read of its fields (decide/policy.h) and what the profile
+ * counts it as before any decision (the api, site, shape and FLOPs of
+ * its what; the rest zero), the same for every call with its key, kept
+ * per thread by the key so that the next such call skips the site's
+ * look-up, the policy's reading and the profile's look-up (prof, which
+ * the profile updates). */
 struct amp_settled_read {
     struct amp_site *site;
     struct amp_policy_read policy;
+    struct amp_prof_what what;
+    struct amp_prof_hint prof;
 };
 
-/* The read kept for key k, or NULL. */
-const struct amp_settled_read *
-amp_settled_read_find(const struct amp_settled_key *k);
+/* The read kept for key k, or NULL: the thread's own, which its call may
+ * update (prof) until it keeps another read. */
+struct amp_settled_read *amp_settled_read_find(const struct amp_settled_key *k);
 
-/* Keeps r (read valid) for key k. */
-void amp_settled_read_keep(const struct amp_settled_key *k,
-                           const struct amp_settled_read *r);
+/* Keeps r (read valid) for key k: the kept copy, or NULL. */
+struct amp_settled_read *
+amp_settled_read_keep(const struct amp_settled_key *k,
+                      const struct amp_settled_read *r);
 
 /* 1 when the memo is in use: not at the debug log level, where every
  * call's decision is logged. */

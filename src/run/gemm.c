@@ -211,17 +211,28 @@ amp_gemm_shape(const struct amp_gemm_desc *d, struct amp_shape *shape)
 }
 
 void
-amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
-              const struct amp_decision *dec, int device)
+amp_gemm_what_call(struct amp_prof_what *w, const struct amp_gemm_desc *d)
 {
-    int64_t batch = d->batch_kind == AMP_BATCH_NONE ? 1 : d->batch;
-
     memset(w, 0, sizeof *w);
     w->api = d->api;
     w->site = d->site;
     amp_gemm_shape(d, &w->shape);
     w->flops = 2.0 * (double)d->m * (double)d->n * (double)d->k *
-               (double)batch;
+               (double)amp_gemm_batch(d);
+}
+
+void
+amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
+              const struct amp_decision *dec, int device)
+{
+    amp_gemm_what_call(w, d);
+    amp_gemm_what_decided(w, d, dec, device);
+}
+
+void
+amp_gemm_what_decided(struct amp_prof_what *w, const struct amp_gemm_desc *d,
+                      const struct amp_decision *dec, int device)
+{
     w->mode = dec->mode;
     w->candidate = dec->candidate;
     w->delivers = dec->delivers;
@@ -705,23 +716,35 @@ amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 
 /* ---- Steps ------------------------------------------------------------------- */
 
-/* A step on the caller's own operands with its scalars (tf32, bf16). */
-static struct amp_gemm_step
-amp_step_caller(const struct amp_gemm_desc *d)
+/* t: a step on the caller's own operands with its scalars (tf32,
+ * bf16). */
+static void
+amp_step_caller(const struct amp_gemm_desc *d, struct amp_gemm_step *t)
 {
-    struct amp_gemm_step t = {
-        .type_ab = AMP_DTYPE_F32, .type_c = AMP_DTYPE_F32,
-        .compute = AMP_COMPUTE_32F, .batch_kind = d->batch_kind,
-        .batch = amp_gemm_batch(d), .a = d->a, .b = d->b, .c = d->c,
-        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
-        .stride_a = d->stride_a, .stride_b = d->stride_b,
-        .stride_c = d->stride_c, .d = d->d, .ldd = d->ldd,
-        .stride_d = d->stride_d, .alpha = d->alpha, .beta = d->beta,
-        .scalars_on_device = d->scalars_on_device,
-        .alpha_vector = d->alpha_vector, .beta_kind = d->beta_kind,
-        .alpha_stride = d->alpha_stride,
-    };
-    return t;
+    memset(t, 0, sizeof *t);
+    t->type_ab = AMP_DTYPE_F32;
+    t->type_c = AMP_DTYPE_F32;
+    t->compute = AMP_COMPUTE_32F;
+    t->batch_kind = d->batch_kind;
+    t->batch = amp_gemm_batch(d);
+    t->a = d->a;
+    t->b = d->b;
+    t->c = d->c;
+    t->lda = d->lda;
+    t->ldb = d->ldb;
+    t->ldc = d->ldc;
+    t->stride_a = d->stride_a;
+    t->stride_b = d->stride_b;
+    t->stride_c = d->stride_c;
+    t->d = d->d;
+    t->ldd = d->ldd;
+    t->stride_d = d->stride_d;
+    t->alpha = d->alpha;
+    t->beta = d->beta;
+    t->scalars_on_device = d->scalars_on_device;
+    t->alpha_vector = d->alpha_vector;
+    t->beta_kind = d->beta_kind;
+    t->alpha_stride = d->alpha_stride;
 }
 
 /* Points the step's output at the compact FP32 batch `r`: strided (or
@@ -749,7 +772,9 @@ amp_step_unscaled(struct amp_gemm_step *t)
     t->scalars_on_device = 0;
 }
 
-/* The steps of the candidate (or only) mode. */
+/* The steps of the candidate (or only) mode, built from the first, t,
+ * which is run->steps[0]. */
+
 /* The one step of a mode with a single GEMM: into the result scratch for
  * shadow or a routed call, else into the caller's C. */
 static void
@@ -763,7 +788,7 @@ amp_gemm_one_step(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     if (run->routed)
         amp_step_unscaled(t);
     t->writes_caller_c = !shadow && !run->routed;
-    run->steps[run->nsteps++] = *t;
+    run->nsteps = 1;
 }
 
 /* cuBLASLt: the last step computes the whole call (alpha, beta, C and the
@@ -777,50 +802,51 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
                   struct amp_gemm_step *t)
 {
     int shadow = run->mode == AMP_MODE_SHADOW;
-    struct amp_gemm_step last = *t;
+    int split = run->candidate == AMP_MODE_FP16X3;
+    /* fp16x3's last step is the third, after the two small terms. */
+    struct amp_gemm_step *last = split ? &run->steps[2] : t;
     amp_devptr scalars = run->scalars;
-    int i;
 
+    if (split)
+        *last = *t;
     if (shadow || run->routed) {
-        last.d = run->result;
-        last.ldd = run->ld_result;
-        last.stride_d = run->stride_result;
+        last->d = run->result;
+        last->ldd = run->ld_result;
+        last->stride_d = run->stride_result;
     }
-    last.epilogue = shadow ? AMP_EPILOGUE_NO_AUX : AMP_EPILOGUE_CALL;
-    last.writes_caller_c = !shadow && !run->routed;
-    if (run->candidate != AMP_MODE_FP16X3) {
-        run->steps[run->nsteps++] = last;
+    last->epilogue = shadow ? AMP_EPILOGUE_NO_AUX : AMP_EPILOGUE_CALL;
+    last->writes_caller_c = !shadow && !run->routed;
+    if (!split) {
+        run->nsteps = 1;
         return;
     }
     amp_step_into(t, run, run->sum, 0);
     t->scalars_on_device = 0;
     t->alpha_vector = 0;
-    for (i = 0; i < 2; i++)
-        run->steps[i] = *t;
+    run->steps[1] = *t;
     run->steps[0].b = run->scratch + l->b_lo;
     run->steps[0].alpha = &amp_lo_weight;
     run->steps[0].beta = &amp_zero;
     run->steps[1].a = run->scratch + l->a_lo;
     run->steps[1].alpha = &amp_lo_weight;
     run->steps[1].beta = &amp_one;
-    run->nsteps = 2;
-    last.c = run->sum;
-    last.ldc = run->ld_result;
-    last.stride_c = run->stride_result;
-    last.alpha = (const float *)(uintptr_t)(
+    last->c = run->sum;
+    last->ldc = run->ld_result;
+    last->stride_c = run->stride_result;
+    last->alpha = (const float *)(uintptr_t)(
         scalars + offsetof(struct amp_gemm_scalars, alpha));
-    last.beta = (const float *)(uintptr_t)(
+    last->beta = (const float *)(uintptr_t)(
         scalars + offsetof(struct amp_gemm_scalars, one));
-    last.scalars_on_device = 1;
+    last->scalars_on_device = 1;
     if (run->desc.alpha_vector) {
         /* alpha' per row, and the fold's sum added once: a host 1. */
-        last.alpha = (const float *)(uintptr_t)run->alpha_vec;
-        last.alpha_stride = run->alpha_vec_stride;
-        last.beta = &amp_one;
-        last.beta_kind = AMP_BETA_HOST;
+        last->alpha = (const float *)(uintptr_t)run->alpha_vec;
+        last->alpha_stride = run->alpha_vec_stride;
+        last->beta = &amp_one;
+        last->beta_kind = AMP_BETA_HOST;
     }
-    last.fold_before = 1;
-    run->steps[run->nsteps++] = last;
+    last->fold_before = 1;
+    run->nsteps = 3;
 }
 
 /* tf32x3 (the 3xTF32 split CUTLASS ships as kernels of its own, here on
@@ -860,67 +886,67 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr base = run->scratch;
-    struct amp_gemm_step t = amp_step_caller(d);
-    int i;
+    struct amp_gemm_step *t = &run->steps[0];
 
+    amp_step_caller(d, t);
     if (run->candidate == AMP_MODE_TF32X3) {
-        amp_gemm_steps_tf32x3(run, l, &t);
+        amp_gemm_steps_tf32x3(run, l, t);
         return;
     }
     if (amp_mode_own_operands(run->candidate)) {
-        t.compute = run->candidate == AMP_MODE_TF32
+        t->compute = run->candidate == AMP_MODE_TF32
                         ? AMP_COMPUTE_32F_FAST_TF32
                         : AMP_COMPUTE_32F_EMULATED_16BFX9;
         if (d->lt)
-            amp_gemm_steps_lt(run, l, &t);
+            amp_gemm_steps_lt(run, l, t);
         else
-            amp_gemm_one_step(run, l, &t);
+            amp_gemm_one_step(run, l, t);
         return;
     }
-    t.type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
+    t->type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
                                                 : AMP_DTYPE_F16;
-    t.a = base + l->a;
-    t.b = base + l->b;
-    t.lda = l->ld_a16;
-    t.ldb = l->ld_b16;
-    t.stride_a = l->stride_a16;
-    t.stride_b = l->stride_b16;
+    t->a = base + l->a;
+    t->b = base + l->b;
+    t->lda = l->ld_a16;
+    t->ldb = l->ld_b16;
+    t->stride_a = l->stride_a16;
+    t->stride_b = l->stride_b16;
     if (d->batch_kind == AMP_BATCH_ARRAY) {
         /* Scratch operands are strided; only a step that writes the
          * caller's pointer array C needs arrays for A and B too. */
-        t.batch_kind = l->ptrs_a != AMP_ABSENT ? AMP_BATCH_ARRAY
+        t->batch_kind = l->ptrs_a != AMP_ABSENT ? AMP_BATCH_ARRAY
                                                : AMP_BATCH_STRIDED;
         if (l->ptrs_a != AMP_ABSENT) {
-            t.a = base + l->ptrs_a;
-            t.b = base + l->ptrs_b;
+            t->a = base + l->ptrs_a;
+            t->b = base + l->ptrs_b;
         }
     }
     if (run->candidate == AMP_MODE_FP16 && d->alpha_vector) {
         /* The compensated copy of alpha; beta as the caller gave it. */
-        t.alpha = (const float *)(uintptr_t)run->alpha_vec;
-        t.alpha_stride = run->alpha_vec_stride;
+        t->alpha = (const float *)(uintptr_t)run->alpha_vec;
+        t->alpha_stride = run->alpha_vec_stride;
     } else if (run->candidate == AMP_MODE_FP16) {
-        t.alpha = (const float *)(uintptr_t)(
+        t->alpha = (const float *)(uintptr_t)(
             run->scalars + offsetof(struct amp_gemm_scalars, alpha));
-        t.beta = (const float *)(uintptr_t)(
+        t->beta = (const float *)(uintptr_t)(
             run->scalars + offsetof(struct amp_gemm_scalars, beta));
-        t.scalars_on_device = 1;
+        t->scalars_on_device = 1;
     }
     if (d->lt) {
-        amp_gemm_steps_lt(run, l, &t);
+        amp_gemm_steps_lt(run, l, t);
         return;
     }
     if (run->candidate != AMP_MODE_FP16X3) {
-        amp_gemm_one_step(run, l, &t);
+        amp_gemm_one_step(run, l, t);
         return;
     }
     /* fp16x3: sum = 2^-11 hi_A lo_B + 2^-11 lo_A hi_B, the smaller terms
      * first, and hi = hi_A hi_B apart, in FP32 scratch: the final kernel
      * adds them where hi is finite (amp_f16x3_sum). */
-    amp_step_into(&t, run, run->sum, 0);
-    t.scalars_on_device = 0;
-    for (i = 0; i < 3; i++)
-        run->steps[i] = t;
+    amp_step_into(t, run, run->sum, 0);
+    t->scalars_on_device = 0;
+    run->steps[1] = *t;
+    run->steps[2] = *t;
     run->steps[0].b = base + l->b_lo;
     run->steps[0].alpha = &amp_lo_weight;
     run->steps[0].beta = &amp_zero;

@@ -132,9 +132,20 @@ void amp_gemm_policy(struct amp_gemm_desc *d, struct amp_policy_read *read,
 void amp_gemm_shape(const struct amp_gemm_desc *d, struct amp_shape *shape);
 
 /* The call as the profiler sees it (shape, FLOPs, the decision's modes)
- * on the device of ordinal `device` (amp_dev_current_ordinal's). */
+ * on the device of ordinal `device` (amp_dev_current_ordinal's):
+ * amp_gemm_what_call, then amp_gemm_what_decided. */
 void amp_gemm_what(struct amp_prof_what *w, const struct amp_gemm_desc *d,
                    const struct amp_decision *dec, int device);
+
+/* w: the call's api, site, shape and FLOPs, the rest zero. */
+void amp_gemm_what_call(struct amp_prof_what *w,
+                        const struct amp_gemm_desc *d);
+
+/* Fills in the rest of amp_gemm_what_call's w: the decision, stream
+ * and device. */
+void amp_gemm_what_decided(struct amp_prof_what *w,
+                           const struct amp_gemm_desc *d,
+                           const struct amp_decision *dec, int device);
 
 /* ---- A converted call ----------------------------------------------------- */
 
