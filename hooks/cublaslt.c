@@ -465,14 +465,16 @@ amp_lt_recent_of(const void *const at[5])
     return r && amp_lt_recent_holds(r, at) ? r : NULL;
 }
 
-/* Reads the call's descriptors at `at` into *c. *recent is their recent
- * reading (amp_lt_recent_of) or NULL, and becomes the recent reading that
- * keeps them (or NULL); *verdict the reading's memo of cuBLASLt's verdict
- * (NULL where the reading is not kept). */
+/* Reads the call's descriptors at `at` into **cp, or where *recent is
+ * their recent reading (amp_lt_recent_of) points *cp at its call (which
+ * the hook then completes in place). *recent becomes the recent reading
+ * that keeps them (or NULL); *verdict the reading's memo of cuBLASLt's
+ * verdict (NULL where the reading is not kept). */
 static int
 amp_lt_read(const void *const at[5], struct amp_lt_recent **recent,
-            struct amp_lt_call *c, struct amp_lt_verdict **verdict)
+            struct amp_lt_call **cp, struct amp_lt_verdict **verdict)
 {
+    struct amp_lt_call *c = *cp;
     cublasLtMatmulDesc_t desc = (cublasLtMatmulDesc_t)at[0];
     cublasLtMatrixLayout_t la = (cublasLtMatrixLayout_t)at[1],
                            lb = (cublasLtMatrixLayout_t)at[2],
@@ -484,7 +486,7 @@ amp_lt_read(const void *const at[5], struct amp_lt_recent **recent,
 
     *verdict = NULL;
     if (r) {
-        memcpy(c, &r->reading.call, sizeof *c);
+        *cp = &r->reading.call;
         *verdict = &r->reading.verdict;
         return 1;
     }
@@ -738,7 +740,7 @@ amp_lt_describe_call(struct amp_gemm_desc *d, const void *alpha,
 static int
 amp_lt_ask(const struct amp_lt_hooked *k)
 {
-    const struct amp_lt_call *c = &k->call;
+    const struct amp_lt_call *c = k->call;
     const struct amp_lt_descs *x = &k->descs;
     cublasLtMatmulHeuristicResult_t result;
     cublasLtMatmulPreferenceOpaque_t pref;
@@ -801,7 +803,7 @@ amp_lt_verdict_of(const struct amp_lt_hooked *k)
     struct amp_lt_call key;
     int *accepted;
 
-    memcpy(&key, &k->call, sizeof key);
+    memcpy(&key, k->call, sizeof key);
     key.bias = (const void *)(uintptr_t)(
         key.bias ? amp_lt_align((amp_devptr)(uintptr_t)key.bias) : 0);
     key.aux = (void *)(uintptr_t)(
@@ -823,11 +825,11 @@ amp_lt_accepts(const void *call)
     const struct amp_lt_hooked *k = call;
     int accepted;
 
-    if (k->verdict && amp_lt_verdict_is(k->verdict, &k->call))
+    if (k->verdict && amp_lt_verdict_is(k->verdict, k->call))
         return k->verdict->accepted;
     accepted = amp_lt_verdict_of(k);
     if (k->verdict)
-        amp_lt_verdict_keep(k->verdict, &k->call, accepted);
+        amp_lt_verdict_keep(k->verdict, k->call, accepted);
     return accepted;
 }
 
@@ -944,7 +946,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     const void *caller = __builtin_return_address(0);
     struct amp_hook h;
     struct amp_lt_hooked k;
-    struct amp_lt_call *c = &k.call;
+    /* The call as read: here, or its recent reading's (amp_lt_read). */
+    struct amp_lt_call read, *c = &read;
     /* Described where the path keeps it (amp_gemm_try). */
     struct amp_gemm_desc *d = &h.run.desc;
     struct amp_route route;
@@ -976,7 +979,7 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 /* Kept FP32 for good, like the last call made with these
                  * descriptors: counted as it was, run as made. */
             } else if (!amp_lt_complete ||
-                       !amp_lt_read(at, &recent, c, &k.verdict)) {
+                       !amp_lt_read(at, &recent, &c, &k.verdict)) {
                 /* Descriptors cuBLASLt cannot read: its to refuse. */
                 h.outcome = AMP_OUTCOME_PASSTHROUGH;
                 h.cover = AMP_COVER_INVALID;
@@ -988,9 +991,12 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                 c->has_algo = algo != NULL;
                 if (algo)
                     c->algo = *algo;
+                else
+                    memset(&c->algo, 0, sizeof c->algo);
                 c->workspace_size = workspaceSizeInBytes;
                 c->workspace_null = workspace == NULL;
                 c->workspace_misaligned = ((uintptr_t)workspace & 255u) != 0;
+                k.call = c;
                 k.descs = (struct amp_lt_descs){computeDesc, Adesc, Bdesc,
                                                 Cdesc, Ddesc};
                 k.workspace = workspace;

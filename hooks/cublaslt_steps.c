@@ -536,8 +536,8 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     const struct amp_lt_made *m[AMP_GEMM_MAX_STEPS];
     struct amp_lt_step_in in;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-    int given = hooked->workspace && hooked->call.workspace_size > 0;
-    uint64_t limit = given ? hooked->call.workspace_size
+    int given = hooked->workspace && hooked->call->workspace_size > 0;
+    uint64_t limit = given ? hooked->call->workspace_size
                      : amp_dev_cc_major(run->dev) >= 9
                          ? AMP_LT_WORKSPACE_HOPPER
                          : AMP_LT_WORKSPACE_BEFORE;
@@ -548,7 +548,7 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     int i, in_graph = 0;
 
     for (i = 0; i < run->nsteps; i++) {
-        amp_lt_step_in(&hooked->call, &run->desc, &run->steps[i], limit, &in);
+        amp_lt_step_in(hooked->call, &run->desc, &run->steps[i], limit, &in);
         if (!(m[i] = amp_lt_step_get(lt, &in, taken, &local[i]))) {
             amp_log(AMP_LOG_INFO, "cublasLtMatmul: no %s algorithm",
                     amp_mode_name(run->mode));

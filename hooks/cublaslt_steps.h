@@ -58,7 +58,7 @@ struct amp_lt_descs {
  * the program's workspace (NULL: none). */
 struct amp_lt_verdict;
 struct amp_lt_hooked {
-    struct amp_lt_call call;
+    const struct amp_lt_call *call;
     struct amp_lt_descs descs;
     void *workspace;
     struct amp_lt_verdict *verdict; /* the hook's memo (cublaslt.c), or NULL */

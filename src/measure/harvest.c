@@ -82,7 +82,7 @@ static unsigned amp_harvest_generation;
 static atomic_int amp_npending;     /* items queued, over all queues */
 static atomic_uint amp_cursor;      /* the queue a harvest starts at */
 
-static _Thread_local struct {
+static AMP_THREAD_HOT struct {
     struct amp_queue *queue;
     struct amp_dev *dev;
     amp_stream stream;

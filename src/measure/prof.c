@@ -195,7 +195,7 @@ static struct amp_record_block {
     struct amp_record_block *next;
     struct amp_prof_call records[AMP_PROF_RECORD_BLOCK];
 } *amp_record_blocks;
-static _Thread_local struct amp_prof_call *amp_prof_open;
+static AMP_THREAD_HOT struct amp_prof_call *amp_prof_open;
 
 static struct {
     int used;
@@ -238,7 +238,7 @@ amp_entry_is(const struct amp_prof_entry *e, const struct amp_prof_what *w)
 
 /* The entry the calling thread found last: a converted call looks its
  * entry up when it begins, when it is counted and when it is harvested. */
-static __thread struct {
+static AMP_THREAD_HOT struct {
     struct amp_prof_entry *e;
     unsigned generation;
 } amp_entry_last;

@@ -37,7 +37,7 @@ struct amp_settled_tables {
     struct amp_settled_read_entry read[AMP_SETTLED_WAYS];
 };
 
-static __thread struct {
+static AMP_THREAD_HOT struct {
     struct amp_settled_tables *tables; /* NULL: not had yet, or none */
     unsigned generation;               /* amp_shim_thread_stale's tag */
     int tried;

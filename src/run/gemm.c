@@ -1086,7 +1086,7 @@ struct amp_gemm_memo {
  * allocated at its first converted call). */
 #define AMP_GEMM_MEMOS 64
 
-static __thread struct {
+static AMP_THREAD_HOT struct {
     struct amp_gemm_memo *memos; /* NULL: not had yet, or none */
     int tried;
 } amp_gemm_memo_thread;
