@@ -63,9 +63,10 @@ amp_shim_thread_stale(unsigned *generation)
 
 /* Calls release() when the calling thread exits (once per release and
  * thread, however often registered), so that a thread's own vendor
- * handles do not outlive it. At most AMP_SHIM_THREAD_RELEASES functions;
- * when the handler cannot be registered, one warning and no release. */
-#define AMP_SHIM_THREAD_RELEASES 8
+ * handles and tables do not outlive it. At most AMP_SHIM_THREAD_RELEASES
+ * functions; when the handler cannot be registered, one warning and no
+ * release. */
+#define AMP_SHIM_THREAD_RELEASES 16
 void amp_shim_at_thread_exit(void (*release)(void));
 
 #endif
