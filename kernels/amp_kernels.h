@@ -190,6 +190,16 @@ extern const size_t amp_kernels_fatbin_size;
  *     the errors of a shadow candidate (packed channels last by its real
  *     sizes) against the FP32 result ref (by lref's strides), as
  *     amp_k_shadow_error.
+ *
+ * amp_k_conv_excuse(const float *a, struct amp_conv_layout la,
+ *                   const float *b, struct amp_conv_layout lb,
+ *                   const struct amp_shadow_accum *accum,
+ *                   struct amp_shadow_error *slot)
+ *     one block, after amp_k_conv_output's check of an allow-conversion
+ *     call (accum its total): where the check counted non-finite results
+ *     and a or b (the call's FP32 inputs, by their strides) holds Inf or
+ *     NaN, sets slot->nonfinite back to 0; where it counted none, each
+ *     thread reads the count alone.
  */
 #define AMP_K_ABSMAX_F32 "amp_k_absmax_f32"
 #define AMP_K_CAST_F32_F16 "amp_k_cast_f32_f16"
@@ -210,6 +220,7 @@ extern const size_t amp_kernels_fatbin_size;
 #define AMP_K_CONV_SPLIT_TF32X3 "amp_k_conv_split_tf32x3"
 #define AMP_K_CONV_OUTPUT "amp_k_conv_output"
 #define AMP_K_CONV_ERROR "amp_k_conv_error"
+#define AMP_K_CONV_EXCUSE "amp_k_conv_excuse"
 
 /* Units of work a thread takes at least where the grid is not a full
  * wave: a small tensor's grid has a quarter of the blocks, whose set-up

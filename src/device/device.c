@@ -89,6 +89,7 @@ static const char *const amp_kernel_names[AMP_KERNEL_COUNT] = {
     [AMP_KERNEL_CONV_SPLIT_TF32X3] = AMP_K_CONV_SPLIT_TF32X3,
     [AMP_KERNEL_CONV_OUTPUT] = AMP_K_CONV_OUTPUT,
     [AMP_KERNEL_CONV_ERROR] = AMP_K_CONV_ERROR,
+    [AMP_KERNEL_CONV_EXCUSE] = AMP_K_CONV_EXCUSE,
 };
 
 /* Contexts a process uses are few; a full table means FP32 for the rest. */

@@ -544,8 +544,10 @@ amp_conv_queue_split(struct amp_conv_run *run, amp_devptr *copies)
  * makes both copies; for a repeating FP16 call (delayed scaling) and for
  * BF16 (unscaled), one launch makes the copies and reduces the maxima,
  * and for FP16 one more casts again an input whose delayed scale does not
- * stand. FP32 data (no copies) takes the maxima launch alone, for the
- * non-finite flag. */
+ * stand. FP32 data (allow-conversion: no copies, no scales) takes no
+ * launch: unit unscales where the output kernel blends a result of the
+ * shim's own, and the inputs are read only where the check finds
+ * non-finite results (amp_conv_queue_output). */
 static enum amp_status
 amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
 {
@@ -575,13 +577,16 @@ amp_conv_queue_inputs(struct amp_conv_run *run, amp_devptr *copies)
         l[i] = *amp_plan_layout(p, in[i]);
     }
     st = amp_conv_zero_scalars(run);
+    if (st == AMP_OK && p->type == AMP_CONV_F32)
+        return p->own[amp_conv_out(run->desc.dir)] ? amp_conv_unit_scales(run)
+                                                   : AMP_OK;
     if (st == AMP_OK && !one_pass) {
         grid = amp_conv_grid_both(run, AMP_KERNEL_CONV_SCALES, l, 0,
                                   &blocks_a);
         st = amp_dev_launch(run->dev, AMP_KERNEL_CONV_SCALES, grid,
                             AMP_KERNEL_BLOCK, run->stream, scales);
     }
-    if (st != AMP_OK || p->type == AMP_CONV_F32)
+    if (st != AMP_OK)
         return st;
     /* The same grid for the one-pass cast and the cast after it. */
     grid = amp_conv_grid_both(run,
@@ -810,11 +815,34 @@ amp_conv_packed_layout(const struct amp_conv_layout *l)
     return c;
 }
 
+/* allow-conversion after its check: one block of amp_k_conv_excuse over
+ * the call's FP32 inputs. */
+static enum amp_status
+amp_conv_queue_excuse(struct amp_conv_run *run)
+{
+    const struct amp_conv_plan *p = &run->plan;
+    struct amp_conv_layout la, lb;
+    amp_devptr a, b;
+    int in[2];
+    void *params[] = {&a, &la, &b, &lb, &run->accum, &run->slot_at};
+
+    amp_conv_inputs(run->desc.dir, &in[0], &in[1]);
+    a = amp_desc_ptr(&run->desc, in[0]);
+    b = amp_desc_ptr(&run->desc, in[1]);
+    la = *amp_plan_layout(p, in[0]);
+    lb = *amp_plan_layout(p, in[1]);
+    return amp_dev_launch(run->dev, AMP_KERNEL_CONV_EXCUSE, 1,
+                          AMP_KERNEL_BLOCK, run->stream, params);
+}
+
 /* dst = alpha * unscaled result + beta * the caller's destination; with
  * the call's slot (a converted call, not a shadow one), the non-finite
  * check of the vendor result in the same pass, then the slot's event.
  * A result the vendor call wrote into the caller's output (direct) is
- * checked there, and nothing is written. */
+ * checked there, and nothing is written. allow-conversion's check is
+ * followed by amp_k_conv_excuse, which reads the caller's inputs where
+ * the check counted non-finite results: such results are the program's
+ * own where an input holds Inf or NaN. */
 static enum amp_status
 amp_conv_queue_output(struct amp_conv_run *run, int direct)
 {
@@ -838,6 +866,14 @@ amp_conv_queue_output(struct amp_conv_run *run, int direct)
     /* run->accum was zeroed with the scalars. */
     st = amp_conv_launch(run, AMP_KERNEL_CONV_OUTPUT,
                          amp_conv_output_units(&lr), params);
+    /* The output kernel may have written the caller's output: the call
+     * stands whatever follows. Without its excuse the check counts the
+     * program's own Inf or NaN too, which demotes the site: FP32. */
+    if (st == AMP_OK && check && p->candidate == AMP_MODE_ALLOW_CONVERSION &&
+        amp_conv_queue_excuse(run) != AMP_OK)
+        amp_log(AMP_LOG_INFO, "%s: the check's excuse not queued: "
+                "non-finite inputs count against the conversion",
+                run->desc.api);
     if (st == AMP_OK && check)
         st = amp_conv_pend(run, 0);
     return st;
@@ -873,7 +909,8 @@ amp_conv_queue_deliver(struct amp_conv_run *run)
     float alpha = 1.0f, beta = 0.0f;
     amp_devptr none = 0;
     void *params[] = {&run->candidate, &format, &lr, &dst, &ld, &dst, &ld,
-                      &run->scalars, &alpha, &beta, &none, &none};
+                      &run->scalars, &alpha, &beta, &none, &none,
+                      &none, &lr, &none, &lr};
     enum amp_status st;
 
     lr.per_pad[0] = lr.per[0];
