@@ -849,6 +849,20 @@ amp_gemm_steps_lt(struct amp_gemm_run *run, const struct amp_gemm_layout *l,
     run->nsteps = 3;
 }
 
+/* Points the step's A and B at the run's copies of them in scratch (half,
+ * or tf32x3's three-part FP32), strided. */
+static void
+amp_step_on_copies(struct amp_gemm_step *t, const struct amp_gemm_run *run,
+                   const struct amp_gemm_layout *l)
+{
+    t->a = run->scratch + l->a;
+    t->b = run->scratch + l->b;
+    t->lda = l->ld_a16;
+    t->ldb = l->ld_b16;
+    t->stride_a = l->stride_a16;
+    t->stride_b = l->stride_b16;
+}
+
 /* tf32x3 (the 3xTF32 split CUTLASS ships as kernels of its own, here on
  * the vendor's GEMMs): the caller's call, alpha, beta, C and epilogue
  * included, as one TF32 product of three times K on the copies,
@@ -863,15 +877,9 @@ amp_gemm_steps_tf32x3(struct amp_gemm_run *run,
                       struct amp_gemm_step *t)
 {
     const struct amp_gemm_desc *d = &run->desc;
-    amp_devptr base = run->scratch;
 
     t->compute = AMP_COMPUTE_32F_FAST_TF32;
-    t->a = base + l->a;
-    t->b = base + l->b;
-    t->lda = l->ld_a16;
-    t->ldb = l->ld_b16;
-    t->stride_a = l->stride_a16;
-    t->stride_b = l->stride_b16;
+    amp_step_on_copies(t, run, l);
     t->k_parts = 3;
     if (d->batch_kind == AMP_BATCH_ARRAY)
         t->batch_kind = AMP_BATCH_STRIDED;
@@ -905,12 +913,7 @@ amp_gemm_steps(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     }
     t->type_ab = run->candidate == AMP_MODE_BF16 ? AMP_DTYPE_BF16
                                                 : AMP_DTYPE_F16;
-    t->a = base + l->a;
-    t->b = base + l->b;
-    t->lda = l->ld_a16;
-    t->ldb = l->ld_b16;
-    t->stride_a = l->stride_a16;
-    t->stride_b = l->stride_b16;
+    amp_step_on_copies(t, run, l);
     if (d->batch_kind == AMP_BATCH_ARRAY) {
         /* Scratch operands are strided; only a step that writes the
          * caller's pointer array C needs arrays for A and B too. */
