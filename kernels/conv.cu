@@ -2,10 +2,11 @@
 // inputs (one launch), their half-precision packed copies with padded
 // channels (one launch), or for a repeating FP16 call (delayed scaling)
 // and for BF16 both in one pass, the output cast with alpha and beta and
-// the non-finite check in the same pass, and the shadow errors. The
-// arithmetic lives in amp_math.h, shared with the emulator's host build.
-// Each kernel keeps to 64 registers and no stack (AMP_KERNEL_BOUNDS; the
-// kernel_resources test).
+// the non-finite check in the same pass, allow-conversion's excuse of
+// that check's count where its inputs hold Inf or NaN, and the shadow
+// errors. The arithmetic lives in amp_math.h, shared with the emulator's
+// host build. Each kernel keeps to 64 registers and no stack
+// (AMP_KERNEL_BOUNDS; the kernel_resources test).
 #include "amp_kernels.h"
 #include "amp_math.h"
 #include "amp_reduce.cuh"

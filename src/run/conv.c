@@ -909,8 +909,7 @@ amp_conv_queue_deliver(struct amp_conv_run *run)
     float alpha = 1.0f, beta = 0.0f;
     amp_devptr none = 0;
     void *params[] = {&run->candidate, &format, &lr, &dst, &ld, &dst, &ld,
-                      &run->scalars, &alpha, &beta, &none, &none,
-                      &none, &lr, &none, &lr};
+                      &run->scalars, &alpha, &beta, &none, &none};
     enum amp_status st;
 
     lr.per_pad[0] = lr.per[0];
