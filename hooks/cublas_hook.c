@@ -166,7 +166,9 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     struct amp_gemm_desc *d = &h->run.desc;
     struct amp_decision dec = {.mode = AMP_MODE_FP32, .auto_slot = -1,
                                .shape_slot = -1};
-    struct amp_prof_what what;
+    /* The call's part of its profile view, built where its span keeps
+     * it (amp_prof_begin then copies nothing). */
+    struct amp_prof_what *what = &h->prof.what;
     struct amp_settled_key key;
     struct amp_settled settled;
     /* seen: what a call read that no earlier one like it kept, filled
@@ -192,7 +194,9 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     settle = amp_settled_on();
     if (settle) {
         amp_gemm_settled_key(&key, call, skip);
-        if (amp_settled_count(&key, call->stream, &h->prof, &cover)) {
+        if (amp_settled_count_or_read(&key, call->stream, &h->prof, &cover,
+                                      skip == AMP_GEMM_CONVERT ? &kept
+                                                               : NULL)) {
             h->cover = (enum amp_cover)cover;
             return AMP_HOOK_ORIGINAL;
         }
@@ -202,8 +206,6 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
      * as an earlier call like it found them, where one did. */
     if (call != d)
         *d = *call;
-    if (settle && skip == AMP_GEMM_CONVERT)
-        kept = amp_settled_read_find(&key);
     if (kept)
         d->site = kept->site;
     else if (settle)
@@ -215,17 +217,17 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
                                                         : NULL,
                         &dec);
         if (kept) {
-            what = kept->what;
+            *what = kept->what;
         } else {
-            amp_gemm_what_call(&what, d);
+            amp_gemm_what_call(what, d);
             if (settle) {
                 seen.site = d->site;
-                seen.what = what;
+                seen.what = *what;
                 seen.prof.entry = NULL;
                 kept = amp_settled_read_keep(&key, &seen);
             }
         }
-        amp_gemm_what_decided(&what, d, &dec,
+        amp_gemm_what_decided(what, d, &dec,
                               settle ? key.device
                                      : amp_dev_current_ordinal());
         if (dec.mode == AMP_MODE_FP32) {
@@ -233,14 +235,14 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
             skip = dec.why == AMP_WHY_PEDANTIC ? AMP_GEMM_SKIP_PEDANTIC
                                                : AMP_GEMM_SKIP_MODE;
             h->cover = amp_cover_of_skip(skip);
-            if (amp_prof_fp32_placed(&what, amp_kept_of(&dec),
+            if (amp_prof_fp32_placed(what, amp_kept_of(&dec),
                                      &settled.place))
-                amp_prof_fp32_begin(&h->prof, &what);
+                amp_prof_fp32_begin(&h->prof, what);
             settled.site = d->site;
             settled.shape_slot = dec.shape_slot;
             settled.site_counted = dec.site_counted;
             settled.timed = 1;
-            settled.what = what;
+            settled.what = *what;
             settle = settle && dec.settled;
         }
     } else {
@@ -264,18 +266,18 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     h->outcome = AMP_OUTCOME_FALLBACK;
     /* Loading the kernels and creating a handle are not capture-safe: a
      * call on a capturing stream uses only what earlier calls made. */
-    what.capture = 2 + amp_dev_stream_capturing(d->stream);
-    capturing = what.capture > 2;
+    what->capture = 2 + amp_dev_stream_capturing(d->stream);
+    capturing = what->capture > 2;
     dev = capturing ? amp_dev_current_made() : amp_dev_current();
-    if (dev && amp_gemm_no_emulation(h, dev, d, &dec, &what))
+    if (dev && amp_gemm_no_emulation(h, dev, d, &dec, what))
         return AMP_HOOK_ORIGINAL;
     own = dev ? v->own(dev, !capturing) : NULL;
     if (!own) {
-        amp_prof_fallback(&what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
+        amp_prof_fallback(what, !own && capturing ? AMP_FALLBACK_COLD_CAPTURE
                                                    : AMP_FALLBACK_NO_DEVICE);
         return AMP_HOOK_ORIGINAL;
     }
-    amp_prof_begin(&h->prof, dev, &what, kept ? &kept->prof : NULL);
+    amp_prof_begin(&h->prof, dev, what, kept ? &kept->prof : NULL);
     st = amp_gemm_prepare(dev, d, dec.mode, dec.candidate, dec.scratch_max,
                           dec.mode == AMP_MODE_SHADOW && dec.fp32_first,
                           &h->run);

@@ -49,6 +49,7 @@ struct amp_lt_key {
     int32_t sm_count_target;
     uint32_t epilogue;
     int32_t order_a, order_b, order_cd, in_place;
+    int32_t zero;               /* 0: the key has no padding */
     int64_t m, n, k, lda, ldb, ldc, ldd, batch;
     int64_t stride_a, stride_b, stride_c, stride_d;
     uint32_t align_a, align_b, align_c, align_d;
@@ -65,8 +66,8 @@ struct amp_lt_algo {
 
 /* Everything a step's descriptors are made from (amp_lt_step_make reads
  * nothing else): what the heuristics see (the key) and what they do not,
- * the epilogue's pointers and strides and the layouts' sizes. Zeroed
- * before it is filled, so that it compares as bytes. */
+ * the epilogue's pointers and strides and the layouts' sizes. It has no
+ * padding and every field is written, so that it compares as bytes. */
 struct amp_lt_step_in {
     struct amp_lt_key key;
     int64_t alpha_stride;
@@ -78,6 +79,11 @@ struct amp_lt_step_in {
     int64_t aux_ld, aux_stride;
     uint64_t a_rows, a_cols, b_rows, b_cols, d_rows, d_cols;
 };
+
+_Static_assert(sizeof(struct amp_lt_key) == 12 * 4 + 12 * 8 + 6 * 4 + 8 &&
+                   sizeof(struct amp_lt_step_in) ==
+                       sizeof(struct amp_lt_key) + 6 * 8 + 2 * 4 + 6 * 8,
+               "a step's inputs have no padding");
 
 /* The descriptors of one step, in the shim's memory. */
 struct amp_lt_step_descs {
@@ -311,7 +317,6 @@ amp_lt_step_in(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
      * dimension along K triples, the copies' ld holds it. */
     uint64_t parts = s->k_parts ? (uint64_t)s->k_parts : 1;
 
-    memset(in, 0, sizeof *in);
     k->compute = amp_compute_vendor(s->compute);
     k->type_ab = amp_lt_type(s->type_ab);
     k->transa = c->transa;
@@ -324,6 +329,7 @@ amp_lt_step_in(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
     k->order_cd = c->d.order;
     k->in_place = s->c == s->d && s->ldc == s->ldd &&
                   s->stride_c == s->stride_d;
+    k->zero = 0;
     k->m = d->m;
     k->n = d->n;
     k->k = d->k * (int64_t)parts;
@@ -350,6 +356,11 @@ amp_lt_step_in(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
         in->bias = c->bias;
         in->bias_stride = c->bias_stride;
         in->bias_type = c->bias_type;
+    } else {
+        k->align_bias = 0;
+        in->bias = NULL;
+        in->bias_stride = 0;
+        in->bias_type = 0;
     }
     if (k->epilogue & 128u) {
         k->align_aux = amp_lt_align((amp_devptr)(uintptr_t)c->aux);
@@ -357,6 +368,12 @@ amp_lt_step_in(const struct amp_lt_call *c, const struct amp_gemm_desc *d,
         in->aux_ld = c->aux_ld;
         in->aux_stride = c->aux_stride;
         in->aux_type = c->aux_type;
+    } else {
+        k->align_aux = 0;
+        in->aux = NULL;
+        in->aux_ld = 0;
+        in->aux_stride = 0;
+        in->aux_type = 0;
     }
     in->a_rows = c->a.rows * (c->transa == CUBLAS_OP_N ? 1 : parts);
     in->a_cols = c->a.cols * (c->transa == CUBLAS_OP_N ? parts : 1);

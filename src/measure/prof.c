@@ -637,7 +637,8 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
 {
     struct amp_prof_call *c;
 
-    span->what = *w;
+    if (w != &span->what)
+        span->what = *w;
     span->call = NULL;
     span->open = 1;
     span->fp32 = 0;

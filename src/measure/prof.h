@@ -233,7 +233,8 @@ struct amp_prof_hint {
 /* Before the converted path is prepared: takes a record for the call
  * unless w->stream is being captured or no record is free (the call then
  * goes unmeasured), and opens an NVTX range. hint (or NULL): where w's
- * earlier calls were counted, updated when it was not known. */
+ * earlier calls were counted, updated when it was not known. w may be
+ * the span's own what, filled in place. */
 void amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
                     const struct amp_prof_what *w,
                     struct amp_prof_hint *hint);

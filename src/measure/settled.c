@@ -129,18 +129,33 @@ amp_settled_count_at(const struct amp_settled *s, amp_stream stream,
 }
 
 int
+amp_settled_count_or_read(const struct amp_settled_key *k,
+                          amp_stream stream, struct amp_prof_span *span,
+                          int *cover, struct amp_settled_read **read)
+{
+    struct amp_settled_tables *t = amp_settled_tables(0);
+    unsigned place;
+    int counted;
+
+    if (read)
+        *read = NULL;
+    if (!t)
+        return 0;
+    place = amp_settled_place(k);
+    if (memcmp(&t->settled[place].key, k, sizeof *k) == 0 &&
+        (counted = amp_settled_count_at(&t->settled[place].s, stream, span,
+                                        cover)) != 0)
+        return counted;
+    if (read && memcmp(&t->read[place].key, k, sizeof *k) == 0)
+        *read = &t->read[place].r;
+    return 0;
+}
+
+int
 amp_settled_count(const struct amp_settled_key *k, amp_stream stream,
                   struct amp_prof_span *span, int *cover)
 {
-    struct amp_settled_tables *t = amp_settled_tables(0);
-    struct amp_settled_entry *e;
-
-    if (!t)
-        return 0;
-    e = &t->settled[amp_settled_place(k)];
-    if (memcmp(&e->key, k, sizeof *k) != 0)
-        return 0;
-    return amp_settled_count_at(&e->s, stream, span, cover);
+    return amp_settled_count_or_read(k, stream, span, cover, NULL);
 }
 
 int
@@ -179,18 +194,6 @@ amp_settled_keep(const struct amp_settled_key *k, const struct amp_settled *s,
     e->key = *k;
     e->s = *s;
     return 1;
-}
-
-struct amp_settled_read *
-amp_settled_read_find(const struct amp_settled_key *k)
-{
-    struct amp_settled_tables *t = amp_settled_tables(0);
-    struct amp_settled_read_entry *e;
-
-    if (!t)
-        return NULL;
-    e = &t->read[amp_settled_place(k)];
-    return memcmp(&e->key, k, sizeof *k) == 0 ? &e->r : NULL;
 }
 
 struct amp_settled_read *

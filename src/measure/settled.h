@@ -103,9 +103,13 @@ struct amp_settled_read {
     struct amp_prof_hint prof;
 };
 
-/* The read kept for key k, or NULL: the thread's own, which its call may
- * update (prof) until it keeps another read. */
-struct amp_settled_read *amp_settled_read_find(const struct amp_settled_key *k);
+/* amp_settled_count, and where it counts nothing and `read` is not NULL,
+ * *read set to the read kept for key k, or NULL: the thread's own, which
+ * its call may update (prof) until it keeps another read. Both tables
+ * are looked at the key's one place. */
+int amp_settled_count_or_read(const struct amp_settled_key *k,
+                              amp_stream stream, struct amp_prof_span *span,
+                              int *cover, struct amp_settled_read **read);
 
 /* Keeps r (read valid) for key k: the kept copy, or NULL. */
 struct amp_settled_read *
