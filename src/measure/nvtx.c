@@ -21,21 +21,21 @@ amp_nvtx_start(void)
 void
 amp_nvtx_push(const char *api, enum amp_mode mode, double flops)
 {
-    nvtxEventAttributes_t a = {0};
-
     pthread_once(&amp_nvtx_once, amp_nvtx_start);
     /* No tool took NVTX's calls when the domain was made (it is made
      * only through one): every range is a no-op, so none is built. */
-    if (!amp_nvtx_domain)
-        return;
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.category = (uint32_t)mode + 1;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = api;
-    a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
-    a.payload.dValue = flops;
-    nvtxDomainRangePushEx(amp_nvtx_domain, &a);
+    if (amp_nvtx_domain) {
+        nvtxEventAttributes_t a = {0};
+
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.category = (uint32_t)mode + 1;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = api;
+        a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+        a.payload.dValue = flops;
+        nvtxDomainRangePushEx(amp_nvtx_domain, &a);
+    }
 }
 
 void
