@@ -786,6 +786,31 @@ core_find_gap(size_t need, size_t from, size_t *off)
     return -1;
 }
 
+/* Maps an allocation's pages [off, off + pages) of the span in both views
+ * before its first use: the read-write alias before the fill below, and
+ * the device addresses with no access rights again, so that a kernel's
+ * first touch of a page costs the window's fault and nothing more (a
+ * second fault to map the page after the window opens it, one a page,
+ * cost more than one call that maps them all). What a kernel is charged
+ * does not change: the window still opens each page at its first touch.
+ * Nobody holds the new addresses yet while they are open here. */
+static void
+core_map_ahead(size_t off, size_t pages)
+{
+#ifdef MADV_POPULATE_WRITE
+    unsigned char *dev = g.dev_base + off;
+
+    madvise(g.rw_base + off, pages, MADV_POPULATE_WRITE);
+    if (mprotect(dev, pages, PROT_READ | PROT_WRITE) == 0) {
+        madvise(dev, pages, MADV_POPULATE_WRITE);
+        mprotect(dev, pages, PROT_NONE);
+    }
+#else
+    (void)off;
+    (void)pages;
+#endif
+}
+
 CUresult
 core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
 {
@@ -814,6 +839,7 @@ core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
     rec.ctx = ctx;
     if (core_insert(&rec) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    core_map_ahead(off, pages);
     /* Fresh device memory reads as NaN, so a read of memory nobody wrote
      * shows up in results. */
     memset(g.rw_base + off + pages - span, 0xff, bytes);
