@@ -987,7 +987,7 @@ static struct {
     double bytes;
     sigjmp_buf *on_fault;
     struct sigaction old;
-    long tid;                   /* the thread that runs the kernel */
+    pthread_t thread;           /* the one that runs the kernel */
     int open;
 } win;
 
@@ -1054,7 +1054,9 @@ core_window_touch(uintptr_t a, int writes)
 static void
 core_window_fault(int sig, siginfo_t *si, void *uctx)
 {
-    if (win.open && syscall(SYS_gettid) == win.tid) {
+    /* pthread_self reads the thread's own pointer, where gettid would
+     * be a system call at every page a kernel touches. */
+    if (win.open && pthread_equal(pthread_self(), win.thread)) {
         if (core_window_touch((uintptr_t)si->si_addr,
                               core_fault_writes(uctx)) == 0)
             return;
@@ -1105,7 +1107,7 @@ core_window_open(sigjmp_buf *on_fault)
     win.on_fault = on_fault;
     win.nopened = 0;
     win.bytes = 0.0;
-    win.tid = syscall(SYS_gettid);
+    win.thread = pthread_self();
     /* Without the tables no page opens and the kernel faults. */
     win.open = core_window_reserve() == 0;
     memset(&sa, 0, sizeof sa);
