@@ -507,20 +507,26 @@ amp_queue_copy_c(struct amp_gemm_run *run)
  * the copy's matrices (0: none), and the blocks of the grid that cover
  * it, sized for kernel k (amp_dev_grid; the other kernels that take the
  * operand launch the same grid, which a grid-stride loop covers whatever
- * its size). */
-static struct amp_gemm_operand
+ * its size), into *o. */
+static void
 amp_fused_operand(const struct amp_gemm_run *run, enum amp_kernel k,
                   struct amp_batch_src s, amp_devptr dst, amp_devptr lo,
-                  amp_devptr ptrs, int64_t ld_dst, int64_t stride_dst)
+                  amp_devptr ptrs, int64_t ld_dst, int64_t stride_dst,
+                  struct amp_gemm_operand *o)
 {
-    struct amp_gemm_operand o = {
-        .base = s.base, .array = s.array, .stride = s.stride,
-        .batch = s.batch, .ld = s.ld, .rows = s.rows, .cols = s.cols,
-        .dst = dst, .dst_lo = lo, .ptrs = ptrs, .ld_dst = ld_dst,
-        .stride_dst = stride_dst,
-        .blocks = amp_dev_grid(run->dev, k, s.batch * s.rows * s.cols),
-    };
-    return o;
+    o->base = s.base;
+    o->array = s.array;
+    o->stride = s.stride;
+    o->batch = s.batch;
+    o->ld = s.ld;
+    o->rows = s.rows;
+    o->cols = s.cols;
+    o->dst = dst;
+    o->dst_lo = lo;
+    o->ptrs = ptrs;
+    o->ld_dst = ld_dst;
+    o->stride_dst = stride_dst;
+    o->blocks = amp_dev_grid(run->dev, k, s.batch * s.rows * s.cols);
 }
 
 /* One launch over both operands' blocks. */
@@ -624,16 +630,7 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 {
     const struct amp_gemm_desc *d = &run->desc;
     amp_devptr base = run->scratch;
-    struct amp_gemm_operand a = amp_fused_operand(
-        run, AMP_KERNEL_GEMM_CAST,
-        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
-        base + l->a, amp_at(base, l->a_lo), amp_at(base, l->ptrs_a),
-        l->ld_a16, l->stride_a16);
-    struct amp_gemm_operand b = amp_fused_operand(
-        run, AMP_KERNEL_GEMM_CAST,
-        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
-        base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
-        l->ld_b16, l->stride_b16);
+    struct amp_gemm_operand a, b;
     int bf16 = run->candidate == AMP_MODE_BF16;
     int32_t format = bf16 ? AMP_FORMAT_BF16 : AMP_FORMAT_F16;
     /* Unscaled (bf16) casts have no scalars: the kernel's scale is 1 (a
@@ -642,6 +639,16 @@ amp_queue_operands(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     void *params[] = {&a, &b, &scalars, &format};
     enum amp_status st = AMP_OK;
 
+    amp_fused_operand(
+        run, AMP_KERNEL_GEMM_CAST,
+        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
+        base + l->a, amp_at(base, l->a_lo), amp_at(base, l->ptrs_a),
+        l->ld_a16, l->stride_a16, &a);
+    amp_fused_operand(
+        run, AMP_KERNEL_GEMM_CAST,
+        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
+        base + l->b, amp_at(base, l->b_lo), amp_at(base, l->ptrs_b),
+        l->ld_b16, l->stride_b16, &b);
     if (run->delayed)
         return amp_queue_delayed(run, &a, &b);
     if (scalars)
@@ -700,16 +707,17 @@ amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
     amp_devptr a0 = run->scratch + l->a, b0 = run->scratch + l->b;
     amp_devptr a1 = a0 + (amp_devptr)l->part_a * 4;
     amp_devptr b1 = b0 + (amp_devptr)l->part_b * 4;
-    struct amp_gemm_operand a = amp_fused_operand(
-        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
-        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
-        a0, a1, 0, l->ld_a16, l->stride_a16);
-    struct amp_gemm_operand b = amp_fused_operand(
-        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
-        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
-        b1, b0, 0, l->ld_b16, l->stride_b16);
+    struct amp_gemm_operand a, b;
     void *params[] = {&a, &b};
 
+    amp_fused_operand(
+        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
+        amp_operand(d, d->a, d->stride_a, d->lda, l->rows_a, l->cols_a),
+        a0, a1, 0, l->ld_a16, l->stride_a16, &a);
+    amp_fused_operand(
+        run, AMP_KERNEL_GEMM_SPLIT_TF32X3,
+        amp_operand(d, d->b, d->stride_b, d->ldb, l->rows_b, l->cols_b),
+        b1, b0, 0, l->ld_b16, l->stride_b16, &b);
     return amp_launch_fused(run, AMP_KERNEL_GEMM_SPLIT_TF32X3, &a, &b,
                             params);
 }
