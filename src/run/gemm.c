@@ -440,6 +440,15 @@ amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
     if (!shadow && work == AMP_MODE_TF32X3 &&
         d->batch_kind == AMP_BATCH_ARRAY)
         return 1;
+    /* Nor may a half step write through it: cuBLAS picks a Tensor Core
+     * kernel by the leading dimensions alone and takes each matrix of a
+     * pointer array to be 16-byte aligned, which the caller's FP32 C need
+     * not be (a 4-byte aligned one faulted, cudaErrorMisalignedAddress,
+     * on an H200: docs/gpu-results.md). The compact result it writes is
+     * aligned, and the kernel that blends it into C is the shim's. */
+    if (!shadow && (work == AMP_MODE_FP16 || work == AMP_MODE_BF16) &&
+        d->batch_kind == AMP_BATCH_ARRAY)
+        return 1;
     return !shadow &&
            (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
             work == AMP_MODE_TF32X3 || amp_mode_own_operands(work)) &&

@@ -328,6 +328,26 @@ operand_at(const struct gemm_job *j, CUdeviceptr base, int64_t stride,
     return CUDA_SUCCESS;
 }
 
+/* Whether cuBLAS runs a pointer-array problem on a kernel that moves
+ * 16 bytes at a time: 16-bit A and B whose leading dimensions are
+ * multiples of 8 elements, and a C whose leading dimension is a multiple
+ * of 16 bytes. cuBLAS cannot see the matrices' addresses, which lie in
+ * device memory, and picks such a kernel by the leading dimensions
+ * alone: on an H200 (cuBLAS 13.0, docs/gpu-results.md) a
+ * cublasGemmBatchedEx of FP16 A and B with ldc 12 floats ran
+ * `cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_128x2_nt_align8`,
+ * whose 16-byte stores to a 4-byte aligned C faulted with
+ * cudaErrorMisalignedAddress (compute-sanitizer: "Invalid __global__
+ * write of size 16 bytes ... misaligned"); the same call with FP32 A and
+ * B ran. */
+static int
+vector_kernel(const struct gemm_problem *p)
+{
+    return (p->atype == CUDA_R_16F || p->atype == CUDA_R_16BF) &&
+           p->atype == p->btype && p->lda % 8 == 0 && p->ldb % 8 == 0 &&
+           (p->ldc * (int64_t)type_size(p->ctype)) % 16 == 0;
+}
+
 static CUresult
 run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
         float alpha, float beta)
@@ -342,6 +362,8 @@ run_one(const struct gemm_job *j, const struct gemm_problem *p, int64_t idx,
         rc = operand_at(j, j->b, j->stride_b, type_size(p->btype), idx, &b);
     if (rc != CUDA_SUCCESS)
         return rc;
+    if (j->by_array && vector_kernel(p) && ((a | b | c) & 15) != 0)
+        return CUDA_ERROR_MISALIGNED_ADDRESS;
     return run_problem(p, a, b, c, alpha, beta);
 }
 

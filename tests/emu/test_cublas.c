@@ -1368,6 +1368,79 @@ test_sgemm_batched_and_strided(void **state)
     assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
 }
 
+/* A pointer-array GemmBatchedEx of FP16 A and B whose leading dimensions
+ * suit 16-byte vectors runs a kernel that takes every matrix to be
+ * 16-byte aligned, as cuBLAS's did on an H200: a C 4 bytes past an
+ * aligned address faults, sticky, with cudaErrorMisalignedAddress; the
+ * same call with FP32 A and B runs, as does one whose ldc is not a
+ * multiple of 16 bytes. */
+static void
+test_gemm_batched_ex_alignment(void **state)
+{
+    enum { M = 8, LD = 8 };
+    const float alpha = 1.0f, beta = 0.0f, one = 1.0f;
+    uint16_t ones16[LD * M];
+    float ones32[LD * M], c[LD * M + 4];
+    char *buf16, *buf32, *cbuf;
+    void *ptrs[3], **arr;
+    cublasHandle_t h;
+    int i;
+
+    (void)state;
+    for (i = 0; i < LD * M; i++) {
+        ones16[i] = 0x3c00; /* 1.0 in FP16 */
+        ones32[i] = one;
+    }
+    assert_int_equal(cublasCreate_v2(&h), CUBLAS_STATUS_SUCCESS);
+    buf16 = dev_upload(ones16, sizeof ones16);
+    buf32 = dev_upload(ones32, sizeof ones32);
+    assert_int_equal(cudaMalloc((void **)&cbuf, sizeof c), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&arr, sizeof ptrs), cudaSuccess);
+
+    /* FP32 A and B, C 4 bytes off: runs, C = k = 8 everywhere. */
+    ptrs[0] = buf32, ptrs[1] = buf32, ptrs[2] = cbuf + 4;
+    assert_int_equal(cudaMemcpy(arr, ptrs, sizeof ptrs,
+                                cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M,
+                                         M, &alpha, (const void **)arr,
+                                         CUDA_R_32F, LD, (const void **)(arr + 1),
+                                         CUDA_R_32F, LD, &beta, arr + 2,
+                                         CUDA_R_32F, LD, 1, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    dev_download(c, cbuf, sizeof c);
+    assert_true(c[1] == 8.0f && c[LD * M] == 8.0f);
+
+    /* FP16 A and B, ldc 7 floats (no 16-byte vectors): runs too. */
+    ptrs[0] = buf16, ptrs[1] = buf16;
+    assert_int_equal(cudaMemcpy(arr, ptrs, sizeof ptrs,
+                                cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 7, 7,
+                                         M, &alpha, (const void **)arr,
+                                         CUDA_R_16F, LD, (const void **)(arr + 1),
+                                         CUDA_R_16F, LD, &beta, arr + 2,
+                                         CUDA_R_32F, 7, 1, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+
+    /* FP16 A and B, ldc 8 floats: the call is accepted and the kernel
+     * faults, for the context's life. */
+    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M,
+                                         M, &alpha, (const void **)arr,
+                                         CUDA_R_16F, LD, (const void **)(arr + 1),
+                                         CUDA_R_16F, LD, &beta, arr + 2,
+                                         CUDA_R_32F, LD, 1, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceSynchronize(), cudaErrorMisalignedAddress);
+    assert_int_equal(cudaMemcpy(c, cbuf, sizeof c, cudaMemcpyDeviceToHost),
+                     cudaErrorMisalignedAddress);
+    assert_int_equal(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaDeviceReset(), cudaSuccess);
+}
+
 /* GemmBatchedEx and GemmStridedBatchedEx follow the GemmEx type table. */
 static void
 test_gemm_batched_ex(void **state)
@@ -2937,6 +3010,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_gemm_64_entry_points),
         cmocka_unit_test(test_sgemm_batched_and_strided),
         cmocka_unit_test(test_gemm_batched_ex),
+        cmocka_unit_test(test_gemm_batched_ex_alignment),
         cmocka_unit_test(test_batched_argument_checks),
         cmocka_unit_test(test_sgemm_ex),
         cmocka_unit_test(test_sgemm_ex_int8),
