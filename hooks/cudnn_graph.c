@@ -127,15 +127,43 @@ amp_graph_real(enum amp_graph_api api, const void *ret,
 
 /* ---- Reading descriptors --------------------------------------------------- */
 
+/* Reads of a library's descriptors that fail are logged (debug): what
+ * tells why a plan was not read. */
 int
 amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
            cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
            void *v)
 {
+    cudnnStatus_t s;
+
     *n = 0;
-    return amp_graph_fn.cudnnBackendGetAttribute(d, name, type, max, n, v) ==
-               CUDNN_STATUS_SUCCESS &&
-           *n >= 0 && *n <= max;
+    s = amp_graph_fn.cudnnBackendGetAttribute(d, name, type, max, n, v);
+    if (s == CUDNN_STATUS_SUCCESS && *n >= 0 && *n <= max)
+        return 1;
+    amp_log(AMP_LOG_DEBUG,
+            "cudnnBackendGetAttribute(%p, attribute %d, type %d, %lld "
+            "asked): status %d, %lld given",
+            (void *)d, (int)name, (int)type, (long long)max, (int)s,
+            (long long)*n);
+    return 0;
+}
+
+/* How many elements attribute `name` has (a count query: no array). */
+static int
+amp_bk_count(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+             cudnnBackendAttributeType_t type, int64_t *n)
+{
+    cudnnStatus_t s;
+
+    *n = 0;
+    s = amp_graph_fn.cudnnBackendGetAttribute(d, name, type, 0, n, NULL);
+    if (s == CUDNN_STATUS_SUCCESS && *n >= 0)
+        return 1;
+    amp_log(AMP_LOG_DEBUG,
+            "cudnnBackendGetAttribute(%p, attribute %d, type %d, count): "
+            "status %d",
+            (void *)d, (int)name, (int)type, (int)s);
+    return 0;
 }
 
 /* One element of attribute `name`, exactly. */
@@ -156,9 +184,14 @@ amp_bk_child(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
 {
     cudnnBackendDescriptor_t c = NULL;
 
-    if (amp_graph_fn.cudnnBackendCreateDescriptor(type, &c) !=
-        CUDNN_STATUS_SUCCESS)
+    cudnnStatus_t s = amp_graph_fn.cudnnBackendCreateDescriptor(type, &c);
+
+    if (s != CUDNN_STATUS_SUCCESS) {
+        amp_log(AMP_LOG_DEBUG,
+                "cudnnBackendCreateDescriptor(type %d): status %d", (int)type,
+                (int)s);
         return NULL;
+    }
     if (!amp_bk_one(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &c)) {
         amp_graph_fn.cudnnBackendDestroyDescriptor(c);
         return NULL;
@@ -449,12 +482,16 @@ amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
                             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     if (!d[2] ||
         !amp_bk_one(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                    CUDNN_TYPE_INT64, &a->workspace) ||
-        amp_graph_fn.cudnnBackendGetAttribute(
-            d[2], CUDNN_ATTR_OPERATIONGRAPH_OPS,
-            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &ops, NULL) !=
-            CUDNN_STATUS_SUCCESS)
+                    CUDNN_TYPE_INT64, &a->workspace))
         goto out;
+    /* cuDNN 9 gives no graph's operations back, neither their count nor
+     * the array (NOT_SUPPORTED, seen on an H200: docs/gpu-results.md):
+     * its plans run as the program made them, passed through uncounted. */
+    if (!amp_bk_count(d[2], CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, &ops)) {
+        a->kind = AMP_GRAPH_OTHER;
+        goto out;
+    }
     amp_bk_one(d[2], CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
                CUDNN_TYPE_BOOLEAN, &dynamic);
     a->kind = dynamic    ? AMP_GRAPH_OTHER
@@ -464,6 +501,13 @@ amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
         !amp_graph_engine_note(d[1], CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
         a->kind = AMP_GRAPH_NO_TC_ENGINE;
 out:
+    amp_log(AMP_LOG_DEBUG, "cuDNN plan %p read: %s", (void *)plan,
+            a->kind == AMP_GRAPH_INVALID ? "not read, run as it is"
+            : a->kind == AMP_GRAPH_OTHER
+                ? (a->conv ? "a convolution the shim does not convert"
+                           : "not one convolution, or its operations "
+                             "not given back")
+                : "a convolution");
     amp_bk_destroy(d, 3);
 }
 
@@ -491,7 +535,9 @@ amp_plans_evict(void *value, void *arg)
 
 /* What plan is: read once, then from the table until a descriptor at its
  * address is created, finalized or destroyed. A plan that cannot be read
- * (not finalized, say) is not kept. */
+ * is kept so too: reading it again would fail again (a plan not yet
+ * finalized is read anew once it is, its finalization forgetting it),
+ * and a failed read costs as much as a good one, at every execution. */
 static void
 amp_plans_get(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
 {
@@ -524,12 +570,8 @@ amp_plans_get(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
     /* Unless the address was forgotten meanwhile. */
     r = amp_lru_find(&amp_plans, &plan);
     if (r && r->state == AMP_PLAN_READING) {
-        if (a->kind == AMP_GRAPH_INVALID) {
-            amp_lru_remove(&amp_plans, &plan);
-        } else {
-            r->conv = *a;
-            r->state = AMP_PLAN_READ;
-        }
+        r->conv = *a;
+        r->state = AMP_PLAN_READ;
     }
     pthread_mutex_unlock(&amp_plans_lock);
 }
