@@ -1277,38 +1277,63 @@ amp_device_add(struct amp_prof_device *d, const struct amp_prof_entry *e,
     d->flops_converted += e->flops * (double)(p->converted - p->shadow);
 }
 
+/* Adds entry e's devices to out (n of them so far, at most cap). */
+static size_t
+amp_devices_add(struct amp_prof_device *out, size_t n, size_t cap,
+                const struct amp_prof_entry *e, unsigned long long *dropped)
+{
+    size_t k;
+    int j;
+
+    for (j = 0; j < e->ndevices; j++) {
+        const struct amp_prof_device_part *p = &e->devices[j];
+
+        /* In order of ordinal: its place, made when it is new. */
+        for (k = 0; k < n && out[k].ordinal < p->ordinal; k++)
+            ;
+        if (k == n || out[k].ordinal != p->ordinal) {
+            if (n == cap) {
+                *dropped += p->calls; /* no room: not per device */
+                continue;
+            }
+            memmove(&out[k + 1], &out[k], (n - k) * sizeof *out);
+            memset(&out[k], 0, sizeof out[k]);
+            out[k].ordinal = p->ordinal;
+            n++;
+        }
+        amp_device_add(&out[k], e, p);
+    }
+    return n;
+}
+
 size_t
 amp_prof_devices(struct amp_prof_device *out, size_t cap,
                  unsigned long long *dropped)
 {
-    size_t n = 0, k;
-    int i, j;
+    size_t n = 0;
+    int i;
 
     pthread_mutex_lock(&amp_prof_lock);
     *dropped = amp_device_dropped;
-    for (i = 0; i < amp_nentries; i++) {
-        const struct amp_prof_entry *e = &amp_entries[amp_order[i]].e;
-
-        for (j = 0; j < e->ndevices; j++) {
-            const struct amp_prof_device_part *p = &e->devices[j];
-
-            /* In order of ordinal: its place, made when it is new. */
-            for (k = 0; k < n && out[k].ordinal < p->ordinal; k++)
-                ;
-            if (k == n || out[k].ordinal != p->ordinal) {
-                if (n == cap) {
-                    *dropped += p->calls; /* no room: not per device */
-                    continue;
-                }
-                memmove(&out[k + 1], &out[k], (n - k) * sizeof *out);
-                memset(&out[k], 0, sizeof out[k]);
-                out[k].ordinal = p->ordinal;
-                n++;
-            }
-            amp_device_add(&out[k], e, p);
-        }
-    }
+    for (i = 0; i < amp_nentries; i++)
+        n = amp_devices_add(out, n, cap, &amp_entries[amp_order[i]].e,
+                            dropped);
     pthread_mutex_unlock(&amp_prof_lock);
+    return n;
+}
+
+size_t
+amp_prof_devices_of(const struct amp_prof_entry *entries, size_t count,
+                    struct amp_prof_device *out, size_t cap,
+                    unsigned long long *dropped)
+{
+    size_t n = 0, i;
+
+    pthread_mutex_lock(&amp_prof_lock);
+    *dropped = amp_device_dropped;
+    pthread_mutex_unlock(&amp_prof_lock);
+    for (i = 0; i < count; i++)
+        n = amp_devices_add(out, n, cap, &entries[i], dropped);
     return n;
 }
 

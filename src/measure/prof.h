@@ -463,6 +463,13 @@ struct amp_prof_device {
 size_t amp_prof_devices(struct amp_prof_device *out, size_t cap,
                         unsigned long long *dropped);
 
+/* The same over count entries of amp_prof_snapshot: a report's devices
+ * add up to its totals, calls made while it is written left out of both.
+ * *dropped is the process's count at this moment. */
+size_t amp_prof_devices_of(const struct amp_prof_entry *entries, size_t count,
+                           struct amp_prof_device *out, size_t cap,
+                           unsigned long long *dropped);
+
 /* ---- Trace events ------------------------------------------------------------ */
 
 struct amp_trace_event {

@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -556,15 +557,96 @@ amp_report_replace(const char *path, const struct amp_config *cfg,
     return rc;
 }
 
+/* Writes a snapshot, unless the final report came first. Takes the lock:
+ * the final report waits for a snapshot being written. */
+static void
+amp_report_snapshot_write(const struct amp_config *cfg)
+{
+    char path[AMP_CONFIG_PATH_LEN + 256];
+    long long t0 = amp_now_ns();
+
+    pthread_mutex_lock(&amp_snapshot_lock);
+    if (amp_snapshot_state >= 0 &&
+        amp_report_path(cfg, path, sizeof path) != 0) {
+        amp_snapshot_state = -1;
+    } else if (amp_snapshot_state >= 0) {
+        if (amp_report_replace(path, cfg, amp_report_write_snapshot) == 0) {
+            amp_snapshot_state = 1;
+            amp_log(AMP_LOG_DEBUG, "report snapshot written to %s in %.3f ms",
+                    path, (double)(amp_now_ns() - t0) / 1e6);
+        } else {
+            amp_log(AMP_LOG_WARN, "cannot write a snapshot of the report "
+                    "to %s: %s; it is written at exit only", path,
+                    errno == EEXIST ? "the path exists" : strerror(errno));
+            amp_snapshot_state = -1;
+        }
+    }
+    pthread_mutex_unlock(&amp_snapshot_lock);
+}
+
+/* Snapshots are written by a thread of the shim's, not in the hooked call
+ * that finds one due: naming the sites reads their libraries' symbols,
+ * which for a framework's (libtorch_cuda.so, a gigabyte) took 76 ms on
+ * the calling thread and made a PyTorch ResNet-50's timed steps 10 to 17 %
+ * longer on an H200 (docs/gpu-results.md). A hooked call only wakes the
+ * writer. */
+static pthread_mutex_t amp_writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t amp_writer_wake = PTHREAD_COND_INITIALIZER;
+static int amp_writer_wanted;       /* under amp_writer_lock */
+static atomic_int amp_writer_state; /* 0 none, 2 starting, 1 runs, -1 not */
+
+static void *
+amp_report_writer(void *arg)
+{
+    const struct amp_config *cfg = arg;
+
+    for (;;) {
+        pthread_mutex_lock(&amp_writer_lock);
+        while (!amp_writer_wanted)
+            pthread_cond_wait(&amp_writer_wake, &amp_writer_lock);
+        amp_writer_wanted = 0;
+        pthread_mutex_unlock(&amp_writer_lock);
+        amp_report_snapshot_write(cfg);
+    }
+    return NULL;
+}
+
+/* Starts the writer once, every signal blocked in it (the program's
+ * threads take them, as without the shim): 1 when it runs (or is being
+ * started by another call, which then wakes it), 0 when it cannot. */
+static int
+amp_report_writer_start(const struct amp_config *cfg)
+{
+    sigset_t all, old;
+    pthread_attr_t attr;
+    pthread_t t;
+    int expected = 0, rc;
+
+    if (!atomic_compare_exchange_strong(&amp_writer_state, &expected, 2))
+        return expected != -1;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&t, &attr, amp_report_writer, (void *)cfg);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    atomic_store(&amp_writer_state, rc == 0 ? 1 : -1);
+    if (rc != 0)
+        amp_log(AMP_LOG_INFO, "no thread for the report's snapshots (%s): "
+                "the calls that find one due write it", strerror(rc));
+    return rc == 0;
+}
+
 /* amp_report_snapshot past its check of the clock: the first call's due
- * time, or a snapshot now that one is due (apart from the check, which
- * every hooked call makes). */
+ * time, or, once one is due, the next due time and the writer woken (by
+ * one of the calls that find it due). */
 static __attribute__((noinline)) void
 amp_report_snapshot_due(const struct amp_config *cfg, long long now,
                         long long due)
 {
-    char path[AMP_CONFIG_PATH_LEN + 256];
-
     if (due == 0) {
         /* The first call starts the clock; the first snapshot comes
          * within seconds, the later ones at the interval. */
@@ -576,24 +658,18 @@ amp_report_snapshot_due(const struct amp_config *cfg, long long now,
                       1000000000LL);
         return;
     }
-    if (pthread_mutex_trylock(&amp_snapshot_lock) != 0)
+    if (!atomic_compare_exchange_strong(
+            &amp_snapshot_due_ns, &due,
+            now + (long long)cfg->snapshot_s * 1000000000LL))
         return;
-    atomic_store(&amp_snapshot_due_ns,
-                 now + (long long)cfg->snapshot_s * 1000000000LL);
-    if (amp_snapshot_state >= 0 &&
-        amp_report_path(cfg, path, sizeof path) != 0) {
-        amp_snapshot_state = -1;
-    } else if (amp_snapshot_state >= 0) {
-        if (amp_report_replace(path, cfg, amp_report_write_snapshot) == 0) {
-            amp_snapshot_state = 1;
-        } else {
-            amp_log(AMP_LOG_WARN, "cannot write a snapshot of the report "
-                    "to %s: %s; it is written at exit only", path,
-                    errno == EEXIST ? "the path exists" : strerror(errno));
-            amp_snapshot_state = -1;
-        }
+    if (!amp_report_writer_start(cfg)) {
+        amp_report_snapshot_write(cfg);
+        return;
     }
-    pthread_mutex_unlock(&amp_snapshot_lock);
+    pthread_mutex_lock(&amp_writer_lock);
+    amp_writer_wanted = 1;
+    pthread_cond_signal(&amp_writer_wake);
+    pthread_mutex_unlock(&amp_writer_lock);
 }
 
 void
@@ -615,6 +691,11 @@ amp_report_forget(void)
     pthread_mutex_init(&amp_snapshot_lock, NULL);
     amp_snapshot_state = 0;
     atomic_store(&amp_snapshot_due_ns, 0);
+    /* A forked child has no writer: it starts its own. */
+    pthread_mutex_init(&amp_writer_lock, NULL);
+    pthread_cond_init(&amp_writer_wake, NULL);
+    amp_writer_wanted = 0;
+    atomic_store(&amp_writer_state, 0);
 }
 
 /* The final report: over this process's snapshot if it wrote one, else

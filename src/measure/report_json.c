@@ -527,11 +527,13 @@ amp_json_device(struct amp_json_out *j)
  * above, when the shim set it up first. */
 #define AMP_REPORT_DEVICES 64
 static void
-amp_json_devices(struct amp_json_out *j)
+amp_json_devices(struct amp_json_out *j, const struct amp_report *r)
 {
     struct amp_prof_device d[AMP_REPORT_DEVICES];
     unsigned long long dropped;
-    size_t n = amp_prof_devices(d, AMP_REPORT_DEVICES, &dropped), i;
+    size_t n = amp_prof_devices_of(r->entries, r->nentries, d,
+                                   AMP_REPORT_DEVICES, &dropped),
+           i;
     char name[128];
 
     amp_json_key(j, "devices");
@@ -766,7 +768,7 @@ amp_report_write_as(FILE *f, const struct amp_config *cfg, int complete)
         amp_json_program(&j);
         amp_json_job(&j);
         amp_json_device(&j);
-        amp_json_devices(&j);
+        amp_json_devices(&j, &r);
         amp_json_policy(&j);
         amp_json_environment(&j, cfg);
         amp_json_apis(&j);
