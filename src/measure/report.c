@@ -587,7 +587,7 @@ amp_report_snapshot_write(const struct amp_config *cfg)
 /* Snapshots are written by a thread of the shim's, not in the hooked call
  * that finds one due: naming the sites reads their libraries' symbols,
  * which for a framework's (libtorch_cuda.so, a gigabyte) took 76 ms on
- * the calling thread and made a PyTorch ResNet-50's timed steps 10 to 17 %
+ * the calling thread and made a PyTorch ResNet-50's timed steps 10 to 34 %
  * longer on an H200 (docs/gpu-results.md). A hooked call only wakes the
  * writer. */
 static pthread_mutex_t amp_writer_lock = PTHREAD_MUTEX_INITIALIZER;
