@@ -1336,6 +1336,39 @@ amp_conv_walk_packed_offset(struct amp_conv_walk *w, int k,
     w->stride[k][6] = l->per_pad[0] * inner;
 }
 
+/* Makes the spatial digits the walk's innermost (0 to 2; the channels'
+ * digit becomes 3, the groups' 4): consecutive threads then take
+ * consecutive positions of one channel, which in a tensor whose channels
+ * are not innermost (NCHW) lie side by side, so that a warp's accesses
+ * to it coalesce; channel first, they were the channel stride apart (an
+ * H200 ran the output pass at 12 % of its throughput:
+ * docs/gpu-results.md). Any order visits every element once: the results
+ * are the same. Before amp_conv_walk_start, on the walk's first
+ * `offsets` offsets; constant indices keep the arrays in registers. */
+AMP_HD void
+amp_conv_walk_spatial_first(struct amp_conv_walk *w, int offsets)
+{
+    int64_t c = w->radix[0], g = w->radix[1];
+    int k;
+
+    w->radix[0] = w->radix[2];
+    w->radix[1] = w->radix[3];
+    w->radix[2] = w->radix[4];
+    w->radix[3] = c;
+    w->radix[4] = g;
+    for (k = 0; k < AMP_WALK_OFFSETS; k++) {
+        int64_t sc = w->stride[k][0], sg = w->stride[k][1];
+
+        if (k >= offsets)
+            break;
+        w->stride[k][0] = w->stride[k][2];
+        w->stride[k][1] = w->stride[k][3];
+        w->stride[k][2] = w->stride[k][4];
+        w->stride[k][3] = sc;
+        w->stride[k][4] = sg;
+    }
+}
+
 /* The larger of best and |v| (FP32 bits) when v is finite; else best,
  * and *nonfinite becomes 1. */
 AMP_HD uint32_t
@@ -1364,6 +1397,8 @@ amp_conv_absmax_thread(const float *src, const struct amp_conv_layout *l,
         return best;
     amp_conv_walk_init(&w, l, 0);
     amp_conv_walk_offset(&w, 0, l);
+    if (l->stride[1] != 1)
+        amp_conv_walk_spatial_first(&w, 1);
     amp_conv_walk_start(&w, 1, tid, nthreads);
     for (g = tid; g < n; g += nthreads) {
         best = amp_absmax_step(best, src[w.off[0]], nonfinite);
@@ -1389,12 +1424,13 @@ amp_conv_cast_units(const struct amp_conv_layout *l)
 /* The real channels of the unit a walk over packed units of `width`
  * channels is at, at most the width: none past the group's real batch
  * (digit 5), the rest of the group's past the unit's first channel (digit
- * 0); the others are padding. per0 and per1 are the real counts. */
+ * 0, or 3 in a walk made spatial_first); the others are padding. per0
+ * and per1 are the real counts. */
 AMP_HD uint32_t
 amp_conv_unit_real(const struct amp_conv_walk *w, uint32_t width,
-                   uint32_t per0, uint32_t per1)
+                   uint32_t per0, uint32_t per1, int spatial_first)
 {
-    uint32_t c0 = w->at[0] * width;
+    uint32_t c0 = (spatial_first ? w->at[3] : w->at[0]) * width;
     uint32_t real = w->at[5] < per0 && c0 < per1 ? per1 - c0 : 0;
 
     return real < width ? real : width;
@@ -1434,7 +1470,7 @@ amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
     for (u = tid; u < n; u += nthreads) {
         const float *from = src + w.off[0];
         uint16_t *to = dst + u * width;
-        uint32_t real = amp_conv_unit_real(&w, width, per0, per1);
+        uint32_t real = amp_conv_unit_real(&w, width, per0, per1, 0);
 
         for (j = 0; j < width; j++) {
             float x = 0.0f;
@@ -1712,7 +1748,7 @@ amp_conv_output_thread(const void *r, int32_t format,
     uint32_t per0 = (uint32_t)lr->per[0], per1 = (uint32_t)lr->per[1];
     int32_t dstride = (int32_t)ld->stride[1], ostride = (int32_t)lo->stride[1];
     uint32_t width = amp_conv_output_width(lr), j;
-    int k;
+    int spatial_first = ld->stride[1] != 1, k;
 
     if (tid >= n)
         return;
@@ -1725,9 +1761,15 @@ amp_conv_output_thread(const void *r, int32_t format,
     w.radix[0] /= width;
     for (k = 0; k < 3; k++)
         w.stride[k][0] *= width;
+    /* Into an output whose channels are not innermost, a position at a
+     * time: the stores coalesce (the loads of the packed result, each
+     * `width` channels, are apart by its channels). */
+    if (spatial_first)
+        amp_conv_walk_spatial_first(&w, 3);
     amp_conv_walk_start(&w, 3, tid, nthreads);
     for (u = tid; u < n; u += nthreads) {
-        uint32_t real = amp_conv_unit_real(&w, width, per0, per1);
+        uint32_t real =
+            amp_conv_unit_real(&w, width, per0, per1, spatial_first);
         /* old is not read, and may be NULL, when beta is 0. */
         const float *from = beta == 0.0f ? old : old + w.off[2];
         float *to = dst + w.off[1];
@@ -1786,13 +1828,14 @@ amp_conv_error_thread(const float *cand, const float *ref,
 /* Whether the kernels' walks cover l (a plan's tensor, padded or not):
  * its packed copy has fewer than 2^31 elements, and every carry's move,
  * in l's strides, in its packed copy's and in its copy packed by its real
- * sizes, fits in 32 bits (struct amp_conv_walk). */
+ * sizes, channels first or positions first (amp_conv_walk_spatial_first),
+ * fits in 32 bits (struct amp_conv_walk). */
 AMP_HD int
 amp_conv_walks_fit(const struct amp_conv_layout *l)
 {
     struct amp_conv_layout real = *l;
     struct amp_conv_walk w;
-    int packed, fits = 1;
+    int packed, first, fits = 1;
 
     if (amp_conv_count(l, 0) == 0)
         return 1; /* nothing to walk */
@@ -1800,12 +1843,17 @@ amp_conv_walks_fit(const struct amp_conv_layout *l)
         return 0;
     real.per_pad[0] = l->per[0];
     real.per_pad[1] = l->per[1];
+    /* In the walks' two orders: channels or positions first. */
     for (packed = 0; packed < 2; packed++) {
-        amp_conv_walk_init(&w, l, packed);
-        amp_conv_walk_offset(&w, 0, l);
-        amp_conv_walk_packed_offset(&w, 1, l);
-        amp_conv_walk_packed_offset(&w, 2, &real);
-        fits &= amp_conv_walk_start(&w, 3, 0, 1);
+        for (first = 0; first < 2; first++) {
+            amp_conv_walk_init(&w, l, packed);
+            amp_conv_walk_offset(&w, 0, l);
+            amp_conv_walk_packed_offset(&w, 1, l);
+            amp_conv_walk_packed_offset(&w, 2, &real);
+            if (first)
+                amp_conv_walk_spatial_first(&w, 3);
+            fits &= amp_conv_walk_start(&w, 3, 0, 1);
+        }
     }
     return fits;
 }
