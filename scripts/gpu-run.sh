@@ -8,8 +8,10 @@
 # Runs seven steps, each under its own time limit, all within --budget
 # seconds (default 540, 9 minutes; with --dry-run four times that, on
 # the CPU):
-#   1. the example programs against the real libraries in every mode,
-#      each case within its mode's bound, the calls converted
+#   1. the example programs against the real libraries, without the
+#      shim and in every mode, each case within its mode's bound, the
+#      calls converted (a failure the program has without the shim too
+#      is listed as the libraries')
 #   2. the GEMM benchmark per mode and shape, measured against the
 #      emulator's model of this GPU; the convolution benchmark per
 #      direction, layout (NCHW, NHWC) and mode
@@ -110,13 +112,32 @@ step_examples() {
     note ""
     note "Each program checks its own cases against the mode's bound (\`--tol\`);"
     note "no baseline shadow call (\`AMPSHIM_BASELINE=off\`), so every eligible"
-    note "call converts."
+    note "call converts. \`plain\`: the program without the shim, what the"
+    note "libraries themselves do; a mode whose result is plain's failing one"
+    note "is the libraries' failure, listed apart, not the shim's."
     note ""
     note "| program | mode (bound) | result | calls converted | seconds |"
     note "|---|---|---|---|---|"
     local prog mode tol log status result converted calls t0 t1
+    local plain_status plain_result
     for prog in sgemm_check gemm_suite legacy_sgemm conv_check lt_check conv_graph \
                 conv_fused; do
+        # Without the shim, at FP32's bound (TF32's where the library
+        # may use TF32 for FP32: cuDNN's convolutions, cuBLASLt).
+        log=$LOGS/examples.$prog.plain
+        tol=fp32
+        [[ $prog == conv* || $prog == lt_check ]] && tol=tf32
+        plain_status=0
+        t0=$(date +%s.%N)
+        c_run 60 "$B/bin/$prog" --tol $tol >"$log.out" 2>"$log.err" ||
+            plain_status=$?
+        t1=$(date +%s.%N)
+        plain_result=$(grep -h '^result:' "$log.out" "$log.err" | head -1)
+        note "| $prog | plain ($tol) | ${plain_result#result: } | - |" \
+             "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') |"
+        [[ $plain_status == 0 ]] ||
+            echo "$prog without the shim: exit status $plain_status, '${plain_result:-no result line}'" \
+                >>"$SECTION.library"
         for mode in fp16 bf16 tf32 fp16x3 tf32x3 shadow; do
             log=$LOGS/examples.$prog.$mode
             tol=$mode
@@ -137,6 +158,12 @@ step_examples() {
                         "$log.err" | awk '{ s += $1 } END { print s + 0 }')
             note "| $prog | $mode ($tol) | ${result#result: } | $converted of $calls |" \
                  "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') |"
+            if [[ $status != 0 && $plain_status != 0 && -n $result &&
+                  $result == "$plain_result" ]]; then
+                echo "$prog under $mode fails as without the shim: '$result'" \
+                    >>"$SECTION.library"
+                status=0 result="result: as without the shim, 0 failed, 0 errors"
+            fi
             [[ $status == 0 ]] ||
                 failed "$prog under $mode exited with status $status"
             case $result in
@@ -593,7 +620,7 @@ run_step() {
     ((limit > left)) && limit=$left
     SECTION=$LOGS/section.$n.md
     : >"$SECTION"
-    rm -f "$SECTION.failed"
+    rm -f "$SECTION.failed" "$SECTION.library"
     if ((limit < 10)); then
         note "## $n. ($fn) not run: the check's time budget was spent"
         echo "step $n not run: the time budget was spent" >>"$LOGS/failures"
@@ -611,6 +638,12 @@ run_step() {
             note "Failed checks:"
             note ""
             sed 's/^/- /' "$SECTION.failed" >>"$SECTION"
+        fi
+        if [[ -s $SECTION.library ]]; then
+            note ""
+            note "The libraries' own failures (the same without the shim):"
+            note ""
+            sed 's/^/- /' "$SECTION.library" >>"$SECTION"
         fi
         echo "step $n ($fn): $((t1 - t0)) s, status $status" >>"$LOGS/steps"
     fi
