@@ -426,32 +426,31 @@ amp_gemm_layout(const struct amp_gemm_desc *d, enum amp_mode work,
  * other than 0, or scalars on the device) the step writes scratch, and
  * one kernel, which runs whole or fails before writing, blends it into C:
  * an extra pass over C and a compact m * n * batch FP32 result in
- * scratch. tf32x3's strided copies cannot write through the caller's
- * pointer array C: such a call is routed whatever beta. */
+ * scratch. Nor does a step on the shim's copies (fp16, bf16, tf32x3)
+ * write through the caller's pointer array C, whatever beta: tf32x3's
+ * copies are strided, and for a half step cuBLAS picks a Tensor Core
+ * kernel by the leading dimensions alone and takes each matrix of a
+ * pointer array to be 16-byte aligned, which the caller's FP32 C need
+ * not be (a 4-byte aligned one faulted, cudaErrorMisalignedAddress, on
+ * an H200: docs/gpu-results.md); the compact result is aligned, and the
+ * kernel that blends it into C is the shim's. */
 static int
 amp_gemm_routes_c(const struct amp_gemm_desc *d, enum amp_mode work,
                   int shadow)
 {
+    int copies = work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
+                 work == AMP_MODE_TF32X3;
+
     /* cuBLASLt writes D, which only an in-place call shares with C; its
      * last step applies the epilogue, so a kernel only copies. */
     if (d->lt)
         return !shadow && d->d == d->c &&
                (d->scalars_on_device || *d->beta != 0.0f);
-    if (!shadow && work == AMP_MODE_TF32X3 &&
-        d->batch_kind == AMP_BATCH_ARRAY)
+    if (shadow)
+        return 0;
+    if (copies && d->batch_kind == AMP_BATCH_ARRAY)
         return 1;
-    /* Nor may a half step write through it: cuBLAS picks a Tensor Core
-     * kernel by the leading dimensions alone and takes each matrix of a
-     * pointer array to be 16-byte aligned, which the caller's FP32 C need
-     * not be (a 4-byte aligned one faulted, cudaErrorMisalignedAddress,
-     * on an H200: docs/gpu-results.md). The compact result it writes is
-     * aligned, and the kernel that blends it into C is the shim's. */
-    if (!shadow && (work == AMP_MODE_FP16 || work == AMP_MODE_BF16) &&
-        d->batch_kind == AMP_BATCH_ARRAY)
-        return 1;
-    return !shadow &&
-           (work == AMP_MODE_FP16 || work == AMP_MODE_BF16 ||
-            work == AMP_MODE_TF32X3 || amp_mode_own_operands(work)) &&
+    return (copies || amp_mode_own_operands(work)) &&
            (d->scalars_on_device || *d->beta != 0.0f);
 }
 
