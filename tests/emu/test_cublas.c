@@ -1368,6 +1368,21 @@ test_sgemm_batched_and_strided(void **state)
     assert_int_equal(cudaStreamDestroy(quiet), cudaSuccess);
 }
 
+/* One problem of GemmBatchedEx through the pointer array arr (A, B, C):
+ * m x m x 8, A and B of type ab with leading dimension 8, an FP32 C of
+ * leading dimension m, alpha 1 and beta 0. */
+static cublasStatus_t
+batched_ex_ld8(cublasHandle_t h, void **arr, cudaDataType ab, int m)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+
+    return cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, 8, &alpha,
+                               (const void **)arr, ab, 8,
+                               (const void **)(arr + 1), ab, 8, &beta,
+                               arr + 2, CUDA_R_32F, m, 1, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT);
+}
+
 /* A pointer-array GemmBatchedEx of FP16 A and B whose leading dimensions
  * suit 16-byte vectors runs a kernel that takes every matrix to be
  * 16-byte aligned, as cuBLAS's did on an H200: a C 4 bytes past an
@@ -1378,7 +1393,7 @@ static void
 test_gemm_batched_ex_alignment(void **state)
 {
     enum { M = 8, LD = 8 };
-    const float alpha = 1.0f, beta = 0.0f, one = 1.0f;
+    const float one = 1.0f;
     uint16_t ones16[LD * M];
     float ones32[LD * M], c[LD * M + 4];
     char *buf16, *buf32, *cbuf;
@@ -1401,13 +1416,7 @@ test_gemm_batched_ex_alignment(void **state)
     ptrs[0] = buf32, ptrs[1] = buf32, ptrs[2] = cbuf + 4;
     assert_int_equal(cudaMemcpy(arr, ptrs, sizeof ptrs,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M,
-                                         M, &alpha, (const void **)arr,
-                                         CUDA_R_32F, LD, (const void **)(arr + 1),
-                                         CUDA_R_32F, LD, &beta, arr + 2,
-                                         CUDA_R_32F, LD, 1, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(batched_ex_ld8(h, arr, CUDA_R_32F, M), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     dev_download(c, cbuf, sizeof c);
     assert_true(c[1] == 8.0f && c[LD * M] == 8.0f);
@@ -1416,24 +1425,12 @@ test_gemm_batched_ex_alignment(void **state)
     ptrs[0] = buf16, ptrs[1] = buf16;
     assert_int_equal(cudaMemcpy(arr, ptrs, sizeof ptrs,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 7, 7,
-                                         M, &alpha, (const void **)arr,
-                                         CUDA_R_16F, LD, (const void **)(arr + 1),
-                                         CUDA_R_16F, LD, &beta, arr + 2,
-                                         CUDA_R_32F, 7, 1, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(batched_ex_ld8(h, arr, CUDA_R_16F, 7), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 
     /* FP16 A and B, ldc 8 floats: the call is accepted and the kernel
      * faults, for the context's life. */
-    assert_int_equal(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M,
-                                         M, &alpha, (const void **)arr,
-                                         CUDA_R_16F, LD, (const void **)(arr + 1),
-                                         CUDA_R_16F, LD, &beta, arr + 2,
-                                         CUDA_R_32F, LD, 1, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(batched_ex_ld8(h, arr, CUDA_R_16F, M), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaDeviceSynchronize(), cudaErrorMisalignedAddress);
     assert_int_equal(cudaMemcpy(c, cbuf, sizeof c, cudaMemcpyDeviceToHost),
                      cudaErrorMisalignedAddress);
