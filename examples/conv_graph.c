@@ -26,7 +26,10 @@
  * case in T threads at once, each on its own handle, building its own
  * plans, and prints only the counts. --repeat N executes each case's plan
  * N times in a row on the same inputs (the output's old contents restored
- * before each), each execution checked and printed. */
+ * before each), each execution checked and printed. --engine-by-index
+ * builds each plan from an engine the program makes by the global index
+ * of the heuristics' configuration (and a configuration of it, both
+ * destroyed before the plan is finalized). */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -106,6 +109,8 @@ static _Atomic int api_errors;
 static _Thread_local int quiet;
 /* --repeat: executions of each case's plan. */
 static int repeat = 1;
+/* --engine-by-index: plans built from engines by global index. */
+static int by_index;
 
 /* Records a failed call; returns nonzero when it failed. */
 static int
@@ -319,8 +324,42 @@ read_notes(cudnnBackendDescriptor_t cfg)
     cudnnBackendDestroyDescriptor(eng);
 }
 
+/* --engine-by-index: a configuration of its own for heuristics
+ * configuration cfg: an engine of cfg's engine's global index on graph,
+ * as a program that keeps engine indexes builds it (the engine destroyed
+ * as soon as the configuration is finalized). */
+static cudnnBackendDescriptor_t
+cfg_by_index(cudnnBackendDescriptor_t graph, cudnnBackendDescriptor_t cfg)
+{
+    cudnnBackendDescriptor_t eng = NULL, own = NULL;
+    int64_t index = -1, got = 0;
+
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    DNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+                                 &eng));
+    DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                 CUDNN_TYPE_INT64, 1, &got, &index));
+    cudnnBackendDestroyDescriptor(eng);
+    eng = NULL;
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    DNN(cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
+    DNN(cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                 CUDNN_TYPE_INT64, 1, &index));
+    DNN(cudnnBackendFinalize(eng));
+    DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                     &own));
+    DNN(cudnnBackendSetAttribute(own, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eng));
+    DNN(cudnnBackendFinalize(own));
+    cudnnBackendDestroyDescriptor(eng);
+    return own;
+}
+
 /* The graph of one convolution in direction `dir` (alpha, beta as
- * floats), and the plan of the heuristics' first configuration. */
+ * floats), and the plan of the heuristics' first configuration (with
+ * --engine-by-index, of an engine of its index). */
 static cudnnBackendDescriptor_t
 make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
           cudnnBackendDescriptor_t const t[3], int64_t *engine)
@@ -374,14 +413,18 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
     /* The first configuration whose plan finalizes, as the frontend
      * does. */
     for (int64_t i = 0; i < n && plan == NULL; i++) {
+        cudnnBackendDescriptor_t cfg = by_index ? cfg_by_index(graph, cfgs[i])
+                                                : cfgs[i];
+
         DNN(cudnnBackendCreateDescriptor(
             CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
         DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
                                      CUDNN_TYPE_HANDLE, 1, &h));
         DNN(cudnnBackendSetAttribute(plan,
                                      CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                     &cfgs[i]));
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg));
+        if (cfg != cfgs[i])
+            cudnnBackendDestroyDescriptor(cfg);
         if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
             cudnnBackendDestroyDescriptor(plan);
             plan = NULL;
@@ -740,8 +783,12 @@ main(int argc, char **argv)
             i++;
             continue;
         }
+        if (strcmp(argv[i], "--engine-by-index") == 0) {
+            by_index = 1;
+            continue;
+        }
         fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X] "
-                "[--threads 1-16] [--repeat 1-100]\n");
+                "[--threads 1-16] [--repeat 1-100] [--engine-by-index]\n");
         return 2;
     }
     total = (int)CASE_COUNT * 3 * repeat;

@@ -13,13 +13,21 @@
  * counted FP32 for the reason fused-graph. Everything else is the
  * original call.
  *
- * The plan is read back through cudnnBackendGetAttribute (plan, engine
- * configuration, engine, operation graph, operation, tensors and
- * convolution), so plans built before the shim was loaded are reached as
- * well; what a plan is gets cached by its address, and creating,
- * finalizing or destroying a descriptor at that address forgets it. The
- * twin plans, their cache and the backend issuer are
- * cudnn_graph_plans.c's. */
+ * cuDNN 9 does not give a graph's operations back, so the shim keeps
+ * what the program sets on its descriptors (cudnn_graph_mirror.c, fed by
+ * the creation, attribute and destruction hooks below): an operation
+ * graph is read from it when it is finalized (its one convolution: the
+ * operation, tensors and convolution), and a plan when it is finalized,
+ * as the graph its engine configuration builds (the program's engine's,
+ * or the heuristics' that filled the configuration) with its workspace
+ * and engine notes (cuDNN's answers). What a plan is gets cached by its
+ * address, and creating, finalizing or destroying a descriptor at that
+ * address forgets it; a plan not in the table at execution is read
+ * again. A plan whose graph the shim did not see built (another
+ * release's, or built while the shim's tables were full) runs as the
+ * program made it, uncounted. The twin plans, their cache and the
+ * backend issuer are cudnn_graph_plans.c's. */
+#include "cudnn_graph_mirror.h"
 #include "cudnn_graph_real.h"
 #include "cudnn_graph_plans.h"
 
@@ -127,8 +135,9 @@ amp_graph_real(enum amp_graph_api api, const void *ret,
 
 /* ---- Reading descriptors --------------------------------------------------- */
 
-/* Reads of a library's descriptors that fail are logged (debug): what
- * tells why a plan was not read. */
+/* What the program set comes from the shim's copy (cudnn_graph_mirror.h),
+ * the rest from cuDNN. Reads that fail are logged (debug): what tells
+ * why a plan was not read. */
 int
 amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
            cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
@@ -137,6 +146,14 @@ amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
     cudnnStatus_t s;
 
     *n = 0;
+    switch (amp_mirror_get(d, name, type, max, n, v)) {
+    case AMP_MIRROR_HELD:
+        return *n <= max; /* more than max elements: not read, as below */
+    case AMP_MIRROR_REFUSED: /* set as another type: cuDNN refuses too */
+        return 0;
+    case AMP_MIRROR_ABSENT:
+        break;
+    }
     s = amp_graph_fn.cudnnBackendGetAttribute(d, name, type, max, n, v);
     if (s == CUDNN_STATUS_SUCCESS && *n >= 0 && *n <= max)
         return 1;
@@ -145,24 +162,6 @@ amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
             "asked): status %d, %lld given",
             (void *)d, (int)name, (int)type, (long long)max, (int)s,
             (long long)*n);
-    return 0;
-}
-
-/* How many elements attribute `name` has (a count query: no array). */
-static int
-amp_bk_count(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
-             cudnnBackendAttributeType_t type, int64_t *n)
-{
-    cudnnStatus_t s;
-
-    *n = 0;
-    s = amp_graph_fn.cudnnBackendGetAttribute(d, name, type, 0, n, NULL);
-    if (s == CUDNN_STATUS_SUCCESS && *n >= 0)
-        return 1;
-    amp_log(AMP_LOG_DEBUG,
-            "cudnnBackendGetAttribute(%p, attribute %d, type %d, count): "
-            "status %d",
-            (void *)d, (int)name, (int)type, (int)s);
     return 0;
 }
 
@@ -176,15 +175,23 @@ amp_bk_one(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
     return amp_bk_get(d, name, type, 1, &n, v) && n == 1;
 }
 
-/* The descriptor attribute `name` of d as a new descriptor of `type` (the
- * caller destroys it); NULL when d has none of that type. */
+/* The descriptor attribute `name` of d, of `type`: the program's own
+ * descriptor when the shim holds it (*owned 0), else a new descriptor
+ * cuDNN fills (*owned 1: the caller destroys it); NULL when d has none
+ * of that type. */
 cudnnBackendDescriptor_t
 amp_bk_child(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
-             cudnnBackendDescriptorType_t type)
+             cudnnBackendDescriptorType_t type, int *owned)
 {
     cudnnBackendDescriptor_t c = NULL;
+    cudnnBackendDescriptorType_t held;
+    cudnnStatus_t s;
+    int64_t n;
 
-    cudnnStatus_t s = amp_graph_fn.cudnnBackendCreateDescriptor(type, &c);
+    *owned = 0;
+    if (amp_mirror_children(d, name, 1, &n, &c, &held) == AMP_MIRROR_HELD)
+        return n == 1 && held == type ? c : NULL;
+    s = amp_graph_fn.cudnnBackendCreateDescriptor(type, &c);
 
     if (s != CUDNN_STATUS_SUCCESS) {
         amp_log(AMP_LOG_DEBUG,
@@ -196,7 +203,19 @@ amp_bk_child(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
         amp_graph_fn.cudnnBackendDestroyDescriptor(c);
         return NULL;
     }
+    *owned = 1;
     return c;
+}
+
+/* Destroys the n descriptors of d that amp_bk_child made (owned). */
+static void
+amp_bk_release(cudnnBackendDescriptor_t *d, const int *owned, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (owned[i])
+            amp_bk_destroy(&d[i], 1);
 }
 
 void
@@ -362,14 +381,15 @@ amp_graph_read_conv(cudnnBackendDescriptor_t op, struct amp_graph_conv *a,
 {
     cudnnBackendDescriptor_t d[4] = {NULL};
     enum amp_graph_kind kind = AMP_GRAPH_INVALID;
-    int i, fp32[4] = {0}, virt[3] = {0};
+    int i, fp32[4] = {0}, virt[3] = {0}, owned[4];
     int32_t type[3] = {0};
 
     d[0] = amp_bk_child(op, amp_op_attrs[a->dir][2],
-                        CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+                        CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &owned[0]);
     for (i = 0; i < 3; i++)
         d[1 + i] = amp_bk_child(op, amp_op_attrs[a->dir][3 + i],
-                                CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+                                CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+                                &owned[1 + i]);
     if (!amp_bk_scale(op, amp_op_attrs[a->dir][0], &a->alpha) ||
         !amp_bk_scale(op, amp_op_attrs[a->dir][1], &a->beta) ||
         !amp_graph_conv_desc(d[0], a, &fp32[0]))
@@ -394,121 +414,114 @@ amp_graph_read_conv(cudnnBackendDescriptor_t op, struct amp_graph_conv *a,
         goto out;
     kind = fused ? AMP_GRAPH_FUSED : AMP_GRAPH_FP32;
 out:
-    amp_bk_destroy(d, 4);
-    return kind;
-}
-
-/* The one operation of the graph: a convolution in one of the three
- * directions (a descriptor of each type tried), else another graph. */
-static enum amp_graph_kind
-amp_graph_read_op(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
-{
-    cudnnBackendDescriptor_t op = NULL;
-    enum amp_graph_kind kind;
-    int dir;
-
-    for (dir = 0; dir < 3 && !op; dir++)
-        op = amp_bk_child(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                          amp_op_types[dir]);
-    if (!op)
-        return AMP_GRAPH_OTHER; /* not a convolution */
-    a->dir = (enum amp_conv_dir)(dir - 1);
-    kind = amp_graph_read_conv(op, a, 0);
-    amp_bk_destroy(&op, 1);
+    amp_bk_release(d, owned, 4);
     return kind;
 }
 
 /* Operations a fused graph may hold for the shim to read it. */
 #define AMP_GRAPH_FUSED_OPS 16
 
-/* A graph of n operations: one forward convolution and pointwise
- * operations, as frameworks fuse a convolution's bias and activation.
- * GetAttribute fills descriptors of each operation's own type, so each
- * position is tried as the convolution's with the others pointwise;
- * a graph of other operations is another graph. */
+/* The graph's operations, as the program set them (cuDNN 9 gives them
+ * back neither as a count nor as an array: NOT_SUPPORTED, seen on an
+ * H200, docs/gpu-results.md): one convolution in one of the three
+ * directions, or one forward convolution and pointwise operations, as
+ * frameworks fuse a convolution's bias and activation; else another
+ * graph. */
 static enum amp_graph_kind
-amp_graph_read_fused(cudnnBackendDescriptor_t graph, int64_t n,
-                     struct amp_graph_conv *a)
+amp_graph_read_ops(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
 {
-    cudnnBackendDescriptor_t ops[AMP_GRAPH_FUSED_OPS];
-    enum amp_graph_kind kind = AMP_GRAPH_OTHER;
-    int64_t at, i, got;
+    cudnnBackendDescriptor_t op[AMP_GRAPH_FUSED_OPS], conv = NULL;
+    cudnnBackendDescriptorType_t type[AMP_GRAPH_FUSED_OPS];
+    enum amp_graph_kind kind;
+    int64_t n, i, nconv = 0;
+    int dir;
 
-    if (n < 2 || n > AMP_GRAPH_FUSED_OPS)
+    if (amp_mirror_children(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                            AMP_GRAPH_FUSED_OPS, &n, op,
+                            type) != AMP_MIRROR_HELD)
+        return AMP_GRAPH_OTHER; /* not built in the shim's sight */
+    for (i = 0; i < n; i++)
+        for (dir = 0; dir < 3; dir++)
+            if (type[i] == amp_op_types[dir]) {
+                conv = op[i];
+                a->dir = (enum amp_conv_dir)dir;
+                nconv++;
+            }
+    if (n < 1 || nconv != 1)
         return AMP_GRAPH_OTHER;
-    for (at = 0; at < n && kind == AMP_GRAPH_OTHER; at++) {
-        int made = 1;
-
-        memset(ops, 0, sizeof ops);
-        for (i = 0; i < n && made; i++)
-            made = amp_graph_fn.cudnnBackendCreateDescriptor(
-                       i == at ? amp_op_types[AMP_CONV_FWD]
-                               : CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
-                       &ops[i]) == CUDNN_STATUS_SUCCESS;
-        got = 0;
-        if (made &&
-            amp_graph_fn.cudnnBackendGetAttribute(
-                graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, ops) ==
-                CUDNN_STATUS_SUCCESS &&
-            got == n) {
-            a->dir = AMP_CONV_FWD;
-            kind = amp_graph_read_conv(ops[at], a, 1);
-            if (kind != AMP_GRAPH_FUSED)
-                kind = AMP_GRAPH_INVALID; /* read, but not to be counted */
-        }
-        amp_bk_destroy(ops, (int)n);
-    }
-    return kind == AMP_GRAPH_INVALID ? AMP_GRAPH_OTHER : kind;
+    if (n == 1)
+        return amp_graph_read_conv(conv, a, 0);
+    for (i = 0; i < n; i++)
+        if (op[i] != conv &&
+            type[i] != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
+            return AMP_GRAPH_OTHER;
+    if (a->dir != AMP_CONV_FWD)
+        return AMP_GRAPH_OTHER;
+    kind = amp_graph_read_conv(conv, a, 1);
+    /* Read, but not to be counted as fused unless it is. */
+    return kind == AMP_GRAPH_FUSED ? kind : AMP_GRAPH_OTHER;
 }
 
-/* Walks the plan back to its operation graph: what it is. */
+/* What graph is: its one convolution, read from the descriptors the
+ * program set, when the graph is finalized (cuDNN copies what it is
+ * given: the program may destroy the operations and tensors after). */
 static void
-amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
+amp_graph_read_graph(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
 {
-    cudnnBackendDescriptor_t d[3] = {NULL}; /* config, engine, graph */
-    int64_t ops = 0;
     bool dynamic = false;
 
     memset(a, 0, sizeof *a);
-    a->kind = AMP_GRAPH_INVALID;
-    d[0] = amp_bk_child(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                        CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    if (d[0])
-        d[1] = amp_bk_child(d[0], CUDNN_ATTR_ENGINECFG_ENGINE,
-                            CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    if (d[1])
-        d[2] = amp_bk_child(d[1], CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
-                            CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    if (!d[2] ||
-        !amp_bk_one(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                    CUDNN_TYPE_INT64, &a->workspace))
-        goto out;
-    /* cuDNN 9 gives no graph's operations back, neither their count nor
-     * the array (NOT_SUPPORTED, seen on an H200: docs/gpu-results.md):
-     * its plans run as the program made them, passed through uncounted. */
-    if (!amp_bk_count(d[2], CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                      CUDNN_TYPE_BACKEND_DESCRIPTOR, &ops)) {
-        a->kind = AMP_GRAPH_OTHER;
+    amp_bk_one(graph, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+               CUDNN_TYPE_BOOLEAN, &dynamic);
+    a->kind = dynamic ? AMP_GRAPH_OTHER : amp_graph_read_ops(graph, a);
+}
+
+static int amp_graphs_find(cudnnBackendDescriptor_t graph, uint64_t gen,
+                           struct amp_graph_conv *a);
+
+/* What plan is: the convolution of the graph it was built from (as read
+ * when that graph was finalized), its workspace and whether its engine
+ * has Tensor Cores (cuDNN's answers: the engine of a heuristics
+ * configuration is cuDNN's choice). */
+static void
+amp_graph_read(cudnnBackendDescriptor_t plan, struct amp_graph_conv *a)
+{
+    cudnnBackendDescriptor_t d[2] = {NULL}; /* config, engine */
+    cudnnBackendDescriptor_t graph;
+    int owned[2] = {0};
+    uint64_t gen;
+
+    memset(a, 0, sizeof *a);
+    graph = amp_mirror_origin(plan, &gen);
+    if (!graph || !amp_graphs_find(graph, gen, a)) {
+        a->kind = AMP_GRAPH_OTHER; /* built out of the shim's sight */
         goto out;
     }
-    amp_bk_one(d[2], CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
-               CUDNN_TYPE_BOOLEAN, &dynamic);
-    a->kind = dynamic    ? AMP_GRAPH_OTHER
-              : ops == 1 ? amp_graph_read_op(d[2], a)
-                         : amp_graph_read_fused(d[2], ops, a);
-    if (a->kind == AMP_GRAPH_FP32 &&
-        !amp_graph_engine_note(d[1], CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+    if (!amp_bk_one(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                    CUDNN_TYPE_INT64, &a->workspace)) {
+        a->kind = AMP_GRAPH_INVALID;
+        goto out;
+    }
+    if (a->kind != AMP_GRAPH_FP32)
+        goto out;
+    d[0] = amp_bk_child(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                        CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &owned[0]);
+    if (d[0])
+        d[1] = amp_bk_child(d[0], CUDNN_ATTR_ENGINECFG_ENGINE,
+                            CUDNN_BACKEND_ENGINE_DESCRIPTOR, &owned[1]);
+    if (!d[1])
+        a->kind = AMP_GRAPH_INVALID;
+    else if (!amp_graph_engine_note(d[1], CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
         a->kind = AMP_GRAPH_NO_TC_ENGINE;
 out:
     amp_log(AMP_LOG_DEBUG, "cuDNN plan %p read: %s", (void *)plan,
             a->kind == AMP_GRAPH_INVALID ? "not read, run as it is"
             : a->kind == AMP_GRAPH_OTHER
                 ? (a->conv ? "a convolution the shim does not convert"
-                           : "not one convolution, or its operations "
-                             "not given back")
+                           : "not one convolution, or a graph built out "
+                             "of the shim's sight")
                 : "a convolution");
-    amp_bk_destroy(d, 3);
+    amp_bk_release(d, owned, 2);
 }
 
 /* ---- Plans read, by address ---------------------------------------------- */
@@ -583,6 +596,61 @@ amp_plans_forget(cudnnBackendDescriptor_t d)
     pthread_mutex_lock(&amp_plans_lock);
     amp_lru_remove(&amp_plans, &d);
     pthread_mutex_unlock(&amp_plans_lock);
+}
+
+/* ---- Graphs read, by address and generation ----------------------------- */
+
+/* What a finalized operation graph is (the value of its address in
+ * amp_graphs): kept past the graph's destruction, for the plans of its
+ * engine configurations; the generation tells it from a graph created
+ * later at the same address. */
+struct amp_graph_summary {
+    uint64_t gen;
+    struct amp_graph_conv conv;
+};
+
+static struct amp_lru amp_graphs; /* cudnnBackendDescriptor_t -> above */
+static int amp_graphs_tried;      /* under amp_plans_lock, as the table */
+
+/* Reads graph, just finalized, and keeps what it is. */
+static void
+amp_graphs_note(cudnnBackendDescriptor_t graph)
+{
+    struct amp_graph_summary *g;
+    struct amp_graph_conv a;
+    uint64_t gen = amp_mirror_generation(graph);
+
+    amp_graph_read_graph(graph, &a);
+    pthread_mutex_lock(&amp_plans_lock);
+    if (!amp_graphs_tried) {
+        amp_graphs_tried = 1;
+        amp_lru_init(&amp_graphs, AMP_GRAPH_PLANS, sizeof graph, sizeof *g);
+    }
+    g = amp_lru_find(&amp_graphs, &graph);
+    if (!g)
+        g = amp_lru_add(&amp_graphs, &graph, NULL, NULL);
+    if (g) {
+        g->gen = gen;
+        g->conv = a;
+    }
+    pthread_mutex_unlock(&amp_plans_lock);
+}
+
+/* What graph of generation gen is, into a; 0 when it was not read. */
+static int
+amp_graphs_find(cudnnBackendDescriptor_t graph, uint64_t gen,
+                struct amp_graph_conv *a)
+{
+    const struct amp_graph_summary *g;
+    int found;
+
+    pthread_mutex_lock(&amp_plans_lock);
+    g = amp_graphs_tried ? amp_lru_find(&amp_graphs, &graph) : NULL;
+    found = g && gen && g->gen == gen;
+    if (found)
+        *a = g->conv;
+    pthread_mutex_unlock(&amp_plans_lock);
+    return found;
 }
 
 /* ---- One cudnnBackendExecute --------------------------------------------------- */
@@ -734,30 +802,92 @@ cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType,
                              cudnnBackendDescriptor_t *descriptor)
 {
     AMP_GRAPH_REAL(cudnnBackendCreateDescriptor);
-    int watching = amp_graph_watching();
+    int watching = amp_graph_watching() && !route.other;
     cudnnStatus_t s;
 
     if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
     s = real(descriptorType, descriptor);
     /* A new descriptor where a plan the shim read was. */
-    if (watching && s == CUDNN_STATUS_SUCCESS && descriptor)
+    if (watching && s == CUDNN_STATUS_SUCCESS && descriptor) {
         amp_plans_forget(*descriptor);
+        amp_mirror_created(*descriptor, descriptorType);
+    }
     return s;
 }
 
 AMP_EXPORT cudnnStatus_t
+cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
+                         cudnnBackendAttributeName_t attributeName,
+                         cudnnBackendAttributeType_t attributeType,
+                         int64_t elementCount, const void *arrayOfElements)
+{
+    AMP_GRAPH_REAL(cudnnBackendSetAttribute);
+    cudnnStatus_t s;
+
+    if (!real)
+        return CUDNN_STATUS_NOT_INITIALIZED;
+    s = real(descriptor, attributeName, attributeType, elementCount,
+             arrayOfElements);
+    if (s == CUDNN_STATUS_SUCCESS && !route.other && amp_graph_watching())
+        amp_mirror_set(descriptor, attributeName, attributeType,
+                       elementCount, arrayOfElements);
+    return s;
+}
+
+/* Passed through; the engine configurations heuristics fill are noted
+ * with the heuristics' graph (cuDNN does not give a graph's operations
+ * back, so the plans of those configurations are read from the graph the
+ * program built). */
+AMP_EXPORT cudnnStatus_t
+cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
+                         cudnnBackendAttributeName_t attributeName,
+                         cudnnBackendAttributeType_t attributeType,
+                         int64_t requestedElementCount,
+                         int64_t *elementCount, void *arrayOfElements)
+{
+    AMP_GRAPH_REAL(cudnnBackendGetAttribute);
+    cudnnStatus_t s;
+
+    if (!real)
+        return CUDNN_STATUS_NOT_INITIALIZED;
+    s = real(descriptor, attributeName, attributeType, requestedElementCount,
+             elementCount, arrayOfElements);
+    if (s == CUDNN_STATUS_SUCCESS &&
+        attributeName == CUDNN_ATTR_ENGINEHEUR_RESULTS &&
+        attributeType == CUDNN_TYPE_BACKEND_DESCRIPTOR && arrayOfElements &&
+        elementCount && !route.other && amp_graph_watching())
+        amp_mirror_heur_results(
+            descriptor, arrayOfElements,
+            *elementCount < requestedElementCount ? *elementCount
+                                                  : requestedElementCount);
+    return s;
+}
+
+/* A graph is read when it is finalized, while the descriptors it was
+ * built from are sure to be there (a program may destroy them once its
+ * graph is built), and a plan when it is. */
+AMP_EXPORT cudnnStatus_t
 cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 {
     AMP_GRAPH_REAL(cudnnBackendFinalize);
-    int watching = amp_graph_watching();
+    int watching = amp_graph_watching() && !route.other;
+    cudnnBackendDescriptorType_t type;
+    struct amp_graph_conv a;
     cudnnStatus_t s;
 
     if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
     s = real(descriptor);
-    if (watching && s == CUDNN_STATUS_SUCCESS)
-        amp_plans_forget(descriptor);
+    if (!watching || s != CUDNN_STATUS_SUCCESS)
+        return s;
+    amp_plans_forget(descriptor);
+    if (!amp_graph_complete || !amp_mirror_type(descriptor, &type))
+        return s;
+    if (type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)
+        amp_graphs_note(descriptor);
+    else if (type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
+        amp_plans_get(descriptor, &a);
     return s;
 }
 
@@ -766,8 +896,10 @@ cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor)
 {
     AMP_GRAPH_REAL(cudnnBackendDestroyDescriptor);
 
-    if (amp_graph_watching())
+    if (amp_graph_watching()) {
         amp_plans_forget(descriptor);
+        amp_mirror_destroyed(descriptor);
+    }
     if (!real)
         return CUDNN_STATUS_NOT_INITIALIZED;
     return real(descriptor);

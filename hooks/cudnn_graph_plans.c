@@ -337,13 +337,14 @@ amp_twin_try(struct amp_graph_own *own, const struct amp_twin_key *k,
              cudnnBackendDescriptor_t cfg)
 {
     cudnnBackendDescriptor_t engine, plan = NULL;
-    int noted;
+    int noted, owned;
 
     engine = amp_bk_child(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
-                          CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+                          CUDNN_BACKEND_ENGINE_DESCRIPTOR, &owned);
     noted = engine && amp_graph_engine_note(engine,
                                             CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
-    amp_bk_destroy(&engine, 1);
+    if (owned)
+        amp_bk_destroy(&engine, 1);
     if (!noted)
         return NULL;
     plan = amp_bk_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);

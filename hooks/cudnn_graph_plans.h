@@ -68,11 +68,13 @@ extern const cudnnBackendAttributeName_t amp_op_attrs[3][6];
  * heuristic queries and the plans they build there. */
 extern struct amp_api_stats amp_graph_stats;
 
-/* Reading descriptors (cudnn_graph.c): up to max elements of attribute
- * `name` into v, their number in *n; one element, exactly; the
- * descriptor attribute `name` of d as a new descriptor of `type` (the
- * caller destroys it; NULL when d has none of that type); and destroying
- * the n descriptors of d that are not NULL. */
+/* Reading descriptors (cudnn_graph.c), what the program set from the
+ * shim's copy first (cudnn_graph_mirror.h): up to max elements of
+ * attribute `name` into v, their number in *n; one element, exactly; the
+ * descriptor attribute `name` of d, of `type` (the program's own, or a
+ * new one cuDNN fills, *owned 1: the caller destroys it; NULL when d has
+ * none of that type); and destroying the n descriptors of d that are not
+ * NULL. */
 int amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
                cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
                void *v);
@@ -80,7 +82,8 @@ int amp_bk_one(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
                cudnnBackendAttributeType_t type, void *v);
 cudnnBackendDescriptor_t amp_bk_child(cudnnBackendDescriptor_t d,
                                       cudnnBackendAttributeName_t name,
-                                      cudnnBackendDescriptorType_t type);
+                                      cudnnBackendDescriptorType_t type,
+                                      int *owned);
 void amp_bk_destroy(cudnnBackendDescriptor_t *d, int n);
 
 /* Whether the engine carries numerical note `want`. */

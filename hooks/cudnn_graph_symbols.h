@@ -10,8 +10,10 @@
 #endif
 
 /* Hooked: exported by libampshim.so, checked by the ABI test. Creation,
- * finalization and destruction only forget what the shim learnt about a
- * descriptor at that address; execution is where a plan is converted. */
+ * setting attributes and destruction keep the shim's copy of what the
+ * program built (cudnn_graph_mirror.h); a plan is read at its
+ * finalization; getting attributes is watched only for the engine
+ * configurations of heuristics; execution is where a plan is converted. */
 #define AMP_CUDNN_GRAPH_HOOKED(X)                                            \
     X(cudnnStatus_t, cudnnBackendCreateDescriptor,                           \
       (cudnnBackendDescriptorType_t descriptorType,                          \
@@ -22,11 +24,7 @@
       (cudnnBackendDescriptor_t descriptor))                                 \
     X(cudnnStatus_t, cudnnBackendExecute,                                    \
       (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,         \
-       cudnnBackendDescriptor_t variantPack))
-
-/* Called only: reading the program's plans and variant packs, building
- * the shim's twin plans and variant packs on its own handle. */
-#define AMP_CUDNN_GRAPH_CALLED(X)                                            \
+       cudnnBackendDescriptor_t variantPack))                                \
     X(cudnnStatus_t, cudnnBackendSetAttribute,                               \
       (cudnnBackendDescriptor_t descriptor,                                  \
        cudnnBackendAttributeName_t attributeName,                            \
@@ -37,7 +35,10 @@
        cudnnBackendAttributeName_t attributeName,                            \
        cudnnBackendAttributeType_t attributeType,                            \
        int64_t requestedElementCount, int64_t *elementCount,                 \
-       void *arrayOfElements))                                               \
+       void *arrayOfElements))
+
+/* Called only: the shim's own handle for its twin plans. */
+#define AMP_CUDNN_GRAPH_CALLED(X)                                            \
     X(cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle))                  \
     X(cudnnStatus_t, cudnnDestroy, (cudnnHandle_t handle))                   \
     X(cudnnStatus_t, cudnnSetStream,                                         \

@@ -64,6 +64,9 @@ struct bk_conv {
  * backward data; x, dw, dy for backward filter). */
 struct bk_conv_op {
     double alpha, beta;
+    /* The attribute type each was set as (0: not set): cuDNN answers
+     * a read only as that type (docs/gpu-results.md). */
+    cudnnBackendAttributeType_t alpha_as, beta_as;
     struct bk_body *conv, *x, *w, *y;
 };
 
@@ -681,11 +684,19 @@ set_op(struct bk_body *b, cudnnBackendAttributeName_t name,
     struct bk_conv_op *op = &b->u.op;
     struct bk_body **tensor[6] = { NULL, NULL, NULL, &op->x, &op->w, &op->y };
 
+    cudnnStatus_t st;
+
     switch (op_role(b->type, name)) {
     case 0:
-        return set_scale(a, &op->alpha);
+        st = set_scale(a, &op->alpha);
+        if (st == CUDNN_STATUS_SUCCESS)
+            op->alpha_as = a->type;
+        return st;
     case 1:
-        return set_scale(a, &op->beta);
+        st = set_scale(a, &op->beta);
+        if (st == CUDNN_STATUS_SUCCESS)
+            op->beta_as = a->type;
+        return st;
     case 2:
         return set_desc(a, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &op->conv);
     case 3:
@@ -2052,12 +2063,21 @@ get_op(const struct bk_body *b, cudnnBackendAttributeName_t name,
     struct bk_body *const desc[6] = { NULL, NULL, op->conv, op->x, op->w,
                                       op->y };
     int role = op_role(b->type, name);
+    cudnnBackendAttributeType_t set_as;
 
+    /* A scale set as FLOAT and read as DOUBLE is refused with BAD_PARAM
+     * (cuDNN 9.19 on an H200, docs/gpu-results.md); the other way round
+     * is taken to be refused alike. */
     switch (role) {
     case 0:
-        return put_scale(a, op->alpha);
     case 1:
-        return put_scale(a, op->beta);
+        set_as = role == 0 ? op->alpha_as : op->beta_as;
+        if (set_as != 0 && set_as != a->type)
+            return ERR(CUDNN_STATUS_BAD_PARAM, "%s: %s set as attribute "
+                       "type %d, read as %d", a->what,
+                       role == 0 ? "alpha" : "beta", (int)set_as,
+                       (int)a->type);
+        return put_scale(a, role == 0 ? op->alpha : op->beta);
     case -1:
         return no_attr(a->what, name);
     default:
@@ -2122,11 +2142,13 @@ get_graph(const struct bk_graph *g, cudnnBackendAttributeName_t name,
           const struct get_args *a)
 {
     switch (name) {
+    /* cuDNN 9.19 gives a graph's operations back neither as a count nor as
+     * an array, nor its handle: NOT_SUPPORTED (an H200,
+     * docs/gpu-results.md). */
     case CUDNN_ATTR_OPERATIONGRAPH_OPS:
-        return put_descs(a, g->ops, g->nops);
     case CUDNN_ATTR_OPERATIONGRAPH_HANDLE:
-        return put(a, CUDNN_TYPE_HANDLE, sizeof(g->handle), &g->handle,
-                   g->set_handle);
+        return ERR(CUDNN_STATUS_NOT_SUPPORTED, "%s: attribute %d of an "
+                   "operation graph is not given back", a->what, (int)name);
     case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT:
         return put_i64(a, BK_ENGINE_COUNT);
     case CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED:

@@ -136,7 +136,8 @@ test_exports_are_the_hooked_list(void **state)
      * the legacy cublasSgemm with the three context calls it depends on;
      * cublasLtMatmul; the three cuDNN convolutions and the fused
      * bias-activation forward; cuDNN's backend
-     * descriptor creation, finalization, destruction and execution;
+     * descriptor creation, finalization, destruction, execution and
+     * setting and getting attributes;
      * cudaDeviceReset and the driver's three calls that end a context,
      * cuStreamDestroy, the runtime's and the driver's graph calls (the
      * runtime's instantiation in three forms, the driver's in two, the
@@ -144,7 +145,7 @@ test_exports_are_the_hooked_list(void **state)
      * on a stream and on the per-thread default stream, and destruction:
      * ten of the runtime's, nine of the driver's) and cuGetProcAddress;
      * dlsym and dlvsym. */
-    assert_int_equal(N_HOOKED, 96);
+    assert_int_equal(N_HOOKED, 98);
     amp_test_run_free(&run);
 }
 

@@ -251,6 +251,33 @@ test_mode(void **state)
     amp_test_run_free(&run);
 }
 
+/* Plans built from engines the program makes by global index (and
+ * configurations of them, destroyed before the plans are finalized), as
+ * cuDNN 9 gives a graph's operations back to no one: the shim knows each
+ * plan's convolution from what the program set, and converts the same
+ * plans as from the heuristics' configurations. */
+static void
+test_engine_by_index(void **state)
+{
+    const char *what = "fp16, --engine-by-index";
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_test_summary sum;
+
+    (void)state;
+    run_conv_graph_args("fp16", 1, NULL, "--engine-by-index", NULL, &run);
+    amp_test_expect_exit(&run, 0, what);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
+    expect_summary(&run, 1, 0, what, &sum);
+    if (amp_test_count_lines_with(run.err, "| FP32 calls by reason: "
+                                           "no-tensor-core-engine 3") != 1) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: the plans on engines without Tensor Cores are not "
+                 "counted as no-tensor-core-engine", what);
+    }
+    amp_test_run_free(&run);
+}
+
 /* tf32x3 holds plans to FP32's own bound (conv_graph --tol fp32) on the
  * modelled H100, where FP32 graphs compute in TF32 and the plain run
  * fails it: every convolution of one group passes under tf32x3; a
@@ -667,6 +694,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_bf16_exceeds_fp16_bound),
         cmocka_unit_test(test_tf32x3_fp32_accuracy),
         cmocka_unit_test(test_policy_symbol),
+        cmocka_unit_test(test_engine_by_index),
     };
     const struct CMUnitTest threads[] = {
         cmocka_unit_test(test_threads),
