@@ -192,10 +192,10 @@ amp_mirror_set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
         if (r->attr[k].name == (int32_t)name)
             a = &r->attr[k];
     /* A descriptor attribute also keeps its elements' generations. */
-    bytes = type == CUDNN_TYPE_BACKEND_DESCRIPTOR ? 2 * 8 * (size_t)count
-                                                  : size * (size_t)count;
-    if (size == 0 || count < 0 || (count > 0 && !elements) ||
-        bytes > AMP_MIRROR_BYTES) {
+    bytes = count < 0 || count > AMP_MIRROR_BYTES ? AMP_MIRROR_BYTES + 1
+            : type == CUDNN_TYPE_BACKEND_DESCRIPTOR ? 2 * 8 * (size_t)count
+                                                    : size * (size_t)count;
+    if (size == 0 || (count > 0 && !elements) || bytes > AMP_MIRROR_BYTES) {
         if (a) /* what it held is no longer what the program set */
             amp_mirror_drop(r, (uint32_t)(a - r->attr));
         goto out;
