@@ -30,6 +30,14 @@
  * peak and 3 us per queued op. Streaming kernels reach 80-90 % of
  * bandwidth (0.85).
  *
+ * The H200's shares are this project's measurements on one (cuBLAS 13.0,
+ * 2026-11-30, docs/gpu-results.md): SGEMM 51.4 TFLOP/s at 4096^3 and
+ * 8192^3 (0.77 of 66.9; 0.755 at 2048^3); TF32 420 and 434 at 4096^3 and
+ * 8192^3 (0.85; 0.69 at 2048^3); the FP16 and BF16 GEMMs of a converted
+ * 8192^3 call, the modelled 0.2 ms of its casts taken off, 602 and 648
+ * (0.61 and 0.655 of 989.4: 0.63 for both). The H100, the same die, keeps
+ * its published figures until measured itself.
+ *
  * The H200 is an H100 (same GH100 die, 132 SMs, rates and limits) with 141
  * GB of HBM3e at 4.8 TB/s on a 6144-bit bus (NVIDIA H200 datasheet) and 60
  * MB of L2 (what PyTorch reads on an H200). The B200: 148 SMs, compute
@@ -89,8 +97,9 @@ static const struct core_gpu_spec core_gpus[] = {
                  .fp32_tflops = 66.9, .tf32_tflops = 494.7,
                  .fp16_tflops = 989.4, .fp64_tflops = 66.9,
                  .bandwidth_tbs = 4.8,
-                 .fp32_efficiency = 0.65, .tf32_efficiency = 0.65,
-                 .fp16_efficiency = 0.80, .fp64_efficiency = 0.8,
+                 /* Measured on an H200 (docs/gpu-results.md). */
+                 .fp32_efficiency = 0.77, .tf32_efficiency = 0.85,
+                 .fp16_efficiency = 0.63, .fp64_efficiency = 0.8,
                  .mem_efficiency = 0.85, .launch_latency_us = 1.2 },
         /* 4.8 TB/s over 6144 bits, double data rate: 3125 MHz. */
         .clock_khz = 1980000, .mem_clock_khz = 3125000, .bus_width = 6144,

@@ -530,7 +530,7 @@ static const struct want_gpu want_gpus[] = {
     { "h100", "H100", 9, 0, 132, 80, 66.9, 494.7, 989.4, 66.9, 3.35,
       0.65, 0.65, 0.80, 0.8, 1.2 },
     { "h200", "H200", 9, 0, 132, 141, 66.9, 494.7, 989.4, 66.9, 4.8,
-      0.65, 0.65, 0.80, 0.8, 1.2 },
+      0.77, 0.85, 0.63, 0.8, 1.2 },
     { "b200", "B200", 10, 0, 148, 180, 75.0, 1100.0, 2250.0, 37.0, 7.7,
       0.65, 0.65, 0.80, 0.8, 1.2 },
     { "a100", "A100", 8, 0, 108, 80, 19.5, 156.0, 312.0, 19.5, 2.04,
@@ -854,10 +854,11 @@ times_of(const char *key)
     return t;
 }
 
-/* The H200 is an H100 with more bandwidth: compute-bound work takes the
- * H100's time, memory-bound work 3.35/4.8 of it. The B200's times follow
- * its peaks and bandwidth at the H100's shares. Launches cost 1.2 us on
- * all three. */
+/* The H200 is an H100 with more bandwidth and its own measured shares:
+ * compute-bound work takes the H100's time scaled by the shares' ratio
+ * (FP64 the same), memory-bound work 3.35/4.8 of it. The B200's times
+ * follow its peaks and bandwidth at the H100's shares. Launches cost
+ * 1.2 us on all three. */
 static void
 test_model_hopper_and_blackwell(void **state)
 {
@@ -867,9 +868,12 @@ test_model_hopper_and_blackwell(void **state)
     (void)state;
     assert_true(h100.lat == 1200.0 && h200.lat == 1200.0 &&
                 b200.lat == 1200.0);
-    assert_true(h200.fp32 == h100.fp32);
-    assert_true(h200.tf32 == h100.tf32);
-    assert_true(h200.fp16 == h100.fp16);
+    assert_close((h200.fp32 - h200.lat) / (h100.fp32 - h100.lat),
+                 0.65 / 0.77, 1e-12);
+    assert_close((h200.tf32 - h200.lat) / (h100.tf32 - h100.lat),
+                 0.65 / 0.85, 1e-12);
+    assert_close((h200.fp16 - h200.lat) / (h100.fp16 - h100.lat),
+                 0.80 / 0.63, 1e-12);
     assert_true(h200.fp64 == h100.fp64);
     assert_close((h100.mem - h100.lat) / (h200.mem - h200.lat), 4.8 / 3.35,
                  1e-12);
