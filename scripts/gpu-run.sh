@@ -196,6 +196,66 @@ lookup() {
     awk -v m="$2" -v n="$3" -v k="$4" \
         '$1 == m && $2 == n && $3 == k { print $4; exit }' "$1" 2>/dev/null
 }
+# kernel_times: each kernel of gemm_bench's calls under fp16 at
+# $KERNEL_SHAPES (a warm-up call and a timed one per shape), timed alone
+# by Nsight Compute when the machine has it: what a converted call's
+# scales, casts and GEMM each cost, which the times per call do not
+# tell apart (the model's fp16 times are off most at these sizes).
+kernel_times() {
+    local ncu log=$LOGS/kernels.fp16 cuda=${CUDA_HOME:-/usr/local/cuda}
+    note "### Kernels of converted fp16 calls ($KERNEL_SHAPES; Nsight Compute, each kernel timed alone)"
+    note ""
+    if [[ $DRY == 1 ]]; then
+        note "(A dry run: the emulator is no GPU Nsight Compute profiles.)"
+        note ""
+        return 0
+    fi
+    ncu=$(command -v ncu || true)
+    [[ -z $ncu && -x $cuda/bin/ncu ]] && ncu=$cuda/bin/ncu
+    if [[ -z $ncu || -z $PY ]]; then
+        note "(No Nsight Compute (\`ncu\`) or no Python here: no kernel times.)"
+        note ""
+        return 0
+    fi
+    forced fp16
+    if ! c_run 120 "${FORCED[@]}" "$ncu" --csv --metrics gpu__time_duration.sum \
+            "$B/bin/gemm_bench" --shapes "$KERNEL_SHAPES" --warmup 1 --reps 1 \
+            >"$log.csv" 2>"$log.err"; then
+        failed "ncu over gemm_bench under fp16 (logs/kernels.fp16.err)"
+        return 0
+    fi
+    "$PY" - "$log.csv" >>"$SECTION" <<'PY'
+import csv, sys
+
+rows = [r for r in csv.reader(open(sys.argv[1], errors="replace"))]
+head = next((i for i, r in enumerate(rows) if r[:1] == ["ID"]), None)
+col = {name: i for i, name in enumerate(rows[head])} if head is not None else {}
+if "Kernel Name" not in col or "Metric Value" not in col:
+    print("(Nsight Compute gave no kernel rows: logs/kernels.fp16.csv.)\n")
+    sys.exit(0)
+
+
+def get(r, name):
+    i = col.get(name)
+    return r[i] if i is not None and i < len(r) else "-"
+
+
+print("| # | kernel | grid | block | time |")
+print("|---|---|---|---|---|")
+for r in rows[head + 1:]:
+    if len(r) < len(col) or get(r, "Metric Name") not in (
+            "-", "gpu__time_duration.sum"):
+        continue
+    name = get(r, "Kernel Name").replace("|", "/")
+    if len(name) > 72:
+        name = name[:69] + "..."
+    print("| %s | `%s` | %s | %s | %s %s |" % (
+        get(r, "ID"), name, get(r, "Grid Size"), get(r, "Block Size"),
+        get(r, "Metric Value"), get(r, "Metric Unit")))
+print()
+PY
+}
+
 step_bench() {
     local modes=(none fp16 bf16 tf32 fp16x3 tf32x3) mode m n k base ms row
     for mode in "${modes[@]}"; do
@@ -242,6 +302,7 @@ step_bench() {
         note "(The emulator has no model of this GPU${MODEL_KEY:+ ($MODEL_KEY)}: no comparison.)"
         note ""
     fi
+    kernel_times
 
     note "### Convolutions: conv_bench ($CONV_SHAPE), time per call ($TIMING), speedup over FP32 without the shim"
     note ""
@@ -734,6 +795,7 @@ sizes() {
     if [[ $DRY == 1 ]]; then
         GEMM_SHAPES=256x256x256,512x512x512
         GEMM_ARGS=(--warmup 2 --reps 1)
+        KERNEL_SHAPES=256x256x256
         CONV_SHAPE=2,16,16,8,8,3
         CONV_ARGS=(--warmup 1 --reps 1)
         SOLVER_ARGS=(--n 64)
@@ -752,6 +814,7 @@ sizes() {
         GEMM_SHAPES=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192
         GEMM_SHAPES+=,8192x8192x256,8192x256x8192,256x8192x8192
         GEMM_ARGS=(--warmup 3 --reps 10)
+        KERNEL_SHAPES=1024x1024x1024,2048x2048x2048
         CONV_SHAPE=64,256,256,56,56,3
         CONV_ARGS=(--warmup 3 --reps 10)
         SOLVER_ARGS=(--n 1024)
@@ -843,7 +906,7 @@ main() {
     fi
     export B OUT LOGS DRY CLIB PY PY_WHY MODEL_KEY TIMING SCALE SCRATCH
     export TORCH_LIMIT TORCH_COMPILE_LIMIT JAX_LIMIT CUPY_LIMIT GEMM_SHAPES CONV_SHAPE
-    export AUTO_SHAPES
+    export AUTO_SHAPES KERNEL_SHAPES
     # Arrays travel to the steps as their words.
     local name
     for name in GEMM_ARGS CONV_ARGS SOLVER_ARGS GRAPH_ARGS QUEUE_ARGS AUTO_ARGS \

@@ -88,6 +88,7 @@ echo "----"
 [[ $status == 0 ]] || fail "run.sh --dry-run exited with status $status"
 for section in "## 1. Example programs under the shim" "## 2. Benchmarks" \
                "### GEMM: cublasSgemm_v2" "### Modelled over measured time" \
+               "### Kernels of converted fp16 calls" \
                "### Convolutions: conv_bench" "## 3. Known risks of real hardware" \
                "### cuSOLVER" "### A converted call captured in a CUDA graph" \
                "### A deep queue" "### auto's choices over three runs" \
