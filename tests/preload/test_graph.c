@@ -115,6 +115,19 @@ expect_summary(const struct amp_test_run *run, int converting, int failing,
              expected.calls, converted, fp32, fallback, expected.typed);
 }
 
+/* The run's three plans on engines without Tensor Cores are FP32 for a
+ * reason of their own, not pedantic math (CUDNN_FMA_MATH's). */
+static void
+expect_no_tc_engine_reason(const struct amp_test_run *run, const char *what)
+{
+    if (amp_test_count_lines_with(run->err, "| FP32 calls by reason: "
+                                            "no-tensor-core-engine 3") == 1)
+        return;
+    amp_test_run_dump(what, run);
+    fail_msg("%s: the plans on engines without Tensor Cores are not "
+             "counted as no-tensor-core-engine", what);
+}
+
 /* ---- Set-up: the plain run and what its case list implies ---------------- */
 
 static int
@@ -240,14 +253,7 @@ test_mode(void **state)
         amp_test_run_dump(what, &run);
         fail_msg("%s: not the coverage line of the 33 plans", what);
     }
-    /* The plans on engines without Tensor Cores are FP32 for a reason of
-     * their own, not pedantic math (CUDNN_FMA_MATH's). */
-    if (amp_test_count_lines_with(run.err, "| FP32 calls by reason: "
-                                           "no-tensor-core-engine 3") != 1) {
-        amp_test_run_dump(what, &run);
-        fail_msg("%s: the plans on engines without Tensor Cores are not "
-                 "counted as no-tensor-core-engine", what);
-    }
+    expect_no_tc_engine_reason(&run, what);
     amp_test_run_free(&run);
 }
 
@@ -269,12 +275,7 @@ test_engine_by_index(void **state)
     amp_test_expect_exit(&run, 0, what);
     amp_test_expect_cases_pass(&run, &plain, what, &check);
     expect_summary(&run, 1, 0, what, &sum);
-    if (amp_test_count_lines_with(run.err, "| FP32 calls by reason: "
-                                           "no-tensor-core-engine 3") != 1) {
-        amp_test_run_dump(what, &run);
-        fail_msg("%s: the plans on engines without Tensor Cores are not "
-                 "counted as no-tensor-core-engine", what);
-    }
+    expect_no_tc_engine_reason(&run, what);
     amp_test_run_free(&run);
 }
 
