@@ -175,6 +175,24 @@ amp_bk_one(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
     return amp_bk_get(d, name, type, 1, &n, v) && n == 1;
 }
 
+/* One element of an attribute with a default, into v (which holds the
+ * default): of a descriptor the shim holds, what the program set, else
+ * the default, without asking cuDNN (what cuDNN 9 gives back of the
+ * program's descriptors was not all it was given: docs/gpu-results.md);
+ * of another, cuDNN's answer when it gives one. */
+static void
+amp_bk_optional(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                cudnnBackendAttributeType_t type, void *v)
+{
+    cudnnBackendDescriptorType_t held;
+    int64_t n;
+
+    if (amp_mirror_type(d, &held))
+        amp_mirror_get(d, name, type, 1, &n, v);
+    else
+        amp_bk_one(d, name, type, v);
+}
+
 /* The descriptor attribute `name` of d, of `type`: the program's own
  * descriptor when the shim holds it (*owned 0), else a new descriptor
  * cuDNN fills (*owned 1: the caller destroys it); NULL when d has none
@@ -303,14 +321,15 @@ amp_graph_tensor(cudnnBackendDescriptor_t t, struct amp_conv_layout *l,
         !amp_bk_one(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64,
                     align))
         return 0;
-    /* Attributes a library may not report: their defaults. */
-    amp_bk_one(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN,
-               &is_virtual);
-    amp_bk_one(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN,
-               &by_value);
-    amp_bk_one(t, CUDNN_ATTR_TENSOR_VECTOR_COUNT, CUDNN_TYPE_INT64, &vec);
-    amp_bk_one(t, CUDNN_ATTR_TENSOR_REORDERING_MODE,
-               CUDNN_TYPE_TENSOR_REORDERING_MODE, &reorder);
+    /* Attributes a program may leave unset: their defaults. */
+    amp_bk_optional(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN,
+                    &is_virtual);
+    amp_bk_optional(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN,
+                    &by_value);
+    amp_bk_optional(t, CUDNN_ATTR_TENSOR_VECTOR_COUNT, CUDNN_TYPE_INT64,
+                    &vec);
+    amp_bk_optional(t, CUDNN_ATTR_TENSOR_REORDERING_MODE,
+                    CUDNN_TYPE_TENSOR_REORDERING_MODE, &reorder);
     l->nb_dims = n;
     for (d = 0; d < n; d++)
         if (l->dim[d] < 1 || l->stride[d] < 1)
@@ -471,8 +490,8 @@ amp_graph_read_graph(cudnnBackendDescriptor_t graph, struct amp_graph_conv *a)
     bool dynamic = false;
 
     memset(a, 0, sizeof *a);
-    amp_bk_one(graph, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
-               CUDNN_TYPE_BOOLEAN, &dynamic);
+    amp_bk_optional(graph, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+                    CUDNN_TYPE_BOOLEAN, &dynamic);
     a->kind = dynamic ? AMP_GRAPH_OTHER : amp_graph_read_ops(graph, a);
 }
 
