@@ -1,7 +1,8 @@
 /* The host cost of a call: every FP32 GEMM entry point of cuBLAS (the
  * int and _64 forms, the legacy cublasSgemm), cublasLtMatmul with the
  * algorithm its heuristics gave (as frameworks call it), the three cuDNN
- * convolutions, an FP64 GEMM (cublasDgemm_v2, which a shim may count but
+ * convolutions, a forward convolution through cuDNN's graph API
+ * (cudnnBackendExecute of one plan and variant pack), an FP64 GEMM (cublasDgemm_v2, which a shim may count but
  * never converts) and dlsym of a cuBLAS function on cuBLAS's handle (a
  * lookup, not a GEMM), each issued in a tight loop on a tiny problem, batches of
  * OB_BATCH_CALLS calls timed with the wall clock and then synchronised
@@ -64,7 +65,7 @@ static struct ob_state ob;
     X(cublasGemmGroupedBatchedEx) X(cublasGemmGroupedBatchedEx_64)           \
     X(cublasSgemm) X(cublasLtMatmul) X(cudnnConvolutionForward)              \
     X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)        \
-    X(cublasDgemm_v2) X(dlsym)
+    X(cudnnBackendExecute) X(cublasDgemm_v2) X(dlsym)
 
 enum ob_case {
 #define OB_ENUM(name) OB_##name,
@@ -193,6 +194,8 @@ ob_call(enum ob_case c)
             ob.dnn, one, ob.xd, ob.x, ob.yd, ob.y, ob.cd,
             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, ob.ws, ob.ws_bytes, zero,
             ob.wd, ob.w);
+    case OB_cudnnBackendExecute:
+        return ob_graph_execute();
     case OB_cublasLtMatmul:
         return cublasLtMatmul(ob.lt, ob.lt_op, one, ob.a, ob.lt_l, ob.b,
                               ob.lt_l, zero, ob.c, ob.lt_l, ob.c, ob.lt_l,
@@ -515,11 +518,12 @@ main(int argc, char **argv)
         }
     }
     if (ob_gemm_setup() || ob_conv_setup() || ob_legacy_setup() ||
-        ob_more_setup())
+        ob_more_setup() || ob_graph_setup(ob.x, ob.w, ob.y))
         return EXIT_CUDA_ERROR;
     for (i = 0; i < OB_NCASES && status == 0; i++)
         if (ob_selected(only, ob_names[i]))
             status = ob_run_case((enum ob_case)i, calls, (int)rounds, warmup);
+    ob_graph_teardown();
     ob_legacy_teardown();
     return status ? EXIT_CUDA_ERROR : EXIT_ALL_PASS;
 }

@@ -113,7 +113,14 @@ for s in "${settings[@]}"; do
     run "$s" "$tmp/$s.ns" -- --calls "$calls" --rounds "$rounds" "${only[@]}"
     echo "bench_overhead: $s: callgrind" >&2
     mkdir -p "$tmp/cg-$s"
-    run "$s" "$tmp/$s.cg-out" valgrind --tool=callgrind \
+    # Converted calls run the shim's kernels on the emulator, which opens
+    # device pages from a SIGSEGV handler and retries the access: valgrind
+    # replays that exactly only one instruction a translation, with every
+    # register precise (docs/benchmarks.md).
+    precise=()
+    [[ $s != fp16 ]] || precise=(--vex-guest-max-insns=1
+                                 --vex-iropt-register-updates=allregs-at-each-insn)
+    run "$s" "$tmp/$s.cg-out" valgrind --tool=callgrind "${precise[@]}" \
         "--callgrind-out-file=$tmp/cg-$s/cg.%p" --collect-atstart=no \
         '--toggle-collect=ob_timed*' '--dump-after=ob_case_done*' -- \
         --calls "$cg_calls" --rounds 1 --warmup 64 "${only[@]}"
