@@ -296,6 +296,38 @@ amp_conv_out(enum amp_conv_dir dir)
            : dir == AMP_CONV_BWD_DATA ? AMP_CONV_X : AMP_CONV_W;
 }
 
+/* Layouts found to fit the kernels' walks, per thread, by a hash of their
+ * sizes and strides: amp_conv_walks_fit walks a tensor four ways (some
+ * 2,000 instructions each), and a layer's tensors are the same at every
+ * call. The answer is a function of the layout's bytes alone. */
+#define AMP_CONV_FITS_KEPT 16
+
+static _Thread_local struct amp_conv_fits_kept {
+    int valid;
+    struct amp_conv_layout l;
+} amp_conv_fits_kept[AMP_CONV_FITS_KEPT];
+
+static int
+amp_conv_fits(const struct amp_conv_layout *l)
+{
+    uint64_t h = (uint64_t)l->nb_dims;
+    struct amp_conv_fits_kept *k;
+    int d;
+
+    for (d = 0; d < AMP_CONV_MAX_DIMS; d++)
+        h = (h ^ (uint64_t)l->dim[d] ^ ((uint64_t)l->stride[d] << 20)) *
+            0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)l->per[1] ^ ((uint64_t)l->per_pad[1] << 8);
+    k = &amp_conv_fits_kept[(h >> 40) % AMP_CONV_FITS_KEPT];
+    if (k->valid && memcmp(&k->l, l, sizeof *l) == 0)
+        return 1;
+    if (!amp_conv_walks_fit(l))
+        return 0;
+    k->valid = 1;
+    k->l = *l;
+    return 1;
+}
+
 enum amp_status
 amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
               enum amp_mode candidate, struct amp_conv_plan *plan)
@@ -368,7 +400,7 @@ amp_conv_plan(const struct amp_conv_desc *d, enum amp_mode mode,
      * apart and more) runs FP32. */
     for (i = 0; i < 3 && st == AMP_OK && (half || split || plan->own[out]);
          i++)
-        if (!amp_conv_walks_fit(l[i]))
+        if (!amp_conv_fits(l[i]))
             st = AMP_ERR_TOO_BIG;
     return st;
 }
