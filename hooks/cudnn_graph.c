@@ -135,25 +135,15 @@ amp_graph_real(enum amp_graph_api api, const void *ret,
 
 /* ---- Reading descriptors --------------------------------------------------- */
 
-/* What the program set comes from the shim's copy (cudnn_graph_mirror.h),
- * the rest from cuDNN. Reads that fail are logged (debug): what tells
- * why a plan was not read. */
-int
-amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+/* Attribute `name` of d as cuDNN gives it. Reads that fail are logged
+ * (debug): what tells why a plan was not read. */
+static int
+amp_bk_ask(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
            cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
            void *v)
 {
     cudnnStatus_t s;
 
-    *n = 0;
-    switch (amp_mirror_get(d, name, type, max, n, v)) {
-    case AMP_MIRROR_HELD:
-        return *n <= max; /* more than max elements: not read, as below */
-    case AMP_MIRROR_REFUSED: /* set as another type: cuDNN refuses too */
-        return 0;
-    case AMP_MIRROR_ABSENT:
-        break;
-    }
     s = amp_graph_fn.cudnnBackendGetAttribute(d, name, type, max, n, v);
     if (s == CUDNN_STATUS_SUCCESS && *n >= 0 && *n <= max)
         return 1;
@@ -163,6 +153,49 @@ amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
             (void *)d, (int)name, (int)type, (long long)max, (int)s,
             (long long)*n);
     return 0;
+}
+
+/* Whether read r of d succeeded: from the shim's copy, else cuDNN's. */
+static int
+amp_bk_answered(cudnnBackendDescriptor_t d, const struct amp_mirror_read *r)
+{
+    switch (r->answer) {
+    case AMP_MIRROR_HELD:
+        return *r->n <= r->max; /* more than max: not read, as cuDNN */
+    case AMP_MIRROR_REFUSED: /* set as another type: cuDNN refuses too */
+        return 0;
+    case AMP_MIRROR_ABSENT:
+        break;
+    }
+    return amp_bk_ask(d, r->name, r->type, r->max, r->n, r->v);
+}
+
+/* The `count` reads r of d, each as amp_bk_get; 1 when all succeed. */
+static int
+amp_bk_get_all(cudnnBackendDescriptor_t d, struct amp_mirror_read *r,
+               int count)
+{
+    int i;
+
+    for (i = 0; i < count; i++)
+        *r[i].n = 0;
+    amp_mirror_get_all(d, r, count);
+    for (i = 0; i < count; i++)
+        if (!amp_bk_answered(d, &r[i]))
+            return 0;
+    return 1;
+}
+
+/* What the program set comes from the shim's copy (cudnn_graph_mirror.h),
+ * the rest from cuDNN. */
+int
+amp_bk_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+           cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
+           void *v)
+{
+    struct amp_mirror_read r = { name, type, max, n, v, AMP_MIRROR_ABSENT };
+
+    return amp_bk_get_all(d, &r, 1);
 }
 
 /* One element of attribute `name`, exactly. */
@@ -686,15 +719,18 @@ amp_graph_valid(cudnnHandle_t handle, cudnnBackendDescriptor_t pack,
     cudaStream_t stream = NULL;
     int t;
 
+    struct amp_mirror_read r[3] = {
+        { CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+          AMP_GRAPH_PACK_MAX, &n, uid, AMP_MIRROR_ABSENT },
+        { CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+          AMP_GRAPH_PACK_MAX, &np, ptr, AMP_MIRROR_ABSENT },
+        { CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &nw, &ws,
+          AMP_MIRROR_ABSENT },
+    };
+
     if (!handle || !pack ||
         amp_graph_fn.cudnnGetStream(handle, &stream) != CUDNN_STATUS_SUCCESS ||
-        !amp_bk_get(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
-                    CUDNN_TYPE_INT64, AMP_GRAPH_PACK_MAX, &n, uid) ||
-        !amp_bk_get(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                    CUDNN_TYPE_VOID_PTR, AMP_GRAPH_PACK_MAX, &np, ptr) ||
-        !amp_bk_get(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
-                    CUDNN_TYPE_VOID_PTR, 1, &nw, &ws) ||
-        n != np)
+        !amp_bk_get_all(pack, r, 3) || n != np)
         return 0;
     for (t = 0; t < 3; t++) {
         /* A fused graph's y is the workspace's, not the pack's. */

@@ -262,34 +262,51 @@ amp_mirror_type(cudnnBackendDescriptor_t d,
     return r != NULL;
 }
 
+/* Read r of the held descriptor rec (NULL when not held), the lock held. */
+static enum amp_mirror_answer
+amp_mirror_read_locked(const struct amp_mirror_desc *rec,
+                       const struct amp_mirror_read *r)
+{
+    const struct amp_mirror_attr *a = amp_mirror_attr_of(rec, r->name);
+    int64_t max = r->max;
+
+    if (!a || r->type == CUDNN_TYPE_BACKEND_DESCRIPTOR ||
+        a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+        return AMP_MIRROR_ABSENT; /* descriptors: amp_mirror_children */
+    if (a->type != (int32_t)r->type)
+        return AMP_MIRROR_REFUSED;
+    *r->n = a->count;
+    if (max > a->count)
+        max = a->count;
+    if (max > 0)
+        memcpy(r->v, rec->data + a->off,
+               (size_t)max * amp_mirror_element_size(r->type));
+    return AMP_MIRROR_HELD;
+}
+
 enum amp_mirror_answer
 amp_mirror_get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
                cudnnBackendAttributeType_t type, int64_t max, int64_t *n,
                void *v)
 {
-    const struct amp_mirror_desc *r;
-    const struct amp_mirror_attr *a;
-    enum amp_mirror_answer answer = AMP_MIRROR_ABSENT;
+    struct amp_mirror_read r = { name, type, max, n, v, AMP_MIRROR_ABSENT };
+
+    amp_mirror_get_all(d, &r, 1);
+    return r.answer;
+}
+
+void
+amp_mirror_get_all(cudnnBackendDescriptor_t d, struct amp_mirror_read *r,
+                   int count)
+{
+    const struct amp_mirror_desc *rec;
+    int i;
 
     pthread_mutex_lock(&amp_mirror_lock);
-    r = amp_mirror_find(d);
-    a = amp_mirror_attr_of(r, name);
-    if (!a || type == CUDNN_TYPE_BACKEND_DESCRIPTOR ||
-        a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
-        goto out; /* descriptors: amp_mirror_children */
-    answer = AMP_MIRROR_REFUSED;
-    if (a->type != (int32_t)type)
-        goto out;
-    answer = AMP_MIRROR_HELD;
-    *n = a->count;
-    if (max > a->count)
-        max = a->count;
-    if (max > 0)
-        memcpy(v, r->data + a->off,
-               (size_t)max * amp_mirror_element_size(type));
-out:
+    rec = amp_mirror_find(d);
+    for (i = 0; i < count; i++)
+        r[i].answer = amp_mirror_read_locked(rec, &r[i]);
     pthread_mutex_unlock(&amp_mirror_lock);
-    return answer;
 }
 
 enum amp_mirror_answer

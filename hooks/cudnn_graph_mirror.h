@@ -62,6 +62,22 @@ enum amp_mirror_answer amp_mirror_get(cudnnBackendDescriptor_t d,
                                       cudnnBackendAttributeType_t type,
                                       int64_t max, int64_t *n, void *v);
 
+/* One read of amp_mirror_get_all: amp_mirror_get's arguments and its
+ * answer. */
+struct amp_mirror_read {
+    cudnnBackendAttributeName_t name;
+    cudnnBackendAttributeType_t type;
+    int64_t max;
+    int64_t *n;
+    void *v;
+    enum amp_mirror_answer answer;
+};
+
+/* The `count` reads r of d, as amp_mirror_get each, with one look-up
+ * (a variant pack's three attributes at every execution). */
+void amp_mirror_get_all(cudnnBackendDescriptor_t d, struct amp_mirror_read *r,
+                        int count);
+
 /* The descriptors of attribute `name` of d (the program's own, each
  * still held, with its type): HELD with *n of them when every one is
  * and there are at most max; else ABSENT. */
