@@ -29,7 +29,12 @@
  * before each), each execution checked and printed. --engine-by-index
  * builds each plan from an engine the program makes by the global index
  * of the heuristics' configuration (and a configuration of it, both
- * destroyed before the plan is finalized). */
+ * destroyed before the plan is finalized). --graph-replaced destroys
+ * each plan's operation graph after the heuristics gave its
+ * configurations, makes another graph at the same address (the same
+ * tensors' convolution in the next direction), and only then finalizes
+ * the plan, which still computes the first graph's convolution; it prints
+ * "graphs replaced at their address: R of N" before the result. */
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -111,6 +116,10 @@ static _Thread_local int quiet;
 static int repeat = 1;
 /* --engine-by-index: plans built from engines by global index. */
 static int by_index;
+/* --graph-replaced: see replace_graph; the graphs made at the address of
+ * the one they replaced. */
+static int replaced;
+static _Atomic int replaced_at_address;
 
 /* Records a failed call; returns nonzero when it failed. */
 static int
@@ -360,29 +369,36 @@ cfg_by_index(cudnnBackendDescriptor_t graph, cudnnBackendDescriptor_t cfg)
 /* The graph of one convolution in direction `dir` (alpha, beta as
  * floats), and the plan of the heuristics' first configuration (with
  * --engine-by-index, of an engine of its index). */
+/* The convolution operation of case g in direction `dir` on tensors t (x,
+ * w, y), alpha and beta as floats, and its convolution descriptor. */
 static cudnnBackendDescriptor_t
-make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
-          cudnnBackendDescriptor_t const t[3], int64_t *engine)
+make_op(const struct gcase *g, enum dir dir,
+        cudnnBackendDescriptor_t const t[3], cudnnBackendDescriptor_t *conv)
 {
-    cudnnBackendDescriptor_t conv = make_conv(g), op = NULL, graph = NULL;
-    cudnnBackendDescriptor_t heur = NULL, cfgs[16] = { NULL }, plan = NULL;
-    cudnnBackendDescriptor_t eng = NULL;
-    cudnnBackendHeurMode_t mode = g->cls == STRICT ? CUDNN_HEUR_MODE_FALLBACK
-                                                   : CUDNN_HEUR_MODE_A;
+    cudnnBackendDescriptor_t op = NULL;
     float alpha = (float)g->alpha, beta = (float)g->beta;
-    int64_t n = 0, got = 0;
 
+    *conv = make_conv(g);
     DNN(cudnnBackendCreateDescriptor(op_type[dir], &op));
     DNN(cudnnBackendSetAttribute(op, op_attr[dir][0], CUDNN_TYPE_FLOAT, 1,
                                  &alpha));
     DNN(cudnnBackendSetAttribute(op, op_attr[dir][1], CUDNN_TYPE_FLOAT, 1,
                                  &beta));
     DNN(cudnnBackendSetAttribute(op, op_attr[dir][2],
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, conv));
     for (int i = 0; i < 3; i++)
         DNN(cudnnBackendSetAttribute(op, op_attr[dir][3 + i],
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t[i]));
     DNN(cudnnBackendFinalize(op));
+    return op;
+}
+
+/* The operation graph of op on handle h. */
+static cudnnBackendDescriptor_t
+make_graph(cudnnHandle_t h, cudnnBackendDescriptor_t op)
+{
+    cudnnBackendDescriptor_t graph = NULL;
+
     DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
                                      &graph));
     DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
@@ -390,6 +406,59 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
     DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
                                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
     DNN(cudnnBackendFinalize(graph));
+    return graph;
+}
+
+/* --graph-replaced: destroys `graph` and makes, at its address, the graph
+ * of the same tensors' convolution in the next direction (another
+ * operation on the same uids), whose descriptors are returned for the
+ * caller to destroy. Whether the address was reused is counted (the C
+ * library decides: the program tries, and prints how often it was). */
+static cudnnBackendDescriptor_t
+replace_graph(cudnnHandle_t h, const struct gcase *g, enum dir dir,
+              cudnnBackendDescriptor_t const t[3],
+              cudnnBackendDescriptor_t graph, cudnnBackendDescriptor_t *op,
+              cudnnBackendDescriptor_t *conv)
+{
+    cudnnBackendDescriptor_t other, held[8], spare[8];
+    int nheld = 0;
+
+    /* Its operation first: the graph's own descriptor is then the next
+     * one made after the old graph's is freed. Descriptors of the same
+     * size freed just before it fill the C library's per-thread cache of
+     * freed blocks, which the next calloc does not take from, so that the
+     * graph's block is the one calloc finds first; one made elsewhere all
+     * the same is held while the next is tried. */
+    *op = make_op(g, (enum dir)((dir + 1) % 3), t, conv);
+    for (int i = 0; i < 8; i++)
+        DNN(cudnnBackendCreateDescriptor(
+            CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &spare[i]));
+    for (int i = 0; i < 8; i++)
+        cudnnBackendDestroyDescriptor(spare[i]);
+    cudnnBackendDestroyDescriptor(graph);
+    other = make_graph(h, *op);
+    while (other != graph && nheld < 8) {
+        held[nheld++] = other;
+        other = make_graph(h, *op);
+    }
+    while (nheld > 0)
+        cudnnBackendDestroyDescriptor(held[--nheld]);
+    replaced_at_address += other == graph;
+    return other;
+}
+
+static cudnnBackendDescriptor_t
+make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
+          cudnnBackendDescriptor_t const t[3], int64_t *engine)
+{
+    cudnnBackendDescriptor_t conv, op = make_op(g, dir, t, &conv);
+    cudnnBackendDescriptor_t graph = make_graph(h, op);
+    cudnnBackendDescriptor_t heur = NULL, cfgs[16] = { NULL }, plan = NULL;
+    cudnnBackendDescriptor_t eng = NULL, op2 = NULL, conv2 = NULL;
+    cudnnBackendHeurMode_t mode = g->cls == STRICT ? CUDNN_HEUR_MODE_FALLBACK
+                                                   : CUDNN_HEUR_MODE_A;
+    int64_t n = 0, got = 0;
+
     DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR,
                                      &heur));
     DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
@@ -410,6 +479,8 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
                                      cfgs));
     for (int64_t i = 0; i < n; i++)
         read_notes(cfgs[i]);
+    if (replaced)
+        graph = replace_graph(h, g, dir, t, graph, &op2, &conv2);
     /* The first configuration whose plan finalizes, as the frontend
      * does. */
     for (int64_t i = 0; i < n && plan == NULL; i++) {
@@ -448,6 +519,10 @@ make_plan(cudnnHandle_t h, const struct gcase *g, enum dir dir,
     cudnnBackendDestroyDescriptor(graph);
     cudnnBackendDestroyDescriptor(op);
     cudnnBackendDestroyDescriptor(conv);
+    if (op2 != NULL) {
+        cudnnBackendDestroyDescriptor(op2);
+        cudnnBackendDestroyDescriptor(conv2);
+    }
     return plan;
 }
 
@@ -787,8 +862,19 @@ main(int argc, char **argv)
             by_index = 1;
             continue;
         }
+        if (strcmp(argv[i], "--graph-replaced") == 0) {
+            replaced = 1;
+            continue;
+        }
         fprintf(stderr, "usage: conv_graph [--tol tf32|fp32|fp16|bf16|X] "
-                "[--threads 1-16] [--repeat 1-100] [--engine-by-index]\n");
+                "[--threads 1-16] [--repeat 1-100] [--engine-by-index] "
+                "[--graph-replaced]\n");
+        return 2;
+    }
+    if (replaced && by_index) {
+        fprintf(stderr, "conv_graph: --graph-replaced and --engine-by-index "
+                "do not go together (an engine by index is made of the "
+                "graph, which --graph-replaced destroys first)\n");
         return 2;
     }
     total = (int)CASE_COUNT * 3 * repeat;
@@ -801,6 +887,9 @@ main(int argc, char **argv)
     } else {
         fails = run_all(bound);
     }
+    if (replaced)
+        printf("graphs replaced at their address: %d of %d\n",
+               (int)replaced_at_address, total / repeat);
     printf("result: %d of %d cases passed\n", total - fails, total);
     if (api_errors > 0)
         printf("api errors: %d\n", (int)api_errors);

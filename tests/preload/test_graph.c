@@ -279,6 +279,50 @@ test_engine_by_index(void **state)
     amp_test_run_free(&run);
 }
 
+/* A graph destroyed after the heuristics gave its configurations, and
+ * another made at its address (the same tensors' convolution in another
+ * direction) before the plans are finalized: each plan computes the first
+ * graph's convolution, which the shim cannot read back from cuDNN 9.
+ * Telling the two graphs apart by their generation, the shim runs those
+ * plans as built (passed through), never as the newer graph's
+ * convolution: every result within its bound. */
+static void
+test_graph_replaced(void **state)
+{
+    const char *what = "fp16, --graph-replaced";
+    const char *line;
+    struct amp_test_run run;
+    struct amp_test_check check;
+    struct amp_test_summary sum;
+    const struct amp_test_summary_line *l;
+    int at = -1, of = -1;
+
+    (void)state;
+    run_conv_graph_args("fp16", 1, NULL, "--graph-replaced", NULL, &run);
+    amp_test_expect_exit(&run, 0, what);
+    amp_test_expect_cases_pass(&run, &plain, what, &check);
+    line = strstr(run.out, "graphs replaced at their address: ");
+    if (!line || sscanf(line, "graphs replaced at their address: %d of %d",
+                        &at, &of) != 2 || at < 1 || of != expected.calls) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: no graph was made at a replaced graph's address "
+                 "(%d of %d): the case was not produced", what, at, of);
+    }
+    amp_test_parse_summary(run.err, &sum);
+    l = amp_test_summary_find(&sum, API);
+    if (!l || l->calls != expected.calls || l->fallback != 0 ||
+        l->passthrough < at || l->converted > expected.calls - at) {
+        amp_test_run_dump(what, &run);
+        fail_msg("%s: %d plans of replaced graphs, summary calls=%ld "
+                 "converted=%ld fallback=%ld passthrough=%ld", what, at,
+                 l ? l->calls : -1, l ? l->converted : -1,
+                 l ? l->fallback : -1, l ? l->passthrough : -1);
+    }
+    print_message("%s: %d of %d graphs replaced at their address, %ld plans "
+                  "passed through\n", what, at, of, l->passthrough);
+    amp_test_run_free(&run);
+}
+
 /* tf32x3 holds plans to FP32's own bound (conv_graph --tol fp32) on the
  * modelled H100, where FP32 graphs compute in TF32 and the plain run
  * fails it: every convolution of one group passes under tf32x3; a
@@ -696,6 +740,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_tf32x3_fp32_accuracy),
         cmocka_unit_test(test_policy_symbol),
         cmocka_unit_test(test_engine_by_index),
+        cmocka_unit_test(test_graph_replaced),
     };
     const struct CMUnitTest threads[] = {
         cmocka_unit_test(test_threads),
