@@ -32,6 +32,10 @@ struct core_alloc_rec {
     int is_host;                /* page-locked host memory (cuMemAllocHost) */
     int async;                  /* from cuMemAllocAsync */
     int freeing;                /* a stream-ordered free is queued */
+    int kept;                   /* freed in stream order, its pages kept
+                                 * for the next stream-ordered allocation
+                                 * (core_keep): no allocation's */
+    unsigned long long kept_seq;    /* when it was kept: oldest goes first */
     struct CUctx_st *ctx;
 };
 
@@ -55,6 +59,8 @@ static struct {
         uint64_t seq;
     } *writers;
     int race_said;              /* the unordered-access line was printed */
+    size_t nkept, kept_bytes;   /* records kept (core_keep) */
+    unsigned long long kept_seq;
 } g;
 
 static pthread_once_t core_lock_once = PTHREAD_ONCE_INIT;
@@ -453,7 +459,12 @@ core_alloc_remove(size_t i)
         if (g.writers)
             memset(&g.writers[r->place / core_page()], 0,
                    r->pages / core_page() * sizeof(g.writers[0]));
-        g.used[r->dev] -= r->span;
+        if (r->kept) {
+            g.nkept--;
+            g.kept_bytes -= r->pages;
+        } else {
+            g.used[r->dev] -= r->span;
+        }
     }
     memmove(&g.allocs[i], &g.allocs[i + 1],
             (g.nallocs - i - 1) * sizeof(g.allocs[0]));
@@ -707,7 +718,7 @@ core_find_index(CUdeviceptr p)
     if (lo == 0)
         return -1;
     lo--;
-    if (p - g.allocs[lo].base < g.allocs[lo].size)
+    if (p - g.allocs[lo].base < g.allocs[lo].size && !g.allocs[lo].kept)
         return (long)lo;
     return -1;
 }
@@ -811,11 +822,93 @@ core_map_ahead(size_t off, size_t pages)
 #endif
 }
 
+/* ---- Stream-ordered reuse ------------------------------------------------- */
+
+/* CUDA's stream-ordered allocator reuses what a stream frees: "memory
+ * freed with cudaFreeAsync ... can be reused for allocations on the same
+ * stream immediately" and, following events, on others (CUDA programming
+ * guide, stream-ordered memory allocator, "Memory reuse policies"; the
+ * pools' REUSE_* attributes, mempool.c). The emulator keeps the pages of
+ * a block freed in stream order (mapped in both views) for the next
+ * stream-ordered allocation of its device that fits in them, so that a
+ * program's scratch of each call does not cost fresh pages at every call.
+ * A kept block's free has run, so every operation queued before it has
+ * too: the block is no one's, and it is handed to any stream. It is no
+ * allocation while kept (its addresses fault as freed memory's), and the
+ * allocation made in it reads as NaN, as every fresh one. At most
+ * CORE_KEPT_MAX blocks and CORE_KEPT_BYTES are kept, the oldest given back
+ * first, and all of them before an allocation would fail for want of
+ * room; device memory in use (cuMemGetInfo, a full device) counts
+ * allocations only, as before. */
+#define CORE_KEPT_MAX 32
+#define CORE_KEPT_BYTES ((size_t)512 << 20)
+
+/* Gives back the oldest kept blocks until at most n and bytes are kept. */
+static void
+core_kept_trim(size_t n, size_t bytes)
+{
+    while (g.nkept > n || g.kept_bytes > bytes) {
+        size_t i, oldest = g.nallocs;
+
+        for (i = 0; i < g.nallocs; i++)
+            if (g.allocs[i].kept &&
+                (oldest == g.nallocs ||
+                 g.allocs[i].kept_seq < g.allocs[oldest].kept_seq))
+                oldest = i;
+        if (oldest == g.nallocs)
+            return;
+        core_alloc_remove(oldest);
+    }
+}
+
+/* The kept block of device dev with the fewest pages of at least `pages`
+ * and at most twice that, the last kept of those, or -1. */
+static long
+core_kept_fit(int dev, size_t pages)
+{
+    long best = -1;
+    size_t i;
+
+    for (i = 0; g.nkept > 0 && i < g.nallocs; i++) {
+        const struct core_alloc_rec *r = &g.allocs[i];
+        const struct core_alloc_rec *b = best < 0 ? NULL : &g.allocs[best];
+
+        if (r->kept && r->dev == dev && r->pages >= pages &&
+            r->pages / 2 <= pages &&
+            (!b || r->pages < b->pages ||
+             (r->pages == b->pages && r->kept_seq > b->kept_seq)))
+            best = (long)i;
+    }
+    return best;
+}
+
+/* An allocation of `bytes` (span `span`) in kept block i, its end at the
+ * block's end, before the guard page. The record's extent does not move,
+ * so its place in the records' order by base does not either. */
+static CUdeviceptr
+core_kept_take(size_t i, struct CUctx_st *ctx, size_t bytes, size_t span)
+{
+    struct core_alloc_rec *r = &g.allocs[i];
+
+    g.nkept--;
+    g.kept_bytes -= r->pages;
+    r->kept = 0;
+    r->base = (CUdeviceptr)(uintptr_t)(g.dev_base + r->place + r->pages -
+                                       span);
+    r->size = bytes;
+    r->span = span;
+    r->async = 1;
+    r->freeing = 0;
+    r->ctx = ctx;
+    return r->base;
+}
+
 CUresult
 core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
 {
     struct core_alloc_rec rec = { 0 };
     size_t span, pages, off;
+    long kept;
 
     if (bytes > g.span)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -826,9 +919,18 @@ core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
      * that no allocation has: a kernel that runs past the end of its
      * allocation faults (core_window_open), as on a GPU. */
     pages = (span + core_page() - 1) / core_page() * core_page();
+    if (async && (kept = core_kept_fit(ctx->dev, pages)) >= 0) {
+        *out = core_kept_take((size_t)kept, ctx, bytes, span);
+        memset(g.rw_base + (*out - (uintptr_t)g.dev_base), 0xff, bytes);
+        g.used[ctx->dev] += span;
+        return CUDA_SUCCESS;
+    }
     if (core_find_gap(pages + core_page(), g.cursor, &off) != 0 &&
-        core_find_gap(pages + core_page(), 0, &off) != 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        core_find_gap(pages + core_page(), 0, &off) != 0) {
+        core_kept_trim(0, 0);
+        if (core_find_gap(pages + core_page(), 0, &off) != 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     rec.base = (CUdeviceptr)(uintptr_t)(g.dev_base + off + pages - span);
     rec.size = bytes;
     rec.span = span;
@@ -867,6 +969,32 @@ core_free(CUdeviceptr p)
     if (i < 0)
         return CUDA_ERROR_INVALID_VALUE;
     core_alloc_remove((size_t)i);
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_free_keep(CUdeviceptr p)
+{
+    long i = core_find_start(p, 0);
+    struct core_alloc_rec *r;
+
+    if (i < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = &g.allocs[i];
+    if (!r->async) {
+        core_alloc_remove((size_t)i);
+        return CUDA_SUCCESS;
+    }
+    if (g.writers)
+        memset(&g.writers[r->place / core_page()], 0,
+               r->pages / core_page() * sizeof(g.writers[0]));
+    g.used[r->dev] -= r->span;
+    r->kept = 1;
+    r->freeing = 0;
+    r->kept_seq = ++g.kept_seq;
+    g.nkept++;
+    g.kept_bytes += r->pages;
+    core_kept_trim(CORE_KEPT_MAX, CORE_KEPT_BYTES);
     return CUDA_SUCCESS;
 }
 
@@ -935,7 +1063,7 @@ core_memcheck(void)
         return;
     core_lock();
     for (size_t i = 0; i < g.nallocs; i++) {
-        if (g.allocs[i].is_host || g.allocs[i].freeing)
+        if (g.allocs[i].is_host || g.allocs[i].freeing || g.allocs[i].kept)
             continue;
         bytes += g.allocs[i].size;
         n++;

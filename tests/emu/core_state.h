@@ -224,6 +224,10 @@ CUresult core_ctx_destroy(struct CUctx_st *ctx);
 CUresult core_alloc(struct CUctx_st *ctx, size_t bytes, int async,
                     CUdeviceptr *out);
 CUresult core_free(CUdeviceptr p);
+/* core_free of a stream-ordered free as it runs: a cuMemAllocAsync block's
+ * pages are kept for the next stream-ordered allocation that fits (see
+ * core.c). */
+CUresult core_free_keep(CUdeviceptr p);
 /* Marks an allocation as being freed by a queued op (INVALID_VALUE if it is
  * not a live allocation or is already being freed). */
 CUresult core_free_begin(CUdeviceptr p, int *async);

@@ -757,7 +757,7 @@ drv_run_free_async(void *arg)
     /* Back to its pool's count, then to the device. (A captured free is
      * a node that runs nothing: the graph frees what it allocated.) */
     core_pool_free(p);
-    core_free(p);
+    core_free_keep(p);
     return CUDA_SUCCESS;
 }
 

@@ -576,6 +576,47 @@ test_stream_ordered_allocation(void **state)
     CHECK(cuStreamDestroy(s));
 }
 
+/* What a stream frees is reused (CUDA's stream-ordered allocator; see
+ * docs/emulator.md): once its free has run, the next stream-ordered
+ * allocation that fits gets the same block, on any stream, reading as
+ * fresh memory (NaN: every byte 0xff), not as what was written there;
+ * while kept the block is no allocation. A block more than twice the
+ * size asked for is not taken. */
+static void
+test_stream_ordered_reuse(void **state)
+{
+    CUstream s, t;
+    CUdeviceptr d, e, f;
+    uint32_t v[2] = { 0, 0 };
+    unsigned type;
+
+    (void)state;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAllocAsync(&d, 1u << 20, s));
+    CHECK(cuMemsetD32Async(d, 7, (1u << 20) / 4, s));
+    CHECK(cuMemFreeAsync(d, s));
+    CHECK(cuStreamSynchronize(s));
+    assert_int_equal(cuPointerGetAttribute(&type,
+                                           CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d),
+                     CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemAllocAsync(&e, 1u << 20, t));
+    assert_true(e == d);
+    CHECK(cuMemcpyDtoHAsync(v, e + (1u << 20) - 8, 8, t));
+    CHECK(cuStreamSynchronize(t));
+    assert_int_equal(v[0], 0xffffffffu);
+    assert_int_equal(v[1], 0xffffffffu);
+    CHECK(cuMemFreeAsync(e, t));
+    CHECK(cuStreamSynchronize(t));
+    /* A quarter of the block: not this one. */
+    CHECK(cuMemAllocAsync(&f, 1u << 18, s));
+    assert_true(f < d || f >= d + (1u << 20));
+    CHECK(cuMemFreeAsync(f, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuStreamDestroy(t));
+}
+
 /* A stream-ordered allocation of 0 bytes succeeds with a NULL pointer
  * and queues nothing (NVIDIA documents no failure for it, unlike
  * cuMemAlloc's; see docs/emulator.md); without a place for the pointer
@@ -1696,7 +1737,13 @@ child_memory(void)
         return 11;
     if (cuMemAlloc(&b, 48u << 20) != CUDA_ERROR_OUT_OF_MEMORY)
         return 12;
-    return cuMemFree(a) ? 13 : 0;
+    if (cuMemFree(a))
+        return 13;
+    /* A stream-ordered block kept after its free is not memory in use. */
+    if (cuMemAllocAsync(&a, 48u << 20, NULL) || cuMemFreeAsync(a, NULL) ||
+        cuCtxSynchronize() || cuMemAlloc(&b, 48u << 20))
+        return 14;
+    return cuMemFree(b) ? 15 : 0;
 }
 
 int
@@ -1709,6 +1756,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_contexts),
         cmocka_unit_test(test_ctx_ids),
         cmocka_unit_test(test_memory_round_trip),
+        cmocka_unit_test(test_stream_ordered_reuse),
         cmocka_unit_test(test_memcpy_2d),
         cmocka_unit_test(test_memsets),
         cmocka_unit_test(test_unordered_access_named),
