@@ -34,7 +34,7 @@ struct core_alloc_rec {
     int freeing;                /* a stream-ordered free is queued */
     int kept;                   /* freed in stream order, its pages kept
                                  * for the next stream-ordered allocation
-                                 * (core_keep): no allocation's */
+                                 * (core_free_keep): no allocation's */
     unsigned long long kept_seq;    /* when it was kept: oldest goes first */
     struct CUctx_st *ctx;
 };
@@ -59,7 +59,7 @@ static struct {
         uint64_t seq;
     } *writers;
     int race_said;              /* the unordered-access line was printed */
-    size_t nkept, kept_bytes;   /* records kept (core_keep) */
+    size_t nkept, kept_bytes;   /* records kept (core_free_keep) */
     unsigned long long kept_seq;
 } g;
 
@@ -824,11 +824,14 @@ core_map_ahead(size_t off, size_t pages)
 
 /* ---- Stream-ordered reuse ------------------------------------------------- */
 
-/* CUDA's stream-ordered allocator reuses what a stream frees: "memory
- * freed with cudaFreeAsync ... can be reused for allocations on the same
- * stream immediately" and, following events, on others (CUDA programming
- * guide, stream-ordered memory allocator, "Memory reuse policies"; the
- * pools' REUSE_* attributes, mempool.c). The emulator keeps the pages of
+/* CUDA's stream-ordered allocator reuses what a stream frees: "The
+ * allocator is free to reallocate the memory as long as it can guarantee
+ * that compliant memory accesses will not overlap temporally" (the driver
+ * API reference, Stream Ordered Memory Allocator, overview:
+ * https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html;
+ * the programming guide's section 4.3 speaks of "taking advantage of
+ * stream-ordering semantics to reuse memory allocations"; the pools'
+ * REUSE_* attributes, mempool.c). The emulator keeps the pages of
  * a block freed in stream order (mapped in both views) for the next
  * stream-ordered allocation of its device that fits in them, so that a
  * program's scratch of each call does not cost fresh pages at every call.
