@@ -718,7 +718,6 @@ amp_graph_valid(cudnnHandle_t handle, cudnnBackendDescriptor_t pack,
     void *ptr[AMP_GRAPH_PACK_MAX], *ws = NULL, *at[3] = {NULL};
     cudaStream_t stream = NULL;
     int t;
-
     struct amp_mirror_read r[3] = {
         { CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
           AMP_GRAPH_PACK_MAX, &n, uid, AMP_MIRROR_ABSENT },

@@ -447,6 +447,16 @@ core_release_pages(size_t i)
               (off_t)r->place, (off_t)r->pages);
 }
 
+/* Forgets the last writers of device allocation r's pages: its memory is
+ * no one's now. */
+static void
+core_writers_forget(const struct core_alloc_rec *r)
+{
+    if (g.writers)
+        memset(&g.writers[r->place / core_page()], 0,
+               r->pages / core_page() * sizeof(g.writers[0]));
+}
+
 static void
 core_alloc_remove(size_t i)
 {
@@ -456,9 +466,7 @@ core_alloc_remove(size_t i)
         free((void *)(uintptr_t)r->base);
     } else {
         core_release_pages(i);
-        if (g.writers)
-            memset(&g.writers[r->place / core_page()], 0,
-                   r->pages / core_page() * sizeof(g.writers[0]));
+        core_writers_forget(r);
         if (r->kept) {
             g.nkept--;
             g.kept_bytes -= r->pages;
@@ -906,28 +914,15 @@ core_kept_take(size_t i, struct CUctx_st *ctx, size_t bytes, size_t span)
     return r->base;
 }
 
-CUresult
-core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
+/* A record of `bytes` (span `span`) on `pages` fresh pages of the span,
+ * mapped in both views; its base in *out. */
+static CUresult
+core_alloc_fresh(struct CUctx_st *ctx, size_t bytes, size_t span,
+                 size_t pages, int async, CUdeviceptr *out)
 {
     struct core_alloc_rec rec = { 0 };
-    size_t span, pages, off;
-    long kept;
+    size_t off;
 
-    if (bytes > g.span)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    span = (bytes + CORE_ALIGN - 1) / CORE_ALIGN * CORE_ALIGN;
-    if (g.used[ctx->dev] + span > emu_gpu()->total_mem)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    /* Pages of its own, its end at their end, and a guard page after them
-     * that no allocation has: a kernel that runs past the end of its
-     * allocation faults (core_window_open), as on a GPU. */
-    pages = (span + core_page() - 1) / core_page() * core_page();
-    if (async && (kept = core_kept_fit(ctx->dev, pages)) >= 0) {
-        *out = core_kept_take((size_t)kept, ctx, bytes, span);
-        memset(g.rw_base + (*out - (uintptr_t)g.dev_base), 0xff, bytes);
-        g.used[ctx->dev] += span;
-        return CUDA_SUCCESS;
-    }
     if (core_find_gap(pages + core_page(), g.cursor, &off) != 0 &&
         core_find_gap(pages + core_page(), 0, &off) != 0) {
         core_kept_trim(0, 0);
@@ -945,12 +940,36 @@ core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
     if (core_insert(&rec) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     core_map_ahead(off, pages);
-    /* Fresh device memory reads as NaN, so a read of memory nobody wrote
-     * shows up in results. */
-    memset(g.rw_base + off + pages - span, 0xff, bytes);
-    g.used[ctx->dev] += span;
     g.cursor = off + pages + core_page();
     *out = rec.base;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+core_alloc(struct CUctx_st *ctx, size_t bytes, int async, CUdeviceptr *out)
+{
+    size_t span, pages;
+    long kept;
+    CUresult rc;
+
+    if (bytes > g.span)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    span = (bytes + CORE_ALIGN - 1) / CORE_ALIGN * CORE_ALIGN;
+    if (g.used[ctx->dev] + span > emu_gpu()->total_mem)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Pages of its own, its end at their end, and a guard page after them
+     * that no allocation has: a kernel that runs past the end of its
+     * allocation faults (core_window_open), as on a GPU. */
+    pages = (span + core_page() - 1) / core_page() * core_page();
+    if (async && (kept = core_kept_fit(ctx->dev, pages)) >= 0)
+        *out = core_kept_take((size_t)kept, ctx, bytes, span);
+    else if ((rc = core_alloc_fresh(ctx, bytes, span, pages, async, out)) !=
+             CUDA_SUCCESS)
+        return rc;
+    /* Device memory handed out reads as NaN, so a read of memory nobody
+     * wrote shows up in results. */
+    memset(g.rw_base + (*out - (uintptr_t)g.dev_base), 0xff, bytes);
+    g.used[ctx->dev] += span;
     return CUDA_SUCCESS;
 }
 
@@ -988,9 +1007,7 @@ core_free_keep(CUdeviceptr p)
         core_alloc_remove((size_t)i);
         return CUDA_SUCCESS;
     }
-    if (g.writers)
-        memset(&g.writers[r->place / core_page()], 0,
-               r->pages / core_page() * sizeof(g.writers[0]));
+    core_writers_forget(r);
     g.used[r->dev] -= r->span;
     r->kept = 1;
     r->freeing = 0;
