@@ -267,6 +267,7 @@ amp_gemm_try(struct amp_hook *h, const struct amp_gemm_desc *call,
     /* Loading the kernels and creating a handle are not capture-safe: a
      * call on a capturing stream uses only what earlier calls made. */
     what->capture = 2 + amp_dev_stream_capturing(d->stream);
+    d->capture = what->capture;
     capturing = what->capture > 2;
     dev = capturing ? amp_dev_current_made() : amp_dev_current();
     if (dev && amp_gemm_no_emulation(h, dev, d, &dec, what))

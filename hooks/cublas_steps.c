@@ -4,6 +4,7 @@
 #include "cublas_real.h"
 
 #include "base/log.h"
+#include "base/shim.h"
 #include "cublas_hook.h"
 #include "device/device.h"
 #include "own.h"
@@ -51,7 +52,7 @@ amp_cublas_own_drop(void *obj, int live)
     amp_cublas_fn.cublasDestroy_v2(own->handle);
 }
 
-static _Thread_local struct amp_own_table amp_cublas_owns;
+static AMP_THREAD_HOT struct amp_own_table amp_cublas_owns;
 
 static void amp_cublas_own_exit(void);
 

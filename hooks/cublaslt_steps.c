@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/lru.h"
+#include "base/shim.h"
 #include "cublas_hook.h"
 #include "device/device.h"
 #include "measure/stats.h"
@@ -138,7 +139,7 @@ amp_lt_own_drop(void *obj, int live)
         amp_lt_fn.cublasLtDestroy(own->handle);
 }
 
-static _Thread_local struct amp_own_table amp_lt_owns;
+static AMP_THREAD_HOT struct amp_own_table amp_lt_owns;
 
 static void amp_lt_own_exit(void);
 
@@ -578,8 +579,10 @@ amp_lt_issue(void *own, const void *call, struct amp_gemm_run *run)
     }
     if (given)
         need = (size_t)limit;
-    else if (need > 0 && amp_dev_alloc_async(run->dev, need, run->stream,
-                                             &workspace, &in_graph) != AMP_OK)
+    else if (need > 0 &&
+             amp_dev_alloc_async(run->dev, need, run->stream,
+                                 run->desc.capture, &workspace,
+                                 &in_graph) != AMP_OK)
         return AMP_ERR_DRIVER;
     for (i = 0; i < run->nsteps && s == CUBLAS_STATUS_SUCCESS; i++) {
         if (run->steps[i].fold_before && amp_gemm_before_step(run) != AMP_OK) {

@@ -165,7 +165,7 @@ amp_dnn_own_make(void *obj)
     return 0;
 }
 
-static _Thread_local struct amp_own_table amp_dnn_owns;
+static AMP_THREAD_HOT struct amp_own_table amp_dnn_owns;
 
 static void amp_dnn_own_exit(void);
 

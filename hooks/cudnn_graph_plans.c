@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/lru.h"
+#include "base/shim.h"
 #include "conv_hook.h"
 #include "device/device.h"
 #include "measure/stats.h"
@@ -188,7 +189,7 @@ amp_graph_own_drop(void *obj, int live)
     amp_graph_fn.cudnnDestroy(own->handle);
 }
 
-static _Thread_local struct amp_own_table amp_graph_owns;
+static AMP_THREAD_HOT struct amp_own_table amp_graph_owns;
 
 static void amp_graph_own_exit(void);
 

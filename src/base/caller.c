@@ -323,7 +323,7 @@ struct amp_stack_memo {
     const void *frames[AMP_STACK_MAX];
     uintptr_t slots[AMP_STACK_MAX];
 };
-static _Thread_local struct amp_stack_group {
+static AMP_THREAD_HOT struct amp_stack_group {
     struct amp_stack_memo way[AMP_STACK_WAYS];
     unsigned next;                 /* the way a new stack replaces */
     unsigned last;                 /* the way found last: looked at first */

@@ -8,11 +8,13 @@
 
 #include <stdatomic.h>
 
-/* Per-thread state that every hooked call reads: the initial-exec TLS
- * model, one load an access where the default model calls the loader.
- * The shim is loaded with the program (LD_PRELOAD), and the few bytes so
- * declared fit the static TLS reserve even where it is opened later;
- * large per-thread tables keep the default model. */
+/* Per-thread state that hooked calls read: the initial-exec TLS model,
+ * one load an access where the default model calls the loader. The shim
+ * is loaded with the program (LD_PRELOAD), whose static TLS holds its
+ * whole per-thread block (some 26 KiB): once one variable is so declared,
+ * the loader places the module's every per-thread variable there, so the
+ * shim cannot be opened later with dlopen ("cannot allocate memory in
+ * static TLS block") whatever model the others use. */
 #define AMP_THREAD_HOT _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* The configuration, loaded on first use (the log opened, bad values

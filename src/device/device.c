@@ -737,7 +737,7 @@ out:
 
 enum amp_status
 amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
-                    amp_devptr *ptr, int *in_graph)
+                    int capture, amp_devptr *ptr, int *in_graph)
 {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUgraph graph = NULL;
@@ -747,9 +747,14 @@ amp_dev_alloc_async(struct amp_dev *dev, size_t bytes, amp_stream stream,
 
     /* A stream whose capture status the driver cannot tell gets
      * stream-ordered scratch, as one that is not capturing. */
-    r = amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL,
-                                      &graph, NULL, NULL, NULL);
-    *in_graph = r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (capture == AMP_CAPTURE_NONE) {
+        *in_graph = 0;
+    } else {
+        r = amp_cu.cuStreamGetCaptureInfo((CUstream)stream, &status, NULL,
+                                          &graph, NULL, NULL, NULL);
+        *in_graph =
+            r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+    }
     if (*in_graph)
         return status == CU_STREAM_CAPTURE_STATUS_ACTIVE && graph
                    ? amp_dev_alloc_captured(dev, bytes, graph, ptr)
@@ -1084,7 +1089,7 @@ amp_dev_stream_id(amp_stream stream)
 
 enum amp_status
 amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
-               amp_devptr *at, int *fresh)
+               int capture, amp_devptr *at, int *fresh)
 {
     unsigned long long sid;
     unsigned home;
@@ -1092,7 +1097,7 @@ amp_dev_record(struct amp_dev *dev, uint64_t key, amp_stream stream,
     enum amp_status st = AMP_OK;
 
     if (stream == AMP_DEV_STREAM_PER_THREAD ||
-        amp_dev_stream_capturing(stream) != 0)
+        amp_dev_capturing_as(capture, stream) != 0)
         return AMP_ERR_UNAVAILABLE;
     sid = amp_dev_stream_id(stream);
     home = amp_dev_record_hash(key, sid);

@@ -95,6 +95,21 @@ void amp_dev_unrelax(int token);
  * driver cannot tell. */
 int amp_dev_stream_capturing(amp_stream stream);
 
+/* A stream's capture state as a caller found it earlier in the same call,
+ * for the functions below that would otherwise ask the driver again: 2 +
+ * amp_dev_stream_capturing's answer, or AMP_CAPTURE_ASK when not known. */
+#define AMP_CAPTURE_ASK 0
+#define AMP_CAPTURE_NONE 2 /* known not to be capturing */
+
+/* amp_dev_stream_capturing's answer for `stream`, taken from `capture`
+ * (as above) where known. */
+static inline int
+amp_dev_capturing_as(int capture, amp_stream stream)
+{
+    return capture != AMP_CAPTURE_ASK ? capture - 2
+                                      : amp_dev_stream_capturing(stream);
+}
+
 /* The graph `stream` is being captured into (an active capture: a
  * CUgraph), or NULL when it is not or the driver cannot tell. */
 void *amp_dev_capture_graph(amp_stream stream);
@@ -102,10 +117,11 @@ void *amp_dev_capture_graph(amp_stream stream);
 /* Scratch usable by work queued on `stream` after the call, freed when
  * `stream` reaches amp_dev_free_async: stream-ordered memory of a pool of
  * the shim's own, or, when `stream` is being captured, memory the graph
- * owns (*in_graph set; see device.c). */
+ * owns (*in_graph set; see device.c). `capture`: the stream's capture
+ * state where the caller knows it (AMP_CAPTURE_ASK). */
 enum amp_status amp_dev_alloc_async(struct amp_dev *dev, size_t bytes,
-                                    amp_stream stream, amp_devptr *ptr,
-                                    int *in_graph);
+                                    amp_stream stream, int capture,
+                                    amp_devptr *ptr, int *in_graph);
 void amp_dev_free_async(amp_devptr ptr, amp_stream stream, int in_graph);
 
 /* Parts of one scratch allocation: places `bytes` at the end of a scratch
@@ -197,10 +213,11 @@ void amp_dev_slot_release(struct amp_dev *dev, int slot);
  * several streams), while the key's first call is not queued yet, when
  * the places the key may take are held by other streams or drain their
  * kernels, or when the driver cannot name the stream; AMP_ERR_DRIVER when
- * the memory cannot be had (remembered). */
+ * the memory cannot be had (remembered). `capture`: the stream's capture
+ * state where the caller knows it (AMP_CAPTURE_ASK). */
 enum amp_status amp_dev_record(struct amp_dev *dev, uint64_t key,
-                               amp_stream stream, amp_devptr *at,
-                               int *fresh);
+                               amp_stream stream, int capture,
+                               amp_devptr *at, int *fresh);
 
 /* The key's first call at `at` is queued: its later calls may use it. */
 void amp_dev_record_ready(struct amp_dev *dev, amp_devptr at, uint64_t key);

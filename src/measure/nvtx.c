@@ -1,10 +1,11 @@
 /* The `ampshim` NVTX domain: categories named after the precision modes. */
 #include "measure/nvtx.h"
 
-#include <nvtx3/nvToolsExt.h>
-#include <pthread.h>
+#include "base/once.h"
 
-static pthread_once_t amp_nvtx_once = PTHREAD_ONCE_INIT;
+#include <nvtx3/nvToolsExt.h>
+
+static struct amp_once amp_nvtx_once = AMP_ONCE_INIT;
 static nvtxDomainHandle_t amp_nvtx_domain;
 
 static void
@@ -21,7 +22,7 @@ amp_nvtx_start(void)
 void
 amp_nvtx_push(const char *api, enum amp_mode mode, double flops)
 {
-    pthread_once(&amp_nvtx_once, amp_nvtx_start);
+    amp_once(&amp_nvtx_once, amp_nvtx_start);
     /* No tool took NVTX's calls when the domain was made (it is made
      * only through one): every range is a no-op, so none is built. */
     if (amp_nvtx_domain) {

@@ -663,7 +663,7 @@ amp_prof_begin(struct amp_prof_span *span, struct amp_dev *dev,
 int
 amp_prof_capturing(const struct amp_prof_what *w)
 {
-    return w->capture ? w->capture - 2 : amp_dev_stream_capturing(w->stream);
+    return amp_dev_capturing_as(w->capture, w->stream);
 }
 
 void

@@ -5,6 +5,7 @@
 #include "amp_kernels.h"
 #include "base/log.h"
 #include "base/lru.h"
+#include "base/shim.h"
 #include "measure/harvest.h"
 
 #include <limits.h>
@@ -302,7 +303,7 @@ amp_conv_out(enum amp_conv_dir dir)
  * call. The answer is a function of the layout's bytes alone. */
 #define AMP_CONV_FITS_KEPT 16
 
-static _Thread_local struct amp_conv_fits_kept {
+static AMP_THREAD_HOT struct amp_conv_fits_kept {
     int valid;
     struct amp_conv_layout l;
 } amp_conv_fits_kept[AMP_CONV_FITS_KEPT];
@@ -510,8 +511,8 @@ amp_conv_record(struct amp_conv_run *run)
     key.w = p->w;
     key.y = p->y;
     run->record_key = amp_lru_hash(&key, sizeof key);
-    if (amp_dev_record(run->dev, run->record_key, run->stream, &at,
-                       &fresh) != AMP_OK)
+    if (amp_dev_record(run->dev, run->record_key, run->stream,
+                       AMP_CAPTURE_ASK, &at, &fresh) != AMP_OK)
         return;
     run->record = at;
     run->delayed = !fresh;
@@ -661,7 +662,8 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
     int unchecked = !shadow && (p->candidate == AMP_MODE_TF32 ||
                                 p->candidate == AMP_MODE_TF32X3);
     int direct = !p->own[out] && unchecked;
-    int capturing = amp_dev_stream_capturing(run->stream) != 0;
+    int capture = 2 + amp_dev_stream_capturing(run->stream);
+    int capturing = capture != AMP_CAPTURE_NONE;
     size_t total = 0;
     int i;
 
@@ -697,7 +699,7 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
         amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
         return AMP_ERR_UNAVAILABLE;
     run->scratch_bytes = total;
-    return total ? amp_dev_alloc_async(run->dev, total, run->stream,
+    return total ? amp_dev_alloc_async(run->dev, total, run->stream, capture,
                                        &run->scratch,
                                        &run->scratch_in_graph)
                  : AMP_OK;

@@ -60,6 +60,8 @@ struct amp_gemm_desc {
                                   memory (atomic synchronisation): it runs
                                   as the program made it */
     amp_stream stream;         /* the application handle's stream */
+    int capture;               /* its capture state as the hook found it
+                                  (amp_dev_capturing_as); 0: not asked */
     int sm_count_target;       /* the SMs the program leaves its calls
                                   (cublasSetSmCountTarget, cuBLASLt's
                                   SM_COUNT_TARGET), which the converted

@@ -427,7 +427,8 @@ records_made(void)
     amp_devptr at;
     int fresh;
 
-    assert_int_equal(amp_dev_record(dev, 1, stream, &at, &fresh), AMP_OK);
+    assert_int_equal(amp_dev_record(dev, 1, stream, AMP_CAPTURE_ASK,
+                                    &at, &fresh), AMP_OK);
     amp_dev_record_drop(dev, at, 1, stream);
 }
 

@@ -69,9 +69,11 @@ test_scratch_and_launch(void **state)
                      CUDA_SUCCESS);
     assert_int_equal(cuMemAlloc(&src, sizeof host), CUDA_SUCCESS);
     assert_int_equal(cuMemcpyHtoD(src, host, sizeof host), CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &dst, &in_graph),
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, AMP_CAPTURE_ASK,
+                                         &dst, &in_graph),
                      AMP_OK);
-    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, &sc, &in_graph),
+    assert_int_equal(amp_dev_alloc_async(dev, 4, stream, AMP_CAPTURE_ASK,
+                                         &sc, &in_graph),
                      AMP_OK);
     assert_int_equal(dst % 256, 0);
     assert_int_equal(amp_dev_memset32_async(dst, 0x7e007e00u, 4, stream),
@@ -203,7 +205,8 @@ test_scratch_pool(void **state)
     assert_int_equal(cuDeviceSetMemPool(0, mine), CUDA_SUCCESS);
     assert_int_equal(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
                      CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p, &in_graph),
+    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, AMP_CAPTURE_ASK,
+                                         &p, &in_graph),
                      AMP_OK);
     assert_int_equal(in_graph, 0);
     amp_dev_free_async(p, stream, in_graph);
@@ -237,7 +240,8 @@ test_captured_scratch(void **state)
     assert_int_equal(cuStreamBeginCapture(stream,
                                           CU_STREAM_CAPTURE_MODE_GLOBAL),
                      CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, &p, &in_graph),
+    assert_int_equal(amp_dev_alloc_async(dev, 1 << 20, stream, AMP_CAPTURE_ASK,
+                                         &p, &in_graph),
                      AMP_OK);
     assert_int_equal(in_graph, 1);
     amp_dev_free_async(p, stream, in_graph);
@@ -247,7 +251,8 @@ test_captured_scratch(void **state)
     assert_int_equal(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
     assert_true(free_after + (1 << 20) <= free_before);
     assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
-    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, &p, &in_graph),
+    assert_int_equal(amp_dev_alloc_async(dev, 256, stream, AMP_CAPTURE_ASK,
+                                         &p, &in_graph),
                      AMP_OK);
     amp_dev_free_async(p, stream, in_graph);
     assert_int_equal(cuStreamSynchronize(stream), CUDA_SUCCESS);
@@ -273,13 +278,15 @@ test_record_drains(void **state)
     assert_non_null(dev);
     assert_int_equal(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING), 0);
     assert_int_equal(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING), 0);
-    assert_int_equal(amp_dev_record(dev, 7, a, &at_a, &fresh), AMP_OK);
+    assert_int_equal(amp_dev_record(dev, 7, a, AMP_CAPTURE_ASK,
+                                    &at_a, &fresh), AMP_OK);
     assert_int_equal(fresh, 1);
     assert_int_equal(amp_dev_memset32_async(at_a, 0xa5a5a5a5u, 16, a),
                      AMP_OK);
     amp_dev_record_drop(dev, at_a, 7, a);
     for (key = 1000; key < 5000 && !got; key++) {
-        if (amp_dev_record(dev, key, b, &at, &fresh) != AMP_OK)
+        if (amp_dev_record(dev, key, b, AMP_CAPTURE_ASK,
+                           &at, &fresh) != AMP_OK)
             continue;
         if (at == at_a) {
             got = 1;
@@ -309,7 +316,8 @@ test_record_streams_end(void **state)
     assert_non_null(dev);
     for (i = 0; i < 600; i++) {
         assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
-        if (amp_dev_record(dev, 99, s, &at, &fresh) != AMP_OK) {
+        if (amp_dev_record(dev, 99, s, AMP_CAPTURE_ASK,
+                           &at, &fresh) != AMP_OK) {
             refused++;
         } else {
             /* Each stream is new: its key's record is fresh. */
@@ -345,9 +353,11 @@ child(const char *scenario)
     if (!dev)
         return 2;
     if (strcmp(scenario, "alloc") == 0)
-        return amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) ==
+        return amp_dev_alloc_async(dev, 64, NULL, AMP_CAPTURE_ASK,
+                                   &p, &in_graph) ==
                            AMP_ERR_DRIVER &&
-                       amp_dev_alloc_async(dev, 64, NULL, &p, &in_graph) ==
+                       amp_dev_alloc_async(dev, 64, NULL, AMP_CAPTURE_ASK,
+                                           &p, &in_graph) ==
                            AMP_OK
                    ? 0
                    : 3;

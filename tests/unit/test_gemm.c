@@ -1269,7 +1269,8 @@ child(const char *scenario)
     /* The context's records (device memory made on first use and kept
      * for the context's life, as the slots are) exist before: what is
      * counted is the call's own memory. */
-    if (amp_dev_record(dev, 1, NULL, &record, &fresh) != AMP_OK)
+    if (amp_dev_record(dev, 1, NULL, AMP_CAPTURE_ASK,
+                       &record, &fresh) != AMP_OK)
         return 13;
     if (cuStreamSynchronize(stream) || cuMemGetInfo(&free_before, &total))
         return 11;
