@@ -15,20 +15,11 @@
 #   auto (an auto policy for GEMMs and convolutions).
 #
 # Method (docs/benchmarks.md): the program runs twice per depth, with the
-# two --steps counts (--small --replays 0), under cachegrind
-# (--cache-sim=no: instructions only); the instructions of the lines of
-# the shim's sources (src/ and hooks/: its host code, not the emulated
-# kernels, whose host form kernels/ the emulator runs) are summed, and the
-# difference between the two runs over the difference in hooked calls
-# (the program's own count of what it issued) is the cost of one more
-# warm-up call: start-up, set-up and exit cancel out. The emulator opens
-# device pages from a SIGSEGV handler while a kernel runs and retries the
-# access: valgrind runs one instruction per translation with precise
-# registers for that retry to be exact (--vex-guest-max-insns=1
-# --vex-iropt-register-updates=allregs-at-each-insn; slow; without them
-# the shim's kernels fault, and callgrind, which would collect inside the
-# hooks alone, stops on an assertion with them). JOBS=N limits the
-# build's jobs.
+# two --steps counts, each run measured by scripts/depth_cost.sh (under
+# cachegrind; its header says how); the difference between the two runs'
+# instructions in the shim's own code over the difference in hooked calls
+# is the cost of one more warm-up call: start-up, set-up and exit cancel
+# out. JOBS=N limits the build's jobs.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,63 +45,11 @@ command -v valgrind >/dev/null ||
       exit 1; }
 shim=$build/hooks/libampshim.so
 prog=$build/examples/framework
-for f in "$shim" "$prog"; do
-    [[ -e $f ]] || { echo "bench_depth: $f was not built" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-unset LD_PRELOAD $(compgen -v AMPSHIM_ || true)
-export XDG_CONFIG_HOME=$tmp/no-config XDG_CONFIG_DIRS=$tmp/no-config
-# No report (its writing at exit varies with what was seen): the exit
-# summary's counts instead.
-export LD_LIBRARY_PATH=$build/tests/emu AMPSHIM_REPORT=off AMPSHIM_SUMMARY=1
-export AMPSHIM_LOG_LEVEL=warn
-case $setting in
-auto)
-    cat >"$tmp/auto.policy" <<'EOF'
-set tolerance 5e-3
-rule auto when gemm
-rule auto when conv
-default fp32
-EOF
-    set_env=(AMPSHIM_POLICY="$tmp/auto.policy") ;;
-*) set_env=(AMPSHIM_MODE="$setting") ;;
-esac
 
 # run DEPTH STEPS: "calls shim_ir converted fallback" of one run.
 run() {
-    local depth=$1 n=$2 calls ir
-    rm -f "$tmp/cg.out"
-    env "${set_env[@]}" AMPSHIM_EMU_BEHIND="$depth" LD_PRELOAD="$shim" \
-        valgrind --tool=cachegrind --cache-sim=no \
-        --vex-guest-max-insns=1 \
-        --vex-iropt-register-updates=allregs-at-each-insn \
-        "--cachegrind-out-file=$tmp/cg.out" \
-        "$prog" --small --steps "$n" --replays 0 \
-        >"$tmp/out" 2>"$tmp/err" || true
-    calls=$(sed -n 's/^calls: gemm=\([0-9]*\) lt=\([0-9]*\) conv=\([0-9]*\)$/\1 \2 \3/p' \
-                "$tmp/out" | awk '{ print $1 + $2 + $3 }')
-    [[ -n $calls && -s $tmp/cg.out ]] ||
-        { echo "bench_depth: depth $depth, $n steps: the program failed:" >&2
-          tail -n 20 "$tmp/out" "$tmp/err" >&2; exit 1; }
-    python3 - "$tmp/cg.out" "$tmp/err" "$calls" <<'EOF'
-import re, sys
-ir, where = 0, ""
-for line in open(sys.argv[1]):
-    if line.startswith("fl="):
-        where = line[3:].strip()
-    elif line[:1].isdigit() and ("/src/" in where or "/hooks/" in where):
-        ir += int(line.split()[1])
-converted = fallback = 0
-for line in open(sys.argv[2], errors="replace"):
-    m = re.search(r"summary \S+ calls=\d+ converted=(\d+) .*fallback=(\d+) "
-                  r".*shadow=(\d+)", line)
-    if m:
-        converted += int(m.group(1)) - int(m.group(3))
-        fallback += int(m.group(2))
-print(sys.argv[3], ir, converted, fallback)
-EOF
+    "$root/scripts/depth_cost.sh" "$shim" "$prog" "$build/tests/emu" "$1" \
+        "$2" "$setting"
 }
 
 echo "Host cost per hooked call of examples/framework --small," \
