@@ -511,8 +511,8 @@ amp_conv_record(struct amp_conv_run *run)
     key.w = p->w;
     key.y = p->y;
     run->record_key = amp_lru_hash(&key, sizeof key);
-    if (amp_dev_record(run->dev, run->record_key, run->stream,
-                       AMP_CAPTURE_ASK, &at, &fresh) != AMP_OK)
+    if (amp_dev_record(run->dev, run->record_key, run->stream, run->capture,
+                       &at, &fresh) != AMP_OK)
         return;
     run->record = at;
     run->delayed = !fresh;
@@ -662,11 +662,12 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
     int unchecked = !shadow && (p->candidate == AMP_MODE_TF32 ||
                                 p->candidate == AMP_MODE_TF32X3);
     int direct = !p->own[out] && unchecked;
-    int capture = 2 + amp_dev_stream_capturing(run->stream);
-    int capturing = capture != AMP_CAPTURE_NONE;
+    int capturing;
     size_t total = 0;
     int i;
 
+    run->capture = 2 + amp_dev_stream_capturing(run->stream);
+    capturing = run->capture != AMP_CAPTURE_NONE;
     parts[3] = direct ? SIZE_MAX
                       : amp_scratch_part(&total,
                                          sizeof(struct amp_conv_scalars));
@@ -699,7 +700,8 @@ amp_conv_acquire(struct amp_conv_run *run, size_t workspace_bytes,
         amp_dev_slot_take(run->dev, &run->slot, &run->slot_at) != AMP_OK)
         return AMP_ERR_UNAVAILABLE;
     run->scratch_bytes = total;
-    return total ? amp_dev_alloc_async(run->dev, total, run->stream, capture,
+    return total ? amp_dev_alloc_async(run->dev, total, run->stream,
+                                       run->capture,
                                        &run->scratch,
                                        &run->scratch_in_graph)
                  : AMP_OK;

@@ -187,6 +187,8 @@ struct amp_conv_run {
     struct amp_dev *dev;
     struct amp_conv_desc desc;
     amp_stream stream;
+    int capture;               /* the stream's capture state as the scratch
+                                  found it (amp_dev_capturing_as) */
     amp_devptr scratch, scalars, accum, result, candidate;
     int scratch_in_graph;      /* owned by the graph being captured */
     int slot;

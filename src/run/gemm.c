@@ -732,6 +732,10 @@ amp_queue_tf32x3(struct amp_gemm_run *run, const struct amp_gemm_layout *l)
 
 /* ---- Steps ------------------------------------------------------------------- */
 
+_Static_assert(sizeof(struct amp_gemm_step) == 11 * 4 + 16 * 8 + 4,
+               "amp_step_caller writes every field of a step (4 bytes of "
+               "tail padding)");
+
 /* t: a step on the caller's own operands with its scalars (tf32,
  * bf16). */
 static void
