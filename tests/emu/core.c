@@ -1137,6 +1137,13 @@ static struct {
     struct sigaction old;
     pthread_t thread;           /* the one that runs the kernel */
     int open;
+    /* The kernels' loads and stores name themselves to the window
+     * (emu_kernels_tracked, core_window_access): a page opens at its first
+     * access's call, not at its fault. */
+    int tracking;
+    unsigned shift;             /* log2 of the page size */
+    int faults_read;            /* AMPSHIM_EMU_WINDOW read */
+    int faults_forced;          /* AMPSHIM_EMU_WINDOW=faults */
 } win;
 
 /* Whether the faulting access writes, where the CPU says so; elsewhere a
@@ -1221,6 +1228,104 @@ core_window_fault(int sig, siginfo_t *si, void *uctx)
         signal(sig, SIG_DFL);
 }
 
+/* ---- The kernels' own accesses ------------------------------------------- */
+
+/* Whether the window follows the kernels' accesses: where they are built
+ * to name them, unless AMPSHIM_EMU_WINDOW=faults asks for the faults. */
+static int
+core_window_tracks(void)
+{
+    if (!win.faults_read) {
+        const char *s = secure_getenv("AMPSHIM_EMU_WINDOW");
+
+        win.faults_forced = s && strcmp(s, "faults") == 0;
+        if (s && *s && !win.faults_forced && strcmp(s, "accesses") != 0)
+            fprintf(stderr, "ampshim-emu: AMPSHIM_EMU_WINDOW=%s is not "
+                    "faults or accesses; the window follows the kernels' "
+                    "accesses where they are built to call it\n", s);
+        win.faults_read = 1;
+    }
+    return emu_kernels_tracked && !win.faults_forced;
+}
+
+const char *
+core_window_kind(void)
+{
+    return core_window_tracks() ? "accesses" : "faults";
+}
+
+/* Where the shim's kernels are built with every load and store of theirs
+ * preceded by a call that names it (emu_kernels_tracked: meson.build
+ * builds emu_kernels.cpp with the compiler's address-sanitizer
+ * instrumentation in its kernel form, which calls the functions below and
+ * needs no run-time library), a page opens at the call before its first
+ * access, for reading at a load and for writing at a store: the same
+ * core_window_touch as at a fault, so the same pages are counted and an
+ * access outside every allocation ends the launch alike, without the
+ * fault (on a virtual machine a fault and its signal cost some 20 us, an
+ * mprotect call a few). An access the compiler does not name (none is
+ * known) still opens its page by its fault. */
+static inline void
+core_window_access(uintptr_t a, size_t n, int writes)
+{
+    uintptr_t off = a - (uintptr_t)g.dev_base;
+    uintptr_t last = off + n - 1;
+
+    if (off >= g.span || !win.tracking)
+        return;
+    for (;;) {
+        unsigned char st = win.state[off >> win.shift];
+
+        if (st != WIN_WRITTEN && (writes || st != WIN_READ) &&
+            core_window_touch((uintptr_t)g.dev_base + off, writes) != 0) {
+            emu_grid_abandon();
+            siglongjmp(*win.on_fault, 1);
+        }
+        /* An access of more than one byte may cross into the next page. */
+        if ((off >> win.shift) == (last >> win.shift) || last >= g.span)
+            return;
+        off = (last >> win.shift) << win.shift;
+    }
+}
+
+#define CORE_ACCESS_HOOKS(n)                                                 \
+    void __asan_load##n##_noabort(uintptr_t a)                              \
+        __attribute__((visibility("hidden")));                               \
+    void __asan_load##n##_noabort(uintptr_t a)                              \
+    {                                                                        \
+        core_window_access(a, n, 0);                                         \
+    }                                                                        \
+    void __asan_store##n##_noabort(uintptr_t a)                             \
+        __attribute__((visibility("hidden")));                               \
+    void __asan_store##n##_noabort(uintptr_t a)                             \
+    {                                                                        \
+        core_window_access(a, n, 1);                                         \
+    }
+CORE_ACCESS_HOOKS(1)
+CORE_ACCESS_HOOKS(2)
+CORE_ACCESS_HOOKS(4)
+CORE_ACCESS_HOOKS(8)
+CORE_ACCESS_HOOKS(16)
+#undef CORE_ACCESS_HOOKS
+
+void __asan_loadN_noabort(uintptr_t a, size_t n)
+    __attribute__((visibility("hidden")));
+void
+__asan_loadN_noabort(uintptr_t a, size_t n)
+{
+    if (n)
+        core_window_access(a, n, 0);
+}
+
+void __asan_storeN_noabort(uintptr_t a, size_t n)
+    __attribute__((visibility("hidden")));
+void
+__asan_storeN_noabort(uintptr_t a, size_t n)
+{
+    if (n)
+        core_window_access(a, n, 1);
+}
+
 /* The window's page tables, reserved once: a state byte and an entry per
  * page of the span, backed only where used. */
 static int
@@ -1244,6 +1349,7 @@ core_window_reserve(void)
     }
     win.state = state;
     win.opened = opened;
+    win.shift = (unsigned)__builtin_ctzl(core_page());
     return 0;
 }
 
@@ -1258,6 +1364,7 @@ core_window_open(sigjmp_buf *on_fault)
     win.thread = pthread_self();
     /* Without the tables no page opens and the kernel faults. */
     win.open = core_window_reserve() == 0;
+    win.tracking = win.open && core_window_tracks();
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = core_window_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -1299,6 +1406,7 @@ core_window_close(void)
         core_note_page(pg, win.state[pg] == WIN_WRITTEN);
         win.state[pg] = WIN_CLOSED;
     }
+    win.tracking = 0;
     /* In address order, so that the pages a kernel opened in turn in its
      * allocations close in a few calls, not one per run of its order. */
     qsort(win.opened, win.nopened, sizeof(win.opened[0]), core_page_order);

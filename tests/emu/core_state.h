@@ -250,6 +250,10 @@ void core_window_open(sigjmp_buf *on_fault);
  * what of it lies in its allocation, once for reading and once for
  * writing). */
 double core_window_close(void);
+
+/* How the window counts a kernel's pages: "accesses" (the kernels name
+ * their loads and stores to it) or "faults". */
+const char *core_window_kind(void);
 /* Whether a kernel on the device could dereference p: NULL, an address of
  * the device span, or page-locked host memory. Host code reaches every
  * other host address too, where a GPU would fault. */

@@ -2171,6 +2171,7 @@ drv_stats_print(void)
             g->fp16_efficiency, g->tf32_tflops, g->tf32_efficiency,
             g->fp32_tflops, g->fp32_efficiency, g->bandwidth_tbs,
             g->mem_efficiency, g->launch_latency_us);
+    fprintf(stderr, "ampshim-emu: window %s\n", core_window_kind());
     pthread_mutex_lock(&drv_stats.lock);
     for (int i = 0; i < drv_stats.n; i++)
         fprintf(stderr, "ampshim-emu: kernel %s launches=%llu bytes=%.0f "

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+
 #define __global__
 #define __device__
 #define __host__
@@ -49,14 +51,23 @@ __threadfence_system(void)
 {
 }
 
+// atomicAdd and atomicOr are one read-modify-write access, as the compiler
+// may make of the plain sequence anyway: the device window counts the
+// page they open as written (a fault's or a store's), whichever way it
+// follows the kernel's accesses (core_window_access).
+// A floating-point add has no such instruction: a load and a store.
 template <typename T>
 static inline T
 atomicAdd(T *at, T v)
 {
-    T old = *at;
+    if constexpr (std::is_integral<T>::value) {
+        return __atomic_fetch_add(at, v, __ATOMIC_RELAXED);
+    } else {
+        T old = *at;
 
-    *at = old + v;
-    return old;
+        *at = old + v;
+        return old;
+    }
 }
 
 template <typename T>
@@ -74,10 +85,7 @@ template <typename T>
 static inline T
 atomicOr(T *at, T v)
 {
-    T old = *at;
-
-    *at = old | v;
-    return old;
+    return __atomic_fetch_or(at, v, __ATOMIC_RELAXED);
 }
 
 template <typename T>

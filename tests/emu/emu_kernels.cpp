@@ -64,6 +64,11 @@ extern "C" const struct emu_kernel emu_kernels[] = {
     emu_kernel{nullptr, 0, {0}, {0}, 0, nullptr},
 };
 
+#ifndef EMU_KERNELS_TRACKED
+#define EMU_KERNELS_TRACKED 0
+#endif
+extern "C" const int emu_kernels_tracked = EMU_KERNELS_TRACKED;
+
 extern "C" const struct emu_kernel *
 emu_kernel_find(const char *name)
 {

@@ -39,6 +39,10 @@ const struct emu_kernel *emu_kernel_find(const char *name);
 void emu_kernel_resources(const struct emu_kernel *k, int *registers,
                           int *shared_bytes);
 
+/* 1 where the kernels are built to name each of their loads and stores to
+ * the window (core.c, core_window_access), 0 where its faults count them. */
+extern const int emu_kernels_tracked __attribute__((visibility("hidden")));
+
 /* One launch: its shape and its parameters (params[i] points to a copy). */
 struct emu_grid {
     const struct emu_kernel *kernel;
