@@ -1141,6 +1141,8 @@ static struct {
      * (emu_kernels_tracked, core_window_access): a page opens at its first
      * access's call, not at its fault. */
     int tracking;
+    uintptr_t limit;            /* g.span while tracking, else 0 */
+    uintptr_t page_mask;        /* the page size less 1 */
     unsigned shift;             /* log2 of the page size */
     int faults_read;            /* AMPSHIM_EMU_WINDOW read */
     int faults_forced;          /* AMPSHIM_EMU_WINDOW=faults */
@@ -1265,18 +1267,13 @@ core_window_kind(void)
  * fault (on a virtual machine a fault and its signal cost some 20 us, an
  * mprotect call a few). An access the compiler does not name (none is
  * known) still opens its page by its fault. */
-static inline void
-core_window_access(uintptr_t a, size_t n, int writes)
+static void __attribute__((noinline))
+core_window_access_slow(uintptr_t off, size_t n, int writes)
 {
-    uintptr_t off = a - (uintptr_t)g.dev_base;
     uintptr_t last = off + n - 1;
 
-    if (off >= g.span || !win.tracking)
-        return;
     for (;;) {
-        unsigned char st = win.state[off >> win.shift];
-
-        if (st != WIN_WRITTEN && (writes || st != WIN_READ) &&
+        if (win.state[off >> win.shift] < WIN_READ + writes &&
             core_window_touch((uintptr_t)g.dev_base + off, writes) != 0) {
             emu_grid_abandon();
             siglongjmp(*win.on_fault, 1);
@@ -1286,6 +1283,23 @@ core_window_access(uintptr_t a, size_t n, int writes)
             return;
         off = (last >> win.shift) << win.shift;
     }
+}
+
+/* Before every load and store of the kernels, the host's memory among
+ * them: a device address off the span's start below win.limit (the span
+ * while a launch follows the accesses, else 0) whose page is open for the
+ * access already returns at once. WIN_READ + writes is the state the
+ * access needs (WIN_CLOSED < WIN_READ < WIN_WRITTEN). */
+static inline __attribute__((always_inline)) void
+core_window_access(uintptr_t a, size_t n, int writes)
+{
+    uintptr_t off = a - (uintptr_t)g.dev_base;
+
+    if (off >= win.limit)
+        return;
+    if (((off & win.page_mask) + n > win.page_mask + 1) ||
+        win.state[off >> win.shift] < WIN_READ + writes)
+        core_window_access_slow(off, n, writes);
 }
 
 #define CORE_ACCESS_HOOKS(n)                                                 \
@@ -1350,6 +1364,7 @@ core_window_reserve(void)
     win.state = state;
     win.opened = opened;
     win.shift = (unsigned)__builtin_ctzl(core_page());
+    win.page_mask = core_page() - 1;
     return 0;
 }
 
@@ -1365,6 +1380,7 @@ core_window_open(sigjmp_buf *on_fault)
     /* Without the tables no page opens and the kernel faults. */
     win.open = core_window_reserve() == 0;
     win.tracking = win.open && core_window_tracks();
+    win.limit = win.tracking ? g.span : 0;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = core_window_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -1407,6 +1423,7 @@ core_window_close(void)
         win.state[pg] = WIN_CLOSED;
     }
     win.tracking = 0;
+    win.limit = 0;
     /* In address order, so that the pages a kernel opened in turn in its
      * allocations close in a few calls, not one per run of its order. */
     qsort(win.opened, win.nopened, sizeof(win.opened[0]), core_page_order);
