@@ -1322,23 +1322,17 @@ CORE_ACCESS_HOOKS(8)
 CORE_ACCESS_HOOKS(16)
 #undef CORE_ACCESS_HOOKS
 
-void __asan_loadN_noabort(uintptr_t a, size_t n)
-    __attribute__((visibility("hidden")));
-void
-__asan_loadN_noabort(uintptr_t a, size_t n)
-{
-    if (n)
-        core_window_access(a, n, 0);
-}
-
-void __asan_storeN_noabort(uintptr_t a, size_t n)
-    __attribute__((visibility("hidden")));
-void
-__asan_storeN_noabort(uintptr_t a, size_t n)
-{
-    if (n)
-        core_window_access(a, n, 1);
-}
+#define CORE_ACCESS_HOOK_N(kind, writes)                                     \
+    void __asan_##kind##N_noabort(uintptr_t a, size_t n)                    \
+        __attribute__((visibility("hidden")));                               \
+    void __asan_##kind##N_noabort(uintptr_t a, size_t n)                    \
+    {                                                                        \
+        if (n)                                                               \
+            core_window_access(a, n, writes);                                \
+    }
+CORE_ACCESS_HOOK_N(load, 0)
+CORE_ACCESS_HOOK_N(store, 1)
+#undef CORE_ACCESS_HOOK_N
 
 /* The window's page tables, reserved once: a state byte and an entry per
  * page of the span, backed only where used. */
