@@ -1265,8 +1265,9 @@ core_window_kind(void)
  * core_window_touch as at a fault, so the same pages are counted and an
  * access outside every allocation ends the launch alike, without the
  * fault (on a virtual machine a fault and its signal cost some 20 us, an
- * mprotect call a few). An access the compiler does not name (none is
- * known) still opens its page by its fault. */
+ * mprotect call a few). An access the compiler does not name (clang
+ * leaves a structure's copy to a memcpy call, for one) still opens its
+ * page by its fault. */
 static void __attribute__((noinline))
 core_window_access_slow(uintptr_t off, size_t n, int writes)
 {
