@@ -1137,11 +1137,10 @@ static struct {
     struct sigaction old;
     pthread_t thread;           /* the one that runs the kernel */
     int open;
-    /* The kernels' loads and stores name themselves to the window
-     * (emu_kernels_tracked, core_window_access): a page opens at its first
-     * access's call, not at its fault. */
-    int tracking;
-    uintptr_t limit;            /* g.span while tracking, else 0 */
+    /* g.span while the kernels' loads and stores name themselves to the
+     * window (emu_kernels_tracked, core_window_access: a page opens at its
+     * first access's call, not at its fault), else 0. */
+    uintptr_t limit;
     uintptr_t page_mask;        /* the page size less 1 */
     unsigned shift;             /* log2 of the page size */
     int faults_read;            /* AMPSHIM_EMU_WINDOW read */
@@ -1208,6 +1207,15 @@ core_window_touch(uintptr_t a, int writes)
     return 0;
 }
 
+/* A touch outside every allocation: the launch ends there
+ * (emu_grid_run's on_fault), from the fault handler or an access hook. */
+static void __attribute__((noreturn))
+core_window_abandon(void)
+{
+    emu_grid_abandon();
+    siglongjmp(*win.on_fault, 1);
+}
+
 static void
 core_window_fault(int sig, siginfo_t *si, void *uctx)
 {
@@ -1217,8 +1225,7 @@ core_window_fault(int sig, siginfo_t *si, void *uctx)
         if (core_window_touch((uintptr_t)si->si_addr,
                               core_fault_writes(uctx)) == 0)
             return;
-        emu_grid_abandon();
-        siglongjmp(*win.on_fault, 1);
+        core_window_abandon();
     }
     /* Another thread's fault: what it would have been without the
      * window, a host access to device memory among them. */
@@ -1275,10 +1282,8 @@ core_window_access_slow(uintptr_t off, size_t n, int writes)
 
     for (;;) {
         if (win.state[off >> win.shift] < WIN_READ + writes &&
-            core_window_touch((uintptr_t)g.dev_base + off, writes) != 0) {
-            emu_grid_abandon();
-            siglongjmp(*win.on_fault, 1);
-        }
+            core_window_touch((uintptr_t)g.dev_base + off, writes) != 0)
+            core_window_abandon();
         /* An access of more than one byte may cross into the next page. */
         if ((off >> win.shift) == (last >> win.shift) || last >= g.span)
             return;
@@ -1374,8 +1379,7 @@ core_window_open(sigjmp_buf *on_fault)
     win.thread = pthread_self();
     /* Without the tables no page opens and the kernel faults. */
     win.open = core_window_reserve() == 0;
-    win.tracking = win.open && core_window_tracks();
-    win.limit = win.tracking ? g.span : 0;
+    win.limit = win.open && core_window_tracks() ? g.span : 0;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = core_window_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -1417,7 +1421,6 @@ core_window_close(void)
         core_note_page(pg, win.state[pg] == WIN_WRITTEN);
         win.state[pg] = WIN_CLOSED;
     }
-    win.tracking = 0;
     win.limit = 0;
     /* In address order, so that the pages a kernel opened in turn in its
      * allocations close in a few calls, not one per run of its order. */
