@@ -5,6 +5,8 @@
  * and their modelled time. */
 #include <cudnn.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -413,6 +415,28 @@ struct conv_job {
     struct conv_epilogue ep;
 };
 
+/* Every FP16 value as FP32 (emu_f16_to_f32_inline of each of the 65,536
+ * bit patterns, exact), made once: the columns of a converted call's
+ * FP16 operands, each element loaded once per filter tap, take a load of
+ * the table rather than the decode's branches (zero, which a rectified
+ * tensor holds in plenty, takes the subnormal branch). */
+static float conv_f16_values[1 << 16];
+static pthread_once_t conv_f16_once = PTHREAD_ONCE_INIT;
+
+static void
+conv_f16_fill(void)
+{
+    for (uint32_t h = 0; h < 1u << 16; h++)
+        conv_f16_values[h] = emu_f16_to_f32_inline((uint16_t)h);
+}
+
+static const float *
+conv_f16_table(void)
+{
+    pthread_once(&conv_f16_once, conv_f16_fill);
+    return conv_f16_values;
+}
+
 /* emu_dnn_load without a call for the types a convolution holds: FP32,
  * and FP16 and BF16 (the converted calls' operands, each loaded once per
  * filter tap), converted inline as the core converts them. */
@@ -604,6 +628,7 @@ gather_cols(const struct conv_job *j, const struct conv_lowering *l,
     const cudnnDataType_t type = j->x.type;
     const enum operand_round round = p->round;
     const int64_t outs = l->outs, taps = l->taps;
+    const float *f16 = conv_f16_table();
 
     for (int c = 0; c < p->cg; c++) {
         int64_t base = (int64_t)n * j->x.stride[0] +
@@ -613,11 +638,30 @@ gather_cols(const struct conv_job *j, const struct conv_lowering *l,
             const int64_t *at = l->x_of + r * outs;
             float *dst = col + ((int64_t)c * taps + r) * outs;
 
+            /* The operands' types with nothing to round in loops of
+             * their own: each loads an element a few instructions. */
             if (type == CUDNN_DATA_FLOAT && round == ROUND_NONE) {
                 const float *x = (const float *)xa + base;
 
                 for (int64_t o = 0; o < outs; o++)
                     dst[o] = at[o] < 0 ? 0.0f : x[at[o]];
+                continue;
+            }
+            if (type == CUDNN_DATA_HALF && round == ROUND_NONE) {
+                const uint16_t *x = (const uint16_t *)xa + base;
+
+                for (int64_t o = 0; o < outs; o++)
+                    dst[o] = at[o] < 0 ? 0.0f : f16[x[at[o]]];
+                continue;
+            }
+            if (type == CUDNN_DATA_BFLOAT16 && round == ROUND_NONE) {
+                const uint16_t *x = (const uint16_t *)xa + base;
+
+                for (int64_t o = 0; o < outs; o++) {
+                    uint32_t u = at[o] < 0 ? 0u : (uint32_t)x[at[o]] << 16;
+
+                    memcpy(&dst[o], &u, sizeof u);
+                }
                 continue;
             }
             for (int64_t o = 0; o < outs; o++)
