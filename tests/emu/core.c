@@ -61,7 +61,12 @@ static struct {
     int race_said;              /* the unordered-access line was printed */
     size_t nkept, kept_bytes;   /* records kept (core_free_keep) */
     unsigned long long kept_seq;
+    int lock_depth;             /* this thread's nested core_lock calls */
 } g;
+
+static void core_window_settle(void);
+static void core_window_release(size_t place, size_t bytes);
+static void core_window_forget(void);
 
 static pthread_once_t core_lock_once = PTHREAD_ONCE_INIT;
 
@@ -86,11 +91,17 @@ core_lock(void)
 {
     pthread_once(&core_lock_once, core_lock_init);
     pthread_mutex_lock(&g.lock);
+    g.lock_depth++;
 }
 
+/* The outermost unlock returns to the program's own code: the device
+ * window's pages that kernels left open close first (core_window_settle),
+ * so that the host faults on every device address again. */
 void
 core_unlock(void)
 {
+    if (--g.lock_depth == 0)
+        core_window_settle();
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -247,6 +258,7 @@ core_fork_child(void)
          MAP_SHARED | MAP_NORESERVE | MAP_FIXED, fd, 0);
     close(g.fd);
     g.fd = fd;
+    core_window_forget();
 }
 
 /* The span is a file's size: within the process's file size limit, past
@@ -465,6 +477,7 @@ core_alloc_remove(size_t i)
     if (r->is_host) {
         free((void *)(uintptr_t)r->base);
     } else {
+        core_window_release(r->place, r->pages);
         core_release_pages(i);
         core_writers_forget(r);
         if (r->kept) {
@@ -1007,6 +1020,7 @@ core_free_keep(CUdeviceptr p)
         core_alloc_remove((size_t)i);
         return CUDA_SUCCESS;
     }
+    core_window_release(r->place, r->pages);
     core_writers_forget(r);
     g.used[r->dev] -= r->span;
     r->kept = 1;
@@ -1125,13 +1139,24 @@ emu_dev_wrote(CUdeviceptr p, size_t bytes)
 
 /* ---- The device window ------------------------------------------------------ */
 
-/* A page's state in the window. */
+/* A page's state in the window: what the running launch has done to it
+ * (state), and how far its device address is open (prot). */
 enum { WIN_CLOSED = 0, WIN_READ, WIN_WRITTEN };
 
 static struct {
-    unsigned char *state;       /* per page of the span */
-    size_t *opened;             /* pages opened, in the order they were */
+    unsigned char *state;       /* per page of the span, for this launch */
+    size_t *opened;             /* pages this launch touched, in order */
     size_t nopened;
+    /* Per page of the span, its device address's access: WIN_CLOSED,
+     * WIN_READ (read-only) or WIN_WRITTEN (read-write). Where the kernels
+     * name their accesses, a page stays open from one launch to the next
+     * while the emulator's lock is held, and all close when the program's
+     * code runs again (core_window_settle): on a virtual machine the first
+     * touch of a page whose protection changed costs some 5 us, as much as
+     * the mprotect call that changed it. */
+    unsigned char *prot;
+    size_t *held;               /* pages whose prot is not WIN_CLOSED */
+    size_t nheld;
     double bytes;
     sigjmp_buf *on_fault;
     struct sigaction old;
@@ -1173,6 +1198,20 @@ core_page_bytes(const struct core_alloc_rec *r, size_t pg)
     return (double)((e < hi ? e : hi) - (b > lo ? b : lo));
 }
 
+/* Gives page pg (device address at) the access `want` (WIN_READ or
+ * WIN_WRITTEN), unless it has it already. */
+static void
+core_window_allow(size_t pg, unsigned char *at, unsigned char want)
+{
+    if (win.prot[pg] >= want)
+        return;
+    mprotect(at, core_page(), want == WIN_WRITTEN ? PROT_READ | PROT_WRITE
+                                                  : PROT_READ);
+    if (win.prot[pg] == WIN_CLOSED)
+        win.held[win.nheld++] = pg;
+    win.prot[pg] = want;
+}
+
 /* Opens the page of device address a for the faulting access: 0, or -1
  * when a lies in no allocation. Runs in the fault handler, on the thread
  * that holds the lock: the allocation table does not change under it. */
@@ -1193,14 +1232,14 @@ core_window_touch(uintptr_t a, int writes)
     at = g.dev_base + pg * page;
     if (win.state[pg] == WIN_READ) {
         /* Open for reading, so this access writes. */
-        mprotect(at, page, PROT_READ | PROT_WRITE);
+        core_window_allow(pg, at, WIN_WRITTEN);
         win.state[pg] = WIN_WRITTEN;
         win.bytes += core_page_bytes(&g.allocs[i], pg);
         return 0;
     }
     if (win.state[pg] != WIN_CLOSED)
         return -1;
-    mprotect(at, page, writes ? PROT_READ | PROT_WRITE : PROT_READ);
+    core_window_allow(pg, at, writes ? WIN_WRITTEN : WIN_READ);
     win.state[pg] = writes ? WIN_WRITTEN : WIN_READ;
     win.opened[win.nopened++] = pg;
     win.bytes += core_page_bytes(&g.allocs[i], pg);
@@ -1346,23 +1385,28 @@ static int
 core_window_reserve(void)
 {
     size_t pages = g.span / core_page();
-    void *state, *opened;
+    const size_t size[4] = { pages, pages * sizeof(size_t), pages,
+                             pages * sizeof(size_t) };
+    void *table[4];
+    int ok = 1;
 
     if (win.state)
         return 0;
-    state = mmap(NULL, pages, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    opened = mmap(NULL, pages * sizeof(size_t), PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (state == MAP_FAILED || opened == MAP_FAILED) {
-        if (state != MAP_FAILED)
-            munmap(state, pages);
-        if (opened != MAP_FAILED)
-            munmap(opened, pages * sizeof(size_t));
+    for (int t = 0; t < 4; t++) {
+        table[t] = mmap(NULL, size[t], PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        ok &= table[t] != MAP_FAILED;
+    }
+    if (!ok) {
+        for (int t = 0; t < 4; t++)
+            if (table[t] != MAP_FAILED)
+                munmap(table[t], size[t]);
         return -1;
     }
-    win.state = state;
-    win.opened = opened;
+    win.state = table[0];
+    win.opened = table[1];
+    win.prot = table[2];
+    win.held = table[3];
     win.shift = (unsigned)__builtin_ctzl(core_page());
     win.page_mask = core_page() - 1;
     return 0;
@@ -1409,25 +1453,24 @@ core_page_order(const void *a, const void *b)
  * closing the window on a virtual machine). One page table's worth. */
 #define CORE_SHUT_GAP 512
 
-double
-core_window_close(void)
+/* Closes every page open at its device address, in address order, so
+ * that the pages kernels opened in turn in their allocations close in a
+ * few calls, not one per run of the order they opened in. Runs where the
+ * program's code may run next: at the outermost core_unlock, and after
+ * each launch whose pages the faults count (they must fault again at the
+ * next). */
+static void
+core_window_settle(void)
 {
     size_t run = 0, first = 0;
 
-    sigaction(SIGSEGV, &win.old, NULL);
-    for (size_t i = 0; i < win.nopened; i++) {
-        size_t pg = win.opened[i];
+    if (win.nheld == 0)
+        return;
+    qsort(win.held, win.nheld, sizeof(win.held[0]), core_page_order);
+    for (size_t i = 0; i < win.nheld; i++) {
+        size_t pg = win.held[i];
 
-        core_note_page(pg, win.state[pg] == WIN_WRITTEN);
-        win.state[pg] = WIN_CLOSED;
-    }
-    win.limit = 0;
-    /* In address order, so that the pages a kernel opened in turn in its
-     * allocations close in a few calls, not one per run of its order. */
-    qsort(win.opened, win.nopened, sizeof(win.opened[0]), core_page_order);
-    for (size_t i = 0; i < win.nopened; i++) {
-        size_t pg = win.opened[i];
-
+        win.prot[pg] = WIN_CLOSED;
         if (run && pg - (first + run) <= CORE_SHUT_GAP) {
             run = pg - first + 1;
             continue;
@@ -1439,6 +1482,56 @@ core_window_close(void)
     }
     if (run)
         core_window_shut(first, run);
+    win.nheld = 0;
+}
+
+/* Closes the open pages of span bytes [place, place + bytes): an
+ * allocation's, as it stops being one, so that no access reaches it
+ * unchecked. */
+static void
+core_window_release(size_t place, size_t bytes)
+{
+    size_t lo = place / core_page(), hi = (place + bytes) / core_page();
+    size_t kept = 0;
+
+    for (size_t i = 0; i < win.nheld; i++) {
+        size_t pg = win.held[i];
+
+        if (pg >= lo && pg < hi)
+            win.prot[pg] = WIN_CLOSED;
+        else
+            win.held[kept++] = pg;
+    }
+    if (kept < win.nheld)
+        core_window_shut(lo, hi - lo);
+    win.nheld = kept;
+}
+
+/* A child of fork() has its device addresses mapped afresh, closed: the
+ * parent's open pages are not open there (core_fork_child). */
+static void
+core_window_forget(void)
+{
+    for (size_t i = 0; i < win.nheld; i++)
+        win.prot[win.held[i]] = WIN_CLOSED;
+    win.nheld = 0;
+}
+
+double
+core_window_close(void)
+{
+    sigaction(SIGSEGV, &win.old, NULL);
+    for (size_t i = 0; i < win.nopened; i++) {
+        size_t pg = win.opened[i];
+
+        core_note_page(pg, win.state[pg] == WIN_WRITTEN);
+        win.state[pg] = WIN_CLOSED;
+    }
+    /* Pages the next launch's faults must count close now; pages the
+     * kernels' own calls count stay open until the lock is let go. */
+    if (!win.limit)
+        core_window_settle();
+    win.limit = 0;
     win.nopened = 0;
     win.open = 0;
     return win.bytes;

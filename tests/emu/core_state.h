@@ -245,10 +245,12 @@ size_t core_mem_used(int dev);
  * other fault of the running thread, jumps to *on_fault. Caller holds the
  * lock, and opens one window at a time. */
 void core_window_open(sigjmp_buf *on_fault);
-/* Writes the pages written back, closes them again and returns the bytes
- * the kernel read plus the bytes it wrote (each page it opened, counted by
- * what of it lies in its allocation, once for reading and once for
- * writing). */
+/* Ends the launch's window and returns the bytes the kernel read plus the
+ * bytes it wrote (each page it touched, counted by what of it lies in its
+ * allocation, once for reading and once for writing). Where faults count
+ * the pages, they close again here; where the kernels' own calls count
+ * them, they stay open to the next launch and close at the outermost
+ * core_unlock, before the program's code runs again. */
 double core_window_close(void);
 
 /* How the window counts a kernel's pages: "accesses" (the kernels name

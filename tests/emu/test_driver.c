@@ -1163,7 +1163,9 @@ test_module_and_launch(void **state)
 
 /* A kernel of the shim is charged the bytes it reads and writes: the
  * FP16 cast of a compact matrix reads its FP32 elements and the scale and
- * writes the halves, each once. */
+ * writes the halves, each once; and a second launch over the same memory,
+ * run in the same synchronisation (its pages left open by the first), is
+ * charged them again. */
 static void
 test_kernel_time_is_its_bytes(void **state)
 {
@@ -1171,9 +1173,9 @@ test_kernel_time_is_its_bytes(void **state)
     size_t n = (size_t)rows * (size_t)cols;
     CUdeviceptr src, dst, scale;
     void *params[] = {&src, &ld, &dst, &ld, &rows, &cols, &scale};
-    float one = 1.0f, ms;
+    float one = 1.0f, ms, again;
     double want;
-    CUevent a, b;
+    CUevent a, b, c;
     CUfunction f;
     CUmodule m;
     CUstream s;
@@ -1189,19 +1191,27 @@ test_kernel_time_is_its_bytes(void **state)
     CHECK(cuMemcpyHtoD(scale, &one, 4));
     CHECK(cuEventCreate(&a, 0));
     CHECK(cuEventCreate(&b, 0));
+    CHECK(cuEventCreate(&c, 0));
     CHECK(cuEventRecord(a, s));
     CHECK(cuLaunchKernel(f,
                          amp_kernel_grid((long long)n, AMP_KERNEL_MAX_GRID),
                          1, 1, AMP_KERNEL_BLOCK, 1, 1, 0, s, params, NULL));
     CHECK(cuEventRecord(b, s));
-    CHECK(cuEventSynchronize(b));
+    CHECK(cuLaunchKernel(f,
+                         amp_kernel_grid((long long)n, AMP_KERNEL_MAX_GRID),
+                         1, 1, AMP_KERNEL_BLOCK, 1, 1, 0, s, params, NULL));
+    CHECK(cuEventRecord(c, s));
+    CHECK(cuEventSynchronize(c));
     CHECK(cuEventElapsedTime(&ms, a, b));
+    CHECK(cuEventElapsedTime(&again, b, c));
     want = (emu_model_ns(0.0, EMU_PREC_NONE, (double)(n * 4 + n * 2 + 4)) +
             emu_event_record_ns()) /
            1e6;
     assert_true(fabs(ms - want) <= 1e-4 * want);
+    assert_true(fabs(again - want) <= 1e-4 * want);
     CHECK(cuEventDestroy(a));
     CHECK(cuEventDestroy(b));
+    CHECK(cuEventDestroy(c));
     CHECK(cuMemFree(src));
     CHECK(cuMemFree(dst));
     CHECK(cuMemFree(scale));
@@ -1451,6 +1461,64 @@ child_host_read(void)
     return p[0] == 0.0f ? 12 : 13;  /* never reached */
 }
 
+/* The host reads a kernel's result at its device address, the
+ * synchronisation that ran the kernel done: SIGSEGV, as on a GPU system.
+ * The pages the kernels opened close when the emulator's call returns. */
+static int
+child_host_read_after_kernel(void)
+{
+    volatile uint32_t *p;
+    CUdeviceptr a, b;
+    CUmodule m;
+    CUfunction f;
+    int64_t ld = 1024, rows = 1024, cols = 1;
+    void *params[] = {&a, &ld, &rows, &cols, &b};
+
+    child_bring_up();
+    make_fatbin(AMP_K_ABSMAX_F32);
+    if (cuMemAlloc(&a, 4096) || cuMemAlloc(&b, 4) ||
+        cuMemsetD32(a, 0x3f800000u, 1024) || cuMemsetD32(b, 0, 1) ||
+        cuModuleLoadData(&m, fake_fatbin) ||
+        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+        return 11;
+    if (cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL) ||
+        cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL) ||
+        cuCtxSynchronize())
+        return 12;
+    signal(SIGSEGV, SIG_DFL);
+    p = (volatile uint32_t *)(uintptr_t)b;
+    return p[0] == 0x3f800000u ? 13 : 14;   /* never reached */
+}
+
+/* A kernel queued after a stream-ordered free of its input faults, though
+ * it runs in the same synchronisation as a kernel that read the input
+ * before the free: the first one's open pages are not the second's. */
+static int
+child_freed_in_one_sync(void)
+{
+    CUdeviceptr a, b;
+    CUmodule m;
+    CUfunction f;
+    CUstream s;
+    int64_t ld = 1024, rows = 1024, cols = 1;
+    void *params[] = {&a, &ld, &rows, &cols, &b};
+
+    child_bring_up();
+    make_fatbin(AMP_K_ABSMAX_F32);
+    if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) ||
+        cuMemAllocAsync(&a, 4096, s) || cuMemAlloc(&b, 4) ||
+        cuModuleLoadData(&m, fake_fatbin) ||
+        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+        return 40;
+    if (cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, s, params, NULL) ||
+        cuMemFreeAsync(a, s) ||
+        cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, s, params, NULL))
+        return 41;
+    if (cuStreamSynchronize(s) != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 42;
+    return 0;
+}
+
 /* AMPSHIM_EMU_FAIL=alloc:2,alloc-async:1,module:1,launch:2,event:1 */
 static int
 child_faults(void)
@@ -1529,6 +1597,20 @@ static void
 test_host_read_of_device_memory_faults(void **state)
 {
     assert_int_equal(run_child("host-read", NULL, NULL), 128 + SIGSEGV);
+    assert_int_equal(run_child("host-read-after-kernel", NULL, NULL),
+                     128 + SIGSEGV);
+    assert_int_equal(run_child("host-read-after-kernel", "AMPSHIM_EMU_WINDOW",
+                               "faults"),
+                     128 + SIGSEGV);
+}
+
+static void
+test_freed_memory_faults_in_one_sync(void **state)
+{
+    assert_int_equal(run_child("freed-in-one-sync", NULL, NULL), 0);
+    assert_int_equal(run_child("freed-in-one-sync", "AMPSHIM_EMU_WINDOW",
+                               "faults"),
+                     0);
 }
 
 static void
@@ -1781,6 +1863,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_module_and_launch),
         cmocka_unit_test(test_host_read_of_device_memory_faults),
+        cmocka_unit_test(test_freed_memory_faults_in_one_sync),
         cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_sticky_error),
         cmocka_unit_test(test_gpu_choice),
@@ -1789,6 +1872,10 @@ main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
         if (strcmp(argv[2], "host-read") == 0)
             return child_host_read();
+        if (strcmp(argv[2], "host-read-after-kernel") == 0)
+            return child_host_read_after_kernel();
+        if (strcmp(argv[2], "freed-in-one-sync") == 0)
+            return child_freed_in_one_sync();
         if (strcmp(argv[2], "faults") == 0)
             return child_faults();
         if (strcmp(argv[2], "sticky") == 0)
