@@ -1212,36 +1212,45 @@ core_window_allow(size_t pg, unsigned char *at, unsigned char want)
     win.prot[pg] = want;
 }
 
-/* Opens the page of device address a for the faulting access: 0, or -1
- * when a lies in no allocation. Runs in the fault handler, on the thread
- * that holds the lock: the allocation table does not change under it. */
+/* How an access reached the window: a fault at a device address, a
+ * kernel's call before an access at a device address, or its call before
+ * an access through the emulator's alias of the span (a pointer parameter,
+ * core_kernel_alias), whose pages are always open. */
+enum { WIN_VIA_FAULT, WIN_VIA_DEVICE, WIN_VIA_ALIAS };
+
+/* Counts the launch's access to span offset off, `writes` or not, once it
+ * is known to lie in an allocation: its page's bytes in the allocation,
+ * once for reading and once for writing. A device address's page opens
+ * for it. Returns 0, or -1 when off lies in no allocation or a fault was
+ * not the window's. Runs in the fault handler too, on the thread that
+ * holds the lock: the allocation table does not change under it. */
 static int
-core_window_touch(uintptr_t a, int writes)
+core_window_touch(uintptr_t off, int writes, int via)
 {
-    uintptr_t dev0 = (uintptr_t)g.dev_base;
-    size_t page = core_page(), pg;
-    unsigned char *at;
+    unsigned char want = writes ? WIN_WRITTEN : WIN_READ;
+    size_t pg;
     long i;
 
-    if (a < dev0 || a - dev0 >= g.span)
+    if (off >= g.span)
         return -1;
-    i = core_find_index((CUdeviceptr)a);
+    i = core_find_index((CUdeviceptr)(uintptr_t)(g.dev_base + off));
     if (i < 0 || g.allocs[i].is_host)
         return -1;
-    pg = (a - dev0) / page;
-    at = g.dev_base + pg * page;
-    if (win.state[pg] == WIN_READ) {
-        /* Open for reading, so this access writes. */
-        core_window_allow(pg, at, WIN_WRITTEN);
-        win.state[pg] = WIN_WRITTEN;
-        win.bytes += core_page_bytes(&g.allocs[i], pg);
-        return 0;
+    pg = off / core_page();
+    if (via == WIN_VIA_FAULT && win.prot[pg] >= want) {
+        /* Where the CPU does not say whether a fault writes, a fault at
+         * a page open for reading is a write's. */
+        if (win.prot[pg] != WIN_READ)
+            return -1;
+        want = WIN_WRITTEN;
     }
-    if (win.state[pg] != WIN_CLOSED)
-        return -1;
-    core_window_allow(pg, at, writes ? WIN_WRITTEN : WIN_READ);
-    win.state[pg] = writes ? WIN_WRITTEN : WIN_READ;
-    win.opened[win.nopened++] = pg;
+    if (via != WIN_VIA_ALIAS)
+        core_window_allow(pg, g.dev_base + pg * core_page(), want);
+    if (win.state[pg] >= want)
+        return 0;
+    if (win.state[pg] == WIN_CLOSED)
+        win.opened[win.nopened++] = pg;
+    win.state[pg] = want;
     win.bytes += core_page_bytes(&g.allocs[i], pg);
     return 0;
 }
@@ -1261,8 +1270,8 @@ core_window_fault(int sig, siginfo_t *si, void *uctx)
     /* pthread_self reads the thread's own pointer, where gettid would
      * be a system call at every page a kernel touches. */
     if (win.open && pthread_equal(pthread_self(), win.thread)) {
-        if (core_window_touch((uintptr_t)si->si_addr,
-                              core_fault_writes(uctx)) == 0)
+        if (core_window_touch((uintptr_t)si->si_addr - (uintptr_t)g.dev_base,
+                              core_fault_writes(uctx), WIN_VIA_FAULT) == 0)
             return;
         core_window_abandon();
     }
@@ -1306,22 +1315,30 @@ core_window_kind(void)
  * preceded by a call that names it (emu_kernels_tracked: meson.build
  * builds emu_kernels.cpp with the compiler's address-sanitizer
  * instrumentation in its kernel form, which calls the functions below and
- * needs no run-time library), a page opens at the call before its first
- * access, for reading at a load and for writing at a store: the same
- * core_window_touch as at a fault, so the same pages are counted and an
- * access outside every allocation ends the launch alike, without the
- * fault (on a virtual machine a fault and its signal cost some 20 us, an
- * mprotect call a few). An access the compiler does not name (clang
- * leaves a structure's copy to a memcpy call, for one) still opens its
- * page by its fault. */
+ * needs no run-time library), the window counts a page at the call before
+ * its first access, for reading at a load and for writing at a store, and
+ * an access outside every allocation ends the launch there, as its fault
+ * would: core_window_touch, as at a fault. A kernel's pointer parameters
+ * then reach device memory through the emulator's alias of the span
+ * (core_kernel_alias), whose pages are always open, so that nothing is
+ * opened for them; a device address the kernel reads from memory (a
+ * batched call's array of pointers) opens its page at the call, with one
+ * mprotect, and no fault is taken (on a virtual machine a fault and its
+ * signal cost some 20 us, an mprotect call a few, and the first touch of
+ * a page whose protection changed about 5 more). An access the compiler
+ * does not name (clang leaves a structure's copy to a memcpy call, for
+ * one) at a device address still opens its page by its fault. */
 static void __attribute__((noinline))
-core_window_access_slow(uintptr_t off, size_t n, int writes)
+core_window_access_slow(uintptr_t off, size_t n, int writes, int via)
 {
     uintptr_t last = off + n - 1;
 
     for (;;) {
-        if (win.state[off >> win.shift] < WIN_READ + writes &&
-            core_window_touch((uintptr_t)g.dev_base + off, writes) != 0)
+        size_t pg = off >> win.shift;
+
+        if ((win.state[pg] < WIN_READ + writes ||
+             (via == WIN_VIA_DEVICE && win.prot[pg] < WIN_READ + writes)) &&
+            core_window_touch(off, writes, via) != 0)
             core_window_abandon();
         /* An access of more than one byte may cross into the next page. */
         if ((off >> win.shift) == (last >> win.shift) || last >= g.span)
@@ -1331,20 +1348,40 @@ core_window_access_slow(uintptr_t off, size_t n, int writes)
 }
 
 /* Before every load and store of the kernels, the host's memory among
- * them: a device address off the span's start below win.limit (the span
- * while a launch follows the accesses, else 0) whose page is open for the
- * access already returns at once. WIN_READ + writes is the state the
+ * them: an address off the alias's or the device span's start below
+ * win.limit (the span while a launch follows the accesses, else 0) whose
+ * page the launch has counted for the access (and, at a device address,
+ * has open for it) returns at once. WIN_READ + writes is the state the
  * access needs (WIN_CLOSED < WIN_READ < WIN_WRITTEN). */
 static inline __attribute__((always_inline)) void
 core_window_access(uintptr_t a, size_t n, int writes)
 {
-    uintptr_t off = a - (uintptr_t)g.dev_base;
+    uintptr_t off = a - (uintptr_t)g.rw_base;
+    int via = WIN_VIA_ALIAS;
 
-    if (off >= win.limit)
-        return;
+    if (off >= win.limit) {
+        off = a - (uintptr_t)g.dev_base;
+        if (off >= win.limit)
+            return;
+        via = WIN_VIA_DEVICE;
+        if (win.prot[off >> win.shift] < WIN_READ + writes) {
+            core_window_access_slow(off, n, writes, via);
+            return;
+        }
+    }
     if (((off & win.page_mask) + n > win.page_mask + 1) ||
         win.state[off >> win.shift] < WIN_READ + writes)
-        core_window_access_slow(off, n, writes);
+        core_window_access_slow(off, n, writes, via);
+}
+
+void *
+core_kernel_alias(void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)g.dev_base;
+
+    if (p == NULL || off >= g.span || !core_window_tracks())
+        return p;
+    return g.rw_base + off;
 }
 
 #define CORE_ACCESS_HOOKS(n)                                                 \

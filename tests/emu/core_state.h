@@ -256,6 +256,13 @@ double core_window_close(void);
 /* How the window counts a kernel's pages: "accesses" (the kernels name
  * their loads and stores to it) or "faults". */
 const char *core_window_kind(void);
+/* The address a kernel's pointer parameter p is handed to the kernel as:
+ * where the kernels name their accesses to the window, a device address
+ * becomes its alias in the emulator's read-write view, whose pages need
+ * no opening (the window counts and checks each access there as at the
+ * device address); anything else, and every address where faults count
+ * the pages, stays as it is. */
+void *core_kernel_alias(void *p);
 /* Whether a kernel on the device could dereference p: NULL, an address of
  * the device span, or page-locked host memory. Host code reaches every
  * other host address too, where a GPU would fault. */

@@ -75,6 +75,8 @@ struct emu_fiber {
 /* The running launch. Used under the core lock only. */
 static struct {
     const struct emu_grid *launch;
+    void **params;              /* the launch's, pointers as the kernel
+                                 * gets them (core_kernel_alias) */
     struct emu_fiber *fibers;
     unsigned *order;
     unsigned char *stacks;      /* fibers' stacks, each above a guard page */
@@ -371,7 +373,7 @@ emu_fiber_main(struct emu_fiber *f)
 
     emu_arrived(NULL);
     for (;;) {
-        grid.launch->kernel->entry(grid.launch->params);
+        grid.launch->kernel->entry(grid.params);
         f->done = 1;
         grid.live--;
         grid.pos++;
@@ -607,6 +609,7 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
 {
     static sigjmp_buf on_fault;
     unsigned n = l->block[0] * l->block[1] * l->block[2];
+    void *params[EMU_KERNEL_MAX_PARAMS], *alias[EMU_KERNEL_MAX_PARAMS];
     /* Set on both sides of the jump: volatile keeps it out of a
      * register that siglongjmp restores. */
     volatile CUresult rc = CUDA_SUCCESS;
@@ -623,6 +626,19 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
 #ifdef EMU_TSAN
     grid.tsan_scheduler = __tsan_get_current_fiber();
 #endif
+    /* Pointer parameters into device memory as the kernel reaches them. */
+    for (int i = 0; i < l->kernel->nparams; i++) {
+        params[i] = l->params[i];
+        if (l->kernel->pointer_params & 1u << i) {
+            void *p;
+
+            memcpy(&p, l->params[i], sizeof p);
+            alias[i] = core_kernel_alias(p);
+            if (alias[i] != p)
+                params[i] = &alias[i];
+        }
+    }
+    grid.params = params;
     grid.launch = l;
     emu_block_dim = (struct emu_dim3){l->block[0], l->block[1], l->block[2]};
     emu_grid_dim = (struct emu_dim3){l->grid[0], l->grid[1], l->grid[2]};
@@ -640,5 +656,6 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
     }
     *bytes = core_window_close();
     grid.launch = NULL;
+    grid.params = NULL;
     return rc;
 }
