@@ -1401,6 +1401,18 @@ child_bring_up(void)
     return c;
 }
 
+/* The FP32 absolute-maximum kernel, from a module of its own, into *f: 0,
+ * or non-zero when it cannot be had. */
+static int
+child_absmax_kernel(CUfunction *f)
+{
+    CUmodule m;
+
+    make_fatbin(AMP_K_ABSMAX_F32);
+    return cuModuleLoadData(&m, fake_fatbin) != CUDA_SUCCESS ||
+           cuModuleGetFunction(f, m, AMP_K_ABSMAX_F32) != CUDA_SUCCESS;
+}
+
 /* cuCtxGetId: "the unique Id associated with the context supplied ...
  * unique for the life of the program", the current context's for NULL
  * (CUDA Driver API, cuCtxGetId; as in
@@ -1469,17 +1481,14 @@ child_host_read_after_kernel(void)
 {
     volatile uint32_t *p;
     CUdeviceptr a, b;
-    CUmodule m;
     CUfunction f;
     int64_t ld = 1024, rows = 1024, cols = 1;
     void *params[] = {&a, &ld, &rows, &cols, &b};
 
     child_bring_up();
-    make_fatbin(AMP_K_ABSMAX_F32);
     if (cuMemAlloc(&a, 4096) || cuMemAlloc(&b, 4) ||
         cuMemsetD32(a, 0x3f800000u, 1024) || cuMemsetD32(b, 0, 1) ||
-        cuModuleLoadData(&m, fake_fatbin) ||
-        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+        child_absmax_kernel(&f))
         return 11;
     if (cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL) ||
         cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL) ||
@@ -1497,18 +1506,15 @@ static int
 child_freed_in_one_sync(void)
 {
     CUdeviceptr a, b;
-    CUmodule m;
     CUfunction f;
     CUstream s;
     int64_t ld = 1024, rows = 1024, cols = 1;
     void *params[] = {&a, &ld, &rows, &cols, &b};
 
     child_bring_up();
-    make_fatbin(AMP_K_ABSMAX_F32);
     if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) ||
         cuMemAllocAsync(&a, 4096, s) || cuMemAlloc(&b, 4) ||
-        cuModuleLoadData(&m, fake_fatbin) ||
-        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+        child_absmax_kernel(&f))
         return 40;
     if (cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, s, params, NULL) ||
         cuMemFreeAsync(a, s) ||
@@ -1566,16 +1572,12 @@ static int
 child_sticky(void)
 {
     CUdeviceptr a, b;
-    CUmodule m;
     CUfunction f;
     int64_t ld = 1000, rows = 1000, cols = 1;
     void *params[] = {&a, &ld, &rows, &cols, &b};
 
     child_bring_up();
-    make_fatbin(AMP_K_ABSMAX_F32);
-    if (cuMemAlloc(&a, 64) || cuMemAlloc(&b, 4) ||
-        cuModuleLoadData(&m, fake_fatbin) ||
-        cuModuleGetFunction(&f, m, AMP_K_ABSMAX_F32))
+    if (cuMemAlloc(&a, 64) || cuMemAlloc(&b, 4) || child_absmax_kernel(&f))
         return 30;
     /* The launch is accepted: the fault happens on the device. */
     if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL))
