@@ -1152,8 +1152,8 @@ static struct {
      * name their accesses, a page stays open from one launch to the next
      * while the emulator's lock is held, and all close when the program's
      * code runs again (core_window_settle): on a virtual machine the first
-     * touch of a page whose protection changed costs some 5 us, as much as
-     * the mprotect call that changed it. */
+     * touch of a page whose protection changed costs some 5 us, twice the
+     * mprotect call that changed it. */
     unsigned char *prot;
     size_t *held;               /* pages whose prot is not WIN_CLOSED */
     size_t nheld;
@@ -1198,15 +1198,15 @@ core_page_bytes(const struct core_alloc_rec *r, size_t pg)
     return (double)((e < hi ? e : hi) - (b > lo ? b : lo));
 }
 
-/* Gives page pg (device address at) the access `want` (WIN_READ or
+/* Gives span page pg's device address the access `want` (WIN_READ or
  * WIN_WRITTEN), unless it has it already. */
 static void
-core_window_allow(size_t pg, unsigned char *at, unsigned char want)
+core_window_allow(size_t pg, unsigned char want)
 {
     if (win.prot[pg] >= want)
         return;
-    mprotect(at, core_page(), want == WIN_WRITTEN ? PROT_READ | PROT_WRITE
-                                                  : PROT_READ);
+    mprotect(g.dev_base + pg * core_page(), core_page(),
+             want == WIN_WRITTEN ? PROT_READ | PROT_WRITE : PROT_READ);
     if (win.prot[pg] == WIN_CLOSED)
         win.held[win.nheld++] = pg;
     win.prot[pg] = want;
@@ -1218,8 +1218,8 @@ core_window_allow(size_t pg, unsigned char *at, unsigned char want)
  * core_kernel_alias), whose pages are always open. */
 enum { WIN_VIA_FAULT, WIN_VIA_DEVICE, WIN_VIA_ALIAS };
 
-/* Counts the launch's access to span offset off, `writes` or not, once it
- * is known to lie in an allocation: its page's bytes in the allocation,
+/* Checks that the access to span offset off, `writes` or not, lies in an
+ * allocation and charges the launch its page's bytes in the allocation,
  * once for reading and once for writing. A device address's page opens
  * for it. Returns 0, or -1 when off lies in no allocation or a fault was
  * not the window's. Runs in the fault handler too, on the thread that
@@ -1245,7 +1245,7 @@ core_window_touch(uintptr_t off, int writes, int via)
         want = WIN_WRITTEN;
     }
     if (via != WIN_VIA_ALIAS)
-        core_window_allow(pg, g.dev_base + pg * core_page(), want);
+        core_window_allow(pg, want);
     if (win.state[pg] >= want)
         return 0;
     if (win.state[pg] == WIN_CLOSED)
@@ -1326,8 +1326,8 @@ core_window_kind(void)
  * mprotect, and no fault is taken (on a virtual machine a fault and its
  * signal cost some 20 us, an mprotect call a few, and the first touch of
  * a page whose protection changed about 5 more). An access the compiler
- * does not name (clang leaves a structure's copy to a memcpy call, for
- * one) at a device address still opens its page by its fault. */
+ * does not name (none is known) at a device address still opens its page
+ * by its fault. */
 static void __attribute__((noinline))
 core_window_access_slow(uintptr_t off, size_t n, int writes, int via)
 {
@@ -1374,12 +1374,13 @@ core_window_access(uintptr_t a, size_t n, int writes)
         core_window_access_slow(off, n, writes, via);
 }
 
+/* While the window is open and follows the accesses (win.limit). */
 void *
 core_kernel_alias(void *p)
 {
     uintptr_t off = (uintptr_t)p - (uintptr_t)g.dev_base;
 
-    if (p == NULL || off >= g.span || !core_window_tracks())
+    if (p == NULL || off >= win.limit)
         return p;
     return g.rw_base + off;
 }

@@ -256,8 +256,9 @@ double core_window_close(void);
 /* How the window counts a kernel's pages: "accesses" (the kernels name
  * their loads and stores to it) or "faults". */
 const char *core_window_kind(void);
-/* The address a kernel's pointer parameter p is handed to the kernel as:
- * where the kernels name their accesses to the window, a device address
+/* The address a kernel's pointer parameter p is handed to the kernel as,
+ * once the launch's window is open: where the kernels name their accesses
+ * to the window, a device address
  * becomes its alias in the emulator's read-write view, whose pages need
  * no opening (the window counts and checks each access there as at the
  * device address); anything else, and every address where faults count

@@ -626,24 +626,25 @@ emu_grid_run(const struct emu_grid *l, double *bytes)
 #ifdef EMU_TSAN
     grid.tsan_scheduler = __tsan_get_current_fiber();
 #endif
-    /* Pointer parameters into device memory as the kernel reaches them. */
-    for (int i = 0; i < l->kernel->nparams; i++) {
-        params[i] = l->params[i];
-        if (l->kernel->pointer_params & 1u << i) {
-            void *p;
-
-            memcpy(&p, l->params[i], sizeof p);
-            alias[i] = core_kernel_alias(p);
-            if (alias[i] != p)
-                params[i] = &alias[i];
-        }
-    }
-    grid.params = params;
     grid.launch = l;
     emu_block_dim = (struct emu_dim3){l->block[0], l->block[1], l->block[2]};
     emu_grid_dim = (struct emu_dim3){l->grid[0], l->grid[1], l->grid[2]};
     if (sigsetjmp(on_fault, 1) == 0) {
         core_window_open(&on_fault);
+        /* Pointer parameters into device memory as the kernel reaches
+         * them through the open window. */
+        for (int i = 0; i < l->kernel->nparams; i++) {
+            params[i] = l->params[i];
+            if (l->kernel->pointer_params & 1u << i) {
+                void *p;
+
+                memcpy(&p, l->params[i], sizeof p);
+                alias[i] = core_kernel_alias(p);
+                if (alias[i] != p)
+                    params[i] = &alias[i];
+            }
+        }
+        grid.params = params;
         emu_run_blocks(l);
     } else {
         /* A thread touched memory outside every allocation: the launch
