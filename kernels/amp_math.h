@@ -989,7 +989,7 @@ amp_axpby_batch_thread(const float *r, const float *r_lo, int64_t ld_r,
         cm[off_c] = amp_axpby(alpha,
                               r_lo ? amp_f16x3_sum(r[off_r], r_lo[off_r])
                                    : r[off_r],
-                              beta, cm[off_c]);
+                              beta, beta == 0.0f ? 0.0f : cm[off_c]);
         amp_walk_next(&w, AMP_BATCH_DIGITS, 2);
     }
 }
