@@ -12,6 +12,20 @@
 
 #include <stdint.h>
 
+/* Before a loop of a small constant trip count over a walk's digits or
+ * offsets: unrolled where GCC builds the kernels for the host. nvcc
+ * unrolls such loops by itself (its code is left as it was). GCC
+ * instruments the emulator's kernels for its device window
+ * (tests/emu/meson.build) before its loop passes run, and unrolls an
+ * outermost loop early only when asked: unrolled first, the walk's
+ * arrays are indexed by constants, become registers, and no access of
+ * theirs is instrumented. */
+#if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__)
+#define AMP_UNROLL _Pragma("GCC unroll 8")
+#else
+#define AMP_UNROLL
+#endif
+
 /* FP16 holds finite magnitudes up to 65504; a tensor is scaled so that its
  * largest finite magnitude lands in [2^AMP_F16_TARGET_EXP, 2^(+1)): high
  * enough that small values keep their bits, low enough that rounding can
@@ -414,6 +428,7 @@ amp_walk_start(struct amp_walk *w, int digits, int offsets, int64_t g,
 {
     int i, k;
 
+    AMP_UNROLL
     for (i = 0; i < digits - 1; i++) {
         w->at[i] = g % w->radix[i];
         g /= w->radix[i];
@@ -422,9 +437,11 @@ amp_walk_start(struct amp_walk *w, int digits, int offsets, int64_t g,
     }
     w->at[digits - 1] = g;
     w->step[digits - 1] = nthreads;
+    AMP_UNROLL
     for (k = 0; k < offsets; k++) {
         w->off[k] = 0;
         w->delta[k] = 0;
+        AMP_UNROLL
         for (i = 0; i < digits; i++) {
             w->off[k] += w->at[i] * w->stride[k][i];
             w->delta[k] += w->step[i] * w->stride[k][i];
@@ -443,13 +460,16 @@ amp_walk_next(struct amp_walk *w, int digits, int offsets)
     int64_t carry = 0;
     int i, k;
 
+    AMP_UNROLL
     for (k = 0; k < offsets; k++)
         w->off[k] += w->delta[k];
+    AMP_UNROLL
     for (i = 0; i < digits - 1; i++) {
         w->at[i] += w->step[i] + carry;
         carry = w->at[i] >= w->radix[i];
         if (carry) {
             w->at[i] -= w->radix[i];
+            AMP_UNROLL
             for (k = 0; k < offsets; k++)
                 w->off[k] += w->wrap[k][i];
         }
@@ -1152,6 +1172,7 @@ amp_conv_count(const struct amp_conv_layout *l, int packed)
 
     /* A constant trip count, unrolled: constant indices into a kernel's
      * by-value layout (amp_conv_pick). */
+    AMP_UNROLL
     for (d = 2; d < AMP_CONV_MAX_DIMS; d++)
         if (d < l->nb_dims)
             n *= l->dim[d];
@@ -1211,6 +1232,7 @@ amp_conv_walk_start(struct amp_conv_walk *w, int offsets, int64_t g,
     uint32_t g32 = (uint32_t)g, n32 = (uint32_t)nthreads;
     int fits = 1, i, k;
 
+    AMP_UNROLL
     for (i = 0; i < AMP_CONV_DIGITS - 1; i++) {
         w->bound[i] = (uint32_t)w->radix[i];
         w->at[i] = g32 % w->bound[i];
@@ -1220,9 +1242,11 @@ amp_conv_walk_start(struct amp_conv_walk *w, int offsets, int64_t g,
     }
     w->at[AMP_CONV_DIGITS - 1] = g32;
     w->step[AMP_CONV_DIGITS - 1] = n32;
+    AMP_UNROLL
     for (k = 0; k < offsets; k++) {
         w->off[k] = 0;
         w->delta[k] = 0;
+        AMP_UNROLL
         for (i = 0; i < AMP_CONV_DIGITS; i++) {
             w->off[k] += (int64_t)w->at[i] * w->stride[k][i];
             w->delta[k] += (int64_t)w->step[i] * w->stride[k][i];
@@ -1246,14 +1270,17 @@ amp_conv_walk_next(struct amp_conv_walk *w, int offsets)
     uint32_t carry = 0;
     int i, k;
 
+    AMP_UNROLL
     for (k = 0; k < offsets; k++)
         w->off[k] += w->delta[k];
+    AMP_UNROLL
     for (i = 0; i < AMP_CONV_DIGITS - 1; i++) {
         /* at + step + carry < 2 * radix <= 2^32 */
         w->at[i] += w->step[i] + carry;
         carry = w->at[i] >= w->bound[i];
         if (carry) {
             w->at[i] -= w->bound[i];
+            AMP_UNROLL
             for (k = 0; k < offsets; k++)
                 w->off[k] += w->wrap[k][i];
         }
@@ -1288,6 +1315,7 @@ amp_conv_walk_init(struct amp_conv_walk *w, const struct amp_conv_layout *l,
 
     w->radix[0] = packed ? l->per_pad[1] : l->per[1];
     w->radix[1] = l->dim[1] / l->per[1];
+    AMP_UNROLL
     for (i = 0; i < 3; i++) {
         int d = amp_conv_spatial_dim(l, i);
 
@@ -1307,6 +1335,7 @@ amp_conv_walk_offset(struct amp_conv_walk *w, int k,
 
     w->stride[k][0] = l->stride[1];
     w->stride[k][1] = l->per[1] * l->stride[1];
+    AMP_UNROLL
     for (i = 0; i < 3; i++) {
         int d = amp_conv_spatial_dim(l, i);
 
@@ -1326,6 +1355,7 @@ amp_conv_walk_packed_offset(struct amp_conv_walk *w, int k,
 
     w->stride[k][0] = 1;
     w->stride[k][1] = l->per_pad[1];
+    AMP_UNROLL
     for (i = 0; i < 3; i++) {
         int d = amp_conv_spatial_dim(l, i);
 
@@ -1356,6 +1386,7 @@ amp_conv_walk_spatial_first(struct amp_conv_walk *w, int offsets)
     w->radix[2] = w->radix[4];
     w->radix[3] = c;
     w->radix[4] = g;
+    AMP_UNROLL
     for (k = 0; k < AMP_WALK_OFFSETS; k++) {
         int64_t sc = w->stride[k][0], sg = w->stride[k][1];
 
@@ -1472,6 +1503,7 @@ amp_conv_cast_scan_thread(const float *src, const struct amp_conv_layout *l,
         uint16_t *to = dst + u * width;
         uint32_t real = amp_conv_unit_real(&w, width, per0, per1, 0);
 
+        AMP_UNROLL
         for (j = 0; j < width; j++) {
             float x = 0.0f;
 
@@ -1759,6 +1791,7 @@ amp_conv_output_thread(const void *r, int32_t format,
     amp_conv_walk_offset(&w, 1, ld);
     amp_conv_walk_offset(&w, 2, lo);
     w.radix[0] /= width;
+    AMP_UNROLL
     for (k = 0; k < 3; k++)
         w.stride[k][0] *= width;
     /* Into an output whose channels are not innermost, a position at a
