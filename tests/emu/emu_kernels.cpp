@@ -15,6 +15,12 @@
 #include <type_traits>
 #include <utility>
 
+#if EMU_KERNELS_TRACKED
+#define EMU_NOT_TRACKED __attribute__((no_sanitize("kernel-address")))
+#else
+#define EMU_NOT_TRACKED
+#endif
+
 namespace {
 
 // A kernel's function type, taken apart: how many parameters, their sizes
@@ -25,14 +31,19 @@ template <typename... A, void (*fn)(A...)> struct emu_sig<void(A...), fn> {
     static_assert(sizeof...(A) <= EMU_KERNEL_MAX_PARAMS,
                   "a kernel has more parameters than a launch copies");
 
+    // The copies of the launch's parameters, host memory, are not the
+    // kernel's accesses: no call to the device window for them (where the
+    // kernels are built to make such calls). The kernel itself keeps its
+    // calls: neither compiler inlines a function built with the
+    // instrumentation into one built without it.
     template <std::size_t... I>
-    static void
+    EMU_NOT_TRACKED static void
     call(void *const *params, std::index_sequence<I...>)
     {
         fn(*static_cast<const A *>(params[I])...);
     }
 
-    static void
+    EMU_NOT_TRACKED static void
     entry(void *const *params)
     {
         call(params, std::index_sequence_for<A...>{});
