@@ -2105,7 +2105,8 @@ emu_call_log(const char *fmt, ...)
  * bytes they were charged and their modelled time, on stderr at exit, and
  * the model's rates, for the benchmarks' byte and roofline ratios; and
  * the CPU time the emulator spent running them (its own cost, page faults
- * of the device window included), for the benchmarks of its speed. */
+ * of the device window included) and the threads it ran, for the
+ * benchmarks of its speed. */
 #define DRV_STATS_MAX 64
 
 static struct {
@@ -2113,7 +2114,7 @@ static struct {
     int n;
     struct drv_kernel_stats {
         const char *name;
-        unsigned long long launches;
+        unsigned long long launches, threads;
         double bytes, model_ns, cpu_ns;
     } k[DRV_STATS_MAX];
 } drv_stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -2127,7 +2128,8 @@ drv_stats_wanted(void)
 }
 
 static void
-drv_stats_add(const char *name, double bytes, double model_ns, double cpu_ns)
+drv_stats_add(const char *name, unsigned long long threads, double bytes,
+              double model_ns, double cpu_ns)
 {
     int i;
 
@@ -2138,6 +2140,7 @@ drv_stats_add(const char *name, double bytes, double model_ns, double cpu_ns)
         drv_stats.k[drv_stats.n++].name = name;
     if (i < drv_stats.n) {
         drv_stats.k[i].launches++;
+        drv_stats.k[i].threads += threads;
         drv_stats.k[i].bytes += bytes;
         drv_stats.k[i].model_ns += model_ns;
         drv_stats.k[i].cpu_ns += cpu_ns;
@@ -2175,10 +2178,10 @@ drv_stats_print(void)
     pthread_mutex_lock(&drv_stats.lock);
     for (int i = 0; i < drv_stats.n; i++)
         fprintf(stderr, "ampshim-emu: kernel %s launches=%llu bytes=%.0f "
-                "model_us=%.3f cpu_ms=%.1f\n", drv_stats.k[i].name,
-                drv_stats.k[i].launches, drv_stats.k[i].bytes,
-                drv_stats.k[i].model_ns * 1e-3,
-                drv_stats.k[i].cpu_ns * 1e-6);
+                "model_us=%.3f cpu_ms=%.1f threads=%llu\n",
+                drv_stats.k[i].name, drv_stats.k[i].launches,
+                drv_stats.k[i].bytes, drv_stats.k[i].model_ns * 1e-3,
+                drv_stats.k[i].cpu_ns * 1e-6, drv_stats.k[i].threads);
     pthread_mutex_unlock(&drv_stats.lock);
 }
 
@@ -2193,8 +2196,11 @@ drv_run_launch(void *arg)
 
     core_op_set_model_ns(emu_model_ns(0.0, EMU_PREC_NONE, bytes));
     if (drv_stats_wanted())
-        drv_stats_add(l->grid.kernel->name, bytes,
-                      emu_model_ns(0.0, EMU_PREC_NONE, bytes),
+        drv_stats_add(l->grid.kernel->name,
+                      (unsigned long long)l->grid.grid[0] * l->grid.grid[1] *
+                          l->grid.grid[2] * l->grid.block[0] *
+                          l->grid.block[1] * l->grid.block[2],
+                      bytes, emu_model_ns(0.0, EMU_PREC_NONE, bytes),
                       cpu_ns + drv_thread_cpu_ns());
     if (rc != CUDA_SUCCESS)
         return emu_op_fail(rc, l->grid.kernel->name, "kernel fault");

@@ -1333,13 +1333,14 @@ child_stats(void)
 }
 
 /* AMPSHIM_EMU_KERNEL_STATS=1: at exit, per kernel, its launches and the
- * bytes they were charged (the benchmarks' byte counts), and the model's
- * rates. */
+ * bytes they were charged (the benchmarks' byte counts), the threads the
+ * two launches ran, and the model's rates. */
 static void
 test_kernel_stats(void **state)
 {
     char text[4096], want[160];
     size_t n = 256 * 192;
+    const char *line, *end;
 
     (void)state;
     assert_int_equal(run_child_stderr("stats", "AMPSHIM_EMU_KERNEL_STATS",
@@ -1347,7 +1348,15 @@ test_kernel_stats(void **state)
     snprintf(want, sizeof want,
              "ampshim-emu: kernel %s launches=2 bytes=%zu ",
              AMP_K_CAST_F32_F16, 2 * (n * 4 + n * 2 + 4));
-    assert_non_null(strstr(text, want));
+    line = strstr(text, want);
+    assert_non_null(line);
+    end = strchr(line, '\n');
+    assert_non_null(end);
+    snprintf(want, sizeof want, " threads=%u\n",
+             2 * AMP_KERNEL_BLOCK *
+                 amp_kernel_grid((long long)n, AMP_KERNEL_MAX_GRID));
+    assert_true((size_t)(end + 1 - line) > strlen(want));
+    assert_memory_equal(end + 1 - strlen(want), want, strlen(want));
     assert_non_null(strstr(text, "ampshim-emu: model h100 fp16_tflops="));
 }
 
